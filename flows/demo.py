@@ -1,0 +1,24 @@
+"""The built-in demo: its corpus location and the config that curates it (= configs/demo.toml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEMO_CORPUS_DIR = Path(".cache/demo-corpus")
+DEMO_RUN_DIR = Path("runs/demo")
+
+
+def demo_config(corpus_dir: Path = DEMO_CORPUS_DIR, run_dir: Path = DEMO_RUN_DIR, seed: int = 0) -> dict:
+    corpus = Path(corpus_dir)
+    return {
+        "run_dir": str(run_dir),
+        "seed": seed,
+        "sources": [
+            {"name": "news", "reader": "jsonl", "paths": [str(corpus / "news")],
+             "text_field": "text", "id_field": "id", "url_field": "url"},
+            {"name": "dialogues", "reader": "parquet", "paths": [str(corpus / "dialogues")],
+             "text_field": "text", "id_field": "id"},
+            {"name": "web", "reader": "warc", "paths": [str(corpus / "web")]},
+            {"name": "notes", "reader": "text", "paths": [str(corpus / "notes")]},
+        ],
+    }

@@ -1,0 +1,41 @@
+"""Progress reporting from flows to whoever runs them (the CLI shows a bar; tests show nothing)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator, Protocol
+
+
+class Progress(Protocol):
+    def start(self, stage: str, total: int) -> None: ...
+    def advance(self, amount: int = 1) -> None: ...
+    def finish(self) -> None: ...
+
+
+class Silent:
+    def start(self, stage: str, total: int) -> None:
+        pass
+
+    def advance(self, amount: int = 1) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+_current: Progress = Silent()
+
+
+def current() -> Progress:
+    return _current
+
+
+@contextmanager
+def reporting(progress: Progress) -> Iterator[Progress]:
+    """Make ``progress`` receive the flows' updates inside the block."""
+    global _current
+    previous, _current = _current, progress
+    try:
+        yield progress
+    finally:
+        _current = previous

@@ -1,0 +1,57 @@
+"""The `source` flow: one Prefect task per input file (or group of text files)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+
+from flows.progress import current
+from pipeline.config import RunConfig, SourceConfig
+from pipeline.io.writer import remove_temporaries, write_json
+from pipeline.ledger import Ledger
+from pipeline.manifest import open_run, record_stage
+from pipeline.schema import RunLayout, StageDir
+from pipeline.source import STAGE, Unit, check_stage_outputs, plan_units, source_unit
+
+
+@task(name="source-unit", cache_policy=NO_CACHE, task_run_name="source-{unit.name}")
+def source_unit_task(unit: Unit, source: SourceConfig, config: RunConfig, stage: StageDir) -> dict:
+    return source_unit(unit, source, config, stage)
+
+
+def per_source_counts(parts: list[dict]) -> dict[str, dict]:
+    ledgers: dict[str, Ledger] = defaultdict(lambda: Ledger(STAGE))
+    files: Counter = Counter()
+    for part in parts:
+        ledgers[part["source"]].merge(Ledger.from_dict(part["ledger"]))
+        files[part["source"]] += len(part["files"])
+    return {name: {**ledger.to_dict(), "files": files[name]} for name, ledger in sorted(ledgers.items())}
+
+
+@flow(name="source", validate_parameters=False)
+def source_flow(config: RunConfig) -> dict:
+    """Read every configured source into ``<run_dir>/source``; return the stage's stats."""
+    open_run(config)
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(STAGE).make()
+    remove_temporaries(stage.root)
+    work = [(unit, source) for source in config.sources for unit in plan_units(source)]
+
+    progress = current()
+    progress.start(STAGE, len(work))
+    futures = [source_unit_task.submit(unit, source, config, stage) for unit, source in work]
+    parts = []
+    for future in as_completed(futures):
+        parts.append(future.result())
+        progress.advance()
+    progress.finish()
+    parts.sort(key=lambda part: part["unit"])
+
+    ledger = check_stage_outputs(stage, parts)
+    stats = {**ledger.to_dict(), "units": len(parts), "sources": per_source_counts(parts)}
+    write_json(stats, stage.stats)
+    record_stage(config, STAGE, stats, inputs=[f for part in parts for f in part["files"]])
+    return stats

@@ -1,0 +1,167 @@
+"""Run configuration: TOML, validated before any work.
+
+A config error stops the run with one line that names the key, the problem and the fix::
+
+    sources[0].txt_field: unknown key; did you mean 'text_field'? (allowed: name, reader, ...)
+
+Relative paths (inputs and ``run_dir``) are resolved from the current working directory.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+READERS = ("jsonl", "parquet", "warc", "wet", "text")
+
+# What a directory given as a path expands to, per reader.
+READER_SUFFIXES = {
+    "jsonl": (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst", ".ndjson"),
+    "parquet": (".parquet",),
+    "warc": (".warc", ".warc.gz", ".arc", ".arc.gz"),
+    "wet": (".wet", ".wet.gz", ".warc.wet.gz"),
+    "text": (".txt",),
+}
+
+
+class ConfigError(ValueError):
+    """A problem in the user's configuration; its message is one line with the fix."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceConfig(_Strict):
+    """One input source: which reader, which files, and where its fields are."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="short name, used in ids and file names")
+    reader: Literal["jsonl", "parquet", "warc", "wet", "text"]
+    paths: list[str] = Field(min_length=1, description="files, folders or globs")
+    text_field: str = "text"
+    id_field: str | None = None
+    url_field: str | None = None
+    # Fields to keep in `meta`; None keeps every field that is not text, id or url.
+    meta_fields: list[str] | None = None
+    # WARC only: keep the main content of HTML pages (drop navigation and boilerplate).
+    html_main_content: bool = True
+
+    @field_validator("paths", mode="before")
+    @classmethod
+    def _one_path_is_a_list(cls, value):
+        return [value] if isinstance(value, str) else value
+
+    def input_files(self) -> list[Path]:
+        """The sorted, de-duplicated files this source reads. Raises ConfigError if none."""
+        found: set[Path] = set()
+        for pattern in self.paths:
+            path = Path(pattern).expanduser()
+            if path.is_dir():
+                found.update(p for p in path.rglob("*") if p.is_file() and _has_suffix(p, self.reader))
+                continue
+            matches = [Path(m) for m in glob.glob(str(path), recursive=True)]
+            if not matches:
+                raise ConfigError(
+                    f"sources[{self.name}].paths: {pattern!r} matches no file; "
+                    "fix the path or glob (relative paths are resolved from the current folder)"
+                )
+            for match in matches:
+                if match.is_dir():
+                    found.update(p for p in match.rglob("*") if p.is_file() and _has_suffix(p, self.reader))
+                else:
+                    found.add(match)
+        if not found:
+            raise ConfigError(
+                f"sources[{self.name}].paths: no {'/'.join(READER_SUFFIXES[self.reader])} file found "
+                f"in {self.paths}; point paths at the input files"
+            )
+        return sorted(p.resolve() for p in found)
+
+
+class RunConfig(_Strict):
+    """A curation run."""
+
+    run_dir: Path
+    seed: int = 0
+    sources: list[SourceConfig] = Field(min_length=1)
+    # Reading: documents per Arrow batch, and the largest document text accepted.
+    batch_docs: int = Field(default=4096, gt=0)
+    max_doc_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+    # Output shards are cut at whichever limit comes first.
+    shard_docs: int = Field(default=50_000, gt=0)
+    shard_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+
+    @model_validator(mode="after")
+    def _unique_source_names(self):
+        names = [s.name for s in self.sources]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"source names must be unique; rename the repeated {repeated}")
+        return self
+
+
+def _has_suffix(path: Path, reader: str) -> bool:
+    name = path.name.lower()
+    return name.endswith(READER_SUFFIXES[reader])
+
+
+def _key(loc: tuple) -> str:
+    key = ""
+    for part in loc:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    return key or "config"
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The keys allowed where ``loc`` points, for the 'unknown key' hint."""
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        annotation = model.model_fields[part].annotation
+        inner = getattr(annotation, "__args__", (annotation,))[0]
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            model = inner
+    return list(model.model_fields)
+
+
+def _one_line(error: ValidationError) -> str:
+    first = error.errors()[0]
+    loc = first["loc"]
+    key = _key(loc)
+    if first["type"] == "extra_forbidden":
+        allowed = _allowed_keys(RunConfig, loc)
+        near = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        return f"{key}: unknown key; {hint}(allowed: {', '.join(allowed)})"
+    if first["type"] == "missing":
+        return f"{key}: required key is missing; add it to the config"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{key}: {message} (got {first.get('input')!r})"
+
+
+def parse_config(data: dict) -> RunConfig:
+    """Validate a config mapping; raise ConfigError with one line on the first problem."""
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_one_line(error)) from None
+    for source in config.sources:
+        source.input_files()  # a missing input stops the run here, before any work
+    return config
+
+
+def load_config(path: Path) -> RunConfig:
+    """Read and validate a TOML config file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config: {str(path)!r} is not a file; pass the path of a .toml config")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config: {path} is not valid TOML ({error}); fix the syntax there") from None
+    return parse_config(data)

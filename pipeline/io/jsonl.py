@@ -1,0 +1,145 @@
+"""JSON-lines reader: `.jsonl`/`.json`/`.ndjson`, plain, gzip or zstd, streamed line by line.
+
+Memory stays bounded: a line longer than the limit is skipped in chunks and quarantined, never
+held whole. A file that ends early (truncated gzip or zstd) keeps every record read before the
+break and quarantines the break itself with its line and offset.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+import orjson
+import pyarrow as pa
+import zstandard
+
+from pipeline.io.records import RawBatchBuilder, ReadLimits
+
+READ_BUFFER = 1 << 20
+# A JSON line may be longer than its text (escapes, other fields); allow this much beyond the text limit.
+LINE_OVERHEAD = 1 << 20
+
+
+@contextmanager
+def open_binary(path: Path) -> Iterator[BinaryIO]:
+    """Open a file for reading bytes, decompressing `.gz` and `.zst` by their suffix."""
+    name = path.name.lower()
+    raw = open(path, "rb", buffering=READ_BUFFER)
+    try:
+        if name.endswith(".gz"):
+            yield io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), READ_BUFFER)
+        elif name.endswith(".zst"):
+            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+            yield io.BufferedReader(reader, READ_BUFFER)
+        else:
+            yield raw
+    finally:
+        raw.close()
+
+
+def get_field(obj: dict, dotted: str):
+    """``obj["a"]["b"]`` for ``"a.b"``; None where any step is missing."""
+    value = obj
+    for part in dotted.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+        if value is None:
+            return None
+    return value
+
+
+def _meta(obj: dict, text_field: str, id_field: str | None, url_field: str | None,
+          meta_fields: list[str] | None) -> str | None:
+    if meta_fields is not None:
+        kept = {f: get_field(obj, f) for f in meta_fields}
+    else:
+        # Dotted fields live inside a top-level object that is kept whole in meta.
+        taken = {f for f in (text_field, id_field, url_field) if f and "." not in f}
+        kept = {k: v for k, v in obj.items() if k not in taken}
+    return orjson.dumps(kept).decode() if kept else None
+
+
+def _classify_bad_line(line: bytes, error: Exception) -> tuple[str, str]:
+    if b"\x00" in line:
+        return "nul_bytes", "raw NUL byte in the line"
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as decode_error:
+        return "invalid_utf8", f"invalid UTF-8 at byte {decode_error.start} of the line"
+    return "invalid_json", str(error)
+
+
+def read_jsonl(path: Path, *, text_field: str = "text", id_field: str | None = None,
+               url_field: str | None = None, meta_fields: list[str] | None = None,
+               limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
+    """Yield raw-record batches from one JSON-lines file."""
+    out = RawBatchBuilder(limits.batch_docs)
+    max_line = limits.max_doc_bytes + LINE_OVERHEAD
+    line_no = offset = 0
+    try:
+        with open_binary(path) as stream:
+            while True:
+                line = stream.readline(max_line + 1)
+                if not line:
+                    break
+                line_no += 1
+                start = offset
+                offset += len(line)
+                if len(line) > max_line and not line.endswith(b"\n"):
+                    skipped = _skip_rest_of_line(stream)
+                    offset += skipped
+                    out.bad("too_large", f"line of more than {len(line) + skipped} bytes "
+                            f"(limit {max_line})", line[:200], line_no, start)
+                elif line.strip():
+                    _parse_line(line, line_no, start, out, text_field, id_field, url_field, meta_fields)
+                if out.full:
+                    yield out.flush()
+    except (EOFError, zlib.error, gzip.BadGzipFile, zstandard.ZstdError, OSError) as error:
+        reason = "truncated_file" if isinstance(error, EOFError) else "unreadable_file"
+        out.bad(reason, f"{type(error).__name__}: {error} (after {line_no} lines)",
+                None, line_no + 1, offset)
+    batch = out.flush()
+    if batch is not None:
+        yield batch
+
+
+def _skip_rest_of_line(stream: BinaryIO) -> int:
+    skipped = 0
+    while True:
+        chunk = stream.readline(READ_BUFFER)
+        skipped += len(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return skipped
+
+
+def _parse_line(line: bytes, line_no: int, offset: int, out: RawBatchBuilder, text_field: str,
+                id_field: str | None, url_field: str | None, meta_fields: list[str] | None) -> None:
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        reason, detail = _classify_bad_line(line, error)
+        out.bad(reason, detail, line, line_no, offset)
+        return
+    if not isinstance(obj, dict):
+        out.bad("not_an_object", f"JSON {type(obj).__name__}, expected an object", line, line_no, offset)
+        return
+    text = get_field(obj, text_field)
+    if text is None:
+        out.bad("missing_text", f"no field {text_field!r}", line, line_no, offset)
+        return
+    own_id = None
+    if id_field is not None:
+        own_id = get_field(obj, id_field)
+        if own_id is None or isinstance(own_id, (dict, list)):
+            out.bad("missing_id", f"no usable id in field {id_field!r}", line, line_no, offset)
+            return
+        own_id = str(own_id)
+    url = get_field(obj, url_field) if url_field else None
+    out.doc(text, own_id, None if url is None else str(url),
+            _meta(obj, text_field, id_field, url_field, meta_fields), line_no, offset)

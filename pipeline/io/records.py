@@ -1,0 +1,88 @@
+"""What readers produce: batches of raw records, each either a candidate document or a failure.
+
+Every reader yields Arrow batches of :data:`RAW_SCHEMA`. A record a reader could not parse comes
+with ``reason`` set (and ``text`` null); :func:`pipeline.source.split_batch` then applies the checks
+that do not depend on the format (missing, empty, NUL bytes, too large) to all records at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+RAW_SCHEMA = pa.schema(
+    [
+        pa.field("text", pa.string()),
+        pa.field("own_id", pa.string()),  # the input's own id, if it has one
+        pa.field("url", pa.string()),
+        pa.field("meta", pa.string()),  # JSON object
+        pa.field("line", pa.int64()),  # 1-based line (JSONL) or row (Parquet)
+        pa.field("offset", pa.int64()),  # byte offset of the record (uncompressed for JSONL)
+        pa.field("reason", pa.string()),  # set when the reader already knows the record is bad
+        pa.field("detail", pa.string()),
+        pa.field("sample", pa.string()),
+        pa.field("file", pa.string()),  # set by readers of many files per batch; null: the file read
+    ]
+)
+
+SAMPLE_BYTES = 200
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    batch_docs: int = 4096
+    max_doc_bytes: int = 8 * 1024 * 1024
+
+
+def sample_of(raw: bytes | str | None) -> str | None:
+    """The first bytes of a raw record, readable whatever its encoding."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return raw[:SAMPLE_BYTES]
+    return raw[:SAMPLE_BYTES].decode("utf-8", errors="replace")
+
+
+class RawBatchBuilder:
+    """Accumulates raw records row by row and hands them out as Arrow batches."""
+
+    _columns = RAW_SCHEMA.names
+
+    def __init__(self, batch_docs: int):
+        self.batch_docs = batch_docs
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cols: dict[str, list] = {name: [] for name in self._columns}
+
+    def __len__(self) -> int:
+        return len(self._cols["text"])
+
+    @property
+    def full(self) -> bool:
+        return len(self) >= self.batch_docs
+
+    def doc(self, text, own_id=None, url=None, meta=None, line=None, offset=None) -> None:
+        """A candidate document (``text`` is checked later; it may be None or not a str)."""
+        reason = detail = sample = None
+        if text is not None and not isinstance(text, str):
+            reason, detail = "text_not_string", f"text is {type(text).__name__}"
+            sample, text = sample_of(repr(text)), None
+        self._append(text, own_id, url, meta, line, offset, reason, detail, sample, None)
+
+    def bad(self, reason: str, detail: str | None = None, raw=None, line=None, offset=None,
+            file: str | None = None) -> None:
+        """A record that could not be read, with why and where."""
+        self._append(None, None, None, None, line, offset, reason, detail, sample_of(raw), file)
+
+    def _append(self, *values) -> None:
+        for name, value in zip(self._columns, values):
+            self._cols[name].append(value)
+
+    def flush(self) -> pa.RecordBatch | None:
+        if not len(self):
+            return None
+        batch = pa.RecordBatch.from_pydict(self._cols, schema=RAW_SCHEMA)
+        self._reset()
+        return batch

@@ -1,0 +1,99 @@
+"""WARC and WET reader (warcio), with HTML turned into text by resiliparse.
+
+Documents are the records that carry content: ``response`` and ``resource`` records (HTML is
+extracted to plain text, ``text/plain`` is taken as it is) and WET ``conversion`` records.
+Protocol records (``request``, ``warcinfo``, ``metadata``, ``revisit``) are not documents and are
+passed over. A response whose payload is neither HTML nor text (an image, a PDF) is quarantined as
+``unsupported_content_type``, so that every content record is accounted for.
+
+A record's id is its ``WARC-Record-ID``, its url the ``WARC-Target-URI``; ``meta`` keeps the WARC
+date, the HTTP status and the content type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+import pyarrow as pa
+from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from pipeline.io.records import RawBatchBuilder, ReadLimits
+
+CONTENT_RECORDS = {"response", "resource", "conversion"}
+HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml", "text/xml")
+
+
+def html_to_text(html: bytes, charset: str | None, main_content: bool = True) -> str:
+    """Plain text of an HTML page: decoded by its declared charset (or a detected one), main
+    content only unless ``main_content`` is false, block structure kept as line breaks."""
+    page = bytes_to_str(html, charset or detect_encoding(html))
+    return extract_plain_text(page, preserve_formatting=True, main_content=main_content,
+                              list_bullets=True, alt_texts=False, links=False,
+                              form_fields=False, noscript=False, comments=False)
+
+
+def _content_type(record) -> tuple[str, str | None]:
+    """The payload's media type and charset, from the HTTP headers (or the WARC headers)."""
+    headers = record.http_headers if record.http_headers is not None else record.rec_headers
+    value = (headers.get_header("Content-Type") or "").lower()
+    media, _, params = value.partition(";")
+    charset = None
+    for param in params.split(";"):
+        key, _, val = param.strip().partition("=")
+        if key == "charset" and val:
+            charset = val.strip("\"' ")
+    return media.strip(), charset
+
+
+def read_warc(path: Path, *, html_main_content: bool = True,
+              limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
+    """Yield raw-record batches from one WARC or WET file (gzip or plain)."""
+    out = RawBatchBuilder(limits.batch_docs)
+    offset = 0
+    try:
+        with open(path, "rb") as stream:
+            records = ArchiveIterator(stream)
+            for record in records:
+                offset = records.get_record_offset()
+                if record.rec_type in CONTENT_RECORDS:
+                    _read_record(record, offset, out, html_main_content, limits.max_doc_bytes)
+                if out.full:
+                    yield out.flush()
+    except (ArchiveLoadFailed, EOFError, OSError, ValueError) as error:
+        reason = "truncated_file" if isinstance(error, EOFError) else "unreadable_file"
+        out.bad(reason, f"{type(error).__name__}: {error}", None, None, offset)
+    batch = out.flush()
+    if batch is not None:
+        yield batch
+
+
+def _read_record(record, offset: int, out: RawBatchBuilder, main_content: bool, max_bytes: int) -> None:
+    headers = record.rec_headers
+    record_id = (headers.get_header("WARC-Record-ID") or "").strip("<>") or None
+    url = headers.get_header("WARC-Target-URI")
+    media, charset = _content_type(record)
+    status = record.http_headers.get_statuscode() if record.http_headers is not None else None
+    meta = orjson.dumps({"warc_type": record.rec_type, "warc_date": headers.get_header("WARC-Date"),
+                         "content_type": media or None, "http_status": status}).decode()
+    payload = record.content_stream().read(max_bytes + 1)
+    if len(payload) > max_bytes:
+        out.bad("too_large", f"payload of more than {max_bytes} bytes", payload, None, offset)
+        return
+    if record.rec_type == "conversion" or media.startswith("text/plain"):
+        try:
+            text = payload.decode(charset or "utf-8")
+        except (UnicodeDecodeError, LookupError) as error:
+            out.bad("invalid_utf8" if isinstance(error, UnicodeDecodeError) else "unknown_charset",
+                    str(error), payload, None, offset)
+            return
+    elif media.startswith(HTML_TYPES) or (not media and payload.lstrip()[:1] == b"<"):
+        text = html_to_text(payload, charset, main_content)
+    else:
+        out.bad("unsupported_content_type", f"payload is {media or 'of unknown type'}", payload, None, offset)
+        return
+    out.doc(text, record_id, url, meta, None, offset)

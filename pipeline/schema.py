@@ -1,0 +1,101 @@
+"""The document schema, the quarantine schema and the run-directory layout.
+
+Every stage reads and writes zstd Parquet shards of :data:`DOC_SCHEMA`. A run directory can be
+opened with polars, duckdb or pyarrow alone::
+
+    <run_dir>/
+      manifest.json                 config, package versions, input checksums, counts per stage
+      <stage>/docs/*.parquet        the stage's output documents (DOC_SCHEMA)
+      <stage>/quarantine/*.parquet  records that could not be read (QUARANTINE_SCHEMA)
+      <stage>/removed/*.parquet     documents the stage removed, with reason and score
+      <stage>/parts/*.json          one record per finished unit of work (resume markers)
+      <stage>/stats.json            the stage's ledger: docs in, out, removed and quarantined
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+DOC_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("url", pa.string(), nullable=True),
+        # Everything else the input said about the document, as a JSON object.
+        pa.field("meta", pa.string(), nullable=True),
+    ]
+)
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("file", pa.string(), nullable=False),
+        # 1-based line for line formats, byte offset for record formats; either may be null.
+        pa.field("line", pa.int64(), nullable=True),
+        pa.field("offset", pa.int64(), nullable=True),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("detail", pa.string(), nullable=True),
+        # The first bytes of the record, decoded with replacement, to see what it was.
+        pa.field("sample", pa.string(), nullable=True),
+    ]
+)
+
+REMOVED_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("score", pa.float64(), nullable=True),
+    ]
+)
+
+PARQUET_COMPRESSION = "zstd"
+
+
+@dataclass(frozen=True)
+class StageDir:
+    """The folders of one stage inside a run directory."""
+
+    root: Path
+
+    @property
+    def docs(self) -> Path:
+        return self.root / "docs"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.root / "quarantine"
+
+    @property
+    def removed(self) -> Path:
+        return self.root / "removed"
+
+    @property
+    def parts(self) -> Path:
+        return self.root / "parts"
+
+    @property
+    def stats(self) -> Path:
+        return self.root / "stats.json"
+
+    def make(self) -> "StageDir":
+        for folder in (self.docs, self.quarantine, self.removed, self.parts):
+            folder.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Paths of a run directory."""
+
+    root: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    def stage(self, name: str) -> StageDir:
+        return StageDir(self.root / name)

@@ -1,0 +1,214 @@
+"""The `source` stage: raw inputs -> normalized document shards, bad records -> quarantine.
+
+The unit of work is one input file (or, for folders of `.txt` files, a group of files). A unit
+reads its files in Arrow batches, checks every record at once with Arrow compute, writes its
+documents as zstd Parquet shards and its bad records as one quarantine file, checks its ledger,
+and last writes ``parts/<unit>.json``, which marks it complete: a re-run skips a unit whose part
+record names the same input bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.config import RunConfig, SourceConfig
+from pipeline.io.jsonl import read_jsonl
+from pipeline.io.parquet import read_parquet
+from pipeline.io.records import SAMPLE_BYTES, ReadLimits
+from pipeline.io.text import read_text_files
+from pipeline.io.warc import read_warc
+from pipeline.io.writer import ShardWriter, read_json, write_json, write_parquet
+from pipeline.ledger import Ledger, LedgerError
+from pipeline.schema import DOC_SCHEMA, QUARANTINE_SCHEMA, StageDir
+
+STAGE = "source"
+# Folders of small text files are read this many files to a unit.
+TEXT_FILES_PER_UNIT = 2000
+_BLANK = r"^[\s\p{Z}]*$"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One task's work: some input files of one source."""
+
+    source: str
+    index: int
+    files: tuple[str, ...]
+    base: str  # derived ids and quarantine paths are relative to this folder
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}-{self.index:05d}"
+
+
+def plan_units(source: SourceConfig) -> list[Unit]:
+    files = source.input_files()
+    base = Path(os.path.commonpath([f.parent for f in files]))
+    step = TEXT_FILES_PER_UNIT if source.reader == "text" else 1
+    return [
+        Unit(source.name, i, tuple(str(f) for f in files[start:start + step]), str(base))
+        for i, start in enumerate(range(0, len(files), step))
+    ]
+
+
+def fingerprint(path: str) -> dict:
+    """Size and sha256 of an input file (recorded in parts and in the manifest)."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    except OSError as error:
+        return {"path": path, "bytes": None, "sha256": None, "error": f"{type(error).__name__}: {error}"}
+    return {"path": path, "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+
+
+def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Yield ``(relative file, raw batch)`` for the unit's files with the source's reader."""
+    base = Path(unit.base)
+    if source.reader == "text":
+        for batch in read_text_files([Path(f) for f in unit.files], base, limits=limits):
+            yield "", batch
+        return
+    fields = dict(text_field=source.text_field, id_field=source.id_field, url_field=source.url_field,
+                  meta_fields=source.meta_fields, limits=limits)
+    for file in unit.files:
+        path = Path(file)
+        rel = path.relative_to(base).as_posix()
+        if source.reader == "jsonl":
+            batches = read_jsonl(path, **fields)
+        elif source.reader == "parquet":
+            batches = read_parquet(path, **fields)
+        else:  # warc, wet
+            batches = read_warc(path, html_main_content=source.html_main_content, limits=limits)
+        for batch in batches:
+            yield rel, batch
+
+
+def split_batch(batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc_bytes: int,
+                seen_ids: set[str]) -> tuple[pa.Table, pa.Table]:
+    """Check every record of a raw batch; return (documents, quarantine records)."""
+    text = batch.column("text")
+    reason = batch.column("reason")
+    checks = [
+        (pc.is_null(text), "missing_text"),
+        (pc.greater(pc.binary_length(text), max_doc_bytes), "too_large"),
+        (pc.match_substring_regex(text, _BLANK), "empty_text"),
+        (pc.match_substring(text, "\x00"), "nul_bytes"),
+    ]
+    for failed, why in checks:
+        reason = pc.if_else(pc.and_(pc.is_null(reason), pc.fill_null(failed, False)), why, reason)
+    file_col = pc.fill_null(batch.column("file"), rel)
+    ids = _document_ids(batch, source, file_col)
+
+    # An id seen before in this unit: quarantine the repeat, never silently overwrite.
+    ok = pc.is_null(reason).to_pylist()
+    repeated = [False] * len(ok)
+    for i, (doc_id, good) in enumerate(zip(ids.to_pylist(), ok)):
+        if good:
+            repeated[i] = doc_id in seen_ids
+            seen_ids.add(doc_id)
+    reason = pc.if_else(pa.array(repeated), "duplicate_id", reason)
+    detail = pc.if_else(pa.array(repeated), pc.binary_join_element_wise("id ", ids, " seen before", ""),
+                        batch.column("detail"))
+
+    keep = pc.is_null(reason)
+    sample = pc.coalesce(batch.column("sample"), pc.utf8_slice_codeunits(text, 0, SAMPLE_BYTES))
+    constant_source = pa.array([source] * batch.num_rows, pa.string())
+    docs = pa.Table.from_arrays(
+        [ids, text, constant_source, batch.column("url"), batch.column("meta")], names=DOC_SCHEMA.names,
+    ).filter(keep).cast(DOC_SCHEMA)
+    files = pc.binary_join_element_wise(base.rstrip("/") + "/", file_col, "")
+    quarantine = pa.Table.from_arrays(
+        [constant_source, files, batch.column("line"), batch.column("offset"), reason, detail, sample], names=QUARANTINE_SCHEMA.names,
+    ).filter(pc.invert(keep)).cast(QUARANTINE_SCHEMA)
+    return docs, quarantine
+
+
+def _document_ids(batch: pa.RecordBatch, source: str, file_col: pa.Array) -> pa.Array:
+    """``<source>/<own id>`` where the input has ids, else ``<source>/<file>:<line>`` (or
+    ``@<byte offset>`` for record formats): stable across runs and unique within a source."""
+    own = batch.column("own_id")
+    line = pc.cast(batch.column("line"), pa.string())
+    offset = pc.binary_join_element_wise("@", pc.cast(batch.column("offset"), pa.string()), "")
+    position = pc.coalesce(pc.binary_join_element_wise(":", line, ""), offset)
+    derived = pc.binary_join_element_wise(file_col, position, "")
+    return pc.binary_join_element_wise(f"{source}/", pc.coalesce(own, derived), "")
+
+
+def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: StageDir) -> dict:
+    """Run one unit of the source stage; return its part record (also written to ``parts/``)."""
+    part_path = stage.parts / f"{unit.name}.json"
+    files = [fingerprint(f) for f in unit.files]
+    if part_path.exists():
+        done = read_json(part_path)
+        if done["files"] == files:
+            return done
+
+    limits = ReadLimits(batch_docs=config.batch_docs, max_doc_bytes=config.max_doc_bytes)
+    ledger = Ledger(STAGE)
+    writer = ShardWriter(stage.docs, unit.name, DOC_SCHEMA, config.shard_docs, config.shard_bytes)
+    quarantined: list[pa.Table] = []
+    seen_ids: set[str] = set()
+    for rel, batch in read_unit(unit, source, limits):
+        ledger.docs_in += batch.num_rows
+        docs, bad = split_batch(batch, unit.source, rel, unit.base, config.max_doc_bytes, seen_ids)
+        for doc_batch in docs.to_batches():
+            writer.add(doc_batch)
+        if bad.num_rows:
+            quarantined.append(bad)
+    shards = writer.close()
+    ledger.docs_out = writer.rows_written
+
+    quarantine_file = None
+    if quarantined:
+        table = pa.concat_tables(quarantined)
+        quarantine_file = f"{unit.name}.parquet"
+        write_parquet(table, stage.quarantine / quarantine_file)
+        ledger.quarantined = Counter(table.column("reason").to_pylist())
+    ledger.check(f"unit {unit.name}")
+
+    part = {"unit": unit.name, "source": unit.source, "files": files, "shards": shards,
+            "quarantine": quarantine_file, "ledger": ledger.to_dict()}
+    write_json(part, part_path)
+    return part
+
+
+def check_stage_outputs(stage: StageDir, parts: list[dict]) -> Ledger:
+    """Sum the units' ledgers and check them against what is on disk: the rows in every docs and
+    quarantine file, and that no document id appears twice. Raises LedgerError on any mismatch."""
+    total = Ledger(STAGE)
+    for part in parts:
+        total.merge(Ledger.from_dict(part["ledger"]))
+    total.check()
+    docs_files = [stage.docs / s["file"] for p in parts for s in p["shards"]]
+    on_disk = sum(pq.ParquetFile(f).metadata.num_rows for f in docs_files)
+    quarantine_files = [stage.quarantine / p["quarantine"] for p in parts if p["quarantine"]]
+    in_quarantine = sum(pq.ParquetFile(f).metadata.num_rows for f in quarantine_files)
+    if on_disk != total.docs_out or in_quarantine != sum(total.quarantined.values()):
+        raise LedgerError(
+            f"stage {STAGE}: ledgers say {total.docs_out} docs and {sum(total.quarantined.values())} "
+            f"quarantined, files hold {on_disk} and {in_quarantine}"
+        )
+    if docs_files:
+        ids = pa.concat_arrays(
+            [pq.read_table(f, columns=["id"]).column("id").combine_chunks() for f in docs_files])
+        counts = pc.value_counts(ids)
+        repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+        if len(repeated):
+            example = repeated[0]["values"].as_py()
+            raise LedgerError(
+                f"stage {STAGE}: {len(repeated)} document ids appear in more than one input file "
+                f"(e.g. {example!r}); make the inputs' ids unique, or drop id_field from the source "
+                "to derive ids from file and line"
+            )
+    return total
