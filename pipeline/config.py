@@ -80,7 +80,7 @@ class SourceConfig(_Strict):
                 f"sources[{self.name}].paths: no {'/'.join(READER_SUFFIXES[self.reader])} file found "
                 f"in {self.paths}; point paths at the input files"
             )
-        return sorted(p.resolve() for p in found)
+        return sorted(p.absolute() for p in found)
 
 
 class RunConfig(_Strict):

@@ -32,14 +32,49 @@ def open_binary(path: Path) -> Iterator[BinaryIO]:
     raw = open(path, "rb", buffering=READ_BUFFER)
     try:
         if name.endswith(".gz"):
-            yield io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), READ_BUFFER)
+            # GzipFile buffers in small blocks, so a truncated file still yields its lines up to
+            # close to the break before EOFError.
+            yield gzip.GzipFile(fileobj=raw, mode="rb")
         elif name.endswith(".zst"):
-            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-            yield io.BufferedReader(reader, READ_BUFFER)
+            yield io.BufferedReader(_ZstdFrames(raw), READ_BUFFER)
         else:
             yield raw
     finally:
         raw.close()
+
+
+class _ZstdFrames(io.RawIOBase):
+    """Decompressed bytes of a stream of zstd frames; raises EOFError where the input ends inside
+    a frame (zstandard's own stream reader ends silently there)."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+        self._decoder = zstandard.ZstdDecompressor().decompressobj()
+        self._in_frame = False
+        self._out = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._out:
+            chunk = self._raw.read(READ_BUFFER)
+            if not chunk:
+                if self._in_frame:
+                    raise EOFError("zstd stream ended inside a frame")
+                return 0
+            while chunk:
+                self._in_frame = True
+                self._out += self._decoder.decompress(chunk)
+                chunk = b""
+                if self._decoder.eof:  # a frame ended; what follows starts the next one
+                    chunk = self._decoder.unused_data
+                    self._decoder = zstandard.ZstdDecompressor().decompressobj()
+                    self._in_frame = False
+        n = min(len(buffer), len(self._out))
+        buffer[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
 
 
 def get_field(obj: dict, dotted: str):

@@ -59,9 +59,15 @@ def read_warc(path: Path, *, html_main_content: bool = True,
         with open(path, "rb") as stream:
             records = ArchiveIterator(stream)
             for record in records:
+                if record.rec_type not in CONTENT_RECORDS:
+                    continue
+                kind, *fields = _read_record(record, html_main_content, limits.max_doc_bytes)
+                # The offset is known once the record is read (warcio reads it to its end).
                 offset = records.get_record_offset()
-                if record.rec_type in CONTENT_RECORDS:
-                    _read_record(record, offset, out, html_main_content, limits.max_doc_bytes)
+                if kind == "doc":
+                    out.doc(*fields, line=None, offset=offset)
+                else:
+                    out.bad(*fields, line=None, offset=offset)
                 if out.full:
                     yield out.flush()
     except (ArchiveLoadFailed, EOFError, OSError, ValueError) as error:
@@ -72,28 +78,28 @@ def read_warc(path: Path, *, html_main_content: bool = True,
         yield batch
 
 
-def _read_record(record, offset: int, out: RawBatchBuilder, main_content: bool, max_bytes: int) -> None:
+def _read_record(record, main_content: bool, max_bytes: int) -> tuple:
+    """``("doc", text, id, url, meta)`` or ``("bad", reason, detail, raw bytes)`` for a content record."""
     headers = record.rec_headers
     record_id = (headers.get_header("WARC-Record-ID") or "").strip("<>") or None
     url = headers.get_header("WARC-Target-URI")
     media, charset = _content_type(record)
     status = record.http_headers.get_statuscode() if record.http_headers is not None else None
+    status = int(status) if status and status.isdigit() else None
     meta = orjson.dumps({"warc_type": record.rec_type, "warc_date": headers.get_header("WARC-Date"),
                          "content_type": media or None, "http_status": status}).decode()
     payload = record.content_stream().read(max_bytes + 1)
     if len(payload) > max_bytes:
-        out.bad("too_large", f"payload of more than {max_bytes} bytes", payload, None, offset)
-        return
+        return "bad", "too_large", f"payload of more than {max_bytes} bytes", payload
     if record.rec_type == "conversion" or media.startswith("text/plain"):
         try:
             text = payload.decode(charset or "utf-8")
-        except (UnicodeDecodeError, LookupError) as error:
-            out.bad("invalid_utf8" if isinstance(error, UnicodeDecodeError) else "unknown_charset",
-                    str(error), payload, None, offset)
-            return
+        except UnicodeDecodeError as error:
+            return "bad", "invalid_utf8", str(error), payload
+        except LookupError as error:
+            return "bad", "unknown_charset", str(error), payload
     elif media.startswith(HTML_TYPES) or (not media and payload.lstrip()[:1] == b"<"):
         text = html_to_text(payload, charset, main_content)
     else:
-        out.bad("unsupported_content_type", f"payload is {media or 'of unknown type'}", payload, None, offset)
-        return
-    out.doc(text, record_id, url, meta, None, offset)
+        return "bad", "unsupported_content_type", f"payload is {media or 'of unknown type'}", payload
+    return "doc", text, record_id, url, meta

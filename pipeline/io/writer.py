@@ -90,21 +90,28 @@ class ShardWriter:
         self._pending_rows += batch.num_rows
         self._pending_bytes += batch.nbytes
         if self._pending_rows >= self.max_rows or self._pending_bytes >= self.max_bytes:
-            self._flush()
+            self._flush(final=False)
 
     def close(self) -> list[dict]:
         """Write what is pending; return ``[{"file", "rows"}]`` for every shard written."""
-        self._flush()
+        self._flush(final=True)
         return self.shards
 
-    def _flush(self) -> None:
+    def _flush(self, final: bool) -> None:
+        """Write full shards; keep a remainder of fewer than ``max_rows`` rows pending unless
+        ``final`` or the byte limit is reached."""
         if not self._pending:
             return
-        table = pa.Table.from_batches(self._pending, schema=self.schema).combine_chunks()
-        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
-        # Cut an oversized flush into shards of at most max_rows rows.
-        for start in range(0, table.num_rows, self.max_rows):
-            piece = table.slice(start, self.max_rows)
+        table = pa.Table.from_batches(self._pending, schema=self.schema)
+        by_bytes = self._pending_bytes >= self.max_bytes
+        start = 0
+        while table.num_rows - start >= self.max_rows or (start < table.num_rows and (final or by_bytes)):
+            piece = table.slice(start, self.max_rows).combine_chunks()
             name = f"{self.prefix}-{len(self.shards):04d}.parquet"
             write_parquet(piece, self.folder / name)
             self.shards.append({"file": name, "rows": piece.num_rows})
+            start += piece.num_rows
+        rest = table.slice(start)
+        self._pending = rest.to_batches()
+        self._pending_rows = rest.num_rows
+        self._pending_bytes = rest.nbytes

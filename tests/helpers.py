@@ -1,0 +1,85 @@
+"""Builders of small real input files for the tests."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from pipeline.config import RunConfig, parse_config
+from pipeline.schema import RunLayout
+from pipeline.source import plan_units, source_unit
+
+PAGE = """<html><head><title>{title}</title><style>body {{color: red}}</style></head>
+<body><nav><a href="/">Home</a> | <a href="/about">About</a> | <a href="/contact">Contact</a></nav>
+<article><h1>{title}</h1>{paragraphs}</article>
+<footer>Copyright 2024 Example Media. All rights reserved.</footer></body></html>"""
+
+
+def write_jsonl(path: Path, records: list, compress: str | None = None) -> Path:
+    """Write records (dicts, or raw bytes/str lines written as they are) as JSON lines."""
+    lines = []
+    for record in records:
+        if isinstance(record, bytes):
+            lines.append(record)
+        elif isinstance(record, str):
+            lines.append(record.encode())
+        else:
+            lines.append(json.dumps(record).encode())
+    data = b"\n".join(lines) + b"\n"
+    if compress == "gz":
+        data = gzip.compress(data, mtime=0)
+    elif compress == "zst":
+        import zstandard
+
+        data = zstandard.ZstdCompressor().compress(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def write_parquet_file(path: Path, columns: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def html_page(title: str, paragraphs: list[str]) -> bytes:
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    return PAGE.format(title=title, paragraphs=body).encode()
+
+
+def write_warc(path: Path, responses: list[tuple[str, str, bytes]], conversions: list[tuple[str, str]] = ()) -> Path:
+    """A gzipped WARC with a request + response per (url, content type, payload), and WET-style
+    conversion records per (url, text)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=True)
+    writer.write_record(writer.create_warcinfo_record(path.name, {"software": "tests"}))
+    for url, content_type, payload in responses:
+        request = writer.create_warc_record(url, "request", payload=io.BytesIO(b"GET / HTTP/1.1\r\n\r\n"))
+        writer.write_record(request)
+        headers = StatusAndHeaders("200 OK", [("Content-Type", content_type)], protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(payload),
+                                                      http_headers=headers))
+    for url, text in conversions:
+        writer.write_record(writer.create_warc_record(url, "conversion", payload=io.BytesIO(text.encode()),
+                                                      warc_content_type="text/plain"))
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def source_config(tmp_path: Path, sources: list[dict], **settings) -> RunConfig:
+    return parse_config({"run_dir": str(tmp_path / "run"), "sources": sources, **settings})
+
+
+def run_units(config: RunConfig) -> list[dict]:
+    """Run the source stage's units in order without Prefect; return their part records."""
+    stage = RunLayout(config.run_dir).stage("source").make()
+    return [source_unit(unit, source, config, stage) for source in config.sources for unit in plan_units(source)]

@@ -1,0 +1,156 @@
+"""Bad input is quarantined with file, line or offset and reason; the run goes on; nothing is lost."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import polars as pl
+import pytest
+import zstandard
+
+from pipeline.ledger import Ledger, LedgerError
+from pipeline.schema import RunLayout
+from pipeline.source import check_stage_outputs
+from tests.helpers import html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
+
+
+def quarantine_of(config) -> pl.DataFrame:
+    return pl.read_parquet(RunLayout(config.run_dir).stage("source").quarantine / "*.parquet")
+
+
+def run_jsonl(tmp_path, lines, name="in.jsonl", compress=None, **source):
+    path = write_jsonl(tmp_path / name, lines, compress)
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(path)], **source}])
+    parts = run_units(config)
+    check_stage_outputs(RunLayout(config.run_dir).stage("source"), parts)
+    return config, parts[0]["ledger"], path
+
+
+GOOD = {"text": "a good document"}
+
+
+@pytest.mark.parametrize("bad_line, reason", [
+    ('{"text": "unterminated', "invalid_json"),
+    (b'{"text": "caf\xe9 au lait"}', "invalid_utf8"),
+    ('{"body": "no text field"}', "missing_text"),
+    ('{"text": 42}', "text_not_string"),
+    ('{"text": ["a", "list"]}', "text_not_string"),
+    ('{"text": null}', "missing_text"),
+    ('{"text": "   \\n\\t "}', "empty_text"),
+    ('{"text": "nul \\u0000 inside"}', "nul_bytes"),
+    (b'{"text": "raw \x00 byte"}', "nul_bytes"),
+    ('["not", "an", "object"]', "not_an_object"),
+])
+def test_each_bad_record_is_quarantined_with_its_line_and_the_run_goes_on(tmp_path, bad_line, reason):
+    config, ledger, path = run_jsonl(tmp_path, [GOOD, bad_line, GOOD])
+    assert ledger == {"stage": "source", "docs_in": 3, "docs_out": 2, "removed": {}, "quarantined": {reason: 1}}
+    record = quarantine_of(config).row(0, named=True)
+    assert record["reason"] == reason and record["line"] == 2 and record["file"] == str(path)
+    assert record["offset"] == len(json.dumps(GOOD)) + 1
+    assert record["sample"] is not None
+
+
+def test_a_50_mb_record_is_quarantined_without_reading_it_whole(tmp_path):
+    huge = json.dumps({"text": "x" * (50 * 1024 * 1024)})
+    config, ledger, _ = run_jsonl(tmp_path, [GOOD, huge, GOOD])
+    assert ledger["quarantined"] == {"too_large": 1} and ledger["docs_out"] == 2
+    record = quarantine_of(config).row(0, named=True)
+    assert record["line"] == 2 and "50" not in record["sample"][:5]
+    assert "more than" in record["detail"]
+
+
+def test_a_record_over_the_configured_text_limit_is_quarantined(tmp_path):
+    path = write_jsonl(tmp_path / "in.jsonl", [{"text": "y" * 5000}, GOOD])
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(path)]}], max_doc_bytes=4096)
+    assert run_units(config)[0]["ledger"]["quarantined"] == {"too_large": 1}
+
+
+@pytest.mark.parametrize("suffix", ["gz", "zst"])
+def test_a_truncated_compressed_file_keeps_what_was_read_and_quarantines_the_break(tmp_path, suffix):
+    # More than one zstd block (128 KiB): a truncated block yields nothing, the blocks before it do.
+    lines = [json.dumps({"text": f"document {i} " + "word " * 50}) for i in range(2000)]
+    raw = "\n".join(lines).encode()
+    data = gzip.compress(raw, mtime=0) if suffix == "gz" else zstandard.ZstdCompressor().compress(raw)
+    path = tmp_path / f"cut.jsonl.{suffix}"
+    path.write_bytes(data[: len(data) // 2])
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(path)]}])
+    ledger = run_units(config)[0]["ledger"]
+    assert ledger["quarantined"] == {"truncated_file": 1}
+    assert 0 < ledger["docs_out"] < 2000
+    record = quarantine_of(config).row(0, named=True)
+    assert record["line"] > ledger["docs_out"] and "EOFError" in record["detail"]
+
+
+def test_a_file_that_is_not_gzip_and_a_dangling_link_are_quarantined_and_others_are_read(tmp_path):
+    folder = tmp_path / "in"
+    write_jsonl(folder / "good.jsonl", [GOOD, GOOD])
+    (folder / "fake.jsonl.gz").write_bytes(b"this is not gzip data")
+    os.symlink(folder / "missing.jsonl", folder / "gone.jsonl")
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(folder / "*.jsonl*")]}])
+    parts = run_units(config)
+    total = check_stage_outputs(RunLayout(config.run_dir).stage("source"), parts)
+    assert total.docs_out == 2 and total.quarantined == {"unreadable_file": 2}
+    assert sorted(quarantine_of(config)["file"].to_list()) == [str(folder / "fake.jsonl.gz"),
+                                                               str(folder / "gone.jsonl")]
+
+
+def test_invalid_utf8_text_file_and_corrupt_parquet_are_quarantined(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ok.txt").write_text("fine")
+    (notes / "bad.txt").write_bytes(b"caf\xe9")
+    config = source_config(tmp_path, [{"name": "t", "reader": "text", "paths": [str(notes)]}])
+    assert run_units(config)[0]["ledger"]["quarantined"] == {"invalid_utf8": 1}
+    assert quarantine_of(config)["file"].to_list() == [str(notes / "bad.txt")]
+
+    write_parquet_file(tmp_path / "p" / "ok.parquet", {"text": ["x", "y"]})
+    (tmp_path / "p" / "broken.parquet").write_bytes(b"PAR1 garbage")
+    config = source_config(tmp_path / "second", [{"name": "p", "reader": "parquet",
+                                                  "paths": [str(tmp_path / "p")]}])
+    parts = run_units(config)
+    assert sum(p["ledger"]["docs_out"] for p in parts) == 2
+    assert [p["ledger"]["quarantined"] for p in parts] == [{"unreadable_file": 1}, {}]
+
+
+def test_a_truncated_warc_keeps_the_records_before_the_break(tmp_path):
+    pages = [(f"https://site.example/{i}", "text/html", html_page(f"Page {i}", [f"Paragraph {i} " * 30]))
+             for i in range(20)]
+    whole = write_warc(tmp_path / "w.warc.gz", pages).read_bytes()
+    cut = tmp_path / "cut" / "w.warc.gz"
+    cut.parent.mkdir()
+    cut.write_bytes(whole[: int(len(whole) * 0.6)])
+    config = source_config(tmp_path, [{"name": "w", "reader": "warc", "paths": [str(cut)]}])
+    ledger = run_units(config)[0]["ledger"]
+    assert 0 < ledger["docs_out"] < 20
+    assert sum(ledger["quarantined"].values()) == 1
+    assert quarantine_of(config)["offset"][0] > 0
+
+
+def test_repeated_ids_within_a_file_are_quarantined_and_across_files_stop_the_stage(tmp_path):
+    config, ledger, _ = run_jsonl(tmp_path, [{"id": 1, "text": "a"}, {"id": 1, "text": "b"}], id_field="id")
+    assert ledger["quarantined"] == {"duplicate_id": 1}
+
+    folder = tmp_path / "two"
+    write_jsonl(folder / "a.jsonl", [{"id": 1, "text": "a"}])
+    write_jsonl(folder / "b.jsonl", [{"id": 1, "text": "b"}])
+    config = source_config(tmp_path / "x", [{"name": "s", "reader": "jsonl", "paths": [str(folder)], "id_field": "id"}])
+    parts = run_units(config)
+    with pytest.raises(LedgerError, match="drop id_field"):
+        check_stage_outputs(RunLayout(config.run_dir).stage("source"), parts)
+
+
+def test_the_ledger_check_fails_loudly_on_a_mismatch(tmp_path):
+    with pytest.raises(LedgerError, match="10 documents in"):
+        Ledger("filter", docs_in=10, docs_out=7, removed={"short": 2}).check()
+    Ledger("filter", docs_in=10, docs_out=7, removed={"short": 2}, quarantined={"bad": 1}).check()
+
+    path = write_jsonl(tmp_path / "in.jsonl", [GOOD, GOOD, GOOD])
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(path)]}])
+    parts = run_units(config)
+    stage = RunLayout(config.run_dir).stage("source")
+    shard = stage.docs / parts[0]["shards"][0]["file"]
+    pl.read_parquet(shard).head(2).write_parquet(shard)  # a shard that lost a document
+    with pytest.raises(LedgerError, match="files hold 2"):
+        check_stage_outputs(stage, parts)
