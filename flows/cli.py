@@ -19,6 +19,7 @@ from rich.table import Table
 from flows.demo import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
 from pipeline.config import ConfigError, RunConfig, load_config, parse_config
 from pipeline.ledger import LedgerError
+from pipeline.manifest import open_run
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Curate LLM pretraining data, and prove by training what the curation buys.")
@@ -50,7 +51,7 @@ class BarProgress:
 
 
 def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[red]error:[/red] {message}", highlight=False)
+    console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -71,6 +72,10 @@ def _print_counts(stats: dict, run_dir: Path) -> None:
 def _run(config: RunConfig, quiet: bool) -> dict:
     from flows.runtime import configure_prefect
 
+    try:
+        open_run(config)  # a run directory of another config stops here, before Prefect starts
+    except ConfigError as error:
+        _fail(str(error))
     configure_prefect(config.run_dir, quiet=quiet)
     from flows.progress import Silent, reporting
     from flows.source import source_flow

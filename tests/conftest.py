@@ -1,0 +1,16 @@
+import os
+
+import pytest
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    """One temporary Prefect server (own database) for the whole test session."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    # Two slow CI cores may need long to start the server and migrate its database.
+    with prefect_test_harness(server_startup_timeout=300):
+        yield
