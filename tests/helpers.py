@@ -56,8 +56,9 @@ def html_page(title: str, paragraphs: list[str]) -> bytes:
 
 
 def write_warc(path: Path, responses: list[tuple[str, str, bytes]], conversions: list[tuple[str, str]] = ()) -> Path:
-    """A gzipped WARC with a request + response per (url, content type, payload), and WET-style
-    conversion records per (url, text)."""
+    """A gzipped WARC as a crawler writes it: warcinfo, a request + response per (url, content
+    type, payload), WET-style conversion records per (url, text), and the crawler's log as a
+    resource record at a metadata:// URI (not a document)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     writer = WARCWriter(buffer, gzip=True)
@@ -71,6 +72,8 @@ def write_warc(path: Path, responses: list[tuple[str, str, bytes]], conversions:
     for url, text in conversions:
         writer.write_record(writer.create_warc_record(url, "conversion", payload=io.BytesIO(text.encode()),
                                                       warc_content_type="text/plain"))
+    writer.write_record(writer.create_warc_record("metadata://crawler/log.txt", "resource",
+                                                  payload=io.BytesIO(b"crawl log"), warc_content_type="text/plain"))
     path.write_bytes(buffer.getvalue())
     return path
 

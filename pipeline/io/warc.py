@@ -3,7 +3,8 @@
 Documents are the records that carry content: ``response`` and ``resource`` records (HTML is
 extracted to plain text, ``text/plain`` is taken as it is) and WET ``conversion`` records.
 Protocol records (``request``, ``warcinfo``, ``metadata``, ``revisit``) are not documents and are
-passed over. A response whose payload is neither HTML nor text (an image, a PDF) is quarantined as
+passed over, as are the crawler's own files (``resource`` records at ``metadata://`` URIs, such as
+wget's log). A response whose payload is neither HTML nor text (an image, a PDF) is quarantined as
 ``unsupported_content_type``, so that every content record is accounted for.
 
 A record's id is its ``WARC-Record-ID``, its url the ``WARC-Target-URI``; ``meta`` keeps the WARC
@@ -37,6 +38,11 @@ def html_to_text(html: bytes, charset: str | None, main_content: bool = True) ->
                               form_fields=False, noscript=False, comments=False)
 
 
+def _is_content(record) -> bool:
+    uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+    return record.rec_type in CONTENT_RECORDS and not uri.startswith("metadata://")
+
+
 def _content_type(record) -> tuple[str, str | None]:
     """The payload's media type and charset, from the HTTP headers (or the WARC headers)."""
     headers = record.http_headers if record.http_headers is not None else record.rec_headers
@@ -59,7 +65,7 @@ def read_warc(path: Path, *, html_main_content: bool = True,
         with open(path, "rb") as stream:
             records = ArchiveIterator(stream)
             for record in records:
-                if record.rec_type not in CONTENT_RECORDS:
+                if not _is_content(record):
                     continue
                 kind, *fields = _read_record(record, html_main_content, limits.max_doc_bytes)
                 # The offset is known once the record is read (warcio reads it to its end).

@@ -1,0 +1,227 @@
+"""The demo corpus: sizes, labels that match the files, determinism, and the noise it promises."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow.parquet as pq
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from pipeline.demo_corpus import (
+    KINDS,
+    MALFORMED,
+    build_demo_corpus,
+    perturb,
+    zipf_copy_counts,
+)
+
+DOCS = 3_000
+SEED = 7
+ARTICLE_LINE = re.compile(r"<(h1|p)>(.*?)</\1>", re.S)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("corpus") / "a"
+    build_demo_corpus(out, docs=DOCS, seed=SEED)
+    return out
+
+
+@pytest.fixture(scope="module")
+def labels(corpus) -> list[dict]:
+    return pq.read_table(corpus / "labels.parquet").to_pylist()
+
+
+@pytest.fixture(scope="module")
+def records(corpus) -> dict[tuple[str, str], object]:
+    """Every record in the data files by (file, key): text (str), article lines (list) for HTML
+    pages, raw bytes for lines or payloads that are not text."""
+    found: dict[tuple[str, str], object] = {}
+    for path in sorted(corpus.glob("news/*.jsonl.gz")):
+        rel = path.relative_to(corpus).as_posix()
+        for number, line in enumerate(gzip.open(path).read().split(b"\n")[:-1], start=1):
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                found[(rel, f"line:{number}")] = line
+                continue
+            found[(rel, record["id"])] = record["text"]
+    for path in sorted(corpus.glob("dialogues/*.parquet")):
+        rel = path.relative_to(corpus).as_posix()
+        for row in pq.read_table(path).to_pylist():
+            found[(rel, row["id"])] = row["text"]
+    for path in sorted(corpus.glob("web/*.warc.gz")):
+        rel = path.relative_to(corpus).as_posix()
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type != "response":
+                    continue
+                key = record.rec_headers.get_header("WARC-Record-ID").strip("<>")
+                payload = record.content_stream().read()
+                if record.http_headers.get_header("Content-Type").startswith("text/html"):
+                    found[(rel, key)] = _article_lines(payload.decode("utf-8"))
+                else:
+                    found[(rel, key)] = payload
+    for path in sorted(corpus.glob("notes/**/*.txt")):
+        key = path.relative_to(corpus / "notes").as_posix()
+        found[(path.relative_to(corpus).as_posix(), key)] = path.read_text(encoding="utf-8")
+    return found
+
+
+def _article_lines(page: str) -> list[str]:
+    article = page.split("<article>", 1)[1].split("</article>", 1)[0] if "<article>" in page else ""
+    return [html.unescape(m.group(2)) for m in ARTICLE_LINE.finditer(article)]
+
+
+def _lines(content) -> list[str]:
+    return content if isinstance(content, list) else [l for l in content.split("\n") if l.strip()]
+
+
+def test_total_and_labels_match_the_files(corpus, labels, records):
+    summary = orjson.loads((corpus / "corpus.json").read_bytes())
+    assert abs(len(labels) - DOCS) <= DOCS * 0.01
+    assert summary["written"] == len(labels) and summary["docs"] == DOCS
+    assert len(records) == len(labels)
+    assert {(r["file"], r["key"]) for r in labels} == set(records)
+    assert len({r["key"] for r in labels}) == len(labels)  # keys are unique corpus-wide
+    assert {r["kind"] for r in labels} <= set(KINDS)
+    assert set(Counter(r["source"] for r in labels)) == {"news", "dialogues", "web", "notes"}
+    notes = sum(r["source"] == "notes" for r in labels)
+    assert 0.015 * DOCS <= notes <= 0.025 * DOCS
+
+
+def test_shares_of_kinds(labels):
+    kinds = Counter(r["kind"] for r in labels)
+    assert 0.50 * DOCS <= kinds["clean"] <= 0.56 * DOCS
+    assert 0.15 * DOCS <= kinds["exact_dup"] + kinds["near_dup"] <= 0.25 * DOCS
+    noise = sum(kinds[k] for k in ("boilerplate", "spam", "lorem", "gibberish", "mixed_lang", "non_html"))
+    assert 0.22 * DOCS <= noise <= 0.28 * DOCS
+    assert all(kinds[k] > 0 for k in KINDS)
+
+
+def test_same_seed_same_bytes(corpus, tmp_path):
+    other = tmp_path / "b"
+    build_demo_corpus(other, docs=DOCS, seed=SEED)
+    files = sorted(p.relative_to(corpus) for p in corpus.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(other) for p in other.rglob("*") if p.is_file())
+    for rel in files:
+        assert (corpus / rel).read_bytes() == (other / rel).read_bytes(), rel
+    header = (corpus / "news" / "news-00000.jsonl.gz").read_bytes()[:10]
+    assert header[3] & 0x08 == 0 and header[4:8] == b"\0\0\0\0"  # no file name, no mtime
+
+
+def test_another_seed_differs(corpus, tmp_path):
+    build_demo_corpus(tmp_path, docs=DOCS, seed=SEED + 1)
+    assert (tmp_path / "labels.parquet").read_bytes() != (corpus / "labels.parquet").read_bytes()
+
+
+def test_exact_dups_equal_their_original(labels, records):
+    by_key = {r["key"]: r for r in labels}
+    dups = [r for r in labels if r["kind"] == "exact_dup"]
+    assert dups
+    for row in dups:
+        original = by_key[row["original"]]
+        assert original["kind"] == "clean" and original["source"] == row["original_source"]
+        copy, source = records[(row["file"], row["key"])], records[(original["file"], original["key"])]
+        if isinstance(copy, str) and isinstance(source, str):
+            assert copy == source
+        else:  # a web page keeps the original's non-empty lines as its article
+            assert _lines(copy) == _lines(source)
+    # copies often live in another source (format) than their original
+    assert sum(r["source"] != r["original_source"] for r in dups) > 0.3 * len(dups)
+
+
+def test_near_dups_differ_by_about_their_rate(labels, records):
+    by_key = {r["key"]: r for r in labels}
+    near = [r for r in labels if r["kind"] == "near_dup"]
+    assert {r["edit_rate"] for r in near} == {0.01, 0.03, 0.1, 0.3}
+    assert all(r["edit_rate"] is None for r in labels if r["kind"] != "near_dup")
+    changed_share = {}
+    for row in near:
+        original = by_key[row["original"]]
+        copy = "\n".join(_lines(records[(row["file"], row["key"])]))
+        source = "\n".join(_lines(records[(original["file"], original["key"])]))
+        assert copy != source
+        if original["lang"] == "en":
+            a, b = Counter(source.split()), Counter(copy.split())
+            changed_share.setdefault(row["edit_rate"], []).append(
+                sum((a - b).values()) / max(1, sum(a.values())))
+    # a substitution or deletion changes one word, an insertion none: about 2/3 of the rate
+    for rate, shares in changed_share.items():
+        assert 0.3 * rate <= np.mean(shares) <= 1.5 * rate + 0.02, (rate, np.mean(shares))
+
+
+def test_duplication_is_heavy_tailed(labels):
+    copies = Counter(r["original"] for r in labels if r["kind"] in ("exact_dup", "near_dup"))
+    clean = sum(r["kind"] == "clean" for r in labels)
+    assert len(copies) < 0.15 * clean  # most documents appear once
+    per_original = Counter(copies.values())
+    assert per_original.most_common(1)[0][0] == 1  # a single copy is the most common case
+    assert max(copies.values()) > 50  # and a few have very many
+
+
+def test_languages_and_sources(labels, corpus):
+    langs = set()
+    for path in corpus.glob("dialogues/*.parquet"):
+        langs |= set(pq.read_table(path, columns=["lang"]).column("lang").to_pylist())
+    assert len(langs) >= 15 and {"en", "es", "zh", "ja", "ru"} <= langs
+    mixed = [r for r in labels if r["kind"] == "mixed_lang"]
+    assert all(len(set(r["detail"].split("+"))) == 2 for r in mixed)
+    assert all(r["lang"] == "en" for r in labels if r["source"] == "news" and r["kind"] == "clean")
+
+
+def test_malformed_records(labels, records):
+    bad = [r for r in labels if r["kind"] == "malformed"]
+    assert sorted(r["detail"] for r in bad) == sorted(MALFORMED.values())
+    assert all(r["source"] == "news" and r["line"] >= 1 for r in bad)
+    for row in bad:
+        content = records[(row["file"], row["key"])]
+        if row["key"].startswith("line:"):  # rejected by a strict JSON parser
+            assert isinstance(content, bytes)
+            assert row["key"] == f"line:{row['line']}"
+        elif row["detail"] == "empty text":
+            assert content == ""
+        elif row["detail"].startswith("text is a number"):
+            assert isinstance(content, int)
+        else:
+            assert "\x00" in content
+
+
+def test_non_html_responses(labels, records):
+    images = [r for r in labels if r["kind"] == "non_html"]
+    assert images and all(r["source"] == "web" for r in images)
+    assert all(records[(r["file"], r["key"])].startswith(b"\x89PNG") for r in images)
+
+
+def test_cached_and_rebuilt(tmp_path):
+    first = build_demo_corpus(tmp_path, docs=500, seed=1)
+    labels = tmp_path / "labels.parquet"
+    stamp = labels.stat().st_mtime_ns
+    assert build_demo_corpus(tmp_path, docs=500, seed=1) == first
+    assert labels.stat().st_mtime_ns == stamp  # not rebuilt
+    second = build_demo_corpus(tmp_path, docs=200, seed=1)
+    on_disk = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert on_disk == set(second["files"]) | {"corpus.json"}  # nothing left from the first build
+    assert second["written"] == 200
+
+
+def test_zipf_copy_counts():
+    counts = zipf_copy_counts(1_000, 5_000, cap=300)
+    assert counts.sum() == 5_000 and counts.max() <= 300
+    assert (np.diff(counts) <= 1).all()  # non-increasing by rank, up to the rounding remainder
+    assert zipf_copy_counts(10, 5_000, cap=300).sum() == 5_000  # cap raised when needed
+
+
+def test_perturb_keeps_lines_and_edits():
+    rng = np.random.default_rng(0)
+    text = "\n".join(" ".join(f"w{i}_{j}" for j in range(20)) for i in range(10))
+    edited = perturb(text, 0.1, rng)
+    assert edited != text and edited.count("\n") == text.count("\n")
+    assert perturb("你好世界", 0.01, rng, by_char=True) != "你好世界"
