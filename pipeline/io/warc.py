@@ -21,7 +21,6 @@ import pyarrow as pa
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
 
 from pipeline.io.records import RawBatchBuilder, ReadLimits
 
@@ -58,27 +57,38 @@ def _content_type(record) -> tuple[str, str | None]:
 
 def read_warc(path: Path, *, html_main_content: bool = True,
               limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
-    """Yield raw-record batches from one WARC or WET file (gzip or plain)."""
+    """Yield raw-record batches from one WARC or WET file (gzip or plain).
+
+    warcio reads a truncated file without complaint, so truncation is checked here: a record
+    shorter than its Content-Length, or bytes after the last whole record, are quarantined as
+    ``truncated_file``."""
     out = RawBatchBuilder(limits.batch_docs)
-    offset = 0
+    offset = end = 0
     try:
         with open(path, "rb") as stream:
             records = ArchiveIterator(stream)
             for record in records:
-                if not _is_content(record):
-                    continue
-                kind, *fields = _read_record(record, html_main_content, limits.max_doc_bytes)
+                content = _is_content(record)
+                if content:
+                    kind, *fields = _read_record(record, html_main_content, limits.max_doc_bytes)
                 # The offset is known once the record is read (warcio reads it to its end).
                 offset = records.get_record_offset()
-                if kind == "doc":
+                end = offset + records.get_record_length()
+                if getattr(record.raw_stream, "limit", 0) > 0:
+                    out.bad("truncated_file", f"{record.rec_type} record ends {record.raw_stream.limit} "
+                            "bytes short of its Content-Length", None, None, offset)
+                elif content and kind == "doc":
                     out.doc(*fields, line=None, offset=offset)
-                else:
+                elif content:
                     out.bad(*fields, line=None, offset=offset)
                 if out.full:
                     yield out.flush()
-    except (ArchiveLoadFailed, EOFError, OSError, ValueError) as error:
+        size = path.stat().st_size
+        if end < size:
+            out.bad("truncated_file", f"{size - end} bytes after the last whole record", None, None, end)
+    except Exception as error:  # warcio raises assorted errors on damaged input
         reason = "truncated_file" if isinstance(error, EOFError) else "unreadable_file"
-        out.bad(reason, f"{type(error).__name__}: {error}", None, None, offset)
+        out.bad(reason, f"{type(error).__name__}: {error}", None, None, end)
     batch = out.flush()
     if batch is not None:
         yield batch
