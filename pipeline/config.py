@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import glob
+import os
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -81,6 +82,19 @@ class SourceConfig(_Strict):
                 f"in {self.paths}; point paths at the input files"
             )
         return sorted(p.absolute() for p in found)
+
+
+    def base_dir(self) -> Path:
+        """The folder derived ids are relative to: the common folder of the configured paths
+        (a glob counts from its last folder before any wildcard), so ids do not depend on which
+        files happen to match."""
+        roots = []
+        for pattern in self.paths:
+            path = Path(pattern).expanduser().absolute()
+            while not path.is_dir() and path != path.parent:  # a file, or a part with wildcards
+                path = path.parent
+            roots.append(str(path))
+        return Path(os.path.commonpath(roots))
 
 
 class RunConfig(_Strict):

@@ -52,7 +52,7 @@ class Unit:
 
 def plan_units(source: SourceConfig) -> list[Unit]:
     files = source.input_files()
-    base = Path(os.path.commonpath([f.parent for f in files]))
+    base = source.base_dir()
     step = TEXT_FILES_PER_UNIT if source.reader == "text" else 1
     return [
         Unit(source.name, i, tuple(str(f) for f in files[start:start + step]), str(base))

@@ -140,3 +140,27 @@ def test_curate_run_prints_counts_per_source_and_the_run_directory(tmp_path, inp
     other.write_text(config.read_text().replace('"jsonl"', '"jsonl"\nmeta_fields = []', 1))
     result = CliRunner().invoke(app, ["run", str(other), "--quiet"])
     assert result.exit_code == 2 and "holds a run made with another config" in result.output
+
+
+def test_curate_demo_accounts_for_every_labelled_document(tmp_path, monkeypatch):
+    """The demo end to end: per source, the stage's ledger agrees with the corpus's labels."""
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
+    corpus, run = tmp_path / "corpus", tmp_path / "run"
+    result = CliRunner().invoke(app, ["demo", "--docs", "1500", "--seed", "3", "--corpus-dir", str(corpus),
+                                      "--run-dir", str(run), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert f"run directory: {run}" in result.output
+    labels = pl.read_parquet(corpus / "labels.parquet")
+    stats = json.loads((run / "source" / "stats.json").read_text())
+    assert stats["docs_in"] == labels.height
+    unreadable = pl.col("kind").is_in(["malformed", "non_html"])
+    for source, counts in stats["sources"].items():
+        mine = labels.filter(pl.col("source") == source)
+        assert counts["docs_in"] == mine.height
+        assert sum(counts["quarantined"].values()) == mine.filter(unreadable).height
+        assert counts["docs_out"] == mine.filter(~unreadable).height
+    # Every document the labels call readable is there, under the id the labels predict.
+    readable = labels.filter(~unreadable)
+    docs = pl.read_parquet(run / "source" / "docs" / "*.parquet")
+    expected = (readable["source"] + "/" + readable["key"]).sort().to_list()
+    assert docs["id"].sort().to_list() == expected
