@@ -110,16 +110,21 @@ def split_batch(batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc
     file_col = pc.fill_null(batch.column("file"), rel)
     ids = _document_ids(batch, source, file_col)
 
-    # An id seen before in this unit: quarantine the repeat, never silently overwrite.
-    ok = pc.is_null(reason).to_pylist()
-    repeated = [False] * len(ok)
-    for i, (doc_id, good) in enumerate(zip(ids.to_pylist(), ok)):
-        if good:
-            repeated[i] = doc_id in seen_ids
-            seen_ids.add(doc_id)
-    reason = pc.if_else(pa.array(repeated), "duplicate_id", reason)
-    detail = pc.if_else(pa.array(repeated), pc.binary_join_element_wise("id ", ids, " seen before", ""),
-                        batch.column("detail"))
+    # An input id seen before in this unit: quarantine the repeat, never overwrite silently.
+    # (Ids derived from file and position cannot repeat.)
+    if batch.column("own_id").null_count < batch.num_rows:
+        ok = pc.is_null(reason).to_pylist()
+        repeated = [False] * len(ok)
+        for i, (doc_id, good) in enumerate(zip(ids.to_pylist(), ok)):
+            if good:
+                repeated[i] = doc_id in seen_ids
+                seen_ids.add(doc_id)
+        repeated = pa.array(repeated)
+        reason = pc.if_else(repeated, "duplicate_id", reason)
+        detail = pc.if_else(repeated, pc.binary_join_element_wise("id ", ids, " seen before", ""),
+                            batch.column("detail"))
+    else:
+        detail = batch.column("detail")
 
     keep = pc.is_null(reason)
     sample = pc.coalesce(batch.column("sample"), pc.utf8_slice_codeunits(text, 0, SAMPLE_BYTES))
@@ -129,7 +134,8 @@ def split_batch(batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc
     ).filter(keep).cast(DOC_SCHEMA)
     files = pc.binary_join_element_wise(base.rstrip("/") + "/", file_col, "")
     quarantine = pa.Table.from_arrays(
-        [constant_source, files, batch.column("line"), batch.column("offset"), reason, detail, sample], names=QUARANTINE_SCHEMA.names,
+        [constant_source, files, batch.column("line"), batch.column("offset"), reason, detail, sample],
+        names=QUARANTINE_SCHEMA.names,
     ).filter(pc.invert(keep)).cast(QUARANTINE_SCHEMA)
     return docs, quarantine
 
@@ -154,6 +160,9 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
         if done["files"] == files:
             return done
 
+    # Outputs of an earlier, different reading of this unit must not outlive it.
+    for stale in [*stage.docs.glob(f"{unit.name}-*.parquet"), *stage.quarantine.glob(f"{unit.name}.parquet")]:
+        stale.unlink()
     limits = ReadLimits(batch_docs=config.batch_docs, max_doc_bytes=config.max_doc_bytes)
     ledger = Ledger(STAGE)
     writer = ShardWriter(stage.docs, unit.name, DOC_SCHEMA, config.shard_docs, config.shard_bytes)
@@ -181,6 +190,18 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
             "quarantine": quarantine_file, "ledger": ledger.to_dict()}
     write_json(part, part_path)
     return part
+
+
+def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
+    """Delete outputs no part record lists (units of inputs that are gone); return them."""
+    listed = {stage.docs / s["file"] for p in parts for s in p["shards"]}
+    listed |= {stage.quarantine / p["quarantine"] for p in parts if p["quarantine"]}
+    listed |= {stage.parts / f"{p['unit']}.json" for p in parts}
+    stale = [f for folder in (stage.docs, stage.quarantine, stage.parts) for f in folder.iterdir()
+             if f.is_file() and f not in listed]
+    for path in stale:
+        path.unlink()
+    return stale
 
 
 def check_stage_outputs(stage: StageDir, parts: list[dict]) -> Ledger:

@@ -114,12 +114,20 @@ def test_a_run_killed_midway_resumes_to_the_same_bytes(tmp_path, inputs, monkeyp
     assert not list(stage.root.rglob(f"*{TMP_MARK}*"))
 
 
-def test_a_changed_input_is_read_again_on_resume(tmp_path):
-    path = write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "one"}])
-    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(path)]}])
-    assert source_flow(config)["docs_out"] == 1
-    write_jsonl(path, [{"text": "one"}, {"text": "two"}])
-    assert source_flow(config)["docs_out"] == 2
+def test_changed_or_removed_inputs_leave_no_stale_outputs(tmp_path):
+    folder = tmp_path / "in"
+    write_jsonl(folder / "a.jsonl", [{"text": f"a{i}"} for i in range(5)])
+    write_jsonl(folder / "b.jsonl", [{"text": "b"}, '{"broken'])
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(folder)]}], shard_docs=2)
+    assert source_flow(config)["docs_out"] == 6
+    write_jsonl(folder / "a.jsonl", [{"text": "a, shorter now"}])
+    (folder / "b.jsonl").unlink()
+    stats = source_flow(config)
+    assert stats["docs_out"] == 1 and stats["quarantined"] == {}
+    stage = RunLayout(config.run_dir).stage("source")
+    assert pl.read_parquet(stage.docs / "*.parquet")["text"].to_list() == ["a, shorter now"]
+    assert [p.name for p in stage.parts.iterdir()] == ["s-00000.json"]
+    assert not list(stage.quarantine.iterdir())
 
 
 def test_curate_run_prints_counts_per_source_and_the_run_directory(tmp_path, inputs, monkeypatch):
