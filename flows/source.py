@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.progress import current
 from pipeline.config import RunConfig, SourceConfig
@@ -31,7 +33,8 @@ def per_source_counts(parts: list[dict]) -> dict[str, dict]:
     return {name: {**ledger.to_dict(), "files": files[name]} for name, ledger in sorted(ledgers.items())}
 
 
-@flow(name="source", validate_parameters=False)
+# One unit per core at a time: each holds up to a shard of documents in memory.
+@flow(name="source", validate_parameters=False, task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
 def source_flow(config: RunConfig) -> dict:
     """Read every configured source into ``<run_dir>/source``; return the stage's stats."""
     open_run(config)
