@@ -16,7 +16,8 @@ from pipeline.io.writer import remove_temporaries, write_json
 from pipeline.ledger import Ledger
 from pipeline.manifest import open_run, record_stage
 from pipeline.schema import RunLayout, StageDir
-from pipeline.source import STAGE, Unit, check_stage_outputs, plan_units, remove_unlisted, source_unit
+from pipeline.source import STAGE, Unit, plan_units, source_unit
+from pipeline.stage import check_stage_outputs, remove_unlisted
 
 
 @task(name="source-unit", cache_policy=NO_CACHE, task_run_name="source-{unit.name}")
@@ -54,7 +55,7 @@ def source_flow(config: RunConfig) -> dict:
     parts.sort(key=lambda part: part["unit"])
 
     remove_unlisted(stage, parts)
-    ledger = check_stage_outputs(stage, parts)
+    ledger = check_stage_outputs(STAGE, stage, parts)
     stats = {**ledger.to_dict(), "units": len(parts), "sources": per_source_counts(parts)}
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats, inputs=[f for part in parts for f in part["files"]])

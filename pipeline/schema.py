@@ -44,13 +44,21 @@ QUARANTINE_SCHEMA = pa.schema(
     ]
 )
 
+# A document a stage removed on purpose: which rule, the value it measured, the threshold.
 REMOVED_SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),
-        pa.field("reason", pa.string(), nullable=False),
-        pa.field("score", pa.float64(), nullable=True),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("lang", pa.string(), nullable=True),
+        pa.field("stage", pa.string(), nullable=False),
+        pa.field("rule", pa.string(), nullable=False),
+        pa.field("value", pa.float64(), nullable=True),
+        pa.field("threshold", pa.float64(), nullable=True),
     ]
 )
+
+# Columns the `lang` stage adds to the document schema; later stages keep them.
+LANG_FIELDS = [pa.field("lang", pa.string(), nullable=True), pa.field("lang_score", pa.float32(), nullable=True)]
 
 PARQUET_COMPRESSION = "zstd"
 

@@ -9,8 +9,6 @@ record names the same input bytes.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +16,6 @@ from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pipeline.config import RunConfig, SourceConfig
 from pipeline.io.jsonl import read_jsonl
@@ -27,8 +24,9 @@ from pipeline.io.records import SAMPLE_BYTES, ReadLimits
 from pipeline.io.text import read_text_files
 from pipeline.io.warc import read_warc
 from pipeline.io.writer import ShardWriter, read_json, write_json, write_parquet
-from pipeline.ledger import Ledger, LedgerError
+from pipeline.ledger import Ledger
 from pipeline.schema import DOC_SCHEMA, QUARANTINE_SCHEMA, StageDir
+from pipeline.stage import fingerprint
 
 STAGE = "source"
 # Folders of small text files are read this many files to a unit.
@@ -58,18 +56,6 @@ def plan_units(source: SourceConfig) -> list[Unit]:
         Unit(source.name, i, tuple(str(f) for f in files[start:start + step]), str(base))
         for i, start in enumerate(range(0, len(files), step))
     ]
-
-
-def fingerprint(path: str) -> dict:
-    """Size and sha256 of an input file (recorded in parts and in the manifest)."""
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-    except OSError as error:
-        return {"path": path, "bytes": None, "sha256": None, "error": f"{type(error).__name__}: {error}"}
-    return {"path": path, "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
 
 
 def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[tuple[str, pa.RecordBatch]]:
@@ -190,46 +176,3 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
             "quarantine": quarantine_file, "ledger": ledger.to_dict()}
     write_json(part, part_path)
     return part
-
-
-def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
-    """Delete outputs no part record lists (units of inputs that are gone); return them."""
-    listed = {stage.docs / s["file"] for p in parts for s in p["shards"]}
-    listed |= {stage.quarantine / p["quarantine"] for p in parts if p["quarantine"]}
-    listed |= {stage.parts / f"{p['unit']}.json" for p in parts}
-    stale = [f for folder in (stage.docs, stage.quarantine, stage.parts) for f in folder.iterdir()
-             if f.is_file() and f not in listed]
-    for path in stale:
-        path.unlink()
-    return stale
-
-
-def check_stage_outputs(stage: StageDir, parts: list[dict]) -> Ledger:
-    """Sum the units' ledgers and check them against what is on disk: the rows in every docs and
-    quarantine file, and that no document id appears twice. Raises LedgerError on any mismatch."""
-    total = Ledger(STAGE)
-    for part in parts:
-        total.merge(Ledger.from_dict(part["ledger"]))
-    total.check()
-    docs_files = [stage.docs / s["file"] for p in parts for s in p["shards"]]
-    on_disk = sum(pq.ParquetFile(f).metadata.num_rows for f in docs_files)
-    quarantine_files = [stage.quarantine / p["quarantine"] for p in parts if p["quarantine"]]
-    in_quarantine = sum(pq.ParquetFile(f).metadata.num_rows for f in quarantine_files)
-    if on_disk != total.docs_out or in_quarantine != sum(total.quarantined.values()):
-        raise LedgerError(
-            f"stage {STAGE}: ledgers say {total.docs_out} docs and {sum(total.quarantined.values())} "
-            f"quarantined, files hold {on_disk} and {in_quarantine}"
-        )
-    if docs_files:
-        ids = pa.concat_arrays(
-            [pq.read_table(f, columns=["id"]).column("id").combine_chunks() for f in docs_files])
-        counts = pc.value_counts(ids)
-        repeated = counts.filter(pc.greater(counts.field("counts"), 1))
-        if len(repeated):
-            example = repeated[0]["values"].as_py()
-            raise LedgerError(
-                f"stage {STAGE}: {len(repeated)} document ids appear in more than one input file "
-                f"(e.g. {example!r}); make the inputs' ids unique, or drop id_field from the source "
-                "to derive ids from file and line"
-            )
-    return total

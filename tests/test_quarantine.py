@@ -12,7 +12,7 @@ import zstandard
 
 from pipeline.ledger import Ledger, LedgerError
 from pipeline.schema import RunLayout
-from pipeline.source import check_stage_outputs
+from pipeline.stage import check_stage_outputs
 from tests.helpers import html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
 
@@ -24,7 +24,7 @@ def run_jsonl(tmp_path, lines, name="in.jsonl", compress=None, **source):
     path = write_jsonl(tmp_path / name, lines, compress)
     config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(path)], **source}])
     parts = run_units(config)
-    check_stage_outputs(RunLayout(config.run_dir).stage("source"), parts)
+    check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
     return config, parts[0]["ledger"], path
 
 
@@ -90,7 +90,7 @@ def test_a_file_that_is_not_gzip_and_a_dangling_link_are_quarantined_and_others_
     os.symlink(folder / "missing.jsonl", folder / "gone.jsonl")
     config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(folder / "*.jsonl*")]}])
     parts = run_units(config)
-    total = check_stage_outputs(RunLayout(config.run_dir).stage("source"), parts)
+    total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
     assert total.docs_out == 2 and total.quarantined == {"unreadable_file": 2}
     assert sorted(quarantine_of(config)["file"].to_list()) == [str(folder / "fake.jsonl.gz"),
                                                                str(folder / "gone.jsonl")]
@@ -141,7 +141,7 @@ def test_repeated_ids_within_a_file_are_quarantined_and_across_files_stop_the_st
     config = source_config(tmp_path / "x", [{"name": "s", "reader": "jsonl", "paths": [str(folder)], "id_field": "id"}])
     parts = run_units(config)
     with pytest.raises(LedgerError, match="drop id_field"):
-        check_stage_outputs(RunLayout(config.run_dir).stage("source"), parts)
+        check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
 
 
 def test_the_ledger_check_fails_loudly_on_a_mismatch(tmp_path):
@@ -156,4 +156,4 @@ def test_the_ledger_check_fails_loudly_on_a_mismatch(tmp_path):
     shard = stage.docs / parts[0]["shards"][0]["file"]
     pl.read_parquet(shard).head(2).write_parquet(shard)  # a shard that lost a document
     with pytest.raises(LedgerError, match="files hold 2"):
-        check_stage_outputs(stage, parts)
+        check_stage_outputs("source", stage, parts)

@@ -51,6 +51,15 @@ def write_parquet(table: pa.Table, path: Path) -> None:
         pq.write_table(table, tmp, compression=PARQUET_COMPRESSION)
 
 
+@contextmanager
+def parquet_stream(path: Path, schema: pa.Schema) -> Iterator[pq.ParquetWriter]:
+    """A Parquet writer for batch-at-a-time output that appears under ``path`` only when closed
+    without error."""
+    with atomic_path(path) as tmp:
+        with pq.ParquetWriter(tmp, schema, compression=PARQUET_COMPRESSION) as out:
+            yield out
+
+
 def write_json(obj: object, path: Path) -> None:
     """Write ``obj`` as pretty, key-sorted JSON, atomically."""
     with atomic_path(path) as tmp:

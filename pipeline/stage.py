@@ -1,0 +1,206 @@
+"""Stages over document shards: one unit of work per input shard, with accounting.
+
+A shard stage reads one shard of the previous stage in batches, hands each batch to its step
+(a plain function over a polars DataFrame), writes what the step kept as a shard of the same name
+and what it removed as ``removed/<name>``, and last writes ``parts/<name>.json``, which marks the
+unit complete for resuming. Counts are kept in total, per source and per language.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter, defaultdict
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
+from pipeline.ledger import Ledger, LedgerError
+from pipeline.schema import DOC_SCHEMA, LANG_FIELDS, REMOVED_SCHEMA, StageDir
+
+
+@dataclass
+class StepResult:
+    """What a step did to one batch."""
+
+    kept: pl.DataFrame
+    removed: pl.DataFrame  # REMOVED_SCHEMA columns, one row per removed document
+    counts: Counter = field(default_factory=Counter)  # extra tallies for stats.json (e.g. rules that fired)
+
+
+Step = Callable[[pl.DataFrame], StepResult]
+
+
+def fingerprint(path: str | Path) -> dict:
+    """Size and sha256 of a file (recorded in parts to tell whether an input changed)."""
+    path = str(path)
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    except OSError as error:
+        return {"path": path, "bytes": None, "sha256": None, "error": f"{type(error).__name__}: {error}"}
+    return {"path": path, "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+
+
+def docs_table(docs: pl.DataFrame) -> pa.Table:
+    """Documents as Arrow with the schema's own types (polars' string types vary by version)."""
+    known = {f.name: f for f in [*DOC_SCHEMA, *LANG_FIELDS]}
+    table = docs.to_arrow()
+    schema = pa.schema([known.get(f.name, f) for f in table.schema])
+    return table.cast(schema)
+
+
+def removed_frame(docs: pl.DataFrame, stage: str, rule: pl.Series | str, value, threshold) -> pl.DataFrame:
+    """REMOVED_SCHEMA rows for ``docs`` (rule, value and threshold: per row or one for all)."""
+    n = docs.height
+    lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * n, dtype=pl.Utf8)
+    frame = pl.DataFrame({
+        "id": docs["id"], "source": docs["source"], "lang": lang,
+        "stage": pl.Series([stage] * n, dtype=pl.Utf8),
+        "rule": rule if isinstance(rule, pl.Series) else pl.Series([rule] * n, dtype=pl.Utf8),
+        "value": value if isinstance(value, pl.Series) else pl.Series([value] * n, dtype=pl.Float64),
+        "threshold": threshold if isinstance(threshold, pl.Series) else pl.Series([threshold] * n, dtype=pl.Float64),
+    })
+    return frame.with_columns(pl.col("value").cast(pl.Float64), pl.col("threshold").cast(pl.Float64))
+
+
+def empty_removed() -> pl.DataFrame:
+    return pl.from_arrow(REMOVED_SCHEMA.empty_table())
+
+
+def _grouped(ledgers: dict[str, Ledger], stage: str, kept: pl.DataFrame, removed: pl.DataFrame,
+             key: str) -> None:
+    """Add a batch's counts to per-``key`` ledgers (key: source or lang; as the step left it)."""
+    def values(frame: pl.DataFrame) -> list:
+        if key in frame.columns:
+            return frame[key].fill_null("und").to_list()
+        return ["und"] * frame.height
+
+    kept_keys, removed_keys = values(kept), values(removed)
+    for name, n in Counter(kept_keys + removed_keys).items():
+        ledgers.setdefault(name, Ledger(stage)).docs_in += n
+    for name, n in Counter(kept_keys).items():
+        ledgers[name].docs_out += n
+    for (name, rule), n in Counter(zip(removed_keys, removed["rule"].to_list())).items():
+        ledgers[name].removed[rule] += n
+
+
+def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batch_docs: int) -> dict:
+    """Run ``step`` over one input shard; return the unit's part record (also in ``parts/``)."""
+    name = in_path.name
+    part_path = stage.parts / f"{in_path.stem}.json"
+    files = [fingerprint(in_path)]
+    if part_path.exists():
+        done = read_json(part_path)
+        if done["files"] == files:
+            return done
+    for stale in (stage.docs / name, stage.removed / name):
+        stale.unlink(missing_ok=True)
+
+    ledger = Ledger(stage_name)
+    by_source: dict[str, Ledger] = {}
+    by_lang: dict[str, Ledger] = {}
+    counts: Counter = Counter()
+    removed_parts: list[pl.DataFrame] = []
+    parquet = pq.ParquetFile(in_path)
+    with ExitStack() as stack:
+        writer = None
+        for batch in parquet.iter_batches(batch_size=batch_docs):
+            result = step(pl.from_arrow(pa.Table.from_batches([batch])))
+            ledger.docs_in += batch.num_rows
+            ledger.docs_out += result.kept.height
+            ledger.removed.update(Counter(result.removed["rule"].to_list()))
+            counts.update(result.counts)
+            _grouped(by_source, stage_name, result.kept, result.removed, "source")
+            _grouped(by_lang, stage_name, result.kept, result.removed, "lang")
+            if result.removed.height:
+                removed_parts.append(result.removed)
+            table = docs_table(result.kept)
+            if writer is None:
+                writer = stack.enter_context(parquet_stream(stage.docs / name, table.schema))
+            writer.write_table(table)
+        if writer is None:  # an empty input shard still gives an (empty) output shard
+            empty = step(pl.from_arrow(parquet.schema_arrow.empty_table()))
+            write_parquet(docs_table(empty.kept), stage.docs / name)
+
+    removed_file = None
+    if removed_parts:
+        removed_file = name
+        table = pl.concat(removed_parts).to_arrow().cast(REMOVED_SCHEMA)
+        write_parquet(table, stage.removed / removed_file)
+    ledger.check(f"unit {in_path.stem}")
+    part = {"unit": in_path.stem, "files": files, "shards": [{"file": name, "rows": ledger.docs_out}],
+            "removed": removed_file, "quarantine": None, "ledger": ledger.to_dict(),
+            "by_source": {k: v.to_dict() for k, v in sorted(by_source.items())},
+            "by_lang": {k: v.to_dict() for k, v in sorted(by_lang.items())},
+            "counts": dict(sorted(counts.items()))}
+    write_json(part, part_path)
+    return part
+
+
+def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
+    """Delete outputs no part record lists (units of inputs that are gone); return them."""
+    listed = {stage.docs / s["file"] for p in parts for s in p["shards"]}
+    listed |= {stage.quarantine / p["quarantine"] for p in parts if p.get("quarantine")}
+    listed |= {stage.removed / p["removed"] for p in parts if p.get("removed")}
+    listed |= {stage.parts / f"{p['unit']}.json" for p in parts}
+    stale = [f for folder in (stage.docs, stage.quarantine, stage.removed, stage.parts) if folder.exists()
+             for f in folder.iterdir() if f.is_file() and f not in listed]
+    for path in stale:
+        path.unlink()
+    return stale
+
+
+def _rows(files: list[Path]) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def check_stage_outputs(stage_name: str, stage: StageDir, parts: list[dict]) -> Ledger:
+    """Sum the units' ledgers and check them against what is on disk: the rows of every docs,
+    removed and quarantine file, and that no document id appears twice. Raises LedgerError."""
+    total = Ledger(stage_name)
+    for part in parts:
+        total.merge(Ledger.from_dict(part["ledger"]))
+    total.check()
+    docs_files = [stage.docs / s["file"] for p in parts for s in p["shards"]]
+    on_disk = {
+        "docs": (_rows(docs_files), total.docs_out),
+        "removed": (_rows([stage.removed / p["removed"] for p in parts if p.get("removed")]),
+                    sum(total.removed.values())),
+        "quarantined": (_rows([stage.quarantine / p["quarantine"] for p in parts if p.get("quarantine")]),
+                        sum(total.quarantined.values())),
+    }
+    for what, (found, counted) in on_disk.items():
+        if found != counted:
+            raise LedgerError(f"stage {stage_name}: ledgers count {counted} {what}, files hold {found}")
+    if docs_files:
+        ids = pa.concat_arrays(
+            [pq.read_table(f, columns=["id"]).column("id").combine_chunks() for f in docs_files])
+        counts = pc.value_counts(ids)
+        repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+        if len(repeated):
+            example = repeated[0]["values"].as_py()
+            raise LedgerError(
+                f"stage {stage_name}: {len(repeated)} document ids appear in more than one input file "
+                f"(e.g. {example!r}); make the inputs' ids unique, or drop id_field from the source "
+                "to derive ids from file and line"
+            )
+    return total
+
+
+def merge_groups(parts: list[dict], key: str, stage_name: str) -> dict[str, dict]:
+    """Sum the units' per-source or per-language ledgers."""
+    merged: dict[str, Ledger] = defaultdict(lambda: Ledger(stage_name))
+    for part in parts:
+        for name, counts in part.get(key, {}).items():
+            merged[name].merge(Ledger.from_dict(counts))
+    return {name: ledger.to_dict() for name, ledger in sorted(merged.items())}
