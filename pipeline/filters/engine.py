@@ -1,0 +1,57 @@
+"""Applying filters to a batch: the first rule that fires removes a document; all are counted."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+
+from pipeline.filters.base import DocFilter
+from pipeline.stage import StepResult, removed_frame
+
+STAGE = "filter"
+# A document whose text the filters' rewrites (line removals) left blank is removed by this rule.
+EMPTY_AFTER_REWRITE = "filter.empty_after_rewrite"
+
+
+def apply_filters(docs: pl.DataFrame, filters: list[DocFilter]) -> StepResult:
+    """Run ``filters`` in order over ``docs``. Each filter sees the text as the ones before it left
+    it and measures every document, so the stats can count every rule that would fire; a removed
+    document records the first rule that fired, with its measured value and threshold."""
+    n = docs.height
+    rule = pl.Series("rule", [None] * n, dtype=pl.Utf8)
+    value = pl.Series("value", [None] * n, dtype=pl.Float64)
+    threshold = pl.Series("threshold", [None] * n, dtype=pl.Float64)
+    counts: Counter = Counter()
+    current = docs
+    for doc_filter in filters:
+        output = doc_filter.apply(current)
+        if output.text is not None:
+            current = current.with_columns(output.text.alias("text"))
+        for name, per_doc in output.counts.items():
+            by_source = pl.DataFrame({"source": current["source"], "n": per_doc}).group_by("source").agg(pl.col("n").sum())
+            counts[name] += int(per_doc.sum())
+            counts.update({f"{name}|{src}": int(k) for src, k in by_source.iter_rows() if k})
+        for filter_rule in doc_filter.rules():
+            fired = output.measures.select(filter_rule.fires(pl.col(filter_rule.measure))).to_series()
+            counts[f"fired|{filter_rule.name}"] += int(fired.sum())
+            first = fired & rule.is_null()
+            if first.any():
+                rule = pl.select(pl.when(first).then(pl.lit(filter_rule.name)).otherwise(rule)).to_series()
+                value = pl.select(pl.when(first).then(output.measures[filter_rule.measure].cast(pl.Float64))
+                                  .otherwise(value)).to_series()
+                threshold = pl.select(pl.when(first).then(pl.lit(float(filter_rule.threshold)))
+                                      .otherwise(threshold)).to_series()
+
+    blank = current["text"].str.contains(r"^[\s\p{Z}]*$").fill_null(True) & rule.is_null()
+    if blank.any():
+        counts[f"fired|{EMPTY_AFTER_REWRITE}"] += int(blank.sum())
+        rule = pl.select(pl.when(blank).then(pl.lit(EMPTY_AFTER_REWRITE)).otherwise(rule)).to_series()
+        value = pl.select(pl.when(blank).then(pl.lit(0.0)).otherwise(value)).to_series()
+    removed = rule.is_not_null()
+    return StepResult(
+        kept=current.filter(~removed),
+        removed=removed_frame(docs.filter(removed), STAGE, rule.filter(removed), value.filter(removed),
+                              threshold.filter(removed)),
+        counts=counts,
+    )
