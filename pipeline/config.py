@@ -97,12 +97,59 @@ class SourceConfig(_Strict):
         return Path(os.path.commonpath(roots))
 
 
+class LangConfig(_Strict):
+    """The `lang` stage: fastText language ID, and which languages to keep."""
+
+    enabled: bool = True
+    # A fastText LID model (lid.176.ftz/.bin, GlotLID, OpenLID); default: lid.176.ftz from setup.
+    model: Path | None = None
+    keep: list[str] | None = None  # language codes to keep; None keeps every language
+    min_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    min_score_by_lang: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("model")
+    @classmethod
+    def _model_exists(cls, value):
+        if value is not None and not Path(value).expanduser().is_file():
+            raise ValueError(f"no model file at {str(value)!r}; point lang.model at a fastText LID model")
+        return value
+
+
+DEFAULT_FILTERS = ["pii"]
+
+
+class FilterConfig(_Strict):
+    """The `filter` stage: filters applied in order, with threshold overrides per filter."""
+
+    enabled: bool = True
+    filters: list[str] = Field(default_factory=lambda: list(DEFAULT_FILTERS))
+    params: dict[str, dict[str, float | int | bool | str | list[str]]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_filters_and_params(self):
+        from pipeline.filters.registry import FILTERS, filter_parameters
+
+        for name in [*self.filters, *self.params]:
+            if name not in FILTERS:
+                near = difflib.get_close_matches(name, FILTERS, n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise ValueError(f"unknown filter {name!r}; {hint}(known: {', '.join(FILTERS)})")
+        for name, params in self.params.items():
+            allowed = filter_parameters(name)
+            for key in params:
+                if key not in allowed:
+                    raise ValueError(f"params.{name}.{key}: unknown parameter (allowed: {', '.join(allowed)})")
+        return self
+
+
 class RunConfig(_Strict):
     """A curation run."""
 
     run_dir: Path
     seed: int = 0
     sources: list[SourceConfig] = Field(min_length=1)
+    lang: LangConfig = Field(default_factory=LangConfig)
+    filter: FilterConfig = Field(default_factory=FilterConfig)
     # Reading: documents per Arrow batch, and the largest document text accepted.
     batch_docs: int = Field(default=4096, gt=0)
     max_doc_bytes: int = Field(default=8 * 1024 * 1024, gt=0)

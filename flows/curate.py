@@ -1,0 +1,21 @@
+"""The curation run: `source`, then each enabled shard stage, in order."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from flows.source import source_flow
+from flows.stages import shard_stage_flow
+from pipeline.config import RunConfig
+from pipeline.steps import enabled_stages
+
+
+@flow(name="curate", validate_parameters=False)
+def curate_flow(config: RunConfig) -> dict[str, dict]:
+    """Run every stage of ``config``; return each stage's stats by stage name."""
+    stats = {"source": source_flow(config)}
+    previous = "source"
+    for stage in enabled_stages(config):
+        stats[stage] = shard_stage_flow(stage, previous, config)
+        previous = stage
+    return stats

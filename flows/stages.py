@@ -1,0 +1,64 @@
+"""Shard stages as Prefect flows: one task per input shard of the previous stage."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.progress import current
+from pipeline.config import RunConfig
+from pipeline.io.writer import read_json, remove_temporaries, write_json
+from pipeline.ledger import LedgerError
+from pipeline.manifest import record_stage
+from pipeline.schema import RunLayout, StageDir
+from pipeline.stage import check_stage_outputs, merge_groups, remove_unlisted, shard_unit
+from pipeline.steps import build_step
+
+
+@task(name="shard-unit", cache_policy=NO_CACHE, task_run_name="{stage_name}-{in_path.stem}")
+def shard_task(stage_name: str, in_path: Path, stage: StageDir, config: RunConfig) -> dict:
+    return shard_unit(stage_name, in_path, stage, build_step(stage_name, config), config.batch_docs)
+
+
+@flow(name="shard-stage", flow_run_name="{stage_name}", validate_parameters=False,
+      task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
+def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
+    """Run ``stage_name`` over the document shards of ``previous``; return the stage's stats."""
+    layout = RunLayout(config.run_dir)
+    before = layout.stage(previous)
+    stage = layout.stage(stage_name).make()
+    remove_temporaries(stage.root)
+    inputs = sorted(before.docs.glob("*.parquet"))
+
+    progress = current()
+    progress.start(stage_name, len(inputs))
+    futures = [shard_task.submit(stage_name, path, stage, config) for path in inputs]
+    parts = []
+    for future in as_completed(futures):
+        parts.append(future.result())
+        progress.advance()
+    progress.finish()
+    parts.sort(key=lambda part: part["unit"])
+
+    remove_unlisted(stage, parts)
+    ledger = check_stage_outputs(stage_name, stage, parts)
+    handed_over = read_json(before.stats)["docs_out"]
+    if ledger.docs_in != handed_over:
+        raise LedgerError(f"stage {stage_name}: {ledger.docs_in} documents in, but stage {previous} "
+                          f"handed over {handed_over}")
+    counts: Counter = Counter()
+    for part in parts:
+        counts.update(part["counts"])
+    stats = {**ledger.to_dict(), "units": len(parts),
+             "sources": merge_groups(parts, "by_source", stage_name),
+             "languages": merge_groups(parts, "by_lang", stage_name),
+             "counts": dict(sorted(counts.items()))}
+    write_json(stats, stage.stats)
+    record_stage(config, stage_name, stats)
+    return stats

@@ -1,0 +1,52 @@
+"""The step of each shard stage, built from a run's config (see pipeline.stage)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import polars as pl
+
+from pipeline.config import RunConfig
+from pipeline.filters.engine import apply_filters
+from pipeline.filters.registry import build_filters
+from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
+from pipeline.models import lid_model_path
+from pipeline.stage import Step, StepResult, removed_frame
+
+# The shard stages after `source`, in run order.
+SHARD_STAGES = ("lang", "filter")
+
+
+@lru_cache(maxsize=4)
+def _identifier(model: str) -> LanguageIdentifier:
+    return LanguageIdentifier(model)
+
+
+def lang_step(config: RunConfig) -> Step:
+    settings = config.lang
+    identifier = _identifier(str(lid_model_path(settings.model)))
+
+    def step(docs: pl.DataFrame) -> StepResult:
+        docs = identify_languages(docs, identifier)
+        decisions = lang_decisions(docs, settings.keep, settings.min_score, settings.min_score_by_lang)
+        removed = decisions["rule"].is_not_null()
+        return StepResult(
+            kept=docs.filter(~removed),
+            removed=removed_frame(docs.filter(removed), "lang", decisions["rule"].filter(removed),
+                                  decisions["value"].filter(removed), decisions["threshold"].filter(removed)),
+        )
+
+    return step
+
+
+def filter_step(config: RunConfig) -> Step:
+    filters = build_filters(config.filter.filters, config.filter.params)
+    return lambda docs: apply_filters(docs, filters)
+
+
+def enabled_stages(config: RunConfig) -> list[str]:
+    return [name for name in SHARD_STAGES if getattr(config, name).enabled]
+
+
+def build_step(stage: str, config: RunConfig) -> Step:
+    return {"lang": lang_step, "filter": filter_step}[stage](config)
