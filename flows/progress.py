@@ -5,6 +5,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator, Protocol
 
+from prefect.futures import PrefectFuture, as_completed
+
 
 class Progress(Protocol):
     def start(self, stage: str, total: int) -> None: ...
@@ -39,3 +41,15 @@ def reporting(progress: Progress) -> Iterator[Progress]:
         yield progress
     finally:
         _current = previous
+
+
+def gather_parts(stage: str, futures: list[PrefectFuture]) -> list[dict]:
+    """The units' part records as they finish (with progress), sorted by unit name."""
+    progress = current()
+    progress.start(stage, len(futures))
+    parts = []
+    for future in as_completed(futures):
+        parts.append(future.result())
+        progress.advance()
+    progress.finish()
+    return sorted(parts, key=lambda part: part["unit"])

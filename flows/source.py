@@ -7,10 +7,9 @@ from collections import Counter, defaultdict
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.progress import current
+from flows.progress import gather_parts
 from pipeline.config import RunConfig, SourceConfig
 from pipeline.io.writer import remove_temporaries, write_json
 from pipeline.ledger import Ledger
@@ -44,15 +43,7 @@ def source_flow(config: RunConfig) -> dict:
     remove_temporaries(stage.root)
     work = [(unit, source) for source in config.sources for unit in plan_units(source)]
 
-    progress = current()
-    progress.start(STAGE, len(work))
-    futures = [source_unit_task.submit(unit, source, config, stage) for unit, source in work]
-    parts = []
-    for future in as_completed(futures):
-        parts.append(future.result())
-        progress.advance()
-    progress.finish()
-    parts.sort(key=lambda part: part["unit"])
+    parts = gather_parts(STAGE, [source_unit_task.submit(unit, source, config, stage) for unit, source in work])
 
     remove_unlisted(stage, parts)
     ledger = check_stage_outputs(STAGE, stage, parts)

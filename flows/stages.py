@@ -8,10 +8,9 @@ from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.progress import current
+from flows.progress import gather_parts
 from pipeline.config import RunConfig
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.ledger import LedgerError
@@ -36,15 +35,7 @@ def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
     remove_temporaries(stage.root)
     inputs = sorted(before.docs.glob("*.parquet"))
 
-    progress = current()
-    progress.start(stage_name, len(inputs))
-    futures = [shard_task.submit(stage_name, path, stage, config) for path in inputs]
-    parts = []
-    for future in as_completed(futures):
-        parts.append(future.result())
-        progress.advance()
-    progress.finish()
-    parts.sort(key=lambda part: part["unit"])
+    parts = gather_parts(stage_name, [shard_task.submit(stage_name, path, stage, config) for path in inputs])
 
     remove_unlisted(stage, parts)
     ledger = check_stage_outputs(stage_name, stage, parts)
