@@ -5,9 +5,11 @@ from __future__ import annotations
 import inspect
 
 from pipeline.filters.pii import PIIScrubber
+from pipeline.filters.quality import QualityFilter
 
 FILTERS: dict[str, type] = {
     "pii": PIIScrubber,
+    "quality": QualityFilter,  # needs params.quality.model: a model made by `curate train-quality`
 }
 
 
