@@ -112,6 +112,55 @@ def run(config: Path = typer.Argument(..., help="TOML config of the run"), quiet
     _run(parsed, quiet)
 
 
+def _run_training_texts(run_dir: Path, stage: str, positive: list[str], negative: list[str],
+                        max_docs: int, seed: int) -> tuple[list[str], list[str], list[str | None]]:
+    """Positives and negatives from a run's documents by source (and the negatives' languages)."""
+    import polars as pl
+
+    files = sorted((run_dir / stage / "docs").glob("*.parquet"))
+    if not files:
+        _fail(f"--run-dir: no documents in {run_dir / stage / 'docs'}; run `curate run` first or pick --stage")
+    docs = pl.scan_parquet(files)
+    has_lang = "lang" in docs.collect_schema().names()
+
+    def take(sources: list[str]) -> pl.DataFrame:
+        frame = docs.filter(pl.col("source").is_in(sources)).select(
+            "text", pl.col("lang") if has_lang else pl.lit(None, dtype=pl.Utf8).alias("lang")).collect()
+        if frame.height == 0:
+            _fail(f"no documents of sources {sources} in {run_dir / stage}; name sources of that run")
+        return frame.sample(n=min(max_docs, frame.height), seed=seed)
+
+    pos, neg = take(positive), take(negative)
+    return pos["text"].to_list(), neg["text"].to_list(), neg["lang"].to_list()
+
+
+@app.command("train-quality")
+def train_quality(out: Path = typer.Argument(..., help="folder for quality.bin and quality.json"),
+                  run_dir: Optional[Path] = typer.Option(None, help="take documents from this run..."),
+                  stage: str = typer.Option("lang", help="...at this stage (lang gives per-language cuts)"),
+                  positive: list[str] = typer.Option([], help="sources of reference (high-quality) text"),
+                  negative: list[str] = typer.Option([], help="sources of raw text"),
+                  demo_corpus: Optional[Path] = typer.Option(None, help="or: a demo corpus (clean news vs web pages)"),
+                  max_docs: int = typer.Option(50_000, min=10, help="documents per class at most"),
+                  seed: int = typer.Option(0, help="random seed")) -> None:
+    """Train the fastText quality classifier: reference text against random raw text."""
+    from pipeline.filters.quality import demo_training_texts, train_quality_classifier
+
+    langs = None
+    if demo_corpus is not None:
+        positives, negatives = demo_training_texts(demo_corpus, seed)
+    elif run_dir is not None and positive and negative:
+        positives, negatives, langs = _run_training_texts(run_dir, stage, positive, negative, max_docs, seed)
+        langs = langs if any(langs) else None
+    else:
+        _fail("train-quality: pass --demo-corpus DIR, or --run-dir with --positive and --negative sources")
+    summary = train_quality_classifier(positives, negatives, out, seed=seed, langs=langs)
+    held = summary["held_out"]
+    Console().print(f"quality classifier: {len(positives)} reference and {len(negatives)} raw documents; "
+                    f"held-out precision {held['precision']:.3f}, recall {held['recall']:.3f}, "
+                    f"F1 {held['f1']:.3f}; saved in {out.resolve()}", highlight=False, soft_wrap=True)
+
+
 @app.command("demo-corpus")
 def demo_corpus(out: Path = typer.Argument(DEMO_CORPUS_DIR, help="folder to build the corpus in"),
                 docs: int = typer.Option(20_000, min=100, help="documents in the corpus"),

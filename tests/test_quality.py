@@ -171,3 +171,29 @@ def test_errors_name_the_problem(tmp_path, corpus, trained):
         train_quality_classifier(["a"], ["b"], tmp_path, thread=4)
     with pytest.raises(ValueError, match="langs"):
         train_quality_classifier(["a b"], ["c d"], tmp_path, langs=["en", "de"])
+
+
+def test_curate_train_quality_trains_from_a_run_and_from_a_demo_corpus(corpus, tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    result = CliRunner().invoke(app, ["train-quality", str(tmp_path / "demo-model"), "--demo-corpus", str(corpus)])
+    assert result.exit_code == 0, result.output
+    assert "held-out precision" in result.output and (tmp_path / "demo-model" / "quality.bin").exists()
+
+    docs = tmp_path / "run" / "lang" / "docs"
+    docs.mkdir(parents=True)
+    news = ["The minister said the budget would rise by two percent next year, after long talks."] * 40
+    spam = ["cheap pills buy now best price cheap pills click here free free free"] * 40
+    pl.DataFrame({"id": [f"d{i}" for i in range(80)], "text": news + spam, "source": ["news"] * 40 + ["web"] * 40,
+                  "lang": ["en"] * 80}).write_parquet(docs / "a.parquet")
+    result = CliRunner().invoke(app, ["train-quality", str(tmp_path / "run-model"), "--run-dir", str(tmp_path / "run"),
+                                      "--positive", "news", "--negative", "web"])
+    assert result.exit_code == 0, result.output
+    info = json.loads((tmp_path / "run-model" / "quality.json").read_text())
+    assert info["counts"]["positives"] == 40 and "en" in info["quantiles"]["by_lang"]
+
+    result = CliRunner().invoke(app, ["train-quality", str(tmp_path / "x"), "--run-dir", str(tmp_path / "run"),
+                                      "--positive", "books", "--negative", "web"])
+    assert result.exit_code == 2 and "no documents of sources ['books']" in result.output
