@@ -21,4 +21,6 @@ def demo_config(corpus_dir: Path = DEMO_CORPUS_DIR, run_dir: Path = DEMO_RUN_DIR
             {"name": "web", "reader": "warc", "paths": [str(corpus / "web")]},
             {"name": "notes", "reader": "text", "paths": [str(corpus / "notes")]},
         ],
+        "lang": {"min_score": 0.5},
+        "filter": {"sources": ["news", "web", "notes"]},
     }

@@ -115,7 +115,8 @@ class LangConfig(_Strict):
         return value
 
 
-DEFAULT_FILTERS = ["pii"]
+# Line-level C4 removals first, so the document rules measure the text that will be kept.
+DEFAULT_FILTERS = ["c4_quality", "gopher_quality", "gopher_repetition", "fineweb_quality", "pii"]
 
 
 class FilterConfig(_Strict):
@@ -123,6 +124,8 @@ class FilterConfig(_Strict):
 
     enabled: bool = True
     filters: list[str] = Field(default_factory=lambda: list(DEFAULT_FILTERS))
+    # Sources the filters apply to (None: all); documents of other sources pass through unchanged.
+    sources: list[str] | None = None
     params: dict[str, dict[str, float | int | bool | str | list[str]]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -158,11 +161,14 @@ class RunConfig(_Strict):
     shard_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
 
     @model_validator(mode="after")
-    def _unique_source_names(self):
+    def _source_names(self):
         names = [s.name for s in self.sources]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(f"source names must be unique; rename the repeated {repeated}")
+        unknown = sorted(set(self.filter.sources or []) - set(names))
+        if unknown:
+            raise ValueError(f"filter.sources names no configured source: {unknown} (sources: {', '.join(names)})")
         return self
 
 

@@ -41,7 +41,17 @@ def lang_step(config: RunConfig) -> Step:
 
 def filter_step(config: RunConfig) -> Step:
     filters = build_filters(config.filter.filters, config.filter.params)
-    return lambda docs: apply_filters(docs, filters)
+    scope = config.filter.sources
+    if scope is None:
+        return lambda docs: apply_filters(docs, filters)
+
+    def step(docs: pl.DataFrame) -> StepResult:
+        in_scope = docs["source"].is_in(scope)
+        result = apply_filters(docs.filter(in_scope), filters)
+        result.kept = pl.concat([result.kept, docs.filter(~in_scope)], how="vertical_relaxed")
+        return result
+
+    return step
 
 
 def enabled_stages(config: RunConfig) -> list[str]:

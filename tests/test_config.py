@@ -42,6 +42,12 @@ paths = ["IN"]
     ('run_dir = "RUN"\nshard_docs = 0\n' + GOOD.split("\n", 1)[1], "shard_docs: Input should be greater than 0"),
     (GOOD + GOOD.split("\n", 1)[1], "source names must be unique; rename the repeated ['web']"),
     ('run_dir = "RUN\n', "is not valid TOML"),
+    (GOOD + '[filter]\nfilters = ["gopher_qualty"]\n', "unknown filter 'gopher_qualty'; did you mean 'gopher_quality'?"),
+    (GOOD + '[filter.params.c4_quality]\nmin_word_per_line = 3\n',
+     "params.c4_quality.min_word_per_line: unknown parameter (allowed: "),
+    (GOOD + '[filter]\nsources = ["webb"]\n', "filter.sources names no configured source: ['webb']"),
+    (GOOD + '[lang]\nmin_score = 1.5\n', "lang.min_score: Input should be less than or equal to 1"),
+    (GOOD + '[lang]\nmodel = "nowhere.ftz"\n', "lang.model: no model file at 'nowhere.ftz'"),
 ])
 def test_config_errors_are_one_line_naming_key_problem_and_fix(tmp_path, text, message):
     path = write(tmp_path, text)

@@ -70,3 +70,18 @@ def test_pii_counts_go_to_stats_in_total_and_per_source():
     assert result.kept["text"].to_list() == ["mail me: <EMAIL>", "ip <IP_ADDRESS> and <EMAIL>"]
     assert result.counts["pii.email"] == 2 and result.counts["pii.email|web"] == 1
     assert result.counts["pii.ip_address|news"] == 1 and result.removed.height == 0
+
+
+def test_filters_apply_only_to_the_configured_sources(tmp_path):
+    from pipeline.steps import filter_step
+    from tests.helpers import source_config, write_jsonl
+
+    path = write_jsonl(tmp_path / "in.jsonl", [{"text": "x"}])
+    config = source_config(tmp_path, [{"name": "web", "reader": "jsonl", "paths": [str(path)]},
+                                      {"name": "chat", "reader": "jsonl", "paths": [str(path)]}],
+                           filter={"filters": ["gopher_quality", "pii"], "sources": ["web"]})
+    batch = pl.DataFrame({"id": ["w", "c"], "text": ["hi a@b.com", "hi a@b.com"], "source": ["web", "chat"],
+                          "lang": ["en", "en"]})
+    result = filter_step(config)(batch)
+    assert result.removed.select("id", "rule").rows() == [("w", "gopher_quality.word_count_min")]
+    assert result.kept.rows(named=True) == [{"id": "c", "text": "hi a@b.com", "source": "chat", "lang": "en"}]

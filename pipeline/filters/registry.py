@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import inspect
 
+from pipeline.filters.heuristics import HEURISTIC_FILTERS
 from pipeline.filters.pii import PIIScrubber
 from pipeline.filters.quality import QualityFilter
 
 FILTERS: dict[str, type] = {
+    **HEURISTIC_FILTERS,
     "pii": PIIScrubber,
     "quality": QualityFilter,  # needs params.quality.model: a model made by `curate train-quality`
 }
