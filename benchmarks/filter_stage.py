@@ -1,0 +1,477 @@
+"""The ``lang`` + ``filter`` stages against datatrove's heuristic filters: speed, agreement, accuracy.
+
+The documents are those of the demo corpus (:func:`pipeline.demo_corpus.build_demo_corpus`,
+:data:`DOCS` documents, seed :data:`SEED`) as the pipeline sees them: the project's ``source``
+stage is run over it without Prefect (as ``tests.helpers.run_units`` does) and its output shards
+are read back. Corpus and documents are made once under ``.cache/bench-filter/``.
+
+Three measurements:
+
+* **Throughput, one core.** Ours: :func:`pipeline.steps.lang_step` then
+  :func:`pipeline.steps.filter_step` (the default filters: c4_quality, gopher_quality,
+  gopher_repetition, fineweb_quality, pii; every source in scope), batch by batch as a stage
+  runs them, in a subprocess with ``POLARS_MAX_THREADS=1``. datatrove 0.10.1:
+  ``C4QualityFilter``, ``GopherQualityFilter``, ``GopherRepetitionFilter`` and
+  ``FineWebQualityFilter`` in sequence (our filter order, so that the later filters see C4's
+  cleaned text on both sides; a document leaves the chain at the first filter that removes it),
+  calling each filter's ``filter(doc)`` on ``Document`` objects built beforehand. Only the
+  filtering is timed, not reading or interpreter start. datatrove works one document at a time
+  in Python and splits words and sentences with spaCy, so it is timed on a random sample of
+  :data:`SAMPLE` documents, and ours on the same sample (the headline,
+  ``speed_ratio_vs_datatrove``) and on all documents. Docs/s per core divides by the larger of
+  wall and CPU seconds.
+* **Agreement per filter.** On the sample, each of the four filters alone on both sides (ours:
+  the class's ``apply`` and ``rules()`` over the documents with their ``lang`` column) with our
+  thresholds set to datatrove's defaults where the two differ (:func:`matched_filters`): the
+  share of documents with the same keep/remove decision, over the whole sample and over its
+  English documents (datatrove's filters treat every document as English; ours use its
+  ``lang``), and the disagreements counted by our first rule that fired (or ``kept``) against
+  datatrove's reason (or ``kept``). A few examples of each class go to stderr.
+* **Accuracy against the demo's labels.** The noise kinds (:data:`NOISE_KINDS`) should be
+  removed, clean documents and copies kept (dedup is a later stage). Precision, recall and F1 of
+  removal, and the share of each kind removed, on the sample for: ours as in
+  ``configs/demo.toml`` (lang ``min_score`` 0.5 then the filters) with every source in scope and
+  with the demo's ``filter.sources`` scope; ours without the language threshold (``lang`` only
+  labels the documents); datatrove's four filters in sequence. Ours as in the demo config but
+  with every source in scope is also scored on all documents (from the timed run).
+
+datatrove is not a dependency of this project: it runs in its own virtualenv, made on first use
+under ``.cache/bench-peers/datatrove-filters/`` (``PEER_PYTHON`` points at another interpreter
+that has datatrove 0.10, spaCy, regex and orjson).
+
+The last line printed is one JSON object with the figures; a readable table comes before it.
+
+Usage::
+
+    python benchmarks/filter_stage.py                       # the benchmark
+    python benchmarks/filter_stage.py ours DOCS SAMPLE KEPT  # the timed run of our side only
+                                                            # (Parquet files: documents, sample,
+                                                            # ids kept, written)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import orjson
+import polars as pl
+from peers import peer_python
+
+DOCS = 100_000
+SEED = 0
+SAMPLE = 4_000
+# Runs of our side on the sample; the best counts (the sample takes about a second).
+SAMPLE_REPEATS = 3
+# Disagreement examples printed per class.
+EXAMPLES = 3
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache" / "bench-filter" / f"demo-{DOCS}-{SEED}"
+CORPUS_DIR = CACHE / "corpus"
+RUN_DIR = CACHE / "run"
+DOCS_PATH = CACHE / "docs.parquet"
+SAMPLE_PATH = CACHE / f"sample-{SAMPLE}.parquet"
+SAMPLE_JSONL = CACHE / f"sample-{SAMPLE}.jsonl"
+OURS_KEPT = CACHE / "ours-kept.parquet"
+PEER_VERDICTS = CACHE / f"datatrove-{SAMPLE}.jsonl"
+
+PEER_PACKAGES = ["datatrove==0.10.1", "spacy", "regex", f"orjson=={orjson.__version__}"]
+PEER_MODULES = ["datatrove", "spacy", "regex", "orjson"]
+FILTERS = ("c4_quality", "gopher_quality", "gopher_repetition", "fineweb_quality")
+NOISE_KINDS = ("boilerplate", "spam", "lorem", "gibberish", "mixed_lang")
+KEEP_KINDS = ("clean", "exact_dup", "near_dup")
+
+# Run by the peer's interpreter: argv = [sample JSONL, verdicts JSONL]. Writes one line per
+# document: the chain's verdict ("<filter>:<reason>", or null when kept) and each filter's own
+# (its reason, or null); prints the chain's timing as one JSON line.
+PEER_SCRIPT = """
+import json, sys, time
+from importlib.metadata import version
+
+import orjson
+from datatrove.data import Document
+from datatrove.pipeline.filters import (C4QualityFilter, FineWebQualityFilter, GopherQualityFilter,
+                                        GopherRepetitionFilter)
+
+sample, out = sys.argv[1], sys.argv[2]
+records = [orjson.loads(line) for line in open(sample, "rb")]
+filters = {"c4_quality": C4QualityFilter(), "gopher_quality": GopherQualityFilter(),
+           "gopher_repetition": GopherRepetitionFilter(), "fineweb_quality": FineWebQualityFilter()}
+
+def reason(result):
+    if result is True:
+        return None
+    return result[1] if isinstance(result, tuple) else "removed"
+
+def chain(doc):
+    for name, f in filters.items():
+        why = reason(f.filter(doc))
+        if why is not None:
+            return f"{name}:{why}"
+    return None
+
+chain(Document(text="Warm up the tokenizer. It loads on first use.", id="warm-up"))
+docs = [Document(text=r["text"], id=r["id"]) for r in records]
+wall, cpu = time.perf_counter(), time.process_time()
+verdicts = [chain(doc) for doc in docs]
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+
+alone = {name: [reason(f.filter(Document(text=r["text"], id=r["id"]))) for r in records]
+         for name, f in filters.items()}
+with open(out, "wb") as f:
+    for i, r in enumerate(records):
+        f.write(orjson.dumps({"id": r["id"], "chain": verdicts[i], **{k: v[i] for k, v in alone.items()}}) + b"\\n")
+print(json.dumps({"seconds": wall, "cpu_seconds": cpu, "docs": len(docs),
+                  "version": version("datatrove"), "spacy": version("spacy")}))
+"""
+
+
+# --------------------------------------------------------------------------
+# Documents and configs
+# --------------------------------------------------------------------------
+
+
+def run_config(min_score: float = 0.5, scoped: bool = False):
+    """The demo's config (``flows.demo.demo_config``) over the benchmark's corpus: lang
+    ``min_score`` as given, the filters on every source unless ``scoped`` (the demo's scope)."""
+    from flows.demo import demo_config
+    from pipeline.config import parse_config
+
+    data = demo_config(CORPUS_DIR, RUN_DIR, seed=SEED)
+    data["lang"] = {"min_score": min_score}
+    if not scoped:
+        data["filter"] = {}
+    return parse_config(data)
+
+
+def corpus_docs() -> pl.DataFrame:
+    """The documents of the demo corpus as the source stage writes them, with their label
+    (``kind``); made once."""
+    from pipeline.demo_corpus import build_demo_corpus
+    from pipeline.schema import RunLayout
+    from pipeline.source import plan_units, source_unit
+
+    if not DOCS_PATH.exists():
+        print(f"Building the demo corpus ({DOCS} documents) and reading it with the source stage; "
+              "both are reused afterwards", file=sys.stderr)
+        build_demo_corpus(CORPUS_DIR, docs=DOCS, seed=SEED)
+        config = run_config()
+        stage = RunLayout(config.run_dir).stage("source").make()
+        for source in config.sources:
+            for unit in plan_units(source):
+                source_unit(unit, source, config, stage)
+        docs = pl.read_parquet(str(stage.docs / "*.parquet"))
+        tmp = DOCS_PATH.with_suffix(".tmp")
+        docs.write_parquet(tmp, compression="zstd")
+        tmp.rename(DOCS_PATH)
+        shutil.rmtree(RUN_DIR)
+    docs = pl.read_parquet(DOCS_PATH)
+    # A document's id is "<source>/<key>", key being its label's (see pipeline.demo_corpus).
+    labels = pl.read_parquet(CORPUS_DIR / "labels.parquet").select(
+        id=pl.col("source") + "/" + pl.col("key"), kind="kind")
+    docs = docs.join(labels, on="id", how="left", maintain_order="left")
+    unknown = docs.filter(~pl.col("kind").is_in([*NOISE_KINDS, *KEEP_KINDS]))
+    if unknown.height:
+        raise SystemExit(f"{unknown.height} documents have no usable label, e.g. {unknown['id'][0]}")
+    return docs
+
+
+def write_sample(docs: pl.DataFrame) -> pl.DataFrame:
+    """A seeded random sample of :data:`SAMPLE` documents (corpus order), as Parquet for our side
+    and JSON lines (id, text) for datatrove."""
+    rows = np.sort(np.random.default_rng(SEED).choice(docs.height, size=SAMPLE, replace=False))
+    sample = docs[rows]
+    sample.drop("kind").write_parquet(SAMPLE_PATH)
+    SAMPLE_JSONL.write_bytes(b"".join(orjson.dumps({"id": i, "text": t}) + b"\n"
+                                      for i, t in zip(sample["id"], sample["text"])))
+    return sample
+
+
+# --------------------------------------------------------------------------
+# Our side
+# --------------------------------------------------------------------------
+
+
+def stages(config):
+    """A function running the lang and filter steps of ``config`` batch by batch over a frame of
+    documents; it returns the ids kept."""
+    from pipeline.steps import filter_step, lang_step
+
+    lang, filt = lang_step(config), filter_step(config)
+
+    def run(docs: pl.DataFrame) -> pl.Series:
+        kept = [filt(lang(batch).kept).kept["id"] for batch in docs.iter_slices(config.batch_docs)]
+        return pl.concat(kept) if kept else pl.Series("id", [], dtype=pl.String)
+
+    return run
+
+
+def timed(run, docs: pl.DataFrame) -> tuple[dict, pl.Series]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    kept = run(docs)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {"seconds": wall, "cpu_seconds": cpu, "docs": docs.height, "kept": len(kept)}, kept
+
+
+def run_ours(docs_path: Path, sample_path: Path, kept_path: Path) -> None:
+    """The timed runs of our side (all documents once, the sample best of
+    :data:`SAMPLE_REPEATS`); writes the ids kept of all documents, prints one JSON line."""
+    docs = pl.read_parquet(docs_path)
+    sample = pl.read_parquet(sample_path)
+    run = stages(run_config())
+    run(sample.head(256))  # warm up: regex caches, the model's first predictions
+    full, kept = timed(run, docs)
+    best = min((timed(run, sample)[0] for _ in range(SAMPLE_REPEATS)), key=lambda r: r["seconds"])
+    kept.to_frame("id").write_parquet(kept_path)
+    print(json.dumps({"all": full, "sample": best, "polars_threads": pl.thread_pool_size()}))
+
+
+def subprocess_json(side: str, command: list[str], env: dict | None = None) -> dict:
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+    if done.returncode:
+        raise SystemExit(f"{side} run failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def per_core(report: dict) -> float:
+    """Docs/s per core: wall time, or CPU time when more than one thread worked."""
+    return report["docs"] / max(report["seconds"], report["cpu_seconds"])
+
+
+# --------------------------------------------------------------------------
+# Agreement
+# --------------------------------------------------------------------------
+
+
+def matched_filters() -> dict:
+    """Our four filters with datatrove 0.10's defaults where their thresholds differ (the class
+    docstrings list the differences; the others are definitions and stay ours)."""
+    from pipeline.filters.heuristics import (
+        C4_END_MARKS,
+        C4Quality,
+        FineWebQuality,
+        GopherQuality,
+        GopherRepetition,
+    )
+
+    return {
+        # datatrove: >= 3 words per line, >= 5 sentences, and "'" ends a line too.
+        "c4_quality": C4Quality(min_words_per_line=3, min_sentences=5, end_marks=(*C4_END_MARKS, "'")),
+        "gopher_quality": GopherQuality(),
+        "gopher_repetition": GopherRepetition(),
+        # datatrove: char_dup_ratio threshold 0.01; short lines are <= 30 characters (ours: < 31).
+        "fineweb_quality": FineWebQuality(char_duplicates_ratio=0.01, short_line_length=31),
+    }
+
+
+def datatrove_measure(filter_name: str, reason: str) -> str | None:
+    """The measure of ours that a datatrove reason is about (None for datatrove's "empty")."""
+    if filter_name == "gopher_quality":
+        return {"gopher_short_doc": "word_count", "gopher_long_doc": "word_count",
+                "gopher_below_avg_threshold": "mean_word_length", "gopher_above_avg_threshold": "mean_word_length",
+                "gopher_too_many_hashes": "hash_to_word_ratio", "gopher_too_many_ellipsis": "ellipsis_to_word_ratio",
+                "gopher_too_many_bullets": "bullet_lines_ratio", "gopher_too_many_end_ellipsis": "ellipsis_lines_ratio",
+                "gopher_below_alpha_threshold": "alpha_words_ratio",
+                "gopher_enough_stop_words": "stop_word_count"}.get(reason)
+    if filter_name == "gopher_repetition":
+        if m := re.fullmatch(r"top_(\d+)_gram", reason):
+            return f"top_{m[1]}gram_char_frac"
+        if m := re.fullmatch(r"duplicated_(\d+)_n_grams", reason):
+            return f"dup_{m[1]}gram_char_frac"
+        return None if reason == "empty" else reason
+    if filter_name == "c4_quality":
+        return {"lorem_ipsum": "has_lorem_ipsum", "curly_bracket": "has_curly_bracket",
+                "too_few_sentences": "sentence_count"}.get(reason)
+    return {"list_ratio": "new_line_ratio", "empty": "line_punct_ratio"}.get(reason, reason)
+
+
+def our_verdicts(doc_filter, docs: pl.DataFrame) -> tuple[list[str | None], pl.DataFrame]:
+    """Per document, the first of the filter's rules that fires (short name) or None; and the
+    filter's measures."""
+    output = doc_filter.apply(docs)
+    first = [None] * docs.height
+    for rule in doc_filter.rules():
+        fired = output.measures.select(rule.fires(pl.col(rule.measure))).to_series().to_list()
+        first = [f if f is not None or not hit else rule.name.split(".", 1)[1] for f, hit in zip(first, fired)]
+    return first, output.measures
+
+
+def agreement(sample: pl.DataFrame, peer: pl.DataFrame) -> dict:
+    """Per filter: the share of the sample with the same decision on both sides, over all
+    documents and over those our language ID calls English (datatrove's filters tokenize every
+    document as English), and the disagreements counted as "<our first rule or kept> |
+    <datatrove's reason or kept>"; prints examples of each class to stderr, English ones first."""
+    english = (sample["lang"] == "en").to_list()
+    results = {}
+    for name, doc_filter in matched_filters().items():
+        ours, measures = our_verdicts(doc_filter, sample)
+        theirs = peer[name].to_list()
+        classes: dict[str, list[int]] = {}
+        for i, (a, b) in enumerate(zip(ours, theirs)):
+            if (a is None) != (b is None):
+                classes.setdefault(f"{a or 'kept'} | {b or 'kept'}", []).append(i)
+        classes = dict(sorted(classes.items(), key=lambda item: (-len(item[1]), item[0])))
+        differ = sum(map(len, classes.values()))
+        differ_en = {k: sum(english[i] for i in rows) for k, rows in classes.items()}
+        results[name] = {
+            "agreement": 1 - differ / sample.height,
+            "agreement_en": 1 - sum(differ_en.values()) / sum(english),
+            "disagreements": {k: len(rows) for k, rows in classes.items()},
+            "disagreements_en": {k: n for k, n in differ_en.items() if n},
+        }
+        print(f"\n== {name}: disagreements (ours | datatrove), up to {EXAMPLES} examples each", file=sys.stderr)
+        rules = {r.name.split(".", 1)[1]: r for r in doc_filter.rules()}
+        for label, rows in classes.items():
+            print(f"-- {label}: {len(rows)} ({differ_en[label]} English)", file=sys.stderr)
+            for i in sorted(rows, key=lambda row: not english[row])[:EXAMPLES]:
+                shown = []
+                if ours[i] is not None:
+                    rule = rules[ours[i]]
+                    shown.append(f"ours {rule.measure}={measures[rule.measure][i]} ({rule.op} {rule.threshold:g})")
+                if theirs[i] is not None and (measure := datatrove_measure(name, theirs[i])):
+                    shown.append(f"ours {measure}={measures[measure][i]}")
+                text = sample["text"][i]
+                print(f"   {sample['id'][i]} [{sample['kind'][i]}, {sample['lang'][i]}, {len(text)} chars] "
+                      f"{'; '.join(shown)}\n      {text[:240]!r}", file=sys.stderr)
+    return results
+
+
+# --------------------------------------------------------------------------
+# Accuracy
+# --------------------------------------------------------------------------
+
+
+def scores(kinds: pl.Series, removed: pl.Series) -> dict:
+    """Precision, recall and F1 of removal against the labels, and the share removed per kind."""
+    noise = kinds.is_in(NOISE_KINDS)
+    hits = int((noise & removed).sum())
+    precision = hits / max(int(removed.sum()), 1)
+    recall = hits / max(int(noise.sum()), 1)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    by_kind = (pl.DataFrame({"kind": kinds, "removed": removed}).group_by("kind")
+               .agg(pl.col("removed").mean()).sort("kind"))
+    return {"precision": precision, "recall": recall, "f1": f1, "removed": int(removed.sum()),
+            "by_kind": dict(by_kind.iter_rows())}
+
+
+def accuracy(sample: pl.DataFrame, docs: pl.DataFrame, peer: pl.DataFrame) -> dict[str, dict]:
+    variants = {"ours": run_config(), "ours_demo_scope": run_config(scoped=True),
+                "ours_filters_only": run_config(min_score=0.0)}
+    frame = sample.drop("kind", "lang", "lang_score")
+    out = {name: scores(sample["kind"], ~sample["id"].is_in(stages(config)(frame).implode()))
+           for name, config in variants.items()}
+    out["datatrove"] = scores(sample["kind"], peer["chain"].is_not_null())
+    kept = pl.read_parquet(OURS_KEPT)["id"]
+    out["ours_all_docs"] = scores(docs["kind"], ~docs["id"].is_in(kept.implode()))
+    return out
+
+
+# --------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------
+
+
+def print_tables(results: dict, agree: dict, acc: dict[str, dict]) -> None:
+    print(f"\nThroughput, one core ({results['docs']:,} demo documents; sample {results['sample_docs']:,})")
+    print(f"  ours lang+filter, all documents   {results['ours_docs_per_s_per_core']:10,.0f} docs/s")
+    print(f"  ours lang+filter, sample          {results['ours_sample_docs_per_s_per_core']:10,.0f} docs/s")
+    print(f"  datatrove 4 filters, sample       {results['datatrove_docs_per_s_per_core']:10,.0f} docs/s")
+    print(f"  speed ratio (sample)              {results['speed_ratio_vs_datatrove']:10.1f} x")
+    print("\nAgreement with datatrove per filter (same keep/remove decision, thresholds matched)")
+    print(f"  {'':18} {'all':>6} {'English':>8}   largest disagreement classes (ours | datatrove)")
+    for name, a in agree.items():
+        top = ", ".join(f"{k}: {v}" for k, v in list(a["disagreements"].items())[:3])
+        print(f"  {name:18} {a['agreement']:6.1%} {a['agreement_en']:8.1%}   {top}")
+    kinds = [*NOISE_KINDS, *KEEP_KINDS]
+    print("\nRemoval against the labels (share of each kind removed)")
+    print(f"  {'':18} {'prec':>6} {'recall':>6} {'f1':>6}  " + " ".join(f"{k[:10]:>10}" for k in kinds))
+    for name, s in acc.items():
+        print(f"  {name:18} {s['precision']:6.3f} {s['recall']:6.3f} {s['f1']:6.3f}  "
+              + " ".join(f"{s['by_kind'].get(k, float('nan')):10.1%}" for k in kinds))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["ours"]:
+        run_ours(*map(Path, sys.argv[2:5]))
+        return
+    started = time.perf_counter()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    docs = corpus_docs()
+    sample = write_sample(docs)
+
+    env = {**os.environ, "POLARS_MAX_THREADS": "1"}
+    ours = subprocess_json("ours", [sys.executable, str(Path(__file__).resolve()), "ours", str(DOCS_PATH),
+                                    str(SAMPLE_PATH), str(OURS_KEPT)], env=env)
+    print(f"ours: {ours['all']['docs']} documents in {ours['all']['seconds']:.1f} s, sample in "
+          f"{ours['sample']['seconds']:.2f} s (polars threads: {ours['polars_threads']})", file=sys.stderr)
+    python = peer_python("datatrove-filters", PEER_PACKAGES, PEER_MODULES)
+    peer = subprocess_json("datatrove", [python, "-c", PEER_SCRIPT, str(SAMPLE_JSONL), str(PEER_VERDICTS)])
+    print(f"datatrove: sample in {peer['seconds']:.1f} s", file=sys.stderr)
+    verdicts = pl.read_ndjson(PEER_VERDICTS, schema={"id": pl.String, "chain": pl.String,
+                                                     **{name: pl.String for name in FILTERS}})
+    if verdicts["id"].to_list() != sample["id"].to_list():
+        raise SystemExit("datatrove's verdicts are not in the sample's order")
+
+    from pipeline.lang import LanguageIdentifier, identify_languages
+    from pipeline.models import lid_model_path
+
+    labelled = identify_languages(sample, LanguageIdentifier(lid_model_path()))
+    agree = agreement(labelled, verdicts)
+    acc = accuracy(labelled, docs, verdicts)
+
+    results: dict[str, object] = {
+        "docs": docs.height,
+        "sample_docs": sample.height,
+        "seed": SEED,
+        "datatrove_version": peer["version"],
+        "spacy_version": peer["spacy"],
+        "ours_stages": "lang (min_score 0.5) + filter (c4_quality, gopher_quality, gopher_repetition, "
+                       "fineweb_quality, pii), all sources",
+        "datatrove_filters": "C4Quality, GopherQuality, GopherRepetition, FineWebQuality in sequence",
+        "ours_seconds": ours["all"]["seconds"],
+        "ours_cpu_seconds": ours["all"]["cpu_seconds"],
+        "ours_docs_per_s_per_core": per_core(ours["all"]),
+        "ours_docs_kept": ours["all"]["kept"],
+        "ours_sample_seconds": ours["sample"]["seconds"],
+        "ours_sample_docs_per_s_per_core": per_core(ours["sample"]),
+        "datatrove_seconds": peer["seconds"],
+        "datatrove_cpu_seconds": peer["cpu_seconds"],
+        "datatrove_docs_per_s_per_core": per_core(peer),
+    }
+    results["speed_ratio_vs_datatrove"] = (results["ours_sample_docs_per_s_per_core"]
+                                           / results["datatrove_docs_per_s_per_core"])
+    results["sample_english_docs"] = int((labelled["lang"] == "en").sum())
+    for name, a in agree.items():
+        results |= {f"agreement_{name}": a["agreement"], f"agreement_{name}_en": a["agreement_en"]}
+    for name, a in agree.items():
+        results |= {f"disagreements_{name}": a["disagreements"], f"disagreements_{name}_en": a["disagreements_en"]}
+    for name, s in acc.items():
+        results |= {f"{name}_precision": s["precision"], f"{name}_recall": s["recall"], f"{name}_f1": s["f1"]}
+    results["removed_share_by_kind"] = {name: s["by_kind"] for name, s in acc.items()}
+    results["sample_kinds"] = dict(sorted(Counter(sample["kind"].to_list()).items()))
+    results["benchmark_seconds"] = time.perf_counter() - started
+
+    print_tables(results, agree, acc)
+    print(json.dumps(rounded(results)))
+
+
+def rounded(value):
+    """Floats to 4 decimals, through nested dicts."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    return value
+
+
+if __name__ == "__main__":
+    main()
