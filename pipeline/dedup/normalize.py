@@ -1,0 +1,358 @@
+"""Text normalization for deduplication: the same words, whatever their case, width or punctuation.
+
+Two documents are compared on their *normalized* text, defined as:
+
+1. Unicode NFKC (full-width letters, ligatures, compatibility forms and non-breaking spaces fold to
+   their plain forms), then lowercase (Python's full Unicode case mapping); invisible format
+   characters that sit inside words (soft hyphen, zero-width space and joiners, word joiner,
+   left-to-right and right-to-left marks, byte-order mark) are deleted.
+2. Punctuation and symbols (Unicode categories P* and S*), control characters and every kind of
+   whitespace become word separators; runs of separators collapse to one space.
+3. Scripts written without spaces between words (Han, Hiragana, Katakana, Thai, Lao, Khmer,
+   Myanmar) are split into characters: each character, with the combining marks that follow it, is
+   a word of its own. The decision is made per character from its Unicode script, so it needs no
+   language label and works inside mixed-language documents.
+
+The *words* of a text are then its normalized text split on spaces, and :func:`normalize_text`
+returns the words joined by single spaces. ``"Ｈｅｌｌｏ, World!! 你好"`` normalizes to
+``"hello world 你 好"``.
+
+How it runs, per batch (measured on 20,000 news articles of 2 KB, one core): NFKC and lowercase run
+in Python's C code, document by document (about 0.15 s for the batch: ASCII documents take a fast
+path, and NFKC's quick check passes over text that is already normalized); the non-ASCII rules of
+steps 2 and 3 are one polars regular expression over the documents that contain non-ASCII
+characters; the rest works on the UTF-8 bytes of the whole batch at once with numpy, in pieces of
+about 1 MiB: a 256-entry table (``bytes.translate``) marks separator bytes (ASCII whitespace,
+control characters, punctuation and symbols), and words are the runs between them.
+
+Word hashes (:func:`word_hashes`) are a polynomial hash of each word's bytes modulo 2^64,
+sum_j byte_j * M^j with a fixed odd M, plus the length, finished with the MurmurHash3 64-bit
+finalizer. All words of a piece are hashed from one prefix sum over its bytes
+(``(P[end] - P[start]) * M^-start``), so a byte costs a few contiguous numpy passes (about 0.1 s
+per 10 MB). Like any polynomial hash modulo 2^64 it can be made to collide by crafted words of
+thousands of bytes (Thue-Morse strings); natural text never does, and a collision merges two
+words, nothing worse. The hashes are stable: they depend on the bytes and the constants in this
+file only, never on a library's version. :func:`exact_hash` combines a document's word hashes (an
+odd pseudo-random multiplier per word position, the word count, then the finalizer), so equal
+normalized texts get equal exact hashes.
+"""
+
+from __future__ import annotations
+
+import string
+import unicodedata
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+Texts = Union[pl.Series, pa.Array, pa.ChunkedArray, Sequence[str]]
+
+# Scripts written without spaces between words: every character is a word.
+UNSPACED_SCRIPTS = ("Han", "Hiragana", "Katakana", "Thai", "Lao", "Khmer", "Myanmar")
+_UNSPACED = "".join(rf"\p{{{script}}}" for script in UNSPACED_SCRIPTS)
+# Non-ASCII characters that separate words (ASCII ones are handled on bytes, see _SEPARATOR_BYTES).
+_NON_ASCII_SEPARATOR = r"[[\p{P}\p{S}\p{Z}\p{Cc}\p{Co}\p{Cn}\p{Cf}]&&[^\x00-\x7f]]"
+# One pass: a character of an unspaced script (with its marks) gets spaces around it, a non-ASCII
+# separator becomes spaces (the unmatched group is empty).
+_NON_ASCII_RULES = rf"([{_UNSPACED}]\p{{M}}*)|{_NON_ASCII_SEPARATOR}"
+# Format characters that live inside words: deleted, not turned into separators.
+_INVISIBLE_IN_WORDS = ("\u00ad", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff")
+
+_SEPARATOR_BYTES = np.zeros(256, dtype=bool)
+_SEPARATOR_BYTES[:0x21] = True  # control characters and space
+_SEPARATOR_BYTES[0x7F] = True
+for _char in string.punctuation:  # ASCII punctuation and symbols: all of them are Unicode P* or S*
+    _SEPARATOR_BYTES[ord(_char)] = True
+_WORD_BYTE_TABLE = bytes((~_SEPARATOR_BYTES).astype(np.uint8))  # byte -> 1 inside a word, 0 between
+
+_U64 = np.uint64
+_FMIX_SHIFT = _U64(33)
+_FMIX_M1 = _U64(0xFF51AFD7ED558CCD)
+_FMIX_M2 = _U64(0xC4CEB9FE1A85EC53)
+_GOLDEN = _U64(0x9E3779B97F4A7C15)
+_WORD_SEED = 0x5EED_0D0C
+
+# Batches are cut into chunks of about this many bytes so that numpy's temporaries stay in cache.
+CHUNK_BYTES = 1 << 20
+
+
+def fmix64(h: np.ndarray) -> np.ndarray:
+    """The MurmurHash3 64-bit finalizer: a bijection on uint64 that mixes every bit into every bit."""
+    with np.errstate(over="ignore"):
+        h = h ^ (h >> _FMIX_SHIFT)
+        h = h * _FMIX_M1
+        h = h ^ (h >> _FMIX_SHIFT)
+        h = h * _FMIX_M2
+        return h ^ (h >> _FMIX_SHIFT)
+
+
+class _Multipliers:
+    """Odd pseudo-random 64-bit multipliers, one per position, grown on demand."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.table = self._make(0, 1024)
+
+    def _make(self, start: int, stop: int) -> np.ndarray:
+        positions = np.arange(start, stop, dtype=np.uint64) + _U64(self.seed)
+        return fmix64(positions) | _U64(1)
+
+    def upto(self, n: int) -> np.ndarray:
+        if n > len(self.table):
+            size = max(n, 2 * len(self.table))
+            self.table = np.concatenate([self.table, self._make(len(self.table), size)])
+        return self.table
+
+
+_WORD_MULTIPLIERS = _Multipliers(_WORD_SEED)
+
+
+def _as_pylist(texts: Texts) -> list:
+    if isinstance(texts, pl.Series):
+        return texts.to_list()
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        return texts.to_pylist()
+    return list(texts)
+
+
+def prepare_texts(texts: Texts) -> pa.LargeStringArray:
+    """Steps 1 to 3 of the normalization, except the ASCII separators, which stay as they are
+    (the byte-level tokenizer treats them as separators). Nulls become empty strings."""
+    prepared = []
+    non_ascii = []
+    for text in _as_pylist(texts):
+        if text is None:
+            text = ""
+        if text.isascii():
+            prepared.append(text.lower())
+            continue
+        text = unicodedata.normalize("NFKC", text).lower()
+        for char in _INVISIBLE_IN_WORDS:
+            if char in text:
+                text = text.replace(char, "")
+        non_ascii.append(len(prepared))
+        prepared.append(text)
+    if non_ascii:
+        ruled = pl.Series([prepared[i] for i in non_ascii], dtype=pl.String)
+        ruled = ruled.str.replace_all(_NON_ASCII_RULES, " $1 ").to_list()
+        for i, text in zip(non_ascii, ruled):
+            prepared[i] = text
+    return pa.array(prepared, type=pa.large_string())
+
+
+def _utf8_buffers(array: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, offsets) of a large_string array without copying."""
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64, count=len(array) + 1, offset=array.offset * 8)
+    data_buffer = array.buffers()[2]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    return data, offsets
+
+
+@dataclass
+class Words:
+    """The words of a batch of documents, as hashes.
+
+    ``hashes[doc_offsets[d]:doc_offsets[d + 1]]`` are document ``d``'s words in order; ``starts``
+    and ``ends`` are each word's byte range in ``data``, the UTF-8 bytes of the prepared texts."""
+
+    hashes: np.ndarray  # uint64, one per word
+    doc_offsets: np.ndarray  # int64, documents + 1
+    starts: np.ndarray  # int64 byte offsets into data
+    ends: np.ndarray
+    data: np.ndarray  # uint8
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.diff(self.doc_offsets)
+
+    def joined_bytes(self) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """``(text, starts, ends)``: every document's words joined by single spaces, all documents
+        in a row (no separator between documents), and each word's byte range in ``text``; the
+        normalized text of a run of words of one document is one slice of it."""
+        lengths = self.ends - self.starts
+        spaced = np.ones(len(lengths), dtype=bool)  # a space follows every word but a document's last
+        counts = self.counts
+        spaced[self.doc_offsets[1:][counts > 0] - 1] = False
+        keep = np.frombuffer(self.data.tobytes().translate(_WORD_BYTE_TABLE), dtype=bool).copy()
+        out = self.data.copy()
+        # The separator byte right after a word (never the next word's: words of one document are
+        # separated by at least one separator byte) becomes the space.
+        after = self.ends[spaced]
+        keep[after] = True
+        out[after] = 32
+        text = out[keep].tobytes()
+        ends = np.cumsum(lengths + spaced) - spaced
+        return text, ends - lengths, ends
+
+    def joined(self) -> list[str]:
+        """Each document's words joined by single spaces (its normalized text)."""
+        text, starts, ends = self.joined_bytes()
+        counts = self.counts
+        out = []
+        for first, n in zip(self.doc_offsets[:-1].tolist(), counts.tolist()):
+            out.append(text[starts[first]:ends[first + n - 1]].decode("utf-8") if n else "")
+        return out
+
+    def strings(self) -> list[list[str]]:
+        """Each document's words as strings."""
+        return [text.split(" ") if text else [] for text in self.joined()]
+
+
+def _pieces(data: np.ndarray, offsets: np.ndarray, piece_bytes: int) -> list[tuple[int, int]]:
+    """Cut the batch's bytes into ranges of about ``piece_bytes`` that never split a word: at
+    document boundaries, and inside a longer document before a separator byte."""
+    total = int(offsets[-1]) if len(offsets) else 0
+    cuts = [0]
+    last = 0
+    doc_ends = offsets[1:]
+    while last < total:
+        target = last + piece_bytes
+        if target >= total:
+            cuts.append(total)
+            break
+        # The last document boundary at or before the target, if it moves us forward.
+        boundary = int(doc_ends[np.searchsorted(doc_ends, target, side="right") - 1]) if doc_ends[0] <= target else 0
+        if boundary > last:
+            cuts.append(boundary)
+            last = boundary
+            continue
+        # One document longer than a piece: cut it before a separator near the target.
+        doc_end = int(doc_ends[np.searchsorted(doc_ends, target, side="left")])
+        cut, window = doc_end, 1 << 12
+        while target < doc_end:
+            ahead = np.flatnonzero(_SEPARATOR_BYTES[data[target:min(target + window, doc_end)]])
+            if len(ahead):
+                cut = target + int(ahead[0])
+                break
+            target += window
+            window *= 2
+        cuts.append(cut)
+        last = cut
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _word_bounds(data: np.ndarray, offsets: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end byte offsets of the words in ``data[lo:hi]`` (relative to ``lo``).
+
+    Word and separator runs alternate, so the positions where "inside a word" changes, with a
+    separator assumed before and after the piece, are start, end, start, end, ..."""
+    in_word = np.frombuffer(b"\0" + data[lo:hi].tobytes().translate(_WORD_BYTE_TABLE) + b"\0", dtype=np.int8)
+    changes = np.flatnonzero(np.diff(in_word))
+    starts, ends = changes[0::2], changes[1::2]
+    # A document that ends inside a word followed by one that starts with a word: split there.
+    inner = np.unique(offsets[(offsets > lo) & (offsets < hi)]) - lo  # (empty documents repeat one)
+    joined = inner[(in_word[inner] == 1) & (in_word[inner + 1] == 1)]
+    if len(joined):
+        starts = np.insert(starts, np.searchsorted(starts, joined), joined)
+        ends = np.insert(ends, np.searchsorted(ends, joined), joined)
+    return starts, ends
+
+
+class _Powers:
+    """M^k and M^-k modulo 2^64 for k < size, grown on demand (M odd, so invertible). The pair is
+    replaced as one tuple, so threads sharing it never see tables of different lengths."""
+
+    M = 0x9E3779B97F4A7C15 | 1
+
+    def __init__(self):
+        self.tables = (np.ones(1, np.uint64), np.ones(1, np.uint64))
+
+    def upto(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        tables = self.tables
+        if n > len(tables[0]):
+            size = max(n, 2 * len(tables[0]), 1 << 16)
+            tables = (self._powers(self.M, size), self._powers(pow(self.M, -1, 1 << 64), size))
+            self.tables = tables
+        return tables
+
+    @staticmethod
+    def _powers(base: int, size: int) -> np.ndarray:
+        steps = np.full(size, base, dtype=np.uint64)
+        steps[0] = 1
+        with np.errstate(over="ignore"):
+            return np.cumprod(steps, dtype=np.uint64)
+
+
+_POWERS = _Powers()
+
+
+def _hash_piece(data: np.ndarray, offsets: np.ndarray, lo: int, hi: int):
+    """Word hashes and byte ranges (absolute) of the words in ``data[lo:hi]``.
+
+    A word's hash is fmix64(sum_j byte_j * M^j + length * G) over its bytes j = 0, 1, ...: a
+    polynomial hash read off one prefix sum of byte_k * M^k over the piece,
+    (P[end] - P[start]) * M^-start, so every byte costs a few contiguous numpy passes."""
+    starts, ends = _word_bounds(data, offsets, lo, hi)
+    if len(starts) == 0:
+        return np.zeros(0, np.uint64), starts + lo, ends + lo
+    n = hi - lo
+    forward, inverse = _POWERS.upto(n + 1)
+    prefix = np.zeros(n + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        np.cumsum(np.multiply(data[lo:hi], forward[:n]), out=prefix[1:])
+        raw = (prefix[ends] - prefix[starts]) * inverse[starts]
+        hashes = fmix64(raw + (ends - starts).astype(np.uint64) * _GOLDEN)
+    return hashes, starts + lo, ends + lo
+
+
+def words(texts: Texts, prepared: pa.LargeStringArray | None = None) -> Words:
+    """Hash the words of every document of a batch (see the module's docstring)."""
+    if prepared is None:
+        prepared = prepare_texts(texts)
+    data, offsets = _utf8_buffers(prepared)
+    parts = [_hash_piece(data, offsets, lo, hi) for lo, hi in _pieces(data, offsets, CHUNK_BYTES)]
+    if parts:
+        hashes = np.concatenate([p[0] for p in parts])
+        starts = np.concatenate([p[1] for p in parts])
+        ends = np.concatenate([p[2] for p in parts])
+    else:
+        hashes, starts, ends = np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    doc_offsets = np.searchsorted(starts, offsets).astype(np.int64)
+    return Words(hashes=hashes, doc_offsets=doc_offsets, starts=starts, ends=ends, data=data)
+
+
+def word_hashes(texts: Texts) -> tuple[np.ndarray, np.ndarray]:
+    """``(hashes, offsets)``: uint64 hashes of every document's words, flat, with per-document
+    offsets (``hashes[offsets[d]:offsets[d + 1]]`` belong to document ``d``)."""
+    found = words(texts)
+    return found.hashes, found.doc_offsets
+
+
+def combine_word_hashes(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """One uint64 per document from its words' hashes, in order (a multiplier per word position,
+    the word count, then the finalizer)."""
+    counts = np.diff(offsets)
+    docs = len(counts)
+    if len(hashes) == 0:
+        return fmix64(np.zeros(docs, np.uint64))
+    position = np.arange(len(hashes), dtype=np.int64) - np.repeat(offsets[:-1], counts)
+    multipliers = _WORD_MULTIPLIERS.upto(int(counts.max()) + 1)
+    with np.errstate(over="ignore"):
+        terms = hashes * multipliers[position]
+        sums = np.zeros(docs, dtype=np.uint64)
+        nonempty = counts > 0
+        sums[nonempty] = np.add.reduceat(terms, offsets[:-1][nonempty])
+        return fmix64(sums + counts.astype(np.uint64) * _GOLDEN)
+
+
+def exact_hash(texts: Texts) -> np.ndarray:
+    """uint64 hash of each document's normalized text: equal normalized texts, equal hashes.
+
+    Vectorized over the batch: the documented normalization, the words' byte-level hashes, then a
+    position-aware combination of them (see the module's docstring). A text with no words (empty,
+    or only punctuation and spaces) gets the hash of the empty text."""
+    hashes, offsets = word_hashes(texts)
+    return combine_word_hashes(hashes, offsets)
+
+
+def split_words(texts: Texts) -> list[list[str]]:
+    """The words of each document (unspaced scripts split into characters), as strings."""
+    return words(texts).strings()
+
+
+def normalize_text(texts: Texts) -> pl.Series:
+    """The normalized text of each document: its words joined by single spaces."""
+    return pl.Series("normalized", words(texts).joined(), dtype=pl.String)

@@ -1,0 +1,480 @@
+"""Dedup: datasketch-equal signatures, exact and near duplicates found, false positives dropped,
+partitioning and keep rules that do not change the answer, repeated-line removal."""
+
+from __future__ import annotations
+
+import inspect
+import random
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from datasketch import MinHash
+from datasketch.lsh import _optimal_param
+
+from pipeline.dedup import clusters as clusters_module
+from pipeline.dedup import lsh as lsh_module
+from pipeline.dedup import minhash as minhash_module
+from pipeline.dedup import normalize as normalize_module
+from pipeline.dedup.clusters import (RULE_EXACT, RULE_NEAR, ShingleLookup, choose_kept, cluster_table,
+                                     connected_components, dedup_step, deduplicate_shards, jaccard_of_pairs,
+                                     verify_pairs)
+from pipeline.dedup.lines import (RepeatedLines, frequent_lines, line_counts, line_counts_for_shard,
+                                  remove_repeated_lines, remove_repeated_lines_shard)
+from pipeline.filters.engine import apply_filters
+from pipeline.schema import REMOVED_SCHEMA
+from pipeline.dedup.lsh import (EXACT_BAND, candidate_pairs, partition_band_keys, signatures_for_shard)
+from pipeline.dedup.minhash import (MinHashParams, band_keys, minhash_signatures, optimal_bands, shingle_hashes,
+                                    shingle_sets)
+from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, word_hashes
+
+HAS_SCHEMES = "scheme" in inspect.signature(MinHash.__init__).parameters
+SCHEMES = ["affine32", "legacy"] if HAS_SCHEMES else ["legacy"]
+
+
+def datasketch_minhash(num_perm: int, seed: int, scheme: str, **kwargs) -> MinHash:
+    if HAS_SCHEMES:
+        return MinHash(num_perm=num_perm, seed=seed, scheme=scheme, **kwargs)
+    return MinHash(num_perm=num_perm, seed=seed, **kwargs)  # datasketch 1.x: the legacy scheme
+
+
+def make_vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return sorted({"".join(rng.choice(letters) for _ in range(rng.randint(3, 9))) for _ in range(size)})
+
+
+def random_text(rng: random.Random, vocabulary: list[str], words: int) -> str:
+    text = [rng.choice(vocabulary) for _ in range(words)]
+    for i in range(12, len(text), 12):  # sentences, some punctuation and capitals
+        text[i - 1] += "."
+        text[i] = text[i].capitalize()
+    return " ".join(text)
+
+
+def edit_words(rng: random.Random, text: str, edits: int) -> str:
+    words = text.split(" ")
+    for _ in range(edits):
+        words[rng.randrange(len(words))] = "edited"
+    return " ".join(words)
+
+
+MIXED_TEXTS = [
+    "Ｈｅｌｌｏ， World!! 你好世界。 This is a test, isn't it?",
+    "hello world 你 好 世 界 this is a test isn t it",
+    "สวัสดีครับ ยินดีต้อนรับ",
+    "ｶﾀｶﾅ と ひらがな、日本語です。",
+    "short",
+    "two words",
+    "",
+    "!!! ... ???",
+    "Ünïcödé café naïve résumé — ﬁne ligatures and soft\u00adhyphens",
+    "tab\tseparated\nlines\r\nand  spaces",
+]
+
+
+# --- normalization ----------------------------------------------------------------------------
+
+
+def test_normalization_folds_case_width_punctuation_and_splits_unspaced_scripts():
+    normalized = normalize_text(MIXED_TEXTS).to_list()
+    assert normalized[0] == "hello world 你 好 世 界 this is a test isn t it"
+    assert normalized[0] == normalized[1]
+    assert normalized[2].split(" ")[:2] == ["ส", "วั"]  # a Thai vowel sign stays with its consonant
+    assert normalized[3] == "カ タ カ ナ と ひ ら が な 日 本 語 で す"
+    assert normalized[6] == "" and normalized[7] == ""
+    assert normalized[8] == "ünïcödé café naïve résumé fine ligatures and softhyphens"
+    assert normalized[9] == "tab separated lines and spaces"
+    assert split_words(["Hello, World"]) == [["hello", "world"]]
+
+
+def test_exact_hash_equal_exactly_when_normalized_text_is():
+    hashes = exact_hash(MIXED_TEXTS)
+    assert hashes.dtype == np.uint64 and len(hashes) == len(MIXED_TEXTS)
+    assert hashes[0] == hashes[1]
+    assert hashes[6] == hashes[7]  # both have no words
+    distinct = [0, 2, 3, 4, 5, 6, 8, 9]
+    assert len(set(hashes[distinct].tolist())) == len(distinct)
+    # Word order and word boundaries matter.
+    a, b, c = exact_hash(["one two three", "two one three", "onetwo three"])
+    assert len({a, b, c}) == 3
+
+
+def test_word_hashes_do_not_depend_on_how_the_batch_is_cut(monkeypatch):
+    rng = random.Random(3)
+    vocabulary = make_vocabulary(rng, 300)
+    texts = [random_text(rng, vocabulary, rng.randint(0, 60)) for _ in range(40)] + MIXED_TEXTS
+    texts.insert(5, "x" * 5000)  # one long word
+    whole, whole_offsets = word_hashes(texts)
+    one_at_a_time = [word_hashes([t])[0] for t in texts]
+    assert np.array_equal(whole, np.concatenate(one_at_a_time))
+    monkeypatch.setattr(normalize_module, "CHUNK_BYTES", 7)  # cut inside documents, before separators
+    cut, cut_offsets = word_hashes(texts)
+    assert np.array_equal(whole, cut) and np.array_equal(whole_offsets, cut_offsets)
+    assert split_words(texts) == [t.split(" ") if t else [] for t in normalize_text(texts).to_list()]
+
+
+# --- signatures -------------------------------------------------------------------------------
+
+
+def corpus_for_signatures() -> list[str]:
+    rng = random.Random(7)
+    vocabulary = make_vocabulary(rng, 500)
+    return [random_text(rng, vocabulary, rng.randint(0, 80)) for _ in range(150)] + MIXED_TEXTS
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("ngram", [1, 3, 5])
+def test_signatures_equal_datasketch_with_sha1_shingles(scheme, ngram, monkeypatch):
+    texts = corpus_for_signatures()
+    # Small steps, so that documents straddle the steps of the batched permutation.
+    monkeypatch.setattr(minhash_module, "_SHINGLES_PER_STEP", 61)
+    hashes, offsets = shingle_hashes(texts, ngram, "sha1")
+    signatures = minhash_signatures(hashes, offsets, num_perm=64, seed=11, scheme=scheme)
+    assert signatures.shape == (len(texts), 64)
+    for d, words in enumerate(split_words(texts)):
+        expected = datasketch_minhash(64, 11, scheme)
+        if words:
+            shingles = [words] if len(words) <= ngram else [words[i:i + ngram] for i in range(len(words) - ngram + 1)]
+            expected.update_batch([" ".join(s).encode("utf-8") for s in shingles])
+        assert np.array_equal(signatures[d], expected.hashvalues), (scheme, ngram, d)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_signatures_equal_datasketch_with_polynomial_shingles(scheme):
+    texts = corpus_for_signatures()
+    hashes, offsets = shingle_hashes(texts, 5)
+    sets, set_offsets = shingle_sets(hashes, offsets)
+    signatures = minhash_signatures(hashes, offsets, num_perm=128, seed=1, scheme=scheme)
+    # A set or the shingles with their repeats: the same minimums.
+    assert np.array_equal(signatures, minhash_signatures(sets, set_offsets, 128, 1, scheme))
+    for d in range(len(texts)):
+        expected = datasketch_minhash(128, 1, scheme, hashfunc=lambda value: value)
+        expected.update_batch(hashes[offsets[d]:offsets[d + 1]].tolist())
+        assert np.array_equal(signatures[d], expected.hashvalues)
+
+
+def test_short_documents_have_one_shingle_of_all_their_words():
+    hashes, offsets = shingle_hashes(["a b c", "a b c d e f", "", "a b c"], 5, "sha1")
+    assert np.diff(offsets).tolist() == [1, 2, 0, 1]
+    assert hashes[0] == hashes[3]
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])
+@pytest.mark.parametrize("num_perm", [32, 128, 256])
+def test_optimal_bands_match_datasketch(threshold, num_perm):
+    assert optimal_bands(threshold, num_perm) == _optimal_param(threshold, num_perm, 0.5, 0.5)
+    assert optimal_bands(threshold, num_perm, 0.2, 0.8) == _optimal_param(threshold, num_perm, 0.2, 0.8)
+
+
+def test_band_keys_equal_exactly_when_band_values_are():
+    rng = np.random.default_rng(0)
+    signatures = rng.integers(0, 2**32, size=(6, 12), dtype=np.uint64).astype(np.uint32)
+    signatures[1, :4] = signatures[0, :4]  # band 0 shared
+    signatures[2, 4:8] = signatures[0, 4:8]  # band 1 shared
+    signatures[3] = np.roll(signatures[0], 4)  # same values, other bands
+    keys = band_keys(signatures, bands=3, rows=4)
+    assert keys.shape == (6, 3) and keys.dtype == np.uint64
+    assert keys[1, 0] == keys[0, 0] and keys[1, 1] != keys[0, 1]
+    assert keys[2, 1] == keys[0, 1] and keys[2, 0] != keys[0, 0]
+    assert not set(keys[3].tolist()) & set(keys[0].tolist())
+
+
+# --- the staged dedup -------------------------------------------------------------------------
+
+
+def write_docs(path: Path, docs: list[tuple[str, str]], **columns) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = {"id": [d[0] for d in docs], "text": [d[1] for d in docs], "source": ["test"] * len(docs),
+             "url": [None] * len(docs), "meta": [None] * len(docs), **columns}
+    pq.write_table(pa.table(table), path)
+    return path
+
+
+def duplicate_corpus(seed: int = 0):
+    """Distinct originals, exact copies (case, punctuation, spacing changed) and near copies (a
+    word edited), spread over shards; returns the documents and the expected groups."""
+    rng = random.Random(seed)
+    vocabulary = make_vocabulary(rng)
+    originals = [random_text(rng, vocabulary, rng.randint(250, 400)) for _ in range(60)]
+    docs = [(f"orig-{i}", text) for i, text in enumerate(originals)]
+    groups = {}
+    for i in range(0, 20):
+        copy = originals[i].upper().replace(" ", "  ") + " !!"
+        docs.append((f"exact-{i}", copy))
+        groups.setdefault(f"orig-{i}", {f"orig-{i}"}).add(f"exact-{i}")
+    for i in range(10, 30):
+        # One word edited: Jaccard about 0.97, which the default bands (14 x 9) all but never miss.
+        docs.append((f"near-{i}", edit_words(rng, originals[i], 1)))
+        groups.setdefault(f"orig-{i}", {f"orig-{i}"}).add(f"near-{i}")
+    docs.append(("empty", ""))
+    docs.append(("punctuation", "!!! ..."))
+    rng.shuffle(docs)
+    return docs, [frozenset(g) for g in groups.values()]
+
+
+def write_shards(folder: Path, docs: list[tuple[str, str]], shards: int) -> list[Path]:
+    return [write_docs(folder / f"docs-{s:03d}.parquet", docs[s::shards]) for s in range(shards)]
+
+
+def found_groups(clusters: pl.DataFrame) -> set[frozenset]:
+    return {frozenset(ids) for ids in clusters.group_by("cluster").agg(pl.col("id"))["id"].to_list()}
+
+
+def test_known_duplicates_found_and_distinct_documents_never_merged(tmp_path):
+    docs, expected = duplicate_corpus()
+    paths = write_shards(tmp_path / "docs", docs, shards=3)
+    clusters = deduplicate_shards(paths, tmp_path / "work", MinHashParams(threshold=0.8), partitions=4)
+    assert found_groups(clusters) == set(expected)
+    kept = clusters.filter(pl.col("kept"))
+    assert kept.height == len(expected)
+    by_id = {row["id"]: row for row in clusters.iter_rows(named=True)}
+    normalized = dict(zip([d[0] for d in docs], normalize_text([d[1] for d in docs]).to_list()))
+    for row in by_id.values():
+        same_text = normalized[row["id"]] == normalized[row["kept_id"]]
+        assert row["exact"] == same_text
+        assert (row["jaccard"] == 1.0) if same_text else (0.8 <= row["jaccard"] < 1.0)
+    assert "empty" not in by_id and "punctuation" not in by_id
+    # Applied shard by shard as a stage step: every document kept or removed with its rule.
+    removed_total, kept_ids = 0, []
+    for shard, path in enumerate(paths):
+        batch = pl.read_parquet(path)
+        result = dedup_step(clusters, threshold=0.8, shard=shard)(batch)
+        assert result.kept.height + result.removed.height == batch.height
+        assert result.removed.to_arrow().cast(REMOVED_SCHEMA).num_rows == result.removed.height
+        assert set(result.removed["rule"].to_list()) <= {RULE_EXACT, RULE_NEAR}
+        removed_total += result.removed.height
+        kept_ids += result.kept["id"].to_list()
+    assert removed_total == clusters.height - len(expected)
+    assert set(kept_ids) == {d[0] for d in docs} - set(clusters.filter(~pl.col("kept"))["id"].to_list())
+
+
+def test_exact_dedup_alone(tmp_path):
+    docs, _ = duplicate_corpus()
+    paths = write_shards(tmp_path / "docs", docs, shards=2)
+    clusters = deduplicate_shards(paths, tmp_path / "work", MinHashParams(near=False), partitions=3)
+    assert found_groups(clusters) == {frozenset({f"orig-{i}", f"exact-{i}"}) for i in range(20)}
+    assert clusters["exact"].all() and (clusters["jaccard"] == 1.0).all()
+    assert "shingle_set" not in pq.read_schema(tmp_path / "work" / "signatures" / "shard-00000.parquet").names
+
+
+def test_verification_drops_lsh_false_positives(tmp_path):
+    rng = random.Random(5)
+    vocabulary = make_vocabulary(rng, 2000)
+    base = random_text(rng, vocabulary, 200).split(" ")
+    # About a third of the words shared: Jaccard of 5-gram sets far below 0.8, but with bands of
+    # one row a single equal minimum makes the pair a candidate.
+    partial = base[:60] + [rng.choice(vocabulary) for _ in range(140)]
+    docs = [("a", " ".join(base)), ("b", " ".join(partial)), ("c", random_text(rng, vocabulary, 200))]
+    path = write_docs(tmp_path / "docs.parquet", docs)
+    params = MinHashParams(num_perm=64, bands=64, rows=1, threshold=0.8)
+    signatures = tmp_path / "sig" / "shard-00000.parquet"
+    signatures_for_shard(path, signatures, params, shard=0)
+    partition_band_keys([signatures], tmp_path / "bands", partitions=1)
+    pairs = candidate_pairs(tmp_path / "bands" / "part-0000")
+    assert (0, 1) in set(zip(pairs["doc_a"].to_list(), pairs["doc_b"].to_list()))
+    lookup = ShingleLookup([signatures])
+    edges = verify_pairs(pairs, lookup, threshold=0.8)
+    assert edges.height == 0
+    loose = verify_pairs(pairs, lookup, threshold=0.1)
+    row = loose.filter((pl.col("doc_a") == 0) & (pl.col("doc_b") == 1))
+    words_a, words_b = base, partial
+    grams = lambda ws: {" ".join(ws[i:i + 5]) for i in range(len(ws) - 4)}
+    truth = len(grams(words_a) & grams(words_b)) / len(grams(words_a) | grams(words_b))
+    assert row["jaccard"].item() == pytest.approx(truth, abs=0.01)
+
+
+def test_more_partitions_same_clusters(tmp_path):
+    docs, expected = duplicate_corpus(seed=1)
+    paths = write_shards(tmp_path / "docs", docs, shards=3)
+    one = deduplicate_shards(paths, tmp_path / "one", MinHashParams(), partitions=1)
+    many = deduplicate_shards(paths, tmp_path / "many", MinHashParams(), partitions=7)
+    assert one.equals(many)
+    assert found_groups(one) == set(expected)
+    band_files = list((tmp_path / "many" / "bands").glob("part-*/*.parquet"))
+    assert len(band_files) == 7 * 3
+    keys = pl.concat([pl.read_parquet(f).with_columns(file=pl.lit(f.parent.name)) for f in band_files])
+    # Equal keys always in one partition.
+    assert keys.group_by(["band", "key"]).agg(pl.col("file").n_unique())["file"].max() == 1
+    assert (keys["band"] == EXACT_BAND).sum() == len(docs) - 2  # all but the two without words
+
+
+def test_signature_file_layout_and_lookup(tmp_path):
+    docs, _ = duplicate_corpus()
+    path = write_docs(tmp_path / "docs.parquet", docs, quality=[float(i) for i in range(len(docs))])
+    params = MinHashParams(keep_signature=True, score_column="quality")
+    out = tmp_path / "sig.parquet"
+    counts = signatures_for_shard(path, out, params, shard=3)
+    assert counts["docs"] == len(docs) and counts["docs_without_words"] == 2
+    table = pq.read_table(out)
+    bands, rows = params.lsh
+    assert table.column_names == ["doc", "id", "exact_hash", "words", "chars", "score", "shingles",
+                                  "band_keys", "shingle_set", "signature"]
+    assert table.schema.field("band_keys").type == pa.list_(pa.uint64(), bands)
+    assert table.column("doc").to_pylist()[:2] == [3 << 32, (3 << 32) + 1]
+    assert table.column("id").to_pylist() == [d[0] for d in docs]
+    sets = table.column("shingle_set").to_pylist()
+    assert all(s == sorted(set(s)) for s in sets)
+    assert table.column("shingles").to_pylist() == [len(s) for s in sets]
+    texts = [d[1] for d in docs]
+    assert table.column("exact_hash").to_numpy().tolist() == exact_hash(texts).tolist()
+    signature = np.array(table.column("signature").to_pylist(), dtype=np.uint32)
+    assert np.array_equal(band_keys(signature, bands, rows), np.array(table.column("band_keys").to_pylist(), np.uint64))
+    lookup = ShingleLookup([out])
+    wanted = np.array([(3 << 32) + 7, (3 << 32) + 2, (3 << 32) + 7])
+    rows_read = lookup.rows(wanted, ["id", "shingle_set"])
+    assert rows_read.column("id").to_pylist() == [docs[2][0], docs[7][0]]
+    with pytest.raises(ValueError, match="score_column"):
+        signatures_for_shard(path, tmp_path / "x.parquet", MinHashParams(score_column="missing"), shard=0)
+
+
+def test_signature_files_do_not_depend_on_batch_size(tmp_path, monkeypatch):
+    docs, _ = duplicate_corpus()
+    path = write_docs(tmp_path / "docs.parquet", docs)
+    texts = pa.array([d[1] for d in docs], pa.large_string())
+    whole = lsh_module.signature_batch(texts, MinHashParams())
+    signatures_for_shard(path, tmp_path / "one.parquet", MinHashParams(), shard=1)
+    monkeypatch.setattr(lsh_module, "DOCS_PER_BATCH", 7)
+    signatures_for_shard(path, tmp_path / "many.parquet", MinHashParams(), shard=1)
+    assert pq.read_table(tmp_path / "one.parquet").equals(pq.read_table(tmp_path / "many.parquet"))
+    pieces = lsh_module.signature_batch(texts, MinHashParams())
+    assert whole.keys() == pieces.keys()
+    for name, values in whole.items():
+        assert values.equals(pieces[name]) if name == "shingle_set" else np.array_equal(values, pieces[name])
+
+
+def test_jaccard_of_pairs_is_exact():
+    rng = np.random.default_rng(2)
+    sets = [np.unique(rng.integers(0, 50, rng.integers(0, 30))).astype(np.uint32) for _ in range(40)]
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])])
+    values = np.concatenate(sets)
+    left, right = rng.integers(0, 40, 300), rng.integers(0, 40, 300)
+    got = jaccard_of_pairs(values, offsets, left, right)
+    for i, j, value in zip(left, right, got):
+        a, b = set(sets[i].tolist()), set(sets[j].tolist())
+        assert value == pytest.approx(len(a & b) / len(a | b) if a | b else 0.0)
+
+
+def test_connected_components_scipy_and_fallback_agree():
+    rng = np.random.default_rng(4)
+    edges = pl.DataFrame({"doc_a": rng.integers(0, 300, 200) * 7, "doc_b": rng.integers(0, 300, 200) * 7})
+    with_scipy = connected_components(edges)
+    without = connected_components(edges, use_scipy=False)
+    assert with_scipy.equals(without)
+    # Component = smallest member; every edge inside one component.
+    component = dict(zip(with_scipy["doc"].to_list(), with_scipy["component"].to_list()))
+    for a, b in edges.iter_rows():
+        assert component[a] == component[b] <= min(a, b)
+
+
+def test_keep_rules_are_deterministic():
+    components = pl.DataFrame({
+        "doc": [5, 2, 9, 7, 3, 11],
+        "component": [2, 2, 2, 3, 3, 3],
+        "chars": [100, 50, 100, 10, 10, 10],
+        "score": [0.5, 0.9, 0.9, None, 0.1, 0.1],
+    })
+    expected = {"first": {2, 3}, "longest": {5, 3}, "quality": {2, 3}}
+    for rule, kept in expected.items():
+        results = [choose_kept(components.sample(fraction=1.0, shuffle=True, seed=s), rule) for s in range(5)]
+        assert all(r.equals(results[0]) for r in results)
+        assert set(results[0].filter(pl.col("kept"))["doc"].to_list()) == kept
+    with pytest.raises(ValueError, match="keep rule"):
+        choose_kept(components, "random")
+
+
+def test_keep_rule_longest_and_quality_end_to_end(tmp_path):
+    rng = random.Random(9)
+    vocabulary = make_vocabulary(rng)
+    text = random_text(rng, vocabulary, 200)
+    docs = [("short", text), ("long", text + " Sincerely."), ("copy", text.upper())]
+    paths = [write_docs(tmp_path / "d.parquet", docs, score=[0.2, 0.1, 0.7])]
+    clusters = {}
+    for rule in ("first", "longest", "quality"):
+        params = MinHashParams(score_column="score")
+        table = deduplicate_shards(paths, tmp_path / rule, params, partitions=2, rule=rule)
+        clusters[rule] = table.filter(pl.col("kept"))["id"].to_list()
+    assert clusters == {"first": ["short"], "longest": ["long"], "quality": ["copy"]}
+
+
+def test_cluster_jaccard_is_measured_against_the_kept_document(tmp_path, monkeypatch):
+    docs, _ = duplicate_corpus(seed=2)
+    paths = write_shards(tmp_path / "docs", docs, shards=2)
+    work = tmp_path / "work"
+    clusters = deduplicate_shards(paths, work, MinHashParams(), partitions=2)
+    lookup = ShingleLookup(sorted((work / "signatures").glob("*.parquet")))
+    edges = pl.concat([pl.read_parquet(p) for p in sorted((work / "edges").glob("*.parquet"))])
+    # Reverse the edge order and verify in tiny steps: same table.
+    monkeypatch.setattr(clusters_module, "PAIRS_PER_STEP", 3)
+    monkeypatch.setattr(clusters_module, "VALUES_PER_STEP", 50)
+    again = cluster_table(edges.reverse(), lookup, "first")
+    assert again.equals(clusters)
+
+
+# --- repeated lines ---------------------------------------------------------------------------
+
+
+def line_corpus():
+    rng = random.Random(11)
+    vocabulary = make_vocabulary(rng, 800)
+    texts = []
+    for i in range(30):
+        lines = [random_text(rng, vocabulary, 12) for _ in range(4)]
+        if i % 2 == 0:
+            lines.insert(0, "Home | News | Contact" if i % 4 else "HOME  news contact!")
+        if i % 3 == 0:
+            lines.append("Copyright 2024 Example Media. All rights reserved.")
+        lines.append("")
+        texts.append("\n".join(lines))
+    return texts
+
+
+def test_repeated_lines_removed_and_counted():
+    texts = pl.Series(line_corpus())
+    counts = line_counts(texts)
+    frequent = counts.filter(pl.col("docs") > 5)
+    assert sorted(frequent["docs"].to_list()) == [10, 15]  # copyright in 10, menu (both spellings) in 15
+    result = remove_repeated_lines(texts, frequent["line_hash"])
+    assert result.height == len(texts)
+    for i, row in enumerate(result.iter_rows(named=True)):
+        before = texts[i]
+        expected_cut = (i % 2 == 0) + (i % 3 == 0)
+        assert row["lines_removed"] == expected_cut
+        assert row["lines"] == before.count("\n") + 1
+        assert row["chars_removed"] == len(before) - len(row["text"])
+        assert "Copyright" not in row["text"] and "news contact" not in row["text"].lower()
+    untouched = remove_repeated_lines(texts, np.zeros(0, np.uint64))
+    assert untouched["text"].to_list() == texts.to_list() and untouched["chars_removed"].sum() == 0
+
+
+def test_repeated_lines_staged_equals_in_memory(tmp_path):
+    texts = line_corpus()
+    docs = [(f"d{i}", t) for i, t in enumerate(texts)]
+    paths = write_shards(tmp_path / "docs", docs, shards=3)
+    for path in paths:
+        line_counts_for_shard(path, tmp_path / "counts", partitions=4)
+    frequent = pl.concat([frequent_lines(tmp_path / "counts" / f"part-{p:04d}", max_docs=5) for p in range(4)])
+    in_memory = line_counts(pl.Series(texts)).filter(pl.col("docs") > 5)
+    assert frequent.sort("line_hash").equals(in_memory.sort("line_hash"))
+    for path in paths:
+        stats = remove_repeated_lines_shard(path, frequent, tmp_path / "out" / path.name)
+        before = pq.read_table(path)
+        after = pq.read_table(tmp_path / "out" / path.name)
+        assert after.column_names == before.column_names
+        assert after.column("id").to_pylist() == stats["id"].to_list() == before.column("id").to_pylist()
+        expected = remove_repeated_lines(pl.from_arrow(before.column("text")), frequent["line_hash"])
+        assert after.column("text").to_pylist() == expected["text"].to_list()
+        assert stats["lines_removed"].sum() > 0
+
+
+def test_repeated_lines_as_a_filter():
+    texts = line_corpus() + ["Home | News | Contact\nCopyright 2024 Example Media. All rights reserved."]
+    docs = pl.DataFrame({"id": [f"d{i}" for i in range(len(texts))], "text": texts, "source": ["web"] * len(texts)})
+    frequent = line_counts(docs["text"]).filter(pl.col("docs") > 5)["line_hash"].to_numpy()
+    result = apply_filters(docs, [RepeatedLines(frequent)])
+    assert result.removed["rule"].to_list() == ["filter.empty_after_rewrite"]  # only boilerplate
+    assert result.kept.height == len(texts) - 1
+    assert result.counts["repeated_lines.lines_removed"] == 15 + 10 + 2
+    assert result.kept["text"].to_list() == remove_repeated_lines(docs["text"], frequent)["text"].to_list()[:-1]
