@@ -25,7 +25,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Curate LLM pretraining data, and prove by training what the curation buys.")
 console = Console(stderr=True)
 # Results go to stdout; piped or in CI they are not squeezed into 80 columns.
-out = Console() if sys.stdout.isatty() else Console(width=120)
+stdout = Console() if sys.stdout.isatty() else Console(width=120)
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars and only warnings from Prefect (for CI).")
 
 
@@ -65,7 +65,7 @@ def _print_funnel(stats: dict[str, dict]) -> None:
         reasons = sorted({**counts["removed"], **counts["quarantined"]}.items(), key=lambda kv: -kv[1])
         table.add_row(stage, str(counts["docs_in"]), str(counts["docs_out"]), str(sum(counts["removed"].values())),
                       str(sum(counts["quarantined"].values())), ", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-")
-    out.print(table)
+    stdout.print(table)
 
 
 def _print_counts(stats: dict, run_dir: Path) -> None:
@@ -78,8 +78,8 @@ def _print_counts(stats: dict, run_dir: Path) -> None:
                       str(sum(counts["quarantined"].values())), reasons or "-")
     table.add_row("all", "", str(stats["docs_in"]), str(stats["docs_out"]),
                   str(sum(stats["quarantined"].values())), "", style="bold")
-    out.print(table)
-    out.print(f"run directory: {run_dir.resolve()}", highlight=False, soft_wrap=True)
+    stdout.print(table)
+    stdout.print(f"run directory: {run_dir.resolve()}", highlight=False, soft_wrap=True)
 
 
 def _run(config: RunConfig, quiet: bool) -> dict:
@@ -158,7 +158,7 @@ def train_quality(out: Path = typer.Argument(..., help="folder for quality.bin a
         _fail("train-quality: pass --demo-corpus DIR, or --run-dir with --positive and --negative sources")
     summary = train_quality_classifier(positives, negatives, out, seed=seed, langs=langs)
     held = summary["held_out"]
-    out.print(f"quality classifier: {len(positives)} reference and {len(negatives)} raw documents; "
+    stdout.print(f"quality classifier: {len(positives)} reference and {len(negatives)} raw documents; "
                     f"held-out precision {held['precision']:.3f}, recall {held['recall']:.3f}, "
                     f"F1 {held['f1']:.3f}; saved in {out.resolve()}", highlight=False, soft_wrap=True)
 
@@ -171,7 +171,7 @@ def demo_corpus(out: Path = typer.Argument(DEMO_CORPUS_DIR, help="folder to buil
     from pipeline.demo_corpus import build_demo_corpus
 
     summary = build_demo_corpus(out, docs=docs, seed=seed)
-    out.print(f"demo corpus: {summary['docs']} documents in {out.resolve()}", highlight=False)
+    stdout.print(f"demo corpus: {summary['docs']} documents in {out.resolve()}", highlight=False)
 
 
 @app.command()

@@ -37,9 +37,17 @@ def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
 
     parts = gather_parts(stage_name, [shard_task.submit(stage_name, path, stage, config) for path in inputs])
 
+    return finish_stage(stage_name, previous, config, parts)
+
+
+def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[dict], **extra) -> dict:
+    """Prune stale outputs, check the stage's ledger against its files and against what the stage
+    before handed over, and write its stats (plus ``extra``) to stats.json and the manifest."""
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(stage_name)
     remove_unlisted(stage, parts)
     ledger = check_stage_outputs(stage_name, stage, parts)
-    handed_over = read_json(before.stats)["docs_out"]
+    handed_over = read_json(layout.stage(previous).stats)["docs_out"]
     if ledger.docs_in != handed_over:
         raise LedgerError(f"stage {stage_name}: {ledger.docs_in} documents in, but stage {previous} "
                           f"handed over {handed_over}")
@@ -49,7 +57,7 @@ def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
     stats = {**ledger.to_dict(), "units": len(parts),
              "sources": merge_groups(parts, "by_source", stage_name),
              "languages": merge_groups(parts, "by_lang", stage_name),
-             "counts": dict(sorted(counts.items()))}
+             "counts": dict(sorted(counts.items())), **extra}
     write_json(stats, stage.stats)
     record_stage(config, stage_name, stats)
     return stats

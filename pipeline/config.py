@@ -145,6 +145,32 @@ class FilterConfig(_Strict):
         return self
 
 
+class DedupConfig(_Strict):
+    """The `dedup` stage: exact and MinHash near-duplicates, verified by exact Jaccard."""
+
+    enabled: bool = True
+    exact: bool = True  # identical normalized text
+    near: bool = True  # MinHash LSH candidates, verified on the shingle sets
+    threshold: float = Field(default=0.8, gt=0.0, le=1.0)  # Jaccard from which documents are duplicates
+    ngram: int = Field(default=5, ge=1)  # words per shingle
+    num_perm: int = Field(default=128, ge=1)
+    seed: int = 1
+    partitions: int = Field(default=8, ge=1)  # band-key partitions, one verification task each
+    keep: Literal["first", "longest"] = "first"  # which document of a cluster stays
+
+    def minhash_params(self):
+        from pipeline.dedup.minhash import MinHashParams
+
+        return MinHashParams(ngram=self.ngram, num_perm=self.num_perm, seed=self.seed, threshold=self.threshold,
+                             exact=self.exact, near=self.near)
+
+    @model_validator(mode="after")
+    def _something_to_do(self):
+        if self.enabled and not (self.exact or self.near):
+            raise ValueError("dedup needs exact or near turned on (or enabled = false)")
+        return self
+
+
 class RunConfig(_Strict):
     """A curation run."""
 
@@ -153,6 +179,7 @@ class RunConfig(_Strict):
     sources: list[SourceConfig] = Field(min_length=1)
     lang: LangConfig = Field(default_factory=LangConfig)
     filter: FilterConfig = Field(default_factory=FilterConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
     # Reading: documents per Arrow batch, and the largest document text accepted.
     batch_docs: int = Field(default=4096, gt=0)
     max_doc_bytes: int = Field(default=8 * 1024 * 1024, gt=0)

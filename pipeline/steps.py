@@ -13,8 +13,9 @@ from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
 from pipeline.models import lid_model_path
 from pipeline.stage import Step, StepResult, removed_frame
 
-# The shard stages after `source`, in run order.
-SHARD_STAGES = ("lang", "filter")
+# The stages after `source`, in run order; lang and filter are plain shard stages (a step per
+# shard), dedup has a flow of its own (flows.dedup).
+STAGES = ("lang", "filter", "dedup")
 
 
 @lru_cache(maxsize=4)
@@ -55,7 +56,7 @@ def filter_step(config: RunConfig) -> Step:
 
 
 def enabled_stages(config: RunConfig) -> list[str]:
-    return [name for name in SHARD_STAGES if getattr(config, name).enabled]
+    return [name for name in STAGES if getattr(config, name).enabled]
 
 
 def build_step(stage: str, config: RunConfig) -> Step:

@@ -1,0 +1,122 @@
+"""The `dedup` stage as a Prefect flow: tasks per shard and per partition, staged through files.
+
+    signatures + band keys      one task per input shard    dedup/work/signatures, dedup/work/bands
+    candidates, exact Jaccard   one task per partition      dedup/work/edges
+    components, keep rule       one task                    dedup/clusters.parquet
+    removal                     one task per input shard    dedup/docs, dedup/removed
+
+Memory is bounded by a shard or a partition, never the corpus. The work folder is reused when
+it was made from the same input shards (by sha256) and settings, so a re-run only redoes what
+changed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.progress import gather_parts
+from flows.stages import finish_stage
+from pipeline.config import RunConfig
+from pipeline.dedup.clusters import ShingleLookup, clusters_from_edges, dedup_step, verify_partition
+from pipeline.dedup.lsh import partition_band_keys, signatures_for_shard
+from pipeline.dedup.minhash import MinHashParams
+from pipeline.io.writer import read_json, remove_temporaries, write_json
+from pipeline.schema import RunLayout, StageDir
+from pipeline.stage import fingerprint, shard_unit
+
+STAGE = "dedup"
+LARGEST_CLUSTERS = 10
+EXAMPLE_CHARS = 300
+
+
+@task(name="dedup-signatures", cache_policy=NO_CACHE, task_run_name="signatures-{shard}")
+def signatures_task(in_path: Path, shard: int, work: Path, params: MinHashParams, partitions: int) -> dict:
+    signatures = work / "signatures" / f"shard-{shard:05d}.parquet"
+    counts = signatures_for_shard(in_path, signatures, params, shard=shard)
+    partition_band_keys([signatures], work / "bands", partitions)
+    return {"unit": f"signatures-{shard:05d}", **counts}
+
+
+@task(name="dedup-verify", cache_policy=NO_CACHE, task_run_name="verify-{partition}")
+def verify_task(partition: int, work: Path, signatures: list[Path], threshold: float) -> dict:
+    counts = verify_partition(work / "bands" / f"part-{partition:04d}", ShingleLookup(signatures), threshold,
+                              work / "edges" / f"part-{partition:04d}.parquet")
+    return {"unit": f"verify-{partition:04d}", **counts}
+
+
+@task(name="dedup-remove", cache_policy=NO_CACHE, task_run_name="remove-{shard}")
+def remove_task(in_path: Path, shard: int, stage: StageDir, clusters: Path, threshold: float,
+                batch_docs: int) -> dict:
+    step = dedup_step(pl.read_parquet(clusters), threshold, shard=shard)
+    return shard_unit(STAGE, in_path, stage, step, batch_docs)
+
+
+def _sum(parts: list[dict]) -> dict:
+    total: dict[str, int] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key != "unit":
+                total[key] = total.get(key, 0) + value
+    return total
+
+
+def largest_clusters(clusters: pl.DataFrame, inputs: list[Path], n: int = LARGEST_CLUSTERS) -> list[dict]:
+    """The ``n`` largest clusters: size, the kept document and one removed one, with their text."""
+    if clusters.height == 0:
+        return []
+    top = (clusters.group_by("cluster").agg(pl.len().alias("size")).sort(["size", "cluster"], descending=[True, False])
+           .head(n))
+    members = clusters.join(top, on="cluster").sort("cluster", "doc")
+    wanted = members.group_by("cluster", maintain_order=True).agg(
+        pl.col("kept_id").first(), pl.col("id").filter(~pl.col("kept")).first().alias("removed_id"),
+        pl.col("jaccard").filter(~pl.col("kept")).min().alias("min_jaccard"), pl.col("size").first())
+    ids = set(wanted["kept_id"].to_list()) | set(wanted["removed_id"].drop_nulls().to_list())
+    texts = dict(pl.scan_parquet(inputs).filter(pl.col("id").is_in(list(ids))).select("id", "text").collect().iter_rows())
+    return [{"cluster": row["cluster"], "size": row["size"], "kept_id": row["kept_id"],
+             "kept_text": texts.get(row["kept_id"], "")[:EXAMPLE_CHARS], "removed_id": row["removed_id"],
+             "removed_text": texts.get(row["removed_id"], "")[:EXAMPLE_CHARS], "min_jaccard": row["min_jaccard"]}
+            for row in wanted.sort("size", "cluster", descending=[True, False]).iter_rows(named=True)]
+
+
+@flow(name="dedup", validate_parameters=False, task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
+def dedup_flow(previous: str, config: RunConfig) -> dict:
+    """Remove exact and near duplicates from the shards of ``previous``; return the stage's stats."""
+    settings = config.dedup
+    params = settings.minhash_params()
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(STAGE).make()
+    remove_temporaries(stage.root)
+    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    work = stage.root / "work"
+    made_from = {"inputs": [fingerprint(p) for p in inputs], "settings": settings.model_dump(mode="json")}
+    clusters = stage.root / "clusters.parquet"
+
+    if (work / "inputs.json").exists() and read_json(work / "inputs.json") == made_from and clusters.exists():
+        finding = read_json(work / "finding.json")
+    else:
+        # Other inputs: every shard's removals may change, so nothing of the last run is reused.
+        shutil.rmtree(work, ignore_errors=True)
+        for part in stage.parts.glob("*.json"):
+            part.unlink()
+        signed = gather_parts("dedup signatures", [
+            signatures_task.submit(path, shard, work, params, settings.partitions) for shard, path in enumerate(inputs)])
+        signatures = sorted((work / "signatures").glob("*.parquet"))
+        verified = gather_parts("dedup verify", [
+            verify_task.submit(p, work, signatures, settings.threshold) for p in range(settings.partitions)])
+        edges = sorted((work / "edges").glob("*.parquet"))
+        found = clusters_from_edges(edges, ShingleLookup(signatures), settings.keep, clusters)
+        finding = {**_sum(signed), **_sum(verified), **found, "bands_rows": list(params.lsh) if params.near else None}
+        write_json(finding, work / "finding.json")
+        write_json(made_from, work / "inputs.json")
+
+    parts = gather_parts(STAGE, [remove_task.submit(path, shard, stage, clusters, settings.threshold, config.batch_docs)
+                                 for shard, path in enumerate(inputs)])
+    return finish_stage(STAGE, previous, config, parts, dedup=finding,
+                        largest_clusters=largest_clusters(pl.read_parquet(clusters), inputs))
