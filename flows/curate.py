@@ -1,11 +1,11 @@
-"""The curation run: `source`, then each enabled stage in order (lang, filter, dedup); the last
+"""The curation run: `source`, then each enabled stage in order (lang, filter, dedup, lines); the last
 stage's `docs/` are the curated documents."""
 
 from __future__ import annotations
 
 from prefect import flow
 
-from flows.dedup import dedup_flow
+from flows.dedup import dedup_flow, lines_flow
 from flows.source import source_flow
 from flows.stages import shard_stage_flow
 from pipeline.config import RunConfig
@@ -18,6 +18,11 @@ def curate_flow(config: RunConfig) -> dict[str, dict]:
     stats = {"source": source_flow(config)}
     previous = "source"
     for stage in enabled_stages(config):
-        stats[stage] = dedup_flow(previous, config) if stage == "dedup" else shard_stage_flow(stage, previous, config)
+        if stage == "dedup":
+            stats[stage] = dedup_flow(previous, config)
+        elif stage == "lines":
+            stats[stage] = lines_flow(previous, config)
+        else:
+            stats[stage] = shard_stage_flow(stage, previous, config)
         previous = stage
     return stats

@@ -1,9 +1,16 @@
-"""The `dedup` stage as a Prefect flow: tasks per shard and per partition, staged through files.
+"""The `dedup` and `lines` stages as Prefect flows: tasks per shard and per partition, staged
+through files.
 
+    dedup:
     signatures + band keys      one task per input shard    dedup/work/signatures, dedup/work/bands
     candidates, exact Jaccard   one task per partition      dedup/work/edges
     components, keep rule       one task                    dedup/clusters.parquet
     removal                     one task per input shard    dedup/docs, dedup/removed
+
+    lines (repeated-line removal, after dedup):
+    line counts                 one task per input shard    lines/work/counts
+    lines over max_docs         one task per partition      lines/work/frequent
+    cut them                    one task per input shard    lines/docs (and removed: documents left blank)
 
 Memory is bounded by a shard or a partition, never the corpus. The work folder is reused when
 it was made from the same input shards (by sha256) and settings, so a re-run only redoes what
@@ -16,6 +23,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
@@ -26,12 +34,15 @@ from flows.stages import finish_stage
 from pipeline.config import RunConfig
 from pipeline.dedup.clusters import ShingleLookup, clusters_from_edges, dedup_step, verify_partition
 from pipeline.dedup.lsh import partition_band_keys, signatures_for_shard
+from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.io.writer import read_json, remove_temporaries, write_json
+from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
 from pipeline.schema import RunLayout, StageDir
 from pipeline.stage import fingerprint, shard_unit
+from pipeline.steps import scoped_filters
 
 STAGE = "dedup"
+LINES_STAGE = "lines"
 LARGEST_CLUSTERS = 10
 EXAMPLE_CHARS = 300
 
@@ -56,6 +67,27 @@ def remove_task(in_path: Path, shard: int, stage: StageDir, clusters: Path, thre
                 batch_docs: int) -> dict:
     step = dedup_step(pl.read_parquet(clusters), threshold, shard=shard)
     return shard_unit(STAGE, in_path, stage, step, batch_docs)
+
+
+def _made_from(inputs: list[Path], settings: dict) -> dict:
+    return {"inputs": [fingerprint(p) for p in inputs], "settings": settings}
+
+
+def reusable_work(stage: StageDir, inputs: list[Path], settings: dict) -> bool:
+    """Whether ``<stage>/work`` was made from these input shards and settings. If not, it is
+    cleared, and so are the stage's part records: with other inputs, what every shard loses may
+    change, so no unit of the last run can be skipped."""
+    work = stage.root / "work"
+    if (work / "inputs.json").exists() and read_json(work / "inputs.json") == _made_from(inputs, settings):
+        return True
+    shutil.rmtree(work, ignore_errors=True)
+    for part in stage.parts.glob("*.json"):
+        part.unlink()
+    return False
+
+
+def mark_work_done(stage: StageDir, inputs: list[Path], settings: dict) -> None:
+    write_json(_made_from(inputs, settings), stage.root / "work" / "inputs.json")
 
 
 def _sum(parts: list[dict]) -> dict:
@@ -95,16 +127,11 @@ def dedup_flow(previous: str, config: RunConfig) -> dict:
     remove_temporaries(stage.root)
     inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
     work = stage.root / "work"
-    made_from = {"inputs": [fingerprint(p) for p in inputs], "settings": settings.model_dump(mode="json")}
     clusters = stage.root / "clusters.parquet"
 
-    if (work / "inputs.json").exists() and read_json(work / "inputs.json") == made_from and clusters.exists():
+    if reusable_work(stage, inputs, settings.model_dump(mode="json")) and clusters.exists():
         finding = read_json(work / "finding.json")
     else:
-        # Other inputs: every shard's removals may change, so nothing of the last run is reused.
-        shutil.rmtree(work, ignore_errors=True)
-        for part in stage.parts.glob("*.json"):
-            part.unlink()
         signed = gather_parts("dedup signatures", [
             signatures_task.submit(path, shard, work, params, settings.partitions) for shard, path in enumerate(inputs)])
         signatures = sorted((work / "signatures").glob("*.parquet"))
@@ -114,9 +141,54 @@ def dedup_flow(previous: str, config: RunConfig) -> dict:
         found = clusters_from_edges(edges, ShingleLookup(signatures), settings.keep, clusters)
         finding = {**_sum(signed), **_sum(verified), **found, "bands_rows": list(params.lsh) if params.near else None}
         write_json(finding, work / "finding.json")
-        write_json(made_from, work / "inputs.json")
+        mark_work_done(stage, inputs, settings.model_dump(mode="json"))
 
     parts = gather_parts(STAGE, [remove_task.submit(path, shard, stage, clusters, settings.threshold, config.batch_docs)
                                  for shard, path in enumerate(inputs)])
     return finish_stage(STAGE, previous, config, parts, dedup=finding,
                         largest_clusters=largest_clusters(pl.read_parquet(clusters), inputs))
+
+
+@task(name="lines-count", cache_policy=NO_CACHE, task_run_name="count-{in_path.stem}")
+def line_counts_task(in_path: Path, work: Path, partitions: int) -> dict:
+    line_counts_for_shard(in_path, work / "counts", partitions)
+    return {"unit": in_path.stem}
+
+
+@task(name="lines-frequent", cache_policy=NO_CACHE, task_run_name="frequent-{partition}")
+def frequent_task(partition: int, work: Path, max_docs: int) -> dict:
+    frequent = frequent_lines(work / "counts" / f"part-{partition:04d}", max_docs)
+    write_parquet(frequent.to_arrow(), work / "frequent" / f"part-{partition:04d}.parquet")
+    return {"unit": f"frequent-{partition:04d}", "frequent_lines": frequent.height}
+
+
+@task(name="lines-cut", cache_policy=NO_CACHE, task_run_name="cut-{in_path.stem}")
+def cut_task(in_path: Path, stage: StageDir, frequent: Path, sources: list[str] | None, batch_docs: int) -> dict:
+    hashes = pl.read_parquet(frequent)["line_hash"].to_numpy() if frequent.exists() else np.zeros(0, np.uint64)
+    step = scoped_filters([RepeatedLines(hashes)], sources, LINES_STAGE)
+    return shard_unit(LINES_STAGE, in_path, stage, step, batch_docs)
+
+
+@flow(name="lines", validate_parameters=False, task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
+def lines_flow(previous: str, config: RunConfig) -> dict:
+    """Cut lines found in more than ``lines.max_docs`` documents from the shards of ``previous``."""
+    settings = config.lines
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(LINES_STAGE).make()
+    remove_temporaries(stage.root)
+    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    work = stage.root / "work"
+    frequent = work / "frequent.parquet"
+    scope = settings.sources
+    if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and frequent.exists()):
+        # Lines are counted over all documents; they are cut only from the sources in scope.
+        gather_parts("lines count", [line_counts_task.submit(path, work, settings.partitions) for path in inputs])
+        found = gather_parts("lines frequent", [frequent_task.submit(p, work, settings.max_docs)
+                                                for p in range(settings.partitions)])
+        tables = [pl.read_parquet(work / "frequent" / f"part-{p:04d}.parquet") for p in range(settings.partitions)]
+        write_parquet(pl.concat(tables).sort("line_hash").to_arrow(), frequent)
+        write_json({"frequent_lines": sum(f["frequent_lines"] for f in found)}, work / "finding.json")
+        mark_work_done(stage, inputs, settings.model_dump(mode="json"))
+    parts = gather_parts(LINES_STAGE, [cut_task.submit(path, stage, frequent, scope, config.batch_docs)
+                                       for path in inputs])
+    return finish_stage(LINES_STAGE, previous, config, parts, lines=read_json(work / "finding.json"))

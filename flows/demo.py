@@ -23,4 +23,6 @@ def demo_config(corpus_dir: Path = DEMO_CORPUS_DIR, run_dir: Path = DEMO_RUN_DIR
         ],
         "lang": {"min_score": 0.5},
         "filter": {"sources": ["news", "web", "notes"]},
+        "dedup": {"threshold": 0.8, "keep": "first"},
+        "lines": {"max_docs": 10, "sources": ["news", "web", "notes"]},
     }

@@ -171,6 +171,15 @@ class DedupConfig(_Strict):
         return self
 
 
+class LinesConfig(_Strict):
+    """The `lines` stage: lines found in more than ``max_docs`` documents are cut from every one."""
+
+    enabled: bool = True
+    max_docs: int = Field(default=10, ge=1)
+    partitions: int = Field(default=8, ge=1)
+    sources: list[str] | None = None  # sources it applies to (None: all)
+
+
 class RunConfig(_Strict):
     """A curation run."""
 
@@ -180,6 +189,7 @@ class RunConfig(_Strict):
     lang: LangConfig = Field(default_factory=LangConfig)
     filter: FilterConfig = Field(default_factory=FilterConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
+    lines: LinesConfig = Field(default_factory=LinesConfig)
     # Reading: documents per Arrow batch, and the largest document text accepted.
     batch_docs: int = Field(default=4096, gt=0)
     max_doc_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
@@ -193,9 +203,11 @@ class RunConfig(_Strict):
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(f"source names must be unique; rename the repeated {repeated}")
-        unknown = sorted(set(self.filter.sources or []) - set(names))
-        if unknown:
-            raise ValueError(f"filter.sources names no configured source: {unknown} (sources: {', '.join(names)})")
+        for section in ("filter", "lines"):
+            unknown = sorted(set(getattr(self, section).sources or []) - set(names))
+            if unknown:
+                raise ValueError(f"{section}.sources names no configured source: {unknown} "
+                                 f"(sources: {', '.join(names)})")
         return self
 
 

@@ -14,8 +14,8 @@ from pipeline.models import lid_model_path
 from pipeline.stage import Step, StepResult, removed_frame
 
 # The stages after `source`, in run order; lang and filter are plain shard stages (a step per
-# shard), dedup has a flow of its own (flows.dedup).
-STAGES = ("lang", "filter", "dedup")
+# shard); dedup and lines first count over the whole corpus (flows.dedup).
+STAGES = ("lang", "filter", "dedup", "lines")
 
 
 @lru_cache(maxsize=4)
@@ -40,19 +40,23 @@ def lang_step(config: RunConfig) -> Step:
     return step
 
 
-def filter_step(config: RunConfig) -> Step:
-    filters = build_filters(config.filter.filters, config.filter.params)
-    scope = config.filter.sources
-    if scope is None:
-        return lambda docs: apply_filters(docs, filters)
+def scoped_filters(filters: list, sources: list[str] | None, stage: str) -> Step:
+    """The step applying ``filters`` to documents of ``sources`` (all when None); documents of
+    other sources pass through unchanged."""
+    if sources is None:
+        return lambda docs: apply_filters(docs, filters, stage)
 
     def step(docs: pl.DataFrame) -> StepResult:
-        in_scope = docs["source"].is_in(scope)
-        result = apply_filters(docs.filter(in_scope), filters)
+        in_scope = docs["source"].is_in(sources)
+        result = apply_filters(docs.filter(in_scope), filters, stage)
         result.kept = pl.concat([result.kept, docs.filter(~in_scope)], how="vertical_relaxed")
         return result
 
     return step
+
+
+def filter_step(config: RunConfig) -> Step:
+    return scoped_filters(build_filters(config.filter.filters, config.filter.params), config.filter.sources, "filter")
 
 
 def enabled_stages(config: RunConfig) -> list[str]:

@@ -47,7 +47,7 @@ def corpus(tmp_path_factory):
 def run(tmp_path, corpus, partitions: int):
     config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(corpus)], "id_field": "id"}],
                            lang={"enabled": False}, filter={"enabled": False},
-                           dedup={"partitions": partitions}, batch_docs=7)
+                           dedup={"partitions": partitions}, lines={"enabled": False}, batch_docs=7)
     return config, curate_flow(config)
 
 
@@ -77,3 +77,28 @@ def test_partitions_do_not_change_the_outcome(tmp_path, corpus):
     config, one = run(tmp_path / "one", corpus, partitions=1)
     assert one["dedup"]["removed"] == three["dedup"]["removed"]
     assert one["dedup"]["largest_clusters"] == three["dedup"]["largest_clusters"]
+
+
+def test_lines_found_in_many_documents_are_cut_from_the_sources_in_scope(tmp_path):
+    rng = np.random.default_rng(1)
+    footer = "Copyright 2024 Example Media. All rights reserved."
+    web = [{"id": f"w{i}", "text": f"{article(rng, 30)}\n{footer}"} for i in range(5)]
+    web.append({"id": "only-footer", "text": f"{footer}\n  copyright 2024 example media, all rights reserved"})
+    chat = [{"id": f"c{i}", "text": f"How are you?\n{article(rng, 10)}"} for i in range(5)]
+    write_jsonl(tmp_path / "in" / "web.jsonl", web)
+    write_jsonl(tmp_path / "chat" / "chat.jsonl", chat)
+    config = source_config(tmp_path, [
+        {"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "in")], "id_field": "id"},
+        {"name": "chat", "reader": "jsonl", "paths": [str(tmp_path / "chat")], "id_field": "id"}],
+        lang={"enabled": False}, filter={"enabled": False}, dedup={"enabled": False},
+        lines={"max_docs": 3, "partitions": 2, "sources": ["web"]})
+    stats = curate_flow(config)["lines"]
+    assert stats["lines"] == {"frequent_lines": 2}  # the footer (normalized: case and punctuation fold) and the greeting
+    assert stats["removed"] == {"filter.empty_after_rewrite": 1}
+    assert stats["counts"]["repeated_lines.lines_removed"] == 7  # 5 footers, both lines of only-footer
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("lines").docs / "*.parquet")
+    texts = dict(docs.select("id", "text").iter_rows())
+    assert all(footer not in texts[f"web/w{i}"] for i in range(5))
+    assert all(texts[f"chat/c{i}"].startswith("How are you?\n") for i in range(5))  # out of scope
+    removed = pl.read_parquet(RunLayout(config.run_dir).stage("lines").removed / "*.parquet")
+    assert removed.select("id", "stage").rows() == [("web/only-footer", "lines")]

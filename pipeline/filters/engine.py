@@ -14,7 +14,7 @@ STAGE = "filter"
 EMPTY_AFTER_REWRITE = "filter.empty_after_rewrite"
 
 
-def apply_filters(docs: pl.DataFrame, filters: list[DocFilter]) -> StepResult:
+def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STAGE) -> StepResult:
     """Run ``filters`` in order over ``docs``. Each filter sees the text as the ones before it left
     it and measures every document, so the stats can count every rule that would fire; a removed
     document records the first rule that fired, with its measured value and threshold."""
@@ -51,7 +51,7 @@ def apply_filters(docs: pl.DataFrame, filters: list[DocFilter]) -> StepResult:
     removed = rule.is_not_null()
     return StepResult(
         kept=current.filter(~removed),
-        removed=removed_frame(docs.filter(removed), STAGE, rule.filter(removed), value.filter(removed),
+        removed=removed_frame(docs.filter(removed), stage, rule.filter(removed), value.filter(removed),
                               threshold.filter(removed)),
         counts=counts,
     )
