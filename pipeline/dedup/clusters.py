@@ -52,8 +52,7 @@ import pyarrow.parquet as pq
 from pipeline.dedup.lsh import (SHARD_BITS, SHARD_KEY, candidate_pairs, partition_band_keys, read_params, row_of,
                                 shard_of, signatures_for_shard)
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.io.writer import atomic_path
-from pipeline.schema import PARQUET_COMPRESSION
+from pipeline.io.writer import write_parquet
 from pipeline.stage import Step, StepResult, removed_frame
 
 STAGE = "dedup"
@@ -376,18 +375,13 @@ def dedup_step(clusters: pl.DataFrame, threshold: float, shard: int | None = Non
     return step
 
 
-def _write(table: pa.Table, path: Path) -> None:
-    with atomic_path(Path(path)) as tmp:
-        pq.write_table(table, tmp, compression=PARQUET_COMPRESSION)
-
-
 def verify_partition(partition_path: Path | Iterable[Path], lookup: ShingleLookup, threshold: float,
                      out_path: Path) -> dict:
     """One partition's task: candidate pairs, verified, written as an edges file
     (``EDGES_SCHEMA``). Returns counts: candidate pairs, verified edges, false positives."""
     pairs = candidate_pairs(partition_path)
     edges = verify_pairs(pairs, lookup, threshold)
-    _write(edges.to_arrow().cast(EDGES_SCHEMA), out_path)
+    write_parquet(edges.to_arrow().cast(EDGES_SCHEMA), Path(out_path))
     candidates = pairs.select("doc_a", "doc_b").unique().height
     return {"candidate_pairs": candidates, "edges": edges.height, "false_positives": candidates - edges.height}
 
@@ -397,7 +391,7 @@ def clusters_from_edges(edge_paths: Sequence[Path], lookup: ShingleLookup, rule:
     frames = [pl.read_parquet(p) for p in edge_paths]
     edges = pl.concat(frames, how="vertical") if frames else _empty_edges()
     clusters = cluster_table(edges, lookup, rule)
-    _write(clusters.to_arrow().cast(CLUSTERS_SCHEMA), out_path)
+    write_parquet(clusters.to_arrow().cast(CLUSTERS_SCHEMA), Path(out_path))
     removed = clusters.filter(~pl.col("kept"))
     return {
         "clusters": int(clusters["cluster"].n_unique()) if clusters.height else 0,

@@ -42,8 +42,7 @@ import pyarrow.parquet as pq
 
 from pipeline.dedup.normalize import combine_word_hashes, word_hashes
 from pipeline.filters.base import FilterOutput, Rule
-from pipeline.io.writer import atomic_path
-from pipeline.schema import PARQUET_COMPRESSION
+from pipeline.io.writer import write_parquet
 
 DEFAULT_MAX_DOCS = 10
 
@@ -90,8 +89,7 @@ def line_counts_for_shard(docs_shard_path: Path, out_dir: Path, partitions: int)
     for p in range(partitions):
         part = counts.filter(pl.col("partition") == p).select("line_hash", "docs")
         target = out_dir / f"part-{p:04d}" / docs_shard_path.name
-        with atomic_path(target) as tmp:
-            pq.write_table(part.to_arrow().cast(LINE_COUNTS_SCHEMA), tmp, compression=PARQUET_COMPRESSION)
+        write_parquet(part.to_arrow().cast(LINE_COUNTS_SCHEMA), target)
         written.append(target)
     return written
 
@@ -153,8 +151,7 @@ def remove_repeated_lines_shard(docs_shard_path: Path, frequent: np.ndarray | pl
     text_type = table.schema.field("text").type
     column = table.schema.get_field_index("text")
     cleaned = table.set_column(column, table.schema.field("text"), result["text"].to_arrow().cast(text_type))
-    with atomic_path(Path(out_path)) as tmp:
-        pq.write_table(cleaned, tmp, compression=PARQUET_COMPRESSION)
+    write_parquet(cleaned, Path(out_path))
     return pl.DataFrame({"id": pl.from_arrow(table.column("id")).cast(pl.String)}).hstack(
         result.select("lines", "lines_removed", "chars_removed"))
 
