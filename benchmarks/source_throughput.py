@@ -37,7 +37,6 @@ from __future__ import annotations
 import gzip
 import importlib.resources
 import json
-import os
 import re
 import shutil
 import subprocess

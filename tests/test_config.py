@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.demo import demo_config
-from pipeline.config import ConfigError, load_config, parse_config
+from pipeline.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[1]
 
