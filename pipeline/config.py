@@ -156,13 +156,16 @@ class DedupConfig(_Strict):
     num_perm: int = Field(default=128, ge=1)
     seed: int = 1
     partitions: int = Field(default=8, ge=1)  # band-key partitions, one verification task each
-    keep: Literal["first", "longest"] = "first"  # which document of a cluster stays
+    # Which document of a cluster stays: the first (input order), the longest, or the one with the
+    # highest quality_score (needs the "quality" filter on every source).
+    keep: Literal["first", "longest", "quality"] = "first"
 
     def minhash_params(self):
         from pipeline.dedup.minhash import MinHashParams
 
         return MinHashParams(ngram=self.ngram, num_perm=self.num_perm, seed=self.seed, threshold=self.threshold,
-                             exact=self.exact, near=self.near)
+                             exact=self.exact, near=self.near,
+                             score_column="quality_score" if self.keep == "quality" else None)
 
     @model_validator(mode="after")
     def _something_to_do(self):
@@ -203,6 +206,10 @@ class RunConfig(_Strict):
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(f"source names must be unique; rename the repeated {repeated}")
+        if self.dedup.enabled and self.dedup.keep == "quality" and not (
+                self.filter.enabled and "quality" in self.filter.filters and self.filter.sources is None):
+            raise ValueError('dedup.keep = "quality" needs the "quality" filter in filter.filters, on all '
+                             "sources (no filter.sources): it gives every document its quality_score")
         for section in ("filter", "lines"):
             unknown = sorted(set(getattr(self, section).sources or []) - set(names))
             if unknown:

@@ -102,3 +102,32 @@ def test_lines_found_in_many_documents_are_cut_from_the_sources_in_scope(tmp_pat
     assert all(texts[f"chat/c{i}"].startswith("How are you?\n") for i in range(5))  # out of scope
     removed = pl.read_parquet(RunLayout(config.run_dir).stage("lines").removed / "*.parquet")
     assert removed.select("id", "stage").rows() == [("web/only-footer", "lines")]
+
+
+def test_keep_rule_quality_keeps_the_best_scored_document_of_each_cluster(tmp_path, corpus):
+    from pipeline.filters.quality import train_quality_classifier
+
+    rng = np.random.default_rng(2)
+    model = tmp_path / "quality"
+    train_quality_classifier([article(rng) for _ in range(60)],
+                             [" ".join(rng.choice(["buy", "cheap", "click", "free", "now"], 40)) for _ in range(60)],
+                             model, seed=0)
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(corpus)], "id_field": "id"}],
+                           lang={"enabled": False}, lines={"enabled": False},
+                           filter={"filters": ["quality"], "params": {"quality": {"model": str(model), "threshold": 0.0}}},
+                           dedup={"keep": "quality", "partitions": 2})
+    stats = curate_flow(config)
+    assert stats["dedup"]["removed"] == {"dedup.exact_duplicate": 2, "dedup.near_duplicate": 1}
+    layout = RunLayout(config.run_dir)
+    scores = dict(pl.read_parquet(layout.stage("filter").docs / "*.parquet").select("id", "quality_score").iter_rows())
+    clusters = pl.read_parquet(layout.stage("dedup").root / "clusters.parquet")
+    for members in clusters.partition_by("cluster"):
+        kept = members.filter(pl.col("kept"))["id"].item()
+        assert scores[kept] == max(scores[i] for i in members["id"])
+
+
+def test_keep_rule_quality_needs_the_quality_filter(tmp_path, corpus):
+    from pipeline.config import ConfigError
+
+    with pytest.raises(ConfigError, match='dedup.keep = "quality" needs the "quality" filter'):
+        source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(corpus)]}], dedup={"keep": "quality"})

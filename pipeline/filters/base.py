@@ -43,6 +43,9 @@ class FilterOutput:
     measures: pl.DataFrame  # a Float64 column per measure the rules name
     text: pl.Series | None = None  # the rewritten text, or None when unchanged
     counts: dict[str, pl.Series] = field(default_factory=dict)  # per-document counts (e.g. PII hits)
+    # Per-document values to keep as columns of the output documents (e.g. quality_score, which
+    # dedup's keep rule "quality" reads).
+    columns: dict[str, pl.Series] = field(default_factory=dict)
 
 
 class DocFilter(Protocol):

@@ -28,6 +28,8 @@ def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STA
         output = doc_filter.apply(current)
         if output.text is not None:
             current = current.with_columns(output.text.alias("text"))
+        if output.columns:
+            current = current.with_columns(values.alias(name) for name, values in output.columns.items())
         for name, per_doc in output.counts.items():
             by_source = pl.DataFrame({"source": current["source"], "n": per_doc}).group_by("source").agg(pl.col("n").sum())
             counts[name] += int(per_doc.sum())

@@ -437,7 +437,7 @@ class QualityFilter:
             langs = docs["lang"] if "lang" in docs.columns else None
             cut = self.cut_for(langs, docs.height)
             measures = measures.with_columns((score - cut).alias("quality_margin"))
-        return FilterOutput(measures=measures)
+        return FilterOutput(measures=measures, columns={"quality_score": measures["quality_score"]})
 
 
 def _read_news(path: Path) -> list[tuple[str, str]]:
