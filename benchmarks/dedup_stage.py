@@ -1,0 +1,829 @@
+"""The whole dedup stage against datasketch and datatrove: speed per core, accuracy, memory.
+
+Documents: the demo corpus (:func:`pipeline.demo_corpus.build_demo_corpus`, :data:`CORPUS_DOCS`
+documents, seed 0): its news articles (JSON lines), dialogues (Parquet) and web pages (WARC, the
+HTML turned into text by :func:`pipeline.io.warc.read_warc`), the empty ones left out, shuffled
+(seeded) and written as :data:`SHARDS` Parquet shards with ``id``, ``text`` and ``source``. About
+21,000 documents, half of them exact or near copies (of another source, often). Made once under
+``.cache/bench-dedup/``.
+
+**Ground truth.** Every pair of documents whose exact Jaccard similarity reaches
+:data:`THRESHOLD`, on the shingles our stage compares (``shingle_hashes`` and ``shingle_sets``
+with the default ``MinHashParams``: word 5-grams of the normalized text, 32-bit hashes): one
+sparse product ``A @ A.T`` of the documents x shingles incidence matrix (shingles of a single
+document left out: they add to no intersection) gives every intersection, and
+``|A n B| / (|A| + |B| - |A n B|)`` the similarity. The true clusters are the connected components
+of these pairs. A method's clusters are scored by pairs of documents: precision is the share of
+the pairs it puts in one cluster that share a true cluster, recall the share of the true
+cluster-mates it puts together. Pair counts come from the contingency table of (method's
+cluster, true cluster) sizes, never from listing pairs.
+
+**Three sides on the same documents**, each in its own subprocess with one thread (polars,
+Arrow, BLAS pinned to one); what a side spends is its CPU time (user + system, children
+included) over the timed part; docs/s per core is documents over CPU seconds.
+
+* ours: :func:`pipeline.dedup.clusters.deduplicate_shards` end to end (signature files from the
+  document shards, band keys in :data:`PARTITIONS` partitions, candidate pairs, exact-Jaccard
+  verification, components, keep rule "first"): the clusters table. Then, timed apart, the
+  stage's last step: :func:`pipeline.dedup.clusters.dedup_step` over each shard, the kept
+  documents and the removed rows written as Parquet. Best of :data:`OUR_REPEATS` runs.
+* datasketch: ``MinHash.bulk(shingles, num_perm=128, seed=1)`` over the same shingles (our
+  words, five by five, joined by spaces, UTF-8; built before the clock starts), then
+  ``MinHashLSH(threshold=0.8, num_perm=128)``: insert every document, query every document, and
+  the connected components of the candidate pairs (scipy). No verification: datasketch's
+  candidates are its answer. Documents without shingles are not inserted (their empty sketches
+  would all collide).
+* datatrove 0.10.1: its four MinHash stages (``MinhashDedupSignature``, ``MinhashDedupBuckets``,
+  ``MinhashDedupCluster`` with ``save_cluster_id``, ``MinhashDedupFilter`` with
+  ``load_cluster_ids``, kept and removed documents written as zstd Parquet) with FineWeb's
+  configuration: 5-grams, 14 buckets of 8 hashes (its own threshold about (1/14)^(1/8) = 0.72), SHA-1 64-bit
+  shingle hashes (``HashConfig(hash_fc="sha1")``: with xxhash 4 its default hash fails on str),
+  spaCy's English word tokenizer after its ``simplify_text`` (lowercase, digits to 0, punctuation
+  out). Each stage is a ``LocalPipelineExecutor`` with one worker: one task, except the buckets
+  stage, which needs one task per bucket (14 tasks, run one after another in the same process).
+  Its clusters are read back from the cluster ids its filter stage writes into each document's
+  metadata (-1: in no cluster).
+
+Headlines: ``speed_ratio_vs_datasketch`` (ours, the clusters table, against datasketch's
+signatures + LSH + components) and ``speed_ratio_vs_datatrove`` (ours, clusters table and the
+filtering step, against datatrove's four stages); ``clusters_speed_ratio_vs_datatrove`` compares
+the clusters only (ours against datatrove's first three stages).
+
+**Where the errors come from.** For each side: recall of the true pairs (similar at or above
+the threshold themselves, not only through their cluster) by similarity; the method's own
+pairs (our verified edges, datasketch's candidates, datatrove's duplicate pairs) by exact
+similarity. For ours, every missed true pair is checked for a shared LSH band key in the
+signature files: a missed pair that shares a band was in one bucket and lost after it, not by
+LSH (``candidate_pairs`` pairs each member of a bucket with the bucket's first document only, so
+a member similar to others but not to the first is dropped at verification);
+``ours_recall_if_buckets_all_pairs`` is the recall with those pairs added.
+
+**Memory.** Our whole stage (clusters table and filtering step) at 50,000, 100,000 and 200,000
+documents, shards of :data:`MEMORY_SHARD_DOCS` documents, :data:`PARTITIONS` partitions: peak
+RSS of the subprocess (``VmHWM``), its RSS after imports, and each step's own peak (the peak is
+started over, ``/proc/self/clear_refs``, as each step function is called). The larger corpora
+repeat the documents with every word of repeat r suffixed by a tag of its own (``"word" ->
+"wordzqb"``), so each repeat has the structure of duplicates of the first one and no similarity
+to the others.
+
+The last line printed is one JSON object; a readable table comes before it.
+
+Usage::
+
+    python benchmarks/dedup_stage.py                                   # the benchmark
+    python benchmarks/dedup_stage.py ours WORK_DIR SHARD [SHARD ...]   # one timed run of ours
+    python benchmarks/dedup_stage.py ours-steps WORK_DIR SHARD [...]   # the same, with step peaks
+    python benchmarks/dedup_stage.py datasketch OUT_DIR SHARD [SHARD ...]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "RAYON_NUM_THREADS", "NUMEXPR_NUM_THREADS", "TOKENIZERS_PARALLELISM"):
+    os.environ[_var] = "false" if _var == "TOKENIZERS_PARALLELISM" else "1"
+
+import gc  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import orjson  # noqa: E402
+import polars as pl  # noqa: E402
+import pyarrow  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+pa.set_cpu_count(1)
+pa.set_io_thread_count(1)
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from peers import peer_python  # noqa: E402
+
+CACHE = ROOT / ".cache" / "bench-dedup"
+CORPUS_DOCS = 22_000
+SEED = 0
+SHARDS = 4
+PARTITIONS = 8
+THRESHOLD = 0.8
+NUM_PERM = 128
+OUR_REPEATS = 3
+MEMORY_SIZES = (50_000, 100_000, 200_000)
+MEMORY_SHARD_DOCS = 25_000
+# Documents per Parquet row group of the document shards: a stage writes its shards batch by batch
+# (the config's batch_docs, 4,096 by default), and the signature step reads a row group at a time.
+ROW_GROUP_DOCS = 4096
+# datatrove on all the documents unless this is set to fewer (its first documents in read order).
+DATATROVE_DOCS: int | None = None
+PEER_PACKAGES = ["datatrove==0.10.1", "spacy", "regex", "tokenizers", f"pyarrow=={pyarrow.__version__}",
+                 f"orjson=={orjson.__version__}"]
+PEER_MODULES = ["datatrove.pipeline.dedup.minhash", "datatrove.pipeline.readers", "spacy", "regex", "pyarrow"]
+SIMILARITY_BINS = (0.0, 0.5, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
+
+# Run by datatrove's interpreter: argv = [documents folder, output folder, documents limit];
+# prints one JSON line with the CPU and wall seconds of each stage.
+PEER_SCRIPT = r"""
+import json, os, re, resource, sys, time
+from importlib.metadata import version
+
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.dedup import (MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter,
+                                      MinhashDedupSignature)
+from datatrove.pipeline.dedup.minhash import MinhashConfig
+from datatrove.pipeline.readers import ParquetReader
+from datatrove.pipeline.writers import ParquetWriter
+from datatrove.utils.hashing import HashConfig
+from datatrove.utils.typeshelper import Languages
+
+docs, out, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+config = MinhashConfig(hash_config=HashConfig(precision=64, hash_fc="sha1"))  # FineWeb's
+
+
+def reader():
+    return ParquetReader(docs, glob_pattern="shard-*.parquet", text_key="text", id_key="id", limit=limit)
+
+
+def writer(folder):
+    return ParquetWriter(folder, compression="zstd", use_content_defined_chunking=False, write_page_index=False)
+
+
+stages = [
+    ("signatures", [reader(), MinhashDedupSignature(f"{out}/signatures", config=config,
+                                                    language=Languages.english)], 1),
+    ("buckets", [MinhashDedupBuckets(f"{out}/signatures", f"{out}/buckets", config=config)], config.num_buckets),
+    ("cluster", [MinhashDedupCluster(f"{out}/buckets", f"{out}/remove_ids", config=config, save_cluster_id=True)], 1),
+    ("filter", [reader(), MinhashDedupFilter(f"{out}/remove_ids", exclusion_writer=writer(f"{out}/removed"),
+                                             load_cluster_ids=True), writer(f"{out}/kept")], 1),
+]
+
+
+def cpu():
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+report = {"version": version("datatrove"), "cpu_s": {}, "wall_s": {}, "buckets": config.num_buckets,
+          "hashes_per_bucket": config.hashes_per_bucket, "n_grams": config.n_grams}
+for name, pipeline, tasks in stages:
+    executor = LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=1, logging_dir=f"{out}/logs/{name}",
+                                     skip_completed=False)
+    c, w = cpu(), time.perf_counter()
+    executor.run()
+    report["cpu_s"][name], report["wall_s"][name] = cpu() - c, time.perf_counter() - w
+report["peak_rss_mib"] = int(re.search(r"VmHWM:\s+(\d+) kB", open("/proc/self/status").read()).group(1)) / 1024
+print(json.dumps(report))
+"""
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+
+
+def rss_mib(field: str = "VmHWM") -> float:
+    """This process' resident memory, peak (``VmHWM``) or now (``VmRSS``), from /proc."""
+    status = Path("/proc/self/status").read_text()
+    return int(re.search(rf"{field}:\s+(\d+) kB", status).group(1)) / 1024
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its waited-for children, user + system."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def last_json(done: subprocess.CompletedProcess, side: str) -> dict:
+    if done.returncode:
+        raise SystemExit(f"{side} failed (exit {done.returncode}):\n{done.stderr[-6000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------
+# The documents
+# --------------------------------------------------------------------------
+
+
+def corpus_documents(corpus: Path) -> pa.Table:
+    """``id, text, source`` of the corpus' news, dialogues and web pages, in file order; records
+    that are malformed, not text, or empty are left out."""
+    from pipeline.io.warc import read_warc
+
+    ids, texts, sources = [], [], []
+
+    def add(doc_id, text, source):
+        if isinstance(doc_id, str) and isinstance(text, str) and text:
+            ids.append(doc_id)
+            texts.append(text)
+            sources.append(source)
+
+    for path in sorted((corpus / "news").glob("*.jsonl.gz")):
+        for line in gzip.open(path, "rb"):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # the corpus' deliberately broken lines
+            if isinstance(record, dict):
+                add(record.get("id"), record.get("text"), "news")
+    for path in sorted((corpus / "dialogues").glob("*.parquet")):
+        table = pq.read_table(path, columns=["id", "text"])
+        for doc_id, text in zip(table.column("id").to_pylist(), table.column("text").to_pylist()):
+            add(doc_id, text, "dialogues")
+    for path in sorted((corpus / "web").glob("*.warc.gz")):
+        for batch in read_warc(path):
+            for doc_id, text, reason in zip(batch.column("own_id").to_pylist(), batch.column("text").to_pylist(),
+                                            batch.column("reason").to_pylist()):
+                if reason is None:
+                    add(doc_id, text, "web")
+    table = pa.table({"id": pa.array(ids, pa.string()), "text": pa.array(texts, pa.large_string()),
+                      "source": pa.array(sources, pa.string())})
+    if len(set(ids)) != len(ids):
+        raise SystemExit("the corpus' ids are not unique")
+    return table
+
+
+def base_shards() -> list[Path]:
+    """The benchmark's document shards (made once): the corpus' documents, shuffled."""
+    folder = CACHE / f"docs-{CORPUS_DOCS}-{SEED}"
+    manifest = folder / "manifest.json"
+    if manifest.exists():
+        names = json.loads(manifest.read_text())["shards"]
+        if all((folder / n).exists() for n in names):
+            return [folder / n for n in names]
+    from pipeline.demo_corpus import build_demo_corpus
+
+    corpus = CACHE / f"corpus-{CORPUS_DOCS}"
+    print(f"Building the demo corpus ({CORPUS_DOCS} documents) and the document shards; reused afterwards",
+          file=sys.stderr)
+    build_demo_corpus(corpus, docs=CORPUS_DOCS, seed=SEED)
+    table = corpus_documents(corpus)
+    order = np.random.default_rng(SEED).permutation(table.num_rows)
+    table = table.take(pa.array(order))
+    folder.mkdir(parents=True, exist_ok=True)
+    names = []
+    for i, rows in enumerate(np.array_split(np.arange(table.num_rows), SHARDS)):
+        name = f"shard-{i:05d}.parquet"
+        pq.write_table(table.slice(int(rows[0]), len(rows)), folder / name, compression="zstd",
+                       row_group_size=ROW_GROUP_DOCS)
+        names.append(name)
+    manifest.write_text(json.dumps({"docs": table.num_rows, "shards": names}, indent=2) + "\n")
+    return [folder / n for n in names]
+
+
+_WORD = re.compile(r"(\w+)")
+
+
+def tagged(text: str, repeat: int) -> str:
+    """``text`` with every word suffixed by a tag of repeat ``repeat`` (repeat 0: unchanged)."""
+    if repeat == 0:
+        return text
+    tag = "zq" + "".join("abcdefghijklmnopqrstuvwxyz"[int(d)] for d in str(repeat))
+    return _WORD.sub(rf"\g<1>{tag}", text)
+
+
+def scaled_shards(base: list[Path], docs: int) -> list[Path]:
+    """Shards of :data:`MEMORY_SHARD_DOCS` documents, ``docs`` in all: the base documents, then
+    tagged repeats of them (made once; the first k shards of a larger set are those of a smaller
+    one)."""
+    largest = max(MEMORY_SIZES)
+    folder = CACHE / f"docs-scaled-{CORPUS_DOCS}-{SEED}-{largest}-{MEMORY_SHARD_DOCS}"
+    count = -(-largest // MEMORY_SHARD_DOCS)
+    paths = [folder / f"shard-{i:05d}.parquet" for i in range(count)]
+    if not (folder / "done").exists():
+        print(f"Making {largest} documents for the memory runs; reused afterwards", file=sys.stderr)
+        folder.mkdir(parents=True, exist_ok=True)
+        table = pa.concat_tables([pq.read_table(p) for p in base])
+        ids = table.column("id").to_pylist()
+        texts = table.column("text").to_pylist()
+        sources = table.column("source").to_pylist()
+        n = len(ids)
+        for i, path in enumerate(paths):
+            lo, hi = i * MEMORY_SHARD_DOCS, min((i + 1) * MEMORY_SHARD_DOCS, largest)
+            rows = [(k // n, k % n) for k in range(lo, hi)]
+            shard = pa.table({
+                "id": pa.array([ids[r] if rep == 0 else f"{ids[r]}~{rep}" for rep, r in rows], pa.string()),
+                "text": pa.array([tagged(texts[r], rep) for rep, r in rows], pa.large_string()),
+                "source": pa.array([sources[r] for _, r in rows], pa.string()),
+            })
+            pq.write_table(shard, path, compression="zstd", row_group_size=ROW_GROUP_DOCS)
+        (folder / "done").write_text("")
+    return paths[: -(-docs // MEMORY_SHARD_DOCS)]
+
+
+def read_texts(shards: list[Path]) -> tuple[list[str], pa.ChunkedArray]:
+    table = pa.concat_tables([pq.read_table(p, columns=["id", "text"]) for p in shards])
+    return table.column("id").to_pylist(), table.column("text")
+
+
+# --------------------------------------------------------------------------
+# Ground truth and scores
+# --------------------------------------------------------------------------
+
+
+class Shingles:
+    """Every document's shingle set, as our stage makes them."""
+
+    def __init__(self, texts: pa.ChunkedArray):
+        from pipeline.dedup.minhash import MinHashParams, shingle_hashes, shingle_sets
+
+        params = MinHashParams()
+        hashes, offsets = shingle_hashes(texts, params.ngram, params.shingle_hash)
+        self.values, self.offsets = shingle_sets(hashes, offsets)
+        self.sizes = np.diff(self.offsets)
+        self.n = len(self.sizes)
+
+    def jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Exact Jaccard similarity of documents ``a[i]`` and ``b[i]`` (as our verification)."""
+        from pipeline.dedup.clusters import jaccard_of_pairs
+
+        if len(a) == 0:
+            return np.zeros(0)
+        return jaccard_of_pairs(self.values, self.offsets, a, b)
+
+
+def ground_truth(sets: Shingles, threshold: float, docs: int | None = None) -> dict:
+    """True pairs (``a < b``, their similarity) and true clusters (a label per document), of the
+    first ``docs`` documents (all by default)."""
+    from scipy.sparse import coo_matrix, csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = sets.n if docs is None else docs
+    stop = sets.offsets[n]
+    values = sets.values[:stop]
+    sizes = sets.sizes[:n]
+    doc = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    shared = counts[inverse] > 1  # a shingle of one document adds to no intersection
+    columns = np.unique(inverse[shared], return_inverse=True)[1]
+    incidence = csr_matrix((np.ones(int(shared.sum()), np.int32), (doc[shared], columns)),
+                           shape=(n, int(columns.max()) + 1 if len(columns) else 0))
+    product = (incidence @ incidence.T).tocoo()
+    upper = product.row < product.col
+    a, b = product.row[upper].astype(np.int64), product.col[upper].astype(np.int64)
+    inter = product.data[upper].astype(np.int64)
+    union = sizes[a] + sizes[b] - inter
+    similarity = np.where(union > 0, inter / np.maximum(union, 1), 0.0)  # as jaccard_of_pairs computes it
+    keep = similarity >= threshold
+    a, b, similarity = a[keep], b[keep], similarity[keep]
+    order = np.lexsort((b, a))
+    a, b, similarity = a[order], b[order], similarity[order]
+    graph = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n)).tocsr()
+    _, labels = connected_components(graph, directed=False)
+    return {"a": a, "b": b, "similarity": similarity, "labels": labels.astype(np.int64),
+            "sharing_pairs": int(upper.sum())}
+
+
+def pair_count(sizes: np.ndarray) -> int:
+    sizes = sizes.astype(np.int64)
+    return int((sizes * (sizes - 1) // 2).sum())
+
+
+def pair_scores(predicted: np.ndarray, truth: np.ndarray) -> dict:
+    """Pairwise precision, recall and F1 of a clustering (a label per document) against the true
+    one, from the contingency table of (predicted, true) cluster sizes."""
+    predicted = np.unique(predicted, return_inverse=True)[1].astype(np.int64)
+    truth = np.unique(truth, return_inverse=True)[1].astype(np.int64)
+    joint = np.unique(predicted * (int(truth.max()) + 1) + truth, return_counts=True)[1]
+    together = pair_count(joint)
+    said = pair_count(np.bincount(predicted))
+    true = pair_count(np.bincount(truth))
+    precision = together / said if said else 1.0
+    recall = together / true if true else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    sizes = np.bincount(predicted)
+    return {"precision": precision, "recall": recall, "f1": f1, "pairs_predicted": said, "pairs_true": true,
+            "pairs_both": together, "clusters": int((sizes > 1).sum()),
+            "docs_in_clusters": int(sizes[sizes > 1].sum()), "removed": int((sizes[sizes > 1] - 1).sum())}
+
+
+def labels_from_members(n: int, members: np.ndarray, cluster: np.ndarray) -> np.ndarray:
+    """A label per document: ``members[i]`` gets ``n + cluster[i]``'s rank, the rest their own."""
+    labels = np.arange(n, dtype=np.int64)
+    if len(members):
+        labels[members] = n + np.unique(cluster, return_inverse=True)[1]
+    return labels
+
+
+def bin_counts(similarity: np.ndarray, bins=SIMILARITY_BINS) -> dict[str, int]:
+    """Counts by similarity: ``[lo, hi)`` for each bin, and exactly 1.0 apart."""
+    out = {}
+    for lo, hi in zip(bins[:-1], bins[1:]):
+        out[f"{lo:.2f}-{hi:.2f}"] = int(((similarity >= lo) & (similarity < hi)).sum())
+    out["1.00"] = int((similarity >= 1.0).sum())
+    return {k: v for k, v in out.items() if v}
+
+
+def true_pair_recall(truth: dict, labels: np.ndarray) -> dict[str, dict]:
+    """Of the true pairs (similar themselves), the share a method put in one cluster, by similarity."""
+    together = labels[truth["a"]] == labels[truth["b"]]
+    out = {}
+    bins = [b for b in SIMILARITY_BINS if b >= THRESHOLD]
+    for lo, hi in zip(bins[:-1], bins[1:]):
+        inside = (truth["similarity"] >= lo) & (truth["similarity"] < hi)
+        out[f"{lo:.2f}-{hi:.2f}"] = {"pairs": int(inside.sum()), "found": int((together & inside).sum())}
+    inside = truth["similarity"] >= 1.0
+    out["1.00"] = {"pairs": int(inside.sum()), "found": int((together & inside).sum())}
+    return out
+
+
+# --------------------------------------------------------------------------
+# The sides
+# --------------------------------------------------------------------------
+
+
+def reset_peak() -> None:
+    """Start this process' peak RSS (``VmHWM``) over from its current RSS (Linux clear_refs 5)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def track_step_peaks(peaks: dict[str, float]) -> None:
+    """Make the step functions that ``deduplicate_shards`` calls record their own peak RSS: the
+    peak is started over when each call begins and read when it ends (the largest call of each)."""
+    import pipeline.dedup.clusters as module
+
+    for name in ("signatures_for_shard", "partition_band_keys", "verify_partition", "clusters_from_edges"):
+        def wrapper(*args, _inner=getattr(module, name), _name=name, **kwargs):
+            reset_peak()
+            try:
+                return _inner(*args, **kwargs)
+            finally:
+                peaks[_name] = max(peaks.get(_name, 0.0), rss_mib())
+        setattr(module, name, wrapper)
+
+
+def run_ours(work_dir: Path, shards: list[Path], steps: bool = False) -> None:
+    """One timed run of our stage into a fresh ``work_dir``; prints its report as a JSON line.
+    With ``steps``, the peak RSS of each step is recorded too (for the memory runs)."""
+    from pipeline.dedup.clusters import dedup_step, deduplicate_shards
+    from pipeline.dedup.minhash import MinHashParams
+
+    params = MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    gc.collect()
+    rss_start = rss_mib("VmRSS")
+    peaks: dict[str, float] = {}
+    if steps:
+        track_step_peaks(peaks)
+    c, w = cpu_seconds(), time.perf_counter()
+    clusters = deduplicate_shards(shards, work_dir / "stage", params, partitions=PARTITIONS, rule="first")
+    cpu_clusters, wall_clusters = cpu_seconds() - c, time.perf_counter() - w
+    rss_clusters = max([rss_mib(), *peaks.values()])
+    if steps:
+        peaks["reading the clusters table"] = rss_mib()
+        reset_peak()
+    c, w = cpu_seconds(), time.perf_counter()
+    kept = removed = 0
+    for shard, path in enumerate(shards):
+        step = dedup_step(clusters, params.threshold, shard=shard)
+        result = step(pl.read_parquet(path))
+        (work_dir / "kept").mkdir(parents=True, exist_ok=True)
+        (work_dir / "removed").mkdir(parents=True, exist_ok=True)
+        result.kept.write_parquet(work_dir / "kept" / path.name, compression="zstd")
+        result.removed.write_parquet(work_dir / "removed" / path.name, compression="zstd")
+        kept += result.kept.height
+        removed += result.removed.height
+    cpu_apply, wall_apply = cpu_seconds() - c, time.perf_counter() - w
+    if steps:
+        peaks["dedup_step"] = rss_mib()
+    print(json.dumps({"step_peak_rss_mib": peaks,
+        "docs": kept + removed, "kept": kept, "removed": removed,
+        "cpu_s": cpu_clusters, "wall_s": wall_clusters, "apply_cpu_s": cpu_apply, "apply_wall_s": wall_apply,
+        "rss_after_imports_mib": rss_start, "peak_rss_clusters_mib": rss_clusters,
+        "peak_rss_mib": max([rss_mib(), rss_clusters, *peaks.values()]),
+        "bands": params.lsh[0], "rows": params.lsh[1],
+    }))
+
+
+def run_datasketch(out_dir: Path, shards: list[Path]) -> None:
+    """datasketch's MinHash.bulk + MinHashLSH + components over the same shingles (prebuilt);
+    writes the labels and the candidate pairs, prints its timing as a JSON line."""
+    from datasketch import MinHash, MinHashLSH
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from pipeline.dedup.normalize import words
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _, texts = read_texts(shards)
+    doc_words = words(texts).strings()
+    shingles = [[" ".join(w[i:i + 5]).encode() for i in range(max(1, len(w) - 4))] if w else [] for w in doc_words]
+    present = [i for i, s in enumerate(shingles) if s]
+    shingles = [shingles[i] for i in present]
+    n = len(doc_words)
+    del doc_words
+    gc.collect()
+    gc.freeze()  # millions of prebuilt shingles: keep the collector from walking them while timed
+    c, w = cpu_seconds(), time.perf_counter()
+    sketches = MinHash.bulk(shingles, num_perm=NUM_PERM, seed=1)
+    cpu_sketch = cpu_seconds() - c
+    lsh = MinHashLSH(threshold=THRESHOLD, num_perm=NUM_PERM)
+    with lsh.insertion_session() as session:
+        for key, sketch in zip(present, sketches):
+            session.insert(key, sketch, check_duplication=False)
+    left, right = [], []
+    for key, sketch in zip(present, sketches):
+        for other in lsh.query(sketch):
+            if other > key:
+                left.append(key)
+                right.append(other)
+    a, b = np.array(left, np.int64), np.array(right, np.int64)
+    graph = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n)).tocsr()
+    _, labels = connected_components(graph, directed=False)
+    cpu_all, wall_all = cpu_seconds() - c, time.perf_counter() - w
+    np.save(out_dir / "labels.npy", labels.astype(np.int64))
+    np.save(out_dir / "pairs.npy", np.stack([a, b]))
+    print(json.dumps({"docs": n, "docs_with_shingles": len(present), "cpu_s": cpu_all, "wall_s": wall_all,
+                      "sketch_cpu_s": cpu_sketch, "candidate_pairs": len(a), "bands": lsh.b, "rows": lsh.r,
+                      "peak_rss_mib": rss_mib()}))
+
+
+def datatrove_side(shards: list[Path], out_dir: Path, limit: int | None) -> dict:
+    """datatrove's four stages over the shards' folder; returns its report, its clusters (a label
+    per document, read order) and its duplicate pairs."""
+    python = peer_python("datatrove-minhash", PEER_PACKAGES, PEER_MODULES)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    done = subprocess.run([python, "-c", PEER_SCRIPT, str(shards[0].parent), str(out_dir), str(limit or -1)],
+                          capture_output=True, text=True, cwd=ROOT)
+    report = last_json(done, "datatrove")
+    kept = pq.read_table(sorted((out_dir / "kept").glob("*.parquet")), columns=["id", "metadata"])
+    removed_files = sorted((out_dir / "removed").glob("*.parquet"))
+    removed = pq.read_table(removed_files, columns=["id", "metadata"]) if removed_files else None
+    both = pa.concat_tables([kept, removed]) if removed is not None else kept
+    report["kept"], report["removed"] = kept.num_rows, (removed.num_rows if removed is not None else 0)
+    ids = both.column("id").to_pylist()
+    cluster = np.array([m.get("minhash_cluster_id", -1) for m in both.column("metadata").to_pylist()], np.int64)
+    # duplicate pairs: (file, doc, file, doc) uint32, doc = position in the read order (one task)
+    raw = b"".join(p.read_bytes() for p in sorted((out_dir / "buckets").glob("*.dups")))
+    quads = np.frombuffer(raw, dtype="<u4").reshape(-1, 4).astype(np.int64)
+    remove_files = sorted((out_dir / "remove_ids").glob("*.remove"))
+    remove_idx = np.frombuffer(b"".join(p.read_bytes() for p in remove_files), dtype="<u4").astype(np.int64)
+    return {"report": report, "ids": ids, "cluster": cluster, "pairs": (quads[:, 1], quads[:, 3]),
+            "remove_idx": remove_idx,
+            "removed_ids": set(removed.column("id").to_pylist()) if removed is not None else set()}
+
+
+def subprocess_side(mode: str, out: Path, shards: list[Path]) -> dict:
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), mode, str(out), *map(str, shards)],
+                          capture_output=True, text=True, cwd=ROOT)
+    return last_json(done, mode)
+
+
+# --------------------------------------------------------------------------
+# Diagnostics of ours
+# --------------------------------------------------------------------------
+
+
+def our_band_keys(stage_dir: Path, shard_sizes: list[int]) -> np.ndarray:
+    """``(documents, bands)`` band keys from our signature files, rows in the global order."""
+    starts = np.concatenate([[0], np.cumsum(shard_sizes)])
+    pieces = []
+    for path in sorted((stage_dir / "signatures").glob("shard-*.parquet")):
+        table = pq.read_table(path, columns=["doc", "band_keys"])
+        width = table.schema.field("band_keys").type.list_size
+        keys = table.column("band_keys").combine_chunks().flatten().to_numpy().reshape(-1, width)
+        doc = table.column("doc").to_numpy()
+        pieces.append((starts[doc >> 32] + (doc & 0xFFFFFFFF), keys))
+    width = pieces[0][1].shape[1]
+    out = np.zeros((int(starts[-1]), width), np.uint64)
+    for rows, keys in pieces:
+        out[rows] = keys
+    return out
+
+
+# --------------------------------------------------------------------------
+# The benchmark
+# --------------------------------------------------------------------------
+
+
+def main() -> None:
+    if len(sys.argv) > 1:
+        mode, out, shards = sys.argv[1], Path(sys.argv[2]), [Path(p) for p in sys.argv[3:]]
+        if mode == "ours-steps":
+            run_ours(out, shards, steps=True)
+        else:
+            {"ours": run_ours, "datasketch": run_datasketch}[mode](out, shards)
+        return
+
+    shards = base_shards()
+    shard_sizes = [pq.ParquetFile(p).metadata.num_rows for p in shards]
+    ids, texts = read_texts(shards)
+    n = len(ids)
+    index = {doc_id: i for i, doc_id in enumerate(ids)}
+    c = time.process_time()
+    sets = Shingles(texts)
+    truth = ground_truth(sets, THRESHOLD)
+    truth_cpu = time.process_time() - c
+    print(f"{n} documents in {len(shards)} shards; ground truth in {truth_cpu:.1f} CPU s: "
+          f"{truth['sharing_pairs']} pairs share a shingle, {len(truth['a'])} reach {THRESHOLD}", file=sys.stderr)
+    truth_scores = pair_scores(truth["labels"], truth["labels"])
+
+    # ours, best of OUR_REPEATS
+    work = CACHE / "work"
+    ours_runs = []
+    for attempt in range(OUR_REPEATS):
+        ours_runs.append(subprocess_side("ours", work / "ours", shards))
+        print(f"ours run {attempt + 1}: {ours_runs[-1]['cpu_s']:.2f} CPU s (+{ours_runs[-1]['apply_cpu_s']:.2f} "
+              f"filtering), peak RSS {ours_runs[-1]['peak_rss_mib']:.0f} MiB", file=sys.stderr)
+    ours = min(ours_runs, key=lambda r: r["cpu_s"])
+    ours["apply_cpu_s"] = min(r["apply_cpu_s"] for r in ours_runs)
+    clusters = pl.read_parquet(work / "ours" / "stage" / "clusters.parquet")
+    members = np.array([index[i] for i in clusters["id"].to_list()], np.int64)
+    ours_labels = labels_from_members(n, members, clusters["cluster"].to_numpy())
+    ours_scores = pair_scores(ours_labels, truth["labels"])
+    edges = pl.concat([pl.read_parquet(p) for p in sorted((work / "ours" / "stage" / "edges").glob("*.parquet"))])
+
+    # datasketch
+    print("datasketch ...", file=sys.stderr)
+    sketch = subprocess_side("datasketch", work / "datasketch", shards)
+    sketch_labels = np.load(work / "datasketch" / "labels.npy")
+    sketch_pairs = np.load(work / "datasketch" / "pairs.npy")
+    sketch_scores = pair_scores(sketch_labels, truth["labels"])
+
+    # datatrove (all documents, or its first DATATROVE_DOCS in read order)
+    print("datatrove ...", file=sys.stderr)
+    trove_docs = min(DATATROVE_DOCS or n, n)
+    trove = datatrove_side(shards, work / "datatrove", DATATROVE_DOCS)
+    trove_truth = truth if trove_docs == n else ground_truth(sets, THRESHOLD, trove_docs)
+    trove_members = np.array([index[i] for i, cl in zip(trove["ids"], trove["cluster"]) if cl >= 0], np.int64)
+    trove_labels = labels_from_members(trove_docs, trove_members, trove["cluster"][trove["cluster"] >= 0])
+    trove_scores = pair_scores(trove_labels, trove_truth["labels"])
+    trove_index_check = ({ids[i] for i in trove["remove_idx"]} == trove["removed_ids"]
+                         and len(trove["ids"]) == trove_docs)
+    trove_cpu = sum(trove["report"]["cpu_s"].values())
+    trove_cpu_clusters = sum(v for k, v in trove["report"]["cpu_s"].items() if k != "filter")
+
+    # Where the errors are
+    ours_recall_bins = true_pair_recall(truth, ours_labels)
+    sketch_recall_bins = true_pair_recall(truth, sketch_labels)
+    trove_recall_bins = true_pair_recall(trove_truth, trove_labels)
+    starts = np.concatenate([[0], np.cumsum(shard_sizes)])
+
+    def rows_of(doc: np.ndarray) -> np.ndarray:
+        return starts[doc >> 32] + (doc & 0xFFFFFFFF)
+
+    ours_edge_similarity = sets.jaccard(rows_of(edges["doc_a"].to_numpy()), rows_of(edges["doc_b"].to_numpy()))
+    ours_edges_differ = float(np.abs(ours_edge_similarity - edges["jaccard"].to_numpy()).max()) if edges.height else 0.0
+    sketch_similarity = sets.jaccard(sketch_pairs[0], sketch_pairs[1])
+    trove_a, trove_b = trove["pairs"]
+    trove_similarity = sets.jaccard(trove_a, trove_b)
+
+    missed = ours_labels[truth["a"]] != ours_labels[truth["b"]]
+    band_keys = our_band_keys(work / "ours" / "stage", shard_sizes)
+    miss_a, miss_b = truth["a"][missed], truth["b"][missed]
+    shares_band = (band_keys[miss_a] == band_keys[miss_b]).any(axis=1)
+    missed_pairs = {
+        "true_pairs_missed": int(missed.sum()),
+        "missed_sharing_a_band": int(shares_band.sum()),
+        "missed_by_similarity": bin_counts(truth["similarity"][missed]),
+        "missed_sharing_a_band_by_similarity": bin_counts(truth["similarity"][missed][shares_band]),
+        "missed_examples_sharing_a_band": [[ids[int(a)], ids[int(b)], round(float(s), 4)] for a, b, s in zip(
+            miss_a[shares_band][:5], miss_b[shares_band][:5], truth["similarity"][missed][shares_band][:5])],
+    }
+    # The same edges plus the missed true pairs that share a band key: what verifying every pair
+    # of each LSH bucket, not only each member with the bucket's first document, would give.
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    more_a = np.concatenate([rows_of(edges["doc_a"].to_numpy()), miss_a[shares_band]])
+    more_b = np.concatenate([rows_of(edges["doc_b"].to_numpy()), miss_b[shares_band]])
+    graph = coo_matrix((np.ones(len(more_a), np.int8), (more_a, more_b)), shape=(n, n)).tocsr()
+    all_pairs_scores = pair_scores(connected_components(graph, directed=False)[1], truth["labels"])
+    bands, rows = ours["bands"], ours["rows"]
+    lsh_probability = {f"{s:.2f}": round(1 - (1 - s ** rows) ** bands, 4) for s in (0.8, 0.85, 0.9, 0.95)}
+
+    # Memory and speed at scale
+    memory = {}
+    for size in MEMORY_SIZES:
+        scaled = scaled_shards(shards, size)
+        run = subprocess_side("ours-steps", work / f"ours-{size}", scaled)
+        shutil.rmtree(work / f"ours-{size}", ignore_errors=True)
+        memory[size] = run
+        print(f"ours at {size}: {run['cpu_s']:.1f} CPU s, peak RSS {run['peak_rss_mib']:.0f} MiB "
+              f"(after imports {run['rss_after_imports_mib']:.0f})", file=sys.stderr)
+
+    # Report
+    ours_rate = n / ours["cpu_s"]
+    ours_full_rate = n / (ours["cpu_s"] + ours["apply_cpu_s"])
+    sketch_rate = sketch["docs"] / sketch["cpu_s"]
+    trove_rate = trove_docs / trove_cpu
+    trove_clusters_rate = trove_docs / trove_cpu_clusters
+    rows_out = [
+        ("ours (clusters table)", n, ours["cpu_s"], ours["wall_s"], ours_rate, ours["peak_rss_clusters_mib"],
+         ours_scores),
+        ("ours + filtering step", n, ours["cpu_s"] + ours["apply_cpu_s"], ours["wall_s"] + ours["apply_wall_s"],
+         ours_full_rate, ours["peak_rss_mib"], ours_scores),
+        ("datasketch bulk+LSH", sketch["docs"], sketch["cpu_s"], sketch["wall_s"], sketch_rate, sketch["peak_rss_mib"],
+         sketch_scores),
+        ("datatrove stages 1-3", trove_docs, trove_cpu_clusters, sum(v for k, v in trove["report"]["wall_s"].items()
+                                                                     if k != "filter"),
+         trove_clusters_rate, trove["report"]["peak_rss_mib"], trove_scores),
+        ("datatrove stages 1-4", trove_docs, trove_cpu, sum(trove["report"]["wall_s"].values()), trove_rate,
+         trove["report"]["peak_rss_mib"], trove_scores),
+    ]
+    print()
+    print(f"{'side':24} {'docs':>7} {'CPU s':>8} {'wall s':>8} {'docs/s/core':>12} {'peak MiB':>9} "
+          f"{'clusters':>8} {'removed':>8} {'precision':>9} {'recall':>7} {'F1':>7}")
+    for name, docs, cpu, wall, rate, peak, sc in rows_out:
+        print(f"{name:24} {docs:7d} {cpu:8.2f} {wall:8.2f} {rate:12,.0f} {peak:9.0f} {sc['clusters']:8d} "
+              f"{sc['removed']:8d} {sc['precision']:9.4f} {sc['recall']:7.4f} {sc['f1']:7.4f}")
+    print(f"{'ground truth':24} {n:7d} {truth_cpu:8.2f} {'':8} {'':12} {'':9} {truth_scores['clusters']:8d} "
+          f"{truth_scores['removed']:8d}   ({truth_scores['pairs_true']} pairs in true clusters, "
+          f"{len(truth['a'])} pairs >= {THRESHOLD})")
+    print()
+    print("true pairs (similar themselves) put in one cluster, by similarity: found/pairs")
+    for name, bins in (("ours", ours_recall_bins), ("datasketch", sketch_recall_bins),
+                       ("datatrove", trove_recall_bins)):
+        print(f"  {name:11} " + "  ".join(f"{k}: {v['found']}/{v['pairs']}" for k, v in bins.items()))
+    print(f"  LSH candidate probability ({bands} bands x {rows} rows): "
+          + ", ".join(f"s={k}: {v}" for k, v in lsh_probability.items()))
+    print(f"ours: {missed_pairs['true_pairs_missed']} true pairs missed, {missed_pairs['missed_sharing_a_band']} "
+          f"of them sharing an LSH band key; by similarity {missed_pairs['missed_by_similarity']}")
+    print(f"ours if every pair of a bucket were verified: recall {all_pairs_scores['recall']:.4f}, "
+          f"F1 {all_pairs_scores['f1']:.4f}")
+    print("methods' own pairs by exact similarity:")
+    print(f"  ours verified edges {edges.height}: {bin_counts(ours_edge_similarity)}")
+    print(f"  datasketch candidates {len(sketch_similarity)}: {bin_counts(sketch_similarity)}")
+    print(f"  datatrove duplicate pairs {len(trove_similarity)}: {bin_counts(trove_similarity)}")
+    print("memory, ours (clusters table + filtering step), shards of "
+          f"{MEMORY_SHARD_DOCS}, {PARTITIONS} partitions:")
+    for size, run in memory.items():
+        print(f"  {size:7d} docs: peak RSS {run['peak_rss_mib']:6.0f} MiB "
+              f"(after imports {run['rss_after_imports_mib']:.0f}, "
+              f"clusters table {run['peak_rss_clusters_mib']:.0f}); {run['cpu_s']:.1f} CPU s, "
+              f"{size / run['cpu_s']:,.0f} docs/s/core; removed {run['removed']}")
+        print("           step peaks: " + ", ".join(f"{k} {v:.0f}" for k, v in run["step_peak_rss_mib"].items()))
+
+    result = {
+        "docs": n, "shards": len(shards), "partitions": PARTITIONS, "threshold": THRESHOLD, "num_perm": NUM_PERM,
+        "bands": bands, "rows": rows, "corpus_docs": CORPUS_DOCS,
+        "true_pairs_at_threshold": len(truth["a"]), "true_cluster_pairs": truth_scores["pairs_true"],
+        "true_clusters": truth_scores["clusters"], "true_removable": truth_scores["removed"],
+        "ground_truth_cpu_s": truth_cpu,
+        "ours_cpu_s": ours["cpu_s"], "ours_wall_s": ours["wall_s"], "ours_docs_per_s_per_core": ours_rate,
+        "ours_filter_step_cpu_s": ours["apply_cpu_s"], "ours_with_filter_docs_per_s_per_core": ours_full_rate,
+        "ours_precision": ours_scores["precision"], "ours_recall": ours_scores["recall"], "ours_f1": ours_scores["f1"],
+        "ours_clusters": ours_scores["clusters"], "ours_removed": ours_scores["removed"],
+        "ours_peak_rss_mib": ours["peak_rss_mib"],
+        "datasketch_cpu_s": sketch["cpu_s"], "datasketch_sketch_cpu_s": sketch["sketch_cpu_s"],
+        "datasketch_docs_per_s_per_core": sketch_rate, "datasketch_precision": sketch_scores["precision"],
+        "datasketch_recall": sketch_scores["recall"], "datasketch_f1": sketch_scores["f1"],
+        "datasketch_candidate_pairs": sketch["candidate_pairs"],
+        "datasketch_candidates_below_threshold": int((sketch_similarity < THRESHOLD).sum()),
+        "datatrove_version": trove["report"]["version"], "datatrove_docs": trove_docs,
+        "datatrove_config": f"{trove['report']['n_grams']}-grams, {trove['report']['buckets']} buckets x "
+                            f"{trove['report']['hashes_per_bucket']} hashes, sha1 64-bit",
+        "datatrove_stage_cpu_s": trove["report"]["cpu_s"], "datatrove_cpu_s": trove_cpu,
+        "datatrove_docs_per_s_per_core": trove_rate, "datatrove_clusters_docs_per_s_per_core": trove_clusters_rate,
+        "datatrove_precision": trove_scores["precision"], "datatrove_recall": trove_scores["recall"],
+        "datatrove_f1": trove_scores["f1"], "datatrove_removed": trove_scores["removed"],
+        "datatrove_duplicate_pairs": len(trove_similarity),
+        "datatrove_pairs_below_threshold": int((trove_similarity < THRESHOLD).sum()),
+        "datatrove_read_order_check": bool(trove_index_check),
+        "datatrove_peak_rss_mib": trove["report"]["peak_rss_mib"],
+        "speed_ratio_vs_datasketch": ours_rate / sketch_rate,
+        "speed_ratio_vs_datatrove": ours_full_rate / trove_rate,
+        "clusters_speed_ratio_vs_datatrove": ours_rate / trove_clusters_rate,
+        "ours_true_pairs_missed": missed_pairs["true_pairs_missed"],
+        "ours_missed_pairs_sharing_a_band": missed_pairs["missed_sharing_a_band"],
+        "ours_missed_by_similarity": missed_pairs["missed_by_similarity"],
+        "ours_missed_examples_sharing_a_band": missed_pairs["missed_examples_sharing_a_band"],
+        "ours_edge_similarity_max_difference": ours_edges_differ,
+        "ours_recall_if_buckets_all_pairs": all_pairs_scores["recall"],
+        "ours_f1_if_buckets_all_pairs": all_pairs_scores["f1"],
+        "true_pair_recall_by_similarity": {"ours": ours_recall_bins, "datasketch": sketch_recall_bins,
+                                           "datatrove": trove_recall_bins},
+        "lsh_candidate_probability": lsh_probability,
+        "ours_peak_rss_mib_50k": memory[50_000]["peak_rss_mib"],
+        "ours_peak_rss_mib_100k": memory[100_000]["peak_rss_mib"],
+        "ours_peak_rss_mib_200k": memory[200_000]["peak_rss_mib"],
+        "ours_rss_after_imports_mib": memory[200_000]["rss_after_imports_mib"],
+        "ours_step_peak_rss_mib_50k": memory[50_000]["step_peak_rss_mib"],
+        "ours_step_peak_rss_mib_200k": memory[200_000]["step_peak_rss_mib"],
+        "ours_docs_per_s_per_core_200k": 200_000 / memory[200_000]["cpu_s"],
+        "ours_removed_200k": memory[200_000]["removed"],
+    }
+    if trove_docs != n:
+        result["note"] = f"datatrove ran on the first {trove_docs} documents only"
+
+    def rounded(value):
+        if isinstance(value, float):
+            return round(value, 4)
+        if isinstance(value, dict):
+            return {k: rounded(v) for k, v in value.items()}
+        return value
+
+    print(json.dumps({k: rounded(v) for k, v in result.items()}))
+
+
+if __name__ == "__main__":
+    main()
