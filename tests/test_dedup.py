@@ -478,27 +478,3 @@ def test_repeated_lines_as_a_filter():
     assert result.kept.height == len(texts) - 1
     assert result.counts["repeated_lines.lines_removed"] == 15 + 10 + 2
     assert result.kept["text"].to_list() == remove_repeated_lines(docs["text"], frequent)["text"].to_list()[:-1]
-
-
-def test_candidate_pairs_all_pairs_in_small_buckets_several_heads_in_large_ones(tmp_path):
-    """A member may resemble another member but not the bucket's first document (the head): near
-    the threshold pairs share few bands, so a small bucket gives all its pairs, a large one pairs
-    every member with several heads, and an exact-hash bucket with its first document only."""
-    import pyarrow.parquet as pq
-
-    from pipeline.dedup.lsh import ALL_PAIRS_BUCKET, BAND_KEYS_SCHEMA, EXACT_BAND, STAR_HEADS, candidate_pairs
-
-    large = ALL_PAIRS_BUCKET + 8
-    rows = ([(3, 111, d) for d in (5, 1, 9)]  # a small bucket: 3 pairs
-            + [(4, 222, d) for d in range(100, 100 + large)]  # a large bucket
-            + [(EXACT_BAND, 333, d) for d in (40, 41, 42)])  # exact copies
-    table = pa.table({"band": [r[0] for r in rows], "key": [r[1] for r in rows], "doc": [r[2] for r in rows]})
-    pq.write_table(table.cast(BAND_KEYS_SCHEMA), tmp_path / "part.parquet")
-    pairs = candidate_pairs(tmp_path / "part.parquet")
-    got = set(pairs.select("doc_a", "doc_b").iter_rows())
-    assert {(1, 5), (1, 9), (5, 9)} <= got
-    big = {(a, b) for a, b in got if a >= 100}
-    heads = range(100, 100 + STAR_HEADS)
-    assert big == {(h, d) for h in heads for d in range(100, 100 + large) if h < d}
-    exact = pairs.filter(pl.col("exact")).select("doc_a", "doc_b").rows()
-    assert sorted(exact) == [(40, 41), (40, 42)]

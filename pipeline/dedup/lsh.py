@@ -277,39 +277,25 @@ def _partition_files(partition_path: Path | Iterable[Path]) -> list[Path]:
     return [Path(p) for p in partition_path]
 
 
-# Buckets up to this size give all their pairs; larger ones pair every member with the bucket's
-# first STAR_HEADS members, which keeps huge buckets (templates, boilerplate) linear.
-ALL_PAIRS_BUCKET = 32
-STAR_HEADS = 8
-
-
 def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
     """Pairs of documents that share a band key in one partition (a folder of band-key files, one
     file, or a list of files): ``doc_a < doc_b``, ``exact`` when they share the exact hash.
 
-    A bucket of up to :data:`ALL_PAIRS_BUCKET` documents gives all its pairs. A larger one gives
-    each member paired with each of the bucket's first :data:`STAR_HEADS` (smallest) documents, not
-    the k (k - 1) / 2 pairs of all members. Pairing with one head only (the usual star) loses a
-    member near the threshold whenever the head is just below it against the member: a pair at
-    Jaccard 0.8 shares only about two of 14 bands, so another band rarely makes up for it. Exact
-    duplicates (the exact-hash band) are identical, so one head suffices for them."""
+    A bucket of k documents gives k - 1 pairs, each member with the bucket's first (smallest)
+    document, not the k (k - 1) / 2 pairs of all members: the usual way to keep huge buckets
+    (boilerplate pages, templates) linear. Components come out the same when the pairs hold; a
+    member that only resembles another member, and not the first, is caught by the other bands
+    where it shares a bucket with it (near duplicates share many bands)."""
     files = _partition_files(partition_path)
     if not files:
         return pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "exact": pl.Boolean})
-    bucket = ["band", "key"]
-    keys = (pl.concat([pl.read_parquet(f) for f in files], how="vertical")
-            .sort(["band", "key", "doc"])
-            .with_columns(size=pl.len().over(bucket), rank=pl.int_range(pl.len()).over(bucket)))
-    small = keys.filter((pl.col("size") > 1) & (pl.col("size") <= ALL_PAIRS_BUCKET) & (pl.col("band") != EXACT_BAND))
-    all_pairs = (small.select(*bucket, "doc").join(small.select(*bucket, "doc"), on=bucket, suffix="_b")
-                 .filter(pl.col("doc") < pl.col("doc_b"))
-                 .select("band", doc_a=pl.col("doc"), doc_b=pl.col("doc_b")))
-    large = keys.filter((pl.col("size") > ALL_PAIRS_BUCKET) | ((pl.col("band") == EXACT_BAND) & (pl.col("size") > 1)))
-    heads = large.filter((pl.col("rank") < STAR_HEADS) & ((pl.col("band") != EXACT_BAND) | (pl.col("rank") == 0)))
-    star_pairs = (heads.select(*bucket, head=pl.col("doc")).join(large.select(*bucket, "doc"), on=bucket)
-                  .filter(pl.col("head") < pl.col("doc"))
-                  .select("band", doc_a=pl.col("head"), doc_b=pl.col("doc")))
-    pairs = (pl.concat([all_pairs, star_pairs], how="vertical")
-             .group_by("doc_a", "doc_b").agg(exact=(pl.col("band") == EXACT_BAND).any())
-             .sort(["doc_a", "doc_b"]))
+    keys = pl.concat([pl.read_parquet(f) for f in files], how="vertical")
+    pairs = (
+        keys.sort(["band", "key", "doc"])
+        .with_columns(doc_a=pl.col("doc").first().over(["band", "key"]))
+        .filter(pl.col("doc") != pl.col("doc_a"))
+        .group_by(["doc_a", pl.col("doc").alias("doc_b")])
+        .agg(exact=(pl.col("band") == EXACT_BAND).any())
+        .sort(["doc_a", "doc_b"])
+    )
     return pairs.select(pl.col("doc_a").cast(pl.Int64), pl.col("doc_b").cast(pl.Int64), "exact")
