@@ -163,6 +163,40 @@ def train_quality(out: Path = typer.Argument(..., help="folder for quality.bin a
                     f"F1 {held['f1']:.3f}; saved in {out.resolve()}", highlight=False, soft_wrap=True)
 
 
+@app.command("train-tokenizer")
+def train_tokenizer_command(
+        run_dir: Path = typer.Argument(..., help="a curation run: its curated documents are the sample"),
+        out: Path = typer.Argument(..., help="where to write tokenizer.json"),
+        kind: str = typer.Option("bpe", help="bpe (byte-level BPE, for GPT) or wordpiece (for masked LM)"),
+        vocab_size: int = typer.Option(8192, min=260, help="vocabulary size, special tokens included"),
+        sample_docs: int = typer.Option(50_000, min=1, help="documents sampled from the run"),
+        stage: Optional[str] = typer.Option(None, help="stage to sample [default: the run's last stage]"),
+        seed: int = typer.Option(0, help="random seed of the sample")) -> None:
+    """Train a tokenizer on a seeded sample of a run's curated documents."""
+    import polars as pl
+
+    from pipeline.io.writer import read_json
+    from pipeline.steps import STAGES
+    from pipeline.tokenize import train_tokenizer
+
+    if kind not in ("bpe", "wordpiece"):
+        _fail(f"--kind: {kind!r} is not a tokenizer kind; use bpe or wordpiece")
+    manifest = run_dir / "manifest.json"
+    if not manifest.is_file():
+        _fail(f"run_dir: no manifest.json in {run_dir}; pass the run directory of `curate run`")
+    stages = [s for s in ("source", *STAGES) if s in read_json(manifest)["stages"]]
+    stage = stage or stages[-1]
+    files = sorted((run_dir / stage / "docs").glob("*.parquet"))
+    if not files:
+        _fail(f"--stage: no documents in {run_dir / stage / 'docs'}; pick one of {', '.join(stages)}")
+    docs = pl.scan_parquet(files).select("id", "text").collect()
+    sample = docs.sample(n=min(sample_docs, docs.height), seed=seed).sort("id")
+    path = train_tokenizer(sample["text"], out / "tokenizer.json" if out.suffix != ".json" else out,
+                           kind=kind, vocab_size=vocab_size)
+    stdout.print(f"{kind} tokenizer, {vocab_size} tokens, trained on {sample.height} documents of stage {stage}: "
+                 f"{path.resolve()}", highlight=False, soft_wrap=True)
+
+
 @app.command("demo-corpus")
 def demo_corpus(out: Path = typer.Argument(DEMO_CORPUS_DIR, help="folder to build the corpus in"),
                 docs: int = typer.Option(20_000, min=100, help="documents in the corpus"),

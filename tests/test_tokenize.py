@@ -312,3 +312,25 @@ def test_export_bin_refuses_shards_of_different_tokenizers(tmp_path, bpe, wordpi
     write_token_shard(["a b"], wordpiece[1], tmp_path / "b.arrow", "web")
     with pytest.raises(ValueError, match="2 different tokenizers"):
         export_bin([tmp_path / "a.arrow", tmp_path / "b.arrow"], tmp_path / "train.bin")
+
+
+def test_curate_train_tokenizer_samples_the_runs_last_stage(tmp_path):
+    import json
+
+    import polars as pl
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    run = tmp_path / "run"
+    (run / "filter" / "docs").mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"stages": {"source": {}, "lang": {}, "filter": {}}}))
+    texts = [f"Document {i} talks about rivers, bridges and the weather in spring." for i in range(200)]
+    pl.DataFrame({"id": [f"d{i}" for i in range(200)], "text": texts}).write_parquet(run / "filter" / "docs" / "a.parquet")
+    result = CliRunner().invoke(app, ["train-tokenizer", str(run), str(tmp_path / "tok"), "--vocab-size", "300"])
+    assert result.exit_code == 0, result.output
+    assert "trained on 200 documents of stage filter" in result.output
+    tokenizer = load_tokenizer(tmp_path / "tok")
+    assert tokenizer.decode(tokenizer.encode(texts[0]).ids) == texts[0]
+    result = CliRunner().invoke(app, ["train-tokenizer", str(run), str(tmp_path / "x"), "--stage", "dedup"])
+    assert result.exit_code == 2 and "pick one of source, lang, filter" in result.output
