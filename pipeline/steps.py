@@ -49,7 +49,8 @@ def scoped_filters(filters: list, sources: list[str] | None, stage: str) -> Step
     def step(docs: pl.DataFrame) -> StepResult:
         in_scope = docs["source"].is_in(sources)
         result = apply_filters(docs.filter(in_scope), filters, stage)
-        result.kept = pl.concat([result.kept, docs.filter(~in_scope)], how="vertical_relaxed")
+        # Columns a filter adds (e.g. pii_replacements) are null for documents out of scope.
+        result.kept = pl.concat([result.kept, docs.filter(~in_scope)], how="diagonal_relaxed")
         return result
 
     return step

@@ -45,6 +45,7 @@ def test_lang_and_filter_stages_chain_their_ledgers_and_record_every_removal(tmp
     docs = pl.read_parquet(layout.stage("filter").docs / "*.parquet")
     assert docs.height == 40 and set(docs["lang"]) == {"en", "de"}
     assert docs.filter(pl.col("lang") == "en")["text"].str.ends_with("Write to <EMAIL>.").all()
+    assert docs.filter(pl.col("lang") == "en")["pii_replacements"].to_list() == [1] * 30
     assert (docs["lang_score"] > 0.5).all()
     manifest = json.loads(layout.manifest.read_text())
     assert set(manifest["stages"]) == {"source", "lang", "filter"}

@@ -84,4 +84,5 @@ def test_filters_apply_only_to_the_configured_sources(tmp_path):
                           "lang": ["en", "en"]})
     result = filter_step(config)(batch)
     assert result.removed.select("id", "rule").rows() == [("w", "gopher_quality.word_count_min")]
-    assert result.kept.rows(named=True) == [{"id": "c", "text": "hi a@b.com", "source": "chat", "lang": "en"}]
+    assert result.kept.rows(named=True) == [{"id": "c", "text": "hi a@b.com", "source": "chat", "lang": "en",
+                                             "pii_replacements": None}]

@@ -42,4 +42,5 @@ def test_scrubber_counts_per_document_and_leaves_clean_documents_unchanged():
     assert out.text.to_list() == ["mail <EMAIL> or <EMAIL>", "no pii here", "ip <IP_ADDRESS>"]
     assert out.counts["pii.email"].to_list() == [2, 0, 0]
     assert out.counts["pii.ip_address"].to_list() == [0, 0, 1]
+    assert out.columns["pii_replacements"].to_list() == [2, 0, 1]
     assert PIIScrubber().rules() == []

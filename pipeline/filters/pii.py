@@ -51,7 +51,8 @@ def scrub(text: str) -> tuple[str, dict[str, int]]:
 
 @dataclass
 class PIIScrubber:
-    """Replaces PII with placeholders; removes nothing (it has no rules)."""
+    """Replaces PII with placeholders; removes nothing (it has no rules). Counts go to the stage's
+    stats per kind and per source, and to each document's ``pii_replacements`` column."""
 
     name: str = "pii"
 
@@ -66,8 +67,11 @@ class PIIScrubber:
             texts[i], found = scrub(texts[i])
             for kind, n in found.items():
                 counts[kind][i] = n
+        per_kind = {f"pii.{kind}": pl.Series(values, dtype=pl.Int64) for kind, values in counts.items()}
         return FilterOutput(
             measures=pl.DataFrame(schema={}),
             text=pl.Series("text", texts, dtype=pl.Utf8),
-            counts={f"pii.{kind}": pl.Series(values, dtype=pl.Int64) for kind, values in counts.items()},
+            counts=per_kind,
+            # Each document says how many placeholders it got.
+            columns={"pii_replacements": pl.Series([sum(c) for c in zip(*counts.values())], dtype=pl.Int32)},
         )
