@@ -2,17 +2,17 @@
 through files.
 
     dedup:
-    signatures + band keys      one task per input shard    dedup/work/signatures, dedup/work/bands
-    candidates, exact Jaccard   one task per partition      dedup/work/edges
+    signatures + band keys      one task per input shard    dedup/intermediate/signatures, .../bands
+    candidates, exact Jaccard   one task per partition      dedup/intermediate/edges
     components, keep rule       one task                    dedup/clusters.parquet
     removal                     one task per input shard    dedup/docs, dedup/removed
 
     lines (repeated-line removal, after dedup):
-    line counts                 one task per input shard    lines/work/counts
-    lines over max_docs         one task per partition      lines/work/frequent
+    line counts                 one task per input shard    lines/intermediate/counts
+    lines over max_docs         one task per partition      lines/intermediate/frequent
     cut them                    one task per input shard    lines/docs (and removed: documents left blank)
 
-Memory is bounded by a shard or a partition, never the corpus. The work folder is reused when
+Memory is bounded by a shard or a partition, never the corpus. The intermediate folder is reused when
 it was made from the same input shards (by sha256) and settings, so a re-run only redoes what
 changed.
 """
@@ -74,10 +74,10 @@ def _made_from(inputs: list[Path], settings: dict) -> dict:
 
 
 def reusable_work(stage: StageDir, inputs: list[Path], settings: dict) -> bool:
-    """Whether ``<stage>/work`` was made from these input shards and settings. If not, it is
+    """Whether ``<stage>/intermediate`` was made from these input shards and settings. If not, it is
     cleared, and so are the stage's part records: with other inputs, what every shard loses may
     change, so no unit of the last run can be skipped."""
-    work = stage.root / "work"
+    work = stage.root / "intermediate"
     if (work / "inputs.json").exists() and read_json(work / "inputs.json") == _made_from(inputs, settings):
         return True
     shutil.rmtree(work, ignore_errors=True)
@@ -87,7 +87,7 @@ def reusable_work(stage: StageDir, inputs: list[Path], settings: dict) -> bool:
 
 
 def mark_work_done(stage: StageDir, inputs: list[Path], settings: dict) -> None:
-    write_json(_made_from(inputs, settings), stage.root / "work" / "inputs.json")
+    write_json(_made_from(inputs, settings), stage.root / "intermediate" / "inputs.json")
 
 
 def _sum(parts: list[dict]) -> dict:
@@ -126,7 +126,7 @@ def dedup_flow(previous: str, config: RunConfig) -> dict:
     stage = layout.stage(STAGE).make()
     remove_temporaries(stage.root)
     inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
-    work = stage.root / "work"
+    work = stage.root / "intermediate"
     clusters = stage.root / "clusters.parquet"
 
     if reusable_work(stage, inputs, settings.model_dump(mode="json")) and clusters.exists():
@@ -177,7 +177,7 @@ def lines_flow(previous: str, config: RunConfig) -> dict:
     stage = layout.stage(LINES_STAGE).make()
     remove_temporaries(stage.root)
     inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
-    work = stage.root / "work"
+    work = stage.root / "intermediate"
     frequent = work / "frequent.parquet"
     scope = settings.sources
     if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and frequent.exists()):
