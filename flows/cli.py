@@ -176,7 +176,7 @@ def train_tokenizer_command(
     import polars as pl
 
     from pipeline.io.writer import read_json
-    from pipeline.steps import STAGES
+    from pipeline.steps import DOCUMENT_STAGES
     from pipeline.tokenize import train_tokenizer
 
     if kind not in ("bpe", "wordpiece"):
@@ -184,7 +184,7 @@ def train_tokenizer_command(
     manifest = run_dir / "manifest.json"
     if not manifest.is_file():
         _fail(f"run_dir: no manifest.json in {run_dir}; pass the run directory of `curate run`")
-    stages = [s for s in ("source", *STAGES) if s in read_json(manifest)["stages"]]
+    stages = [s for s in DOCUMENT_STAGES if s in read_json(manifest)["stages"]]
     stage = stage or stages[-1]
     files = sorted((run_dir / stage / "docs").glob("*.parquet"))
     if not files:

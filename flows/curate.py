@@ -1,5 +1,5 @@
-"""The curation run: `source`, then each enabled stage in order (lang, filter, dedup, lines); the last
-stage's `docs/` are the curated documents."""
+"""The curation run: `source`, then each enabled stage in order (lang, filter, dedup, lines, tokenize);
+the `docs/` of the last document stage are the curated documents, `tokenize/shards/` their tokens."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from prefect import flow
 
 from flows.dedup import dedup_flow, lines_flow
 from flows.source import source_flow
+from flows.tokenize import tokenize_flow
 from flows.stages import shard_stage_flow
 from pipeline.config import RunConfig
 from pipeline.steps import enabled_stages
@@ -22,6 +23,9 @@ def curate_flow(config: RunConfig) -> dict[str, dict]:
             stats[stage] = dedup_flow(previous, config)
         elif stage == "lines":
             stats[stage] = lines_flow(previous, config)
+        elif stage == "tokenize":
+            stats[stage] = tokenize_flow(previous, config)
+            continue  # token shards, not documents: stages after it would read the documents
         else:
             stats[stage] = shard_stage_flow(stage, previous, config)
         previous = stage

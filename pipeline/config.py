@@ -183,6 +183,25 @@ class LinesConfig(_Strict):
     sources: list[str] | None = None  # sources it applies to (None: all)
 
 
+class TokenizeConfig(_Strict):
+    """The `tokenize` stage: every curated document as tokens, one token shard per curated shard."""
+
+    enabled: bool = True
+    # An existing tokenizer.json (so that several runs share one); default: train one on a seeded
+    # sample of the curated documents, saved as <run_dir>/tokenize/tokenizer.json.
+    tokenizer: Path | None = None
+    kind: Literal["bpe", "wordpiece"] = "bpe"
+    vocab_size: int = Field(default=8192, ge=260)
+    sample_docs: int = Field(default=50_000, ge=1)
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer_exists(cls, value):
+        if value is not None and not Path(value).expanduser().is_file():
+            raise ValueError(f"no tokenizer file at {str(value)!r}; point tokenize.tokenizer at a tokenizer.json")
+        return value
+
+
 class RunConfig(_Strict):
     """A curation run."""
 
@@ -193,6 +212,7 @@ class RunConfig(_Strict):
     filter: FilterConfig = Field(default_factory=FilterConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     lines: LinesConfig = Field(default_factory=LinesConfig)
+    tokenize: TokenizeConfig = Field(default_factory=TokenizeConfig)
     # Reading: documents per Arrow batch, and the largest document text accepted.
     batch_docs: int = Field(default=4096, gt=0)
     max_doc_bytes: int = Field(default=8 * 1024 * 1024, gt=0)

@@ -14,8 +14,11 @@ from pipeline.models import lid_model_path
 from pipeline.stage import Step, StepResult, removed_frame
 
 # The stages after `source`, in run order; lang and filter are plain shard stages (a step per
-# shard); dedup and lines first count over the whole corpus (flows.dedup).
-STAGES = ("lang", "filter", "dedup", "lines")
+# shard); dedup and lines first count over the whole corpus (flows.dedup); tokenize writes token
+# shards of the documents the stages before it kept (flows.tokenize).
+STAGES = ("lang", "filter", "dedup", "lines", "tokenize")
+# The stages whose output is documents (docs/*.parquet).
+DOCUMENT_STAGES = ("source", "lang", "filter", "dedup", "lines")
 
 
 @lru_cache(maxsize=4)

@@ -27,7 +27,8 @@ def test_lang_and_filter_stages_chain_their_ledgers_and_record_every_removal(tmp
     config = source_config(tmp_path, [{"name": "mix", "reader": "jsonl", "paths": [str(tmp_path / "in")],
                                        "id_field": "id"}],
                            lang={"keep": ["en", "de"], "min_score": 0.5}, filter={"filters": ["pii"]},
-                           dedup={"enabled": False}, lines={"enabled": False})
+                           dedup={"enabled": False}, lines={"enabled": False},
+                           tokenize={"enabled": False})
     stats = curate_flow(config)
 
     assert stats["source"]["docs_out"] == 45 and stats["source"]["quarantined"] == {"invalid_json": 1}

@@ -47,7 +47,8 @@ def corpus(tmp_path_factory):
 def run(tmp_path, corpus, partitions: int):
     config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(corpus)], "id_field": "id"}],
                            lang={"enabled": False}, filter={"enabled": False},
-                           dedup={"partitions": partitions}, lines={"enabled": False}, batch_docs=7)
+                           dedup={"partitions": partitions}, lines={"enabled": False},
+                           tokenize={"enabled": False}, batch_docs=7)
     return config, curate_flow(config)
 
 
@@ -91,7 +92,7 @@ def test_lines_found_in_many_documents_are_cut_from_the_sources_in_scope(tmp_pat
         {"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "in")], "id_field": "id"},
         {"name": "chat", "reader": "jsonl", "paths": [str(tmp_path / "chat")], "id_field": "id"}],
         lang={"enabled": False}, filter={"enabled": False}, dedup={"enabled": False},
-        lines={"max_docs": 3, "partitions": 2, "sources": ["web"]})
+        lines={"max_docs": 3, "partitions": 2, "sources": ["web"]}, tokenize={"enabled": False})
     stats = curate_flow(config)["lines"]
     assert stats["lines"] == {"frequent_lines": 2}  # the footer (normalized: case and punctuation fold) and the greeting
     assert stats["removed"] == {"filter.empty_after_rewrite": 1}
