@@ -20,7 +20,6 @@ changed.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.progress import gather_parts
-from flows.stages import finish_stage
+from flows.stages import finish_stage, mark_work_done, reusable_work
 from pipeline.config import RunConfig
 from pipeline.dedup.clusters import ShingleLookup, clusters_from_edges, dedup_step, verify_partition
 from pipeline.dedup.lsh import partition_band_keys, signatures_for_shard
@@ -38,7 +37,7 @@ from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
 from pipeline.schema import RunLayout, StageDir
-from pipeline.stage import fingerprint, shard_unit
+from pipeline.stage import shard_unit
 from pipeline.steps import scoped_filters
 
 STAGE = "dedup"
@@ -67,27 +66,6 @@ def remove_task(in_path: Path, shard: int, stage: StageDir, clusters: Path, thre
                 batch_docs: int) -> dict:
     step = dedup_step(pl.read_parquet(clusters), threshold, shard=shard)
     return shard_unit(STAGE, in_path, stage, step, batch_docs)
-
-
-def _made_from(inputs: list[Path], settings: dict) -> dict:
-    return {"inputs": [fingerprint(p) for p in inputs], "settings": settings}
-
-
-def reusable_work(stage: StageDir, inputs: list[Path], settings: dict) -> bool:
-    """Whether ``<stage>/intermediate`` was made from these input shards and settings. If not, it is
-    cleared, and so are the stage's part records: with other inputs, what every shard loses may
-    change, so no unit of the last run can be skipped."""
-    work = stage.root / "intermediate"
-    if (work / "inputs.json").exists() and read_json(work / "inputs.json") == _made_from(inputs, settings):
-        return True
-    shutil.rmtree(work, ignore_errors=True)
-    for part in stage.parts.glob("*.json"):
-        part.unlink()
-    return False
-
-
-def mark_work_done(stage: StageDir, inputs: list[Path], settings: dict) -> None:
-    write_json(_made_from(inputs, settings), stage.root / "intermediate" / "inputs.json")
 
 
 def _sum(parts: list[dict]) -> dict:

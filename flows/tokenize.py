@@ -12,8 +12,8 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.dedup import mark_work_done, reusable_work
 from flows.progress import gather_parts
+from flows.stages import mark_work_done, reusable_work
 from pipeline.config import RunConfig
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.ledger import LedgerError
