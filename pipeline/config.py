@@ -34,6 +34,13 @@ class ConfigError(ValueError):
     """A problem in the user's configuration; its message is one line with the fix."""
 
 
+def _existing_file(value: Path | None, key: str, what: str) -> Path | None:
+    """``value`` if it is None or an existing file; otherwise the one-line error naming the fix."""
+    if value is not None and not Path(value).expanduser().is_file():
+        raise ValueError(f"no file at {str(value)!r}; point {key} at {what}")
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -110,9 +117,7 @@ class LangConfig(_Strict):
     @field_validator("model")
     @classmethod
     def _model_exists(cls, value):
-        if value is not None and not Path(value).expanduser().is_file():
-            raise ValueError(f"no model file at {str(value)!r}; point lang.model at a fastText LID model")
-        return value
+        return _existing_file(value, "lang.model", "a fastText LID model")
 
 
 # Line-level C4 removals first, so the document rules measure the text that will be kept.
@@ -197,9 +202,7 @@ class TokenizeConfig(_Strict):
     @field_validator("tokenizer")
     @classmethod
     def _tokenizer_exists(cls, value):
-        if value is not None and not Path(value).expanduser().is_file():
-            raise ValueError(f"no tokenizer file at {str(value)!r}; point tokenize.tokenizer at a tokenizer.json")
-        return value
+        return _existing_file(value, "tokenize.tokenizer", "a tokenizer.json")
 
 
 class RunConfig(_Strict):

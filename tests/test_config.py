@@ -47,7 +47,10 @@ paths = ["IN"]
      "params.c4_quality.min_word_per_line: unknown parameter (allowed: "),
     (GOOD + '[filter]\nsources = ["webb"]\n', "filter.sources names no configured source: ['webb']"),
     (GOOD + '[lang]\nmin_score = 1.5\n', "lang.min_score: Input should be less than or equal to 1"),
-    (GOOD + '[lang]\nmodel = "nowhere.ftz"\n', "lang.model: no model file at 'nowhere.ftz'"),
+    (GOOD + '[lang]\nmodel = "nowhere.ftz"\n',
+     "lang.model: no file at 'nowhere.ftz'; point lang.model at a fastText LID model"),
+    (GOOD + '[tokenize]\ntokenizer = "nowhere.json"\n',
+     "tokenize.tokenizer: no file at 'nowhere.json'; point tokenize.tokenizer at a tokenizer.json"),
 ])
 def test_config_errors_are_one_line_naming_key_problem_and_fix(tmp_path, text, message):
     path = write(tmp_path, text)
