@@ -109,7 +109,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from peers import peer_python  # noqa: E402
+from peers import peer_python, rounded  # noqa: E402
 
 CACHE = ROOT / ".cache" / "bench-dedup"
 CORPUS_DOCS = 22_000
@@ -815,14 +815,7 @@ def main() -> None:
     if trove_docs != n:
         result["note"] = f"datatrove ran on the first {trove_docs} documents only"
 
-    def rounded(value):
-        if isinstance(value, float):
-            return round(value, 4)
-        if isinstance(value, dict):
-            return {k: rounded(v) for k, v in value.items()}
-        return value
-
-    print(json.dumps({k: rounded(v) for k, v in result.items()}))
+    print(json.dumps(rounded(result)))
 
 
 if __name__ == "__main__":

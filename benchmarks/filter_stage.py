@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import polars as pl
-from peers import peer_python
+from peers import peer_python, rounded
 
 DOCS = 100_000
 SEED = 0
@@ -462,15 +462,6 @@ def main() -> None:
 
     print_tables(results, agree, acc)
     print(json.dumps(rounded(results)))
-
-
-def rounded(value):
-    """Floats to 4 decimals, through nested dicts."""
-    if isinstance(value, float):
-        return round(value, 4)
-    if isinstance(value, dict):
-        return {k: rounded(v) for k, v in value.items()}
-    return value
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Virtualenvs for the peers a benchmark compares against (never the project's dependencies).
+"""What the benchmarks share: virtualenvs for the peers they compare against (never the
+project's dependencies), and the rounding of their final JSON line.
 
 Each peer gets its own virtualenv under ``.cache/bench-peers/<name>``, made on first use;
 ``PEER_PYTHON`` points a benchmark at another interpreter that has the peer instead.
@@ -32,3 +33,12 @@ def peer_python(name: str, packages: list[str], modules: list[str]) -> str:
             if done.returncode:
                 raise SystemExit(f"peer setup failed: {' '.join(command)}\n{done.stderr[-4000:]}")
     return str(python)
+
+
+def rounded(value):
+    """Floats to 4 decimals, through nested dicts (for a benchmark's final JSON line)."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    return value
