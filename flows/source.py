@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections import Counter, defaultdict
+from collections import Counter
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
@@ -12,11 +12,10 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.progress import gather_parts
 from pipeline.config import RunConfig, SourceConfig
 from pipeline.io.writer import remove_temporaries, write_json
-from pipeline.ledger import Ledger
 from pipeline.manifest import open_run, record_stage
 from pipeline.schema import RunLayout, StageDir
 from pipeline.source import STAGE, Unit, plan_units, source_unit
-from pipeline.stage import check_stage_outputs, remove_unlisted
+from pipeline.stage import check_stage_outputs, merge_groups, remove_unlisted
 
 
 @task(name="source-unit", cache_policy=NO_CACHE, task_run_name="source-{unit.name}")
@@ -25,12 +24,9 @@ def source_unit_task(unit: Unit, source: SourceConfig, config: RunConfig, stage:
 
 
 def per_source_counts(parts: list[dict]) -> dict[str, dict]:
-    ledgers: dict[str, Ledger] = defaultdict(lambda: Ledger(STAGE))
-    files: Counter = Counter()
-    for part in parts:
-        ledgers[part["source"]].merge(Ledger.from_dict(part["ledger"]))
-        files[part["source"]] += len(part["files"])
-    return {name: {**ledger.to_dict(), "files": files[name]} for name, ledger in sorted(ledgers.items())}
+    """Each source's ledger, and how many input files it read."""
+    files = Counter(part["source"] for part in parts for _ in part["files"])
+    return {name: {**counts, "files": files[name]} for name, counts in merge_groups(parts, "by_source", STAGE).items()}
 
 
 # One unit per core at a time: each holds up to a shard of documents in memory.

@@ -173,6 +173,6 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
     ledger.check(f"unit {unit.name}")
 
     part = {"unit": unit.name, "source": unit.source, "files": files, "shards": shards,
-            "quarantine": quarantine_file, "ledger": ledger.to_dict()}
+            "quarantine": quarantine_file, "ledger": ledger.to_dict(), "by_source": {unit.source: ledger.to_dict()}}
     write_json(part, part_path)
     return part
