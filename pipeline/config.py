@@ -14,7 +14,7 @@ import glob
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -28,6 +28,9 @@ READER_SUFFIXES = {
     "wet": (".wet", ".wet.gz", ".warc.wet.gz"),
     "text": (".txt",),
 }
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class ConfigError(ValueError):
@@ -265,12 +268,12 @@ def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:
     return list(model.model_fields)
 
 
-def _one_line(error: ValidationError) -> str:
+def _one_line(error: ValidationError, model: type[BaseModel]) -> str:
     first = error.errors()[0]
     loc = first["loc"]
     key = _key(loc)
     if first["type"] == "extra_forbidden":
-        allowed = _allowed_keys(RunConfig, loc)
+        allowed = _allowed_keys(model, loc)
         near = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = f"did you mean {near[0]!r}? " if near else ""
         return f"{key}: unknown key; {hint}(allowed: {', '.join(allowed)})"
@@ -280,24 +283,34 @@ def _one_line(error: ValidationError) -> str:
     return f"{key}: {message} (got {first.get('input')!r})"
 
 
+def validate_model(model: type[M], data: dict) -> M:
+    """``model.model_validate(data)``, raising ConfigError with one line on the first problem
+    (for any config model: the run's, the trainer's)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_one_line(error, model)) from None
+
+
 def parse_config(data: dict) -> RunConfig:
     """Validate a config mapping; raise ConfigError with one line on the first problem."""
-    try:
-        config = RunConfig.model_validate(data)
-    except ValidationError as error:
-        raise ConfigError(_one_line(error)) from None
+    config = validate_model(RunConfig, data)
     for source in config.sources:
         source.input_files()  # a missing input stops the run here, before any work
     return config
 
 
-def load_config(path: Path) -> RunConfig:
-    """Read and validate a TOML config file."""
+def read_toml(path: Path) -> dict:
+    """A TOML file as a dict; ConfigError with one line when it is missing or malformed."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config: {str(path)!r} is not a file; pass the path of a .toml config")
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config: {path} is not valid TOML ({error}); fix the syntax there") from None
-    return parse_config(data)
+
+
+def load_config(path: Path) -> RunConfig:
+    """Read and validate a TOML config file."""
+    return parse_config(read_toml(path))
