@@ -68,6 +68,21 @@ def _print_funnel(stats: dict[str, dict]) -> None:
     stdout.print(table)
 
 
+def _print_mixtures(stats: dict) -> None:
+    """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens."""
+    table = Table(title=f"mixtures ({stats['train_documents']} training and {stats['validation_documents']} "
+                        f"validation documents; {sum(stats['removed'].values())} dropped as near-duplicates "
+                        "of validation)")
+    for column in ("mixture", "group", "tokens available", "tokens taken", "epochs", "weight", "validation tokens"):
+        table.add_column(column, justify="left" if column in ("mixture", "group") else "right")
+    for name, mixture in stats["mixtures"].items():
+        for group, row in mixture["groups"].items():
+            table.add_row(name, group, f"{row['tokens_available']:,}", f"{row['tokens_taken']:,}",
+                          f"{row['epochs']:.2f}", f"{row['effective_weight']:.3f}", f"{row['validation_tokens']:,}")
+        table.add_row(name, "all", "", f"{mixture['tokens_taken']:,}", "", "", "", style="bold")
+    stdout.print(table)
+
+
 def _print_counts(stats: dict, run_dir: Path) -> None:
     table = Table(title="source stage: documents per source")
     for column in ("source", "files", "in", "out", "quarantined", "quarantined by reason"):
@@ -100,6 +115,8 @@ def _run(config: RunConfig, quiet: bool) -> dict:
     except (ConfigError, LedgerError, FileNotFoundError) as error:
         _fail(str(error), 1 if isinstance(error, LedgerError) else 2)
     _print_funnel(stats)
+    if "mix" in stats:
+        _print_mixtures(stats["mix"])
     _print_counts(stats["source"], Path(config.run_dir))
     return stats
 
@@ -195,6 +212,21 @@ def train_tokenizer_command(
                            kind=kind, vocab_size=vocab_size)
     stdout.print(f"{kind} tokenizer, {vocab_size} tokens, trained on {sample.height} documents of stage {stage}: "
                  f"{path.resolve()}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def export(mixture_dir: Path = typer.Argument(..., help="a mixture folder: <run>/mix/<mixture>"),
+           out: Path = typer.Argument(..., help="folder to write train.bin, val.bin, meta.json, tokenizer.json")) -> None:
+    """Export a mixture as nanoGPT-style flat uint16 .bin files, for training elsewhere."""
+    from pipeline.tokenize import export_mixture
+
+    try:
+        meta = export_mixture(mixture_dir, out)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+    for name, entry in meta["files"].items():
+        stdout.print(f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)", highlight=False,
+                     soft_wrap=True)
 
 
 @app.command("demo-corpus")

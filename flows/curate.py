@@ -1,11 +1,13 @@
-"""The curation run: `source`, then each enabled stage in order (lang, filter, dedup, lines, tokenize);
-the `docs/` of the last document stage are the curated documents, `tokenize/shards/` their tokens."""
+"""The curation run: `source`, then each enabled stage in order (lang, filter, dedup, lines, tokenize,
+mix); the `docs/` of the last document stage are the curated documents, `tokenize/shards/` their
+tokens, and `mix/<mixture>/` the training mixtures with their validation shards."""
 
 from __future__ import annotations
 
 from prefect import flow
 
 from flows.dedup import dedup_flow, lines_flow
+from flows.mix import mix_flow
 from flows.source import source_flow
 from flows.tokenize import tokenize_flow
 from flows.stages import shard_stage_flow
@@ -25,7 +27,10 @@ def curate_flow(config: RunConfig) -> dict[str, dict]:
             stats[stage] = lines_flow(previous, config)
         elif stage == "tokenize":
             stats[stage] = tokenize_flow(previous, config)
-            continue  # token shards, not documents: stages after it would read the documents
+            continue  # token shards, not documents: stages after it read the documents
+        elif stage == "mix":
+            stats[stage] = mix_flow(previous, config)
+            continue
         else:
             stats[stage] = shard_stage_flow(stage, previous, config)
         previous = stage

@@ -25,4 +25,7 @@ def demo_config(corpus_dir: Path = DEMO_CORPUS_DIR, run_dir: Path = DEMO_RUN_DIR
         "filter": {"sources": ["news", "web", "notes"]},
         "dedup": {"threshold": 0.8, "keep": "first"},
         "lines": {"max_docs": 10, "sources": ["news", "web", "notes"]},
+        "mix": {"group_by": ["source"], "validation_fraction": 0.05, "validation_max_docs": 500,
+                "mixtures": [{"name": "main", "temperature": 1.0},
+                             {"name": "tempered", "temperature": 3.33, "max_epochs": 4}]},
     }

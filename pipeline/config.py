@@ -208,6 +208,58 @@ class TokenizeConfig(_Strict):
         return _existing_file(value, "tokenize.tokenizer", "a tokenizer.json")
 
 
+# Folders of the mix stage that are not mixtures.
+RESERVED_MIXTURE_NAMES = ("removed", "parts", "intermediate", "docs", "quarantine")
+
+
+class MixtureConfig(_Strict):
+    """One training mixture drawn from the curated pool: its weights, epoch cap and token budget."""
+
+    name: str = Field(default="main", pattern=r"^[A-Za-z0-9_.-]+$", description="the mixture's folder name")
+    # Temperature sampling over the groups' token counts (q_i proportional to n_i^(1/T); 1 keeps the
+    # natural proportions, about 3.3 is mT5's), or explicit weights per group; neither: T = 1.
+    temperature: float | None = Field(default=None, gt=0)
+    weights: dict[str, float] | None = None
+    default_weight: float | None = Field(default=None, ge=0)  # for groups `weights` does not name
+    max_epochs: float | None = Field(default=4.0, gt=0)  # UniMax-style cap on repeats per group
+    budget_tokens: int | None = Field(default=None, ge=1)  # default: every training token once
+
+    @model_validator(mode="after")
+    def _one_weighting(self):
+        if self.name in RESERVED_MIXTURE_NAMES:
+            raise ValueError(f"the mixture name {self.name!r} is taken by a folder of the mix stage; choose another")
+        if self.temperature is not None and self.weights is not None:
+            raise ValueError("give temperature or weights, not both")
+        if self.default_weight is not None and self.weights is None:
+            raise ValueError("default_weight goes with weights")
+        return self
+
+
+class MixConfig(_Strict):
+    """The `mix` stage: groups, a held-out validation split, and mixtures of the training side
+    written as token shards (gathered from the tokenize stage's shards, not encoded again)."""
+
+    enabled: bool = True
+    group_by: list[Literal["source", "lang"]] = Field(default=["source"], min_length=1)
+    merge: dict[str, str] = Field(default_factory=dict)  # group name -> new name
+    min_share: float = Field(default=0.0, ge=0.0, lt=1.0)  # smaller groups (share of tokens) mix as "other"
+    validation_fraction: float = Field(default=0.01, ge=0.0, lt=1.0)  # held out per group
+    validation_max_docs: int | None = Field(default=1000, ge=0)  # per group
+    # Drop training documents that near-duplicate a validation document (Jaccard >= threshold).
+    decontaminate: bool = True
+    contamination_threshold: float = Field(default=0.8, gt=0.0, le=1.0)
+    shard_tokens: int = Field(default=1 << 26, ge=1)  # tokens per output shard, at most (a document is never cut)
+    mixtures: list[MixtureConfig] = Field(default_factory=lambda: [MixtureConfig()], min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_names(self):
+        names = [m.name for m in self.mixtures]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"mixture names must be unique; rename the repeated {repeated}")
+        return self
+
+
 class RunConfig(_Strict):
     """A curation run."""
 
@@ -219,6 +271,7 @@ class RunConfig(_Strict):
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     lines: LinesConfig = Field(default_factory=LinesConfig)
     tokenize: TokenizeConfig = Field(default_factory=TokenizeConfig)
+    mix: MixConfig = Field(default_factory=MixConfig)
     # Reading: documents per Arrow batch, and the largest document text accepted.
     batch_docs: int = Field(default=4096, gt=0)
     max_doc_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
@@ -236,6 +289,14 @@ class RunConfig(_Strict):
                 self.filter.enabled and "quality" in self.filter.filters and self.filter.sources is None):
             raise ValueError('dedup.keep = "quality" needs the "quality" filter in filter.filters, on all '
                              "sources (no filter.sources): it gives every document its quality_score")
+        if self.mix.enabled and not self.tokenize.enabled:
+            if "mix" in self.model_fields_set:
+                raise ValueError("the mix stage gathers the tokenize stage's shards: enable tokenize, or set "
+                                 "mix.enabled = false")
+            # No [mix] section and no tokens: the run ends with the curated documents
+            # (pipeline.steps.enabled_stages leaves mix out).
+        if self.mix.enabled and "lang" in self.mix.group_by and not self.lang.enabled:
+            raise ValueError('mix.group_by has "lang" but the lang stage is off; enable lang or group by source')
         for section in ("filter", "lines"):
             unknown = sorted(set(getattr(self, section).sources or []) - set(names))
             if unknown:

@@ -41,7 +41,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from pipeline.schema import string_array
 
 GROUP_SEPARATOR = "/"
 OTHER = "other"
@@ -79,17 +80,10 @@ def _fmix64(h: np.ndarray) -> np.ndarray:
 
 def _id_array(ids: pl.Series | pa.Array | pa.ChunkedArray | Sequence[str],
               what: str = "seeded_id_hash") -> pa.LargeStringArray:
-    if isinstance(ids, pl.Series):
-        array = ids.to_arrow()
-    elif isinstance(ids, (pa.Array, pa.ChunkedArray)):
-        array = ids
-    else:
-        array = pa.array(list(ids), type=pa.large_string())
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks() if array.num_chunks else pa.array([], type=pa.large_string())
+    array = string_array(ids)
     if array.null_count:
         raise ValueError(f"{what}: {array.null_count} documents have a null id; every document needs an id")
-    return pc.cast(array, pa.large_string())
+    return array
 
 
 def seeded_id_hash(ids: pl.Series | pa.Array | Sequence[str], seed: int, salt: int = 0) -> np.ndarray:

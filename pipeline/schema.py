@@ -107,3 +107,17 @@ class RunLayout:
 
     def stage(self, name: str) -> StageDir:
         return StageDir(self.root / name)
+
+
+def string_array(values) -> pa.Array:
+    """One contiguous Arrow string array (``large_string``) from a polars Series, an Arrow array
+    (chunked or not) or a sequence of str."""
+    if hasattr(values, "to_arrow"):  # a polars Series
+        array = values.to_arrow()
+    elif isinstance(values, (pa.Array, pa.ChunkedArray)):
+        array = values
+    else:
+        array = pa.array(list(values), type=pa.large_string())
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks else pa.array([], type=pa.large_string())
+    return array.cast(pa.large_string())

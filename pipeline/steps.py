@@ -15,8 +15,9 @@ from pipeline.stage import Step, StepResult, removed_frame
 
 # The stages after `source`, in run order; lang and filter are plain shard stages (a step per
 # shard); dedup and lines first count over the whole corpus (flows.dedup); tokenize writes token
-# shards of the documents the stages before it kept (flows.tokenize).
-STAGES = ("lang", "filter", "dedup", "lines", "tokenize")
+# shards of the documents the stages before it kept (flows.tokenize); mix gathers those tokens into
+# training mixtures with held-out validation shards (flows.mix).
+STAGES = ("lang", "filter", "dedup", "lines", "tokenize", "mix")
 # The stages whose output is documents (docs/*.parquet).
 DOCUMENT_STAGES = ("source", "lang", "filter", "dedup", "lines")
 
@@ -64,7 +65,10 @@ def filter_step(config: RunConfig) -> Step:
 
 
 def enabled_stages(config: RunConfig) -> list[str]:
-    return [name for name in STAGES if getattr(config, name).enabled]
+    """The stages after `source` that run, in order; mix needs tokenize (without it, and without a
+    [mix] section, the run ends at the curated documents)."""
+    return [name for name in STAGES if getattr(config, name).enabled
+            and (name != "mix" or config.tokenize.enabled)]
 
 
 def build_step(stage: str, config: RunConfig) -> Step:

@@ -389,33 +389,100 @@ def write_token_shard(texts: Iterable, tokenizer: Tokenizer, out_path: Path, gro
             offsets = np.zeros(lengths.size + 1, np.int64)
             np.cumsum(lengths, out=offsets[1:])
             values = np.memmap(spool, dtype=dtype, mode="r") if total else np.zeros(0, dtype)
-            table = _shard_batch(doc_ids, offsets, values, dtype, {
-                "format": SHARD_FORMAT,
-                "group": group,
-                "tokenizer_sha256": tokenizer_hash,
-                "vocab_size": str(vocab_size),
-                "dtype": dtype.name,
-                "eod_id": str(eod),
-                "documents": str(len(doc_ids)),
-                "tokens": str(total),
-            })
-            with ipc.new_file(str(tmp), table.schema, options=ipc.IpcWriteOptions(compression=None)) as writer:
-                writer.write_batch(table)
-            del table, values
+            _write_shard(tmp, doc_ids, offsets, values, group, tokenizer_hash, vocab_size, eod)
+            del values
         finally:
             spool.unlink(missing_ok=True)
-        with open(tmp, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        digest = _file_sha256(tmp)
+    return _entry(out_path, group, len(doc_ids), total, digest, dtype, vocab_size, tokenizer_hash)
+
+
+def _write_shard(path: Path, doc_ids: list, offsets: np.ndarray, values: np.ndarray, group: str,
+                 tokenizer_hash: str, vocab_size: int, eod: int) -> None:
+    """Write one shard (layout in the module docstring) to ``path``, uncompressed."""
+    dtype = token_dtype(vocab_size)
+    table = _shard_batch(doc_ids, offsets, values, dtype, {
+        "format": SHARD_FORMAT,
+        "group": group,
+        "tokenizer_sha256": tokenizer_hash,
+        "vocab_size": str(vocab_size),
+        "dtype": dtype.name,
+        "eod_id": str(eod),
+        "documents": str(len(doc_ids)),
+        "tokens": str(int(offsets[-1])),
+    })
+    with ipc.new_file(str(path), table.schema, options=ipc.IpcWriteOptions(compression=None)) as writer:
+        writer.write_batch(table)
+
+
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _entry(out_path: Path, group: str, documents: int, tokens: int, digest: str, dtype: np.dtype,
+           vocab_size: int, tokenizer_hash: str) -> dict:
     return {
         "file": out_path.name,
         "group": group,
-        "documents": len(doc_ids),
-        "tokens": total,
+        "documents": documents,
+        "tokens": tokens,
         "sha256": digest,
         "dtype": dtype.name,
         "vocab_size": vocab_size,
         "tokenizer_sha256": tokenizer_hash,
     }
+
+
+def gather_token_shard(rows: Sequence[tuple[Path, np.ndarray]], out_path: Path, group: str) -> dict:
+    """Write a shard of documents taken from other shards, without encoding anything again.
+
+    ``rows`` lists ``(shard path, row numbers)`` pieces in output order; the documents are
+    written in that order, a row as often as it is listed (an upsampled document repeats whole),
+    each with its end-of-document token. Every source shard must come from one tokenizer.
+    Returns the same manifest entry as :func:`write_token_shard`."""
+    out_path = Path(out_path)
+    opened: dict[Path, tuple[np.ndarray, pl.DataFrame]] = {}
+    tokenizers = set()
+    pieces = []
+    for path, numbers in rows:
+        path = Path(path)
+        if path not in opened:
+            metadata = shard_metadata(path)
+            tokenizers.add((metadata["tokenizer_sha256"], int(metadata["vocab_size"]), int(metadata["eod_id"])))
+            opened[path] = read_token_shard(path)
+        pieces.append((path, np.asarray(numbers, dtype=np.int64)))
+    if not tokenizers:
+        raise ValueError(f"gather_token_shard: no source shard given for {out_path.name}")
+    if len(tokenizers) > 1:
+        raise ValueError(f"gather_token_shard: {out_path.name} would mix shards of {len(tokenizers)} tokenizers; "
+                         "gather shards of one tokenizer")
+    tokenizer_hash, vocab_size, eod = tokenizers.pop()
+    dtype = token_dtype(vocab_size)
+    starts, lengths, doc_ids = [], [], []
+    for path, numbers in pieces:
+        _, offsets = opened[path]
+        if numbers.size and (numbers.min() < 0 or numbers.max() >= offsets.height):
+            raise ValueError(f"gather_token_shard: row {int(numbers.max())} is outside {path.name} "
+                             f"({offsets.height} documents)")
+        starts.append(offsets["doc_start"].to_numpy()[numbers])
+        lengths.append(offsets["doc_tokens"].to_numpy()[numbers].astype(np.int64))
+        doc_ids.extend(offsets["doc_id"].gather(numbers).to_list())
+    out_offsets = np.zeros(len(doc_ids) + 1, np.int64)
+    if doc_ids:
+        np.cumsum(np.concatenate(lengths), out=out_offsets[1:])
+    values = np.empty(int(out_offsets[-1]), dtype)
+    position = 0
+    for (path, _), piece_starts, piece_lengths in zip(pieces, starts, lengths):
+        tokens = opened[path][0]
+        # A slice copy per document: no index arrays the size of the shard.
+        for start, length in zip(piece_starts.tolist(), piece_lengths.tolist()):
+            values[position:position + length] = tokens[start:start + length]
+            position += length
+    with atomic_path(out_path) as tmp:
+        _write_shard(tmp, doc_ids, out_offsets, values, group, tokenizer_hash, vocab_size, eod)
+        digest = _file_sha256(tmp)
+    return _entry(out_path, group, len(doc_ids), int(out_offsets[-1]), digest, dtype, vocab_size, tokenizer_hash)
 
 
 def _spool_batch(pending: tuple, sink, doc_ids: list, doc_lengths: list, dtype: np.dtype, eod: int) -> int:
@@ -531,7 +598,40 @@ def export_bin(shard_paths: Sequence[Path], out_path: Path) -> dict:
                 start += tokens.size
             out.flush()
             del out
-        with open(tmp, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        digest = _file_sha256(tmp)
     return {"file": out_path.name, "tokens": total, "dtype": "uint16", "sha256": digest,
             "shards": [path.name for path in paths]}
+
+
+def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dict:
+    """Write a mixture folder (the mix stage's ``<run>/mix/<mixture>/``) as nanoGPT's files:
+    ``train.bin`` and ``val.bin`` (flat uint16 tokens, documents separated by the end-of-document
+    id), ``tokenizer.json`` and ``meta.json`` (vocabulary size, special ids, what each file holds).
+
+    With ``verify``, every shard's sha256 is checked against the mixture's manifest first, so a
+    changed or truncated shard stops the export. Returns the content of ``meta.json``."""
+    mixture_dir, out_dir = Path(mixture_dir), Path(out_dir)
+    manifest_path = mixture_dir / "manifest.json"
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"no manifest.json in {mixture_dir}; pass a mixture folder such as <run>/mix/main")
+    manifest = json.loads(manifest_path.read_text())
+    if manifest.get("format") != "curate.mixture/1":
+        raise ValueError(f"{manifest_path} is not a mixture manifest (format {manifest.get('format')!r})")
+    if verify:
+        for entry in [*manifest["train"], *manifest["validation"]]:
+            path = mixture_dir / entry["file"]
+            if not path.is_file() or _file_sha256(path) != entry["sha256"]:
+                raise ValueError(f"{path} is missing or differs from the manifest (sha256); run the mix stage again")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for name, split in (("train.bin", "train"), ("val.bin", "validation")):
+        files[name] = export_bin([mixture_dir / e["file"] for e in manifest[split]], out_dir / name)
+        files[name]["bytes_of_text"] = sum(e["bytes"] for e in manifest[split])
+    with atomic_path(out_dir / "tokenizer.json") as tmp:
+        tmp.write_bytes((mixture_dir / manifest["tokenizer"]["file"]).read_bytes())
+    meta = {"mixture": manifest["mixture"], "dtype": "uint16", **{k: v for k, v in manifest["tokenizer"].items()
+                                                                    if k not in ("file", "dtype")},
+            "files": files}
+    with atomic_path(out_dir / "meta.json") as tmp:
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return meta

@@ -478,3 +478,24 @@ def test_repeated_lines_as_a_filter():
     assert result.kept.height == len(texts) - 1
     assert result.counts["repeated_lines.lines_removed"] == 15 + 10 + 2
     assert result.kept["text"].to_list() == remove_repeated_lines(docs["text"], frequent)["text"].to_list()[:-1]
+
+
+def test_reference_index_finds_near_and_exact_copies_of_reference_texts_only():
+    import random
+
+    from pipeline.dedup.contamination import ReferenceIndex
+
+    rng = random.Random(3)
+    vocabulary = [f"w{i}" for i in range(400)]
+    references = [" ".join(rng.choice(vocabulary) for _ in range(80)) for _ in range(30)]
+    index = ReferenceIndex([f"r{i}" for i in range(30)], references)
+    near = references[4].split()
+    near[40] = "changed"  # one word of 80: Jaccard of the 5-word shingles 71/81
+    texts = [" ".join(near), references[9].upper() + "!", "", "unrelated words " * 30,
+             " ".join(rng.choice(vocabulary) for _ in range(80))]
+    found = index.matches(["near", "exact", "empty", "other", "random"], texts)
+    assert found["id"].to_list() == ["exact", "near"]
+    assert found["reference_id"].to_list() == ["r9", "r4"]
+    assert found["jaccard"].to_list() == [1.0, pytest.approx(71 / 81)]
+    strict = ReferenceIndex([f"r{i}" for i in range(30)], references, MinHashParams(threshold=0.9))
+    assert strict.matches(["near"], [" ".join(near)]).height == 0

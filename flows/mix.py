@@ -1,0 +1,345 @@
+"""The `mix` stage: the curated pool's documents in groups, a held-out validation split per group
+kept clean of near-duplicates, and each configured mixture of the training side as token shards.
+
+Nothing is encoded again: the tokenize stage wrote every curated document's tokens, so the token
+counts per document are exact, and a mixture's shards are gathered from those shards (a copy per
+repeat of an upsampled document). Tasks, in order::
+
+    scan            one per curated shard   ids, source, lang, tokens, bytes of each document
+    (split)         in the flow             groups, validation ids (pipeline.mix)
+    contamination   one per curated shard   training documents near-duplicating a validation one
+    (plan)          in the flow             per mixture: weights, epoch caps, repeats per document
+    write           one per output shard    gather the tokens: <mixture>/{train,validation}/*.arrow
+
+Outputs in ``<run>/mix/``: ``documents.parquet`` (every document's group and side: train,
+validation or contaminated), ``removed/contaminated.parquet`` (REMOVED_SCHEMA), and per mixture a
+self-contained folder ``<mixture>/`` with ``manifest.json``, ``tokenizer.json``, ``plan.parquet``
+(repeats per training document) and the shards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.progress import gather_parts
+from flows.stages import mark_work_done, reusable_work
+from pipeline.config import RESERVED_MIXTURE_NAMES, ConfigError, MixtureConfig, RunConfig
+from pipeline.dedup.contamination import ReferenceIndex
+from pipeline.dedup.minhash import MinHashParams
+from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
+from pipeline.ledger import LedgerError
+from pipeline.manifest import record_stage
+from pipeline.mix import (SALT_SAMPLE, assign_groups, cap_epochs, explicit_weights, group_sizes, mixture_report,
+                          sample_plan, seeded_id_hash, split_validation, temperature_weights)
+from pipeline.schema import REMOVED_SCHEMA, RunLayout
+from pipeline.stage import removed_frame
+from pipeline.tokenize import gather_token_shard, load_tokenizer, special_ids, token_dtype
+
+STAGE = "mix"
+MIXTURE_FORMAT = "curate.mixture/1"
+CONTAMINATED = "validation_near_duplicate"
+SCAN_SCHEMA = {"id": pl.String, "source": pl.String, "lang": pl.String, "tokens": pl.Int64, "bytes": pl.Int64,
+               "shard": pl.Int32, "row": pl.Int64}
+# Salt of the order in which a group's documents are written (copy k of an upsampled document
+# uses salt + k, so the copies of one document land far apart).
+SALT_ORDER = SALT_SAMPLE ^ 0x4F52444552  # "ORDER"
+
+
+def group_file_stem(group: str) -> str:
+    """A group's name as a file name: ``news/en`` -> ``news+en``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "+", group)
+
+
+@task(name="mix-scan", cache_policy=NO_CACHE, task_run_name="scan-{docs_path.stem}")
+def scan_task(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
+    """One row per document of a curated shard: id, source, lang, tokens (its token count, end
+    token included), bytes (UTF-8 bytes of its text), shard (``number``) and row."""
+    from pipeline.tokenize import read_token_shard
+
+    columns = [c for c in ("id", "source", "lang", "text") if c in _columns(docs_path)]
+    docs = pl.read_parquet(docs_path, columns=columns)
+    _, offsets = read_token_shard(token_path)
+    if docs.height != offsets.height or not docs["id"].equals(offsets["doc_id"], check_names=False):
+        raise LedgerError(f"stage {STAGE}: {token_path.name} does not hold the documents of {docs_path} "
+                          "in order; run the tokenize stage again")
+    lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * docs.height, dtype=pl.String)
+    return pl.DataFrame({
+        "id": docs["id"], "source": docs["source"], "lang": lang,
+        "tokens": offsets["doc_tokens"], "bytes": docs["text"].str.len_bytes(),
+        "shard": [number] * docs.height, "row": np.arange(docs.height),
+    }, schema=SCAN_SCHEMA)
+
+
+def _columns(path: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(path).names
+
+
+@task(name="mix-contamination", cache_policy=NO_CACHE, task_run_name="contamination-{docs_path.stem}")
+def contamination_task(docs_path: Path, index: ReferenceIndex, held_out: pl.Series) -> pl.DataFrame:
+    """Training-side documents of a shard that near-duplicate a validation document."""
+    docs = pl.read_parquet(docs_path, columns=["id", "text"]).filter(~pl.col("id").is_in(held_out.implode()))
+    return index.matches(docs["id"], docs["text"])
+
+
+@task(name="mix-write", cache_policy=NO_CACHE, task_run_name="write-{name}")
+def write_task(name: str, pieces: list[tuple[Path, np.ndarray]], out_path: Path, group: str) -> dict:
+    return {"unit": name, **gather_token_shard(pieces, out_path, group)}
+
+
+def _cut(tokens: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """Consecutive ``(start, end)`` row ranges of at most ``limit`` tokens each (a document longer
+    than ``limit`` makes a shard of its own)."""
+    ends = np.cumsum(tokens)
+    ranges, start = [], 0
+    while start < len(tokens):
+        before = ends[start - 1] if start else 0
+        end = max(int(np.searchsorted(ends, before + limit, side="right")), start + 1)
+        ranges.append((start, end))
+        start = end
+    return ranges
+
+
+def _pieces(rows: pl.DataFrame, token_paths: list[Path]) -> list[tuple[Path, np.ndarray]]:
+    """Runs of rows from one source shard, in order: ``(token shard path, row numbers)``."""
+    shard = rows["shard"].to_numpy()
+    row = rows["row"].to_numpy()
+    breaks = np.flatnonzero(np.diff(shard)) + 1
+    return [(token_paths[int(shard[lo])], row[lo:hi])
+            for lo, hi in zip([0, *breaks.tolist()], [*breaks.tolist(), len(shard)])]
+
+
+def _ordered_copies(docs: pl.DataFrame, seed: int) -> pl.DataFrame:
+    """Every copy of every document (``repeats`` of them), in writing order: per group, copy 0 of
+    every document, then copy 1 of those taken twice or more, and so on; within a copy in the order
+    of a seeded hash of the id."""
+    copies = []
+    most = int(docs["repeats"].max() or 0) if docs.height else 0
+    for copy in range(most):
+        chosen = docs.filter(pl.col("repeats") > copy)
+        keys = seeded_id_hash(chosen["id"], seed, SALT_ORDER + copy)
+        copies.append(chosen.with_columns(copy=pl.lit(copy, pl.Int32), key=pl.Series(keys, dtype=pl.UInt64)))
+    if not copies:
+        return docs.clear().with_columns(copy=pl.lit(0, pl.Int32), key=pl.lit(0, pl.UInt64))
+    return pl.concat(copies).sort(["group", "copy", "key", "id"])
+
+
+def _weights(mixture: MixtureConfig, sizes: dict[str, int]) -> dict[str, float]:
+    try:
+        if mixture.weights is not None:
+            return explicit_weights(mixture.weights, sizes, mixture.default_weight)
+        return temperature_weights(sizes, mixture.temperature or 1.0)
+    except ValueError as error:
+        raise ConfigError(f"mix.mixtures[{mixture.name}]: {error}") from None
+
+
+def _shard_jobs(copies: pl.DataFrame, split: str, limit: int) -> list[tuple[str, str, pl.DataFrame]]:
+    """``(group, file relative to the mixture folder, rows)`` of every output shard of a split."""
+    jobs = []
+    for (group,), rows in copies.group_by(["group"], maintain_order=True):
+        stem = group_file_stem(group)
+        for number, (lo, hi) in enumerate(_cut(rows["tokens"].to_numpy(), limit)):
+            jobs.append((group, f"{split}/{stem}-{number:04d}.arrow", rows.slice(lo, hi - lo)))
+    return jobs
+
+
+def _unit(mixture: str, file: str) -> str:
+    """The part-record name of a mixture's output file: ``main.train.news-0000``."""
+    return f"{mixture}.{file.replace('/', '.').removesuffix('.arrow')}"
+
+
+def _check_group_files(groups: list[str]) -> None:
+    stems: dict[str, str] = {}
+    for group in groups:
+        other = stems.setdefault(group_file_stem(group), group)
+        if other != group:
+            raise ConfigError(f"mix: groups {other!r} and {group!r} would share the file name "
+                              f"{group_file_stem(group)!r}; rename one with mix.merge")
+
+
+def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunConfig, stage_root: Path,
+                   parts: Path, token_paths: list[Path], tokenizer_path: Path) -> dict:
+    """Plan one mixture and write its folder; return its manifest."""
+    folder = stage_root / mixture.name
+    train = documents.filter(pl.col("split") == "train")
+    sizes = group_sizes(train)
+    if sum(sizes.values()):
+        weights = _weights(mixture, sizes)
+        budget = mixture.budget_tokens or sum(sizes.values())
+        caps = cap_epochs(weights, sizes, budget, mixture.max_epochs)
+        plan = sample_plan(train.select("id", "group", "tokens"), caps.tokens_taken, config.seed)
+        report = mixture_report(train.select("id", "group", "tokens"), caps, plan)
+        train = train.with_columns(repeats=plan["repeats"])
+    else:  # nothing reached training (an empty pool, or all of it held out): an empty mixture, said so
+        report = {"budget_tokens": mixture.budget_tokens or 0, "max_epochs": mixture.max_epochs,
+                  "tokens_allocated": 0, "tokens_taken": 0, "shortfall_tokens": mixture.budget_tokens or 0,
+                  "groups": {}}
+        train = train.with_columns(repeats=pl.lit(0, pl.Int64))
+    folder.mkdir(parents=True, exist_ok=True)
+    write_parquet(train.select("id", "group", "tokens", "repeats").to_arrow(), folder / "plan.parquet")
+
+    validation = documents.filter(pl.col("split") == "validation").with_columns(repeats=pl.lit(1, pl.Int64))
+    jobs = (_shard_jobs(_ordered_copies(train.filter(pl.col("repeats") > 0), config.seed), "train",
+                        config.mix.shard_tokens)
+            + _shard_jobs(_ordered_copies(validation, config.seed), "validation", config.mix.shard_tokens))
+    futures, entries = [], {}
+    for group, file, rows in jobs:
+        unit = _unit(mixture.name, file)
+        record = parts / f"{unit}.json"
+        if record.exists():
+            entries[file] = read_json(record)
+        else:
+            futures.append(write_task.submit(unit, _pieces(rows, token_paths), folder / file, group))
+    for entry in gather_parts(f"{STAGE} {mixture.name}", futures):
+        write_json(entry, parts / f"{entry['unit']}.json")
+    for group, file, rows in jobs:
+        entry = read_json(parts / f"{_unit(mixture.name, file)}.json")
+        if entry["documents"] != rows.height or entry["tokens"] != int(rows["tokens"].sum()):
+            raise LedgerError(f"stage {STAGE}: {mixture.name}/{file} holds {entry['documents']} documents and "
+                              f"{entry['tokens']} tokens; the plan has {rows.height} and {int(rows['tokens'].sum())}")
+        entries[file] = {"file": file, "group": group, "documents": entry["documents"], "tokens": entry["tokens"],
+                         "bytes": int(rows["bytes"].sum()), "sha256": entry["sha256"]}
+
+    tokenizer = load_tokenizer(tokenizer_path)
+    shutil.copyfile(tokenizer_path, folder / "tokenizer.json")
+    held = validation.group_by("group").agg(documents=pl.len(), tokens=pl.col("tokens").sum(),
+                                            bytes=pl.col("bytes").sum())
+    held_of = {row["group"]: row for row in held.iter_rows(named=True)}
+    dropped = documents.filter(pl.col("split") == "contaminated").group_by("group").len()
+    dropped_of = dict(zip(dropped["group"].to_list(), dropped["len"].to_list()))
+    groups = {}
+    for name in sorted(set(report["groups"]) | set(held_of)):
+        groups[name] = {**report["groups"].get(name, {"documents_available": 0, "tokens_available": 0,
+                                                      "tokens_allocated": 0, "tokens_taken": 0,
+                                                      "documents_taken": 0, "epochs": 0.0,
+                                                      "effective_weight": 0.0, "target_weight": 0.0,
+                                                      "capped": False}),
+                        "validation_documents": int(held_of.get(name, {}).get("documents", 0)),
+                        "validation_tokens": int(held_of.get(name, {}).get("tokens", 0)),
+                        "validation_bytes": int(held_of.get(name, {}).get("bytes", 0)),
+                        "contaminated_documents": int(dropped_of.get(name, 0))}
+    ids = special_ids(tokenizer)
+    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+    manifest = {
+        "format": MIXTURE_FORMAT,
+        "mixture": mixture.name,
+        "seed": config.seed,
+        "tokenizer": {"file": "tokenizer.json", "sha256": _sha256(folder / "tokenizer.json"),
+                      "vocab_size": vocab_size, "dtype": token_dtype(vocab_size).name,
+                      "eod_id": ids["eod"], "pad_id": ids["pad"], "mask_id": ids["mask"], "cls_id": ids["cls"]},
+        "weighting": ({"weights": mixture.weights, "default_weight": mixture.default_weight}
+                      if mixture.weights is not None else {"temperature": mixture.temperature or 1.0}),
+        **{key: value for key, value in report.items() if key != "groups"},
+        "groups": groups,
+        "train": [entries[file] for _, file, _ in jobs if file.startswith("train/")],
+        "validation": [entries[file] for _, file, _ in jobs if file.startswith("validation/")],
+    }
+    write_json(manifest, folder / "manifest.json")
+    return manifest
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+@flow(name="mix", validate_parameters=False, task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
+def mix_flow(previous: str, config: RunConfig) -> dict:
+    """Split, decontaminate and mix the documents of ``previous`` (tokenized by the tokenize stage);
+    return the stage's stats."""
+    settings = config.mix
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(STAGE)
+    for folder in (stage.root, stage.removed, stage.parts):
+        folder.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(stage.root)
+    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    tokenize_stats = read_json(layout.stage("tokenize").stats)
+    token_paths = [layout.stage("tokenize").root / "shards" / f"{p.stem}.arrow" for p in inputs]
+    tokenizer_path = Path(tokenize_stats["tokenizer"]["path"])
+    made_from = {"mix": settings.model_dump(mode="json"), "seed": config.seed,
+                 "tokenizer": tokenize_stats["tokenizer"]["sha256"],
+                 "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed]}
+    if not reusable_work(stage, inputs, made_from):  # other inputs or settings: no mixture is reusable
+        for child in stage.root.iterdir():
+            if child.is_dir() and child.name not in RESERVED_MIXTURE_NAMES:
+                shutil.rmtree(child)
+
+    scans = [scan_task.submit(number, path, token_paths[number]) for number, path in enumerate(inputs)]
+    documents = pl.concat([future.result() for future in scans]) if scans else pl.DataFrame(schema=SCAN_SCHEMA)
+    handed_over = read_json(layout.stage(previous).stats)["docs_out"]
+    if documents.height != handed_over:
+        raise LedgerError(f"stage {STAGE}: found {documents.height} tokenized documents, "
+                          f"but stage {previous} handed over {handed_over}")
+    try:
+        documents = documents.with_columns(assign_groups(documents, settings.group_by, settings.merge,
+                                                         settings.min_share, size_column="tokens"))
+    except ValueError as error:
+        raise ConfigError(f"mix.group_by: {error}") from None
+    _check_group_files(documents["group"].unique().sort().to_list())
+    _, validation_ids = split_validation(documents, settings.validation_fraction, settings.validation_max_docs,
+                                         config.seed)
+    held_out = documents["id"].is_in(validation_ids.implode())
+
+    matches = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
+    params = MinHashParams(ngram=config.dedup.ngram, num_perm=config.dedup.num_perm, seed=config.dedup.seed,
+                           threshold=settings.contamination_threshold)
+    if settings.decontaminate and len(validation_ids):
+        held_docs = (pl.scan_parquet(inputs).select("id", "text")
+                     .filter(pl.col("id").is_in(validation_ids.implode())).collect())
+        index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
+        found = [contamination_task.submit(path, index, validation_ids) for path in inputs]
+        matches = pl.concat([matches, *(future.result() for future in found)])
+    # A training document near several validation documents is reported once, at its highest
+    # similarity (ties: the smallest validation id).
+    worst = (matches.sort(["id", "jaccard", "reference_id"], descending=[False, True, False])
+             .unique("id", keep="first", maintain_order=True))
+    contaminated = documents["id"].is_in(worst["id"].implode())
+    documents = documents.with_columns(
+        split=pl.when(held_out).then(pl.lit("validation"))
+        .when(contaminated).then(pl.lit("contaminated")).otherwise(pl.lit("train")))
+    write_parquet(documents.drop("shard", "row").join(worst.rename({"reference_id": "near_validation_id"})
+                                                      .drop("jaccard"), on="id", how="left").to_arrow(),
+                  stage.root / "documents.parquet")
+    dropped = documents.filter(pl.col("split") == "contaminated").join(worst, on="id", how="left")
+    removed = removed_frame(dropped, STAGE, CONTAMINATED, dropped["jaccard"], settings.contamination_threshold)
+    write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), stage.removed / "contaminated.parquet")
+
+    manifests = {m.name: _write_mixture(m, documents, config, stage.root, stage.parts, token_paths, tokenizer_path)
+                 for m in settings.mixtures}
+    mark_work_done(stage, inputs, made_from)
+
+    counts = dict(documents.group_by("split").len().iter_rows())
+    train, held, dropped_count = (int(counts.get(k, 0)) for k in ("train", "validation", "contaminated"))
+    if train + held + dropped_count != handed_over:
+        raise LedgerError(f"stage {STAGE}: {train} training + {held} validation + {dropped_count} contaminated "
+                          f"documents != {handed_over} handed over")
+    stats = {
+        "stage": STAGE, "docs_in": handed_over, "docs_out": train + held,
+        "removed": {CONTAMINATED: dropped_count} if dropped_count else {}, "quarantined": {},
+        "train_documents": train, "validation_documents": held,
+        "tokens_in": int(documents["tokens"].sum()),
+        "groups": sorted(documents["group"].unique().to_list()),
+        "mixtures": {name: {"folder": str(stage.root / name), "budget_tokens": m["budget_tokens"],
+                            "tokens_taken": m["tokens_taken"], "shortfall_tokens": m["shortfall_tokens"],
+                            "train_shards": len(m["train"]), "validation_shards": len(m["validation"]),
+                            "groups": {g: {k: v[k] for k in ("tokens_available", "tokens_taken", "epochs",
+                                                             "effective_weight", "validation_tokens")}
+                                       for g, v in m["groups"].items()}}
+                     for name, m in manifests.items()},
+    }
+    write_json(stats, stage.stats)
+    record_stage(config, STAGE, stats)
+    return stats
