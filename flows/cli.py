@@ -70,9 +70,11 @@ def _print_funnel(stats: dict[str, dict]) -> None:
 
 def _print_mixtures(stats: dict) -> None:
     """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens."""
+    removed = stats["removed"]
     table = Table(title=f"mixtures ({stats['train_documents']} training and {stats['validation_documents']} "
-                        f"validation documents; {sum(stats['removed'].values())} dropped as near-duplicates "
-                        "of validation)")
+                        f"validation documents; dropped as near-duplicates: "
+                        f"{removed.get('validation_near_duplicate', 0)} of validation, "
+                        f"{removed.get('reference_near_duplicate', 0)} of excluded texts)")
     for column in ("mixture", "group", "tokens available", "tokens taken", "epochs", "weight", "validation tokens"):
         table.add_column(column, justify="left" if column in ("mixture", "group") else "right")
     for name, mixture in stats["mixtures"].items():

@@ -6,13 +6,18 @@ counts per document are exact, and a mixture's shards are gathered from those sh
 repeat of an upsampled document). Tasks, in order::
 
     scan            one per curated shard   ids, source, lang, tokens, bytes of each document
+    matches         one per curated shard   documents near-duplicating an excluded text
     (split)         in the flow             groups, validation ids (pipeline.mix)
-    contamination   one per curated shard   training documents near-duplicating a validation one
+    matches         one per curated shard   training documents near-duplicating a validation one
     (plan)          in the flow             per mixture: weights, epoch caps, repeats per document
     write           one per output shard    gather the tokens: <mixture>/{train,validation}/*.arrow
 
+Before the split, documents that near-duplicate a text of the configured ``exclude`` files (a
+downstream task, an evaluation set shared by several runs) leave the pool.
+
 Outputs in ``<run>/mix/``: ``documents.parquet`` (every document's group and side: train,
-validation or contaminated), ``removed/contaminated.parquet`` (REMOVED_SCHEMA), and per mixture a
+validation, contaminated or excluded, and the validation or reference text that put it there),
+``removed/{contaminated,excluded}.parquet`` (REMOVED_SCHEMA), and per mixture a
 self-contained folder ``<mixture>/`` with ``manifest.json``, ``tokenizer.json``, ``plan.parquet``
 (repeats per training document) and the shards.
 """
@@ -33,7 +38,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.progress import gather_parts
 from flows.stages import mark_work_done, reusable_work
 from pipeline.config import RESERVED_MIXTURE_NAMES, ConfigError, MixtureConfig, RunConfig
-from pipeline.dedup.contamination import ReferenceIndex
+from pipeline.dedup.contamination import ReferenceIndex, read_reference_texts
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
 from pipeline.ledger import LedgerError
@@ -47,6 +52,8 @@ from pipeline.tokenize import gather_token_shard, load_tokenizer, special_ids, t
 STAGE = "mix"
 MIXTURE_FORMAT = "curate.mixture/1"
 CONTAMINATED = "validation_near_duplicate"
+EXCLUDED = "reference_near_duplicate"
+_EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
 SCAN_SCHEMA = {"id": pl.String, "source": pl.String, "lang": pl.String, "tokens": pl.Int64, "bytes": pl.Int64,
                "shard": pl.Int32, "row": pl.Int64}
 # Salt of the order in which a group's documents are written (copy k of an upsampled document
@@ -85,11 +92,21 @@ def _columns(path: Path) -> list[str]:
     return pq.read_schema(path).names
 
 
-@task(name="mix-contamination", cache_policy=NO_CACHE, task_run_name="contamination-{docs_path.stem}")
-def contamination_task(docs_path: Path, index: ReferenceIndex, held_out: pl.Series) -> pl.DataFrame:
-    """Training-side documents of a shard that near-duplicate a validation document."""
-    docs = pl.read_parquet(docs_path, columns=["id", "text"]).filter(~pl.col("id").is_in(held_out.implode()))
+@task(name="mix-matches", cache_policy=NO_CACHE, task_run_name="matches-{docs_path.stem}")
+def matches_task(docs_path: Path, index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
+    """The documents of a shard (but those in ``skip``) that near-duplicate a text of ``index``."""
+    docs = pl.read_parquet(docs_path, columns=["id", "text"]).filter(~pl.col("id").is_in(skip.implode()))
     return index.matches(docs["id"], docs["text"])
+
+
+def _matches(inputs: list[Path], index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
+    return pl.concat([_EMPTY_MATCHES, *(f.result() for f in [matches_task.submit(p, index, skip) for p in inputs])])
+
+
+def _best_match(matches: pl.DataFrame) -> pl.DataFrame:
+    """One row per document: its most similar reference text (ties: the smallest reference id)."""
+    return (matches.sort(["id", "jaccard", "reference_id"], descending=[False, True, False])
+            .unique("id", keep="first", maintain_order=True))
 
 
 @task(name="mix-write", cache_policy=NO_CACHE, task_run_name="write-{name}")
@@ -289,46 +306,53 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
     except ValueError as error:
         raise ConfigError(f"mix.group_by: {error}") from None
     _check_group_files(documents["group"].unique().sort().to_list())
-    _, validation_ids = split_validation(documents, settings.validation_fraction, settings.validation_max_docs,
-                                         config.seed)
-    held_out = documents["id"].is_in(validation_ids.implode())
-
-    matches = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
     params = MinHashParams(ngram=config.dedup.ngram, num_perm=config.dedup.num_perm, seed=config.dedup.seed,
                            threshold=settings.contamination_threshold)
+    # Documents near a reference text (a downstream task, a shared evaluation set) leave the pool
+    # before anything else, so that neither side of the split holds them.
+    excluded = _EMPTY_MATCHES
+    if settings.exclude:
+        reference = read_reference_texts(settings.exclude)
+        index = ReferenceIndex(reference["id"], reference["text"], params)
+        excluded = _best_match(_matches(inputs, index, pl.Series("id", [], pl.String)))
+    is_excluded = documents["id"].is_in(excluded["id"].implode())
+    _, validation_ids = split_validation(documents.filter(~is_excluded), settings.validation_fraction,
+                                         settings.validation_max_docs, config.seed)
+    held_out = documents["id"].is_in(validation_ids.implode())
+
+    contaminated = _EMPTY_MATCHES
     if settings.decontaminate and len(validation_ids):
         held_docs = (pl.scan_parquet(inputs).select("id", "text")
                      .filter(pl.col("id").is_in(validation_ids.implode())).collect())
         index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
-        found = [contamination_task.submit(path, index, validation_ids) for path in inputs]
-        matches = pl.concat([matches, *(future.result() for future in found)])
-    # A training document near several validation documents is reported once, at its highest
-    # similarity (ties: the smallest validation id).
-    worst = (matches.sort(["id", "jaccard", "reference_id"], descending=[False, True, False])
-             .unique("id", keep="first", maintain_order=True))
-    contaminated = documents["id"].is_in(worst["id"].implode())
+        contaminated = _best_match(_matches(inputs, index, pl.concat([validation_ids, excluded["id"]])))
     documents = documents.with_columns(
-        split=pl.when(held_out).then(pl.lit("validation"))
-        .when(contaminated).then(pl.lit("contaminated")).otherwise(pl.lit("train")))
-    write_parquet(documents.drop("shard", "row").join(worst.rename({"reference_id": "near_validation_id"})
-                                                      .drop("jaccard"), on="id", how="left").to_arrow(),
+        split=pl.when(is_excluded).then(pl.lit("excluded"))
+        .when(held_out).then(pl.lit("validation"))
+        .when(pl.col("id").is_in(contaminated["id"].implode())).then(pl.lit("contaminated"))
+        .otherwise(pl.lit("train")))
+    causes = pl.concat([excluded, contaminated]).rename({"reference_id": "near_id"})
+    write_parquet(documents.drop("shard", "row").join(causes.drop("jaccard"), on="id", how="left").to_arrow(),
                   stage.root / "documents.parquet")
-    dropped = documents.filter(pl.col("split") == "contaminated").join(worst, on="id", how="left")
-    removed = removed_frame(dropped, STAGE, CONTAMINATED, dropped["jaccard"], settings.contamination_threshold)
-    write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), stage.removed / "contaminated.parquet")
+    for side, rule, matches in (("excluded", EXCLUDED, excluded), ("contaminated", CONTAMINATED, contaminated)):
+        dropped = documents.filter(pl.col("split") == side).join(matches, on="id", how="left")
+        removed = removed_frame(dropped, STAGE, rule, dropped["jaccard"], settings.contamination_threshold)
+        write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), stage.removed / f"{side}.parquet")
 
     manifests = {m.name: _write_mixture(m, documents, config, stage.root, stage.parts, token_paths, tokenizer_path)
                  for m in settings.mixtures}
     mark_work_done(stage, inputs, made_from)
 
-    counts = dict(documents.group_by("split").len().iter_rows())
-    train, held, dropped_count = (int(counts.get(k, 0)) for k in ("train", "validation", "contaminated"))
-    if train + held + dropped_count != handed_over:
-        raise LedgerError(f"stage {STAGE}: {train} training + {held} validation + {dropped_count} contaminated "
-                          f"documents != {handed_over} handed over")
+    counts = {side: 0 for side in ("train", "validation", "contaminated", "excluded")}
+    counts.update(documents.group_by("split").len().iter_rows())
+    if sum(counts.values()) != handed_over:
+        raise LedgerError(f"stage {STAGE}: {counts} documents by side != {handed_over} handed over")
+    train, held = counts["train"], counts["validation"]
+    removed_counts = {rule: counts[side] for side, rule in (("contaminated", CONTAMINATED), ("excluded", EXCLUDED))
+                      if counts[side]}
     stats = {
         "stage": STAGE, "docs_in": handed_over, "docs_out": train + held,
-        "removed": {CONTAMINATED: dropped_count} if dropped_count else {}, "quarantined": {},
+        "removed": removed_counts, "quarantined": {},
         "train_documents": train, "validation_documents": held,
         "tokens_in": int(documents["tokens"].sum()),
         "groups": sorted(documents["group"].unique().to_list()),

@@ -248,8 +248,18 @@ class MixConfig(_Strict):
     # Drop training documents that near-duplicate a validation document (Jaccard >= threshold).
     decontaminate: bool = True
     contamination_threshold: float = Field(default=0.8, gt=0.0, le=1.0)
+    # Parquet or JSON-lines files with a `text` column (a downstream task, a shared evaluation set):
+    # documents that near-duplicate one of their texts leave the pool before the split.
+    exclude: list[Path] = Field(default_factory=list)
     shard_tokens: int = Field(default=1 << 26, ge=1)  # tokens per output shard, at most (a document is never cut)
     mixtures: list[MixtureConfig] = Field(default_factory=lambda: [MixtureConfig()], min_length=1)
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclude_files(cls, value):
+        for path in value:
+            _existing_file(path, "mix.exclude", "a .parquet or .jsonl file of texts")
+        return value
 
     @model_validator(mode="after")
     def _unique_names(self):

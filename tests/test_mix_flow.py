@@ -202,3 +202,30 @@ def test_mix_needs_the_tokenize_stage(tmp_path):
         source_config(tmp_path, sources, tokenize=OFF, mix={"group_by": ["source"]})
     # Without a [mix] section, turning tokenize off ends the run at the curated documents.
     assert "mix" not in enabled_stages(source_config(tmp_path, sources, tokenize=OFF))
+
+
+def test_excluded_texts_and_their_near_copies_leave_the_pool(tmp_path):
+    texts, pairs = _corpus(tmp_path)
+    task = tmp_path / "task.parquet"
+    # A downstream task holding two pool documents (one with a near copy in the pool) and an
+    # unrelated text.
+    pl.DataFrame({"id": ["t1", "t2", "t3"],
+                  "text": [texts["news/n0"], texts["news/n30"], "nothing like the pool at all " * 10]}).write_parquet(task)
+    stats = curate_flow(_config(tmp_path, exclude=[str(task)], mixtures=[{"name": "main"}]))["mix"]
+    root = tmp_path / "run" / "mix"
+    documents = pl.read_parquet(root / "documents.parquet")
+    excluded = documents.filter(pl.col("split") == "excluded")
+    assert sorted(excluded["id"]) == ["news/n0", "news/n0-copy", "news/n30"]
+    assert dict(zip(excluded["id"], excluded["near_id"])) == {"news/n0": "t1", "news/n0-copy": "t1", "news/n30": "t2"}
+    assert stats["removed"]["reference_near_duplicate"] == 3
+    removed = pl.read_parquet(root / "removed" / "excluded.parquet")
+    assert sorted(removed["id"]) == sorted(excluded["id"]) and set(removed["rule"]) == {"reference_near_duplicate"}
+    in_shards = set()
+    manifest = json.loads((root / "main" / "manifest.json").read_text())
+    for entry in manifest["train"] + manifest["validation"]:
+        in_shards.update(_shard(root / "main" / entry["file"])[0])
+    assert not in_shards & set(excluded["id"])
+    assert stats["train_documents"] + stats["validation_documents"] + sum(stats["removed"].values()) == len(texts)
+
+    with pytest.raises(ConfigError, match="mix.exclude"):
+        _config(tmp_path, exclude=[str(tmp_path / "missing.parquet")])

@@ -18,6 +18,7 @@ reference document, plus the batch being looked up.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -115,3 +116,23 @@ class ReferenceIndex:
         return (pl.DataFrame({"id": doc_ids.gather(rows[keep]), "reference_id": self.ids.gather(refs[keep]),
                               "jaccard": similarity[keep]}, schema=MATCHES_SCHEMA)
                 .sort(["id", "reference_id"]))
+
+
+def read_reference_texts(paths: Sequence[Path]) -> pl.DataFrame:
+    """``id, text`` of reference files: Parquet or JSON lines with a ``text`` column (and an ``id``
+    column, else ids are ``<file name>:<row>``). Rows with an empty text are left out."""
+    frames = []
+    for path in map(Path, paths):
+        if path.suffix == ".parquet":
+            frame = pl.read_parquet(path)
+        elif path.suffix in (".jsonl", ".json", ".ndjson"):
+            frame = pl.read_ndjson(path)
+        else:
+            raise ValueError(f"{path}: reference texts are read from .parquet or .jsonl files")
+        if "text" not in frame.columns:
+            raise ValueError(f"{path} has no 'text' column (columns: {frame.columns})")
+        ids = (frame["id"].cast(pl.String) if "id" in frame.columns
+               else pl.Series([f"{path.name}:{row}" for row in range(frame.height)], dtype=pl.String))
+        frames.append(pl.DataFrame({"id": ids, "text": frame["text"].cast(pl.String)}))
+    texts = pl.concat(frames) if frames else pl.DataFrame(schema={"id": pl.String, "text": pl.String})
+    return texts.filter(pl.col("text").is_not_null() & (pl.col("text").str.strip_chars() != ""))
