@@ -1,0 +1,532 @@
+"""Pretrain a GPT on a mixture directory: one process, or data-parallel under torchrun.
+
+    python -m trainer.train configs/train-demo.toml             # one process (CPU or one GPU)
+    torchrun --nproc_per_node 2 -m trainer.train CONFIG          # DDP: gloo on CPU, nccl on CUDA
+    python -m trainer.train CONFIG --resume                      # continue; fails if nothing to resume
+
+One optimizer step: ``grad_accum`` micro steps of ``micro_batch`` windows per process (gradients
+synchronized on the last only), clipping of the global gradient norm, AdamW at the step's learning
+rate (:func:`learning_rate`). Every ``eval_interval`` steps and at the end, each validation group
+is evaluated (:func:`evaluate`); every ``log_interval`` steps a row goes to ``metrics.csv`` and
+TensorBoard; every ``checkpoint_interval`` steps and at the end a checkpoint is written.
+
+Outputs in ``out_dir`` (rank 0 writes them)::
+
+    tokenizer.json               the mixture's tokenizer, for generation
+    metrics.csv                  one row per log or eval event
+    tb/                          TensorBoard event files (tensorboardX)
+    checkpoints/step-NNNNNN.pt   model, optimizer, step, loader state, RNG states, config
+    checkpoints/latest           the name of the newest checkpoint
+    summary.json                 at the end: config, sizes, tokens, final losses, speed
+
+Exact resume. A checkpoint holds everything the rest of the run depends on: weights, AdamW's
+moments and step counts, the loader's ``(epoch, position)`` (the data order is a function of the
+seed, see ``trainer.data``), and every rank's RNG states (torch CPU and CUDA, for dropout; Python's
+``random``). No numpy generator keeps state between steps. On the CPU, with the same number of
+processes and threads, the resumed run's losses and weights are bit-equal to those of a run that
+never stopped; on CUDA, kernels that are not deterministic make them close instead. A run may
+also resume with another number of processes (the loader's position counts global windows; rank
+r takes the RNG states of rank r mod the saved count), then close rather than bit-equal. A
+checkpoint stores only tensors and plain containers, so it loads with
+``torch.load(..., weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import random
+import shutil
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+from pipeline.config import ConfigError
+from pipeline.io.writer import atomic_path, write_json
+from trainer.config import BOOKKEEPING_KEYS, OptimSection, TrainConfig, load_train_config
+from trainer.data import Mixture, MixtureError, TrainLoader, bits_per_byte, open_mixture, validation_batches
+from trainer.model import GPT, IGNORE_INDEX, GPTConfig
+
+CHECKPOINT_FORMAT = "curate.checkpoint/1"
+CHECKPOINT_DIR = "checkpoints"
+LATEST = "latest"
+
+
+# --------------------------------------------------------------------------------------------
+# Schedule
+
+
+def learning_rate(step: int, total_steps: int, optim: OptimSection) -> float:
+    """The learning rate of optimizer step ``step`` (0-based) of ``total_steps``.
+
+    Linear warmup from ``lr / warmup_steps`` to ``lr`` over the first ``warmup_steps``; then
+    ``"cosine"``: half a cosine from ``lr`` down to ``min_lr`` at the last step (Loshchilov &
+    Hutter 2017, without restarts), or ``"wsd"``: ``lr`` held, then a linear decay to ``min_lr``
+    over the last ``decay_fraction`` of the steps (warmup-stable-decay, Hu et al. 2024, MiniCPM).
+    """
+    if step < optim.warmup_steps:
+        return optim.lr * (step + 1) / optim.warmup_steps
+    if optim.schedule == "cosine":
+        span = total_steps - 1 - optim.warmup_steps
+        progress = min(1.0, (step - optim.warmup_steps) / span) if span > 0 else 1.0
+        return optim.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (optim.lr - optim.min_lr)
+    decay_steps = max(1, round(optim.decay_fraction * total_steps))
+    decay_start = total_steps - decay_steps
+    if step < decay_start:
+        return optim.lr
+    progress = min(1.0, (step - decay_start + 1) / decay_steps)
+    return optim.lr + progress * (optim.min_lr - optim.lr)
+
+
+# --------------------------------------------------------------------------------------------
+# Processes and devices
+
+
+@dataclass
+class Processes:
+    """Where this process stands among the data-parallel ones."""
+
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def _device(config: TrainConfig, processes: Processes) -> torch.device:
+    cuda = torch.cuda.is_available()
+    if config.device == "cuda" and not cuda:
+        raise ConfigError("device: 'cuda' but torch sees no CUDA device; use device = 'auto' or 'cpu'")
+    if config.device == "cpu" or not cuda:
+        return torch.device("cpu")
+    return torch.device("cuda", processes.local_rank)
+
+
+def _start_processes(config: TrainConfig) -> tuple[Processes, torch.device]:
+    """Read torchrun's RANK / WORLD_SIZE / LOCAL_RANK and join the process group (gloo on the
+    CPU, nccl on CUDA); one plain process without them."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    processes = Processes(int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0")), world_size)
+    device = _device(config, processes)
+    if processes.distributed:
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return processes, device
+
+
+def _autocast(config: TrainConfig, device: torch.device):
+    """bfloat16 autocast on CUDA for dtype 'auto' or 'bfloat16' (and on the CPU for 'bfloat16');
+    float32 otherwise. Weights and optimizer state stay float32."""
+    bf16 = config.dtype == "bfloat16" or (config.dtype == "auto" and device.type == "cuda")
+    return torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, mixture: Mixture, config: TrainConfig, device: torch.device,
+             processes: Processes = Processes()) -> dict:
+    """Validation loss (mean nats per predicted token) and bits per byte of every validation group,
+    and their means over groups weighted by predicted tokens (``"loss"``, ``"bpb"``).
+
+    Returns ``{"loss", "bpb", "tokens", "groups": {group: {"loss", "bpb", "tokens"}}}``. Each
+    group's first ``eval_tokens`` predicted tokens are evaluated (``trainer.data.validation_batches``),
+    shared out over the processes and summed in float64.
+    """
+    was_training = model.training
+    model.eval()
+    groups = {}
+    for group in mixture.validation_groups:
+        sums = torch.zeros(2, dtype=torch.float64, device=device)  # nats, predicted tokens
+        for inputs, targets in validation_batches(mixture, group, config.model.block_size, config.eval_tokens,
+                                                  config.batch.micro_batch, config.model.objective, config.seed,
+                                                  processes.rank, processes.world_size):
+            inputs, targets = inputs.to(device), targets.to(device)
+            with _autocast(config, device):
+                logits, _ = model(inputs)
+            nats = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX,
+                                   reduction="sum")
+            sums += torch.stack([nats.double(), (targets != IGNORE_INDEX).sum().double()])
+        if processes.distributed:
+            dist.all_reduce(sums)
+        nats, tokens = sums.tolist()
+        loss = nats / tokens if tokens else float("nan")
+        groups[group] = {"loss": loss, "tokens": int(tokens),
+                         "bpb": bits_per_byte(loss, mixture.validation_tokens[group], mixture.validation_bytes[group])}
+    model.train(was_training)
+    counted = {g: r for g, r in groups.items() if r["tokens"]}
+    total = sum(r["tokens"] for r in counted.values())
+    mean = {key: sum(r[key] * r["tokens"] for r in counted.values()) / total if total else float("nan")
+            for key in ("loss", "bpb")}
+    return {**mean, "tokens": total, "groups": groups}
+
+
+# --------------------------------------------------------------------------------------------
+# Checkpoints
+
+
+def latest_checkpoint(out_dir: Path) -> Path | None:
+    """The checkpoint ``out_dir/checkpoints/latest`` names, or None."""
+    pointer = Path(out_dir) / CHECKPOINT_DIR / LATEST
+    if not pointer.is_file():
+        return None
+    path = pointer.parent / pointer.read_text().strip()
+    if not path.is_file():
+        raise FileNotFoundError(f"{pointer} names {path.name}, which is missing; point it at an existing "
+                                "step-NNNNNN.pt or delete the checkpoints folder to start over")
+    return path
+
+
+def load_checkpoint(path: Path) -> dict:
+    """A checkpoint as saved, with tensors on the CPU, loaded with ``weights_only=True``."""
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    if checkpoint.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT} checkpoint")
+    return checkpoint
+
+
+def _save_checkpoint(out_dir: Path, state: dict, keep_last: int) -> Path:
+    """Write ``state`` as ``step-NNNNNN.pt`` and point ``latest`` at it, each atomically; delete
+    all but the newest ``keep_last`` checkpoints."""
+    folder = out_dir / CHECKPOINT_DIR
+    path = folder / f"step-{state['step']:06d}.pt"
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+    with atomic_path(folder / LATEST) as tmp:
+        tmp.write_text(path.name + "\n")
+    for old in sorted(folder.glob("step-*.pt"), key=lambda p: int(p.stem.removeprefix("step-")))[:-keep_last]:
+        old.unlink()
+    return path
+
+
+def _rng_states(device: torch.device) -> dict:
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+        "python": random.getstate(),
+    }
+
+
+def _set_rng_states(states: dict, device: torch.device) -> None:
+    torch.set_rng_state(states["torch"])
+    if device.type == "cuda" and states.get("cuda") is not None:
+        torch.cuda.set_rng_state(states["cuda"], device)
+    random.setstate(states["python"])
+
+
+def _flat(data: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _check_same_run(saved: dict, config: TrainConfig, mixture: Mixture, path: Path) -> None:
+    """Refuse to resume a checkpoint made by a different config or from a different mixture.
+    Bookkeeping keys may change; ``out_dir`` and ``mixture`` may move (the mixture is compared by
+    its manifest's sha256)."""
+    ignore = set(BOOKKEEPING_KEYS) | {"out_dir", "mixture"}
+    before, now = _flat(saved["config"]), _flat(config.to_dict())
+    for key in sorted(set(before) | set(now)):
+        if key not in ignore and before.get(key) != now.get(key):
+            raise ConfigError(f"{key}: {path} was trained with {before.get(key)!r}, this config says "
+                              f"{now.get(key)!r}; use another out_dir, or delete {path.parent} to start over")
+    if saved["mixture_sha256"] != mixture.manifest_sha256:
+        raise ConfigError(f"mixture: {path} was trained on another mixture (manifest sha256 "
+                          f"{saved['mixture_sha256'][:12]}, now {mixture.manifest_sha256[:12]}); use another out_dir")
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics
+
+
+class Metrics:
+    """``metrics.csv`` (one row per log or eval event, fixed columns, blank where not measured)
+    and TensorBoard scalars. On a resumed run, rows and events after the checkpoint's step (left by
+    the interrupted run) are dropped first."""
+
+    def __init__(self, out_dir: Path, groups: list[str], resumed_step: int | None):
+        self.path = out_dir / "metrics.csv"
+        self.columns = ["step", "tokens_seen", "epoch", "lr", "train_loss", "val_loss", "val_bpb",
+                        *[f"val_loss/{g}" for g in groups], *[f"val_bpb/{g}" for g in groups], "tokens_per_s"]
+        kept: list[dict] = []
+        if resumed_step is not None and self.path.is_file():
+            with open(self.path, newline="") as handle:
+                kept = [row for row in csv.DictReader(handle) if int(row["step"]) <= resumed_step]
+        with atomic_path(self.path) as tmp:
+            with open(tmp, "w", newline="") as handle:
+                writer = csv.DictWriter(handle, self.columns, extrasaction="ignore")
+                writer.writeheader()
+                writer.writerows(kept)
+        from tensorboardX import SummaryWriter
+
+        tb_dir = out_dir / "tb"
+        if resumed_step is None and tb_dir.exists():
+            shutil.rmtree(tb_dir)  # events of an earlier run that left no checkpoint
+        purge = resumed_step + 1 if resumed_step is not None else None
+        self.tb = SummaryWriter(logdir=str(tb_dir), purge_step=purge)
+        self.handle = open(self.path, "a", newline="")
+        self.writer = csv.DictWriter(self.handle, self.columns)
+
+    def write(self, row: dict) -> None:
+        self.writer.writerow({key: ("" if row.get(key) is None else _text(row[key])) for key in self.columns})
+        self.handle.flush()
+        step = row["step"]
+        for key in self.columns[3:]:
+            if row.get(key) is not None:
+                tag = {"train_loss": "train/loss", "lr": "train/lr", "tokens_per_s": "train/tokens_per_s",
+                       "val_loss": "val/loss", "val_bpb": "val/bpb"}.get(key, key)
+                self.tb.add_scalar(tag, row[key], step)
+
+    def close(self) -> None:
+        self.handle.close()
+        self.tb.close()
+
+
+def _text(value) -> str:
+    """Numbers as Python writes them (repr: a float reads back bit-equal)."""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def read_metrics(out_dir: Path) -> list[dict]:
+    """``metrics.csv`` as rows of numbers (None where blank)."""
+    with open(Path(out_dir) / "metrics.csv", newline="") as handle:
+        return [{key: (None if value == "" else float(value) if key not in ("step", "tokens_seen") else int(value))
+                 for key, value in row.items()} for row in csv.DictReader(handle)]
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+
+
+def log_line(line: str) -> None:
+    """The default ``log``: print, flushed, so that progress shows in redirected output too."""
+    print(line, flush=True)
+
+
+def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] | None = log_line) -> dict:
+    """Train as ``config`` says; return the summary (also written to ``out_dir/summary.json``).
+
+    If ``out_dir`` holds a checkpoint, the run continues from it, provided it was made by the same
+    config (else a ConfigError); ``resume=True`` additionally requires one. Under torchrun, each
+    process calls this; only rank 0 writes files and logs. ``log`` gets one line per event
+    (None: silent).
+    """
+    processes, device = _start_processes(config)
+    # On the CPU, ask for deterministic kernels (a kernel without one warns) so that a resumed run
+    # repeats the bits of one that never stopped. Filling every new tensor with NaN (the flag's
+    # companion) guards only against reading memory no kernel wrote; it halved the speed of a
+    # 256-token window, so it stays off.
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+              torch.utils.deterministic.fill_uninitialized_memory)
+    if device.type == "cpu":
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = False
+    try:
+        return _train(config, resume, log if processes.main else None, processes, device)
+    finally:
+        if device.type == "cpu":  # as the caller had them
+            torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+            torch.utils.deterministic.fill_uninitialized_memory = before[2]
+        if processes.distributed:
+            dist.destroy_process_group()
+
+
+def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None, processes: Processes,
+           device: torch.device) -> dict:
+    started = time.perf_counter()
+    say = log or (lambda line: None)
+    mixture = open_mixture(config.mixture)
+    out_dir = config.out_dir
+    checkpoint_path = latest_checkpoint(out_dir)
+    if resume and checkpoint_path is None:
+        raise ConfigError(f"out_dir: nothing to resume, {out_dir / CHECKPOINT_DIR} holds no checkpoint; "
+                          "run without --resume to start")
+    checkpoint = load_checkpoint(checkpoint_path) if checkpoint_path else None
+    if checkpoint is not None:
+        _check_same_run(checkpoint, config, mixture, checkpoint_path)
+
+    torch.manual_seed(config.seed)  # the same initial weights in every process
+    model_config = GPTConfig(vocab_size=mixture.vocab_size, **config.model.model_dump())
+    raw_model = GPT(model_config).to(device)
+    optimizer = raw_model.configure_optimizer(config.optim.weight_decay, config.optim.lr,
+                                              (config.optim.beta1, config.optim.beta2), device.type)
+    loader = TrainLoader(mixture, config.model.block_size, config.batch.micro_batch, config.seed,
+                         config.model.objective, processes.rank, processes.world_size)
+    torch.manual_seed(config.seed + processes.rank)  # dropout differs between processes
+    random.seed(config.seed + processes.rank)
+    step, tokens_seen, train_time, wall_before = 0, 0, 0.0, 0.0
+    if checkpoint is not None:
+        raw_model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        loader.load_state_dict(checkpoint["loader"])
+        rng = checkpoint["rng"]
+        _set_rng_states(rng[processes.rank % len(rng)], device)
+        step, tokens_seen = checkpoint["step"], checkpoint["tokens_seen"]
+        train_time, wall_before = checkpoint["train_time_s"], checkpoint["wall_time_s"]
+        say(f"resuming from {checkpoint_path} (step {step})")
+        del checkpoint
+
+    model = torch.compile(raw_model) if config.compile else raw_model
+    eval_model = model
+    if processes.distributed:
+        model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+    total_steps = config.total_steps(processes.world_size)
+    tokens_per_step = config.tokens_per_step(processes.world_size)
+    metrics = None
+    if processes.main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_path(out_dir / "tokenizer.json") as tmp:
+            shutil.copyfile(mixture.tokenizer_path, tmp)
+        metrics = Metrics(out_dir, mixture.validation_groups, step if checkpoint_path else None)
+    say(f"{raw_model.num_parameters():,} parameters, {total_steps} steps of {tokens_per_step:,} tokens, "
+        f"{processes.world_size} process(es) on {device.type}")
+
+    def save() -> None:
+        rng = [_rng_states(device)]
+        if processes.distributed:
+            rng = [None] * processes.world_size
+            dist.all_gather_object(rng, _rng_states(device))
+        if processes.main:
+            path = _save_checkpoint(out_dir, {
+                "format": CHECKPOINT_FORMAT, "step": step, "tokens_seen": tokens_seen,
+                "train_time_s": train_time, "wall_time_s": wall_before + time.perf_counter() - started,
+                "config": config.to_dict(), "model_config": asdict(model_config),
+                "mixture_sha256": mixture.manifest_sha256, "world_size": processes.world_size,
+                "model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
+                "loader": loader.state_dict(), "rng": rng,
+            }, config.keep_last)
+            say(f"step {step}: saved {path.name}")
+
+    final = None
+    loss_sum = torch.zeros((), device=device)
+    loss_steps = 0
+    row_tokens, row_time = 0, 0.0
+    grad_accum = config.batch.grad_accum
+    model.train()
+    while step < total_steps:
+        tick = time.perf_counter()
+        lr = learning_rate(step, total_steps, config.optim)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        step_loss = torch.zeros((), device=device)
+        for micro in range(grad_accum):
+            inputs, targets = loader.next_batch()
+            inputs, targets = inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
+            # Gradients are all-reduced on the last micro step only.
+            syncing = not processes.distributed or micro == grad_accum - 1
+            with nullcontext() if syncing else model.no_sync():
+                with _autocast(config, device):
+                    _, loss = model(inputs, targets)
+                (loss / grad_accum).backward()
+            step_loss += loss.detach()
+        if config.optim.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(raw_model.parameters(), config.optim.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        tokens_seen += tokens_per_step
+        loss_sum += step_loss / grad_accum
+        loss_steps += 1
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # so that the step's time is its GPU time, not its launch time
+        elapsed = time.perf_counter() - tick
+        train_time += elapsed
+        row_tokens += tokens_per_step
+        row_time += elapsed
+
+        done = step == total_steps
+        logging = step % config.log_interval == 0 or done
+        evaluating = step % config.eval_interval == 0 or done
+        if logging or evaluating:
+            row = {"step": step, "tokens_seen": tokens_seen, "epoch": loader.epochs_done, "lr": lr}
+            if logging:
+                if processes.distributed:
+                    dist.all_reduce(loss_sum)
+                    loss_sum /= processes.world_size
+                row["train_loss"] = loss_sum.item() / loss_steps
+                row["tokens_per_s"] = row_tokens / row_time
+                loss_sum.zero_()
+                loss_steps, row_tokens, row_time = 0, 0, 0.0
+                say(f"step {step}/{total_steps}: train loss {row['train_loss']:.4f}, lr {lr:.2e}, "
+                    f"{row['tokens_per_s']:,.0f} tokens/s")
+            if evaluating:
+                final = evaluate(eval_model, mixture, config, device, processes)
+                row["val_loss"], row["val_bpb"] = final["loss"], final["bpb"]
+                for group, result in final["groups"].items():
+                    row[f"val_loss/{group}"], row[f"val_bpb/{group}"] = result["loss"], result["bpb"]
+                say(f"step {step}: val loss {final['loss']:.4f}, {final['bpb']:.4f} bits per byte")
+            if metrics is not None:
+                metrics.write(row)
+        if step % config.checkpoint_interval == 0 or done:
+            save()
+    if final is None:  # nothing left to train (a finished run, resumed): evaluate for the summary
+        final = evaluate(eval_model, mixture, config, device, processes)
+
+    wall = wall_before + time.perf_counter() - started
+    summary = {
+        "config": config.to_dict(),
+        "model": asdict(model_config),
+        "parameters": raw_model.num_parameters(non_embedding=False),
+        "non_embedding_parameters": raw_model.num_parameters(non_embedding=True),
+        "flops_per_token": raw_model.flops_per_token(),
+        "steps": step,
+        "tokens": tokens_seen,
+        "epochs": loader.epochs_done,
+        "world_size": processes.world_size,
+        "device": device.type,
+        "final": final,
+        "wall_time_s": wall,
+        "train_time_s": train_time,
+        "tokens_per_s": tokens_seen / train_time if train_time else None,
+        # Achieved model FLOP/s; divided by the hardware's peak it is the MFU.
+        "model_flops_per_s": tokens_seen * raw_model.flops_per_token() / train_time if train_time else None,
+        "mixture_manifest_sha256": mixture.manifest_sha256,
+    }
+    if processes.main:
+        metrics.close()
+        write_json(summary, out_dir / "summary.json")
+        say(f"done: {step} steps, {tokens_seen:,} tokens, val loss {final['loss']:.4f}, "
+            f"{final['bpb']:.4f} bits per byte; {out_dir / 'summary.json'}")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainer.train",
+                                     description="Pretrain a GPT on a mixture directory.")
+    parser.add_argument("config", type=Path, help="a training config (TOML)")
+    parser.add_argument("--resume", action="store_true", help="continue from out_dir's latest checkpoint (required)")
+    args = parser.parse_args(argv)
+    try:
+        train(load_train_config(args.config), resume=args.resume)
+    except (ConfigError, MixtureError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
