@@ -3,6 +3,9 @@
     curate demo                 build the demo corpus and curate it
     curate run CONFIG.toml      run the curation flows of a config
     curate demo-corpus OUT      build a demo corpus only (e.g. --docs 200000 for benchmarks)
+    curate export MIXTURE OUT   a mixture as nanoGPT's train.bin / val.bin
+    curate train CONFIG.toml    pretrain a GPT on a mixture (a Prefect flow run)
+    curate generate OUT_DIR     continue a prompt with a trained model
 """
 
 from __future__ import annotations
@@ -229,6 +232,60 @@ def export(mixture_dir: Path = typer.Argument(..., help="a mixture folder: <run>
     for name, entry in meta["files"].items():
         stdout.print(f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)", highlight=False,
                      soft_wrap=True)
+
+
+def _print_training(summary: dict) -> None:
+    final = summary["final"]
+    table = Table(title=f"held-out loss after {summary['steps']} steps, {summary['tokens']:,} tokens "
+                        f"({summary['parameters']:,} parameters, {summary['tokens_per_s'] or 0:,.0f} tokens/s)")
+    for column in ("group", "loss", "bits per byte", "tokens evaluated"):
+        table.add_column(column, justify="left" if column == "group" else "right")
+    for group, result in final["groups"].items():
+        table.add_row(group, f"{result['loss']:.4f}", f"{result['bpb']:.4f}", f"{result['tokens']:,}")
+    table.add_row("all", f"{final['loss']:.4f}", f"{final['bpb']:.4f}", "", style="bold")
+    stdout.print(table)
+
+
+@app.command()
+def train(config: Path = typer.Argument(..., help="TOML config of the training run (see configs/train-demo.toml)"),
+          resume: bool = typer.Option(False, help="require a checkpoint in out_dir to continue from"),
+          quiet: bool = QuietOption) -> None:
+    """Pretrain a GPT on a mixture (continues from out_dir's last checkpoint when there is one)."""
+    from flows.runtime import configure_prefect
+    from trainer.config import load_train_config
+    from trainer.data import MixtureError
+
+    try:
+        parsed = load_train_config(config)
+    except ConfigError as error:
+        _fail(str(error))
+    configure_prefect(parsed.out_dir, quiet=quiet)
+    from flows.train import train_flow
+
+    try:
+        summary = train_flow(parsed, resume)
+    except (ConfigError, MixtureError, FileNotFoundError) as error:
+        _fail(str(error))
+    _print_training(summary)
+    stdout.print(f"out_dir: {parsed.out_dir}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def generate(checkpoint: Path = typer.Argument(..., help="a training out_dir or one of its checkpoints"),
+             prompt: str = typer.Option("", help="text to continue"),
+             max_tokens: int = typer.Option(100, min=1, help="tokens to generate at most"),
+             temperature: float = typer.Option(0.8, min=0.0, help="0: greedy"),
+             top_k: Optional[int] = typer.Option(50, min=1, help="sample among the k likeliest tokens"),
+             seed: int = typer.Option(0, help="random seed")) -> None:
+    """Continue a prompt with a trained model (stops at the end-of-document token)."""
+    from trainer.generate import generate_text
+
+    try:
+        text = generate_text(checkpoint, prompt, max_tokens=max_tokens, temperature=temperature, top_k=top_k,
+                             seed=seed)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+    stdout.print(prompt + text, highlight=False, soft_wrap=True, markup=False)
 
 
 @app.command("demo-corpus")

@@ -1,0 +1,24 @@
+"""The `train` flow: pretraining (trainer.train) as a Prefect flow run, so that a curation run and
+the training on its mixtures show up side by side in Prefect. One process; for several, run
+``torchrun --nproc_per_node N -m trainer.train CONFIG`` (the same code, outside Prefect)."""
+
+from __future__ import annotations
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from trainer.config import TrainConfig
+
+
+@task(name="pretrain", cache_policy=NO_CACHE, task_run_name="pretrain-{config.out_dir.name}")
+def pretrain_task(config: TrainConfig, resume: bool = False) -> dict:
+    from trainer.train import train
+
+    logger = get_run_logger()
+    return train(config, resume=resume, log=logger.info)
+
+
+@flow(name="train", validate_parameters=False)
+def train_flow(config: TrainConfig, resume: bool = False) -> dict:
+    """Train as ``config`` says (continuing from its out_dir's checkpoint, if any); return the summary."""
+    return pretrain_task(config, resume)
