@@ -261,3 +261,15 @@ def test_generate_text_is_seeded(trained):
         checkpoint, "", max_tokens=10, temperature=0)
     with pytest.raises(FileNotFoundError):
         generate_text(out / "missing", "x")
+
+
+def test_extra_eval_sets_are_evaluated_and_logged(mixture_dir, tmp_path):
+    """A second folder in the mixture format (here a copy of the mixture) is evaluated at every
+    evaluation beside the mixture's own validation, with the same numbers for the same data."""
+    reference = tmp_path / "reference"
+    shutil.copytree(mixture_dir, reference)
+    summary = train(config(mixture_dir, tmp_path / "out", eval_mixtures={"reference": str(reference)}), log=None)
+    assert summary["final_eval"]["reference"]["bpb"] == pytest.approx(summary["final"]["bpb"], rel=1e-9)
+    rows = read_metrics(tmp_path / "out")
+    evaluated = [row for row in rows if row.get("val_bpb")]
+    assert evaluated and all(row["reference_bpb"] == row["val_bpb"] for row in evaluated)

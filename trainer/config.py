@@ -25,7 +25,7 @@ steps of ``micro_batch * grad_accum * world_size * block_size`` tokens). When bo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -33,7 +33,7 @@ from pipeline.config import ConfigError, read_toml, validate_model
 
 # Keys that change what is logged or kept, never what is computed: a run may resume with other
 # values of these.
-BOOKKEEPING_KEYS = ("log_interval", "eval_interval", "checkpoint_interval", "keep_last")
+BOOKKEEPING_KEYS = ("log_interval", "eval_interval", "checkpoint_interval", "keep_last", "eval_mixtures")
 
 
 class _Strict(BaseModel):
@@ -113,11 +113,23 @@ class TrainConfig(_Strict):
     log_interval: int = Field(default=10, ge=1)
     checkpoint_interval: int = Field(default=200, ge=1)  # steps; also saved at the last step
     keep_last: int = Field(default=3, ge=1)  # checkpoints kept; older ones are deleted
+    # More held-out sets, evaluated with the mixture's own validation: name -> a folder in the
+    # mixture format whose validation shards are read (its train list may be empty), e.g. a
+    # reference set shared by the runs of an experiment. Logged as <name>_loss, <name>_bpb/<group>.
+    eval_mixtures: dict[str, Annotated[Path, Field(strict=False)]] = Field(default_factory=dict)
 
     @field_validator("mixture", "out_dir")
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return Path(value).expanduser().absolute()
+
+    @field_validator("eval_mixtures")
+    @classmethod
+    def _named_folders(cls, value: dict) -> dict:
+        for name in value:
+            if not name.replace("_", "").replace("-", "").isalnum():
+                raise ValueError(f"eval set name {name!r}: use letters, digits, - and _")
+        return {name: Path(path).expanduser().absolute() for name, path in value.items()}
 
     @model_validator(mode="after")
     def _length_given(self):

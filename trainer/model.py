@@ -169,6 +169,16 @@ class GPT(nn.Module):
         """Logits ``(B, T, vocab_size)`` for every position; with ``targets`` (B, T) also the
         mean cross-entropy in nats over the targets that are not ``ignore_index``."""
         B, T = idx.shape
+        logits = self.lm_head(self.hidden_states(idx))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(B * T, -1).float(), targets.reshape(B * T), ignore_index=ignore_index)
+        return logits, loss
+
+    def hidden_states(self, idx: torch.Tensor) -> torch.Tensor:
+        """The last block's output after the final LayerNorm, ``(B, T, n_embd)``: what the head
+        reads, and the features a downstream classifier (trainer.transfer) reads."""
+        T = idx.shape[1]
         if T > self.config.block_size:
             raise ValueError(f"a window of {T} tokens is longer than block_size {self.config.block_size}")
         x = self.wte(idx)
@@ -180,11 +190,7 @@ class GPT(nn.Module):
         x = self.drop(x)
         for block in self.blocks:
             x = block(x, rotary)
-        logits = self.lm_head(self.ln_f(x))
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.view(B * T, -1).float(), targets.reshape(B * T), ignore_index=ignore_index)
-        return logits, loss
+        return self.ln_f(x)
 
     def configure_optimizer(self, weight_decay: float, lr: float, betas: tuple[float, float],
                             device_type: str) -> torch.optim.AdamW:

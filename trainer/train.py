@@ -250,7 +250,7 @@ def _check_same_run(saved: dict, config: TrainConfig, mixture: Mixture, path: Pa
     ignore = set(BOOKKEEPING_KEYS) | {"out_dir", "mixture"}
     before, now = _flat(saved["config"]), _flat(config.to_dict())
     for key in sorted(set(before) | set(now)):
-        if key not in ignore and before.get(key) != now.get(key):
+        if key.split(".")[0] not in ignore and before.get(key) != now.get(key):
             raise ConfigError(f"{key}: {path} was trained with {before.get(key)!r}, this config says "
                               f"{now.get(key)!r}; use another out_dir, or delete {path.parent} to start over")
     if saved["mixture_sha256"] != mixture.manifest_sha256:
@@ -267,10 +267,15 @@ class Metrics:
     and TensorBoard scalars. On a resumed run, rows and events after the checkpoint's step (left by
     the interrupted run) are dropped first."""
 
-    def __init__(self, out_dir: Path, groups: list[str], resumed_step: int | None):
+    def __init__(self, out_dir: Path, groups: list[str], resumed_step: int | None,
+                 extra_groups: dict[str, list[str]] | None = None):
         self.path = out_dir / "metrics.csv"
         self.columns = ["step", "tokens_seen", "epoch", "lr", "train_loss", "val_loss", "val_bpb",
-                        *[f"val_loss/{g}" for g in groups], *[f"val_bpb/{g}" for g in groups], "tokens_per_s"]
+                        *[f"val_loss/{g}" for g in groups], *[f"val_bpb/{g}" for g in groups]]
+        for name, names in (extra_groups or {}).items():
+            self.columns += [f"{name}_loss", f"{name}_bpb", *[f"{name}_loss/{g}" for g in names],
+                             *[f"{name}_bpb/{g}" for g in names]]
+        self.columns.append("tokens_per_s")
         kept: list[dict] = []
         if resumed_step is not None and self.path.is_file():
             with open(self.path, newline="") as handle:
@@ -359,6 +364,11 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
     started = time.perf_counter()
     say = log or (lambda line: None)
     mixture = open_mixture(config.mixture)
+    extra_sets = {name: open_mixture(path) for name, path in config.eval_mixtures.items()}
+    for name, extra in extra_sets.items():
+        if extra.manifest["tokenizer"]["sha256"] != mixture.manifest["tokenizer"]["sha256"]:
+            raise ConfigError(f"eval_mixtures.{name}: {extra.path} was tokenized with another tokenizer than "
+                              f"the mixture; tokenize both with one tokenizer")
     out_dir = config.out_dir
     checkpoint_path = latest_checkpoint(out_dir)
     if resume and checkpoint_path is None:
@@ -401,7 +411,8 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
         out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(out_dir / "tokenizer.json") as tmp:
             shutil.copyfile(mixture.tokenizer_path, tmp)
-        metrics = Metrics(out_dir, mixture.validation_groups, step if checkpoint_path else None)
+        metrics = Metrics(out_dir, mixture.validation_groups, step if checkpoint_path else None,
+                          {name: extra.validation_groups for name, extra in extra_sets.items()})
     say(f"{raw_model.num_parameters():,} parameters, {total_steps} steps of {tokens_per_step:,} tokens, "
         f"{processes.world_size} process(es) on {device.type}")
 
@@ -422,6 +433,7 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
             say(f"step {step}: saved {path.name}")
 
     final = None
+    extra_final: dict[str, dict] = {}
     loss_sum = torch.zeros((), device=device)
     loss_steps = 0
     row_tokens, row_time = 0, 0.0
@@ -479,12 +491,21 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
                 for group, result in final["groups"].items():
                     row[f"val_loss/{group}"], row[f"val_bpb/{group}"] = result["loss"], result["bpb"]
                 say(f"step {step}: val loss {final['loss']:.4f}, {final['bpb']:.4f} bits per byte")
+                for name, extra in extra_sets.items():
+                    result = evaluate(eval_model, extra, config, device, processes)
+                    extra_final[name] = result
+                    row[f"{name}_loss"], row[f"{name}_bpb"] = result["loss"], result["bpb"]
+                    for group, values in result["groups"].items():
+                        row[f"{name}_loss/{group}"], row[f"{name}_bpb/{group}"] = values["loss"], values["bpb"]
+                    say(f"step {step}: {name} loss {result['loss']:.4f}, {result['bpb']:.4f} bits per byte")
             if metrics is not None:
                 metrics.write(row)
         if step % config.checkpoint_interval == 0 or done:
             save()
     if final is None:  # nothing left to train (a finished run, resumed): evaluate for the summary
         final = evaluate(eval_model, mixture, config, device, processes)
+        extra_final = {name: evaluate(eval_model, extra, config, device, processes)
+                       for name, extra in extra_sets.items()}
 
     wall = wall_before + time.perf_counter() - started
     summary = {
@@ -499,6 +520,7 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
         "world_size": processes.world_size,
         "device": device.type,
         "final": final,
+        "final_eval": extra_final,
         "wall_time_s": wall,
         "train_time_s": train_time,
         "tokens_per_s": tokens_seen / train_time if train_time else None,

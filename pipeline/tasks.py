@@ -1,0 +1,100 @@
+"""Downstream classification tasks for the transfer half of an experiment.
+
+A task is one Parquet file with a row per labelled text::
+
+    id     string  unique
+    text   string
+    label  string  the class
+    split  string  "train" (labelled examples to adapt on) or "test"
+
+The texts are held out from pretraining: an experiment puts the file in every run's
+``mix.exclude``, so no pretraining document near one of them is trained on. Labelled subsets of
+the train split are nested and class-balanced (:func:`labelled_subsets`), so a model adapted on 50
+examples saw a subset of the 200 that another was adapted on.
+
+The built-in demo task (:func:`demo_topic_task`) is BBC News topic classification (business,
+entertainment, politics, sports, tech), from the same package data the demo corpus's news comes
+from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import polars as pl
+
+from pipeline.io.writer import write_parquet
+from pipeline.mix import seeded_id_hash
+
+TASK_COLUMNS = {"id": pl.String, "text": pl.String, "label": pl.String, "split": pl.String}
+SPLITS = ("train", "test")
+SALT_TASK = 0x5441534B  # "TASK"
+
+
+def load_task(path: Path) -> pl.DataFrame:
+    """A task file, checked: the columns of the module docstring, unique ids, non-empty texts,
+    both splits present and every test label seen in training."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no task file at {path}; make one with demo_topic_task() or write "
+                                "id, text, label, split columns to Parquet")
+    task = pl.read_parquet(path)
+    missing = [c for c in TASK_COLUMNS if c not in task.columns]
+    if missing:
+        raise ValueError(f"{path}: the task lacks columns {missing} (it has {task.columns})")
+    task = task.select([pl.col(c).cast(t) for c, t in TASK_COLUMNS.items()])
+    if task["id"].is_duplicated().any():
+        raise ValueError(f"{path}: id {task.filter(pl.col('id').is_duplicated())['id'][0]!r} is repeated")
+    empty = task.filter(pl.col("text").is_null() | (pl.col("text").str.strip_chars() == ""))
+    if empty.height:
+        raise ValueError(f"{path}: {empty.height} rows have no text (first: {empty['id'][0]!r})")
+    bad = set(task["split"].unique().to_list()) - set(SPLITS)
+    if bad or set(SPLITS) - set(task["split"].unique().to_list()):
+        raise ValueError(f"{path}: split values must be exactly {SPLITS} (found {sorted(task['split'].unique())})")
+    unseen = set(task.filter(pl.col("split") == "test")["label"]) - set(task.filter(pl.col("split") == "train")["label"])
+    if unseen:
+        raise ValueError(f"{path}: test labels {sorted(unseen)} never occur in the train split")
+    return task
+
+
+def labels(task: pl.DataFrame) -> list[str]:
+    """The classes, sorted: a label's index in this list is its class number."""
+    return sorted(task["label"].unique().to_list())
+
+
+def _balanced_order(frame: pl.DataFrame, seed: int) -> pl.DataFrame:
+    """Rows in a seeded order that cycles through the classes: the first k rows hold every class
+    about k / classes times (round robin over classes, each class in seeded-hash order)."""
+    keys = seeded_id_hash(frame["id"], seed, SALT_TASK)
+    return (frame.with_columns(key=pl.Series(keys, dtype=pl.UInt64))
+            .sort(["key", "id"])
+            .with_columns(turn=pl.int_range(pl.len()).over("label"))
+            .sort(["turn", "label"])
+            .drop("key", "turn"))
+
+
+def labelled_subsets(task: pl.DataFrame, sizes: Sequence[int], seed: int) -> dict[int, pl.DataFrame]:
+    """Nested, class-balanced subsets of the train split: size n -> the first n examples of one
+    seeded class round robin (0 or a size above the split: all of it)."""
+    train = _balanced_order(task.filter(pl.col("split") == "train"), seed)
+    return {int(n): train.head(n if 0 < n < train.height else train.height) for n in sizes}
+
+
+def demo_topic_task(out_path: Path, train_docs: int = 500, test_docs: int = 300, seed: int = 0) -> dict:
+    """BBC News topic classification: ``train_docs + test_docs`` articles (class-balanced, seeded)
+    written as a task file; returns ``{"path", "train", "test", "labels"}``."""
+    from pipeline.demo_corpus import _read_bbc
+
+    articles, _ = _read_bbc()
+    frame = pl.DataFrame({"id": [f"bbc-{d.topic}-{i:04d}" for i, d in enumerate(articles)],
+                          "text": [d.text for d in articles], "label": [d.topic for d in articles]})
+    # The seeded class round robin: its first test_docs rows are the test split, the next
+    # train_docs the train split, so both are class-balanced (as far as each class has articles).
+    chosen = _balanced_order(frame, seed).head(train_docs + test_docs)
+    split = ["test"] * min(test_docs, chosen.height) + ["train"] * max(chosen.height - test_docs, 0)
+    task = chosen.with_columns(split=pl.Series(split, dtype=pl.String)).sort("id")
+    write_parquet(task.to_arrow(), Path(out_path))
+    counts = dict(task.group_by("split").len().iter_rows())
+    return {"path": str(out_path), "train": int(counts.get("train", 0)), "test": int(counts.get("test", 0)),
+            "labels": labels(task)}
