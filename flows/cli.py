@@ -6,6 +6,7 @@
     curate export MIXTURE OUT   a mixture as nanoGPT's train.bin / val.bin
     curate train CONFIG.toml    pretrain a GPT on a mixture (a Prefect flow run)
     curate generate OUT_DIR     continue a prompt with a trained model
+    curate experiment CONFIG    curated vs raw: pretraining and transfer over seeds, with a report
 """
 
 from __future__ import annotations
@@ -123,7 +124,154 @@ def _run(config: RunConfig, quiet: bool) -> dict:
     if "mix" in stats:
         _print_mixtures(stats["mix"])
     _print_counts(stats["source"], Path(config.run_dir))
+    _build_report(Path(config.run_dir), after_run=True)
     return stats
+
+
+def _build_report(run_dir: Path, after_run: bool = False) -> Path | None:
+    """Write the run's HTML report and print where it is (after a run, a failure only warns)."""
+    from pipeline.report import build_report
+
+    try:
+        path = build_report(run_dir)
+    except Exception as error:
+        if not after_run:
+            raise
+        console.print(f"[yellow]warning:[/yellow] the report could not be built ({type(error).__name__}: {error}); "
+                      f"run `curate report {run_dir}` to try again", highlight=False, soft_wrap=True)
+        return None
+    stdout.print(f"report: {path.resolve()}", highlight=False, soft_wrap=True)
+    return path
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., help="a run directory (made by `curate run` or `curate demo`)")) -> None:
+    """Build the run's HTML report (<RUN>/report/index.html) from the run directory alone."""
+    from pipeline.report.run import NotARunError
+
+    try:
+        _build_report(run_dir)
+    except NotARunError as error:
+        _fail(str(error))
+
+
+def _value(value, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.{digits}g}"
+    return str(value)
+
+
+def _print_inspection(found: dict) -> None:
+    """A document's way through the stages, for a person (see pipeline.report.inspect)."""
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    source = found.get("source") or {}
+    where = source.get("path") or source.get("file") or ""
+    position = (f" line {source['line']}" if source.get("line") is not None
+                else f" byte {source['offset']}" if source.get("offset") is not None else "")
+    lines = [found["id"], f"fate: {found['fate']}",
+             f"source: {source.get('source')}  input: {where}{position}"
+             + (f"  (own id {source['own_id']!r}, field {source.get('id_field')})" if source.get("own_id") else "")]
+    if source.get("shard"):
+        lines.append(f"stored: {source['shard']} row {source.get('row')}; {source.get('chars', 0):,} characters, "
+                     f"{source.get('bytes', 0):,} bytes" + (f"; url {source['url']}" if source.get("url") else ""))
+    if source.get("meta"):
+        lines.append(f"meta: {source['meta']}")
+    if found.get("quarantine"):
+        record = found["quarantine"]
+        lines.append(f"quarantined: {record.get('reason')} {record.get('detail') or ''}; "
+                     f"first bytes: {(record.get('sample') or '')[:120]!r}")
+    stdout.print(Panel(escape("\n".join(lines)), title="document", expand=False), highlight=False)
+
+    stages = Table(title="stages")
+    for column in ("stage", "status", "detail"):
+        stages.add_column(column)
+    for entry in found.get("stages", []):
+        style = {"removed": "red", "quarantined": "red", "not reached": "dim"}.get(entry["status"], "")
+        stages.add_row(entry["stage"], entry["status"], entry.get("detail", ""), style=style)
+    stdout.print(stages)
+
+    lang = found.get("lang")
+    if lang:
+        stdout.print(f"lang: {lang.get('lang')} score {_value(lang.get('score'))} (minimum {_value(lang.get('threshold'))}"
+                     f"{', keep ' + ', '.join(lang['keep']) if lang.get('keep') else ''})"
+                     + (f" -> removed: {lang['rule']}" if lang.get("rule") else " -> kept"), highlight=False)
+    flt = found.get("filter")
+    if flt:
+        if not flt.get("in_scope", True):
+            stdout.print("filter: the document's source is not in filter.sources; it passed through", highlight=False)
+        else:
+            rules = Table(title="filter rules, measured again on the text as it entered the filter stage")
+            for column in ("rule", "value", "removes when", "verdict"):
+                rules.add_column(column, justify="right" if column == "value" else "left")
+            for rule in flt.get("rules", []):
+                verdict = "fires" + (" (first: removes it)" if rule["rule"] == flt.get("first_rule") else "") \
+                    if rule["fires"] else "passes"
+                rules.add_row(rule["rule"], _value(rule["value"]), f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}",
+                              verdict, style="red" if rule["fires"] else "")
+            stdout.print(rules)
+            for error in flt.get("errors", []):
+                stdout.print(f"filter: not measured: {error}", highlight=False)
+            if flt.get("first_rule") and not any(r["rule"] == flt["first_rule"] for r in flt.get("rules", [])):
+                stdout.print(f"filter: removed as {flt['first_rule']}", highlight=False)
+            if flt.get("text_changed"):
+                stdout.print(f"filter: the filters rewrote the text ({flt.get('chars_in', 0):,} -> "
+                             f"{flt.get('chars_after', 0):,} characters; PII replacements: "
+                             f"{flt.get('pii_replacements', 0)})", highlight=False)
+    dedup = found.get("dedup")
+    if dedup is not None:
+        if not dedup.get("in_cluster"):
+            stdout.print("dedup: unique (in no duplicate cluster)", highlight=False)
+        else:
+            role = "the kept document" if dedup["kept"] else (
+                f"{'an exact' if dedup['exact'] else 'a near'} duplicate of {dedup['kept_id']} "
+                f"(Jaccard {_value(dedup['jaccard'], 3)})")
+            stdout.print(f"dedup: cluster {dedup['cluster']} of {dedup['cluster_size']} documents "
+                         f"({dedup['removed_exact']} exact and {dedup['removed_near']} near copies removed); "
+                         f"this is {role}", highlight=False)
+    lines_cut = found.get("lines")
+    if lines_cut is not None:
+        if not lines_cut.get("in_scope", True):
+            stdout.print("lines: the document's source is not in lines.sources; unchanged", highlight=False)
+        else:
+            stdout.print(f"lines: {lines_cut['lines_cut']} repeated lines cut ({lines_cut['chars_cut']:,} characters)"
+                         + (", leaving it blank: removed" if lines_cut.get("left_blank") else ""), highlight=False)
+            for line in lines_cut.get("cut", []):
+                stdout.print(f"  - {line[:120]}", highlight=False, markup=False)
+    if found.get("tokens") is not None:
+        stdout.print(f"tokenize: {found['tokens']:,} tokens", highlight=False)
+    mix = found.get("mix")
+    if mix:
+        stdout.print(f"mix: group {mix['group']}, {mix['side']} side"
+                     + (f" (near validation document {mix['near_validation_id']})" if mix.get("near_validation_id") else ""),
+                     highlight=False)
+        for name, taken in mix.get("mixtures", {}).items():
+            repeats = taken.get("repeats")
+            stdout.print(f"  mixture {name}: " + (f"taken {repeats} time{'s' if repeats != 1 else ''}"
+                                                   if repeats is not None else taken.get("note", "")), highlight=False)
+
+
+@app.command("inspect")
+def inspect_command(run_dir: Path = typer.Argument(..., help="a run directory"),
+                    doc_id: str = typer.Argument(..., help="a document id, e.g. news/6c7b9eeba069a1b4"),
+                    as_json: bool = typer.Option(False, "--json", help="print the lookup as JSON")) -> None:
+    """Show a document's way through the stages: source, language, filter verdicts, dedup, lines, mix."""
+    import json
+
+    from pipeline.report import UnknownDocument, inspect_document
+    from pipeline.report.run import NotARunError
+
+    try:
+        found = inspect_document(run_dir, doc_id)
+    except (UnknownDocument, NotARunError) as error:
+        _fail(str(error))
+    if as_json:
+        typer.echo(json.dumps(found, indent=1, ensure_ascii=False, default=str))
+        return
+    _print_inspection(found)
 
 
 @app.command()
@@ -286,6 +434,47 @@ def generate(checkpoint: Path = typer.Argument(..., help="a training out_dir or 
     except (FileNotFoundError, ValueError) as error:
         _fail(str(error))
     stdout.print(prompt + text, highlight=False, soft_wrap=True, markup=False)
+
+
+@app.command()
+def experiment(config: Path = typer.Argument(..., help="TOML config of the experiment (see configs/experiment.toml)"),
+               quiet: bool = QuietOption) -> None:
+    """Curate variants of one raw pool, pretrain on each over several seeds, and compare them on a
+    clean reference set and on transfer to a downstream task; writes results.json and a report."""
+    from flows.runtime import configure_prefect
+    from pipeline.experiment import load_experiment
+    from trainer.data import MixtureError
+
+    try:
+        parsed = load_experiment(config)
+    except ConfigError as error:
+        _fail(str(error))
+    configure_prefect(parsed.out_dir, quiet=quiet)
+    from flows.experiment import experiment_flow
+
+    try:
+        results = experiment_flow(parsed)
+    except (ConfigError, LedgerError, MixtureError, FileNotFoundError) as error:
+        _fail(str(error), 1 if isinstance(error, LedgerError) else 2)
+    table = Table(title=f"experiment: mean ± std over {len(results['seeds'])} seeds "
+                        f"({results['timing']['total_s'] / 60:.1f} min)")
+    shown = ["reference_bpb", *[m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))]]
+    table.add_column("model")
+    for metric in shown:
+        table.add_column(metric, justify="right")
+    for name in ["random", *results["variants"]]:
+        cells = []
+        for metric in shown:
+            value = results["metrics"].get(metric, {}).get(name)
+            cells.append("-" if not value or value["mean"] is None else f"{value['mean']:.3f} ± {value['std']:.3f}")
+        table.add_row(name, *cells)
+    stdout.print(table)
+    for comparison in results["comparisons"]:
+        if comparison["metric"] == "reference_bpb" or comparison["contradicts_expectation"]:
+            stdout.print(("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
+                         + comparison["sentence"], highlight=False, soft_wrap=True, markup=False)
+    stdout.print(f"results: {parsed.out_dir / 'results.json'}\nreport: {parsed.out_dir / 'report' / 'index.html'}",
+                 highlight=False, soft_wrap=True)
 
 
 @app.command("demo-corpus")

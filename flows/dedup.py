@@ -28,6 +28,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from flows.stages import finish_stage, mark_work_done, reusable_work
 from pipeline.config import RunConfig
@@ -123,8 +124,8 @@ def dedup_flow(previous: str, config: RunConfig) -> dict:
 
     parts = gather_parts(STAGE, [remove_task.submit(path, shard, stage, clusters, settings.threshold, config.batch_docs)
                                  for shard, path in enumerate(inputs)])
-    return finish_stage(STAGE, previous, config, parts, dedup=finding,
-                        largest_clusters=largest_clusters(pl.read_parquet(clusters), inputs))
+    return publish_stage(STAGE, finish_stage(STAGE, previous, config, parts, dedup=finding,
+                                             largest_clusters=largest_clusters(pl.read_parquet(clusters), inputs)))
 
 
 @task(name="lines-count", cache_policy=NO_CACHE, task_run_name="count-{in_path.stem}")
@@ -169,4 +170,4 @@ def lines_flow(previous: str, config: RunConfig) -> dict:
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))
     parts = gather_parts(LINES_STAGE, [cut_task.submit(path, stage, frequent, scope, config.batch_docs)
                                        for path in inputs])
-    return finish_stage(LINES_STAGE, previous, config, parts, lines=read_json(work / "finding.json"))
+    return publish_stage(LINES_STAGE, finish_stage(LINES_STAGE, previous, config, parts, lines=read_json(work / "finding.json")))

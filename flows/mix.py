@@ -35,6 +35,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from flows.stages import mark_work_done, reusable_work
 from pipeline.config import RESERVED_MIXTURE_NAMES, ConfigError, MixtureConfig, RunConfig
@@ -288,7 +289,8 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
     tokenizer_path = Path(tokenize_stats["tokenizer"]["path"])
     made_from = {"mix": settings.model_dump(mode="json"), "seed": config.seed,
                  "tokenizer": tokenize_stats["tokenizer"]["sha256"],
-                 "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed]}
+                 "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed],
+                 "exclude": [_sha256(Path(path)) for path in settings.exclude]}  # their content, not their names
     if not reusable_work(stage, inputs, made_from):  # other inputs or settings: no mixture is reusable
         for child in stage.root.iterdir():
             if child.is_dir() and child.name not in RESERVED_MIXTURE_NAMES:
@@ -366,4 +368,5 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
     }
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats)
+    publish_stage(STAGE, stats)
     return stats

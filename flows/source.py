@@ -9,6 +9,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from pipeline.config import RunConfig, SourceConfig
 from pipeline.io.writer import remove_temporaries, write_json
@@ -46,4 +47,5 @@ def source_flow(config: RunConfig) -> dict:
     stats = {**ledger.to_dict(), "units": len(parts), "sources": per_source_counts(parts)}
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats, inputs=[f for part in parts for f in part["files"]])
+    publish_stage(STAGE, stats)
     return stats

@@ -11,6 +11,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from pipeline.config import RunConfig
 from pipeline.io.writer import read_json, remove_temporaries, write_json
@@ -38,7 +39,7 @@ def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
 
     parts = gather_parts(stage_name, [shard_task.submit(stage_name, path, stage, config) for path in inputs])
 
-    return finish_stage(stage_name, previous, config, parts)
+    return publish_stage(stage_name, finish_stage(stage_name, previous, config, parts))
 
 
 def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[dict], **extra) -> dict:

@@ -12,6 +12,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from flows.stages import mark_work_done, reusable_work
 from pipeline.config import RunConfig
@@ -75,4 +76,5 @@ def tokenize_flow(previous: str, config: RunConfig) -> dict:
                            "vocab_size": tok.get_vocab_size(with_added_tokens=True)}}
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats)
+    publish_stage(STAGE, stats)
     return stats

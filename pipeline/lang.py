@@ -31,14 +31,14 @@ score reaches the minimum for its language (a default, with per-language overrid
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import fasttext
 import numpy as np
 import polars as pl
+
+from pipeline.quiet import quiet_stderr
 
 DEFAULT_PREFIX_CHARS = 1000
 UNDETERMINED = "und"
@@ -65,7 +65,7 @@ class LanguageIdentifier:
         self.model_path = path
         self.prefix_chars = prefix_chars
         # Some fastText bindings print a warning about load_model's return type on stderr.
-        with contextlib.redirect_stderr(io.StringIO()):
+        with quiet_stderr():
             self._model = fasttext.load_model(str(path))
         raw_labels = self._model.get_labels()
         if not raw_labels:

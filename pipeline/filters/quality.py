@@ -68,7 +68,6 @@ import contextlib
 import ctypes
 import ctypes.util
 import gzip
-import io
 import tempfile
 from collections.abc import Sequence
 from functools import lru_cache
@@ -82,6 +81,7 @@ import polars as pl
 from pipeline.filters.base import FilterOutput, Rule
 from pipeline.io.warc import read_warc
 from pipeline.io.writer import atomic_path, read_json, write_json
+from pipeline.quiet import quiet_stderr
 
 HQ = "__label__hq"
 LQ = "__label__lq"
@@ -134,7 +134,7 @@ def prepare_texts(texts: Sequence[str | None] | pl.Series, prefix_chars: int = D
 
 def _quiet_load(path: str):
     # Some fastText bindings print a warning about load_model's return type on stderr.
-    with contextlib.redirect_stderr(io.StringIO()):
+    with quiet_stderr():
         return fasttext.load_model(path)
 
 
@@ -317,11 +317,11 @@ def train_quality_classifier(positives: Sequence[str], negatives: Sequence[str],
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".quality-train-") as tmp:
         train_file = Path(tmp) / "train.txt"
         _write_training_file(train_file, train_x, train_y)
-        with contextlib.redirect_stderr(io.StringIO()), _zeroed_allocations() as zeroed:
+        with quiet_stderr(), _zeroed_allocations() as zeroed:
             model = fasttext.train_supervised(input=str(train_file), verbose=0, **params)
         _check_finite(model)
         if quantize:
-            with contextlib.redirect_stderr(io.StringIO()), _zeroed_allocations():
+            with quiet_stderr(), _zeroed_allocations():
                 model.quantize(input=str(train_file), retrain=True, qnorm=True, cutoff=100_000,
                                thread=1, verbose=0)
     model_name = MODEL_FTZ if quantize else MODEL_BIN
