@@ -226,30 +226,46 @@ def reference_sample(docs: pl.DataFrame, group_by: list[str], reference: Referen
 # Statistics over seeds
 
 
-def spread(values: list[float]) -> dict:
-    """Mean, sample standard deviation (0 for one value), min, max and n of the seeds' values."""
-    array = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
+def spread(values: dict | list) -> dict:
+    """Mean, sample standard deviation (0 for one value), min, max and n of the seeds' values;
+    ``values`` maps seed -> value (a list counts its positions as seeds). ``by_seed`` keeps them,
+    for paired comparisons."""
+    items = values.items() if isinstance(values, dict) else enumerate(values)
+    by_seed = {str(seed): float(v) for seed, v in items if v is not None and math.isfinite(v)}
+    array = np.asarray(list(by_seed.values()), dtype=np.float64)
     if array.size == 0:
-        return {"mean": None, "std": None, "min": None, "max": None, "n": 0, "values": []}
+        return {"mean": None, "std": None, "min": None, "max": None, "n": 0, "by_seed": {}}
     return {"mean": float(array.mean()), "std": float(array.std(ddof=1)) if array.size > 1 else 0.0,
-            "min": float(array.min()), "max": float(array.max()), "n": int(array.size),
-            "values": [float(v) for v in array]}
+            "min": float(array.min()), "max": float(array.max()), "n": int(array.size), "by_seed": by_seed}
 
 
 def compare(a: dict, b: dict, lower_is_better: bool) -> dict:
-    """``a`` against ``b`` (two :func:`spread` results): the difference of means, its standard
-    error (Welch: sqrt(s_a^2/n_a + s_b^2/n_b)), and whether it exceeds the seed spread, meaning
-    both that |difference| > 2 standard errors and that the seeds' ranges do not overlap (with 2
-    or 3 seeds a standard error alone is a poor guide). ``better`` says whether ``a`` is better."""
+    """``a`` against ``b`` (two :func:`spread` results).
+
+    Paired by seed when both have the same seeds (two or more): a seed fixes the model's
+    initialization and the order of its batches, so runs of one seed on two variants differ only by
+    their data, and the per-seed differences d_i are what varies. Then the difference is mean(d),
+    its standard error sd(d) / sqrt(n), and it exceeds the seed spread when every d_i has the same
+    sign and |mean(d)| > 2 standard errors. Unpaired otherwise: the difference of means, the
+    standard error sqrt(s_a^2/n_a + s_b^2/n_b), and it exceeds the spread when the seeds' ranges do
+    not overlap and |difference| > 2 standard errors. ``better`` says whether ``a`` is better."""
     if a["mean"] is None or b["mean"] is None:
-        return {"difference": None, "stderr": None, "exceeds_spread": False, "better": None}
-    difference = a["mean"] - b["mean"]
-    stderr = math.sqrt((a["std"] ** 2) / max(a["n"], 1) + (b["std"] ** 2) / max(b["n"], 1))
-    apart = a["max"] < b["min"] or b["max"] < a["min"]
-    exceeds = apart and abs(difference) > 2 * stderr
+        return {"difference": None, "stderr": None, "exceeds_spread": False, "better": None, "paired": False}
+    seeds = sorted(a["by_seed"])
+    paired = len(seeds) >= 2 and seeds == sorted(b["by_seed"])
+    if paired:
+        d = np.array([a["by_seed"][s] - b["by_seed"][s] for s in seeds])
+        difference = float(d.mean())
+        stderr = float(d.std(ddof=1) / math.sqrt(d.size))
+        exceeds = bool((np.all(d > 0) or np.all(d < 0)) and abs(difference) > 2 * stderr)
+    else:
+        difference = a["mean"] - b["mean"]
+        stderr = math.sqrt((a["std"] ** 2) / max(a["n"], 1) + (b["std"] ** 2) / max(b["n"], 1))
+        apart = a["max"] < b["min"] or b["max"] < a["min"]
+        exceeds = bool(apart and abs(difference) > 2 * stderr)
     better = (difference < 0) if lower_is_better else (difference > 0)
-    return {"difference": difference, "stderr": stderr, "exceeds_spread": bool(exceeds),
-            "better": bool(better) if difference != 0 else None}
+    return {"difference": difference, "stderr": stderr, "exceeds_spread": exceeds,
+            "better": bool(better) if difference != 0 else None, "paired": paired}
 
 
 def sentence(metric: str, a_name: str, b_name: str, a: dict, b: dict, comparison: dict, lower_is_better: bool,
@@ -260,8 +276,10 @@ def sentence(metric: str, a_name: str, b_name: str, a: dict, b: dict, comparison
     a_text = f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f}"
     b_text = f"{b['mean']:.{digits}f} ± {b['std']:.{digits}f}"
     direction = "lower" if comparison["difference"] < 0 else "higher"
+    pairing = "paired by seed" if comparison.get("paired") else "unpaired"
     head = (f"{metric}: {a_name} {a_text} vs {b_name} {b_text} ({direction} by "
-            f"{abs(comparison['difference']):.{digits}f}; n = {a['n']} and {b['n']} seeds)")
+            f"{abs(comparison['difference']):.{digits}f} ± {comparison['stderr']:.{digits}f}; "
+            f"{a['n']} and {b['n']} seeds, {pairing})")
     if not comparison["exceeds_spread"]:
         return f"{head}: within the seed spread, so these runs show no difference."
     verdict = "better" if comparison["better"] else "worse"
@@ -317,7 +335,7 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
         for name, seeds in table.items():
             keys = sorted({key for values in seeds.values() for key in values})
             for key in keys:
-                metrics.setdefault(key, {})[name] = spread([values.get(key) for values in seeds.values()])
+                metrics.setdefault(key, {})[name] = spread({seed: values.get(key) for seed, values in seeds.items()})
 
     comparisons = []
 

@@ -107,12 +107,19 @@ def test_tiny_experiment_end_to_end(tmp_path):
 
 
 def test_seed_statistics_and_the_spread_rule():
-    a, b = spread([2.0, 2.1, 2.2]), spread([3.0, 3.1])
+    a, b = spread({0: 2.0, 1: 2.1, 2: 2.2}), spread({0: 3.0, 1: 3.1})
     assert a["mean"] == pytest.approx(2.1) and a["std"] == pytest.approx(0.1) and a["n"] == 3
-    result = compare(a, b, lower_is_better=True)
-    assert result["exceeds_spread"] and result["better"] and result["difference"] == pytest.approx(-0.95)
-    overlapping = compare(spread([2.0, 3.0]), spread([2.5, 3.5]), lower_is_better=True)
-    assert not overlapping["exceeds_spread"]
+    result = compare(a, b, lower_is_better=True)  # different seeds: unpaired
+    assert not result["paired"] and result["exceeds_spread"] and result["better"]
+    assert result["difference"] == pytest.approx(-0.95)
+    assert not compare(spread({0: 2.0, 1: 3.0}), spread({2: 2.5, 3: 3.5}), lower_is_better=True)["exceeds_spread"]
+    # Same seeds: paired. The seeds move both variants alike (2.0 / 3.0 and 2.1 / 3.1), so a small
+    # difference that every seed shows exceeds the spread, though the ranges overlap.
+    paired = compare(spread({0: 2.0, 1: 3.0, 2: 2.5}), spread({0: 2.1, 1: 3.1, 2: 2.58}), lower_is_better=True)
+    assert paired["paired"] and paired["exceeds_spread"] and paired["better"]
+    assert paired["difference"] == pytest.approx(-0.28 / 3)
+    mixed = compare(spread({0: 2.0, 1: 3.0}), spread({0: 2.1, 1: 2.9}), lower_is_better=True)
+    assert mixed["paired"] and not mixed["exceeds_spread"]
 
 
 @pytest.mark.parametrize("change, message", [

@@ -162,8 +162,9 @@ def render(results: dict) -> str:
         "<nav><a href='#findings'>findings</a><a href='#variants'>variants</a><a href='#heldout'>held-out loss</a>"
         "<a href='#curves'>curves</a><a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
         "</header><main>",
-        "<section id=findings><h2>Findings</h2><p class=note>A difference counts as beyond the seed spread when the "
-        "seeds' ranges do not overlap and it exceeds twice its standard error.</p>",
+        "<section id=findings><h2>Findings</h2><p class=note>Runs of one seed share their initialization and batch "
+        "order, so two variants are compared seed by seed: a difference counts as beyond the seed spread when "
+        "every seed shows it with the same sign and its mean exceeds twice its standard error.</p>",
         f"<ul>{findings}</ul><h3>Results against the expectation</h3><ul>{flagged}</ul></section>",
         "<section id=variants><h2>Variants</h2>", _curation_table(results), "</section>",
         "<section id=heldout><h2>Held-out loss (bits per byte on the reference set; lower is better)</h2>",
