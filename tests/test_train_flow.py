@@ -8,28 +8,15 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from tests.trainer_fixtures import shared_mixture, train_config_dict
+from tests.trainer_fixtures import shared_mixture, toml_text, train_config_dict
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
-
-
-def _toml(data: dict) -> str:
-    lines, sections = [], []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            sections.append((key, value))
-        else:
-            lines.append(f"{key} = {json.dumps(value)}")
-    for name, values in sections:
-        lines.append(f"[{name}]")
-        lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
-    return "\n".join(lines) + "\n"
 
 
 def test_curate_train_runs_the_flow_reports_groups_and_generates(tmp_path, tmp_path_factory):
     mixture = shared_mixture(tmp_path_factory)
     config = tmp_path / "train.toml"
-    config.write_text(_toml(train_config_dict(mixture, tmp_path / "out")))
+    config.write_text(toml_text(train_config_dict(mixture, tmp_path / "out")))
     result = CliRunner().invoke(app, ["train", str(config), "--quiet"])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -41,6 +28,6 @@ def test_curate_train_runs_the_flow_reports_groups_and_generates(tmp_path, tmp_p
     again = CliRunner().invoke(app, ["generate", str(tmp_path / "out"), "--prompt", "The council", "--seed", "1"])
     assert first.exit_code == 0 and first.output == again.output and first.output.startswith("The council")
 
-    config.write_text(_toml({**train_config_dict(mixture, tmp_path / "out"), "max_step": 3}))
+    config.write_text(toml_text({**train_config_dict(mixture, tmp_path / "out"), "max_step": 3}))
     result = CliRunner().invoke(app, ["train", str(config)])
     assert result.exit_code == 2 and "max_step: unknown key; did you mean 'max_steps'?" in result.output

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from pipeline.config import ConfigError
 from pipeline.tokenize import read_token_shard
-from tests.trainer_fixtures import train_config_dict, shared_mixture
+from tests.trainer_fixtures import shared_mixture, toml_text, train_config_dict
 from trainer.config import TrainConfig, load_train_config, parse_train_config
 from trainer.data import open_mixture
 from trainer.generate import generate_text, load_model
@@ -160,7 +160,7 @@ def test_ddp_matches_one_process(mixture_dir, tmp_path):
     distributed = tmp_path / "ddp"
     path = tmp_path / "ddp.toml"
     data = train_config_dict(mixture_dir, distributed, **settings)
-    path.write_text(_toml(data))
+    path.write_text(toml_text(data))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                            "-m", "trainer.train", str(path)], cwd=REPO, env=env, capture_output=True, text=True,
@@ -178,19 +178,6 @@ def test_ddp_matches_one_process(mixture_dir, tmp_path):
     assert summary["world_size"] == 2 and summary["tokens"] == single["tokens"]
     checkpoint = torch.load(distributed / "checkpoints" / "step-000008.pt", weights_only=True)
     assert len(checkpoint["rng"]) == 2
-
-
-def _toml(data: dict) -> str:
-    lines, tables = [], []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            tables.append((key, value))
-        else:
-            lines.append(f"{key} = {json.dumps(value)}")
-    for name, table in tables:
-        lines.append(f"[{name}]")
-        lines += [f"{key} = {json.dumps(value)}" for key, value in table.items()]
-    return "\n".join(lines) + "\n"
 
 
 def test_config_errors_are_one_line(tmp_path, mixture_dir):
@@ -219,7 +206,7 @@ def test_config_file_and_command_line(tmp_path, mixture_dir, monkeypatch, capsys
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "train.toml"
     data = train_config_dict("mix", "out")  # relative paths: resolved from the current folder
-    path.write_text(_toml(data))
+    path.write_text(toml_text(data))
     loaded = load_train_config(path)
     assert loaded.mixture == tmp_path / "mix" and loaded.out_dir == tmp_path / "out"
     assert loaded.total_steps() == 8
@@ -227,11 +214,11 @@ def test_config_file_and_command_line(tmp_path, mixture_dir, monkeypatch, capsys
     assert by_tokens.total_steps() == 8 and by_tokens.total_steps(world_size=2) == 4  # ceil(1000 / 128)
     both = parse_train_config({**data, "max_steps": 3, "max_tokens": 10**6})
     assert both.total_steps() == 3  # max_steps wins
-    path.write_text(_toml({**data, "optim": {"lr": 1e-3, "beta3": 0.5}}))
+    path.write_text(toml_text({**data, "optim": {"lr": 1e-3, "beta3": 0.5}}))
     assert main([str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: optim.beta3: unknown key") and "\n" not in err
-    path.write_text(_toml(data))
+    path.write_text(toml_text(data))
     assert main([str(path)]) == 2  # the mixture folder does not exist
     err = capsys.readouterr().err.strip()
     assert "no manifest.json" in err and "\n" not in err

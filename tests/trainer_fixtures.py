@@ -141,3 +141,17 @@ def train_config_dict(mixture: Path, out_dir: Path, **overrides) -> dict:
         else:
             config[key] = value
     return config
+
+
+def toml_text(data: dict) -> str:
+    """A config dict (top-level keys and one level of tables) as TOML text."""
+    lines, tables = [], []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            tables.append((key, value))
+        else:
+            lines.append(f"{key} = {json.dumps(value)}")
+    for name, table in tables:
+        lines.append(f"[{name}]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in table.items()]
+    return "\n".join(lines) + "\n"
