@@ -266,6 +266,9 @@ def experiment_flow(config: ExperimentConfig) -> dict:
                      for seed in config.seeds} for name in summaries}
     results = summarize(config, curation, summaries, transfer, read_json(reference / "manifest.json"), curves)
     timing["total_s"] = time.perf_counter() - started
+    # What the runs took when they ran (an invocation that resumes reuses finished runs untimed).
+    timing["pretraining_runs_s"] = sum(s["wall_time_s"] for runs in summaries.values() for s in runs.values())
+    timing["transfer_runs_s"] = sum(t.get("seconds", 0.0) for runs in transfer.values() for t in runs.values())
     results["timing"] = timing
     write_json(results, out / "results.json")
     from pipeline.report.experiment import build_experiment_report

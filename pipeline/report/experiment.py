@@ -157,8 +157,11 @@ def render(results: dict) -> str:
         f"baseline <b>{esc(baseline)}</b>. Held-out loss is measured on one clean reference set "
         f"({fmt(results['reference']['documents'])} documents) that every variant's pool was decontaminated "
         "against; transfer on a downstream task held out from every pool.</p>",
-        f"<p>Wall time: {fmt(timing.get('total_s', 0) / 60, 1)} min (curation {fmt(timing.get('curation_s', 0) / 60, 1)}, "
-        f"pretraining {fmt(timing.get('training_s', 0) / 60, 1)}, transfer {fmt(timing.get('transfer_s', 0) / 60, 1)}).</p>",
+        f"<p>Wall time of the last invocation: {fmt(timing.get('total_s', 0) / 60, 1)} min (curation "
+        f"{fmt(timing.get('curation_s', 0) / 60, 1)}, pretraining {fmt(timing.get('training_s', 0) / 60, 1)}, transfer "
+        f"{fmt(timing.get('transfer_s', 0) / 60, 1)}); runs finished earlier are reused, not timed again. The "
+        f"runs themselves took {fmt(timing.get('pretraining_runs_s', 0) / 60, 1)} min of pretraining and "
+        f"{fmt(timing.get('transfer_runs_s', 0) / 60, 1)} min of transfer.</p>",
         "<nav><a href='#findings'>findings</a><a href='#variants'>variants</a><a href='#heldout'>held-out loss</a>"
         "<a href='#curves'>curves</a><a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
         "</header><main>",
