@@ -246,6 +246,14 @@ def _sample(frame: pl.DataFrame, n: int, seed: int) -> pl.DataFrame:
     return frame if frame.height <= n else frame.sample(n=n, seed=seed)
 
 
+def _sample_each(frame: pl.DataFrame, column: str, n: int, seed: int) -> pl.DataFrame:
+    """At most ``n`` seeded random rows for each value of ``column`` (a rule, a reason)."""
+    if not frame.height:
+        return frame
+    return pl.concat([_sample(frame.filter(pl.col(column) == value), n, seed)
+                      for value in frame[column].unique(maintain_order=True).to_list()])
+
+
 def _removed_examples(run: RunFiles, stage: str, removed: pl.DataFrame, rule: str, texts: dict[str, str],
                       partner: dict[str, tuple[str, str]] | None = None) -> str:
     """The sampled removed documents of ``rule``: id, source, language, value, threshold, text."""
@@ -314,8 +322,7 @@ def _lang_stage(run: RunFiles) -> str:
     out = [_stage_head(run, "lang"), _rule_table(run, "lang", rules), _per_source(run, "lang")]
     removed = run.removed("lang")
     counts = run.stats["lang"].get("removed", {})
-    picked = pl.concat([_sample(removed.filter(pl.col("rule") == r), EXAMPLES, run.seed)
-                        for r in removed["rule"].unique(maintain_order=True).to_list()]) if removed.height else removed
+    picked = _sample_each(removed, "rule", EXAMPLES, run.seed)
     texts = run.texts(run.previous("lang"), picked["id"].to_list())
     removed_html = {r: _removed_examples(run, "lang", picked, r, texts) for r in picked["rule"].unique().to_list()}
 
@@ -364,8 +371,7 @@ def _filter_stage(run: RunFiles) -> str:
                    + ", ".join(f"{esc(k.removeprefix('pii.'))} {num(v, f'filter.counts.{k}')}" for k, v in pii.items())
                    + ".</p>")
     removed = run.removed("filter")
-    picked = pl.concat([_sample(removed.filter(pl.col("rule") == r), EXAMPLES, run.seed)
-                        for r in removed["rule"].unique(maintain_order=True).to_list()]) if removed.height else removed
+    picked = _sample_each(removed, "rule", EXAMPLES, run.seed)
     texts = run.texts(run.previous("filter"), picked["id"].to_list())
     removed_html = {r: _removed_examples(run, "filter", picked, r, texts) for r in picked["rule"].unique().to_list()}
 
@@ -466,8 +472,7 @@ def _dedup_stage(run: RunFiles) -> str:
     # Removed examples, with the document each one duplicates.
     removed = run.removed("dedup")
     if removed.height:
-        picked = pl.concat([_sample(removed.filter(pl.col("rule") == r), EXAMPLES, run.seed)
-                            for r in removed["rule"].unique(maintain_order=True).to_list()])
+        picked = _sample_each(removed, "rule", EXAMPLES, run.seed)
         texts = run.texts(previous, picked["id"].to_list())
         partner = {}
         if clusters is not None:
@@ -716,8 +721,7 @@ def _quarantine(run: RunFiles) -> str:
     out.append(table(["reason", "records", "share", "per source"], rows, numeric={1, 2}))
     records = run.quarantine()
     if records is not None:
-        picked = pl.concat([_sample(records.filter(pl.col("reason") == r), QUARANTINE_EXAMPLES, run.seed)
-                            for r in records["reason"].unique(maintain_order=True).to_list()])
+        picked = _sample_each(records, "reason", QUARANTINE_EXAMPLES, run.seed)
         rows = [[esc(r["reason"]), f'<span class="id">{esc(Path(r["file"]).name)}</span>',
                  fmt(r["line"]) if r["line"] is not None else "–", fmt(r["offset"]) if r["offset"] is not None else "–",
                  esc(r["detail"] or ""), f'<div class="text short">{esc((r["sample"] or "")[:200])}</div>']
