@@ -37,7 +37,8 @@ from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.manifest import open_run
 from pipeline.schema import RunLayout
 from pipeline.steps import DOCUMENT_STAGES
-from pipeline.tokenize import load_tokenizer, special_ids, token_dtype, train_tokenizer, write_token_shard
+from pipeline.tokenize import (file_sha256, load_tokenizer, special_ids, token_dtype, train_tokenizer,
+                               write_token_shard)
 
 RANDOM = "random"  # the transfer baseline: the same architecture, not pretrained
 
@@ -114,11 +115,9 @@ def _reference_set(config: ExperimentConfig, tokenizer_path: Path) -> Path:
                          "validation_bytes": size}
     ids = special_ids(tokenizer)
     vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
-    import hashlib
-
     write_json({
         "format": "curate.mixture/1", "mixture": "reference", "seed": config.seed,
-        "tokenizer": {"file": "tokenizer.json", "sha256": hashlib.sha256(tokenizer_path.read_bytes()).hexdigest(),
+        "tokenizer": {"file": "tokenizer.json", "sha256": file_sha256(tokenizer_path),
                       "vocab_size": vocab_size, "dtype": token_dtype(vocab_size).name, "eod_id": ids["eod"],
                       "pad_id": ids["pad"], "mask_id": ids["mask"], "cls_id": ids["cls"]},
         "groups": dict(sorted(groups.items())), "train": [], "validation": entries,

@@ -48,7 +48,7 @@ from pipeline.mix import (SALT_SAMPLE, assign_groups, cap_epochs, explicit_weigh
                           sample_plan, seeded_id_hash, split_validation, temperature_weights)
 from pipeline.schema import REMOVED_SCHEMA, RunLayout
 from pipeline.stage import removed_frame
-from pipeline.tokenize import gather_token_shard, load_tokenizer, special_ids, token_dtype
+from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, special_ids, token_dtype
 
 STAGE = "mix"
 MIXTURE_FORMAT = "curate.mixture/1"
@@ -252,7 +252,7 @@ def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunC
         "format": MIXTURE_FORMAT,
         "mixture": mixture.name,
         "seed": config.seed,
-        "tokenizer": {"file": "tokenizer.json", "sha256": _sha256(folder / "tokenizer.json"),
+        "tokenizer": {"file": "tokenizer.json", "sha256": file_sha256(folder / "tokenizer.json"),
                       "vocab_size": vocab_size, "dtype": token_dtype(vocab_size).name,
                       "eod_id": ids["eod"], "pad_id": ids["pad"], "mask_id": ids["mask"], "cls_id": ids["cls"]},
         "weighting": ({"weights": mixture.weights, "default_weight": mixture.default_weight}
@@ -264,13 +264,6 @@ def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunC
     }
     write_json(manifest, folder / "manifest.json")
     return manifest
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 @flow(name="mix", validate_parameters=False, task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
@@ -290,7 +283,7 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
     made_from = {"mix": settings.model_dump(mode="json"), "seed": config.seed,
                  "tokenizer": tokenize_stats["tokenizer"]["sha256"],
                  "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed],
-                 "exclude": [_sha256(Path(path)) for path in settings.exclude]}  # their content, not their names
+                 "exclude": [file_sha256(Path(path)) for path in settings.exclude]}  # their content, not their names
     if not reusable_work(stage, inputs, made_from):  # other inputs or settings: no mixture is reusable
         for child in stage.root.iterdir():
             if child.is_dir() and child.name not in RESERVED_MIXTURE_NAMES:

@@ -393,7 +393,7 @@ def write_token_shard(texts: Iterable, tokenizer: Tokenizer, out_path: Path, gro
             del values
         finally:
             spool.unlink(missing_ok=True)
-        digest = _file_sha256(tmp)
+        digest = file_sha256(tmp)
     return _entry(out_path, group, len(doc_ids), total, digest, dtype, vocab_size, tokenizer_hash)
 
 
@@ -415,7 +415,8 @@ def _write_shard(path: Path, doc_ids: list, offsets: np.ndarray, values: np.ndar
         writer.write_batch(table)
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in blocks."""
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
@@ -481,7 +482,7 @@ def gather_token_shard(rows: Sequence[tuple[Path, np.ndarray]], out_path: Path, 
             position += length
     with atomic_path(out_path) as tmp:
         _write_shard(tmp, doc_ids, out_offsets, values, group, tokenizer_hash, vocab_size, eod)
-        digest = _file_sha256(tmp)
+        digest = file_sha256(tmp)
     return _entry(out_path, group, len(doc_ids), int(out_offsets[-1]), digest, dtype, vocab_size, tokenizer_hash)
 
 
@@ -598,7 +599,7 @@ def export_bin(shard_paths: Sequence[Path], out_path: Path) -> dict:
                 start += tokens.size
             out.flush()
             del out
-        digest = _file_sha256(tmp)
+        digest = file_sha256(tmp)
     return {"file": out_path.name, "tokens": total, "dtype": "uint16", "sha256": digest,
             "shards": [path.name for path in paths]}
 
@@ -620,7 +621,7 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
     if verify:
         for entry in [*manifest["train"], *manifest["validation"]]:
             path = mixture_dir / entry["file"]
-            if not path.is_file() or _file_sha256(path) != entry["sha256"]:
+            if not path.is_file() or file_sha256(path) != entry["sha256"]:
                 raise ValueError(f"{path} is missing or differs from the manifest (sha256); run the mix stage again")
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}

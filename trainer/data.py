@@ -30,7 +30,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from pipeline.tokenize import read_token_shard, shard_metadata
+from pipeline.tokenize import file_sha256, read_token_shard, shard_metadata
 from trainer.model import mask_tokens
 
 MIXTURE_FORMAT = "curate.mixture/1"
@@ -41,11 +41,6 @@ SALT_VALIDATION_MASK = 0x56414C  # "VAL"
 
 class MixtureError(ValueError):
     """A mixture directory that cannot be trained on; the message is one line naming the file."""
-
-
-def _file_sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 class TokenStream:
@@ -134,7 +129,7 @@ def open_mixture(path: Path, verify_checksums: bool = True) -> Mixture:
     tokenizer_path = path / tokenizer.get("file", "tokenizer.json")
     if not tokenizer_path.is_file():
         raise MixtureError(f"no tokenizer at {tokenizer_path}; the manifest names it, re-run the mix stage")
-    if verify_checksums and _file_sha256(tokenizer_path) != tokenizer["sha256"]:
+    if verify_checksums and file_sha256(tokenizer_path) != tokenizer["sha256"]:
         raise MixtureError(f"{tokenizer_path} does not match the manifest's tokenizer sha256; "
                            "the folder was changed after the mix stage, re-run it")
 
@@ -155,7 +150,7 @@ def open_mixture(path: Path, verify_checksums: bool = True) -> Mixture:
         if int(metadata.get("tokens", -1)) != entry["tokens"]:
             raise MixtureError(f"{shard} holds {metadata.get('tokens')} tokens, the manifest says "
                                f"{entry['tokens']}; re-run the mix stage")
-        if verify_checksums and _file_sha256(shard) != entry["sha256"]:
+        if verify_checksums and file_sha256(shard) != entry["sha256"]:
             raise MixtureError(f"{shard} does not match its sha256 in {manifest_path}; the file changed after "
                                "the mix stage, re-run it")
         tokens, _ = read_token_shard(shard)
