@@ -103,12 +103,29 @@ def _print_counts(stats: dict, run_dir: Path) -> None:
     stdout.print(f"run directory: {run_dir.resolve()}", highlight=False, soft_wrap=True)
 
 
-def _run(config: RunConfig, quiet: bool) -> dict:
+RunnerOption = typer.Option("local", "--runner", help="where tasks run: local (threads), processes, or dask")
+AddressOption = typer.Option(None, "--address", help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786 "
+                             "[default: start a LocalCluster]")
+WorkersOption = typer.Option(None, "--workers", help="threads, processes or LocalCluster workers [default: cores]")
+
+
+def _runner(kind: str, address: str | None, workers: int | None):
+    from flows.runners import Runner, RunnerError
+
+    try:
+        return Runner(kind, address, workers)
+    except RunnerError as error:
+        _fail(str(error))
+
+
+def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
+    from flows.runners import LOCAL, RunnerError, check_storage, running_on
     from flows.runtime import configure_prefect
 
     try:
         open_run(config)  # a run directory of another config stops here, before Prefect starts
-    except ConfigError as error:
+        check_storage(runner or LOCAL, config.run_dir)
+    except (ConfigError, RunnerError) as error:
         _fail(str(error))
     configure_prefect(config.run_dir, quiet=quiet)
     from flows.curate import curate_flow
@@ -116,9 +133,9 @@ def _run(config: RunConfig, quiet: bool) -> dict:
 
     progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
     try:
-        with reporting(progress):
-            stats = curate_flow(config)
-    except (ConfigError, LedgerError, FileNotFoundError) as error:
+        with running_on(runner or LOCAL) as ready, reporting(progress):
+            stats = curate_flow(config, ready)
+    except (ConfigError, LedgerError, FileNotFoundError, RunnerError) as error:
         _fail(str(error), 1 if isinstance(error, LedgerError) else 2)
     _print_funnel(stats)
     if "mix" in stats:
@@ -275,13 +292,16 @@ def inspect_command(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 
 @app.command()
-def run(config: Path = typer.Argument(..., help="TOML config of the run"), quiet: bool = QuietOption) -> None:
-    """Run the curation flows of CONFIG."""
+def run(config: Path = typer.Argument(..., help="TOML config of the run"), quiet: bool = QuietOption,
+        runner: str = RunnerOption, address: Optional[str] = AddressOption,
+        workers: Optional[int] = WorkersOption) -> None:
+    """Run the curation flows of CONFIG (on local threads, local processes or a Dask cluster)."""
+    chosen = _runner(runner, address, workers)
     try:
         parsed = load_config(config)
     except ConfigError as error:
         _fail(str(error))
-    _run(parsed, quiet)
+    _run(parsed, quiet, chosen)
 
 
 def _run_training_texts(run_dir: Path, stage: str, positive: list[str], negative: list[str],
@@ -493,14 +513,16 @@ def demo(docs: int = typer.Option(20_000, min=100, help="documents in the demo c
          seed: int = typer.Option(0, help="random seed"),
          corpus_dir: Optional[Path] = typer.Option(None, help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]"),
          run_dir: Optional[Path] = typer.Option(None, help=f"run directory [default: {DEMO_RUN_DIR}]"),
-         quiet: bool = QuietOption) -> None:
+         quiet: bool = QuietOption, runner: str = RunnerOption, address: Optional[str] = AddressOption,
+         workers: Optional[int] = WorkersOption) -> None:
     """Build the demo corpus and curate it end to end."""
     from pipeline.demo_corpus import build_demo_corpus
 
+    chosen = _runner(runner, address, workers)
     corpus_dir = corpus_dir or (DEMO_CORPUS_DIR if docs == 20_000 and seed == 0
                                 else DEMO_CORPUS_DIR.with_name(f"demo-corpus-{docs}-{seed}"))
     run_dir = run_dir or (DEMO_RUN_DIR if docs == 20_000 and seed == 0
                           else DEMO_RUN_DIR.with_name(f"demo-{docs}-{seed}"))
     console.print(f"building the demo corpus ({docs} documents, seed {seed}) in {corpus_dir}", highlight=False)
     build_demo_corpus(corpus_dir, docs=docs, seed=seed)
-    _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet)
+    _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen)

@@ -1,0 +1,150 @@
+"""Where a run's tasks execute: threads or processes on this machine, or a Dask cluster.
+
+Every stage is a flow whose tasks are units of work (a shard, a partition), so a stage runs
+unchanged on any Prefect task runner; only the runner is chosen here:
+
+    local       threads on this machine (the default: the heavy work is in Arrow, polars and
+                numpy, which release the GIL)
+    processes   a process pool on this machine
+    dask        a Dask cluster: the one at ``address``, or a ``LocalCluster`` of ``workers``
+                single-threaded worker processes started for the run (prefect-dask)
+
+Task runs in other processes report to the same Prefect API as the flow: without
+``PREFECT_API_URL``, :func:`running_on` starts one temporary server for the run and points the
+settings (which travel with every task) and the environment (which worker processes inherit) at it,
+instead of letting each process start a server of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from typing import Iterator
+
+RUNNERS = ("local", "processes", "dask")
+SCHEDULER_TIMEOUT_S = 10  # to connect to a Dask scheduler given by address
+
+
+class RunnerError(ValueError):
+    """A runner the user asked for that cannot work (bad name, bad address, wrong storage)."""
+
+
+@dataclass(frozen=True)
+class Runner:
+    """A choice of task runner: ``kind`` one of RUNNERS; ``address`` of a running Dask scheduler;
+    ``workers``: threads or processes on this machine, or the workers of a started LocalCluster."""
+
+    kind: str = "local"
+    address: str | None = None
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in RUNNERS:
+            raise RunnerError(f"--runner {self.kind!r}: choose one of {', '.join(RUNNERS)}")
+        if self.address and self.kind != "dask":
+            raise RunnerError("--address names a Dask scheduler; use it with --runner dask")
+        if self.address and self.workers:
+            raise RunnerError("--workers starts a LocalCluster; with --address the cluster has its own workers")
+        if self.workers is not None and self.workers < 1:
+            raise RunnerError(f"--workers {self.workers}: give at least 1")
+
+    @property
+    def in_process(self) -> bool:
+        """Whether tasks run in the flow's own process (and so see its memory file systems)."""
+        return self.kind == "local"
+
+    def task_runner(self):
+        """A fresh Prefect task runner of this kind (each stage's flow enters its own)."""
+        workers = self.workers or os.cpu_count()
+        if self.kind == "local":
+            from prefect.task_runners import ThreadPoolTaskRunner
+
+            return ThreadPoolTaskRunner(max_workers=workers)
+        if self.kind == "processes":
+            from prefect.task_runners import ProcessPoolTaskRunner
+
+            return ProcessPoolTaskRunner(max_workers=workers)
+        if self.address is None:
+            raise RunnerError("a dask runner needs a scheduler address; start one with running_on()")
+        from prefect_dask import DaskTaskRunner
+
+        return DaskTaskRunner(address=self.address)
+
+
+LOCAL = Runner()
+
+
+@contextmanager
+def shared_api() -> Iterator[str]:
+    """The Prefect API every process of the run reports to: the configured one (PREFECT_API_URL),
+    else a temporary server started here and stopped on leaving. Its address is also put in the
+    environment, for worker processes started inside the block."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with ExitStack() as stack:
+        url = PREFECT_API_URL.value()
+        if not url:
+            from prefect.server.api.server import SubprocessASGIServer
+
+            server = SubprocessASGIServer()
+            server.start(timeout=int(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")))
+            stack.callback(server.stop)
+            url = server.api_url
+            stack.enter_context(temporary_settings(updates={PREFECT_API_URL: url}))
+        previous = os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = url
+        stack.callback(_restore_env, "PREFECT_API_URL", previous)
+        yield url
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+@contextmanager
+def running_on(runner: Runner) -> Iterator[Runner]:
+    """Set up what ``runner`` needs for the length of a run and yield it ready for
+    :meth:`Runner.task_runner`: one shared Prefect API for runners with other processes, and
+    for ``dask`` without an address a LocalCluster (its workers single-threaded processes)."""
+    if runner.in_process:
+        yield runner
+        return
+    with ExitStack() as stack:
+        stack.enter_context(shared_api())
+        if runner.kind == "dask" and runner.address is None:
+            from distributed import LocalCluster
+
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=runner.workers or os.cpu_count(), threads_per_worker=1, processes=True,
+                dashboard_address=None, silence_logs=logging.WARNING))
+            runner = replace(runner, address=cluster.scheduler_address, workers=None)
+        elif runner.kind == "dask":
+            _check_scheduler(runner.address)
+        yield runner
+
+
+def _check_scheduler(address: str) -> None:
+    """Stop early, in one line, when no Dask scheduler answers at ``address``."""
+    from distributed import Client
+
+    try:
+        with Client(address, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False) as client:
+            if not client.scheduler_info().get("workers"):
+                raise RunnerError(f"--address {address}: the Dask scheduler has no workers; start some with "
+                                  f"`dask worker {address}`")
+    except (OSError, TimeoutError) as error:
+        raise RunnerError(f"--address {address}: no Dask scheduler answers there ({type(error).__name__}); "
+                          "start one with `dask scheduler` or leave out --address to start a LocalCluster") from error
+
+
+def check_storage(runner: Runner, run_dir) -> None:
+    """A run directory in fsspec's memory file system lives in one process: only the local runner
+    sees it."""
+    if str(run_dir).startswith("memory://") and not runner.in_process:
+        raise RunnerError(f"run_dir {run_dir}: a memory:// file system is private to this process; "
+                          f"use --runner local, or a run_dir every worker can reach")

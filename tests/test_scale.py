@@ -1,0 +1,127 @@
+"""The curation run on other task runners: a 2-worker Dask LocalCluster writes the same bytes as
+local threads, also when a worker is killed in the middle of a stage."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import cloudpickle
+import pytest
+from distributed import Client
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from flows.curate import curate_flow
+from flows.demo import demo_config
+from flows.runners import Runner, RunnerError, check_storage, running_on
+from pipeline.config import parse_config
+from pipeline.demo_corpus import build_demo_corpus
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+# Workers unpickle the plugin below; they cannot import this test module by name.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("scale") / "corpus"
+    build_demo_corpus(folder, docs=400, seed=0)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def local_run(corpus) -> tuple[Path, dict]:
+    run_dir = corpus.parent / "run-local"
+    return run_dir, curate_flow(parse_config(demo_config(corpus, run_dir)))
+
+
+def run_files(run_dir: Path) -> dict[str, bytes]:
+    """Every file a run wrote (Prefect's own database aside), by path in the run directory, with
+    the run directory's name (recorded in manifests and parts) made neutral."""
+    return {str(path.relative_to(run_dir)): path.read_bytes().replace(str(run_dir).encode(), b"<run>")
+            for path in sorted(run_dir.rglob("*")) if path.is_file() and ".prefect" not in path.parts}
+
+
+def assert_same_files(expected: Path, found: Path) -> None:
+    want, got = run_files(expected), run_files(found)
+    assert sorted(got) == sorted(want)
+    differ = [name for name in want if want[name] != got[name]]
+    assert not differ, f"{len(differ)} files differ, e.g. {differ[:5]}"
+
+
+def test_a_dask_local_cluster_writes_the_same_bytes_as_local_threads(corpus, local_run):
+    local_dir, local_stats = local_run
+    run_dir = corpus.parent / "run-dask"
+    with running_on(Runner("dask", workers=2)) as ready:
+        assert ready.address.startswith("tcp://")
+        with Client(ready.address, set_as_default=False) as client:
+            assert len(client.scheduler_info()["workers"]) == 2
+        stats = curate_flow(parse_config(demo_config(corpus, run_dir)), ready)
+
+    assert stats["mix"]["train_documents"] == local_stats["mix"]["train_documents"] > 0
+    assert {s: v["docs_out"] for s, v in stats.items()} == {s: v["docs_out"] for s, v in local_stats.items()}
+    assert_same_files(local_dir, run_dir)
+
+
+class KillOnce(WorkerPlugin):
+    """Kill the worker process (SIGKILL) shortly after it starts the first task whose key holds
+    ``needle``; record every start of such a task as 'pid key' lines in ``log``."""
+
+    def __init__(self, needle: str, log: str, delay_s: float = 0.05):
+        self.needle, self.log, self.delay_s = needle, log, delay_s
+
+    def transition(self, key, start, finish, **kwargs):
+        if finish != "executing" or self.needle not in str(key):
+            return
+        first = not os.path.exists(self.log)
+        with open(self.log, "a") as out:
+            out.write(f"{os.getpid()} {key}\n")
+        if first:
+            threading.Timer(self.delay_s, os.kill, (os.getpid(), signal.SIGKILL)).start()
+
+
+def test_a_worker_killed_mid_stage_is_replaced_and_its_unit_redone_to_the_same_output(corpus, local_run):
+    local_dir, _ = local_run
+    run_dir = corpus.parent / "run-killed"
+    log = corpus.parent / "killed.log"
+    with running_on(Runner("dask", workers=2)) as ready:
+        with Client(ready.address, set_as_default=False) as client:
+            client.register_plugin(KillOnce("remove_task", str(log)), name="kill-once")
+            curate_flow(parse_config(demo_config(corpus, run_dir)), ready)
+
+    starts = [line.split() for line in log.read_text().splitlines()]
+    killed_pid, killed_key = starts[0]
+    again = [pid for pid, key in starts[1:] if key == killed_key]
+    assert again and killed_pid not in again  # the unit ran again, in another process
+    assert_same_files(local_dir, run_dir)
+
+
+def test_runner_choices_fail_early_in_one_line(monkeypatch):
+    with pytest.raises(RunnerError, match="choose one of local, processes, dask"):
+        Runner("ray")
+    with pytest.raises(RunnerError, match="use it with --runner dask"):
+        Runner("local", address="tcp://127.0.0.1:8786")
+    with pytest.raises(RunnerError, match="with --address the cluster has its own workers"):
+        Runner("dask", address="tcp://127.0.0.1:8786", workers=2)
+    with pytest.raises(RunnerError, match="private to this process"):
+        check_storage(Runner("dask"), "memory://runs/a")
+    check_storage(Runner("local"), "memory://runs/a")
+    monkeypatch.setattr("flows.runners.SCHEDULER_TIMEOUT_S", 1)
+    with pytest.raises(RunnerError, match="no Dask scheduler answers there"):
+        with running_on(Runner("dask", address="tcp://127.0.0.1:9")):
+            pass
+
+
+def test_the_command_line_names_a_bad_runner_before_it_reads_the_config(tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "missing.toml"), "--runner", "ray"])
+    assert result.exit_code == 2 and "--runner 'ray': choose one of local, processes, dask" in result.output
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "missing.toml"), "--workers", "0"])
+    assert result.exit_code == 2 and "--workers 0: give at least 1" in result.output
