@@ -89,7 +89,15 @@ def _print_mixtures(stats: dict) -> None:
     stdout.print(table)
 
 
-def _print_counts(stats: dict, run_dir: Path) -> None:
+def _where(path) -> str:
+    """A run path as the user can find it: absolute when local, the URL otherwise."""
+    from pipeline.io.storage import as_path, is_local
+
+    path = as_path(path)
+    return str(path.resolve()) if is_local(path) else str(path)
+
+
+def _print_counts(stats: dict, run_dir) -> None:
     table = Table(title="source stage: documents per source")
     for column in ("source", "files", "in", "out", "quarantined", "quarantined by reason"):
         table.add_column(column, justify="left" if column in ("source", "quarantined by reason") else "right")
@@ -100,7 +108,7 @@ def _print_counts(stats: dict, run_dir: Path) -> None:
     table.add_row("all", "", str(stats["docs_in"]), str(stats["docs_out"]),
                   str(sum(stats["quarantined"].values())), "", style="bold")
     stdout.print(table)
-    stdout.print(f"run directory: {run_dir.resolve()}", highlight=False, soft_wrap=True)
+    stdout.print(f"run directory: {_where(run_dir)}", highlight=False, soft_wrap=True)
 
 
 RunnerOption = typer.Option("local", "--runner", help="where tasks run: local (threads), processes, or dask")
@@ -140,12 +148,12 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     _print_funnel(stats)
     if "mix" in stats:
         _print_mixtures(stats["mix"])
-    _print_counts(stats["source"], Path(config.run_dir))
-    _build_report(Path(config.run_dir), after_run=True)
+    _print_counts(stats["source"], config.run_dir)
+    _build_report(config.run_dir, after_run=True)
     return stats
 
 
-def _build_report(run_dir: Path, after_run: bool = False) -> Path | None:
+def _build_report(run_dir, after_run: bool = False):
     """Write the run's HTML report and print where it is (after a run, a failure only warns)."""
     from pipeline.report import build_report
 
@@ -157,12 +165,13 @@ def _build_report(run_dir: Path, after_run: bool = False) -> Path | None:
         console.print(f"[yellow]warning:[/yellow] the report could not be built ({type(error).__name__}: {error}); "
                       f"run `curate report {run_dir}` to try again", highlight=False, soft_wrap=True)
         return None
-    stdout.print(f"report: {path.resolve()}", highlight=False, soft_wrap=True)
+    stdout.print(f"report: {_where(path)}", highlight=False, soft_wrap=True)
     return path
 
 
 @app.command()
-def report(run_dir: Path = typer.Argument(..., help="a run directory (made by `curate run` or `curate demo`)")) -> None:
+def report(run_dir: str = typer.Argument(..., help="a run directory (made by `curate run` or `curate demo`), "
+                                                  "or its URL (s3://bucket/run)")) -> None:
     """Build the run's HTML report (<RUN>/report/index.html) from the run directory alone."""
     from pipeline.report.run import NotARunError
 
@@ -272,7 +281,7 @@ def _print_inspection(found: dict) -> None:
 
 
 @app.command("inspect")
-def inspect_command(run_dir: Path = typer.Argument(..., help="a run directory"),
+def inspect_command(run_dir: str = typer.Argument(..., help="a run directory, or its URL"),
                     doc_id: str = typer.Argument(..., help="a document id, e.g. news/6c7b9eeba069a1b4"),
                     as_json: bool = typer.Option(False, "--json", help="print the lookup as JSON")) -> None:
     """Show a document's way through the stages: source, language, filter verdicts, dedup, lines, mix."""
@@ -388,7 +397,7 @@ def train_tokenizer_command(
 
 
 @app.command()
-def export(mixture_dir: Path = typer.Argument(..., help="a mixture folder: <run>/mix/<mixture>"),
+def export(mixture_dir: str = typer.Argument(..., help="a mixture folder: <run>/mix/<mixture> (or its URL)"),
            out: Path = typer.Argument(..., help="folder to write train.bin, val.bin, meta.json, tokenizer.json")) -> None:
     """Export a mixture as nanoGPT-style flat uint16 .bin files, for training elsewhere."""
     from pipeline.tokenize import export_mixture

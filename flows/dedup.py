@@ -36,6 +36,7 @@ from pipeline.dedup.clusters import ShingleLookup, clusters_from_edges, dedup_st
 from pipeline.dedup.lsh import partition_band_keys, signatures_for_shard
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.minhash import MinHashParams
+from pipeline.io.storage import read_parquet, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
 from pipeline.schema import RunLayout, StageDir
 from pipeline.stage import shard_unit
@@ -65,7 +66,7 @@ def verify_task(partition: int, work: Path, signatures: list[Path], threshold: f
 @task(name="dedup-remove", cache_policy=NO_CACHE, task_run_name="remove-{shard}")
 def remove_task(in_path: Path, shard: int, stage: StageDir, clusters: Path, threshold: float,
                 batch_docs: int) -> dict:
-    step = dedup_step(pl.read_parquet(clusters), threshold, shard=shard)
+    step = dedup_step(read_parquet(clusters), threshold, shard=shard)
     return shard_unit(STAGE, in_path, stage, step, batch_docs)
 
 
@@ -89,7 +90,7 @@ def largest_clusters(clusters: pl.DataFrame, inputs: list[Path], n: int = LARGES
         pl.col("kept_id").first(), pl.col("id").filter(~pl.col("kept")).first().alias("removed_id"),
         pl.col("jaccard").filter(~pl.col("kept")).min().alias("min_jaccard"), pl.col("size").first())
     ids = set(wanted["kept_id"].to_list()) | set(wanted["removed_id"].drop_nulls().to_list())
-    texts = dict(pl.scan_parquet(inputs).filter(pl.col("id").is_in(list(ids))).select("id", "text").collect().iter_rows())
+    texts = dict(scan_parquet(inputs).filter(pl.col("id").is_in(list(ids))).select("id", "text").collect().iter_rows())
     return [{"cluster": row["cluster"], "size": row["size"], "kept_id": row["kept_id"],
              "kept_text": texts.get(row["kept_id"], "")[:EXAMPLE_CHARS], "removed_id": row["removed_id"],
              "removed_text": texts.get(row["removed_id"], "")[:EXAMPLE_CHARS], "min_jaccard": row["min_jaccard"]}
@@ -125,7 +126,7 @@ def dedup_flow(previous: str, config: RunConfig) -> dict:
     parts = gather_parts(STAGE, [remove_task.submit(path, shard, stage, clusters, settings.threshold, config.batch_docs)
                                  for shard, path in enumerate(inputs)])
     return publish_stage(STAGE, finish_stage(STAGE, previous, config, parts, dedup=finding,
-                                             largest_clusters=largest_clusters(pl.read_parquet(clusters), inputs)))
+                                             largest_clusters=largest_clusters(read_parquet(clusters), inputs)))
 
 
 @task(name="lines-count", cache_policy=NO_CACHE, task_run_name="count-{in_path.stem}")
@@ -143,7 +144,7 @@ def frequent_task(partition: int, work: Path, max_docs: int) -> dict:
 
 @task(name="lines-cut", cache_policy=NO_CACHE, task_run_name="cut-{in_path.stem}")
 def cut_task(in_path: Path, stage: StageDir, frequent: Path, sources: list[str] | None, batch_docs: int) -> dict:
-    hashes = pl.read_parquet(frequent)["line_hash"].to_numpy() if frequent.exists() else np.zeros(0, np.uint64)
+    hashes = read_parquet(frequent)["line_hash"].to_numpy() if frequent.exists() else np.zeros(0, np.uint64)
     step = scoped_filters([RepeatedLines(hashes)], sources, LINES_STAGE)
     return shard_unit(LINES_STAGE, in_path, stage, step, batch_docs)
 
@@ -164,7 +165,7 @@ def lines_flow(previous: str, config: RunConfig) -> dict:
         gather_parts("lines count", [line_counts_task.submit(path, work, settings.partitions) for path in inputs])
         found = gather_parts("lines frequent", [frequent_task.submit(p, work, settings.max_docs)
                                                 for p in range(settings.partitions)])
-        tables = [pl.read_parquet(work / "frequent" / f"part-{p:04d}.parquet") for p in range(settings.partitions)]
+        tables = [read_parquet(work / "frequent" / f"part-{p:04d}.parquet") for p in range(settings.partitions)]
         write_parquet(pl.concat(tables).sort("line_hash").to_arrow(), frequent)
         write_json({"frequent_lines": sum(f["frequent_lines"] for f in found)}, work / "finding.json")
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +40,8 @@ from flows.stages import mark_work_done, reusable_work
 from pipeline.config import RESERVED_MIXTURE_NAMES, ConfigError, MixtureConfig, RunConfig
 from pipeline.dedup.contamination import ReferenceIndex, read_reference_texts
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
+from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree, scan_parquet
+from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
 from pipeline.ledger import LedgerError
 from pipeline.manifest import record_stage
 from pipeline.mix import (SALT_SAMPLE, assign_groups, cap_epochs, explicit_weights, group_sizes, mixture_report,
@@ -74,7 +74,7 @@ def scan_task(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
     from pipeline.tokenize import read_token_shard
 
     columns = [c for c in ("id", "source", "lang", "text") if c in _columns(docs_path)]
-    docs = pl.read_parquet(docs_path, columns=columns)
+    docs = read_parquet(docs_path, columns=columns)
     _, offsets = read_token_shard(token_path)
     if docs.height != offsets.height or not docs["id"].equals(offsets["doc_id"], check_names=False):
         raise LedgerError(f"stage {STAGE}: {token_path.name} does not hold the documents of {docs_path} "
@@ -88,15 +88,13 @@ def scan_task(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
 
 
 def _columns(path: Path) -> list[str]:
-    import pyarrow.parquet as pq
-
-    return pq.read_schema(path).names
+    return parquet_file(path).schema_arrow.names
 
 
 @task(name="mix-matches", cache_policy=NO_CACHE, task_run_name="matches-{docs_path.stem}")
 def matches_task(docs_path: Path, index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
     """The documents of a shard (but those in ``skip``) that near-duplicate a text of ``index``."""
-    docs = pl.read_parquet(docs_path, columns=["id", "text"]).filter(~pl.col("id").is_in(skip.implode()))
+    docs = read_parquet(docs_path, columns=["id", "text"]).filter(~pl.col("id").is_in(skip.implode()))
     return index.matches(docs["id"], docs["text"])
 
 
@@ -229,7 +227,7 @@ def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunC
                          "bytes": int(rows["bytes"].sum()), "sha256": entry["sha256"]}
 
     tokenizer = load_tokenizer(tokenizer_path)
-    shutil.copyfile(tokenizer_path, folder / "tokenizer.json")
+    write_bytes(as_path(tokenizer_path).read_bytes(), folder / "tokenizer.json")
     held = validation.group_by("group").agg(documents=pl.len(), tokens=pl.col("tokens").sum(),
                                             bytes=pl.col("bytes").sum())
     held_of = {row["group"]: row for row in held.iter_rows(named=True)}
@@ -279,7 +277,7 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
     inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
     tokenize_stats = read_json(layout.stage("tokenize").stats)
     token_paths = [layout.stage("tokenize").root / "shards" / f"{p.stem}.arrow" for p in inputs]
-    tokenizer_path = Path(tokenize_stats["tokenizer"]["path"])
+    tokenizer_path = as_path(tokenize_stats["tokenizer"]["path"])
     made_from = {"mix": settings.model_dump(mode="json"), "seed": config.seed,
                  "tokenizer": tokenize_stats["tokenizer"]["sha256"],
                  "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed],
@@ -287,7 +285,7 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
     if not reusable_work(stage, inputs, made_from):  # other inputs or settings: no mixture is reusable
         for child in stage.root.iterdir():
             if child.is_dir() and child.name not in RESERVED_MIXTURE_NAMES:
-                shutil.rmtree(child)
+                remove_tree(child)
 
     scans = [scan_task.submit(number, path, token_paths[number]) for number, path in enumerate(inputs)]
     documents = pl.concat([future.result() for future in scans]) if scans else pl.DataFrame(schema=SCAN_SCHEMA)
@@ -317,7 +315,7 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
 
     contaminated = _EMPTY_MATCHES
     if settings.decontaminate and len(validation_ids):
-        held_docs = (pl.scan_parquet(inputs).select("id", "text")
+        held_docs = (scan_parquet(inputs).select("id", "text")
                      .filter(pl.col("id").is_in(validation_ids.implode())).collect())
         index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
         contaminated = _best_match(_matches(inputs, index, pl.concat([validation_ids, excluded["id"]])))

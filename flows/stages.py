@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from pipeline.config import RunConfig
+from pipeline.io.storage import remove_tree
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.ledger import LedgerError
 from pipeline.manifest import record_stage
@@ -76,7 +76,7 @@ def reusable_work(stage: StageDir, inputs: list[Path], settings: dict) -> bool:
     work = stage.root / "intermediate"
     if (work / "inputs.json").exists() and read_json(work / "inputs.json") == _made_from(inputs, settings):
         return True
-    shutil.rmtree(work, ignore_errors=True)
+    remove_tree(work)
     for part in stage.parts.glob("*.json"):
         part.unlink()
     return False

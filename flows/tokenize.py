@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import polars as pl
-import pyarrow.parquet as pq
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -16,6 +14,7 @@ from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from flows.stages import mark_work_done, reusable_work
 from pipeline.config import RunConfig
+from pipeline.io.storage import parquet_file, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.ledger import LedgerError
 from pipeline.manifest import record_stage
@@ -28,7 +27,7 @@ STAGE = "tokenize"
 @task(name="tokenize-shard", cache_policy=NO_CACHE, task_run_name="tokenize-{in_path.stem}")
 def tokenize_task(in_path: Path, tokenizer_path: Path, out_dir: Path, batch_docs: int) -> dict:
     out = out_dir / f"{in_path.stem}.arrow"
-    batches = pq.ParquetFile(in_path).iter_batches(batch_size=batch_docs, columns=["id", "text"])
+    batches = parquet_file(in_path).iter_batches(batch_size=batch_docs, columns=["id", "text"])
     entry = write_token_shard(batches, load_tokenizer(tokenizer_path), out, group=in_path.stem)
     return {"unit": in_path.stem, **entry, "file": out.name}
 
@@ -39,7 +38,7 @@ def _tokenizer(config: RunConfig, inputs: list[Path], root: Path) -> Path:
         return Path(settings.tokenizer)
     path = root / "tokenizer.json"
     if not path.exists():
-        docs = pl.scan_parquet(inputs).select("id", "text").collect()
+        docs = scan_parquet(inputs).select("id", "text").collect()
         sample = docs.sample(n=min(settings.sample_docs, docs.height), seed=config.seed).sort("id")
         train_tokenizer(sample["text"], path, kind=settings.kind, vocab_size=settings.vocab_size)
     return path

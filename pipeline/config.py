@@ -4,7 +4,8 @@ A config error stops the run with one line that names the key, the problem and t
 
     sources[0].txt_field: unknown key; did you mean 'text_field'? (allowed: name, reader, ...)
 
-Relative paths (inputs and ``run_dir``) are resolved from the current working directory.
+Relative paths (inputs and ``run_dir``) are resolved from the current working directory;
+``run_dir`` may also be the URL of an fsspec file system (``s3://bucket/runs/my-crawl``).
 """
 
 from __future__ import annotations
@@ -273,7 +274,8 @@ class MixConfig(_Strict):
 class RunConfig(_Strict):
     """A curation run."""
 
-    run_dir: Path
+    # A local folder (a Path), or the URL of any fsspec file system (s3://bucket/run) as written.
+    run_dir: Path | str
     seed: int = 0
     sources: list[SourceConfig] = Field(min_length=1)
     lang: LangConfig = Field(default_factory=LangConfig)
@@ -288,6 +290,18 @@ class RunConfig(_Strict):
     # Output shards are cut at whichever limit comes first.
     shard_docs: int = Field(default=50_000, gt=0)
     shard_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+
+    @field_validator("run_dir", mode="before")
+    @classmethod
+    def _run_dir(cls, value):
+        # A local path becomes a Path as before; a URL stays a string (a Path would turn
+        # memory://x into memory:/x).
+        from pipeline.io.storage import as_path, is_local
+
+        if not isinstance(value, (str, os.PathLike)):
+            raise ValueError("give a local folder or the URL of a file system, such as s3://bucket/run")
+        path = as_path(value)
+        return path if is_local(path) else str(path)
 
     @model_validator(mode="after")
     def _source_names(self):

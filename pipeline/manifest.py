@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import platform
 from importlib import metadata
-from pathlib import Path
 
 from pipeline.config import ConfigError, RunConfig
 from pipeline.io.writer import read_json, write_json
@@ -33,7 +32,7 @@ def open_run(config: RunConfig) -> dict:
     """Create the run directory's manifest, or check that an existing one is of this config.
 
     Resuming a run needs the same config: a different one would mix outputs of two configs."""
-    layout = RunLayout(Path(config.run_dir))
+    layout = RunLayout(config.run_dir)
     if layout.manifest.exists():
         manifest = read_json(layout.manifest)
         if manifest.get("config") != config_record(config):
@@ -51,7 +50,7 @@ def open_run(config: RunConfig) -> dict:
 
 def record_stage(config: RunConfig, stage: str, counts: dict, inputs: list[dict] | None = None) -> dict:
     """Add a finished stage's counts (and, for the source stage, the input checksums)."""
-    layout = RunLayout(Path(config.run_dir))
+    layout = RunLayout(config.run_dir)
     manifest = read_json(layout.manifest)
     manifest["stages"][stage] = counts
     if inputs is not None:

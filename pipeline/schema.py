@@ -10,14 +10,18 @@ opened with polars, duckdb or pyarrow alone::
       <stage>/removed/*.parquet     documents the stage removed, with reason and score
       <stage>/parts/*.json          one record per finished unit of work (resume markers)
       <stage>/stats.json            the stage's ledger: docs in, out, removed and quarantined
+
+The run directory is a local folder or a URL of any fsspec file system (``s3://bucket/run``); its
+paths are :func:`pipeline.io.storage.as_path` objects either way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
+
+from pipeline.io.storage import AnyPath, as_path
 
 DOC_SCHEMA = pa.schema(
     [
@@ -67,26 +71,29 @@ PARQUET_COMPRESSION = "zstd"
 class StageDir:
     """The folders of one stage inside a run directory."""
 
-    root: Path
+    root: AnyPath
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", as_path(self.root))
 
     @property
-    def docs(self) -> Path:
+    def docs(self) -> AnyPath:
         return self.root / "docs"
 
     @property
-    def quarantine(self) -> Path:
+    def quarantine(self) -> AnyPath:
         return self.root / "quarantine"
 
     @property
-    def removed(self) -> Path:
+    def removed(self) -> AnyPath:
         return self.root / "removed"
 
     @property
-    def parts(self) -> Path:
+    def parts(self) -> AnyPath:
         return self.root / "parts"
 
     @property
-    def stats(self) -> Path:
+    def stats(self) -> AnyPath:
         return self.root / "stats.json"
 
     def make(self) -> "StageDir":
@@ -97,12 +104,15 @@ class StageDir:
 
 @dataclass(frozen=True)
 class RunLayout:
-    """Paths of a run directory."""
+    """Paths of a run directory (``root``: a local path or an fsspec URL, as str or path)."""
 
-    root: Path
+    root: AnyPath
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", as_path(self.root))
 
     @property
-    def manifest(self) -> Path:
+    def manifest(self) -> AnyPath:
         return self.root / "manifest.json"
 
     def stage(self, name: str) -> StageDir:

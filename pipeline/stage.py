@@ -9,7 +9,6 @@ unit complete for resuming. Counts are kept in total, per source and per languag
 from __future__ import annotations
 
 import hashlib
-import os
 from collections import Counter, defaultdict
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -19,8 +18,8 @@ from typing import Callable
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from pipeline.io.storage import as_path, parquet_file, read_table
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
 from pipeline.ledger import Ledger, LedgerError
 from pipeline.schema import DOC_SCHEMA, LANG_FIELDS, REMOVED_SCHEMA, StageDir
@@ -40,15 +39,15 @@ Step = Callable[[pl.DataFrame], StepResult]
 
 def fingerprint(path: str | Path) -> dict:
     """Size and sha256 of a file (recorded in parts to tell whether an input changed)."""
-    path = str(path)
+    name, path = str(path), as_path(path)
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as handle:
+        with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 22), b""):
                 digest.update(block)
     except OSError as error:
-        return {"path": path, "bytes": None, "sha256": None, "error": f"{type(error).__name__}: {error}"}
-    return {"path": path, "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+        return {"path": name, "bytes": None, "sha256": None, "error": f"{type(error).__name__}: {error}"}
+    return {"path": name, "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def docs_table(docs: pl.DataFrame) -> pa.Table:
@@ -111,7 +110,7 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
     by_lang: dict[str, Ledger] = {}
     counts: Counter = Counter()
     removed_parts: list[pl.DataFrame] = []
-    parquet = pq.ParquetFile(in_path)
+    parquet = parquet_file(in_path)
     with ExitStack() as stack:
         writer = None
         for batch in parquet.iter_batches(batch_size=batch_docs):
@@ -161,7 +160,7 @@ def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
 
 
 def _rows(files: list[Path]) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    return sum(parquet_file(f).metadata.num_rows for f in files)
 
 
 def check_stage_outputs(stage_name: str, stage: StageDir, parts: list[dict]) -> Ledger:
@@ -184,7 +183,7 @@ def check_stage_outputs(stage_name: str, stage: StageDir, parts: list[dict]) -> 
             raise LedgerError(f"stage {stage_name}: ledgers count {counted} {what}, files hold {found}")
     if docs_files:
         ids = pa.concat_arrays(
-            [pq.read_table(f, columns=["id"]).column("id").combine_chunks() for f in docs_files])
+            [read_table(f, columns=["id"]).column("id").combine_chunks() for f in docs_files])
         counts = pc.value_counts(ids)
         repeated = counts.filter(pc.greater(counts.field("counts"), 1))
         if len(repeated):

@@ -93,8 +93,8 @@ into numpy costs about 5% of one core's encoding time and runs while the next ba
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, repeat
@@ -107,7 +107,8 @@ import pyarrow.ipc as ipc
 import polars as pl
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from pipeline.io.writer import TMP_MARK, atomic_path
+from pipeline.io.storage import as_path, is_local, open_arrow_file
+from pipeline.io.writer import atomic_path, atomic_sink, scratch_file, write_text
 
 SHARD_FORMAT = "curate.tokens/1"
 
@@ -189,7 +190,7 @@ def train_tokenizer(texts: Iterable, out_path: Path, kind: TokenizerKind = "bpe"
     give the same bytes (see the module docstring for how WordPiece is made so).
     Returns ``out_path``.
     """
-    out_path = Path(out_path)
+    out_path = as_path(out_path)
     if kind == "bpe":
         floor = len(SPECIAL_TOKENS) + 256
         if vocab_size < floor:
@@ -202,8 +203,7 @@ def train_tokenizer(texts: Iterable, out_path: Path, kind: TokenizerKind = "bpe"
         tokenizer = _train_wordpiece(texts, out_path, vocab_size, min_frequency)
     else:
         raise ValueError(f"unknown tokenizer kind {kind!r}; use 'bpe' or 'wordpiece'")
-    with atomic_path(out_path) as tmp:
-        tmp.write_text(tokenizer.to_str(pretty=True), encoding="utf-8")
+    write_text(tokenizer.to_str(pretty=True), out_path)
     return out_path
 
 
@@ -225,17 +225,15 @@ def _train_bpe(texts: Iterable, vocab_size: int, min_frequency: int) -> Tokenize
 def _train_wordpiece(texts: Iterable, out_path: Path, vocab_size: int, min_frequency: int) -> Tokenizer:
     """WordPiece, made deterministic by declaring the ``##x`` tokens up front (module docstring).
 
-    The texts go to a temporary Arrow stream beside ``out_path`` while their characters are
-    collected; training then reads them back. If training still created a ``##x`` token that
-    was not declared (a character the filter below wrongly assumed is never inside a word), it
-    is trained once more with that token declared too.
+    The texts go to a temporary Arrow stream (beside ``out_path`` when it is local) while their
+    characters are collected; training then reads them back. If training still created a ``##x``
+    token that was not declared (a character the filter below wrongly assumed is never inside a
+    word), it is trained once more with that token declared too.
     """
     specials = [*SPECIAL_TOKENS.values(), UNK_TOKEN]
-    spool = out_path.parent / f".{out_path.name}{TMP_MARK}{os.getpid()}.texts"
-    out_path.parent.mkdir(parents=True, exist_ok=True)
     chars: set[str] = set()
     schema = pa.schema([pa.field("text", pa.string(), nullable=False)])
-    try:
+    with scratch_file(out_path, ".texts") as spool:
         with ipc.new_stream(str(spool), schema) as sink:
             for _, chunk in _documents(texts, TEXT_BATCH):
                 for text in chunk:
@@ -265,8 +263,6 @@ def _train_wordpiece(texts: Iterable, out_path: Path, vocab_size: int, min_frequ
             if not undeclared:
                 break
             continuations = sorted(declared.union(undeclared))
-    finally:
-        spool.unlink(missing_ok=True)
     # The declared continuations were added as special tokens only to fix their ids; keep them as
     # plain vocabulary entries so that "##a" in a text is not matched as a token.
     state = json.loads(tokenizer.to_str())
@@ -295,11 +291,13 @@ def _read_spool(spool: Path) -> Iterator[list[str]]:
 
 def load_tokenizer(path: Path) -> Tokenizer:
     """Load a ``tokenizer.json`` (or the one inside the folder ``path``)."""
-    path = Path(path)
+    path = as_path(path)
     if path.is_dir():
         path = path / "tokenizer.json"
     if not path.is_file():
         raise FileNotFoundError(f"no tokenizer at {path}; train one with train_tokenizer()")
+    if not is_local(path):
+        return Tokenizer.from_str(path.read_text(encoding="utf-8"))
     return Tokenizer.from_file(str(path))
 
 
@@ -360,7 +358,7 @@ def write_token_shard(texts: Iterable, tokenizer: Tokenizer, out_path: Path, gro
     where ``tokens`` counts every token in the file, one end-of-document token per document
     included, and ``sha256`` is the file's. Same inputs, same bytes.
     """
-    out_path = Path(out_path)
+    out_path = as_path(out_path)
     vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
     dtype = token_dtype(vocab_size)
     eod = special_ids(tokenizer)["eod"]
@@ -371,9 +369,8 @@ def write_token_shard(texts: Iterable, tokenizer: Tokenizer, out_path: Path, gro
     doc_ids: list = []
     doc_lengths: list[np.ndarray] = []
     total = 0
-    with atomic_path(out_path) as tmp:
-        spool = tmp.with_name(tmp.name + ".tokens")
-        try:
+    with atomic_sink(out_path) as out:
+        with scratch_file(out_path, ".tokens") as spool:
             with open(spool, "wb") as sink, ThreadPoolExecutor(max_workers=1) as encoding:
                 # The tokenizer encodes batch k+1 (in Rust, without the GIL) while this thread
                 # turns batch k into numpy and reads the next input.
@@ -389,17 +386,16 @@ def write_token_shard(texts: Iterable, tokenizer: Tokenizer, out_path: Path, gro
             offsets = np.zeros(lengths.size + 1, np.int64)
             np.cumsum(lengths, out=offsets[1:])
             values = np.memmap(spool, dtype=dtype, mode="r") if total else np.zeros(0, dtype)
-            _write_shard(tmp, doc_ids, offsets, values, group, tokenizer_hash, vocab_size, eod)
+            _write_shard(out, doc_ids, offsets, values, group, tokenizer_hash, vocab_size, eod)
             del values
-        finally:
-            spool.unlink(missing_ok=True)
-        digest = file_sha256(tmp)
+        digest = file_sha256(out)
     return _entry(out_path, group, len(doc_ids), total, digest, dtype, vocab_size, tokenizer_hash)
 
 
-def _write_shard(path: Path, doc_ids: list, offsets: np.ndarray, values: np.ndarray, group: str,
-                 tokenizer_hash: str, vocab_size: int, eod: int) -> None:
-    """Write one shard (layout in the module docstring) to ``path``, uncompressed."""
+def _write_shard(sink: Path | io.BytesIO, doc_ids: list, offsets: np.ndarray, values: np.ndarray,
+                 group: str, tokenizer_hash: str, vocab_size: int, eod: int) -> None:
+    """Write one shard (layout in the module docstring) to ``sink`` (a local path or a file
+    object), uncompressed."""
     dtype = token_dtype(vocab_size)
     table = _shard_batch(doc_ids, offsets, values, dtype, {
         "format": SHARD_FORMAT,
@@ -411,13 +407,17 @@ def _write_shard(path: Path, doc_ids: list, offsets: np.ndarray, values: np.ndar
         "documents": str(len(doc_ids)),
         "tokens": str(int(offsets[-1])),
     })
-    with ipc.new_file(str(path), table.schema, options=ipc.IpcWriteOptions(compression=None)) as writer:
+    where = str(sink) if isinstance(sink, Path) else sink
+    with ipc.new_file(where, table.schema, options=ipc.IpcWriteOptions(compression=None)) as writer:
         writer.write_batch(table)
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read in blocks."""
-    with open(path, "rb") as handle:
+def file_sha256(path: Path | io.BytesIO) -> str:
+    """sha256 of a file's bytes, read in blocks (a local or remote file, or the in-memory buffer
+    of :func:`pipeline.io.writer.atomic_sink`)."""
+    if isinstance(path, io.BytesIO):
+        return hashlib.file_digest(path, "sha256").hexdigest()
+    with as_path(path).open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
@@ -442,12 +442,12 @@ def gather_token_shard(rows: Sequence[tuple[Path, np.ndarray]], out_path: Path, 
     written in that order, a row as often as it is listed (an upsampled document repeats whole),
     each with its end-of-document token. Every source shard must come from one tokenizer.
     Returns the same manifest entry as :func:`write_token_shard`."""
-    out_path = Path(out_path)
+    out_path = as_path(out_path)
     opened: dict[Path, tuple[np.ndarray, pl.DataFrame]] = {}
     tokenizers = set()
     pieces = []
     for path, numbers in rows:
-        path = Path(path)
+        path = as_path(path)
         if path not in opened:
             metadata = shard_metadata(path)
             tokenizers.add((metadata["tokenizer_sha256"], int(metadata["vocab_size"]), int(metadata["eod_id"])))
@@ -480,9 +480,9 @@ def gather_token_shard(rows: Sequence[tuple[Path, np.ndarray]], out_path: Path, 
         for start, length in zip(piece_starts.tolist(), piece_lengths.tolist()):
             values[position:position + length] = tokens[start:start + length]
             position += length
-    with atomic_path(out_path) as tmp:
-        _write_shard(tmp, doc_ids, out_offsets, values, group, tokenizer_hash, vocab_size, eod)
-        digest = file_sha256(tmp)
+    with atomic_sink(out_path) as out:
+        _write_shard(out, doc_ids, out_offsets, values, group, tokenizer_hash, vocab_size, eod)
+        digest = file_sha256(out)
     return _entry(out_path, group, len(doc_ids), int(out_offsets[-1]), digest, dtype, vocab_size, tokenizer_hash)
 
 
@@ -515,7 +515,7 @@ def _shard_batch(doc_ids: list, offsets: np.ndarray, values: np.ndarray, dtype: 
 
 def shard_metadata(path: Path) -> dict[str, str]:
     """A shard's schema metadata as ``str -> str`` (reads only the file's footer and schema)."""
-    with pa.memory_map(str(path), "r") as source:
+    with open_arrow_file(path) as source:
         raw = ipc.open_file(source).schema.metadata or {}
     metadata = {key.decode(): value.decode() for key, value in raw.items()}
     if metadata.get("format") != SHARD_FORMAT:
@@ -527,12 +527,12 @@ def read_token_shard(path: Path) -> tuple[np.ndarray, pl.DataFrame]:
     """Return ``(tokens, offsets)`` of a shard.
 
     ``tokens`` is the whole token stream as a read-only ``np.ndarray`` that maps the file (zero
-    copy; it keeps the mapping open). ``offsets`` has one row per document: ``doc_id`` (str or
-    null), ``doc_start`` (int64 index into ``tokens``) and ``doc_tokens`` (int32, end token
-    included).
+    copy; it keeps the mapping open; a remote file is read into memory). ``offsets`` has one row
+    per document: ``doc_id`` (str or null), ``doc_start`` (int64 index into ``tokens``) and
+    ``doc_tokens`` (int32, end token included).
     """
     shard_metadata(path)
-    source = pa.memory_map(str(path), "r")
+    source = open_arrow_file(path)
     reader = ipc.open_file(source)
     if reader.num_record_batches != 1:
         raise ValueError(f"{path} has {reader.num_record_batches} record batches; a shard has exactly one")
@@ -569,10 +569,11 @@ def export_bin(shard_paths: Sequence[Path], out_path: Path) -> dict:
     format: ``np.memmap(path, dtype=np.uint16, mode="r")`` reads it back), atomically.
 
     Refuses shards whose vocabulary does not fit uint16 and shards of different tokenizers.
-    Returns ``{"file", "tokens", "dtype", "sha256", "shards"}``.
+    Returns ``{"file", "tokens", "dtype", "sha256", "shards"}``. The shards may be remote;
+    ``out_path`` is a local file (it is written memory-mapped).
     """
     out_path = Path(out_path)
-    paths = [Path(p) for p in shard_paths]
+    paths = [as_path(p) for p in shard_paths]
     tokenizers = set()
     total = 0
     for path in paths:
@@ -610,8 +611,12 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
     id), ``tokenizer.json`` and ``meta.json`` (vocabulary size, special ids, what each file holds).
 
     With ``verify``, every shard's sha256 is checked against the mixture's manifest first, so a
-    changed or truncated shard stops the export. Returns the content of ``meta.json``."""
-    mixture_dir, out_dir = Path(mixture_dir), Path(out_dir)
+    changed or truncated shard stops the export. The mixture folder may be remote (an fsspec URL);
+    ``out_dir`` is a local folder. Returns the content of ``meta.json``."""
+    if not is_local(out_dir):
+        raise ValueError(f"{out_dir}: the export writes memory-mapped .bin files to a local folder; "
+                         "export to a local folder, then copy it (e.g. with your object store's CLI)")
+    mixture_dir, out_dir = as_path(mixture_dir), as_path(out_dir)
     manifest_path = mixture_dir / "manifest.json"
     if not manifest_path.is_file():
         raise FileNotFoundError(f"no manifest.json in {mixture_dir}; pass a mixture folder such as <run>/mix/main")

@@ -47,11 +47,11 @@ from typing import Iterable, Literal, Sequence
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipeline.dedup.lsh import (SHARD_BITS, SHARD_KEY, candidate_pairs, partition_band_keys, read_params, row_of,
                                 shard_of, signatures_for_shard)
 from pipeline.dedup.minhash import MinHashParams
+from pipeline.io.storage import as_path, parquet_file, read_parquet
 from pipeline.io.writer import write_parquet
 from pipeline.stage import Step, StepResult, removed_frame
 
@@ -94,8 +94,8 @@ class ShingleLookup:
     def __init__(self, signature_paths: Sequence[Path]):
         self._files: dict[int, tuple[Path, np.ndarray]] = {}
         self.params: dict | None = None
-        for path in map(Path, signature_paths):
-            metadata = pq.read_metadata(path)
+        for path in map(as_path, signature_paths):
+            metadata = parquet_file(path).metadata
             keys = metadata.metadata or {}
             if SHARD_KEY not in keys:
                 raise ValueError(f"{path} is not a dedup signature file (no shard number in its metadata)")
@@ -110,7 +110,7 @@ class ShingleLookup:
                                  f"rebuild the signatures with one configuration")
             rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
             self._files[shard] = (path, np.concatenate([[0], np.cumsum(rows, dtype=np.int64)]))
-        self.columns = pq.read_schema(next(iter(self._files.values()))[0]).names if self._files else []
+        self.columns = parquet_file(next(iter(self._files.values()))[0]).schema_arrow.names if self._files else []
 
     def rows(self, docs: np.ndarray, columns: Sequence[str]) -> pa.Table:
         """The rows of ``docs`` (any order, repeats allowed) as a table sorted by ``doc``, one row
@@ -131,13 +131,13 @@ class ShingleLookup:
                 raise KeyError(f"shard {int(shard)} has {group_starts[-1]} documents; row {int(rows.max())} asked")
             groups = np.searchsorted(group_starts, rows, side="right") - 1
             needed = np.unique(groups)
-            table = pq.ParquetFile(path).read_row_groups(needed.tolist(), columns=columns)
+            table = parquet_file(path).read_row_groups(needed.tolist(), columns=columns)
             read_sizes = group_starts[needed + 1] - group_starts[needed]
             read_starts = np.concatenate([[0], np.cumsum(read_sizes)])[:-1]
             positions = read_starts[np.searchsorted(needed, groups)] + rows - group_starts[groups]
             pieces.append(table.take(pa.array(positions)))
         if not pieces:
-            schema = pq.read_schema(next(iter(self._files.values()))[0]) if self._files else None
+            schema = parquet_file(next(iter(self._files.values()))[0]).schema_arrow if self._files else None
             return schema.empty_table().select(columns) if schema is not None else pa.table({"doc": pa.array([], pa.int64())})
         return pa.concat_tables(pieces)
 
@@ -381,17 +381,17 @@ def verify_partition(partition_path: Path | Iterable[Path], lookup: ShingleLooku
     (``EDGES_SCHEMA``). Returns counts: candidate pairs, verified edges, false positives."""
     pairs = candidate_pairs(partition_path)
     edges = verify_pairs(pairs, lookup, threshold)
-    write_parquet(edges.to_arrow().cast(EDGES_SCHEMA), Path(out_path))
+    write_parquet(edges.to_arrow().cast(EDGES_SCHEMA), out_path)
     candidates = pairs.select("doc_a", "doc_b").unique().height
     return {"candidate_pairs": candidates, "edges": edges.height, "false_positives": candidates - edges.height}
 
 
 def clusters_from_edges(edge_paths: Sequence[Path], lookup: ShingleLookup, rule: KeepRule, out_path: Path) -> dict:
     """The corpus-wide task: all edges, components, keep rule; writes the clusters table."""
-    frames = [pl.read_parquet(p) for p in edge_paths]
+    frames = [read_parquet(p) for p in edge_paths]
     edges = pl.concat(frames, how="vertical") if frames else _empty_edges()
     clusters = cluster_table(edges, lookup, rule)
-    write_parquet(clusters.to_arrow().cast(CLUSTERS_SCHEMA), Path(out_path))
+    write_parquet(clusters.to_arrow().cast(CLUSTERS_SCHEMA), out_path)
     removed = clusters.filter(~pl.col("kept"))
     return {
         "clusters": int(clusters["cluster"].n_unique()) if clusters.height else 0,
@@ -412,11 +412,11 @@ def deduplicate_shards(doc_paths: Sequence[Path], work_dir: Path, params: MinHas
         <work_dir>/edges/part-<p:04d>.parquet           verify_partition
         <work_dir>/clusters.parquet                     clusters_from_edges
     """
-    work_dir = Path(work_dir)
+    work_dir = as_path(work_dir)
     signature_paths = []
     for shard, path in enumerate(doc_paths):
         out = work_dir / "signatures" / f"shard-{shard:05d}.parquet"
-        signatures_for_shard(Path(path), out, params, shard=shard)
+        signatures_for_shard(path, out, params, shard=shard)
         signature_paths.append(out)
     for path in signature_paths:
         partition_band_keys([path], work_dir / "bands", partitions)
@@ -427,4 +427,4 @@ def deduplicate_shards(doc_paths: Sequence[Path], work_dir: Path, params: MinHas
         verify_partition(work_dir / "bands" / f"part-{p:04d}", lookup, params.threshold, out)
         edge_paths.append(out)
     clusters_from_edges(edge_paths, lookup, rule, work_dir / "clusters.parquet")
-    return pl.read_parquet(work_dir / "clusters.parquet")
+    return read_parquet(work_dir / "clusters.parquet")

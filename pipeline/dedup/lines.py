@@ -38,10 +38,10 @@ from typing import Iterable, Sequence
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipeline.dedup.normalize import combine_word_hashes, word_hashes
 from pipeline.filters.base import FilterOutput, Rule
+from pipeline.io.storage import as_path, is_path, read_parquet, read_table
 from pipeline.io.writer import write_parquet
 
 DEFAULT_MAX_DOCS = 10
@@ -79,10 +79,10 @@ def line_counts_for_shard(docs_shard_path: Path, out_dir: Path, partitions: int)
     ``out_dir/part-<p:04d>/<shard file name>``."""
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
-    docs_shard_path, out_dir = Path(docs_shard_path), Path(out_dir)
+    docs_shard_path, out_dir = as_path(docs_shard_path), as_path(out_dir)
     if not docs_shard_path.exists():
         raise FileNotFoundError(f"documents shard not found: {docs_shard_path}")
-    texts = pl.from_arrow(pq.read_table(docs_shard_path, columns=["text"]).column("text"))
+    texts = pl.from_arrow(read_table(docs_shard_path, columns=["text"]).column("text"))
     counts = line_counts(texts).with_columns(
         partition=(pl.col("line_hash") % partitions).cast(pl.Int64))
     written = []
@@ -97,14 +97,14 @@ def line_counts_for_shard(docs_shard_path: Path, out_dir: Path, partitions: int)
 def frequent_lines(partition_path: Path | Iterable[Path], max_docs: int = DEFAULT_MAX_DOCS) -> pl.DataFrame:
     """``line_hash, docs`` of the lines of one partition (a folder of line-count files, one file,
     or a list of files) that appear in more than ``max_docs`` documents in all."""
-    if isinstance(partition_path, (str, Path)):
-        path = Path(partition_path)
+    if is_path(partition_path):
+        path = as_path(partition_path)
         files = sorted(p for p in path.glob("*.parquet") if not p.name.startswith(".")) if path.is_dir() else [path]
     else:
-        files = [Path(p) for p in partition_path]
+        files = [as_path(p) for p in partition_path]
     if not files:
         return pl.from_arrow(LINE_COUNTS_SCHEMA.empty_table())
-    counts = pl.concat([pl.read_parquet(f) for f in files], how="vertical")
+    counts = pl.concat([read_parquet(f) for f in files], how="vertical")
     return (counts.group_by("line_hash").agg(pl.col("docs").sum())
             .filter(pl.col("docs") > max_docs).sort("line_hash"))
 
@@ -136,7 +136,7 @@ def _frequent_hashes(frequent: np.ndarray | pl.DataFrame | Sequence[Path]) -> np
         return frequent["line_hash"].to_numpy()
     if isinstance(frequent, np.ndarray):
         return frequent
-    frames = [pl.read_parquet(p) for p in frequent]
+    frames = [read_parquet(p) for p in frequent]
     return pl.concat(frames)["line_hash"].to_numpy() if frames else np.zeros(0, np.uint64)
 
 
@@ -145,13 +145,13 @@ def remove_repeated_lines_shard(docs_shard_path: Path, frequent: np.ndarray | pl
     """Write ``docs_shard_path`` with the frequent lines cut from its texts (every other column as
     it was) to ``out_path``; return per document ``id, lines, lines_removed, chars_removed``.
     ``frequent``: hashes, a ``frequent_lines`` frame, or files of them (``line_hash`` column)."""
-    table = pq.read_table(docs_shard_path)
+    table = read_table(docs_shard_path)
     texts = pl.from_arrow(table.column("text"))
     result = remove_repeated_lines(texts, _frequent_hashes(frequent))
     text_type = table.schema.field("text").type
     column = table.schema.get_field_index("text")
     cleaned = table.set_column(column, table.schema.field("text"), result["text"].to_arrow().cast(text_type))
-    write_parquet(cleaned, Path(out_path))
+    write_parquet(cleaned, out_path)
     return pl.DataFrame({"id": pl.from_arrow(table.column("id")).cast(pl.String)}).hstack(
         result.select("lines", "lines_removed", "chars_removed"))
 

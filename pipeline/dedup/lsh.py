@@ -48,7 +48,8 @@ import pyarrow.parquet as pq
 from pipeline.dedup.minhash import (MinHashParams, band_keys, minhash_signatures, polynomial_shingle_hashes,
                                     sha1_shingle_hashes, shingle_sets)
 from pipeline.dedup.normalize import combine_word_hashes, words
-from pipeline.io.writer import atomic_path
+from pipeline.io.storage import as_path, is_path, parquet_file, read_parquet, read_table
+from pipeline.io.writer import atomic_sink, write_parquet
 from pipeline.schema import PARQUET_COMPRESSION
 
 EXACT_BAND = -1
@@ -160,11 +161,11 @@ def signatures_for_shard(docs_shard_path: Path, out_path: Path, params: MinHashP
     ``params.score_column`` when set); ``shard`` is this shard's number in the corpus (documents
     of lower shards come first in the keep rule "first"). Returns counts: documents, documents
     without words, shingles."""
-    docs_shard_path, out_path = Path(docs_shard_path), Path(out_path)
+    docs_shard_path, out_path = as_path(docs_shard_path), as_path(out_path)
     if not docs_shard_path.exists():
         raise FileNotFoundError(f"documents shard not found: {docs_shard_path}")
     schema = signature_schema(params)
-    parquet = pq.ParquetFile(docs_shard_path)
+    parquet = parquet_file(docs_shard_path)
     columns = ["id", "text"]
     if params.score_column:
         if params.score_column not in parquet.schema_arrow.names:
@@ -179,13 +180,13 @@ def signatures_for_shard(docs_shard_path: Path, out_path: Path, params: MinHashP
     schema = schema.with_metadata(metadata)
     counts = {"docs": 0, "docs_without_words": 0, "shingles": 0}
     row = 0
-    with atomic_path(out_path) as tmp:
+    with atomic_sink(out_path) as sink:
         # Sorted integers (document numbers, each document's sorted shingle set) take about 25%
         # less room delta-encoded than as plain values under zstd, and read faster.
         encoding = {"doc": "DELTA_BINARY_PACKED"}
         if params.near:
             encoding["shingle_set"] = "DELTA_BINARY_PACKED"
-        with pq.ParquetWriter(tmp, schema, compression=PARQUET_COMPRESSION, use_dictionary=False,
+        with pq.ParquetWriter(sink, schema, compression=PARQUET_COMPRESSION, use_dictionary=False,
                               column_encoding=encoding) as writer:
             for batch in parquet.iter_batches(batch_size=DOCS_PER_BATCH, columns=columns):
                 cols = signature_batch(batch.column("text"), params)
@@ -214,7 +215,7 @@ def signatures_for_shard(docs_shard_path: Path, out_path: Path, params: MinHashP
 
 
 def read_params(signature_path: Path) -> dict:
-    metadata = pq.read_schema(signature_path).metadata or {}
+    metadata = parquet_file(signature_path).schema_arrow.metadata or {}
     if PARAMS_KEY not in metadata:
         raise ValueError(f"{signature_path} is not a dedup signature file (no {PARAMS_KEY.decode()} metadata)")
     return json.loads(metadata[PARAMS_KEY])
@@ -227,13 +228,13 @@ def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitio
     Documents without words are left out: they have nothing to compare."""
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
-    out_dir = Path(out_dir)
+    out_dir = as_path(out_dir)
     written = []
-    for path in map(Path, signature_paths):
+    for path in map(as_path, signature_paths):
         params = read_params(path)
-        names = pq.read_schema(path).names
+        names = parquet_file(path).schema_arrow.names
         read = ["doc", "exact_hash", "words"] + (["band_keys"] if "band_keys" in names else [])
-        table = pq.read_table(path, columns=read)
+        table = read_table(path, columns=read)
         has_words = table.column("words").to_numpy() > 0
         docs = table.column("doc").to_numpy()[has_words]
         bands, keys, members = [], [], []
@@ -260,21 +261,20 @@ def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitio
             part = pa.Table.from_arrays([pa.array(band[lo:hi]), pa.array(key[lo:hi]), pa.array(doc[lo:hi])],
                                         schema=BAND_KEYS_SCHEMA)
             target = out_dir / f"part-{p:04d}" / path.name
-            with atomic_path(target) as tmp:
-                pq.write_table(part, tmp, compression=PARQUET_COMPRESSION)
+            write_parquet(part, target)
             written.append(target)
     return written
 
 
 def _partition_files(partition_path: Path | Iterable[Path]) -> list[Path]:
-    if isinstance(partition_path, (str, Path)):
-        path = Path(partition_path)
+    if is_path(partition_path):
+        path = as_path(partition_path)
         if path.is_dir():
             return sorted(p for p in path.glob("*.parquet") if not p.name.startswith("."))
         if not path.exists():
             raise FileNotFoundError(f"band-key partition not found: {path}")
         return [path]
-    return [Path(p) for p in partition_path]
+    return [as_path(p) for p in partition_path]
 
 
 def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
@@ -289,7 +289,7 @@ def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
     files = _partition_files(partition_path)
     if not files:
         return pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "exact": pl.Boolean})
-    keys = pl.concat([pl.read_parquet(f) for f in files], how="vertical")
+    keys = pl.concat([read_parquet(f) for f in files], how="vertical")
     pairs = (
         keys.sort(["band", "key", "doc"])
         .with_columns(doc_a=pl.col("doc").first().over(["band", "key"]))

@@ -1,13 +1,18 @@
 """Atomic writers: every file appears under its final name complete, or not at all.
 
-A file is written to a hidden temporary name in its folder, flushed, then renamed; a run killed
-midway leaves only temporaries, which :func:`remove_temporaries` clears on the next run.
+On a local file system a file is written to a hidden temporary name in its folder, flushed, then
+renamed; a run killed midway leaves only temporaries, which :func:`remove_temporaries` clears on
+the next run. An object store (see :mod:`pipeline.io.storage`) has no rename, but storing an
+object is all or nothing: the file is written to memory and stored under its final name in one
+put, only when it was written without error, so nothing is left behind at all.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -15,6 +20,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.io.storage import as_path, is_local, put_bytes
 from pipeline.schema import PARQUET_COMPRESSION
 
 TMP_MARK = ".tmp-"
@@ -22,7 +28,8 @@ TMP_MARK = ".tmp-"
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` if the block succeeds."""
+    """Yield a temporary path beside the local ``path``; rename it onto ``path`` if the block
+    succeeds."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
     try:
@@ -35,8 +42,43 @@ def atomic_path(path: Path) -> Iterator[Path]:
             tmp.unlink()
 
 
-def remove_temporaries(folder: Path) -> int:
+@contextmanager
+def atomic_sink(path) -> Iterator[Path | io.BytesIO]:
+    """Where to write a file that must appear under ``path`` whole, for writers that take a file
+    name or a file object (pyarrow's Parquet and IPC writers do): for a local ``path`` a temporary
+    path beside it (:func:`atomic_path`); for a remote one an in-memory buffer, stored under
+    ``path`` in one put when the block succeeds."""
+    path = as_path(path)
+    if is_local(path):
+        with atomic_path(path) as tmp:
+            yield tmp
+        return
+    buffer = io.BytesIO()
+    yield buffer
+    put_bytes(buffer.getvalue(), path)
+
+
+@contextmanager
+def scratch_file(path, suffix: str) -> Iterator[Path]:
+    """A local file for work in progress on ``path`` (a spool to memory-map), deleted on leaving:
+    a temporary beside ``path`` when it is local, one in the system's temporary folder when not."""
+    path = as_path(path)
+    if is_local(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}{suffix}")
+    else:
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}{TMP_MARK}", suffix=suffix)
+        os.close(handle)
+        scratch = Path(name)
+    try:
+        yield scratch
+    finally:
+        scratch.unlink(missing_ok=True)
+
+
+def remove_temporaries(folder) -> int:
     """Delete temporaries a killed run left in ``folder`` (recursively); return how many."""
+    folder = as_path(folder)
     if not folder.exists():
         return 0
     stale = [p for p in folder.rglob(f".*{TMP_MARK}*") if p.is_file()]
@@ -47,27 +89,40 @@ def remove_temporaries(folder: Path) -> int:
 
 def write_parquet(table: pa.Table, path: Path) -> None:
     """Write ``table`` as one zstd Parquet file, atomically. Same table, same bytes."""
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression=PARQUET_COMPRESSION)
+    with atomic_sink(path) as sink:
+        pq.write_table(table, sink, compression=PARQUET_COMPRESSION)
 
 
 @contextmanager
 def parquet_stream(path: Path, schema: pa.Schema) -> Iterator[pq.ParquetWriter]:
     """A Parquet writer for batch-at-a-time output that appears under ``path`` only when closed
     without error."""
-    with atomic_path(path) as tmp:
-        with pq.ParquetWriter(tmp, schema, compression=PARQUET_COMPRESSION) as out:
+    with atomic_sink(path) as sink:
+        with pq.ParquetWriter(sink, schema, compression=PARQUET_COMPRESSION) as out:
             yield out
+
+
+def write_bytes(data: bytes, path: Path) -> None:
+    """Write ``data`` to ``path``, atomically."""
+    with atomic_sink(path) as sink:
+        if isinstance(sink, Path):
+            sink.write_bytes(data)
+        else:
+            sink.write(data)
+
+
+def write_text(text: str, path: Path) -> None:
+    """Write ``text`` to ``path`` as UTF-8, atomically."""
+    write_bytes(text.encode("utf-8"), path)
 
 
 def write_json(obj: object, path: Path) -> None:
     """Write ``obj`` as pretty, key-sorted JSON, atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path)
 
 
 def read_json(path: Path) -> dict:
-    return json.loads(path.read_text())
+    return json.loads(as_path(path).read_text(encoding="utf-8"))
 
 
 class ShardWriter:

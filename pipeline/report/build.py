@@ -25,7 +25,7 @@ import polars as pl
 
 from pipeline.dedup.clusters import RULE_EXACT, RULE_NEAR
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE
-from pipeline.io.writer import atomic_path
+from pipeline.io.writer import write_text
 from pipeline.report import plots
 from pipeline.report.html import esc, fmt, num, share, snippet, table, word_diff
 from pipeline.report.measure import lang_rules, measure_filters, measure_lang, run_filters
@@ -95,9 +95,7 @@ def build_report(run_dir: str | Path) -> Path:
     run = RunFiles.open(run_dir)
     page = render(run)
     out = run.root / REPORT_DIR / "index.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp:
-        tmp.write_text(page, encoding="utf-8")
+    write_text(page, out)
     return out
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.io.storage import scan_parquet
 from pipeline.report.measure import measure_filters, measure_lang, run_filters
 from pipeline.report.run import RunFiles
 
@@ -65,7 +66,7 @@ def _plain(value):
 def _find(run: RunFiles, stage: str, doc_id: str) -> tuple[dict | None, str | None, int | None]:
     """The document's row in the stage's output, its shard file name and row number."""
     for path in run.docs_files(stage):
-        found = (pl.scan_parquet(path).with_row_index("_row").filter(pl.col("id") == doc_id).collect())
+        found = (scan_parquet([path]).with_row_index("_row").filter(pl.col("id") == doc_id).collect())
         if found.height:
             row = found.row(0, named=True)
             return {k: v for k, v in row.items() if k != "_row"}, path.name, int(row["_row"])
@@ -113,7 +114,7 @@ def _input_position(run: RunFiles, source: str, doc_id: str) -> dict:
 def _unit_files(run: RunFiles, shard: str | None) -> list[str]:
     """The input files of the source unit that wrote ``shard``."""
     for path in sorted((run.root / "source" / "parts").glob("*.json")):
-        part = json.loads(path.read_text())
+        part = json.loads(path.read_text(encoding="utf-8"))
         if any(s.get("file") == shard for s in part.get("shards", [])):
             return [f.get("path") for f in part.get("files", [])]
     return []

@@ -14,9 +14,9 @@ from functools import cached_property
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from pipeline.config import ConfigError, RunConfig, validate_model
+from pipeline.io.storage import as_path, parquet_file, read_parquet, scan_parquet
 from pipeline.schema import REMOVED_SCHEMA, RunLayout
 from pipeline.steps import DOCUMENT_STAGES, STAGES
 
@@ -29,7 +29,7 @@ class NotARunError(FileNotFoundError):
 
 
 def _read_json(path: Path) -> dict:
-    return json.loads(path.read_text())
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 @dataclass
@@ -41,7 +41,7 @@ class RunFiles:
 
     @classmethod
     def open(cls, run_dir: str | Path) -> "RunFiles":
-        root = Path(run_dir)
+        root = as_path(run_dir)
         layout = RunLayout(root)
         if not layout.manifest.is_file():
             raise NotARunError(f"{str(root)!r} holds no manifest.json; pass the run directory of `curate run`")
@@ -109,14 +109,14 @@ class RunFiles:
 
     def doc_columns(self, stage: str) -> list[str]:
         files = self.docs_files(stage)
-        return pq.read_schema(files[0]).names if files else []
+        return parquet_file(files[0]).schema_arrow.names if files else []
 
     def scan_docs(self, stage: str, columns: list[str] | None = None) -> pl.LazyFrame | None:
         """The stage's output documents, lazily (None when it has no docs file)."""
         files = self.docs_files(stage)
         if not files:
             return None
-        frame = pl.scan_parquet(files)
+        frame = scan_parquet(files)
         if columns is not None:
             present = set(self.doc_columns(stage))
             frame = frame.select([c for c in columns if c in present])
@@ -139,7 +139,7 @@ class RunFiles:
     def removed(self, stage: str) -> pl.DataFrame:
         """Every document the stage removed (REMOVED_SCHEMA), in file order."""
         files = sorted((self.root / stage / "removed").glob("*.parquet"))
-        frames = [pl.read_parquet(f) for f in files]
+        frames = [read_parquet(f) for f in files]
         frames = [f for f in frames if f.height]
         if not frames:
             return pl.from_arrow(REMOVED_SCHEMA.empty_table())
@@ -147,17 +147,17 @@ class RunFiles:
 
     def quarantine(self) -> pl.DataFrame | None:
         files = sorted((self.root / "source" / "quarantine").glob("*.parquet"))
-        frames = [pl.read_parquet(f) for f in files]
+        frames = [read_parquet(f) for f in files]
         frames = [f for f in frames if f.height]
         return pl.concat(frames, how="vertical_relaxed") if frames else None
 
     def clusters(self) -> pl.DataFrame | None:
         path = self.root / "dedup" / "clusters.parquet"
-        return pl.read_parquet(path) if path.is_file() else None
+        return read_parquet(path) if path.is_file() else None
 
     def mix_documents(self) -> pl.DataFrame | None:
         path = self.root / "mix" / "documents.parquet"
-        return pl.read_parquet(path) if path.is_file() else None
+        return read_parquet(path) if path.is_file() else None
 
     def mixture_names(self) -> list[str]:
         names = list(self.stats.get("mix", {}).get("mixtures", {}))
@@ -168,7 +168,7 @@ class RunFiles:
 
     def plan(self, name: str) -> pl.DataFrame | None:
         path = self.root / "mix" / name / "plan.parquet"
-        return pl.read_parquet(path) if path.is_file() else None
+        return read_parquet(path) if path.is_file() else None
 
     def text_bytes(self, stage: str) -> int | None:
         """UTF-8 bytes of the text of the stage's output documents (None: no docs files)."""
