@@ -119,6 +119,7 @@ def running_on(runner: Runner) -> Iterator[Runner]:
         if runner.kind == "dask" and runner.address is None:
             from distributed import LocalCluster
 
+            logging.getLogger("distributed").setLevel(logging.WARNING)  # its scheduler runs in this process
             cluster = stack.enter_context(LocalCluster(
                 n_workers=runner.workers or os.cpu_count(), threads_per_worker=1, processes=True,
                 dashboard_address=None, silence_logs=logging.WARNING))
