@@ -33,7 +33,7 @@ from flows.progress import gather_parts
 from flows.stages import finish_stage, mark_work_done, reusable_work
 from pipeline.config import RunConfig
 from pipeline.dedup.clusters import ShingleLookup, clusters_from_edges, dedup_step, verify_partition
-from pipeline.dedup.lsh import partition_band_keys, signatures_for_shard
+from pipeline.dedup.lsh import SHARD_BITS, partition_band_keys, signatures_for_shard
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import read_parquet, scan_parquet
@@ -66,8 +66,10 @@ def verify_task(partition: int, work: Path, signatures: list[Path], threshold: f
 @task(name="dedup-remove", cache_policy=NO_CACHE, task_run_name="remove-{shard}")
 def remove_task(in_path: Path, shard: int, stage: StageDir, clusters: Path, threshold: float,
                 batch_docs: int) -> dict:
-    step = dedup_step(read_parquet(clusters), threshold, shard=shard)
-    return shard_unit(STAGE, in_path, stage, step, batch_docs)
+    # Only this shard's rows of the corpus-wide clusters table (doc = shard << SHARD_BITS | row).
+    mine = (scan_parquet([clusters])
+            .filter(pl.col("doc").is_between(shard << SHARD_BITS, ((shard + 1) << SHARD_BITS) - 1)).collect())
+    return shard_unit(STAGE, in_path, stage, dedup_step(mine, threshold, shard=shard), batch_docs)
 
 
 def _sum(parts: list[dict]) -> dict:
@@ -79,13 +81,14 @@ def _sum(parts: list[dict]) -> dict:
     return total
 
 
-def largest_clusters(clusters: pl.DataFrame, inputs: list[Path], n: int = LARGEST_CLUSTERS) -> list[dict]:
-    """The ``n`` largest clusters: size, the kept document and one removed one, with their text."""
-    if clusters.height == 0:
-        return []
+def largest_clusters(clusters: pl.LazyFrame, inputs: list[Path], n: int = LARGEST_CLUSTERS) -> list[dict]:
+    """The ``n`` largest clusters: size, the kept document and one removed one, with their text
+    (read lazily: only the cluster column of the whole table, and the rows of the top clusters)."""
     top = (clusters.group_by("cluster").agg(pl.len().alias("size")).sort(["size", "cluster"], descending=[True, False])
-           .head(n))
-    members = clusters.join(top, on="cluster").sort("cluster", "doc")
+           .head(n).collect())
+    if top.height == 0:
+        return []
+    members = clusters.join(top.lazy(), on="cluster").sort("cluster", "doc").collect()
     wanted = members.group_by("cluster", maintain_order=True).agg(
         pl.col("kept_id").first(), pl.col("id").filter(~pl.col("kept")).first().alias("removed_id"),
         pl.col("jaccard").filter(~pl.col("kept")).min().alias("min_jaccard"), pl.col("size").first())
@@ -126,7 +129,7 @@ def dedup_flow(previous: str, config: RunConfig) -> dict:
     parts = gather_parts(STAGE, [remove_task.submit(path, shard, stage, clusters, settings.threshold, config.batch_docs)
                                  for shard, path in enumerate(inputs)])
     return publish_stage(STAGE, finish_stage(STAGE, previous, config, parts, dedup=finding,
-                                             largest_clusters=largest_clusters(read_parquet(clusters), inputs)))
+                                             largest_clusters=largest_clusters(scan_parquet([clusters]), inputs)))
 
 
 @task(name="lines-count", cache_policy=NO_CACHE, task_run_name="count-{in_path.stem}")
