@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import polars as pl
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -38,8 +39,11 @@ def _tokenizer(config: RunConfig, inputs: list[Path], root: Path) -> Path:
         return Path(settings.tokenizer)
     path = root / "tokenizer.json"
     if not path.exists():
-        docs = scan_parquet(inputs).select("id", "text").collect()
-        sample = docs.sample(n=min(settings.sample_docs, docs.height), seed=config.seed).sort("id")
+        # The sample is drawn from the ids alone; only the sampled documents' texts are read.
+        ids = scan_parquet(inputs).select("id").collect()
+        chosen = ids.sample(n=min(settings.sample_docs, ids.height), seed=config.seed)["id"]
+        sample = (scan_parquet(inputs).select("id", "text").filter(pl.col("id").is_in(chosen.implode()))
+                  .collect().sort("id"))
         train_tokenizer(sample["text"], path, kind=settings.kind, vocab_size=settings.vocab_size)
     return path
 
