@@ -60,11 +60,27 @@ def test_a_dask_local_cluster_writes_the_same_bytes_as_local_threads(corpus, loc
         assert ready.address.startswith("tcp://")
         with Client(ready.address, set_as_default=False) as client:
             assert len(client.scheduler_info()["workers"]) == 2
-        stats = curate_flow(parse_config(demo_config(corpus, run_dir)), ready)
+        state = curate_flow(parse_config(demo_config(corpus, run_dir)), ready, return_state=True)
+    stats = state.result()
 
+    # Every unit ran in a worker process and reported to the flow's own Prefect API.
+    task_runs = task_runs_of(state.state_details.flow_run_id)
+    assert len(task_runs) >= 4 * 7 and {run.state_name for run in task_runs} == {"Completed"}
     assert stats["mix"]["train_documents"] == local_stats["mix"]["train_documents"] > 0
     assert {s: v["docs_out"] for s, v in stats.items()} == {s: v["docs_out"] for s, v in local_stats.items()}
     assert_same_files(local_dir, run_dir)
+
+
+def task_runs_of(flow_run_id) -> list:
+    """The task runs of a flow run's subflows (the stages), as the Prefect API recorded them."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
+
+    with get_client(sync_client=True) as client:
+        stages = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id])))
+        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in stages])),
+                                     limit=200)
 
 
 class KillOnce(WorkerPlugin):
