@@ -46,8 +46,12 @@ def run_files(run_dir: Path) -> dict[str, bytes]:
             for path in sorted(run_dir.rglob("*")) if path.is_file() and ".prefect" not in path.parts}
 
 
-def assert_same_files(expected: Path, found: Path) -> None:
-    want, got = run_files(expected), run_files(found)
+def assert_same_files(expected: Path, found: Path, stages: tuple[str, ...] | None = None) -> None:
+    """The two runs wrote the same files with the same bytes (only those of ``stages``, if given)."""
+    def kept(files: dict[str, bytes]) -> dict[str, bytes]:
+        return {k: v for k, v in files.items() if stages is None or k.split("/")[0] in stages}
+
+    want, got = kept(run_files(expected)), kept(run_files(found))
     assert sorted(got) == sorted(want)
     differ = [name for name in want if want[name] != got[name]]
     assert not differ, f"{len(differ)} files differ, e.g. {differ[:5]}"
@@ -81,6 +85,18 @@ def task_runs_of(flow_run_id) -> list:
             parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id])))
         return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in stages])),
                                      limit=200)
+
+
+def test_a_local_process_pool_writes_the_same_bytes_as_local_threads(corpus, local_run):
+    local_dir, _ = local_run
+    run_dir = corpus.parent / "run-processes"
+    settings = {**demo_config(corpus, run_dir), "dedup": {"enabled": False}, "lines": {"enabled": False},
+                "tokenize": {"enabled": False}}
+    settings.pop("mix")
+    with running_on(Runner("processes", workers=2)) as ready:
+        stats = curate_flow(parse_config(settings), ready)
+    assert list(stats) == ["source", "lang", "filter"]
+    assert_same_files(local_dir, run_dir, stages=("source", "lang", "filter"))
 
 
 class KillOnce(WorkerPlugin):
