@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -59,6 +60,16 @@ class BarProgress:
 def _fail(message: str, code: int = 2) -> None:
     console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def _failing_on(*errors: type[Exception]) -> Iterator[None]:
+    """Turn ``errors`` (ones a user can cause) into one line and exit code 2; a LedgerError
+    (documents unaccounted for: a bug) exits with 1."""
+    try:
+        yield
+    except errors as error:
+        _fail(str(error), 1 if isinstance(error, LedgerError) else 2)
 
 
 def _print_funnel(stats: dict[str, dict]) -> None:
@@ -120,31 +131,25 @@ WorkersOption = typer.Option(None, "--workers", help="threads, processes or Loca
 def _runner(kind: str, address: str | None, workers: int | None):
     from flows.runners import Runner, RunnerError
 
-    try:
+    with _failing_on(RunnerError):
         return Runner(kind, address, workers)
-    except RunnerError as error:
-        _fail(str(error))
 
 
 def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     from flows.runners import LOCAL, RunnerError, check_storage, running_on
     from flows.runtime import configure_prefect
 
-    try:
+    with _failing_on(ConfigError, RunnerError):
         open_run(config)  # a run directory of another config stops here, before Prefect starts
         check_storage(runner or LOCAL, config.run_dir)
-    except (ConfigError, RunnerError) as error:
-        _fail(str(error))
     configure_prefect(config.run_dir, quiet=quiet)
     from flows.curate import curate_flow
     from flows.progress import Silent, reporting
 
     progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
-    try:
+    with _failing_on(ConfigError, LedgerError, FileNotFoundError, RunnerError):
         with running_on(runner or LOCAL) as ready, reporting(progress):
             stats = curate_flow(config, ready)
-    except (ConfigError, LedgerError, FileNotFoundError, RunnerError) as error:
-        _fail(str(error), 1 if isinstance(error, LedgerError) else 2)
     _print_funnel(stats)
     if "mix" in stats:
         _print_mixtures(stats["mix"])
@@ -175,10 +180,8 @@ def report(run_dir: str = typer.Argument(..., help="a run directory (made by `cu
     """Build the run's HTML report (<RUN>/report/index.html) from the run directory alone."""
     from pipeline.report.run import NotARunError
 
-    try:
+    with _failing_on(NotARunError):
         _build_report(run_dir)
-    except NotARunError as error:
-        _fail(str(error))
 
 
 def _value(value, digits: int = 4) -> str:
@@ -290,10 +293,8 @@ def inspect_command(run_dir: str = typer.Argument(..., help="a run directory, or
     from pipeline.report import UnknownDocument, inspect_document
     from pipeline.report.run import NotARunError
 
-    try:
+    with _failing_on(UnknownDocument, NotARunError):
         found = inspect_document(run_dir, doc_id)
-    except (UnknownDocument, NotARunError) as error:
-        _fail(str(error))
     if as_json:
         typer.echo(json.dumps(found, indent=1, ensure_ascii=False, default=str))
         return
@@ -306,10 +307,8 @@ def run(config: Path = typer.Argument(..., help="TOML config of the run"), quiet
         workers: Optional[int] = WorkersOption) -> None:
     """Run the curation flows of CONFIG (on local threads, local processes or a Dask cluster)."""
     chosen = _runner(runner, address, workers)
-    try:
+    with _failing_on(ConfigError):
         parsed = load_config(config)
-    except ConfigError as error:
-        _fail(str(error))
     _run(parsed, quiet, chosen)
 
 
@@ -402,10 +401,8 @@ def export(mixture_dir: str = typer.Argument(..., help="a mixture folder: <run>/
     """Export a mixture as nanoGPT-style flat uint16 .bin files, for training elsewhere."""
     from pipeline.tokenize import export_mixture
 
-    try:
+    with _failing_on(FileNotFoundError, ValueError):
         meta = export_mixture(mixture_dir, out)
-    except (FileNotFoundError, ValueError) as error:
-        _fail(str(error))
     for name, entry in meta["files"].items():
         stdout.print(f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)", highlight=False,
                      soft_wrap=True)
@@ -432,17 +429,13 @@ def train(config: Path = typer.Argument(..., help="TOML config of the training r
     from trainer.config import load_train_config
     from trainer.data import MixtureError
 
-    try:
+    with _failing_on(ConfigError):
         parsed = load_train_config(config)
-    except ConfigError as error:
-        _fail(str(error))
     configure_prefect(parsed.out_dir, quiet=quiet)
     from flows.train import train_flow
 
-    try:
+    with _failing_on(ConfigError, MixtureError, FileNotFoundError):
         summary = train_flow(parsed, resume)
-    except (ConfigError, MixtureError, FileNotFoundError) as error:
-        _fail(str(error))
     _print_training(summary)
     stdout.print(f"out_dir: {parsed.out_dir}", highlight=False, soft_wrap=True)
 
@@ -457,11 +450,9 @@ def generate(checkpoint: Path = typer.Argument(..., help="a training out_dir or 
     """Continue a prompt with a trained model (stops at the end-of-document token)."""
     from trainer.generate import generate_text
 
-    try:
+    with _failing_on(FileNotFoundError, ValueError):
         text = generate_text(checkpoint, prompt, max_tokens=max_tokens, temperature=temperature, top_k=top_k,
                              seed=seed)
-    except (FileNotFoundError, ValueError) as error:
-        _fail(str(error))
     stdout.print(prompt + text, highlight=False, soft_wrap=True, markup=False)
 
 
@@ -474,17 +465,13 @@ def experiment(config: Path = typer.Argument(..., help="TOML config of the exper
     from pipeline.experiment import load_experiment
     from trainer.data import MixtureError
 
-    try:
+    with _failing_on(ConfigError):
         parsed = load_experiment(config)
-    except ConfigError as error:
-        _fail(str(error))
     configure_prefect(parsed.out_dir, quiet=quiet)
     from flows.experiment import experiment_flow
 
-    try:
+    with _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError):
         results = experiment_flow(parsed)
-    except (ConfigError, LedgerError, MixtureError, FileNotFoundError) as error:
-        _fail(str(error), 1 if isinstance(error, LedgerError) else 2)
     table = Table(title=f"experiment: mean ± std over {len(results['seeds'])} seeds "
                         f"({results['timing']['total_s'] / 60:.1f} min)")
     shown = ["reference_bpb", *[m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))]]
