@@ -3,15 +3,34 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Iterator
 
 import polars as pl
 
-from pipeline.filters.base import DocFilter
+from pipeline.filters.base import DocFilter, FilterOutput
 from pipeline.stage import StepResult, removed_frame
 
 STAGE = "filter"
 # A document whose text the filters' rewrites (line removals) left blank is removed by this rule.
 EMPTY_AFTER_REWRITE = "filter.empty_after_rewrite"
+
+
+def walk_filters(docs: pl.DataFrame, filters: list[DocFilter]) -> Iterator[tuple[DocFilter, FilterOutput, pl.DataFrame]]:
+    """Run ``filters`` in order over ``docs``, each on the text (and columns) as the ones before it
+    left them; yield each filter, its output (measures, counts, rewrites) and the documents after it."""
+    current = docs
+    for doc_filter in filters:
+        output = doc_filter.apply(current)
+        if output.text is not None:
+            current = current.with_columns(output.text.alias("text"))
+        if output.columns:
+            current = current.with_columns(values.alias(name) for name, values in output.columns.items())
+        yield doc_filter, output, current
+
+
+def left_blank(docs: pl.DataFrame) -> pl.Series:
+    """Whether the filters' rewrites left each document's text blank."""
+    return docs["text"].str.contains(r"^[\s\p{Z}]*$").fill_null(True)
 
 
 def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STAGE) -> StepResult:
@@ -24,12 +43,7 @@ def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STA
     threshold = pl.Series("threshold", [None] * n, dtype=pl.Float64)
     counts: Counter = Counter()
     current = docs
-    for doc_filter in filters:
-        output = doc_filter.apply(current)
-        if output.text is not None:
-            current = current.with_columns(output.text.alias("text"))
-        if output.columns:
-            current = current.with_columns(values.alias(name) for name, values in output.columns.items())
+    for doc_filter, output, current in walk_filters(docs, filters):
         for name, per_doc in output.counts.items():
             by_source = pl.DataFrame({"source": current["source"], "n": per_doc}).group_by("source").agg(pl.col("n").sum())
             counts[name] += int(per_doc.sum())
@@ -45,7 +59,7 @@ def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STA
                 threshold = pl.select(pl.when(first).then(pl.lit(float(filter_rule.threshold)))
                                       .otherwise(threshold)).to_series()
 
-    blank = current["text"].str.contains(r"^[\s\p{Z}]*$").fill_null(True) & rule.is_null()
+    blank = left_blank(current) & rule.is_null()
     if blank.any():
         counts[f"fired|{EMPTY_AFTER_REWRITE}"] += int(blank.sum())
         rule = pl.select(pl.when(blank).then(pl.lit(EMPTY_AFTER_REWRITE)).otherwise(rule)).to_series()

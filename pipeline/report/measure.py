@@ -2,9 +2,10 @@
 config, to show how far from a threshold a document was (the report's "kept, but close" examples
 and ``curate inspect``'s verdicts).
 
-:func:`measure_filters` walks the filter chain the way :func:`pipeline.filters.engine.apply_filters`
-does (each filter sees the text as the ones before it left it) and keeps, per rule, every
-document's measured value and whether the rule fires, instead of only the first rule that fired.
+:func:`measure_filters` walks the filter chain as the filter stage does
+(:func:`pipeline.filters.engine.walk_filters`: each filter sees the text as the ones before it left
+it) and keeps, per rule, every document's measured value and whether the rule fires, instead of
+only the first rule that fired.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import polars as pl
 
 from pipeline.config import RunConfig
 from pipeline.filters.base import Rule
-from pipeline.filters.engine import EMPTY_AFTER_REWRITE
+from pipeline.filters.engine import EMPTY_AFTER_REWRITE, left_blank, walk_filters
 from pipeline.filters.registry import FILTERS
 from pipeline.lang import RULE_LOW_SCORE, RULE_NOT_KEPT, lang_decisions
 
@@ -60,12 +61,7 @@ def measure_filters(docs: pl.DataFrame, filters: list) -> Measured:
     values: dict[str, pl.Series] = {}
     fires: dict[str, pl.Series] = {}
     first = pl.Series("rule", [None] * docs.height, dtype=pl.String)
-    for doc_filter in filters:
-        output = doc_filter.apply(current)
-        if output.text is not None:
-            current = current.with_columns(output.text.alias("text"))
-        if output.columns:
-            current = current.with_columns(v.alias(k) for k, v in output.columns.items())
+    for doc_filter, output, current in walk_filters(docs, filters):
         for rule in doc_filter.rules():
             rules.append(rule)
             filter_of[rule.name] = doc_filter.name
@@ -73,7 +69,7 @@ def measure_filters(docs: pl.DataFrame, filters: list) -> Measured:
             fired = output.measures.select(rule.fires(pl.col(rule.measure))).to_series().alias(rule.name)
             fires[rule.name] = fired
             first = pl.select(pl.when(fired & first.is_null()).then(pl.lit(rule.name)).otherwise(first)).to_series()
-    blank = current["text"].str.contains(r"^[\s\p{Z}]*$").fill_null(True)
+    blank = left_blank(current)
     first = pl.select(pl.when(blank & first.is_null()).then(pl.lit(EMPTY_AFTER_REWRITE))
                       .otherwise(first)).to_series().alias("rule")
     return Measured(rules=rules, filter_of=filter_of,
