@@ -314,20 +314,28 @@ def _rule_blocks(stage: str, rules: list[str], counts: dict[str, int], removed_h
     return "".join(blocks)
 
 
+def _removed_by_rule(run: RunFiles, stage: str) -> dict[str, str]:
+    """Per rule, the HTML of a seeded sample of the documents ``stage`` removed by it."""
+    picked = _sample_each(run.removed(stage), "rule", EXAMPLES, run.seed)
+    texts = run.texts(run.previous(stage), picked["id"].to_list())
+    return {r: _removed_examples(run, stage, picked, r, texts) for r in picked["rule"].unique().to_list()}
+
+
+def _no_config_note(run: RunFiles) -> str:
+    return (f'<p class="note warn">The config could not be read back ({esc(run.config_error)}); '
+            "thresholds were not measured again.</p>")
+
+
 def _lang_stage(run: RunFiles) -> str:
     config = run.config
     rules = lang_rules(config) if config is not None else []
     out = [_stage_head(run, "lang"), _rule_table(run, "lang", rules), _per_source(run, "lang")]
-    removed = run.removed("lang")
     counts = run.stats["lang"].get("removed", {})
-    picked = _sample_each(removed, "rule", EXAMPLES, run.seed)
-    texts = run.texts(run.previous("lang"), picked["id"].to_list())
-    removed_html = {r: _removed_examples(run, "lang", picked, r, texts) for r in picked["rule"].unique().to_list()}
+    removed_html = _removed_by_rule(run, "lang")
 
     near_html = {}
     if config is None:
-        out.append(f'<p class="note warn">The config could not be read back ({esc(run.config_error)}); '
-                   "thresholds were not measured again.</p>")
+        out.append(_no_config_note(run))
     else:
         kept = run.scan_docs("lang", ["id", "source", "lang", "lang_score"])
         kept = kept.collect() if kept is not None else pl.DataFrame()
@@ -368,15 +376,11 @@ def _filter_stage(run: RunFiles) -> str:
         out.append("<p>PII replaced by placeholders: "
                    + ", ".join(f"{esc(k.removeprefix('pii.'))} {num(v, f'filter.counts.{k}')}" for k, v in pii.items())
                    + ".</p>")
-    removed = run.removed("filter")
-    picked = _sample_each(removed, "rule", EXAMPLES, run.seed)
-    texts = run.texts(run.previous("filter"), picked["id"].to_list())
-    removed_html = {r: _removed_examples(run, "filter", picked, r, texts) for r in picked["rule"].unique().to_list()}
+    removed_html = _removed_by_rule(run, "filter")
 
     near_html = {}
     if config is None:
-        out.append(f'<p class="note warn">The config could not be read back ({esc(run.config_error)}); '
-                   "thresholds were not measured again.</p>")
+        out.append(_no_config_note(run))
     elif errors:
         out.append(f'<p class="note warn">Not measured again (could not be rebuilt): {esc("; ".join(errors))}.</p>')
     previous = run.previous("filter")
