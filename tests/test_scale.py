@@ -3,6 +3,7 @@ local threads, also when a worker is killed in the middle of a stage."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -157,3 +158,23 @@ def test_the_command_line_names_a_bad_runner_before_it_reads_the_config(tmp_path
     assert result.exit_code == 2 and "--runner 'ray': choose one of local, processes, dask" in result.output
     result = CliRunner().invoke(app, ["run", str(tmp_path / "missing.toml"), "--workers", "0"])
     assert result.exit_code == 2 and "--workers 0: give at least 1" in result.output
+
+
+def test_curate_run_on_a_dask_local_cluster_from_the_command_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from tests.helpers import write_jsonl
+
+    texts = [f"Report number {i} from the committee on the budget of the coming year, in full." for i in range(40)]
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)])
+    config = tmp_path / "run.toml"
+    config.write_text(f'run_dir = "{tmp_path / "run"}"\n'
+                      f'[[sources]]\nname = "notes"\nreader = "jsonl"\npaths = ["{tmp_path / "in"}"]\nid_field = "id"\n'
+                      "[lang]\nenabled = false\n[filter]\nenabled = false\n[dedup]\nenabled = true\n"
+                      "[lines]\nenabled = false\n[tokenize]\nenabled = false\n")
+    result = CliRunner().invoke(app, ["run", str(config), "--runner", "dask", "--workers", "2", "--quiet"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "run" / "dedup" / "stats.json").read_text())
+    assert stats["docs_in"] == 40 and stats["docs_out"] + sum(stats["removed"].values()) == 40
+    assert f"run directory: {tmp_path / 'run'}" in result.output
