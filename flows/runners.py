@@ -3,8 +3,9 @@
 Every stage is a flow whose tasks are units of work (a shard, a partition), so a stage runs
 unchanged on any Prefect task runner; only the runner is chosen here:
 
-    local       threads on this machine (the default: the heavy work is in Arrow, polars and
-                numpy, which release the GIL)
+    local       threads on this machine (the default: nothing to start; most heavy work is in
+                Arrow, polars and numpy, which release the GIL, though the source stage's
+                parsing does not, and runs faster on processes)
     processes   a process pool on this machine
     dask        a Dask cluster: the one at ``address``, or a ``LocalCluster`` of ``workers``
                 single-threaded worker processes started for the run (prefect-dask)
@@ -13,6 +14,9 @@ Task runs in other processes report to the same Prefect API as the flow: without
 ``PREFECT_API_URL``, :func:`running_on` starts one temporary server for the run and points the
 settings (which travel with every task) and the environment (which worker processes inherit) at it,
 instead of letting each process start a server of its own.
+
+Worker processes are spawned, so a script that calls :func:`running_on` must guard its entry
+point with ``if __name__ == "__main__":`` (the ``curate`` command does).
 """
 
 from __future__ import annotations
