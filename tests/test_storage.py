@@ -17,7 +17,7 @@ import pytest
 from upath import UPath
 
 from flows.curate import curate_flow
-from pipeline.config import parse_config
+from pipeline.config import ConfigError, parse_config
 from pipeline.io.storage import (arrow_filesystem, as_path, is_local, open_arrow_file, parquet_file, read_parquet,
                                  read_table, remove_tree, scan_parquet)
 from pipeline.io.writer import (TMP_MARK, atomic_sink, parquet_stream, read_json, remove_temporaries, write_json,
@@ -28,6 +28,7 @@ from pipeline.stage import check_stage_outputs
 from pipeline.steps import DOCUMENT_STAGES
 from pipeline.tokenize import export_mixture
 from tests.test_report import write_corpus
+from trainer.config import parse_train_config
 from trainer.data import MixtureError, open_mixture
 
 
@@ -228,10 +229,16 @@ def test_readers_give_the_same_data_local_and_remote(tmp_path, memory_root):
 def test_the_trainer_refuses_a_remote_mixture_in_one_line(memory_root):
     mixture = f"{memory_root}/run/mix/main"
     as_path(mixture).mkdir(parents=True, exist_ok=True)
-    for given in (mixture, as_path(mixture), Path(mixture)):  # Path(...) is what a Path-typed setting keeps
+    for given in (mixture, as_path(mixture)):
         with pytest.raises(MixtureError) as error:
             open_mixture(given)
         message = str(error.value)
         assert "\n" not in message and "local mixture folder" in message and "copy" in message
+    # The config refuses a URL before pathlib could turn it into a local name (s3:/...).
+    for settings in ({"mixture": "s3://bucket/run/mix/main"}, {"eval_mixtures": {"ref": mixture}}):
+        with pytest.raises(ConfigError) as error:
+            parse_train_config({"mixture": "runs/x/mix/main", "out_dir": "out", "max_steps": 1, **settings})
+        message = str(error.value)
+        assert "\n" not in message and "is not a local folder" in message and "copy" in message
     with pytest.raises(ValueError, match="local folder"):
         export_mixture(mixture, f"{memory_root}/export")

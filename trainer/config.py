@@ -30,6 +30,22 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pipeline.config import ConfigError, read_toml, validate_model
+from pipeline.io.storage import is_local
+
+# The trainer memory-maps local mixture folders; said wherever a remote one is given.
+COPY_MIXTURE_HERE = ("the trainer memory-maps a local mixture folder, so copy it here first "
+                     "(fsspec.filesystem(protocol).get(remote, local, recursive=True), or your object store's "
+                     "CLI, e.g. aws s3 cp --recursive) and point mixture at the copy")
+
+
+def _local_folder(value):
+    """A folder setting as a local absolute path; a URL (s3://...) is refused before pathlib would
+    mangle it into a local name (s3:/...)."""
+    if not isinstance(value, (str, Path)):
+        return value  # the type check says what is wrong
+    if isinstance(value, str) and not is_local(value):
+        raise ValueError(f"{value} is not a local folder; {COPY_MIXTURE_HERE}")
+    return Path(value).expanduser().absolute()
 
 # Keys that change what is logged or kept, never what is computed: a run may resume with other
 # values of these.
@@ -118,18 +134,20 @@ class TrainConfig(_Strict):
     # reference set shared by the runs of an experiment. Logged as <name>_loss, <name>_bpb/<group>.
     eval_mixtures: dict[str, Annotated[Path, Field(strict=False)]] = Field(default_factory=dict)
 
-    @field_validator("mixture", "out_dir")
+    @field_validator("mixture", "out_dir", mode="before")
     @classmethod
-    def _absolute(cls, value: Path) -> Path:
-        return Path(value).expanduser().absolute()
+    def _absolute(cls, value) -> Path:
+        return _local_folder(value)
 
-    @field_validator("eval_mixtures")
+    @field_validator("eval_mixtures", mode="before")
     @classmethod
-    def _named_folders(cls, value: dict) -> dict:
+    def _named_folders(cls, value) -> dict:
+        if not isinstance(value, dict):
+            return value  # the type check says what is wrong
         for name in value:
-            if not name.replace("_", "").replace("-", "").isalnum():
+            if not str(name).replace("_", "").replace("-", "").isalnum():
                 raise ValueError(f"eval set name {name!r}: use letters, digits, - and _")
-        return {name: Path(path).expanduser().absolute() for name, path in value.items()}
+        return {name: _local_folder(path) for name, path in value.items()}
 
     @model_validator(mode="after")
     def _length_given(self):

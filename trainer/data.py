@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +32,10 @@ import torch
 
 from pipeline.io.storage import is_local
 from pipeline.tokenize import file_sha256, read_token_shard, shard_metadata
+from trainer.config import COPY_MIXTURE_HERE
 from trainer.model import mask_tokens
 
 MIXTURE_FORMAT = "curate.mixture/1"
-# What a pathlib.Path makes of a URL (s3://bucket/run becomes s3:/bucket/run).
-_PATHLIB_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/(?!/)")
 # Salts that keep the masking of training and of validation windows independent under one seed.
 SALT_TRAIN_MASK = 0x4D41534B  # "MASK"
 SALT_VALIDATION_MASK = 0x56414C  # "VAL"
@@ -113,10 +111,8 @@ def open_mixture(path: Path, verify_checksums: bool = True) -> Mixture:
     ``verify_checksums``) that the file's sha256 is the manifest's. Any failure raises
     :class:`MixtureError` with one line naming the file and the fix.
     """
-    if not is_local(path) or _PATHLIB_URL.match(str(path)):
-        raise MixtureError(f"mixture: {path} is not a local folder; the trainer memory-maps a local mixture folder, "
-                           "so copy it here first (fsspec.filesystem(protocol).get(remote, local, recursive=True), "
-                           "or your object store's CLI, e.g. aws s3 cp --recursive) and point mixture at the copy")
+    if not is_local(path):
+        raise MixtureError(f"mixture: {path} is not a local folder; {COPY_MIXTURE_HERE}")
     path = Path(path)
     manifest_path = path / "manifest.json"
     if not manifest_path.is_file():
