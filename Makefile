@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 LID    := .cache/models/lid.176.ftz
 
-.PHONY: setup demo test clean
+.PHONY: setup browser demo test clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed: set PYTHON=python3.11"'
@@ -26,7 +26,24 @@ setup: $(STAMP) $(LID)
 demo: setup
 	$(BIN)/curate demo
 
-test: setup
+# The report's test renders the page in headless Chromium: Debian's `chromium` package, installed
+# here when no Chromium is on the PATH (with sudo when not root), so `make test` needs nothing else.
+CHROMIUM_NAMES := chromium chromium-browser google-chrome
+browser:
+	@for name in $(CHROMIUM_NAMES); do command -v $$name >/dev/null 2>&1 && exit 0; done; \
+	command -v apt-get >/dev/null 2>&1 || { \
+	    echo "error: the report's test needs Chromium and this machine has no apt-get; install chromium" \
+	         "(or chromium-browser, google-chrome) on the PATH, then run make test again" >&2; exit 1; }; \
+	SUDO=""; \
+	if [ "$$(id -u)" -ne 0 ]; then \
+	    command -v sudo >/dev/null 2>&1 || { echo "error: installing chromium needs root or sudo;" \
+	        "run: apt-get install -y --no-install-recommends chromium" >&2; exit 1; }; \
+	    SUDO=sudo; \
+	fi; \
+	echo "installing Debian's chromium for the report's browser test"; \
+	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+
+test: setup browser
 	$(BIN)/python -m pytest -q
 
 clean:
