@@ -52,7 +52,8 @@ def package_texts() -> list[str]:
             texts.append(description)
         for file in dist.files or []:
             name = file.name.upper()
-            if name.startswith(("LICENSE", "LICENCE", "README", "AUTHORS", "NOTICE")) and file.suffix in ("", ".txt", ".md", ".rst"):
+            prose = name.startswith(("LICENSE", "LICENCE", "README", "AUTHORS", "NOTICE"))
+            if prose and file.suffix in ("", ".txt", ".md", ".rst"):
                 try:
                     texts.append(file.read_text(encoding="utf-8"))
                 except (OSError, UnicodeDecodeError):

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -100,7 +101,8 @@ def _phone_digits_ok(match: re.Match) -> bool:
     return True
 
 
-def _replace_where(pattern: re.Pattern, placeholder: str, keep) -> callable:
+def _replace_where(pattern: re.Pattern, placeholder: str,
+                   keep: Callable[[re.Match], bool]) -> Callable[[str], tuple[str, int]]:
     """``pattern.subn`` that replaces only the matches ``keep(match)`` accepts."""
 
     def sub(text: str) -> tuple[str, int]:
@@ -118,14 +120,16 @@ def _replace_where(pattern: re.Pattern, placeholder: str, keep) -> callable:
     return sub
 
 
+_sub_v6 = _replace_where(_IP_V6, PLACEHOLDERS["ip_address"], lambda m: _is_public(m.group(0)))
+_sub_v4 = _replace_where(_IP_V4, PLACEHOLDERS["ip_address"], lambda m: _is_public(m.group(0)))
+
+
 def _scrub_ip(text: str) -> tuple[str, int]:
     text, n6 = _sub_v6(text)
     text, n4 = _sub_v4(text)
     return text, n4 + n6
 
 
-_sub_v6 = _replace_where(_IP_V6, PLACEHOLDERS["ip_address"], lambda m: _is_public(m.group(0)))
-_sub_v4 = _replace_where(_IP_V4, PLACEHOLDERS["ip_address"], lambda m: _is_public(m.group(0)))
 SCRUBBERS = {
     "email": lambda text: _EMAIL.subn(PLACEHOLDERS["email"], text),
     "ip_address": _scrub_ip,
