@@ -12,8 +12,9 @@ Three measurements:
   gopher_repetition, fineweb_quality, pii; every source in scope), batch by batch as a stage
   runs them, in a subprocess with ``POLARS_MAX_THREADS=1``. datatrove 0.10.1:
   ``C4QualityFilter``, ``GopherQualityFilter``, ``GopherRepetitionFilter`` and
-  ``FineWebQualityFilter`` in sequence (our filter order, so that the later filters see C4's
-  cleaned text on both sides; a document leaves the chain at the first filter that removes it),
+  ``FineWebQualityFilter`` in sequence (our filter order; datatrove's later filters see C4's
+  cleaned text, ours measure the text as it entered the stage; a document leaves the chain at
+  the first filter that removes it),
   calling each filter's ``filter(doc)`` on ``Document`` objects built beforehand. Only the
   filtering is timed, not reading or interpreter start. datatrove works one document at a time
   in Python and splits words and sentences with spaCy, so it is timed on a random sample of

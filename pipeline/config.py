@@ -124,7 +124,7 @@ class LangConfig(_Strict):
         return _existing_file(value, "lang.model", "a fastText LID model")
 
 
-# Line-level C4 removals first, so the document rules measure the text that will be kept.
+# Every filter measures the text as it entered the stage; rewrites (C4's line removals, PII) compose in order.
 DEFAULT_FILTERS = ["c4_quality", "gopher_quality", "gopher_repetition", "fineweb_quality", "pii"]
 
 

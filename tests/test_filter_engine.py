@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import polars as pl
+import pytest
 
 from pipeline.filters.base import FilterOutput, Rule
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE, apply_filters
@@ -64,7 +65,7 @@ def test_a_document_left_blank_by_a_rewrite_is_removed():
 
 
 def test_pii_counts_go_to_stats_in_total_and_per_source():
-    batch = pl.DataFrame({"id": ["a", "b"], "text": ["mail me: a@b.org", "ip 10.1.2.3 and c@d.com"],
+    batch = pl.DataFrame({"id": ["a", "b"], "text": ["mail me: a@b.org", "ip 81.2.69.142 and c@d.com"],
                           "source": ["web", "news"], "lang": ["en", "en"]})
     result = apply_filters(batch, [PIIScrubber()])
     assert result.kept["text"].to_list() == ["mail me: <EMAIL>", "ip <IP_ADDRESS> and <EMAIL>"]
@@ -86,3 +87,60 @@ def test_filters_apply_only_to_the_configured_sources(tmp_path):
     assert result.removed.select("id", "rule").rows() == [("w", "gopher_quality.word_count_min")]
     assert result.kept.rows(named=True) == [{"id": "c", "text": "hi a@b.com", "source": "chat", "lang": "en",
                                              "pii_replacements": None}]
+
+
+def test_every_filter_measures_the_text_as_it_entered_the_stage():
+    # WordCount after DropLinesWithX counts the words of the text before the x line was dropped
+    # ("a b c\nx d e f" splits on spaces into 6), and the kept text is still the rewritten one.
+    result = apply_filters(docs("a b c\nx d e f", "a b\nx c"), [DropLinesWithX(), WordCount(minimum=4)])
+    assert result.kept.select("id", "text").rows() == [("d0", "a b c")]
+    assert result.removed.select("id", "rule", "value").rows() == [("d1", "words.min", 3.0)]
+
+
+def test_a_rewriting_filter_after_a_rewrite_measures_the_input_and_rewrites_the_current_text():
+    batch = docs("x mail a@b.org\nkeep c@d.org", "x one\nx two\nkeep")
+    result = apply_filters(batch, [PIIScrubber(), DropLinesWithX()])
+    assert result.kept["text"].to_list() == ["keep <EMAIL>"]  # both rewrites, in order
+    assert result.removed.select("id", "rule", "value").rows() == [("d1", "drop_x.too_many_x", 2.0)]
+
+
+GOOD_LINES = [
+    "The river flooded the lower fields after three days of heavy rain in the valley.",
+    "Farmers moved their cattle to the hills and waited for the water to go down.",
+    "By the end of the week most of the roads were open again and the schools reopened.",
+    "Engineers from the county inspected every bridge before letting trucks cross them.",
+    "A new levee, paid for with state money, will be built along the eastern bank next year.",
+    "Residents said that they had not seen such a flood since the spring of nineteen ninety.",
+]
+ELLIPSIS_LINES = [
+    "Read the rest of the story about the storm and what happened to the mill...",
+    "More photos of the damage to the old covered bridge are in our gallery...",
+    "Officials promised that further updates on the repairs would follow soon...",
+    "Click here to see how neighbours helped each other during the long night...",
+]
+
+
+def test_gopher_paragraph_and_ellipsis_rules_fire_in_the_default_chain():
+    """C4 (first in the default chain) drops blank lines and lines ending in "...": Gopher's
+    duplicate-paragraph and ellipsis-line rules must still see them."""
+    from pipeline.config import DEFAULT_FILTERS
+    from pipeline.filters.registry import build_filters
+
+    assert DEFAULT_FILTERS[0] == "c4_quality"
+    repeated = "Subscribe to our newsletter for weekly updates."
+    texts = [
+        "\n".join(GOOD_LINES + ELLIPSIS_LINES),  # 4 of 10 lines end in "..." (> 0.3)
+        "\n".join(GOOD_LINES) + "\n\n" + repeated + "\n\n" + repeated,  # 1 of 3 paragraphs a copy (> 0.3)
+        "\n".join(GOOD_LINES) + "\n\n" + ELLIPSIS_LINES[0],  # 1 of 7 lines: kept
+    ]
+    batch = pl.DataFrame({"id": ["ellipsis", "paragraphs", "clean"], "text": texts, "source": ["web"] * 3,
+                          "lang": ["en"] * 3})
+    result = apply_filters(batch, build_filters(DEFAULT_FILTERS, {}))
+    assert result.removed.sort("id").select("id", "rule", "value").rows() == [
+        ("ellipsis", "gopher_quality.ellipsis_lines_ratio", 0.4),
+        ("paragraphs", "gopher_repetition.dup_para_frac", pytest.approx(1 / 3)),
+    ]
+    assert result.counts["fired|gopher_quality.ellipsis_lines_ratio"] == 1
+    assert result.counts["fired|gopher_repetition.dup_para_frac"] == 1
+    # the kept document is C4's cleaned text: the "..." line and the blank line are gone
+    assert result.kept["text"].to_list() == ["\n".join(GOOD_LINES)]

@@ -22,7 +22,7 @@ from pipeline.filters.heuristics import (
     GopherQuality,
     GopherRepetition,
 )
-from pipeline.filters.text import split_lines, split_paragraphs, words
+from pipeline.filters.text import is_spaceless_code, parse_lang, split_lines, split_paragraphs, words
 
 
 def batch(texts: list[str], lang: str | None | list = "en") -> pl.DataFrame:
@@ -173,6 +173,51 @@ def test_gopher_quality_spaceless_scripts_count_characters():
     assert values(out, "alpha_words_ratio") == [1.0, 1.0, 1.0]
     assert fires["gopher_quality.word_count_min"] == [True, False, True]
     assert not any(fires["gopher_quality.mean_word_length_min"])
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("en", ("en", "Latn")), ("EN", ("en", "Latn")), ("en-US", ("en", "Latn")), ("eng", ("en", "Latn")),
+    ("eng_Latn", ("en", "Latn")), ("zh", ("zh", "Hani")), ("zh-Hant-TW", ("zh", "Hant")),
+    ("zh_TW", ("zh", "Hani")), ("cmn_Hani", ("zh", "Hani")), ("zho_Hans", ("zh", "Hans")),
+    ("yue", ("yue", "Hani")), ("yue_Hant", ("yue", "Hant")), ("wuu", ("wuu", "Hani")),
+    ("jpn_Jpan", ("ja", "Jpan")), ("tha_Thai", ("th", "Thai")), ("khm_Khmr", ("km", "Khmr")),
+    ("lao_Laoo", ("lo", "Laoo")), ("mya_Mymr", ("my", "Mymr")), ("bod_Tibt", ("bo", "Tibt")),
+    ("dzo_Tibt", ("dz", "Tibt")), ("arb_Arab", ("ar", "Arab")), ("sr_Latn", ("sr", "Latn")),
+    ("ger", ("de", "Latn")), ("kor_Hang", ("ko", "Hang")), ("xyz_Latn", ("xyz", "Latn")),
+    ("xyz", ("xyz", None)), ("", (None, None)), (None, (None, None)), ("not a code", (None, None)),
+])
+def test_parse_lang_reads_iso_bcp47_and_glotlid_codes(code, expected):
+    assert parse_lang(code) == expected
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("zh", True), ("yue", True), ("wuu", True), ("cmn_Hani", True), ("zho_Hans", True), ("zho_Hant", True),
+    ("ja", True), ("jpn_Jpan", True), ("tha_Thai", True), ("lo", True), ("km", True), ("my", True),
+    ("bo", True), ("en", False), ("eng_Latn", False), ("ko", False), ("kor_Hang", False),
+    ("sr_Cyrl", False), ("xyz", None), ("und_Zyyy", None), (None, None),
+])
+def test_spaceless_is_decided_by_script_not_code_length(code, expected):
+    assert is_spaceless_code(code) is expected
+
+
+def test_gopher_quality_keeps_chinese_labelled_by_three_letter_and_glotlid_codes():
+    chinese = "我们今天去公园散步，天气很好。" * 6  # 78 characters, one word each
+    codes = ["yue", "wuu", "cmn_Hani", "zho_Hans", "zho_Hant", "yue_Hant", "zh"]
+    out, fires = run(GopherQuality(), [chinese] * len(codes), lang=codes)
+    assert values(out, "mean_word_length") == [None] * len(codes)
+    assert not any(fires["gopher_quality.mean_word_length_min"])
+
+
+def test_gopher_quality_stop_words_apply_to_three_letter_and_glotlid_english():
+    filler = " ".join(["word"] * 50)
+    docs = [f"the {filler}", f"the {filler} of"]
+    for code in ("eng", "eng_Latn", "en-GB"):
+        out, fires = run(GopherQuality(), docs, lang=code)
+        assert values(out, "stop_word_count") == [1, 2], code
+        assert fires["gopher_quality.stop_words_min"] == [True, False], code
+    # a list keyed by a three-letter code applies to two-letter labels too
+    out, _ = run(GopherQuality(stop_words={"deu": ["der", "und"]}), ["der und " + filler], lang="de")
+    assert values(out, "stop_word_count") == [2]
 
 
 def test_gopher_quality_threshold_none_disables_rule():

@@ -5,8 +5,9 @@ the text (line-level removals, PII placeholders). Its rules say when a document 
 
     Rule("gopher_quality.word_count_min", measure="word_count", op="<", threshold=50)
 
-removes a document whose ``word_count`` is below 50. The filter stage applies filters in order,
-each seeing the text as the ones before it left it, and records for every removed document the
+removes a document whose ``word_count`` is below 50. The filter stage applies filters in order:
+each measures the text as it entered the stage (so a rewrite cannot hide a later filter's rules)
+and rewrites the text as the ones before it left it. It records for every removed document the
 first rule that fired with its measured value and threshold; it also counts every rule that would
 fire, for the report.
 """

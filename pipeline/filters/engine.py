@@ -1,4 +1,5 @@
-"""Applying filters to a batch: the first rule that fires removes a document; all are counted."""
+"""Applying filters to a batch: every rule measures the text as it entered the stage, rewrites apply
+in order; the first rule that fires removes a document, and all are counted."""
 
 from __future__ import annotations
 
@@ -16,13 +17,34 @@ EMPTY_AFTER_REWRITE = "filter.empty_after_rewrite"
 
 
 def walk_filters(docs: pl.DataFrame, filters: list[DocFilter]) -> Iterator[tuple[DocFilter, FilterOutput, pl.DataFrame]]:
-    """Run ``filters`` in order over ``docs``, each on the text (and columns) as the ones before it
-    left them; yield each filter, its output (measures, counts, rewrites) and the documents after it."""
+    """Run ``filters`` in order over ``docs``; yield each filter, its output (measures, counts,
+    rewrites) and the documents after it.
+
+    Every filter *measures* the text as it entered the filter stage, as its paper defines its
+    rules on the page, so one filter's rewrite cannot hide another's rules (C4 drops blank lines
+    and lines ending in "...", which Gopher's duplicate-paragraph and ellipsis-line rules count).
+    *Rewrites* compose in order: each filter rewrites the text as the ones before it left it, and
+    its per-document counts describe that rewrite. Columns a filter adds (``quality_score``) are
+    seen by the later ones. A filter with rules that rewrites, after another filter rewrote, runs
+    twice: on the stage's text for its measures and on the current text for its rewrite.
+    """
+    original = docs.get_column("text")
     current = docs
+    rewritten = False
     for doc_filter in filters:
-        output = doc_filter.apply(current)
+        if not rewritten:
+            output = doc_filter.apply(current)
+        elif not doc_filter.rules():  # nothing to measure (PII): rewrite the current text only
+            output = doc_filter.apply(current)
+        else:
+            output = doc_filter.apply(current.with_columns(original))
+            if output.text is not None:
+                rewrite = doc_filter.apply(current)
+                output = FilterOutput(measures=output.measures, text=rewrite.text, counts=rewrite.counts,
+                                      columns=output.columns)
         if output.text is not None:
             current = current.with_columns(output.text.alias("text"))
+            rewritten = True
         if output.columns:
             current = current.with_columns(values.alias(name) for name, values in output.columns.items())
         yield doc_filter, output, current
@@ -34,9 +56,11 @@ def left_blank(docs: pl.DataFrame) -> pl.Series:
 
 
 def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STAGE) -> StepResult:
-    """Run ``filters`` in order over ``docs``. Each filter sees the text as the ones before it left
-    it and measures every document, so the stats can count every rule that would fire; a removed
-    document records the first rule that fired, with its measured value and threshold."""
+    """Run ``filters`` in order over ``docs`` (:func:`walk_filters`: every rule measured on the
+    text as it entered the stage, rewrites applied in order). Every document is measured by every
+    rule, so the stats can count every rule that would fire; a removed document records the first
+    rule that fired, with its measured value and threshold, and one that the rewrites left blank
+    (and no rule removed) is removed by :data:`EMPTY_AFTER_REWRITE`."""
     n = docs.height
     rule = pl.Series("rule", [None] * n, dtype=pl.Utf8)
     value = pl.Series("value", [None] * n, dtype=pl.Float64)

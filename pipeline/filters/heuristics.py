@@ -38,10 +38,10 @@ import pyarrow as pa
 from pipeline.filters.base import FilterOutput, Rule
 from pipeline.filters.text import (
     SPACELESS_CHAR_PATTERN,
-    SPACELESS_LANGS,
-    base_lang,
     flatten,
     is_spaceless,
+    lang_languages,
+    parse_lang,
     line_count,
     nonempty_lines,
     normalize_line_breaks,
@@ -147,17 +147,6 @@ def _langs(docs: pl.DataFrame) -> pl.Series:
     return docs.get_column("lang").cast(pl.String)
 
 
-def _spaceless(frame: pl.DataFrame, code: pl.Series) -> np.ndarray:
-    """:func:`~pipeline.filters.text.is_spaceless` per document (frame: text, lang, n_words),
-    counting script characters only in the documents without a language code."""
-    out = code.is_in(list(SPACELESS_LANGS)).fill_null(False).to_numpy()
-    unknown = np.flatnonzero(code.is_null().to_numpy())
-    if len(unknown):
-        by_chars = is_spaceless(pl.col("text"), pl.col("lang"), pl.col("n_words"))
-        out[unknown] = frame[unknown].select(by_chars).to_series().to_numpy()
-    return out
-
-
 def _eval(series: pl.Series, expr_fn) -> pl.Series:
     """Apply an expression builder (from :mod:`pipeline.filters.text`) to a Series."""
     return series.to_frame("x").select(expr_fn(pl.col("x"))).to_series()
@@ -191,7 +180,10 @@ class GopherQuality:
     * ``word_count`` < 50 or > 100,000 (``min_words``, ``max_words``);
     * ``mean_word_length`` (characters per word) < 3 or > 10 (``min_mean_word_length``,
       ``max_mean_word_length``); not measured (null) for documents in a spaceless script, where
-      every character is a word and the published range does not apply;
+      every character is a word and the published range does not apply (the script comes from
+      the ``lang`` code, :func:`~pipeline.filters.text.parse_lang`: ``zh``, ``yue``, ``wuu``,
+      ``cmn_Hani``, ``zho_Hans``, ``tha_Thai`` ...; from the characters when the code is missing
+      or names no known script);
     * ``hash_to_word_ratio`` (count of ``#`` / words) or ``ellipsis_to_word_ratio`` (count of
       ``...`` and ``…`` / words) > 0.1 (``max_symbol_word_ratio``);
     * ``bullet_lines_ratio`` (lines whose first non-blank character is a bullet,
@@ -202,7 +194,9 @@ class GopherQuality:
       (``min_alpha_words_ratio``);
     * ``stop_word_count`` < 2 (``min_stop_words``): how many *different* words of the document's
       language list (:data:`GOPHER_STOP_WORDS`; the paper's eight English words) it contains,
-      case-insensitively; null (rule off) when the language has no list or is unknown.
+      case-insensitively; null (rule off) when the language has no list or is unknown. Codes
+      are matched by language (:func:`~pipeline.filters.text.parse_lang`), so ``en``, ``eng``,
+      ``en-GB`` and ``eng_Latn`` documents all get the English list.
 
     Lines are ``str.splitlines()`` lines, blank ones included (as datatrove counts them).
 
@@ -247,7 +241,11 @@ class GopherQuality:
         self.min_alpha_words_ratio = min_alpha_words_ratio
         self.min_stop_words = min_stop_words
         source = GOPHER_STOP_WORDS if stop_words is None else stop_words
-        self.stop_words = {lang.lower(): tuple(w.lower() for w in ws) for lang, ws in source.items()}
+        # keyed by parse_lang's language, so "en", "eng" and "eng_Latn" name the same list
+        self.stop_words: dict[str, tuple[str, ...]] = {}
+        for lang, ws in source.items():
+            key = parse_lang(lang)[0] or lang.lower()
+            self.stop_words[key] = self.stop_words.get(key, ()) + tuple(w.lower() for w in ws)
         self.bullets = tuple(bullets)
 
     def rules(self) -> list[Rule]:
@@ -272,7 +270,7 @@ class GopherQuality:
         w = _Words(text)
         n_words = w.counts.astype(np.float64)
 
-        frame = pl.DataFrame({"text": text, "lang": _langs(docs), "n_words": w.counts})
+        frame = pl.DataFrame({"text": text})
         t = pl.col("text")
         lines = normalize_line_breaks(t)
         bullets = _regex_alternatives(self.bullets)
@@ -282,9 +280,9 @@ class GopherQuality:
             lines=line_count(lines),
             bullet_lines=lines.str.count_matches(rf"(?m)^[^\S\n]*{bullets}"),
             ellipsis_lines=lines.str.count_matches(r"(?m)(?:\.\.\.|…)[^\S\n]*$"),
-            lang=base_lang(pl.col("lang")),
         )
-        spaceless = _spaceless(frame, stats.get_column("lang"))
+        langs = _langs(docs)
+        spaceless = is_spaceless(text, langs, pl.Series(w.counts)).to_numpy()
 
         mean_len = _ratio(w.chars, n_words)
         mean_len[spaceless] = np.nan
@@ -306,7 +304,7 @@ class GopherQuality:
                         stats.get_column("ellipsis_lines").to_numpy(), stats.get_column("lines").to_numpy()
                     ),
                     "alpha_words_ratio": _ratio(alpha_words, n_words),
-                    "stop_word_count": self._stop_word_counts(w, stats.get_column("lang")),
+                    "stop_word_count": self._stop_word_counts(w, lang_languages(langs)),
                 }
             )
         )
