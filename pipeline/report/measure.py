@@ -3,8 +3,8 @@ config, to show how far from a threshold a document was (the report's "kept, but
 and ``curate inspect``'s verdicts).
 
 :func:`measure_filters` walks the filter chain as the filter stage does
-(:func:`pipeline.filters.engine.walk_filters`: each filter sees the text as the ones before it left
-it) and keeps, per rule, every document's measured value and whether the rule fires, instead of
+(:func:`pipeline.filters.engine.walk_filters`: every rule measures the text as it entered the
+stage, rewrites apply in order) and keeps, per rule, every document's measured value and whether the rule fires, instead of
 only the first rule that fired.
 """
 
