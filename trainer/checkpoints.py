@@ -79,6 +79,8 @@ def save_checkpoint(out_dir: Path, state: dict, keep_last: int) -> Path:
     beyond it (left by a run that resumed from an earlier one: superseded)."""
     folder = Path(out_dir) / CHECKPOINT_DIR
     path = folder / checkpoint_name(state["step"])
+    # A checksum of an earlier file of this name (a resumed run rewriting it) must not outlive it.
+    checksum_path(path).unlink(missing_ok=True)
     with atomic_path(path) as tmp:
         torch.save(state, tmp)
         digest = file_sha256(tmp)
