@@ -3,6 +3,7 @@ errors, evaluation in bits per byte, generation."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -47,7 +48,11 @@ def test_outputs_of_a_run(trained, mixture_dir):
     out, summary = trained
     assert sorted(p.name for p in out.iterdir()) == ["checkpoints", "metrics.csv", "summary.json", "tb",
                                                       "tokenizer.json"]
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["latest", "step-000004.pt", "step-000008.pt"]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
+        "latest", "step-000004.pt", "step-000004.pt.sha256", "step-000008.pt", "step-000008.pt.sha256"]
+    checkpoint = out / "checkpoints" / "step-000008.pt"
+    digest = hashlib.sha256(checkpoint.read_bytes()).hexdigest()
+    assert (out / "checkpoints" / "step-000008.pt.sha256").read_text() == f"{digest}  step-000008.pt\n"
     assert (out / "checkpoints" / "latest").read_text().strip() == "step-000008.pt"
     assert any(p.name.startswith("events.out.tfevents") for p in (out / "tb").iterdir())
     assert (out / "tokenizer.json").read_bytes() == (mixture_dir / "tokenizer.json").read_bytes()

@@ -13,28 +13,28 @@ import torch
 from tokenizers import Tokenizer
 
 from pipeline.tokenize import load_tokenizer, special_ids
+from trainer.checkpoints import CHECKPOINT_DIR, load_checkpoint, load_latest_checkpoint
 from trainer.model import GPT, GPTConfig
-from trainer.train import CHECKPOINT_DIR, latest_checkpoint, load_checkpoint
 
 
-def _checkpoint_path(checkpoint_or_out_dir: Path) -> tuple[Path, Path]:
-    """(checkpoint file, the run's out_dir) for a checkpoint file or a training out_dir."""
+def _load_checkpoint(checkpoint_or_out_dir: Path) -> tuple[dict, Path]:
+    """(checkpoint, the run's out_dir) for a checkpoint file or a training out_dir (its newest
+    checkpoint that loads; a bad newer one is skipped with a warning on stderr)."""
     path = Path(checkpoint_or_out_dir)
     if path.is_dir():
-        checkpoint = latest_checkpoint(path)
-        if checkpoint is None:
+        found = load_latest_checkpoint(path, lambda line: print(line, file=sys.stderr))
+        if found is None:
             raise FileNotFoundError(f"no checkpoint in {path / CHECKPOINT_DIR}; train first, or pass a .pt file")
-        return checkpoint, path
+        return found[1], path
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint or training folder at {path}")
-    return path, path.parent.parent  # <out_dir>/checkpoints/step-NNNNNN.pt
+    return load_checkpoint(path), path.parent.parent  # <out_dir>/checkpoints/step-NNNNNN.pt
 
 
 def load_model(checkpoint_or_out_dir: Path, device: str = "cpu") -> tuple[GPT, Tokenizer, dict]:
     """The trained model (in eval mode on ``device``), the run's tokenizer and the checkpoint's
     plain values (step, config, ...: everything but weights and optimizer state)."""
-    checkpoint_path, out_dir = _checkpoint_path(checkpoint_or_out_dir)
-    checkpoint = load_checkpoint(checkpoint_path)
+    checkpoint, out_dir = _load_checkpoint(checkpoint_or_out_dir)
     model = GPT(GPTConfig(**checkpoint["model_config"]))
     model.load_state_dict(checkpoint["model"])
     model.to(device).eval()

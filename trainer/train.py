@@ -16,6 +16,7 @@ Outputs in ``out_dir`` (rank 0 writes them)::
     metrics.csv                  one row per log or eval event
     tb/                          TensorBoard event files (tensorboardX)
     checkpoints/step-NNNNNN.pt   model, optimizer, step, loader state, RNG states, config
+    checkpoints/step-NNNNNN.pt.sha256   its checksum, checked before it is loaded
     checkpoints/latest           the name of the newest checkpoint
     summary.json                 at the end: config, sizes, tokens, final losses, speed
 
@@ -28,7 +29,8 @@ never stopped; on CUDA, kernels that are not deterministic make them close inste
 also resume with another number of processes (the loader's position counts global windows; rank
 r takes the RNG states of rank r mod the saved count), then close rather than bit-equal. A
 checkpoint stores only tensors and plain containers, so it loads with
-``torch.load(..., weights_only=True)``.
+``torch.load(..., weights_only=True)``. A checkpoint that fails its checksum or does not load is
+skipped, with a warning, for the newest older one that does (``trainer.checkpoints``).
 """
 
 from __future__ import annotations
@@ -53,13 +55,13 @@ from torch.nn.parallel import DistributedDataParallel
 
 from pipeline.config import ConfigError
 from pipeline.io.writer import atomic_path, write_json
+from trainer.checkpoints import (CHECKPOINT_DIR, CHECKPOINT_FORMAT, LATEST, load_checkpoint,  # noqa: F401
+                                 load_latest_checkpoint, remove_checkpoint_temporaries)
+from trainer.checkpoints import save_checkpoint as _save_checkpoint  # a module global: benchmarks time it
 from trainer.config import BOOKKEEPING_KEYS, OptimSection, TrainConfig, load_train_config
 from trainer.data import Mixture, MixtureError, TrainLoader, bits_per_byte, open_mixture, validation_batches
 from trainer.model import GPT, IGNORE_INDEX, GPTConfig
 
-CHECKPOINT_FORMAT = "curate.checkpoint/1"
-CHECKPOINT_DIR = "checkpoints"
-LATEST = "latest"
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,40 +184,6 @@ def evaluate(model: torch.nn.Module, mixture: Mixture, config: TrainConfig, devi
 
 # --------------------------------------------------------------------------------------------
 # Checkpoints
-
-
-def latest_checkpoint(out_dir: Path) -> Path | None:
-    """The checkpoint ``out_dir/checkpoints/latest`` names, or None."""
-    pointer = Path(out_dir) / CHECKPOINT_DIR / LATEST
-    if not pointer.is_file():
-        return None
-    path = pointer.parent / pointer.read_text().strip()
-    if not path.is_file():
-        raise FileNotFoundError(f"{pointer} names {path.name}, which is missing; point it at an existing "
-                                "step-NNNNNN.pt or delete the checkpoints folder to start over")
-    return path
-
-
-def load_checkpoint(path: Path) -> dict:
-    """A checkpoint as saved, with tensors on the CPU, loaded with ``weights_only=True``."""
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    if checkpoint.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT} checkpoint")
-    return checkpoint
-
-
-def _save_checkpoint(out_dir: Path, state: dict, keep_last: int) -> Path:
-    """Write ``state`` as ``step-NNNNNN.pt`` and point ``latest`` at it, each atomically; delete
-    all but the newest ``keep_last`` checkpoints."""
-    folder = out_dir / CHECKPOINT_DIR
-    path = folder / f"step-{state['step']:06d}.pt"
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
-    with atomic_path(folder / LATEST) as tmp:
-        tmp.write_text(path.name + "\n")
-    for old in sorted(folder.glob("step-*.pt"), key=lambda p: int(p.stem.removeprefix("step-")))[:-keep_last]:
-        old.unlink()
-    return path
 
 
 def _rng_states(device: torch.device) -> dict:
@@ -370,11 +338,13 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
             raise ConfigError(f"eval_mixtures.{name}: {extra.path} was tokenized with another tokenizer than "
                               f"the mixture; tokenize both with one tokenizer")
     out_dir = config.out_dir
-    checkpoint_path = latest_checkpoint(out_dir)
+    if processes.main:
+        for stale in remove_checkpoint_temporaries(out_dir):
+            say(f"removed {stale}, left by a checkpoint write that was killed")
+    checkpoint_path, checkpoint = load_latest_checkpoint(out_dir, say) or (None, None)
     if resume and checkpoint_path is None:
         raise ConfigError(f"out_dir: nothing to resume, {out_dir / CHECKPOINT_DIR} holds no checkpoint; "
                           "run without --resume to start")
-    checkpoint = load_checkpoint(checkpoint_path) if checkpoint_path else None
     if checkpoint is not None:
         _check_same_run(checkpoint, config, mixture, checkpoint_path)
 
