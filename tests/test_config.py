@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.demo import demo_config
-from pipeline.config import ConfigError, load_config, parse_config
+from pipeline.config import ConfigError, load_config
 from pipeline.manifest import LOCK_NAME, RunDirInUse, check_run_dir, run_lock
 from pipeline.schema import StageDir
 from pipeline.stage import remove_unlisted

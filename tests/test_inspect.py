@@ -113,7 +113,7 @@ HOSTILE = "web/[/red][bold]x\x1b[2J\x1b]0;title\x07\x9b31m\u202eevil"
 
 def hostile_lookup() -> dict:
     return {
-        "id": HOSTILE, "fate": f"removed by the dedup stage: dedup.exact_duplicate [/]",
+        "id": HOSTILE, "fate": "removed by the dedup stage: dedup.exact_duplicate [/]",
         "source": {"source": "web", "path": f"in/{HOSTILE}.jsonl", "line": 3, "own_id": HOSTILE, "id_field": "id",
                    "shard": "docs/web-00000.parquet", "row": 0, "chars": 5, "bytes": 5, "meta": {"k": HOSTILE}},
         "stages": [{"stage": "source", "status": "kept", "detail": HOSTILE},
