@@ -11,8 +11,11 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 import sys
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -24,7 +27,7 @@ from rich.table import Table
 from flows.demo import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
 from pipeline.config import ConfigError, RunConfig, load_config, parse_config
 from pipeline.ledger import LedgerError
-from pipeline.manifest import open_run
+from pipeline.manifest import check_run_dir, open_run, run_lock
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Curate LLM pretraining data, and prove by training what the curation buys.")
@@ -57,19 +60,53 @@ class BarProgress:
             self._bar = None
 
 
+# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts ANSI sequences),
+# DEL, and the bidirectional overrides that reorder what is shown.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to show: control characters (newlines and tabs aside) written as escapes, ``\\x1b``."""
+    return _CONTROL.sub(lambda m: (f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}"), str(text))
+
+
 def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    console.print(f"[red]error:[/red] {escape(printable(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
+DISK_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded"}
+
+
+def _disk_full(error: OSError) -> str | None:
+    """What went wrong, when ``error`` is a full disk or quota (else None)."""
+    if error.errno in DISK_FULL:
+        return DISK_FULL[error.errno]
+    text = str(error)  # Arrow's I/O errors carry the system's message but no errno
+    for number, what in DISK_FULL.items():
+        if os.strerror(number) in text:
+            return what
+    return None
+
+
 @contextmanager
-def _failing_on(*errors: type[Exception]) -> Iterator[None]:
+def _failing_on(*errors: type[Exception], where=None) -> Iterator[None]:
     """Turn ``errors`` (ones a user can cause) into one line and exit code 2; a LedgerError
-    (documents unaccounted for: a bug) exits with 1."""
+    (documents unaccounted for: a bug) exits with 1. A full disk (or quota) is always one line,
+    naming the file being written (or ``where``)."""
     try:
         yield
     except errors as error:
         _fail(str(error), 1 if isinstance(error, LedgerError) else 2)
+    except OSError as error:
+        what = _disk_full(error)
+        if what is None:
+            raise
+        path = error.filename or where
+        _fail(f"{what} while writing {str(path) if path is not None else 'the output'!r}; free space there "
+              "(or write elsewhere) and run again: finished work is kept and not redone")
 
 
 def _print_funnel(stats: dict[str, dict]) -> None:
@@ -139,17 +176,22 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     from flows.runners import LOCAL, RunnerError, check_storage, running_on
     from flows.runtime import configure_prefect
 
-    with _failing_on(ConfigError, RunnerError):
-        open_run(config)  # a run directory of another config stops here, before Prefect starts
-        check_storage(runner or LOCAL, config.run_dir)
-    configure_prefect(config.run_dir, quiet=quiet)
-    from flows.curate import curate_flow
-    from flows.progress import Silent, reporting
+    with ExitStack() as held:
+        # Before Prefect starts and before anything is written: a folder that is not a run, a run
+        # of another config, or one another run is working in stops here.
+        with _failing_on(ConfigError, RunnerError, where=config.run_dir):
+            check_storage(runner or LOCAL, config.run_dir)
+            check_run_dir(config.run_dir)
+            held.enter_context(run_lock(config.run_dir))
+            open_run(config)
+        configure_prefect(config.run_dir, quiet=quiet)
+        from flows.curate import curate_flow
+        from flows.progress import Silent, reporting
 
-    progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
-    with _failing_on(ConfigError, LedgerError, FileNotFoundError, RunnerError):
-        with running_on(runner or LOCAL) as ready, reporting(progress):
-            stats = curate_flow(config, ready)
+        progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
+        with _failing_on(ConfigError, LedgerError, FileNotFoundError, RunnerError, where=config.run_dir):
+            with running_on(runner or LOCAL) as ready, reporting(progress):
+                stats = curate_flow(config, ready)
     _print_funnel(stats)
     if "mix" in stats:
         _print_mixtures(stats["mix"])
@@ -184,6 +226,17 @@ def report(run_dir: str = typer.Argument(..., help="a run directory (made by `cu
         _build_report(run_dir)
 
 
+def _printable_data(value):
+    """``value`` (a lookup's dict, list or scalar) with every string made :func:`printable`."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {_printable_data(k): _printable_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_printable_data(v) for v in value]
+    return value
+
+
 def _value(value, digits: int = 4) -> str:
     if value is None:
         return "-"
@@ -197,6 +250,7 @@ def _print_inspection(found: dict) -> None:
     from rich.markup import escape
     from rich.panel import Panel
 
+    found = _printable_data(found)  # ids, texts and reasons come from the data: no escapes reach the terminal
     source = found.get("source") or {}
     where = source.get("path") or source.get("file") or ""
     position = (f" line {source['line']}" if source.get("line") is not None
@@ -220,18 +274,18 @@ def _print_inspection(found: dict) -> None:
         stages.add_column(column)
     for entry in found.get("stages", []):
         style = {"removed": "red", "quarantined": "red", "not reached": "dim"}.get(entry["status"], "")
-        stages.add_row(entry["stage"], entry["status"], entry.get("detail", ""), style=style)
+        stages.add_row(escape(entry["stage"]), escape(entry["status"]), escape(entry.get("detail", "")), style=style)
     stdout.print(stages)
 
     lang = found.get("lang")
     if lang:
         stdout.print(f"lang: {lang.get('lang')} score {_value(lang.get('score'))} (minimum {_value(lang.get('threshold'))}"
                      f"{', keep ' + ', '.join(lang['keep']) if lang.get('keep') else ''})"
-                     + (f" -> removed: {lang['rule']}" if lang.get("rule") else " -> kept"), highlight=False)
+                     + (f" -> removed: {lang['rule']}" if lang.get("rule") else " -> kept"), highlight=False, markup=False)
     flt = found.get("filter")
     if flt:
         if not flt.get("in_scope", True):
-            stdout.print("filter: the document's source is not in filter.sources; it passed through", highlight=False)
+            stdout.print("filter: the document's source is not in filter.sources; it passed through", highlight=False, markup=False)
         else:
             rules = Table(title="filter rules, measured again on the text as it entered the filter stage")
             for column in ("rule", "value", "removes when", "verdict"):
@@ -239,48 +293,49 @@ def _print_inspection(found: dict) -> None:
             for rule in flt.get("rules", []):
                 verdict = "fires" + (" (first: removes it)" if rule["rule"] == flt.get("first_rule") else "") \
                     if rule["fires"] else "passes"
-                rules.add_row(rule["rule"], _value(rule["value"]), f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}",
+                rules.add_row(escape(rule["rule"]), _value(rule["value"]),
+                              escape(f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}"),
                               verdict, style="red" if rule["fires"] else "")
             stdout.print(rules)
             for error in flt.get("errors", []):
-                stdout.print(f"filter: not measured: {error}", highlight=False)
+                stdout.print(f"filter: not measured: {error}", highlight=False, markup=False)
             if flt.get("first_rule") and not any(r["rule"] == flt["first_rule"] for r in flt.get("rules", [])):
-                stdout.print(f"filter: removed as {flt['first_rule']}", highlight=False)
+                stdout.print(f"filter: removed as {flt['first_rule']}", highlight=False, markup=False)
             if flt.get("text_changed"):
                 stdout.print(f"filter: the filters rewrote the text ({flt.get('chars_in', 0):,} -> "
                              f"{flt.get('chars_after', 0):,} characters; PII replacements: "
-                             f"{flt.get('pii_replacements', 0)})", highlight=False)
+                             f"{flt.get('pii_replacements', 0)})", highlight=False, markup=False)
     dedup = found.get("dedup")
     if dedup is not None:
         if not dedup.get("in_cluster"):
-            stdout.print("dedup: unique (in no duplicate cluster)", highlight=False)
+            stdout.print("dedup: unique (in no duplicate cluster)", highlight=False, markup=False)
         else:
             role = "the kept document" if dedup["kept"] else (
                 f"{'an exact' if dedup['exact'] else 'a near'} duplicate of {dedup['kept_id']} "
                 f"(Jaccard {_value(dedup['jaccard'], 3)})")
             stdout.print(f"dedup: cluster {dedup['cluster']} of {dedup['cluster_size']} documents "
                          f"({dedup['removed_exact']} exact and {dedup['removed_near']} near copies removed); "
-                         f"this is {role}", highlight=False)
+                         f"this is {role}", highlight=False, markup=False)
     lines_cut = found.get("lines")
     if lines_cut is not None:
         if not lines_cut.get("in_scope", True):
-            stdout.print("lines: the document's source is not in lines.sources; unchanged", highlight=False)
+            stdout.print("lines: the document's source is not in lines.sources; unchanged", highlight=False, markup=False)
         else:
             stdout.print(f"lines: {lines_cut['lines_cut']} repeated lines cut ({lines_cut['chars_cut']:,} characters)"
-                         + (", leaving it blank: removed" if lines_cut.get("left_blank") else ""), highlight=False)
+                         + (", leaving it blank: removed" if lines_cut.get("left_blank") else ""), highlight=False, markup=False)
             for line in lines_cut.get("cut", []):
                 stdout.print(f"  - {line[:120]}", highlight=False, markup=False)
     if found.get("tokens") is not None:
-        stdout.print(f"tokenize: {found['tokens']:,} tokens", highlight=False)
+        stdout.print(f"tokenize: {found['tokens']:,} tokens", highlight=False, markup=False)
     mix = found.get("mix")
     if mix:
         stdout.print(f"mix: group {mix['group']}, {mix['side']} side"
                      + (f" (near validation document {mix['near_validation_id']})" if mix.get("near_validation_id") else ""),
-                     highlight=False)
+                     highlight=False, markup=False)
         for name, taken in mix.get("mixtures", {}).items():
             repeats = taken.get("repeats")
             stdout.print(f"  mixture {name}: " + (f"taken {repeats} time{'s' if repeats != 1 else ''}"
-                                                   if repeats is not None else taken.get("note", "")), highlight=False)
+                                                   if repeats is not None else taken.get("note", "")), highlight=False, markup=False)
 
 
 @app.command("inspect")
@@ -296,7 +351,9 @@ def inspect_command(run_dir: str = typer.Argument(..., help="a run directory, or
     with _failing_on(UnknownDocument, NotARunError):
         found = inspect_document(run_dir, doc_id)
     if as_json:
-        typer.echo(json.dumps(found, indent=1, ensure_ascii=False, default=str))
+        # JSON escapes C0 controls itself; DEL, C1 controls and bidi overrides become \uXXXX too.
+        text = json.dumps(found, indent=1, ensure_ascii=False, default=str)
+        typer.echo(_CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}", text))
         return
     _print_inspection(found)
 

@@ -16,6 +16,7 @@ from flows.source import source_flow
 from flows.tokenize import tokenize_flow
 from flows.stages import shard_stage_flow
 from pipeline.config import RunConfig
+from pipeline.manifest import check_run_dir, run_lock
 from pipeline.steps import enabled_stages
 
 
@@ -24,7 +25,12 @@ def curate_flow(config: RunConfig, runner: Runner = LOCAL) -> dict[str, dict]:
     """Run every stage of ``config`` with its tasks on ``runner`` (ready: see flows.runners.running_on);
     return each stage's stats by stage name."""
     check_storage(runner, config.run_dir)
+    check_run_dir(config.run_dir)  # a folder that is not a run is refused before the lock is made in it
+    with run_lock(config.run_dir):  # a second run on this run_dir stops here (the CLI holds it already)
+        return _stages(config, runner)
 
+
+def _stages(config: RunConfig, runner: Runner) -> dict[str, dict]:
     def on_runner(stage_flow):
         return stage_flow.with_options(task_runner=runner.task_runner())
 

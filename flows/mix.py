@@ -283,8 +283,10 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
                  "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed],
                  "exclude": [file_sha256(Path(path)) for path in settings.exclude]}  # their content, not their names
     if not reusable_work(stage, inputs, made_from):  # other inputs or settings: no mixture is reusable
-        for child in stage.root.iterdir():
-            if child.is_dir() and child.name not in RESERVED_MIXTURE_NAMES:
+        configured = {m.name for m in settings.mixtures}
+        for child in stage.root.iterdir():  # mixture folders only: a configured name, or one with a plan
+            if child.is_dir() and child.name not in RESERVED_MIXTURE_NAMES and (
+                    child.name in configured or (child / "plan.parquet").exists()):
                 remove_tree(child)
 
     scans = [scan_task.submit(number, path, token_paths[number]) for number, path in enumerate(inputs)]

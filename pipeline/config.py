@@ -11,6 +11,7 @@ Relative paths (inputs and ``run_dir``) are resolved from the current working di
 from __future__ import annotations
 
 import difflib
+import functools
 import glob
 import os
 import tomllib
@@ -45,6 +46,15 @@ def _existing_file(value: Path | None, key: str, what: str) -> Path | None:
     return value
 
 
+def _plain_name(value: str, what: str) -> str:
+    """``value`` if it can name a folder or file inside the run directory and nothing else: not
+    ``.`` or ``..``, and not hidden (names starting with a dot are a run's temporaries)."""
+    if value.startswith("."):
+        raise ValueError(f"{what} {value!r} is not a plain folder name; start it with a letter or digit "
+                         "(letters, digits, _ . - after that)")
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -62,6 +72,11 @@ class SourceConfig(_Strict):
     meta_fields: list[str] | None = None
     # WARC only: keep the main content of HTML pages (drop navigation and boilerplate).
     html_main_content: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _plain_source_name(cls, value):
+        return _plain_name(value, "the source name")
 
     @field_validator("paths", mode="before")
     @classmethod
@@ -123,6 +138,14 @@ class LangConfig(_Strict):
     def _model_exists(cls, value):
         return _existing_file(value, "lang.model", "a fastText LID model")
 
+    @field_validator("min_score_by_lang")
+    @classmethod
+    def _scores_are_probabilities(cls, value):
+        for lang, score in value.items():
+            if not 0.0 <= score <= 1.0:
+                raise ValueError(f"the minimum score of {lang!r} is {score}; a language-ID score is between 0 and 1")
+        return value
+
 
 # Every filter measures the text as it entered the stage; rewrites (C4's line removals, PII) compose in order.
 DEFAULT_FILTERS = ["c4_quality", "gopher_quality", "gopher_repetition", "fineweb_quality", "pii"]
@@ -148,10 +171,33 @@ class FilterConfig(_Strict):
                 raise ValueError(f"unknown filter {name!r}; {hint}(known: {', '.join(FILTERS)})")
         for name, params in self.params.items():
             allowed = filter_parameters(name)
-            for key in params:
+            types = _parameter_types(name)
+            for key, value in params.items():
                 if key not in allowed:
                     raise ValueError(f"params.{name}.{key}: unknown parameter (allowed: {', '.join(allowed)})")
+                if key in types:
+                    try:
+                        types[key].validate_python(value, strict=True)
+                    except ValidationError as error:
+                        problem = error.errors()[0]["msg"][0].lower() + error.errors()[0]["msg"][1:]
+                        raise ValueError(f"params.{name}.{key}: {problem}, got {value!r}; write the value "
+                                         "as the filter takes it (a number without quotes for a threshold)") from None
         return self
+
+
+def _parameter_types(name: str) -> dict:
+    """A filter's constructor parameters as pydantic type adapters (those whose types resolve)."""
+    import typing
+
+    from pydantic import TypeAdapter
+
+    from pipeline.filters.registry import FILTERS
+
+    try:
+        hints = typing.get_type_hints(FILTERS[name].__init__)
+    except Exception:  # an annotation that does not resolve: leave the value to the filter
+        return {}
+    return {key: TypeAdapter(hint) for key, hint in hints.items() if key != "return"}
 
 
 class DedupConfig(_Strict):
@@ -209,6 +255,9 @@ class TokenizeConfig(_Strict):
         return _existing_file(value, "tokenize.tokenizer", "a tokenizer.json")
 
 
+# What mix.exclude reads (see pipeline.dedup.contamination.read_reference_texts).
+EXCLUDE_SUFFIXES = (".parquet", ".jsonl", ".json", ".ndjson")
+
 # Folders of the mix stage that are not mixtures.
 RESERVED_MIXTURE_NAMES = ("removed", "parts", "intermediate", "docs", "quarantine")
 
@@ -224,6 +273,11 @@ class MixtureConfig(_Strict):
     default_weight: float | None = Field(default=None, ge=0)  # for groups `weights` does not name
     max_epochs: float | None = Field(default=4.0, gt=0)  # UniMax-style cap on repeats per group
     budget_tokens: int | None = Field(default=None, ge=1)  # default: every training token once
+
+    @field_validator("name")
+    @classmethod
+    def _plain_mixture_name(cls, value):
+        return _plain_name(value, "the mixture name")
 
     @model_validator(mode="after")
     def _one_weighting(self):
@@ -260,6 +314,9 @@ class MixConfig(_Strict):
     def _exclude_files(cls, value):
         for path in value:
             _existing_file(path, "mix.exclude", "a .parquet or .jsonl file of texts")
+            if Path(path).suffix not in EXCLUDE_SUFFIXES:
+                raise ValueError(f"{str(path)!r} is neither Parquet nor JSON lines; point mix.exclude at "
+                                 f"{' or '.join(EXCLUDE_SUFFIXES)} files with a text column")
         return value
 
     @model_validator(mode="after")
@@ -300,8 +357,21 @@ class RunConfig(_Strict):
 
         if not isinstance(value, (str, os.PathLike)):
             raise ValueError("give a local folder or the URL of a file system, such as s3://bucket/run")
+        if not str(value).strip():
+            raise ValueError("is empty; give the folder the run writes to, such as runs/my-crawl")
         path = as_path(value)
-        return path if is_local(path) else str(path)
+        if not is_local(path):
+            return str(path)
+        local = Path(path).expanduser()
+        if local.exists() and not local.is_dir():
+            raise ValueError(f"{str(path)!r} is a file, not a folder; give a new or empty folder (or a run's folder)")
+        for parent in local.absolute().parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise ValueError(f"{str(parent)!r} is a file, so no folder can be made under it; "
+                                     "give a run_dir whose parents are folders")
+                break
+        return path
 
     @model_validator(mode="after")
     def _source_names(self):
@@ -365,6 +435,8 @@ def _one_line(error: ValidationError, model: type[BaseModel]) -> str:
     if first["type"] == "missing":
         return f"{key}: required key is missing; add it to the config"
     message = first["msg"].removeprefix("Value error, ")
+    if isinstance(first.get("input"), dict):  # a whole section: the message names the key in it
+        return f"{key}: {message}"
     return f"{key}: {message} (got {first.get('input')!r})"
 
 
@@ -382,7 +454,84 @@ def parse_config(data: dict) -> RunConfig:
     config = validate_model(RunConfig, data)
     for source in config.sources:
         source.input_files()  # a missing input stops the run here, before any work
+    check_files(config)
     return config
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = Path(path).stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=16)
+def _load_once(load, path: str, size: int, mtime_ns: int) -> bool:
+    """``load(path)`` once per file version: a model that loaded is not loaded again to check it."""
+    load(path)
+    return True
+
+
+def check_files(config: RunConfig) -> None:
+    """Open what the run will load (the LID model, the tokenizer, the filters' models, the excluded
+    texts), so that a file that is not what its key says stops the run here, with one line, and not
+    after stages have written output. Raises ConfigError."""
+    if config.lang.enabled:
+        from pipeline.lang import LanguageIdentifier
+        from pipeline.models import lid_model_path
+
+        try:
+            path = lid_model_path(config.lang.model)
+        except FileNotFoundError as error:
+            raise ConfigError(f"lang.model: {error}") from None
+        try:
+            _load_once(LanguageIdentifier, str(path), *_stamp(path))
+        except Exception as error:  # fastText raises ValueError or RuntimeError on a file it cannot read
+            raise ConfigError(f"lang.model: {str(path)!r} is not a fastText language-ID model "
+                              f"({_first_line(error)}); point lang.model at one, such as lid.176.ftz") from None
+    if config.filter.enabled:
+        from pipeline.filters.registry import build_filters
+
+        for name in config.filter.filters:
+            try:
+                build_filters([name], config.filter.params)
+            except Exception as error:  # a missing or unreadable model, a threshold out of range
+                raise ConfigError(f"filter.params.{name}: the {name} filter cannot be built ({_first_line(error)}); "
+                                  f"fix [filter.params.{name}]") from None
+    if config.tokenize.enabled and config.tokenize.tokenizer is not None:
+        from tokenizers import Tokenizer
+
+        try:
+            Tokenizer.from_file(str(config.tokenize.tokenizer))
+        except Exception as error:  # the tokenizers library raises a bare Exception
+            raise ConfigError(f"tokenize.tokenizer: {str(config.tokenize.tokenizer)!r} is not a tokenizer.json "
+                              f"({_first_line(error)}); point it at one saved by the tokenizers library, "
+                              "or leave it out to train one") from None
+    if config.mix.enabled and config.tokenize.enabled:
+        for path in config.mix.exclude:
+            _check_texts_file(Path(path))
+
+
+def _check_texts_file(path: Path) -> None:
+    """A mix.exclude file must be Parquet or JSON lines with a text column."""
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            columns = pq.read_schema(path).names
+        else:
+            import polars as pl
+
+            columns = pl.scan_ndjson(path).collect_schema().names()
+    except Exception as error:
+        raise ConfigError(f"mix.exclude: {str(path)!r} cannot be read as {path.suffix.lstrip('.')} "
+                          f"({_first_line(error)}); point mix.exclude at Parquet or JSON-lines files of texts") from None
+    if "text" not in columns:
+        raise ConfigError(f"mix.exclude: {str(path)!r} has no 'text' column (columns: {', '.join(columns)}); "
+                          "give files whose texts are in a column named text")
 
 
 def read_toml(path: Path) -> dict:

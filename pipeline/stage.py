@@ -146,14 +146,23 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
     return part
 
 
+# The files a stage writes in each of its folders; nothing else there is ever deleted.
+_OUTPUT_SUFFIX = {"docs": ".parquet", "quarantine": ".parquet", "removed": ".parquet", "parts": ".json"}
+
+
 def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
-    """Delete outputs no part record lists (units of inputs that are gone); return them."""
+    """Delete outputs no part record lists (units of inputs that are gone); return them. Only
+    files of the kinds a stage writes there are candidates: a file a person put in a stage's
+    folder stays."""
     listed = {stage.docs / s["file"] for p in parts for s in p["shards"]}
     listed |= {stage.quarantine / p["quarantine"] for p in parts if p.get("quarantine")}
     listed |= {stage.removed / p["removed"] for p in parts if p.get("removed")}
     listed |= {stage.parts / f"{p['unit']}.json" for p in parts}
-    stale = [f for folder in (stage.docs, stage.quarantine, stage.removed, stage.parts) if folder.exists()
-             for f in folder.iterdir() if f.is_file() and f not in listed]
+    folders = {"docs": stage.docs, "quarantine": stage.quarantine, "removed": stage.removed, "parts": stage.parts}
+    stale = [f for kind, folder in folders.items() if folder.exists()
+             for f in folder.iterdir()
+             if f.is_file() and f.name.endswith(_OUTPUT_SUFFIX[kind]) and not f.name.startswith(".")
+             and f not in listed]
     for path in stale:
         path.unlink()
     return stale

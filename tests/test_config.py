@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import json
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -11,6 +16,9 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.demo import demo_config
 from pipeline.config import ConfigError, load_config
+from pipeline.manifest import LOCK_NAME, RunDirInUse, check_run_dir, run_lock
+from pipeline.schema import StageDir
+from pipeline.stage import remove_unlisted
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,6 +59,28 @@ paths = ["IN"]
      "lang.model: no file at 'nowhere.ftz'; point lang.model at a fastText LID model"),
     (GOOD + '[tokenize]\ntokenizer = "nowhere.json"\n',
      "tokenize.tokenizer: no file at 'nowhere.json'; point tokenize.tokenizer at a tokenizer.json"),
+    # Errors that used to pass validation and stop the run after stages had written output:
+    (GOOD + '[lang]\nmin_score_by_lang = {en = 1.5}\n',
+     "lang.min_score_by_lang: the minimum score of 'en' is 1.5; a language-ID score is between 0 and 1"),
+    (GOOD + '[filter.params.gopher_quality]\nmax_symbol_word_ratio = "0.1"\n',
+     "filter: params.gopher_quality.max_symbol_word_ratio: input should be a valid number, got '0.1'"),
+    (GOOD + '[filter.params.c4_quality]\nmin_words_per_line = 2.5\n',
+     "filter: params.c4_quality.min_words_per_line: input should be a valid integer, got 2.5"),
+    (GOOD.replace('run_dir = "RUN"', 'run_dir = ""'), "run_dir: is empty; give the folder the run writes to"),
+    (GOOD.replace('run_dir = "RUN"', 'run_dir = "IN"'), "in.jsonl' is a file, not a folder"),
+    (GOOD.replace('run_dir = "RUN"', 'run_dir = "IN/runs/a"'),
+     "in.jsonl' is a file, so no folder can be made under it"),
+    (GOOD + '[lang]\nmodel = "IN"\n', "in.jsonl' is not a fastText language-ID model ("),
+    (GOOD + '[tokenize]\ntokenizer = "IN"\n', "in.jsonl' is not a tokenizer.json ("),
+    (GOOD + '[filter]\nfilters = ["quality"]\n[filter.params.quality]\nmodel = "IN"\n',
+     "filter.params.quality: the quality filter cannot be built ("),
+    (GOOD + '[mix]\nexclude = ["RUN.toml"]\n', "run.toml' is neither Parquet nor JSON lines"),
+    (GOOD + '[[mix.mixtures]]\nname = ".."\n',
+     "mix.mixtures[0].name: the mixture name '..' is not a plain folder name"),
+    (GOOD + '[[mix.mixtures]]\nname = "."\n',
+     "mix.mixtures[0].name: the mixture name '.' is not a plain folder name"),
+    (GOOD + '[[mix.mixtures]]\nname = "../x"\n', "mix.mixtures[0].name: String should match pattern"),
+    (GOOD.replace('name = "web"', 'name = ".."'), "sources[0].name: the source name '..' is not a plain folder name"),
 ])
 def test_config_errors_are_one_line_naming_key_problem_and_fix(tmp_path, text, message):
     path = write(tmp_path, text)
@@ -78,3 +108,157 @@ def test_cli_stops_before_any_work_with_exit_code_2(tmp_path):
 def test_configs_demo_toml_is_the_config_curate_demo_runs():
     with open(REPO / "configs" / "demo.toml", "rb") as handle:
         assert tomllib.load(handle) == demo_config()
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("texts.jsonl", '{"question": "q"}\n', "has no 'text' column (columns: question)"),
+    ("texts.jsonl", "not json at all\n", "cannot be read as jsonl ("),
+    ("texts.parquet", "PAR1 not parquet", "cannot be read as parquet ("),
+])
+def test_an_exclude_file_is_opened_when_the_config_is_checked(tmp_path, name, content, message):
+    (tmp_path / name).write_text(content)
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path, GOOD + f'[mix]\nexclude = ["{tmp_path / name}"]\n'))
+    assert str(error.value).startswith(f"mix.exclude: '{tmp_path / name}'")
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+# A run never deletes a user's files: run_dir must be new, empty, or a run of this project.
+
+def user_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "mine"
+    (folder / "source" / "docs").mkdir(parents=True)
+    (folder / "source" / "docs" / "thesis.parquet").write_bytes(b"my work")
+    (folder / "notes.txt").write_text("keep me")
+    return folder
+
+
+def test_a_folder_that_is_not_a_run_is_refused_and_a_run_or_empty_one_is_taken(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        check_run_dir(user_folder(tmp_path))
+    assert str(error.value) == (f"run_dir: '{tmp_path / 'mine'}' is a folder of other files (notes.txt, source), "
+                                "not a run; give a new or empty folder (a run replaces files in the folders it writes)")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "manifest.json").write_text('{"format": "curate.mixture/1"}')
+    with pytest.raises(ConfigError, match="holds a manifest.json that is not a curate run's"):
+        check_run_dir(tmp_path / "other")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "manifest.json").write_text('{"config": {}, "stages": {}}')
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / LOCK_NAME).write_text("")
+    for fine in ("new", "empty", "run", "locked"):
+        check_run_dir(tmp_path / fine)
+
+
+def test_curate_run_refuses_a_folder_of_other_files_and_writes_nothing(tmp_path):
+    folder = user_folder(tmp_path)
+    before = sorted((p.relative_to(folder), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
+    result = CliRunner().invoke(app, ["run", str(write(tmp_path, GOOD.replace("RUN", str(folder)))), "--quiet"])
+    assert result.exit_code == 2
+    assert "is a folder of other files (notes.txt, source), not a run" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    after = sorted((p.relative_to(folder), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
+    assert after == before  # no manifest, no lock, nothing deleted
+
+
+@pytest.mark.parametrize("name", ["..", "."])
+def test_a_mixture_named_dot_or_dot_dot_stops_the_cli_before_anything_is_written(tmp_path, name):
+    path = write(tmp_path, GOOD + f'[[mix.mixtures]]\nname = "{name}"\n')
+    result = CliRunner().invoke(app, ["run", str(path), "--quiet"])
+    assert result.exit_code == 2
+    assert f"mix.mixtures[0].name: the mixture name '{name}' is not a plain folder name" in result.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_stage_removes_only_stale_files_of_its_own_kinds(tmp_path):
+    stage = StageDir(tmp_path / "filter").make()
+    (stage.docs / "gone-00000.parquet").write_bytes(b"a shard of a unit whose input is gone")
+    (stage.docs / "README.md").write_text("a person's note")
+    (stage.parts / "notes.txt").write_text("another")
+    (stage.parts / "gone.json").write_text("{}")
+    removed = remove_unlisted(stage, [])
+    assert sorted(p.name for p in removed) == ["gone-00000.parquet", "gone.json"]
+    assert (stage.docs / "README.md").exists() and (stage.parts / "notes.txt").exists()
+
+
+# Two runs on one run_dir: the second stops with one line.
+
+HOLDER = """
+import fcntl, json, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, json.dumps({"pid": os.getpid(), "host": "h1", "started": "now"}).encode())
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture()
+def held_run_dir(tmp_path):
+    """A run_dir whose lock another process holds (until the test ends)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(run_dir / LOCK_NAME)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    yield run_dir, holder.pid
+    holder.stdin.close()
+    holder.wait(timeout=30)
+
+
+def test_a_run_dir_locked_by_a_live_process_is_refused_and_a_dead_ones_lock_is_taken_over(held_run_dir):
+    run_dir, pid = held_run_dir
+    with pytest.raises(RunDirInUse) as error:
+        with run_lock(run_dir):
+            pass
+    assert str(error.value) == (f"run_dir: '{run_dir}' is in use by another run (pid {pid} on h1, since now); "
+                                "wait for it to finish, or give another run_dir")
+
+
+def test_a_lock_left_by_a_killed_run_is_taken_over_and_holds_nest(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / LOCK_NAME).write_text(json.dumps({"pid": 999_999_999, "host": "h1", "started": "then"}))
+    with run_lock(run_dir):
+        record = json.loads((run_dir / LOCK_NAME).read_text())
+        assert record["pid"] == os.getpid()
+        with run_lock(run_dir):  # the CLI holds it, then the curate flow again: one process nests
+            pass
+        child = subprocess.run([sys.executable, "-c", HOLDER.replace("fcntl.LOCK_EX)", "fcntl.LOCK_EX | fcntl.LOCK_NB)"),
+                                str(run_dir / LOCK_NAME)], input="", capture_output=True, text=True)
+        assert child.returncode == 1 and "BlockingIOError" in child.stderr  # still held after the nested hold
+    with run_lock(run_dir):  # let go: taken again
+        pass
+
+
+def test_curate_run_on_a_run_dir_in_use_stops_with_one_line(held_run_dir, tmp_path):
+    run_dir, pid = held_run_dir
+    result = CliRunner().invoke(app, ["run", str(write(tmp_path, GOOD)), "--quiet"])
+    assert result.exit_code == 2
+    assert f"is in use by another run (pid {pid} on h1, since now)" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (run_dir / "manifest.json").exists()
+
+
+# A full disk is one line naming the path and the fix, not a traceback.
+
+@pytest.mark.parametrize("error", [
+    OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
+    OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), "/data/run/manifest.json"),
+    OSError(f"[Errno 28] Error writing bytes to file. Detail: {os.strerror(errno.ENOSPC)}"),  # as Arrow says it
+])
+def test_a_full_disk_is_one_line_naming_the_path_and_the_fix(tmp_path, monkeypatch, error):
+    import pipeline.manifest
+
+    def full(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(pipeline.manifest, "write_json", full)
+    result = CliRunner().invoke(app, ["run", str(write(tmp_path, GOOD)), "--quiet"])
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1
+    where = error.filename or str(tmp_path / "run")
+    what = "the disk quota is exceeded" if error.errno == errno.EDQUOT else "no space left on the device"
+    assert f"error: {what} while writing '{where}'; free space there" in result.output
+    assert "Traceback" not in result.output

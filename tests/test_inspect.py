@@ -104,3 +104,54 @@ def test_curate_inspect_prints_the_path(run_dir):
     assert json.loads(result.output)["mix"]["group"] == "news"
     result = CliRunner().invoke(app, ["inspect", str(run_dir), "news/nn4"])
     assert result.exit_code == 2 and "did you mean 'news/n4'" in result.output
+
+
+# Ids, texts and reasons come from the data: rich markup in them is printed as written, and
+# control characters (ANSI escapes) never reach the terminal.
+HOSTILE = "web/[/red][bold]x\x1b[2J\x1b]0;title\x07\x9b31m\u202eevil"
+
+
+def hostile_lookup() -> dict:
+    return {
+        "id": HOSTILE, "fate": "removed by the dedup stage: dedup.exact_duplicate [/]",
+        "source": {"source": "web", "path": f"in/{HOSTILE}.jsonl", "line": 3, "own_id": HOSTILE, "id_field": "id",
+                   "shard": "docs/web-00000.parquet", "row": 0, "chars": 5, "bytes": 5, "meta": {"k": HOSTILE}},
+        "stages": [{"stage": "source", "status": "kept", "detail": HOSTILE},
+                   {"stage": "dedup", "status": "removed", "detail": "[/red]"}],
+        "filter": {"in_scope": True, "rules": [{"rule": "r[/x]", "value": 1.0, "measure": HOSTILE, "op": "<",
+                                                "threshold": 2.0, "fires": False}],
+                   "errors": [HOSTILE], "first_rule": None},
+        "dedup": {"in_cluster": True, "kept": False, "exact": True, "kept_id": HOSTILE, "jaccard": 1.0,
+                  "cluster": HOSTILE, "cluster_size": 2, "removed_exact": 1, "removed_near": 0},
+        "lines": {"in_scope": True, "lines_cut": 1, "chars_cut": 3, "cut": [HOSTILE]},
+        "mix": {"group": HOSTILE, "side": "train", "near_validation_id": HOSTILE, "mixtures": {"main": {"repeats": 1}}},
+    }
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_inspect_prints_markup_as_written_and_escapes_control_characters(monkeypatch, tmp_path, as_json):
+    import pipeline.report
+
+    monkeypatch.setattr(pipeline.report, "inspect_document", lambda run_dir, doc_id: hostile_lookup())
+    result = CliRunner().invoke(app, ["inspect", str(tmp_path), HOSTILE] + (["--json"] if as_json else []))
+    assert result.exit_code == 0, result.output
+    for control in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert control not in result.output
+    if as_json:
+        assert json.loads(result.output)["id"] == HOSTILE  # escaped, yet the same string when parsed
+    else:
+        assert "web/[/red][bold]x\\x1b[2J\\x1b]0;title\\x07\\x9b31m\\u202eevil" in result.output
+        assert result.output.count("[/red]") >= 6
+
+
+def test_an_unknown_id_with_markup_and_escapes_is_one_plain_line(monkeypatch, tmp_path):
+    import pipeline.report
+
+    def unknown(run_dir, doc_id):
+        raise UnknownDocument(doc_id, [HOSTILE])
+
+    monkeypatch.setattr(pipeline.report, "inspect_document", unknown)
+    result = CliRunner().invoke(app, ["inspect", str(tmp_path), HOSTILE])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: no document 'web/[/red][bold]x\\x1b[2J")
+    assert "\x1b" not in result.output and "\x9b" not in result.output

@@ -13,6 +13,7 @@ import pipeline.io.writer as writer
 from flows.cli import app
 from flows.source import source_flow
 from pipeline.io.writer import TMP_MARK
+from pipeline.manifest import open_run
 from pipeline.schema import RunLayout
 from tests.helpers import html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
@@ -100,6 +101,7 @@ def test_a_run_killed_midway_resumes_to_the_same_bytes(tmp_path, inputs, monkeyp
         real_write(table, path)
 
     monkeypatch.setattr(writer, "write_parquet", dies_on_the_fifth_shard)
+    open_run(crashed)  # as every run does before a stage writes: the folder is a run
     with pytest.raises(KeyboardInterrupt):
         run_units(crashed)
     monkeypatch.setattr(writer, "write_parquet", real_write)
