@@ -165,8 +165,8 @@ class DedupConfig(_Strict):
     num_perm: int = Field(default=128, ge=1)
     seed: int = 1
     # LSH layout: by default the one whose candidate probability at the threshold is at least
-    # `recall` with the least verification work (16 x 6 at 0.8); or set bands and rows together.
-    recall: float = Field(default=0.99, gt=0.0, lt=1.0)
+    # `recall` with the least verification work (21 x 6 at 0.8); or set bands and rows together.
+    recall: float = Field(default=0.998, gt=0.0, lt=1.0)
     bands: int | None = Field(default=None, ge=1)
     rows: int | None = Field(default=None, ge=1)
     partitions: int = Field(default=8, ge=1)  # band-key partitions, one verification task each

@@ -176,7 +176,8 @@ def test_default_layout_makes_pairs_at_the_threshold_candidates_99_times_in_100(
     # 1 - (1 - 0.8^rows)^bands: 0.867 for the former 14 x 9, which lost 7% of the pairs at 0.80-0.85.
     assert 1 - (1 - 0.8 ** rows) ** bands >= 0.99
     assert params.candidate_probability == pytest.approx(1 - (1 - 0.8 ** rows) ** bands)
-    assert (bands, rows) == (16, 6)
+    assert params.candidate_probability >= params.recall == 0.998
+    assert (bands, rows) == (21, 6)
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])
@@ -197,7 +198,7 @@ def test_recall_bands_reach_the_recall_with_the_least_false_positive_work(thresh
 
 
 def test_lsh_layout_is_configurable_and_validated():
-    assert MinHashParams(recall=0.999).lsh == recall_bands(0.8, 128, 0.999)
+    assert MinHashParams(recall=0.99).lsh == recall_bands(0.8, 128, 0.99) == (16, 6)
     assert MinHashParams(recall=0.999).candidate_probability >= 0.999
     assert MinHashParams(bands=14, rows=9).lsh == (14, 9)
     with pytest.raises(ValueError, match="raise num_perm or lower recall"):
@@ -209,7 +210,7 @@ def test_lsh_layout_is_configurable_and_validated():
 
     from pipeline.config import ConfigError, DedupConfig, validate_model
 
-    assert validate_model(DedupConfig, {}).minhash_params().lsh == (16, 6)
+    assert validate_model(DedupConfig, {}).minhash_params().lsh == (21, 6)
     assert validate_model(DedupConfig, {"recall": 0.95}).minhash_params().lsh == recall_bands(0.8, 128, 0.95)
     assert validate_model(DedupConfig, {"bands": 14, "rows": 9}).minhash_params().lsh == (14, 9)
     for bad, message in [({"bands": 14}, "set bands and rows together"),
@@ -258,7 +259,7 @@ def duplicate_corpus(seed: int = 0):
         docs.append((f"exact-{i}", copy))
         groups.setdefault(f"orig-{i}", {f"orig-{i}"}).add(f"exact-{i}")
     for i in range(10, 30):
-        # One word edited: Jaccard about 0.97, which the default bands (16 x 6) all but never miss.
+        # One word edited: Jaccard about 0.97, which the default bands (21 x 6) all but never miss.
         docs.append((f"near-{i}", edit_words(rng, originals[i], 1)))
         groups.setdefault(f"orig-{i}", {f"orig-{i}"}).add(f"near-{i}")
     docs.append(("empty", ""))
