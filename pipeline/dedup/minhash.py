@@ -88,9 +88,9 @@ class MinHashParams:
     first document only, so two near copies behind a less similar first document are joined only
     through another band. On near copies of news articles (``benchmarks/dedup_stage.py``) 0.99
     (16 x 6) left 1.7% of the true pairs unjoined, most of them sharing a bucket, and 0.998 0.8%.
-    Set ``bands`` and ``rows`` together to choose the layout yourself (``recall`` is then unused); ``scheme`` datasketch's permutation scheme ("affine32",
-    datasketch 2's default, or "legacy", datasketch 1's); ``shingle_hash`` "polynomial" (fast) or
-    "sha1" (datasketch's default hash). ``exact`` adds the exact hash of the normalized text as one
+    Set ``bands`` and ``rows`` together to choose the layout yourself (``recall`` is then unused).
+    ``scheme`` datasketch's permutation scheme ("affine32", datasketch 2's default, or "legacy",
+    datasketch 1's); ``shingle_hash`` "polynomial" (fast) or "sha1" (datasketch's default hash). ``exact`` adds the exact hash of the normalized text as one
     more band (exact duplicates); ``near`` computes MinHash at all (off: exact dedup only).
     ``keep_signature`` writes the signatures into the signature files too. ``score_column`` names
     a numeric column of the documents to copy into the signature files, for the ``"quality"``
