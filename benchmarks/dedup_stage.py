@@ -1,5 +1,29 @@
-"""The whole dedup stage against datasketch and datatrove: speed per core, accuracy, memory.
+"""The dedup stage: recall at the threshold by LSH layout (the default), and against datasketch
+and datatrove (``peers``).
 
+**Near copies at the threshold** (``python benchmarks/dedup_stage.py``, a few minutes). The
+real BBC News articles the demo corpus uses (``pipeline.demo_corpus.load_real_text``, the data
+set's own near repeats dropped), each followed by :data:`NEAR_COPIES` near copies with a share of
+its words substituted, deleted or inserted (``pipeline.demo_corpus.perturb``) drawn uniformly from
+:data:`NEAR_EDIT_RATES` (3 to 10%); shuffled (seeded), :data:`SHARDS` Parquet shards, made once
+under ``.cache/bench-dedup/``. At these rates the Jaccard similarity of a copy with its original
+(and of two copies) spreads from about 0.4 to 0.95, so many true pairs lie just above 0.8 and
+many more just below it: the pairs an LSH layout must catch, and those it makes candidates only
+to have verification drop them. Ground truth as below (every pair with exact Jaccard >= 0.8 on
+our shingles, clusters their connected components). Our whole clusters step
+(:func:`pipeline.dedup.clusters.deduplicate_shards`, one thread) runs with three LSH layouts,
+in turn, :data:`LAYOUT_REPEATS` times each in the same run: ``old``, the former default
+:data:`OLD_LAYOUT` (14 bands x 9 rows, chosen by weighting false negatives 0.9 and false
+positives 0.1); ``low``, :func:`pipeline.dedup.minhash.recall_bands` for a candidate probability
+of :data:`LOW_RECALL` at the threshold; ``new``, the default (0.998). CPU time is the best of the
+repeats, verification time that of the best run. Reported per layout: pairwise precision, recall
+and F1 of its clusters, recall of the true pairs by similarity (``..._recall_080_085``: the pairs
+just above the threshold), candidate pairs and the false positives verification dropped, and the
+missed true pairs that shared a band key (lost after LSH: ``candidate_pairs`` pairs each member
+of a bucket with its first document only) with ``..._f1_if_buckets_all_pairs``, the F1 had those
+been verified. Headline ``time_ratio_new_vs_old``: the default's CPU time over the former's.
+
+**Against datasketch and datatrove** (``python benchmarks/dedup_stage.py peers``, much longer).
 Documents: the demo corpus (:func:`pipeline.demo_corpus.build_demo_corpus`, :data:`CORPUS_DOCS`
 documents, seed 0): its news articles (JSON lines), dialogues (Parquet) and web pages (WARC, the
 HTML turned into text by :func:`pipeline.io.warc.read_warc`), the empty ones left out, shuffled
@@ -70,7 +94,8 @@ The last line printed is one JSON object; a readable table comes before it.
 
 Usage::
 
-    python benchmarks/dedup_stage.py                                   # the benchmark
+    python benchmarks/dedup_stage.py                                   # near copies, LSH layouts
+    python benchmarks/dedup_stage.py peers                             # against datasketch, datatrove
     python benchmarks/dedup_stage.py ours WORK_DIR SHARD [SHARD ...]   # one timed run of ours
     python benchmarks/dedup_stage.py ours-steps WORK_DIR SHARD [...]   # the same, with step peaks
     python benchmarks/dedup_stage.py datasketch OUT_DIR SHARD [SHARD ...]
@@ -124,6 +149,13 @@ MEMORY_SHARD_DOCS = 25_000
 # Documents per Parquet row group of the document shards: a stage writes its shards batch by batch
 # (the config's batch_docs, 4,096 by default), and the signature step reads a row group at a time.
 ROW_GROUP_DOCS = 4096
+# The near-copies benchmark: copies per real article, their edit rates (uniform in this range),
+# runs per layout, the layout the default replaced, and a lower recall target shown beside.
+NEAR_COPIES = 8
+NEAR_EDIT_RATES = (0.03, 0.10)
+LAYOUT_REPEATS = 3
+OLD_LAYOUT = (14, 9)
+LOW_RECALL = 0.99
 # datatrove on all the documents unless this is set to fewer (its first documents in read order).
 DATATROVE_DOCS: int | None = None
 PEER_PACKAGES = ["datatrove==0.10.1", "spacy", "regex", "tokenizers", f"pyarrow=={pyarrow.__version__}",
@@ -605,15 +637,175 @@ def our_band_keys(stage_dir: Path, shard_sizes: list[int]) -> np.ndarray:
 # --------------------------------------------------------------------------
 
 
+def near_copy_shards() -> list[Path]:
+    """The near-copies benchmark's document shards (made once): every real news article and
+    :data:`NEAR_COPIES` near copies of it, shuffled."""
+    folder = CACHE / f"near-copies-{NEAR_COPIES}-{NEAR_EDIT_RATES[0]}-{NEAR_EDIT_RATES[1]}-{SEED}"
+    manifest = folder / "manifest.json"
+    if manifest.exists():
+        names = json.loads(manifest.read_text())["shards"]
+        if all((folder / n).exists() for n in names):
+            return [folder / n for n in names]
+    from pipeline.demo_corpus import load_real_text, perturb
+
+    print("Building the near-copies corpus; reused afterwards", file=sys.stderr)
+    rng = np.random.default_rng(SEED)
+    ids, texts, rates = [], [], []
+    for i, article in enumerate(load_real_text().news):
+        ids.append(f"news-{i:05d}")
+        texts.append(article.text)
+        rates.append(0.0)
+        for k in range(NEAR_COPIES):
+            rate = float(rng.uniform(*NEAR_EDIT_RATES))
+            ids.append(f"news-{i:05d}-copy-{k}")
+            texts.append(perturb(article.text, rate, rng))
+            rates.append(rate)
+    order = rng.permutation(len(ids))
+    table = pa.table({"id": pa.array(ids, pa.string()), "text": pa.array(texts, pa.large_string()),
+                      "source": pa.array(["news"] * len(ids), pa.string()),
+                      "edit_rate": pa.array(rates, pa.float64())}).take(pa.array(order))
+    folder.mkdir(parents=True, exist_ok=True)
+    names = []
+    for i, rows in enumerate(np.array_split(np.arange(table.num_rows), SHARDS)):
+        name = f"shard-{i:05d}.parquet"
+        pq.write_table(table.slice(int(rows[0]), len(rows)), folder / name, compression="zstd",
+                       row_group_size=ROW_GROUP_DOCS)
+        names.append(name)
+    manifest.write_text(json.dumps({"docs": table.num_rows, "articles": len(ids) // (NEAR_COPIES + 1),
+                                    "shards": names}, indent=2) + "\n")
+    return [folder / n for n in names]
+
+
+def run_layout(work_dir: Path, shards: list[Path], params) -> dict:
+    """One timed run of our clusters step (``deduplicate_shards``) in this process with ``params``:
+    CPU and wall seconds, verification's share, candidate pairs and false positives."""
+    import pipeline.dedup.clusters as module
+
+    counts = {"candidate_pairs": 0, "edges": 0, "false_positives": 0, "verify_cpu_s": 0.0}
+    inner = module.verify_partition
+
+    def counted(*args, **kwargs):
+        c = cpu_seconds()
+        out = inner(*args, **kwargs)
+        counts["verify_cpu_s"] += cpu_seconds() - c
+        for key in ("candidate_pairs", "edges", "false_positives"):
+            counts[key] += out[key]
+        return out
+
+    shutil.rmtree(work_dir, ignore_errors=True)
+    gc.collect()
+    module.verify_partition = counted
+    try:
+        c, w = cpu_seconds(), time.perf_counter()
+        clusters = module.deduplicate_shards(shards, work_dir, params, partitions=PARTITIONS, rule="first")
+        cpu, wall = cpu_seconds() - c, time.perf_counter() - w
+    finally:
+        module.verify_partition = inner
+    return {"cpu_s": cpu, "wall_s": wall, **counts, "clusters": clusters}
+
+
+def near_copies_benchmark() -> None:
+    from pipeline.dedup.minhash import MinHashParams
+
+    shards = near_copy_shards()
+    ids, texts = read_texts(shards)
+    n = len(ids)
+    index = {doc_id: i for i, doc_id in enumerate(ids)}
+    c = time.process_time()
+    sets = Shingles(texts)
+    truth = ground_truth(sets, THRESHOLD)
+    truth_cpu = time.process_time() - c
+    truth_scores = pair_scores(truth["labels"], truth["labels"])
+    print(f"{n} documents ({n // (NEAR_COPIES + 1)} articles, {NEAR_COPIES} near copies each) in {len(shards)} "
+          f"shards; {len(truth['a'])} pairs reach {THRESHOLD}, {bin_counts(truth['similarity'])}", file=sys.stderr)
+
+    layouts = {"old": MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM, bands=OLD_LAYOUT[0], rows=OLD_LAYOUT[1]),
+               "low": MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM, recall=LOW_RECALL),
+               "new": MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM)}
+    shard_sizes = [pq.ParquetFile(p).metadata.num_rows for p in shards]
+    runs: dict[str, list[dict]] = {name: [] for name in layouts}
+    for attempt in range(LAYOUT_REPEATS):
+        for name, params in layouts.items():
+            runs[name].append(run_layout(CACHE / "work" / f"near-{name}", shards, params))
+            print(f"{name} {params.lsh[0]} x {params.lsh[1]}, run {attempt + 1}: {runs[name][-1]['cpu_s']:.2f} CPU s "
+                  f"(verification {runs[name][-1]['verify_cpu_s']:.2f})", file=sys.stderr)
+
+    result = {"docs": n, "articles": n // (NEAR_COPIES + 1), "near_copies_per_article": NEAR_COPIES,
+              "edit_rates": list(NEAR_EDIT_RATES), "shards": len(shards), "partitions": PARTITIONS,
+              "threshold": THRESHOLD, "num_perm": NUM_PERM, "true_pairs_at_threshold": len(truth["a"]),
+              "true_pairs_by_similarity": bin_counts(truth["similarity"]),
+              "true_cluster_pairs": truth_scores["pairs_true"], "ground_truth_cpu_s": truth_cpu}
+    print()
+    print(f"{'layout':18} {'P(cand) at 0.8':>14} {'CPU s':>7} {'verify s':>8} {'candidates':>10} {'dropped':>8} "
+          f"{'precision':>9} {'recall':>7} {'F1':>7} {'recall 0.80-0.85':>17} {'missed (in a bucket)':>20}")
+    for name, params in layouts.items():
+        best = min(runs[name], key=lambda r: r["cpu_s"])
+        clusters = best["clusters"]
+        members = np.array([index[i] for i in clusters["id"].to_list()], np.int64)
+        labels = labels_from_members(n, members, clusters["cluster"].to_numpy())
+        scores = pair_scores(labels, truth["labels"])
+        bins = true_pair_recall(truth, labels)
+        edge = bins["0.80-0.85"]
+        bands, rows = params.lsh
+        # Missed true pairs that share a band key were in one LSH bucket and lost after it:
+        # candidate_pairs pairs each member of a bucket with its first document only.
+        missed = labels[truth["a"]] != labels[truth["b"]]
+        keys = our_band_keys(CACHE / "work" / f"near-{name}", shard_sizes)
+        miss_a, miss_b = truth["a"][missed], truth["b"][missed]
+        shares_band = (keys[miss_a] == keys[miss_b]).any(axis=1)
+        kept = np.array([index[i] for i in clusters["kept_id"].to_list()], np.int64)
+        more_a = np.concatenate([members, miss_a[shares_band]])  # each member with its kept document
+        more_b = np.concatenate([kept, miss_b[shares_band]])
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        graph = coo_matrix((np.ones(len(more_a), np.int8), (more_a, more_b)), shape=(n, n)).tocsr()
+        all_pairs = pair_scores(connected_components(graph, directed=False)[1], truth["labels"])
+        result.update({
+            f"{name}_layout": f"{bands}x{rows}", f"{name}_bands": bands, f"{name}_rows": rows,
+            f"{name}_candidate_probability_at_threshold": params.candidate_probability,
+            f"{name}_cpu_s": best["cpu_s"], f"{name}_wall_s": best["wall_s"],
+            f"{name}_cpu_s_runs": [round(r["cpu_s"], 3) for r in runs[name]],
+            f"{name}_verify_cpu_s": best["verify_cpu_s"],
+            f"{name}_candidate_pairs": best["candidate_pairs"], f"{name}_false_positives": best["false_positives"],
+            f"{name}_precision": scores["precision"], f"{name}_recall": scores["recall"], f"{name}_f1": scores["f1"],
+            f"{name}_removed": scores["removed"],
+            f"{name}_true_pair_recall_080_085": edge["found"] / edge["pairs"] if edge["pairs"] else 1.0,
+            f"{name}_true_pair_recall_by_similarity": bins,
+            f"{name}_true_pairs_missed": int(missed.sum()),
+            f"{name}_missed_sharing_a_band": int(shares_band.sum()),
+            f"{name}_f1_if_buckets_all_pairs": all_pairs["f1"],
+        })
+        print(f"{name + f' {bands} x {rows}':18} {params.candidate_probability:14.4f} {best['cpu_s']:7.2f} "
+              f"{best['verify_cpu_s']:8.2f} {best['candidate_pairs']:10d} {best['false_positives']:8d} "
+              f"{scores['precision']:9.4f} {scores['recall']:7.4f} {scores['f1']:7.4f} "
+              f"{edge['found']:>8}/{edge['pairs']:<8} {int(missed.sum()):>10} ({int(shares_band.sum())})")
+    result["time_ratio_new_vs_old"] = result["new_cpu_s"] / result["old_cpu_s"]
+    result["verify_time_ratio_new_vs_old"] = result["new_verify_cpu_s"] / max(result["old_verify_cpu_s"], 1e-9)
+    result["candidate_ratio_new_vs_old"] = result["new_candidate_pairs"] / max(result["old_candidate_pairs"], 1)
+    result["time_ratio_low_vs_old"] = result["low_cpu_s"] / result["old_cpu_s"]
+    print(f"\ntrue pairs: {result['true_pairs_by_similarity']}; the default costs "
+          f"{result['time_ratio_new_vs_old']:.3f}x the former's CPU time "
+          f"({result['candidate_ratio_new_vs_old']:.2f}x the candidate pairs), recall {LOW_RECALL} "
+          f"{result['time_ratio_low_vs_old']:.3f}x; F1 if every pair of a bucket were verified: "
+          + ", ".join(f"{k} {result[f'{k}_f1_if_buckets_all_pairs']:.4f}" for k in layouts))
+    print(json.dumps(rounded(result)))
+
+
 def main() -> None:
-    if len(sys.argv) > 1:
+    if len(sys.argv) == 1:
+        near_copies_benchmark()
+    elif sys.argv[1:] == ["peers"]:
+        peers_benchmark()
+    else:
         mode, out, shards = sys.argv[1], Path(sys.argv[2]), [Path(p) for p in sys.argv[3:]]
         if mode == "ours-steps":
             run_ours(out, shards, steps=True)
         else:
             {"ours": run_ours, "datasketch": run_datasketch}[mode](out, shards)
-        return
 
+
+def peers_benchmark() -> None:
     shards = base_shards()
     shard_sizes = [pq.ParquetFile(p).metadata.num_rows for p in shards]
     ids, texts = read_texts(shards)

@@ -210,6 +210,11 @@ class DedupConfig(_Strict):
     ngram: int = Field(default=5, ge=1)  # words per shingle
     num_perm: int = Field(default=128, ge=1)
     seed: int = 1
+    # LSH layout: by default the one whose candidate probability at the threshold is at least
+    # `recall` with the least verification work (21 x 6 at 0.8); or set bands and rows together.
+    recall: float = Field(default=0.998, gt=0.0, lt=1.0)
+    bands: int | None = Field(default=None, ge=1)
+    rows: int | None = Field(default=None, ge=1)
     partitions: int = Field(default=8, ge=1)  # band-key partitions, one verification task each
     # Which document of a cluster stays: the first (input order), the longest, or the one with the
     # highest quality_score (needs the "quality" filter on every source).
@@ -219,13 +224,25 @@ class DedupConfig(_Strict):
         from pipeline.dedup.minhash import MinHashParams
 
         return MinHashParams(ngram=self.ngram, num_perm=self.num_perm, seed=self.seed, threshold=self.threshold,
-                             exact=self.exact, near=self.near,
+                             recall=self.recall, bands=self.bands, rows=self.rows, exact=self.exact, near=self.near,
                              score_column="quality_score" if self.keep == "quality" else None)
 
     @model_validator(mode="after")
     def _something_to_do(self):
         if self.enabled and not (self.exact or self.near):
             raise ValueError("dedup needs exact or near turned on (or enabled = false)")
+        if (self.bands is None) != (self.rows is None):
+            raise ValueError("set bands and rows together, or neither to derive them from threshold, num_perm "
+                             "and recall")
+        if self.bands is not None and "recall" in self.model_fields_set:
+            raise ValueError("give recall or bands and rows, not both (bands and rows fix the LSH layout)")
+        if self.bands is not None and self.bands * self.rows > self.num_perm:
+            raise ValueError(f"bands x rows ({self.bands} x {self.rows} = {self.bands * self.rows}) must be at "
+                             f"most num_perm ({self.num_perm}); lower them or raise num_perm")
+        if self.enabled and self.near and self.bands is None:
+            from pipeline.dedup.minhash import recall_bands
+
+            recall_bands(self.threshold, self.num_perm, self.recall)  # an unreachable recall names its fix
         return self
 
 

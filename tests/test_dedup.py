@@ -27,8 +27,8 @@ from pipeline.dedup.lines import (RepeatedLines, frequent_lines, line_counts, li
 from pipeline.filters.engine import apply_filters
 from pipeline.schema import REMOVED_SCHEMA
 from pipeline.dedup.lsh import (EXACT_BAND, candidate_pairs, partition_band_keys, signatures_for_shard)
-from pipeline.dedup.minhash import (MinHashParams, band_keys, minhash_signatures, optimal_bands, shingle_hashes,
-                                    shingle_sets)
+from pipeline.dedup.minhash import (MinHashParams, band_keys, candidate_probability, minhash_signatures, optimal_bands,
+                                    recall_bands, shingle_hashes, shingle_sets)
 from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, word_hashes
 
 HAS_SCHEMES = "scheme" in inspect.signature(MinHash.__init__).parameters
@@ -169,6 +169,59 @@ def test_optimal_bands_match_datasketch(threshold, num_perm):
     assert optimal_bands(threshold, num_perm, 0.2, 0.8) == _optimal_param(threshold, num_perm, 0.2, 0.8)
 
 
+def test_default_layout_makes_pairs_at_the_threshold_candidates_99_times_in_100():
+    params = MinHashParams()
+    bands, rows = params.lsh
+    assert bands * rows <= params.num_perm
+    # 1 - (1 - 0.8^rows)^bands: 0.867 for the former 14 x 9, which lost 7% of the pairs at 0.80-0.85.
+    assert 1 - (1 - 0.8 ** rows) ** bands >= 0.99
+    assert params.candidate_probability == pytest.approx(1 - (1 - 0.8 ** rows) ** bands)
+    assert params.candidate_probability >= params.recall == 0.998
+    assert (bands, rows) == (21, 6)
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])
+@pytest.mark.parametrize("recall", [0.9, 0.99, 0.999])
+def test_recall_bands_reach_the_recall_with_the_least_false_positive_work(threshold, recall):
+    bands, rows = recall_bands(threshold, 128, recall)
+    assert bands * rows <= 128 and candidate_probability(threshold, bands, rows) >= recall
+    # Brute force, integrating P(candidate) over [0, threshold] on a fine grid.
+    s = np.linspace(0.0, threshold, 20_001)
+
+    def false_positive(b, r):
+        return np.trapezoid(candidate_probability(s, b, r), s)
+
+    reaching = [(b, r) for b in range(1, 129) for r in range(1, 128 // b + 1)
+                if candidate_probability(threshold, b, r) >= recall]
+    best = min(reaching, key=lambda p: false_positive(*p))
+    assert false_positive(bands, rows) == pytest.approx(false_positive(*best), rel=1e-6)
+
+
+def test_lsh_layout_is_configurable_and_validated():
+    assert MinHashParams(recall=0.99).lsh == recall_bands(0.8, 128, 0.99) == (16, 6)
+    assert MinHashParams(recall=0.999).candidate_probability >= 0.999
+    assert MinHashParams(bands=14, rows=9).lsh == (14, 9)
+    with pytest.raises(ValueError, match="raise num_perm or lower recall"):
+        MinHashParams(num_perm=2)  # at most 1 - 0.2^2 = 0.96 at 0.8
+    with pytest.raises(ValueError, match="recall must be in"):
+        MinHashParams(recall=1.0)
+    with pytest.raises(ValueError, match="at most num_perm"):
+        MinHashParams(bands=20, rows=7)
+
+    from pipeline.config import ConfigError, DedupConfig, validate_model
+
+    assert validate_model(DedupConfig, {}).minhash_params().lsh == (21, 6)
+    assert validate_model(DedupConfig, {"recall": 0.95}).minhash_params().lsh == recall_bands(0.8, 128, 0.95)
+    assert validate_model(DedupConfig, {"bands": 14, "rows": 9}).minhash_params().lsh == (14, 9)
+    for bad, message in [({"bands": 14}, "set bands and rows together"),
+                         ({"bands": 20, "rows": 7}, "must be at most num_perm"),
+                         ({"bands": 14, "rows": 9, "recall": 0.9}, "not both"),
+                         ({"num_perm": 2}, "raise num_perm or lower recall"),
+                         ({"recall": 1.0}, "recall")]:
+        with pytest.raises(ConfigError, match=message):
+            validate_model(DedupConfig, bad)
+
+
 def test_band_keys_equal_exactly_when_band_values_are():
     rng = np.random.default_rng(0)
     signatures = rng.integers(0, 2**32, size=(6, 12), dtype=np.uint64).astype(np.uint32)
@@ -206,7 +259,7 @@ def duplicate_corpus(seed: int = 0):
         docs.append((f"exact-{i}", copy))
         groups.setdefault(f"orig-{i}", {f"orig-{i}"}).add(f"exact-{i}")
     for i in range(10, 30):
-        # One word edited: Jaccard about 0.97, which the default bands (14 x 9) all but never miss.
+        # One word edited: Jaccard about 0.97, which the default bands (21 x 6) all but never miss.
         docs.append((f"near-{i}", edit_words(rng, originals[i], 1)))
         groups.setdefault(f"orig-{i}", {f"orig-{i}"}).add(f"near-{i}")
     docs.append(("empty", ""))
@@ -221,6 +274,55 @@ def write_shards(folder: Path, docs: list[tuple[str, str]], shards: int) -> list
 
 def found_groups(clusters: pl.DataFrame) -> set[frozenset]:
     return {frozenset(ids) for ids in clusters.group_by("cluster").agg(pl.col("id"))["id"].to_list()}
+
+
+def shingle_set(text: str) -> set[int]:
+    hashes, offsets = shingle_hashes([text])
+    return set(hashes.tolist())
+
+
+def near_threshold_pairs(seed: int, pairs: int, low: float = 0.80, high: float = 0.85):
+    """``pairs`` (original, copy) texts whose exact Jaccard (our 5-word shingles) lies in [low, high):
+    scattered words of each original replaced by other vocabulary words, more or fewer until the
+    similarity lands in the range."""
+    rng = random.Random(seed)
+    vocabulary = make_vocabulary(rng)
+    out = []
+    while len(out) < pairs:
+        original = random_text(rng, vocabulary, rng.randint(250, 450))
+        words = original.split(" ")
+        edits = max(1, round(len(words) * 0.02))
+        for _ in range(20):
+            copy = list(words)
+            for i in rng.sample(range(len(words)), edits):
+                copy[i] = rng.choice(vocabulary)
+            a, b = shingle_set(original), shingle_set(" ".join(copy))
+            similarity = len(a & b) / len(a | b)
+            if low <= similarity < high:
+                out.append((original, " ".join(copy), similarity))
+                break
+            edits = max(1, edits + (1 if similarity >= high else -1))
+    return out
+
+
+def test_near_copies_just_above_the_threshold_are_found(tmp_path):
+    """400 pairs with exact Jaccard in [0.80, 0.85): the default layout joins at least 99% of them;
+    the former 14 x 9 (candidate probability 0.867 at 0.8) joined about 93%."""
+    pairs = near_threshold_pairs(seed=3, pairs=400)
+    assert all(0.80 <= s < 0.85 for _, _, s in pairs)
+    docs = [doc for i, (a, b, _) in enumerate(pairs) for doc in ((f"orig-{i}", a), (f"copy-{i}", b))]
+    random.Random(0).shuffle(docs)
+    paths = write_shards(tmp_path / "docs", docs, shards=2)
+
+    def share_found(params: MinHashParams) -> float:
+        clusters = deduplicate_shards(paths, tmp_path / f"work-{params.lsh}", params, partitions=2)
+        cluster_of = dict(clusters.select("id", "cluster").iter_rows())
+        together = [cluster_of.get(f"orig-{i}", -1) == cluster_of.get(f"copy-{i}", -2) for i in range(len(pairs))]
+        assert clusters.height == 2 * sum(together)  # never a pair merged with another
+        return sum(together) / len(pairs)
+
+    assert share_found(MinHashParams()) >= 0.99
+    assert share_found(MinHashParams(bands=14, rows=9)) < 0.96
 
 
 def test_known_duplicates_found_and_distinct_documents_never_merged(tmp_path):

@@ -3,7 +3,7 @@
 Modules, in the order the data goes through them:
 
     normalize  the normalized text that duplicates are judged on; word hashes; exact_hash
-    minhash    shingles, minhash_signatures (datasketch-equal), optimal_bands, band_keys
+    minhash    shingles, minhash_signatures (datasketch-equal), recall_bands, band_keys
     lsh        signatures_for_shard, partition_band_keys, candidate_pairs  (files per shard/partition)
     clusters   verify_pairs, connected_components, choose_kept, cluster_table, dedup_step
     lines      repeated-line removal, staged the same way
@@ -27,12 +27,13 @@ from pipeline.dedup.clusters import (ShingleLookup, choose_kept, cluster_table, 
                                      connected_components, dedup_step, deduplicate_shards, removals, verify_pairs,
                                      verify_partition)
 from pipeline.dedup.lsh import candidate_pairs, partition_band_keys, signatures_for_shard
-from pipeline.dedup.minhash import MinHashParams, band_keys, minhash_signatures, optimal_bands, shingle_hashes
+from pipeline.dedup.minhash import (MinHashParams, band_keys, minhash_signatures, optimal_bands, recall_bands,
+                                    shingle_hashes)
 from pipeline.dedup.normalize import exact_hash, normalize_text, split_words
 
 __all__ = [
     "MinHashParams", "ShingleLookup", "band_keys", "candidate_pairs", "choose_kept", "cluster_table",
     "clusters_from_edges", "connected_components", "deduplicate_shards", "exact_hash", "minhash_signatures",
-    "normalize_text", "optimal_bands", "partition_band_keys", "removals", "shingle_hashes",
+    "normalize_text", "optimal_bands", "partition_band_keys", "recall_bands", "removals", "shingle_hashes",
     "signatures_for_shard", "split_words", "dedup_step", "verify_pairs", "verify_partition",
 ]

@@ -32,9 +32,12 @@ Two of datasketch's schemes (``datasketch.minhash``) are reproduced bit for bit:
 ``MinHash(num_perm, seed, scheme=...).hashvalues`` after updating it with document ``d``'s shingles
 (with ``shingle_hash="sha1"``, or with an identity ``hashfunc`` over the polynomial hashes).
 
-LSH: the signature is cut into ``bands`` bands of ``rows`` values (:func:`optimal_bands` chooses
-them for a Jaccard threshold as datasketch's ``MinHashLSH`` does); documents that share a band's
-values are candidate duplicates. :func:`band_keys` hashes each band's values to one 64-bit key.
+LSH: the signature is cut into ``bands`` bands of ``rows`` values; documents that share a band's
+values are candidate duplicates, a pair of Jaccard similarity s with probability
+1 - (1 - s^rows)^bands. :func:`recall_bands` chooses the layout for a recall at the threshold
+(candidates are verified exactly, so only false negatives lose duplicates);
+:func:`optimal_bands` chooses it as datasketch's ``MinHashLSH`` does. :func:`band_keys` hashes each
+band's values to one 64-bit key.
 """
 
 from __future__ import annotations
@@ -74,18 +77,24 @@ class MinHashParams:
 
     ``ngram`` words per shingle; ``num_perm`` permutations, drawn from ``seed``; ``threshold`` the
     Jaccard similarity from which two documents are duplicates (verified exactly on the shingle
-    sets); ``bands`` x ``rows`` the LSH layout, by default :func:`optimal_bands` for the threshold
-    with false negatives weighted 0.9 and false positives 0.1 (not datasketch's 0.5 and 0.5):
-    every candidate is verified exactly, so a false positive costs a little verification time and
-    a false negative a missed duplicate. At threshold 0.8 and 128 permutations that gives 14 bands
-    of 9 rows instead of 9 of 13; on the demo corpus' labelled copies with a true Jaccard of 0.8
-    to 0.9, recall rose from 0.68 to 0.96, at 6 times the (dropped) false candidates;
+    sets); ``bands`` x ``rows`` the LSH layout, by default :func:`recall_bands`: the layout whose
+    candidate probability at ``threshold`` is at least ``recall`` (0.998) with the least
+    false-positive work. Every candidate is verified by exact Jaccard, so a false positive costs
+    only verification time while a false negative is a missed duplicate. At threshold 0.8 and 128
+    permutations that gives 21 bands of 6 rows (candidate probability 0.998 at 0.8) instead of the
+    14 x 9 (0.867) that weighting false negatives 0.9 and false positives 0.1 gave, or datasketch's
+    9 x 13 (weights 0.5 and 0.5). The target is above 0.99 because a pair that is a candidate can
+    still go unverified: ``lsh.candidate_pairs`` pairs each member of a bucket with the bucket's
+    first document only, so two near copies behind a less similar first document are joined only
+    through another band. On near copies of news articles (``benchmarks/dedup_stage.py``) 0.99
+    (16 x 6) left 1.7% of the true pairs unjoined, most of them sharing a bucket, and 0.998 0.8%.
+    Set ``bands`` and ``rows`` together to choose the layout yourself (``recall`` is then unused).
     ``scheme`` datasketch's permutation scheme ("affine32", datasketch 2's default, or "legacy",
-    datasketch 1's); ``shingle_hash`` "polynomial" (fast) or "sha1" (datasketch's default hash).
-    ``exact`` adds the exact hash of the normalized text as one more band (exact duplicates);
-    ``near`` computes MinHash at all (off: exact dedup only). ``keep_signature`` writes the
-    signatures into the signature files too. ``score_column`` names a numeric column of the
-    documents to copy into the signature files, for the ``"quality"`` keep rule.
+    datasketch 1's); ``shingle_hash`` "polynomial" (fast) or "sha1" (datasketch's default hash). ``exact`` adds the exact hash of the normalized text as one
+    more band (exact duplicates); ``near`` computes MinHash at all (off: exact dedup only).
+    ``keep_signature`` writes the signatures into the signature files too. ``score_column`` names
+    a numeric column of the documents to copy into the signature files, for the ``"quality"``
+    keep rule.
     """
 
     ngram: int = 5
@@ -94,8 +103,7 @@ class MinHashParams:
     threshold: float = 0.8
     bands: int | None = None
     rows: int | None = None
-    false_positive_weight: float = 0.1
-    false_negative_weight: float = 0.9
+    recall: float = 0.998
     scheme: Scheme = "affine32"
     shingle_hash: ShingleHash = "polynomial"
     exact: bool = True
@@ -121,19 +129,26 @@ class MinHashParams:
         if self.bands is not None and (self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.num_perm):
             raise ValueError(f"dedup bands x rows ({self.bands} x {self.rows}) must be positive and "
                              f"at most num_perm ({self.num_perm})")
-        if min(self.false_positive_weight, self.false_negative_weight) < 0 or \
-                self.false_positive_weight + self.false_negative_weight <= 0:
-            raise ValueError("dedup false_positive_weight and false_negative_weight must be non-negative, "
-                             "not both zero")
+        if not 0.0 < self.recall < 1.0:
+            raise ValueError(f"dedup recall must be in (0, 1), got {self.recall}")
+        if self.near and self.bands is None:
+            recall_bands(self.threshold, self.num_perm, self.recall)  # an unreachable recall stops here
         if not (self.exact or self.near):
             raise ValueError("dedup needs exact or near (or both) turned on")
 
     @property
     def lsh(self) -> tuple[int, int]:
-        """``(bands, rows)``: as given, or optimal for ``threshold`` and ``num_perm``."""
+        """``(bands, rows)``: as given, or :func:`recall_bands` for ``threshold``, ``num_perm`` and
+        ``recall``."""
         if self.bands is not None:
             return self.bands, self.rows
-        return optimal_bands(self.threshold, self.num_perm, self.false_positive_weight, self.false_negative_weight)
+        return recall_bands(self.threshold, self.num_perm, self.recall)
+
+    @property
+    def candidate_probability(self) -> float:
+        """The probability that a pair of Jaccard similarity ``threshold`` becomes an LSH candidate
+        with this layout: ``1 - (1 - threshold^rows)^bands``."""
+        return candidate_probability(self.threshold, *self.lsh)
 
     def to_dict(self) -> dict:
         values = asdict(self)
@@ -368,6 +383,45 @@ def optimal_bands(threshold: float, num_perm: int, false_positive_weight: float 
     false_negative = ((1.0 - s_fn[None, :] ** rows) ** bands) @ w_fn
     error = false_positive * false_positive_weight + false_negative * false_negative_weight
     return pairs[int(np.argmin(error))]
+
+
+def candidate_probability(similarity, bands: int, rows: int):
+    """P(candidate) = 1 - (1 - s^rows)^bands for pairs of Jaccard similarity ``similarity`` (a
+    number or an array)."""
+    return 1.0 - (1.0 - np.asarray(similarity, dtype=np.float64) ** rows) ** bands
+
+
+@functools.lru_cache(maxsize=64)
+def recall_bands(threshold: float, num_perm: int, recall: float = 0.998) -> tuple[int, int]:
+    """``(bands, rows)`` with ``bands * rows <= num_perm`` whose candidate probability at
+    ``threshold`` is at least ``recall``, with the least false-positive work.
+
+    Every candidate is verified by exact Jaccard, so a candidate below the threshold costs only
+    its verification, while a pair at the threshold that never becomes a candidate is a missed
+    duplicate. Of the layouts reaching ``recall`` at ``threshold`` (and so more above it), the one
+    with the smallest false-positive probability, the integral of P(candidate) over similarities
+    [0, threshold] (computed exactly, as :func:`optimal_bands` does), is chosen; ties go to the
+    fewest bands, then the fewest rows. Raises ValueError, naming the fix, when no layout of
+    ``num_perm`` permutations reaches ``recall``."""
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    if num_perm < 1:
+        raise ValueError(f"num_perm must be at least 1, got {num_perm}")
+    if not 0.0 < recall < 1.0:
+        raise ValueError(f"recall must be in (0, 1), got {recall}")
+    pairs = [(b, r) for b in range(1, num_perm + 1) for r in range(1, num_perm // b + 1)]
+    bands = np.array([p[0] for p in pairs], dtype=np.float64)
+    rows = np.array([p[1] for p in pairs], dtype=np.float64)
+    at_threshold = candidate_probability(threshold, bands, rows)
+    reach = at_threshold >= recall
+    if not reach.any():
+        best = pairs[int(np.argmax(at_threshold))]
+        raise ValueError(f"no LSH layout of {num_perm} permutations reaches a candidate probability of "
+                         f"{recall} at threshold {threshold} (at most {at_threshold.max():.4f}, "
+                         f"{best[0]} bands x {best[1]} rows); raise num_perm or lower recall")
+    s, w = _gauss_legendre(0.0, threshold, num_perm // 2 + 2)
+    false_positive = candidate_probability(s[None, :], bands[reach, None], rows[reach, None]) @ w
+    return [p for p, ok in zip(pairs, reach) if ok][int(np.argmin(false_positive))]
 
 
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
