@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 
 import polars as pl
 import pytest
 import zstandard
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
+from pipeline.io.warc import read_warc
 from pipeline.ledger import Ledger, LedgerError
 from pipeline.schema import RunLayout
 from pipeline.stage import check_stage_outputs
@@ -157,3 +161,62 @@ def test_the_ledger_check_fails_loudly_on_a_mismatch(tmp_path):
     pl.read_parquet(shard).head(2).write_parquet(shard)  # a shard that lost a document
     with pytest.raises(LedgerError, match="files hold 2"):
         check_stage_outputs("source", stage, parts)
+
+
+def warc_rows(path) -> list[dict]:
+    return [row for batch in read_warc(path) for row in batch.to_pylist()]
+
+
+def _small_warc(gz: bool) -> tuple[bytes, list[int], list[int]]:
+    """A WARC of warcinfo, then request + text response pairs; each record's end offset, and
+    whether it is a document (1) or not (0)."""
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=gz)
+    ends, docs = [], []
+
+    def add(record, is_doc):
+        writer.write_record(record)
+        ends.append(buffer.tell())
+        docs.append(is_doc)
+
+    add(writer.create_warcinfo_record("w.warc", {"software": "tests"}), 0)
+    for i in range(3):
+        url = f"https://site.example/{i}"
+        add(writer.create_warc_record(url, "request", payload=io.BytesIO(b"GET / HTTP/1.1\r\n\r\n")), 0)
+        headers = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
+        add(writer.create_warc_record(url, "response", payload=io.BytesIO(f"Page {i} text. ".encode() * 4),
+                                      http_headers=headers), 1)
+    return buffer.getvalue(), ends, docs
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_warc_cut_at_any_byte_keeps_the_whole_records_and_quarantines_the_cut_once(tmp_path, gz):
+    """Every cut point: the records wholly before the cut are kept; one truncated_file record at
+    the cut record's offset, none where the cut falls between records (the file is whole)."""
+    data, ends, is_doc = _small_warc(gz)
+    path = tmp_path / ("w.warc.gz" if gz else "w.warc")
+    wrong = []
+    near_ends = {cut for end in ends for cut in range(end - 8, end + 9)}
+    for cut in sorted(near_ends | set(range(1, len(data), 5))):
+        if not 0 < cut <= len(data):
+            continue
+        path.write_bytes(data[:cut])
+        rows = warc_rows(path)
+        kept = [r for r in rows if r["reason"] is None]
+        bad = [(r["reason"], r["offset"]) for r in rows if r["reason"] is not None]
+        whole = [end for end in ends if end <= cut]
+        expected_bad = [] if cut in ends else [("truncated_file", whole[-1] if whole else 0)]
+        if len(kept) != sum(d for end, d in zip(ends, is_doc) if end <= cut) or bad != expected_bad:
+            wrong.append((cut, len(kept), bad))
+    assert len(data) > 1000 and wrong == []
+
+
+def test_a_whole_uncompressed_warc_has_no_quarantine_and_garbage_after_it_is_unreadable(tmp_path):
+    data, ends, _ = _small_warc(gz=False)
+    path = tmp_path / "w.warc"
+    path.write_bytes(data)
+    rows = warc_rows(path)
+    assert [r["reason"] for r in rows] == [None, None, None]
+    path.write_bytes(data + b"this is not a record\n")
+    bad = [r for r in warc_rows(path) if r["reason"]]
+    assert [(r["reason"], r["offset"]) for r in bad] == [("unreadable_file", len(data))]
