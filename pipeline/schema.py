@@ -26,6 +26,7 @@ from pipeline.io.storage import AnyPath, as_path
 DOC_SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),
+        # Line ends are "\n" only: the source stage turns "\r\n" and a lone "\r" into "\n".
         pa.field("text", pa.string(), nullable=False),
         pa.field("source", pa.string(), nullable=False),
         pa.field("url", pa.string(), nullable=True),

@@ -83,7 +83,7 @@ def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[
 def split_batch(batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc_bytes: int,
                 seen_ids: set[str]) -> tuple[pa.Table, pa.Table]:
     """Check every record of a raw batch; return (documents, quarantine records)."""
-    text = batch.column("text")
+    text = normalize_line_endings(batch.column("text"))
     reason = batch.column("reason")
     checks = [
         (pc.is_null(text), "missing_text"),
@@ -124,6 +124,11 @@ def split_batch(batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc
         names=QUARANTINE_SCHEMA.names,
     ).filter(pc.invert(keep)).cast(QUARANTINE_SCHEMA)
     return docs, quarantine
+
+
+def normalize_line_endings(text: pa.Array) -> pa.Array:
+    """``\\r\\n`` and a lone ``\\r`` as ``\\n``, so that every later rule sees one kind of line end."""
+    return pc.replace_substring(pc.replace_substring(text, "\r\n", "\n"), "\r", "\n")
 
 
 def _document_ids(batch: pa.RecordBatch, source: str, file_col: pa.Array) -> pa.Array:
