@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 from pipeline.config import RunConfig, SourceConfig
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
-from pipeline.io.records import SAMPLE_BYTES, ReadLimits
+from pipeline.io.records import (SAMPLE_BYTES, RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name,
+                                   printable_name)
 from pipeline.io.text import read_text_files
 from pipeline.io.warc import read_warc
 from pipeline.io.writer import ShardWriter, read_json, write_json, write_parquet
@@ -70,6 +71,11 @@ def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[
     for file in unit.files:
         path = Path(file)
         rel = path.relative_to(base).as_posix()
+        if not is_utf8_name(rel):  # no id or path could name its records: one record for the file
+            failure = RawBatchBuilder(1)
+            failure.bad(*bad_file_name(rel), offset=0)
+            yield printable_name(rel), failure.flush()
+            continue
         if source.reader == "jsonl":
             batches = read_jsonl(path, **fields)
         elif source.reader == "parquet":
@@ -118,7 +124,7 @@ def split_batch(batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc
     docs = pa.Table.from_arrays(
         [ids, text, constant_source, batch.column("url"), batch.column("meta")], names=DOC_SCHEMA.names,
     ).filter(keep).cast(DOC_SCHEMA)
-    files = pc.binary_join_element_wise(base.rstrip("/") + "/", file_col, "")
+    files = pc.binary_join_element_wise(printable_name(base).rstrip("/") + "/", file_col, "")
     quarantine = pa.Table.from_arrays(
         [constant_source, files, batch.column("line"), batch.column("offset"), reason, detail, sample],
         names=QUARANTINE_SCHEMA.names,
@@ -145,7 +151,7 @@ def _document_ids(batch: pa.RecordBatch, source: str, file_col: pa.Array) -> pa.
 def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: StageDir) -> dict:
     """Run one unit of the source stage; return its part record (also written to ``parts/``)."""
     part_path = stage.parts / f"{unit.name}.json"
-    files = [fingerprint(f) for f in unit.files]
+    files = [{**fingerprint(f), "path": printable_name(f)} for f in unit.files]
     if part_path.exists():
         done = read_json(part_path)
         if done["files"] == files:

@@ -220,3 +220,51 @@ def test_a_whole_uncompressed_warc_has_no_quarantine_and_garbage_after_it_is_unr
     path.write_bytes(data + b"this is not a record\n")
     bad = [r for r in warc_rows(path) if r["reason"]]
     assert [(r["reason"], r["offset"]) for r in bad] == [("unreadable_file", len(data))]
+
+
+def test_a_byte_order_mark_at_the_start_of_a_file_is_dropped(tmp_path):
+    path = tmp_path / "in" / "a.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"text": "first"}\n{"text": "second"}\n')
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_bytes(b"\xef\xbb\xbfA note.")
+    config = source_config(tmp_path, [{"name": "j", "reader": "jsonl", "paths": [str(path)]},
+                                      {"name": "t", "reader": "text", "paths": [str(tmp_path / "notes")]}])
+    parts = run_units(config)
+    assert [p["ledger"]["docs_out"] for p in parts] == [2, 1]
+    assert [p["ledger"]["quarantined"] for p in parts] == [{}, {}]
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet").sort("id")
+    assert docs["text"].to_list() == ["first", "second", "A note."]
+
+
+def test_an_empty_or_nul_text_file_is_quarantined_under_its_own_name(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ok.txt").write_text("fine")
+    (notes / "empty.txt").write_bytes(b"")
+    (notes / "nul.txt").write_bytes(b"a\x00b")
+    config = source_config(tmp_path, [{"name": "t", "reader": "text", "paths": [str(notes)]}])
+    assert run_units(config)[0]["ledger"]["quarantined"] == {"empty_text": 1, "nul_bytes": 1}
+    bad = quarantine_of(config).sort("file")
+    assert bad.select("file", "reason").rows() == [(str(notes / "empty.txt"), "empty_text"),
+                                                   (str(notes / "nul.txt"), "nul_bytes")]
+
+
+@pytest.mark.parametrize("reader", ["text", "jsonl"])
+def test_a_file_whose_name_is_not_utf8_is_quarantined_and_the_others_are_read(tmp_path, reader):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    suffix = ".txt" if reader == "text" else ".jsonl"
+    body = b"A document." if reader == "text" else b'{"text": "A document."}\n'
+    (folder / f"ok{suffix}").write_bytes(body)
+    bad_name = os.path.join(os.fsencode(folder), b"caf\xe9" + suffix.encode())
+    with open(bad_name, "wb") as handle:
+        handle.write(body)
+    config = source_config(tmp_path, [{"name": "s", "reader": reader, "paths": [str(folder)]}])
+    parts = run_units(config)
+    total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (2, 1, {"invalid_file_name": 1})
+    record = quarantine_of(config).row(0, named=True)
+    assert record["file"] == str(folder) + "/caf\\xe9" + suffix and "rename" in record["detail"]
+    assert sorted(f["path"] for p in parts for f in p["files"]) == [
+        str(folder) + "/caf\\xe9" + suffix, str(folder / f"ok{suffix}")]

@@ -2,7 +2,8 @@
 
 Memory stays bounded: a line longer than the limit is skipped in chunks and quarantined, never
 held whole. A file that ends early (truncated gzip or zstd) keeps every record read before the
-break and quarantines the break itself with its line and offset.
+break and quarantines the break itself with its line and offset. A UTF-8 byte-order mark at the
+start of a file is dropped.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import orjson
 import pyarrow as pa
 import zstandard
 
-from pipeline.io.records import RawBatchBuilder, ReadLimits
+from pipeline.io.records import RawBatchBuilder, ReadLimits, strip_bom
 
 READ_BUFFER = 1 << 20
 # A JSON line may be longer than its text (escapes, other fields); allow this much beyond the text limit.
@@ -126,6 +127,9 @@ def read_jsonl(path: Path, *, text_field: str = "text", id_field: str | None = N
                 line_no += 1
                 start = offset
                 offset += len(line)
+                if line_no == 1:  # a byte-order mark is not part of the first record
+                    line, skipped = strip_bom(line)
+                    start += skipped
                 if len(line) > max_line and not line.endswith(b"\n"):
                     skipped = _skip_rest_of_line(stream)
                     offset += skipped
