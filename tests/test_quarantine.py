@@ -268,3 +268,20 @@ def test_a_file_whose_name_is_not_utf8_is_quarantined_and_the_others_are_read(tm
     assert record["file"] == str(folder) + "/caf\\xe9" + suffix and "rename" in record["detail"]
     assert sorted(f["path"] for p in parts for f in p["files"]) == [
         str(folder) + "/caf\\xe9" + suffix, str(folder / f"ok{suffix}")]
+
+
+@pytest.mark.parametrize("reader", ["jsonl", "text"])
+def test_dangling_links_and_link_loops_in_a_folder_are_quarantined_under_the_link(tmp_path, reader):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    suffix = ".jsonl" if reader == "jsonl" else ".txt"
+    (folder / f"ok{suffix}").write_bytes(b'{"text": "fine"}\n' if reader == "jsonl" else b"fine")
+    os.symlink(folder / f"missing{suffix}", folder / f"gone{suffix}")
+    os.symlink(folder / f"loop-b{suffix}", folder / f"loop-a{suffix}")
+    os.symlink(folder / f"loop-a{suffix}", folder / f"loop-b{suffix}")
+    config = source_config(tmp_path, [{"name": "s", "reader": reader, "paths": [str(folder)]}])
+    parts = run_units(config)
+    total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (4, 1, {"unreadable_file": 3})
+    assert sorted(quarantine_of(config)["file"].to_list()) == [
+        str(folder / f"{name}{suffix}") for name in ("gone", "loop-a", "loop-b")]
