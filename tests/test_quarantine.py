@@ -8,6 +8,8 @@ import json
 import os
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import zstandard
 from warcio.statusandheaders import StatusAndHeaders
@@ -285,3 +287,31 @@ def test_dangling_links_and_link_loops_in_a_folder_are_quarantined_under_the_lin
     assert (total.docs_in, total.docs_out, total.quarantined) == (4, 1, {"unreadable_file": 3})
     assert sorted(quarantine_of(config)["file"].to_list()) == [
         str(folder / f"{name}{suffix}") for name in ("gone", "loop-a", "loop-b")]
+
+
+def _unchecked_strings(values: list[bytes | None], large: bool = False) -> pa.Array:
+    """A string array holding exactly these bytes, valid UTF-8 or not (as a careless writer makes)."""
+    binary = pa.array(values, pa.large_binary() if large else pa.binary())
+    return pa.Array.from_buffers(pa.large_string() if large else pa.string(), len(binary), binary.buffers(),
+                                 null_count=binary.null_count)
+
+
+def test_parquet_rows_with_invalid_utf8_are_quarantined_and_the_rest_is_read(tmp_path):
+    ids = _unchecked_strings([b"a", b"b", b"c\xff", b"d", b"e"])
+    text = _unchecked_strings([b"good one", b"caf\xe9 au lait", b"good three", b"good four", b"good five"], large=True)
+    info = pa.StructArray.from_arrays([_unchecked_strings([b"u1", b"u2", b"u3", b"u4\xfe", b"u5"])], names=["url"])
+    path = tmp_path / "in" / "p.parquet"
+    path.parent.mkdir()
+    pq.write_table(pa.table({"id": ids, "text": text, "info": info}), path)
+    config = source_config(tmp_path, [{"name": "p", "reader": "parquet", "paths": [str(path)], "id_field": "id"}],
+                           batch_docs=3)
+    parts = run_units(config)
+    total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (5, 2, {"invalid_utf8": 3})
+    bad = quarantine_of(config).sort("line")
+    assert bad.select("line", "detail").rows() == [(2, "invalid UTF-8 in column 'text'"),
+                                                   (3, "invalid UTF-8 in column 'id'"),
+                                                   (4, "invalid UTF-8 in column 'info'")]
+    assert bad["sample"][0] == "caf\ufffd au lait"
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet").sort("id")
+    assert docs["id"].to_list() == ["p/a", "p/e"]
