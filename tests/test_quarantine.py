@@ -18,6 +18,7 @@ from warcio.warcwriter import WARCWriter
 from pipeline.io.warc import read_warc
 from pipeline.ledger import Ledger, LedgerError
 from pipeline.schema import RunLayout
+from pipeline.source import drop_repeated_ids
 from pipeline.stage import check_stage_outputs
 from tests.helpers import html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
@@ -137,17 +138,9 @@ def test_a_truncated_warc_keeps_the_records_before_the_break(tmp_path, cut):
     assert quarantine_of(config)["offset"][0] > 0
 
 
-def test_repeated_ids_within_a_file_are_quarantined_and_across_files_stop_the_stage(tmp_path):
+def test_repeated_ids_within_a_file_are_quarantined(tmp_path):
     config, ledger, _ = run_jsonl(tmp_path, [{"id": 1, "text": "a"}, {"id": 1, "text": "b"}], id_field="id")
     assert ledger["quarantined"] == {"duplicate_id": 1}
-
-    folder = tmp_path / "two"
-    write_jsonl(folder / "a.jsonl", [{"id": 1, "text": "a"}])
-    write_jsonl(folder / "b.jsonl", [{"id": 1, "text": "b"}])
-    config = source_config(tmp_path / "x", [{"name": "s", "reader": "jsonl", "paths": [str(folder)], "id_field": "id"}])
-    parts = run_units(config)
-    with pytest.raises(LedgerError, match="drop id_field"):
-        check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
 
 
 def test_the_ledger_check_fails_loudly_on_a_mismatch(tmp_path):
@@ -315,3 +308,44 @@ def test_parquet_rows_with_invalid_utf8_are_quarantined_and_the_rest_is_read(tmp
     assert bad["sample"][0] == "caf\ufffd au lait"
     docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet").sort("id")
     assert docs["id"].to_list() == ["p/a", "p/e"]
+
+
+def test_an_id_in_two_input_files_is_kept_from_the_first_and_quarantined_in_the_others(tmp_path):
+    folder = tmp_path / "two"
+    write_jsonl(folder / "a.jsonl", [{"id": 1, "text": "a1"}, {"id": 2, "text": "a2"}])
+    write_jsonl(folder / "b.jsonl", [{"id": 2, "text": "b2"}, {"id": 3, "text": "b3"}, {"id": 1, "text": "b1"}])
+    write_jsonl(folder / "c.jsonl", [{"id": 3, "text": "c3"}, {"id": 4, "text": "c4"}])
+    config = source_config(tmp_path / "x", [{"name": "s", "reader": "jsonl", "paths": [str(folder)],
+                                             "id_field": "id"}])
+    stage = RunLayout(config.run_dir).stage("source")
+    parts = drop_repeated_ids(stage, run_units(config), config.sources)
+    total = check_stage_outputs("source", stage, parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (7, 4, {"duplicate_id": 3})
+    docs = pl.read_parquet(stage.docs / "*.parquet").sort("id")
+    assert docs.select("id", "text").rows() == [("s/1", "a1"), ("s/2", "a2"), ("s/3", "b3"), ("s/4", "c4")]
+    bad = quarantine_of(config).sort("file", "sample")
+    assert bad.select("file", "sample").rows() == [(str(folder / "b.jsonl"), "b1"), (str(folder / "b.jsonl"), "b2"),
+                                                   (str(folder / "c.jsonl"), "c3")]
+    assert bad["detail"][2] == f"id s/3 is kept from an earlier input file: {folder / 'b.jsonl'}"
+    assert [p["ledger"]["quarantined"] for p in parts] == [{}, {"duplicate_id": 2}, {"duplicate_id": 1}]
+    assert parts[1]["by_source"]["s"]["docs_out"] == 1
+
+    # A re-run reads the units that lost documents again and comes to the same bytes.
+    before = {p.name: p.read_bytes() for p in sorted(stage.root.rglob("*.parquet"))}
+    again = drop_repeated_ids(stage, run_units(config), config.sources)
+    assert again == parts
+    assert {p.name: p.read_bytes() for p in sorted(stage.root.rglob("*.parquet"))} == before
+
+
+def test_repeated_warc_record_ids_across_files_are_quarantined(tmp_path):
+    data, _, _ = _small_warc(gz=True)
+    folder = tmp_path / "crawl"
+    folder.mkdir()
+    (folder / "a.warc.gz").write_bytes(data)
+    (folder / "b.warc.gz").write_bytes(data)  # the same records again
+    config = source_config(tmp_path, [{"name": "w", "reader": "warc", "paths": [str(folder)]}])
+    stage = RunLayout(config.run_dir).stage("source")
+    parts = drop_repeated_ids(stage, run_units(config), config.sources)
+    total = check_stage_outputs("source", stage, parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (6, 3, {"duplicate_id": 3})
+    assert set(quarantine_of(config)["file"].to_list()) == {str(folder / "b.warc.gz")}
