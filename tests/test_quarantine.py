@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import json
@@ -15,6 +16,7 @@ import zstandard
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from pipeline.io.records import ReadLimits
 from pipeline.io.warc import read_warc
 from pipeline.ledger import Ledger, LedgerError
 from pipeline.schema import RunLayout
@@ -349,3 +351,38 @@ def test_repeated_warc_record_ids_across_files_are_quarantined(tmp_path):
     total = check_stage_outputs("source", stage, parts)
     assert (total.docs_in, total.docs_out, total.quarantined) == (6, 3, {"duplicate_id": 3})
     assert set(quarantine_of(config)["file"].to_list()) == {str(folder / "b.warc.gz")}
+
+
+def test_a_pretty_printed_json_array_file_is_read_as_records(tmp_path):
+    records = [{"id": "a", "text": "first"}, {"id": "b", "text": "second"}, ["not", "an", "object"],
+               {"id": "c", "text": "third"}]
+    path = tmp_path / "in" / "data.json"
+    path.parent.mkdir()
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(records, indent=2).encode())
+    single = tmp_path / "in" / "one.json"
+    single.write_text(json.dumps({"id": "d", "text": "a single object"}, indent=2))
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "in")]}])
+    parts = run_units(config)
+    total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (5, 4, {"not_an_object": 1})
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet").sort("id")
+    assert docs.select("id", "text").rows() == [("s/data.json:1", "first"), ("s/data.json:2", "second"),
+                                                ("s/data.json:4", "third"), ("s/one.json:1", "a single object")]
+    bad = quarantine_of(config).row(0, named=True)
+    assert (bad["line"], bad["sample"]) == (3, '["not","an","object"]')
+
+
+def test_a_json_document_over_the_bound_or_broken_is_quarantined_once(tmp_path, monkeypatch):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "big.json").write_text(json.dumps([{"text": f"record {i}"} for i in range(200)], indent=1))
+    (folder / "broken.json").write_text('[\n  {"text": "one"},\n  {"text": "two"\n')
+    # A JSON-lines file whose first record is broken is still read line by line.
+    (folder / "lines.jsonl").write_text('{"text": "unterminated\n{"text": "fine"}\n')
+    monkeypatch.setattr("pipeline.source.ReadLimits", functools.partial(ReadLimits, max_json_document_bytes=1000))
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(folder)]}])
+    parts = run_units(config)
+    assert [p["ledger"]["quarantined"] for p in parts] == [{"too_large": 1}, {"invalid_json": 1}, {"invalid_json": 1}]
+    assert [p["ledger"]["docs_out"] for p in parts] == [0, 0, 1]
+    bad = quarantine_of(config).sort("file")
+    assert "jq -c" in bad["detail"][0] and "neither JSON lines nor one JSON document" in bad["detail"][1]

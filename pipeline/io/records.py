@@ -36,6 +36,9 @@ INVALID_FILE_NAME = "invalid_file_name"
 class ReadLimits:
     batch_docs: int = 4096
     max_doc_bytes: int = 8 * 1024 * 1024
+    # A JSON file that is one document (an array of records), not JSON lines, is parsed whole
+    # up to this size; a larger one is quarantined once.
+    max_json_document_bytes: int = 128 * 1024 * 1024
 
 
 def strip_bom(data: bytes) -> tuple[bytes, int]:
