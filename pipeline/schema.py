@@ -39,7 +39,8 @@ QUARANTINE_SCHEMA = pa.schema(
     [
         pa.field("source", pa.string(), nullable=False),
         pa.field("file", pa.string(), nullable=False),
-        # 1-based line for line formats, byte offset for record formats; either may be null.
+        # 1-based line for line formats (a JSON array file: the element's position; Parquet: the
+        # row), byte offset for record formats; either may be null.
         pa.field("line", pa.int64(), nullable=True),
         pa.field("offset", pa.int64(), nullable=True),
         pa.field("reason", pa.string(), nullable=False),

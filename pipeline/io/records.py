@@ -18,7 +18,7 @@ RAW_SCHEMA = pa.schema(
         pa.field("own_id", pa.string()),  # the input's own id, if it has one
         pa.field("url", pa.string()),
         pa.field("meta", pa.string()),  # JSON object
-        pa.field("line", pa.int64()),  # 1-based line (JSONL) or row (Parquet)
+        pa.field("line", pa.int64()),  # 1-based line (JSONL), element (JSON array file) or row (Parquet)
         pa.field("offset", pa.int64()),  # byte offset of the record (uncompressed for JSONL)
         pa.field("reason", pa.string()),  # set when the reader already knows the record is bad
         pa.field("detail", pa.string()),
