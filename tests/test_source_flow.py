@@ -189,6 +189,7 @@ def test_bad_names_and_ids_repeated_across_files_do_not_stop_the_flow(tmp_path):
     docs = pl.read_parquet(stage.docs / "*.parquet").sort("id")
     assert docs.select("id", "text").rows() == [("s/1", "first\ncopy"), ("s/2", "two"), ("s/3", "three")]
     manifest = json.loads(RunLayout(config.run_dir).manifest.read_text())
-    assert sorted(f["path"] for f in manifest["inputs"]) == [str(folder / n) for n in ("a.jsonl", "b.jsonl", "c\\xff.jsonl")]
+    names = ("a.jsonl", "b.jsonl", "c\\xff.jsonl")
+    assert sorted(f["path"] for f in manifest["inputs"]) == [str(folder / n) for n in names]
     first = outputs(config.run_dir)
     assert source_flow(config) == stats and outputs(config.run_dir) == first
