@@ -15,7 +15,7 @@ from pipeline.config import RunConfig, SourceConfig
 from pipeline.io.writer import remove_temporaries, write_json
 from pipeline.manifest import open_run, record_stage
 from pipeline.schema import RunLayout, StageDir
-from pipeline.source import STAGE, Unit, plan_units, source_unit
+from pipeline.source import STAGE, Unit, drop_repeated_ids, plan_units, source_unit
 from pipeline.stage import check_stage_outputs, merge_groups, remove_unlisted
 
 
@@ -41,6 +41,7 @@ def source_flow(config: RunConfig) -> dict:
     work = [(unit, source) for source in config.sources for unit in plan_units(source)]
 
     parts = gather_parts(STAGE, [source_unit_task.submit(unit, source, config, stage) for unit, source in work])
+    parts = drop_repeated_ids(stage, parts, config.sources)
 
     remove_unlisted(stage, parts)
     ledger = check_stage_outputs(STAGE, stage, parts)

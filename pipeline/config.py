@@ -89,7 +89,7 @@ class SourceConfig(_Strict):
         for pattern in self.paths:
             path = Path(pattern).expanduser()
             if path.is_dir():
-                found.update(p for p in path.rglob("*") if p.is_file() and _has_suffix(p, self.reader))
+                found.update(p for p in path.rglob("*") if _is_input(p) and _has_suffix(p, self.reader))
                 continue
             matches = [Path(m) for m in glob.glob(str(path), recursive=True)]
             if not matches:
@@ -99,7 +99,7 @@ class SourceConfig(_Strict):
                 )
             for match in matches:
                 if match.is_dir():
-                    found.update(p for p in match.rglob("*") if p.is_file() and _has_suffix(p, self.reader))
+                    found.update(p for p in match.rglob("*") if _is_input(p) and _has_suffix(p, self.reader))
                 else:
                     found.add(match)
         if not found:
@@ -414,6 +414,12 @@ class RunConfig(_Strict):
                 raise ValueError(f"{section}.sources names no configured source: {unknown} "
                                  f"(sources: {', '.join(names)})")
         return self
+
+
+def _is_input(path: Path) -> bool:
+    """A file to read, or a link that leads to none (dangling, or a loop): the reader
+    quarantines that under the link's path rather than passing it over in silence."""
+    return path.is_file() or (path.is_symlink() and not path.exists())
 
 
 def _has_suffix(path: Path, reader: str) -> bool:

@@ -26,6 +26,7 @@ from pipeline.io.storage import AnyPath, as_path
 DOC_SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),
+        # Line ends are "\n" only: the source stage turns "\r\n" and a lone "\r" into "\n".
         pa.field("text", pa.string(), nullable=False),
         pa.field("source", pa.string(), nullable=False),
         pa.field("url", pa.string(), nullable=True),
@@ -38,7 +39,8 @@ QUARANTINE_SCHEMA = pa.schema(
     [
         pa.field("source", pa.string(), nullable=False),
         pa.field("file", pa.string(), nullable=False),
-        # 1-based line for line formats, byte offset for record formats; either may be null.
+        # 1-based line for line formats (a JSON array file: the element's position; Parquet: the
+        # row), byte offset for record formats; either may be null.
         pa.field("line", pa.int64(), nullable=True),
         pa.field("offset", pa.int64(), nullable=True),
         pa.field("reason", pa.string(), nullable=False),

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
+import io
 import json
 import os
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import zstandard
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
+from pipeline.io.records import ReadLimits
+from pipeline.io.warc import read_warc
 from pipeline.ledger import Ledger, LedgerError
 from pipeline.schema import RunLayout
+from pipeline.source import drop_repeated_ids
 from pipeline.stage import check_stage_outputs
 from tests.helpers import html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
@@ -131,17 +140,9 @@ def test_a_truncated_warc_keeps_the_records_before_the_break(tmp_path, cut):
     assert quarantine_of(config)["offset"][0] > 0
 
 
-def test_repeated_ids_within_a_file_are_quarantined_and_across_files_stop_the_stage(tmp_path):
+def test_repeated_ids_within_a_file_are_quarantined(tmp_path):
     config, ledger, _ = run_jsonl(tmp_path, [{"id": 1, "text": "a"}, {"id": 1, "text": "b"}], id_field="id")
     assert ledger["quarantined"] == {"duplicate_id": 1}
-
-    folder = tmp_path / "two"
-    write_jsonl(folder / "a.jsonl", [{"id": 1, "text": "a"}])
-    write_jsonl(folder / "b.jsonl", [{"id": 1, "text": "b"}])
-    config = source_config(tmp_path / "x", [{"name": "s", "reader": "jsonl", "paths": [str(folder)], "id_field": "id"}])
-    parts = run_units(config)
-    with pytest.raises(LedgerError, match="drop id_field"):
-        check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
 
 
 def test_the_ledger_check_fails_loudly_on_a_mismatch(tmp_path):
@@ -157,3 +158,231 @@ def test_the_ledger_check_fails_loudly_on_a_mismatch(tmp_path):
     pl.read_parquet(shard).head(2).write_parquet(shard)  # a shard that lost a document
     with pytest.raises(LedgerError, match="files hold 2"):
         check_stage_outputs("source", stage, parts)
+
+
+def warc_rows(path) -> list[dict]:
+    return [row for batch in read_warc(path) for row in batch.to_pylist()]
+
+
+def _small_warc(gz: bool) -> tuple[bytes, list[int], list[int]]:
+    """A WARC of warcinfo, then request + text response pairs; each record's end offset, and
+    whether it is a document (1) or not (0)."""
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=gz)
+    ends, docs = [], []
+
+    def add(record, is_doc):
+        writer.write_record(record)
+        ends.append(buffer.tell())
+        docs.append(is_doc)
+
+    add(writer.create_warcinfo_record("w.warc", {"software": "tests"}), 0)
+    for i in range(3):
+        url = f"https://site.example/{i}"
+        add(writer.create_warc_record(url, "request", payload=io.BytesIO(b"GET / HTTP/1.1\r\n\r\n")), 0)
+        headers = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
+        add(writer.create_warc_record(url, "response", payload=io.BytesIO(f"Page {i} text. ".encode() * 4),
+                                      http_headers=headers), 1)
+    return buffer.getvalue(), ends, docs
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_warc_cut_at_any_byte_keeps_the_whole_records_and_quarantines_the_cut_once(tmp_path, gz):
+    """Every cut point: the records wholly before the cut are kept; one truncated_file record at
+    the cut record's offset, none where the cut falls between records (the file is whole)."""
+    data, ends, is_doc = _small_warc(gz)
+    path = tmp_path / ("w.warc.gz" if gz else "w.warc")
+    wrong = []
+    near_ends = {cut for end in ends for cut in range(end - 8, end + 9)}
+    for cut in sorted(near_ends | set(range(1, len(data), 5))):
+        if not 0 < cut <= len(data):
+            continue
+        path.write_bytes(data[:cut])
+        rows = warc_rows(path)
+        kept = [r for r in rows if r["reason"] is None]
+        bad = [(r["reason"], r["offset"]) for r in rows if r["reason"] is not None]
+        whole = [end for end in ends if end <= cut]
+        expected_bad = [] if cut in ends else [("truncated_file", whole[-1] if whole else 0)]
+        if len(kept) != sum(d for end, d in zip(ends, is_doc) if end <= cut) or bad != expected_bad:
+            wrong.append((cut, len(kept), bad))
+    assert len(data) > 1000 and wrong == []
+
+
+def test_a_whole_uncompressed_warc_has_no_quarantine_and_garbage_after_it_is_unreadable(tmp_path):
+    data, ends, _ = _small_warc(gz=False)
+    path = tmp_path / "w.warc"
+    path.write_bytes(data)
+    rows = warc_rows(path)
+    assert [r["reason"] for r in rows] == [None, None, None]
+    path.write_bytes(data + b"this is not a record\n")
+    bad = [r for r in warc_rows(path) if r["reason"]]
+    assert [(r["reason"], r["offset"]) for r in bad] == [("unreadable_file", len(data))]
+
+
+def test_a_byte_order_mark_at_the_start_of_a_file_is_dropped(tmp_path):
+    path = tmp_path / "in" / "a.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"text": "first"}\n{"text": "second"}\n')
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_bytes(b"\xef\xbb\xbfA note.")
+    config = source_config(tmp_path, [{"name": "j", "reader": "jsonl", "paths": [str(path)]},
+                                      {"name": "t", "reader": "text", "paths": [str(tmp_path / "notes")]}])
+    parts = run_units(config)
+    assert [p["ledger"]["docs_out"] for p in parts] == [2, 1]
+    assert [p["ledger"]["quarantined"] for p in parts] == [{}, {}]
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet").sort("id")
+    assert docs["text"].to_list() == ["first", "second", "A note."]
+
+
+def test_an_empty_or_nul_text_file_is_quarantined_under_its_own_name(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ok.txt").write_text("fine")
+    (notes / "empty.txt").write_bytes(b"")
+    (notes / "nul.txt").write_bytes(b"a\x00b")
+    config = source_config(tmp_path, [{"name": "t", "reader": "text", "paths": [str(notes)]}])
+    assert run_units(config)[0]["ledger"]["quarantined"] == {"empty_text": 1, "nul_bytes": 1}
+    bad = quarantine_of(config).sort("file")
+    assert bad.select("file", "reason").rows() == [(str(notes / "empty.txt"), "empty_text"),
+                                                   (str(notes / "nul.txt"), "nul_bytes")]
+
+
+@pytest.mark.parametrize("reader", ["text", "jsonl"])
+def test_a_file_whose_name_is_not_utf8_is_quarantined_and_the_others_are_read(tmp_path, reader):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    suffix = ".txt" if reader == "text" else ".jsonl"
+    body = b"A document." if reader == "text" else b'{"text": "A document."}\n'
+    (folder / f"ok{suffix}").write_bytes(body)
+    bad_name = os.path.join(os.fsencode(folder), b"caf\xe9" + suffix.encode())
+    with open(bad_name, "wb") as handle:
+        handle.write(body)
+    config = source_config(tmp_path, [{"name": "s", "reader": reader, "paths": [str(folder)]}])
+    parts = run_units(config)
+    total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (2, 1, {"invalid_file_name": 1})
+    record = quarantine_of(config).row(0, named=True)
+    assert record["file"] == str(folder) + "/caf\\xe9" + suffix and "rename" in record["detail"]
+    assert sorted(f["path"] for p in parts for f in p["files"]) == [
+        str(folder) + "/caf\\xe9" + suffix, str(folder / f"ok{suffix}")]
+
+
+@pytest.mark.parametrize("reader", ["jsonl", "text"])
+def test_dangling_links_and_link_loops_in_a_folder_are_quarantined_under_the_link(tmp_path, reader):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    suffix = ".jsonl" if reader == "jsonl" else ".txt"
+    (folder / f"ok{suffix}").write_bytes(b'{"text": "fine"}\n' if reader == "jsonl" else b"fine")
+    os.symlink(folder / f"missing{suffix}", folder / f"gone{suffix}")
+    os.symlink(folder / f"loop-b{suffix}", folder / f"loop-a{suffix}")
+    os.symlink(folder / f"loop-a{suffix}", folder / f"loop-b{suffix}")
+    config = source_config(tmp_path, [{"name": "s", "reader": reader, "paths": [str(folder)]}])
+    parts = run_units(config)
+    total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (4, 1, {"unreadable_file": 3})
+    assert sorted(quarantine_of(config)["file"].to_list()) == [
+        str(folder / f"{name}{suffix}") for name in ("gone", "loop-a", "loop-b")]
+
+
+def _unchecked_strings(values: list[bytes | None], large: bool = False) -> pa.Array:
+    """A string array holding exactly these bytes, valid UTF-8 or not (as a careless writer makes)."""
+    binary = pa.array(values, pa.large_binary() if large else pa.binary())
+    return pa.Array.from_buffers(pa.large_string() if large else pa.string(), len(binary), binary.buffers(),
+                                 null_count=binary.null_count)
+
+
+def test_parquet_rows_with_invalid_utf8_are_quarantined_and_the_rest_is_read(tmp_path):
+    ids = _unchecked_strings([b"a", b"b", b"c\xff", b"d", b"e"])
+    text = _unchecked_strings([b"good one", b"caf\xe9 au lait", b"good three", b"good four", b"good five"], large=True)
+    info = pa.StructArray.from_arrays([_unchecked_strings([b"u1", b"u2", b"u3", b"u4\xfe", b"u5"])], names=["url"])
+    path = tmp_path / "in" / "p.parquet"
+    path.parent.mkdir()
+    pq.write_table(pa.table({"id": ids, "text": text, "info": info}), path)
+    config = source_config(tmp_path, [{"name": "p", "reader": "parquet", "paths": [str(path)], "id_field": "id"}],
+                           batch_docs=3)
+    parts = run_units(config)
+    total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (5, 2, {"invalid_utf8": 3})
+    bad = quarantine_of(config).sort("line")
+    assert bad.select("line", "detail").rows() == [(2, "invalid UTF-8 in column 'text'"),
+                                                   (3, "invalid UTF-8 in column 'id'"),
+                                                   (4, "invalid UTF-8 in column 'info'")]
+    assert bad["sample"][0] == "caf\ufffd au lait"
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet").sort("id")
+    assert docs["id"].to_list() == ["p/a", "p/e"]
+
+
+def test_an_id_in_two_input_files_is_kept_from_the_first_and_quarantined_in_the_others(tmp_path):
+    folder = tmp_path / "two"
+    write_jsonl(folder / "a.jsonl", [{"id": 1, "text": "a1"}, {"id": 2, "text": "a2"}])
+    write_jsonl(folder / "b.jsonl", [{"id": 2, "text": "b2"}, {"id": 3, "text": "b3"}, {"id": 1, "text": "b1"}])
+    write_jsonl(folder / "c.jsonl", [{"id": 3, "text": "c3"}, {"id": 4, "text": "c4"}])
+    config = source_config(tmp_path / "x", [{"name": "s", "reader": "jsonl", "paths": [str(folder)],
+                                             "id_field": "id"}])
+    stage = RunLayout(config.run_dir).stage("source")
+    parts = drop_repeated_ids(stage, run_units(config), config.sources)
+    total = check_stage_outputs("source", stage, parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (7, 4, {"duplicate_id": 3})
+    docs = pl.read_parquet(stage.docs / "*.parquet").sort("id")
+    assert docs.select("id", "text").rows() == [("s/1", "a1"), ("s/2", "a2"), ("s/3", "b3"), ("s/4", "c4")]
+    bad = quarantine_of(config).sort("file", "sample")
+    assert bad.select("file", "sample").rows() == [(str(folder / "b.jsonl"), "b1"), (str(folder / "b.jsonl"), "b2"),
+                                                   (str(folder / "c.jsonl"), "c3")]
+    assert bad["detail"][2] == f"id s/3 is kept from an earlier input file: {folder / 'b.jsonl'}"
+    assert [p["ledger"]["quarantined"] for p in parts] == [{}, {"duplicate_id": 2}, {"duplicate_id": 1}]
+    assert parts[1]["by_source"]["s"]["docs_out"] == 1
+
+    # A re-run reads the units that lost documents again and comes to the same bytes.
+    before = {p.name: p.read_bytes() for p in sorted(stage.root.rglob("*.parquet"))}
+    again = drop_repeated_ids(stage, run_units(config), config.sources)
+    assert again == parts
+    assert {p.name: p.read_bytes() for p in sorted(stage.root.rglob("*.parquet"))} == before
+
+
+def test_repeated_warc_record_ids_across_files_are_quarantined(tmp_path):
+    data, _, _ = _small_warc(gz=True)
+    folder = tmp_path / "crawl"
+    folder.mkdir()
+    (folder / "a.warc.gz").write_bytes(data)
+    (folder / "b.warc.gz").write_bytes(data)  # the same records again
+    config = source_config(tmp_path, [{"name": "w", "reader": "warc", "paths": [str(folder)]}])
+    stage = RunLayout(config.run_dir).stage("source")
+    parts = drop_repeated_ids(stage, run_units(config), config.sources)
+    total = check_stage_outputs("source", stage, parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (6, 3, {"duplicate_id": 3})
+    assert set(quarantine_of(config)["file"].to_list()) == {str(folder / "b.warc.gz")}
+
+
+def test_a_pretty_printed_json_array_file_is_read_as_records(tmp_path):
+    records = [{"id": "a", "text": "first"}, {"id": "b", "text": "second"}, ["not", "an", "object"],
+               {"id": "c", "text": "third"}]
+    path = tmp_path / "in" / "data.json"
+    path.parent.mkdir()
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(records, indent=2).encode())
+    single = tmp_path / "in" / "one.json"
+    single.write_text(json.dumps({"id": "d", "text": "a single object"}, indent=2))
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "in")]}])
+    parts = run_units(config)
+    total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
+    assert (total.docs_in, total.docs_out, total.quarantined) == (5, 4, {"not_an_object": 1})
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet").sort("id")
+    assert docs.select("id", "text").rows() == [("s/data.json:1", "first"), ("s/data.json:2", "second"),
+                                                ("s/data.json:4", "third"), ("s/one.json:1", "a single object")]
+    bad = quarantine_of(config).row(0, named=True)
+    assert (bad["line"], bad["sample"]) == (3, '["not","an","object"]')
+
+
+def test_a_json_document_over_the_bound_or_broken_is_quarantined_once(tmp_path, monkeypatch):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "big.json").write_text(json.dumps([{"text": f"record {i}"} for i in range(200)], indent=1))
+    (folder / "broken.json").write_text('[\n  {"text": "one"},\n  {"text": "two"\n')
+    # A JSON-lines file whose first record is broken is still read line by line.
+    (folder / "lines.jsonl").write_text('{"text": "unterminated\n{"text": "fine"}\n')
+    monkeypatch.setattr("pipeline.source.ReadLimits", functools.partial(ReadLimits, max_json_document_bytes=1000))
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(folder)]}])
+    parts = run_units(config)
+    assert [p["ledger"]["quarantined"] for p in parts] == [{"too_large": 1}, {"invalid_json": 1}, {"invalid_json": 1}]
+    assert [p["ledger"]["docs_out"] for p in parts] == [0, 0, 1]
+    bad = quarantine_of(config).sort("file")
+    assert "jq -c" in bad["detail"][0] and "neither JSON lines nor one JSON document" in bad["detail"][1]

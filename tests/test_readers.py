@@ -117,3 +117,24 @@ def test_large_input_is_cut_into_bounded_shards(tmp_path):
     parts = run_units(config)
     assert [s["rows"] for s in parts[0]["shards"]] == [1000, 1000, 500]
     assert docs_of(config).height == 2500
+
+
+CRLF_TEXT = "First line.\r\nSecond line.\r\n\r\nNew paragraph.\rOld Mac line.\n"
+LF_TEXT = "First line.\nSecond line.\n\nNew paragraph.\nOld Mac line.\n"
+
+
+@pytest.mark.parametrize("reader", ["jsonl", "parquet", "text", "wet"])
+def test_every_reader_turns_windows_and_old_mac_line_ends_into_newlines(tmp_path, reader):
+    folder = tmp_path / "in"
+    if reader == "jsonl":
+        write_jsonl(folder / "a.jsonl", [{"text": CRLF_TEXT}])
+    elif reader == "parquet":
+        write_parquet_file(folder / "a.parquet", {"text": [CRLF_TEXT]})
+    elif reader == "text":
+        folder.mkdir()
+        (folder / "a.txt").write_bytes(CRLF_TEXT.encode())
+    else:
+        write_warc(folder / "a.warc.wet.gz", [], conversions=[("https://e.example/", CRLF_TEXT)])
+    config = source_config(tmp_path, [{"name": "s", "reader": reader, "paths": [str(folder)]}])
+    run_units(config)
+    assert docs_of(config)["text"].to_list() == [LF_TEXT]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import polars as pl
@@ -174,3 +175,23 @@ def test_curate_demo_accounts_for_every_labelled_document(tmp_path, monkeypatch)
     docs = pl.read_parquet(run / "source" / "docs" / "*.parquet")
     expected = (readable["source"] + "/" + readable["key"]).sort().to_list()
     assert docs["id"].sort().to_list() == expected
+
+
+def test_bad_names_and_ids_repeated_across_files_do_not_stop_the_flow(tmp_path):
+    folder = tmp_path / "in"
+    write_jsonl(folder / "a.jsonl", [{"id": 1, "text": "first\r\ncopy"}, {"id": 2, "text": "two"}])
+    write_jsonl(folder / "b.jsonl", [{"id": 1, "text": "second copy"}, {"id": 3, "text": "three"}])
+    with open(os.path.join(os.fsencode(folder), b"c\xff.jsonl"), "wb") as handle:
+        handle.write(b'{"id": 4, "text": "four"}\n')
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(folder)], "id_field": "id"}])
+    stats = source_flow(config)
+    assert (stats["docs_in"], stats["docs_out"]) == (5, 3)
+    assert stats["quarantined"] == {"duplicate_id": 1, "invalid_file_name": 1}
+    stage = RunLayout(config.run_dir).stage("source")
+    docs = pl.read_parquet(stage.docs / "*.parquet").sort("id")
+    assert docs.select("id", "text").rows() == [("s/1", "first\ncopy"), ("s/2", "two"), ("s/3", "three")]
+    manifest = json.loads(RunLayout(config.run_dir).manifest.read_text())
+    names = ("a.jsonl", "b.jsonl", "c\\xff.jsonl")
+    assert sorted(f["path"] for f in manifest["inputs"]) == [str(folder / n) for n in names]
+    first = outputs(config.run_dir)
+    assert source_flow(config) == stats and outputs(config.run_dir) == first

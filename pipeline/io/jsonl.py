@@ -2,7 +2,8 @@
 
 Memory stays bounded: a line longer than the limit is skipped in chunks and quarantined, never
 held whole. A file that ends early (truncated gzip or zstd) keeps every record read before the
-break and quarantines the break itself with its line and offset.
+break and quarantines the break itself with its line and offset. A UTF-8 byte-order mark at the
+start of a file is dropped.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import orjson
 import pyarrow as pa
 import zstandard
 
-from pipeline.io.records import RawBatchBuilder, ReadLimits
+from pipeline.io.records import RawBatchBuilder, ReadLimits, strip_bom
 
 READ_BUFFER = 1 << 20
 # A JSON line may be longer than its text (escapes, other fields); allow this much beyond the text limit.
@@ -113,9 +114,13 @@ def _classify_bad_line(line: bytes, error: Exception) -> tuple[str, str]:
 def read_jsonl(path: Path, *, text_field: str = "text", id_field: str | None = None,
                url_field: str | None = None, meta_fields: list[str] | None = None,
                limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
-    """Yield raw-record batches from one JSON-lines file."""
-    out = RawBatchBuilder(limits.batch_docs)
+    """Yield raw-record batches from one JSON-lines file (or one JSON document, see
+    :func:`opens_a_document`)."""
     max_line = limits.max_doc_bytes + LINE_OVERHEAD
+    if opens_a_document(path, max_line):
+        yield from _read_document(path, limits, text_field, id_field, url_field, meta_fields)
+        return
+    out = RawBatchBuilder(limits.batch_docs)
     line_no = offset = 0
     try:
         with open_binary(path) as stream:
@@ -126,6 +131,9 @@ def read_jsonl(path: Path, *, text_field: str = "text", id_field: str | None = N
                 line_no += 1
                 start = offset
                 offset += len(line)
+                if line_no == 1:  # a byte-order mark is not part of the first record
+                    line, skipped = strip_bom(line)
+                    start += skipped
                 if len(line) > max_line and not line.endswith(b"\n"):
                     skipped = _skip_rest_of_line(stream)
                     offset += skipped
@@ -153,6 +161,68 @@ def _skip_rest_of_line(stream: BinaryIO) -> int:
             return skipped
 
 
+def opens_a_document(path: Path, max_line: int) -> bool:
+    """Whether a file is one JSON document rather than JSON lines: its first non-blank line is
+    not JSON by itself and opens an array (``[``, as a pretty-printed array of records does) or
+    is a lone ``{`` (a pretty-printed object). A JSON-lines file whose first record is broken
+    starts with more than ``{`` on its line and is still read line by line."""
+    try:
+        with open_binary(path) as stream:
+            first = True
+            while line := stream.readline(max_line + 1):
+                if first:
+                    line, _ = strip_bom(line)
+                    first = False
+                if line.strip():
+                    break
+    except (EOFError, zlib.error, gzip.BadGzipFile, zstandard.ZstdError, OSError):
+        return False  # the line reader reports it
+    head = line.strip()
+    if not head:
+        return False
+    try:
+        orjson.loads(head)
+        return False
+    except orjson.JSONDecodeError:
+        return head.startswith(b"[") or head == b"{"
+
+
+def _read_document(path: Path, limits: ReadLimits, text_field: str, id_field: str | None,
+                   url_field: str | None, meta_fields: list[str] | None) -> Iterator[pa.RecordBatch]:
+    """Records of one JSON document of at most ``limits.max_json_document_bytes``: each element
+    of a top-level array (its ``line`` is the element's 1-based position), or a single object."""
+    out = RawBatchBuilder(limits.batch_docs)
+    bound = limits.max_json_document_bytes
+    try:
+        with open_binary(path) as stream:
+            data = stream.read(bound + 1)
+    except (EOFError, zlib.error, gzip.BadGzipFile, zstandard.ZstdError, OSError) as error:
+        reason = "truncated_file" if isinstance(error, EOFError) else "unreadable_file"
+        out.bad(reason, f"{type(error).__name__}: {error} (in a file that is one JSON document)", None, 1, 0)
+        yield out.flush()
+        return
+    data, skipped = strip_bom(data)
+    if len(data) > bound:
+        out.bad("too_large", f"one JSON document of more than {bound} bytes, not JSON lines; convert it "
+                "to JSON lines (jq -c '.[]' in.json > out.jsonl)", data, 1, skipped)
+        yield out.flush()
+        return
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        reason, detail = _classify_bad_line(data, error)
+        out.bad(reason, f"{detail} (the file is neither JSON lines nor one JSON document)", data, 1, skipped)
+        yield out.flush()
+        return
+    for position, obj in enumerate(value if isinstance(value, list) else [value], 1):
+        _add_record(obj, None, position, None, out, text_field, id_field, url_field, meta_fields)
+        if out.full:
+            yield out.flush()
+    batch = out.flush()
+    if batch is not None:
+        yield batch
+
+
 def _parse_line(line: bytes, line_no: int, offset: int, out: RawBatchBuilder, text_field: str,
                 id_field: str | None, url_field: str | None, meta_fields: list[str] | None) -> None:
     try:
@@ -161,18 +231,28 @@ def _parse_line(line: bytes, line_no: int, offset: int, out: RawBatchBuilder, te
         reason, detail = _classify_bad_line(line, error)
         out.bad(reason, detail, line, line_no, offset)
         return
+    _add_record(obj, line, line_no, offset, out, text_field, id_field, url_field, meta_fields)
+
+
+def _add_record(obj, line: bytes | None, line_no: int, offset: int | None, out: RawBatchBuilder,
+                text_field: str, id_field: str | None, url_field: str | None,
+                meta_fields: list[str] | None) -> None:
+    """One parsed JSON value as a document or a bad record (``line``: its raw bytes, if known)."""
+    def raw() -> bytes:
+        return line if line is not None else orjson.dumps(obj)
+
     if not isinstance(obj, dict):
-        out.bad("not_an_object", f"JSON {type(obj).__name__}, expected an object", line, line_no, offset)
+        out.bad("not_an_object", f"JSON {type(obj).__name__}, expected an object", raw(), line_no, offset)
         return
     text = get_field(obj, text_field)
     if text is None:
-        out.bad("missing_text", f"no field {text_field!r}", line, line_no, offset)
+        out.bad("missing_text", f"no field {text_field!r}", raw(), line_no, offset)
         return
     own_id = None
     if id_field is not None:
         own_id = get_field(obj, id_field)
         if own_id is None or isinstance(own_id, (dict, list)):
-            out.bad("missing_id", f"no usable id in field {id_field!r}", line, line_no, offset)
+            out.bad("missing_id", f"no usable id in field {id_field!r}", raw(), line_no, offset)
             return
         own_id = str(own_id)
     url = get_field(obj, url_field) if url_field else None

@@ -1,4 +1,7 @@
-"""Parquet reader: streams row batches and maps columns onto the raw-record schema, vectorized."""
+"""Parquet reader: streams row batches and maps columns onto the raw-record schema, vectorized.
+
+Parquet string columns may hold bytes that are not UTF-8 (writers do not check); such a row is
+quarantined as ``invalid_utf8``, naming its column, and the rest of its batch is read."""
 
 from __future__ import annotations
 
@@ -49,15 +52,67 @@ def read_parquet(path: Path, *, text_field: str = "text", id_field: str | None =
     try:
         parquet = pq.ParquetFile(path)
         for batch in parquet.iter_batches(batch_size=limits.batch_docs):
-            yield _map_batch(batch, row, text_field, id_field, url_field, meta_fields)
+            lines = pa.array(range(row + 1, row + batch.num_rows + 1), pa.int64())
             row += batch.num_rows
+            invalid = _invalid_utf8(batch, lines, _used_columns(batch, text_field, id_field, url_field, meta_fields))
+            if invalid is not None:  # those rows are quarantined, the rest of the batch is read
+                rows, quarantined = invalid
+                yield quarantined
+                batch, lines = batch.filter(pc.invert(rows)), lines.filter(pc.invert(rows))
+            if batch.num_rows:
+                yield _map_batch(batch, lines, text_field, id_field, url_field, meta_fields)
     except (OSError, pa.ArrowException) as error:
         failure = RawBatchBuilder(1)
-        failure.bad("unreadable_file", f"{type(error).__name__}: {error} (after {row} rows)", line=row + 1)
+        failure.bad("unreadable_file", f"{type(error).__name__}: {error} (in rows up to {row})", line=row + 1)
         yield failure.flush()
 
 
-def _map_batch(batch: pa.RecordBatch, first_row: int, text_field: str, id_field: str | None,
+def _used_columns(batch: pa.RecordBatch, text_field: str, id_field: str | None, url_field: str | None,
+                  meta_fields: list[str] | None) -> list[str]:
+    """The top-level columns a batch's records are made of (fields, and those kept in meta)."""
+    named = [f.split(".")[0] for f in (text_field, id_field, url_field) if f]
+    taken = {f for f in (text_field, id_field, url_field) if f and "." not in f}
+    meta = meta_fields if meta_fields is not None else [n for n in batch.schema.names if n not in taken]
+    return [n for n in dict.fromkeys([*named, *meta]) if n in batch.schema.names]
+
+
+def _invalid_utf8(batch: pa.RecordBatch, lines: pa.Array,
+                  names: list[str]) -> tuple[pa.Array, pa.RecordBatch] | None:
+    """Rows whose string data in ``names`` is not valid UTF-8 (Parquet readers do not check it,
+    Arrow compute refuses it): a mask of them, and their quarantine records; None if there are
+    none. Whole columns are checked at once; only a column that fails is checked row by row."""
+    bad_rows: dict[int, str] = {}
+    for name in names:
+        column = batch.column(name)
+        try:
+            column.validate(full=True)
+            continue
+        except pa.ArrowInvalid:
+            pass
+        for i in range(batch.num_rows):
+            if i not in bad_rows and not _valid_row(column, i):
+                bad_rows[i] = name
+    if not bad_rows:
+        return None
+    out = RawBatchBuilder(len(bad_rows))
+    for i, name in sorted(bad_rows.items()):
+        column = batch.column(name)
+        is_text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+        raw = column[i].cast(pa.binary()).as_py() if is_text else None
+        out.bad("invalid_utf8", f"invalid UTF-8 in column {name!r}", raw, lines[i].as_py())
+    mask = pa.array([i in bad_rows for i in range(batch.num_rows)])
+    return mask, out.flush()
+
+
+def _valid_row(column: pa.Array, i: int) -> bool:
+    try:
+        column.take([i]).validate(full=True)  # take, not slice: a struct slice keeps its whole children
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _map_batch(batch: pa.RecordBatch, lines: pa.Array, text_field: str, id_field: str | None,
                url_field: str | None, meta_fields: list[str] | None) -> pa.RecordBatch:
     rows = batch.num_rows
     text = _column(batch, text_field)
@@ -88,7 +143,7 @@ def _map_batch(batch: pa.RecordBatch, first_row: int, text_field: str, id_field:
             _as_string(own_id, rows),
             _as_string(_column(batch, url_field) if url_field else None, rows),
             _meta(batch, meta_names),
-            pa.array(range(first_row + 1, first_row + rows + 1), pa.int64()),
+            lines,
             pa.nulls(rows, pa.int64()),
             reason,
             detail,

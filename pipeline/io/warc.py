@@ -13,6 +13,8 @@ date, the HTTP status and the content type.
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -55,43 +57,139 @@ def _content_type(record) -> tuple[str, str | None]:
     return media.strip(), charset
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+# What ends a record in an uncompressed file: two CRLFs after a WARC record's block, one LF
+# after an ARC record's.
+RECORD_END = {"warc": b"\r\n\r\n", "arc": b"\n"}
+READ_BLOCK = 1 << 20
+
+
+@dataclass
+class _Read:
+    """A record warcio has read whole as far as it can tell; kept back until it is known to be
+    whole (another record follows it, or the file ends where it should)."""
+
+    offset: int
+    end: int  # where its bytes end (its gzip member, or its block before the separator)
+    format: str
+    fields: tuple | None  # ("doc", ...) or ("bad", ...) for a content record, else None
+
+
 def read_warc(path: Path, *, html_main_content: bool = True,
               limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
     """Yield raw-record batches from one WARC or WET file (gzip or plain).
 
-    warcio reads a truncated file without complaint, so truncation is checked here: a record
-    shorter than its Content-Length, or bytes after the last whole record, are quarantined as
-    ``truncated_file``."""
+    warcio reads a cut file without complaint, so wholeness is checked here: every record but
+    the last is whole (another record followed it); the last must end where the file ends (its
+    gzip member complete, or its block followed by the record separator). Where the file is cut,
+    the records before the cut are kept and the cut record, whatever it was, is quarantined once
+    as ``truncated_file`` at its offset; bytes after the last whole record that do not start a
+    record are quarantined once as ``unreadable_file``."""
     out = RawBatchBuilder(limits.batch_docs)
-    offset = end = 0
+    pending: _Read | None = None
+    whole_end = 0  # where the bytes after the last whole record begin
+    problem = None  # why reading stopped early, if it did
+    at_eof = True
     try:
-        with open(path, "rb") as stream:
-            records = ArchiveIterator(stream)
-            for record in records:
-                content = _is_content(record)
-                if content:
-                    kind, *fields = _read_record(record, html_main_content, limits.max_doc_bytes)
-                # The offset is known once the record is read (warcio reads it to its end).
-                offset = records.get_record_offset()
-                end = offset + records.get_record_length()
-                if getattr(record.raw_stream, "limit", 0) > 0:
-                    out.bad("truncated_file", f"{record.rec_type} record ends {record.raw_stream.limit} "
-                            "bytes short of its Content-Length", None, None, offset)
-                elif content and kind == "doc":
-                    out.doc(*fields, line=None, offset=offset)
-                elif content:
-                    out.bad(*fields, line=None, offset=offset)
-                if out.full:
-                    yield out.flush()
         size = path.stat().st_size
-        if end < size:
-            out.bad("truncated_file", f"{size - end} bytes after the last whole record", None, None, end)
-    except Exception as error:  # warcio raises assorted errors on damaged input
-        reason = "truncated_file" if isinstance(error, EOFError) else "unreadable_file"
-        out.bad(reason, f"{type(error).__name__}: {error}", None, None, end)
+        with open(path, "rb") as stream:
+            first = stream.read(2)
+            gz = bool(first) and GZIP_MAGIC.startswith(first)
+            stream.seek(0)
+            records = ArchiveIterator(stream)
+            try:
+                for record in records:
+                    # Another record began, so the one before it is whole.
+                    if pending is not None:
+                        _emit(out, pending)
+                        whole_end, pending = next_start, None
+                    fields = None
+                    if _is_content(record):
+                        fields = _read_record(record, html_main_content, limits.max_doc_bytes)
+                    # The offset is known once the record is read (warcio reads it to its end).
+                    offset = records.get_record_offset()
+                    end = offset + records.get_record_length()
+                    next_start = records.offset
+                    short = getattr(record.raw_stream, "limit", 0)
+                    if short > 0:
+                        problem = f"{record.rec_type} record ends {short} bytes short of its Content-Length"
+                        break
+                    pending = _Read(offset, end, record.format, fields)
+                    if out.full:
+                        yield out.flush()
+            except Exception as error:  # warcio raises assorted errors on damaged input
+                problem = f"{type(error).__name__}: {error}"
+                at_eof = stream.tell() >= size
+        if pending is not None:
+            after = _whole_end(path, gz, pending)
+            if after is not None:
+                _emit(out, pending)
+                whole_end = after
+        _check_rest(out, path, gz, whole_end, size, problem, at_eof)
+    except OSError as error:
+        out.bad("unreadable_file", f"{type(error).__name__}: {error}", None, None, whole_end)
     batch = out.flush()
     if batch is not None:
         yield batch
+
+
+def _emit(out: RawBatchBuilder, read: _Read) -> None:
+    if read.fields is None:
+        return
+    kind, *fields = read.fields
+    if kind == "doc":
+        out.doc(*fields, line=None, offset=read.offset)
+    else:
+        out.bad(*fields, line=None, offset=read.offset)
+
+
+def _whole_end(path: Path, gz: bool, read: _Read) -> int | None:
+    """Where the last record read ends, separator included, if it is whole; None if it is cut."""
+    with open(path, "rb") as stream:
+        if not gz:
+            separator = RECORD_END.get(read.format, RECORD_END["warc"])
+            stream.seek(read.end)
+            return read.end + len(separator) if stream.read(len(separator)) == separator else None
+        stream.seek(read.offset)
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        left = read.end - read.offset
+        while left > 0 and not member.eof:
+            chunk = stream.read(min(READ_BLOCK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            member.decompress(chunk, READ_BLOCK)
+            while member.unconsumed_tail and not member.eof:  # bounded output, in steps
+                member.decompress(member.unconsumed_tail, READ_BLOCK)
+        return read.end if member.eof and not member.unused_data and left == 0 else None
+
+
+def _check_rest(out: RawBatchBuilder, path: Path, gz: bool, whole_end: int, size: int,
+                problem: str | None, at_eof: bool) -> None:
+    """Quarantine, once, what follows the last whole record, if anything does."""
+    with open(path, "rb") as stream:
+        stream.seek(whole_end)
+        head = stream.read(4096)
+    start = whole_end
+    if not gz:  # blank lines between records are not a record
+        blank = len(head) - len(head.lstrip(b"\r\n"))
+        head, start = head[blank:], start + blank
+    if start >= size:
+        return
+    if at_eof and _starts_a_record(head, gz):
+        out.bad("truncated_file", f"the file is cut {size - start} bytes into the record at offset "
+                f"{start}; the whole records before it are kept", head, None, start)
+    else:
+        out.bad("unreadable_file", f"{size - start} bytes from here on are not a WARC record"
+                f"{f' ({problem})' if problem else ''}",
+                head, None, start)
+
+
+def _starts_a_record(head: bytes, gz: bool) -> bool:
+    """Whether bytes could be the start of a record (of which a cut file holds only a part)."""
+    if gz:
+        return head[:2] == GZIP_MAGIC[:len(head[:2])]
+    return head[:5] == b"WARC/"[:len(head[:5])] or not head.startswith(b"WARC") and b"://" in head[:64]
 
 
 def _read_record(record, main_content: bool, max_bytes: int) -> tuple:
