@@ -34,7 +34,7 @@ What the model sees of a document:
   and Italian 51% (now 84%). On the pages as they are, the spans disagree with the whole text
   on 7 of 670, 6 of them pages where lid.176 gives the whole text less than 0.5 (the prefix:
   17). Throughput (documents per CPU second, one thread) is 0.87 to 1.02 times the prefix's
-  over five runs (noisy on a shared machine; the text read is as long as before).
+  in five measurements (noisy on a shared machine; the text read is as long as before).
   The longest paragraphs instead (97.16% on the pages) did worse than the prefix.
 * its text with newlines folded to spaces: fastText predicts one line at a time (the binding
   refuses a newline), and its other whitespace already separates words.
