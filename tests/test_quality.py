@@ -58,7 +58,7 @@ def test_training_texts_are_balanced_news_against_web(corpus):
     labels = pl.read_parquet(corpus / "labels.parquet")
     clean_news = labels.filter((pl.col("source") == "news") & (pl.col("kind") == "clean")).height
     web = demo_web_pool(corpus)
-    assert len(positives) == len(negatives) == min(clean_news, web.height) == 537
+    assert len(positives) == len(negatives) == min(clean_news, web.height) == 340
     assert set(negatives) <= set(web["text"].to_list())
     assert demo_training_texts(corpus, seed=0) == (positives, negatives)
     assert demo_training_texts(corpus, seed=1)[1] != negatives  # another seed, another sample
@@ -67,12 +67,12 @@ def test_training_texts_are_balanced_news_against_web(corpus):
 def test_classifier_separates_reference_text_from_raw_web_text(trained):
     out, info = trained
     held = info["held_out"]
-    # 10% of each class held out: 54 + 54 documents of this 3,000-document corpus. Over seeds
+    # 10% of each class held out: 34 + 34 documents (54 before the corpus reserved its task and held-out news) of this 3,000-document corpus. Over seeds
     # 0-9 (sample and training) held-out F1 was 0.857-0.964, AUC 0.91-0.99 and recall 1.0
     # (F1 0.88-0.92 and AUC 0.92-0.95 at 20,000 documents). Precision stays near 0.8-0.9
     # because a fifth of the web pages are copies of news articles, labelled raw web yet as good
     # as the reference. A constant "hq" answer has F1 0.667 and AUC 0.5; a random one F1 0.5.
-    assert held["positives"] == held["negatives"] == 54
+    assert held["positives"] == held["negatives"] == 34
     assert held["f1"] >= 0.80
     assert held["recall"] >= 0.95
     assert held["auc"] >= 0.85
