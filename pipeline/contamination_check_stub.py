@@ -7,8 +7,9 @@ that the decontamination module provides:
 Returns ``{"window": 13, "documents": n, "windows": n, "common_windows": n, "tokens_checked": n,
 "seconds": s, "groups": {group: {"documents", "windows", "common_windows"}}, "examples": [...]}``:
 training documents (distinct ids) that share at least one window with ``texts``, the distinct
-shared windows, and apart from them the common windows (shared by more than ``common_window_docs``
-training documents: licences, templates), counted, not silently dropped.
+shared windows, and apart from them the common windows (in more than ``common_window_docs``
+documents of the curated pool the mixture was drawn from: licences, templates, lorem ipsum),
+counted, not silently dropped.
 
 TODO(merge): delete this module and import ``check_contamination`` from the decontamination module.
 """
@@ -40,58 +41,65 @@ def _window_hashes(tokens: np.ndarray, window: int) -> np.ndarray:
     return hashes
 
 
+def _shard_hits(path: Path, reference: np.ndarray, window: int, code: dict[str, int]):
+    """``(doc codes, window hashes)`` of the windows of a shard's documents that are in ``reference``
+    (windows inside one document only), and the shard's token count."""
+    tokens, offsets = read_token_shard(path)
+    hashes = _window_hashes(np.asarray(tokens), window)
+    starts = offsets["doc_start"].to_numpy()
+    ends = starts + offsets["doc_tokens"].to_numpy()
+    positions = np.arange(hashes.size)
+    doc = np.searchsorted(starts, positions, side="right") - 1
+    hit = (positions + window <= ends[doc]) & np.isin(hashes, reference) if hashes.size else np.zeros(0, bool)
+    codes = np.array([code.setdefault(i, len(code)) for i in offsets["doc_id"].to_list()], np.int64)
+    return codes[doc[hit]], hashes[hit], int(tokens.size)
+
+
+def _unique_pairs(docs: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    if not docs.size:
+        return np.zeros((2, 0), np.uint64)
+    return np.unique(np.stack([docs.astype(np.uint64), hashes]), axis=1)
+
+
 def check_contamination(mixture_dir: Path, texts: Sequence[str], tokenizer, window: int = 13,
                         common_window_docs: int = 10) -> dict:
     started = time.perf_counter()
+    mixture_dir = Path(mixture_dir)
     if isinstance(tokenizer, (str, Path)):
         tokenizer = load_tokenizer(Path(tokenizer))
     encoded = tokenizer.encode_batch(list(texts), add_special_tokens=False)
     reference = np.unique(np.concatenate([_window_hashes(np.asarray(e.ids, np.int64), window) for e in encoded]
                                          or [np.zeros(0, np.uint64)]))
-    manifest = read_json(Path(mixture_dir) / "manifest.json")
-    pairs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    # Common windows: in more than common_window_docs documents of the curated pool the mixture was
+    # drawn from (the run's tokenize shards), or of the mixture itself where those are not beside it.
+    pool_shards = sorted((mixture_dir.parent.parent / "tokenize" / "shards").glob("*.arrow"))
+    manifest = read_json(mixture_dir / "manifest.json")
+    train = [(entry["group"], mixture_dir / entry["file"]) for entry in manifest["train"]]
+    pool_code: dict[str, int] = {}
+    pool_pairs = [_unique_pairs(*_shard_hits(path, reference, window, pool_code)[:2])
+                  for path in (pool_shards or [path for _, path in train])]
+    pool_hashes = np.concatenate([pair[1] for pair in pool_pairs]) if pool_pairs else np.zeros(0, np.uint64)
+    values, docs_per_window = np.unique(pool_hashes, return_counts=True)
+    common = values[docs_per_window > common_window_docs]
+
     code: dict[str, int] = {}
-    checked = 0
-    for entry in manifest["train"]:
-        tokens, offsets = read_token_shard(Path(mixture_dir) / entry["file"])
-        checked += int(tokens.size)
-        hashes = _window_hashes(np.asarray(tokens), window)
-        starts = offsets["doc_start"].to_numpy()
-        ends = starts + offsets["doc_tokens"].to_numpy()
-        positions = np.arange(hashes.size)
-        doc = np.searchsorted(starts, positions, side="right") - 1
-        inside = positions + window <= ends[doc] if hashes.size else np.zeros(0, bool)
-        hit = inside & np.isin(hashes, reference)
-        ids = offsets["doc_id"].to_list()
-        codes = np.array([code.setdefault(i, len(code)) for i in ids], np.int64)
-        pairs.setdefault(entry["group"], []).append((codes[doc[hit]], hashes[hit]))
+    groups, checked, found = {}, 0, []
+    for group, path in train:
+        docs, hashes, tokens = _shard_hits(path, reference, window, code)
+        checked += tokens
+        found.append((group, _unique_pairs(docs, hashes)))
+    for group in sorted({g for g, _ in found}):
+        pairs = np.concatenate([p for g, p in found if g == group], axis=1)
+        is_common = np.isin(pairs[1], common)
+        groups[group] = {"documents": int(np.unique(pairs[0, ~is_common]).size),
+                         "windows": int(np.unique(pairs[1, ~is_common]).size),
+                         "common_windows": int(np.unique(pairs[1, is_common]).size)}
+    pairs = np.concatenate([p for _, p in found], axis=1) if found else np.zeros((2, 0), np.uint64)
+    is_common = np.isin(pairs[1], common)
+    contaminated = np.unique(pairs[0, ~is_common])
     id_of = {c: i for i, c in code.items()}
-    groups, all_docs, all_hashes = {}, [], []
-    for group, found in pairs.items():
-        docs = np.concatenate([d for d, _ in found]) if found else np.zeros(0, np.int64)
-        hashes = np.concatenate([h for _, h in found]) if found else np.zeros(0, np.uint64)
-        all_docs.append(docs)
-        all_hashes.append(hashes)
-    docs = np.concatenate(all_docs) if all_docs else np.zeros(0, np.int64)
-    hashes = np.concatenate(all_hashes) if all_hashes else np.zeros(0, np.uint64)
-    pair = np.unique(np.stack([docs.astype(np.uint64), hashes]), axis=1) if docs.size else np.zeros((2, 0), np.uint64)
-    window_values, docs_per_window = np.unique(pair[1], return_counts=True)
-    common = window_values[docs_per_window > common_window_docs]
-    group_of_doc: dict[int, str] = {}
-    for group, found in pairs.items():
-        for d, _ in found:
-            for value in np.unique(d).tolist():
-                group_of_doc.setdefault(value, group)
-    contaminated = pair[:, ~np.isin(pair[1], common)]
-    for group in pairs:
-        in_group = np.array([group_of_doc.get(int(d)) == group for d in contaminated[0]], bool)
-        mine = contaminated[:, in_group] if in_group.size else contaminated
-        common_here = pair[:, np.isin(pair[1], common) & np.array(
-            [group_of_doc.get(int(d)) == group for d in pair[0]], bool)] if pair.size else pair
-        groups[group] = {"documents": int(np.unique(mine[0]).size), "windows": int(np.unique(mine[1]).size),
-                         "common_windows": int(np.unique(common_here[1]).size)}
     return {"window": window, "common_window_docs": common_window_docs,
-            "documents": int(np.unique(contaminated[0]).size), "windows": int(np.unique(contaminated[1]).size),
-            "common_windows": int(common.size), "tokens_checked": checked,
+            "documents": int(contaminated.size), "windows": int(np.unique(pairs[1, ~is_common]).size),
+            "common_windows": int(np.unique(pairs[1, is_common]).size), "tokens_checked": checked,
             "seconds": time.perf_counter() - started, "groups": groups,
-            "examples": [id_of[int(d)] for d in np.unique(contaminated[0])[:5]]}
+            "examples": [id_of[int(d)] for d in contaminated[:5]]}

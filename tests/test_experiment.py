@@ -17,7 +17,7 @@ import flows.experiment as experiment_module
 from flows.experiment import ContaminationError, experiment_flow
 from pipeline.config import ConfigError
 from pipeline.dedup.contamination import ReferenceIndex
-from pipeline.demo_corpus import build_demo_corpus, gibberish_text, load_real_text, lorem_text, make_plan, random_streams
+from pipeline.demo_corpus import build_demo_corpus, gibberish_text, load_real_text, make_plan, random_streams
 from pipeline.experiment import (EvalSetConfig, compare, heldout_scores, heldout_texts, parse_experiment,
                                  read_eval_set, spread, trained_on)
 from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
@@ -34,12 +34,15 @@ def _demo_heldout(corpus):
     folder = corpus / "heldout"
     if (folder / "texts.parquet").exists():
         return
-    used = "\n".join(d.text for d in make_plan(DOCS, random_streams(0)).docs if isinstance(d.text, str))
+    def shingles(text):
+        words = text.split()
+        return {" ".join(words[i:i + 5]) for i in range(max(len(words) - 4, 1))}
+
+    # No shared run of 5 words with anything the corpus wrote (so no 13-token window either).
+    used = set().union(*(shingles(d.text) for d in make_plan(DOCS, random_streams(0)).docs if isinstance(d.text, str)))
 
     def unused(doc):
-        text = doc.text.strip()
-        middle = len(text) // 2
-        return text[:80] not in used and text[middle:middle + 80] not in used and text[-80:] not in used
+        return not shingles(doc.text) & used
 
     real = load_real_text()
     news = [d for d in real.news if unused(d)]
@@ -50,9 +53,9 @@ def _demo_heldout(corpus):
               "lang": d.lang, "kind": "clean", "clean": True} for i, d in enumerate(dialogues[:8])]
     rng = np.random.default_rng(7)
     for i in range(10):
-        text = lorem_text(rng) if i % 2 else gibberish_text(rng)[0]
+        text = gibberish_text(rng)[0]
         rows.append({"id": f"heldout/junk/{i}", "text": text, "set": "junk", "group": "web", "lang": None,
-                     "kind": "lorem" if i % 2 else "gibberish", "clean": False})
+                     "kind": "gibberish", "clean": False})
     folder.mkdir(exist_ok=True)
     pl.DataFrame(rows).write_parquet(folder / "texts.parquet")
     task = []
@@ -67,7 +70,7 @@ def _config(tmp_path, **overrides):
     data = {
         "out_dir": str(tmp_path / "experiment"), "demo": True, "demo_docs": DOCS,
         "corpus_dir": str(tmp_path / "corpus"), "seeds": [0, 1], "budget_tokens": 6000,
-        "tokenizer": {"vocab_size": 400, "sample_docs": 500},
+        "tokenizer": {"vocab_size": 2000, "sample_docs": 500},
         "task": {"train_docs": 30, "test_docs": 20, "sizes": [10, 0], "max_tokens": 16, "finetune_steps": 2},
         "variants": [{"name": "raw"}, {"name": "full", "stages": ["lang", "filter", "dedup", "lines"], "quality": True}],
         "train": {"device": "cpu", "eval_interval": 4, "eval_tokens": 256, "log_interval": 2,
