@@ -144,15 +144,21 @@ def _final_documents(run: RunConfig) -> pl.DataFrame:
     return pl.scan_parquet(sorted(layout.stage(stages[-1]).docs.glob("*.parquet"))).collect()
 
 
-def _eval_folder(config: ExperimentConfig, texts: pl.DataFrame, tokenizer_path: Path) -> tuple[Path, dict]:
-    """The held-out sets' token shards and manifest (mixture format, validation only), written once."""
+def _eval_folder(config: ExperimentConfig, texts_path: Path, texts: pl.DataFrame,
+                 tokenizer_path: Path) -> tuple[Path, dict]:
+    """The held-out sets' token shards and manifest (mixture format, validation only), written
+    once for these texts and this tokenizer."""
     folder = config.out_dir / "heldout"
     manifest_path = folder / "manifest.json"
+    made_from = {"texts_sha256": file_sha256(texts_path), "tokenizer_sha256": file_sha256(tokenizer_path)}
     if manifest_path.exists():
         manifest = read_json(manifest_path)
-        if manifest["tokenizer"]["sha256"] == file_sha256(tokenizer_path):
+        if manifest.get("made_from") == made_from:
             return folder, manifest
-    return folder, write_eval_folder(texts, tokenizer_path, folder, config.seed)
+    manifest = write_eval_folder(texts, tokenizer_path, folder, config.seed)
+    manifest["made_from"] = made_from
+    write_json(manifest, manifest_path)
+    return folder, manifest
 
 
 def _check_contamination(config: ExperimentConfig, runs: dict[str, RunConfig], texts: list[str],
@@ -226,7 +232,7 @@ def transfer_task(model_name: str, seed: int, checkpoint: Path | None, model_sha
 def _curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None) -> dict:
     layout = RunLayout(run.run_dir)
     manifest = read_json(layout.root / "mix" / variant / "manifest.json")
-    documents = pl.read_parquet(layout.root / "mix" / "documents.parquet")
+    pool = pl.read_parquet(layout.root / "mix" / "documents.parquet")
     plan = pl.read_parquet(layout.root / "mix" / variant / "plan.parquet")
     stages = read_json(layout.manifest)["stages"]
     documents = [name for name in DOCUMENT_STAGES if name in stages]
@@ -236,7 +242,7 @@ def _curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None)
             "documents_mixed": stages["mix"]["train_documents"],
             "mixture": str(layout.root / "mix" / variant),
             "tokenizer_sha256": manifest["tokenizer"]["sha256"],
-            "trained_on": trained_on(documents, plan, labels),
+            "trained_on": trained_on(pool, plan, labels),
             "tokens_available": sum(g["tokens_available"] for g in manifest["groups"].values()),
             "tokens_taken": manifest["tokens_taken"],
             "groups": {name: {key: g[key] for key in ("tokens_available", "tokens_taken", "epochs",
@@ -279,7 +285,7 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     if not tokenizer_path.exists():
         sample = tokenizer_sample(_final_documents(source_run), texts, config.tokenizer.sample_docs, config.seed)
         train_tokenizer(sample["text"], tokenizer_path, vocab_size=config.tokenizer.vocab_size)
-    heldout, eval_manifest = _eval_folder(config, texts, tokenizer_path)
+    heldout, eval_manifest = _eval_folder(config, texts_path, texts, tokenizer_path)
 
     runs: dict[str, RunConfig] = {}
     for key, variants in config.curations().items():

@@ -360,7 +360,8 @@ def heldout_provenance(texts: pl.DataFrame, origins: dict[str, dict], manifest: 
                       "groups": {g: {"documents": int(d), "bytes": int(b)}
                                  for g, d, b in rows.select("group", "documents", "bytes").iter_rows()}}
     clean = sorted(n for n, s in sets.items() if s["clean"])
-    return {"sets": sets, "clean_sets": clean, "headline": f"mean of the clean sets' bits per byte ({', '.join(clean)})",
+    return {"sets": sets, "clean_sets": clean,
+            "headline": f"mean of the clean sets' bits per byte ({', '.join(clean)})",
             "documents": texts.height, "bytes": int(texts["text"].str.len_bytes().sum()),
             "shards": {e["group"]: e["sha256"] for e in manifest["validation"]},
             "tokenizer_sha256": manifest["tokenizer"]["sha256"]}
