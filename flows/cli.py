@@ -516,8 +516,9 @@ def generate(checkpoint: Path = typer.Argument(..., help="a training out_dir or 
 @app.command()
 def experiment(config: Path = typer.Argument(..., help="TOML config of the experiment (see configs/experiment.toml)"),
                quiet: bool = QuietOption) -> None:
-    """Curate variants of one raw pool, pretrain on each over several seeds, and compare them on a
-    clean reference set and on transfer to a downstream task; writes results.json and a report."""
+    """Curate variants of one raw pool, pretrain on each over several seeds, and compare them on
+    held-out sets no curation chose and on transfer to a downstream task; writes results.json and a
+    report."""
     from flows.runtime import configure_prefect
     from pipeline.experiment import load_experiment
     from trainer.data import MixtureError
@@ -525,13 +526,15 @@ def experiment(config: Path = typer.Argument(..., help="TOML config of the exper
     with _failing_on(ConfigError):
         parsed = load_experiment(config)
     configure_prefect(parsed.out_dir, quiet=quiet)
-    from flows.experiment import experiment_flow
+    from flows.experiment import ContaminationError, experiment_flow
 
-    with _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError):
+    with _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError):
         results = experiment_flow(parsed)
     table = Table(title=f"experiment: mean ± std over {len(results['seeds'])} seeds "
                         f"({results['timing']['total_s'] / 60:.1f} min)")
-    shown = ["reference_bpb", *[m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))]]
+    junk = [f"heldout_bpb/{name}" for name, info in results["heldout"]["sets"].items() if not info["clean"]]
+    shown = ["heldout_bpb", *junk,
+             *[m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))]]
     table.add_column("model")
     for metric in shown:
         table.add_column(metric, justify="right")
@@ -543,7 +546,7 @@ def experiment(config: Path = typer.Argument(..., help="TOML config of the exper
         table.add_row(name, *cells)
     stdout.print(table)
     for comparison in results["comparisons"]:
-        if comparison["metric"] == "reference_bpb" or comparison["contradicts_expectation"]:
+        if comparison["metric"] == "heldout_bpb" or comparison["contradicts_expectation"]:
             stdout.print(("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
                          + comparison["sentence"], highlight=False, soft_wrap=True, markup=False)
     stdout.print(f"results: {parsed.out_dir / 'results.json'}\nreport: {parsed.out_dir / 'report' / 'index.html'}",

@@ -1,19 +1,21 @@
 """The experiment flow (pipeline.experiment): curated vs raw mixtures of one raw pool, trained
-alike over several seeds, compared on a clean reference set and on transfer to a downstream task.
+alike over several seeds, compared on held-out sets no curation chose and on transfer to a
+downstream task.
 
 Steps, all under ``out_dir``::
 
-    corpus (demo)         the demo corpus, unless there is one                .cache/demo-corpus
-    task.parquet          the downstream task (demo: BBC News topics)
+    corpus (demo)         the demo corpus with its held-out sets and task, unless there is one
     quality/              the fastText quality model, when a variant uses it (demo: trained here)
-    curation/reference/   the most curated variant's documents, no tokens
-    reference/            texts.parquet: the clean reference set sampled from them; its token
-                          shards and manifest (mixture format, validation only)
-    tokenizer.json        one tokenizer for every variant, trained on the reference run's
-                          documents less the reference set
+    heldout/              texts.parquet: the held-out sets (the demo's and the user's eval_sets),
+                          raw; their token shards and manifest (mixture format, validation only)
+    curation/source/      the source stage alone: the raw pool
+    tokenizer.json        one tokenizer for every variant, trained on a seeded sample of the raw
+                          pool less the held-out texts
     curation/<stages>/    one curation run per distinct set of stages, one mixture per variant,
-                          the task and the reference set excluded (near-duplicates too)
-    train/<variant>/seed-<s>/     pretraining (trainer.train), reference set evaluated throughout
+                          the task and the held-out sets excluded (by id, near-duplicates, windows)
+    contamination.json    per variant, training documents sharing a 13-token window with a
+                          held-out or task text; the run stops if any does
+    train/<variant>/seed-<s>/     pretraining (trainer.train), held-out sets evaluated throughout
     transfer/<model>/seed-<s>.json  probe and fine-tuning scores (model: random or a variant)
     results.json, report/index.html
 
@@ -31,40 +33,88 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.curate import curate_flow
-from pipeline.config import RunConfig, load_config, parse_config
-from pipeline.experiment import ExperimentConfig, curation_config, reference_sample
+from pipeline.config import ConfigError, RunConfig, load_config, parse_config
+# TODO(merge): import check_contamination from the decontamination module and delete the stand-in.
+from pipeline.contamination_check_stub import check_contamination
+from pipeline.experiment import (EVAL_MIXTURE, ExperimentConfig, VariantConfig, contamination_total, curation_config,
+                                 heldout_provenance, heldout_scores, heldout_texts, read_eval_set, tokenizer_sample,
+                                 trained_on, write_eval_folder)
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.manifest import open_run
 from pipeline.schema import RunLayout
 from pipeline.steps import DOCUMENT_STAGES
-from pipeline.tokenize import (file_sha256, load_tokenizer, special_ids, token_dtype, train_tokenizer,
-                               write_token_shard)
+from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer
 
 RANDOM = "random"  # the transfer baseline: the same architecture, not pretrained
+
+
+class ContaminationError(RuntimeError):
+    """A training mixture shares token windows with held-out or task text."""
+
+
+def _build_corpus(corpus: Path, config: ExperimentConfig) -> dict:
+    """Build (or find) the demo corpus, its held-out sets and its task."""
+    import inspect
+
+    from pipeline.demo_corpus import build_demo_corpus
+
+    # TODO(merge): the corpus builder reserves the task (task_train_docs, task_test_docs); pass them always.
+    if "task_train_docs" in inspect.signature(build_demo_corpus).parameters:
+        return build_demo_corpus(corpus, docs=config.demo_docs, seed=0, task_train_docs=config.task.train_docs,
+                                 task_test_docs=config.task.test_docs)
+    return build_demo_corpus(corpus, docs=config.demo_docs, seed=0)
 
 
 def _base_curation(config: ExperimentConfig) -> tuple[dict, Path | None]:
     """The curation settings variants derive from, and the demo corpus folder (demo only)."""
     if config.demo:
         from flows.demo import DEMO_CORPUS_DIR, demo_config
-        from pipeline.demo_corpus import build_demo_corpus
 
         corpus = config.corpus_dir or (DEMO_CORPUS_DIR if config.demo_docs == 20_000 else DEMO_CORPUS_DIR.with_name(
             f"demo-corpus-{config.demo_docs}-0"))
-        build_demo_corpus(corpus, docs=config.demo_docs, seed=0)
+        _build_corpus(corpus, config)
         return demo_config(corpus), corpus
     return load_config(config.curation).model_dump(mode="json", exclude={"run_dir"}), None
 
 
-def _task_file(config: ExperimentConfig) -> Path:
+def _corpus_file(corpus: Path, name: str) -> Path:
+    path = corpus / "heldout" / name
+    if not path.is_file():
+        raise ConfigError(f"the demo corpus at {corpus} has no heldout/{name}; it was built by an older version: "
+                          "delete the folder and run again to rebuild it")
+    return path
+
+
+def _task_file(config: ExperimentConfig, corpus: Path | None) -> Path:
+    """The downstream task: the user's file, or the demo corpus's (its articles and their copies
+    entered no pool)."""
     if config.task.path is not None:
         return config.task.path
-    from pipeline.tasks import demo_topic_task
+    return _corpus_file(corpus, "task.parquet")
 
-    path = config.out_dir / "task.parquet"
-    if not path.exists():
-        demo_topic_task(path, config.task.train_docs, config.task.test_docs, seed=config.seed)
-    return path
+
+def _heldout(config: ExperimentConfig, corpus: Path | None) -> tuple[Path, pl.DataFrame, dict]:
+    """``out_dir/heldout/texts.parquet``: the demo corpus's held-out sets and the user's; their
+    texts and where each set came from."""
+    frames, origins = [], {}
+    if corpus is not None:
+        path = _corpus_file(corpus, "texts.parquet")
+        frames.append(pl.read_parquet(path))
+        manifest = corpus / "heldout" / "manifest.json"
+        chosen = read_json(manifest) if manifest.is_file() else {}
+        for name in frames[0]["set"].unique().sort().to_list():
+            origins[name] = {"file": str(path), "sha256": file_sha256(path), "origin": "demo corpus",
+                             "how": chosen.get("how", "fixed when the corpus was built, before any curation"),
+                             "seed": chosen.get("seed")}
+    for spec in config.eval_sets:
+        frames.append(read_eval_set(spec))
+        origins[spec.name] = {"file": str(spec.path), "sha256": file_sha256(Path(spec.path)), "origin": "eval_sets",
+                              "how": "the user's file, as given"}
+    texts = heldout_texts(frames)
+    path = config.out_dir / "heldout" / "texts.parquet"
+    if not path.exists() or not pl.read_parquet(path).equals(texts):
+        write_parquet(texts.to_arrow(), path)
+    return path, texts, origins
 
 
 def _quality_model(config: ExperimentConfig, corpus: Path | None) -> Path | None:
@@ -94,42 +144,47 @@ def _final_documents(run: RunConfig) -> pl.DataFrame:
     return pl.scan_parquet(sorted(layout.stage(stages[-1]).docs.glob("*.parquet"))).collect()
 
 
-def _reference_set(config: ExperimentConfig, tokenizer_path: Path) -> Path:
-    """Write the reference set's token shards and manifest (mixture format, validation only)."""
-    folder = config.out_dir / "reference"
+def _eval_folder(config: ExperimentConfig, texts_path: Path, texts: pl.DataFrame,
+                 tokenizer_path: Path) -> tuple[Path, dict]:
+    """The held-out sets' token shards and manifest (mixture format, validation only), written
+    once for these texts and this tokenizer."""
+    folder = config.out_dir / "heldout"
     manifest_path = folder / "manifest.json"
+    made_from = {"texts_sha256": file_sha256(texts_path), "tokenizer_sha256": file_sha256(tokenizer_path)}
     if manifest_path.exists():
-        return folder
-    texts = pl.read_parquet(folder / "texts.parquet")
+        manifest = read_json(manifest_path)
+        if manifest.get("made_from") == made_from:
+            return folder, manifest
+    manifest = write_eval_folder(texts, tokenizer_path, folder, config.seed)
+    manifest["made_from"] = made_from
+    write_json(manifest, manifest_path)
+    return folder, manifest
+
+
+def _check_contamination(config: ExperimentConfig, runs: dict[str, RunConfig], texts: list[str],
+                         tokenizer_path: Path) -> dict:
+    """The contamination check on every variant's training mixture; ``contamination.json``; a
+    :class:`ContaminationError` naming the variants when any training document shares a window."""
     tokenizer = load_tokenizer(tokenizer_path)
-    (folder / "tokenizer.json").write_bytes(tokenizer_path.read_bytes())
-    entries, groups = [], {}
-    for (group,), rows in texts.group_by(["group"], maintain_order=True):
-        stem = group.replace("/", "+")
-        entry = write_token_shard(zip(rows["id"].to_list(), rows["text"].to_list()), tokenizer,
-                                  folder / "validation" / f"{stem}-0000.arrow", group)
-        size = int(rows["text"].str.len_bytes().sum())
-        entries.append({"file": f"validation/{entry['file']}", "group": group, "documents": entry["documents"],
-                        "tokens": entry["tokens"], "bytes": size, "sha256": entry["sha256"]})
-        groups[group] = {"validation_documents": entry["documents"], "validation_tokens": entry["tokens"],
-                         "validation_bytes": size}
-    ids = special_ids(tokenizer)
-    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
-    write_json({
-        "format": "curate.mixture/1", "mixture": "reference", "seed": config.seed,
-        "tokenizer": {"file": "tokenizer.json", "sha256": file_sha256(tokenizer_path),
-                      "vocab_size": vocab_size, "dtype": token_dtype(vocab_size).name, "eod_id": ids["eod"],
-                      "pad_id": ids["pad"], "mask_id": ids["mask"], "cls_id": ids["cls"]},
-        "groups": dict(sorted(groups.items())), "train": [], "validation": entries,
-    }, manifest_path)
-    return folder
+    counts = {}
+    for variant in config.variants:
+        mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
+        counts[variant.name] = check_contamination(mixture, texts, tokenizer)
+    write_json(counts, config.out_dir / "contamination.json")
+    leaks = {name: contamination_total(check) for name, check in counts.items()}
+    if any(leaks.values()):
+        named = ", ".join(f"{name} {n}" for name, n in leaks.items() if n)
+        raise ContaminationError(
+            f"training documents share a {config.decontamination.window_tokens or 13}-token window with held-out or "
+            f"task text ({named}); see {config.out_dir / 'contamination.json'} and fix the exclusion before training")
+    return counts
 
 
-def _train_config(config: ExperimentConfig, mixture: Path, out_dir: Path, seed: int, reference: Path):
+def _train_config(config: ExperimentConfig, mixture: Path, out_dir: Path, seed: int, heldout: Path):
     from trainer.config import parse_train_config
 
     data = {**config.train, "mixture": str(mixture), "out_dir": str(out_dir), "seed": seed,
-            "eval_mixtures": {"reference": str(reference)}}
+            "eval_mixtures": {EVAL_MIXTURE: str(heldout)}}
     if data.get("max_steps") is None and data.get("max_tokens") is None:
         data["max_tokens"] = config.budget_tokens
     return parse_train_config(data)
@@ -174,9 +229,11 @@ def transfer_task(model_name: str, seed: int, checkpoint: Path | None, model_sha
     return results
 
 
-def _curation_summary(run: RunConfig, variant: str) -> dict:
+def _curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None) -> dict:
     layout = RunLayout(run.run_dir)
     manifest = read_json(layout.root / "mix" / variant / "manifest.json")
+    pool = pl.read_parquet(layout.root / "mix" / "documents.parquet")
+    plan = pl.read_parquet(layout.root / "mix" / variant / "plan.parquet")
     stages = read_json(layout.manifest)["stages"]
     documents = [name for name in DOCUMENT_STAGES if name in stages]
     return {"run_dir": str(run.run_dir),
@@ -184,11 +241,25 @@ def _curation_summary(run: RunConfig, variant: str) -> dict:
             "documents_in": stages["source"]["docs_out"], "documents_curated": stages[documents[-1]]["docs_out"],
             "documents_mixed": stages["mix"]["train_documents"],
             "mixture": str(layout.root / "mix" / variant),
+            "tokenizer_sha256": manifest["tokenizer"]["sha256"],
+            "trained_on": trained_on(pool, plan, labels),
             "tokens_available": sum(g["tokens_available"] for g in manifest["groups"].values()),
             "tokens_taken": manifest["tokens_taken"],
             "groups": {name: {key: g[key] for key in ("tokens_available", "tokens_taken", "epochs",
                                                        "effective_weight", "documents_available")}
                        for name, g in manifest["groups"].items()}}
+
+
+def _curve_row(row: dict, summary: dict, eval_groups: dict) -> dict:
+    """A metrics.csv row for the curves: step, tokens, training loss, own validation and held-out
+    bits per byte (the headline: every evaluation reads the same tokens of each group as the last,
+    whose token counts weigh the groups)."""
+    final = summary.get("final_eval", {}).get(EVAL_MIXTURE, {}).get("groups", {})
+    groups = {g: {"bpb": row.get(f"{EVAL_MIXTURE}_bpb/{g}"), "tokens": v.get("tokens")} for g, v in final.items()
+              if row.get(f"{EVAL_MIXTURE}_bpb/{g}") is not None}
+    scores = heldout_scores(groups, eval_groups) if groups else {}
+    return {**{key: row.get(key) for key in ("step", "tokens_seen", "train_loss", "val_bpb")},
+            "heldout_bpb": scores.get("heldout_bpb")}
 
 
 @flow(name="experiment", validate_parameters=False)
@@ -201,27 +272,20 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     out = config.out_dir
     out.mkdir(parents=True, exist_ok=True)
     base, corpus = _base_curation(config)
-    task_path = _task_file(config)
+    task_path = _task_file(config, corpus)
+    texts_path, texts, origins = _heldout(config, corpus)
     quality = _quality_model(config, corpus)
 
-    # The reference run: the most curated variant's documents; the clean reference set from them;
-    # the shared tokenizer from the rest.
+    # The raw pool (source stage only) and the one tokenizer, from a seeded sample of it that
+    # holds no held-out text.
     tick = time.perf_counter()
-    most = config.most_curated()
-    reference_run = _curate(curation_config(base, [most], config, out / "curation" / "reference", None, [], quality))
-    texts_path = out / "reference" / "texts.parquet"
-    docs = _final_documents(reference_run)
-    if not texts_path.exists():
-        write_parquet(reference_sample(docs, list(config.group_by), config.reference, config.seed).to_arrow(),
-                      texts_path)
+    source_run = _curate(curation_config(base, [VariantConfig(name="source")], config, out / "curation" / "source",
+                                         None, [], None))
     tokenizer_path = out / "tokenizer.json"
     if not tokenizer_path.exists():
-        held = pl.read_parquet(texts_path)["id"]
-        pool = docs.filter(~pl.col("id").is_in(held.implode()))
-        sample = pool.sample(n=min(config.tokenizer.sample_docs, pool.height), seed=config.seed).sort("id")
+        sample = tokenizer_sample(_final_documents(source_run), texts, config.tokenizer.sample_docs, config.seed)
         train_tokenizer(sample["text"], tokenizer_path, vocab_size=config.tokenizer.vocab_size)
-    reference = _reference_set(config, tokenizer_path)
-    del docs
+    heldout, eval_manifest = _eval_folder(config, texts_path, texts, tokenizer_path)
 
     runs: dict[str, RunConfig] = {}
     for key, variants in config.curations().items():
@@ -232,20 +296,26 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     timing["curation_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
+    task_texts = pl.read_parquet(task_path, columns=["text"])["text"]
+    contamination = _check_contamination(config, runs, [*texts["text"].to_list(), *task_texts.to_list()],
+                                         tokenizer_path)
+    timing["contamination_check_s"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
     summaries: dict[str, dict[int, dict]] = {}
     futures = {}
     for variant in config.variants:
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
         for seed in config.seeds:
             train_config = _train_config(config, mixture, out / "train" / variant.name / f"seed-{seed}", seed,
-                                         reference)
+                                         heldout)
             futures[(variant.name, seed)] = pretrain_task(variant.name, seed, train_config)
     for (name, seed), summary in futures.items():
         summaries.setdefault(name, {})[seed] = summary
     timing["training_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
-    model_shape = _train_config(config, reference, out / "unused", 0, reference).model.model_dump()
+    model_shape = _train_config(config, heldout, out / "unused", 0, heldout).model.model_dump()
     transfer: dict[str, dict[int, dict]] = {}
     for name in [RANDOM, *(v.name for v in config.variants)]:
         for seed in config.seeds:
@@ -255,15 +325,19 @@ def experiment_flow(config: ExperimentConfig) -> dict:
                 out / "transfer" / name / f"seed-{seed}.json")
     timing["transfer_s"] = time.perf_counter() - tick
 
+    labels = None
+    if corpus is not None:  # the demo corpus's ground truth: a document's id is "<source>/<key>"
+        labels = pl.read_parquet(corpus / "labels.parquet", columns=["source", "key", "kind"]).select(
+            id=pl.col("source") + "/" + pl.col("key"), kind="kind")
     curation = {v.name: {"stages": list(v.stages) + (["quality"] if v.quality else []),
-                         **_curation_summary(runs[v.name], v.name)} for v in config.variants}
+                         **_curation_summary(runs[v.name], v.name, labels)} for v in config.variants}
     from trainer.train import read_metrics
 
-    curves = {name: {str(seed): [{key: row.get(key) for key in ("step", "tokens_seen", "train_loss", "val_bpb",
-                                                                 "reference_bpb")}
+    curves = {name: {str(seed): [_curve_row(row, summaries[name][seed], eval_manifest["groups"])
                                  for row in read_metrics(out / "train" / name / f"seed-{seed}")]
                      for seed in config.seeds} for name in summaries}
-    results = summarize(config, curation, summaries, transfer, read_json(reference / "manifest.json"), curves)
+    results = summarize(config, curation, summaries, transfer, eval_manifest,
+                        heldout_provenance(texts, origins, eval_manifest), contamination, curves)
     timing["total_s"] = time.perf_counter() - started
     # What the runs took when they ran (an invocation that resumes reuses finished runs untimed).
     timing["pretraining_runs_s"] = sum(s["wall_time_s"] for runs in summaries.values() for s in runs.values())

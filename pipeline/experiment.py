@@ -2,21 +2,26 @@
 loss and on transfer to a downstream task, over several seeds.
 
 This module holds what needs neither Prefect nor torch: the experiment's config, the curation run
-config of each variant, the choice of the clean reference set, and the statistics of the results.
-``flows.experiment`` runs it.
+config of each variant, the held-out sets and their evaluation folder, the tokenizer's sample, what
+each variant trained on, and the statistics of the results. ``flows.experiment`` runs it.
 
 Variants. Each variant names the document stages it runs after ``source`` (any of lang, filter,
 dedup, lines; ``quality`` adds the fastText quality filter) and how its training mixture is
 weighted. Variants with the same stages are one curation run with one mixture each (a mixing
 variant such as T = 1 vs T = 3.3 costs no extra curation). Every variant is tokenized with one
-shared tokenizer and mixed to the same token budget, which is also what the trainer trains on.
+neutral tokenizer, trained on a seeded sample of the raw pool (the source stage's documents, the
+held-out texts left out), and mixed to the same token budget, which is also what the trainer
+trains on.
 
-Held out from every variant, by ``mix.exclude`` (near-duplicates by MinHash + exact Jaccard):
-
-* the downstream task's texts (pretrain-then-adapt needs a task the model never read);
-* a clean reference set: a seeded sample, per group, of the documents the most curated variant
-  keeps. Its bits per byte is the held-out loss every variant is compared on (each variant's own
-  validation split holds whatever that variant keeps, junk included, so those differ).
+Held-out sets, fixed before any variant exists and stored raw (no curation step chose or rewrote
+them): with ``demo`` the demo corpus's ``heldout/texts.parquet`` (news, dialogues, web pages, and
+a junk set reported on its own), plus the user's own ``[[eval_sets]]``. Columns
+(:data:`HELDOUT_COLUMNS`): ``id, text, set, group, lang, kind, clean``. They and the downstream
+task's texts are excluded from every pool by ``mix.exclude`` (by id, by near-duplicate, by shared
+token windows), then every training mixture is checked for shared 13-token windows. They are
+tokenized once into one evaluation folder (mixture format, validation shards only, one group
+``<set>/<group>`` per set and source), which the trainer evaluates; bits per byte are reported per
+group, per set, and as a headline macro-average over the clean sets (junk apart).
 """
 
 from __future__ import annotations
@@ -30,11 +35,18 @@ import numpy as np
 import polars as pl
 from pydantic import Field, field_validator, model_validator
 
-from pipeline.config import DEFAULT_FILTERS, ConfigError, _existing_file, _Strict, read_toml, validate_model
-from pipeline.mix import assign_groups, seeded_id_uniform
+from pipeline.config import (DEFAULT_FILTERS, EXCLUDE_SUFFIXES, ConfigError, MixConfig, _existing_file, _Strict,
+                             read_toml, validate_model)
+from pipeline.mix import seeded_id_hash
 
 DOCUMENT_STEPS = ("lang", "filter", "dedup", "lines")
-SALT_REFERENCE = 0x5245464552  # "REFER"
+SALT_TOKENIZER = 0x544F4B53  # "TOKS"
+# The held-out texts' columns (the demo corpus's heldout/texts.parquet has them too).
+HELDOUT_COLUMNS = {"id": pl.String, "text": pl.String, "set": pl.String, "group": pl.String, "lang": pl.String,
+                   "kind": pl.String, "clean": pl.Boolean}
+DEMO_SETS = ("news", "dialogues", "web", "junk")
+EVAL_MIXTURE = "heldout"  # the trainer's name for the evaluation folder: metrics heldout_bpb/<set>/<group>
+MIXTURE_FORMAT = "curate.mixture/1"
 
 
 class VariantConfig(_Strict):
@@ -62,10 +74,32 @@ class VariantConfig(_Strict):
         return "+".join(steps) or "raw"
 
 
-class ReferenceConfig(_Strict):
-    fraction: float = Field(default=0.05, gt=0.0, lt=1.0)  # of each group's curated documents
-    max_docs: int = Field(default=200, ge=1)  # per group
-    min_docs: int = Field(default=5, ge=1)  # groups with fewer reference documents are not reported
+class EvalSetConfig(_Strict):
+    """A held-out set of the user's: a Parquet or JSON-lines file of texts, with an optional group
+    and id column. Excluded from every pool and evaluated like the demo's held-out sets."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    path: Path
+    text_field: str = "text"
+    group_field: str | None = None  # default: one group named after the set
+    id_field: str | None = None  # default: "<name>:<row>"; a pool document with an equal id is excluded
+    clean: bool = True  # clean sets make the headline; others are reported on their own
+
+    @field_validator("path")
+    @classmethod
+    def _set_exists(cls, value):
+        _existing_file(value, "eval_sets.path", "a Parquet or JSON-lines file of held-out texts")
+        if Path(value).suffix not in EXCLUDE_SUFFIXES:
+            raise ValueError(f"{str(value)!r} is neither Parquet nor JSON lines; point eval_sets.path at "
+                             f"{' or '.join(EXCLUDE_SUFFIXES)} files")
+        return value
+
+
+class DecontaminationConfig(_Strict):
+    """How held-out and task texts are kept out of training (passed to every run's mix section)."""
+
+    window_tokens: int = Field(default=13, ge=0)  # 0: no token-window exclusion (the check still runs)
+    common_window_docs: int = Field(default=10, ge=1)  # windows in more documents are common text
 
 
 class TaskConfig(_Strict):
@@ -107,13 +141,22 @@ class ExperimentConfig(_Strict):
     max_epochs: float = Field(default=50.0, gt=0)  # repeats per group at most (small pools repeat)
     group_by: list[Literal["source", "lang"]] = Field(default_factory=lambda: ["source"], min_length=1)
     validation_fraction: float = Field(default=0.02, ge=0.0, lt=1.0)  # each variant's own split
-    reference: ReferenceConfig = Field(default_factory=ReferenceConfig)
+    eval_sets: list[EvalSetConfig] = Field(default_factory=list)  # the user's own held-out sets
+    decontamination: DecontaminationConfig = Field(default_factory=DecontaminationConfig)
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     task: TaskConfig = Field(default_factory=TaskConfig)
     quality_model: Path | None = None  # fastText quality model; default with demo: trained on it
     variants: list[VariantConfig] = Field(min_length=1)
     baseline: str | None = None  # the variant others are compared with; default: the first
     train: dict = Field(default_factory=dict)  # trainer config less mixture, out_dir and seed
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_reference(cls, data):
+        if isinstance(data, dict) and "reference" in data:
+            raise ValueError("reference: the held-out set is no longer sampled from a curated variant; remove "
+                             "[reference] (demo = true brings held-out sets; add your own with [[eval_sets]])")
+        return data
 
     @model_validator(mode="after")
     def _coherent(self):
@@ -128,6 +171,14 @@ class ExperimentConfig(_Strict):
             raise ValueError(f"baseline {self.baseline!r} is not a variant ({', '.join(names)})")
         if "lang" in self.group_by and any("lang" not in v.stages for v in self.variants):
             raise ValueError('group_by "lang" needs the lang stage in every variant')
+        sets = [s.name for s in self.eval_sets]
+        taken = [name for name in sets if sets.count(name) > 1 or (self.demo and name in DEMO_SETS)]
+        if taken:
+            raise ValueError(f"eval_sets: the set name {taken[0]!r} is repeated or taken by the demo's held-out "
+                             "sets; rename it")
+        if not self.demo and not self.eval_sets:
+            raise ValueError("eval_sets: name at least one held-out file ([[eval_sets]] name, path); the "
+                             "experiment compares variants on text no curation chose")
         if not self.demo and self.task.path is None:
             raise ValueError("task.path: name the downstream task's file (demo = true has a built-in one)")
         if not self.demo and any(v.quality for v in self.variants) and self.quality_model is None:
@@ -149,9 +200,6 @@ class ExperimentConfig(_Strict):
             runs.setdefault(variant.curation_key, []).append(variant)
         return runs
 
-    def most_curated(self) -> VariantConfig:
-        """The variant whose documents the reference set is drawn from: the most stages."""
-        return max(self.variants, key=lambda v: (len(v.stages) + v.quality, v.quality))
 
 
 def load_experiment(path: Path) -> ExperimentConfig:
@@ -166,8 +214,9 @@ def curation_config(base: dict, variants: list[VariantConfig], experiment: Exper
                     tokenizer: Path | None, exclude: list[Path], quality_model: Path | None) -> dict:
     """The curation run config (a dict for ``pipeline.config.parse_config``) of ``variants``, which
     share their stages: ``base``'s sources and stage settings, the variants' stages turned on and
-    the others off, the shared tokenizer, and one mixture per variant. With ``tokenizer=None`` the
-    run stops at the curated documents (the reference run)."""
+    the others off, the shared tokenizer, ``exclude`` (held-out and task texts) and one mixture per
+    variant. With ``tokenizer=None`` the run stops at the curated documents (with no stages: the
+    source-only run the tokenizer's sample comes from)."""
     first = variants[0]
     config = copy.deepcopy(base)
     config["run_dir"] = str(run_dir)
@@ -204,22 +253,165 @@ def curation_config(base: dict, variants: list[VariantConfig], experiment: Exper
         mixtures.append(mixture)
     config["mix"] = {"group_by": list(experiment.group_by), "validation_fraction": experiment.validation_fraction,
                      "validation_max_docs": 500, "exclude": [str(p) for p in exclude], "mixtures": mixtures}
+    # Token-window exclusion of the mix stage (exclude_ngram, common_window_docs), where it has it.
+    if "exclude_ngram" in MixConfig.model_fields:
+        config["mix"]["exclude_ngram"] = experiment.decontamination.window_tokens
+        config["mix"]["common_window_docs"] = experiment.decontamination.common_window_docs
     return config
 
 
-def reference_sample(docs: pl.DataFrame, group_by: list[str], reference: ReferenceConfig, seed: int) -> pl.DataFrame:
-    """``id, text, group`` of the reference set: per group, the documents whose seeded uniform draw
-    is below ``fraction``, at most ``max_docs`` of them (the smallest draws); groups with fewer
-    than ``min_docs`` are dropped (a bits-per-byte figure over a handful of documents is noise)."""
-    grouped = docs.with_columns(assign_groups(docs, group_by))
-    draws = seeded_id_uniform(grouped["id"], seed, SALT_REFERENCE)
-    chosen = (grouped.with_columns(draw=pl.Series(draws))
-              .filter(pl.col("draw") < reference.fraction)
-              .sort(["draw", "id"])
-              .filter(pl.int_range(pl.len()).over("group") < reference.max_docs))
-    counts = chosen.group_by("group").len()
-    keep = counts.filter(pl.col("len") >= reference.min_docs)["group"]
-    return chosen.filter(pl.col("group").is_in(keep.implode())).select("id", "text", "group").sort(["group", "id"])
+# ---------------------------------------------------------------------------------------------
+# Held-out sets
+
+
+def read_eval_set(spec: EvalSetConfig) -> pl.DataFrame:
+    """A user's held-out file as :data:`HELDOUT_COLUMNS` rows (set = its name, group = its group
+    column or the set's name, kind "user"); rows without text are left out."""
+    path = Path(spec.path)
+    try:
+        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_ndjson(path)
+    except Exception as error:  # noqa: BLE001 - any reader error is the file's
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(f"eval_sets {spec.name}: {str(path)!r} cannot be read ({first}); give Parquet or "
+                          "JSON lines") from None
+    for key, column in (("text_field", spec.text_field), ("group_field", spec.group_field),
+                        ("id_field", spec.id_field)):
+        if column is not None and column not in frame.columns:
+            raise ConfigError(f"eval_sets {spec.name}: {str(path)!r} has no {column!r} column (columns: "
+                              f"{', '.join(frame.columns)}); set {key} to one of them")
+    rows = pl.int_range(pl.len()).cast(pl.String)
+    texts = frame.select(
+        id=pl.col(spec.id_field).cast(pl.String) if spec.id_field else pl.lit(f"{spec.name}:") + rows,
+        text=pl.col(spec.text_field).cast(pl.String),
+        set=pl.lit(spec.name),
+        group=pl.col(spec.group_field).cast(pl.String).fill_null(spec.name) if spec.group_field else pl.lit(spec.name),
+        lang=pl.lit(None, dtype=pl.String),
+        kind=pl.lit("user"),
+        clean=pl.lit(spec.clean),
+    )
+    texts = texts.filter(pl.col("text").is_not_null() & (pl.col("text").str.strip_chars() != ""))
+    if texts.height == 0:
+        raise ConfigError(f"eval_sets {spec.name}: {str(path)!r} holds no text; point it at a file with texts")
+    return texts
+
+
+def heldout_texts(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """The held-out sets as one frame of :data:`HELDOUT_COLUMNS`, sorted by set, group, id; ids
+    must be unique across sets (an id names one text in the exclusion and in the evaluation)."""
+    texts = pl.concat([f.select([pl.col(c).cast(t) for c, t in HELDOUT_COLUMNS.items()]) for f in frames])
+    repeated = texts.filter(pl.col("id").is_duplicated())
+    if repeated.height:
+        raise ConfigError(f"held-out sets: the id {repeated['id'][0]!r} names more than one text (sets "
+                          f"{', '.join(sorted(set(repeated['set'])))}); give every held-out text its own id")
+    return texts.sort(["set", "group", "id"])
+
+
+def eval_group(texts: pl.DataFrame) -> pl.Expr:
+    """The evaluation group of a held-out text: ``<set>/<group>``."""
+    return pl.concat_str([pl.col("set"), pl.col("group")], separator="/")
+
+
+def write_eval_folder(texts: pl.DataFrame, tokenizer_path: Path, folder: Path, seed: int) -> dict:
+    """Tokenize the held-out texts into ``folder`` in the mixture format (``manifest.json``,
+    ``tokenizer.json``, ``validation/<set>+<group>-0000.arrow``; no training side): one group
+    ``<set>/<group>`` each, documents in id order, so the same texts and tokenizer give the same
+    bytes. Returns the manifest (its ``heldout`` entry says which sets are clean)."""
+    from pipeline.io.writer import write_json
+    from pipeline.tokenize import file_sha256, load_tokenizer, special_ids, token_dtype, write_token_shard
+
+    tokenizer = load_tokenizer(tokenizer_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tokenizer.json").write_bytes(Path(tokenizer_path).read_bytes())
+    grouped = texts.with_columns(eval_group=eval_group(texts)).sort(["eval_group", "id"])
+    entries, groups = [], {}
+    for (group,), rows in grouped.group_by(["eval_group"], maintain_order=True):
+        stem = group.replace("/", "+")
+        entry = write_token_shard(zip(rows["id"].to_list(), rows["text"].to_list()), tokenizer,
+                                  folder / "validation" / f"{stem}-0000.arrow", group)
+        size = int(rows["text"].str.len_bytes().sum())
+        entries.append({"file": f"validation/{entry['file']}", "group": group, "documents": entry["documents"],
+                        "tokens": entry["tokens"], "bytes": size, "sha256": entry["sha256"]})
+        groups[group] = {"validation_documents": entry["documents"], "validation_tokens": entry["tokens"],
+                         "validation_bytes": size, "set": rows["set"][0], "clean": bool(rows["clean"].all())}
+    ids = special_ids(tokenizer)
+    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+    manifest = {
+        "format": MIXTURE_FORMAT, "mixture": EVAL_MIXTURE, "seed": seed,
+        "tokenizer": {"file": "tokenizer.json", "sha256": file_sha256(tokenizer_path),
+                      "vocab_size": vocab_size, "dtype": token_dtype(vocab_size).name, "eod_id": ids["eod"],
+                      "pad_id": ids["pad"], "mask_id": ids["mask"], "cls_id": ids["cls"]},
+        "groups": dict(sorted(groups.items())), "train": [], "validation": entries,
+    }
+    write_json(manifest, folder / "manifest.json")
+    return manifest
+
+
+def heldout_provenance(texts: pl.DataFrame, origins: dict[str, dict], manifest: dict) -> dict:
+    """results.json's ``heldout``: per set its origin (file, sha256, how it was chosen), whether it
+    is clean, documents and bytes per group, and the evaluation folder's shards (sha256)."""
+    sets = {}
+    stats = (texts.with_columns(bytes=pl.col("text").str.len_bytes())
+             .group_by(["set", "group"]).agg(documents=pl.len(), bytes=pl.col("bytes").sum(),
+                                              clean=pl.col("clean").all())
+             .sort(["set", "group"]))
+    for (name,), rows in stats.group_by(["set"], maintain_order=True):
+        sets[name] = {**origins.get(name, {}), "clean": bool(rows["clean"].all()),
+                      "documents": int(rows["documents"].sum()), "bytes": int(rows["bytes"].sum()),
+                      "groups": {g: {"documents": int(d), "bytes": int(b)}
+                                 for g, d, b in rows.select("group", "documents", "bytes").iter_rows()}}
+    clean = sorted(n for n, s in sets.items() if s["clean"])
+    return {"sets": sets, "clean_sets": clean,
+            "headline": f"mean of the clean sets' bits per byte ({', '.join(clean)})",
+            "documents": texts.height, "bytes": int(texts["text"].str.len_bytes().sum()),
+            "shards": {e["group"]: e["sha256"] for e in manifest["validation"]},
+            "tokenizer_sha256": manifest["tokenizer"]["sha256"]}
+
+
+def tokenizer_sample(docs: pl.DataFrame, heldout: pl.DataFrame, sample_docs: int, seed: int) -> pl.DataFrame:
+    """The tokenizer's training documents: a seeded sample of the raw pool (``docs``: the source
+    stage's documents), none of them a held-out text (same id or same text). The sample depends on
+    the ids and the seed, not on the rows' order, and favours no variant: none has curated it."""
+    pool = docs.filter(~pl.col("id").is_in(heldout["id"].implode()) & ~pl.col("text").is_in(heldout["text"].implode()))
+    keys = seeded_id_hash(pool["id"], seed, SALT_TOKENIZER)
+    return (pool.with_columns(key=pl.Series(keys, dtype=pl.UInt64)).sort(["key", "id"])
+            .head(sample_docs).drop("key").sort("id"))
+
+
+# ---------------------------------------------------------------------------------------------
+# What a variant trained on
+
+
+def trained_on(documents: pl.DataFrame, plan: pl.DataFrame, labels: pl.DataFrame | None = None) -> dict:
+    """Training tokens and bytes of a mixture, bytes per token, epochs per group, and (with the demo
+    corpus's ``labels``: ``id`` = ``<source>/<key>``, ``kind``) each kind's share of the tokens.
+
+    ``documents`` is the mix stage's ``documents.parquet`` (id, group, tokens, bytes), ``plan`` the
+    mixture's ``plan.parquet`` (id, repeats): a document trained on ``repeats`` times counts so often."""
+    used = (plan.select("id", "repeats").join(documents.select("id", "group", "tokens", "bytes"), on="id", how="inner")
+            .with_columns(trained_tokens=pl.col("tokens") * pl.col("repeats"),
+                          trained_bytes=pl.col("bytes") * pl.col("repeats")))
+    tokens, size = int(used["trained_tokens"].sum()), int(used["trained_bytes"].sum())
+    pool = documents.filter(pl.col("split") == "train") if "split" in documents.columns else documents
+    available = dict(pool.group_by("group").agg(pl.col("tokens").sum()).iter_rows())
+    epochs = {g: int(t) / available[g] if available.get(g) else 0.0
+              for g, t in used.group_by("group").agg(pl.col("trained_tokens").sum()).sort("group").iter_rows()}
+    result = {"tokens": tokens, "bytes": size, "bytes_per_token": size / tokens if tokens else None,
+              "epochs": epochs, "documents": int((used["repeats"] > 0).sum())}
+    if labels is not None:
+        kinds = (used.join(labels.select("id", "kind"), on="id", how="left")
+                 .with_columns(pl.col("kind").fill_null("unlabelled"))
+                 .group_by("kind").agg(tokens=pl.col("trained_tokens").sum(), bytes=pl.col("trained_bytes").sum())
+                 .sort("kind"))
+        result["kinds"] = {k: {"tokens": int(t), "bytes": int(b), "share": int(t) / tokens if tokens else 0.0}
+                           for k, t, b in kinds.iter_rows()}
+    return result
+
+
+def contamination_total(check: dict) -> int:
+    """Training documents that share a window with held-out or task text, in a check's result."""
+    if "documents" in check:
+        return int(check["documents"])
+    return sum(int(g.get("documents", 0)) for g in check.get("groups", {}).values())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,13 +486,37 @@ def _size_label(size: str) -> str:
     return "all" if size == "0" else size
 
 
-def run_metrics(summary: dict) -> dict[str, float]:
-    """The held-out numbers of one pretraining run (a trainer summary)."""
-    reference = summary.get("final_eval", {}).get("reference", {})
-    metrics = {"reference_bpb": reference.get("bpb"), "own_validation_bpb": summary["final"].get("bpb")}
-    for group, values in reference.get("groups", {}).items():
-        metrics[f"reference_bpb/{group}"] = values["bpb"]
+def heldout_scores(groups: dict[str, dict], eval_groups: dict[str, dict]) -> dict[str, float]:
+    """Bits per byte on the held-out sets from one evaluation's groups (``{group: {"bpb", "tokens"}}``,
+    the trainer's): ``heldout_bpb/<set>/<group>`` as evaluated; ``heldout_bpb/<set>``, the set's bits
+    over its bytes (each group's evaluated tokens stand for tokens x bytes/token of its text); and
+    the headline ``heldout_bpb``, the mean over the clean sets (each set counts once, whatever its
+    size; sets with ``clean`` false, the junk, are reported on their own only)."""
+    metrics: dict[str, float] = {}
+    bits: dict[str, float] = {}
+    size: dict[str, float] = {}
+    for group, values in groups.items():
+        info = eval_groups.get(group)
+        if info is None or values.get("bpb") is None or not math.isfinite(values["bpb"]) or not values.get("tokens"):
+            continue
+        metrics[f"heldout_bpb/{group}"] = values["bpb"]
+        represented = values["tokens"] * info["validation_bytes"] / info["validation_tokens"]
+        bits[info["set"]] = bits.get(info["set"], 0.0) + values["bpb"] * represented
+        size[info["set"]] = size.get(info["set"], 0.0) + represented
+    clean = {info["set"] for info in eval_groups.values() if info.get("clean", True)}
+    per_set = {name: bits[name] / size[name] for name in sorted(bits) if size[name]}
+    for name, value in per_set.items():
+        metrics[f"heldout_bpb/{name}"] = value
+    headline = [value for name, value in per_set.items() if name in clean]
+    metrics["heldout_bpb"] = sum(headline) / len(headline) if headline else None
     return metrics
+
+
+def run_metrics(summary: dict, eval_groups: dict[str, dict]) -> dict[str, float]:
+    """The held-out numbers of one pretraining run (a trainer summary)."""
+    heldout = summary.get("final_eval", {}).get(EVAL_MIXTURE, {})
+    return {**heldout_scores(heldout.get("groups", {}), eval_groups),
+            "own_validation_bpb": summary["final"].get("bpb")}
 
 
 def transfer_metrics(results: dict) -> dict[str, float]:
@@ -318,12 +534,16 @@ def _lower_is_better(metric: str) -> bool:
 
 
 def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dict[int, dict]],
-              transfer: dict[str, dict[int, dict]], reference_manifest: dict, curves: dict | None = None) -> dict:
+              transfer: dict[str, dict[int, dict]], eval_manifest: dict, heldout: dict, contamination: dict,
+              curves: dict | None = None) -> dict:
     """results.json: every run's numbers, their spread over seeds, and the comparisons with the
-    sentence each supports (and whether it goes against the expectation)."""
+    sentence each supports (and whether it goes against the expectation); the held-out sets'
+    provenance (``heldout``, :func:`heldout_provenance`) and the contamination check's counts per
+    variant (``contamination``)."""
     baseline = config.baseline_name
     names = [v.name for v in config.variants]
-    per_run = {name: {str(seed): {**run_metrics(summary),
+    eval_groups = eval_manifest["groups"]
+    per_run = {name: {str(seed): {**run_metrics(summary, eval_groups),
                                   "tokens": summary["tokens"], "steps": summary["steps"],
                                   "train_time_s": summary["train_time_s"], "tokens_per_s": summary["tokens_per_s"],
                                   "parameters": summary["parameters"]}
@@ -351,11 +571,18 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
                                  digits=4 if "bpb" in metric else 3),
         })
 
-    held_out = [m for m in metrics if m.startswith("reference_bpb")]
+    held_out = [m for m in metrics if m.startswith("heldout_bpb")]
+    junk = {name for name, info in heldout["sets"].items() if not info["clean"]}
     for name in names:
         if name != baseline:
             for metric in held_out:
-                add(metric, name, baseline, True, f"more curation ({name}) gives lower held-out loss than {baseline}")
+                if metric.split("/")[1:2] and metric.split("/")[1] in junk:
+                    # Text curation removes: its loss should rise; a curated variant that is no
+                    # worse on it kept the junk or learnt it elsewhere.
+                    add(metric, name, baseline, False, f"curation ({name}) removes junk, so its loss on junk is higher")
+                else:
+                    add(metric, name, baseline, True,
+                        f"more curation ({name}) gives lower held-out loss than {baseline}")
     transfer_keys = [m for m in metrics if "@" in m]
     for name in names:
         for metric in transfer_keys:
@@ -380,8 +607,8 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
         "variants": names,
         "seeds": list(config.seeds),
         "curation": curation,
-        "reference": {"groups": reference_manifest["groups"],
-                      "documents": sum(g["validation_documents"] for g in reference_manifest["groups"].values())},
+        "heldout": heldout,
+        "contamination": contamination,
         "runs": per_run,
         "transfer": per_transfer,
         "metrics": metrics,

@@ -1,30 +1,76 @@
 """A tiny experiment end to end under the Prefect test harness: two variants, two seeds, a tiny
 model; the report's numbers equal results.json, the variants' runs differ as their curation says,
-and no pretraining mixture holds a downstream-task text or a near copy of one."""
+every variant uses one tokenizer and is evaluated on the same held-out shards, the contamination
+check runs on every mixture (and stops the run when it finds a leak), and no pretraining mixture
+holds a downstream-task text or a near copy of one."""
 
 from __future__ import annotations
 
 import json
 import re
 
+import numpy as np
 import polars as pl
 import pytest
 
-from flows.experiment import experiment_flow
+import flows.experiment as experiment_module
+from flows.experiment import ContaminationError, experiment_flow
 from pipeline.config import ConfigError
 from pipeline.dedup.contamination import ReferenceIndex
-from pipeline.experiment import compare, parse_experiment, spread
-from pipeline.tokenize import decode_documents, load_tokenizer
+from pipeline.demo_corpus import build_demo_corpus, gibberish_text, load_real_text, make_plan, random_streams
+from pipeline.experiment import (EvalSetConfig, compare, heldout_scores, heldout_texts, parse_experiment,
+                                 read_eval_set, spread, trained_on)
+from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
+
+DOCS = 1500
+
+
+def _demo_heldout(corpus):
+    """The demo corpus with held-out sets and a task in the corpus's heldout/ format: real articles
+    and dialogues that the corpus never used (nor copied), and generated junk."""
+    build_demo_corpus(corpus, docs=DOCS, seed=0)
+    folder = corpus / "heldout"
+    if (folder / "texts.parquet").exists():
+        return
+    def shingles(text):
+        words = text.split()
+        return {" ".join(words[i:i + 5]) for i in range(max(len(words) - 4, 1))}
+
+    # No shared run of 5 words with anything the corpus wrote (so no 13-token window either).
+    used = set().union(*(shingles(d.text) for d in make_plan(DOCS, random_streams(0)).docs if isinstance(d.text, str)))
+
+    def unused(doc):
+        return not shingles(doc.text) & used
+
+    real = load_real_text()
+    news = [d for d in real.news if unused(d)]
+    dialogues = [d for d in real.dialogues if unused(d) and len(d.text) > 200]
+    rows = [{"id": f"heldout/news/{i}", "text": d.text, "set": "news", "group": "news", "lang": d.lang,
+             "kind": "clean", "clean": True} for i, d in enumerate(news[:12])]
+    rows += [{"id": f"heldout/dialogues/{i}", "text": d.text, "set": "dialogues", "group": "dialogues",
+              "lang": d.lang, "kind": "clean", "clean": True} for i, d in enumerate(dialogues[:8])]
+    rng = np.random.default_rng(7)
+    for i in range(10):
+        text = gibberish_text(rng)[0]
+        rows.append({"id": f"heldout/junk/{i}", "text": text, "set": "junk", "group": "web", "lang": None,
+                     "kind": "gibberish", "clean": False})
+    folder.mkdir(exist_ok=True)
+    pl.DataFrame(rows).write_parquet(folder / "texts.parquet")
+    task = []
+    for topic in sorted({d.topic for d in news}):
+        of_topic = [d for d in news[12:] if d.topic == topic][:10]
+        task += [{"id": f"task/{topic}/{i}", "text": d.text, "label": topic, "split": "train" if i < 6 else "test"}
+                 for i, d in enumerate(of_topic)]
+    pl.DataFrame(task).write_parquet(folder / "task.parquet")
 
 
 def _config(tmp_path, **overrides):
     data = {
-        "out_dir": str(tmp_path / "experiment"), "demo": True, "demo_docs": 1500,
+        "out_dir": str(tmp_path / "experiment"), "demo": True, "demo_docs": DOCS,
         "corpus_dir": str(tmp_path / "corpus"), "seeds": [0, 1], "budget_tokens": 6000,
-        "reference": {"fraction": 0.1, "max_docs": 20, "min_docs": 2},
-        "tokenizer": {"vocab_size": 400, "sample_docs": 500},
+        "tokenizer": {"vocab_size": 2000, "sample_docs": 500},
         "task": {"train_docs": 30, "test_docs": 20, "sizes": [10, 0], "max_tokens": 16, "finetune_steps": 2},
         "variants": [{"name": "raw"}, {"name": "full", "stages": ["lang", "filter", "dedup", "lines"], "quality": True}],
         "train": {"device": "cpu", "eval_interval": 4, "eval_tokens": 256, "log_interval": 2,
@@ -54,15 +100,66 @@ def _resolve(data, path: str):
 
 def test_tiny_experiment_end_to_end(tmp_path):
     config = _config(tmp_path)
+    _demo_heldout(config.corpus_dir)
     results = experiment_flow(config)
     out = config.out_dir
     assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
     for name in ("raw", "full"):
         for seed in ("0", "1"):
-            assert results["runs"][name][seed]["tokens"] >= 6000
-            assert results["runs"][name][seed]["reference_bpb"] > 0
+            run = results["runs"][name][seed]
+            assert run["tokens"] >= 6000
+            # The headline is the mean of the clean sets' bits per byte; junk stands apart.
+            assert run["heldout_bpb"] == pytest.approx((run["heldout_bpb/news"] + run["heldout_bpb/dialogues"]) / 2)
+            assert run["heldout_bpb/junk"] > 0 and run["heldout_bpb/junk/web"] == run["heldout_bpb/junk"]
     assert set(results["transfer"]) == {"random", "raw", "full"}
-    assert results["metrics"]["reference_bpb"]["raw"]["n"] == 2
+    assert results["metrics"]["heldout_bpb"]["raw"]["n"] == 2
+
+    # Held-out provenance: every set, where it came from, and its documents.
+    heldout = results["heldout"]
+    assert set(heldout["sets"]) == {"news", "dialogues", "junk"} and heldout["clean_sets"] == ["dialogues", "news"]
+    assert heldout["sets"]["news"]["documents"] == 12 and heldout["sets"]["junk"]["documents"] == 10
+    assert heldout["sets"]["junk"]["clean"] is False
+    assert heldout["sets"]["news"]["sha256"] == file_sha256(config.corpus_dir / "heldout" / "texts.parquet")
+
+    # One evaluation folder, the same bytes for every variant: each run evaluated exactly it.
+    manifest = json.loads((out / "heldout" / "manifest.json").read_text())
+    assert {e["group"] for e in manifest["validation"]} == {"news/news", "dialogues/dialogues", "junk/web"}
+    for entry in manifest["validation"]:
+        assert file_sha256(out / "heldout" / entry["file"]) == entry["sha256"] == heldout["shards"][entry["group"]]
+    for name in ("raw", "full"):
+        for seed in (0, 1):
+            summary = json.loads((out / "train" / name / f"seed-{seed}" / "summary.json").read_text())
+            assert summary["config"]["eval_mixtures"] == {"heldout": str(out / "heldout")}
+            assert set(summary["final_eval"]["heldout"]["groups"]) == {e["group"] for e in manifest["validation"]}
+
+    # One tokenizer: every variant's mixture, and the held-out folder, name the same sha256.
+    tokenizer_sha = file_sha256(out / "tokenizer.json")
+    assert manifest["tokenizer"]["sha256"] == tokenizer_sha == heldout["tokenizer_sha256"]
+    for name in ("raw", "full"):
+        mixture = json.loads((out / "curation" / results["curation"][name]["run_dir"].rsplit("/", 1)[1] / "mix" / name
+                              / "manifest.json").read_text())
+        assert mixture["tokenizer"]["sha256"] == tokenizer_sha == results["curation"][name]["tokenizer_sha256"]
+
+    # The contamination check ran on every variant and found nothing.
+    assert set(results["contamination"]) == {"raw", "full"}
+    for name, check in results["contamination"].items():
+        assert check["documents"] == 0 and check["windows"] == 0
+        assert check["tokens_checked"] == results["curation"][name]["tokens_taken"]
+
+    # What each variant trained on: its tokens, bytes, epochs and kinds (from the labels).
+    for name in ("raw", "full"):
+        info = results["curation"][name]
+        used = info["trained_on"]
+        assert used["tokens"] == info["tokens_taken"] and used["bytes"] > used["tokens"]
+        assert used["bytes_per_token"] == pytest.approx(used["bytes"] / used["tokens"])
+        assert set(used["epochs"]) == set(info["groups"])
+        assert sum(k["tokens"] for k in used["kinds"].values()) == used["tokens"]
+        assert sum(k["share"] for k in used["kinds"].values()) == pytest.approx(1.0)
+        assert "unlabelled" not in used["kinds"]
+    junk = ("spam", "lorem", "gibberish", "boilerplate")
+    junk_share = {name: sum(v["share"] for k, v in results["curation"][name]["trained_on"]["kinds"].items() if k in junk)
+                  for name in ("raw", "full")}
+    assert junk_share["full"] < junk_share["raw"]
 
     # The report shows results.json's numbers.
     page = (out / "report" / "index.html").read_text()
@@ -91,8 +188,8 @@ def test_tiny_experiment_end_to_end(tmp_path):
 
     # Decontamination: no training document of any mixture is a task text or a near copy of one,
     # nor a reference-set document.
-    task = pl.read_parquet(out / "task.parquet")
-    reference = pl.read_parquet(out / "reference" / "texts.parquet")
+    task = pl.read_parquet(config.corpus_dir / "heldout" / "task.parquet")
+    reference = pl.read_parquet(out / "heldout" / "texts.parquet")
     index = ReferenceIndex(pl.concat([task["id"], reference["id"]]), pl.concat([task["text"], reference["text"]]))
     tokenizer = load_tokenizer(out / "tokenizer.json")
     excluded = 0
@@ -103,7 +200,65 @@ def test_tiny_experiment_end_to_end(tmp_path):
         assert index.matches([str(i) for i in range(len(texts))], texts).height == 0
         documents = pl.read_parquet(out / "curation" / run / "mix" / "documents.parquet")
         excluded += documents.filter(pl.col("split") == "excluded").height
-    assert excluded > 0  # the pools held task articles or their copies, and lost them
+    assert excluded == 0  # the held-out and task texts never entered a pool
+
+
+def test_a_leak_stops_the_experiment(tmp_path, monkeypatch):
+    """A mixture whose check finds shared windows stops the run with one error naming the variant,
+    after writing the counts."""
+    config = _config(tmp_path, variants=[{"name": "raw"}, {"name": "dedup", "stages": ["dedup"]}])
+    config.out_dir.mkdir(parents=True)
+    found = {"raw": {"documents": 0, "windows": 0}, "dedup": {"documents": 3, "windows": 17}}
+    monkeypatch.setattr(experiment_module, "check_contamination",
+                        lambda mixture, texts, tokenizer: found[mixture.name])
+    monkeypatch.setattr(experiment_module, "load_tokenizer", lambda path: None)
+    runs = {name: type("Run", (), {"run_dir": tmp_path / name})() for name in ("raw", "dedup")}
+    with pytest.raises(ContaminationError, match=r"13-token window .*\(dedup 3\)"):
+        experiment_module._check_contamination(config, runs, ["a text"], tmp_path / "tokenizer.json")
+    assert json.loads((config.out_dir / "contamination.json").read_text()) == found
+
+
+def test_heldout_scores_weigh_groups_by_bytes_and_sets_equally():
+    eval_groups = {"news/news": {"set": "news", "clean": True, "validation_tokens": 100, "validation_bytes": 400},
+                   "news/web": {"set": "news", "clean": True, "validation_tokens": 100, "validation_bytes": 200},
+                   "chat/chat": {"set": "chat", "clean": True, "validation_tokens": 50, "validation_bytes": 100},
+                   "junk/web": {"set": "junk", "clean": False, "validation_tokens": 10, "validation_bytes": 10}}
+    groups = {"news/news": {"bpb": 1.0, "tokens": 100}, "news/web": {"bpb": 2.0, "tokens": 100},
+              "chat/chat": {"bpb": 3.0, "tokens": 40}, "junk/web": {"bpb": 9.0, "tokens": 10}}
+    scores = heldout_scores(groups, eval_groups)
+    # news: 400 bytes at 1.0 and 200 at 2.0 -> 800 bits / 600 bytes.
+    assert scores["heldout_bpb/news"] == pytest.approx(4 / 3)
+    assert scores["heldout_bpb/chat"] == 3.0 and scores["heldout_bpb/junk"] == 9.0
+    assert scores["heldout_bpb"] == pytest.approx((4 / 3 + 3.0) / 2)  # junk is not in the headline
+    assert scores["heldout_bpb/news/web"] == 2.0
+
+
+def test_trained_on_counts_repeats_and_kinds():
+    documents = pl.DataFrame({"id": ["news/a", "web/b", "web/c", "news/d"], "group": ["news", "web", "web", "news"],
+                              "tokens": [10, 20, 5, 7], "bytes": [40, 60, 10, 30],
+                              "split": ["train", "train", "train", "validation"]})
+    plan = pl.DataFrame({"id": ["news/a", "web/b", "web/c"], "group": ["news", "web", "web"], "repeats": [3, 1, 0]})
+    labels = pl.DataFrame({"id": ["news/a", "web/b", "web/c"], "kind": ["clean", "spam", "lorem"]})
+    used = trained_on(documents, plan, labels)
+    assert used["tokens"] == 50 and used["bytes"] == 180 and used["bytes_per_token"] == pytest.approx(3.6)
+    assert used["epochs"] == {"news": 3.0, "web": 0.8}
+    assert used["kinds"] == {"clean": {"tokens": 30, "bytes": 120, "share": 0.6},
+                             "spam": {"tokens": 20, "bytes": 60, "share": 0.4},
+                             "lorem": {"tokens": 0, "bytes": 0, "share": 0.0}}
+
+
+def test_user_eval_sets(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"body": "first text", "site": "a", "url": "u1"}\n{"body": "second", "site": null, "url": "u2"}\n'
+                    '{"body": "", "site": "b", "url": "u3"}\n')
+    texts = read_eval_set(EvalSetConfig(name="mine", path=path, text_field="body", group_field="site", id_field="url"))
+    assert texts.to_dicts() == [
+        {"id": "u1", "text": "first text", "set": "mine", "group": "a", "lang": None, "kind": "user", "clean": True},
+        {"id": "u2", "text": "second", "set": "mine", "group": "mine", "lang": None, "kind": "user", "clean": True}]
+    with pytest.raises(ConfigError, match="has no 'title' column"):
+        read_eval_set(EvalSetConfig(name="mine", path=path, text_field="title"))
+    with pytest.raises(ConfigError, match="names more than one text"):
+        heldout_texts([texts, texts.with_columns(set=pl.lit("other"))])
 
 
 def test_seed_statistics_and_the_spread_rule():
@@ -128,7 +283,22 @@ def test_seed_statistics_and_the_spread_rule():
     ({"variants": [{"name": "q", "quality": True}]}, "needs 'filter'"),
     ({"train": {"seed": 3}}, "train.seed"),
     ({"group_by": ["lang"]}, "lang stage in every variant"),
+    ({"reference": {"fraction": 0.1}}, "remove \\[reference\\]"),
+    ({"eval_sets": [{"name": "news", "path": __file__.replace(".py", ".jsonl")}]}, "no file"),
 ])
 def test_experiment_config_errors(tmp_path, change, message):
     with pytest.raises(ConfigError, match=message):
         _config(tmp_path, **change)
+
+
+def test_eval_set_names_and_non_demo_need_held_out_text(tmp_path):
+    path = tmp_path / "mine.parquet"
+    pl.DataFrame({"text": ["x"]}).write_parquet(path)
+    with pytest.raises(ConfigError, match="taken by the demo"):
+        _config(tmp_path, eval_sets=[{"name": "news", "path": str(path)}])
+    curation = tmp_path / "curation.toml"
+    curation.write_text("")
+    task = tmp_path / "task.parquet"
+    task.write_text("")
+    with pytest.raises(ConfigError, match="eval_sets: name at least one held-out file"):
+        _config(tmp_path, demo=False, curation=str(curation), task={"path": str(task)})

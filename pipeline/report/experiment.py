@@ -1,6 +1,8 @@
 """The experiment's report: one static HTML page (``<out_dir>/report/index.html``) built from
-``results.json`` alone: what each variant kept, held-out bits per byte with seed error bars,
-training and held-out curves, transfer scores, and every comparison with the sentence it supports.
+``results.json`` alone: what each variant kept and trained on (tokens, bytes, epochs, kinds of
+document), the held-out sets and where they came from, the contamination check, held-out bits per
+byte with seed error bars (headline over the clean sets, each set and group, junk apart), training
+and held-out curves, transfer scores, and every comparison with the sentence it supports.
 
 Every number shown from ``results.json`` carries ``data-json="results.json#<key>.<key>..."`` so a
 reader (or a test) can check the page against the file.
@@ -64,8 +66,8 @@ def _bars(results: dict, metrics: list[str], models: list[str], title: str, ylab
 
 
 def _curves(results: dict) -> str:
-    """Training loss and held-out (reference) bits per byte against tokens, per variant: each seed
-    a thin line."""
+    """Training loss and held-out bits per byte (the headline: mean over the clean sets) against
+    tokens, per variant: each seed a thin line."""
     curves = results.get("curves", {})
     if not curves:
         return ""
@@ -76,7 +78,7 @@ def _curves(results: dict) -> str:
             color = _color(results, name)
             for k, rows in enumerate(curves.get(name, {}).values()):
                 train = [(r["tokens_seen"], r["train_loss"]) for r in rows if r.get("train_loss") is not None]
-                held = [(r["tokens_seen"], r["reference_bpb"]) for r in rows if r.get("reference_bpb") is not None]
+                held = [(r["tokens_seen"], r["heldout_bpb"]) for r in rows if r.get("heldout_bpb") is not None]
                 label = name if k == 0 else None
                 if train:
                     left.plot(*zip(*train), color=color, lw=1, alpha=0.8, label=label)
@@ -87,26 +89,76 @@ def _curves(results: dict) -> str:
         left.set_title("training loss (each variant's own mixture)", loc="left")
         right.set_xlabel("training tokens")
         right.set_ylabel("bits per byte")
-        right.set_title("held-out: clean reference set", loc="left")
+        right.set_title("held-out: mean over the clean sets", loc="left")
         right.legend(frameon=False, fontsize=8)
     return to_svg(fig, "curves", "training and held-out curves")
+
+
+def _num(ref: str, value, digits: int | None = None) -> str:
+    shown = fmt(value) if digits is None else fmt(value, digits)
+    return f'<span class="num" data-json="{esc(ref)}">{esc(shown)}</span>'
 
 
 def _curation_table(results: dict) -> str:
     rows = []
     for name in results["variants"]:
         info = results["curation"][name]
+        used = info.get("trained_on", {})
         stages = info["stages"]
-        epochs = ", ".join(f"{g} {v['epochs']:.2f}" for g, v in info["groups"].items())
         ref = f"results.json#curation.{name}"
+        epochs = ", ".join(f"{esc(g)} " + _num(f"{ref}.trained_on.epochs.{g}", e, 2)
+                           for g, e in used.get("epochs", {}).items())
         rows.append([esc(name), esc(" + ".join(stages) or "none"),
-                     f'<span class="num" data-json="{esc(ref)}.documents_in">{fmt(info["documents_in"])}</span>',
-                     f'<span class="num" data-json="{esc(ref)}.documents_curated">{fmt(info["documents_curated"])}</span>',
-                     f'<span class="num" data-json="{esc(ref)}.tokens_available">{fmt(info["tokens_available"])}</span>',
-                     f'<span class="num" data-json="{esc(ref)}.tokens_taken">{fmt(info["tokens_taken"])}</span>',
-                     esc(epochs)])
+                     _num(f"{ref}.documents_in", info["documents_in"]),
+                     _num(f"{ref}.documents_curated", info["documents_curated"]),
+                     _num(f"{ref}.tokens_available", info["tokens_available"]),
+                     _num(f"{ref}.tokens_taken", info["tokens_taken"]),
+                     _num(f"{ref}.trained_on.bytes", used.get("bytes")),
+                     _num(f"{ref}.trained_on.bytes_per_token", used.get("bytes_per_token"), 3),
+                     epochs])
     return table(["variant", "curation", "documents read", "documents kept", "training tokens available",
-                  "tokens trained on", "epochs per group"], rows, numeric={2, 3, 4, 5})
+                  "tokens trained on", "bytes trained on", "bytes per token", "epochs per group"], rows,
+                 numeric={2, 3, 4, 5, 6, 7})
+
+
+def _kinds_table(results: dict) -> str:
+    """Each kind of document's share of the tokens a variant trained on (demo corpus labels)."""
+    kinds = sorted({k for name in results["variants"]
+                    for k in results["curation"][name].get("trained_on", {}).get("kinds", {})})
+    if not kinds:
+        return ""
+    rows = []
+    for name in results["variants"]:
+        shares = results["curation"][name]["trained_on"].get("kinds", {})
+        rows.append([esc(name)] + [_num(f"results.json#curation.{name}.trained_on.kinds.{k}.share",
+                                        shares[k]["share"], 3) if k in shares else "–" for k in kinds])
+    return ("<h3>Kinds of document in the tokens trained on (share of tokens; the corpus's labels)</h3>"
+            + table(["variant", *kinds], rows, numeric=set(range(1, len(kinds) + 1))))
+
+
+def _heldout_table(results: dict) -> str:
+    """The held-out sets: where each came from, clean or not, documents and bytes."""
+    rows = []
+    for name, info in results["heldout"]["sets"].items():
+        ref = f"results.json#heldout.sets.{name}"
+        rows.append([esc(name), esc(info.get("origin", "")), "clean" if info["clean"] else "junk (reported apart)",
+                     _num(f"{ref}.documents", info["documents"]), _num(f"{ref}.bytes", info["bytes"]),
+                     esc(", ".join(info["groups"])), esc(info.get("how", "")),
+                     f"<code>{esc(str(info.get('sha256', ''))[:12])}</code>"])
+    return table(["set", "origin", "role", "documents", "bytes", "groups", "how chosen", "file sha256"], rows,
+                 numeric={3, 4})
+
+
+def _contamination_table(results: dict) -> str:
+    rows = []
+    for name, check in results.get("contamination", {}).items():
+        ref = f"results.json#contamination.{name}"
+        rows.append([esc(name), _num(f"{ref}.documents", check.get("documents")),
+                     _num(f"{ref}.windows", check.get("windows")),
+                     _num(f"{ref}.common_windows", check.get("common_windows")),
+                     _num(f"{ref}.tokens_checked", check.get("tokens_checked"))])
+    return table(["variant", "training documents sharing a window", "shared windows",
+                  "common windows (not counted)", "training tokens checked"], rows, numeric={1, 2, 3, 4})
 
 
 def _metric_table(results: dict, metrics: list[str], models: list[str], digits: int, label) -> str:
@@ -135,14 +187,18 @@ def render(results: dict) -> str:
 
     variants = results["variants"]
     baseline = results["baseline"]
-    groups = sorted(m.split("/", 1)[1] for m in results["metrics"] if m.startswith("reference_bpb/"))
-    held_metrics = ["reference_bpb", *[f"reference_bpb/{g}" for g in groups]]
+    heldout = results["heldout"]
+    sets = sorted(heldout["sets"])
+    clean = [f"heldout_bpb/{s}" for s in heldout["clean_sets"]]
+    junk = [f"heldout_bpb/{s}" for s in sets if s not in heldout["clean_sets"]]
+    held_metrics = [m for m in ["heldout_bpb", *clean, *junk] if m in results["metrics"]]
+    group_metrics = sorted(m for m in results["metrics"] if m.startswith("heldout_bpb/") and m.count("/") == 2)
     accuracy = [m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))]
     losses = [m for m in results["metrics"] if m.startswith(("probe_loss@", "finetune_loss@"))]
     models = ["random", *variants]
     config = results["config"]
     timing = results.get("timing", {})
-    headline = [c for c in results["comparisons"] if c["metric"] == "reference_bpb"]
+    headline = [c for c in results["comparisons"] if c["metric"] in ("heldout_bpb", *junk)]
     contradicted = [c for c in results["comparisons"] if c["contradicts_expectation"]]
     findings = "".join(f"<li>{esc(c['sentence'])}</li>" for c in headline)
     flagged = "".join(f"<li>{esc(c['sentence'])}</li>" for c in contradicted) or "<li>none</li>"
@@ -154,26 +210,36 @@ def render(results: dict) -> str:
         "<header><h1>What curation buys: curated vs raw mixtures</h1>",
         f"<p>{len(variants)} variants of one raw pool, each trained on {budget} tokens with the same model "
         f"and schedule, over {len(results['seeds'])} seeds ({', '.join(map(str, results['seeds']))}); "
-        f"baseline <b>{esc(baseline)}</b>. Held-out loss is measured on one clean reference set "
-        f"({fmt(results['reference']['documents'])} documents) that every variant's pool was decontaminated "
-        "against; transfer on a downstream task held out from every pool.</p>",
+        f"baseline <b>{esc(baseline)}</b>. Held-out loss is measured on {len(sets)} held-out sets "
+        f"({fmt(heldout['documents'])} documents, raw: chosen before any curation, never rewritten by it) that "
+        "every variant's pool was decontaminated against; the headline is the mean over the clean sets "
+        f"({esc(', '.join(heldout['clean_sets']))}), the junk is reported on its own. Every variant uses one "
+        "tokenizer, trained on the raw pool. Transfer is measured on a downstream task held out from every "
+        "pool.</p>",
         f"<p>Wall time of the last invocation: {fmt(timing.get('total_s', 0) / 60, 1)} min (curation "
         f"{fmt(timing.get('curation_s', 0) / 60, 1)}, pretraining {fmt(timing.get('training_s', 0) / 60, 1)}, transfer "
         f"{fmt(timing.get('transfer_s', 0) / 60, 1)}); runs finished earlier are reused, not timed again. The "
         f"runs themselves took {fmt(timing.get('pretraining_runs_s', 0) / 60, 1)} min of pretraining and "
         f"{fmt(timing.get('transfer_runs_s', 0) / 60, 1)} min of transfer.</p>",
-        "<nav><a href='#findings'>findings</a><a href='#variants'>variants</a><a href='#heldout'>held-out loss</a>"
+        "<nav><a href='#findings'>findings</a><a href='#variants'>variants</a><a href='#sets'>held-out sets</a>"
+        "<a href='#heldout'>held-out loss</a>"
         "<a href='#curves'>curves</a><a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
         "</header><main>",
         "<section id=findings><h2>Findings</h2><p class=note>Runs of one seed share their initialization and batch "
         "order, so two variants are compared seed by seed: a difference counts as beyond the seed spread when "
         "every seed shows it with the same sign and its mean exceeds twice its standard error.</p>",
         f"<ul>{findings}</ul><h3>Results against the expectation</h3><ul>{flagged}</ul></section>",
-        "<section id=variants><h2>Variants</h2>", _curation_table(results), "</section>",
-        "<section id=heldout><h2>Held-out loss (bits per byte on the reference set; lower is better)</h2>",
-        _metric_table(results, held_metrics, variants, 4, lambda m: "all groups" if m == "reference_bpb" else m.split("/", 1)[1]),
-        _bars(results, held_metrics, variants, "bits per byte on the clean reference set (± seed std)",
+        "<section id=variants><h2>Variants</h2>", _curation_table(results), _kinds_table(results), "</section>",
+        "<section id=sets><h2>Held-out sets and decontamination</h2>", _heldout_table(results),
+        "<h3>Contamination check: training documents sharing a token window with held-out or task text</h3>",
+        _contamination_table(results), "</section>",
+        "<section id=heldout><h2>Held-out loss (bits per byte; lower is better)</h2>",
+        _metric_table(results, held_metrics, variants, 4,
+                      lambda m: "clean sets (mean)" if m == "heldout_bpb" else m.split("/", 1)[1]),
+        _bars(results, held_metrics, variants, "bits per byte on the held-out sets (± seed std)",
               "bits per byte", "heldout", zoom=True),
+        "<h3>Per group</h3>",
+        _metric_table(results, group_metrics, variants, 4, lambda m: m.split("/", 1)[1]),
         "</section>",
         "<section id=curves><h2>Training and held-out curves</h2>", _curves(results), "</section>",
         "<section id=transfer><h2>Transfer to the downstream task</h2>"
@@ -185,7 +251,7 @@ def render(results: dict) -> str:
         "</section>",
         "<section id=comparisons><h2>All comparisons</h2>",
         "<h3>Held-out loss against the baseline</h3>",
-        _comparisons(results, lambda c: c["metric"].startswith("reference_bpb")),
+        _comparisons(results, lambda c: c["metric"].startswith("heldout_bpb")),
         "<h3>Pretrained against random initialization</h3>",
         _comparisons(results, lambda c: c["b"] == "random"),
         "<h3>Fine-tuning against probing</h3>",
