@@ -54,15 +54,10 @@ class ContaminationError(RuntimeError):
 
 def _build_corpus(corpus: Path, config: ExperimentConfig) -> dict:
     """Build (or find) the demo corpus, its held-out sets and its task."""
-    import inspect
-
     from pipeline.demo_corpus import build_demo_corpus
 
-    # TODO(merge): the corpus builder reserves the task (task_train_docs, task_test_docs); pass them always.
-    if "task_train_docs" in inspect.signature(build_demo_corpus).parameters:
-        return build_demo_corpus(corpus, docs=config.demo_docs, seed=0, task_train_docs=config.task.train_docs,
-                                 task_test_docs=config.task.test_docs)
-    return build_demo_corpus(corpus, docs=config.demo_docs, seed=0)
+    return build_demo_corpus(corpus, docs=config.demo_docs, seed=0, task_train_docs=config.task.train_docs,
+                             task_test_docs=config.task.test_docs)
 
 
 def _base_curation(config: ExperimentConfig) -> tuple[dict, Path | None]:
