@@ -30,18 +30,22 @@ import argparse
 import gzip
 import json
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
-from pipeline.decontaminate import WindowIndex, check_contamination, window_containment
-from pipeline.dedup.contamination import ReferenceIndex
-from pipeline.dedup.minhash import MinHashParams
-from pipeline.demo_corpus import build_demo_corpus
-from pipeline.tokenize import read_token_shard, tokenizer_sha256, train_tokenizer, write_token_shard
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipeline.decontaminate import WindowIndex, check_contamination, window_containment  # noqa: E402
+from pipeline.dedup.contamination import ReferenceIndex  # noqa: E402
+from pipeline.dedup.minhash import MinHashParams  # noqa: E402
+from pipeline.demo_corpus import build_demo_corpus  # noqa: E402
+from pipeline.tokenize import (load_tokenizer, read_token_shard, tokenizer_sha256, train_tokenizer,  # noqa: E402
+                               write_token_shard)
 
 HELD = 150
 SEED = 0
@@ -94,7 +98,6 @@ def main() -> None:
 
         tokenizer_path = train_tokenizer(pool["text"].head(5000).to_list(), scratch / "tokenizer.json",
                                          vocab_size=8192)
-        from pipeline.tokenize import load_tokenizer
         tokenizer = load_tokenizer(tokenizer_path)
         mixture = scratch / "mixture"
         shard = mixture / "train" / "news-0000.arrow"
@@ -148,7 +151,7 @@ def main() -> None:
             "check_seconds_per_million_tokens": round(t_check / million, 3),
             "minhash_seconds_per_million_tokens": round(t_minhash / million, 3),
             "time_ratio_windows_vs_minhash": round((t_index + t_lookup) / t_minhash, 3),
-            "window_common_windows": summary["common_windows"],
+            "window_common_windows": summary["common_windows"], "window_copies": summary["copies"],
             "window_common_window_documents": summary["common_window_documents"],
             "check_contaminated_documents": checked["contaminated_documents"],
             "window_removed": len(window_found), "minhash_removed": len(near_found),

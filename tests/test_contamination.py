@@ -111,22 +111,32 @@ def test_windows_find_near_copies_and_passages_minhash_misses(tokenizer):
 
 def test_common_windows_are_reported_not_excluded(tokenizer):
     rng = random.Random(3)
-    held = [_text(rng, 60) + " " + LICENCE]
-    pool = [f"{_text(rng, 60)} {LICENCE}" for _ in range(12)] + [_edit(held[0], 0.0, rng)]
+    held = [_text(rng, 250) + " " + LICENCE]
+    pool = [f"{_text(rng, 60)} {LICENCE}" for _ in range(12)] + [_text(rng, 50) + " " + " ".join(held[0].split()[:30])]
     index = WindowIndex.from_texts(["h0"], held, tokenizer)
     tokens, offsets = encode_texts(pool, tokenizer)
     hits = index.hits(tokens, offsets[:-1], np.diff(offsets))
     hits = hits.with_columns(id=pl.Series([f"d{i}" for i in range(len(pool))]).gather(hits["doc"]))
     found, summary, _ = window_containment(hits, index, common_window_docs=10)
-    # The licence's windows are in 13 documents (> 10): common. Only the copy is contaminated, by
-    # the windows of its own words.
-    assert summary["contaminated_documents"] == 1
+    # The licence's windows are in 12 documents (> 10): common. Only the document quoting the text's
+    # own words is contaminated.
+    assert summary["contaminated_documents"] == 1 and summary["copies"] == 0
+    assert found["coverage"].max() < 0.5
     assert found.filter(pl.col("windows") > 0)["id"].to_list() == ["d12"]
     assert summary["common_window_documents"] == 12 and summary["common_windows"] > 20
     assert found.filter(pl.col("id") == "d0")["reference_id"].to_list() == [None]
     # With a higher bar the licence counts as contamination: nothing is dropped silently.
     _, strict, _ = window_containment(hits, index, common_window_docs=20)
     assert strict["contaminated_documents"] == 13 and strict["common_windows"] == 0
+    # A text copied into many documents makes its own windows frequent: its copies are still
+    # contaminated (they hold at least half of its windows), whatever the frequency.
+    copies = [held[0]] * 15
+    tokens, offsets = encode_texts(copies, tokenizer)
+    hits = index.hits(tokens, offsets[:-1], np.diff(offsets))
+    hits = hits.with_columns(id=pl.Series([f"c{i}" for i in range(15)]).gather(hits["doc"]))
+    found, summary, _ = window_containment(hits, index, common_window_docs=10)
+    assert summary["copies"] == 15 and summary["contaminated_documents"] == 15
+    assert found["coverage"].to_list() == [1.0] * 15 and set(found["reference_id"]) == {"h0"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +158,7 @@ def mixed(tmp_path_factory, prefect_server):
         news[f"lic{i}"] = _text(rng, 60) + " " + LICENCE
     # t3 holds the licence after a word no pool document has (so no window across the boundary is
     # shared by chance).
-    texts = {"news/n5": "", "t1": news["n1"], "t2": held["t2"], "t3": _text(rng, 40) + " zebra. " + LICENCE,
+    texts = {"news/n5": "", "t1": news["n1"], "t2": held["t2"], "t3": _text(rng, 250) + " zebra. " + LICENCE,
              "t4": held["t4"], "t6": held["t6"]}
     exclude = tmp_path / "heldout.parquet"
     pl.DataFrame({"id": list(texts), "text": list(texts.values())}).write_parquet(exclude)
