@@ -143,12 +143,8 @@ def test_common_windows_are_reported_not_excluded(tokenizer):
 # The mix stage and the check of its mixture
 
 
-@pytest.fixture(scope="module")
-def mixed(tmp_path_factory, prefect_server):
-    """A curated and mixed pool with an exclude file that each rule catches a document of."""
-    from flows.curate import curate_flow
-
-    tmp_path = tmp_path_factory.mktemp("mixed")
+def _pool(tmp_path, **mix):
+    """A pool and an exclude file that each rule catches a document of; the run's config."""
     rng = random.Random(4)
     news = {f"n{i}": _text(rng, 120) for i in range(60)}
     held = {"t2": _text(rng, 150), "t4": _text(rng, 150), "t6": _text(rng, 150)}
@@ -168,9 +164,30 @@ def mixed(tmp_path_factory, prefect_server):
                                        "id_field": "id"}],
                            lang=off, filter=off, dedup=off, lines=off, tokenize={"vocab_size": 400},
                            mix={"group_by": ["source"], "validation_fraction": 0.05, "exclude": [str(exclude)],
-                                "mixtures": [{"name": "main"}]})
+                                "mixtures": [{"name": "main"}], **mix})
+    return config, {"texts": texts, "news": news, "held": held}
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory, prefect_server):
+    from flows.curate import curate_flow
+
+    tmp_path = tmp_path_factory.mktemp("mixed")
+    config, made = _pool(tmp_path)
+    return {"root": tmp_path / "run" / "mix", "stats": curate_flow(config)["mix"], **made}
+
+
+def test_exclude_ngram_zero_turns_the_window_rule_off(tmp_path, prefect_server):
+    from flows.curate import curate_flow
+
+    config, _ = _pool(tmp_path, exclude_ngram=0)
     stats = curate_flow(config)["mix"]
-    return {"root": tmp_path / "run" / "mix", "stats": stats, "texts": texts, "news": news, "held": held}
+    documents = pl.read_parquet(tmp_path / "run" / "mix" / "documents.parquet")
+    assert sorted(documents.filter(pl.col("split") == "excluded")["id"]) == ["news/n1", "news/n5"]
+    assert "reference_window" not in stats["removed"] and "windows" not in stats["exclusion"]
+    assert "decontamination" not in json.loads((tmp_path / "run" / "mix" / "main" / "manifest.json").read_text())
+    with pytest.raises(Exception, match="exclude_ngram"):
+        _pool(tmp_path, exclude_ngram=-1)
 
 
 def test_mix_excludes_by_id_near_duplicate_and_window(mixed):
