@@ -17,8 +17,10 @@ Before the split, documents that are, near-duplicate or contain text of the conf
 files (a downstream task, an evaluation set shared by several runs) leave the pool, by three rules
 in this order: the same id as a row of a file with an ``id`` column (``reference_id``); MinHash and
 exact Jaccard at ``contamination_threshold`` (``reference_near_duplicate``); a shared window of
-``exclude_ngram`` tokens that is not common text (``reference_window``; see
-:mod:`pipeline.decontaminate`). A document leaves by the first rule that takes it.
+``exclude_ngram`` tokens that is not common text, or half of one text's windows (``reference_window``;
+see :mod:`pipeline.decontaminate`). A document leaves by the first rule that takes it. The windows
+judged common go into every mixture folder, so that the check of the mixture
+(:func:`pipeline.decontaminate.check_contamination`) judges as the exclusion did.
 
 Outputs in ``<run>/mix/``: ``documents.parquet`` (every document's group and side: train,
 validation, contaminated or excluded, the rule and the validation or reference text that put it there),
