@@ -132,6 +132,10 @@ class LangConfig(_Strict):
     keep: list[str] | None = None  # language codes to keep; None keeps every language
     min_score: float = Field(default=0.0, ge=0.0, le=1.0)
     min_score_by_lang: dict[str, float] = Field(default_factory=dict)
+    # What the model reads of a longer document: sample_spans spans spread over it, sample_chars
+    # characters in all (pipeline.lang.sample_expr; defaults DEFAULT_SAMPLE_CHARS / _SPANS there).
+    sample_chars: int = Field(default=1000, ge=1)
+    sample_spans: int = Field(default=4, ge=1)
 
     @field_validator("model")
     @classmethod
@@ -145,6 +149,13 @@ class LangConfig(_Strict):
             if not 0.0 <= score <= 1.0:
                 raise ValueError(f"the minimum score of {lang!r} is {score}; a language-ID score is between 0 and 1")
         return value
+
+    @model_validator(mode="after")
+    def _spans_fit(self):
+        if self.sample_spans > self.sample_chars:
+            raise ValueError(f"sample_spans ({self.sample_spans}) is more than sample_chars "
+                             f"({self.sample_chars}); lower sample_spans or raise sample_chars")
+        return self
 
 
 # Every filter measures the text as it entered the stage; rewrites (C4's line removals, PII) compose in order.

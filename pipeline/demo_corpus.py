@@ -55,7 +55,7 @@ import struct
 import uuid
 import zlib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from functools import lru_cache
@@ -64,35 +64,86 @@ from typing import Callable, Iterable
 
 import numpy as np
 import orjson
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-VERSION = 1
+from pipeline.io.warc import html_to_text
+
+VERSION = 2
 MAX_DOCS_PER_FILE = 10_000
 SOURCES = ("news", "dialogues", "web", "notes")
 KINDS = ("clean", "exact_dup", "near_dup", "boilerplate", "spam", "lorem", "gibberish",
          "mixed_lang", "non_html", "malformed")
 LABELS_NOTE = "labels.parquet is ground truth for evaluation; the pipeline never reads it"
 
-# Shares of the documents written. Clean documents are capped by the real material; the rest of
-# the corpus that is not noise or malformed is copies of clean documents.
+# Shares of the documents written as originals. Clean documents are capped by the real material
+# (what the held-out sets and the task leave of it); the rest of the corpus that is not an
+# original or malformed is copies, of every kind (see the duplication shape below).
 CLEAN_SHARE = 0.55
 NOISE_SHARES = {
-    "boilerplate": 0.07,
-    "spam": 0.05,
-    "lorem": 0.035,
-    "gibberish": 0.035,
+    "boilerplate": 0.05,
+    "spam": 0.04,
+    "lorem": 0.03,
+    "gibberish": 0.03,
     "mixed_lang": 0.058,
     "non_html": 0.002,
 }
 NOTES_SHARE = 0.02
-EXACT_SHARE_OF_COPIES = 0.6
 EDIT_RATES = (0.01, 0.03, 0.10, 0.30)
 MAX_COPIES = 300
 ZIPF_EXPONENT = 1.0
+
+# The duplication shape, web-like: on the web the biggest near-duplicate clusters are templates,
+# boilerplate, spam, licence and cookie text, not articles (Lee et al. 2022 find a single 61-word
+# sentence over 60,000 times in C4 and templated text in its largest clusters; in 697 real Common
+# Crawl pages of CC-MAIN-2019-30, the pages repeated whole are a feedback stub (7 times), a
+# publications listing (3) and a login stub (2), and 16% of non-empty lines are navigation,
+# licence, cookie and terms lines found on several pages). Copies of each kind follow a capped
+# Zipf law over that kind's originals; COPY_SHARES split the copies between kinds, COPY_CAPS are
+# the largest clusters (copies of one original) at SCALE_DOCS documents, scaled with the corpus.
+SCALE_DOCS = 20_000
+COPY_SHARES = {"boilerplate": 0.40, "spam": 0.22, "clean": 0.28, "lorem": 0.04, "gibberish": 0.02,
+               "mixed_lang": 0.04}
+COPY_CAPS = {"boilerplate": 600, "spam": 300, "clean": 20, "lorem": 60, "gibberish": 20,
+             "mixed_lang": 10}
+COPY_EXPONENTS = {"boilerplate": 1.0, "spam": 1.0, "clean": 1.2, "lorem": 1.0, "gibberish": 1.0,
+                  "mixed_lang": 1.0}
+# How each kind is copied: ``exact`` (the same text; a boilerplate page on the same site),
+# ``near`` (a share ``edit_rate`` of its words edited), ``template`` (the same template filled
+# otherwise: a boilerplate page on another site, a spam text about another product).
+COPY_KINDS = {
+    "clean": {"exact": 0.6, "near": 0.4},
+    "boilerplate": {"exact": 0.5, "template": 0.5},
+    "spam": {"exact": 0.4, "near": 0.3, "template": 0.3},
+    "lorem": {"exact": 0.6, "near": 0.4},
+    "gibberish": {"exact": 0.6, "near": 0.4},
+    "mixed_lang": {"exact": 0.6, "near": 0.4},
+}
+# Canaries: clean news articles copied exactly this many times each (memorization probes), as
+# many counts as fit in CANARY_BUDGET of the corpus, smallest first.
+CANARY_COPIES = (10, 30, 100)
+CANARIES_PER_COUNT = 2
+CANARY_BUDGET = 0.05
+
+# Held-out sets: real documents (and generated junk) that no pool file holds, nor any copy of
+# them. Only real documents sharing no span of ISOLATION_WORDS words (ISOLATION_CHARS characters
+# in scripts without spaces) with any other real document are candidates, so that no pool
+# document quotes one by accident.
+HELDOUT_DIR = "heldout"
+HELDOUT_TEXTS = "heldout/texts.parquet"
+HELDOUT_MANIFEST = "heldout/manifest.json"
+HELDOUT_TASK = "heldout/task.parquet"
+HELDOUT_SIZES = {"news": 150, "dialogues": 150, "web": 150, "junk": 150}
+HELDOUT_JUNK_KINDS = ("spam", "boilerplate", "lorem", "gibberish")
+ISOLATION_WORDS = 8
+ISOLATION_CHARS = 12
+HELDOUT_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("set", pa.string()),
+                            ("group", pa.string()), ("lang", pa.string()), ("kind", pa.string()),
+                            ("clean", pa.bool_())])
 
 # Where each kind of document is written (the notes folder is filled separately).
 COPY_DESTINATIONS = {"news": {"news": 0.5, "web": 0.5}, "dialogues": {"dialogues": 0.6, "web": 0.4}}
@@ -319,24 +370,46 @@ class Doc:
     site: int = -1  # index of the web site it is published on
     key: str = ""
     url: str = ""
+    copy_kind: str | None = None  # exact | near | template, for a copy
+    canary: bool = False  # a canary original or a copy of one
 
 
 def _malformed_sets(docs: int) -> int:
     return 1 + int(math.log10(max(1.0, docs / 20_000)))
 
 
+def _scaled_cap(kind: str, docs: int) -> int:
+    return max(2, round(COPY_CAPS[kind] * docs / SCALE_DOCS))
+
+
+def canary_counts(docs: int) -> list[int]:
+    """Copies per canary: CANARIES_PER_COUNT canaries for each count of CANARY_COPIES that fits,
+    smallest first, in CANARY_BUDGET of the corpus."""
+    counts: list[int] = []
+    for copies in CANARY_COPIES:
+        if sum(counts) + CANARIES_PER_COUNT * copies > CANARY_BUDGET * docs:
+            break
+        counts += [copies] * CANARIES_PER_COUNT
+    return counts
+
+
 def plan_counts(docs: int, real_docs: int) -> dict[str, int]:
-    """How many documents of each kind a corpus of ``docs`` documents holds."""
+    """How many originals of each kind a corpus of ``docs`` documents holds, and how many copies
+    (``copies:<kind>``, ``canary_copies``) of each."""
     counts = {"malformed": len(MALFORMED) * _malformed_sets(docs)}
     for kind, share in NOISE_SHARES.items():
         counts[kind] = round(share * docs)
     counts["non_html"] = max(1, counts["non_html"])
     counts["clean"] = min(round(CLEAN_SHARE * docs), real_docs)
+    counts["canary_copies"] = sum(canary_counts(docs))
     copies = docs - sum(counts.values())
     if copies < 0:
         raise ValueError(f"docs={docs} is too small for the demo corpus")
-    counts["exact_dup"] = round(copies * EXACT_SHARE_OF_COPIES)
-    counts["near_dup"] = copies - counts["exact_dup"]
+    shares = np.array(list(COPY_SHARES.values()))
+    per_kind = np.floor(shares * copies).astype(int)
+    per_kind[np.argsort(-(shares * copies - per_kind), kind="stable")[:copies - per_kind.sum()]] += 1
+    for kind, number in zip(COPY_SHARES, per_kind.tolist()):
+        counts[f"copies:{kind}"] = number
     return counts
 
 
@@ -385,27 +458,68 @@ def _plan_clean(pool: list[RealDoc], count: int, rng: np.random.Generator) -> li
                 pool[i].topic, pool[i].language, pool[i].source) for i in picked]
 
 
-def _plan_copies(clean: list[Doc], counts: dict[str, int], rng: np.random.Generator,
-                 text_rng: np.random.Generator) -> list[Doc]:
-    """Exact and near copies of the clean documents (plan indices 0..len(clean)-1)."""
-    per_original = zipf_copy_counts(len(clean), counts["exact_dup"] + counts["near_dup"])
-    originals = np.repeat(np.arange(len(clean)), per_original)
-    kinds = np.array(["exact_dup"] * counts["exact_dup"] + ["near_dup"] * counts["near_dup"])
-    kinds = kinds[rng.permutation(kinds.size)]
-    rates = np.array(EDIT_RATES)[rng.integers(len(EDIT_RATES), size=kinds.size)]
-    destinations = {src: iter(_choose(rng, table, originals.size))
-                    for src, table in COPY_DESTINATIONS.items()}
-    copies = []
-    for original, kind, rate in zip(originals.tolist(), kinds.tolist(), rates.tolist()):
-        source_doc = clean[original]
-        doc = Doc(kind, next(destinations[source_doc.real_source]), source_doc.text,
-                  source_doc.title, source_doc.lang, source_doc.topic, source_doc.language,
-                  source_doc.real_source, original=original)
-        if kind == "near_dup":
-            doc.edit_rate = rate
-            doc.text = perturb(source_doc.text, rate, text_rng,
-                               by_char=source_doc.lang in UNSPACED_LANGS)
-        copies.append(doc)
+def _swap_keywords(text: str, keywords: list[str], other: list[str]) -> str:
+    """A spam text's theme keywords replaced by another theme's, in the same places."""
+    pattern = re.compile("|".join(re.escape(k) for k in sorted(keywords, key=len, reverse=True)))
+    swap = dict(zip(keywords, other))
+    return pattern.sub(lambda m: swap[m.group(0)], text)
+
+
+def _copy(plan: list[Doc], original: int, copy_kind: str, rate: float, destination: str,
+          sites: list[Site], rng: np.random.Generator, text_rng: np.random.Generator) -> Doc:
+    """A copy of ``plan[original]`` of kind ``copy_kind``, written to ``destination``."""
+    base = plan[original]
+    kind = base.kind
+    if kind == "clean":
+        kind = "exact_dup" if copy_kind == "exact" else "near_dup"
+    doc = replace(base, kind=kind, source=destination, original=original, copy_kind=copy_kind,
+                  key="", url="")
+    if base.real_source:  # copies of real text appear on any site
+        doc.site = -1
+    if copy_kind == "near":
+        doc.edit_rate = rate
+        doc.text = perturb(base.text, rate, text_rng, by_char=base.lang in UNSPACED_LANGS)
+    elif copy_kind == "template" and kind == "boilerplate":
+        others = [i for i in range(len(sites)) if i != base.site] or [base.site]
+        doc.site = others[int(rng.integers(len(others)))]
+        doc.text = boilerplate_plain(sites[doc.site], base.body or [])
+    elif copy_kind == "template" and kind == "spam":
+        keywords = base.detail.removeprefix("keywords: ").split(", ")
+        themes = [list(t) for t in SPAM_THEMES if list(t) != keywords]
+        other = themes[int(text_rng.integers(len(themes)))]
+        doc.text = _swap_keywords(base.text, keywords, other)
+        doc.title = _swap_keywords(base.title, keywords, other)
+        doc.detail = "keywords: " + ", ".join(other)
+    return doc
+
+
+def _plan_copies(plan: list[Doc], counts: dict[str, int], docs: int, sites: list[Site],
+                 rng: np.random.Generator, text_rng: np.random.Generator) -> list[Doc]:
+    """The copies of every kind: per kind, copies per original by a capped Zipf law over that
+    kind's originals (in plan order, itself random); canaries first, from the clean news."""
+    copies: list[Doc] = []
+    canaries = canary_counts(docs)
+    news = [i for i, d in enumerate(plan) if d.kind == "clean" and d.real_source == "news"]
+    canary_ids = news[:len(canaries)]
+    for original in canary_ids:
+        plan[original].canary = True
+    for kind in COPY_SHARES:
+        originals = [i for i, d in enumerate(plan) if d.kind == kind and not d.canary]
+        per_original = zipf_copy_counts(len(originals), counts[f"copies:{kind}"],
+                                        _scaled_cap(kind, docs), COPY_EXPONENTS[kind])
+        sources = np.repeat(np.array(originals, dtype=np.int64), per_original).tolist()
+        copy_kinds = _choose(rng, COPY_KINDS[kind], len(sources))
+        if kind == "clean":
+            sources = np.repeat(np.array(canary_ids, dtype=np.int64),
+                                canaries[:len(canary_ids)]).tolist() + sources
+            copy_kinds = ["exact"] * (len(sources) - len(copy_kinds)) + copy_kinds
+        rates = np.array(EDIT_RATES)[rng.integers(len(EDIT_RATES), size=len(sources))].tolist()
+        for original, copy_kind, rate in zip(sources, copy_kinds, rates):
+            base = plan[original]
+            table = (COPY_DESTINATIONS[base.real_source] if kind in ("clean",)
+                     else NOISE_DESTINATIONS[kind])
+            destination = _choose(rng, table, 1)[0]
+            copies.append(_copy(plan, original, copy_kind, rate, destination, sites, rng, text_rng))
     return copies
 
 
@@ -602,7 +716,19 @@ FOOTER_LINKS = ("About us", "Contact", "Privacy Policy", "Terms of Use", "Cookie
 SHARE_LINKS = ('<ul class="share"><li><a href="#share">Share</a></li><li><a href="#facebook">'
                'Facebook</a></li><li><a href="#x">X</a></li><li><a href="#email">Email</a></li>'
                '</ul>\n')
-BOILERPLATE_VARIANTS = ("listing", "tag_archive", "not_found", "login", "cookie_wall", "sitemap")
+BOILERPLATE_VARIANTS = ("listing", "tag_archive", "not_found", "login", "cookie_wall", "sitemap",
+                        "licence")
+LICENCE_LINES = (
+    "Content licence",
+    "Unless stated otherwise, the text on this site may be shared and adapted for any purpose, "
+    "provided that the author is credited, a link to the licence is given and changes are "
+    "indicated.",
+    "Images, logos and embedded media are excluded and remain the property of their owners.",
+    "Third-party content is used with permission; ask its owner before reusing it.",
+    "The site is provided as is, without warranty of any kind; we accept no liability for loss "
+    "arising from its use.",
+    "Questions about reuse? Write to the editors via the contact page.",
+)
 TAGS = ("economy", "elections", "football", "gadgets", "music", "film", "markets", "climate")
 
 
@@ -693,6 +819,8 @@ def boilerplate_body(variant: str, titles: list[str],
                 ("p", "Remember me | Forgot your password?"),
                 ("p", "Don't have an account? Register now - it's free."),
                 ("p", "Subscribe to our newsletter for the latest updates.")]
+    if variant == "licence":
+        return [("h2", LICENCE_LINES[0])] + [("p", line) for line in LICENCE_LINES[1:]]
     if variant == "cookie_wall":
         return [("h2", "Your privacy choices"),
                 ("p", COOKIE_BANNERS[int(rng.integers(len(COOKIE_BANNERS)))]),
@@ -854,7 +982,7 @@ def _plan_malformed(count: int, news: list[RealDoc], rng: np.random.Generator) -
     return docs
 
 
-STREAMS = ("plan", "text", "sites", "keys", "pages", "shards")
+STREAMS = ("plan", "text", "sites", "keys", "pages", "shards", "heldout")
 
 
 def random_streams(seed: int) -> dict[str, np.random.Generator]:
@@ -863,19 +991,20 @@ def random_streams(seed: int) -> dict[str, np.random.Generator]:
     return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children)}
 
 
-def make_plan(docs: int, streams: dict[str, np.random.Generator]) -> Plan:
-    """Every document of the corpus, its kind, text and destination (no keys yet)."""
-    real = load_real_text()
+def make_plan(docs: int, streams: dict[str, np.random.Generator], real: RealText | None = None) -> Plan:
+    """Every document of the corpus, its kind, text and destination (no keys yet), made from
+    ``real`` (the real text the pools may hold; all of it by default)."""
+    real = real or load_real_text()
     pool = list(real.news) + list(real.dialogues)
     rng, text_rng = streams["plan"], streams["text"]
     counts = plan_counts(docs, len(pool))
     sites = make_sites(min(60, max(8, docs // 500)), [d.title for d in real.news], streams["sites"])
     materials = Materials(real, sites)
 
-    clean = _plan_clean(pool, counts["clean"], rng)
-    plan = clean + _plan_copies(clean, counts, rng, text_rng)
+    plan = _plan_clean(pool, counts["clean"], rng)
     for kind in NOISE_SHARES:
         plan += _plan_noise(kind, counts[kind], materials, rng, text_rng)
+    plan += _plan_copies(plan, counts, docs, sites, rng, text_rng)
     plan += _plan_malformed(counts["malformed"], list(real.news), rng)
     for doc, site in zip(plan, rng.integers(len(sites), size=len(plan)).tolist()):
         if doc.site < 0:
@@ -1098,13 +1227,18 @@ LABEL_SCHEMA = pa.schema([
     ("source", pa.string()), ("file", pa.string()), ("key", pa.string()), ("line", pa.int64()),
     ("kind", pa.string()), ("original", pa.string()), ("original_source", pa.string()),
     ("edit_rate", pa.float64()), ("lang", pa.string()), ("topic", pa.string()),
-    ("detail", pa.string()),
+    ("detail", pa.string()), ("copy_kind", pa.string()), ("copies", pa.int64()),
+    ("canary", pa.bool_()),
 ])
 
 
 def labels_table(written: Written, plan: Plan) -> pa.Table:
-    """One row per written document, in file order."""
+    """One row per written document, in file order. Lineage: ``original`` (the key of the
+    document a copy copies), ``copy_kind``, ``edit_rate``, and ``copies``: how many copies of its
+    lineage (the original's) the corpus holds, on the original and on each copy."""
     columns: dict[str, list] = {name: [] for name in LABEL_SCHEMA.names}
+    index = {id(doc): i for i, doc in enumerate(plan.docs)}
+    lineage = Counter(doc.original for doc in plan.docs if doc.original is not None)
     for doc, rel, key, line in written.rows:
         original = plan.docs[doc.original] if doc.original is not None else None
         row = {
@@ -1113,6 +1247,9 @@ def labels_table(written: Written, plan: Plan) -> pa.Table:
             "original_source": original.source if original else None,
             "edit_rate": doc.edit_rate, "lang": doc.lang,
             "topic": doc.topic if doc.real_source else None, "detail": doc.detail,
+            "copy_kind": doc.copy_kind,
+            "copies": lineage[doc.original if original else index[id(doc)]],
+            "canary": doc.canary,
         }
         for name, value in row.items():
             columns[name].append(value)
@@ -1120,17 +1257,183 @@ def labels_table(written: Written, plan: Plan) -> pa.Table:
 
 
 # --------------------------------------------------------------------------------------------
+# Held-out sets and the task
+
+
+def heldout_texts_path(corpus_dir: Path) -> Path:
+    return Path(corpus_dir) / HELDOUT_TEXTS
+
+
+def heldout_task_path(corpus_dir: Path) -> Path:
+    return Path(corpus_dir) / HELDOUT_TASK
+
+
+def _spans(doc: RealDoc) -> set[int]:
+    """Hashes of the document's spans of ISOLATION_WORDS words (ISOLATION_CHARS characters where
+    words are not spaced); a shorter document is one span."""
+    if doc.lang in UNSPACED_LANGS:
+        units, n = [c for c in doc.text if not c.isspace()], ISOLATION_CHARS
+    else:
+        units, n = doc.text.split(), ISOLATION_WORDS
+    return {hash(tuple(units[i:i + n])) for i in range(max(1, len(units) - n + 1))}
+
+
+def isolated(docs: list[RealDoc]) -> np.ndarray:
+    """Whether each document shares no span (:func:`_spans`) with any other of ``docs``."""
+    spans = [_spans(doc) for doc in docs]
+    seen = Counter(span for found in spans for span in found)
+    return np.array([all(seen[span] == 1 for span in found) for found in spans], dtype=bool)
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """The real documents kept out of every pool: the held-out sets' and the task's."""
+
+    pool: RealText  # what the pools may hold
+    sets: dict[str, list[RealDoc]]  # news, dialogues, web
+    task: "pl.DataFrame"  # task columns of pipeline.tasks, plus ``index`` into the BBC articles
+    candidates: dict[str, int]  # isolated documents per source
+
+
+def reserve(real: RealText, seed: int, rng: np.random.Generator, task_train_docs: int,
+            task_test_docs: int) -> Reserved:
+    """Choose the task's articles (pipeline.tasks' class-balanced seeded selection) and the
+    held-out news, dialogues (round robin over languages, at most half of a language's
+    candidates) and web pages (half news, half dialogues), all among isolated documents."""
+    from pipeline.tasks import topic_task_frame
+
+    alone = isolated(list(real.news) + list(real.dialogues))
+    news_ok, dialogues_ok = alone[:len(real.news)], alone[len(real.news):]
+    task = topic_task_frame(real.news, task_train_docs, task_test_docs, seed, eligible=news_ok.tolist())
+    taken = set(task["index"].to_list())
+    news = [i for i in rng.permutation(len(real.news)).tolist() if news_ok[i] and i not in taken]
+    web_news = HELDOUT_SIZES["web"] // 2
+    if len(news) < HELDOUT_SIZES["news"] + web_news:
+        raise ValueError(f"the task's {task_train_docs + task_test_docs} articles leave too few BBC "
+                         "articles for the held-out news; ask for a smaller task")
+    by_lang: dict[str, list[int]] = {}
+    for i in rng.permutation(len(real.dialogues)).tolist():
+        if dialogues_ok[i]:
+            by_lang.setdefault(real.dialogues[i].lang, []).append(i)
+    dialogues: list[int] = []
+    turn = 0
+    while len(dialogues) < HELDOUT_SIZES["dialogues"]:
+        row = [found[turn] for found in by_lang.values() if turn < len(found) // 2]
+        if not row:
+            break
+        dialogues += row[:HELDOUT_SIZES["dialogues"] - len(dialogues)]
+        turn += 1
+    chosen = set(dialogues)
+    rest = [i for found in by_lang.values() for i in found if i not in chosen]
+    web_dialogues = [rest[i] for i in sorted(rng.choice(len(rest), HELDOUT_SIZES["web"] - web_news,
+                                                        replace=False).tolist())]
+    sets = {
+        "news": [real.news[i] for i in news[:HELDOUT_SIZES["news"]]],
+        "dialogues": [real.dialogues[i] for i in dialogues],
+        "web": [real.news[i] for i in news[HELDOUT_SIZES["news"]:HELDOUT_SIZES["news"] + web_news]]
+        + [real.dialogues[i] for i in web_dialogues],
+    }
+    out_news = taken | set(news[:HELDOUT_SIZES["news"] + web_news])
+    out_dialogues = chosen | set(web_dialogues)
+    pool = RealText(tuple(d for i, d in enumerate(real.news) if i not in out_news),
+                    tuple(d for i, d in enumerate(real.dialogues) if i not in out_dialogues),
+                    {**real.stats, "reserved_news": len(out_news),
+                     "reserved_dialogues": len(out_dialogues)})
+    return Reserved(pool, sets, task, {"news": int(news_ok.sum()), "dialogues": int(dialogues_ok.sum())})
+
+
+def _as_read(text: str) -> str:
+    """The text as the source stage reads it: line ends made ``\\n``."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def heldout_table(reserved: Reserved, plan: Plan, rng: np.random.Generator) -> tuple[pa.Table, dict]:
+    """The held-out texts (:data:`HELDOUT_SCHEMA`), raw as the source stage would read them (a web
+    page: the project's HTML extraction of the rendered page), and their counts."""
+    renderer = PageRenderer(plan.sites)
+    materials = Materials(reserved.pool, plan.sites)
+    rows: list[tuple] = []
+    dropped = 0
+
+    def add(set_name: str, doc: Doc, clean: bool) -> None:
+        nonlocal dropped
+        if doc.source == "web":
+            text = html_to_text(renderer.render(doc), "utf-8", main_content=True)
+        else:
+            text = doc.text
+        text = _as_read(text)
+        if not text.strip():
+            dropped += 1
+            return
+        key = rng.bytes(8).hex()
+        rows.append((f"heldout/{set_name}/{key}", text, set_name, doc.source,
+                     doc.lang, doc.kind, clean))
+
+    for set_name in ("news", "dialogues", "web"):
+        for real in reserved.sets[set_name]:
+            destination = "web" if set_name == "web" else real.source
+            add(set_name, Doc("clean", destination, real.text, real.title, real.lang, real.topic,
+                              real.language, real.source,
+                              site=int(rng.integers(len(plan.sites)))), True)
+    per_kind = np.diff(np.linspace(0, HELDOUT_SIZES["junk"], len(HELDOUT_JUNK_KINDS) + 1).round()).astype(int)
+    for kind, count in zip(HELDOUT_JUNK_KINDS, per_kind.tolist()):
+        for doc in _plan_noise(kind, count, materials, rng, rng):
+            add("junk", doc, False)
+    columns = list(zip(*rows)) if rows else [[] for _ in HELDOUT_SCHEMA.names]
+    table = pa.table({name: list(values) for name, values in zip(HELDOUT_SCHEMA.names, columns)},
+                     schema=HELDOUT_SCHEMA)
+    return table, {"empty_pages_dropped": dropped}
+
+
+def heldout_manifest(table: pa.Table, reserved: Reserved, seed: int, task_info: dict,
+                     extra: dict) -> dict:
+    """What the held-out sets hold (documents and bytes per set and group) and how they were chosen."""
+    frame = pl.from_arrow(table).with_columns(bytes=pl.col("text").str.len_bytes())
+    sets: dict[str, dict] = {}
+    for (set_name, group), part in sorted(frame.group_by(["set", "group"]),
+                                          key=lambda item: item[0]):
+        entry = sets.setdefault(set_name, {"documents": 0, "bytes": 0, "groups": {}})
+        entry["groups"][group] = {"documents": part.height, "bytes": int(part["bytes"].sum())}
+        entry["documents"] += part.height
+        entry["bytes"] += int(part["bytes"].sum())
+    for set_name, part in frame.group_by("set"):
+        sets[set_name[0]]["kinds"] = dict(sorted(Counter(part["kind"].to_list()).items()))
+        if set_name[0] == "dialogues":
+            sets["dialogues"]["languages"] = dict(sorted(Counter(part["lang"].to_list()).items()))
+    return {
+        "seed": seed,
+        "texts": "texts.parquet",
+        "task": "task.parquet",
+        "sets": dict(sorted(sets.items())),
+        "task_split": task_info,
+        "candidates": reserved.candidates,
+        **extra,
+        "how_chosen": (
+            "Chosen when the corpus is built, before any curation, from the packages' real "
+            f"documents that share no span of {ISOLATION_WORDS} words ({ISOLATION_CHARS} characters "
+            "in Chinese, Japanese, Thai) with any other real document; the task's BBC articles "
+            "first (pipeline.tasks' class-balanced seeded selection), then, seeded, news "
+            "articles, dialogues in a round robin over languages (at most half of a language's "
+            "candidates), and web pages (half news, half dialogues, rendered on a corpus site and "
+            "extracted by the project's HTML extraction, main content). Junk is generated by the "
+            "corpus's own spam, boilerplate, lorem and gibberish generators. None of these "
+            "documents, and no copy of them, is in any source file; texts are raw, as the source "
+            "stage would read them. Junk shares template text with the pools by design."),
+    }
+
+
+# --------------------------------------------------------------------------------------------
 # The build
 
 
 MANAGED_PATTERNS = ("news/news-*.jsonl.gz", "dialogues/dialogues-*.parquet", "web/web-*.warc.gz",
-                    "notes/**/*.txt", "labels.parquet")
+                    "notes/**/*.txt", "labels.parquet", "heldout/*")
 
 
 def _remove_stale(out_dir: Path, keep: Iterable[str]) -> None:
     """Delete the corpus files of an earlier build (other size or seed) this one did not write."""
     keep = set(keep)
-    for pattern in MANAGED_PATTERNS + tuple(f"{s}/**/*.tmp" for s in SOURCES):
+    for pattern in MANAGED_PATTERNS + tuple(f"{s}/**/*.tmp" for s in (*SOURCES, HELDOUT_DIR)):
         for path in sorted(out_dir.glob(pattern)):
             if path.is_file() and path.relative_to(out_dir).as_posix() not in keep:
                 path.unlink()
@@ -1154,33 +1457,73 @@ def _counts(docs: list[Doc]) -> dict:
     }
 
 
-def _cached_summary(out_dir: Path, docs: int, seed: int) -> dict | None:
+def duplication_shape(labels: pa.Table) -> dict:
+    """Copies per kind, the largest clusters (copies of one original), the share of copies by
+    kind and by copy kind: what corpus.json says about the corpus's duplication."""
+    frame = pl.from_arrow(labels.select(["key", "kind", "original", "copy_kind", "copies", "canary"]))
+    originals = frame.filter(pl.col("original").is_null()).select("key", base="kind")
+    copies = frame.filter(pl.col("original").is_not_null()).join(
+        originals, left_on="original", right_on="key", how="left")
+    total = max(1, copies.height)
+    per_kind = {}
+    for (kind,), part in sorted(copies.group_by(["base"]), key=lambda item: item[0]):
+        clusters = part.group_by("original").len()["len"]
+        per_kind[kind] = {
+            "originals": int(originals.filter(pl.col("base") == kind).height),
+            "copies": part.height, "share_of_copies": round(part.height / total, 4),
+            "originals_copied": clusters.len(), "largest_cluster": int(clusters.max()),
+            "copy_kinds": dict(sorted(Counter(part["copy_kind"].to_list()).items())),
+        }
+    largest = (copies.group_by("original", "base").len().sort(["len", "original"], descending=[True, False])
+               .head(10))
+    canaries = frame.filter(pl.col("canary") & pl.col("original").is_null())
+    return {
+        "copies": copies.height, "copy_share": round(copies.height / max(1, frame.height), 4),
+        "by_kind": per_kind,
+        "largest_clusters": [{"original": o, "kind": k, "copies": int(n)}
+                             for o, k, n in largest.iter_rows()],
+        "canaries": {key: int(n) for key, n in canaries.select("key", "copies").iter_rows()},
+    }
+
+
+def _cached_summary(out_dir: Path, docs: int, seed: int, task: dict) -> dict | None:
     try:
         summary = orjson.loads((out_dir / "corpus.json").read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
     if (summary.get("version") == VERSION and summary.get("docs") == docs
-            and summary.get("seed") == seed
+            and summary.get("seed") == seed and summary.get("task_docs") == task
             and all((out_dir / rel).is_file() for rel in summary.get("files", []))):
         return summary
     return None
 
 
-def build_demo_corpus(out_dir: Path, docs: int = 20_000, seed: int = 0) -> dict:
+def build_demo_corpus(out_dir: Path, docs: int = 20_000, seed: int = 0, task_train_docs: int = 500,
+                      task_test_docs: int = 300) -> dict:
     """Build the demo corpus of ``docs`` documents into ``out_dir``; return its summary.
 
+    Before anything is planned, the held-out sets (``heldout/texts.parquet``, described by
+    ``heldout/manifest.json``) and the downstream task's articles (``heldout/task.parquet``, in
+    pipeline.tasks' format: ``task_train_docs`` + ``task_test_docs`` BBC articles) are set aside:
+    no data file holds them or any copy of them.
+
     The summary is also written to ``out_dir/corpus.json``, last, so that its presence means a
-    complete corpus; a corpus already there for the same ``docs`` and ``seed`` is returned as is.
+    complete corpus; a corpus already there for the same arguments is returned as is.
     """
+    from pipeline.tasks import write_task
+
     out_dir = Path(out_dir)
-    cached = _cached_summary(out_dir, docs, seed)
+    task_docs = {"train": task_train_docs, "test": task_test_docs}
+    cached = _cached_summary(out_dir, docs, seed, task_docs)
     if cached is not None:
         return cached
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "corpus.json").unlink(missing_ok=True)
 
     streams = random_streams(seed)
-    plan = make_plan(docs, streams)
+    real = load_real_text()
+    reserved = reserve(real, seed, streams["heldout"], task_train_docs, task_test_docs)
+    plan = make_plan(docs, streams, reserved.pool)
     _assign_keys(plan, streams["keys"])
     by_source = {source: [d for d in plan.docs if d.source == source] for source in SOURCES}
     shard_rng = streams["shards"]
@@ -1195,14 +1538,29 @@ def build_demo_corpus(out_dir: Path, docs: int = 20_000, seed: int = 0) -> dict:
     _atomic_write(out_dir / "labels.parquet",
                   lambda stream: pq.write_table(labels, stream, compression="zstd"))
     written.files.append("labels.parquet")
+
+    texts, extra = heldout_table(reserved, plan, streams["heldout"])
+    _atomic_write(out_dir / HELDOUT_TEXTS,
+                  lambda stream: pq.write_table(texts, stream, compression="zstd"))
+    task_info = write_task(reserved.task, out_dir / HELDOUT_TASK)
+    task_info = {"train": task_info["train"], "test": task_info["test"], "labels": task_info["labels"]}
+    manifest = heldout_manifest(texts, reserved, seed, task_info, extra)
+    _atomic_write(out_dir / HELDOUT_MANIFEST,
+                  lambda stream: stream.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2)))
+    written.files += [HELDOUT_TEXTS, HELDOUT_TASK, HELDOUT_MANIFEST]
     _remove_stale(out_dir, written.files)
 
     summary = {
         "version": VERSION,
         "seed": seed,
         "docs": docs,
+        "task_docs": task_docs,
         "written": len(written.rows),
         "counts": _counts([doc for doc, *_ in written.rows]),
+        "duplication": duplication_shape(labels),
+        "heldout": {"texts": HELDOUT_TEXTS, "task": HELDOUT_TASK, "manifest": HELDOUT_MANIFEST,
+                    "documents": {name: entry["documents"] for name, entry in manifest["sets"].items()},
+                    "task_documents": {"train": task_info["train"], "test": task_info["test"]}},
         "real_text": plan.stats,
         "files": sorted(written.files),
         "labels": LABELS_NOTE,

@@ -23,13 +23,13 @@ DOCUMENT_STAGES = ("source", "lang", "filter", "dedup", "lines")
 
 
 @lru_cache(maxsize=4)
-def _identifier(model: str) -> LanguageIdentifier:
-    return LanguageIdentifier(model)
+def _identifier(model: str, sample_chars: int, sample_spans: int) -> LanguageIdentifier:
+    return LanguageIdentifier(model, sample_chars=sample_chars, sample_spans=sample_spans)
 
 
 def lang_step(config: RunConfig) -> Step:
     settings = config.lang
-    identifier = _identifier(str(lid_model_path(settings.model)))
+    identifier = _identifier(str(lid_model_path(settings.model)), settings.sample_chars, settings.sample_spans)
 
     def step(docs: pl.DataFrame) -> StepResult:
         docs = identify_languages(docs, identifier)

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import polars as pl
 
-from pipeline.io.writer import write_parquet
+from pipeline.io.writer import write_bytes, write_parquet
 from pipeline.mix import seeded_id_hash
 
 TASK_COLUMNS = {"id": pl.String, "text": pl.String, "label": pl.String, "split": pl.String}
@@ -81,20 +81,58 @@ def labelled_subsets(task: pl.DataFrame, sizes: Sequence[int], seed: int) -> dic
     return {int(n): train.head(n if 0 < n < train.height else train.height) for n in sizes}
 
 
-def demo_topic_task(out_path: Path, train_docs: int = 500, test_docs: int = 300, seed: int = 0) -> dict:
-    """BBC News topic classification: ``train_docs + test_docs`` articles (class-balanced, seeded)
-    written as a task file; returns ``{"path", "train", "test", "labels"}``."""
-    from pipeline.demo_corpus import _read_bbc
-
-    articles, _ = _read_bbc()
+def topic_task_frame(articles: Sequence, train_docs: int = 500, test_docs: int = 300, seed: int = 0,
+                     eligible: Sequence[bool] | None = None) -> pl.DataFrame:
+    """The demo task's rows, chosen from ``articles`` (the BBC articles, in the order
+    ``pipeline.demo_corpus`` reads them): ``train_docs + test_docs`` of them, class-balanced and
+    seeded, as task columns plus ``index`` (the article's position in ``articles``). Only articles
+    whose ``eligible`` flag is true are candidates (all when it is None)."""
     frame = pl.DataFrame({"id": [f"bbc-{d.topic}-{i:04d}" for i, d in enumerate(articles)],
-                          "text": [d.text for d in articles], "label": [d.topic for d in articles]})
+                          "text": [d.text for d in articles], "label": [d.topic for d in articles],
+                          "index": list(range(len(articles)))},
+                         schema={"id": pl.String, "text": pl.String, "label": pl.String, "index": pl.Int64})
+    if eligible is not None:
+        frame = frame.filter(pl.Series(list(eligible), dtype=pl.Boolean))
     # The seeded class round robin: its first test_docs rows are the test split, the next
     # train_docs the train split, so both are class-balanced (as far as each class has articles).
     chosen = _balanced_order(frame, seed).head(train_docs + test_docs)
     split = ["test"] * min(test_docs, chosen.height) + ["train"] * max(chosen.height - test_docs, 0)
-    task = chosen.with_columns(split=pl.Series(split, dtype=pl.String)).sort("id")
+    return chosen.with_columns(split=pl.Series(split, dtype=pl.String)).sort("id")
+
+
+def write_task(task: pl.DataFrame, out_path: Path) -> dict:
+    """Write the task columns of ``task`` to ``out_path``; return ``{"path", "train", "test", "labels"}``."""
+    task = task.select(list(TASK_COLUMNS))
     write_parquet(task.to_arrow(), Path(out_path))
     counts = dict(task.group_by("split").len().iter_rows())
     return {"path": str(out_path), "train": int(counts.get("train", 0)), "test": int(counts.get("test", 0)),
             "labels": labels(task)}
+
+
+def demo_topic_task(out_path: Path, train_docs: int = 500, test_docs: int = 300, seed: int = 0,
+                    corpus_dir: Path | None = None) -> dict:
+    """BBC News topic classification: ``train_docs + test_docs`` articles (class-balanced, seeded)
+    written as a task file; returns ``{"path", "train", "test", "labels"}``.
+
+    With ``corpus_dir`` (a demo corpus), the task is the one the corpus reserved when it was built
+    (``heldout/task.parquet``: those articles and every copy of them are in none of its files),
+    copied byte for byte; ``seed`` is then the corpus's, and the sizes must match its task."""
+    if corpus_dir is not None:
+        from pipeline.demo_corpus import heldout_task_path
+
+        source = heldout_task_path(corpus_dir)
+        if not source.is_file():
+            raise FileNotFoundError(f"{source} is missing; rebuild the demo corpus with build_demo_corpus()")
+        task = pl.read_parquet(source)
+        counts = dict(task.group_by("split").len().iter_rows())
+        if (counts.get("train", 0), counts.get("test", 0)) != (train_docs, test_docs):
+            raise ValueError(f"{source} holds {counts.get('train', 0)} train and {counts.get('test', 0)} test "
+                             f"articles, not {train_docs} and {test_docs}; build the corpus with "
+                             f"task_train_docs={train_docs}, task_test_docs={test_docs}")
+        write_bytes(source.read_bytes(), Path(out_path))
+        return {"path": str(out_path), "train": int(counts.get("train", 0)),
+                "test": int(counts.get("test", 0)), "labels": labels(task)}
+    from pipeline.demo_corpus import _read_bbc
+
+    articles, _ = _read_bbc()
+    return write_task(topic_task_frame(articles, train_docs, test_docs, seed), Path(out_path))

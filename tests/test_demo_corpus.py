@@ -15,12 +15,16 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from pipeline.demo_corpus import (
+    HELDOUT_MANIFEST,
+    HELDOUT_TASK,
+    HELDOUT_TEXTS,
     KINDS,
     MALFORMED,
     build_demo_corpus,
     perturb,
     zipf_copy_counts,
 )
+from pipeline.tasks import demo_topic_task, load_task
 
 DOCS = 3_000
 SEED = 7
@@ -100,9 +104,11 @@ def test_total_and_labels_match_the_files(corpus, labels, records):
 def test_shares_of_kinds(labels):
     kinds = Counter(r["kind"] for r in labels)
     assert 0.50 * DOCS <= kinds["clean"] <= 0.56 * DOCS
-    assert 0.15 * DOCS <= kinds["exact_dup"] + kinds["near_dup"] <= 0.25 * DOCS
-    noise = sum(kinds[k] for k in ("boilerplate", "spam", "lorem", "gibberish", "mixed_lang", "non_html"))
-    assert 0.22 * DOCS <= noise <= 0.28 * DOCS
+    copies = sum(r["original"] is not None for r in labels)
+    assert 0.18 * DOCS <= copies <= 0.26 * DOCS
+    noise = sum(r["original"] is None for r in labels
+                if r["kind"] in ("boilerplate", "spam", "lorem", "gibberish", "mixed_lang", "non_html"))
+    assert 0.19 * DOCS <= noise <= 0.23 * DOCS
     assert all(kinds[k] > 0 for k in KINDS)
 
 
@@ -142,7 +148,7 @@ def test_near_dups_differ_by_about_their_rate(labels, records):
     by_key = {r["key"]: r for r in labels}
     near = [r for r in labels if r["kind"] == "near_dup"]
     assert {r["edit_rate"] for r in near} == {0.01, 0.03, 0.1, 0.3}
-    assert all(r["edit_rate"] is None for r in labels if r["kind"] != "near_dup")
+    assert all((r["edit_rate"] is None) == (r["copy_kind"] != "near") for r in labels)
     changed_share = {}
     for row in near:
         original = by_key[row["original"]]
@@ -158,13 +164,51 @@ def test_near_dups_differ_by_about_their_rate(labels, records):
         assert 0.3 * rate <= np.mean(shares) <= 1.5 * rate + 0.02, (rate, np.mean(shares))
 
 
-def test_duplication_is_heavy_tailed(labels):
-    copies = Counter(r["original"] for r in labels if r["kind"] in ("exact_dup", "near_dup"))
+def test_lineage_columns(labels):
+    by_key = {r["key"]: r for r in labels}
+    lineage = Counter(r["original"] for r in labels if r["original"] is not None)
+    for row in labels:
+        assert (row["original"] is None) == (row["copy_kind"] is None)
+        root = row["original"] or row["key"]
+        assert row["copies"] == lineage[root]
+        if row["original"] is not None:
+            assert by_key[row["original"]]["original"] is None  # copies copy originals
+            assert row["canary"] == by_key[row["original"]]["canary"]
+    assert {r["copy_kind"] for r in labels} == {None, "exact", "near", "template"}
+
+
+def test_duplication_is_web_like(labels):
+    """Templates and spam hold most copies and the largest clusters; clean articles are copied
+    mildly; canaries are copied exactly 10 and 30 times (100 only fits larger corpora)."""
+    base = {r["key"]: r["kind"] for r in labels if r["original"] is None}
+    copies = [r for r in labels if r["original"] is not None]
+    by_kind = Counter(base[r["original"]] for r in copies if not r["canary"])
+    assert by_kind["boilerplate"] + by_kind["spam"] > max(0.55 * sum(by_kind.values()), 2 * by_kind["clean"])
+    clusters = {kind: Counter(r["original"] for r in copies if base[r["original"]] == kind and not r["canary"])
+                for kind in ("boilerplate", "spam", "clean", "lorem", "gibberish", "mixed_lang")}
+    assert all(clusters[kind] for kind in clusters)  # every kind is copied
+    largest = {kind: max(found.values()) for kind, found in clusters.items()}
+    assert largest["boilerplate"] > 50 and largest["spam"] > 25
+    assert largest["clean"] <= 3 < largest["boilerplate"] / 10
     clean = sum(r["kind"] == "clean" for r in labels)
-    assert len(copies) < 0.15 * clean  # most documents appear once
-    per_original = Counter(copies.values())
-    assert per_original.most_common(1)[0][0] == 1  # a single copy is the most common case
-    assert max(copies.values()) > 50  # and a few have very many
+    assert len(clusters["clean"]) < 0.2 * clean  # most clean documents appear once
+    sizes = Counter(clusters["boilerplate"].values())
+    assert sizes.most_common(1)[0][0] <= 2  # heavy tail: small clusters are the most common
+    canaries = Counter(r["original"] for r in copies if r["canary"])
+    assert sorted(canaries.values()) == [10, 10, 30, 30]
+    assert all(r["copy_kind"] == "exact" and r["kind"] == "exact_dup" for r in copies if r["canary"])
+
+
+def test_template_copies(labels, records):
+    by_key = {r["key"]: r for r in labels}
+    templates = [r for r in labels if r["copy_kind"] == "template"]
+    assert {by_key[r["original"]]["kind"] for r in templates} == {"boilerplate", "spam"}
+    for row in templates:
+        original = by_key[row["original"]]
+        copy, source = records[(row["file"], row["key"])], records[(original["file"], original["key"])]
+        if row["kind"] == "spam" and isinstance(copy, str) and isinstance(source, str):
+            assert copy != source and len(copy.split("\n")) == len(source.split("\n"))
+            assert row["detail"] != original["detail"]  # another product's keywords
 
 
 def test_languages_and_sources(labels, corpus):
@@ -225,3 +269,59 @@ def test_perturb_keeps_lines_and_edits():
     edited = perturb(text, 0.1, rng)
     assert edited != text and edited.count("\n") == text.count("\n")
     assert perturb("你好世界", 0.01, rng, by_char=True) != "你好世界"
+
+
+def _windows(text: str, n: int = 13) -> set[tuple[str, ...]]:
+    words = text.split()
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+@pytest.fixture(scope="module")
+def heldout(corpus) -> list[dict]:
+    return pq.read_table(corpus / HELDOUT_TEXTS).to_pylist()
+
+
+def test_heldout_sets(corpus, heldout):
+    sets = Counter(r["set"] for r in heldout)
+    assert sets["news"] == sets["dialogues"] == 150 and 145 <= sets["web"] <= 150
+    assert 145 <= sets["junk"] <= 150
+    assert len({r["id"] for r in heldout}) == len(heldout)
+    assert all(r["id"].startswith(f"heldout/{r['set']}/") and r["text"].strip() for r in heldout)
+    assert all(r["clean"] == (r["set"] != "junk") for r in heldout)
+    assert {r["kind"] for r in heldout if r["set"] == "junk"} == {"spam", "boilerplate", "lorem", "gibberish"}
+    assert {r["group"] for r in heldout if r["set"] != "junk"} == {"news", "dialogues", "web"}
+    assert len({r["lang"] for r in heldout if r["set"] == "dialogues"}) >= 20
+    web = [r["text"] for r in heldout if r["set"] == "web"]
+    # the main content the HTML extraction gives: the article, not the cookie banner or footer
+    assert not any("All rights reserved" in t or "Accept all" in t for t in web)
+    manifest = orjson.loads((corpus / HELDOUT_MANIFEST).read_bytes())
+    assert {name: entry["documents"] for name, entry in manifest["sets"].items()} == dict(sets)
+    assert manifest["sets"]["news"]["bytes"] == sum(len(r["text"].encode()) for r in heldout if r["set"] == "news")
+    assert manifest["seed"] == SEED and manifest["task_split"]["test"] == 300
+
+
+def test_heldout_and_task_texts_are_in_no_pool(corpus, heldout, records):
+    """No 13-word window of a clean held-out text or a task article occurs in any data file."""
+    task = pq.read_table(corpus / HELDOUT_TASK).to_pylist()
+    reserved = [r["text"] for r in heldout if r["clean"]] + [r["text"] for r in task]
+    pool: set[tuple[str, ...]] = set()
+    for content in records.values():
+        if isinstance(content, list):
+            content = "\n".join(content)
+        if isinstance(content, str):
+            pool |= _windows(content)
+    leaked = [text[:60] for text in reserved if _windows(text) & pool]
+    assert not leaked
+    assert sum(len(_windows(text)) for text in reserved) > 100_000  # the check had text to check
+
+
+def test_task_reserved_by_the_corpus(corpus, tmp_path):
+    task = load_task(corpus / HELDOUT_TASK)
+    counts = Counter(zip(task["split"].to_list(), task["label"].to_list()))
+    assert {k: v for k, v in counts.items() if k[0] == "train"} == {("train", t): 100 for t in set(task["label"])}
+    assert sorted(v for k, v in counts.items() if k[0] == "test") == [60] * 5
+    info = demo_topic_task(tmp_path / "task.parquet", 500, 300, corpus_dir=corpus)
+    assert (info["train"], info["test"]) == (500, 300)
+    assert (tmp_path / "task.parquet").read_bytes() == (corpus / HELDOUT_TASK).read_bytes()
+    with pytest.raises(ValueError, match="task_train_docs=200"):
+        demo_topic_task(tmp_path / "other.parquet", 200, 300, corpus_dir=corpus)

@@ -1,5 +1,5 @@
-"""Language identification: real sentences in many scripts, batching, prefixes, the filter's
-decisions, and fetching and locating the model."""
+"""Language identification: real sentences in many scripts, batching, what the model reads of a
+long document, the filter's decisions, and fetching and locating the model."""
 
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import models
+from pipeline import models, steps
+from pipeline.config import ConfigError, load_config
 from pipeline.lang import (
+    DEFAULT_SAMPLE_CHARS,
+    DEFAULT_SAMPLE_SPANS,
     RULE_LOW_SCORE,
     RULE_NOT_KEPT,
     UNDETERMINED,
@@ -23,6 +26,7 @@ from pipeline.lang import (
     normalize_label,
 )
 from pipeline.models import DEFAULT_LID_MODEL, LID_MODEL_SHA256, fetch_lid_model, lid_model_path
+from pipeline.steps import lang_step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,16 +114,111 @@ def test_empty_text_is_undetermined(identifier):
     assert langs == [] and scores.shape == (0,)
 
 
-def test_only_the_prefix_is_read(lid_model):
-    english = SENTENCES["en"]
-    text = english + " " + " ".join([SENTENCES["de"]] * 20)
-    short = LanguageIdentifier(lid_model, prefix_chars=len(english))
-    long = LanguageIdentifier(lid_model, prefix_chars=100_000)
-    assert short.predict([text])[0] == ["en"]
-    assert long.predict([text])[0] == ["de"]
-    assert short.prepare([text])[0] == english
-    with pytest.raises(ValueError):
-        LanguageIdentifier(lid_model, prefix_chars=0)
+# A page header as web pages have them: navigation, a sign-in line and a cookie banner (about
+# 900 characters of English boilerplate).
+ENGLISH_HEADER = (
+    "Skip to main content\nHome\nNews\nWorld\nPolitics\nBusiness\nTechnology\nScience\nHealth\nSport\n"
+    "Culture\nTravel\nOpinion\nVideo\nPodcasts\nNewsletters\nSubscribe now and get unlimited access to "
+    "all our articles for just $1 a week. Cancel anytime.\nSign in\nCreate a free account\nSearch\n"
+    "Share this page on Facebook Share on Twitter Share by email Print this page\n"
+    "We value your privacy. We and our partners use cookies and similar technologies to store and "
+    "access information on your device, such as unique identifiers, to personalise content and ads, "
+    "to provide social media features and to analyse our traffic. You can accept all cookies, reject "
+    "non-essential cookies, or choose which purposes you allow by clicking Manage preferences. You can "
+    "change your choice at any time from the Privacy settings link at the bottom of every page.\n"
+    "Accept all Reject all Manage preferences\n"
+)
+SPANISH_BODY = (
+    "El ayuntamiento presentó ayer el nuevo plan de movilidad para el centro de la ciudad, que "
+    "entrará en vigor a partir del próximo mes de septiembre.\n"
+    "Según la concejala de urbanismo, el objetivo es reducir el tráfico de paso en las calles más "
+    "estrechas y ganar espacio para los peatones y las bicicletas.\n"
+    "Los comerciantes de la zona han recibido la propuesta con cierta desconfianza, porque temen que "
+    "los clientes que llegan en coche dejen de venir a sus tiendas.\n"
+    "La asociación de vecinos, en cambio, celebra la medida y recuerda que lleva años pidiendo menos "
+    "ruido y un aire más limpio en el casco antiguo.\n"
+    "El plan incluye además tres aparcamientos nuevos en las afueras, conectados con el centro por "
+    "autobuses que pasarán cada diez minutos durante todo el día.\n"
+    "Durante los primeros meses no habrá multas: los agentes se limitarán a informar a los "
+    "conductores y a repartir folletos con los nuevos recorridos.\n"
+    "El alcalde reconoció que habrá molestias al principio, pero aseguró que dentro de un año nadie "
+    "querrá volver a la situación actual.\n"
+    "La oposición ha pedido que el proyecto se debata en el pleno antes de aprobarlo y que se "
+    "publiquen los estudios de tráfico en los que se basa.\n"
+    "Las obras para ensanchar las aceras de la calle Mayor comenzarán en otoño y durarán, según las "
+    "previsiones, unas doce semanas.\n"
+    "Mientras tanto, el servicio de préstamo de bicicletas ampliará su horario y abrirá cuatro "
+    "estaciones más cerca de los colegios y del mercado.\n"
+)
+
+
+def test_a_long_english_header_does_not_hide_the_language(identifier):
+    text = ENGLISH_HEADER + "\n" + SPANISH_BODY
+    assert len(ENGLISH_HEADER) > 850 and len(SPANISH_BODY) > 1400
+    # What the first 1,000 characters say (the whole text of a shorter document is read as is):
+    # English, since the header fills most of them.
+    assert identifier.predict([text[:1000]])[0] == ["en"]
+    # The whole text, and the spans spread over it, say Spanish.
+    whole = LanguageIdentifier(identifier.model_path, sample_chars=len(text))
+    assert whole.predict([text])[0] == ["es"]
+    langs, scores = identifier.predict([text])
+    assert langs == ["es"] and scores[0] > 0.5
+    # A body without the header is Spanish either way.
+    assert identifier.predict([SPANISH_BODY])[0] == ["es"]
+
+
+def test_sample_spans_spread_over_the_text(identifier):
+    # Each character says where it is: position p holds letter p // 100 ("a" for 0-99, ...).
+    text = "".join(chr(ord("a") + p // 100) * 100 for p in range(20))  # 2,000 characters
+    sample = identifier.prepare([text])[0]
+    spans = sample.split(" ")
+    # Four spans of 250 characters, one centred in each 500-character quarter: starting at 125,
+    # 625, 1,125 and 1,625.
+    assert [len(span) for span in spans] == [250] * 4
+    assert spans == [text[125:375], text[625:875], text[1125:1375], text[1625:1875]]
+    assert len(sample) == identifier.sample_chars + identifier.sample_spans - 1
+    # Deterministic, and the same in a batch as alone.
+    assert identifier.prepare([text, "short"]).to_list() == [sample, "short"]
+
+
+def test_sample_bounds(lid_model):
+    three = LanguageIdentifier(lid_model, sample_chars=30, sample_spans=3)
+    # A text of at most sample_chars characters is read whole (newlines folded).
+    assert three.prepare(["x" * 30, "a\nb", "", None]).to_list() == ["x" * 30, "a b", "", ""]
+    # One character more gives three 10-character spans, inside the text and not overlapping.
+    text = "".join(chr(ord("A") + i % 26) for i in range(31))
+    assert three.prepare([text])[0] == f"{text[0:10]} {text[10:20]} {text[20:30]}"
+    # Multi-byte characters count as one, and a long text costs no more than a short one.
+    long = "ñ" * 1_000_000 + "\n" + "日本" * 10
+    sample = three.prepare([long])[0]
+    assert len(sample) == 32 and set(sample) <= {"ñ", " ", "本", "日", "\n"} and "\n" not in sample
+    one = LanguageIdentifier(lid_model, sample_chars=4, sample_spans=1)
+    assert one.prepare(["0123456789"])[0] == "3456"  # a single span is the middle
+    for chars, spans in [(0, 1), (10, 0), (3, 4)]:
+        with pytest.raises(ValueError, match="sample_"):
+            LanguageIdentifier(lid_model, sample_chars=chars, sample_spans=spans)
+
+
+def test_sample_settings_in_the_config(tmp_path, lid_model):
+    (tmp_path / "in.jsonl").write_text('{"text": "hola"}\n')
+    base = f'run_dir = "{tmp_path / "run"}"\n[[sources]]\nname = "web"\nreader = "jsonl"\n' \
+           f'paths = ["{tmp_path / "in.jsonl"}"]\n[lang]\nmodel = "{lid_model}"\n'
+    path = tmp_path / "run.toml"
+    path.write_text(base)
+    settings = load_config(path).lang
+    assert (settings.sample_chars, settings.sample_spans) == (DEFAULT_SAMPLE_CHARS, DEFAULT_SAMPLE_SPANS)
+    path.write_text(base + "sample_chars = 600\nsample_spans = 3\n")
+    config = load_config(path)
+    docs = pl.DataFrame({"id": ["a"], "source": ["web"], "text": [ENGLISH_HEADER + "\n" + SPANISH_BODY]})
+    kept = lang_step(config)(docs).kept
+    assert kept["lang"].to_list() == ["es"]
+    assert steps._identifier.cache_info().currsize >= 1
+    identifier = steps._identifier(str(lid_model), 600, 3)
+    assert (identifier.sample_chars, identifier.sample_spans) == (600, 3)
+    path.write_text(base + "sample_chars = 2\nsample_spans = 3\n")
+    with pytest.raises(ConfigError, match="sample_spans") as caught:
+        load_config(path)
+    assert "\n" not in str(caught.value)
 
 
 def test_identify_languages_adds_columns(identifier):

@@ -58,7 +58,7 @@ def test_training_texts_are_balanced_news_against_web(corpus):
     labels = pl.read_parquet(corpus / "labels.parquet")
     clean_news = labels.filter((pl.col("source") == "news") & (pl.col("kind") == "clean")).height
     web = demo_web_pool(corpus)
-    assert len(positives) == len(negatives) == min(clean_news, web.height) == 537
+    assert len(positives) == len(negatives) == min(clean_news, web.height) == 340
     assert set(negatives) <= set(web["text"].to_list())
     assert demo_training_texts(corpus, seed=0) == (positives, negatives)
     assert demo_training_texts(corpus, seed=1)[1] != negatives  # another seed, another sample
@@ -67,12 +67,12 @@ def test_training_texts_are_balanced_news_against_web(corpus):
 def test_classifier_separates_reference_text_from_raw_web_text(trained):
     out, info = trained
     held = info["held_out"]
-    # 10% of each class held out: 54 + 54 documents of this 3,000-document corpus. Over seeds
+    # 10% of each class held out: 34 + 34 documents (54 before the corpus reserved its task and held-out news) of this 3,000-document corpus. Over seeds
     # 0-9 (sample and training) held-out F1 was 0.857-0.964, AUC 0.91-0.99 and recall 1.0
     # (F1 0.88-0.92 and AUC 0.92-0.95 at 20,000 documents). Precision stays near 0.8-0.9
     # because a fifth of the web pages are copies of news articles, labelled raw web yet as good
     # as the reference. A constant "hq" answer has F1 0.667 and AUC 0.5; a random one F1 0.5.
-    assert held["positives"] == held["negatives"] == 54
+    assert held["positives"] == held["negatives"] == 34
     assert held["f1"] >= 0.80
     assert held["recall"] >= 0.95
     assert held["auc"] >= 0.85
@@ -128,12 +128,29 @@ def test_score_rule_removes_noise_and_keeps_unseen_reference_text(corpus, traine
     assert QualityFilter(out, threshold=None).rules() == []
 
 
-def test_top_fraction_keeps_that_share_of_each_language(trained, pool):
-    out, info = trained
+@pytest.fixture(scope="module")
+def multilingual(corpus, pool, tmp_path_factory) -> tuple[Path, dict, pl.DataFrame]:
+    """A pool in several languages with enough documents each (the web pages, mostly English, and
+    the corpus's distinct dialogues, which carry their language), and a model trained with it.
+    Languages written without spaces are left out: the model reads a short Chinese turn as one or
+    two unknown words, so many get the same score and no cut can keep an exact share of them."""
+    dialogues = (pl.read_parquet(corpus / "dialogues", columns=["id", "text", "lang"])
+                 .filter(~pl.col("lang").is_in(["zh", "ja", "th"]))
+                 .unique("text", keep="first", maintain_order=True))
+    mixed = pl.concat([pool.select("id", "text", "lang"), dialogues], how="vertical_relaxed")
+    positives, negatives = demo_training_texts(corpus, seed=0)
+    out = tmp_path_factory.mktemp("model-multilingual")
+    info = train_quality_classifier(positives, negatives, out, seed=0,
+                                    pool=mixed["text"].to_list(), langs=mixed["lang"].to_list())
+    return out, info, mixed
+
+
+def test_top_fraction_keeps_that_share_of_each_language(multilingual):
+    out, info, pool = multilingual
     quantiles = info["quantiles"]
     assert quantiles["docs"] == pool.height
     big = [lang for lang, n in quantiles["docs_by_lang"].items() if n >= MIN_LANG_DOCS]
-    assert sorted(quantiles["by_lang"]) == sorted(big) and len(big) >= 2  # en and es here
+    assert sorted(quantiles["by_lang"]) == sorted(big) and len(big) >= 5
     for fraction in (0.1, 0.3, 0.5):
         quality = QualityFilter(out, top_fraction=fraction)
         assert quality.rules()[0].name == RULE_TOP_FRACTION and quality.rules()[0].threshold == 0.0
@@ -141,7 +158,7 @@ def test_top_fraction_keeps_that_share_of_each_language(trained, pool):
         kept = pool.with_columns(kept=measures["quality_margin"] >= 0)
         by_lang = dict(kept.group_by("lang").agg(pl.col("kept").mean()).iter_rows())
         for lang in big:
-            # Within one document of the fraction (en: 204 pages, es: 22).
+            # Within one document of the fraction.
             n = quantiles["docs_by_lang"][lang]
             assert abs(by_lang[lang] - fraction) <= 1 / n + 1e-9, (fraction, lang, by_lang[lang])
         # Documents without a language (or a rare one) use the whole pool's cut.

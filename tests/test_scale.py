@@ -19,6 +19,7 @@ from flows.curate import curate_flow
 from flows.demo import demo_config
 from flows.runners import Runner, RunnerError, check_storage, running_on
 from pipeline.config import parse_config
+from pipeline.manifest import LOCK_NAME
 from pipeline.demo_corpus import build_demo_corpus
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -41,10 +42,12 @@ def local_run(corpus) -> tuple[Path, dict]:
 
 
 def run_files(run_dir: Path) -> dict[str, bytes]:
-    """Every file a run wrote (Prefect's own database aside), by path in the run directory, with
-    the run directory's name (recorded in manifests and parts) made neutral."""
+    """Every file a run wrote (Prefect's own database and the run lock, which names its holder,
+    aside), by path in the run directory, with the run directory's name (recorded in manifests and
+    parts) made neutral."""
     return {str(path.relative_to(run_dir)): path.read_bytes().replace(str(run_dir).encode(), b"<run>")
-            for path in sorted(run_dir.rglob("*")) if path.is_file() and ".prefect" not in path.parts}
+            for path in sorted(run_dir.rglob("*"))
+            if path.is_file() and ".prefect" not in path.parts and path.name != LOCK_NAME}
 
 
 def assert_same_files(expected: Path, found: Path, stages: tuple[str, ...] | None = None) -> None:

@@ -22,6 +22,7 @@ from pipeline.io.storage import (arrow_filesystem, as_path, is_local, open_arrow
                                  read_table, remove_tree, scan_parquet)
 from pipeline.io.writer import (TMP_MARK, atomic_sink, parquet_stream, read_json, remove_temporaries, write_json,
                                 write_parquet)
+from pipeline.manifest import LOCK_NAME
 from pipeline.report import build_report, inspect_document
 from pipeline.schema import RunLayout
 from pipeline.stage import check_stage_outputs
@@ -57,9 +58,10 @@ def _config(root: Path, run_dir: str):
 
 
 def _files(root) -> dict[str, object]:
-    """Every file under ``root`` by its path relative to ``root``."""
+    """Every file under ``root`` by its path relative to ``root``, but the run lock (a local run
+    holds one, naming its process; a run on a remote file system is not locked)."""
     prefix = len(str(root).rstrip("/")) + 1
-    return {str(path)[prefix:]: path for path in root.rglob("*") if path.is_file()}
+    return {str(path)[prefix:]: path for path in root.rglob("*") if path.is_file() and path.name != LOCK_NAME}
 
 
 def _without_run_dir(value, run_dir):
