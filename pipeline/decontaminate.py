@@ -319,7 +319,9 @@ def check_contamination(mixture_dir: Path, texts, tokenizer: Tokenizer | Path | 
     """Count, per group, the training documents of a mixture folder that share an ``ngram``-token
     window with any of ``texts`` (held-out sets, task texts), common windows apart.
 
-    ``texts``: strings, a Series, or a DataFrame with a ``text`` (and ``id``) column. ``tokenizer``
+    ``texts``: strings, a Series, or a DataFrame with a ``text`` (and ``id``, and ``set``) column;
+    with ``set`` (such as held-out set names and "task"), the result also counts, per set, the
+    contaminated documents whose closest text is of that set (``sets``). ``tokenizer``
     must be the mixture's (checked against its ``tokenizer.json``; None: use that one). Every
     TRAIN shard listed in ``manifest.json`` is read; a document repeated in the mixture (upsampled)
     counts once. A window is common when it is in more than ``common_window_docs`` distinct
@@ -333,6 +335,7 @@ def check_contamination(mixture_dir: Path, texts, tokenizer: Tokenizer | Path | 
          "common_windows", "common_window_documents",
          "groups": {group: {"documents", "tokens", "contaminated_documents", "contaminated_windows",
                             "common_window_documents"}},
+         "sets": {set: {"texts", "contaminated_documents", "contaminated_windows"}},  # with a set column
          "examples": [{"id", "group", "reference_id", "windows"}, ...]}   # the first few, by id
     """
     started = time.perf_counter()
@@ -382,6 +385,15 @@ def check_contamination(mixture_dir: Path, texts, tokenizer: Tokenizer | Path | 
         groups[group] = {**checked[group], "contaminated_documents": dirty.height,
                          "contaminated_windows": int(dirty["windows"].sum()),
                          "common_window_documents": mine.height - dirty.height}
+    sets = {}
+    if isinstance(texts, pl.DataFrame) and "set" in texts.columns:
+        named = pl.DataFrame({"reference_id": frame["id"], "set": texts["set"].cast(pl.String)})
+        dirty = documents.filter(pl.col("windows") > 0).join(named.unique("reference_id"), on="reference_id",
+                                                              how="left")
+        for name in sorted(named["set"].drop_nulls().unique().to_list()):
+            mine = dirty.filter(pl.col("set") == name)
+            sets[name] = {"texts": int((named["set"] == name).sum()), "contaminated_documents": mine.height,
+                          "contaminated_windows": int(mine["windows"].sum())}
     shown = documents.filter(pl.col("windows") > 0).head(examples)
     return {
         **index.summary(), "common_window_docs": common_window_docs,
@@ -389,6 +401,7 @@ def check_contamination(mixture_dir: Path, texts, tokenizer: Tokenizer | Path | 
         "tokens_checked": sum(c["tokens"] for c in checked.values()),
         **summary,
         "groups": groups,
+        **({"sets": sets} if sets else {}),
         "examples": shown.select("id", "group", "reference_id", "windows").to_dicts(),
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -238,7 +238,8 @@ def test_check_contamination_zero_when_clean_and_trips_on_a_planted_leak(mixed):
                               "sha256": file_sha256(folder / "train" / "leak-0000.arrow")})
     (folder / "manifest.json").write_text(json.dumps(manifest))
     try:
-        dirty = check_contamination(folder, texts, tokenizer)
+        dirty = check_contamination(folder, texts.with_columns(
+            set=pl.Series(["task" if i == "t6" else "held" for i in texts["id"]])), tokenizer)
     finally:
         manifest["train"].pop()
         (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -246,6 +247,9 @@ def test_check_contamination_zero_when_clean_and_trips_on_a_planted_leak(mixed):
     assert dirty["contaminated_documents"] == 1 and dirty["contaminated_windows"] >= 10
     assert dirty["groups"]["news"]["contaminated_documents"] == 1
     assert dirty["examples"][0]["id"] == "planted/leak" and dirty["examples"][0]["reference_id"] == "t6"
+    assert dirty["sets"]["task"] == {"texts": 1, "contaminated_documents": 1,
+                                     "contaminated_windows": dirty["contaminated_windows"]}
+    assert dirty["sets"]["held"]["contaminated_documents"] == 0
 
     # Another tokenizer's windows would never match: refused, not a false zero.
     other = train_tokenizer([_text(random.Random(5), 50) for _ in range(50)], folder.parent / "other.json",
