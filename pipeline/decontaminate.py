@@ -33,14 +33,13 @@ own windows frequent, so a document that holds at least :data:`COPY_COVERAGE` of
 distinct windows is contaminated whatever their frequency, and the document frequencies that judge
 common windows are counted over the other documents.
 
-Cost and catch (``benchmarks/decontaminate.py``: the 20,000-document demo corpus' news, 150
-held-out originals, a pool of 4,682 articles and 2.3M tokens, two shared cores): the index of the
-150 texts (77,000 windows) builds in 0.15-0.5 s, the lookup runs at 0.35-0.6 s per million pool
-tokens and :func:`check_contamination` at 0.5-0.8 s per million tokens checked (MinHash + Jaccard
-on the same texts: 0.23-0.37 s). It finds 841 of the 843 copies of the held-out articles (all the
-exact and 1%, 3%, 10% edited ones, 69 of 71 at 30%; MinHash at 0.8: 655, none at 10% or more), and
-69 more documents that share a real passage with one (mixed-language pages built from a held-out
-article, columns sharing an author's standing paragraph).
+Cost and catch (``benchmarks/decontaminate.py``: the 20,000-document demo corpus' news, 114
+held-out clean articles, a pool of 4,117 documents and 1.6M tokens, two shared cores): the index of
+the 114 texts (60,000 windows) builds in 0.17 s, the lookup runs at 0.3-0.4 s per million pool
+tokens and :func:`check_contamination` at 0.45-0.5 s per million tokens checked (MinHash + Jaccard
+on the same texts: 0.3 s). It finds all 422 copies of the held-out articles (MinHash at 0.8: 344,
+none at 10% or 30% word edits), and 106 more documents that share a real passage with one
+(mixed-language pages built from a held-out article, columns sharing an author's paragraph).
 """
 
 from __future__ import annotations
