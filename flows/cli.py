@@ -124,9 +124,10 @@ def _print_mixtures(stats: dict) -> None:
     """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens."""
     removed = stats["removed"]
     table = Table(title=f"mixtures ({stats['train_documents']} training and {stats['validation_documents']} "
-                        f"validation documents; dropped as near-duplicates: "
-                        f"{removed.get('validation_near_duplicate', 0)} of validation, "
-                        f"{removed.get('reference_near_duplicate', 0)} of excluded texts)")
+                        f"validation documents; dropped: {removed.get('validation_near_duplicate', 0)} "
+                        f"near-duplicates of validation; for excluded texts {removed.get('reference_id', 0)} "
+                        f"by id, {removed.get('reference_near_duplicate', 0)} near-duplicates, "
+                        f"{removed.get('reference_window', 0)} by a shared window)")
     for column in ("mixture", "group", "tokens available", "tokens taken", "epochs", "weight", "validation tokens"):
         table.add_column(column, justify="left" if column in ("mixture", "group") else "right")
     for name, mixture in stats["mixtures"].items():

@@ -7,16 +7,23 @@ repeat of an upsampled document). Tasks, in order::
 
     scan            one per curated shard   ids, source, lang, tokens, bytes of each document
     matches         one per curated shard   documents near-duplicating an excluded text
+    windows         one per token shard     documents sharing a 13-token window with an excluded text
     (split)         in the flow             groups, validation ids (pipeline.mix)
     matches         one per curated shard   training documents near-duplicating a validation one
     (plan)          in the flow             per mixture: weights, epoch caps, repeats per document
     write           one per output shard    gather the tokens: <mixture>/{train,validation}/*.arrow
 
-Before the split, documents that near-duplicate a text of the configured ``exclude`` files (a
-downstream task, an evaluation set shared by several runs) leave the pool.
+Before the split, documents that are, near-duplicate or contain text of the configured ``exclude``
+files (a downstream task, an evaluation set shared by several runs) leave the pool, by three rules
+in this order: the same id as a row of a file with an ``id`` column (``reference_id``); MinHash and
+exact Jaccard at ``contamination_threshold`` (``reference_near_duplicate``); a shared window of
+``exclude_ngram`` tokens that is not common text, or half of one text's windows (``reference_window``;
+see :mod:`pipeline.decontaminate`). A document leaves by the first rule that takes it. The windows
+judged common go into every mixture folder, so that the check of the mixture
+(:func:`pipeline.decontaminate.check_contamination`) judges as the exclusion did.
 
 Outputs in ``<run>/mix/``: ``documents.parquet`` (every document's group and side: train,
-validation, contaminated or excluded, and the validation or reference text that put it there),
+validation, contaminated or excluded, the rule and the validation or reference text that put it there),
 ``removed/{contaminated,excluded}.parquet`` (REMOVED_SCHEMA), and per mixture a
 self-contained folder ``<mixture>/`` with ``manifest.json``, ``tokenizer.json``, ``plan.parquet``
 (repeats per training document) and the shards.
@@ -38,7 +45,8 @@ from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from flows.stages import mark_work_done, reusable_work
 from pipeline.config import RESERVED_MIXTURE_NAMES, ConfigError, MixtureConfig, RunConfig
-from pipeline.dedup.contamination import ReferenceIndex, read_reference_texts
+from pipeline.decontaminate import WindowIndex, window_containment
+from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, read_reference_texts
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
@@ -54,7 +62,13 @@ STAGE = "mix"
 MIXTURE_FORMAT = "curate.mixture/1"
 CONTAMINATED = "validation_near_duplicate"
 EXCLUDED = "reference_near_duplicate"
+EXCLUDED_ID = "reference_id"
+EXCLUDED_WINDOW = "reference_window"
 _EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
+# Why a document left the pool: the rule, the text that put it there, and the rule's measure
+# (Jaccard; shared windows; null for an id).
+COMMON_WINDOWS_FILE = "common_windows.parquet"
+CAUSES_SCHEMA = {"id": pl.String, "reference_id": pl.String, "value": pl.Float64, "rule": pl.String}
 SCAN_SCHEMA = {"id": pl.String, "source": pl.String, "lang": pl.String, "tokens": pl.Int64, "bytes": pl.Int64,
                "shard": pl.Int32, "row": pl.Int64}
 # Salt of the order in which a group's documents are written (copy k of an upsampled document
@@ -100,6 +114,54 @@ def matches_task(docs_path: Path, index: ReferenceIndex, skip: pl.Series) -> pl.
 
 def _matches(inputs: list[Path], index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
     return pl.concat([_EMPTY_MATCHES, *(f.result() for f in [matches_task.submit(p, index, skip) for p in inputs])])
+
+
+@task(name="mix-windows", cache_policy=NO_CACHE, task_run_name="windows-{token_path.stem}")
+def windows_task(token_path: Path, index: WindowIndex) -> pl.DataFrame:
+    """``id, window``: every window of the shard's documents that is in ``index``."""
+    from pipeline.tokenize import read_token_shard
+
+    tokens, offsets = read_token_shard(token_path)
+    hits = index.hits(tokens, offsets["doc_start"].to_numpy(), offsets["doc_tokens"].to_numpy().astype(np.int64) - 1)
+    return pl.DataFrame({"id": offsets["doc_id"].gather(hits["doc"].to_numpy()), "window": hits["window"]})
+
+
+def _causes(frame: pl.DataFrame, rule: str, value: str | None) -> pl.DataFrame:
+    return frame.select(pl.col("id"), pl.col("reference_id"),
+                        (pl.col(value) if value else pl.lit(None)).cast(pl.Float64).alias("value"),
+                        pl.lit(rule, pl.String).alias("rule"))
+
+
+def _exclusions(config: RunConfig, documents: pl.DataFrame, inputs: list[Path], token_paths: list[Path],
+                tokenizer_path: Path, params: MinHashParams) -> tuple[pl.DataFrame, dict, pl.DataFrame | None]:
+    """The pool documents that leave before the split (CAUSES_SCHEMA), by id, by near-duplicate,
+    then by shared window; what the rules found, for the stats; and the windows judged common
+    (``hash, documents``; None without the window rule), recorded in every mixture folder."""
+    settings = config.mix
+    reference = read_reference_texts(settings.exclude)
+    listed = read_reference_ids(settings.exclude)
+    by_id = (documents.select("id").filter(pl.col("id").is_in(listed.implode()))
+             .with_columns(reference_id=pl.col("id")))
+    causes = [_causes(by_id, EXCLUDED_ID, None)]
+    index = ReferenceIndex(reference["id"], reference["text"], params)
+    near = _best_match(_matches(inputs, index, by_id["id"]))
+    causes.append(_causes(near, EXCLUDED, "jaccard"))
+    summary = {"texts": reference.height, "by_id": by_id.height, "near_duplicate": near.height}
+    if settings.exclude_ngram:
+        windows = WindowIndex.from_texts(reference["id"], reference["text"], load_tokenizer(tokenizer_path),
+                                         settings.exclude_ngram)
+        futures = [windows_task.submit(path, windows) for path in token_paths]
+        hits = pl.concat([pl.DataFrame(schema={"id": pl.String, "window": pl.Int64}),
+                          *(future.result() for future in futures)])
+        found, counts, common = window_containment(hits, windows, settings.common_window_docs)
+        taken = pl.concat([by_id["id"], near["id"]])
+        contained = found.filter((pl.col("windows") > 0) & ~pl.col("id").is_in(taken.implode()))
+        causes.append(_causes(contained, EXCLUDED_WINDOW, "windows"))
+        summary.update({**windows.summary(), "common_window_docs": settings.common_window_docs, **counts,
+                        "window": contained.height})
+    else:
+        common = None
+    return pl.concat(causes), summary, common
 
 
 def _best_match(matches: pl.DataFrame) -> pl.DataFrame:
@@ -184,8 +246,11 @@ def _check_group_files(groups: list[str]) -> None:
 
 
 def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunConfig, stage_root: Path,
-                   parts: Path, token_paths: list[Path], tokenizer_path: Path) -> dict:
-    """Plan one mixture and write its folder; return its manifest."""
+                   parts: Path, token_paths: list[Path], tokenizer_path: Path,
+                   common: pl.DataFrame | None = None) -> dict:
+    """Plan one mixture and write its folder; return its manifest. ``common``: the windows the
+    exclusion judged common text, written as ``common_windows.parquet`` for the contamination
+    check (pipeline.decontaminate.check_contamination)."""
     folder = stage_root / mixture.name
     train = documents.filter(pl.col("split") == "train")
     sizes = group_sizes(train)
@@ -260,6 +325,11 @@ def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunC
         "train": [entries[file] for _, file, _ in jobs if file.startswith("train/")],
         "validation": [entries[file] for _, file, _ in jobs if file.startswith("validation/")],
     }
+    if common is not None:
+        write_parquet(common.to_arrow(), folder / COMMON_WINDOWS_FILE)
+        manifest["decontamination"] = {"ngram": config.mix.exclude_ngram,
+                                       "common_window_docs": config.mix.common_window_docs,
+                                       "common_windows": common.height, "common_windows_file": COMMON_WINDOWS_FILE}
     write_json(manifest, folder / "manifest.json")
     return manifest
 
@@ -305,11 +375,9 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
                            threshold=settings.contamination_threshold)
     # Documents near a reference text (a downstream task, a shared evaluation set) leave the pool
     # before anything else, so that neither side of the split holds them.
-    excluded = _EMPTY_MATCHES
+    excluded, exclusion, common = pl.DataFrame(schema=CAUSES_SCHEMA), {}, None
     if settings.exclude:
-        reference = read_reference_texts(settings.exclude)
-        index = ReferenceIndex(reference["id"], reference["text"], params)
-        excluded = _best_match(_matches(inputs, index, pl.Series("id", [], pl.String)))
+        excluded, exclusion, common = _exclusions(config, documents, inputs, token_paths, tokenizer_path, params)
     is_excluded = documents["id"].is_in(excluded["id"].implode())
     _, validation_ids = split_validation(documents.filter(~is_excluded), settings.validation_fraction,
                                          settings.validation_max_docs, config.seed)
@@ -326,15 +394,20 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
         .when(held_out).then(pl.lit("validation"))
         .when(pl.col("id").is_in(contaminated["id"].implode())).then(pl.lit("contaminated"))
         .otherwise(pl.lit("train")))
-    causes = pl.concat([excluded, contaminated]).rename({"reference_id": "near_id"})
-    write_parquet(documents.drop("shard", "row").join(causes.drop("jaccard"), on="id", how="left").to_arrow(),
-                  stage.root / "documents.parquet")
-    for side, rule, matches in (("excluded", EXCLUDED, excluded), ("contaminated", CONTAMINATED, contaminated)):
-        dropped = documents.filter(pl.col("split") == side).join(matches, on="id", how="left")
-        removed = removed_frame(dropped, STAGE, rule, dropped["jaccard"], settings.contamination_threshold)
+    causes = pl.concat([excluded, _causes(contaminated, CONTAMINATED, "jaccard")])
+    documents = documents.join(causes.select("id", "rule", near_id="reference_id"), on="id", how="left",
+                               maintain_order="left")
+    write_parquet(documents.drop("shard", "row").to_arrow(), stage.root / "documents.parquet")
+    thresholds = {EXCLUDED_ID: None, EXCLUDED: settings.contamination_threshold, EXCLUDED_WINDOW: 1.0,
+                  CONTAMINATED: settings.contamination_threshold}
+    for side in ("excluded", "contaminated"):
+        dropped = documents.filter(pl.col("split") == side).join(causes.select("id", "value"), on="id", how="left")
+        threshold = dropped["rule"].replace_strict(thresholds, return_dtype=pl.Float64)
+        removed = removed_frame(dropped, STAGE, dropped["rule"], dropped["value"], threshold)
         write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), stage.removed / f"{side}.parquet")
 
-    manifests = {m.name: _write_mixture(m, documents, config, stage.root, stage.parts, token_paths, tokenizer_path)
+    manifests = {m.name: _write_mixture(m, documents, config, stage.root, stage.parts, token_paths, tokenizer_path,
+                                        common)
                  for m in settings.mixtures}
     mark_work_done(stage, inputs, made_from)
 
@@ -343,12 +416,16 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
     if sum(counts.values()) != handed_over:
         raise LedgerError(f"stage {STAGE}: {counts} documents by side != {handed_over} handed over")
     train, held = counts["train"], counts["validation"]
-    removed_counts = {rule: counts[side] for side, rule in (("contaminated", CONTAMINATED), ("excluded", EXCLUDED))
-                      if counts[side]}
+    removed_counts = dict(documents.filter(pl.col("rule").is_not_null()).group_by("rule").len()
+                          .sort("rule").iter_rows())
+    if sum(removed_counts.values()) != counts["contaminated"] + counts["excluded"]:
+        raise LedgerError(f"stage {STAGE}: {removed_counts} documents by rule != "
+                          f"{counts['contaminated'] + counts['excluded']} removed")
     stats = {
         "stage": STAGE, "docs_in": handed_over, "docs_out": train + held,
         "removed": removed_counts, "quarantined": {},
         "train_documents": train, "validation_documents": held,
+        "exclusion": exclusion,
         "tokens_in": int(documents["tokens"].sum()),
         "groups": sorted(documents["group"].unique().to_list()),
         "mixtures": {name: {"folder": str(stage.root / name), "budget_tokens": m["budget_tokens"],

@@ -332,8 +332,13 @@ class MixConfig(_Strict):
     decontaminate: bool = True
     contamination_threshold: float = Field(default=0.8, gt=0.0, le=1.0)
     # Parquet or JSON-lines files with a `text` column (a downstream task, a shared evaluation set):
-    # documents that near-duplicate one of their texts leave the pool before the split.
+    # documents that are one of their texts (same `id`), near-duplicate one (Jaccard as above) or
+    # share an `exclude_ngram`-token window with one leave the pool before the split.
     exclude: list[Path] = Field(default_factory=list)
+    exclude_ngram: int = Field(default=13, ge=0)  # tokens per window (GPT-3's 13); 0: no window check
+    # A window in more pool documents than this is common text (licences, templates), not
+    # contamination: counted and reported, never a reason to exclude.
+    common_window_docs: int = Field(default=10, ge=1)
     shard_tokens: int = Field(default=1 << 26, ge=1)  # tokens per output shard, at most (a document is never cut)
     mixtures: list[MixtureConfig] = Field(default_factory=lambda: [MixtureConfig()], min_length=1)
 

@@ -136,3 +136,19 @@ def read_reference_texts(paths: Sequence[Path]) -> pl.DataFrame:
         frames.append(pl.DataFrame({"id": ids, "text": frame["text"].cast(pl.String)}))
     texts = pl.concat(frames) if frames else pl.DataFrame(schema={"id": pl.String, "text": pl.String})
     return texts.filter(pl.col("text").is_not_null() & (pl.col("text").str.strip_chars() != ""))
+
+
+def read_reference_ids(paths: Sequence[Path]) -> pl.Series:
+    """The ids of reference files that have an ``id`` column (every row, empty texts too), unique
+    and sorted: documents of the pool with one of these ids are the reference texts themselves."""
+    found = []
+    for path in map(Path, paths):
+        columns = (pl.read_parquet_schema(path) if path.suffix == ".parquet"
+                   else pl.scan_ndjson(path).collect_schema()).keys()
+        if "id" not in columns:
+            continue
+        frame = pl.read_parquet(path, columns=["id"]) if path.suffix == ".parquet" \
+            else pl.read_ndjson(path).select("id")
+        found.append(frame["id"].cast(pl.String))
+    ids = pl.concat(found) if found else pl.Series("id", [], dtype=pl.String)
+    return ids.drop_nulls().unique().sort().alias("id")
