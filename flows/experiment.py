@@ -34,11 +34,10 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.curate import curate_flow
 from pipeline.config import ConfigError, RunConfig, load_config, parse_config
-# TODO(merge): import check_contamination from the decontamination module and delete the stand-in.
-from pipeline.contamination_check_stub import check_contamination
+from pipeline.decontaminate import check_contamination
 from pipeline.experiment import (EVAL_MIXTURE, ExperimentConfig, VariantConfig, contamination_total, curation_config,
-                                 heldout_provenance, heldout_scores, heldout_texts, read_eval_set, tokenizer_sample,
-                                 trained_on, write_eval_folder)
+                                 heldout_provenance, heldout_scores, heldout_texts, protected_texts, read_eval_set,
+                                 tokenizer_sample, trained_on, write_eval_folder)
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.manifest import open_run
 from pipeline.schema import RunLayout
@@ -156,22 +155,40 @@ def _eval_folder(config: ExperimentConfig, texts_path: Path, texts: pl.DataFrame
     return folder, manifest
 
 
-def _check_contamination(config: ExperimentConfig, runs: dict[str, RunConfig], texts: list[str],
-                         tokenizer_path: Path) -> dict:
-    """The contamination check on every variant's training mixture; ``contamination.json``; a
-    :class:`ContaminationError` naming the variants when any training document shares a window."""
+def _protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path) -> tuple[Path, pl.DataFrame]:
+    """``out_dir/heldout/protected.parquet``: the clean held-out sets and the task's texts
+    (:func:`pipeline.experiment.protected_texts`), every pool's ``mix.exclude``."""
+    protected = protected_texts(texts, pl.read_parquet(task_path, columns=["id", "text"]))
+    path = config.out_dir / "heldout" / "protected.parquet"
+    if not path.exists() or not pl.read_parquet(path).equals(protected):
+        write_parquet(protected.to_arrow(), path)
+    return path, protected
+
+
+def _check_contamination(config: ExperimentConfig, runs: dict[str, RunConfig], protected: pl.DataFrame,
+                         tokenizer_path: Path, junk: pl.DataFrame | None = None) -> dict:
+    """The contamination check on every variant's training mixture against the protected texts
+    (and, reported apart, against the junk sets); ``contamination.json``; a
+    :class:`ContaminationError` naming the variants when any training document shares a window
+    with a protected text."""
     tokenizer = load_tokenizer(tokenizer_path)
+    settings = {"ngram": config.decontamination.window_tokens or 13,
+                "common_window_docs": config.decontamination.common_window_docs}
     counts = {}
     for variant in config.variants:
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
-        counts[variant.name] = check_contamination(mixture, texts, tokenizer)
+        counts[variant.name] = check_contamination(mixture, protected, tokenizer, **settings)
+        if junk is not None and junk.height:
+            found = check_contamination(mixture, junk, tokenizer, **settings)
+            counts[variant.name]["junk"] = {key: found[key] for key in (
+                "texts", "contaminated_documents", "contaminated_windows", "common_windows")}
     write_json(counts, config.out_dir / "contamination.json")
     leaks = {name: contamination_total(check) for name, check in counts.items()}
     if any(leaks.values()):
         named = ", ".join(f"{name} {n}" for name, n in leaks.items() if n)
         raise ContaminationError(
-            f"training documents share a {config.decontamination.window_tokens or 13}-token window with held-out or "
-            f"task text ({named}); see {config.out_dir / 'contamination.json'} and fix the exclusion before training")
+            f"training documents share a {settings['ngram']}-token window with held-out or task text "
+            f"({named}); see {config.out_dir / 'contamination.json'} and fix the exclusion before training")
     return counts
 
 
@@ -281,19 +298,19 @@ def experiment_flow(config: ExperimentConfig) -> dict:
         sample = tokenizer_sample(_final_documents(source_run), texts, config.tokenizer.sample_docs, config.seed)
         train_tokenizer(sample["text"], tokenizer_path, vocab_size=config.tokenizer.vocab_size)
     heldout, eval_manifest = _eval_folder(config, texts_path, texts, tokenizer_path)
+    protected_path, protected = _protected(config, texts, task_path)
 
     runs: dict[str, RunConfig] = {}
     for key, variants in config.curations().items():
         run = _curate(curation_config(base, variants, config, out / "curation" / key, tokenizer_path,
-                                      [texts_path, task_path], quality))
+                                      [protected_path], quality))
         for variant in variants:
             runs[variant.name] = run
     timing["curation_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
-    task_texts = pl.read_parquet(task_path, columns=["text"])["text"]
-    contamination = _check_contamination(config, runs, [*texts["text"].to_list(), *task_texts.to_list()],
-                                         tokenizer_path)
+    contamination = _check_contamination(config, runs, protected, tokenizer_path,
+                                         junk=texts.filter(~pl.col("clean")).select("id", "text", "set"))
     timing["contamination_check_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()

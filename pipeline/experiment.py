@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 from pydantic import Field, field_validator, model_validator
 
-from pipeline.config import (DEFAULT_FILTERS, EXCLUDE_SUFFIXES, ConfigError, MixConfig, _existing_file, _Strict,
+from pipeline.config import (DEFAULT_FILTERS, EXCLUDE_SUFFIXES, ConfigError, _existing_file, _Strict,
                              read_toml, validate_model)
 from pipeline.mix import seeded_id_hash
 
@@ -253,10 +253,9 @@ def curation_config(base: dict, variants: list[VariantConfig], experiment: Exper
         mixtures.append(mixture)
     config["mix"] = {"group_by": list(experiment.group_by), "validation_fraction": experiment.validation_fraction,
                      "validation_max_docs": 500, "exclude": [str(p) for p in exclude], "mixtures": mixtures}
-    # Token-window exclusion of the mix stage (exclude_ngram, common_window_docs), where it has it.
-    if "exclude_ngram" in MixConfig.model_fields:
-        config["mix"]["exclude_ngram"] = experiment.decontamination.window_tokens
-        config["mix"]["common_window_docs"] = experiment.decontamination.common_window_docs
+    # The mix stage's token-window exclusion (pipeline.decontaminate), as the check judges it.
+    config["mix"]["exclude_ngram"] = experiment.decontamination.window_tokens
+    config["mix"]["common_window_docs"] = experiment.decontamination.common_window_docs
     return config
 
 
@@ -407,11 +406,29 @@ def trained_on(documents: pl.DataFrame, plan: pl.DataFrame, labels: pl.DataFrame
     return result
 
 
+TASK_SET = "task"  # the set name of the downstream task's texts in the protected texts
+
+
+def protected_texts(heldout: pl.DataFrame, task: pl.DataFrame) -> pl.DataFrame:
+    """``id, text, set`` of the texts no training document may share a token window with: the
+    clean held-out sets and the task's texts (ids ``task/<id>``). Every pool is decontaminated
+    against them (``mix.exclude``) and every mixture is checked against them.
+
+    Junk sets are not among them: they are kept out of the pools by lineage (the corpus never
+    writes them or their copies into a pool), while the templates they were made from are the
+    pools' own junk; excluding everything that shares a template window with them would take most
+    junk out of every variant and hide what curation removes. Their overlap is checked and
+    reported apart (:func:`contamination_total` counts only protected sets)."""
+    clean = heldout.filter(pl.col("clean")).select("id", "text", "set")
+    tasks = task.select(id=pl.lit(f"{TASK_SET}/") + pl.col("id").cast(pl.String), text=pl.col("text"),
+                        set=pl.lit(TASK_SET))
+    return pl.concat([clean, tasks]).sort(["set", "id"])
+
+
 def contamination_total(check: dict) -> int:
-    """Training documents that share a window with held-out or task text, in a check's result."""
-    if "documents" in check:
-        return int(check["documents"])
-    return sum(int(g.get("documents", 0)) for g in check.get("groups", {}).values())
+    """Training documents that share a window with protected text, in a check's result
+    (:func:`pipeline.decontaminate.check_contamination`)."""
+    return int(check.get("contaminated_documents", 0))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -17,7 +18,6 @@ import flows.experiment as experiment_module
 from flows.experiment import ContaminationError, experiment_flow
 from pipeline.config import ConfigError
 from pipeline.dedup.contamination import ReferenceIndex
-from pipeline.demo_corpus import build_demo_corpus, gibberish_text, load_real_text, make_plan, random_streams
 from pipeline.experiment import (EvalSetConfig, compare, heldout_scores, heldout_texts, parse_experiment,
                                  read_eval_set, spread, trained_on)
 from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
@@ -25,45 +25,6 @@ from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 DOCS = 1500
-
-
-def _demo_heldout(corpus):
-    """The demo corpus with held-out sets and a task in the corpus's heldout/ format: real articles
-    and dialogues that the corpus never used (nor copied), and generated junk."""
-    build_demo_corpus(corpus, docs=DOCS, seed=0)
-    folder = corpus / "heldout"
-    if (folder / "texts.parquet").exists():
-        return
-    def shingles(text):
-        words = text.split()
-        return {" ".join(words[i:i + 5]) for i in range(max(len(words) - 4, 1))}
-
-    # No shared run of 5 words with anything the corpus wrote (so no 13-token window either).
-    used = set().union(*(shingles(d.text) for d in make_plan(DOCS, random_streams(0)).docs if isinstance(d.text, str)))
-
-    def unused(doc):
-        return not shingles(doc.text) & used
-
-    real = load_real_text()
-    news = [d for d in real.news if unused(d)]
-    dialogues = [d for d in real.dialogues if unused(d) and len(d.text) > 200]
-    rows = [{"id": f"heldout/news/{i}", "text": d.text, "set": "news", "group": "news", "lang": d.lang,
-             "kind": "clean", "clean": True} for i, d in enumerate(news[:12])]
-    rows += [{"id": f"heldout/dialogues/{i}", "text": d.text, "set": "dialogues", "group": "dialogues",
-              "lang": d.lang, "kind": "clean", "clean": True} for i, d in enumerate(dialogues[:8])]
-    rng = np.random.default_rng(7)
-    for i in range(10):
-        text = gibberish_text(rng)[0]
-        rows.append({"id": f"heldout/junk/{i}", "text": text, "set": "junk", "group": "web", "lang": None,
-                     "kind": "gibberish", "clean": False})
-    folder.mkdir(exist_ok=True)
-    pl.DataFrame(rows).write_parquet(folder / "texts.parquet")
-    task = []
-    for topic in sorted({d.topic for d in news}):
-        of_topic = [d for d in news[12:] if d.topic == topic][:10]
-        task += [{"id": f"task/{topic}/{i}", "text": d.text, "label": topic, "split": "train" if i < 6 else "test"}
-                 for i, d in enumerate(of_topic)]
-    pl.DataFrame(task).write_parquet(folder / "task.parquet")
 
 
 def _config(tmp_path, **overrides):
@@ -100,8 +61,10 @@ def _resolve(data, path: str):
 
 def test_tiny_experiment_end_to_end(tmp_path):
     config = _config(tmp_path)
-    _demo_heldout(config.corpus_dir)
     results = experiment_flow(config)
+    texts = pl.read_parquet(config.corpus_dir / "heldout" / "texts.parquet")
+    clean_sets = sorted(set(texts.filter(pl.col("clean"))["set"]))
+    assert clean_sets == ["dialogues", "news", "web"]
     out = config.out_dir
     assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
     for name in ("raw", "full"):
@@ -109,21 +72,23 @@ def test_tiny_experiment_end_to_end(tmp_path):
             run = results["runs"][name][seed]
             assert run["tokens"] >= 6000
             # The headline is the mean of the clean sets' bits per byte; junk stands apart.
-            assert run["heldout_bpb"] == pytest.approx((run["heldout_bpb/news"] + run["heldout_bpb/dialogues"]) / 2)
-            assert run["heldout_bpb/junk"] > 0 and run["heldout_bpb/junk/web"] == run["heldout_bpb/junk"]
+            assert run["heldout_bpb"] == pytest.approx(np.mean([run[f"heldout_bpb/{s}"] for s in clean_sets]))
+            assert run["heldout_bpb/junk"] > 0
     assert set(results["transfer"]) == {"random", "raw", "full"}
     assert results["metrics"]["heldout_bpb"]["raw"]["n"] == 2
 
     # Held-out provenance: every set, where it came from, and its documents.
     heldout = results["heldout"]
-    assert set(heldout["sets"]) == {"news", "dialogues", "junk"} and heldout["clean_sets"] == ["dialogues", "news"]
-    assert heldout["sets"]["news"]["documents"] == 12 and heldout["sets"]["junk"]["documents"] == 10
+    assert set(heldout["sets"]) == {*clean_sets, "junk"} and heldout["clean_sets"] == clean_sets
+    for name, count in texts.group_by("set").len().iter_rows():
+        assert heldout["sets"][name]["documents"] == count
     assert heldout["sets"]["junk"]["clean"] is False
     assert heldout["sets"]["news"]["sha256"] == file_sha256(config.corpus_dir / "heldout" / "texts.parquet")
 
     # One evaluation folder, the same bytes for every variant: each run evaluated exactly it.
     manifest = json.loads((out / "heldout" / "manifest.json").read_text())
-    assert {e["group"] for e in manifest["validation"]} == {"news/news", "dialogues/dialogues", "junk/web"}
+    assert {e["group"] for e in manifest["validation"]} == set(texts.select(pl.col("set") + "/" + pl.col("group"))
+                                                                  .to_series())
     for entry in manifest["validation"]:
         assert file_sha256(out / "heldout" / entry["file"]) == entry["sha256"] == heldout["shards"][entry["group"]]
     for name in ("raw", "full"):
@@ -143,8 +108,11 @@ def test_tiny_experiment_end_to_end(tmp_path):
     # The contamination check ran on every variant and found nothing.
     assert set(results["contamination"]) == {"raw", "full"}
     for name, check in results["contamination"].items():
-        assert check["documents"] == 0 and check["windows"] == 0
-        assert check["tokens_checked"] == results["curation"][name]["tokens_taken"]
+        assert check["contaminated_documents"] == 0 and check["contaminated_windows"] == 0
+        # Every training document once (an upsampled one repeats), its end-of-document token aside.
+        plan = pl.read_parquet(Path(results["curation"][name]["mixture"]) / "plan.parquet").filter(pl.col("repeats") > 0)
+        assert check["documents_checked"] == plan.height
+        assert check["tokens_checked"] == (plan["tokens"] - 1).sum()
 
     # What each variant trained on: its tokens, bytes, epochs and kinds (from the labels).
     for name in ("raw", "full"):
@@ -187,20 +155,20 @@ def test_tiny_experiment_end_to_end(tmp_path):
     assert len({run["tokens"] for runs in results["runs"].values() for run in runs.values()}) == 1
 
     # Decontamination: no training document of any mixture is a task text or a near copy of one,
-    # nor a reference-set document.
+    # nor a clean held-out document; what the exclusion removed is recorded with its rule and text.
+    # (The junk set is kept out by lineage only: a cookie banner of one template is on many sites.)
     task = pl.read_parquet(config.corpus_dir / "heldout" / "task.parquet")
-    reference = pl.read_parquet(out / "heldout" / "texts.parquet")
+    reference = pl.read_parquet(out / "heldout" / "texts.parquet").filter(pl.col("clean"))
     index = ReferenceIndex(pl.concat([task["id"], reference["id"]]), pl.concat([task["text"], reference["text"]]))
     tokenizer = load_tokenizer(out / "tokenizer.json")
-    excluded = 0
     for name, run in (("raw", "raw"), ("full", "lang+filter+dedup+lines+quality")):
         mixture = out / "curation" / run / "mix" / name
         manifest = json.loads((mixture / "manifest.json").read_text())
         texts = [text for entry in manifest["train"] for text in decode_documents(mixture / entry["file"], tokenizer)]
         assert index.matches([str(i) for i in range(len(texts))], texts).height == 0
         documents = pl.read_parquet(out / "curation" / run / "mix" / "documents.parquet")
-        excluded += documents.filter(pl.col("split") == "excluded").height
-    assert excluded == 0  # the held-out and task texts never entered a pool
+        excluded = documents.filter(pl.col("split") == "excluded")
+        assert excluded["rule"].null_count() == 0 and excluded["near_id"].null_count() == 0
 
 
 def test_a_leak_stops_the_experiment(tmp_path, monkeypatch):
@@ -208,13 +176,15 @@ def test_a_leak_stops_the_experiment(tmp_path, monkeypatch):
     after writing the counts."""
     config = _config(tmp_path, variants=[{"name": "raw"}, {"name": "dedup", "stages": ["dedup"]}])
     config.out_dir.mkdir(parents=True)
-    found = {"raw": {"documents": 0, "windows": 0}, "dedup": {"documents": 3, "windows": 17}}
+    found = {"raw": {"contaminated_documents": 0, "contaminated_windows": 0},
+             "dedup": {"contaminated_documents": 3, "contaminated_windows": 17}}
     monkeypatch.setattr(experiment_module, "check_contamination",
-                        lambda mixture, texts, tokenizer: found[mixture.name])
+                        lambda mixture, texts, tokenizer, **settings: found[mixture.name])
     monkeypatch.setattr(experiment_module, "load_tokenizer", lambda path: None)
     runs = {name: type("Run", (), {"run_dir": tmp_path / name})() for name in ("raw", "dedup")}
     with pytest.raises(ContaminationError, match=r"13-token window .*\(dedup 3\)"):
-        experiment_module._check_contamination(config, runs, ["a text"], tmp_path / "tokenizer.json")
+        experiment_module._check_contamination(config, runs, pl.DataFrame({"id": ["t"], "text": ["a text"]}),
+                                               tmp_path / "tokenizer.json")
     assert json.loads((config.out_dir / "contamination.json").read_text()) == found
 
 
