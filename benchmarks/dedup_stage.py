@@ -20,8 +20,8 @@ repeats, verification time that of the best run. Reported per layout: pairwise p
 and F1 of its clusters, recall of the true pairs by similarity (``..._recall_080_085``: the pairs
 just above the threshold), candidate pairs and the false positives verification dropped, and the
 missed true pairs that shared a band key (lost after LSH: ``candidate_pairs`` pairs each member
-of a bucket with its first document only) with ``..._f1_if_buckets_all_pairs``, the F1 had those
-been verified. Headline ``time_ratio_new_vs_old``: the default's CPU time over the former's.
+of a bucket larger than ``lsh.ALL_PAIRS_BUCKET`` with its first document only) with
+``..._f1_if_buckets_all_pairs``, the F1 had those been verified. Headline ``time_ratio_new_vs_old``: the default's CPU time over the former's.
 
 **Against datasketch and datatrove** (``python benchmarks/dedup_stage.py peers``, much longer).
 Documents: the demo corpus (:func:`pipeline.demo_corpus.build_demo_corpus`, :data:`CORPUS_DOCS`
@@ -78,8 +78,9 @@ the threshold themselves, not only through their cluster) by similarity; the met
 pairs (our verified edges, datasketch's candidates, datatrove's duplicate pairs) by exact
 similarity. For ours, every missed true pair is checked for a shared LSH band key in the
 signature files: a missed pair that shares a band was in one bucket and lost after it, not by
-LSH (``candidate_pairs`` pairs each member of a bucket with the bucket's first document only, so
-a member similar to others but not to the first is dropped at verification);
+LSH (``candidate_pairs`` pairs each member of a bucket larger than ``lsh.ALL_PAIRS_BUCKET`` with
+the bucket's first document only, so a member similar to others but not to the first is dropped
+at verification);
 ``ours_recall_if_buckets_all_pairs`` is the recall with those pairs added.
 
 **Memory.** Our whole stage (clusters table and filtering step) at 50,000, 100,000 and 200,000
@@ -748,7 +749,7 @@ def near_copies_benchmark() -> None:
         edge = bins["0.80-0.85"]
         bands, rows = params.lsh
         # Missed true pairs that share a band key were in one LSH bucket and lost after it:
-        # candidate_pairs pairs each member of a bucket with its first document only.
+        # candidate_pairs pairs each member of a large bucket with its first document only.
         missed = labels[truth["a"]] != labels[truth["b"]]
         keys = our_band_keys(CACHE / "work" / f"near-{name}", shard_sizes)
         miss_a, miss_b = truth["a"][missed], truth["b"][missed]
@@ -882,7 +883,7 @@ def peers_benchmark() -> None:
             miss_a[shares_band][:5], miss_b[shares_band][:5], truth["similarity"][missed][shares_band][:5])],
     }
     # The same edges plus the missed true pairs that share a band key: what verifying every pair
-    # of each LSH bucket, not only each member with the bucket's first document, would give.
+    # of each LSH bucket, not only each member of a large one with its first document, would give.
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 

@@ -601,3 +601,23 @@ def test_reference_index_finds_near_and_exact_copies_of_reference_texts_only():
     assert found["jaccard"].to_list() == [1.0, pytest.approx(71 / 81)]
     strict = ReferenceIndex([f"r{i}" for i in range(30)], references, MinHashParams(threshold=0.9))
     assert strict.matches(["near"], [" ".join(near)]).height == 0
+
+
+def test_small_buckets_give_every_pair_and_large_ones_a_star(tmp_path):
+    """Near copies B and C of one article can sit in a bucket behind a less similar A: in a small
+    near-duplicate bucket every pair is a candidate, so B-C is verified; a large bucket (a template
+    on thousands of pages) and the exact hash stay linear, each member paired with the first."""
+    big = lsh_module.ALL_PAIRS_BUCKET + 1
+    rows = [(0, 11, doc) for doc in (1, 2, 3)]  # a small bucket of band 0
+    rows += [(1, 22, doc) for doc in range(100, 100 + big)]  # a large bucket of band 1
+    rows += [(EXACT_BAND, 33, doc) for doc in (7, 8, 9)]  # an exact-hash bucket
+    band, key, doc = zip(*rows)
+    path = tmp_path / "part.parquet"
+    pq.write_table(pa.table({"band": pa.array(band, pa.int16()), "key": pa.array(key, pa.uint64()),
+                             "doc": pa.array(doc, pa.int64())}, schema=lsh_module.BAND_KEYS_SCHEMA), path)
+    pairs = {(a, b): exact for a, b, exact in candidate_pairs(path).iter_rows()}
+    assert {(1, 2), (1, 3), (2, 3)} <= set(pairs)
+    assert {(100, d) for d in range(101, 100 + big)} <= set(pairs)
+    assert not any(100 < a and a < 100 + big for a, _ in pairs)  # no pair among the large bucket's others
+    assert pairs[(7, 8)] and pairs[(7, 9)] and (8, 9) not in pairs
+    assert len(pairs) == 3 + (big - 1) + 2
