@@ -285,6 +285,18 @@ def corpus_documents(corpus: Path) -> pa.Table:
     return table
 
 
+
+def write_shards(table: pa.Table, folder: Path) -> list[str]:
+    """Write ``table`` as SHARDS zstd Parquet files of ROW_GROUP_DOCS-row groups; their names."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = []
+    for i, rows in enumerate(np.array_split(np.arange(table.num_rows), SHARDS)):
+        name = f"shard-{i:05d}.parquet"
+        pq.write_table(table.slice(int(rows[0]), len(rows)), folder / name, compression="zstd",
+                       row_group_size=ROW_GROUP_DOCS)
+        names.append(name)
+    return names
+
 def base_shards() -> list[Path]:
     """The benchmark's document shards (made once): the corpus' documents, shuffled."""
     folder = CACHE / f"docs-{CORPUS_DOCS}-{SEED}"
@@ -302,13 +314,7 @@ def base_shards() -> list[Path]:
     table = corpus_documents(corpus)
     order = np.random.default_rng(SEED).permutation(table.num_rows)
     table = table.take(pa.array(order))
-    folder.mkdir(parents=True, exist_ok=True)
-    names = []
-    for i, rows in enumerate(np.array_split(np.arange(table.num_rows), SHARDS)):
-        name = f"shard-{i:05d}.parquet"
-        pq.write_table(table.slice(int(rows[0]), len(rows)), folder / name, compression="zstd",
-                       row_group_size=ROW_GROUP_DOCS)
-        names.append(name)
+    names = write_shards(table, folder)
     manifest.write_text(json.dumps({"docs": table.num_rows, "shards": names}, indent=2) + "\n")
     return [folder / n for n in names]
 
@@ -665,13 +671,7 @@ def near_copy_shards() -> list[Path]:
     table = pa.table({"id": pa.array(ids, pa.string()), "text": pa.array(texts, pa.large_string()),
                       "source": pa.array(["news"] * len(ids), pa.string()),
                       "edit_rate": pa.array(rates, pa.float64())}).take(pa.array(order))
-    folder.mkdir(parents=True, exist_ok=True)
-    names = []
-    for i, rows in enumerate(np.array_split(np.arange(table.num_rows), SHARDS)):
-        name = f"shard-{i:05d}.parquet"
-        pq.write_table(table.slice(int(rows[0]), len(rows)), folder / name, compression="zstd",
-                       row_group_size=ROW_GROUP_DOCS)
-        names.append(name)
+    names = write_shards(table, folder)
     manifest.write_text(json.dumps({"docs": table.num_rows, "articles": len(ids) // (NEAR_COPIES + 1),
                                     "shards": names}, indent=2) + "\n")
     return [folder / n for n in names]
