@@ -25,6 +25,7 @@ its checkpoint; a transfer file is written last), so an interrupted experiment c
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -274,6 +275,50 @@ def _curve_row(row: dict, summary: dict, eval_groups: dict) -> dict:
             "heldout_bpb": scores.get("heldout_bpb")}
 
 
+def _worker_threads(threads: int) -> None:
+    """A pool process's setup: its share of the cores for torch."""
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], tuple],
+                transfer_call) -> tuple[dict[str, dict[int, dict]], dict[str, dict[int, dict]]]:
+    """Every pretraining run and every transfer run (random init first, then each variant's as
+    soon as its pretraining is done): in this process one after the other, or with
+    ``parallel_runs`` > 1 that many at a time, each in a process of its own with its share of the
+    cores. Returns ``(summaries, transfer)``, each ``{model: {seed: result}}``."""
+    summaries: dict[str, dict[int, dict]] = {}
+    transfer: dict[str, dict[int, dict]] = {}
+    randoms = [(RANDOM, seed) for seed in config.seeds]
+    if config.parallel_runs == 1:
+        for (name, seed), (fn, parameters) in pretraining.items():
+            summaries.setdefault(name, {})[seed] = fn(**parameters)
+        for name, seed in [*randoms, *pretraining]:
+            fn, parameters = transfer_call(name, seed)
+            transfer.setdefault(name, {})[seed] = fn(**parameters)
+        return summaries, transfer
+
+    from prefect.futures import as_completed
+    from prefect.task_runners import ProcessPoolTaskRunner
+
+    threads = max(1, (os.cpu_count() or 1) // config.parallel_runs)
+    with ProcessPoolTaskRunner(max_workers=config.parallel_runs, initializer=_worker_threads,
+                               initargs=(threads,)) as runner:
+        started = {runner.submit(fn, parameters): key for key, (fn, parameters) in pretraining.items()}
+        transfers = {runner.submit(*transfer_call(name, seed)): (name, seed) for name, seed in randoms}
+        for future in as_completed(list(started)):
+            name, seed = started[future]
+            summaries.setdefault(name, {})[seed] = future.result()
+            transfers[runner.submit(*transfer_call(name, seed))] = (name, seed)
+        for future, (name, seed) in transfers.items():
+            transfer.setdefault(name, {})[seed] = future.result()
+    order = [name for name, _ in pretraining]
+    summaries = {name: dict(sorted(summaries[name].items())) for name in dict.fromkeys(order)}
+    transfer = {name: dict(sorted(transfer[name].items())) for name in [RANDOM, *dict.fromkeys(order)]}
+    return summaries, transfer
+
+
 @flow(name="experiment", validate_parameters=False)
 def experiment_flow(config: ExperimentConfig) -> dict:
     """Run the experiment; return results.json's content."""
@@ -314,28 +359,24 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     timing["contamination_check_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
-    summaries: dict[str, dict[int, dict]] = {}
-    futures = {}
+    model_shape = _train_config(config, heldout, out / "unused", 0, heldout).model.model_dump()
+
+    def transfer_call(name: str, seed: int) -> tuple:
+        checkpoint = None if name == RANDOM else out / "train" / name / f"seed-{seed}"
+        return transfer_task, dict(model_name=name, seed=seed, checkpoint=checkpoint, model_shape=model_shape,
+                                   tokenizer_path=tokenizer_path, task_path=task_path, config=config,
+                                   out_path=out / "transfer" / name / f"seed-{seed}.json")
+
+    pretraining = {}
     for variant in config.variants:
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
         for seed in config.seeds:
             train_config = _train_config(config, mixture, out / "train" / variant.name / f"seed-{seed}", seed,
                                          heldout)
-            futures[(variant.name, seed)] = pretrain_task(variant.name, seed, train_config)
-    for (name, seed), summary in futures.items():
-        summaries.setdefault(name, {})[seed] = summary
-    timing["training_s"] = time.perf_counter() - tick
-
-    tick = time.perf_counter()
-    model_shape = _train_config(config, heldout, out / "unused", 0, heldout).model.model_dump()
-    transfer: dict[str, dict[int, dict]] = {}
-    for name in [RANDOM, *(v.name for v in config.variants)]:
-        for seed in config.seeds:
-            checkpoint = None if name == RANDOM else out / "train" / name / f"seed-{seed}"
-            transfer.setdefault(name, {})[seed] = transfer_task(
-                name, seed, checkpoint, model_shape, tokenizer_path, task_path, config,
-                out / "transfer" / name / f"seed-{seed}.json")
-    timing["transfer_s"] = time.perf_counter() - tick
+            pretraining[(variant.name, seed)] = (pretrain_task, dict(variant=variant.name, seed=seed,
+                                                                     train_config=train_config))
+    summaries, transfer = _run_models(config, pretraining, transfer_call)
+    timing["training_and_transfer_s"] = time.perf_counter() - tick
 
     labels = None
     if corpus is not None:  # the demo corpus's ground truth: a document's id is "<source>/<key>"
@@ -354,6 +395,7 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     # What the runs took when they ran (an invocation that resumes reuses finished runs untimed).
     timing["pretraining_runs_s"] = sum(s["wall_time_s"] for runs in summaries.values() for s in runs.values())
     timing["transfer_runs_s"] = sum(t.get("seconds", 0.0) for runs in transfer.values() for t in runs.values())
+    timing["parallel_runs"] = config.parallel_runs
     results["timing"] = timing
     write_json(results, out / "results.json")
     from pipeline.report.experiment import build_experiment_report

@@ -149,6 +149,10 @@ class ExperimentConfig(_Strict):
     variants: list[VariantConfig] = Field(min_length=1)
     baseline: str | None = None  # the variant others are compared with; default: the first
     train: dict = Field(default_factory=dict)  # trainer config less mixture, out_dir and seed
+    # Pretraining and transfer runs at a time, each in a process of its own with its share of the
+    # cores (on a CPU, two small models train faster side by side than one on both cores); 1 runs
+    # them one after the other in the flow's process (one GPU: 1).
+    parallel_runs: int = Field(default=1, ge=1)
 
     @model_validator(mode="before")
     @classmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -169,6 +170,23 @@ def test_tiny_experiment_end_to_end(tmp_path):
         documents = pl.read_parquet(out / "curation" / run / "mix" / "documents.parquet")
         excluded = documents.filter(pl.col("split") == "excluded")
         assert excluded["rule"].null_count() == 0 and excluded["near_id"].null_count() == 0
+
+    # Run side by side (parallel_runs = 2: a process per run, a core each), pretraining and
+    # transfer give what they gave one after the other; the curation runs are reused.
+    for folder in ("train", "transfer"):
+        shutil.rmtree(out / folder)
+    again = experiment_flow(config.model_copy(update={"parallel_runs": 2}))
+    assert again["timing"]["parallel_runs"] == 2
+    for name in ("raw", "full"):
+        for seed in ("0", "1"):
+            first, second = results["runs"][name][seed], again["runs"][name][seed]
+            scores = [key for key in first if "bpb" in key or "loss" in key]
+            assert "heldout_bpb" in scores and second["tokens"] == first["tokens"]
+            assert {key: second[key] for key in scores} == pytest.approx({key: first[key] for key in scores}, rel=1e-4)
+    assert again["transfer"].keys() == results["transfer"].keys()
+    for name, seeds in results["transfer"].items():
+        for seed, scores in seeds.items():
+            assert again["transfer"][name][seed]["probe_loss@all"] == pytest.approx(scores["probe_loss@all"], rel=1e-3)
 
 
 def test_a_leak_stops_the_experiment(tmp_path, monkeypatch):

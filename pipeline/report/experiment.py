@@ -221,9 +221,10 @@ def render(results: dict) -> str:
         "tokenizer, trained on the raw pool. Transfer is measured on a downstream task held out from every "
         "pool.</p>",
         f"<p>Wall time of the last invocation: {fmt(timing.get('total_s', 0) / 60, 1)} min (curation "
-        f"{fmt(timing.get('curation_s', 0) / 60, 1)}, pretraining {fmt(timing.get('training_s', 0) / 60, 1)}, transfer "
-        f"{fmt(timing.get('transfer_s', 0) / 60, 1)}); runs finished earlier are reused, not timed again. The "
-        f"runs themselves took {fmt(timing.get('pretraining_runs_s', 0) / 60, 1)} min of pretraining and "
+        f"{fmt(timing.get('curation_s', 0) / 60, 1)}, pretraining and transfer "
+        f"{fmt(timing.get('training_and_transfer_s', 0) / 60, 1)}, {timing.get('parallel_runs', 1)} at a time); "
+        "runs finished earlier are reused, not timed again. The runs themselves took "
+        f"{fmt(timing.get('pretraining_runs_s', 0) / 60, 1)} min of pretraining and "
         f"{fmt(timing.get('transfer_runs_s', 0) / 60, 1)} min of transfer.</p>",
         "<nav><a href='#findings'>findings</a><a href='#variants'>variants</a><a href='#sets'>held-out sets</a>"
         "<a href='#heldout'>held-out loss</a>"
