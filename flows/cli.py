@@ -331,7 +331,7 @@ def _print_inspection(found: dict) -> None:
     mix = found.get("mix")
     if mix:
         stdout.print(f"mix: group {mix['group']}, {mix['side']} side"
-                     + (f" (near validation document {mix['near_validation_id']})" if mix.get("near_validation_id") else ""),
+                     + (f" ({mix['cause']})" if mix.get("cause") else ""),
                      highlight=False, markup=False)
         for name, taken in mix.get("mixtures", {}).items():
             repeats = taken.get("repeats")

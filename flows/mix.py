@@ -54,16 +54,14 @@ from pipeline.ledger import LedgerError
 from pipeline.manifest import record_stage
 from pipeline.mix import (SALT_SAMPLE, assign_groups, cap_epochs, explicit_weights, group_sizes, mixture_report,
                           sample_plan, seeded_id_hash, split_validation, temperature_weights)
-from pipeline.schema import REMOVED_SCHEMA, RunLayout
+from pipeline.schema import (MIX_CONTAMINATED, MIX_EXCLUDED, MIX_EXCLUDED_ID, MIX_EXCLUDED_WINDOW, MIX_NEAR_ID,
+                             MIX_RULE, REMOVED_SCHEMA, RunLayout)
 from pipeline.stage import removed_frame
 from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, special_ids, token_dtype
 
 STAGE = "mix"
 MIXTURE_FORMAT = "curate.mixture/1"
-CONTAMINATED = "validation_near_duplicate"
-EXCLUDED = "reference_near_duplicate"
-EXCLUDED_ID = "reference_id"
-EXCLUDED_WINDOW = "reference_window"
+CONTAMINATED, EXCLUDED, EXCLUDED_ID, EXCLUDED_WINDOW = MIX_CONTAMINATED, MIX_EXCLUDED, MIX_EXCLUDED_ID, MIX_EXCLUDED_WINDOW
 _EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
 # Why a document left the pool: the rule, the text that put it there, and the rule's measure
 # (Jaccard; shared windows; null for an id).
@@ -395,7 +393,7 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
         .when(pl.col("id").is_in(contaminated["id"].implode())).then(pl.lit("contaminated"))
         .otherwise(pl.lit("train")))
     causes = pl.concat([excluded, _causes(contaminated, CONTAMINATED, "jaccard")])
-    documents = documents.join(causes.select("id", "rule", near_id="reference_id"), on="id", how="left",
+    documents = documents.join(causes.select("id", pl.col("rule").alias(MIX_RULE), pl.col("reference_id").alias(MIX_NEAR_ID)), on="id", how="left",
                                maintain_order="left")
     write_parquet(documents.drop("shard", "row").to_arrow(), stage.root / "documents.parquet")
     thresholds = {EXCLUDED_ID: None, EXCLUDED: settings.contamination_threshold, EXCLUDED_WINDOW: 1.0,

@@ -34,6 +34,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 from pydantic import Field, field_validator, model_validator
+from scipy import stats
 
 from pipeline.config import (DEFAULT_FILTERS, EXCLUDE_SUFFIXES, ConfigError, _existing_file, _Strict,
                              read_toml, validate_model)
@@ -452,51 +453,103 @@ def spread(values: dict | list) -> dict:
             "min": float(array.min()), "max": float(array.max()), "n": int(array.size), "by_seed": by_seed}
 
 
+ALPHA = 0.05  # the family-wise error rate of one experiment's comparisons (Holm)
+
+
 def compare(a: dict, b: dict, lower_is_better: bool) -> dict:
-    """``a`` against ``b`` (two :func:`spread` results).
+    """``a`` against ``b`` (two :func:`spread` results): the difference, its standard error, a
+    two-sided t-test and the 95% confidence interval of the difference.
 
     Paired by seed when both have the same seeds (two or more): a seed fixes the model's
     initialization and the order of its batches, so runs of one seed on two variants differ only by
-    their data, and the per-seed differences d_i are what varies. Then the difference is mean(d),
-    its standard error sd(d) / sqrt(n), and it exceeds the seed spread when every d_i has the same
-    sign and |mean(d)| > 2 standard errors. Unpaired otherwise: the difference of means, the
-    standard error sqrt(s_a^2/n_a + s_b^2/n_b), and it exceeds the spread when the seeds' ranges do
-    not overlap and |difference| > 2 standard errors. ``better`` says whether ``a`` is better."""
+    their data, and the per-seed differences d_i are what varies: Student's t on mean(d) with
+    standard error sd(d) / sqrt(n) and n - 1 degrees of freedom. Unpaired otherwise: Welch's t on
+    the difference of means (Welch-Satterthwaite degrees of freedom). With fewer than two values
+    on a side there is no test (``p`` is None). ``better`` is the direction of the difference
+    (whether ``a`` is better), not a verdict: :func:`holm` decides which differences are
+    significant across all the comparisons of an experiment."""
+    empty = {"difference": None, "stderr": None, "df": None, "t": None, "p": None, "ci95": None,
+             "better": None, "paired": False}
     if a["mean"] is None or b["mean"] is None:
-        return {"difference": None, "stderr": None, "exceeds_spread": False, "better": None, "paired": False}
+        return empty
     seeds = sorted(a["by_seed"])
     paired = len(seeds) >= 2 and seeds == sorted(b["by_seed"])
     if paired:
         d = np.array([a["by_seed"][s] - b["by_seed"][s] for s in seeds])
         difference = float(d.mean())
         stderr = float(d.std(ddof=1) / math.sqrt(d.size))
-        exceeds = bool((np.all(d > 0) or np.all(d < 0)) and abs(difference) > 2 * stderr)
+        df = float(d.size - 1)
     else:
         difference = a["mean"] - b["mean"]
-        stderr = math.sqrt((a["std"] ** 2) / max(a["n"], 1) + (b["std"] ** 2) / max(b["n"], 1))
-        apart = a["max"] < b["min"] or b["max"] < a["min"]
-        exceeds = bool(apart and abs(difference) > 2 * stderr)
+        va, vb = (a["std"] ** 2) / max(a["n"], 1), (b["std"] ** 2) / max(b["n"], 1)
+        stderr = math.sqrt(va + vb)
+        if a["n"] < 2 or b["n"] < 2:
+            df = None
+        elif va + vb == 0:
+            df = float(a["n"] + b["n"] - 2)
+        else:
+            df = (va + vb) ** 2 / (va ** 2 / (a["n"] - 1) + vb ** 2 / (b["n"] - 1))
     better = (difference < 0) if lower_is_better else (difference > 0)
-    return {"difference": difference, "stderr": stderr, "exceeds_spread": exceeds,
-            "better": bool(better) if difference != 0 else None, "paired": paired}
+    result = {**empty, "difference": difference, "stderr": stderr, "df": df, "paired": paired,
+              "better": bool(better) if difference != 0 else None}
+    if df is None:
+        return result
+    if stderr == 0:  # every seed shows exactly the same difference: no spread to test against
+        t, p, half = None, (0.0 if difference != 0 else 1.0), 0.0
+    else:
+        t = difference / stderr
+        p = float(2 * stats.t.sf(abs(t), df))
+        half = float(stats.t.ppf(0.975, df) * stderr)
+    return {**result, "t": t, "p": p, "ci95": [difference - half, difference + half]}
+
+
+def holm(comparisons: list[dict], alpha: float = ALPHA) -> None:
+    """Holm's step-down correction across ``comparisons`` (each with ``p`` from :func:`compare`):
+    adds ``p_holm`` (the adjusted p-value, None without a test) and ``significant`` (``p_holm`` <
+    ``alpha``), so the chance that any comparison of the family calls a difference where there is
+    none stays below ``alpha``, however many comparisons there are (Holm 1979)."""
+    tested = sorted((c for c in comparisons if c.get("p") is not None), key=lambda c: c["p"])
+    m = len(tested)
+    running = 0.0
+    for rank, comparison in enumerate(tested):
+        running = max(running, min(1.0, (m - rank) * comparison["p"]))
+        comparison["p_holm"] = running
+    for comparison in comparisons:
+        comparison.setdefault("p_holm", None)
+        comparison["significant"] = comparison["p_holm"] is not None and comparison["p_holm"] < alpha
+        comparison["family_size"] = m
+
+
+def _number(value: float, digits: int) -> str:
+    return f"{value:.{digits}f}" if abs(value) >= 10 ** -digits else f"{value:.1e}"
+
+
+def _p_text(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def sentence(metric: str, a_name: str, b_name: str, a: dict, b: dict, comparison: dict, lower_is_better: bool,
              digits: int = 3) -> str:
-    """The plain sentence a comparison supports."""
+    """The plain sentence a comparison supports (after :func:`holm`)."""
     if comparison["difference"] is None:
         return f"{metric}: no values for {a_name} or {b_name}."
     a_text = f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f}"
     b_text = f"{b['mean']:.{digits}f} ± {b['std']:.{digits}f}"
     direction = "lower" if comparison["difference"] < 0 else "higher"
     pairing = "paired by seed" if comparison.get("paired") else "unpaired"
-    head = (f"{metric}: {a_name} {a_text} vs {b_name} {b_text} ({direction} by "
-            f"{abs(comparison['difference']):.{digits}f} ± {comparison['stderr']:.{digits}f}; "
-            f"{a['n']} and {b['n']} seeds, {pairing})")
-    if not comparison["exceeds_spread"]:
-        return f"{head}: within the seed spread, so these runs show no difference."
+    head = f"{metric}: {a_name} {a_text} vs {b_name} {b_text}, {direction} by {abs(comparison['difference']):.{digits}f}"
+    if comparison["p"] is None:
+        return f"{head} ({a['n']} and {b['n']} seeds: too few for a test); no verdict."
+    low, high = comparison["ci95"]
+    head += (f" (95% CI {_number(low, digits)} to {_number(high, digits)}; {a['n']} and {b['n']} seeds, {pairing}, "
+             + (f"t = {comparison['t']:.2f} at {comparison['df']:.3g} df, " if comparison["t"] is not None
+                else "the same difference on every seed, ")
+             + f"{_p_text(comparison['p'])}, "
+             f"Holm-adjusted over {comparison['family_size']} comparisons {_p_text(comparison['p_holm'])})")
+    if not comparison["significant"]:
+        return f"{head}: not significant, so these runs show no difference."
     verdict = "better" if comparison["better"] else "worse"
-    return f"{head}: beyond the seed spread; {a_name} is {verdict} than {b_name} on this measure."
+    return f"{head}: significant; {a_name} is {verdict} than {b_name} on this measure."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -580,17 +633,16 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
 
     comparisons = []
 
-    def add(metric: str, a: str, b: str, expected: bool, why: str) -> None:
-        if a not in metrics.get(metric, {}) or b not in metrics.get(metric, {}):
+    def add(metric: str, a: str, b: str, expected: bool | None, why: str, a_label: str | None = None,
+            b_label: str | None = None, b_metric: str | None = None) -> None:
+        b_metric = b_metric or metric
+        if a not in metrics.get(metric, {}) or b not in metrics.get(b_metric, {}):
             return
         lower = _lower_is_better(metric)
-        result = compare(metrics[metric][a], metrics[metric][b], lower)
-        comparisons.append({
-            "metric": metric, "a": a, "b": b, **result, "expected": why,
-            "contradicts_expectation": bool(result["exceeds_spread"] and result["better"] is not expected),
-            "sentence": sentence(metric, a, b, metrics[metric][a], metrics[metric][b], result, lower,
-                                 digits=4 if "bpb" in metric else 3),
-        })
+        comparisons.append({"metric": metric if b_metric == metric else metric.replace("finetune_", "finetune_vs_probe_"),
+                            "a": a_label or a, "b": b_label or b,
+                            **compare(metrics[metric][a], metrics[b_metric][b], lower), "expected": why,
+                            "_expected": expected, "_sides": (metric, a, b_metric, b, lower)})
 
     held_out = [m for m in metrics if m.startswith("heldout_bpb")]
     junk = {name for name, info in heldout["sets"].items() if not info["clean"]}
@@ -610,17 +662,16 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
             add(metric, name, "random", True, "pretraining helps over random initialization")
     for name in ["random", *names]:
         for metric in [m for m in transfer_keys if m.startswith("finetune_")]:
-            probe = metric.replace("finetune_", "probe_")
-            if probe in metrics and name in metrics[metric] and name in metrics[probe]:
-                lower = _lower_is_better(metric)
-                result = compare(metrics[metric][name], metrics[probe][name], lower)
-                comparisons.append({
-                    "metric": metric.replace("finetune_", "finetune_vs_probe_"), "a": f"{name} fine-tuned",
-                    "b": f"{name} probed", **result, "expected": "fine-tuning beats a linear probe",
-                    "contradicts_expectation": bool(result["exceeds_spread"] and result["better"] is False),
-                    "sentence": sentence(metric.replace("finetune_", ""), f"{name} fine-tuned", f"{name} probed",
-                                         metrics[metric][name], metrics[probe][name], result, lower),
-                })
+            add(metric, name, name, True, "fine-tuning beats a linear probe", f"{name} fine-tuned", f"{name} probed",
+                b_metric=metric.replace("finetune_", "probe_"))
+    holm(comparisons)
+    for c in comparisons:
+        metric, a, b_metric, b, lower = c.pop("_sides")
+        expected = c.pop("_expected")
+        c["contradicts_expectation"] = bool(c["significant"] and c["better"] is not expected)
+        shown = metric if b_metric == metric else metric.replace("finetune_", "")
+        c["sentence"] = sentence(shown, c["a"], c["b"], metrics[metric][a], metrics[b_metric][b], c, lower,
+                                 digits=4 if "bpb" in metric else 3)
     return {
         "format": "curate.experiment/1",
         "config": config.model_dump(mode="json"),
@@ -633,6 +684,7 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
         "runs": per_run,
         "transfer": per_transfer,
         "metrics": metrics,
+        "alpha": ALPHA,
         "comparisons": comparisons,
         "curves": curves or {},
     }

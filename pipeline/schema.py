@@ -63,6 +63,31 @@ REMOVED_SCHEMA = pa.schema(
     ]
 )
 
+# mix/documents.parquet, one row per document handed to the mix stage: its side (MIX_SIDES), and
+# for a document that left the pool the rule that removed it and the text that caused it.
+MIX_SPLIT = "split"
+MIX_RULE = "rule"
+MIX_NEAR_ID = "near_id"
+MIX_SIDES = ("train", "validation", "excluded", "contaminated")
+# The mix stage's rules (its removed/*.parquet and documents' MIX_RULE), and what MIX_NEAR_ID is under each.
+MIX_CONTAMINATED = "validation_near_duplicate"
+MIX_EXCLUDED = "reference_near_duplicate"
+MIX_EXCLUDED_ID = "reference_id"
+MIX_EXCLUDED_WINDOW = "reference_window"
+MIX_CAUSES = {MIX_CONTAMINATED: "near duplicate of validation document",
+              MIX_EXCLUDED: "near duplicate of excluded text",
+              MIX_EXCLUDED_ID: "same id as excluded text",
+              MIX_EXCLUDED_WINDOW: "shares token windows with excluded text"}
+
+
+def mix_cause(rule: str | None, near_id: str | None) -> str | None:
+    """What removed a document from the mix stage's pool, in words, naming the text that caused
+    it (``"near duplicate of excluded text t1"``); None for a document that stayed."""
+    if rule is None:
+        return None
+    return f"{MIX_CAUSES.get(rule, rule)} {near_id}" if near_id else MIX_CAUSES.get(rule, rule)
+
+
 # Columns the `lang` stage adds to the document schema; later stages keep them.
 LANG_FIELDS = [pa.field("lang", pa.string(), nullable=True), pa.field("lang_score", pa.float32(), nullable=True)]
 

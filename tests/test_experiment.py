@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 import flows.experiment as experiment_module
 from flows.experiment import ContaminationError, experiment_flow
 from pipeline.config import ConfigError
 from pipeline.dedup.contamination import ReferenceIndex
-from pipeline.experiment import (EvalSetConfig, compare, heldout_scores, heldout_texts, parse_experiment,
+from pipeline.experiment import (EvalSetConfig, compare, heldout_scores, heldout_texts, holm, parse_experiment,
                                  read_eval_set, spread, trained_on)
 from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
 
@@ -249,20 +250,69 @@ def test_user_eval_sets(tmp_path):
         heldout_texts([texts, texts.with_columns(set=pl.lit("other"))])
 
 
-def test_seed_statistics_and_the_spread_rule():
+def test_seed_statistics_t_tests_and_intervals():
     a, b = spread({0: 2.0, 1: 2.1, 2: 2.2}), spread({0: 3.0, 1: 3.1})
     assert a["mean"] == pytest.approx(2.1) and a["std"] == pytest.approx(0.1) and a["n"] == 3
-    result = compare(a, b, lower_is_better=True)  # different seeds: unpaired
-    assert not result["paired"] and result["exceeds_spread"] and result["better"]
+    result = compare(a, b, lower_is_better=True)  # different seeds: Welch's t
+    assert not result["paired"] and result["better"]
     assert result["difference"] == pytest.approx(-0.95)
-    assert not compare(spread({0: 2.0, 1: 3.0}), spread({2: 2.5, 3: 3.5}), lower_is_better=True)["exceeds_spread"]
-    # Same seeds: paired. The seeds move both variants alike (2.0 / 3.0 and 2.1 / 3.1), so a small
-    # difference that every seed shows exceeds the spread, though the ranges overlap.
-    paired = compare(spread({0: 2.0, 1: 3.0, 2: 2.5}), spread({0: 2.1, 1: 3.1, 2: 2.58}), lower_is_better=True)
-    assert paired["paired"] and paired["exceeds_spread"] and paired["better"]
+    welch = stats.ttest_ind([2.0, 2.1, 2.2], [3.0, 3.1], equal_var=False)
+    assert result["p"] == pytest.approx(welch.pvalue) and result["t"] == pytest.approx(welch.statistic)
+    assert result["ci95"][0] < -0.95 < result["ci95"][1] < 0
+    # Same seeds: paired. The seeds move both variants alike, so a small difference that every seed
+    # shows is clear, though the ranges overlap: Student's t on the differences, n - 1 df.
+    x, y = [2.0, 3.0, 2.5], [2.1, 3.1, 2.58]
+    paired = compare(spread(dict(enumerate(x))), spread(dict(enumerate(y))), lower_is_better=True)
+    reference = stats.ttest_rel(x, y)
+    assert paired["paired"] and paired["better"] and paired["df"] == 2
     assert paired["difference"] == pytest.approx(-0.28 / 3)
-    mixed = compare(spread({0: 2.0, 1: 3.0}), spread({0: 2.1, 1: 2.9}), lower_is_better=True)
-    assert mixed["paired"] and not mixed["exceeds_spread"]
+    assert paired["p"] == pytest.approx(reference.pvalue) and paired["t"] == pytest.approx(reference.statistic)
+    interval = stats.t.interval(0.95, 2, loc=np.mean(np.subtract(x, y)), scale=stats.sem(np.subtract(x, y)))
+    assert paired["ci95"] == pytest.approx(list(interval))
+    assert compare(spread({0: 1.0}), spread({0: 2.0}), lower_is_better=True)["p"] is None  # one seed: no test
+
+
+def test_holm_adjusts_step_down():
+    comparisons = [{"p": p} for p in (0.01, 0.04, 0.03, 0.005)] + [{"p": None}]
+    holm(comparisons)
+    assert [c["p_holm"] for c in comparisons] == pytest.approx([0.03, 0.06, 0.06, 0.02, None])
+    assert [c["significant"] for c in comparisons] == [True, False, False, True, False]
+    assert {c["family_size"] for c in comparisons} == {4}
+
+
+def _null_experiment(rng, seeds: int, variants: int, metrics: int) -> tuple[list[dict], bool]:
+    """One simulated experiment's comparisons where no variant differs from the baseline (each seed
+    shifts every variant alike, a seed effect larger than the noise; each run adds its own noise),
+    and whether the former rule (every seed agrees in sign and the mean difference exceeds two
+    standard errors) fired on any of them."""
+    comparisons, old_rule = [], False
+    for _ in range(metrics):
+        runs = rng.normal(0, 1.0, seeds) + rng.normal(0, 0.1, (variants + 1, seeds))
+        base = spread(dict(enumerate(runs[0])))
+        for row in runs[1:]:
+            comparisons.append(compare(spread(dict(enumerate(row))), base, lower_is_better=True))
+            d = row - runs[0]
+            old_rule |= bool((np.all(d > 0) or np.all(d < 0)) and abs(d.mean()) > 2 * stats.sem(d))
+    holm(comparisons)
+    return comparisons, old_rule
+
+
+def test_the_rule_calls_no_difference_on_noise():
+    """Variants with no true difference: with Holm's correction over an experiment's comparisons,
+    the rule calls "no difference" everywhere in at least 95% of experiments; the former rule fired
+    in most of them."""
+    rng = np.random.default_rng(0)
+    experiments = [_null_experiment(rng, seeds=3, variants=4, metrics=8) for _ in range(400)]
+    any_called = np.mean([any(c["significant"] for c in comparisons) for comparisons, _ in experiments])
+    per_comparison = np.mean([c["p"] < 0.05 for comparisons, _ in experiments for c in comparisons])
+    old_rule = np.mean([fired for _, fired in experiments])
+    assert any_called <= 0.05 + 0.02  # 400 experiments: about 0.011 Monte Carlo error at 5%
+    assert per_comparison == pytest.approx(0.05, abs=0.015)  # the uncorrected test is calibrated
+    assert old_rule > 0.5
+    # A true difference of about five noise standard deviations on every seed is still found.
+    found = [compare(spread({0: 0.5, 1: 1.45, 2: 0.05}), spread({0: 1.0, 1: 2.0, 2: 0.5}), lower_is_better=True)]
+    holm(found)
+    assert found[0]["significant"] and found[0]["better"]
 
 
 @pytest.mark.parametrize("change, message", [

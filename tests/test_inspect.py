@@ -124,7 +124,8 @@ def hostile_lookup() -> dict:
         "dedup": {"in_cluster": True, "kept": False, "exact": True, "kept_id": HOSTILE, "jaccard": 1.0,
                   "cluster": HOSTILE, "cluster_size": 2, "removed_exact": 1, "removed_near": 0},
         "lines": {"in_scope": True, "lines_cut": 1, "chars_cut": 3, "cut": [HOSTILE]},
-        "mix": {"group": HOSTILE, "side": "train", "near_validation_id": HOSTILE, "mixtures": {"main": {"repeats": 1}}},
+        "mix": {"group": HOSTILE, "side": "excluded", "rule": "reference_id", "near_id": HOSTILE,
+                "cause": f"same id as excluded text {HOSTILE}", "mixtures": {"main": {"repeats": 1}}},
     }
 
 

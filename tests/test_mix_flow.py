@@ -4,6 +4,7 @@ token counts, shards readable by pyarrow alone, deterministic and resumable, and
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import random
 from collections import Counter
@@ -12,10 +13,13 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
+from typer.testing import CliRunner
 
+from flows.cli import app
 from flows.curate import curate_flow
 from pipeline.config import ConfigError
-from pipeline.schema import RunLayout
+from pipeline.report import build_report, inspect_document
+from pipeline.schema import MIX_CAUSES, RunLayout
 from pipeline.steps import enabled_stages
 from pipeline.tokenize import decode_documents, export_mixture, load_tokenizer
 from tests.helpers import source_config, write_jsonl
@@ -226,6 +230,21 @@ def test_excluded_texts_and_their_near_copies_leave_the_pool(tmp_path):
         in_shards.update(_shard(root / "main" / entry["file"])[0])
     assert not in_shards & set(excluded["id"])
     assert stats["train_documents"] + stats["validation_documents"] + sum(stats["removed"].values()) == len(texts)
+
+    # The report, `curate inspect` and its JSON name the text that removed a document: the excluded
+    # task text, or the validation document a contaminated one nearly copies.
+    contaminated = documents.filter(pl.col("split") == "contaminated")
+    assert contaminated.height and contaminated["near_id"].null_count() == 0
+    witness = contaminated.row(0, named=True)
+    page = build_report(tmp_path / "run").read_text()
+    for doc_id, near in (("news/n0", "t1"), (witness["id"], witness["near_id"])):
+        found = inspect_document(tmp_path / "run", doc_id)
+        rule = "reference_near_duplicate" if near == "t1" else "validation_near_duplicate"
+        assert found["removed_by"]["stage"] == "mix" and found["removed_by"]["rule"] == rule
+        assert found["mix"]["near_id"] == near and found["mix"]["cause"].endswith(f" {near}")
+        printed = CliRunner().invoke(app, ["inspect", str(tmp_path / "run"), doc_id])
+        assert printed.exit_code == 0 and found["mix"]["cause"] in printed.output, printed.output
+        assert f'{html.escape(MIX_CAUSES[rule])}:</span> <span class="id">{html.escape(near)}</span>' in page
 
     with pytest.raises(ConfigError, match="mix.exclude"):
         _config(tmp_path, exclude=[str(tmp_path / "missing.parquet")])

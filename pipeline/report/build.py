@@ -30,6 +30,7 @@ from pipeline.report import plots
 from pipeline.report.html import esc, fmt, num, share, snippet, table, word_diff
 from pipeline.report.measure import lang_rules, measure_filters, measure_lang, run_filters
 from pipeline.report.run import RunFiles
+from pipeline.schema import MIX_CAUSES, MIX_NEAR_ID, MIX_RULE
 
 EXAMPLES = 5  # removed and near-threshold examples per rule
 MEASURE_DOCS = 2000  # kept documents measured again per stage, at most
@@ -693,9 +694,9 @@ def _mixtures(run: RunFiles) -> str:
         picked = _sample(removed, EXAMPLES, run.seed)
         texts = run.texts(run.previous("mix"), picked["id"].to_list())
         partner = {}
-        if documents is not None and "near_validation_id" in documents.columns:
-            near = documents.filter(pl.col("id").is_in(picked["id"].implode())).select("id", "near_validation_id")
-            partner = {i: ("near validation document", v) for i, v in near.iter_rows() if v}
+        if documents is not None and MIX_NEAR_ID in documents.columns:
+            near = documents.filter(pl.col("id").is_in(picked["id"].implode())).select("id", MIX_RULE, MIX_NEAR_ID)
+            partner = {i: (MIX_CAUSES.get(rule, rule), other) for i, rule, other in near.iter_rows() if other}
         counts = mix.get("removed", {})
         out.append(_rule_blocks("mix", list(counts), counts,
                                 {r: _removed_examples(run, "mix", picked, r, texts, partner)

@@ -176,14 +176,23 @@ def _comparisons(results: dict, select) -> str:
         if not select(c):
             continue
         ref = f"results.json#comparisons.{i}"
-        verdict = ("beyond the seed spread" if c["exceeds_spread"] else "within the seed spread")
+        if c["p"] is None:
+            verdict = "no test (too few seeds)"
+        elif c["significant"]:
+            verdict = "significant: " + ("better" if c["better"] else "worse")
+        else:
+            verdict = "no difference shown"
         flag = ' <span class="warn">(contradicts the expectation)</span>' if c["contradicts_expectation"] else ""
+        ci = c.get("ci95") or [None, None]
         rows.append([esc(c["metric"]), esc(c["a"]), esc(c["b"]),
                      f'<span class="num" data-json="{esc(ref)}.difference">{esc(fmt(c["difference"], 4))}</span>',
-                     f'<span class="num" data-json="{esc(ref)}.stderr">{esc(fmt(c["stderr"], 4))}</span>',
+                     f'<span class="num" data-json="{esc(ref)}.ci95.0">{esc(fmt(ci[0], 4))}</span> to '
+                     f'<span class="num" data-json="{esc(ref)}.ci95.1">{esc(fmt(ci[1], 4))}</span>',
+                     f'<span class="num" data-json="{esc(ref)}.p">{esc(fmt(c["p"], 4))}</span>',
+                     f'<span class="num" data-json="{esc(ref)}.p_holm">{esc(fmt(c["p_holm"], 4))}</span>',
                      esc(verdict) + flag, esc(c["sentence"])])
-    return table(["measure", "a", "b", "a − b", "std. error", "verdict", "what it supports"], rows,
-                 numeric={3, 4}, cls="examples", widths=[12, 9, 9, 7, 7, 14, 42])
+    return table(["measure", "a", "b", "a − b", "95% CI", "p", "p (Holm)", "verdict", "what it supports"], rows,
+                 numeric={3, 4, 5, 6}, cls="examples", widths=[11, 8, 8, 6, 10, 5, 5, 10, 37])
 
 
 def render(results: dict) -> str:
@@ -231,8 +240,10 @@ def render(results: dict) -> str:
         "<a href='#curves'>curves</a><a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
         "</header><main>",
         "<section id=findings><h2>Findings</h2><p class=note>Runs of one seed share their initialization and batch "
-        "order, so two variants are compared seed by seed: a difference counts as beyond the seed spread when "
-        "every seed shows it with the same sign and its mean exceeds twice its standard error.</p>",
+        "order, so two variants are compared seed by seed: Student's t on the per-seed differences (n − 1 degrees "
+        "of freedom), with a 95% confidence interval; a difference is significant when its p-value, Holm-adjusted "
+        f"over all {len(results['comparisons'])} comparisons of this experiment, is below "
+        f"{results.get('alpha', 0.05)}, so noise calls a difference in any of them at most 5% of the time.</p>",
         f"<ul>{findings}</ul><h3>Results against the expectation</h3><ul>{flagged}</ul></section>",
         "<section id=variants><h2>Variants</h2>", _curation_table(results), _kinds_table(results), "</section>",
         "<section id=sets><h2>Held-out sets and decontamination</h2>", _heldout_table(results),

@@ -14,8 +14,9 @@ and where it ended (``curate inspect RUN DOC_ID`` prints it).
   operator, threshold, whether it fires), the rule that removes it, and what the filters changed;
 * ``dedup``: its cluster (size, the kept document, Jaccard with it, exact) or None;
 * ``lines``: the lines the repeated-line cut took from it;
-* ``tokens``; ``mix``: group, side (train, validation, contaminated), and per mixture how many
-  times it was taken (``plan.parquet`` repeats).
+* ``tokens``; ``mix``: group, side (train, validation, excluded, contaminated), for a document
+  that left the pool the rule, the text that caused it (``near_id``) and the two in words
+  (``cause``), and per mixture how many times it was taken (``plan.parquet`` repeats).
 
 A record the source stage quarantined has no document; an id derived from file and line
 (``<source>/<file>:<line>``) finds it in the quarantine. An id not in the run raises
@@ -35,6 +36,7 @@ import polars as pl
 from pipeline.io.storage import scan_parquet
 from pipeline.report.measure import measure_filters, measure_lang, run_filters
 from pipeline.report.run import RunFiles
+from pipeline.schema import MIX_NEAR_ID, MIX_RULE, mix_cause
 
 PREVIEW_CHARS = 300
 SUGGESTIONS = 3
@@ -205,13 +207,16 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
     if result["removed_by"] is None and "mix" in run.stats:
         result["mix"] = _mix(run, doc_id)
         side = (result["mix"] or {}).get("side")
-        if side == "contaminated":
+        left = side in ("excluded", "contaminated")
+        if left:
             removed = _removed_row(run, "mix", doc_id)
-            result["removed_by"] = {"stage": "mix", "rule": removed["rule"] if removed else "validation_near_duplicate",
+            result["removed_by"] = {"stage": "mix", "rule": removed["rule"] if removed else result["mix"]["rule"],
                                     "value": removed["value"] if removed else None,
                                     "threshold": removed["threshold"] if removed else None}
-        result["stages"].append({"stage": "mix", "status": "removed" if side == "contaminated" else "kept",
-                                 "detail": f"group {result['mix'].get('group')}, {side}" if result["mix"] else ""})
+        detail = f"group {result['mix'].get('group')}, {side}" if result["mix"] else ""
+        if result["mix"] and result["mix"]["cause"]:
+            detail += f": {result['mix']['cause']}"
+        result["stages"].append({"stage": "mix", "status": "removed" if left else "kept", "detail": detail})
     removed_by = result["removed_by"]
     if removed_by is None:
         result["fate"] = f"curated: in the output of {last_stage}" + (
@@ -329,7 +334,8 @@ def _mix(run: RunFiles, doc_id: str) -> dict | None:
         return None
     row = hit.row(0, named=True)
     out = {"group": row["group"], "side": row["split"], "tokens": _plain(row["tokens"]), "bytes": _plain(row["bytes"]),
-           "near_validation_id": row.get("near_validation_id"), "mixtures": {}}
+           "rule": row.get(MIX_RULE), "near_id": row.get(MIX_NEAR_ID),
+           "cause": mix_cause(row.get(MIX_RULE), row.get(MIX_NEAR_ID)), "mixtures": {}}
     for name in run.mixture_names():
         plan = run.plan(name)
         repeats = None
