@@ -15,7 +15,7 @@ import errno
 import os
 import re
 import sys
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -529,7 +529,12 @@ def experiment(config: Path = typer.Argument(..., help="TOML config of the exper
     configure_prefect(parsed.out_dir, quiet=quiet)
     from flows.experiment import ContaminationError, experiment_flow
 
-    with _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError):
+    from flows.runners import shared_api
+
+    # With runs in processes of their own, the flow and every worker report to one Prefect API
+    # (each worker would otherwise start a temporary server of its own).
+    with _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError), \
+            (shared_api() if parsed.parallel_runs > 1 else nullcontext()):
         results = experiment_flow(parsed)
     table = Table(title=f"experiment: mean ± std over {len(results['seeds'])} seeds "
                         f"({results['timing']['total_s'] / 60:.1f} min)")

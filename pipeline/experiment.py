@@ -545,7 +545,8 @@ def sentence(metric: str, a_name: str, b_name: str, a: dict, b: dict, comparison
              + (f"t = {comparison['t']:.2f} at {comparison['df']:.3g} df, " if comparison["t"] is not None
                 else "the same difference on every seed, ")
              + f"{_p_text(comparison['p'])}, "
-             f"Holm-adjusted over {comparison['family_size']} comparisons {_p_text(comparison['p_holm'])})")
+             f"Holm-adjusted over the {comparison['family_size']} comparisons of its family, "
+             f"{comparison['family']}: {_p_text(comparison['p_holm'])})")
     if not comparison["significant"]:
         return f"{head}: not significant, so these runs show no difference."
     verdict = "better" if comparison["better"] else "worse"
@@ -603,6 +604,24 @@ def transfer_metrics(results: dict) -> dict[str, float]:
     return metrics
 
 
+# The questions an experiment asks, each a family that Holm's correction covers: the headline
+# (the clean sets' mean held-out loss of each variant against the baseline, the question the
+# experiment is built for), the held-out sets and groups one by one, pretrained against random
+# initialization, and fine-tuning against probing. Correcting the headline for the exploratory
+# per-set tests as well would leave three seeds (2 degrees of freedom) unable to answer it.
+FAMILIES = ("headline", "held-out sets", "transfer", "fine-tuning vs probing")
+
+
+def _family(metric: str, b: str) -> str:
+    if metric == "heldout_bpb":
+        return "headline"
+    if metric.startswith("heldout_bpb/"):
+        return "held-out sets"
+    if metric.startswith("finetune_vs_probe_"):
+        return "fine-tuning vs probing"
+    return "transfer"
+
+
 def _lower_is_better(metric: str) -> bool:
     return "bpb" in metric or "loss" in metric
 
@@ -639,12 +658,19 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
         if a not in metrics.get(metric, {}) or b not in metrics.get(b_metric, {}):
             return
         lower = _lower_is_better(metric)
-        comparisons.append({"metric": metric if b_metric == metric else metric.replace("finetune_", "finetune_vs_probe_"),
-                            "a": a_label or a, "b": b_label or b,
+        name = metric if b_metric == metric else metric.replace("finetune_", "finetune_vs_probe_")
+        comparisons.append({"metric": name, "a": a_label or a, "b": b_label or b, "family": _family(name, b),
                             **compare(metrics[metric][a], metrics[b_metric][b], lower), "expected": why,
                             "_expected": expected, "_sides": (metric, a, b_metric, b, lower)})
 
-    held_out = [m for m in metrics if m.startswith("heldout_bpb")]
+    # The family Holm corrects over: each test once. A set's only group is the set itself, and a
+    # transfer's cross-entropy says what its accuracy says: both are reported, not tested again.
+    groups_of: dict[str, int] = {}
+    for metric in metrics:
+        if metric.startswith("heldout_bpb/") and metric.count("/") == 2:
+            groups_of[metric.split("/")[1]] = groups_of.get(metric.split("/")[1], 0) + 1
+    held_out = [m for m in metrics if m.startswith("heldout_bpb")
+                and (m.count("/") < 2 or groups_of.get(m.split("/")[1], 0) > 1)]
     junk = {name for name, info in heldout["sets"].items() if not info["clean"]}
     for name in names:
         if name != baseline:
@@ -656,7 +682,7 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
                 else:
                     add(metric, name, baseline, True,
                         f"more curation ({name}) gives lower held-out loss than {baseline}")
-    transfer_keys = [m for m in metrics if "@" in m]
+    transfer_keys = [m for m in metrics if "_accuracy@" in m]
     for name in names:
         for metric in transfer_keys:
             add(metric, name, "random", True, "pretraining helps over random initialization")
@@ -664,7 +690,8 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
         for metric in [m for m in transfer_keys if m.startswith("finetune_")]:
             add(metric, name, name, True, "fine-tuning beats a linear probe", f"{name} fine-tuned", f"{name} probed",
                 b_metric=metric.replace("finetune_", "probe_"))
-    holm(comparisons)
+    for family in dict.fromkeys(c["family"] for c in comparisons):
+        holm([c for c in comparisons if c["family"] == family])
     for c in comparisons:
         metric, a, b_metric, b, lower = c.pop("_sides")
         expected = c.pop("_expected")
@@ -685,6 +712,7 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
         "transfer": per_transfer,
         "metrics": metrics,
         "alpha": ALPHA,
+        "families": {f: sum(c["family"] == f and c["p"] is not None for c in comparisons) for f in FAMILIES},
         "comparisons": comparisons,
         "curves": curves or {},
     }

@@ -78,6 +78,15 @@ def test_tiny_experiment_end_to_end(tmp_path):
             assert run["heldout_bpb/junk"] > 0
     assert set(results["transfer"]) == {"random", "raw", "full"}
     assert results["metrics"]["heldout_bpb"]["raw"]["n"] == 2
+    # Every comparison tested once, Holm over all of them: no set's single group again, no loss
+    # beside its accuracy; each with its interval.
+    tested = [c for c in results["comparisons"] if c["p"] is not None]
+    assert tested and all(c["family_size"] == results["families"][c["family"]] and c["p_holm"] >= c["p"]
+                          for c in tested)
+    assert sum(results["families"].values()) == len(tested)
+    assert {c["family"] for c in results["comparisons"] if c["metric"] == "heldout_bpb"} == {"headline"}
+    assert all(c["ci95"][0] <= c["difference"] <= c["ci95"][1] for c in tested)
+    assert not [c for c in results["comparisons"] if "_loss@" in c["metric"] or c["metric"] == "heldout_bpb/news/news"]
 
     # Held-out provenance: every set, where it came from, and its documents.
     heldout = results["heldout"]

@@ -191,7 +191,8 @@ def _comparisons(results: dict, select) -> str:
                      f'<span class="num" data-json="{esc(ref)}.p">{esc(fmt(c["p"], 4))}</span>',
                      f'<span class="num" data-json="{esc(ref)}.p_holm">{esc(fmt(c["p_holm"], 4))}</span>',
                      esc(verdict) + flag, esc(c["sentence"])])
-    return table(["measure", "a", "b", "a − b", "95% CI", "p", "p (Holm)", "verdict", "what it supports"], rows,
+    return table(["measure", "a", "b", "a − b", "95% CI", "p", "p (Holm, in its family)", "verdict",
+                  "what it supports"], rows,
                  numeric={3, 4, 5, 6}, cls="examples", widths=[11, 8, 8, 6, 10, 5, 5, 10, 37])
 
 
@@ -242,8 +243,10 @@ def render(results: dict) -> str:
         "<section id=findings><h2>Findings</h2><p class=note>Runs of one seed share their initialization and batch "
         "order, so two variants are compared seed by seed: Student's t on the per-seed differences (n − 1 degrees "
         "of freedom), with a 95% confidence interval; a difference is significant when its p-value, Holm-adjusted "
-        f"over all {len(results['comparisons'])} comparisons of this experiment, is below "
-        f"{results.get('alpha', 0.05)}, so noise calls a difference in any of them at most 5% of the time.</p>",
+        "over the comparisons of its family (one question: "
+        + ", ".join(f"{esc(name)} {count}" for name, count in results.get("families", {}).items())
+        + f") is below {results.get('alpha', 0.05)}, so noise calls a difference anywhere in a family at most 5% "
+        "of the time.</p>",
         f"<ul>{findings}</ul><h3>Results against the expectation</h3><ul>{flagged}</ul></section>",
         "<section id=variants><h2>Variants</h2>", _curation_table(results), _kinds_table(results), "</section>",
         "<section id=sets><h2>Held-out sets and decontamination</h2>", _heldout_table(results),
