@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 LID    := .cache/models/lid.176.ftz
 
-.PHONY: setup browser demo test clean
+.PHONY: setup browser demo test test-fast clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed: set PYTHON=python3.11"'
@@ -45,6 +45,11 @@ browser:
 
 test: setup browser
 	$(BIN)/python -m pytest -q
+
+# The tests that start no Prefect server (the library, the trainer, the configs): a quick check
+# while working; `make test` is the whole suite.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not flow"
 
 clean:
 	rm -rf $(VENV) runs .cache

@@ -59,6 +59,9 @@ class VariantConfig(_Strict):
     temperature: float | None = Field(default=None, gt=0)  # over the groups; None: 1 (natural)
     weights: dict[str, float] | None = None
     max_epochs: float | None = Field(default=None, gt=0)  # None: the experiment's
+    # A leave-one-out variant (FineWeb-style ablation) is also compared with the pipeline it leaves
+    # a step out of: what removing that step costs, measured inside the pipeline that uses it.
+    ablation_of: str | None = None
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -174,6 +177,10 @@ class ExperimentConfig(_Strict):
             raise ValueError(f"variant names must be unique: {names}")
         if self.baseline is not None and self.baseline not in names:
             raise ValueError(f"baseline {self.baseline!r} is not a variant ({', '.join(names)})")
+        for variant in self.variants:
+            if variant.ablation_of is not None and (variant.ablation_of not in names or variant.ablation_of == variant.name):
+                raise ValueError(f"variant {variant.name}: ablation_of {variant.ablation_of!r} is not another variant "
+                                 f"({', '.join(names)})")
         if "lang" in self.group_by and any("lang" not in v.stages for v in self.variants):
             raise ValueError('group_by "lang" needs the lang stage in every variant')
         sets = [s.name for s in self.eval_sets]
@@ -453,7 +460,7 @@ def spread(values: dict | list) -> dict:
             "min": float(array.min()), "max": float(array.max()), "n": int(array.size), "by_seed": by_seed}
 
 
-ALPHA = 0.05  # the family-wise error rate of one experiment's comparisons (Holm)
+ALPHA = 0.05  # the family-wise error rate of each family of comparisons (Holm)
 
 
 def compare(a: dict, b: dict, lower_is_better: bool) -> dict:
@@ -467,7 +474,7 @@ def compare(a: dict, b: dict, lower_is_better: bool) -> dict:
     the difference of means (Welch-Satterthwaite degrees of freedom). With fewer than two values
     on a side there is no test (``p`` is None). ``better`` is the direction of the difference
     (whether ``a`` is better), not a verdict: :func:`holm` decides which differences are
-    significant across all the comparisons of an experiment."""
+    significant within a family of comparisons."""
     empty = {"difference": None, "stderr": None, "df": None, "t": None, "p": None, "ci95": None,
              "better": None, "paired": False}
     if a["mean"] is None or b["mean"] is None:
@@ -606,13 +613,14 @@ def transfer_metrics(results: dict) -> dict[str, float]:
 
 # The questions an experiment asks, each a family that Holm's correction covers: the headline
 # (the clean sets' mean held-out loss of each variant against the baseline, the question the
-# experiment is built for), the held-out sets and groups one by one, pretrained against random
+# experiment is built for), the held-out sets and groups one by one, each leave-one-out variant
+# against the pipeline it leaves a step out of (``ablation_of``), pretrained against random
 # initialization, and fine-tuning against probing. Correcting the headline for the exploratory
 # per-set tests as well would leave three seeds (2 degrees of freedom) unable to answer it.
-FAMILIES = ("headline", "held-out sets", "transfer", "fine-tuning vs probing")
+FAMILIES = ("headline", "held-out sets", "leave-one-out", "transfer", "fine-tuning vs probing")
 
 
-def _family(metric: str, b: str) -> str:
+def _family(metric: str) -> str:
     if metric == "heldout_bpb":
         return "headline"
     if metric.startswith("heldout_bpb/"):
@@ -653,13 +661,13 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
     comparisons = []
 
     def add(metric: str, a: str, b: str, expected: bool | None, why: str, a_label: str | None = None,
-            b_label: str | None = None, b_metric: str | None = None) -> None:
+            b_label: str | None = None, b_metric: str | None = None, family: str | None = None) -> None:
         b_metric = b_metric or metric
         if a not in metrics.get(metric, {}) or b not in metrics.get(b_metric, {}):
             return
         lower = _lower_is_better(metric)
         name = metric if b_metric == metric else metric.replace("finetune_", "finetune_vs_probe_")
-        comparisons.append({"metric": name, "a": a_label or a, "b": b_label or b, "family": _family(name, b),
+        comparisons.append({"metric": name, "a": a_label or a, "b": b_label or b, "family": family or _family(name),
                             **compare(metrics[metric][a], metrics[b_metric][b], lower), "expected": why,
                             "_expected": expected, "_sides": (metric, a, b_metric, b, lower)})
 
@@ -682,6 +690,16 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
                 else:
                     add(metric, name, baseline, True,
                         f"more curation ({name}) gives lower held-out loss than {baseline}")
+    for variant in config.variants:
+        if variant.ablation_of is not None:
+            whole = variant.ablation_of
+            for metric in held_out:
+                if metric.split("/")[1:2] and metric.split("/")[1] in junk:
+                    add(metric, variant.name, whole, True, f"the step {variant.name} leaves out removes junk, so "
+                        f"without it the loss on junk is lower than {whole}'s", family="leave-one-out")
+                else:
+                    add(metric, variant.name, whole, False, f"the step {variant.name} leaves out helps, so without "
+                        f"it held-out loss is higher than {whole}'s", family="leave-one-out")
     transfer_keys = [m for m in metrics if "_accuracy@" in m]
     for name in names:
         for metric in transfer_keys:

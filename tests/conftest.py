@@ -14,3 +14,10 @@ def prefect_server():
     # Two slow CI cores may need long to start the server and migrate its database.
     with prefect_test_harness(server_startup_timeout=300):
         yield
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests that run flows under the Prefect server (``make test-fast`` leaves them out)."""
+    for item in items:
+        if "prefect_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.flow)

@@ -35,7 +35,9 @@ def _config(tmp_path, **overrides):
         "corpus_dir": str(tmp_path / "corpus"), "seeds": [0, 1], "budget_tokens": 6000,
         "tokenizer": {"vocab_size": 2000, "sample_docs": 500},
         "task": {"train_docs": 30, "test_docs": 20, "sizes": [10, 0], "max_tokens": 16, "finetune_steps": 2},
-        "variants": [{"name": "raw"}, {"name": "full", "stages": ["lang", "filter", "dedup", "lines"], "quality": True}],
+        "variants": [{"name": "raw"}, {"name": "full", "stages": ["lang", "filter", "dedup", "lines"], "quality": True},
+                     {"name": "full-t2", "stages": ["lang", "filter", "dedup", "lines"], "quality": True,
+                      "temperature": 2.0, "ablation_of": "full"}],
         "train": {"device": "cpu", "eval_interval": 4, "eval_tokens": 256, "log_interval": 2,
                   "model": {"block_size": 16, "n_layer": 1, "n_head": 2, "n_embd": 16},
                   "batch": {"micro_batch": 4}, "optim": {"warmup_steps": 1}},
@@ -76,7 +78,7 @@ def test_tiny_experiment_end_to_end(tmp_path):
             # The headline is the mean of the clean sets' bits per byte; junk stands apart.
             assert run["heldout_bpb"] == pytest.approx(np.mean([run[f"heldout_bpb/{s}"] for s in clean_sets]))
             assert run["heldout_bpb/junk"] > 0
-    assert set(results["transfer"]) == {"random", "raw", "full"}
+    assert set(results["transfer"]) == {"random", "raw", "full", "full-t2"}
     assert results["metrics"]["heldout_bpb"]["raw"]["n"] == 2
     # Every comparison tested once, Holm over all of them: no set's single group again, no loss
     # beside its accuracy; each with its interval.
@@ -84,7 +86,10 @@ def test_tiny_experiment_end_to_end(tmp_path):
     assert tested and all(c["family_size"] == results["families"][c["family"]] and c["p_holm"] >= c["p"]
                           for c in tested)
     assert sum(results["families"].values()) == len(tested)
-    assert {c["family"] for c in results["comparisons"] if c["metric"] == "heldout_bpb"} == {"headline"}
+    assert {c["family"] for c in results["comparisons"] if c["metric"] == "heldout_bpb"} == {"headline", "leave-one-out"}
+    # A variant with ablation_of is also compared with that variant, in a family of its own.
+    ablation = [c for c in results["comparisons"] if c["family"] == "leave-one-out"]
+    assert ablation and {(c["a"], c["b"]) for c in ablation} == {("full-t2", "full")}
     assert all(c["ci95"][0] <= c["difference"] <= c["ci95"][1] for c in tested)
     assert not [c for c in results["comparisons"] if "_loss@" in c["metric"] or c["metric"] == "heldout_bpb/news/news"]
 
@@ -117,7 +122,7 @@ def test_tiny_experiment_end_to_end(tmp_path):
         assert mixture["tokenizer"]["sha256"] == tokenizer_sha == results["curation"][name]["tokenizer_sha256"]
 
     # The contamination check ran on every variant and found nothing.
-    assert set(results["contamination"]) == {"raw", "full"}
+    assert set(results["contamination"]) == {"raw", "full", "full-t2"}
     for name, check in results["contamination"].items():
         assert check["contaminated_documents"] == 0 and check["contaminated_windows"] == 0
         # Every training document once (an upsampled one repeats), its end-of-document token aside.

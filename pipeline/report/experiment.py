@@ -14,6 +14,7 @@ from pathlib import Path
 
 import matplotlib
 
+from pipeline.experiment import FAMILIES
 from pipeline.io.writer import atomic_path, read_json
 from pipeline.report.html import esc, fmt, table
 from pipeline.report.plots import STYLE, _figure, to_svg
@@ -244,7 +245,7 @@ def render(results: dict) -> str:
         "order, so two variants are compared seed by seed: Student's t on the per-seed differences (n − 1 degrees "
         "of freedom), with a 95% confidence interval; a difference is significant when its p-value, Holm-adjusted "
         "over the comparisons of its family (one question: "
-        + ", ".join(f"{esc(name)} {count}" for name, count in results.get("families", {}).items())
+        + ", ".join(f"{esc(name)} {results['families'][name]}" for name in FAMILIES if name in results.get("families", {}))
         + f") is below {results.get('alpha', 0.05)}, so noise calls a difference anywhere in a family at most 5% "
         "of the time.</p>",
         f"<ul>{findings}</ul><h3>Results against the expectation</h3><ul>{flagged}</ul></section>",
@@ -270,7 +271,10 @@ def render(results: dict) -> str:
         "</section>",
         "<section id=comparisons><h2>All comparisons</h2>",
         "<h3>Held-out loss against the baseline</h3>",
-        _comparisons(results, lambda c: c["metric"].startswith("heldout_bpb")),
+        _comparisons(results, lambda c: c["metric"].startswith("heldout_bpb") and c["family"] != "leave-one-out"),
+        *(["<h3>Leave-one-out: each variant against the pipeline it leaves a step out of</h3>",
+           _comparisons(results, lambda c: c["family"] == "leave-one-out")]
+          if any(c.get("family") == "leave-one-out" for c in results["comparisons"]) else []),
         "<h3>Pretrained against random initialization</h3>",
         _comparisons(results, lambda c: c["b"] == "random"),
         "<h3>Fine-tuning against probing</h3>",
