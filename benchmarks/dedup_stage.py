@@ -285,7 +285,6 @@ def corpus_documents(corpus: Path) -> pa.Table:
     return table
 
 
-
 def write_shards(table: pa.Table, folder: Path) -> list[str]:
     """Write ``table`` as SHARDS zstd Parquet files of ROW_GROUP_DOCS-row groups; their names."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -296,6 +295,7 @@ def write_shards(table: pa.Table, folder: Path) -> list[str]:
                        row_group_size=ROW_GROUP_DOCS)
         names.append(name)
     return names
+
 
 def base_shards() -> list[Path]:
     """The benchmark's document shards (made once): the corpus' documents, shuffled."""

@@ -282,9 +282,10 @@ def _worker_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], tuple],
-                transfer_call) -> tuple[dict[str, dict[int, dict]], dict[str, dict[int, dict]]]:
-    """Every pretraining run and every transfer run (random init first, then each variant's as
+def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], dict],
+                transfer_parameters) -> tuple[dict[str, dict[int, dict]], dict[str, dict[int, dict]]]:
+    """Every pretraining run (``pretrain_task``'s parameters per variant and seed) and every
+    transfer run (``transfer_parameters(model, seed)``; random init first, then each variant's as
     soon as its pretraining is done): in this process one after the other, or with
     ``parallel_runs`` > 1 that many at a time, each in a process of its own with its share of the
     cores. Returns ``(summaries, transfer)``, each ``{model: {seed: result}}``."""
@@ -292,11 +293,10 @@ def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], tup
     transfer: dict[str, dict[int, dict]] = {}
     randoms = [(RANDOM, seed) for seed in config.seeds]
     if config.parallel_runs == 1:
-        for (name, seed), (fn, parameters) in pretraining.items():
-            summaries.setdefault(name, {})[seed] = fn(**parameters)
+        for (name, seed), parameters in pretraining.items():
+            summaries.setdefault(name, {})[seed] = pretrain_task(**parameters)
         for name, seed in [*randoms, *pretraining]:
-            fn, parameters = transfer_call(name, seed)
-            transfer.setdefault(name, {})[seed] = fn(**parameters)
+            transfer.setdefault(name, {})[seed] = transfer_task(**transfer_parameters(name, seed))
         return summaries, transfer
 
     from prefect.futures import as_completed
@@ -305,17 +305,17 @@ def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], tup
     threads = max(1, (os.cpu_count() or 1) // config.parallel_runs)
     with ProcessPoolTaskRunner(max_workers=config.parallel_runs, initializer=_worker_threads,
                                initargs=(threads,)) as runner:
-        started = {runner.submit(fn, parameters): key for key, (fn, parameters) in pretraining.items()}
-        transfers = {runner.submit(*transfer_call(name, seed)): (name, seed) for name, seed in randoms}
+        started = {runner.submit(pretrain_task, parameters): key for key, parameters in pretraining.items()}
+        transfers = {runner.submit(transfer_task, transfer_parameters(*key)): key for key in randoms}
         for future in as_completed(list(started)):
             name, seed = started[future]
             summaries.setdefault(name, {})[seed] = future.result()
-            transfers[runner.submit(*transfer_call(name, seed))] = (name, seed)
+            transfers[runner.submit(transfer_task, transfer_parameters(name, seed))] = (name, seed)
         for future, (name, seed) in transfers.items():
             transfer.setdefault(name, {})[seed] = future.result()
-    order = [name for name, _ in pretraining]
-    summaries = {name: dict(sorted(summaries[name].items())) for name in dict.fromkeys(order)}
-    transfer = {name: dict(sorted(transfer[name].items())) for name in [RANDOM, *dict.fromkeys(order)]}
+    order = list(dict.fromkeys(name for name, _ in pretraining))
+    summaries = {name: dict(sorted(summaries[name].items())) for name in order}
+    transfer = {name: dict(sorted(transfer[name].items())) for name in [RANDOM, *order]}
     return summaries, transfer
 
 
@@ -361,11 +361,11 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     tick = time.perf_counter()
     model_shape = _train_config(config, heldout, out / "unused", 0, heldout).model.model_dump()
 
-    def transfer_call(name: str, seed: int) -> tuple:
+    def transfer_parameters(name: str, seed: int) -> dict:
         checkpoint = None if name == RANDOM else out / "train" / name / f"seed-{seed}"
-        return transfer_task, dict(model_name=name, seed=seed, checkpoint=checkpoint, model_shape=model_shape,
-                                   tokenizer_path=tokenizer_path, task_path=task_path, config=config,
-                                   out_path=out / "transfer" / name / f"seed-{seed}.json")
+        return dict(model_name=name, seed=seed, checkpoint=checkpoint, model_shape=model_shape,
+                    tokenizer_path=tokenizer_path, task_path=task_path, config=config,
+                    out_path=out / "transfer" / name / f"seed-{seed}.json")
 
     pretraining = {}
     for variant in config.variants:
@@ -373,9 +373,8 @@ def experiment_flow(config: ExperimentConfig) -> dict:
         for seed in config.seeds:
             train_config = _train_config(config, mixture, out / "train" / variant.name / f"seed-{seed}", seed,
                                          heldout)
-            pretraining[(variant.name, seed)] = (pretrain_task, dict(variant=variant.name, seed=seed,
-                                                                     train_config=train_config))
-    summaries, transfer = _run_models(config, pretraining, transfer_call)
+            pretraining[(variant.name, seed)] = dict(variant=variant.name, seed=seed, train_config=train_config)
+    summaries, transfer = _run_models(config, pretraining, transfer_parameters)
     timing["training_and_transfer_s"] = time.perf_counter() - tick
 
     labels = None

@@ -61,7 +61,6 @@ from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, s
 
 STAGE = "mix"
 MIXTURE_FORMAT = "curate.mixture/1"
-CONTAMINATED, EXCLUDED, EXCLUDED_ID, EXCLUDED_WINDOW = MIX_CONTAMINATED, MIX_EXCLUDED, MIX_EXCLUDED_ID, MIX_EXCLUDED_WINDOW
 _EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
 # Why a document left the pool: the rule, the text that put it there, and the rule's measure
 # (Jaccard; shared windows; null for an id).
@@ -140,10 +139,10 @@ def _exclusions(config: RunConfig, documents: pl.DataFrame, inputs: list[Path], 
     listed = read_reference_ids(settings.exclude)
     by_id = (documents.select("id").filter(pl.col("id").is_in(listed.implode()))
              .with_columns(reference_id=pl.col("id")))
-    causes = [_causes(by_id, EXCLUDED_ID, None)]
+    causes = [_causes(by_id, MIX_EXCLUDED_ID, None)]
     index = ReferenceIndex(reference["id"], reference["text"], params)
     near = _best_match(_matches(inputs, index, by_id["id"]))
-    causes.append(_causes(near, EXCLUDED, "jaccard"))
+    causes.append(_causes(near, MIX_EXCLUDED, "jaccard"))
     summary = {"texts": reference.height, "by_id": by_id.height, "near_duplicate": near.height}
     if settings.exclude_ngram:
         windows = WindowIndex.from_texts(reference["id"], reference["text"], load_tokenizer(tokenizer_path),
@@ -154,7 +153,7 @@ def _exclusions(config: RunConfig, documents: pl.DataFrame, inputs: list[Path], 
         found, counts, common = window_containment(hits, windows, settings.common_window_docs)
         taken = pl.concat([by_id["id"], near["id"]])
         contained = found.filter((pl.col("windows") > 0) & ~pl.col("id").is_in(taken.implode()))
-        causes.append(_causes(contained, EXCLUDED_WINDOW, "windows"))
+        causes.append(_causes(contained, MIX_EXCLUDED_WINDOW, "windows"))
         summary.update({**windows.summary(), "common_window_docs": settings.common_window_docs, **counts,
                         "window": contained.height})
     else:
@@ -392,12 +391,13 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
         .when(held_out).then(pl.lit("validation"))
         .when(pl.col("id").is_in(contaminated["id"].implode())).then(pl.lit("contaminated"))
         .otherwise(pl.lit("train")))
-    causes = pl.concat([excluded, _causes(contaminated, CONTAMINATED, "jaccard")])
-    documents = documents.join(causes.select("id", pl.col("rule").alias(MIX_RULE), pl.col("reference_id").alias(MIX_NEAR_ID)), on="id", how="left",
-                               maintain_order="left")
+    causes = pl.concat([excluded, _causes(contaminated, MIX_CONTAMINATED, "jaccard")])
+    documents = documents.join(causes.select("id", pl.col("rule").alias(MIX_RULE),
+                                             pl.col("reference_id").alias(MIX_NEAR_ID)),
+                               on="id", how="left", maintain_order="left")
     write_parquet(documents.drop("shard", "row").to_arrow(), stage.root / "documents.parquet")
-    thresholds = {EXCLUDED_ID: None, EXCLUDED: settings.contamination_threshold, EXCLUDED_WINDOW: 1.0,
-                  CONTAMINATED: settings.contamination_threshold}
+    thresholds = {MIX_EXCLUDED_ID: None, MIX_EXCLUDED: settings.contamination_threshold, MIX_EXCLUDED_WINDOW: 1.0,
+                  MIX_CONTAMINATED: settings.contamination_threshold}
     for side in ("excluded", "contaminated"):
         dropped = documents.filter(pl.col("split") == side).join(causes.select("id", "value"), on="id", how="left")
         threshold = dropped["rule"].replace_strict(thresholds, return_dtype=pl.Float64)

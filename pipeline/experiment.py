@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -660,7 +661,7 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
 
     comparisons = []
 
-    def add(metric: str, a: str, b: str, expected: bool | None, why: str, a_label: str | None = None,
+    def add(metric: str, a: str, b: str, expected: bool, why: str, a_label: str | None = None,
             b_label: str | None = None, b_metric: str | None = None, family: str | None = None) -> None:
         b_metric = b_metric or metric
         if a not in metrics.get(metric, {}) or b not in metrics.get(b_metric, {}):
@@ -673,33 +674,27 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
 
     # The family Holm corrects over: each test once. A set's only group is the set itself, and a
     # transfer's cross-entropy says what its accuracy says: both are reported, not tested again.
-    groups_of: dict[str, int] = {}
-    for metric in metrics:
-        if metric.startswith("heldout_bpb/") and metric.count("/") == 2:
-            groups_of[metric.split("/")[1]] = groups_of.get(metric.split("/")[1], 0) + 1
+    groups_of = Counter(m.split("/")[1] for m in metrics if m.startswith("heldout_bpb/") and m.count("/") == 2)
     held_out = [m for m in metrics if m.startswith("heldout_bpb")
-                and (m.count("/") < 2 or groups_of.get(m.split("/")[1], 0) > 1)]
+                and (m.count("/") < 2 or groups_of[m.split("/")[1]] > 1)]
     junk = {name for name, info in heldout["sets"].items() if not info["clean"]}
+
+    def held_out_against(curated: str, other: str, family: str | None = None) -> None:
+        """``curated`` (more curation) against ``other``, on every held-out measure: expected lower
+        on the clean sets, higher on the junk its curation removes."""
+        a, b = (curated, other) if family is None else (other, curated)  # leave-one-out: a lacks a step
+        for metric in held_out:
+            on_junk = bool(metric.split("/")[1:2]) and metric.split("/")[1] in junk
+            why = (f"curation ({curated}) removes junk, so its loss on junk is higher" if on_junk
+                   else f"more curation ({curated}) gives lower held-out loss than {other}")
+            add(metric, a, b, (not on_junk) == (a == curated), why, family=family)
+
     for name in names:
         if name != baseline:
-            for metric in held_out:
-                if metric.split("/")[1:2] and metric.split("/")[1] in junk:
-                    # Text curation removes: its loss should rise; a curated variant that is no
-                    # worse on it kept the junk or learnt it elsewhere.
-                    add(metric, name, baseline, False, f"curation ({name}) removes junk, so its loss on junk is higher")
-                else:
-                    add(metric, name, baseline, True,
-                        f"more curation ({name}) gives lower held-out loss than {baseline}")
+            held_out_against(name, baseline)
     for variant in config.variants:
         if variant.ablation_of is not None:
-            whole = variant.ablation_of
-            for metric in held_out:
-                if metric.split("/")[1:2] and metric.split("/")[1] in junk:
-                    add(metric, variant.name, whole, True, f"the step {variant.name} leaves out removes junk, so "
-                        f"without it the loss on junk is lower than {whole}'s", family="leave-one-out")
-                else:
-                    add(metric, variant.name, whole, False, f"the step {variant.name} leaves out helps, so without "
-                        f"it held-out loss is higher than {whole}'s", family="leave-one-out")
+            held_out_against(variant.ablation_of, variant.name, family="leave-one-out")
     transfer_keys = [m for m in metrics if "_accuracy@" in m]
     for name in names:
         for metric in transfer_keys:

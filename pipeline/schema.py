@@ -63,12 +63,11 @@ REMOVED_SCHEMA = pa.schema(
     ]
 )
 
-# mix/documents.parquet, one row per document handed to the mix stage: its side (MIX_SIDES), and
-# for a document that left the pool the rule that removed it and the text that caused it.
-MIX_SPLIT = "split"
+# mix/documents.parquet, one row per document handed to the mix stage: its side ("split": train,
+# validation, excluded, contaminated), and for a document that left the pool the rule that removed
+# it and the text that caused it.
 MIX_RULE = "rule"
 MIX_NEAR_ID = "near_id"
-MIX_SIDES = ("train", "validation", "excluded", "contaminated")
 # The mix stage's rules (its removed/*.parquet and documents' MIX_RULE), and what MIX_NEAR_ID is under each.
 MIX_CONTAMINATED = "validation_near_duplicate"
 MIX_EXCLUDED = "reference_near_duplicate"

@@ -80,7 +80,7 @@ def test_tiny_experiment_end_to_end(tmp_path):
             assert run["heldout_bpb/junk"] > 0
     assert set(results["transfer"]) == {"random", "raw", "full", "full-t2"}
     assert results["metrics"]["heldout_bpb"]["raw"]["n"] == 2
-    # Every comparison tested once, Holm over all of them: no set's single group again, no loss
+    # Every comparison tested once, Holm within its family: no set's single group again, no loss
     # beside its accuracy; each with its interval.
     tested = [c for c in results["comparisons"] if c["p"] is not None]
     assert tested and all(c["family_size"] == results["families"][c["family"]] and c["p_holm"] >= c["p"]

@@ -186,11 +186,9 @@ def _comparisons(results: dict, select) -> str:
         flag = ' <span class="warn">(contradicts the expectation)</span>' if c["contradicts_expectation"] else ""
         ci = c.get("ci95") or [None, None]
         rows.append([esc(c["metric"]), esc(c["a"]), esc(c["b"]),
-                     f'<span class="num" data-json="{esc(ref)}.difference">{esc(fmt(c["difference"], 4))}</span>',
-                     f'<span class="num" data-json="{esc(ref)}.ci95.0">{esc(fmt(ci[0], 4))}</span> to '
-                     f'<span class="num" data-json="{esc(ref)}.ci95.1">{esc(fmt(ci[1], 4))}</span>',
-                     f'<span class="num" data-json="{esc(ref)}.p">{esc(fmt(c["p"], 4))}</span>',
-                     f'<span class="num" data-json="{esc(ref)}.p_holm">{esc(fmt(c["p_holm"], 4))}</span>',
+                     _num(f"{ref}.difference", c["difference"], 4),
+                     f'{_num(f"{ref}.ci95.0", ci[0], 4)} to {_num(f"{ref}.ci95.1", ci[1], 4)}',
+                     _num(f"{ref}.p", c["p"], 4), _num(f"{ref}.p_holm", c["p_holm"], 4),
                      esc(verdict) + flag, esc(c["sentence"])])
     return table(["measure", "a", "b", "a − b", "95% CI", "p", "p (Holm, in its family)", "verdict",
                   "what it supports"], rows,
