@@ -180,6 +180,8 @@ def corpus_docs() -> pl.DataFrame:
     labels = pl.read_parquet(CORPUS_DIR / "labels.parquet").select(
         id=pl.col("source") + "/" + pl.col("key"), kind="kind")
     docs = docs.join(labels, on="id", how="left", maintain_order="left")
+    # Canaries are memorization probes (random words), neither text to keep nor noise to remove.
+    docs = docs.filter(pl.col("kind") != "canary")
     unknown = docs.filter(~pl.col("kind").is_in([*NOISE_KINDS, *KEEP_KINDS]))
     if unknown.height:
         raise SystemExit(f"{unknown.height} documents have no usable label, e.g. {unknown['id'][0]}")

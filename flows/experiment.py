@@ -17,6 +17,7 @@ Steps, all under ``out_dir``::
                           held-out or task text; the run stops if any does
     train/<variant>/seed-<s>/     pretraining (trainer.train), held-out sets evaluated throughout
     transfer/<model>/seed-<s>.json  probe and fine-tuning scores (model: random or a variant)
+    memorization/<variant>/seed-<s>.json  extraction and exposure of the planted canaries
     results.json, report/index.html
 
 Each step is skipped when its output is complete (curation runs resume; training resumes from
@@ -36,9 +37,9 @@ from prefect.cache_policies import NO_CACHE
 from flows.curate import curate_flow
 from pipeline.config import ConfigError, RunConfig, load_config, parse_config
 from pipeline.decontaminate import check_contamination
-from pipeline.experiment import (EVAL_MIXTURE, ExperimentConfig, VariantConfig, contamination_total, curation_config,
-                                 heldout_provenance, heldout_scores, heldout_texts, protected_texts, read_eval_set,
-                                 tokenizer_sample, trained_on, write_eval_folder)
+from pipeline.experiment import (EVAL_MIXTURE, ExperimentConfig, VariantConfig, canary_views, contamination_total,
+                                 curation_config, heldout_provenance, heldout_scores, heldout_texts, protected_texts,
+                                 read_eval_set, tokenizer_sample, trained_on, write_eval_folder)
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.manifest import open_run
 from pipeline.schema import RunLayout
@@ -110,6 +111,31 @@ def _heldout(config: ExperimentConfig, corpus: Path | None) -> tuple[Path, pl.Da
     if not path.exists() or not pl.read_parquet(path).equals(texts):
         write_parquet(texts.to_arrow(), path)
     return path, texts, origins
+
+
+def _canaries(config: ExperimentConfig, corpus: Path | None) -> Path | None:
+    """The canaries whose memorization is measured: the user's file, the demo corpus's, or none."""
+    if not config.memorization.enabled:
+        return None
+    if config.memorization.canaries is not None:
+        return config.memorization.canaries
+    return _corpus_file(corpus, "canaries.parquet") if corpus is not None else None
+
+
+def _canary_info(path: Path, runs: dict[str, RunConfig], memorization: dict) -> dict:
+    """results.json's ``memorization`` header: the canaries (file, how many per occurrence count),
+    the cut, and how often each variant's mixture trains on them (with ``pool_ids``)."""
+    canaries = pl.read_parquet(path)
+    counts = canaries.group_by("occurrences").len().sort("occurrences")
+    some = next(iter(next(iter(memorization.values())).values()))
+    info = {"file": str(path), "sha256": file_sha256(path),
+            "canaries": {("control" if n == 0 else str(n)): int(k) for n, k in counts.iter_rows()},
+            "prefix_tokens": some["prefix_tokens"], "suffix_tokens": some["suffix_tokens"],
+            "too_short": some["too_short"], "reference": "control canaries (each control against the others)"}
+    if "pool_ids" in canaries.columns:
+        info["trained"] = {name: canary_views(canaries, pl.read_parquet(
+            RunLayout(run.run_dir).root / "mix" / name / "plan.parquet")) for name, run in runs.items()}
+    return info
 
 
 def _quality_model(config: ExperimentConfig, corpus: Path | None) -> Path | None:
@@ -242,6 +268,43 @@ def transfer_task(model_name: str, seed: int, checkpoint: Path | None, model_sha
     return results
 
 
+@task(name="experiment-memorization", cache_policy=NO_CACHE, task_run_name="memorization-{variant}-seed{seed}")
+def memorization_task(variant: str, seed: int, checkpoint: Path, tokenizer_path: Path, canaries_path: Path,
+                      prefix: int, suffix: int, out_path: Path) -> dict:
+    """Extraction and exposure of every canary for one pretrained model (trainer.memorization):
+    ``memorization/<variant>/seed-<s>.json``, per canary its occurrences in the raw pool, the
+    leading suffix tokens greedy decoding gets right, exact extraction, the suffix loss, and
+    exposure against the control canaries (each control against the other controls)."""
+    import numpy as np
+
+    from pipeline.tokenize import special_ids
+    from trainer.generate import load_model
+    from trainer.memorization import cut, exposure, extraction
+
+    if out_path.exists():
+        return read_json(out_path)
+    started = time.perf_counter()
+    tokenizer = load_tokenizer(tokenizer_path)
+    canaries = pl.read_parquet(canaries_path, columns=["id", "text", "occurrences"])
+    ids = [e.ids for e in tokenizer.encode_batch(canaries["text"].to_list(), add_special_tokens=False)]
+    windows, kept = cut(ids, special_ids(tokenizer)["eod"], prefix, suffix)
+    model, _, _ = load_model(checkpoint)
+    scores = extraction(model, windows, prefix)
+    occurrences = canaries["occurrences"].to_numpy()[kept]
+    controls = scores["suffix_loss"][occurrences == 0]
+    bits = exposure(scores["suffix_loss"], controls)
+    for i, position in enumerate(np.flatnonzero(occurrences == 0)):
+        bits[position] = exposure(controls[i:i + 1], np.delete(controls, i))[0]
+    result = {"prefix_tokens": prefix, "suffix_tokens": suffix, "controls": int((occurrences == 0).sum()),
+              "too_short": canaries.height - len(kept),
+              "canaries": {"id": canaries["id"].to_numpy()[kept].tolist(), "occurrences": occurrences.tolist(),
+                           "matched": scores["matched"].tolist(), "exact": scores["exact"].tolist(),
+                           "suffix_loss": scores["suffix_loss"].tolist(), "exposure": bits.tolist()},
+              "seconds": time.perf_counter() - started}
+    write_json(result, out_path)
+    return result
+
+
 def _curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None) -> dict:
     layout = RunLayout(run.run_dir)
     manifest = read_json(layout.root / "mix" / variant / "manifest.json")
@@ -282,41 +345,50 @@ def _worker_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], dict],
-                transfer_parameters) -> tuple[dict[str, dict[int, dict]], dict[str, dict[int, dict]]]:
-    """Every pretraining run (``pretrain_task``'s parameters per variant and seed) and every
+def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], dict], transfer_parameters,
+                memorization_parameters=None) -> tuple[dict[str, dict[int, dict]], ...]:
+    """Every pretraining run (``pretrain_task``'s parameters per variant and seed), every
     transfer run (``transfer_parameters(model, seed)``; random init first, then each variant's as
-    soon as its pretraining is done): in this process one after the other, or with
+    soon as its pretraining is done) and, with ``memorization_parameters(variant, seed)``, every
+    pretrained model's memorization: in this process one after the other, or with
     ``parallel_runs`` > 1 that many at a time, each in a process of its own with its share of the
-    cores. Returns ``(summaries, transfer)``, each ``{model: {seed: result}}``."""
-    summaries: dict[str, dict[int, dict]] = {}
-    transfer: dict[str, dict[int, dict]] = {}
+    cores. Returns ``(summaries, transfer, memorization)``, each ``{model: {seed: result}}``."""
+    results: dict[str, dict[str, dict[int, dict]]] = {"pretrain": {}, "transfer": {}, "memorization": {}}
     randoms = [(RANDOM, seed) for seed in config.seeds]
+
+    def followups(key: tuple[str, int]) -> list:
+        runs = [("transfer", transfer_task, transfer_parameters(*key))]
+        if memorization_parameters is not None:
+            runs.append(("memorization", memorization_task, memorization_parameters(*key)))
+        return runs
+
     if config.parallel_runs == 1:
-        for (name, seed), parameters in pretraining.items():
-            summaries.setdefault(name, {})[seed] = pretrain_task(**parameters)
-        for name, seed in [*randoms, *pretraining]:
-            transfer.setdefault(name, {})[seed] = transfer_task(**transfer_parameters(name, seed))
-        return summaries, transfer
+        for key, parameters in pretraining.items():
+            results["pretrain"].setdefault(key[0], {})[key[1]] = pretrain_task(**parameters)
+        for key in randoms:
+            results["transfer"].setdefault(RANDOM, {})[key[1]] = transfer_task(**transfer_parameters(*key))
+        for key in pretraining:
+            for kind, run, parameters in followups(key):
+                results[kind].setdefault(key[0], {})[key[1]] = run(**parameters)
+    else:
+        from prefect.futures import as_completed
+        from prefect.task_runners import ProcessPoolTaskRunner
 
-    from prefect.futures import as_completed
-    from prefect.task_runners import ProcessPoolTaskRunner
-
-    threads = max(1, (os.cpu_count() or 1) // config.parallel_runs)
-    with ProcessPoolTaskRunner(max_workers=config.parallel_runs, initializer=_worker_threads,
-                               initargs=(threads,)) as runner:
-        started = {runner.submit(pretrain_task, parameters): key for key, parameters in pretraining.items()}
-        transfers = {runner.submit(transfer_task, transfer_parameters(*key)): key for key in randoms}
-        for future in as_completed(list(started)):
-            name, seed = started[future]
-            summaries.setdefault(name, {})[seed] = future.result()
-            transfers[runner.submit(transfer_task, transfer_parameters(name, seed))] = (name, seed)
-        for future, (name, seed) in transfers.items():
-            transfer.setdefault(name, {})[seed] = future.result()
+        threads = max(1, (os.cpu_count() or 1) // config.parallel_runs)
+        with ProcessPoolTaskRunner(max_workers=config.parallel_runs, initializer=_worker_threads,
+                                   initargs=(threads,)) as runner:
+            started = {runner.submit(pretrain_task, parameters): key for key, parameters in pretraining.items()}
+            later = {runner.submit(transfer_task, transfer_parameters(*key)): ("transfer", key) for key in randoms}
+            for future in as_completed(list(started)):
+                key = started[future]
+                results["pretrain"].setdefault(key[0], {})[key[1]] = future.result()
+                for kind, run, parameters in followups(key):
+                    later[runner.submit(run, parameters)] = (kind, key)
+            for future, (kind, key) in later.items():
+                results[kind].setdefault(key[0], {})[key[1]] = future.result()
     order = list(dict.fromkeys(name for name, _ in pretraining))
-    summaries = {name: dict(sorted(summaries[name].items())) for name in order}
-    transfer = {name: dict(sorted(transfer[name].items())) for name in [RANDOM, *order]}
-    return summaries, transfer
+    return tuple({name: dict(sorted(results[kind][name].items())) for name in names if name in results[kind]}
+                 for kind, names in (("pretrain", order), ("transfer", [RANDOM, *order]), ("memorization", order)))
 
 
 @flow(name="experiment", validate_parameters=False)
@@ -367,6 +439,14 @@ def experiment_flow(config: ExperimentConfig) -> dict:
                     tokenizer_path=tokenizer_path, task_path=task_path, config=config,
                     out_path=out / "transfer" / name / f"seed-{seed}.json")
 
+    canaries_path = _canaries(config, corpus)
+
+    def memorization_parameters(name: str, seed: int) -> dict:
+        return dict(variant=name, seed=seed, checkpoint=out / "train" / name / f"seed-{seed}",
+                    tokenizer_path=tokenizer_path, canaries_path=canaries_path,
+                    prefix=config.memorization.prefix_tokens, suffix=config.memorization.suffix_tokens,
+                    out_path=out / "memorization" / name / f"seed-{seed}.json")
+
     pretraining = {}
     for variant in config.variants:
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
@@ -374,7 +454,8 @@ def experiment_flow(config: ExperimentConfig) -> dict:
             train_config = _train_config(config, mixture, out / "train" / variant.name / f"seed-{seed}", seed,
                                          heldout)
             pretraining[(variant.name, seed)] = dict(variant=variant.name, seed=seed, train_config=train_config)
-    summaries, transfer = _run_models(config, pretraining, transfer_parameters)
+    summaries, transfer, memorization = _run_models(config, pretraining, transfer_parameters,
+                                                    memorization_parameters if canaries_path else None)
     timing["training_and_transfer_s"] = time.perf_counter() - tick
 
     labels = None
@@ -389,11 +470,14 @@ def experiment_flow(config: ExperimentConfig) -> dict:
                                  for row in read_metrics(out / "train" / name / f"seed-{seed}")]
                      for seed in config.seeds} for name in summaries}
     results = summarize(config, curation, summaries, transfer, eval_manifest,
-                        heldout_provenance(texts, origins, eval_manifest), contamination, curves)
+                        heldout_provenance(texts, origins, eval_manifest), contamination, curves,
+                        memorization=memorization or None,
+                        canaries=_canary_info(canaries_path, runs, memorization) if memorization else None)
     timing["total_s"] = time.perf_counter() - started
     # What the runs took when they ran (an invocation that resumes reuses finished runs untimed).
     timing["pretraining_runs_s"] = sum(s["wall_time_s"] for runs in summaries.values() for s in runs.values())
     timing["transfer_runs_s"] = sum(t.get("seconds", 0.0) for runs in transfer.values() for t in runs.values())
+    timing["memorization_runs_s"] = sum(m.get("seconds", 0.0) for runs in memorization.values() for m in runs.values())
     timing["parallel_runs"] = config.parallel_runs
     results["timing"] = timing
     write_json(results, out / "results.json")

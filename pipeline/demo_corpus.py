@@ -9,6 +9,7 @@ kinds, written in the formats the pipeline reads::
     web/web-00000.warc.gz               WARC response records: HTML pages and a few images
     notes/<topic>/<name>.txt            plain text, one document per file
     labels.parquet                      one row per document: what it really is
+    heldout/                            held-out sets, the task, the canaries: in no pool
     corpus.json                         summary: seed, docs, counts, files
 
 Each data file holds at most :data:`MAX_DOCS_PER_FILE` documents. ``labels.parquet`` is ground
@@ -30,6 +31,9 @@ Kinds (the ``kind`` label):
   documents in different languages, ``detail`` names both; the file claims the first one's),
   ``non_html`` (PNG responses in the WARC files).
 * ``malformed``: a handful of broken JSON lines and bad records, ``detail`` says what is wrong.
+* ``canary``: a memorization probe, words drawn at random from the news articles' frequencies,
+  written to the news pool 1, 10, 30 or 100 times (exact copies, ``original`` set on all but
+  one); ``heldout/canaries.parquet`` lists them, and control canaries written nowhere.
 
 How a label row finds its record (``key``): the ``id`` field in JSONL and Parquet, or
 ``line:<n>`` for a JSONL line that a strict JSON parser rejects (broken JSON, invalid UTF-8); the
@@ -73,11 +77,11 @@ from warcio.warcwriter import WARCWriter
 
 from pipeline.io.warc import html_to_text
 
-VERSION = 2
+VERSION = 3
 MAX_DOCS_PER_FILE = 10_000
 SOURCES = ("news", "dialogues", "web", "notes")
 KINDS = ("clean", "exact_dup", "near_dup", "boilerplate", "spam", "lorem", "gibberish",
-         "mixed_lang", "non_html", "malformed")
+         "mixed_lang", "non_html", "malformed", "canary")
 LABELS_NOTE = "labels.parquet is ground truth for evaluation; the pipeline never reads it"
 
 # Shares of the documents written as originals. Clean documents are capped by the real material
@@ -123,11 +127,16 @@ COPY_KINDS = {
     "gibberish": {"exact": 0.6, "near": 0.4},
     "mixed_lang": {"exact": 0.6, "near": 0.4},
 }
-# Canaries: clean news articles copied exactly this many times each (memorization probes), as
-# many counts as fit in CANARY_BUDGET of the corpus, smallest first.
-CANARY_COPIES = (10, 30, 100)
-CANARIES_PER_COUNT = 2
-CANARY_BUDGET = 0.05
+# Canaries (memorization probes, after Carlini et al. 2019, "The Secret Sharer", and 2022,
+# "Quantifying Memorization"): news records of CANARY_WORDS words drawn at random from the news
+# articles' word frequencies, so that no model can predict one it has not seen. At SCALE_DOCS
+# documents, CANARIES[n] canaries occur n times each in the news pool (exact copies), scaled with
+# the corpus (a count is left out when its canaries round to none); CANARY_CONTROLS more, made
+# alike, are written to no pool: what a model that never saw a canary does with one.
+CANARIES = {1: 100, 10: 50, 30: 20, 100: 8}
+CANARY_CONTROLS = 400
+CANARY_WORDS = 72
+CANARY_VOCABULARY = 5_000  # the most frequent words of the news articles
 
 # Held-out sets: real documents (and generated junk) that no pool file holds, nor any copy of
 # them. Only real documents sharing no span of ISOLATION_WORDS words (ISOLATION_CHARS characters
@@ -137,6 +146,9 @@ HELDOUT_DIR = "heldout"
 HELDOUT_TEXTS = "heldout/texts.parquet"
 HELDOUT_MANIFEST = "heldout/manifest.json"
 HELDOUT_TASK = "heldout/task.parquet"
+HELDOUT_CANARIES = "heldout/canaries.parquet"
+CANARY_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("occurrences", pa.int64()),
+                           ("pool_ids", pa.list_(pa.string()))])
 HELDOUT_SIZES = {"news": 150, "dialogues": 150, "web": 150, "junk": 150}
 HELDOUT_JUNK_KINDS = ("spam", "boilerplate", "lorem", "gibberish")
 ISOLATION_WORDS = 8
@@ -371,7 +383,7 @@ class Doc:
     key: str = ""
     url: str = ""
     copy_kind: str | None = None  # exact | near | template, for a copy
-    canary: bool = False  # a canary original or a copy of one
+    canary: bool = False  # a canary or a copy of one
 
 
 def _malformed_sets(docs: int) -> int:
@@ -382,15 +394,15 @@ def _scaled_cap(kind: str, docs: int) -> int:
     return max(2, round(COPY_CAPS[kind] * docs / SCALE_DOCS))
 
 
-def canary_counts(docs: int) -> list[int]:
-    """Copies per canary: CANARIES_PER_COUNT canaries for each count of CANARY_COPIES that fits,
-    smallest first, in CANARY_BUDGET of the corpus."""
-    counts: list[int] = []
-    for copies in CANARY_COPIES:
-        if sum(counts) + CANARIES_PER_COUNT * copies > CANARY_BUDGET * docs:
-            break
-        counts += [copies] * CANARIES_PER_COUNT
-    return counts
+def canary_counts(docs: int) -> dict[int, int]:
+    """Canaries per number of occurrences in the pool, for a corpus of ``docs`` documents
+    (:data:`CANARIES` scaled; counts that round to no canary are left out)."""
+    scaled = {n: int(count * docs / SCALE_DOCS) for n, count in CANARIES.items()}
+    return {n: count for n, count in scaled.items() if count}
+
+
+def canary_controls(docs: int) -> int:
+    return max(20, int(CANARY_CONTROLS * docs / SCALE_DOCS))
 
 
 def plan_counts(docs: int, real_docs: int) -> dict[str, int]:
@@ -401,7 +413,9 @@ def plan_counts(docs: int, real_docs: int) -> dict[str, int]:
         counts[kind] = round(share * docs)
     counts["non_html"] = max(1, counts["non_html"])
     counts["clean"] = min(round(CLEAN_SHARE * docs), real_docs)
-    counts["canary_copies"] = sum(canary_counts(docs))
+    canaries = canary_counts(docs)
+    counts["canary"] = sum(canaries.values())
+    counts["canary_copies"] = sum((n - 1) * count for n, count in canaries.items())
     copies = docs - sum(counts.values())
     if copies < 0:
         raise ValueError(f"docs={docs} is too small for the demo corpus")
@@ -496,23 +510,14 @@ def _copy(plan: list[Doc], original: int, copy_kind: str, rate: float, destinati
 def _plan_copies(plan: list[Doc], counts: dict[str, int], docs: int, sites: list[Site],
                  rng: np.random.Generator, text_rng: np.random.Generator) -> list[Doc]:
     """The copies of every kind: per kind, copies per original by a capped Zipf law over that
-    kind's originals (in plan order, itself random); canaries first, from the clean news."""
+    kind's originals (in plan order, itself random)."""
     copies: list[Doc] = []
-    canaries = canary_counts(docs)
-    news = [i for i, d in enumerate(plan) if d.kind == "clean" and d.real_source == "news"]
-    canary_ids = news[:len(canaries)]
-    for original in canary_ids:
-        plan[original].canary = True
     for kind in COPY_SHARES:
-        originals = [i for i, d in enumerate(plan) if d.kind == kind and not d.canary]
+        originals = [i for i, d in enumerate(plan) if d.kind == kind]
         per_original = zipf_copy_counts(len(originals), counts[f"copies:{kind}"],
                                         _scaled_cap(kind, docs), COPY_EXPONENTS[kind])
         sources = np.repeat(np.array(originals, dtype=np.int64), per_original).tolist()
         copy_kinds = _choose(rng, COPY_KINDS[kind], len(sources))
-        if kind == "clean":
-            sources = np.repeat(np.array(canary_ids, dtype=np.int64),
-                                canaries[:len(canary_ids)]).tolist() + sources
-            copy_kinds = ["exact"] * (len(sources) - len(copy_kinds)) + copy_kinds
         rates = np.array(EDIT_RATES)[rng.integers(len(EDIT_RATES), size=len(sources))].tolist()
         for original, copy_kind, rate in zip(sources, copy_kinds, rates):
             base = plan[original]
@@ -523,10 +528,50 @@ def _plan_copies(plan: list[Doc], counts: dict[str, int], docs: int, sites: list
     return copies
 
 
+def canary_vocabulary(news: Iterable[RealDoc]) -> tuple[list[str], np.ndarray]:
+    """The :data:`CANARY_VOCABULARY` most frequent lower-case words of ``news`` and their
+    probabilities (by frequency), in a fixed order."""
+    found = Counter(word for doc in news for word in re.findall(r"[a-z]+", doc.text.lower()))
+    top = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:CANARY_VOCABULARY]
+    counts = np.array([n for _, n in top], dtype=np.float64)
+    return [word for word, _ in top], counts / counts.sum()
+
+
+def canary_text(words: list[str], probs: np.ndarray, rng: np.random.Generator) -> str:
+    """:data:`CANARY_WORDS` words drawn from ``probs``, in sentences of 6 to 14 words."""
+    drawn = [words[i] for i in rng.choice(len(words), size=CANARY_WORDS, p=probs).tolist()]
+    sentences, start = [], 0
+    while start < len(drawn):
+        end = min(len(drawn), start + int(rng.integers(6, 15)))
+        sentence = drawn[start:end]
+        sentences.append(" ".join([sentence[0].capitalize(), *sentence[1:]]) + ".")
+        start = end
+    return " ".join(sentences)
+
+
+def _plan_canaries(docs: int, first: int, news: Iterable[RealDoc],
+                   rng: np.random.Generator) -> tuple[list[Doc], list[str]]:
+    """The canaries (:func:`canary_counts`) followed by their exact copies, for a plan whose next
+    index is ``first``; and the control canaries' texts."""
+    words, probs = canary_vocabulary(news)
+    originals: list[Doc] = []
+    copies: list[Doc] = []
+    for occurrences, count in canary_counts(docs).items():
+        for _ in range(count):
+            text = canary_text(words, probs, rng)
+            title = " ".join(text.split()[:6])
+            index = first + len(originals)
+            originals.append(Doc("canary", "news", text, title, "en", canary=True))
+            copies += [Doc("canary", "news", text, title, "en", original=index, copy_kind="exact", canary=True)
+                       for _ in range(occurrences - 1)]
+    controls = [canary_text(words, probs, rng) for _ in range(canary_controls(docs))]
+    return originals + copies, controls
+
+
 def _move_to_notes(plan: list[Doc], count: int, rng: np.random.Generator) -> None:
     """Send ``count`` documents of the kinds a notes folder plausibly holds to ``notes/``."""
     eligible = [i for i, doc in enumerate(plan)
-                if doc.kind in NOTES_KINDS and doc.real_source != "dialogues"]
+                if doc.kind in NOTES_KINDS and doc.real_source != "dialogues" and not doc.canary]
     for i in rng.choice(eligible, size=min(count, len(eligible)), replace=False).tolist():
         plan[i].source = "notes"
 
@@ -936,6 +981,7 @@ class Plan:
     sites: list[Site]
     counts: dict[str, int]
     stats: dict = field(default_factory=dict)
+    controls: list[str] = field(default_factory=list)  # control canaries: in no pool
 
 
 def _plan_noise(kind: str, count: int, materials: Materials, rng: np.random.Generator,
@@ -982,7 +1028,7 @@ def _plan_malformed(count: int, news: list[RealDoc], rng: np.random.Generator) -
     return docs
 
 
-STREAMS = ("plan", "text", "sites", "keys", "pages", "shards", "heldout")
+STREAMS = ("plan", "text", "sites", "keys", "pages", "shards", "heldout", "canaries")
 
 
 def random_streams(seed: int) -> dict[str, np.random.Generator]:
@@ -1005,12 +1051,14 @@ def make_plan(docs: int, streams: dict[str, np.random.Generator], real: RealText
     for kind in NOISE_SHARES:
         plan += _plan_noise(kind, counts[kind], materials, rng, text_rng)
     plan += _plan_copies(plan, counts, docs, sites, rng, text_rng)
+    canaries, controls = _plan_canaries(docs, len(plan), real.news, streams["canaries"])
+    plan += canaries
     plan += _plan_malformed(counts["malformed"], list(real.news), rng)
     for doc, site in zip(plan, rng.integers(len(sites), size=len(plan)).tolist()):
         if doc.site < 0:
             doc.site = site
     _move_to_notes(plan, round(NOTES_SHARE * docs), rng)
-    return Plan(plan, sites, counts, dict(real.stats))
+    return Plan(plan, sites, counts, dict(real.stats), controls)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1256,6 +1304,21 @@ def labels_table(written: Written, plan: Plan) -> pa.Table:
     return pa.table(columns, schema=LABEL_SCHEMA)
 
 
+def canaries_table(plan: Plan) -> pa.Table:
+    """:data:`HELDOUT_CANARIES`: each canary (id ``canary/<key>``), its text, how many times it
+    occurs in the pools and the ids (``news/<key>``) of its occurrences; then the control canaries
+    (ids ``canary/control-<n>``), which occur nowhere."""
+    planted: dict[int, list[str]] = {}
+    for i, doc in enumerate(plan.docs):
+        if doc.canary:
+            planted.setdefault(i if doc.original is None else doc.original, []).append(f"{doc.source}/{doc.key}")
+    rows = [(f"canary/{plan.docs[i].key}", plan.docs[i].text, len(ids), ids) for i, ids in planted.items()]
+    rows += [(f"canary/control-{n:04d}", text, 0, []) for n, text in enumerate(plan.controls)]
+    columns = list(zip(*rows)) if rows else [[] for _ in CANARY_SCHEMA.names]
+    return pa.table({name: list(values) for name, values in zip(CANARY_SCHEMA.names, columns)},
+                    schema=CANARY_SCHEMA)
+
+
 # --------------------------------------------------------------------------------------------
 # Held-out sets and the task
 
@@ -1476,13 +1539,14 @@ def duplication_shape(labels: pa.Table) -> dict:
         }
     largest = (copies.group_by("original", "base").len().sort(["len", "original"], descending=[True, False])
                .head(10))
-    canaries = frame.filter(pl.col("canary") & pl.col("original").is_null())
+    canaries = frame.filter(pl.col("canary") & pl.col("original").is_null()).select(
+        occurrences=pl.col("copies") + 1)["occurrences"].to_list()
     return {
         "copies": copies.height, "copy_share": round(copies.height / max(1, frame.height), 4),
         "by_kind": per_kind,
         "largest_clusters": [{"original": o, "kind": k, "copies": int(n)}
                              for o, k, n in largest.iter_rows()],
-        "canaries": {key: int(n) for key, n in canaries.select("key", "copies").iter_rows()},
+        "canaries": {str(n): count for n, count in sorted(Counter(canaries).items())},
     }
 
 
@@ -1505,7 +1569,9 @@ def build_demo_corpus(out_dir: Path, docs: int = 20_000, seed: int = 0, task_tra
     Before anything is planned, the held-out sets (``heldout/texts.parquet``, described by
     ``heldout/manifest.json``) and the downstream task's articles (``heldout/task.parquet``, in
     pipeline.tasks' format: ``task_train_docs`` + ``task_test_docs`` BBC articles) are set aside:
-    no data file holds them or any copy of them.
+    no data file holds them or any copy of them. ``heldout/canaries.parquet`` lists the canaries
+    planted in the news pool (:data:`CANARIES`) with the ids of their occurrences, and the control
+    canaries planted nowhere.
 
     The summary is also written to ``out_dir/corpus.json``, last, so that its presence means a
     complete corpus; a corpus already there for the same arguments is returned as is.
@@ -1542,12 +1608,15 @@ def build_demo_corpus(out_dir: Path, docs: int = 20_000, seed: int = 0, task_tra
     texts, extra = heldout_table(reserved, plan, streams["heldout"])
     _atomic_write(out_dir / HELDOUT_TEXTS,
                   lambda stream: pq.write_table(texts, stream, compression="zstd"))
+    canaries = canaries_table(plan)
+    _atomic_write(out_dir / HELDOUT_CANARIES,
+                  lambda stream: pq.write_table(canaries, stream, compression="zstd"))
     task_info = write_task(reserved.task, out_dir / HELDOUT_TASK)
     task_info = {"train": task_info["train"], "test": task_info["test"], "labels": task_info["labels"]}
     manifest = heldout_manifest(texts, reserved, seed, task_info, extra)
     _atomic_write(out_dir / HELDOUT_MANIFEST,
                   lambda stream: stream.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2)))
-    written.files += [HELDOUT_TEXTS, HELDOUT_TASK, HELDOUT_MANIFEST]
+    written.files += [HELDOUT_TEXTS, HELDOUT_TASK, HELDOUT_MANIFEST, HELDOUT_CANARIES]
     _remove_stale(out_dir, written.files)
 
     summary = {
@@ -1559,6 +1628,7 @@ def build_demo_corpus(out_dir: Path, docs: int = 20_000, seed: int = 0, task_tra
         "counts": _counts([doc for doc, *_ in written.rows]),
         "duplication": duplication_shape(labels),
         "heldout": {"texts": HELDOUT_TEXTS, "task": HELDOUT_TASK, "manifest": HELDOUT_MANIFEST,
+                    "canaries": HELDOUT_CANARIES,
                     "documents": {name: entry["documents"] for name, entry in manifest["sets"].items()},
                     "task_documents": {"train": task_info["train"], "test": task_info["test"]}},
         "real_text": plan.stats,

@@ -35,6 +35,7 @@ def _config(tmp_path, **overrides):
         "corpus_dir": str(tmp_path / "corpus"), "seeds": [0, 1], "budget_tokens": 6000,
         "tokenizer": {"vocab_size": 2000, "sample_docs": 500},
         "task": {"train_docs": 30, "test_docs": 20, "sizes": [10, 0], "max_tokens": 16, "finetune_steps": 2},
+        "memorization": {"prefix_tokens": 6, "suffix_tokens": 8},
         "variants": [{"name": "raw"}, {"name": "full", "stages": ["lang", "filter", "dedup", "lines"], "quality": True},
                      {"name": "full-t2", "stages": ["lang", "filter", "dedup", "lines"], "quality": True,
                       "temperature": 2.0, "ablation_of": "full"}],
@@ -186,9 +187,37 @@ def test_tiny_experiment_end_to_end(tmp_path):
         excluded = documents.filter(pl.col("split") == "excluded")
         assert excluded["rule"].null_count() == 0 and excluded["near_id"].null_count() == 0
 
+    # Memorization of the corpus's canaries, per variant and seed: every canary long enough is
+    # scored, the views of each mixture match its plan, and each curated variant is compared with
+    # raw at each planted count (no direction expected for canaries planted once).
+    canaries = pl.read_parquet(config.corpus_dir / "heldout" / "canaries.parquet")
+    memo = results["memorization"]
+    expected_counts = {("control" if n == 0 else str(n)): k for n, k in canaries.group_by("occurrences").len().iter_rows()}
+    assert memo["canaries"] == expected_counts and {"control", "1", "10"} <= set(expected_counts)
+    assert set(memo["runs"]) == {"raw", "full", "full-t2"} and set(memo["runs"]["raw"]) == {"0", "1"}
+    for name in ("raw", "full"):
+        plan = pl.read_parquet(Path(results["curation"][name]["mixture"]) / "plan.parquet")
+        repeats = dict(zip(plan["id"].to_list(), plan["repeats"].to_list()))
+        for n, seen in memo["trained"][name].items():
+            views = [sum(repeats.get(i, 0) for i in ids)
+                     for ids in canaries.filter(pl.col("occurrences") == int(n))["pool_ids"].to_list()]
+            assert seen["mean_views"] == pytest.approx(np.mean(views)) and seen["canaries"] == len(views)
+        scored = json.loads((out / "memorization" / name / "seed-0.json").read_text())
+        assert len(scored["canaries"]["id"]) + scored["too_short"] == canaries.height
+        assert scored["controls"] == expected_counts["control"]
+        for n in expected_counts:
+            assert f"memorization/exposure/{n}" in memo["runs"][name]["0"]
+            entry = results["metrics"][f"memorization/exposure/{n}"][name]
+            assert entry["n"] == 2 and 0 <= entry["mean"] <= np.log2(expected_counts["control"] + 1)
+    memorization = [c for c in results["comparisons"] if c["family"] == "memorization"]
+    planted = [n for n in expected_counts if n != "control"]
+    assert {(c["a"], c["metric"]) for c in memorization} == {
+        (a, f"memorization/exposure/{n}") for a in ("full", "full-t2") for n in planted}
+    assert all(c["b"] == "raw" for c in memorization)
+
     # Run side by side (parallel_runs = 2: a process per run, a core each), pretraining and
     # transfer give what they gave one after the other; the curation runs are reused.
-    for folder in ("train", "transfer"):
+    for folder in ("train", "transfer", "memorization"):
         shutil.rmtree(out / folder)
     again = experiment_flow(config.model_copy(update={"parallel_runs": 2}))
     assert again["timing"]["parallel_runs"] == 2
@@ -199,6 +228,9 @@ def test_tiny_experiment_end_to_end(tmp_path):
             assert "heldout_bpb" in scores and second["tokens"] == first["tokens"]
             assert {key: second[key] for key in scores} == pytest.approx({key: first[key] for key in scores}, rel=1e-4)
     assert again["transfer"].keys() == results["transfer"].keys()
+    for metric in [m for m in results["metrics"] if m.startswith("memorization/")]:
+        for name, entry in results["metrics"][metric].items():
+            assert again["metrics"][metric][name]["mean"] == pytest.approx(entry["mean"], rel=1e-4, abs=1e-9)
     for name, seeds in results["transfer"].items():
         for seed, scores in seeds.items():
             assert again["transfer"][name][seed]["probe_loss@all"] == pytest.approx(scores["probe_loss@all"], rel=1e-3)
@@ -337,6 +369,8 @@ def test_the_rule_calls_no_difference_on_noise():
     ({"group_by": ["lang"]}, "lang stage in every variant"),
     ({"reference": {"fraction": 0.1}}, "remove \\[reference\\]"),
     ({"eval_sets": [{"name": "news", "path": __file__.replace(".py", ".jsonl")}]}, "no file"),
+    ({"memorization": {"prefix_tokens": 8, "suffix_tokens": 9}}, "must fit the model's block_size \\(16\\)"),
+    ({"memorization": {"canaries": "missing.parquet"}}, "memorization.canaries"),
 ])
 def test_experiment_config_errors(tmp_path, change, message):
     with pytest.raises(ConfigError, match=message):

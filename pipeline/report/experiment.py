@@ -2,7 +2,8 @@
 ``results.json`` alone: what each variant kept and trained on (tokens, bytes, epochs, kinds of
 document), the held-out sets and where they came from, the contamination check, held-out bits per
 byte with seed error bars (headline over the clean sets, each set and group, junk apart), training
-and held-out curves, transfer scores, and every comparison with the sentence it supports.
+and held-out curves, memorization of planted canaries, transfer scores, and every comparison with the
+sentence it supports.
 
 Every number shown from ``results.json`` carries ``data-json="results.json#<key>.<key>..."`` so a
 reader (or a test) can check the page against the file.
@@ -166,6 +167,47 @@ def _contamination_table(results: dict) -> str:
                  numeric={1, 2, 3, 4, 5})
 
 
+def _memorization(results: dict) -> str:
+    """Memorization by occurrences in the raw pool: per variant, how often its mixture trained on a
+    canary, exact extraction, leading tokens extracted, suffix loss and exposure (mean ± seed std)."""
+    info = results.get("memorization")
+    if not info:
+        return ""
+    variants = results["variants"]
+    counts = info["canaries"]
+    order = sorted(counts, key=lambda n: -1 if n == "control" else int(n))
+    head = [esc(v) for v in variants]
+    sections = []
+    trained = info.get("trained")
+    if trained:
+        rows = [[esc(n), _num(f"results.json#memorization.canaries.{n}", counts[n])]
+                + [(_num(f"results.json#memorization.trained.{v}.{n}.mean_views", trained[v][n]["mean_views"], 2)
+                    + " (" + _num(f"results.json#memorization.trained.{v}.{n}.seen_share", trained[v][n]["seen_share"], 2)
+                    + ")") if n in trained.get(v, {}) else "–" for v in variants] for n in order if n != "control"]
+        sections.append("<h3>Times each variant's mixture trained on a canary (mean; share seen at least once)</h3>"
+                        + table(["occurrences in the raw pool", "canaries", *head], rows,
+                                numeric=set(range(1, len(variants) + 2))))
+    names = {"exposure": "exposure (bits; lower: memorized less)", "exact": "exact extraction (share of canaries)",
+             "matched": "leading suffix tokens extracted", "suffix_loss": "suffix loss (nats per token)"}
+    for measure, title in names.items():
+        rows = [[esc(n), _num(f"results.json#memorization.canaries.{n}", counts[n])]
+                + [_value(results, f"memorization/{measure}/{n}", v, 3) for v in variants] for n in order]
+        sections.append(f"<h3>{esc(title)}</h3>" + table(["occurrences in the raw pool", "canaries", *head], rows,
+                                                           numeric=set(range(1, len(variants) + 2))))
+    return (
+        "<section id=memorization><h2>Memorization of planted canaries</h2>"
+        f"<p class=note>Canaries are texts of random words planted in the raw pool 1 to 100 times; controls are made "
+        f"alike and planted nowhere. Each is cut after its first "
+        f'<span class="num" data-json="results.json#memorization.prefix_tokens">{info["prefix_tokens"]}</span> tokens; '
+        f'greedy decoding of the next <span class="num" data-json="results.json#memorization.suffix_tokens">'
+        f'{info["suffix_tokens"]}</span> is scored (exact extraction and leading tokens right, Carlini et al. 2022), '
+        "with the true suffix's loss, and exposure: how far below the controls' suffix losses a canary's lies, "
+        "log2(controls + 1) − log2(rank) bits (Carlini et al. 2019; a control scores about 1.4 bits). "
+        "Means over the canaries of each row, ± the spread over seeds.</p>" + "".join(sections)
+        + "<h3>Comparisons (Holm over the memorization family)</h3>"
+        + _comparisons(results, lambda c: c["family"] == "memorization") + "</section>")
+
+
 def _metric_table(results: dict, metrics: list[str], models: list[str], digits: int, label) -> str:
     rows = [[esc(model)] + [_value(results, metric, model, digits) for metric in metrics] for model in models]
     return table(["model", *[label(m) for m in metrics]], rows, numeric=set(range(1, len(metrics) + 1)))
@@ -237,7 +279,9 @@ def render(results: dict) -> str:
         f"{fmt(timing.get('transfer_runs_s', 0) / 60, 1)} min of transfer.</p>",
         "<nav><a href='#findings'>findings</a><a href='#variants'>variants</a><a href='#sets'>held-out sets</a>"
         "<a href='#heldout'>held-out loss</a>"
-        "<a href='#curves'>curves</a><a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
+        "<a href='#curves'>curves</a>"
+        + ("<a href='#memorization'>memorization</a>" if results.get("memorization") else "")
+        + "<a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
         "</header><main>",
         "<section id=findings><h2>Findings</h2><p class=note>Runs of one seed share their initialization and batch "
         "order, so two variants are compared seed by seed: Student's t on the per-seed differences (n − 1 degrees "
@@ -260,6 +304,7 @@ def render(results: dict) -> str:
         _metric_table(results, group_metrics, variants, 4, lambda m: m.split("/", 1)[1]),
         "</section>",
         "<section id=curves><h2>Training and held-out curves</h2>", _curves(results), "</section>",
+        _memorization(results),
         "<section id=transfer><h2>Transfer to the downstream task</h2>"
         "<p class=note>Linear probe on the frozen backbone and full fine-tuning, at each number of labelled "
         "examples; test accuracy (and cross-entropy below). 'random' is the same architecture, not pretrained.</p>",
