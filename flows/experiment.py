@@ -404,6 +404,7 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     task_path = _task_file(config, corpus)
     texts_path, texts, origins = _heldout(config, corpus)
     quality = _quality_model(config, corpus)
+    canaries_path = _canaries(config, corpus)
 
     # The raw pool (source stage only) and the one tokenizer, from a seeded sample of it that
     # holds no held-out text.
@@ -412,7 +413,10 @@ def experiment_flow(config: ExperimentConfig) -> dict:
                                          None, [], None))
     tokenizer_path = out / "tokenizer.json"
     if not tokenizer_path.exists():
-        sample = tokenizer_sample(_final_documents(source_run), texts, config.tokenizer.sample_docs, config.seed)
+        # The canaries are probes, not text to learn merges from: left out like the held-out texts.
+        left_out = texts if canaries_path is None else pl.concat(
+            [texts.select("id", "text"), pl.read_parquet(canaries_path, columns=["id", "text"])])
+        sample = tokenizer_sample(_final_documents(source_run), left_out, config.tokenizer.sample_docs, config.seed)
         train_tokenizer(sample["text"], tokenizer_path, vocab_size=config.tokenizer.vocab_size)
     heldout, eval_manifest = _eval_folder(config, texts_path, texts, tokenizer_path)
     protected_path, protected = _protected(config, texts, task_path)
@@ -438,8 +442,6 @@ def experiment_flow(config: ExperimentConfig) -> dict:
         return dict(model_name=name, seed=seed, checkpoint=checkpoint, model_shape=model_shape,
                     tokenizer_path=tokenizer_path, task_path=task_path, config=config,
                     out_path=out / "transfer" / name / f"seed-{seed}.json")
-
-    canaries_path = _canaries(config, corpus)
 
     def memorization_parameters(name: str, seed: int) -> dict:
         return dict(variant=name, seed=seed, checkpoint=out / "train" / name / f"seed-{seed}",

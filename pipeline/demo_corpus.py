@@ -133,7 +133,7 @@ COPY_KINDS = {
 # documents, CANARIES[n] canaries occur n times each in the news pool (exact copies), scaled with
 # the corpus (a count is left out when its canaries round to none); CANARY_CONTROLS more, made
 # alike, are written to no pool: what a model that never saw a canary does with one.
-CANARIES = {1: 100, 10: 50, 30: 20, 100: 8}
+CANARIES = {1: 100, 10: 30, 30: 20, 100: 16}
 CANARY_CONTROLS = 400
 CANARY_WORDS = 72
 CANARY_VOCABULARY = 5_000  # the most frequent words of the news articles

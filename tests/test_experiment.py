@@ -191,6 +191,10 @@ def test_tiny_experiment_end_to_end(tmp_path):
     # scored, the views of each mixture match its plan, and each curated variant is compared with
     # raw at each planted count (no direction expected for canaries planted once).
     canaries = pl.read_parquet(config.corpus_dir / "heldout" / "canaries.parquet")
+    # The source stage reads a canary as written, so the tokenizer's sample can leave it out by text.
+    source = pl.scan_parquet(sorted((out / "curation" / "source").glob("source/docs/*.parquet"))).collect()
+    planted = canaries.filter(pl.col("occurrences") > 0)["text"]
+    assert planted.is_in(source["text"].implode()).all()
     memo = results["memorization"]
     expected_counts = {("control" if n == 0 else str(n)): k for n, k in canaries.group_by("occurrences").len().iter_rows()}
     assert memo["canaries"] == expected_counts and {"control", "1", "10"} <= set(expected_counts)
