@@ -46,8 +46,7 @@ from pipeline.decontaminate import WindowIndex, check_contamination, window_cont
 from pipeline.dedup.contamination import ReferenceIndex  # noqa: E402
 from pipeline.dedup.minhash import MinHashParams  # noqa: E402
 from pipeline.demo_corpus import build_demo_corpus  # noqa: E402
-from pipeline.tokenize import (load_tokenizer, read_token_shard, tokenizer_sha256, train_tokenizer,  # noqa: E402
-                               write_token_shard)
+from pipeline.tokenize import load_tokenizer, read_token_shard, tokenizer_sha256, train_tokenizer, write_token_shard  # noqa: E402
 
 HELD = 150
 SEED = 0

@@ -40,8 +40,14 @@ import pyarrow as pa  # noqa: E402
 from datasketch import MinHash  # noqa: E402
 
 from pipeline.dedup.lsh import signature_batch  # noqa: E402
-from pipeline.dedup.minhash import (MinHashParams, band_keys, minhash_signatures,  # noqa: E402
-                                    polynomial_shingle_hashes, sha1_shingle_hashes, shingle_sets)
+from pipeline.dedup.minhash import (  # noqa: E402
+    MinHashParams,
+    band_keys,
+    minhash_signatures,
+    polynomial_shingle_hashes,
+    sha1_shingle_hashes,
+    shingle_sets,
+)
 from pipeline.dedup.normalize import combine_word_hashes, prepare_texts, words  # noqa: E402
 from pipeline.demo_corpus import build_demo_corpus  # noqa: E402
 

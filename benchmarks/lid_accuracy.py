@@ -210,7 +210,7 @@ def evaluate(name: str, texts: list[str], labels: list[str] | None, model: Path)
     speed = throughput(methods, texts)
     results["docs_per_cpu_s"] = {method: round(value) for method, value in speed.items()}
     results["throughput_ratio_sampled_vs_prefix"] = round(speed["sampled"] / speed["prefix"], 3)
-    print("throughput, documents per CPU second (best of %d): " % REPEATS
+    print(f"throughput, documents per CPU second (best of {REPEATS}): "
           + ", ".join(f"{method} {value:,.0f}" for method, value in speed.items())
           + f"; sampled / prefix = {results['throughput_ratio_sampled_vs_prefix']:.3f}")
     return results

@@ -15,9 +15,9 @@ import errno
 import os
 import re
 import sys
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
-from typing import Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -361,8 +361,8 @@ def inspect_command(run_dir: str = typer.Argument(..., help="a run directory, or
 
 @app.command()
 def run(config: Path = typer.Argument(..., help="TOML config of the run"), quiet: bool = QuietOption,
-        runner: str = RunnerOption, address: Optional[str] = AddressOption,
-        workers: Optional[int] = WorkersOption) -> None:
+        runner: str = RunnerOption, address: str | None = AddressOption,
+        workers: int | None = WorkersOption) -> None:
     """Run the curation flows of CONFIG (on local threads, local processes or a Dask cluster)."""
     chosen = _runner(runner, address, workers)
     with _failing_on(ConfigError):
@@ -394,11 +394,11 @@ def _run_training_texts(run_dir: Path, stage: str, positive: list[str], negative
 
 @app.command("train-quality")
 def train_quality(out: Path = typer.Argument(..., help="folder for quality.bin and quality.json"),
-                  run_dir: Optional[Path] = typer.Option(None, help="take documents from this run..."),
+                  run_dir: Path | None = typer.Option(None, help="take documents from this run..."),
                   stage: str = typer.Option("lang", help="...at this stage (lang gives per-language cuts)"),
                   positive: list[str] = typer.Option([], help="sources of reference (high-quality) text"),
                   negative: list[str] = typer.Option([], help="sources of raw text"),
-                  demo_corpus: Optional[Path] = typer.Option(None, help="or: a demo corpus (clean news vs web pages)"),
+                  demo_corpus: Path | None = typer.Option(None, help="or: a demo corpus (clean news vs web pages)"),
                   max_docs: int = typer.Option(50_000, min=10, help="documents per class at most"),
                   seed: int = typer.Option(0, help="random seed")) -> None:
     """Train the fastText quality classifier: reference text against random raw text."""
@@ -426,7 +426,7 @@ def train_tokenizer_command(
         kind: str = typer.Option("bpe", help="bpe (byte-level BPE, for GPT) or wordpiece (for masked LM)"),
         vocab_size: int = typer.Option(8192, min=260, help="vocabulary size, special tokens included"),
         sample_docs: int = typer.Option(50_000, min=1, help="documents sampled from the run"),
-        stage: Optional[str] = typer.Option(None, help="stage to sample [default: the run's last stage]"),
+        stage: str | None = typer.Option(None, help="stage to sample [default: the run's last stage]"),
         seed: int = typer.Option(0, help="random seed of the sample")) -> None:
     """Train a tokenizer on a seeded sample of a run's curated documents."""
     import polars as pl
@@ -503,7 +503,7 @@ def generate(checkpoint: Path = typer.Argument(..., help="a training out_dir or 
              prompt: str = typer.Option("", help="text to continue"),
              max_tokens: int = typer.Option(100, min=1, help="tokens to generate at most"),
              temperature: float = typer.Option(0.8, min=0.0, help="0: greedy"),
-             top_k: Optional[int] = typer.Option(50, min=1, help="sample among the k likeliest tokens"),
+             top_k: int | None = typer.Option(50, min=1, help="sample among the k likeliest tokens"),
              seed: int = typer.Option(0, help="random seed")) -> None:
     """Continue a prompt with a trained model (stops at the end-of-document token)."""
     from trainer.generate import generate_text
@@ -528,7 +528,6 @@ def experiment(config: Path = typer.Argument(..., help="TOML config of the exper
         parsed = load_experiment(config)
     configure_prefect(parsed.out_dir, quiet=quiet)
     from flows.experiment import ContaminationError, experiment_flow
-
     from flows.runners import shared_api
 
     # With runs in processes of their own, the flow and every worker report to one Prefect API
@@ -573,10 +572,10 @@ def demo_corpus(out: Path = typer.Argument(DEMO_CORPUS_DIR, help="folder to buil
 @app.command()
 def demo(docs: int = typer.Option(20_000, min=100, help="documents in the demo corpus"),
          seed: int = typer.Option(0, help="random seed"),
-         corpus_dir: Optional[Path] = typer.Option(None, help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]"),
-         run_dir: Optional[Path] = typer.Option(None, help=f"run directory [default: {DEMO_RUN_DIR}]"),
-         quiet: bool = QuietOption, runner: str = RunnerOption, address: Optional[str] = AddressOption,
-         workers: Optional[int] = WorkersOption) -> None:
+         corpus_dir: Path | None = typer.Option(None, help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]"),
+         run_dir: Path | None = typer.Option(None, help=f"run directory [default: {DEMO_RUN_DIR}]"),
+         quiet: bool = QuietOption, runner: str = RunnerOption, address: str | None = AddressOption,
+         workers: int | None = WorkersOption) -> None:
     """Build the demo corpus and curate it end to end."""
     from pipeline.demo_corpus import build_demo_corpus
 

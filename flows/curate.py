@@ -13,8 +13,8 @@ from flows.dedup import dedup_flow, lines_flow
 from flows.mix import mix_flow
 from flows.runners import LOCAL, Runner, check_storage
 from flows.source import source_flow
-from flows.tokenize import tokenize_flow
 from flows.stages import shard_stage_flow
+from flows.tokenize import tokenize_flow
 from pipeline.config import RunConfig
 from pipeline.manifest import check_run_dir, run_lock
 from pipeline.steps import enabled_stages

@@ -33,8 +33,8 @@ from flows.progress import gather_parts
 from flows.stages import finish_stage, mark_work_done, reusable_work
 from pipeline.config import RunConfig
 from pipeline.dedup.clusters import ShingleLookup, clusters_from_edges, dedup_step, verify_partition
-from pipeline.dedup.lsh import SHARD_BITS, partition_band_keys, signatures_for_shard
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
+from pipeline.dedup.lsh import SHARD_BITS, partition_band_keys, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import read_parquet, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet

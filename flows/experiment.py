@@ -37,9 +37,22 @@ from prefect.cache_policies import NO_CACHE
 from flows.curate import curate_flow
 from pipeline.config import ConfigError, RunConfig, load_config, parse_config
 from pipeline.decontaminate import check_contamination
-from pipeline.experiment import (EVAL_MIXTURE, ExperimentConfig, VariantConfig, canary_views, contamination_total,
-                                 curation_config, heldout_provenance, heldout_scores, heldout_texts, protected_texts,
-                                 read_eval_set, tokenizer_sample, trained_on, write_eval_folder)
+from pipeline.experiment import (
+    EVAL_MIXTURE,
+    ExperimentConfig,
+    VariantConfig,
+    canary_views,
+    contamination_total,
+    curation_config,
+    heldout_provenance,
+    heldout_scores,
+    heldout_texts,
+    protected_texts,
+    read_eval_set,
+    tokenizer_sample,
+    trained_on,
+    write_eval_folder,
+)
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.manifest import open_run
 from pipeline.schema import RunLayout

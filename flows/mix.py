@@ -52,10 +52,28 @@ from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
 from pipeline.ledger import LedgerError
 from pipeline.manifest import record_stage
-from pipeline.mix import (SALT_SAMPLE, assign_groups, cap_epochs, explicit_weights, group_sizes, mixture_report,
-                          sample_plan, seeded_id_hash, split_validation, temperature_weights)
-from pipeline.schema import (MIX_CONTAMINATED, MIX_EXCLUDED, MIX_EXCLUDED_ID, MIX_EXCLUDED_WINDOW, MIX_NEAR_ID,
-                             MIX_RULE, REMOVED_SCHEMA, RunLayout)
+from pipeline.mix import (
+    SALT_SAMPLE,
+    assign_groups,
+    cap_epochs,
+    explicit_weights,
+    group_sizes,
+    mixture_report,
+    sample_plan,
+    seeded_id_hash,
+    split_validation,
+    temperature_weights,
+)
+from pipeline.schema import (
+    MIX_CONTAMINATED,
+    MIX_EXCLUDED,
+    MIX_EXCLUDED_ID,
+    MIX_EXCLUDED_WINDOW,
+    MIX_NEAR_ID,
+    MIX_RULE,
+    REMOVED_SCHEMA,
+    RunLayout,
+)
 from pipeline.stage import removed_frame
 from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, special_ids, token_dtype
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
-from typing import Iterator
 
 RUNNERS = ("local", "processes", "dask")
 SCHEDULER_TIMEOUT_S = 10  # to connect to a Dask scheduler given by address

@@ -46,10 +46,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import polars as pl
@@ -187,7 +187,7 @@ class WindowIndex:
     tokens: int
 
     @classmethod
-    def from_texts(cls, ids, texts, tokenizer: Tokenizer | Path, ngram: int = WINDOW_TOKENS) -> "WindowIndex":
+    def from_texts(cls, ids, texts, tokenizer: Tokenizer | Path, ngram: int = WINDOW_TOKENS) -> WindowIndex:
         """Tokenize ``texts`` with ``tokenizer`` (the run's) and index their windows."""
         frame = _text_frame(texts, ids)
         if not isinstance(tokenizer, Tokenizer):
@@ -196,7 +196,7 @@ class WindowIndex:
         return cls.from_tokens(frame["id"], tokens, offsets, ngram)
 
     @classmethod
-    def from_tokens(cls, ids, tokens: np.ndarray, offsets: np.ndarray, ngram: int = WINDOW_TOKENS) -> "WindowIndex":
+    def from_tokens(cls, ids, tokens: np.ndarray, offsets: np.ndarray, ngram: int = WINDOW_TOKENS) -> WindowIndex:
         offsets = np.asarray(offsets, dtype=np.int64)
         lengths = np.diff(offsets)
         hashes, doc = window_hashes(tokens, offsets[:-1], lengths, ngram)

@@ -59,12 +59,12 @@ import struct
 import uuid
 import zlib
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import orjson
@@ -1203,7 +1203,7 @@ def write_dialogues(shards: list[list[Doc]], out_dir: Path, written: Written) ->
 
 
 def _crawl_start(seed: int) -> datetime:
-    return datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(days=seed % 366, hours=seed % 24)
+    return datetime(2024, 1, 1, tzinfo=UTC) + timedelta(days=seed % 366, hours=seed % 24)
 
 
 def _claimed_lang(doc: Doc) -> str | None:
@@ -1354,7 +1354,7 @@ class Reserved:
 
     pool: RealText  # what the pools may hold
     sets: dict[str, list[RealDoc]]  # news, dialogues, web
-    task: "pl.DataFrame"  # task columns of pipeline.tasks, plus ``index`` into the BBC articles
+    task: pl.DataFrame  # task columns of pipeline.tasks, plus ``index`` into the BBC articles
     candidates: dict[str, int]  # isolated documents per source
 
 

@@ -37,8 +37,15 @@ import polars as pl
 from pydantic import Field, field_validator, model_validator
 from scipy import stats
 
-from pipeline.config import (DEFAULT_FILTERS, EXCLUDE_SUFFIXES, ConfigError, _existing_file, _Strict,
-                             read_toml, validate_model)
+from pipeline.config import (
+    DEFAULT_FILTERS,
+    EXCLUDE_SUFFIXES,
+    ConfigError,
+    _existing_file,
+    _Strict,
+    read_toml,
+    validate_model,
+)
 from pipeline.mix import seeded_id_hash
 
 DOCUMENT_STEPS = ("lang", "filter", "dedup", "lines")

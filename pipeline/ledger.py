@@ -29,14 +29,14 @@ class Ledger:
     def accounted(self) -> int:
         return self.docs_out + sum(self.removed.values()) + sum(self.quarantined.values())
 
-    def merge(self, other: "Ledger") -> "Ledger":
+    def merge(self, other: Ledger) -> Ledger:
         self.docs_in += other.docs_in
         self.docs_out += other.docs_out
         self.removed.update(other.removed)
         self.quarantined.update(other.quarantined)
         return self
 
-    def check(self, where: str = "") -> "Ledger":
+    def check(self, where: str = "") -> Ledger:
         if self.docs_in != self.accounted:
             raise LedgerError(
                 f"stage {self.stage}{' ' + where if where else ''}: {self.docs_in} documents in, but "
@@ -55,6 +55,6 @@ class Ledger:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Ledger":
+    def from_dict(cls, data: dict) -> Ledger:
         return cls(data["stage"], data["docs_in"], data["docs_out"],
                    Counter(data.get("removed", {})), Counter(data.get("quarantined", {})))

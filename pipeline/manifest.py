@@ -15,10 +15,10 @@ import platform
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Iterator
 
 from pipeline.config import ConfigError, RunConfig
 from pipeline.io.storage import as_path, is_local

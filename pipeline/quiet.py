@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 # contextlib.redirect_stderr swaps the global sys.stderr: two threads doing it at once (the lang
 # stage's tasks each loading the model) can restore each other's StringIO and leave sys.stderr

@@ -122,7 +122,7 @@ class StageDir:
     def stats(self) -> AnyPath:
         return self.root / "stats.json"
 
-    def make(self) -> "StageDir":
+    def make(self) -> StageDir:
         for folder in (self.docs, self.quarantine, self.removed, self.parts):
             folder.mkdir(parents=True, exist_ok=True)
         return self

@@ -10,9 +10,9 @@ record names the same input bytes.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -21,8 +21,7 @@ import pyarrow.compute as pc
 from pipeline.config import RunConfig, SourceConfig
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
-from pipeline.io.records import (SAMPLE_BYTES, RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name,
-                                   printable_name)
+from pipeline.io.records import SAMPLE_BYTES, RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name, printable_name
 from pipeline.io.storage import read_table
 from pipeline.io.text import read_text_files
 from pipeline.io.warc import read_warc

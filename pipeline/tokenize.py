@@ -96,15 +96,16 @@ import hashlib
 import io
 import json
 import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Iterable, Iterator, Literal, Sequence
+from typing import Literal
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
-import polars as pl
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from pipeline.io.storage import as_path, is_local, open_arrow_file

@@ -11,8 +11,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.decontaminate import (WindowIndex, _window_table, check_contamination, encode_texts,
-                                    window_containment, window_hashes)
+from pipeline.decontaminate import (
+    WindowIndex,
+    _window_table,
+    check_contamination,
+    encode_texts,
+    window_containment,
+    window_hashes,
+)
 from pipeline.dedup.contamination import ReferenceIndex
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.mix import _fmix64

@@ -19,17 +19,40 @@ from pipeline.dedup import clusters as clusters_module
 from pipeline.dedup import lsh as lsh_module
 from pipeline.dedup import minhash as minhash_module
 from pipeline.dedup import normalize as normalize_module
-from pipeline.dedup.clusters import (RULE_EXACT, RULE_NEAR, ShingleLookup, choose_kept, cluster_table,
-                                     connected_components, dedup_step, deduplicate_shards, jaccard_of_pairs,
-                                     verify_pairs)
-from pipeline.dedup.lines import (RepeatedLines, frequent_lines, line_counts, line_counts_for_shard,
-                                  remove_repeated_lines, remove_repeated_lines_shard)
+from pipeline.dedup.clusters import (
+    RULE_EXACT,
+    RULE_NEAR,
+    ShingleLookup,
+    choose_kept,
+    cluster_table,
+    connected_components,
+    dedup_step,
+    deduplicate_shards,
+    jaccard_of_pairs,
+    verify_pairs,
+)
+from pipeline.dedup.lines import (
+    RepeatedLines,
+    frequent_lines,
+    line_counts,
+    line_counts_for_shard,
+    remove_repeated_lines,
+    remove_repeated_lines_shard,
+)
+from pipeline.dedup.lsh import EXACT_BAND, candidate_pairs, partition_band_keys, signatures_for_shard
+from pipeline.dedup.minhash import (
+    MinHashParams,
+    band_keys,
+    candidate_probability,
+    minhash_signatures,
+    optimal_bands,
+    recall_bands,
+    shingle_hashes,
+    shingle_sets,
+)
+from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, word_hashes
 from pipeline.filters.engine import apply_filters
 from pipeline.schema import REMOVED_SCHEMA
-from pipeline.dedup.lsh import (EXACT_BAND, candidate_pairs, partition_band_keys, signatures_for_shard)
-from pipeline.dedup.minhash import (MinHashParams, band_keys, candidate_probability, minhash_signatures, optimal_bands,
-                                    recall_bands, shingle_hashes, shingle_sets)
-from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, word_hashes
 
 HAS_SCHEMES = "scheme" in inspect.signature(MinHash.__init__).parameters
 SCHEMES = ["affine32", "legacy"] if HAS_SCHEMES else ["legacy"]
@@ -383,7 +406,10 @@ def test_verification_drops_lsh_false_positives(tmp_path):
     loose = verify_pairs(pairs, lookup, threshold=0.1)
     row = loose.filter((pl.col("doc_a") == 0) & (pl.col("doc_b") == 1))
     words_a, words_b = base, partial
-    grams = lambda ws: {" ".join(ws[i:i + 5]) for i in range(len(ws) - 4)}
+
+    def grams(ws):
+        return {" ".join(ws[i:i + 5]) for i in range(len(ws) - 4)}
+
     truth = len(grams(words_a) & grams(words_b)) / len(grams(words_a) | grams(words_b))
     assert row["jaccard"].item() == pytest.approx(truth, abs=0.01)
 

@@ -85,7 +85,7 @@ def _article_lines(page: str) -> list[str]:
 
 
 def _lines(content) -> list[str]:
-    return content if isinstance(content, list) else [l for l in content.split("\n") if l.strip()]
+    return content if isinstance(content, list) else [line for line in content.split("\n") if line.strip()]
 
 
 def test_total_and_labels_match_the_files(corpus, labels, records):

@@ -20,8 +20,17 @@ import flows.experiment as experiment_module
 from flows.experiment import ContaminationError, experiment_flow
 from pipeline.config import ConfigError
 from pipeline.dedup.contamination import ReferenceIndex
-from pipeline.experiment import (EvalSetConfig, compare, heldout_scores, heldout_texts, holm, parse_experiment,
-                                 read_eval_set, spread, trained_on)
+from pipeline.experiment import (
+    EvalSetConfig,
+    compare,
+    heldout_scores,
+    heldout_texts,
+    holm,
+    parse_experiment,
+    read_eval_set,
+    spread,
+    trained_on,
+)
 from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

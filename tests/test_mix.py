@@ -11,9 +11,20 @@ import polars as pl
 import pytest
 
 from pipeline import mix
-from pipeline.mix import (EpochCaps, assign_groups, cap_epochs, drop_contaminated, explicit_weights, group_sizes,
-                          mixture_report, sample_plan, seeded_id_hash, seeded_id_uniform, split_validation,
-                          temperature_weights)
+from pipeline.mix import (
+    EpochCaps,
+    assign_groups,
+    cap_epochs,
+    drop_contaminated,
+    explicit_weights,
+    group_sizes,
+    mixture_report,
+    sample_plan,
+    seeded_id_hash,
+    seeded_id_uniform,
+    split_validation,
+    temperature_weights,
+)
 
 M64 = (1 << 64) - 1
 

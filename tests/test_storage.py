@@ -18,10 +18,26 @@ from upath import UPath
 
 from flows.curate import curate_flow
 from pipeline.config import ConfigError, parse_config
-from pipeline.io.storage import (arrow_filesystem, as_path, is_local, open_arrow_file, parquet_file, read_parquet,
-                                 read_table, remove_tree, scan_parquet)
-from pipeline.io.writer import (TMP_MARK, atomic_sink, parquet_stream, read_json, remove_temporaries, write_json,
-                                write_parquet)
+from pipeline.io.storage import (
+    arrow_filesystem,
+    as_path,
+    is_local,
+    open_arrow_file,
+    parquet_file,
+    read_parquet,
+    read_table,
+    remove_tree,
+    scan_parquet,
+)
+from pipeline.io.writer import (
+    TMP_MARK,
+    atomic_sink,
+    parquet_stream,
+    read_json,
+    remove_temporaries,
+    write_json,
+    write_parquet,
+)
 from pipeline.manifest import LOCK_NAME
 from pipeline.report import build_report, inspect_document
 from pipeline.schema import RunLayout

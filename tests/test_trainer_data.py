@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.tokenize import read_token_shard, train_tokenizer, load_tokenizer, write_token_shard
+from pipeline.tokenize import load_tokenizer, read_token_shard, train_tokenizer, write_token_shard
 from tests.trainer_fixtures import copy_mixture, group_texts, shared_mixture
-from trainer.data import (MixtureError, TokenStream, TrainLoader, bits_per_byte, open_mixture,
-                          validation_batches)
+from trainer.data import MixtureError, TokenStream, TrainLoader, bits_per_byte, open_mixture, validation_batches
 from trainer.model import IGNORE_INDEX
+
 
 @pytest.fixture(scope="session")
 def mixture_dir(tmp_path_factory):

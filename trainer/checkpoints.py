@@ -23,8 +23,8 @@ from __future__ import annotations
 import hashlib
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 

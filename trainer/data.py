@@ -23,9 +23,9 @@ import hashlib
 import json
 import math
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import torch

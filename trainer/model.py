@@ -16,8 +16,9 @@ Shapes: ``B`` batch, ``T`` time (tokens), ``C`` channels (``n_embd``), ``H`` hea
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import torch
 import torch.nn as nn

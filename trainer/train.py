@@ -43,10 +43,10 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -55,14 +55,18 @@ from torch.nn.parallel import DistributedDataParallel
 
 from pipeline.config import ConfigError
 from pipeline.io.writer import atomic_path, write_json
-from trainer.checkpoints import (CHECKPOINT_DIR, CHECKPOINT_FORMAT, LATEST, load_checkpoint,  # noqa: F401
-                                 load_latest_checkpoint, remove_checkpoint_temporaries)
+from trainer.checkpoints import (  # noqa: F401
+    CHECKPOINT_DIR,
+    CHECKPOINT_FORMAT,
+    LATEST,
+    load_checkpoint,
+    load_latest_checkpoint,
+    remove_checkpoint_temporaries,
+)
 from trainer.checkpoints import save_checkpoint as _save_checkpoint  # a module global: benchmarks time it
 from trainer.config import BOOKKEEPING_KEYS, OptimSection, TrainConfig, load_train_config
 from trainer.data import Mixture, MixtureError, TrainLoader, bits_per_byte, open_mixture, validation_batches
 from trainer.model import GPT, IGNORE_INDEX, GPTConfig
-
-
 
 # --------------------------------------------------------------------------------------------
 # Schedule

@@ -20,8 +20,8 @@ cross-entropy (nats). The labelled subsets are nested and class-balanced
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import polars as pl
 import torch

@@ -23,12 +23,27 @@ clusters table. Repeated lines (``lines``) follow the same pattern: counts per s
 lines per partition, then the ``lines.RepeatedLines`` filter (or a per-file function) per shard.
 """
 
-from pipeline.dedup.clusters import (ShingleLookup, choose_kept, cluster_table, clusters_from_edges,
-                                     connected_components, dedup_step, deduplicate_shards, removals, verify_pairs,
-                                     verify_partition)
+from pipeline.dedup.clusters import (
+                                     ShingleLookup,
+                                     choose_kept,
+                                     cluster_table,
+                                     clusters_from_edges,
+                                     connected_components,
+                                     dedup_step,
+                                     deduplicate_shards,
+                                     removals,
+                                     verify_pairs,
+                                     verify_partition,
+)
 from pipeline.dedup.lsh import candidate_pairs, partition_band_keys, signatures_for_shard
-from pipeline.dedup.minhash import (MinHashParams, band_keys, minhash_signatures, optimal_bands, recall_bands,
-                                    shingle_hashes)
+from pipeline.dedup.minhash import (
+                                     MinHashParams,
+                                     band_keys,
+                                     minhash_signatures,
+                                     optimal_bands,
+                                     recall_bands,
+                                     shingle_hashes,
+)
 from pipeline.dedup.normalize import exact_hash, normalize_text, split_words
 
 __all__ = [

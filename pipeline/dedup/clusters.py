@@ -41,15 +41,24 @@ The clusters table has one row per document that belongs to a cluster of two or 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.dedup.lsh import (SHARD_BITS, SHARD_KEY, candidate_pairs, partition_band_keys, read_params, row_of,
-                                shard_of, signatures_for_shard)
+from pipeline.dedup.lsh import (
+    SHARD_BITS,
+    SHARD_KEY,
+    candidate_pairs,
+    partition_band_keys,
+    read_params,
+    row_of,
+    shard_of,
+    signatures_for_shard,
+)
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import as_path, parquet_file, read_parquet
 from pipeline.io.writer import write_parquet
@@ -167,12 +176,12 @@ def jaccard_of_pairs(values: np.ndarray, offsets: np.ndarray, left: np.ndarray, 
     while begin < len(left):
         base = work[begin - 1] if begin else 0
         end = max(int(np.searchsorted(work, base + VALUES_PER_STEP, side="right")), begin + 1)
-        l, r = left[begin:end], right[begin:end]
+        lo, ro = left[begin:end], right[begin:end]
         nl, nr = size_left[begin:end], size_right[begin:end]
         pair = np.arange(end - begin, dtype=np.uint64)
         pair_of_left = np.repeat(pair, nl)
-        tagged_left = (pair_of_left << np.uint64(32)) | values[_ranges(offsets[l], nl)].astype(np.uint64)
-        tagged_right = (np.repeat(pair, nr) << np.uint64(32)) | values[_ranges(offsets[r], nr)].astype(np.uint64)
+        tagged_left = (pair_of_left << np.uint64(32)) | values[_ranges(offsets[lo], nl)].astype(np.uint64)
+        tagged_right = (np.repeat(pair, nr) << np.uint64(32)) | values[_ranges(offsets[ro], nr)].astype(np.uint64)
         shared = np.zeros(end - begin, dtype=np.int64)
         if len(tagged_left) and len(tagged_right):
             found = np.minimum(np.searchsorted(tagged_right, tagged_left), len(tagged_right) - 1)

@@ -18,8 +18,8 @@ reference document, plus the batch being looked up.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import polars as pl

@@ -36,8 +36,8 @@ partition folder:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import polars as pl
@@ -45,8 +45,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.dedup.minhash import (MinHashParams, band_keys, minhash_signatures, polynomial_shingle_hashes,
-                                    sha1_shingle_hashes, shingle_sets)
+from pipeline.dedup.minhash import (
+    MinHashParams,
+    band_keys,
+    minhash_signatures,
+    polynomial_shingle_hashes,
+    sha1_shingle_hashes,
+    shingle_sets,
+)
 from pipeline.dedup.normalize import combine_word_hashes, words
 from pipeline.io.storage import as_path, is_path, parquet_file, read_parquet, read_table
 from pipeline.io.writer import atomic_sink, write_parquet

@@ -41,14 +41,14 @@ from __future__ import annotations
 
 import string
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, Union
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-Texts = Union[pl.Series, pa.Array, pa.ChunkedArray, Sequence[str]]
+Texts = pl.Series | pa.Array | pa.ChunkedArray | Sequence[str]
 
 # Scripts written without spaces between words: every character is a word.
 UNSPACED_SCRIPTS = ("Han", "Hiragana", "Katakana", "Thai", "Lao", "Khmer", "Myanmar")

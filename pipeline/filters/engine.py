@@ -4,7 +4,7 @@ in order; the first rule that fires removes a document, and all are counted."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 import polars as pl
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 import orjson
 import pyarrow as pa

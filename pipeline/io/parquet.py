@@ -5,8 +5,8 @@ quarantined as ``invalid_utf8``, naming its column, and the rest of its batch is
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import polars as pl
 import pyarrow as pa

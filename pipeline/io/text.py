@@ -7,13 +7,12 @@ folder."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 
-from pipeline.io.records import (RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name,
-                                   printable_name, strip_bom)
+from pipeline.io.records import RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name, printable_name, strip_bom
 
 
 def read_text_files(paths: list[Path], base: Path, *,

@@ -14,9 +14,9 @@ date, the HTTP status and the content type.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 import pyarrow as pa
@@ -88,6 +88,7 @@ def read_warc(path: Path, *, html_main_content: bool = True,
     out = RawBatchBuilder(limits.batch_docs)
     pending: _Read | None = None
     whole_end = 0  # where the bytes after the last whole record begin
+    next_start = 0  # where the record after the last one read begins
     problem = None  # why reading stopped early, if it did
     at_eof = True
     try:

@@ -76,7 +76,7 @@ def _curves(results: dict) -> str:
     with matplotlib.rc_context(STYLE):
         fig = _figure(9.0, 3.2)
         left, right = fig.subplots(1, 2)
-        for i, name in enumerate(results["variants"]):
+        for name in results["variants"]:
             color = _color(results, name)
             for k, rows in enumerate(curves.get(name, {}).values()):
                 train = [(r["tokens_seen"], r["train_loss"]) for r in rows if r.get("train_loss") is not None]

@@ -61,7 +61,7 @@ def measure_filters(docs: pl.DataFrame, filters: list) -> Measured:
     values: dict[str, pl.Series] = {}
     fires: dict[str, pl.Series] = {}
     first = pl.Series("rule", [None] * docs.height, dtype=pl.String)
-    for doc_filter, output, current in walk_filters(docs, filters):
+    for doc_filter, output, _ in walk_filters(docs, filters):
         for rule in doc_filter.rules():
             rules.append(rule)
             filter_of[rule.name] = doc_filter.name

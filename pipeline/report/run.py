@@ -40,7 +40,7 @@ class RunFiles:
     manifest: dict = field(default_factory=dict)
 
     @classmethod
-    def open(cls, run_dir: str | Path) -> "RunFiles":
+    def open(cls, run_dir: str | Path) -> RunFiles:
         root = as_path(run_dir)
         layout = RunLayout(root)
         if not layout.manifest.is_file():
