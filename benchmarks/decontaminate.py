@@ -66,15 +66,19 @@ def news(corpus: Path) -> pl.DataFrame:
             if isinstance(record, dict) and isinstance(record.get("text"), str) and record["text"].strip():
                 rows.append((rel, line_no, record["text"]))
     texts = pl.DataFrame(rows, schema={"file": pl.String, "line": pl.Int64, "text": pl.String}, orient="row")
-    return (texts.join(labels, on=["file", "line"], how="inner")
-            .select(pl.col("key").alias("id"), "text", "original", "edit_rate", "kind"))
+    return texts.join(labels, on=["file", "line"], how="inner").select(
+        pl.col("key").alias("id"), "text", "original", "edit_rate", "kind"
+    )
 
 
 def scores(found: set[str], truth: set[str]) -> dict:
     hit = len(found & truth)
-    return {"found": len(found), "true": hit,
-            "precision": round(hit / len(found), 4) if found else 1.0,
-            "recall": round(hit / len(truth), 4) if truth else 1.0}
+    return {
+        "found": len(found),
+        "true": hit,
+        "precision": round(hit / len(found), 4) if found else 1.0,
+        "recall": round(hit / len(truth), 4) if truth else 1.0,
+    }
 
 
 def main() -> None:
@@ -91,26 +95,39 @@ def main() -> None:
         built = time.perf_counter() - started
         articles = news(corpus)
         copied = articles.filter(pl.col("original").is_not_null())["original"].unique().sort()
-        originals = articles.filter(pl.col("original").is_null() & (pl.col("kind") == "clean")
-                                    & pl.col("id").is_in(copied.implode()))
+        originals = articles.filter(
+            pl.col("original").is_null() & (pl.col("kind") == "clean") & pl.col("id").is_in(copied.implode())
+        )
         held_ids = sorted(random.Random(SEED).sample(originals["id"].to_list(), min(HELD, originals.height)))
         held = articles.filter(pl.col("id").is_in(held_ids)).unique("id").sort("id")
         pool = articles.filter(~pl.col("id").is_in(held_ids)).unique("id", keep="first", maintain_order=True)
         truth = set(pool.filter(pl.col("original").is_in(held_ids))["id"].to_list())
 
-        tokenizer_path = train_tokenizer(pool["text"].head(5000).to_list(), scratch / "tokenizer.json",
-                                         vocab_size=8192)
+        tokenizer_path = train_tokenizer(pool["text"].head(5000).to_list(), scratch / "tokenizer.json", vocab_size=8192)
         tokenizer = load_tokenizer(tokenizer_path)
         mixture = scratch / "mixture"
         shard = mixture / "train" / "news-0000.arrow"
         shard.parent.mkdir(parents=True)
         entry = write_token_shard(zip(pool["id"].to_list(), pool["text"].to_list()), tokenizer, shard, "news")
         (mixture / "tokenizer.json").write_bytes(Path(tokenizer_path).read_bytes())
-        (mixture / "manifest.json").write_text(json.dumps({
-            "format": "curate.mixture/1", "tokenizer": {"file": "tokenizer.json",
-                                                        "sha256": tokenizer_sha256(tokenizer)},
-            "train": [{"file": "train/news-0000.arrow", "group": "news", "documents": entry["documents"],
-                       "tokens": entry["tokens"], "sha256": entry["sha256"]}], "validation": []}))
+        (mixture / "manifest.json").write_text(
+            json.dumps(
+                {
+                    "format": "curate.mixture/1",
+                    "tokenizer": {"file": "tokenizer.json", "sha256": tokenizer_sha256(tokenizer)},
+                    "train": [
+                        {
+                            "file": "train/news-0000.arrow",
+                            "group": "news",
+                            "documents": entry["documents"],
+                            "tokens": entry["tokens"],
+                            "sha256": entry["sha256"],
+                        }
+                    ],
+                    "validation": [],
+                }
+            )
+        )
         tokens, offsets = read_token_shard(shard)
         pool_tokens = int(offsets["doc_tokens"].sum()) - offsets.height
 
@@ -135,31 +152,45 @@ def main() -> None:
         near_found = set(near["id"].to_list())
 
         copies = pool.filter(pl.col("id").is_in(list(truth)))
-        by_rate = (copies.with_columns(window=pl.col("id").is_in(list(window_found)),
-                                       near=pl.col("id").is_in(list(near_found)))
-                   .group_by(pl.col("edit_rate").round(3)).agg(copies=pl.len(), window=pl.col("window").sum(),
-                                                               near=pl.col("near").sum())
-                   .sort("edit_rate"))
-        print(f"corpus: {args.docs} documents built in {built:.1f} s; news {articles.height}, held out "
-              f"{held.height} originals with copies, pool {pool.height} documents, {pool_tokens:,} tokens; "
-              f"{len(truth)} pool documents copy a held-out article")
+        by_rate = (
+            copies.with_columns(
+                window=pl.col("id").is_in(list(window_found)), near=pl.col("id").is_in(list(near_found))
+            )
+            .group_by(pl.col("edit_rate").round(3))
+            .agg(copies=pl.len(), window=pl.col("window").sum(), near=pl.col("near").sum())
+            .sort("edit_rate")
+        )
+        print(
+            f"corpus: {args.docs} documents built in {built:.1f} s; news {articles.height}, held out "
+            f"{held.height} originals with copies, pool {pool.height} documents, {pool_tokens:,} tokens; "
+            f"{len(truth)} pool documents copy a held-out article"
+        )
         print(by_rate)
-        beyond = (pool.filter(pl.col("id").is_in(list(window_found - truth))).group_by("kind").len()
-                  .sort("len", descending=True))
+        beyond = (
+            pool.filter(pl.col("id").is_in(list(window_found - truth)))
+            .group_by("kind")
+            .len()
+            .sort("len", descending=True)
+        )
         print("removed by windows beyond lineage, by kind:", dict(beyond.iter_rows()))
         million = pool_tokens / 1e6
         result = {
-            "pool_documents": pool.height, "pool_tokens": pool_tokens, "held_out_texts": held.height,
-            "held_out_windows": len(index), "lineage_copies_in_pool": len(truth),
+            "pool_documents": pool.height,
+            "pool_tokens": pool_tokens,
+            "held_out_texts": held.height,
+            "held_out_windows": len(index),
+            "lineage_copies_in_pool": len(truth),
             "window_index_seconds": round(t_index, 3),
             "window_lookup_seconds_per_million_tokens": round(t_lookup / million, 3),
             "check_seconds_per_million_tokens": round(t_check / million, 3),
             "minhash_seconds_per_million_tokens": round(t_minhash / million, 3),
             "time_ratio_windows_vs_minhash": round((t_index + t_lookup) / t_minhash, 3),
-            "window_common_windows": summary["common_windows"], "window_copies": summary["copies"],
+            "window_common_windows": summary["common_windows"],
+            "window_copies": summary["copies"],
             "window_common_window_documents": summary["common_window_documents"],
             "check_contaminated_documents": checked["contaminated_documents"],
-            "window_removed": len(window_found), "minhash_removed": len(near_found),
+            "window_removed": len(window_found),
+            "minhash_removed": len(near_found),
             "window_precision": scores(window_found, truth)["precision"],
             "window_recall": scores(window_found, truth)["recall"],
             "minhash_precision": scores(near_found, truth)["precision"],

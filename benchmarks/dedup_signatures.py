@@ -90,15 +90,17 @@ def main() -> None:
     bands, rows = params.lsh
     found = words(texts)
     doc_words = found.strings()
-    shingles = [[" ".join(w[i:i + 5]).encode() for i in range(max(1, len(w) - 4))] if w else [] for w in doc_words]
+    shingles = [[" ".join(w[i : i + 5]).encode() for i in range(max(1, len(w) - 4))] if w else [] for w in doc_words]
 
     # The prebuilt shingles are millions of Python objects: keep the garbage collector from
     # walking them again and again while either side is timed.
     gc.collect()
     gc.freeze()
-    runs = {"ours": lambda: signature_batch(texts, params),
-            "ours_sha1": lambda: signature_batch(texts, MinHashParams(shingle_hash="sha1")),
-            "datasketch": lambda: MinHash.bulk(shingles, num_perm=128, seed=1)}
+    runs = {
+        "ours": lambda: signature_batch(texts, params),
+        "ours_sha1": lambda: signature_batch(texts, MinHashParams(shingle_hash="sha1")),
+        "datasketch": lambda: MinHash.bulk(shingles, num_perm=128, seed=1),
+    }
     wall = dict.fromkeys(runs, float("inf"))
     cpu = dict.fromkeys(runs, float("inf"))
     for _ in range(REPEATS):  # alternate, keep the best of each
@@ -113,7 +115,8 @@ def main() -> None:
     steps["word_hashes"], found = best(lambda: words(texts, prepared), REPEATS)[1:]
     steps["exact_hash"], _ = best(lambda: combine_word_hashes(found.hashes, found.doc_offsets), REPEATS)[1:]
     steps["shingle_hashes"], (hashes, offsets) = best(
-        lambda: polynomial_shingle_hashes(found.hashes, found.doc_offsets, params.ngram), REPEATS)[1:]
+        lambda: polynomial_shingle_hashes(found.hashes, found.doc_offsets, params.ngram), REPEATS
+    )[1:]
     steps["shingle_sets"], (sets, set_offsets) = best(lambda: shingle_sets(hashes, offsets), REPEATS)[1:]
     steps["permutations"], signatures = best(lambda: minhash_signatures(sets, set_offsets, 128, 1), REPEATS)[1:]
     steps["band_keys"], _ = best(lambda: band_keys(signatures, bands, rows), REPEATS)[1:]
@@ -124,23 +127,36 @@ def main() -> None:
     peer_check = np.array([m.hashvalues for m in MinHash.bulk(shingles[:check], num_perm=128, seed=1)])
     equal = bool(np.array_equal(ours_check, peer_check))
 
-    print(f"{docs} documents, {len(hashes) / docs:.0f} shingles each, {sum(len(t) for t in texts.to_pylist()) / docs:.0f} characters each")
+    print(
+        f"{docs} documents, {len(hashes) / docs:.0f} shingles each, {sum(len(t) for t in texts.to_pylist()) / docs:.0f} characters each"
+    )
     for label, times in (("wall", wall), ("CPU", cpu)):
-        print(f"{label:>4} time, docs/s: datasketch MinHash.bulk (shingles prebuilt) {docs / times['datasketch']:7.0f} | "
-              f"ours from raw text: polynomial {docs / times['ours']:7.0f} "
-              f"({times['datasketch'] / times['ours']:.1f}x), sha1 {docs / times['ours_sha1']:7.0f} "
-              f"({times['datasketch'] / times['ours_sha1']:.1f}x)")
+        print(
+            f"{label:>4} time, docs/s: datasketch MinHash.bulk (shingles prebuilt) {docs / times['datasketch']:7.0f} | "
+            f"ours from raw text: polynomial {docs / times['ours']:7.0f} "
+            f"({times['datasketch'] / times['ours']:.1f}x), sha1 {docs / times['ours_sha1']:7.0f} "
+            f"({times['datasketch'] / times['ours_sha1']:.1f}x)"
+        )
     print("our steps (CPU s): " + "  ".join(f"{k} {v:.3f}" for k, v in steps.items()))
     print(f"sha1 signatures equal to datasketch's on the first {check} documents: {equal}")
-    print(json.dumps({
-        "docs": docs, "num_perm": 128, "bands": bands, "rows": rows,
-        "ours_docs_per_s": round(docs / wall["ours"]), "ours_sha1_docs_per_s": round(docs / wall["ours_sha1"]),
-        "datasketch_docs_per_s": round(docs / wall["datasketch"]),
-        "speed_ratio_vs_datasketch": round(wall["datasketch"] / wall["ours"], 2),
-        "cpu_speed_ratio_vs_datasketch": round(cpu["datasketch"] / cpu["ours"], 2),
-        "sha1_speed_ratio_vs_datasketch": round(wall["datasketch"] / wall["ours_sha1"], 2),
-        "steps_cpu_s": {k: round(v, 4) for k, v in steps.items()}, "sha1_signatures_equal": equal,
-    }))
+    print(
+        json.dumps(
+            {
+                "docs": docs,
+                "num_perm": 128,
+                "bands": bands,
+                "rows": rows,
+                "ours_docs_per_s": round(docs / wall["ours"]),
+                "ours_sha1_docs_per_s": round(docs / wall["ours_sha1"]),
+                "datasketch_docs_per_s": round(docs / wall["datasketch"]),
+                "speed_ratio_vs_datasketch": round(wall["datasketch"] / wall["ours"], 2),
+                "cpu_speed_ratio_vs_datasketch": round(cpu["datasketch"] / cpu["ours"], 2),
+                "sha1_speed_ratio_vs_datasketch": round(wall["datasketch"] / wall["ours_sha1"], 2),
+                "steps_cpu_s": {k: round(v, 4) for k, v in steps.items()},
+                "sha1_signatures_equal": equal,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

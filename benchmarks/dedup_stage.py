@@ -106,8 +106,15 @@ from __future__ import annotations
 
 import os
 
-for _var in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-             "RAYON_NUM_THREADS", "NUMEXPR_NUM_THREADS", "TOKENIZERS_PARALLELISM"):
+for _var in (
+    "POLARS_MAX_THREADS",
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "RAYON_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "TOKENIZERS_PARALLELISM",
+):
     os.environ[_var] = "false" if _var == "TOKENIZERS_PARALLELISM" else "1"
 
 import gc  # noqa: E402
@@ -159,8 +166,14 @@ OLD_LAYOUT = (14, 9)
 LOW_RECALL = 0.99
 # datatrove on all the documents unless this is set to fewer (its first documents in read order).
 DATATROVE_DOCS: int | None = None
-PEER_PACKAGES = ["datatrove==0.10.1", "spacy", "regex", "tokenizers", f"pyarrow=={pyarrow.__version__}",
-                 f"orjson=={orjson.__version__}"]
+PEER_PACKAGES = [
+    "datatrove==0.10.1",
+    "spacy",
+    "regex",
+    "tokenizers",
+    f"pyarrow=={pyarrow.__version__}",
+    f"orjson=={orjson.__version__}",
+]
 PEER_MODULES = ["datatrove.pipeline.dedup.minhash", "datatrove.pipeline.readers", "spacy", "regex", "pyarrow"]
 SIMILARITY_BINS = (0.0, 0.5, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
 
@@ -274,12 +287,18 @@ def corpus_documents(corpus: Path) -> pa.Table:
             add(doc_id, text, "dialogues")
     for path in sorted((corpus / "web").glob("*.warc.gz")):
         for batch in read_warc(path):
-            for doc_id, text, reason in zip(batch.column("own_id").to_pylist(), batch.column("text").to_pylist(),
-                                            batch.column("reason").to_pylist()):
+            for doc_id, text, reason in zip(
+                batch.column("own_id").to_pylist(), batch.column("text").to_pylist(), batch.column("reason").to_pylist()
+            ):
                 if reason is None:
                     add(doc_id, text, "web")
-    table = pa.table({"id": pa.array(ids, pa.string()), "text": pa.array(texts, pa.large_string()),
-                      "source": pa.array(sources, pa.string())})
+    table = pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "text": pa.array(texts, pa.large_string()),
+            "source": pa.array(sources, pa.string()),
+        }
+    )
     if len(set(ids)) != len(ids):
         raise SystemExit("the corpus' ids are not unique")
     return table
@@ -291,8 +310,9 @@ def write_shards(table: pa.Table, folder: Path) -> list[str]:
     names = []
     for i, rows in enumerate(np.array_split(np.arange(table.num_rows), SHARDS)):
         name = f"shard-{i:05d}.parquet"
-        pq.write_table(table.slice(int(rows[0]), len(rows)), folder / name, compression="zstd",
-                       row_group_size=ROW_GROUP_DOCS)
+        pq.write_table(
+            table.slice(int(rows[0]), len(rows)), folder / name, compression="zstd", row_group_size=ROW_GROUP_DOCS
+        )
         names.append(name)
     return names
 
@@ -308,8 +328,10 @@ def base_shards() -> list[Path]:
     from pipeline.demo_corpus import build_demo_corpus
 
     corpus = CACHE / f"corpus-{CORPUS_DOCS}"
-    print(f"Building the demo corpus ({CORPUS_DOCS} documents) and the document shards; reused afterwards",
-          file=sys.stderr)
+    print(
+        f"Building the demo corpus ({CORPUS_DOCS} documents) and the document shards; reused afterwards",
+        file=sys.stderr,
+    )
     build_demo_corpus(corpus, docs=CORPUS_DOCS, seed=SEED)
     table = corpus_documents(corpus)
     order = np.random.default_rng(SEED).permutation(table.num_rows)
@@ -349,11 +371,13 @@ def scaled_shards(base: list[Path], docs: int) -> list[Path]:
         for i, path in enumerate(paths):
             lo, hi = i * MEMORY_SHARD_DOCS, min((i + 1) * MEMORY_SHARD_DOCS, largest)
             rows = [(k // n, k % n) for k in range(lo, hi)]
-            shard = pa.table({
-                "id": pa.array([ids[r] if rep == 0 else f"{ids[r]}~{rep}" for rep, r in rows], pa.string()),
-                "text": pa.array([tagged(texts[r], rep) for rep, r in rows], pa.large_string()),
-                "source": pa.array([sources[r] for _, r in rows], pa.string()),
-            })
+            shard = pa.table(
+                {
+                    "id": pa.array([ids[r] if rep == 0 else f"{ids[r]}~{rep}" for rep, r in rows], pa.string()),
+                    "text": pa.array([tagged(texts[r], rep) for rep, r in rows], pa.large_string()),
+                    "source": pa.array([sources[r] for _, r in rows], pa.string()),
+                }
+            )
             pq.write_table(shard, path, compression="zstd", row_group_size=ROW_GROUP_DOCS)
         (folder / "done").write_text("")
     return paths[: -(-docs // MEMORY_SHARD_DOCS)]
@@ -404,8 +428,10 @@ def ground_truth(sets: Shingles, threshold: float, docs: int | None = None) -> d
     _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
     shared = counts[inverse] > 1  # a shingle of one document adds to no intersection
     columns = np.unique(inverse[shared], return_inverse=True)[1]
-    incidence = csr_matrix((np.ones(int(shared.sum()), np.int32), (doc[shared], columns)),
-                           shape=(n, int(columns.max()) + 1 if len(columns) else 0))
+    incidence = csr_matrix(
+        (np.ones(int(shared.sum()), np.int32), (doc[shared], columns)),
+        shape=(n, int(columns.max()) + 1 if len(columns) else 0),
+    )
     product = (incidence @ incidence.T).tocoo()
     upper = product.row < product.col
     a, b = product.row[upper].astype(np.int64), product.col[upper].astype(np.int64)
@@ -418,8 +444,13 @@ def ground_truth(sets: Shingles, threshold: float, docs: int | None = None) -> d
     a, b, similarity = a[order], b[order], similarity[order]
     graph = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n)).tocsr()
     _, labels = connected_components(graph, directed=False)
-    return {"a": a, "b": b, "similarity": similarity, "labels": labels.astype(np.int64),
-            "sharing_pairs": int(upper.sum())}
+    return {
+        "a": a,
+        "b": b,
+        "similarity": similarity,
+        "labels": labels.astype(np.int64),
+        "sharing_pairs": int(upper.sum()),
+    }
 
 
 def pair_count(sizes: np.ndarray) -> int:
@@ -440,9 +471,17 @@ def pair_scores(predicted: np.ndarray, truth: np.ndarray) -> dict:
     recall = together / true if true else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     sizes = np.bincount(predicted)
-    return {"precision": precision, "recall": recall, "f1": f1, "pairs_predicted": said, "pairs_true": true,
-            "pairs_both": together, "clusters": int((sizes > 1).sum()),
-            "docs_in_clusters": int(sizes[sizes > 1].sum()), "removed": int((sizes[sizes > 1] - 1).sum())}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "pairs_predicted": said,
+        "pairs_true": true,
+        "pairs_both": together,
+        "clusters": int((sizes > 1).sum()),
+        "docs_in_clusters": int(sizes[sizes > 1].sum()),
+        "removed": int((sizes[sizes > 1] - 1).sum()),
+    }
 
 
 def labels_from_members(n: int, members: np.ndarray, cluster: np.ndarray) -> np.ndarray:
@@ -491,12 +530,14 @@ def track_step_peaks(peaks: dict[str, float]) -> None:
     import pipeline.dedup.clusters as module
 
     for name in ("signatures_for_shard", "partition_band_keys", "verify_partition", "clusters_from_edges"):
+
         def wrapper(*args, _inner=getattr(module, name), _name=name, **kwargs):
             reset_peak()
             try:
                 return _inner(*args, **kwargs)
             finally:
                 peaks[_name] = max(peaks.get(_name, 0.0), rss_mib())
+
         setattr(module, name, wrapper)
 
 
@@ -534,13 +575,25 @@ def run_ours(work_dir: Path, shards: list[Path], steps: bool = False) -> None:
     cpu_apply, wall_apply = cpu_seconds() - c, time.perf_counter() - w
     if steps:
         peaks["dedup_step"] = rss_mib()
-    print(json.dumps({"step_peak_rss_mib": peaks,
-        "docs": kept + removed, "kept": kept, "removed": removed,
-        "cpu_s": cpu_clusters, "wall_s": wall_clusters, "apply_cpu_s": cpu_apply, "apply_wall_s": wall_apply,
-        "rss_after_imports_mib": rss_start, "peak_rss_clusters_mib": rss_clusters,
-        "peak_rss_mib": max([rss_mib(), rss_clusters, *peaks.values()]),
-        "bands": params.lsh[0], "rows": params.lsh[1],
-    }))
+    print(
+        json.dumps(
+            {
+                "step_peak_rss_mib": peaks,
+                "docs": kept + removed,
+                "kept": kept,
+                "removed": removed,
+                "cpu_s": cpu_clusters,
+                "wall_s": wall_clusters,
+                "apply_cpu_s": cpu_apply,
+                "apply_wall_s": wall_apply,
+                "rss_after_imports_mib": rss_start,
+                "peak_rss_clusters_mib": rss_clusters,
+                "peak_rss_mib": max([rss_mib(), rss_clusters, *peaks.values()]),
+                "bands": params.lsh[0],
+                "rows": params.lsh[1],
+            }
+        )
+    )
 
 
 def run_datasketch(out_dir: Path, shards: list[Path]) -> None:
@@ -555,7 +608,7 @@ def run_datasketch(out_dir: Path, shards: list[Path]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     _, texts = read_texts(shards)
     doc_words = words(texts).strings()
-    shingles = [[" ".join(w[i:i + 5]).encode() for i in range(max(1, len(w) - 4))] if w else [] for w in doc_words]
+    shingles = [[" ".join(w[i : i + 5]).encode() for i in range(max(1, len(w) - 4))] if w else [] for w in doc_words]
     present = [i for i, s in enumerate(shingles) if s]
     shingles = [shingles[i] for i in present]
     n = len(doc_words)
@@ -581,9 +634,21 @@ def run_datasketch(out_dir: Path, shards: list[Path]) -> None:
     cpu_all, wall_all = cpu_seconds() - c, time.perf_counter() - w
     np.save(out_dir / "labels.npy", labels.astype(np.int64))
     np.save(out_dir / "pairs.npy", np.stack([a, b]))
-    print(json.dumps({"docs": n, "docs_with_shingles": len(present), "cpu_s": cpu_all, "wall_s": wall_all,
-                      "sketch_cpu_s": cpu_sketch, "candidate_pairs": len(a), "bands": lsh.b, "rows": lsh.r,
-                      "peak_rss_mib": rss_mib()}))
+    print(
+        json.dumps(
+            {
+                "docs": n,
+                "docs_with_shingles": len(present),
+                "cpu_s": cpu_all,
+                "wall_s": wall_all,
+                "sketch_cpu_s": cpu_sketch,
+                "candidate_pairs": len(a),
+                "bands": lsh.b,
+                "rows": lsh.r,
+                "peak_rss_mib": rss_mib(),
+            }
+        )
+    )
 
 
 def datatrove_side(shards: list[Path], out_dir: Path, limit: int | None) -> dict:
@@ -591,8 +656,12 @@ def datatrove_side(shards: list[Path], out_dir: Path, limit: int | None) -> dict
     per document, read order) and its duplicate pairs."""
     python = peer_python("datatrove-minhash", PEER_PACKAGES, PEER_MODULES)
     shutil.rmtree(out_dir, ignore_errors=True)
-    done = subprocess.run([python, "-c", PEER_SCRIPT, str(shards[0].parent), str(out_dir), str(limit or -1)],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [python, "-c", PEER_SCRIPT, str(shards[0].parent), str(out_dir), str(limit or -1)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     report = last_json(done, "datatrove")
     kept = pq.read_table(sorted((out_dir / "kept").glob("*.parquet")), columns=["id", "metadata"])
     removed_files = sorted((out_dir / "removed").glob("*.parquet"))
@@ -606,14 +675,23 @@ def datatrove_side(shards: list[Path], out_dir: Path, limit: int | None) -> dict
     quads = np.frombuffer(raw, dtype="<u4").reshape(-1, 4).astype(np.int64)
     remove_files = sorted((out_dir / "remove_ids").glob("*.remove"))
     remove_idx = np.frombuffer(b"".join(p.read_bytes() for p in remove_files), dtype="<u4").astype(np.int64)
-    return {"report": report, "ids": ids, "cluster": cluster, "pairs": (quads[:, 1], quads[:, 3]),
-            "remove_idx": remove_idx,
-            "removed_ids": set(removed.column("id").to_pylist()) if removed is not None else set()}
+    return {
+        "report": report,
+        "ids": ids,
+        "cluster": cluster,
+        "pairs": (quads[:, 1], quads[:, 3]),
+        "remove_idx": remove_idx,
+        "removed_ids": set(removed.column("id").to_pylist()) if removed is not None else set(),
+    }
 
 
 def subprocess_side(mode: str, out: Path, shards: list[Path]) -> dict:
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), mode, str(out), *map(str, shards)],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), mode, str(out), *map(str, shards)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     return last_json(done, mode)
 
 
@@ -668,12 +746,19 @@ def near_copy_shards() -> list[Path]:
             texts.append(perturb(article.text, rate, rng))
             rates.append(rate)
     order = rng.permutation(len(ids))
-    table = pa.table({"id": pa.array(ids, pa.string()), "text": pa.array(texts, pa.large_string()),
-                      "source": pa.array(["news"] * len(ids), pa.string()),
-                      "edit_rate": pa.array(rates, pa.float64())}).take(pa.array(order))
+    table = pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "text": pa.array(texts, pa.large_string()),
+            "source": pa.array(["news"] * len(ids), pa.string()),
+            "edit_rate": pa.array(rates, pa.float64()),
+        }
+    ).take(pa.array(order))
     names = write_shards(table, folder)
-    manifest.write_text(json.dumps({"docs": table.num_rows, "articles": len(ids) // (NEAR_COPIES + 1),
-                                    "shards": names}, indent=2) + "\n")
+    manifest.write_text(
+        json.dumps({"docs": table.num_rows, "articles": len(ids) // (NEAR_COPIES + 1), "shards": names}, indent=2)
+        + "\n"
+    )
     return [folder / n for n in names]
 
 
@@ -717,28 +802,47 @@ def near_copies_benchmark() -> None:
     truth = ground_truth(sets, THRESHOLD)
     truth_cpu = time.process_time() - c
     truth_scores = pair_scores(truth["labels"], truth["labels"])
-    print(f"{n} documents ({n // (NEAR_COPIES + 1)} articles, {NEAR_COPIES} near copies each) in {len(shards)} "
-          f"shards; {len(truth['a'])} pairs reach {THRESHOLD}, {bin_counts(truth['similarity'])}", file=sys.stderr)
+    print(
+        f"{n} documents ({n // (NEAR_COPIES + 1)} articles, {NEAR_COPIES} near copies each) in {len(shards)} "
+        f"shards; {len(truth['a'])} pairs reach {THRESHOLD}, {bin_counts(truth['similarity'])}",
+        file=sys.stderr,
+    )
 
-    layouts = {"old": MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM, bands=OLD_LAYOUT[0], rows=OLD_LAYOUT[1]),
-               "low": MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM, recall=LOW_RECALL),
-               "new": MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM)}
+    layouts = {
+        "old": MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM, bands=OLD_LAYOUT[0], rows=OLD_LAYOUT[1]),
+        "low": MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM, recall=LOW_RECALL),
+        "new": MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM),
+    }
     shard_sizes = [pq.ParquetFile(p).metadata.num_rows for p in shards]
     runs: dict[str, list[dict]] = {name: [] for name in layouts}
     for attempt in range(LAYOUT_REPEATS):
         for name, params in layouts.items():
             runs[name].append(run_layout(CACHE / "work" / f"near-{name}", shards, params))
-            print(f"{name} {params.lsh[0]} x {params.lsh[1]}, run {attempt + 1}: {runs[name][-1]['cpu_s']:.2f} CPU s "
-                  f"(verification {runs[name][-1]['verify_cpu_s']:.2f})", file=sys.stderr)
+            print(
+                f"{name} {params.lsh[0]} x {params.lsh[1]}, run {attempt + 1}: {runs[name][-1]['cpu_s']:.2f} CPU s "
+                f"(verification {runs[name][-1]['verify_cpu_s']:.2f})",
+                file=sys.stderr,
+            )
 
-    result = {"docs": n, "articles": n // (NEAR_COPIES + 1), "near_copies_per_article": NEAR_COPIES,
-              "edit_rates": list(NEAR_EDIT_RATES), "shards": len(shards), "partitions": PARTITIONS,
-              "threshold": THRESHOLD, "num_perm": NUM_PERM, "true_pairs_at_threshold": len(truth["a"]),
-              "true_pairs_by_similarity": bin_counts(truth["similarity"]),
-              "true_cluster_pairs": truth_scores["pairs_true"], "ground_truth_cpu_s": truth_cpu}
+    result = {
+        "docs": n,
+        "articles": n // (NEAR_COPIES + 1),
+        "near_copies_per_article": NEAR_COPIES,
+        "edit_rates": list(NEAR_EDIT_RATES),
+        "shards": len(shards),
+        "partitions": PARTITIONS,
+        "threshold": THRESHOLD,
+        "num_perm": NUM_PERM,
+        "true_pairs_at_threshold": len(truth["a"]),
+        "true_pairs_by_similarity": bin_counts(truth["similarity"]),
+        "true_cluster_pairs": truth_scores["pairs_true"],
+        "ground_truth_cpu_s": truth_cpu,
+    }
     print()
-    print(f"{'layout':18} {'P(cand) at 0.8':>14} {'CPU s':>7} {'verify s':>8} {'candidates':>10} {'dropped':>8} "
-          f"{'precision':>9} {'recall':>7} {'F1':>7} {'recall 0.80-0.85':>17} {'missed (in a bucket)':>20}")
+    print(
+        f"{'layout':18} {'P(cand) at 0.8':>14} {'CPU s':>7} {'verify s':>8} {'candidates':>10} {'dropped':>8} "
+        f"{'precision':>9} {'recall':>7} {'F1':>7} {'recall 0.80-0.85':>17} {'missed (in a bucket)':>20}"
+    )
     for name, params in layouts.items():
         best = min(runs[name], key=lambda r: r["cpu_s"])
         clusters = best["clusters"]
@@ -762,34 +866,46 @@ def near_copies_benchmark() -> None:
 
         graph = coo_matrix((np.ones(len(more_a), np.int8), (more_a, more_b)), shape=(n, n)).tocsr()
         all_pairs = pair_scores(connected_components(graph, directed=False)[1], truth["labels"])
-        result.update({
-            f"{name}_layout": f"{bands}x{rows}", f"{name}_bands": bands, f"{name}_rows": rows,
-            f"{name}_candidate_probability_at_threshold": params.candidate_probability,
-            f"{name}_cpu_s": best["cpu_s"], f"{name}_wall_s": best["wall_s"],
-            f"{name}_cpu_s_runs": [round(r["cpu_s"], 3) for r in runs[name]],
-            f"{name}_verify_cpu_s": best["verify_cpu_s"],
-            f"{name}_candidate_pairs": best["candidate_pairs"], f"{name}_false_positives": best["false_positives"],
-            f"{name}_precision": scores["precision"], f"{name}_recall": scores["recall"], f"{name}_f1": scores["f1"],
-            f"{name}_removed": scores["removed"],
-            f"{name}_true_pair_recall_080_085": edge["found"] / edge["pairs"] if edge["pairs"] else 1.0,
-            f"{name}_true_pair_recall_by_similarity": bins,
-            f"{name}_true_pairs_missed": int(missed.sum()),
-            f"{name}_missed_sharing_a_band": int(shares_band.sum()),
-            f"{name}_f1_if_buckets_all_pairs": all_pairs["f1"],
-        })
-        print(f"{name + f' {bands} x {rows}':18} {params.candidate_probability:14.4f} {best['cpu_s']:7.2f} "
-              f"{best['verify_cpu_s']:8.2f} {best['candidate_pairs']:10d} {best['false_positives']:8d} "
-              f"{scores['precision']:9.4f} {scores['recall']:7.4f} {scores['f1']:7.4f} "
-              f"{edge['found']:>8}/{edge['pairs']:<8} {int(missed.sum()):>10} ({int(shares_band.sum())})")
+        result.update(
+            {
+                f"{name}_layout": f"{bands}x{rows}",
+                f"{name}_bands": bands,
+                f"{name}_rows": rows,
+                f"{name}_candidate_probability_at_threshold": params.candidate_probability,
+                f"{name}_cpu_s": best["cpu_s"],
+                f"{name}_wall_s": best["wall_s"],
+                f"{name}_cpu_s_runs": [round(r["cpu_s"], 3) for r in runs[name]],
+                f"{name}_verify_cpu_s": best["verify_cpu_s"],
+                f"{name}_candidate_pairs": best["candidate_pairs"],
+                f"{name}_false_positives": best["false_positives"],
+                f"{name}_precision": scores["precision"],
+                f"{name}_recall": scores["recall"],
+                f"{name}_f1": scores["f1"],
+                f"{name}_removed": scores["removed"],
+                f"{name}_true_pair_recall_080_085": edge["found"] / edge["pairs"] if edge["pairs"] else 1.0,
+                f"{name}_true_pair_recall_by_similarity": bins,
+                f"{name}_true_pairs_missed": int(missed.sum()),
+                f"{name}_missed_sharing_a_band": int(shares_band.sum()),
+                f"{name}_f1_if_buckets_all_pairs": all_pairs["f1"],
+            }
+        )
+        print(
+            f"{name + f' {bands} x {rows}':18} {params.candidate_probability:14.4f} {best['cpu_s']:7.2f} "
+            f"{best['verify_cpu_s']:8.2f} {best['candidate_pairs']:10d} {best['false_positives']:8d} "
+            f"{scores['precision']:9.4f} {scores['recall']:7.4f} {scores['f1']:7.4f} "
+            f"{edge['found']:>8}/{edge['pairs']:<8} {int(missed.sum()):>10} ({int(shares_band.sum())})"
+        )
     result["time_ratio_new_vs_old"] = result["new_cpu_s"] / result["old_cpu_s"]
     result["verify_time_ratio_new_vs_old"] = result["new_verify_cpu_s"] / max(result["old_verify_cpu_s"], 1e-9)
     result["candidate_ratio_new_vs_old"] = result["new_candidate_pairs"] / max(result["old_candidate_pairs"], 1)
     result["time_ratio_low_vs_old"] = result["low_cpu_s"] / result["old_cpu_s"]
-    print(f"\ntrue pairs: {result['true_pairs_by_similarity']}; the default costs "
-          f"{result['time_ratio_new_vs_old']:.3f}x the former's CPU time "
-          f"({result['candidate_ratio_new_vs_old']:.2f}x the candidate pairs), recall {LOW_RECALL} "
-          f"{result['time_ratio_low_vs_old']:.3f}x; F1 if every pair of a bucket were verified: "
-          + ", ".join(f"{k} {result[f'{k}_f1_if_buckets_all_pairs']:.4f}" for k in layouts))
+    print(
+        f"\ntrue pairs: {result['true_pairs_by_similarity']}; the default costs "
+        f"{result['time_ratio_new_vs_old']:.3f}x the former's CPU time "
+        f"({result['candidate_ratio_new_vs_old']:.2f}x the candidate pairs), recall {LOW_RECALL} "
+        f"{result['time_ratio_low_vs_old']:.3f}x; F1 if every pair of a bucket were verified: "
+        + ", ".join(f"{k} {result[f'{k}_f1_if_buckets_all_pairs']:.4f}" for k in layouts)
+    )
     print(json.dumps(rounded(result)))
 
 
@@ -816,8 +932,11 @@ def peers_benchmark() -> None:
     sets = Shingles(texts)
     truth = ground_truth(sets, THRESHOLD)
     truth_cpu = time.process_time() - c
-    print(f"{n} documents in {len(shards)} shards; ground truth in {truth_cpu:.1f} CPU s: "
-          f"{truth['sharing_pairs']} pairs share a shingle, {len(truth['a'])} reach {THRESHOLD}", file=sys.stderr)
+    print(
+        f"{n} documents in {len(shards)} shards; ground truth in {truth_cpu:.1f} CPU s: "
+        f"{truth['sharing_pairs']} pairs share a shingle, {len(truth['a'])} reach {THRESHOLD}",
+        file=sys.stderr,
+    )
     truth_scores = pair_scores(truth["labels"], truth["labels"])
 
     # ours, best of OUR_REPEATS
@@ -825,8 +944,11 @@ def peers_benchmark() -> None:
     ours_runs = []
     for attempt in range(OUR_REPEATS):
         ours_runs.append(subprocess_side("ours", work / "ours", shards))
-        print(f"ours run {attempt + 1}: {ours_runs[-1]['cpu_s']:.2f} CPU s (+{ours_runs[-1]['apply_cpu_s']:.2f} "
-              f"filtering), peak RSS {ours_runs[-1]['peak_rss_mib']:.0f} MiB", file=sys.stderr)
+        print(
+            f"ours run {attempt + 1}: {ours_runs[-1]['cpu_s']:.2f} CPU s (+{ours_runs[-1]['apply_cpu_s']:.2f} "
+            f"filtering), peak RSS {ours_runs[-1]['peak_rss_mib']:.0f} MiB",
+            file=sys.stderr,
+        )
     ours = min(ours_runs, key=lambda r: r["cpu_s"])
     ours["apply_cpu_s"] = min(r["apply_cpu_s"] for r in ours_runs)
     clusters = pl.read_parquet(work / "ours" / "stage" / "clusters.parquet")
@@ -850,8 +972,9 @@ def peers_benchmark() -> None:
     trove_members = np.array([index[i] for i, cl in zip(trove["ids"], trove["cluster"]) if cl >= 0], np.int64)
     trove_labels = labels_from_members(trove_docs, trove_members, trove["cluster"][trove["cluster"] >= 0])
     trove_scores = pair_scores(trove_labels, trove_truth["labels"])
-    trove_index_check = ({ids[i] for i in trove["remove_idx"]} == trove["removed_ids"]
-                         and len(trove["ids"]) == trove_docs)
+    trove_index_check = {ids[i] for i in trove["remove_idx"]} == trove["removed_ids"] and len(
+        trove["ids"]
+    ) == trove_docs
     trove_cpu = sum(trove["report"]["cpu_s"].values())
     trove_cpu_clusters = sum(v for k, v in trove["report"]["cpu_s"].items() if k != "filter")
 
@@ -879,8 +1002,12 @@ def peers_benchmark() -> None:
         "missed_sharing_a_band": int(shares_band.sum()),
         "missed_by_similarity": bin_counts(truth["similarity"][missed]),
         "missed_sharing_a_band_by_similarity": bin_counts(truth["similarity"][missed][shares_band]),
-        "missed_examples_sharing_a_band": [[ids[int(a)], ids[int(b)], round(float(s), 4)] for a, b, s in zip(
-            miss_a[shares_band][:5], miss_b[shares_band][:5], truth["similarity"][missed][shares_band][:5])],
+        "missed_examples_sharing_a_band": [
+            [ids[int(a)], ids[int(b)], round(float(s), 4)]
+            for a, b, s in zip(
+                miss_a[shares_band][:5], miss_b[shares_band][:5], truth["similarity"][missed][shares_band][:5]
+            )
+        ],
     }
     # The same edges plus the missed true pairs that share a band key: what verifying every pair
     # of each LSH bucket, not only each member of a large one with its first document, would give.
@@ -892,7 +1019,7 @@ def peers_benchmark() -> None:
     graph = coo_matrix((np.ones(len(more_a), np.int8), (more_a, more_b)), shape=(n, n)).tocsr()
     all_pairs_scores = pair_scores(connected_components(graph, directed=False)[1], truth["labels"])
     bands, rows = ours["bands"], ours["rows"]
-    lsh_probability = {f"{s:.2f}": round(1 - (1 - s ** rows) ** bands, 4) for s in (0.8, 0.85, 0.9, 0.95)}
+    lsh_probability = {f"{s:.2f}": round(1 - (1 - s**rows) ** bands, 4) for s in (0.8, 0.85, 0.9, 0.95)}
 
     # Memory and speed at scale
     memory = {}
@@ -901,8 +1028,11 @@ def peers_benchmark() -> None:
         run = subprocess_side("ours-steps", work / f"ours-{size}", scaled)
         shutil.rmtree(work / f"ours-{size}", ignore_errors=True)
         memory[size] = run
-        print(f"ours at {size}: {run['cpu_s']:.1f} CPU s, peak RSS {run['peak_rss_mib']:.0f} MiB "
-              f"(after imports {run['rss_after_imports_mib']:.0f})", file=sys.stderr)
+        print(
+            f"ours at {size}: {run['cpu_s']:.1f} CPU s, peak RSS {run['peak_rss_mib']:.0f} MiB "
+            f"(after imports {run['rss_after_imports_mib']:.0f})",
+            file=sys.stderr,
+        )
 
     # Report
     ours_rate = n / ours["cpu_s"]
@@ -911,74 +1041,146 @@ def peers_benchmark() -> None:
     trove_rate = trove_docs / trove_cpu
     trove_clusters_rate = trove_docs / trove_cpu_clusters
     rows_out = [
-        ("ours (clusters table)", n, ours["cpu_s"], ours["wall_s"], ours_rate, ours["peak_rss_clusters_mib"],
-         ours_scores),
-        ("ours + filtering step", n, ours["cpu_s"] + ours["apply_cpu_s"], ours["wall_s"] + ours["apply_wall_s"],
-         ours_full_rate, ours["peak_rss_mib"], ours_scores),
-        ("datasketch bulk+LSH", sketch["docs"], sketch["cpu_s"], sketch["wall_s"], sketch_rate, sketch["peak_rss_mib"],
-         sketch_scores),
-        ("datatrove stages 1-3", trove_docs, trove_cpu_clusters, sum(v for k, v in trove["report"]["wall_s"].items()
-                                                                     if k != "filter"),
-         trove_clusters_rate, trove["report"]["peak_rss_mib"], trove_scores),
-        ("datatrove stages 1-4", trove_docs, trove_cpu, sum(trove["report"]["wall_s"].values()), trove_rate,
-         trove["report"]["peak_rss_mib"], trove_scores),
+        (
+            "ours (clusters table)",
+            n,
+            ours["cpu_s"],
+            ours["wall_s"],
+            ours_rate,
+            ours["peak_rss_clusters_mib"],
+            ours_scores,
+        ),
+        (
+            "ours + filtering step",
+            n,
+            ours["cpu_s"] + ours["apply_cpu_s"],
+            ours["wall_s"] + ours["apply_wall_s"],
+            ours_full_rate,
+            ours["peak_rss_mib"],
+            ours_scores,
+        ),
+        (
+            "datasketch bulk+LSH",
+            sketch["docs"],
+            sketch["cpu_s"],
+            sketch["wall_s"],
+            sketch_rate,
+            sketch["peak_rss_mib"],
+            sketch_scores,
+        ),
+        (
+            "datatrove stages 1-3",
+            trove_docs,
+            trove_cpu_clusters,
+            sum(v for k, v in trove["report"]["wall_s"].items() if k != "filter"),
+            trove_clusters_rate,
+            trove["report"]["peak_rss_mib"],
+            trove_scores,
+        ),
+        (
+            "datatrove stages 1-4",
+            trove_docs,
+            trove_cpu,
+            sum(trove["report"]["wall_s"].values()),
+            trove_rate,
+            trove["report"]["peak_rss_mib"],
+            trove_scores,
+        ),
     ]
     print()
-    print(f"{'side':24} {'docs':>7} {'CPU s':>8} {'wall s':>8} {'docs/s/core':>12} {'peak MiB':>9} "
-          f"{'clusters':>8} {'removed':>8} {'precision':>9} {'recall':>7} {'F1':>7}")
+    print(
+        f"{'side':24} {'docs':>7} {'CPU s':>8} {'wall s':>8} {'docs/s/core':>12} {'peak MiB':>9} "
+        f"{'clusters':>8} {'removed':>8} {'precision':>9} {'recall':>7} {'F1':>7}"
+    )
     for name, docs, cpu, wall, rate, peak, sc in rows_out:
-        print(f"{name:24} {docs:7d} {cpu:8.2f} {wall:8.2f} {rate:12,.0f} {peak:9.0f} {sc['clusters']:8d} "
-              f"{sc['removed']:8d} {sc['precision']:9.4f} {sc['recall']:7.4f} {sc['f1']:7.4f}")
-    print(f"{'ground truth':24} {n:7d} {truth_cpu:8.2f} {'':8} {'':12} {'':9} {truth_scores['clusters']:8d} "
-          f"{truth_scores['removed']:8d}   ({truth_scores['pairs_true']} pairs in true clusters, "
-          f"{len(truth['a'])} pairs >= {THRESHOLD})")
+        print(
+            f"{name:24} {docs:7d} {cpu:8.2f} {wall:8.2f} {rate:12,.0f} {peak:9.0f} {sc['clusters']:8d} "
+            f"{sc['removed']:8d} {sc['precision']:9.4f} {sc['recall']:7.4f} {sc['f1']:7.4f}"
+        )
+    print(
+        f"{'ground truth':24} {n:7d} {truth_cpu:8.2f} {'':8} {'':12} {'':9} {truth_scores['clusters']:8d} "
+        f"{truth_scores['removed']:8d}   ({truth_scores['pairs_true']} pairs in true clusters, "
+        f"{len(truth['a'])} pairs >= {THRESHOLD})"
+    )
     print()
     print("true pairs (similar themselves) put in one cluster, by similarity: found/pairs")
-    for name, bins in (("ours", ours_recall_bins), ("datasketch", sketch_recall_bins),
-                       ("datatrove", trove_recall_bins)):
+    for name, bins in (
+        ("ours", ours_recall_bins),
+        ("datasketch", sketch_recall_bins),
+        ("datatrove", trove_recall_bins),
+    ):
         print(f"  {name:11} " + "  ".join(f"{k}: {v['found']}/{v['pairs']}" for k, v in bins.items()))
-    print(f"  LSH candidate probability ({bands} bands x {rows} rows): "
-          + ", ".join(f"s={k}: {v}" for k, v in lsh_probability.items()))
-    print(f"ours: {missed_pairs['true_pairs_missed']} true pairs missed, {missed_pairs['missed_sharing_a_band']} "
-          f"of them sharing an LSH band key; by similarity {missed_pairs['missed_by_similarity']}")
-    print(f"ours if every pair of a bucket were verified: recall {all_pairs_scores['recall']:.4f}, "
-          f"F1 {all_pairs_scores['f1']:.4f}")
+    print(
+        f"  LSH candidate probability ({bands} bands x {rows} rows): "
+        + ", ".join(f"s={k}: {v}" for k, v in lsh_probability.items())
+    )
+    print(
+        f"ours: {missed_pairs['true_pairs_missed']} true pairs missed, {missed_pairs['missed_sharing_a_band']} "
+        f"of them sharing an LSH band key; by similarity {missed_pairs['missed_by_similarity']}"
+    )
+    print(
+        f"ours if every pair of a bucket were verified: recall {all_pairs_scores['recall']:.4f}, "
+        f"F1 {all_pairs_scores['f1']:.4f}"
+    )
     print("methods' own pairs by exact similarity:")
     print(f"  ours verified edges {edges.height}: {bin_counts(ours_edge_similarity)}")
     print(f"  datasketch candidates {len(sketch_similarity)}: {bin_counts(sketch_similarity)}")
     print(f"  datatrove duplicate pairs {len(trove_similarity)}: {bin_counts(trove_similarity)}")
-    print("memory, ours (clusters table + filtering step), shards of "
-          f"{MEMORY_SHARD_DOCS}, {PARTITIONS} partitions:")
+    print(f"memory, ours (clusters table + filtering step), shards of {MEMORY_SHARD_DOCS}, {PARTITIONS} partitions:")
     for size, run in memory.items():
-        print(f"  {size:7d} docs: peak RSS {run['peak_rss_mib']:6.0f} MiB "
-              f"(after imports {run['rss_after_imports_mib']:.0f}, "
-              f"clusters table {run['peak_rss_clusters_mib']:.0f}); {run['cpu_s']:.1f} CPU s, "
-              f"{size / run['cpu_s']:,.0f} docs/s/core; removed {run['removed']}")
+        print(
+            f"  {size:7d} docs: peak RSS {run['peak_rss_mib']:6.0f} MiB "
+            f"(after imports {run['rss_after_imports_mib']:.0f}, "
+            f"clusters table {run['peak_rss_clusters_mib']:.0f}); {run['cpu_s']:.1f} CPU s, "
+            f"{size / run['cpu_s']:,.0f} docs/s/core; removed {run['removed']}"
+        )
         print("           step peaks: " + ", ".join(f"{k} {v:.0f}" for k, v in run["step_peak_rss_mib"].items()))
 
     result = {
-        "docs": n, "shards": len(shards), "partitions": PARTITIONS, "threshold": THRESHOLD, "num_perm": NUM_PERM,
-        "bands": bands, "rows": rows, "corpus_docs": CORPUS_DOCS,
-        "true_pairs_at_threshold": len(truth["a"]), "true_cluster_pairs": truth_scores["pairs_true"],
-        "true_clusters": truth_scores["clusters"], "true_removable": truth_scores["removed"],
+        "docs": n,
+        "shards": len(shards),
+        "partitions": PARTITIONS,
+        "threshold": THRESHOLD,
+        "num_perm": NUM_PERM,
+        "bands": bands,
+        "rows": rows,
+        "corpus_docs": CORPUS_DOCS,
+        "true_pairs_at_threshold": len(truth["a"]),
+        "true_cluster_pairs": truth_scores["pairs_true"],
+        "true_clusters": truth_scores["clusters"],
+        "true_removable": truth_scores["removed"],
         "ground_truth_cpu_s": truth_cpu,
-        "ours_cpu_s": ours["cpu_s"], "ours_wall_s": ours["wall_s"], "ours_docs_per_s_per_core": ours_rate,
-        "ours_filter_step_cpu_s": ours["apply_cpu_s"], "ours_with_filter_docs_per_s_per_core": ours_full_rate,
-        "ours_precision": ours_scores["precision"], "ours_recall": ours_scores["recall"], "ours_f1": ours_scores["f1"],
-        "ours_clusters": ours_scores["clusters"], "ours_removed": ours_scores["removed"],
+        "ours_cpu_s": ours["cpu_s"],
+        "ours_wall_s": ours["wall_s"],
+        "ours_docs_per_s_per_core": ours_rate,
+        "ours_filter_step_cpu_s": ours["apply_cpu_s"],
+        "ours_with_filter_docs_per_s_per_core": ours_full_rate,
+        "ours_precision": ours_scores["precision"],
+        "ours_recall": ours_scores["recall"],
+        "ours_f1": ours_scores["f1"],
+        "ours_clusters": ours_scores["clusters"],
+        "ours_removed": ours_scores["removed"],
         "ours_peak_rss_mib": ours["peak_rss_mib"],
-        "datasketch_cpu_s": sketch["cpu_s"], "datasketch_sketch_cpu_s": sketch["sketch_cpu_s"],
-        "datasketch_docs_per_s_per_core": sketch_rate, "datasketch_precision": sketch_scores["precision"],
-        "datasketch_recall": sketch_scores["recall"], "datasketch_f1": sketch_scores["f1"],
+        "datasketch_cpu_s": sketch["cpu_s"],
+        "datasketch_sketch_cpu_s": sketch["sketch_cpu_s"],
+        "datasketch_docs_per_s_per_core": sketch_rate,
+        "datasketch_precision": sketch_scores["precision"],
+        "datasketch_recall": sketch_scores["recall"],
+        "datasketch_f1": sketch_scores["f1"],
         "datasketch_candidate_pairs": sketch["candidate_pairs"],
         "datasketch_candidates_below_threshold": int((sketch_similarity < THRESHOLD).sum()),
-        "datatrove_version": trove["report"]["version"], "datatrove_docs": trove_docs,
+        "datatrove_version": trove["report"]["version"],
+        "datatrove_docs": trove_docs,
         "datatrove_config": f"{trove['report']['n_grams']}-grams, {trove['report']['buckets']} buckets x "
-                            f"{trove['report']['hashes_per_bucket']} hashes, sha1 64-bit",
-        "datatrove_stage_cpu_s": trove["report"]["cpu_s"], "datatrove_cpu_s": trove_cpu,
-        "datatrove_docs_per_s_per_core": trove_rate, "datatrove_clusters_docs_per_s_per_core": trove_clusters_rate,
-        "datatrove_precision": trove_scores["precision"], "datatrove_recall": trove_scores["recall"],
-        "datatrove_f1": trove_scores["f1"], "datatrove_removed": trove_scores["removed"],
+        f"{trove['report']['hashes_per_bucket']} hashes, sha1 64-bit",
+        "datatrove_stage_cpu_s": trove["report"]["cpu_s"],
+        "datatrove_cpu_s": trove_cpu,
+        "datatrove_docs_per_s_per_core": trove_rate,
+        "datatrove_clusters_docs_per_s_per_core": trove_clusters_rate,
+        "datatrove_precision": trove_scores["precision"],
+        "datatrove_recall": trove_scores["recall"],
+        "datatrove_f1": trove_scores["f1"],
+        "datatrove_removed": trove_scores["removed"],
         "datatrove_duplicate_pairs": len(trove_similarity),
         "datatrove_pairs_below_threshold": int((trove_similarity < THRESHOLD).sum()),
         "datatrove_read_order_check": bool(trove_index_check),
@@ -993,8 +1195,11 @@ def peers_benchmark() -> None:
         "ours_edge_similarity_max_difference": ours_edges_differ,
         "ours_recall_if_buckets_all_pairs": all_pairs_scores["recall"],
         "ours_f1_if_buckets_all_pairs": all_pairs_scores["f1"],
-        "true_pair_recall_by_similarity": {"ours": ours_recall_bins, "datasketch": sketch_recall_bins,
-                                           "datatrove": trove_recall_bins},
+        "true_pair_recall_by_similarity": {
+            "ours": ours_recall_bins,
+            "datasketch": sketch_recall_bins,
+            "datatrove": trove_recall_bins,
+        },
         "lsh_candidate_probability": lsh_probability,
         "ours_peak_rss_mib_50k": memory[50_000]["peak_rss_mib"],
         "ours_peak_rss_mib_100k": memory[100_000]["peak_rss_mib"],

@@ -162,8 +162,11 @@ def corpus_docs() -> pl.DataFrame:
     from pipeline.source import plan_units, source_unit
 
     if not DOCS_PATH.exists():
-        print(f"Building the demo corpus ({DOCS} documents) and reading it with the source stage; "
-              "both are reused afterwards", file=sys.stderr)
+        print(
+            f"Building the demo corpus ({DOCS} documents) and reading it with the source stage; "
+            "both are reused afterwards",
+            file=sys.stderr,
+        )
         build_demo_corpus(CORPUS_DIR, docs=DOCS, seed=SEED)
         config = run_config()
         stage = RunLayout(config.run_dir).stage("source").make()
@@ -178,7 +181,8 @@ def corpus_docs() -> pl.DataFrame:
     docs = pl.read_parquet(DOCS_PATH)
     # A document's id is "<source>/<key>", key being its label's (see pipeline.demo_corpus).
     labels = pl.read_parquet(CORPUS_DIR / "labels.parquet").select(
-        id=pl.col("source") + "/" + pl.col("key"), kind="kind")
+        id=pl.col("source") + "/" + pl.col("key"), kind="kind"
+    )
     docs = docs.join(labels, on="id", how="left", maintain_order="left")
     # Canaries are memorization probes (random words), neither text to keep nor noise to remove.
     docs = docs.filter(pl.col("kind") != "canary")
@@ -194,8 +198,9 @@ def write_sample(docs: pl.DataFrame) -> pl.DataFrame:
     rows = np.sort(np.random.default_rng(SEED).choice(docs.height, size=SAMPLE, replace=False))
     sample = docs[rows]
     sample.drop("kind").write_parquet(SAMPLE_PATH)
-    SAMPLE_JSONL.write_bytes(b"".join(orjson.dumps({"id": i, "text": t}) + b"\n"
-                                      for i, t in zip(sample["id"], sample["text"])))
+    SAMPLE_JSONL.write_bytes(
+        b"".join(orjson.dumps({"id": i, "text": t}) + b"\n" for i, t in zip(sample["id"], sample["text"]))
+    )
     return sample
 
 
@@ -279,12 +284,18 @@ def matched_filters() -> dict:
 def datatrove_measure(filter_name: str, reason: str) -> str | None:
     """The measure of ours that a datatrove reason is about (None for datatrove's "empty")."""
     if filter_name == "gopher_quality":
-        return {"gopher_short_doc": "word_count", "gopher_long_doc": "word_count",
-                "gopher_below_avg_threshold": "mean_word_length", "gopher_above_avg_threshold": "mean_word_length",
-                "gopher_too_many_hashes": "hash_to_word_ratio", "gopher_too_many_ellipsis": "ellipsis_to_word_ratio",
-                "gopher_too_many_bullets": "bullet_lines_ratio", "gopher_too_many_end_ellipsis": "ellipsis_lines_ratio",
-                "gopher_below_alpha_threshold": "alpha_words_ratio",
-                "gopher_enough_stop_words": "stop_word_count"}.get(reason)
+        return {
+            "gopher_short_doc": "word_count",
+            "gopher_long_doc": "word_count",
+            "gopher_below_avg_threshold": "mean_word_length",
+            "gopher_above_avg_threshold": "mean_word_length",
+            "gopher_too_many_hashes": "hash_to_word_ratio",
+            "gopher_too_many_ellipsis": "ellipsis_to_word_ratio",
+            "gopher_too_many_bullets": "bullet_lines_ratio",
+            "gopher_too_many_end_ellipsis": "ellipsis_lines_ratio",
+            "gopher_below_alpha_threshold": "alpha_words_ratio",
+            "gopher_enough_stop_words": "stop_word_count",
+        }.get(reason)
     if filter_name == "gopher_repetition":
         if m := re.fullmatch(r"top_(\d+)_gram", reason):
             return f"top_{m[1]}gram_char_frac"
@@ -292,8 +303,11 @@ def datatrove_measure(filter_name: str, reason: str) -> str | None:
             return f"dup_{m[1]}gram_char_frac"
         return None if reason == "empty" else reason
     if filter_name == "c4_quality":
-        return {"lorem_ipsum": "has_lorem_ipsum", "curly_bracket": "has_curly_bracket",
-                "too_few_sentences": "sentence_count"}.get(reason)
+        return {
+            "lorem_ipsum": "has_lorem_ipsum",
+            "curly_bracket": "has_curly_bracket",
+            "too_few_sentences": "sentence_count",
+        }.get(reason)
     return {"list_ratio": "new_line_ratio", "empty": "line_punct_ratio"}.get(reason, reason)
 
 
@@ -343,8 +357,11 @@ def agreement(sample: pl.DataFrame, peer: pl.DataFrame) -> dict:
                 if theirs[i] is not None and (measure := datatrove_measure(name, theirs[i])):
                     shown.append(f"ours {measure}={measures[measure][i]}")
                 text = sample["text"][i]
-                print(f"   {sample['id'][i]} [{sample['kind'][i]}, {sample['lang'][i]}, {len(text)} chars] "
-                      f"{'; '.join(shown)}\n      {text[:240]!r}", file=sys.stderr)
+                print(
+                    f"   {sample['id'][i]} [{sample['kind'][i]}, {sample['lang'][i]}, {len(text)} chars] "
+                    f"{'; '.join(shown)}\n      {text[:240]!r}",
+                    file=sys.stderr,
+                )
     return results
 
 
@@ -360,18 +377,29 @@ def scores(kinds: pl.Series, removed: pl.Series) -> dict:
     precision = hits / max(int(removed.sum()), 1)
     recall = hits / max(int(noise.sum()), 1)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    by_kind = (pl.DataFrame({"kind": kinds, "removed": removed}).group_by("kind")
-               .agg(pl.col("removed").mean()).sort("kind"))
-    return {"precision": precision, "recall": recall, "f1": f1, "removed": int(removed.sum()),
-            "by_kind": dict(by_kind.iter_rows())}
+    by_kind = (
+        pl.DataFrame({"kind": kinds, "removed": removed}).group_by("kind").agg(pl.col("removed").mean()).sort("kind")
+    )
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "removed": int(removed.sum()),
+        "by_kind": dict(by_kind.iter_rows()),
+    }
 
 
 def accuracy(sample: pl.DataFrame, docs: pl.DataFrame, peer: pl.DataFrame) -> dict[str, dict]:
-    variants = {"ours": run_config(), "ours_demo_scope": run_config(scoped=True),
-                "ours_filters_only": run_config(min_score=0.0)}
+    variants = {
+        "ours": run_config(),
+        "ours_demo_scope": run_config(scoped=True),
+        "ours_filters_only": run_config(min_score=0.0),
+    }
     frame = sample.drop("kind", "lang", "lang_score")
-    out = {name: scores(sample["kind"], ~sample["id"].is_in(stages(config)(frame).implode()))
-           for name, config in variants.items()}
+    out = {
+        name: scores(sample["kind"], ~sample["id"].is_in(stages(config)(frame).implode()))
+        for name, config in variants.items()
+    }
     out["datatrove"] = scores(sample["kind"], peer["chain"].is_not_null())
     kept = pl.read_parquet(OURS_KEPT)["id"]
     out["ours_all_docs"] = scores(docs["kind"], ~docs["id"].is_in(kept.implode()))
@@ -398,8 +426,10 @@ def print_tables(results: dict, agree: dict, acc: dict[str, dict]) -> None:
     print("\nRemoval against the labels (share of each kind removed)")
     print(f"  {'':18} {'prec':>6} {'recall':>6} {'f1':>6}  " + " ".join(f"{k[:10]:>10}" for k in kinds))
     for name, s in acc.items():
-        print(f"  {name:18} {s['precision']:6.3f} {s['recall']:6.3f} {s['f1']:6.3f}  "
-              + " ".join(f"{s['by_kind'].get(k, float('nan')):10.1%}" for k in kinds))
+        print(
+            f"  {name:18} {s['precision']:6.3f} {s['recall']:6.3f} {s['f1']:6.3f}  "
+            + " ".join(f"{s['by_kind'].get(k, float('nan')):10.1%}" for k in kinds)
+        )
 
 
 def main() -> None:
@@ -412,15 +442,22 @@ def main() -> None:
     sample = write_sample(docs)
 
     env = {**os.environ, "POLARS_MAX_THREADS": "1"}
-    ours = subprocess_json("ours", [sys.executable, str(Path(__file__).resolve()), "ours", str(DOCS_PATH),
-                                    str(SAMPLE_PATH), str(OURS_KEPT)], env=env)
-    print(f"ours: {ours['all']['docs']} documents in {ours['all']['seconds']:.1f} s, sample in "
-          f"{ours['sample']['seconds']:.2f} s (polars threads: {ours['polars_threads']})", file=sys.stderr)
+    ours = subprocess_json(
+        "ours",
+        [sys.executable, str(Path(__file__).resolve()), "ours", str(DOCS_PATH), str(SAMPLE_PATH), str(OURS_KEPT)],
+        env=env,
+    )
+    print(
+        f"ours: {ours['all']['docs']} documents in {ours['all']['seconds']:.1f} s, sample in "
+        f"{ours['sample']['seconds']:.2f} s (polars threads: {ours['polars_threads']})",
+        file=sys.stderr,
+    )
     python = peer_python("datatrove-filters", PEER_PACKAGES, PEER_MODULES)
     peer = subprocess_json("datatrove", [python, "-c", PEER_SCRIPT, str(SAMPLE_JSONL), str(PEER_VERDICTS)])
     print(f"datatrove: sample in {peer['seconds']:.1f} s", file=sys.stderr)
-    verdicts = pl.read_ndjson(PEER_VERDICTS, schema={"id": pl.String, "chain": pl.String,
-                                                     **{name: pl.String for name in FILTERS}})
+    verdicts = pl.read_ndjson(
+        PEER_VERDICTS, schema={"id": pl.String, "chain": pl.String, **{name: pl.String for name in FILTERS}}
+    )
     if verdicts["id"].to_list() != sample["id"].to_list():
         raise SystemExit("datatrove's verdicts are not in the sample's order")
 
@@ -438,7 +475,7 @@ def main() -> None:
         "datatrove_version": peer["version"],
         "spacy_version": peer["spacy"],
         "ours_stages": "lang (min_score 0.5) + filter (c4_quality, gopher_quality, gopher_repetition, "
-                       "fineweb_quality, pii), all sources",
+        "fineweb_quality, pii), all sources",
         "datatrove_filters": "C4Quality, GopherQuality, GopherRepetition, FineWebQuality in sequence",
         "ours_seconds": ours["all"]["seconds"],
         "ours_cpu_seconds": ours["all"]["cpu_seconds"],
@@ -450,8 +487,9 @@ def main() -> None:
         "datatrove_cpu_seconds": peer["cpu_seconds"],
         "datatrove_docs_per_s_per_core": per_core(peer),
     }
-    results["speed_ratio_vs_datatrove"] = (results["ours_sample_docs_per_s_per_core"]
-                                           / results["datatrove_docs_per_s_per_core"])
+    results["speed_ratio_vs_datatrove"] = (
+        results["ours_sample_docs_per_s_per_core"] / results["datatrove_docs_per_s_per_core"]
+    )
     results["sample_english_docs"] = int((labelled["lang"] == "en").sum())
     for name, a in agree.items():
         results |= {f"agreement_{name}": a["agreement"], f"agreement_{name}_en": a["agreement_en"]}

@@ -44,8 +44,16 @@ from trainer.model import GPT, GPTConfig
 GPT2_SMALL = {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 1024, "vocab_size": 50304}
 TINY = {"n_layer": 2, "n_head": 2, "n_embd": 64, "block_size": 128, "vocab_size": 512}
 # Dense bf16 tensor-core peaks from the datasheets (FLOP/s), for comparison only.
-DATASHEET_BF16 = {"H200": 989e12, "H100 SXM": 989e12, "H100 80GB HBM3": 989e12, "H100 PCIe": 756e12,
-                  "H100 NVL": 835e12, "A100": 312e12, "L40S": 362e12, "A10G": 70e12}
+DATASHEET_BF16 = {
+    "H200": 989e12,
+    "H100 SXM": 989e12,
+    "H100 80GB HBM3": 989e12,
+    "H100 PCIe": 756e12,
+    "H100 NVL": 835e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "A10G": 70e12,
+}
 START = time.perf_counter()
 
 
@@ -87,7 +95,7 @@ def matmul_rate(device: torch.device, size: int, dtype: torch.dtype, repeats: in
         for _ in range(repeats):
             torch.mm(a, b, out=out)
         synchronize(device)
-        best = max(best, 2 * size ** 3 * repeats / (time.perf_counter() - start))
+        best = max(best, 2 * size**3 * repeats / (time.perf_counter() - start))
     del a, b, out
     free_memory(device)
     return best
@@ -111,8 +119,11 @@ def measure_peak(device: torch.device, tiny: bool) -> dict:
         say(f"  {str(dtype).removeprefix('torch.')} matmul {size}^3: {rates[size] / 1e12:.2f} TFLOP/s")
     if not rates:
         raise RuntimeError("no matmul size fit in memory")
-    return {"peak_flops": max(rates.values()), "peak_by_size": {str(k): round(v) for k, v in rates.items()},
-            "peak_dtype": str(dtype).removeprefix("torch.")}
+    return {
+        "peak_flops": max(rates.values()),
+        "peak_by_size": {str(k): round(v) for k, v in rates.items()},
+        "peak_dtype": str(dtype).removeprefix("torch."),
+    }
 
 
 def datasheet_peak(device: torch.device) -> tuple[str, float | None]:
@@ -146,8 +157,9 @@ class Trainer:
 
     def step(self, inputs: torch.Tensor, targets: torch.Tensor, lr: float = 6e-4) -> torch.Tensor:
         if self.simulate_oom_above is not None and inputs.size(0) > self.simulate_oom_above:
-            raise torch.OutOfMemoryError(f"simulated: a micro batch of {inputs.size(0)} is above "
-                                         f"{self.simulate_oom_above}")
+            raise torch.OutOfMemoryError(
+                f"simulated: a micro batch of {inputs.size(0)} is above {self.simulate_oom_above}"
+            )
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with self.autocast():
@@ -227,12 +239,22 @@ def memory_phase(trainer: Trainer, batch: int, steps: int, warmup: int, deadline
 
 def synthetic_mixture(vocab_size: int, tokens: int, seed: int = 2) -> Mixture:
     """A mixture held in memory: random tokens as one train shard, no validation."""
-    stream = np.random.default_rng(seed).integers(0, vocab_size, tokens, dtype=np.uint16 if vocab_size <= 65536
-                                                  else np.uint32)
+    stream = np.random.default_rng(seed).integers(
+        0, vocab_size, tokens, dtype=np.uint16 if vocab_size <= 65536 else np.uint32
+    )
     specials = {"eod": 0, "pad": 1, "mask": 2, "cls": 3}
-    return Mixture(path=Path("synthetic"), manifest={"groups": {}}, manifest_sha256="", tokenizer_path=Path(),
-                   vocab_size=vocab_size, special_ids=specials, train=[stream], validation={},
-                   validation_tokens={}, validation_bytes={})
+    return Mixture(
+        path=Path("synthetic"),
+        manifest={"groups": {}},
+        manifest_sha256="",
+        tokenizer_path=Path(),
+        vocab_size=vocab_size,
+        special_ids=specials,
+        train=[stream],
+        validation={},
+        validation_tokens={},
+        validation_bytes={},
+    )
 
 
 def loader_phase(trainer: Trainer, batch: int, steps: int, deadline: float) -> tuple[dict, int]:
@@ -255,8 +277,12 @@ def loader_phase(trainer: Trainer, batch: int, steps: int, deadline: float) -> t
             if time.perf_counter() > deadline:
                 say(f"  time budget reached after {len(times)} of {steps} steps")
                 break
-        return {"steps": len(times), "seconds": sum(times), "median_step_s": float(np.median(times)),
-                "final_loss": loss.item()}
+        return {
+            "steps": len(times),
+            "seconds": sum(times),
+            "median_step_s": float(np.median(times)),
+            "final_loss": loss.item(),
+        }
 
     return with_retries(run, trainer, batch, "loader phase")
 
@@ -265,22 +291,40 @@ def loader_phase(trainer: Trainer, batch: int, steps: int, deadline: float) -> t
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tiny", action="store_true",
-                        help="a tiny model on the CPU in float32 (automatic when CUDA is not available)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--tiny", action="store_true", help="a tiny model on the CPU in float32 (automatic when CUDA is not available)"
+    )
     parser.add_argument("--steps", type=int, help="timed steps of the memory phase (default 50; tiny 4)")
     parser.add_argument("--batch", type=int, help="micro batch in windows (default 32; tiny 4)")
-    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                        help="torch.compile the model (default: on for CUDA, off for --tiny)")
+    parser.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="torch.compile the model (default: on for CUDA, off for --tiny)",
+    )
     parser.add_argument("--warmup", type=int, help="untimed steps first, compilation among them (default 5; tiny 1)")
     parser.add_argument("--loader-steps", type=int, help="steps of the loader phase, 0 to skip (default 20; tiny 2)")
-    parser.add_argument("--positions", choices=("rope", "learned"), default="rope",
-                        help="rotary (the trainer's default) or GPT-2's learned position table")
-    parser.add_argument("--budget-s", type=float, default=270.0,
-                        help="stop timing early past this many seconds since start (default 270)")
-    parser.add_argument("--simulate-oom-above", type=int, metavar="N",
-                        help="raise an out-of-memory error for micro batches above N (tests the retry path)")
+    parser.add_argument(
+        "--positions",
+        choices=("rope", "learned"),
+        default="rope",
+        help="rotary (the trainer's default) or GPT-2's learned position table",
+    )
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=270.0,
+        help="stop timing early past this many seconds since start (default 270)",
+    )
+    parser.add_argument(
+        "--simulate-oom-above",
+        type=int,
+        metavar="N",
+        help="raise an out-of-memory error for micro batches above N (tests the retry path)",
+    )
     return parser.parse_args(argv)
 
 
@@ -303,9 +347,16 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--steps and --batch must be at least 1, --warmup and --loader-steps at least 0")
 
     name, datasheet = datasheet_peak(device)
-    result: dict = {"device": device.type, "mode": mode, "device_name": name, "torch": torch.__version__,
-                    "dtype": "float32" if tiny else "bfloat16", "compile": compile_model, **shape,
-                    "positions": args.positions}
+    result: dict = {
+        "device": device.type,
+        "mode": mode,
+        "device_name": name,
+        "torch": torch.__version__,
+        "dtype": "float32" if tiny else "bfloat16",
+        "compile": compile_model,
+        **shape,
+        "positions": args.positions,
+    }
     try:
         if device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = True
@@ -320,32 +371,46 @@ def main(argv: list[str] | None = None) -> int:
         result["requested_micro_batch"] = batch
         flops_per_token = trainer.raw.flops_per_token()
         result.update(parameters=trainer.raw.num_parameters(non_embedding=False), flops_per_token=flops_per_token)
-        say(f"phase 2/3: {result['parameters'] / 1e6:.1f}M parameters, {flops_per_token / 1e9:.3f} GFLOP per token; "
+        say(
+            f"phase 2/3: {result['parameters'] / 1e6:.1f}M parameters, {flops_per_token / 1e9:.3f} GFLOP per token; "
             f"{warmup} warmup + {steps} timed steps, micro batch {batch} x {shape['block_size']} tokens"
-            f"{', compiling' if compile_model else ''}")
+            f"{', compiling' if compile_model else ''}"
+        )
         memory, batch = memory_phase(trainer, batch, steps, warmup, deadline)
         tokens = memory["steps"] * batch * shape["block_size"]
         tokens_per_s = tokens / memory["seconds"]
-        result.update(micro_batch=batch, tokens_per_step=batch * shape["block_size"], steps=memory["steps"],
-                      compiled=trainer.compiled, tokens_per_s=tokens_per_s,
-                      ms_per_step=memory["seconds"] / memory["steps"] * 1e3,
-                      mfu=flops_per_token * tokens_per_s / peak, final_loss=memory["final_loss"])
+        result.update(
+            micro_batch=batch,
+            tokens_per_step=batch * shape["block_size"],
+            steps=memory["steps"],
+            compiled=trainer.compiled,
+            tokens_per_s=tokens_per_s,
+            ms_per_step=memory["seconds"] / memory["steps"] * 1e3,
+            mfu=flops_per_token * tokens_per_s / peak,
+            final_loss=memory["final_loss"],
+        )
         if trainer.compile_error:
             result["compile_error"] = trainer.compile_error
         if datasheet:
             result.update(datasheet_peak_flops=datasheet, mfu_vs_datasheet=flops_per_token * tokens_per_s / datasheet)
         if device.type == "cuda":
-            result["max_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2 ** 30
-        say(f"  {tokens_per_s:,.0f} tokens/s, {result['ms_per_step']:.1f} ms per step, MFU {result['mfu']:.1%} of "
-            f"the measured {peak / 1e12:.2f} TFLOP/s")
+            result["max_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
+        say(
+            f"  {tokens_per_s:,.0f} tokens/s, {result['ms_per_step']:.1f} ms per step, MFU {result['mfu']:.1%} of "
+            f"the measured {peak / 1e12:.2f} TFLOP/s"
+        )
 
         if loader_steps and time.perf_counter() < deadline:
             say(f"phase 3/3: {loader_steps} steps through TrainLoader, copy and synchronize per step")
             loader, batch = loader_phase(trainer, batch, loader_steps, deadline)
             loader_tps = loader["steps"] * batch * shape["block_size"] / loader["seconds"]
-            result.update(loader_micro_batch=batch, loader_steps=loader["steps"], loader_tokens_per_s=loader_tps,
-                          loader_mfu=flops_per_token * loader_tps / peak,
-                          loader_ratio=loader_tps / tokens_per_s)
+            result.update(
+                loader_micro_batch=batch,
+                loader_steps=loader["steps"],
+                loader_tokens_per_s=loader_tps,
+                loader_mfu=flops_per_token * loader_tps / peak,
+                loader_ratio=loader_tps / tokens_per_s,
+            )
             say(f"  {loader_tps:,.0f} tokens/s, MFU {result['loader_mfu']:.1%}")
         else:
             say("phase 3/3: skipped")
@@ -357,17 +422,32 @@ def main(argv: list[str] | None = None) -> int:
     if "tokens_per_s" in result:
         print()
         print(f"{'':<30}{'tokens/s':>14}{'ms/step':>10}{'MFU':>8}")
-        print(f"{'random tokens in memory':<30}{result['tokens_per_s']:>14,.0f}{result['ms_per_step']:>10.1f}"
-              f"{result['mfu']:>8.1%}")
+        print(
+            f"{'random tokens in memory':<30}{result['tokens_per_s']:>14,.0f}{result['ms_per_step']:>10.1f}"
+            f"{result['mfu']:>8.1%}"
+        )
         if "loader_tokens_per_s" in result:
             ms = result["loader_micro_batch"] * shape["block_size"] / result["loader_tokens_per_s"] * 1e3
-            print(f"{'TrainLoader, sync per step':<30}{result['loader_tokens_per_s']:>14,.0f}{ms:>10.1f}"
-                  f"{result['loader_mfu']:>8.1%}")
-        print(f"measured peak {result['peak_flops'] / 1e12:.2f} TFLOP/s {result['peak_dtype']}"
-              + (f"; datasheet {datasheet / 1e12:.0f} TFLOP/s (MFU {result['mfu_vs_datasheet']:.1%})" if datasheet
-                 else ""))
-    print(json.dumps({key: (round(value, 4) if isinstance(value, float) and math.isfinite(value) else value)
-                      for key, value in result.items()}))
+            print(
+                f"{'TrainLoader, sync per step':<30}{result['loader_tokens_per_s']:>14,.0f}{ms:>10.1f}"
+                f"{result['loader_mfu']:>8.1%}"
+            )
+        print(
+            f"measured peak {result['peak_flops'] / 1e12:.2f} TFLOP/s {result['peak_dtype']}"
+            + (
+                f"; datasheet {datasheet / 1e12:.0f} TFLOP/s (MFU {result['mfu_vs_datasheet']:.1%})"
+                if datasheet
+                else ""
+            )
+        )
+    print(
+        json.dumps(
+            {
+                key: (round(value, 4) if isinstance(value, float) and math.isfinite(value) else value)
+                for key, value in result.items()
+            }
+        )
+    )
     return 1 if "error" in result else 0
 
 

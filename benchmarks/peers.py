@@ -27,8 +27,10 @@ def peer_python(name: str, packages: list[str], modules: list[str]) -> str:
     ready = python.exists() and subprocess.run([str(python), "-c", probe], capture_output=True).returncode == 0
     if not ready:
         print(f"Installing {' '.join(packages)} into {venv.relative_to(ROOT)}", file=sys.stderr)
-        for command in ([sys.executable, "-m", "venv", "--clear", str(venv)],
-                        [str(python), "-m", "pip", "install", "--quiet", *packages]):
+        for command in (
+            [sys.executable, "-m", "venv", "--clear", str(venv)],
+            [str(python), "-m", "pip", "install", "--quiet", *packages],
+        ):
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode:
                 raise SystemExit(f"peer setup failed: {' '.join(command)}\n{done.stderr[-4000:]}")

@@ -93,8 +93,10 @@ def main() -> None:
     loop = best_seconds(lambda: [scrub(t) for t in texts])
     replaced = scrubber.apply(docs).counts
     found = {kind.removeprefix("pii."): int(values.sum()) for kind, values in replaced.items()}
-    print(f"\n{len(texts)} documents, {megabytes:.1f} MB: PIIScrubber {len(texts) / ours:,.0f} docs/s "
-          f"({megabytes / ours:.1f} MB/s), Python loop {len(texts) / loop:,.0f} docs/s; replaced {found}")
+    print(
+        f"\n{len(texts)} documents, {megabytes:.1f} MB: PIIScrubber {len(texts) / ours:,.0f} docs/s "
+        f"({megabytes / ours:.1f} MB/s), Python loop {len(texts) / loop:,.0f} docs/s; replaced {found}"
+    )
     result = {
         "docs": len(texts),
         "megabytes": megabytes,

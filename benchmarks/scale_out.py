@@ -41,11 +41,16 @@ def stage_seconds(flow_run_id) -> dict[str, float]:
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
 
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id])))
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id]))
+        )
         flows = {run.flow_id: client.read_flow(run.flow_id).name for run in runs}
-    return {(run.name if flows[run.flow_id] == "shard-stage" else flows[run.flow_id]):
-            (run.end_time - run.start_time).total_seconds() for run in runs}
+    return {
+        (run.name if flows[run.flow_id] == "shard-stage" else flows[run.flow_id]): (
+            run.end_time - run.start_time
+        ).total_seconds()
+        for run in runs
+    }
 
 
 def folder_bytes(folder: Path) -> int:
@@ -71,19 +76,28 @@ def run_once(kind: str, corpus: Path) -> dict:
     stages = {}
     for name, counts in stats.items():
         folder = run_dir / name
-        stages[name] = {"docs_in": counts["docs_in"], "docs_out": counts["docs_out"],
-                        "seconds": round(seconds[name], 2),
-                        "bytes_out_per_doc_in": round(folder_bytes(folder) / max(counts["docs_in"], 1), 1),
-                        "intermediate_bytes_per_doc_in": round(
-                            folder_bytes(folder / "intermediate") / max(counts["docs_in"], 1), 1)}
+        stages[name] = {
+            "docs_in": counts["docs_in"],
+            "docs_out": counts["docs_out"],
+            "seconds": round(seconds[name], 2),
+            "bytes_out_per_doc_in": round(folder_bytes(folder) / max(counts["docs_in"], 1), 1),
+            "intermediate_bytes_per_doc_in": round(
+                folder_bytes(folder / "intermediate") / max(counts["docs_in"], 1), 1
+            ),
+        }
     return {"run_dir": run_dir, "wall_s": round(wall, 2), "start_s": round(ready_s, 2), "stages": stages}
 
 
 def same_outputs(a: Path, b: Path) -> tuple[int, list[str]]:
     """How many files the runs wrote, and which differ (Prefect's database aside)."""
+
     def files(root: Path) -> dict[str, bytes]:
-        return {str(p.relative_to(root)): p.read_bytes().replace(str(root).encode(), b"<run>")
-                for p in sorted(root.rglob("*")) if p.is_file() and ".prefect" not in p.parts}
+        return {
+            str(p.relative_to(root)): p.read_bytes().replace(str(root).encode(), b"<run>")
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and ".prefect" not in p.parts
+        }
+
     left, right = files(a), files(b)
     return len(left), sorted(k for k in left.keys() | right.keys() if left.get(k) != right.get(k))
 
@@ -106,23 +120,42 @@ def main() -> None:
     files, differ = same_outputs(local["run_dir"], dask["run_dir"])
 
     print(f"{DOCS} demo documents ({source_bytes / DOCS:.0f} input bytes each), {WORKERS} workers")
-    print(f"{'stage':10} {'docs in':>8} {'local s':>8} {'dask s':>8} {'docs/core-s':>12} {'bytes/doc':>10} {'interm.':>8}")
+    print(
+        f"{'stage':10} {'docs in':>8} {'local s':>8} {'dask s':>8} {'docs/core-s':>12} {'bytes/doc':>10} {'interm.':>8}"
+    )
     for name, row in local["stages"].items():
         per_core_s = row["docs_in"] / max(row["seconds"] * WORKERS, 1e-9)
-        print(f"{name:10} {row['docs_in']:8d} {row['seconds']:8.1f} {dask['stages'][name]['seconds']:8.1f} "
-              f"{per_core_s:12.0f} {row['bytes_out_per_doc_in']:10.0f} {row['intermediate_bytes_per_doc_in']:8.0f}")
-    print(f"whole run: local {local['wall_s']} s, dask {dask['wall_s']} s (LocalCluster start {dask['start_s']} s); "
-          f"{files} files, {len(differ)} differ")
-    print(json.dumps({
-        "docs": DOCS, "workers": WORKERS, "input_bytes_per_doc": round(source_bytes / DOCS, 1),
-        "wall_ratio_dask_vs_local": round(dask["wall_s"] / local["wall_s"], 3),
-        "stage_ratio_dask_vs_local": round(sum(r["seconds"] for r in dask["stages"].values())
-                                           / sum(r["seconds"] for r in local["stages"].values()), 3),
-        "local_wall_s": local["wall_s"], "dask_wall_s": dask["wall_s"], "dask_start_s": dask["start_s"],
-        "identical_files": files - len(differ), "differing_files": differ[:10],
-        "peak_rss_mib_flow_process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "local_stages": local["stages"], "dask_stages": {k: v["seconds"] for k, v in dask["stages"].items()},
-    }))
+        print(
+            f"{name:10} {row['docs_in']:8d} {row['seconds']:8.1f} {dask['stages'][name]['seconds']:8.1f} "
+            f"{per_core_s:12.0f} {row['bytes_out_per_doc_in']:10.0f} {row['intermediate_bytes_per_doc_in']:8.0f}"
+        )
+    print(
+        f"whole run: local {local['wall_s']} s, dask {dask['wall_s']} s (LocalCluster start {dask['start_s']} s); "
+        f"{files} files, {len(differ)} differ"
+    )
+    print(
+        json.dumps(
+            {
+                "docs": DOCS,
+                "workers": WORKERS,
+                "input_bytes_per_doc": round(source_bytes / DOCS, 1),
+                "wall_ratio_dask_vs_local": round(dask["wall_s"] / local["wall_s"], 3),
+                "stage_ratio_dask_vs_local": round(
+                    sum(r["seconds"] for r in dask["stages"].values())
+                    / sum(r["seconds"] for r in local["stages"].values()),
+                    3,
+                ),
+                "local_wall_s": local["wall_s"],
+                "dask_wall_s": dask["wall_s"],
+                "dask_start_s": dask["start_s"],
+                "identical_files": files - len(differ),
+                "differing_files": differ[:10],
+                "peak_rss_mib_flow_process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "local_stages": local["stages"],
+                "dask_stages": {k: v["seconds"] for k, v in dask["stages"].items()},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -117,8 +117,10 @@ def make_corpus() -> dict:
     summary_path = CORPUS_DIR / "corpus.json"
     if summary_path.exists():
         summary = json.loads(summary_path.read_text())
-        if all((CORPUS_DIR / name).is_file() and (CORPUS_DIR / name).stat().st_size == size
-               for name, size in summary["file_bytes"].items()):
+        if all(
+            (CORPUS_DIR / name).is_file() and (CORPUS_DIR / name).stat().st_size == size
+            for name, size in summary["file_bytes"].items()
+        ):
             return summary
     print(f"Making the corpus ({DOCS} documents, {FILES} files); it is reused afterwards", file=sys.stderr)
     CORPUS_DIR.mkdir(parents=True, exist_ok=True)
@@ -135,23 +137,42 @@ def make_corpus() -> dict:
         ends = 2 * np.cumsum(lengths)
         lines = []
         for doc_id, end, n_words in zip(doc_ids.tolist(), ends.tolist(), lengths.tolist()):
-            text = "".join(tokens[end - 2 * n_words:end - 1].tolist())
-            slug = "-".join(w.strip(".,;:'\"()").lower() for w in tokens[end - 2 * n_words:end - 2 * n_words + 10:2])
-            lines.append(orjson.dumps({
-                "id": f"doc-{doc_id:08d}",
-                "text": text,
-                "url": f"https://{domains[doc_id % len(domains)]}/{2000 + doc_id % 25}/{slug}",
-                "metadata": {"lang": "en", "dump": f"CC-MAIN-20{10 + doc_id % 15}",
-                             "quality": round(float(rng.random()), 4), "words": n_words},
-            }) + b"\n")
+            text = "".join(tokens[end - 2 * n_words : end - 1].tolist())
+            slug = "-".join(
+                w.strip(".,;:'\"()").lower() for w in tokens[end - 2 * n_words : end - 2 * n_words + 10 : 2]
+            )
+            lines.append(
+                orjson.dumps(
+                    {
+                        "id": f"doc-{doc_id:08d}",
+                        "text": text,
+                        "url": f"https://{domains[doc_id % len(domains)]}/{2000 + doc_id % 25}/{slug}",
+                        "metadata": {
+                            "lang": "en",
+                            "dump": f"CC-MAIN-20{10 + doc_id % 15}",
+                            "quality": round(float(rng.random()), 4),
+                            "words": n_words,
+                        },
+                    }
+                )
+                + b"\n"
+            )
         data = b"".join(lines)
         raw_bytes += len(data)
-        with open(CORPUS_DIR / f"part-{file_index:03d}.jsonl.gz", "wb") as raw, \
-                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as out:
+        with (
+            open(CORPUS_DIR / f"part-{file_index:03d}.jsonl.gz", "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as out,
+        ):
             out.write(data)
     file_bytes = {p.name: p.stat().st_size for p in sorted(CORPUS_DIR.glob("*.jsonl.gz"))}
-    summary = {"files": FILES, "docs": DOCS, "bytes": raw_bytes, "gzip_bytes": sum(file_bytes.values()),
-               "seed": SEED, "file_bytes": file_bytes}
+    summary = {
+        "files": FILES,
+        "docs": DOCS,
+        "bytes": raw_bytes,
+        "gzip_bytes": sum(file_bytes.values()),
+        "seed": SEED,
+        "file_bytes": file_bytes,
+    }
     summary_path.write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
@@ -174,21 +195,34 @@ def run_ours(corpus: Path, out: Path) -> None:
     from pipeline.schema import RunLayout
     from pipeline.source import plan_units, source_unit
 
-    config = parse_config({
-        "run_dir": str(out),
-        "sources": [{"name": "bench", "reader": "jsonl", "paths": [str(corpus / "*.jsonl.gz")],
-                     "id_field": "id", "url_field": "url"}],
-    })
+    config = parse_config(
+        {
+            "run_dir": str(out),
+            "sources": [
+                {
+                    "name": "bench",
+                    "reader": "jsonl",
+                    "paths": [str(corpus / "*.jsonl.gz")],
+                    "id_field": "id",
+                    "url_field": "url",
+                }
+            ],
+        }
+    )
     start = time.perf_counter()
     stage = RunLayout(config.run_dir).stage("source").make()
     parts = [source_unit(unit, source, config, stage) for source in config.sources for unit in plan_units(source)]
     seconds = time.perf_counter() - start
-    print(json.dumps({
-        "seconds": seconds,
-        "peak_rss_mib": peak_rss_mib(),
-        "docs_out": sum(p["ledger"]["docs_out"] for p in parts),
-        "quarantined": sum(sum(p["ledger"]["quarantined"].values()) for p in parts),
-    }))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "peak_rss_mib": peak_rss_mib(),
+                "docs_out": sum(p["ledger"]["docs_out"] for p in parts),
+                "quarantined": sum(sum(p["ledger"]["quarantined"].values()) for p in parts),
+            }
+        )
+    )
 
 
 def timed_run(side: str, command: list[str], out: Path) -> dict:
@@ -212,14 +246,23 @@ def main() -> None:
     corpus = make_corpus()
     sides = {
         "ours": [sys.executable, str(Path(__file__).resolve()), "ours", str(CORPUS_DIR), str(OUTPUT_DIR / "ours")],
-        "datatrove": [peer_python("datatrove", PEER_PACKAGES, ["datatrove", "orjson", "pyarrow"]), "-c", PEER_SCRIPT, str(CORPUS_DIR), str(OUTPUT_DIR / "datatrove")],
+        "datatrove": [
+            peer_python("datatrove", PEER_PACKAGES, ["datatrove", "orjson", "pyarrow"]),
+            "-c",
+            PEER_SCRIPT,
+            str(CORPUS_DIR),
+            str(OUTPUT_DIR / "datatrove"),
+        ],
     }
     runs: dict[str, list[dict]] = {side: [] for side in sides}
     for attempt in range(1, REPEATS + 1):
         for side, command in sides.items():
             report = timed_run(side, command, OUTPUT_DIR / side)
-            print(f"{side:10} run {attempt}: {report['seconds']:7.2f} s  {report['rows']} docs  "
-                  f"peak RSS {report['peak_rss_mib']:.0f} MiB", file=sys.stderr)
+            print(
+                f"{side:10} run {attempt}: {report['seconds']:7.2f} s  {report['rows']} docs  "
+                f"peak RSS {report['peak_rss_mib']:.0f} MiB",
+                file=sys.stderr,
+            )
             if report["rows"] != corpus["docs"]:
                 raise SystemExit(f"{side} wrote {report['rows']} documents, the corpus holds {corpus['docs']}")
             runs[side].append(report)
@@ -244,8 +287,10 @@ def main() -> None:
         }
     results["ours_quarantined"] = best["ours"]["quarantined"]
     results["speed_ratio_vs_datatrove"] = results["ours_docs_per_s"] / results["datatrove_docs_per_s"]
-    print(f"ours {results['ours_docs_per_s']:,.0f} docs/s, datatrove {results['datatrove_docs_per_s']:,.0f} docs/s "
-          f"on {results['input_mb']:.0f} MB of JSON lines: ratio {results['speed_ratio_vs_datatrove']:.2f}")
+    print(
+        f"ours {results['ours_docs_per_s']:,.0f} docs/s, datatrove {results['datatrove_docs_per_s']:,.0f} docs/s "
+        f"on {results['input_mb']:.0f} MB of JSON lines: ratio {results['speed_ratio_vs_datatrove']:.2f}"
+    )
     print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in results.items()}))
 
 

@@ -51,7 +51,7 @@ def news_texts() -> list[str]:
 def bare(tokenizer, texts: list[str]) -> float:
     start = time.perf_counter()
     for i in range(0, len(texts), BATCH):
-        tokenizer.encode_batch(texts[i:i + BATCH], add_special_tokens=False)
+        tokenizer.encode_batch(texts[i : i + BATCH], add_special_tokens=False)
     return time.perf_counter() - start
 
 
@@ -79,12 +79,21 @@ def main() -> None:
     print(f"{len(texts)} docs, {megabytes:.1f} MB, {entry['tokens']} tokens")
     print(f"bare encode_batch: best {best_bare:.2f} s ({megabytes / best_bare:.2f} MB/s)")
     print(f"write_token_shard: best {best_ours:.2f} s ({megabytes / best_ours:.2f} MB/s)")
-    print(json.dumps({
-        "docs": len(texts), "input_mb": round(megabytes, 3), "tokens": entry["tokens"], "repeats": REPEATS,
-        "bare_seconds": round(best_bare, 4), "ours_seconds": round(best_ours, 4),
-        "bare_mb_per_s": round(megabytes / best_bare, 3), "ours_mb_per_s": round(megabytes / best_ours, 3),
-        "speed_ratio_vs_encode_batch": round(best_bare / best_ours, 4),
-    }))
+    print(
+        json.dumps(
+            {
+                "docs": len(texts),
+                "input_mb": round(megabytes, 3),
+                "tokens": entry["tokens"],
+                "repeats": REPEATS,
+                "bare_seconds": round(best_bare, 4),
+                "ours_seconds": round(best_ours, 4),
+                "bare_mb_per_s": round(megabytes / best_bare, 3),
+                "ours_mb_per_s": round(megabytes / best_ours, 3),
+                "speed_ratio_vs_encode_batch": round(best_bare / best_ours, 4),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def measured_peak(size: int = PEAK_SIZE, repeats: int = PEAK_REPEATS) -> list[fl
     for _ in range(repeats):
         start = time.perf_counter()
         torch.mm(a, b, out=out)
-        rates.append(2 * size ** 3 / (time.perf_counter() - start))
+        rates.append(2 * size**3 / (time.perf_counter() - start))
     return rates
 
 
@@ -75,8 +75,7 @@ def demo_mixture(scratch: Path, vocab_size: int = 8192) -> tuple[Path, str]:
     sys.path.insert(0, str(ROOT))
     from tests.trainer_fixtures import build_mixture
 
-    print("runs/demo/mix/main is missing (run `curate demo` to make it); building a synthetic mixture",
-          flush=True)
+    print("runs/demo/mix/main is missing (run `curate demo` to make it); building a synthetic mixture", flush=True)
     folder = build_mixture(scratch / "mix" / "main", train_docs=3000, validation_docs=150, vocab_size=vocab_size)
     return folder, "synthetic mixture (tests/trainer_fixtures.build_mixture)"
 
@@ -89,9 +88,17 @@ def trainer_config(demo: dict, mixture: Path, out_dir: Path, steps: int):
     evaluates per step in between (whole batches, as in the demo, rather than many tiny ones);
     checkpoints at the demo's interval (and the one at the end the trainer always writes)."""
     evals = max(1, round(steps / demo["eval_interval"]))
-    data = {**demo, "mixture": str(mixture), "out_dir": str(out_dir), "device": "cpu", "dtype": "float32",
-            "compile": False, "max_steps": steps, "eval_interval": -(-steps // evals),
-            "eval_tokens": max(1, round(demo["eval_tokens"] * steps / (demo["eval_interval"] * evals)))}
+    data = {
+        **demo,
+        "mixture": str(mixture),
+        "out_dir": str(out_dir),
+        "device": "cpu",
+        "dtype": "float32",
+        "compile": False,
+        "max_steps": steps,
+        "eval_interval": -(-steps // evals),
+        "eval_tokens": max(1, round(demo["eval_tokens"] * steps / (demo["eval_interval"] * evals))),
+    }
     data.pop("max_tokens", None)
     return parse_train_config(data)
 
@@ -126,9 +133,16 @@ def run_trainer(demo: dict, mixture: Path, steps: int, scratch: Path, index: int
         wall = time.perf_counter() - start
     assert summary["steps"] == steps, summary["steps"]
     rest = wall - summary["train_time_s"] - evaluation.seconds - checkpoints.seconds
-    return {"wall_s": wall, "loop_s": summary["train_time_s"], "eval_s": evaluation.seconds, "rest_s": rest,
-            "evals": evaluation.calls, "checkpoint_s": checkpoints.seconds, "checkpoints": checkpoints.calls,
-            "final_val_loss": summary["final"]["loss"]}
+    return {
+        "wall_s": wall,
+        "loop_s": summary["train_time_s"],
+        "eval_s": evaluation.seconds,
+        "rest_s": rest,
+        "evals": evaluation.calls,
+        "checkpoint_s": checkpoints.seconds,
+        "checkpoints": checkpoints.calls,
+        "final_val_loss": summary["final"]["loss"],
+    }
 
 
 def run_bare(model_config: GPTConfig, demo: dict, steps: int, seed: int) -> dict:
@@ -136,15 +150,20 @@ def run_bare(model_config: GPTConfig, demo: dict, steps: int, seed: int) -> dict
     optim, batch = demo.get("optim", {}), demo.get("batch", {})
     micro_batch, grad_accum = batch.get("micro_batch", 16), batch.get("grad_accum", 1)
     generator = torch.Generator().manual_seed(seed + 1)
-    tokens = torch.randint(0, model_config.vocab_size, (steps, grad_accum, micro_batch, model_config.block_size + 1),
-                           generator=generator)
+    tokens = torch.randint(
+        0, model_config.vocab_size, (steps, grad_accum, micro_batch, model_config.block_size + 1), generator=generator
+    )
     inputs, targets = tokens[..., :-1].contiguous(), tokens[..., 1:].contiguous()
     grad_clip = optim.get("grad_clip", 1.0)
     start = time.perf_counter()
     torch.manual_seed(seed)
     model = GPT(model_config)
-    optimizer = model.configure_optimizer(optim.get("weight_decay", 0.1), optim.get("lr", 6e-4),
-                                          (optim.get("beta1", 0.9), optim.get("beta2", 0.95)), "cpu")
+    optimizer = model.configure_optimizer(
+        optim.get("weight_decay", 0.1),
+        optim.get("lr", 6e-4),
+        (optim.get("beta1", 0.9), optim.get("beta2", 0.95)),
+        "cpu",
+    )
     model.train()
     loop_start = time.perf_counter()
     for step in range(steps):
@@ -171,15 +190,24 @@ def main() -> None:
         flops_per_token = GPT(model_config).flops_per_token()
         parameters = GPT(model_config).num_parameters(non_embedding=False)
         tokens_per_step = probe.tokens_per_step()
-        print(f"model: {parameters:,} parameters, {flops_per_token:,} FLOPs per token; {STEPS} steps of "
-              f"{tokens_per_step:,} tokens per run, {REPEATS} runs each, {threads} threads; {mixture_kind}", flush=True)
-        print(f"trainer bookkeeping in {STEPS} steps: log every {probe.log_interval}, evaluate every "
-              f"{probe.eval_interval} ({probe.eval_tokens:,} tokens x {len(mixture.validation_groups)} groups), "
-              f"checkpoint every {probe.checkpoint_interval} and at the end", flush=True)
+        print(
+            f"model: {parameters:,} parameters, {flops_per_token:,} FLOPs per token; {STEPS} steps of "
+            f"{tokens_per_step:,} tokens per run, {REPEATS} runs each, {threads} threads; {mixture_kind}",
+            flush=True,
+        )
+        print(
+            f"trainer bookkeeping in {STEPS} steps: log every {probe.log_interval}, evaluate every "
+            f"{probe.eval_interval} ({probe.eval_tokens:,} tokens x {len(mixture.validation_groups)} groups), "
+            f"checkpoint every {probe.checkpoint_interval} and at the end",
+            flush=True,
+        )
 
         peaks = measured_peak()
-        print(f"fp32 matmul {PEAK_SIZE}^3: best {max(peaks) / 1e9:.1f} GFLOP/s, median "
-              f"{statistics.median(peaks) / 1e9:.1f}", flush=True)
+        print(
+            f"fp32 matmul {PEAK_SIZE}^3: best {max(peaks) / 1e9:.1f} GFLOP/s, median "
+            f"{statistics.median(peaks) / 1e9:.1f}",
+            flush=True,
+        )
         import tensorboardX  # noqa: F401  (the trainer's first import of it is a one-time cost of the process)
 
         trainer_runs, bare_runs = [], []
@@ -191,14 +219,19 @@ def main() -> None:
                 if kind == "trainer":
                     result = run_trainer(demo, mixture_path, STEPS, scratch, repeat)
                     trainer_runs.append(result)
-                    print(f"  run {repeat + 1} trainer: {result['wall_s']:.2f} s ({result['loop_s']:.2f} s in steps, "
-                          f"{result['eval_s']:.2f} s in {result['evals']} evaluation(s), {result['checkpoint_s']:.2f} s in "
-                          f"{result['checkpoints']} checkpoint(s))", flush=True)
+                    print(
+                        f"  run {repeat + 1} trainer: {result['wall_s']:.2f} s ({result['loop_s']:.2f} s in steps, "
+                        f"{result['eval_s']:.2f} s in {result['evals']} evaluation(s), {result['checkpoint_s']:.2f} s in "
+                        f"{result['checkpoints']} checkpoint(s))",
+                        flush=True,
+                    )
                 else:
                     result = run_bare(model_config, demo, STEPS, probe.seed)
                     bare_runs.append(result)
-                    print(f"  run {repeat + 1} bare:    {result['wall_s']:.2f} s ({result['loop_s']:.2f} s in steps)",
-                          flush=True)
+                    print(
+                        f"  run {repeat + 1} bare:    {result['wall_s']:.2f} s ({result['loop_s']:.2f} s in steps)",
+                        flush=True,
+                    )
         peaks += measured_peak()
     peak = max(peaks)
 
@@ -208,9 +241,13 @@ def main() -> None:
     trainer_step = median(trainer_runs, "wall_s") / STEPS
     trainer_loop_step = median(trainer_runs, "loop_s") / STEPS
     bare_step = median(bare_runs, "wall_s") / STEPS
-    trainer_tps, trainer_loop_tps, bare_tps = (tokens_per_step / s for s in (trainer_step, trainer_loop_step, bare_step))
-    mfu = {name: flops_per_token * tps / peak for name, tps in
-           (("trainer", trainer_tps), ("trainer_steps", trainer_loop_tps), ("bare", bare_tps))}
+    trainer_tps, trainer_loop_tps, bare_tps = (
+        tokens_per_step / s for s in (trainer_step, trainer_loop_step, bare_step)
+    )
+    mfu = {
+        name: flops_per_token * tps / peak
+        for name, tps in (("trainer", trainer_tps), ("trainer_steps", trainer_loop_tps), ("bare", bare_tps))
+    }
     eval_s, checkpoint_s = median(trainer_runs, "eval_s"), median(trainer_runs, "checkpoint_s")
     other_s = median(trainer_runs, "rest_s")
 
@@ -220,33 +257,52 @@ def main() -> None:
     print(f"{'  in training steps':<34}{median(trainer_runs, 'loop_s'):>12.2f}{median(bare_runs, 'loop_s'):>12.2f}")
     print(f"{'  in evaluation':<34}{eval_s:>12.2f}{'-':>12}")
     print(f"{'  in checkpoints':<34}{checkpoint_s:>12.2f}{'-':>12}")
-    print(f"{'  setup, logging, summary':<34}{other_s:>12.2f}"
-          f"{median(bare_runs, 'wall_s') - median(bare_runs, 'loop_s'):>12.2f}")
+    print(
+        f"{'  setup, logging, summary':<34}{other_s:>12.2f}"
+        f"{median(bare_runs, 'wall_s') - median(bare_runs, 'loop_s'):>12.2f}"
+    )
     print(f"{'ms per step (wall)':<34}{trainer_step * 1e3:>12.1f}{bare_step * 1e3:>12.1f}")
     print(f"{'tokens/s (wall)':<34}{trainer_tps:>12,.0f}{bare_tps:>12,.0f}")
     print(f"{'tokens/s (training steps only)':<34}{trainer_loop_tps:>12,.0f}{bare_tps:>12,.0f}")
     print(f"{'MFU (wall)':<34}{mfu['trainer']:>12.1%}{mfu['bare']:>12.1%}")
-    print(f"overhead ratio (trainer / bare time per step): {trainer_step / bare_step:.3f} (target <= 1.05); "
-          f"without evaluation {(trainer_step - eval_s / STEPS) / bare_step:.3f}; training steps only "
-          f"{trainer_loop_step / bare_step:.3f}")
-    print(f"measured peak {peak / 1e9:.1f} GFLOP/s fp32 ({threads} threads); 1-minute load average during the "
-          f"runs {min(loads):.1f}-{max(loads):.1f}")
-    print(json.dumps({
-        "steps": STEPS, "repeats": REPEATS, "tokens_per_step": tokens_per_step, "threads": threads,
-        "parameters": parameters, "flops_per_token": flops_per_token, "mixture": mixture_kind.split(" (")[0],
-        "trainer_tokens_per_s": round(trainer_tps, 1), "trainer_step_tokens_per_s": round(trainer_loop_tps, 1),
-        "bare_tokens_per_s": round(bare_tps, 1),
-        "trainer_ms_per_step": round(trainer_step * 1e3, 2), "bare_ms_per_step": round(bare_step * 1e3, 2),
-        "overhead_ratio": round(trainer_step / bare_step, 4),
-        "step_overhead_ratio": round(trainer_loop_step / bare_step, 4),
-        "overhead_ratio_without_eval": round((trainer_step - eval_s / STEPS) / bare_step, 4),
-        "eval_share": round(eval_s / median(trainer_runs, "wall_s"), 4),
-        "checkpoint_share": round(checkpoint_s / median(trainer_runs, "wall_s"), 4),
-        "mfu": round(mfu["trainer"], 4), "trainer_step_mfu": round(mfu["trainer_steps"], 4),
-        "bare_mfu": round(mfu["bare"], 4),
-        "peak_flops": round(peak), "peak_flops_median": round(statistics.median(peaks)),
-        "load_avg_max": round(max(loads), 2),
-    }))
+    print(
+        f"overhead ratio (trainer / bare time per step): {trainer_step / bare_step:.3f} (target <= 1.05); "
+        f"without evaluation {(trainer_step - eval_s / STEPS) / bare_step:.3f}; training steps only "
+        f"{trainer_loop_step / bare_step:.3f}"
+    )
+    print(
+        f"measured peak {peak / 1e9:.1f} GFLOP/s fp32 ({threads} threads); 1-minute load average during the "
+        f"runs {min(loads):.1f}-{max(loads):.1f}"
+    )
+    print(
+        json.dumps(
+            {
+                "steps": STEPS,
+                "repeats": REPEATS,
+                "tokens_per_step": tokens_per_step,
+                "threads": threads,
+                "parameters": parameters,
+                "flops_per_token": flops_per_token,
+                "mixture": mixture_kind.split(" (")[0],
+                "trainer_tokens_per_s": round(trainer_tps, 1),
+                "trainer_step_tokens_per_s": round(trainer_loop_tps, 1),
+                "bare_tokens_per_s": round(bare_tps, 1),
+                "trainer_ms_per_step": round(trainer_step * 1e3, 2),
+                "bare_ms_per_step": round(bare_step * 1e3, 2),
+                "overhead_ratio": round(trainer_step / bare_step, 4),
+                "step_overhead_ratio": round(trainer_loop_step / bare_step, 4),
+                "overhead_ratio_without_eval": round((trainer_step - eval_s / STEPS) / bare_step, 4),
+                "eval_share": round(eval_s / median(trainer_runs, "wall_s"), 4),
+                "checkpoint_share": round(checkpoint_s / median(trainer_runs, "wall_s"), 4),
+                "mfu": round(mfu["trainer"], 4),
+                "trainer_step_mfu": round(mfu["trainer_steps"], 4),
+                "bare_mfu": round(mfu["bare"], 4),
+                "peak_flops": round(peak),
+                "peak_flops_median": round(statistics.median(peaks)),
+                "load_avg_max": round(max(loads), 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

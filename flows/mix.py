@@ -84,8 +84,15 @@ _EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String
 # (Jaccard; shared windows; null for an id).
 COMMON_WINDOWS_FILE = "common_windows.parquet"
 CAUSES_SCHEMA = {"id": pl.String, "reference_id": pl.String, "value": pl.Float64, "rule": pl.String}
-SCAN_SCHEMA = {"id": pl.String, "source": pl.String, "lang": pl.String, "tokens": pl.Int64, "bytes": pl.Int64,
-               "shard": pl.Int32, "row": pl.Int64}
+SCAN_SCHEMA = {
+    "id": pl.String,
+    "source": pl.String,
+    "lang": pl.String,
+    "tokens": pl.Int64,
+    "bytes": pl.Int64,
+    "shard": pl.Int32,
+    "row": pl.Int64,
+}
 # Salt of the order in which a group's documents are written (copy k of an upsampled document
 # uses salt + k, so the copies of one document land far apart).
 SALT_ORDER = SALT_SAMPLE ^ 0x4F52444552  # "ORDER"
@@ -106,14 +113,23 @@ def scan_task(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
     docs = read_parquet(docs_path, columns=columns)
     _, offsets = read_token_shard(token_path)
     if docs.height != offsets.height or not docs["id"].equals(offsets["doc_id"], check_names=False):
-        raise LedgerError(f"stage {STAGE}: {token_path.name} does not hold the documents of {docs_path} "
-                          "in order; run the tokenize stage again")
+        raise LedgerError(
+            f"stage {STAGE}: {token_path.name} does not hold the documents of {docs_path} "
+            "in order; run the tokenize stage again"
+        )
     lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * docs.height, dtype=pl.String)
-    return pl.DataFrame({
-        "id": docs["id"], "source": docs["source"], "lang": lang,
-        "tokens": offsets["doc_tokens"], "bytes": docs["text"].str.len_bytes(),
-        "shard": [number] * docs.height, "row": np.arange(docs.height),
-    }, schema=SCAN_SCHEMA)
+    return pl.DataFrame(
+        {
+            "id": docs["id"],
+            "source": docs["source"],
+            "lang": lang,
+            "tokens": offsets["doc_tokens"],
+            "bytes": docs["text"].str.len_bytes(),
+            "shard": [number] * docs.height,
+            "row": np.arange(docs.height),
+        },
+        schema=SCAN_SCHEMA,
+    )
 
 
 def _columns(path: Path) -> list[str]:
@@ -142,38 +158,54 @@ def windows_task(token_path: Path, index: WindowIndex) -> pl.DataFrame:
 
 
 def _causes(frame: pl.DataFrame, rule: str, value: str | None) -> pl.DataFrame:
-    return frame.select(pl.col("id"), pl.col("reference_id"),
-                        (pl.col(value) if value else pl.lit(None)).cast(pl.Float64).alias("value"),
-                        pl.lit(rule, pl.String).alias("rule"))
+    return frame.select(
+        pl.col("id"),
+        pl.col("reference_id"),
+        (pl.col(value) if value else pl.lit(None)).cast(pl.Float64).alias("value"),
+        pl.lit(rule, pl.String).alias("rule"),
+    )
 
 
-def _exclusions(config: RunConfig, documents: pl.DataFrame, inputs: list[Path], token_paths: list[Path],
-                tokenizer_path: Path, params: MinHashParams) -> tuple[pl.DataFrame, dict, pl.DataFrame | None]:
+def _exclusions(
+    config: RunConfig,
+    documents: pl.DataFrame,
+    inputs: list[Path],
+    token_paths: list[Path],
+    tokenizer_path: Path,
+    params: MinHashParams,
+) -> tuple[pl.DataFrame, dict, pl.DataFrame | None]:
     """The pool documents that leave before the split (CAUSES_SCHEMA), by id, by near-duplicate,
     then by shared window; what the rules found, for the stats; and the windows judged common
     (``hash, documents``; None without the window rule), recorded in every mixture folder."""
     settings = config.mix
     reference = read_reference_texts(settings.exclude)
     listed = read_reference_ids(settings.exclude)
-    by_id = (documents.select("id").filter(pl.col("id").is_in(listed.implode()))
-             .with_columns(reference_id=pl.col("id")))
+    by_id = documents.select("id").filter(pl.col("id").is_in(listed.implode())).with_columns(reference_id=pl.col("id"))
     causes = [_causes(by_id, MIX_EXCLUDED_ID, None)]
     index = ReferenceIndex(reference["id"], reference["text"], params)
     near = _best_match(_matches(inputs, index, by_id["id"]))
     causes.append(_causes(near, MIX_EXCLUDED, "jaccard"))
     summary = {"texts": reference.height, "by_id": by_id.height, "near_duplicate": near.height}
     if settings.exclude_ngram:
-        windows = WindowIndex.from_texts(reference["id"], reference["text"], load_tokenizer(tokenizer_path),
-                                         settings.exclude_ngram)
+        windows = WindowIndex.from_texts(
+            reference["id"], reference["text"], load_tokenizer(tokenizer_path), settings.exclude_ngram
+        )
         futures = [windows_task.submit(path, windows) for path in token_paths]
-        hits = pl.concat([pl.DataFrame(schema={"id": pl.String, "window": pl.Int64}),
-                          *(future.result() for future in futures)])
+        hits = pl.concat(
+            [pl.DataFrame(schema={"id": pl.String, "window": pl.Int64}), *(future.result() for future in futures)]
+        )
         found, counts, common = window_containment(hits, windows, settings.common_window_docs)
         taken = pl.concat([by_id["id"], near["id"]])
         contained = found.filter((pl.col("windows") > 0) & ~pl.col("id").is_in(taken.implode()))
         causes.append(_causes(contained, MIX_EXCLUDED_WINDOW, "windows"))
-        summary.update({**windows.summary(), "common_window_docs": settings.common_window_docs, **counts,
-                        "window": contained.height})
+        summary.update(
+            {
+                **windows.summary(),
+                "common_window_docs": settings.common_window_docs,
+                **counts,
+                "window": contained.height,
+            }
+        )
     else:
         common = None
     return pl.concat(causes), summary, common
@@ -181,8 +213,9 @@ def _exclusions(config: RunConfig, documents: pl.DataFrame, inputs: list[Path], 
 
 def _best_match(matches: pl.DataFrame) -> pl.DataFrame:
     """One row per document: its most similar reference text (ties: the smallest reference id)."""
-    return (matches.sort(["id", "jaccard", "reference_id"], descending=[False, True, False])
-            .unique("id", keep="first", maintain_order=True))
+    return matches.sort(["id", "jaccard", "reference_id"], descending=[False, True, False]).unique(
+        "id", keep="first", maintain_order=True
+    )
 
 
 @task(name="mix-write", cache_policy=NO_CACHE, task_run_name="write-{name}")
@@ -208,8 +241,10 @@ def _pieces(rows: pl.DataFrame, token_paths: list[Path]) -> list[tuple[Path, np.
     shard = rows["shard"].to_numpy()
     row = rows["row"].to_numpy()
     breaks = np.flatnonzero(np.diff(shard)) + 1
-    return [(token_paths[int(shard[lo])], row[lo:hi])
-            for lo, hi in zip([0, *breaks.tolist()], [*breaks.tolist(), len(shard)])]
+    return [
+        (token_paths[int(shard[lo])], row[lo:hi])
+        for lo, hi in zip([0, *breaks.tolist()], [*breaks.tolist(), len(shard)])
+    ]
 
 
 def _ordered_copies(docs: pl.DataFrame, seed: int) -> pl.DataFrame:
@@ -256,13 +291,22 @@ def _check_group_files(groups: list[str]) -> None:
     for group in groups:
         other = stems.setdefault(group_file_stem(group), group)
         if other != group:
-            raise ConfigError(f"mix: groups {other!r} and {group!r} would share the file name "
-                              f"{group_file_stem(group)!r}; rename one with mix.merge")
+            raise ConfigError(
+                f"mix: groups {other!r} and {group!r} would share the file name "
+                f"{group_file_stem(group)!r}; rename one with mix.merge"
+            )
 
 
-def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunConfig, stage_root: Path,
-                   parts: Path, token_paths: list[Path], tokenizer_path: Path,
-                   common: pl.DataFrame | None = None) -> dict:
+def _write_mixture(
+    mixture: MixtureConfig,
+    documents: pl.DataFrame,
+    config: RunConfig,
+    stage_root: Path,
+    parts: Path,
+    token_paths: list[Path],
+    tokenizer_path: Path,
+    common: pl.DataFrame | None = None,
+) -> dict:
     """Plan one mixture and write its folder; return its manifest. ``common``: the windows the
     exclusion judged common text, written as ``common_windows.parquet`` for the contamination
     check (pipeline.decontaminate.check_contamination)."""
@@ -277,17 +321,22 @@ def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunC
         report = mixture_report(train.select("id", "group", "tokens"), caps, plan)
         train = train.with_columns(repeats=plan["repeats"])
     else:  # nothing reached training (an empty pool, or all of it held out): an empty mixture, said so
-        report = {"budget_tokens": mixture.budget_tokens or 0, "max_epochs": mixture.max_epochs,
-                  "tokens_allocated": 0, "tokens_taken": 0, "shortfall_tokens": mixture.budget_tokens or 0,
-                  "groups": {}}
+        report = {
+            "budget_tokens": mixture.budget_tokens or 0,
+            "max_epochs": mixture.max_epochs,
+            "tokens_allocated": 0,
+            "tokens_taken": 0,
+            "shortfall_tokens": mixture.budget_tokens or 0,
+            "groups": {},
+        }
         train = train.with_columns(repeats=pl.lit(0, pl.Int64))
     folder.mkdir(parents=True, exist_ok=True)
     write_parquet(train.select("id", "group", "tokens", "repeats").to_arrow(), folder / "plan.parquet")
 
     validation = documents.filter(pl.col("split") == "validation").with_columns(repeats=pl.lit(1, pl.Int64))
-    jobs = (_shard_jobs(_ordered_copies(train.filter(pl.col("repeats") > 0), config.seed), "train",
-                        config.mix.shard_tokens)
-            + _shard_jobs(_ordered_copies(validation, config.seed), "validation", config.mix.shard_tokens))
+    jobs = _shard_jobs(
+        _ordered_copies(train.filter(pl.col("repeats") > 0), config.seed), "train", config.mix.shard_tokens
+    ) + _shard_jobs(_ordered_copies(validation, config.seed), "validation", config.mix.shard_tokens)
     futures, entries = [], {}
     for group, file, rows in jobs:
         unit = _unit(mixture.name, file)
@@ -301,40 +350,70 @@ def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunC
     for group, file, rows in jobs:
         entry = read_json(parts / f"{_unit(mixture.name, file)}.json")
         if entry["documents"] != rows.height or entry["tokens"] != int(rows["tokens"].sum()):
-            raise LedgerError(f"stage {STAGE}: {mixture.name}/{file} holds {entry['documents']} documents and "
-                              f"{entry['tokens']} tokens; the plan has {rows.height} and {int(rows['tokens'].sum())}")
-        entries[file] = {"file": file, "group": group, "documents": entry["documents"], "tokens": entry["tokens"],
-                         "bytes": int(rows["bytes"].sum()), "sha256": entry["sha256"]}
+            raise LedgerError(
+                f"stage {STAGE}: {mixture.name}/{file} holds {entry['documents']} documents and "
+                f"{entry['tokens']} tokens; the plan has {rows.height} and {int(rows['tokens'].sum())}"
+            )
+        entries[file] = {
+            "file": file,
+            "group": group,
+            "documents": entry["documents"],
+            "tokens": entry["tokens"],
+            "bytes": int(rows["bytes"].sum()),
+            "sha256": entry["sha256"],
+        }
 
     tokenizer = load_tokenizer(tokenizer_path)
     write_bytes(as_path(tokenizer_path).read_bytes(), folder / "tokenizer.json")
-    held = validation.group_by("group").agg(documents=pl.len(), tokens=pl.col("tokens").sum(),
-                                            bytes=pl.col("bytes").sum())
+    held = validation.group_by("group").agg(
+        documents=pl.len(), tokens=pl.col("tokens").sum(), bytes=pl.col("bytes").sum()
+    )
     held_of = {row["group"]: row for row in held.iter_rows(named=True)}
     dropped = documents.filter(pl.col("split") == "contaminated").group_by("group").len()
     dropped_of = dict(zip(dropped["group"].to_list(), dropped["len"].to_list()))
     groups = {}
     for name in sorted(set(report["groups"]) | set(held_of)):
-        groups[name] = {**report["groups"].get(name, {"documents_available": 0, "tokens_available": 0,
-                                                      "tokens_allocated": 0, "tokens_taken": 0,
-                                                      "documents_taken": 0, "epochs": 0.0,
-                                                      "effective_weight": 0.0, "target_weight": 0.0,
-                                                      "capped": False}),
-                        "validation_documents": int(held_of.get(name, {}).get("documents", 0)),
-                        "validation_tokens": int(held_of.get(name, {}).get("tokens", 0)),
-                        "validation_bytes": int(held_of.get(name, {}).get("bytes", 0)),
-                        "contaminated_documents": int(dropped_of.get(name, 0))}
+        groups[name] = {
+            **report["groups"].get(
+                name,
+                {
+                    "documents_available": 0,
+                    "tokens_available": 0,
+                    "tokens_allocated": 0,
+                    "tokens_taken": 0,
+                    "documents_taken": 0,
+                    "epochs": 0.0,
+                    "effective_weight": 0.0,
+                    "target_weight": 0.0,
+                    "capped": False,
+                },
+            ),
+            "validation_documents": int(held_of.get(name, {}).get("documents", 0)),
+            "validation_tokens": int(held_of.get(name, {}).get("tokens", 0)),
+            "validation_bytes": int(held_of.get(name, {}).get("bytes", 0)),
+            "contaminated_documents": int(dropped_of.get(name, 0)),
+        }
     ids = special_ids(tokenizer)
     vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
     manifest = {
         "format": MIXTURE_FORMAT,
         "mixture": mixture.name,
         "seed": config.seed,
-        "tokenizer": {"file": "tokenizer.json", "sha256": file_sha256(folder / "tokenizer.json"),
-                      "vocab_size": vocab_size, "dtype": token_dtype(vocab_size).name,
-                      "eod_id": ids["eod"], "pad_id": ids["pad"], "mask_id": ids["mask"], "cls_id": ids["cls"]},
-        "weighting": ({"weights": mixture.weights, "default_weight": mixture.default_weight}
-                      if mixture.weights is not None else {"temperature": mixture.temperature or 1.0}),
+        "tokenizer": {
+            "file": "tokenizer.json",
+            "sha256": file_sha256(folder / "tokenizer.json"),
+            "vocab_size": vocab_size,
+            "dtype": token_dtype(vocab_size).name,
+            "eod_id": ids["eod"],
+            "pad_id": ids["pad"],
+            "mask_id": ids["mask"],
+            "cls_id": ids["cls"],
+        },
+        "weighting": (
+            {"weights": mixture.weights, "default_weight": mixture.default_weight}
+            if mixture.weights is not None
+            else {"temperature": mixture.temperature or 1.0}
+        ),
         **{key: value for key, value in report.items() if key != "groups"},
         "groups": groups,
         "train": [entries[file] for _, file, _ in jobs if file.startswith("train/")],
@@ -342,9 +421,12 @@ def _write_mixture(mixture: MixtureConfig, documents: pl.DataFrame, config: RunC
     }
     if common is not None:
         write_parquet(common.to_arrow(), folder / COMMON_WINDOWS_FILE)
-        manifest["decontamination"] = {"ngram": config.mix.exclude_ngram,
-                                       "common_window_docs": config.mix.common_window_docs,
-                                       "common_windows": common.height, "common_windows_file": COMMON_WINDOWS_FILE}
+        manifest["decontamination"] = {
+            "ngram": config.mix.exclude_ngram,
+            "common_window_docs": config.mix.common_window_docs,
+            "common_windows": common.height,
+            "common_windows_file": COMMON_WINDOWS_FILE,
+        }
     write_json(manifest, folder / "manifest.json")
     return manifest
 
@@ -363,68 +445,95 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
     tokenize_stats = read_json(layout.stage("tokenize").stats)
     token_paths = [layout.stage("tokenize").root / "shards" / f"{p.stem}.arrow" for p in inputs]
     tokenizer_path = as_path(tokenize_stats["tokenizer"]["path"])
-    made_from = {"mix": settings.model_dump(mode="json"), "seed": config.seed,
-                 "tokenizer": tokenize_stats["tokenizer"]["sha256"],
-                 "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed],
-                 "exclude": [file_sha256(Path(path)) for path in settings.exclude]}  # their content, not their names
+    made_from = {
+        "mix": settings.model_dump(mode="json"),
+        "seed": config.seed,
+        "tokenizer": tokenize_stats["tokenizer"]["sha256"],
+        "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed],
+        "exclude": [file_sha256(Path(path)) for path in settings.exclude],
+    }  # their content, not their names
     if not reusable_work(stage, inputs, made_from):  # other inputs or settings: no mixture is reusable
         configured = {m.name for m in settings.mixtures}
         for child in stage.root.iterdir():  # mixture folders only: a configured name, or one with a plan
-            if child.is_dir() and child.name not in RESERVED_MIXTURE_NAMES and (
-                    child.name in configured or (child / "plan.parquet").exists()):
+            if (
+                child.is_dir()
+                and child.name not in RESERVED_MIXTURE_NAMES
+                and (child.name in configured or (child / "plan.parquet").exists())
+            ):
                 remove_tree(child)
 
     scans = [scan_task.submit(number, path, token_paths[number]) for number, path in enumerate(inputs)]
     documents = pl.concat([future.result() for future in scans]) if scans else pl.DataFrame(schema=SCAN_SCHEMA)
     handed_over = read_json(layout.stage(previous).stats)["docs_out"]
     if documents.height != handed_over:
-        raise LedgerError(f"stage {STAGE}: found {documents.height} tokenized documents, "
-                          f"but stage {previous} handed over {handed_over}")
+        raise LedgerError(
+            f"stage {STAGE}: found {documents.height} tokenized documents, "
+            f"but stage {previous} handed over {handed_over}"
+        )
     try:
-        documents = documents.with_columns(assign_groups(documents, settings.group_by, settings.merge,
-                                                         settings.min_share, size_column="tokens"))
+        documents = documents.with_columns(
+            assign_groups(documents, settings.group_by, settings.merge, settings.min_share, size_column="tokens")
+        )
     except ValueError as error:
         raise ConfigError(f"mix.group_by: {error}") from None
     _check_group_files(documents["group"].unique().sort().to_list())
-    params = MinHashParams(ngram=config.dedup.ngram, num_perm=config.dedup.num_perm, seed=config.dedup.seed,
-                           threshold=settings.contamination_threshold)
+    params = MinHashParams(
+        ngram=config.dedup.ngram,
+        num_perm=config.dedup.num_perm,
+        seed=config.dedup.seed,
+        threshold=settings.contamination_threshold,
+    )
     # Documents near a reference text (a downstream task, a shared evaluation set) leave the pool
     # before anything else, so that neither side of the split holds them.
     excluded, exclusion, common = pl.DataFrame(schema=CAUSES_SCHEMA), {}, None
     if settings.exclude:
         excluded, exclusion, common = _exclusions(config, documents, inputs, token_paths, tokenizer_path, params)
     is_excluded = documents["id"].is_in(excluded["id"].implode())
-    _, validation_ids = split_validation(documents.filter(~is_excluded), settings.validation_fraction,
-                                         settings.validation_max_docs, config.seed)
+    _, validation_ids = split_validation(
+        documents.filter(~is_excluded), settings.validation_fraction, settings.validation_max_docs, config.seed
+    )
     held_out = documents["id"].is_in(validation_ids.implode())
 
     contaminated = _EMPTY_MATCHES
     if settings.decontaminate and len(validation_ids):
-        held_docs = (scan_parquet(inputs).select("id", "text")
-                     .filter(pl.col("id").is_in(validation_ids.implode())).collect())
+        held_docs = (
+            scan_parquet(inputs).select("id", "text").filter(pl.col("id").is_in(validation_ids.implode())).collect()
+        )
         index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
         contaminated = _best_match(_matches(inputs, index, pl.concat([validation_ids, excluded["id"]])))
     documents = documents.with_columns(
-        split=pl.when(is_excluded).then(pl.lit("excluded"))
-        .when(held_out).then(pl.lit("validation"))
-        .when(pl.col("id").is_in(contaminated["id"].implode())).then(pl.lit("contaminated"))
-        .otherwise(pl.lit("train")))
+        split=pl.when(is_excluded)
+        .then(pl.lit("excluded"))
+        .when(held_out)
+        .then(pl.lit("validation"))
+        .when(pl.col("id").is_in(contaminated["id"].implode()))
+        .then(pl.lit("contaminated"))
+        .otherwise(pl.lit("train"))
+    )
     causes = pl.concat([excluded, _causes(contaminated, MIX_CONTAMINATED, "jaccard")])
-    documents = documents.join(causes.select("id", pl.col("rule").alias(MIX_RULE),
-                                             pl.col("reference_id").alias(MIX_NEAR_ID)),
-                               on="id", how="left", maintain_order="left")
+    documents = documents.join(
+        causes.select("id", pl.col("rule").alias(MIX_RULE), pl.col("reference_id").alias(MIX_NEAR_ID)),
+        on="id",
+        how="left",
+        maintain_order="left",
+    )
     write_parquet(documents.drop("shard", "row").to_arrow(), stage.root / "documents.parquet")
-    thresholds = {MIX_EXCLUDED_ID: None, MIX_EXCLUDED: settings.contamination_threshold, MIX_EXCLUDED_WINDOW: 1.0,
-                  MIX_CONTAMINATED: settings.contamination_threshold}
+    thresholds = {
+        MIX_EXCLUDED_ID: None,
+        MIX_EXCLUDED: settings.contamination_threshold,
+        MIX_EXCLUDED_WINDOW: 1.0,
+        MIX_CONTAMINATED: settings.contamination_threshold,
+    }
     for side in ("excluded", "contaminated"):
         dropped = documents.filter(pl.col("split") == side).join(causes.select("id", "value"), on="id", how="left")
         threshold = dropped["rule"].replace_strict(thresholds, return_dtype=pl.Float64)
         removed = removed_frame(dropped, STAGE, dropped["rule"], dropped["value"], threshold)
         write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), stage.removed / f"{side}.parquet")
 
-    manifests = {m.name: _write_mixture(m, documents, config, stage.root, stage.parts, token_paths, tokenizer_path,
-                                        common)
-                 for m in settings.mixtures}
+    manifests = {
+        m.name: _write_mixture(m, documents, config, stage.root, stage.parts, token_paths, tokenizer_path, common)
+        for m in settings.mixtures
+    }
     mark_work_done(stage, inputs, made_from)
 
     counts = {side: 0 for side in ("train", "validation", "contaminated", "excluded")}
@@ -432,25 +541,43 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
     if sum(counts.values()) != handed_over:
         raise LedgerError(f"stage {STAGE}: {counts} documents by side != {handed_over} handed over")
     train, held = counts["train"], counts["validation"]
-    removed_counts = dict(documents.filter(pl.col("rule").is_not_null()).group_by("rule").len()
-                          .sort("rule").iter_rows())
+    removed_counts = dict(
+        documents.filter(pl.col("rule").is_not_null()).group_by("rule").len().sort("rule").iter_rows()
+    )
     if sum(removed_counts.values()) != counts["contaminated"] + counts["excluded"]:
-        raise LedgerError(f"stage {STAGE}: {removed_counts} documents by rule != "
-                          f"{counts['contaminated'] + counts['excluded']} removed")
+        raise LedgerError(
+            f"stage {STAGE}: {removed_counts} documents by rule != "
+            f"{counts['contaminated'] + counts['excluded']} removed"
+        )
     stats = {
-        "stage": STAGE, "docs_in": handed_over, "docs_out": train + held,
-        "removed": removed_counts, "quarantined": {},
-        "train_documents": train, "validation_documents": held,
+        "stage": STAGE,
+        "docs_in": handed_over,
+        "docs_out": train + held,
+        "removed": removed_counts,
+        "quarantined": {},
+        "train_documents": train,
+        "validation_documents": held,
         "exclusion": exclusion,
         "tokens_in": int(documents["tokens"].sum()),
         "groups": sorted(documents["group"].unique().to_list()),
-        "mixtures": {name: {"folder": str(stage.root / name), "budget_tokens": m["budget_tokens"],
-                            "tokens_taken": m["tokens_taken"], "shortfall_tokens": m["shortfall_tokens"],
-                            "train_shards": len(m["train"]), "validation_shards": len(m["validation"]),
-                            "groups": {g: {k: v[k] for k in ("tokens_available", "tokens_taken", "epochs",
-                                                             "effective_weight", "validation_tokens")}
-                                       for g, v in m["groups"].items()}}
-                     for name, m in manifests.items()},
+        "mixtures": {
+            name: {
+                "folder": str(stage.root / name),
+                "budget_tokens": m["budget_tokens"],
+                "tokens_taken": m["tokens_taken"],
+                "shortfall_tokens": m["shortfall_tokens"],
+                "train_shards": len(m["train"]),
+                "validation_shards": len(m["validation"]),
+                "groups": {
+                    g: {
+                        k: v[k]
+                        for k in ("tokens_available", "tokens_taken", "epochs", "effective_weight", "validation_tokens")
+                    }
+                    for g, v in m["groups"].items()
+                },
+            }
+            for name, m in manifests.items()
+        },
     }
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats)

@@ -132,9 +132,15 @@ def running_on(runner: Runner) -> Iterator[Runner]:
             from distributed import LocalCluster
 
             logging.getLogger("distributed").setLevel(logging.WARNING)  # its scheduler runs in this process
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=runner.workers or os.cpu_count(), threads_per_worker=1, processes=True,
-                dashboard_address=None, silence_logs=logging.WARNING))
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=runner.workers or os.cpu_count(),
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.WARNING,
+                )
+            )
             runner = replace(runner, address=cluster.scheduler_address, workers=None)
         elif runner.kind == "dask":
             _check_scheduler(runner.address)
@@ -148,16 +154,21 @@ def _check_scheduler(address: str) -> None:
     try:
         with Client(address, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False) as client:
             if not client.scheduler_info().get("workers"):
-                raise RunnerError(f"--address {address}: the Dask scheduler has no workers; start some with "
-                                  f"`dask worker {address}`")
+                raise RunnerError(
+                    f"--address {address}: the Dask scheduler has no workers; start some with `dask worker {address}`"
+                )
     except (OSError, TimeoutError) as error:
-        raise RunnerError(f"--address {address}: no Dask scheduler answers there ({type(error).__name__}); "
-                          "start one with `dask scheduler` or leave out --address to start a LocalCluster") from error
+        raise RunnerError(
+            f"--address {address}: no Dask scheduler answers there ({type(error).__name__}); "
+            "start one with `dask scheduler` or leave out --address to start a LocalCluster"
+        ) from error
 
 
 def check_storage(runner: Runner, run_dir) -> None:
     """A run directory in fsspec's memory file system lives in one process: only the local runner
     sees it."""
     if str(run_dir).startswith("memory://") and not runner.in_process:
-        raise RunnerError(f"run_dir {run_dir}: a memory:// file system is private to this process; "
-                          f"use --runner local, or a run_dir every worker can reach")
+        raise RunnerError(
+            f"run_dir {run_dir}: a memory:// file system is private to this process; "
+            f"use --runner local, or a run_dir every worker can reach"
+        )

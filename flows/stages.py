@@ -27,8 +27,12 @@ def shard_task(stage_name: str, in_path: Path, stage: StageDir, config: RunConfi
     return shard_unit(stage_name, in_path, stage, build_step(stage_name, config), config.batch_docs)
 
 
-@flow(name="shard-stage", flow_run_name="{stage_name}", validate_parameters=False,
-      task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
+@flow(
+    name="shard-stage",
+    flow_run_name="{stage_name}",
+    validate_parameters=False,
+    task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()),
+)
 def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
     """Run ``stage_name`` over the document shards of ``previous``; return the stage's stats."""
     layout = RunLayout(config.run_dir)
@@ -51,15 +55,20 @@ def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[
     ledger = check_stage_outputs(stage_name, stage, parts)
     handed_over = read_json(layout.stage(previous).stats)["docs_out"]
     if ledger.docs_in != handed_over:
-        raise LedgerError(f"stage {stage_name}: {ledger.docs_in} documents in, but stage {previous} "
-                          f"handed over {handed_over}")
+        raise LedgerError(
+            f"stage {stage_name}: {ledger.docs_in} documents in, but stage {previous} handed over {handed_over}"
+        )
     counts: Counter = Counter()
     for part in parts:
         counts.update(part["counts"])
-    stats = {**ledger.to_dict(), "units": len(parts),
-             "sources": merge_groups(parts, "by_source", stage_name),
-             "languages": merge_groups(parts, "by_lang", stage_name),
-             "counts": dict(sorted(counts.items())), **extra}
+    stats = {
+        **ledger.to_dict(),
+        "units": len(parts),
+        "sources": merge_groups(parts, "by_source", stage_name),
+        "languages": merge_groups(parts, "by_lang", stage_name),
+        "counts": dict(sorted(counts.items())),
+        **extra,
+    }
     write_json(stats, stage.stats)
     record_stage(config, stage_name, stats)
     return stats

@@ -42,8 +42,9 @@ def _tokenizer(config: RunConfig, inputs: list[Path], root: Path) -> Path:
         # The sample is drawn from the ids alone; only the sampled documents' texts are read.
         ids = scan_parquet(inputs).select("id").collect()
         chosen = ids.sample(n=min(settings.sample_docs, ids.height), seed=config.seed)["id"]
-        sample = (scan_parquet(inputs).select("id", "text").filter(pl.col("id").is_in(chosen.implode()))
-                  .collect().sort("id"))
+        sample = (
+            scan_parquet(inputs).select("id", "text").filter(pl.col("id").is_in(chosen.implode())).collect().sort("id")
+        )
         train_tokenizer(sample["text"], path, kind=settings.kind, vocab_size=settings.vocab_size)
     return path
 
@@ -71,12 +72,24 @@ def tokenize_flow(previous: str, config: RunConfig) -> dict:
     handed_over = read_json(layout.stage(previous).stats)["docs_out"]
     documents = sum(e["documents"] for e in entries)
     if documents != handed_over:
-        raise LedgerError(f"stage {STAGE}: {documents} documents tokenized, but stage {previous} handed over {handed_over}")
+        raise LedgerError(
+            f"stage {STAGE}: {documents} documents tokenized, but stage {previous} handed over {handed_over}"
+        )
     tok = load_tokenizer(tokenizer)
-    stats = {"stage": STAGE, "docs_in": handed_over, "docs_out": documents, "removed": {}, "quarantined": {},
-             "tokens": sum(e["tokens"] for e in entries), "shards": entries,
-             "tokenizer": {"path": str(tokenizer), "sha256": tokenizer_sha256(tok),
-                           "vocab_size": tok.get_vocab_size(with_added_tokens=True)}}
+    stats = {
+        "stage": STAGE,
+        "docs_in": handed_over,
+        "docs_out": documents,
+        "removed": {},
+        "quarantined": {},
+        "tokens": sum(e["tokens"] for e in entries),
+        "shards": entries,
+        "tokenizer": {
+            "path": str(tokenizer),
+            "sha256": tokenizer_sha256(tok),
+            "vocab_size": tok.get_vocab_size(with_added_tokens=True),
+        },
+    }
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats)
     publish_stage(STAGE, stats)

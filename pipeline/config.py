@@ -50,8 +50,10 @@ def _plain_name(value: str, what: str) -> str:
     """``value`` if it can name a folder or file inside the run directory and nothing else: not
     ``.`` or ``..``, and not hidden (names starting with a dot are a run's temporaries)."""
     if value.startswith("."):
-        raise ValueError(f"{what} {value!r} is not a plain folder name; start it with a letter or digit "
-                         "(letters, digits, _ . - after that)")
+        raise ValueError(
+            f"{what} {value!r} is not a plain folder name; start it with a letter or digit "
+            "(letters, digits, _ . - after that)"
+        )
     return value
 
 
@@ -109,7 +111,6 @@ class SourceConfig(_Strict):
             )
         return sorted(p.absolute() for p in found)
 
-
     def base_dir(self) -> Path:
         """The folder derived ids are relative to: the common folder of the configured paths
         (a glob counts from its last folder before any wildcard), so ids do not depend on which
@@ -153,8 +154,10 @@ class LangConfig(_Strict):
     @model_validator(mode="after")
     def _spans_fit(self):
         if self.sample_spans > self.sample_chars:
-            raise ValueError(f"sample_spans ({self.sample_spans}) is more than sample_chars "
-                             f"({self.sample_chars}); lower sample_spans or raise sample_chars")
+            raise ValueError(
+                f"sample_spans ({self.sample_spans}) is more than sample_chars "
+                f"({self.sample_chars}); lower sample_spans or raise sample_chars"
+            )
         return self
 
 
@@ -191,8 +194,10 @@ class FilterConfig(_Strict):
                         types[key].validate_python(value, strict=True)
                     except ValidationError as error:
                         problem = error.errors()[0]["msg"][0].lower() + error.errors()[0]["msg"][1:]
-                        raise ValueError(f"params.{name}.{key}: {problem}, got {value!r}; write the value "
-                                         "as the filter takes it (a number without quotes for a threshold)") from None
+                        raise ValueError(
+                            f"params.{name}.{key}: {problem}, got {value!r}; write the value "
+                            "as the filter takes it (a number without quotes for a threshold)"
+                        ) from None
         return self
 
 
@@ -234,22 +239,34 @@ class DedupConfig(_Strict):
     def minhash_params(self):
         from pipeline.dedup.minhash import MinHashParams
 
-        return MinHashParams(ngram=self.ngram, num_perm=self.num_perm, seed=self.seed, threshold=self.threshold,
-                             recall=self.recall, bands=self.bands, rows=self.rows, exact=self.exact, near=self.near,
-                             score_column="quality_score" if self.keep == "quality" else None)
+        return MinHashParams(
+            ngram=self.ngram,
+            num_perm=self.num_perm,
+            seed=self.seed,
+            threshold=self.threshold,
+            recall=self.recall,
+            bands=self.bands,
+            rows=self.rows,
+            exact=self.exact,
+            near=self.near,
+            score_column="quality_score" if self.keep == "quality" else None,
+        )
 
     @model_validator(mode="after")
     def _something_to_do(self):
         if self.enabled and not (self.exact or self.near):
             raise ValueError("dedup needs exact or near turned on (or enabled = false)")
         if (self.bands is None) != (self.rows is None):
-            raise ValueError("set bands and rows together, or neither to derive them from threshold, num_perm "
-                             "and recall")
+            raise ValueError(
+                "set bands and rows together, or neither to derive them from threshold, num_perm and recall"
+            )
         if self.bands is not None and "recall" in self.model_fields_set:
             raise ValueError("give recall or bands and rows, not both (bands and rows fix the LSH layout)")
         if self.bands is not None and self.bands * self.rows > self.num_perm:
-            raise ValueError(f"bands x rows ({self.bands} x {self.rows} = {self.bands * self.rows}) must be at "
-                             f"most num_perm ({self.num_perm}); lower them or raise num_perm")
+            raise ValueError(
+                f"bands x rows ({self.bands} x {self.rows} = {self.bands * self.rows}) must be at "
+                f"most num_perm ({self.num_perm}); lower them or raise num_perm"
+            )
         if self.enabled and self.near and self.bands is None:
             from pipeline.dedup.minhash import recall_bands
 
@@ -348,8 +365,10 @@ class MixConfig(_Strict):
         for path in value:
             _existing_file(path, "mix.exclude", "a .parquet or .jsonl file of texts")
             if Path(path).suffix not in EXCLUDE_SUFFIXES:
-                raise ValueError(f"{str(path)!r} is neither Parquet nor JSON lines; point mix.exclude at "
-                                 f"{' or '.join(EXCLUDE_SUFFIXES)} files with a text column")
+                raise ValueError(
+                    f"{str(path)!r} is neither Parquet nor JSON lines; point mix.exclude at "
+                    f"{' or '.join(EXCLUDE_SUFFIXES)} files with a text column"
+                )
         return value
 
     @model_validator(mode="after")
@@ -401,8 +420,10 @@ class RunConfig(_Strict):
         for parent in local.absolute().parents:
             if parent.exists():
                 if not parent.is_dir():
-                    raise ValueError(f"{str(parent)!r} is a file, so no folder can be made under it; "
-                                     "give a run_dir whose parents are folders")
+                    raise ValueError(
+                        f"{str(parent)!r} is a file, so no folder can be made under it; "
+                        "give a run_dir whose parents are folders"
+                    )
                 break
         return path
 
@@ -412,14 +433,20 @@ class RunConfig(_Strict):
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(f"source names must be unique; rename the repeated {repeated}")
-        if self.dedup.enabled and self.dedup.keep == "quality" and not (
-                self.filter.enabled and "quality" in self.filter.filters and self.filter.sources is None):
-            raise ValueError('dedup.keep = "quality" needs the "quality" filter in filter.filters, on all '
-                             "sources (no filter.sources): it gives every document its quality_score")
+        if (
+            self.dedup.enabled
+            and self.dedup.keep == "quality"
+            and not (self.filter.enabled and "quality" in self.filter.filters and self.filter.sources is None)
+        ):
+            raise ValueError(
+                'dedup.keep = "quality" needs the "quality" filter in filter.filters, on all '
+                "sources (no filter.sources): it gives every document its quality_score"
+            )
         if self.mix.enabled and not self.tokenize.enabled:
             if "mix" in self.model_fields_set:
-                raise ValueError("the mix stage gathers the tokenize stage's shards: enable tokenize, or set "
-                                 "mix.enabled = false")
+                raise ValueError(
+                    "the mix stage gathers the tokenize stage's shards: enable tokenize, or set mix.enabled = false"
+                )
             # No [mix] section and no tokens: the run ends with the curated documents
             # (pipeline.steps.enabled_stages leaves mix out).
         if self.mix.enabled and "lang" in self.mix.group_by and not self.lang.enabled:
@@ -427,8 +454,9 @@ class RunConfig(_Strict):
         for section in ("filter", "lines"):
             unknown = sorted(set(getattr(self, section).sources or []) - set(names))
             if unknown:
-                raise ValueError(f"{section}.sources names no configured source: {unknown} "
-                                 f"(sources: {', '.join(names)})")
+                raise ValueError(
+                    f"{section}.sources names no configured source: {unknown} (sources: {', '.join(names)})"
+                )
         return self
 
 
@@ -529,8 +557,10 @@ def check_files(config: RunConfig) -> None:
         try:
             _load_once(LanguageIdentifier, str(path), *_stamp(path))
         except Exception as error:  # fastText raises ValueError or RuntimeError on a file it cannot read
-            raise ConfigError(f"lang.model: {str(path)!r} is not a fastText language-ID model "
-                              f"({_first_line(error)}); point lang.model at one, such as lid.176.ftz") from None
+            raise ConfigError(
+                f"lang.model: {str(path)!r} is not a fastText language-ID model "
+                f"({_first_line(error)}); point lang.model at one, such as lid.176.ftz"
+            ) from None
     if config.filter.enabled:
         from pipeline.filters.registry import build_filters
 
@@ -538,17 +568,21 @@ def check_files(config: RunConfig) -> None:
             try:
                 build_filters([name], config.filter.params)
             except Exception as error:  # a missing or unreadable model, a threshold out of range
-                raise ConfigError(f"filter.params.{name}: the {name} filter cannot be built ({_first_line(error)}); "
-                                  f"fix [filter.params.{name}]") from None
+                raise ConfigError(
+                    f"filter.params.{name}: the {name} filter cannot be built ({_first_line(error)}); "
+                    f"fix [filter.params.{name}]"
+                ) from None
     if config.tokenize.enabled and config.tokenize.tokenizer is not None:
         from tokenizers import Tokenizer
 
         try:
             Tokenizer.from_file(str(config.tokenize.tokenizer))
         except Exception as error:  # the tokenizers library raises a bare Exception
-            raise ConfigError(f"tokenize.tokenizer: {str(config.tokenize.tokenizer)!r} is not a tokenizer.json "
-                              f"({_first_line(error)}); point it at one saved by the tokenizers library, "
-                              "or leave it out to train one") from None
+            raise ConfigError(
+                f"tokenize.tokenizer: {str(config.tokenize.tokenizer)!r} is not a tokenizer.json "
+                f"({_first_line(error)}); point it at one saved by the tokenizers library, "
+                "or leave it out to train one"
+            ) from None
     if config.mix.enabled and config.tokenize.enabled:
         for path in config.mix.exclude:
             _check_texts_file(Path(path))
@@ -566,11 +600,15 @@ def _check_texts_file(path: Path) -> None:
 
             columns = pl.scan_ndjson(path).collect_schema().names()
     except Exception as error:
-        raise ConfigError(f"mix.exclude: {str(path)!r} cannot be read as {path.suffix.lstrip('.')} "
-                          f"({_first_line(error)}); point mix.exclude at Parquet or JSON-lines files of texts") from None
+        raise ConfigError(
+            f"mix.exclude: {str(path)!r} cannot be read as {path.suffix.lstrip('.')} "
+            f"({_first_line(error)}); point mix.exclude at Parquet or JSON-lines files of texts"
+        ) from None
     if "text" not in columns:
-        raise ConfigError(f"mix.exclude: {str(path)!r} has no 'text' column (columns: {', '.join(columns)}); "
-                          "give files whose texts are in a column named text")
+        raise ConfigError(
+            f"mix.exclude: {str(path)!r} has no 'text' column (columns: {', '.join(columns)}); "
+            "give files whose texts are in a column named text"
+        )
 
 
 def read_toml(path: Path) -> dict:

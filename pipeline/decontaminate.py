@@ -69,8 +69,13 @@ SALT_WINDOW = 0x57494E444F57  # "WINDOW"
 CHUNK_TOKENS = 1 << 22
 
 HITS_SCHEMA = {"doc": pl.Int64, "window": pl.Int64}
-CONTAINMENT_SCHEMA = {"id": pl.String, "windows": pl.Int64, "common_windows": pl.Int64, "coverage": pl.Float64,
-                      "reference_id": pl.String}
+CONTAINMENT_SCHEMA = {
+    "id": pl.String,
+    "windows": pl.Int64,
+    "common_windows": pl.Int64,
+    "coverage": pl.Float64,
+    "reference_id": pl.String,
+}
 
 
 @lru_cache(maxsize=8)
@@ -111,8 +116,9 @@ def window_hashes(tokens: np.ndarray, starts, lengths, ngram: int = WINDOW_TOKEN
     # Chunks of whole documents (a long document makes its own chunk).
     ends = starts + lengths
     edge = np.cumsum(lengths)
-    bounds = np.unique(np.concatenate([[0, len(starts)],
-                                       np.searchsorted(edge, np.arange(CHUNK_TOKENS, edge[-1], CHUNK_TOKENS))]))
+    bounds = np.unique(
+        np.concatenate([[0, len(starts)], np.searchsorted(edge, np.arange(CHUNK_TOKENS, edge[-1], CHUNK_TOKENS))])
+    )
     with np.errstate(over="ignore"):
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             chunk_counts = counts[lo:hi]
@@ -124,7 +130,7 @@ def window_hashes(tokens: np.ndarray, starts, lengths, ngram: int = WINDOW_TOKEN
             width = len(span) - ngram + 1
             acc = table[0][span[:width]]
             for j in range(1, ngram):
-                acc += table[j][span[j:j + width]]
+                acc += table[j][span[j : j + width]]
             # Window starts inside each document: a ragged arange.
             first = np.cumsum(chunk_counts) - chunk_counts
             doc = np.repeat(np.arange(lo, hi, dtype=np.int64), chunk_counts)
@@ -143,7 +149,7 @@ def encode_texts(texts: Sequence[str], tokenizer: Tokenizer) -> tuple[np.ndarray
     pieces, lengths = [], []
     texts = list(texts)
     for lo in range(0, len(texts), TEXT_BATCH):
-        for encoding in encode(texts[lo:lo + TEXT_BATCH], add_special_tokens=False):
+        for encoding in encode(texts[lo : lo + TEXT_BATCH], add_special_tokens=False):
             ids = np.asarray(encoding.ids, dtype=np.int64)
             pieces.append(ids)
             lengths.append(len(ids))
@@ -159,8 +165,11 @@ def _text_frame(texts, ids=None) -> pl.DataFrame:
             raise ValueError(f"the texts have no 'text' column (columns: {texts.columns})")
         ids = texts["id"] if "id" in texts.columns and ids is None else ids
         texts = texts["text"]
-    texts = pl.Series("text", texts, dtype=pl.String) if not isinstance(texts, pl.Series) \
+    texts = (
+        pl.Series("text", texts, dtype=pl.String)
+        if not isinstance(texts, pl.Series)
         else texts.cast(pl.String).alias("text")
+    )
     if ids is None:
         ids = pl.Series("id", [str(i) for i in range(len(texts))], dtype=pl.String)
     ids = pl.Series("id", ids, dtype=pl.String) if not isinstance(ids, pl.Series) else ids.cast(pl.String).alias("id")
@@ -201,13 +210,22 @@ class WindowIndex:
         lengths = np.diff(offsets)
         hashes, doc = window_hashes(tokens, offsets[:-1], lengths, ngram)
         unique, window = np.unique(hashes, return_inverse=True)
-        owners = pl.DataFrame({"window": window.astype(np.int64), "text": doc},
-                              schema={"window": pl.Int64, "text": pl.Int64})
+        owners = pl.DataFrame(
+            {"window": window.astype(np.int64), "text": doc}, schema={"window": pl.Int64, "text": pl.Int64}
+        )
         owners = owners.unique().sort(["window", "text"])
         text_windows = np.bincount(owners["text"].to_numpy(), minlength=len(lengths)).astype(np.int64)
         ids = ids if isinstance(ids, pl.Series) else pl.Series("id", list(ids), dtype=pl.String)
-        return cls(hashes=unique, owners=owners, text_windows=text_windows, ids=ids.cast(pl.String), ngram=ngram,
-                   texts=len(lengths), short_texts=int((lengths < ngram).sum()), tokens=int(lengths.sum()))
+        return cls(
+            hashes=unique,
+            owners=owners,
+            text_windows=text_windows,
+            ids=ids.cast(pl.String),
+            ngram=ngram,
+            texts=len(lengths),
+            short_texts=int((lengths < ngram).sum()),
+            tokens=int(lengths.sum()),
+        )
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -224,13 +242,22 @@ class WindowIndex:
         return pl.DataFrame({"doc": doc[found], "window": where[found].astype(np.int64)}, schema=HITS_SCHEMA)
 
     def summary(self) -> dict:
-        return {"ngram": self.ngram, "texts": self.texts, "short_texts": self.short_texts,
-                "text_tokens": self.tokens, "windows": len(self)}
+        return {
+            "ngram": self.ngram,
+            "texts": self.texts,
+            "short_texts": self.short_texts,
+            "text_tokens": self.tokens,
+            "windows": len(self),
+        }
 
 
-def window_containment(hits: pl.DataFrame, index: WindowIndex, common_window_docs: int = COMMON_WINDOW_DOCS,
-                       common: np.ndarray | None = None,
-                       copy_coverage: float = COPY_COVERAGE) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
+def window_containment(
+    hits: pl.DataFrame,
+    index: WindowIndex,
+    common_window_docs: int = COMMON_WINDOW_DOCS,
+    common: np.ndarray | None = None,
+    copy_coverage: float = COPY_COVERAGE,
+) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
     """``(documents, summary, common)`` from the index's hits over a whole pool.
 
     ``hits`` has columns ``id`` (the pool document's) and ``window`` (from :meth:`WindowIndex.hits`),
@@ -259,13 +286,20 @@ def window_containment(hits: pl.DataFrame, index: WindowIndex, common_window_doc
         raise ValueError(f"copy_coverage={copy_coverage}; it is a share of a text's windows in (0, 1]")
     hits = hits.select(pl.col("id").cast(pl.String), pl.col("window").cast(pl.Int64))
     # Rule 1: the share of each text's distinct windows that each document holds.
-    shared = (hits.unique().join(index.owners, on="window", how="inner")
-              .group_by("id", "text").agg(shared=pl.len())
-              .join(pl.DataFrame({"text": np.arange(len(index.text_windows), dtype=np.int64),
-                                  "size": index.text_windows}), on="text", how="left")
-              .with_columns(coverage=pl.col("shared") / pl.col("size"))
-              .sort(["id", "coverage", "text"], descending=[False, True, False])
-              .unique("id", keep="first", maintain_order=True))
+    shared = (
+        hits.unique()
+        .join(index.owners, on="window", how="inner")
+        .group_by("id", "text")
+        .agg(shared=pl.len())
+        .join(
+            pl.DataFrame({"text": np.arange(len(index.text_windows), dtype=np.int64), "size": index.text_windows}),
+            on="text",
+            how="left",
+        )
+        .with_columns(coverage=pl.col("shared") / pl.col("size"))
+        .sort(["id", "coverage", "text"], descending=[False, True, False])
+        .unique("id", keep="first", maintain_order=True)
+    )
     copies = shared.filter(pl.col("coverage") >= copy_coverage)
     # Rule 2: document frequency over the documents that are not copies.
     others = hits.filter(~pl.col("id").is_in(copies["id"].implode()))
@@ -275,32 +309,56 @@ def window_containment(hits: pl.DataFrame, index: WindowIndex, common_window_doc
         known = np.flatnonzero(np.isin(index.hashes, np.asarray(common, dtype=np.uint64)))
         is_common = is_common | pl.col("window").is_in(pl.Series(known, dtype=pl.Int64).implode())
     frequent = frequency.filter(is_common).sort("window")
-    recorded = pl.DataFrame({"hash": pl.Series(index.hashes[frequent["window"].to_numpy()], dtype=pl.UInt64),
-                             "documents": frequent["documents"].cast(pl.Int64)})
+    recorded = pl.DataFrame(
+        {
+            "hash": pl.Series(index.hashes[frequent["window"].to_numpy()], dtype=pl.UInt64),
+            "documents": frequent["documents"].cast(pl.Int64),
+        }
+    )
     marked = hits.with_columns(common=pl.col("window").is_in(frequent["window"].implode()))
-    per_doc = marked.group_by("id").agg(windows=(~pl.col("common")).sum().cast(pl.Int64),
-                                        common_windows=pl.col("common").sum().cast(pl.Int64),
-                                        all_windows=pl.len().cast(pl.Int64))
-    best = (marked.filter(~pl.col("common")).join(index.owners, on="window", how="inner")
-            .group_by("id", "text").len()
-            .sort(["id", "len", "text"], descending=[False, True, False])
-            .unique("id", keep="first", maintain_order=True).select("id", best="text"))
-    documents = (per_doc.join(shared.select("id", "coverage", copy="text"), on="id", how="left")
-                 .join(best, on="id", how="left")
-                 .with_columns(is_copy=pl.col("coverage").fill_null(0.0) >= copy_coverage))
+    per_doc = marked.group_by("id").agg(
+        windows=(~pl.col("common")).sum().cast(pl.Int64),
+        common_windows=pl.col("common").sum().cast(pl.Int64),
+        all_windows=pl.len().cast(pl.Int64),
+    )
+    best = (
+        marked.filter(~pl.col("common"))
+        .join(index.owners, on="window", how="inner")
+        .group_by("id", "text")
+        .len()
+        .sort(["id", "len", "text"], descending=[False, True, False])
+        .unique("id", keep="first", maintain_order=True)
+        .select("id", best="text")
+    )
+    documents = (
+        per_doc.join(shared.select("id", "coverage", copy="text"), on="id", how="left")
+        .join(best, on="id", how="left")
+        .with_columns(is_copy=pl.col("coverage").fill_null(0.0) >= copy_coverage)
+    )
     documents = documents.with_columns(
         windows=pl.when(pl.col("is_copy")).then(pl.col("all_windows")).otherwise(pl.col("windows")),
         common_windows=pl.when(pl.col("is_copy")).then(0).otherwise(pl.col("common_windows")),
         text=pl.when(pl.col("is_copy")).then(pl.col("copy")).otherwise(pl.col("best")),
     )
     names = pl.DataFrame({"text": np.arange(len(index.ids), dtype=np.int64), "reference_id": index.ids})
-    documents = (documents.join(names, on="text", how="left").with_columns(pl.col("coverage").fill_null(0.0))
-                 .sort("id").select(list(CONTAINMENT_SCHEMA)))
+    documents = (
+        documents.join(names, on="text", how="left")
+        .with_columns(pl.col("coverage").fill_null(0.0))
+        .sort("id")
+        .select(list(CONTAINMENT_SCHEMA))
+    )
     contaminated = documents.filter(pl.col("windows") > 0)
-    return documents, {"common_windows": recorded.height, "copies": copies.height,
-                       "contaminated_documents": contaminated.height,
-                       "contaminated_windows": int(contaminated["windows"].sum()),
-                       "common_window_documents": documents.height - contaminated.height}, recorded
+    return (
+        documents,
+        {
+            "common_windows": recorded.height,
+            "copies": copies.height,
+            "contaminated_documents": contaminated.height,
+            "contaminated_windows": int(contaminated["windows"].sum()),
+            "common_window_documents": documents.height - contaminated.height,
+        },
+        recorded,
+    )
 
 
 def _same_tokenizer(given: Tokenizer, folder: Path, manifest: dict) -> None:
@@ -308,13 +366,20 @@ def _same_tokenizer(given: Tokenizer, folder: Path, manifest: dict) -> None:
     if not path.is_file():
         raise ValueError(f"{folder}: the mixture has no {path.name}; it is not a complete mixture folder")
     if load_tokenizer(path).to_str() != given.to_str():
-        raise ValueError(f"{folder}: the tokenizer given is not the mixture's ({path.name}); windows of another "
-                         "tokenizer never match, so check with the mixture's own tokenizer")
+        raise ValueError(
+            f"{folder}: the tokenizer given is not the mixture's ({path.name}); windows of another "
+            "tokenizer never match, so check with the mixture's own tokenizer"
+        )
 
 
-def check_contamination(mixture_dir: Path, texts, tokenizer: Tokenizer | Path | None = None,
-                        ngram: int = WINDOW_TOKENS, common_window_docs: int = COMMON_WINDOW_DOCS,
-                        examples: int = 5) -> dict:
+def check_contamination(
+    mixture_dir: Path,
+    texts,
+    tokenizer: Tokenizer | Path | None = None,
+    ngram: int = WINDOW_TOKENS,
+    common_window_docs: int = COMMON_WINDOW_DOCS,
+    examples: int = 5,
+) -> dict:
     """Count, per group, the training documents of a mixture folder that share an ``ngram``-token
     window with any of ``texts`` (held-out sets, task texts), common windows apart.
 
@@ -365,37 +430,51 @@ def check_contamination(mixture_dir: Path, texts, tokenizer: Tokenizer | Path | 
         count["tokens"] += int(lengths.sum())
         found = index.hits(tokens, rows["doc_start"].to_numpy(), lengths)
         if found.height:
-            hits.append(pl.DataFrame({"id": rows["doc_id"].gather(found["doc"].to_numpy()),
-                                      "window": found["window"],
-                                      "group": pl.Series([group] * found.height, dtype=pl.String)}))
-    all_hits = pl.concat(hits) if hits else pl.DataFrame(schema={"id": pl.String, "window": pl.Int64,
-                                                               "group": pl.String})
+            hits.append(
+                pl.DataFrame(
+                    {
+                        "id": rows["doc_id"].gather(found["doc"].to_numpy()),
+                        "window": found["window"],
+                        "group": pl.Series([group] * found.height, dtype=pl.String),
+                    }
+                )
+            )
+    all_hits = (
+        pl.concat(hits) if hits else pl.DataFrame(schema={"id": pl.String, "window": pl.Int64, "group": pl.String})
+    )
     decontamination = manifest.get("decontamination") or {}
     recorded = None
     if decontamination.get("ngram") == ngram and decontamination.get("common_windows_file"):
         recorded = pl.read_parquet(folder / decontamination["common_windows_file"])["hash"].to_numpy()
-    documents, summary, _ = window_containment(all_hits.select("id", "window"), index, common_window_docs,
-                                               recorded)
+    documents, summary, _ = window_containment(all_hits.select("id", "window"), index, common_window_docs, recorded)
     documents = documents.join(all_hits.select("id", "group").unique("id"), on="id", how="left")
     groups = {}
     for group in sorted(checked):
         mine = documents.filter(pl.col("group") == group)
         dirty = mine.filter(pl.col("windows") > 0)
-        groups[group] = {**checked[group], "contaminated_documents": dirty.height,
-                         "contaminated_windows": int(dirty["windows"].sum()),
-                         "common_window_documents": mine.height - dirty.height}
+        groups[group] = {
+            **checked[group],
+            "contaminated_documents": dirty.height,
+            "contaminated_windows": int(dirty["windows"].sum()),
+            "common_window_documents": mine.height - dirty.height,
+        }
     sets = {}
     if isinstance(texts, pl.DataFrame) and "set" in texts.columns:
         named = pl.DataFrame({"reference_id": frame["id"], "set": texts["set"].cast(pl.String)})
-        dirty = documents.filter(pl.col("windows") > 0).join(named.unique("reference_id"), on="reference_id",
-                                                              how="left")
+        dirty = documents.filter(pl.col("windows") > 0).join(
+            named.unique("reference_id"), on="reference_id", how="left"
+        )
         for name in sorted(named["set"].drop_nulls().unique().to_list()):
             mine = dirty.filter(pl.col("set") == name)
-            sets[name] = {"texts": int((named["set"] == name).sum()), "contaminated_documents": mine.height,
-                          "contaminated_windows": int(mine["windows"].sum())}
+            sets[name] = {
+                "texts": int((named["set"] == name).sum()),
+                "contaminated_documents": mine.height,
+                "contaminated_windows": int(mine["windows"].sum()),
+            }
     shown = documents.filter(pl.col("windows") > 0).head(examples)
     return {
-        **index.summary(), "common_window_docs": common_window_docs,
+        **index.summary(),
+        "common_window_docs": common_window_docs,
         "documents_checked": sum(c["documents"] for c in checked.values()),
         "tokens_checked": sum(c["tokens"] for c in checked.values()),
         **summary,

@@ -80,8 +80,19 @@ from pipeline.io.warc import html_to_text
 VERSION = 3
 MAX_DOCS_PER_FILE = 10_000
 SOURCES = ("news", "dialogues", "web", "notes")
-KINDS = ("clean", "exact_dup", "near_dup", "boilerplate", "spam", "lorem", "gibberish",
-         "mixed_lang", "non_html", "malformed", "canary")
+KINDS = (
+    "clean",
+    "exact_dup",
+    "near_dup",
+    "boilerplate",
+    "spam",
+    "lorem",
+    "gibberish",
+    "mixed_lang",
+    "non_html",
+    "malformed",
+    "canary",
+)
 LABELS_NOTE = "labels.parquet is ground truth for evaluation; the pipeline never reads it"
 
 # Shares of the documents written as originals. Clean documents are capped by the real material
@@ -110,12 +121,9 @@ ZIPF_EXPONENT = 1.0
 # Zipf law over that kind's originals; COPY_SHARES split the copies between kinds, COPY_CAPS are
 # the largest clusters (copies of one original) at SCALE_DOCS documents, scaled with the corpus.
 SCALE_DOCS = 20_000
-COPY_SHARES = {"boilerplate": 0.40, "spam": 0.22, "clean": 0.28, "lorem": 0.04, "gibberish": 0.02,
-               "mixed_lang": 0.04}
-COPY_CAPS = {"boilerplate": 600, "spam": 300, "clean": 20, "lorem": 60, "gibberish": 20,
-             "mixed_lang": 10}
-COPY_EXPONENTS = {"boilerplate": 1.0, "spam": 1.0, "clean": 1.2, "lorem": 1.0, "gibberish": 1.0,
-                  "mixed_lang": 1.0}
+COPY_SHARES = {"boilerplate": 0.40, "spam": 0.22, "clean": 0.28, "lorem": 0.04, "gibberish": 0.02, "mixed_lang": 0.04}
+COPY_CAPS = {"boilerplate": 600, "spam": 300, "clean": 20, "lorem": 60, "gibberish": 20, "mixed_lang": 10}
+COPY_EXPONENTS = {"boilerplate": 1.0, "spam": 1.0, "clean": 1.2, "lorem": 1.0, "gibberish": 1.0, "mixed_lang": 1.0}
 # How each kind is copied: ``exact`` (the same text; a boilerplate page on the same site),
 # ``near`` (a share ``edit_rate`` of its words edited), ``template`` (the same template filled
 # otherwise: a boilerplate page on another site, a spam text about another product).
@@ -147,15 +155,24 @@ HELDOUT_TEXTS = "heldout/texts.parquet"
 HELDOUT_MANIFEST = "heldout/manifest.json"
 HELDOUT_TASK = "heldout/task.parquet"
 HELDOUT_CANARIES = "heldout/canaries.parquet"
-CANARY_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("occurrences", pa.int64()),
-                           ("pool_ids", pa.list_(pa.string()))])
+CANARY_SCHEMA = pa.schema(
+    [("id", pa.string()), ("text", pa.string()), ("occurrences", pa.int64()), ("pool_ids", pa.list_(pa.string()))]
+)
 HELDOUT_SIZES = {"news": 150, "dialogues": 150, "web": 150, "junk": 150}
 HELDOUT_JUNK_KINDS = ("spam", "boilerplate", "lorem", "gibberish")
 ISOLATION_WORDS = 8
 ISOLATION_CHARS = 12
-HELDOUT_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("set", pa.string()),
-                            ("group", pa.string()), ("lang", pa.string()), ("kind", pa.string()),
-                            ("clean", pa.bool_())])
+HELDOUT_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("text", pa.string()),
+        ("set", pa.string()),
+        ("group", pa.string()),
+        ("lang", pa.string()),
+        ("kind", pa.string()),
+        ("clean", pa.bool_()),
+    ]
+)
 
 # Where each kind of document is written (the notes folder is filled separately).
 COPY_DESTINATIONS = {"news": {"news": 0.5, "web": 0.5}, "dialogues": {"dialogues": 0.6, "web": 0.4}}
@@ -184,16 +201,43 @@ UNPARSEABLE = {"truncated", "single_quotes", "unescaped_quote", "invalid_utf8"}
 
 # chatterbot-corpus folder names to ISO 639-1 codes (BCP 47 where no plain code fits).
 LANGUAGE_CODES = {
-    "bengali": "bn", "chinese": "zh", "dutch": "nl", "english": "en", "french": "fr",
-    "german": "de", "hebrew": "he", "hindi": "hi", "hinglish": "hi-Latn", "indonesian": "id",
-    "italian": "it", "japanese": "ja", "korean": "ko", "marathi": "mr", "oriya": "or",
-    "persian": "fa", "portuguese": "pt", "russian": "ru", "spanish": "es", "swedish": "sv",
-    "tamil": "ta", "telugu": "te", "thai": "th", "traditionalchinese": "zh", "turkish": "tr",
-    "ukrainian": "uk", "urdu": "ur", "yoruba": "yo",
+    "bengali": "bn",
+    "chinese": "zh",
+    "dutch": "nl",
+    "english": "en",
+    "french": "fr",
+    "german": "de",
+    "hebrew": "he",
+    "hindi": "hi",
+    "hinglish": "hi-Latn",
+    "indonesian": "id",
+    "italian": "it",
+    "japanese": "ja",
+    "korean": "ko",
+    "marathi": "mr",
+    "oriya": "or",
+    "persian": "fa",
+    "portuguese": "pt",
+    "russian": "ru",
+    "spanish": "es",
+    "swedish": "sv",
+    "tamil": "ta",
+    "telugu": "te",
+    "thai": "th",
+    "traditionalchinese": "zh",
+    "turkish": "tr",
+    "ukrainian": "uk",
+    "urdu": "ur",
+    "yoruba": "yo",
 }
 UNSPACED_LANGS = {"zh", "ja", "th"}  # near-dup edits work on characters there
-BBC_SECTIONS = {"business": "business", "entertainment": "entertainment",
-                "politics": "uk_politics", "sports": "sport", "tech": "technology"}
+BBC_SECTIONS = {
+    "business": "business",
+    "entertainment": "entertainment",
+    "politics": "uk_politics",
+    "sports": "sport",
+    "tech": "technology",
+}
 # A BBC article sharing this share of its word 5-grams with an earlier one is a natural near copy.
 BBC_NEAR_COPY_CONTAINMENT = 0.3
 DIALOGUE_MIN_UTTERANCES = 4
@@ -238,7 +282,7 @@ def _shingles(text: str, n: int = 5) -> set[int]:
     """CRC32s of the word n-grams of ``text`` (lower-cased)."""
     words = text.lower().split()
     starts = range(max(1, len(words) - n + 1))
-    return {zlib.crc32(" ".join(words[i:i + n]).encode()) for i in starts}
+    return {zlib.crc32(" ".join(words[i : i + n]).encode()) for i in starts}
 
 
 def _read_bbc() -> tuple[list[RealDoc], dict]:
@@ -269,8 +313,11 @@ def _read_bbc() -> tuple[list[RealDoc], dict]:
             text = text.strip()
             shingles = _shingles(text)
             overlap = Counter(seen[s] for s in shingles if s in seen)
-            if overlap and max(overlap[i] / min(len(shingles), len(kept_shingles[i]))
-                               for i in overlap) >= BBC_NEAR_COPY_CONTAINMENT:
+            if (
+                overlap
+                and max(overlap[i] / min(len(shingles), len(kept_shingles[i])) for i in overlap)
+                >= BBC_NEAR_COPY_CONTAINMENT
+            ):
                 dropped += 1
                 continue
             for s in shingles:
@@ -278,8 +325,12 @@ def _read_bbc() -> tuple[list[RealDoc], dict]:
             kept_shingles.append(shingles)
             title = text.split("\n", 1)[0].strip()
             docs.append(RealDoc("news", text, "en", topic_dir.name, title))
-    return docs, {"bbc_files": files, "bbc_non_utf8_files": non_utf8,
-                  "bbc_duplicates_dropped": dropped, "bbc_articles": len(docs)}
+    return docs, {
+        "bbc_files": files,
+        "bbc_non_utf8_files": non_utf8,
+        "bbc_duplicates_dropped": dropped,
+        "bbc_articles": len(docs),
+    }
 
 
 def _load_yaml(text: str):
@@ -293,8 +344,7 @@ def _conversation_groups(conversations: list[list[str]]) -> list[list[list[str]]
     current: list[list[str]] = []
     for conversation in conversations:
         current.append(conversation)
-        if (sum(map(len, current)) >= DIALOGUE_MIN_UTTERANCES
-                or len(current) == DIALOGUE_MAX_CONVERSATIONS):
+        if sum(map(len, current)) >= DIALOGUE_MIN_UTTERANCES or len(current) == DIALOGUE_MAX_CONVERSATIONS:
             groups.append(current)
             current = []
     if current:
@@ -343,11 +393,14 @@ def _read_chatterbot() -> tuple[list[RealDoc], dict]:
                 texts.add(text)
                 title = group[0][0].split("\n", 1)[0][:80]
                 docs.append(RealDoc("dialogues", text, lang, str(categories[0]), title, language))
-    return docs, {"chatterbot_files": files, "chatterbot_conversations": conversations,
-                  "chatterbot_conversations_dropped": dropped,
-                  "chatterbot_string_conversations": as_string,
-                  "chatterbot_languages": len({d.language for d in docs}),
-                  "dialogue_docs": len(docs)}
+    return docs, {
+        "chatterbot_files": files,
+        "chatterbot_conversations": conversations,
+        "chatterbot_conversations_dropped": dropped,
+        "chatterbot_string_conversations": as_string,
+        "chatterbot_languages": len({d.language for d in docs}),
+        "dialogue_docs": len(docs),
+    }
 
 
 @lru_cache(maxsize=1)
@@ -421,14 +474,13 @@ def plan_counts(docs: int, real_docs: int) -> dict[str, int]:
         raise ValueError(f"docs={docs} is too small for the demo corpus")
     shares = np.array(list(COPY_SHARES.values()))
     per_kind = np.floor(shares * copies).astype(int)
-    per_kind[np.argsort(-(shares * copies - per_kind), kind="stable")[:copies - per_kind.sum()]] += 1
+    per_kind[np.argsort(-(shares * copies - per_kind), kind="stable")[: copies - per_kind.sum()]] += 1
     for kind, number in zip(COPY_SHARES, per_kind.tolist()):
         counts[f"copies:{kind}"] = number
     return counts
 
 
-def zipf_copy_counts(originals: int, copies: int, cap: int = MAX_COPIES,
-                     exponent: float = ZIPF_EXPONENT) -> np.ndarray:
+def zipf_copy_counts(originals: int, copies: int, cap: int = MAX_COPIES, exponent: float = ZIPF_EXPONENT) -> np.ndarray:
     """Copies per original by rank, ``min(cap, K / rank**exponent)``, summing to ``copies``.
 
     Heavy-tailed as on the web: the first ranks get up to ``cap`` copies, many get one, most
@@ -468,8 +520,19 @@ def _choose(rng: np.random.Generator, table: dict[str, float], size: int) -> lis
 def _plan_clean(pool: list[RealDoc], count: int, rng: np.random.Generator) -> list[Doc]:
     """``count`` real documents picked at random, each written once in its own source."""
     picked = rng.permutation(len(pool))[:count].tolist()
-    return [Doc("clean", pool[i].source, pool[i].text, pool[i].title, pool[i].lang,
-                pool[i].topic, pool[i].language, pool[i].source) for i in picked]
+    return [
+        Doc(
+            "clean",
+            pool[i].source,
+            pool[i].text,
+            pool[i].title,
+            pool[i].lang,
+            pool[i].topic,
+            pool[i].language,
+            pool[i].source,
+        )
+        for i in picked
+    ]
 
 
 def _swap_keywords(text: str, keywords: list[str], other: list[str]) -> str:
@@ -479,15 +542,22 @@ def _swap_keywords(text: str, keywords: list[str], other: list[str]) -> str:
     return pattern.sub(lambda m: swap[m.group(0)], text)
 
 
-def _copy(plan: list[Doc], original: int, copy_kind: str, rate: float, destination: str,
-          sites: list[Site], rng: np.random.Generator, text_rng: np.random.Generator) -> Doc:
+def _copy(
+    plan: list[Doc],
+    original: int,
+    copy_kind: str,
+    rate: float,
+    destination: str,
+    sites: list[Site],
+    rng: np.random.Generator,
+    text_rng: np.random.Generator,
+) -> Doc:
     """A copy of ``plan[original]`` of kind ``copy_kind``, written to ``destination``."""
     base = plan[original]
     kind = base.kind
     if kind == "clean":
         kind = "exact_dup" if copy_kind == "exact" else "near_dup"
-    doc = replace(base, kind=kind, source=destination, original=original, copy_kind=copy_kind,
-                  key="", url="")
+    doc = replace(base, kind=kind, source=destination, original=original, copy_kind=copy_kind, key="", url="")
     if base.real_source:  # copies of real text appear on any site
         doc.site = -1
     if copy_kind == "near":
@@ -507,22 +577,28 @@ def _copy(plan: list[Doc], original: int, copy_kind: str, rate: float, destinati
     return doc
 
 
-def _plan_copies(plan: list[Doc], counts: dict[str, int], docs: int, sites: list[Site],
-                 rng: np.random.Generator, text_rng: np.random.Generator) -> list[Doc]:
+def _plan_copies(
+    plan: list[Doc],
+    counts: dict[str, int],
+    docs: int,
+    sites: list[Site],
+    rng: np.random.Generator,
+    text_rng: np.random.Generator,
+) -> list[Doc]:
     """The copies of every kind: per kind, copies per original by a capped Zipf law over that
     kind's originals (in plan order, itself random)."""
     copies: list[Doc] = []
     for kind in COPY_SHARES:
         originals = [i for i, d in enumerate(plan) if d.kind == kind]
-        per_original = zipf_copy_counts(len(originals), counts[f"copies:{kind}"],
-                                        _scaled_cap(kind, docs), COPY_EXPONENTS[kind])
+        per_original = zipf_copy_counts(
+            len(originals), counts[f"copies:{kind}"], _scaled_cap(kind, docs), COPY_EXPONENTS[kind]
+        )
         sources = np.repeat(np.array(originals, dtype=np.int64), per_original).tolist()
         copy_kinds = _choose(rng, COPY_KINDS[kind], len(sources))
         rates = np.array(EDIT_RATES)[rng.integers(len(EDIT_RATES), size=len(sources))].tolist()
         for original, copy_kind, rate in zip(sources, copy_kinds, rates):
             base = plan[original]
-            table = (COPY_DESTINATIONS[base.real_source] if kind in ("clean",)
-                     else NOISE_DESTINATIONS[kind])
+            table = COPY_DESTINATIONS[base.real_source] if kind in ("clean",) else NOISE_DESTINATIONS[kind]
             destination = _choose(rng, table, 1)[0]
             copies.append(_copy(plan, original, copy_kind, rate, destination, sites, rng, text_rng))
     return copies
@@ -549,8 +625,9 @@ def canary_text(words: list[str], probs: np.ndarray, rng: np.random.Generator) -
     return " ".join(sentences)
 
 
-def _plan_canaries(docs: int, first: int, news: Iterable[RealDoc],
-                   rng: np.random.Generator) -> tuple[list[Doc], list[str]]:
+def _plan_canaries(
+    docs: int, first: int, news: Iterable[RealDoc], rng: np.random.Generator
+) -> tuple[list[Doc], list[str]]:
     """The canaries (:func:`canary_counts`) followed by their exact copies, for a plan whose next
     index is ``first``; and the control canaries' texts."""
     words, probs = canary_vocabulary(news)
@@ -562,16 +639,19 @@ def _plan_canaries(docs: int, first: int, news: Iterable[RealDoc],
             title = " ".join(text.split()[:6])
             index = first + len(originals)
             originals.append(Doc("canary", "news", text, title, "en", canary=True))
-            copies += [Doc("canary", "news", text, title, "en", original=index, copy_kind="exact", canary=True)
-                       for _ in range(occurrences - 1)]
+            copies += [
+                Doc("canary", "news", text, title, "en", original=index, copy_kind="exact", canary=True)
+                for _ in range(occurrences - 1)
+            ]
     controls = [canary_text(words, probs, rng) for _ in range(canary_controls(docs))]
     return originals + copies, controls
 
 
 def _move_to_notes(plan: list[Doc], count: int, rng: np.random.Generator) -> None:
     """Send ``count`` documents of the kinds a notes folder plausibly holds to ``notes/``."""
-    eligible = [i for i, doc in enumerate(plan)
-                if doc.kind in NOTES_KINDS and doc.real_source != "dialogues" and not doc.canary]
+    eligible = [
+        i for i, doc in enumerate(plan) if doc.kind in NOTES_KINDS and doc.real_source != "dialogues" and not doc.canary
+    ]
     for i in rng.choice(eligible, size=min(count, len(eligible)), replace=False).tolist():
         plan[i].source = "notes"
 
@@ -617,12 +697,14 @@ def perturb(text: str, rate: float, rng: np.random.Generator, by_char: bool = Fa
     return edited
 
 
-LOREM = ("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
-         "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud "
-         "exercitation ullamco laboris nisi aliquip ex ea commodo consequat duis aute irure in "
-         "reprehenderit voluptate velit esse cillum eu fugiat nulla pariatur excepteur sint "
-         "occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est "
-         "laborum").split()
+LOREM = (
+    "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
+    "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud "
+    "exercitation ullamco laboris nisi aliquip ex ea commodo consequat duis aute irure in "
+    "reprehenderit voluptate velit esse cillum eu fugiat nulla pariatur excepteur sint "
+    "occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est "
+    "laborum"
+).split()
 LOREM_OPENING = "Lorem ipsum dolor sit amet, consectetur adipiscing elit"
 
 
@@ -635,13 +717,13 @@ def lorem_text(rng: np.random.Generator) -> str:
     start = 0
     sentences = []
     for length in lengths.tolist():
-        chunk = " ".join(words[start:start + length].tolist())
+        chunk = " ".join(words[start : start + length].tolist())
         sentences.append(chunk[0].upper() + chunk[1:] + ".")
         start += length
     sentences[0] = LOREM_OPENING + ", " + sentences[0][0].lower() + sentences[0][1:]
     start = 0
     for count in sentence_counts.tolist():
-        paragraphs.append(" ".join(sentences[start:start + count]))
+        paragraphs.append(" ".join(sentences[start : start + count]))
         start += count
     return "\n\n".join(paragraphs)
 
@@ -681,9 +763,17 @@ SPAM_THEMES = (
 )
 SPAM_YEAR = 2024
 SPAM_PATTERNS = (
-    "Best {a} {year}!", "Buy {a} online now.", "{a} {b} {c}", "Click here for {a}!",
-    "Cheap {a} - {b} - {c}", "Top {n} {a} sites", "{a} {a} {a}", "Get {a} today, {b} free!",
-    "Looking for {a}? We have the best {b} and {c}.", "{a} near me", "#1 {a} {b} guaranteed",
+    "Best {a} {year}!",
+    "Buy {a} online now.",
+    "{a} {b} {c}",
+    "Click here for {a}!",
+    "Cheap {a} - {b} - {c}",
+    "Top {n} {a} sites",
+    "{a} {a} {a}",
+    "Get {a} today, {b} free!",
+    "Looking for {a}? We have the best {b} and {c}.",
+    "{a} near me",
+    "#1 {a} {b} guaranteed",
     "{b}? {a}! {c}!",
 )
 
@@ -696,10 +786,12 @@ def spam_text(rng: np.random.Generator) -> tuple[str, str, list[str]]:
         picks = rng.integers(len(keywords), size=(count, 3)).tolist()
         patterns = rng.integers(len(SPAM_PATTERNS), size=count).tolist()
         numbers = rng.integers(3, 51, size=count).tolist()
-        lines.append(" ".join(
-            SPAM_PATTERNS[p].format(a=keywords[a], b=keywords[b], c=keywords[c],
-                                    year=SPAM_YEAR, n=n)
-            for p, (a, b, c), n in zip(patterns, picks, numbers)))
+        lines.append(
+            " ".join(
+                SPAM_PATTERNS[p].format(a=keywords[a], b=keywords[b], c=keywords[c], year=SPAM_YEAR, n=n)
+                for p, (a, b, c), n in zip(patterns, picks, numbers)
+            )
+        )
     if rng.random() < 0.5:
         lines.append(", ".join(keywords * int(rng.integers(3, 10))))
     title = f"Best {keywords[0]} {SPAM_YEAR} - {keywords[1]} | {keywords[2]}".title()
@@ -709,14 +801,14 @@ def spam_text(rng: np.random.Generator) -> tuple[str, str, list[str]]:
 def _half(text: str, first: bool) -> str:
     """The first or second half of ``text``, cut at the line (or space) nearest the middle."""
     middle = len(text) // 2
-    cuts = ([m.start() for m in re.finditer("\n", text)]
-            or [m.start() for m in re.finditer(" ", text)])
+    cuts = [m.start() for m in re.finditer("\n", text)] or [m.start() for m in re.finditer(" ", text)]
     cut = min(cuts, key=lambda c: abs(c - middle)) if cuts else middle
     return (text[:cut] if first else text[cut:]).strip()
 
 
-def mixed_lang_text(first_pool: tuple[RealDoc, ...], by_lang: dict[str, list[RealDoc]],
-                    rng: np.random.Generator) -> tuple[RealDoc, RealDoc, str]:
+def mixed_lang_text(
+    first_pool: tuple[RealDoc, ...], by_lang: dict[str, list[RealDoc]], rng: np.random.Generator
+) -> tuple[RealDoc, RealDoc, str]:
     """First half of a document of ``first_pool`` and second half of one in another language."""
     first = first_pool[int(rng.integers(len(first_pool)))]
     other_langs = [lang for lang in by_lang if lang != first.lang]
@@ -734,20 +826,67 @@ def tiny_png(rng: np.random.Generator, size: int = 16) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
     header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9))
-            + chunk(b"IEND", b""))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
 
 
 # --------------------------------------------------------------------------------------------
 # Web sites: page chrome and boilerplate
 
-SITE_FIRST = ("Daily", "Morning", "Metro", "Harbor", "Pioneer", "Summit", "Northern", "Global",
-              "Pixel", "Open", "Urban", "River", "Bright", "Civic", "Silver", "Quantum")
-SITE_SECOND = ("Herald", "Post", "Digest", "Ledger", "Wire", "Review", "Journal", "Gazette",
-               "Tribune", "Insider", "Times", "Report", "Hub", "Forum", "Chronicle", "Bulletin")
+SITE_FIRST = (
+    "Daily",
+    "Morning",
+    "Metro",
+    "Harbor",
+    "Pioneer",
+    "Summit",
+    "Northern",
+    "Global",
+    "Pixel",
+    "Open",
+    "Urban",
+    "River",
+    "Bright",
+    "Civic",
+    "Silver",
+    "Quantum",
+)
+SITE_SECOND = (
+    "Herald",
+    "Post",
+    "Digest",
+    "Ledger",
+    "Wire",
+    "Review",
+    "Journal",
+    "Gazette",
+    "Tribune",
+    "Insider",
+    "Times",
+    "Report",
+    "Hub",
+    "Forum",
+    "Chronicle",
+    "Bulletin",
+)
 SITE_TLDS = (".com", ".net", ".org", ".co.uk", ".info", ".news")
-NAV_ITEMS = ("News", "Sport", "Business", "Tech", "Culture", "Opinion", "Travel", "Video",
-             "Weather", "Science", "Health", "Money", "Lifestyle", "Podcasts", "Shop", "Forum")
+NAV_ITEMS = (
+    "News",
+    "Sport",
+    "Business",
+    "Tech",
+    "Culture",
+    "Opinion",
+    "Travel",
+    "Video",
+    "Weather",
+    "Science",
+    "Health",
+    "Money",
+    "Lifestyle",
+    "Podcasts",
+    "Shop",
+    "Forum",
+)
 COOKIE_BANNERS = (
     "We use cookies to give you the best experience on our website. By continuing to browse "
     "you agree to our use of cookies.",
@@ -756,13 +895,24 @@ COOKIE_BANNERS = (
     "We and our partners store and access information on your device, such as cookies, for "
     "personalised ads and content, ad and content measurement and audience insights.",
 )
-FOOTER_LINKS = ("About us", "Contact", "Privacy Policy", "Terms of Use", "Cookie settings",
-                "Advertise", "Careers", "Sitemap", "Accessibility", "Help")
-SHARE_LINKS = ('<ul class="share"><li><a href="#share">Share</a></li><li><a href="#facebook">'
-               'Facebook</a></li><li><a href="#x">X</a></li><li><a href="#email">Email</a></li>'
-               '</ul>\n')
-BOILERPLATE_VARIANTS = ("listing", "tag_archive", "not_found", "login", "cookie_wall", "sitemap",
-                        "licence")
+FOOTER_LINKS = (
+    "About us",
+    "Contact",
+    "Privacy Policy",
+    "Terms of Use",
+    "Cookie settings",
+    "Advertise",
+    "Careers",
+    "Sitemap",
+    "Accessibility",
+    "Help",
+)
+SHARE_LINKS = (
+    '<ul class="share"><li><a href="#share">Share</a></li><li><a href="#facebook">'
+    'Facebook</a></li><li><a href="#x">X</a></li><li><a href="#email">Email</a></li>'
+    "</ul>\n"
+)
+BOILERPLATE_VARIANTS = ("listing", "tag_archive", "not_found", "login", "cookie_wall", "sitemap", "licence")
 LICENCE_LINES = (
     "Content licence",
     "Unless stated otherwise, the text on this site may be shared and adapted for any purpose, "
@@ -770,8 +920,7 @@ LICENCE_LINES = (
     "indicated.",
     "Images, logos and embedded media are excluded and remain the property of their owners.",
     "Third-party content is used with permission; ask its owner before reusing it.",
-    "The site is provided as is, without warranty of any kind; we accept no liability for loss "
-    "arising from its use.",
+    "The site is provided as is, without warranty of any kind; we accept no liability for loss arising from its use.",
     "Questions about reuse? Write to the editors via the contact page.",
 )
 TAGS = ("economy", "elections", "football", "gadgets", "music", "film", "markets", "climate")
@@ -807,18 +956,22 @@ class Site:
     def chrome_html(self) -> tuple[str, str, str]:
         """(top: cookie banner and header, sidebar, footer) as HTML."""
         nav = "".join(f'<li><a href="/{_slug(item)}/">{_e(item)}</a></li>' for item in self.nav)
-        top = (f'<div class="cookie-banner" id="cookie-consent"><p>{_e(self.cookie)}</p>'
-               '<button>Accept all</button><button>Manage preferences</button></div>\n'
-               f'<header><a class="logo" href="/">{_e(self.name)}</a><nav><ul>'
-               f'<li><a href="/">Home</a></li>{nav}</ul></nav>'
-               '<form class="search" action="/search"><input name="q" placeholder="Search">'
-               '</form></header>\n')
+        top = (
+            f'<div class="cookie-banner" id="cookie-consent"><p>{_e(self.cookie)}</p>'
+            "<button>Accept all</button><button>Manage preferences</button></div>\n"
+            f'<header><a class="logo" href="/">{_e(self.name)}</a><nav><ul>'
+            f'<li><a href="/">Home</a></li>{nav}</ul></nav>'
+            '<form class="search" action="/search"><input name="q" placeholder="Search">'
+            "</form></header>\n"
+        )
         links = "".join(f'<li><a href="/story/{_slug(t)}">{_e(t)}</a></li>' for t in self.sidebar)
         sidebar = f'<aside class="sidebar"><h3>Most read</h3><ol>{links}</ol></aside>\n'
         footer_links = "".join(f'<li><a href="/{_slug(t)}">{_e(t)}</a></li>' for t in FOOTER_LINKS)
-        footer = (f'<footer><ul class="footer-links">{footer_links}</ul>'
-                  '<p class="social">Follow us: Facebook | X | Instagram | YouTube</p>'
-                  f'<p>{_e(self.footer_line)}</p></footer>\n')
+        footer = (
+            f'<footer><ul class="footer-links">{footer_links}</ul>'
+            '<p class="social">Follow us: Facebook | X | Instagram | YouTube</p>'
+            f"<p>{_e(self.footer_line)}</p></footer>\n"
+        )
         return top, sidebar, footer
 
 
@@ -834,54 +987,76 @@ def make_sites(count: int, titles: list[str], rng: np.random.Generator) -> list[
         domains.add(domain)
         nav = tuple(NAV_ITEMS[i] for i in sorted(rng.choice(len(NAV_ITEMS), 6, replace=False)))
         sidebar = tuple(titles[i] for i in rng.choice(len(titles), 6, replace=False))
-        sites.append(Site(f"{first} {second}", domain, nav,
-                          COOKIE_BANNERS[int(rng.integers(len(COOKIE_BANNERS)))], sidebar,
-                          int(rng.integers(2019, 2025))))
+        sites.append(
+            Site(
+                f"{first} {second}",
+                domain,
+                nav,
+                COOKIE_BANNERS[int(rng.integers(len(COOKIE_BANNERS)))],
+                sidebar,
+                int(rng.integers(2019, 2025)),
+            )
+        )
     return sites
 
 
-def boilerplate_body(variant: str, titles: list[str],
-                     rng: np.random.Generator) -> list[tuple[str, str]]:
+def boilerplate_body(variant: str, titles: list[str], rng: np.random.Generator) -> list[tuple[str, str]]:
     """The main content of a page without content of its own, as (tag, text) pairs."""
+
     def links(low: int, high: int) -> list[tuple[str, str]]:
         picks = rng.choice(len(titles), size=int(rng.integers(low, high)), replace=False)
         return [("li", titles[i]) for i in picks.tolist()]
 
     if variant == "listing":
         page = int(rng.integers(2, 40))
-        return ([("h2", f"Latest stories - page {page}")] + links(10, 25)
-                + [("p", f"\u00ab Previous {page - 1} {page} {page + 1} Next \u00bb")])
+        return (
+            [("h2", f"Latest stories - page {page}")]
+            + links(10, 25)
+            + [("p", f"\u00ab Previous {page - 1} {page} {page + 1} Next \u00bb")]
+        )
     if variant == "tag_archive":
         tag = TAGS[int(rng.integers(len(TAGS)))]
-        return ([("h2", f"Posts tagged \u201c{tag}\u201d")] + links(5, 15)
-                + [("p", "Older posts \u00bb")])
+        return [("h2", f"Posts tagged \u201c{tag}\u201d")] + links(5, 15) + [("p", "Older posts \u00bb")]
     if variant == "not_found":
-        return [("h2", "404 - Page not found"),
-                ("p", "Sorry, the page you are looking for does not exist or has been moved."),
-                ("p", "Try searching the site or go back to the homepage.")] + links(3, 6)
+        return [
+            ("h2", "404 - Page not found"),
+            ("p", "Sorry, the page you are looking for does not exist or has been moved."),
+            ("p", "Try searching the site or go back to the homepage."),
+        ] + links(3, 6)
     if variant == "login":
-        return [("h2", "Sign in to your account"), ("p", "Email address"), ("p", "Password"),
-                ("p", "Remember me | Forgot your password?"),
-                ("p", "Don't have an account? Register now - it's free."),
-                ("p", "Subscribe to our newsletter for the latest updates.")]
+        return [
+            ("h2", "Sign in to your account"),
+            ("p", "Email address"),
+            ("p", "Password"),
+            ("p", "Remember me | Forgot your password?"),
+            ("p", "Don't have an account? Register now - it's free."),
+            ("p", "Subscribe to our newsletter for the latest updates."),
+        ]
     if variant == "licence":
         return [("h2", LICENCE_LINES[0])] + [("p", line) for line in LICENCE_LINES[1:]]
     if variant == "cookie_wall":
-        return [("h2", "Your privacy choices"),
-                ("p", COOKIE_BANNERS[int(rng.integers(len(COOKIE_BANNERS)))]),
-                ("p", "Strictly necessary cookies | Performance cookies | Targeting cookies"),
-                ("p", "Accept all | Reject all | Save my preferences")]
+        return [
+            ("h2", "Your privacy choices"),
+            ("p", COOKIE_BANNERS[int(rng.integers(len(COOKIE_BANNERS)))]),
+            ("p", "Strictly necessary cookies | Performance cookies | Targeting cookies"),
+            ("p", "Accept all | Reject all | Save my preferences"),
+        ]
     sections = [NAV_ITEMS[i] for i in sorted(rng.choice(len(NAV_ITEMS), 8, replace=False))]
-    return [("h2", "Sitemap")] + [("li", f"{s} \u203a {t}") for s in sections
-                                  for t in ("Latest", "Archive", "Most popular")]
+    return [("h2", "Sitemap")] + [
+        ("li", f"{s} \u203a {t}") for s in sections for t in ("Latest", "Archive", "Most popular")
+    ]
 
 
 def boilerplate_plain(site: Site, body: list[tuple[str, str]]) -> str:
     """A boilerplate page as a naive scraper would flatten it."""
     lines = [site.nav_line, site.cookie + " Accept all | Manage preferences"]
     lines += [("- " + text) if tag == "li" else text for tag, text in body]
-    lines += ["Subscribe to our newsletter", "Follow us: Facebook | X | Instagram | YouTube",
-              " | ".join(FOOTER_LINKS), site.footer_line]
+    lines += [
+        "Subscribe to our newsletter",
+        "Follow us: Facebook | X | Instagram | YouTube",
+        " | ".join(FOOTER_LINKS),
+        site.footer_line,
+    ]
     return "\n".join(lines)
 
 
@@ -900,20 +1075,23 @@ class PageRenderer:
             main = self._boilerplate_main(doc.body or [])
         else:
             section = (doc.topic if doc.real_source == "news" else None) or site.nav[0]
-            main = (f'<nav class="breadcrumb"><a href="/">Home</a> &rsaquo; '
-                    f'<a href="/{_slug(section)}/">{_e(section.title())}</a></nav>\n'
-                    + self._article(doc) + SHARE_LINKS)
+            main = (
+                f'<nav class="breadcrumb"><a href="/">Home</a> &rsaquo; '
+                f'<a href="/{_slug(section)}/">{_e(section.title())}</a></nav>\n' + self._article(doc) + SHARE_LINKS
+            )
             if doc.kind == "spam":
                 keywords = doc.detail.removeprefix("keywords: ")
                 head_extra = f'<meta name="keywords" content="{html.escape(keywords)}">'
                 main += f'<div style="display:none">{_e((keywords + " ") * 20)}</div>\n'
         title = doc.title or site.name
-        page = (f'<!DOCTYPE html>\n<html lang="{_claimed_lang(doc) or "en"}">\n'
-                f'<head><meta charset="utf-8"><title>{_e(title)} | {_e(site.name)}</title>'
-                '<meta name="viewport" content="width=device-width, initial-scale=1">'
-                f'{head_extra}<link rel="stylesheet" href="/static/site.css"></head>\n<body>\n'
-                f'{top}<main>\n{main}{sidebar}</main>\n{footer}'
-                '<script src="/static/analytics.js"></script>\n</body>\n</html>\n')
+        page = (
+            f'<!DOCTYPE html>\n<html lang="{_claimed_lang(doc) or "en"}">\n'
+            f'<head><meta charset="utf-8"><title>{_e(title)} | {_e(site.name)}</title>'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'{head_extra}<link rel="stylesheet" href="/static/site.css"></head>\n<body>\n'
+            f"{top}<main>\n{main}{sidebar}</main>\n{footer}"
+            '<script src="/static/analytics.js"></script>\n</body>\n</html>\n'
+        )
         return page.encode("utf-8")
 
     @staticmethod
@@ -972,7 +1150,8 @@ class Materials:
     def first_halves(self, source: str) -> tuple[RealDoc, ...]:
         """Where a mixed-language document written to ``source`` starts."""
         return {"news": self.real.news, "dialogues": self.real.dialogues}.get(
-            source, self.real.news + self.real.dialogues)
+            source, self.real.news + self.real.dialogues
+        )
 
 
 @dataclass
@@ -984,8 +1163,9 @@ class Plan:
     controls: list[str] = field(default_factory=list)  # control canaries: in no pool
 
 
-def _plan_noise(kind: str, count: int, materials: Materials, rng: np.random.Generator,
-                text_rng: np.random.Generator) -> list[Doc]:
+def _plan_noise(
+    kind: str, count: int, materials: Materials, rng: np.random.Generator, text_rng: np.random.Generator
+) -> list[Doc]:
     """``count`` generated documents of one noise kind, with their destinations."""
     docs = []
     sites, titles, by_lang = materials.sites, materials.titles, materials.by_lang
@@ -1007,8 +1187,7 @@ def _plan_noise(kind: str, count: int, materials: Materials, rng: np.random.Gene
             doc.text, doc.detail = gibberish_text(text_rng)
             doc.title = doc.text.split(" ", 1)[0][:40]
         elif kind == "mixed_lang":
-            first, second, doc.text = mixed_lang_text(materials.first_halves(source), by_lang,
-                                                      text_rng)
+            first, second, doc.text = mixed_lang_text(materials.first_halves(source), by_lang, text_rng)
             doc.title, doc.topic, doc.language = first.title, first.topic, first.language
             doc.detail = f"{first.lang}+{second.lang}"
         elif kind == "non_html":
@@ -1023,8 +1202,11 @@ def _plan_malformed(count: int, news: list[RealDoc], rng: np.random.Generator) -
     for i in range(count):
         variant = variants[i % len(variants)]
         real = news[int(rng.integers(len(news)))]
-        docs.append(Doc("malformed", "news", real.text, real.title, topic=real.topic,
-                        detail=MALFORMED[variant], variant=variant))
+        docs.append(
+            Doc(
+                "malformed", "news", real.text, real.title, topic=real.topic, detail=MALFORMED[variant], variant=variant
+            )
+        )
     return docs
 
 
@@ -1072,14 +1254,16 @@ def _assign_keys(plan: Plan, rng: np.random.Generator) -> None:
     story_numbers = iter((3_600_000 + rng.choice(900_000, size=bbc_pages, replace=False)).tolist())
     note_keys: set[str] = set()
     for i, doc in enumerate(plan.docs):
-        chunk = random_bytes[16 * i:16 * (i + 1)]
+        chunk = random_bytes[16 * i : 16 * (i + 1)]
         site = plan.sites[doc.site]
         slug = _slug(doc.title, 50)
         if doc.source == "web":
             doc.key = f"urn:uuid:{uuid.UUID(bytes=chunk, version=4)}"
-            doc.url = (f"https://www.{site.domain}/images/{chunk[:6].hex()}.png"
-                       if doc.kind == "non_html"
-                       else f"https://www.{site.domain}/{site.year}/{slug}-{i}.html")
+            doc.url = (
+                f"https://www.{site.domain}/images/{chunk[:6].hex()}.png"
+                if doc.kind == "non_html"
+                else f"https://www.{site.domain}/{site.year}/{slug}-{i}.html"
+            )
         elif doc.source == "notes":
             folder = doc.topic if doc.real_source == "news" else "misc"
             doc.key = f"{folder}/{slug}-{chunk[:4].hex()}.txt"
@@ -1089,8 +1273,9 @@ def _assign_keys(plan: Plan, rng: np.random.Generator) -> None:
         else:
             doc.key = chunk[:8].hex()
             if doc.kind == "clean" and doc.real_source == "news":
-                doc.url = (f"http://news.bbc.co.uk/2/hi/{BBC_SECTIONS.get(doc.topic, doc.topic)}/"
-                           f"{next(story_numbers)}.stm")
+                doc.url = (
+                    f"http://news.bbc.co.uk/2/hi/{BBC_SECTIONS.get(doc.topic, doc.topic)}/{next(story_numbers)}.stm"
+                )
             elif doc.source == "news":
                 doc.url = f"https://www.{site.domain}/{_slug(doc.topic or 'news')}/{slug}-{i}"
     keys = [doc.key for doc in plan.docs]
@@ -1133,8 +1318,7 @@ class Written:
 
 
 def _news_record(doc: Doc) -> dict:
-    return {"id": doc.key, "text": doc.text, "url": doc.url,
-            "meta": {"topic": doc.topic, "title": doc.title}}
+    return {"id": doc.key, "text": doc.text, "url": doc.url, "meta": {"topic": doc.topic, "title": doc.title}}
 
 
 def _malformed_line(doc: Doc) -> bytes:
@@ -1143,7 +1327,7 @@ def _malformed_line(doc: Doc) -> bytes:
     record = {"id": doc.key, "text": snippet, "url": doc.url, "meta": {"topic": doc.topic}}
     variant = doc.variant
     if variant == "truncated":
-        return orjson.dumps(record)[:len(doc.key) + 20 + len(snippet) // 2]
+        return orjson.dumps(record)[: len(doc.key) + 20 + len(snippet) // 2]
     if variant == "single_quotes":
         return repr(record).encode("utf-8")
     if variant == "unescaped_quote":
@@ -1177,27 +1361,38 @@ def write_news(shards: list[list[Doc]], out_dir: Path, written: Written) -> None
         payload = b"\n".join(lines) + b"\n"
 
         def write(stream, payload=payload):
-            with gzip.GzipFile(filename="", mode="wb", fileobj=stream, mtime=0,
-                               compresslevel=6) as gz:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=stream, mtime=0, compresslevel=6) as gz:
                 gz.write(payload)
 
         _atomic_write(out_dir / rel, write)
         written.files.append(rel)
 
 
-DIALOGUE_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("lang", pa.string()),
-                             ("category", pa.string()), ("language", pa.string())])
+DIALOGUE_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("text", pa.string()),
+        ("lang", pa.string()),
+        ("category", pa.string()),
+        ("language", pa.string()),
+    ]
+)
 
 
 def write_dialogues(shards: list[list[Doc]], out_dir: Path, written: Written) -> None:
     for number, shard in enumerate(shards):
         rel = f"dialogues/dialogues-{number:05d}.parquet"
-        table = pa.table({"id": [d.key for d in shard], "text": [d.text for d in shard],
-                          "lang": [_claimed_lang(d) for d in shard],
-                          "category": [d.topic for d in shard],
-                          "language": [d.language for d in shard]}, schema=DIALOGUE_SCHEMA)
-        _atomic_write(out_dir / rel,
-                      lambda stream, table=table: pq.write_table(table, stream, compression="zstd"))
+        table = pa.table(
+            {
+                "id": [d.key for d in shard],
+                "text": [d.text for d in shard],
+                "lang": [_claimed_lang(d) for d in shard],
+                "category": [d.topic for d in shard],
+                "language": [d.language for d in shard],
+            },
+            schema=DIALOGUE_SCHEMA,
+        )
+        _atomic_write(out_dir / rel, lambda stream, table=table: pq.write_table(table, stream, compression="zstd"))
         written.rows.extend((doc, rel, doc.key, None) for doc in shard)
         written.files.append(rel)
 
@@ -1214,26 +1409,39 @@ def _claimed_lang(doc: Doc) -> str | None:
 
 
 def _response(doc: Doc, date: datetime, body: bytes, content_type: str, writer: WARCWriter):
-    http = StatusAndHeaders("200 OK", [
-        ("Content-Type", content_type), ("Content-Length", str(len(body))),
-        ("Date", format_datetime(date, usegmt=True)), ("Server", "nginx"),
-    ], protocol="HTTP/1.1")
+    http = StatusAndHeaders(
+        "200 OK",
+        [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(body))),
+            ("Date", format_datetime(date, usegmt=True)),
+            ("Server", "nginx"),
+        ],
+        protocol="HTTP/1.1",
+    )
     return writer.create_warc_record(
-        doc.url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http,
-        warc_headers_dict={"WARC-Record-ID": f"<{doc.key}>", "WARC-Date": _warc_date(date)})
+        doc.url,
+        "response",
+        payload=io.BytesIO(body),
+        length=len(body),
+        http_headers=http,
+        warc_headers_dict={"WARC-Record-ID": f"<{doc.key}>", "WARC-Date": _warc_date(date)},
+    )
 
 
-def write_web(shards: list[list[Doc]], out_dir: Path, written: Written, sites: list[Site],
-              seed: int, rng: np.random.Generator) -> None:
+def write_web(
+    shards: list[list[Doc]], out_dir: Path, written: Written, sites: list[Site], seed: int, rng: np.random.Generator
+) -> None:
     """WARC files: a warcinfo record, then one response record per document, in crawl order."""
     renderer = PageRenderer(sites)
     clock = _crawl_start(seed)
     for number, shard in enumerate(shards):
         rel = f"web/web-{number:05d}.warc.gz"
         info_id = uuid.UUID(bytes=rng.bytes(16), version=4)
-        info = (f"software: curate demo corpus v{VERSION}\r\nformat: WARC File Format 1.0\r\n"
-                f"description: generated web pages for the curate demo corpus, seed {seed}\r\n"
-                ).encode()
+        info = (
+            f"software: curate demo corpus v{VERSION}\r\nformat: WARC File Format 1.0\r\n"
+            f"description: generated web pages for the curate demo corpus, seed {seed}\r\n"
+        ).encode()
         start = clock
         responses = []
         for doc, gap in zip(shard, rng.integers(1, 40, size=len(shard)).tolist()):
@@ -1245,11 +1453,19 @@ def write_web(shards: list[list[Doc]], out_dir: Path, written: Written, sites: l
 
         def write(stream, responses=responses, info=info, info_id=info_id, start=start, rel=rel):
             writer = WARCWriter(stream, gzip=True)
-            writer.write_record(writer.create_warc_record(
-                "", "warcinfo", payload=io.BytesIO(info), length=len(info),
-                warc_headers_dict={"WARC-Record-ID": f"<urn:uuid:{info_id}>",
-                                   "WARC-Date": _warc_date(start),
-                                   "WARC-Filename": Path(rel).name}))
+            writer.write_record(
+                writer.create_warc_record(
+                    "",
+                    "warcinfo",
+                    payload=io.BytesIO(info),
+                    length=len(info),
+                    warc_headers_dict={
+                        "WARC-Record-ID": f"<urn:uuid:{info_id}>",
+                        "WARC-Date": _warc_date(start),
+                        "WARC-Filename": Path(rel).name,
+                    },
+                )
+            )
             for response in responses:
                 writer.write_record(_response(*response, writer))
 
@@ -1271,13 +1487,24 @@ def write_notes(docs: list[Doc], out_dir: Path, written: Written) -> None:
         written.files.append(rel)
 
 
-LABEL_SCHEMA = pa.schema([
-    ("source", pa.string()), ("file", pa.string()), ("key", pa.string()), ("line", pa.int64()),
-    ("kind", pa.string()), ("original", pa.string()), ("original_source", pa.string()),
-    ("edit_rate", pa.float64()), ("lang", pa.string()), ("topic", pa.string()),
-    ("detail", pa.string()), ("copy_kind", pa.string()), ("copies", pa.int64()),
-    ("canary", pa.bool_()),
-])
+LABEL_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("file", pa.string()),
+        ("key", pa.string()),
+        ("line", pa.int64()),
+        ("kind", pa.string()),
+        ("original", pa.string()),
+        ("original_source", pa.string()),
+        ("edit_rate", pa.float64()),
+        ("lang", pa.string()),
+        ("topic", pa.string()),
+        ("detail", pa.string()),
+        ("copy_kind", pa.string()),
+        ("copies", pa.int64()),
+        ("canary", pa.bool_()),
+    ]
+)
 
 
 def labels_table(written: Written, plan: Plan) -> pa.Table:
@@ -1290,11 +1517,17 @@ def labels_table(written: Written, plan: Plan) -> pa.Table:
     for doc, rel, key, line in written.rows:
         original = plan.docs[doc.original] if doc.original is not None else None
         row = {
-            "source": doc.source, "file": rel, "key": key, "line": line, "kind": doc.kind,
+            "source": doc.source,
+            "file": rel,
+            "key": key,
+            "line": line,
+            "kind": doc.kind,
             "original": original.key if original else None,
             "original_source": original.source if original else None,
-            "edit_rate": doc.edit_rate, "lang": doc.lang,
-            "topic": doc.topic if doc.real_source else None, "detail": doc.detail,
+            "edit_rate": doc.edit_rate,
+            "lang": doc.lang,
+            "topic": doc.topic if doc.real_source else None,
+            "detail": doc.detail,
             "copy_kind": doc.copy_kind,
             "copies": lineage[doc.original if original else index[id(doc)]],
             "canary": doc.canary,
@@ -1315,8 +1548,7 @@ def canaries_table(plan: Plan) -> pa.Table:
     rows = [(f"canary/{plan.docs[i].key}", plan.docs[i].text, len(ids), ids) for i, ids in planted.items()]
     rows += [(f"canary/control-{n:04d}", text, 0, []) for n, text in enumerate(plan.controls)]
     columns = list(zip(*rows)) if rows else [[] for _ in CANARY_SCHEMA.names]
-    return pa.table({name: list(values) for name, values in zip(CANARY_SCHEMA.names, columns)},
-                    schema=CANARY_SCHEMA)
+    return pa.table({name: list(values) for name, values in zip(CANARY_SCHEMA.names, columns)}, schema=CANARY_SCHEMA)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1338,7 +1570,7 @@ def _spans(doc: RealDoc) -> set[int]:
         units, n = [c for c in doc.text if not c.isspace()], ISOLATION_CHARS
     else:
         units, n = doc.text.split(), ISOLATION_WORDS
-    return {hash(tuple(units[i:i + n])) for i in range(max(1, len(units) - n + 1))}
+    return {hash(tuple(units[i : i + n])) for i in range(max(1, len(units) - n + 1))}
 
 
 def isolated(docs: list[RealDoc]) -> np.ndarray:
@@ -1358,22 +1590,23 @@ class Reserved:
     candidates: dict[str, int]  # isolated documents per source
 
 
-def reserve(real: RealText, seed: int, rng: np.random.Generator, task_train_docs: int,
-            task_test_docs: int) -> Reserved:
+def reserve(real: RealText, seed: int, rng: np.random.Generator, task_train_docs: int, task_test_docs: int) -> Reserved:
     """Choose the task's articles (pipeline.tasks' class-balanced seeded selection) and the
     held-out news, dialogues (round robin over languages, at most half of a language's
     candidates) and web pages (half news, half dialogues), all among isolated documents."""
     from pipeline.tasks import topic_task_frame
 
     alone = isolated(list(real.news) + list(real.dialogues))
-    news_ok, dialogues_ok = alone[:len(real.news)], alone[len(real.news):]
+    news_ok, dialogues_ok = alone[: len(real.news)], alone[len(real.news) :]
     task = topic_task_frame(real.news, task_train_docs, task_test_docs, seed, eligible=news_ok.tolist())
     taken = set(task["index"].to_list())
     news = [i for i in rng.permutation(len(real.news)).tolist() if news_ok[i] and i not in taken]
     web_news = HELDOUT_SIZES["web"] // 2
     if len(news) < HELDOUT_SIZES["news"] + web_news:
-        raise ValueError(f"the task's {task_train_docs + task_test_docs} articles leave too few BBC "
-                         "articles for the held-out news; ask for a smaller task")
+        raise ValueError(
+            f"the task's {task_train_docs + task_test_docs} articles leave too few BBC "
+            "articles for the held-out news; ask for a smaller task"
+        )
     by_lang: dict[str, list[int]] = {}
     for i in rng.permutation(len(real.dialogues)).tolist():
         if dialogues_ok[i]:
@@ -1384,24 +1617,26 @@ def reserve(real: RealText, seed: int, rng: np.random.Generator, task_train_docs
         row = [found[turn] for found in by_lang.values() if turn < len(found) // 2]
         if not row:
             break
-        dialogues += row[:HELDOUT_SIZES["dialogues"] - len(dialogues)]
+        dialogues += row[: HELDOUT_SIZES["dialogues"] - len(dialogues)]
         turn += 1
     chosen = set(dialogues)
     rest = [i for found in by_lang.values() for i in found if i not in chosen]
-    web_dialogues = [rest[i] for i in sorted(rng.choice(len(rest), HELDOUT_SIZES["web"] - web_news,
-                                                        replace=False).tolist())]
+    web_dialogues = [
+        rest[i] for i in sorted(rng.choice(len(rest), HELDOUT_SIZES["web"] - web_news, replace=False).tolist())
+    ]
     sets = {
-        "news": [real.news[i] for i in news[:HELDOUT_SIZES["news"]]],
+        "news": [real.news[i] for i in news[: HELDOUT_SIZES["news"]]],
         "dialogues": [real.dialogues[i] for i in dialogues],
-        "web": [real.news[i] for i in news[HELDOUT_SIZES["news"]:HELDOUT_SIZES["news"] + web_news]]
+        "web": [real.news[i] for i in news[HELDOUT_SIZES["news"] : HELDOUT_SIZES["news"] + web_news]]
         + [real.dialogues[i] for i in web_dialogues],
     }
-    out_news = taken | set(news[:HELDOUT_SIZES["news"] + web_news])
+    out_news = taken | set(news[: HELDOUT_SIZES["news"] + web_news])
     out_dialogues = chosen | set(web_dialogues)
-    pool = RealText(tuple(d for i, d in enumerate(real.news) if i not in out_news),
-                    tuple(d for i, d in enumerate(real.dialogues) if i not in out_dialogues),
-                    {**real.stats, "reserved_news": len(out_news),
-                     "reserved_dialogues": len(out_dialogues)})
+    pool = RealText(
+        tuple(d for i, d in enumerate(real.news) if i not in out_news),
+        tuple(d for i, d in enumerate(real.dialogues) if i not in out_dialogues),
+        {**real.stats, "reserved_news": len(out_news), "reserved_dialogues": len(out_dialogues)},
+    )
     return Reserved(pool, sets, task, {"news": int(news_ok.sum()), "dialogues": int(dialogues_ok.sum())})
 
 
@@ -1429,32 +1664,40 @@ def heldout_table(reserved: Reserved, plan: Plan, rng: np.random.Generator) -> t
             dropped += 1
             return
         key = rng.bytes(8).hex()
-        rows.append((f"heldout/{set_name}/{key}", text, set_name, doc.source,
-                     doc.lang, doc.kind, clean))
+        rows.append((f"heldout/{set_name}/{key}", text, set_name, doc.source, doc.lang, doc.kind, clean))
 
     for set_name in ("news", "dialogues", "web"):
         for real in reserved.sets[set_name]:
             destination = "web" if set_name == "web" else real.source
-            add(set_name, Doc("clean", destination, real.text, real.title, real.lang, real.topic,
-                              real.language, real.source,
-                              site=int(rng.integers(len(plan.sites)))), True)
+            add(
+                set_name,
+                Doc(
+                    "clean",
+                    destination,
+                    real.text,
+                    real.title,
+                    real.lang,
+                    real.topic,
+                    real.language,
+                    real.source,
+                    site=int(rng.integers(len(plan.sites))),
+                ),
+                True,
+            )
     per_kind = np.diff(np.linspace(0, HELDOUT_SIZES["junk"], len(HELDOUT_JUNK_KINDS) + 1).round()).astype(int)
     for kind, count in zip(HELDOUT_JUNK_KINDS, per_kind.tolist()):
         for doc in _plan_noise(kind, count, materials, rng, rng):
             add("junk", doc, False)
     columns = list(zip(*rows)) if rows else [[] for _ in HELDOUT_SCHEMA.names]
-    table = pa.table({name: list(values) for name, values in zip(HELDOUT_SCHEMA.names, columns)},
-                     schema=HELDOUT_SCHEMA)
+    table = pa.table({name: list(values) for name, values in zip(HELDOUT_SCHEMA.names, columns)}, schema=HELDOUT_SCHEMA)
     return table, {"empty_pages_dropped": dropped}
 
 
-def heldout_manifest(table: pa.Table, reserved: Reserved, seed: int, task_info: dict,
-                     extra: dict) -> dict:
+def heldout_manifest(table: pa.Table, reserved: Reserved, seed: int, task_info: dict, extra: dict) -> dict:
     """What the held-out sets hold (documents and bytes per set and group) and how they were chosen."""
     frame = pl.from_arrow(table).with_columns(bytes=pl.col("text").str.len_bytes())
     sets: dict[str, dict] = {}
-    for (set_name, group), part in sorted(frame.group_by(["set", "group"]),
-                                          key=lambda item: item[0]):
+    for (set_name, group), part in sorted(frame.group_by(["set", "group"]), key=lambda item: item[0]):
         entry = sets.setdefault(set_name, {"documents": 0, "bytes": 0, "groups": {}})
         entry["groups"][group] = {"documents": part.height, "bytes": int(part["bytes"].sum())}
         entry["documents"] += part.height
@@ -1481,7 +1724,8 @@ def heldout_manifest(table: pa.Table, reserved: Reserved, seed: int, task_info: 
             "extracted by the project's HTML extraction, main content). Junk is generated by the "
             "corpus's own spam, boilerplate, lorem and gibberish generators. None of these "
             "documents, and no copy of them, is in any source file; texts are raw, as the source "
-            "stage would read them. Junk shares template text with the pools by design."),
+            "stage would read them. Junk shares template text with the pools by design."
+        ),
     }
 
 
@@ -1489,8 +1733,14 @@ def heldout_manifest(table: pa.Table, reserved: Reserved, seed: int, task_info: 
 # The build
 
 
-MANAGED_PATTERNS = ("news/news-*.jsonl.gz", "dialogues/dialogues-*.parquet", "web/web-*.warc.gz",
-                    "notes/**/*.txt", "labels.parquet", "heldout/*")
+MANAGED_PATTERNS = (
+    "news/news-*.jsonl.gz",
+    "dialogues/dialogues-*.parquet",
+    "web/web-*.warc.gz",
+    "notes/**/*.txt",
+    "labels.parquet",
+    "heldout/*",
+)
 
 
 def _remove_stale(out_dir: Path, keep: Iterable[str]) -> None:
@@ -1515,8 +1765,7 @@ def _counts(docs: list[Doc]) -> dict:
     return {
         "source": {source: sum(kinds.values()) for source, kinds in sorted(by_source.items())},
         "kind": dict(sorted(Counter(doc.kind for doc in docs).items())),
-        "source_kind": {source: dict(sorted(kinds.items()))
-                        for source, kinds in sorted(by_source.items())},
+        "source_kind": {source: dict(sorted(kinds.items())) for source, kinds in sorted(by_source.items())},
     }
 
 
@@ -1526,26 +1775,31 @@ def duplication_shape(labels: pa.Table) -> dict:
     frame = pl.from_arrow(labels.select(["key", "kind", "original", "copy_kind", "copies", "canary"]))
     originals = frame.filter(pl.col("original").is_null()).select("key", base="kind")
     copies = frame.filter(pl.col("original").is_not_null()).join(
-        originals, left_on="original", right_on="key", how="left")
+        originals, left_on="original", right_on="key", how="left"
+    )
     total = max(1, copies.height)
     per_kind = {}
     for (kind,), part in sorted(copies.group_by(["base"]), key=lambda item: item[0]):
         clusters = part.group_by("original").len()["len"]
         per_kind[kind] = {
             "originals": int(originals.filter(pl.col("base") == kind).height),
-            "copies": part.height, "share_of_copies": round(part.height / total, 4),
-            "originals_copied": clusters.len(), "largest_cluster": int(clusters.max()),
+            "copies": part.height,
+            "share_of_copies": round(part.height / total, 4),
+            "originals_copied": clusters.len(),
+            "largest_cluster": int(clusters.max()),
             "copy_kinds": dict(sorted(Counter(part["copy_kind"].to_list()).items())),
         }
-    largest = (copies.group_by("original", "base").len().sort(["len", "original"], descending=[True, False])
-               .head(10))
-    canaries = frame.filter(pl.col("canary") & pl.col("original").is_null()).select(
-        occurrences=pl.col("copies") + 1)["occurrences"].to_list()
+    largest = copies.group_by("original", "base").len().sort(["len", "original"], descending=[True, False]).head(10)
+    canaries = (
+        frame.filter(pl.col("canary") & pl.col("original").is_null())
+        .select(occurrences=pl.col("copies") + 1)["occurrences"]
+        .to_list()
+    )
     return {
-        "copies": copies.height, "copy_share": round(copies.height / max(1, frame.height), 4),
+        "copies": copies.height,
+        "copy_share": round(copies.height / max(1, frame.height), 4),
         "by_kind": per_kind,
-        "largest_clusters": [{"original": o, "kind": k, "copies": int(n)}
-                             for o, k, n in largest.iter_rows()],
+        "largest_clusters": [{"original": o, "kind": k, "copies": int(n)} for o, k, n in largest.iter_rows()],
         "canaries": {str(n): count for n, count in sorted(Counter(canaries).items())},
     }
 
@@ -1555,15 +1809,20 @@ def _cached_summary(out_dir: Path, docs: int, seed: int, task: dict) -> dict | N
         summary = orjson.loads((out_dir / "corpus.json").read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
-    if (summary.get("version") == VERSION and summary.get("docs") == docs
-            and summary.get("seed") == seed and summary.get("task_docs") == task
-            and all((out_dir / rel).is_file() for rel in summary.get("files", []))):
+    if (
+        summary.get("version") == VERSION
+        and summary.get("docs") == docs
+        and summary.get("seed") == seed
+        and summary.get("task_docs") == task
+        and all((out_dir / rel).is_file() for rel in summary.get("files", []))
+    ):
         return summary
     return None
 
 
-def build_demo_corpus(out_dir: Path, docs: int = 20_000, seed: int = 0, task_train_docs: int = 500,
-                      task_test_docs: int = 300) -> dict:
+def build_demo_corpus(
+    out_dir: Path, docs: int = 20_000, seed: int = 0, task_train_docs: int = 500, task_test_docs: int = 300
+) -> dict:
     """Build the demo corpus of ``docs`` documents into ``out_dir``; return its summary.
 
     Before anything is planned, the held-out sets (``heldout/texts.parquet``, described by
@@ -1596,26 +1855,23 @@ def build_demo_corpus(out_dir: Path, docs: int = 20_000, seed: int = 0, task_tra
     written = Written()
     write_news(_shards(by_source["news"], shard_rng), out_dir, written)
     write_dialogues(_shards(by_source["dialogues"], shard_rng), out_dir, written)
-    write_web(_shards(by_source["web"], shard_rng), out_dir, written, plan.sites, seed,
-              streams["pages"])
+    write_web(_shards(by_source["web"], shard_rng), out_dir, written, plan.sites, seed, streams["pages"])
     write_notes(by_source["notes"], out_dir, written)
 
     labels = labels_table(written, plan)
-    _atomic_write(out_dir / "labels.parquet",
-                  lambda stream: pq.write_table(labels, stream, compression="zstd"))
+    _atomic_write(out_dir / "labels.parquet", lambda stream: pq.write_table(labels, stream, compression="zstd"))
     written.files.append("labels.parquet")
 
     texts, extra = heldout_table(reserved, plan, streams["heldout"])
-    _atomic_write(out_dir / HELDOUT_TEXTS,
-                  lambda stream: pq.write_table(texts, stream, compression="zstd"))
+    _atomic_write(out_dir / HELDOUT_TEXTS, lambda stream: pq.write_table(texts, stream, compression="zstd"))
     canaries = canaries_table(plan)
-    _atomic_write(out_dir / HELDOUT_CANARIES,
-                  lambda stream: pq.write_table(canaries, stream, compression="zstd"))
+    _atomic_write(out_dir / HELDOUT_CANARIES, lambda stream: pq.write_table(canaries, stream, compression="zstd"))
     task_info = write_task(reserved.task, out_dir / HELDOUT_TASK)
     task_info = {"train": task_info["train"], "test": task_info["test"], "labels": task_info["labels"]}
     manifest = heldout_manifest(texts, reserved, seed, task_info, extra)
-    _atomic_write(out_dir / HELDOUT_MANIFEST,
-                  lambda stream: stream.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2)))
+    _atomic_write(
+        out_dir / HELDOUT_MANIFEST, lambda stream: stream.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    )
     written.files += [HELDOUT_TEXTS, HELDOUT_TASK, HELDOUT_MANIFEST, HELDOUT_CANARIES]
     _remove_stale(out_dir, written.files)
 
@@ -1627,14 +1883,19 @@ def build_demo_corpus(out_dir: Path, docs: int = 20_000, seed: int = 0, task_tra
         "written": len(written.rows),
         "counts": _counts([doc for doc, *_ in written.rows]),
         "duplication": duplication_shape(labels),
-        "heldout": {"texts": HELDOUT_TEXTS, "task": HELDOUT_TASK, "manifest": HELDOUT_MANIFEST,
-                    "canaries": HELDOUT_CANARIES,
-                    "documents": {name: entry["documents"] for name, entry in manifest["sets"].items()},
-                    "task_documents": {"train": task_info["train"], "test": task_info["test"]}},
+        "heldout": {
+            "texts": HELDOUT_TEXTS,
+            "task": HELDOUT_TASK,
+            "manifest": HELDOUT_MANIFEST,
+            "canaries": HELDOUT_CANARIES,
+            "documents": {name: entry["documents"] for name, entry in manifest["sets"].items()},
+            "task_documents": {"train": task_info["train"], "test": task_info["test"]},
+        },
         "real_text": plan.stats,
         "files": sorted(written.files),
         "labels": LABELS_NOTE,
     }
-    _atomic_write(out_dir / "corpus.json",
-                  lambda stream: stream.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2)))
+    _atomic_write(
+        out_dir / "corpus.json", lambda stream: stream.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+    )
     return summary

@@ -51,8 +51,15 @@ from pipeline.mix import seeded_id_hash
 DOCUMENT_STEPS = ("lang", "filter", "dedup", "lines")
 SALT_TOKENIZER = 0x544F4B53  # "TOKS"
 # The held-out texts' columns (the demo corpus's heldout/texts.parquet has them too).
-HELDOUT_COLUMNS = {"id": pl.String, "text": pl.String, "set": pl.String, "group": pl.String, "lang": pl.String,
-                   "kind": pl.String, "clean": pl.Boolean}
+HELDOUT_COLUMNS = {
+    "id": pl.String,
+    "text": pl.String,
+    "set": pl.String,
+    "group": pl.String,
+    "lang": pl.String,
+    "kind": pl.String,
+    "clean": pl.Boolean,
+}
 DEMO_SETS = ("news", "dialogues", "web", "junk")
 EVAL_MIXTURE = "heldout"  # the trainer's name for the evaluation folder: metrics heldout_bpb/<set>/<group>
 MIXTURE_FORMAT = "curate.mixture/1"
@@ -102,8 +109,10 @@ class EvalSetConfig(_Strict):
     def _set_exists(cls, value):
         _existing_file(value, "eval_sets.path", "a Parquet or JSON-lines file of held-out texts")
         if Path(value).suffix not in EXCLUDE_SUFFIXES:
-            raise ValueError(f"{str(value)!r} is neither Parquet nor JSON lines; point eval_sets.path at "
-                             f"{' or '.join(EXCLUDE_SUFFIXES)} files")
+            raise ValueError(
+                f"{str(value)!r} is neither Parquet nor JSON lines; point eval_sets.path at "
+                f"{' or '.join(EXCLUDE_SUFFIXES)} files"
+            )
         return value
 
 
@@ -188,8 +197,10 @@ class ExperimentConfig(_Strict):
     @classmethod
     def _no_reference(cls, data):
         if isinstance(data, dict) and "reference" in data:
-            raise ValueError("reference: the held-out set is no longer sampled from a curated variant; remove "
-                             "[reference] (demo = true brings held-out sets; add your own with [[eval_sets]])")
+            raise ValueError(
+                "reference: the held-out set is no longer sampled from a curated variant; remove "
+                "[reference] (demo = true brings held-out sets; add your own with [[eval_sets]])"
+            )
         return data
 
     @model_validator(mode="after")
@@ -204,29 +215,40 @@ class ExperimentConfig(_Strict):
         if self.baseline is not None and self.baseline not in names:
             raise ValueError(f"baseline {self.baseline!r} is not a variant ({', '.join(names)})")
         for variant in self.variants:
-            if variant.ablation_of is not None and (variant.ablation_of not in names or variant.ablation_of == variant.name):
-                raise ValueError(f"variant {variant.name}: ablation_of {variant.ablation_of!r} is not another variant "
-                                 f"({', '.join(names)})")
+            if variant.ablation_of is not None and (
+                variant.ablation_of not in names or variant.ablation_of == variant.name
+            ):
+                raise ValueError(
+                    f"variant {variant.name}: ablation_of {variant.ablation_of!r} is not another variant "
+                    f"({', '.join(names)})"
+                )
         if "lang" in self.group_by and any("lang" not in v.stages for v in self.variants):
             raise ValueError('group_by "lang" needs the lang stage in every variant')
         sets = [s.name for s in self.eval_sets]
         taken = [name for name in sets if sets.count(name) > 1 or (self.demo and name in DEMO_SETS)]
         if taken:
-            raise ValueError(f"eval_sets: the set name {taken[0]!r} is repeated or taken by the demo's held-out "
-                             "sets; rename it")
+            raise ValueError(
+                f"eval_sets: the set name {taken[0]!r} is repeated or taken by the demo's held-out sets; rename it"
+            )
         if not self.demo and not self.eval_sets:
-            raise ValueError("eval_sets: name at least one held-out file ([[eval_sets]] name, path); the "
-                             "experiment compares variants on text no curation chose")
+            raise ValueError(
+                "eval_sets: name at least one held-out file ([[eval_sets]] name, path); the "
+                "experiment compares variants on text no curation chose"
+            )
         if not self.demo and self.task.path is None:
             raise ValueError("task.path: name the downstream task's file (demo = true has a built-in one)")
         if not self.demo and any(v.quality for v in self.variants) and self.quality_model is None:
-            raise ValueError("quality_model: a variant uses the quality filter; train one with "
-                             "`curate train-quality` and name it here")
+            raise ValueError(
+                "quality_model: a variant uses the quality filter; train one with "
+                "`curate train-quality` and name it here"
+            )
         block = (self.train.get("model") or {}).get("block_size", 256)  # the trainer's default
         cut = self.memorization.prefix_tokens + self.memorization.suffix_tokens
         if self.memorization.enabled and isinstance(block, int) and cut > block:
-            raise ValueError(f"memorization: prefix_tokens + suffix_tokens ({cut}) must fit the model's block_size "
-                             f"({block}); shorten them or set memorization.enabled = false")
+            raise ValueError(
+                f"memorization: prefix_tokens + suffix_tokens ({cut}) must fit the model's block_size "
+                f"({block}); shorten them or set memorization.enabled = false"
+            )
         for key in ("mixture", "out_dir", "seed"):
             if key in self.train:
                 raise ValueError(f"train.{key}: set by the experiment for every run; remove it")
@@ -244,7 +266,6 @@ class ExperimentConfig(_Strict):
         return runs
 
 
-
 def load_experiment(path: Path) -> ExperimentConfig:
     return validate_model(ExperimentConfig, read_toml(path))
 
@@ -253,8 +274,15 @@ def parse_experiment(data: dict) -> ExperimentConfig:
     return validate_model(ExperimentConfig, data)
 
 
-def curation_config(base: dict, variants: list[VariantConfig], experiment: ExperimentConfig, run_dir: Path,
-                    tokenizer: Path | None, exclude: list[Path], quality_model: Path | None) -> dict:
+def curation_config(
+    base: dict,
+    variants: list[VariantConfig],
+    experiment: ExperimentConfig,
+    run_dir: Path,
+    tokenizer: Path | None,
+    exclude: list[Path],
+    quality_model: Path | None,
+) -> dict:
     """The curation run config (a dict for ``pipeline.config.parse_config``) of ``variants``, which
     share their stages: ``base``'s sources and stage settings, the variants' stages turned on and
     the others off, the shared tokenizer, ``exclude`` (held-out and task texts) and one mixture per
@@ -287,8 +315,11 @@ def curation_config(base: dict, variants: list[VariantConfig], experiment: Exper
     config["tokenize"] = {"tokenizer": str(tokenizer)}
     mixtures = []
     for variant in variants:
-        mixture = {"name": variant.name, "budget_tokens": experiment.budget_tokens,
-                   "max_epochs": variant.max_epochs or experiment.max_epochs}
+        mixture = {
+            "name": variant.name,
+            "budget_tokens": experiment.budget_tokens,
+            "max_epochs": variant.max_epochs or experiment.max_epochs,
+        }
         if variant.weights is not None:
             mixture["weights"], mixture["default_weight"] = variant.weights, 0.0
         else:
@@ -300,9 +331,14 @@ def curation_config(base: dict, variants: list[VariantConfig], experiment: Exper
     # documents, 14% of raw's tokens, and 99 of 100 copies of most canaries) -- a dedup of its own
     # that would hide what dedup does. The experiment's measure is the fixed held-out sets, kept out
     # of every pool by ``exclude``; a variant's own validation loss is reported, never compared.
-    config["mix"] = {"group_by": list(experiment.group_by), "validation_fraction": experiment.validation_fraction,
-                     "validation_max_docs": 500, "decontaminate": False, "exclude": [str(p) for p in exclude],
-                     "mixtures": mixtures}
+    config["mix"] = {
+        "group_by": list(experiment.group_by),
+        "validation_fraction": experiment.validation_fraction,
+        "validation_max_docs": 500,
+        "decontaminate": False,
+        "exclude": [str(p) for p in exclude],
+        "mixtures": mixtures,
+    }
     # The mix stage's token-window exclusion (pipeline.decontaminate), as the check judges it.
     config["mix"]["exclude_ngram"] = experiment.decontamination.window_tokens
     config["mix"]["common_window_docs"] = experiment.decontamination.common_window_docs
@@ -321,13 +357,19 @@ def read_eval_set(spec: EvalSetConfig) -> pl.DataFrame:
         frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_ndjson(path)
     except Exception as error:  # noqa: BLE001 - any reader error is the file's
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ConfigError(f"eval_sets {spec.name}: {str(path)!r} cannot be read ({first}); give Parquet or "
-                          "JSON lines") from None
-    for key, column in (("text_field", spec.text_field), ("group_field", spec.group_field),
-                        ("id_field", spec.id_field)):
+        raise ConfigError(
+            f"eval_sets {spec.name}: {str(path)!r} cannot be read ({first}); give Parquet or JSON lines"
+        ) from None
+    for key, column in (
+        ("text_field", spec.text_field),
+        ("group_field", spec.group_field),
+        ("id_field", spec.id_field),
+    ):
         if column is not None and column not in frame.columns:
-            raise ConfigError(f"eval_sets {spec.name}: {str(path)!r} has no {column!r} column (columns: "
-                              f"{', '.join(frame.columns)}); set {key} to one of them")
+            raise ConfigError(
+                f"eval_sets {spec.name}: {str(path)!r} has no {column!r} column (columns: "
+                f"{', '.join(frame.columns)}); set {key} to one of them"
+            )
     rows = pl.int_range(pl.len()).cast(pl.String)
     texts = frame.select(
         id=pl.col(spec.id_field).cast(pl.String) if spec.id_field else pl.lit(f"{spec.name}:") + rows,
@@ -350,8 +392,10 @@ def heldout_texts(frames: list[pl.DataFrame]) -> pl.DataFrame:
     texts = pl.concat([f.select([pl.col(c).cast(t) for c, t in HELDOUT_COLUMNS.items()]) for f in frames])
     repeated = texts.filter(pl.col("id").is_duplicated())
     if repeated.height:
-        raise ConfigError(f"held-out sets: the id {repeated['id'][0]!r} names more than one text (sets "
-                          f"{', '.join(sorted(set(repeated['set'])))}); give every held-out text its own id")
+        raise ConfigError(
+            f"held-out sets: the id {repeated['id'][0]!r} names more than one text (sets "
+            f"{', '.join(sorted(set(repeated['set'])))}); give every held-out text its own id"
+        )
     return texts.sort(["set", "group", "id"])
 
 
@@ -375,21 +419,49 @@ def write_eval_folder(texts: pl.DataFrame, tokenizer_path: Path, folder: Path, s
     entries, groups = [], {}
     for (group,), rows in grouped.group_by(["eval_group"], maintain_order=True):
         stem = group.replace("/", "+")
-        entry = write_token_shard(zip(rows["id"].to_list(), rows["text"].to_list()), tokenizer,
-                                  folder / "validation" / f"{stem}-0000.arrow", group)
+        entry = write_token_shard(
+            zip(rows["id"].to_list(), rows["text"].to_list()),
+            tokenizer,
+            folder / "validation" / f"{stem}-0000.arrow",
+            group,
+        )
         size = int(rows["text"].str.len_bytes().sum())
-        entries.append({"file": f"validation/{entry['file']}", "group": group, "documents": entry["documents"],
-                        "tokens": entry["tokens"], "bytes": size, "sha256": entry["sha256"]})
-        groups[group] = {"validation_documents": entry["documents"], "validation_tokens": entry["tokens"],
-                         "validation_bytes": size, "set": rows["set"][0], "clean": bool(rows["clean"].all())}
+        entries.append(
+            {
+                "file": f"validation/{entry['file']}",
+                "group": group,
+                "documents": entry["documents"],
+                "tokens": entry["tokens"],
+                "bytes": size,
+                "sha256": entry["sha256"],
+            }
+        )
+        groups[group] = {
+            "validation_documents": entry["documents"],
+            "validation_tokens": entry["tokens"],
+            "validation_bytes": size,
+            "set": rows["set"][0],
+            "clean": bool(rows["clean"].all()),
+        }
     ids = special_ids(tokenizer)
     vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
     manifest = {
-        "format": MIXTURE_FORMAT, "mixture": EVAL_MIXTURE, "seed": seed,
-        "tokenizer": {"file": "tokenizer.json", "sha256": file_sha256(tokenizer_path),
-                      "vocab_size": vocab_size, "dtype": token_dtype(vocab_size).name, "eod_id": ids["eod"],
-                      "pad_id": ids["pad"], "mask_id": ids["mask"], "cls_id": ids["cls"]},
-        "groups": dict(sorted(groups.items())), "train": [], "validation": entries,
+        "format": MIXTURE_FORMAT,
+        "mixture": EVAL_MIXTURE,
+        "seed": seed,
+        "tokenizer": {
+            "file": "tokenizer.json",
+            "sha256": file_sha256(tokenizer_path),
+            "vocab_size": vocab_size,
+            "dtype": token_dtype(vocab_size).name,
+            "eod_id": ids["eod"],
+            "pad_id": ids["pad"],
+            "mask_id": ids["mask"],
+            "cls_id": ids["cls"],
+        },
+        "groups": dict(sorted(groups.items())),
+        "train": [],
+        "validation": entries,
     }
     write_json(manifest, folder / "manifest.json")
     return manifest
@@ -399,21 +471,33 @@ def heldout_provenance(texts: pl.DataFrame, origins: dict[str, dict], manifest: 
     """results.json's ``heldout``: per set its origin (file, sha256, how it was chosen), whether it
     is clean, documents and bytes per group, and the evaluation folder's shards (sha256)."""
     sets = {}
-    stats = (texts.with_columns(bytes=pl.col("text").str.len_bytes())
-             .group_by(["set", "group"]).agg(documents=pl.len(), bytes=pl.col("bytes").sum(),
-                                              clean=pl.col("clean").all())
-             .sort(["set", "group"]))
+    stats = (
+        texts.with_columns(bytes=pl.col("text").str.len_bytes())
+        .group_by(["set", "group"])
+        .agg(documents=pl.len(), bytes=pl.col("bytes").sum(), clean=pl.col("clean").all())
+        .sort(["set", "group"])
+    )
     for (name,), rows in stats.group_by(["set"], maintain_order=True):
-        sets[name] = {**origins.get(name, {}), "clean": bool(rows["clean"].all()),
-                      "documents": int(rows["documents"].sum()), "bytes": int(rows["bytes"].sum()),
-                      "groups": {g: {"documents": int(d), "bytes": int(b)}
-                                 for g, d, b in rows.select("group", "documents", "bytes").iter_rows()}}
+        sets[name] = {
+            **origins.get(name, {}),
+            "clean": bool(rows["clean"].all()),
+            "documents": int(rows["documents"].sum()),
+            "bytes": int(rows["bytes"].sum()),
+            "groups": {
+                g: {"documents": int(d), "bytes": int(b)}
+                for g, d, b in rows.select("group", "documents", "bytes").iter_rows()
+            },
+        }
     clean = sorted(n for n, s in sets.items() if s["clean"])
-    return {"sets": sets, "clean_sets": clean,
-            "headline": f"mean of the clean sets' bits per byte ({', '.join(clean)})",
-            "documents": texts.height, "bytes": int(texts["text"].str.len_bytes().sum()),
-            "shards": {e["group"]: e["sha256"] for e in manifest["validation"]},
-            "tokenizer_sha256": manifest["tokenizer"]["sha256"]}
+    return {
+        "sets": sets,
+        "clean_sets": clean,
+        "headline": f"mean of the clean sets' bits per byte ({', '.join(clean)})",
+        "documents": texts.height,
+        "bytes": int(texts["text"].str.len_bytes().sum()),
+        "shards": {e["group"]: e["sha256"] for e in manifest["validation"]},
+        "tokenizer_sha256": manifest["tokenizer"]["sha256"],
+    }
 
 
 def tokenizer_sample(docs: pl.DataFrame, heldout: pl.DataFrame, sample_docs: int, seed: int) -> pl.DataFrame:
@@ -422,8 +506,13 @@ def tokenizer_sample(docs: pl.DataFrame, heldout: pl.DataFrame, sample_docs: int
     the ids and the seed, not on the rows' order, and favours no variant: none has curated it."""
     pool = docs.filter(~pl.col("id").is_in(heldout["id"].implode()) & ~pl.col("text").is_in(heldout["text"].implode()))
     keys = seeded_id_hash(pool["id"], seed, SALT_TOKENIZER)
-    return (pool.with_columns(key=pl.Series(keys, dtype=pl.UInt64)).sort(["key", "id"])
-            .head(sample_docs).drop("key").sort("id"))
+    return (
+        pool.with_columns(key=pl.Series(keys, dtype=pl.UInt64))
+        .sort(["key", "id"])
+        .head(sample_docs)
+        .drop("key")
+        .sort("id")
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,23 +525,39 @@ def trained_on(documents: pl.DataFrame, plan: pl.DataFrame, labels: pl.DataFrame
 
     ``documents`` is the mix stage's ``documents.parquet`` (id, group, tokens, bytes), ``plan`` the
     mixture's ``plan.parquet`` (id, repeats): a document trained on ``repeats`` times counts so often."""
-    used = (plan.select("id", "repeats").join(documents.select("id", "group", "tokens", "bytes"), on="id", how="inner")
-            .with_columns(trained_tokens=pl.col("tokens") * pl.col("repeats"),
-                          trained_bytes=pl.col("bytes") * pl.col("repeats")))
+    used = (
+        plan.select("id", "repeats")
+        .join(documents.select("id", "group", "tokens", "bytes"), on="id", how="inner")
+        .with_columns(
+            trained_tokens=pl.col("tokens") * pl.col("repeats"), trained_bytes=pl.col("bytes") * pl.col("repeats")
+        )
+    )
     tokens, size = int(used["trained_tokens"].sum()), int(used["trained_bytes"].sum())
     pool = documents.filter(pl.col("split") == "train") if "split" in documents.columns else documents
     available = dict(pool.group_by("group").agg(pl.col("tokens").sum()).iter_rows())
-    epochs = {g: int(t) / available[g] if available.get(g) else 0.0
-              for g, t in used.group_by("group").agg(pl.col("trained_tokens").sum()).sort("group").iter_rows()}
-    result = {"tokens": tokens, "bytes": size, "bytes_per_token": size / tokens if tokens else None,
-              "epochs": epochs, "documents": int((used["repeats"] > 0).sum())}
+    epochs = {
+        g: int(t) / available[g] if available.get(g) else 0.0
+        for g, t in used.group_by("group").agg(pl.col("trained_tokens").sum()).sort("group").iter_rows()
+    }
+    result = {
+        "tokens": tokens,
+        "bytes": size,
+        "bytes_per_token": size / tokens if tokens else None,
+        "epochs": epochs,
+        "documents": int((used["repeats"] > 0).sum()),
+    }
     if labels is not None:
-        kinds = (used.join(labels.select("id", "kind"), on="id", how="left")
-                 .with_columns(pl.col("kind").fill_null("unlabelled"))
-                 .group_by("kind").agg(tokens=pl.col("trained_tokens").sum(), bytes=pl.col("trained_bytes").sum())
-                 .sort("kind"))
-        result["kinds"] = {k: {"tokens": int(t), "bytes": int(b), "share": int(t) / tokens if tokens else 0.0}
-                           for k, t, b in kinds.iter_rows()}
+        kinds = (
+            used.join(labels.select("id", "kind"), on="id", how="left")
+            .with_columns(pl.col("kind").fill_null("unlabelled"))
+            .group_by("kind")
+            .agg(tokens=pl.col("trained_tokens").sum(), bytes=pl.col("trained_bytes").sum())
+            .sort("kind")
+        )
+        result["kinds"] = {
+            k: {"tokens": int(t), "bytes": int(b), "share": int(t) / tokens if tokens else 0.0}
+            for k, t, b in kinds.iter_rows()
+        }
     return result
 
 
@@ -470,8 +575,9 @@ def protected_texts(heldout: pl.DataFrame, task: pl.DataFrame) -> pl.DataFrame:
     junk out of every variant and hide what curation removes. Their overlap is checked and
     reported apart (:func:`contamination_total` counts only protected sets)."""
     clean = heldout.filter(pl.col("clean")).select("id", "text", "set")
-    tasks = task.select(id=pl.lit(f"{TASK_SET}/") + pl.col("id").cast(pl.String), text=pl.col("text"),
-                        set=pl.lit(TASK_SET))
+    tasks = task.select(
+        id=pl.lit(f"{TASK_SET}/") + pl.col("id").cast(pl.String), text=pl.col("text"), set=pl.lit(TASK_SET)
+    )
     return pl.concat([clean, tasks]).sort(["set", "id"])
 
 
@@ -494,8 +600,14 @@ def spread(values: dict | list) -> dict:
     array = np.asarray(list(by_seed.values()), dtype=np.float64)
     if array.size == 0:
         return {"mean": None, "std": None, "min": None, "max": None, "n": 0, "by_seed": {}}
-    return {"mean": float(array.mean()), "std": float(array.std(ddof=1)) if array.size > 1 else 0.0,
-            "min": float(array.min()), "max": float(array.max()), "n": int(array.size), "by_seed": by_seed}
+    return {
+        "mean": float(array.mean()),
+        "std": float(array.std(ddof=1)) if array.size > 1 else 0.0,
+        "min": float(array.min()),
+        "max": float(array.max()),
+        "n": int(array.size),
+        "by_seed": by_seed,
+    }
 
 
 ALPHA = 0.05  # the family-wise error rate of each family of comparisons (Holm)
@@ -513,8 +625,16 @@ def compare(a: dict, b: dict, lower_is_better: bool) -> dict:
     on a side there is no test (``p`` is None). ``better`` is the direction of the difference
     (whether ``a`` is better), not a verdict: :func:`holm` decides which differences are
     significant within a family of comparisons."""
-    empty = {"difference": None, "stderr": None, "df": None, "t": None, "p": None, "ci95": None,
-             "better": None, "paired": False}
+    empty = {
+        "difference": None,
+        "stderr": None,
+        "df": None,
+        "t": None,
+        "p": None,
+        "ci95": None,
+        "better": None,
+        "paired": False,
+    }
     if a["mean"] is None or b["mean"] is None:
         return empty
     seeds = sorted(a["by_seed"])
@@ -533,10 +653,16 @@ def compare(a: dict, b: dict, lower_is_better: bool) -> dict:
         elif va + vb == 0:
             df = float(a["n"] + b["n"] - 2)
         else:
-            df = (va + vb) ** 2 / (va ** 2 / (a["n"] - 1) + vb ** 2 / (b["n"] - 1))
+            df = (va + vb) ** 2 / (va**2 / (a["n"] - 1) + vb**2 / (b["n"] - 1))
     better = (difference < 0) if lower_is_better else (difference > 0)
-    result = {**empty, "difference": difference, "stderr": stderr, "df": df, "paired": paired,
-              "better": bool(better) if difference != 0 else None}
+    result = {
+        **empty,
+        "difference": difference,
+        "stderr": stderr,
+        "df": df,
+        "paired": paired,
+        "better": bool(better) if difference != 0 else None,
+    }
     if df is None:
         return result
     if stderr == 0:  # every seed shows exactly the same difference: no spread to test against
@@ -566,15 +692,16 @@ def holm(comparisons: list[dict], alpha: float = ALPHA) -> None:
 
 
 def _number(value: float, digits: int) -> str:
-    return f"{value:.{digits}f}" if abs(value) >= 10 ** -digits else f"{value:.1e}"
+    return f"{value:.{digits}f}" if abs(value) >= 10**-digits else f"{value:.1e}"
 
 
 def _p_text(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
-def sentence(metric: str, a_name: str, b_name: str, a: dict, b: dict, comparison: dict, lower_is_better: bool,
-             digits: int = 3) -> str:
+def sentence(
+    metric: str, a_name: str, b_name: str, a: dict, b: dict, comparison: dict, lower_is_better: bool, digits: int = 3
+) -> str:
     """The plain sentence a comparison supports (after :func:`holm`)."""
     if comparison["difference"] is None:
         return f"{metric}: no values for {a_name} or {b_name}."
@@ -582,16 +709,23 @@ def sentence(metric: str, a_name: str, b_name: str, a: dict, b: dict, comparison
     b_text = f"{b['mean']:.{digits}f} ± {b['std']:.{digits}f}"
     direction = "lower" if comparison["difference"] < 0 else "higher"
     pairing = "paired by seed" if comparison.get("paired") else "unpaired"
-    head = f"{metric}: {a_name} {a_text} vs {b_name} {b_text}, {direction} by {abs(comparison['difference']):.{digits}f}"
+    head = (
+        f"{metric}: {a_name} {a_text} vs {b_name} {b_text}, {direction} by {abs(comparison['difference']):.{digits}f}"
+    )
     if comparison["p"] is None:
         return f"{head} ({a['n']} and {b['n']} seeds: too few for a test); no verdict."
     low, high = comparison["ci95"]
-    head += (f" (95% CI {_number(low, digits)} to {_number(high, digits)}; {a['n']} and {b['n']} seeds, {pairing}, "
-             + (f"t = {comparison['t']:.2f} at {comparison['df']:.3g} df, " if comparison["t"] is not None
-                else "the same difference on every seed, ")
-             + f"{_p_text(comparison['p'])}, "
-             f"Holm-adjusted over the {comparison['family_size']} comparisons of its family, "
-             f"{comparison['family']}: {_p_text(comparison['p_holm'])})")
+    head += (
+        f" (95% CI {_number(low, digits)} to {_number(high, digits)}; {a['n']} and {b['n']} seeds, {pairing}, "
+        + (
+            f"t = {comparison['t']:.2f} at {comparison['df']:.3g} df, "
+            if comparison["t"] is not None
+            else "the same difference on every seed, "
+        )
+        + f"{_p_text(comparison['p'])}, "
+        f"Holm-adjusted over the {comparison['family_size']} comparisons of its family, "
+        f"{comparison['family']}: {_p_text(comparison['p_holm'])})"
+    )
     if not comparison["significant"]:
         return f"{head}: not significant, so these runs show no difference."
     if metric.startswith("memorization/"):
@@ -637,8 +771,7 @@ def heldout_scores(groups: dict[str, dict], eval_groups: dict[str, dict]) -> dic
 def run_metrics(summary: dict, eval_groups: dict[str, dict]) -> dict[str, float]:
     """The held-out numbers of one pretraining run (a trainer summary)."""
     heldout = summary.get("final_eval", {}).get(EVAL_MIXTURE, {})
-    return {**heldout_scores(heldout.get("groups", {}), eval_groups),
-            "own_validation_bpb": summary["final"].get("bpb")}
+    return {**heldout_scores(heldout.get("groups", {}), eval_groups), "own_validation_bpb": summary["final"].get("bpb")}
 
 
 def transfer_metrics(results: dict) -> dict[str, float]:
@@ -666,7 +799,9 @@ def memorization_metrics(result: dict) -> dict[str, float]:
     metrics = {}
     for (occurrences,), part in sorted(frame.group_by(["occurrences"]), key=lambda item: item[0]):
         for measure in MEMORIZATION_MEASURES:
-            metrics[f"memorization/{measure}/{_occurrence_label(occurrences)}"] = float(part[measure].cast(pl.Float64).mean())
+            metrics[f"memorization/{measure}/{_occurrence_label(occurrences)}"] = float(
+                part[measure].cast(pl.Float64).mean()
+            )
     return metrics
 
 
@@ -675,12 +810,19 @@ def canary_views(canaries: pl.DataFrame, plan: pl.DataFrame) -> dict[str, dict]:
     occurrences in the raw pool: the mean number of times a canary is trained on, and the share
     of canaries trained on at least once. ``canaries`` needs ``id``, ``occurrences``, ``pool_ids``."""
     planted = canaries.filter(pl.col("occurrences") > 0).select("id", "occurrences", "pool_ids")
-    views = (planted.explode("pool_ids").join(plan.select(pool_ids="id", repeats="repeats"), on="pool_ids", how="left")
-             .group_by("id", "occurrences").agg(views=pl.col("repeats").fill_null(0).sum()))
-    return {str(n): {"canaries": int(count), "mean_views": float(mean), "seen_share": float(seen)}
-            for n, count, mean, seen in views.group_by("occurrences").agg(
-                pl.len(), pl.col("views").mean().alias("mean"), (pl.col("views") > 0).mean().alias("seen"))
-            .sort("occurrences").iter_rows()}
+    views = (
+        planted.explode("pool_ids")
+        .join(plan.select(pool_ids="id", repeats="repeats"), on="pool_ids", how="left")
+        .group_by("id", "occurrences")
+        .agg(views=pl.col("repeats").fill_null(0).sum())
+    )
+    return {
+        str(n): {"canaries": int(count), "mean_views": float(mean), "seen_share": float(seen)}
+        for n, count, mean, seen in views.group_by("occurrences")
+        .agg(pl.len(), pl.col("views").mean().alias("mean"), (pl.col("views") > 0).mean().alias("seen"))
+        .sort("occurrences")
+        .iter_rows()
+    }
 
 
 # The questions an experiment asks, each a family that Holm's correction covers: the headline
@@ -711,10 +853,18 @@ def _lower_is_better(metric: str) -> bool:
     return "bpb" in metric or "loss" in metric
 
 
-def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dict[int, dict]],
-              transfer: dict[str, dict[int, dict]], eval_manifest: dict, heldout: dict, contamination: dict,
-              curves: dict | None = None, memorization: dict[str, dict[int, dict]] | None = None,
-              canaries: dict | None = None) -> dict:
+def summarize(
+    config: ExperimentConfig,
+    curation: dict,
+    summaries: dict[str, dict[int, dict]],
+    transfer: dict[str, dict[int, dict]],
+    eval_manifest: dict,
+    heldout: dict,
+    contamination: dict,
+    curves: dict | None = None,
+    memorization: dict[str, dict[int, dict]] | None = None,
+    canaries: dict | None = None,
+) -> dict:
     """results.json: every run's numbers, their spread over seeds, and the comparisons with the
     sentence each supports (and whether it goes against the expectation); the held-out sets'
     provenance (``heldout``, :func:`heldout_provenance`), the contamination check's counts per
@@ -723,15 +873,28 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
     baseline = config.baseline_name
     names = [v.name for v in config.variants]
     eval_groups = eval_manifest["groups"]
-    per_run = {name: {str(seed): {**run_metrics(summary, eval_groups),
-                                  "tokens": summary["tokens"], "steps": summary["steps"],
-                                  "train_time_s": summary["train_time_s"], "tokens_per_s": summary["tokens_per_s"],
-                                  "parameters": summary["parameters"]}
-                      for seed, summary in seeds.items()} for name, seeds in summaries.items()}
-    per_transfer = {name: {str(seed): transfer_metrics(result) for seed, result in seeds.items()}
-                    for name, seeds in transfer.items()}
-    per_memorization = {name: {str(seed): memorization_metrics(result) for seed, result in seeds.items()}
-                        for name, seeds in (memorization or {}).items()}
+    per_run = {
+        name: {
+            str(seed): {
+                **run_metrics(summary, eval_groups),
+                "tokens": summary["tokens"],
+                "steps": summary["steps"],
+                "train_time_s": summary["train_time_s"],
+                "tokens_per_s": summary["tokens_per_s"],
+                "parameters": summary["parameters"],
+            }
+            for seed, summary in seeds.items()
+        }
+        for name, seeds in summaries.items()
+    }
+    per_transfer = {
+        name: {str(seed): transfer_metrics(result) for seed, result in seeds.items()}
+        for name, seeds in transfer.items()
+    }
+    per_memorization = {
+        name: {str(seed): memorization_metrics(result) for seed, result in seeds.items()}
+        for name, seeds in (memorization or {}).items()
+    }
     metrics: dict[str, dict[str, dict]] = {}
     for table in (per_run, per_transfer, per_memorization):
         for name, seeds in table.items():
@@ -741,22 +904,41 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
 
     comparisons = []
 
-    def add(metric: str, a: str, b: str, expected: bool | None, why: str, a_label: str | None = None,
-            b_label: str | None = None, b_metric: str | None = None, family: str | None = None) -> None:
+    def add(
+        metric: str,
+        a: str,
+        b: str,
+        expected: bool | None,
+        why: str,
+        a_label: str | None = None,
+        b_label: str | None = None,
+        b_metric: str | None = None,
+        family: str | None = None,
+    ) -> None:
         b_metric = b_metric or metric
         if a not in metrics.get(metric, {}) or b not in metrics.get(b_metric, {}):
             return
         lower = _lower_is_better(metric)
         name = metric if b_metric == metric else metric.replace("finetune_", "finetune_vs_probe_")
-        comparisons.append({"metric": name, "a": a_label or a, "b": b_label or b, "family": family or _family(name),
-                            **compare(metrics[metric][a], metrics[b_metric][b], lower), "expected": why,
-                            "_expected": expected, "_sides": (metric, a, b_metric, b, lower)})
+        comparisons.append(
+            {
+                "metric": name,
+                "a": a_label or a,
+                "b": b_label or b,
+                "family": family or _family(name),
+                **compare(metrics[metric][a], metrics[b_metric][b], lower),
+                "expected": why,
+                "_expected": expected,
+                "_sides": (metric, a, b_metric, b, lower),
+            }
+        )
 
     # The family Holm corrects over: each test once. A set's only group is the set itself, and a
     # transfer's cross-entropy says what its accuracy says: both are reported, not tested again.
     groups_of = Counter(m.split("/")[1] for m in metrics if m.startswith("heldout_bpb/") and m.count("/") == 2)
-    held_out = [m for m in metrics if m.startswith("heldout_bpb")
-                and (m.count("/") < 2 or groups_of[m.split("/")[1]] > 1)]
+    held_out = [
+        m for m in metrics if m.startswith("heldout_bpb") and (m.count("/") < 2 or groups_of[m.split("/")[1]] > 1)
+    ]
     junk = {name for name, info in heldout["sets"].items() if not info["clean"]}
 
     def held_out_against(curated: str, other: str, family: str | None = None) -> None:
@@ -765,8 +947,11 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
         a, b = (curated, other) if family is None else (other, curated)  # leave-one-out: a lacks a step
         for metric in held_out:
             on_junk = bool(metric.split("/")[1:2]) and metric.split("/")[1] in junk
-            why = (f"curation ({curated}) removes junk, so its loss on junk is higher" if on_junk
-                   else f"more curation ({curated}) gives lower held-out loss than {other}")
+            why = (
+                f"curation ({curated}) removes junk, so its loss on junk is higher"
+                if on_junk
+                else f"more curation ({curated}) gives lower held-out loss than {other}"
+            )
             add(metric, a, b, (not on_junk) == (a == curated), why, family=family)
 
     for name in names:
@@ -775,24 +960,40 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
     for variant in config.variants:
         if variant.ablation_of is not None:
             held_out_against(variant.ablation_of, variant.name, family="leave-one-out")
-    planted = sorted((m for m in metrics if m.startswith("memorization/exposure/") and m != "memorization/exposure/control"),
-                     key=lambda m: int(m.rsplit("/", 1)[1]))
+    planted = sorted(
+        (m for m in metrics if m.startswith("memorization/exposure/") and m != "memorization/exposure/control"),
+        key=lambda m: int(m.rsplit("/", 1)[1]),
+    )
     for name in names:
         for metric in planted if name != baseline else []:
             n = int(metric.rsplit("/", 1)[1])
             if n == 1:
                 add(metric, name, baseline, None, "a canary that occurs once in the raw pool is memorized alike")
             else:
-                add(metric, name, baseline, True, f"{name} trains on fewer copies of a canary that occurs {n} times "
-                    f"in the raw pool, so it memorizes it less than {baseline}")
+                add(
+                    metric,
+                    name,
+                    baseline,
+                    True,
+                    f"{name} trains on fewer copies of a canary that occurs {n} times "
+                    f"in the raw pool, so it memorizes it less than {baseline}",
+                )
     transfer_keys = [m for m in metrics if "_accuracy@" in m]
     for name in names:
         for metric in transfer_keys:
             add(metric, name, "random", True, "pretraining helps over random initialization")
     for name in ["random", *names]:
         for metric in [m for m in transfer_keys if m.startswith("finetune_")]:
-            add(metric, name, name, True, "fine-tuning beats a linear probe", f"{name} fine-tuned", f"{name} probed",
-                b_metric=metric.replace("finetune_", "probe_"))
+            add(
+                metric,
+                name,
+                name,
+                True,
+                "fine-tuning beats a linear probe",
+                f"{name} fine-tuned",
+                f"{name} probed",
+                b_metric=metric.replace("finetune_", "probe_"),
+            )
     for family in dict.fromkeys(c["family"] for c in comparisons):
         holm([c for c in comparisons if c["family"] == family])
     for c in comparisons:
@@ -801,8 +1002,16 @@ def summarize(config: ExperimentConfig, curation: dict, summaries: dict[str, dic
         # expected None: no difference expected, so any significant one goes against it
         c["contradicts_expectation"] = bool(c["significant"] and (expected is None or c["better"] is not expected))
         shown = metric if b_metric == metric else metric.replace("finetune_", "")
-        c["sentence"] = sentence(shown, c["a"], c["b"], metrics[metric][a], metrics[b_metric][b], c, lower,
-                                 digits=4 if "bpb" in metric else 3)
+        c["sentence"] = sentence(
+            shown,
+            c["a"],
+            c["b"],
+            metrics[metric][a],
+            metrics[b_metric][b],
+            c,
+            lower,
+            digits=4 if "bpb" in metric else 3,
+        )
     return {
         "format": "curate.experiment/1",
         "config": config.model_dump(mode="json"),

@@ -72,11 +72,12 @@ RULE_LOW_SCORE = "lang.low_score"
 
 def normalize_label(label: str) -> str:
     """``__label__en`` -> ``en``, ``__label__eng_Latn`` -> ``eng_Latn``."""
-    return label[len(LABEL_PREFIX):] if label.startswith(LABEL_PREFIX) else label
+    return label[len(LABEL_PREFIX) :] if label.startswith(LABEL_PREFIX) else label
 
 
-def sample_expr(text: pl.Expr, sample_chars: int = DEFAULT_SAMPLE_CHARS,
-                sample_spans: int = DEFAULT_SAMPLE_SPANS) -> pl.Expr:
+def sample_expr(
+    text: pl.Expr, sample_chars: int = DEFAULT_SAMPLE_CHARS, sample_spans: int = DEFAULT_SAMPLE_SPANS
+) -> pl.Expr:
     """What the model reads of each text: the text itself when it has at most ``sample_chars``
     characters; otherwise ``sample_spans`` spans of ``sample_chars // sample_spans`` characters,
     one centred in each of ``sample_spans`` equal parts of the text, joined by spaces.
@@ -94,13 +95,17 @@ def sample_expr(text: pl.Expr, sample_chars: int = DEFAULT_SAMPLE_CHARS,
 class LanguageIdentifier:
     """A fastText language-ID model, loaded once, predicting over batches of texts."""
 
-    def __init__(self, model_path: Path | str, *, sample_chars: int = DEFAULT_SAMPLE_CHARS,
-                 sample_spans: int = DEFAULT_SAMPLE_SPANS):
+    def __init__(
+        self,
+        model_path: Path | str,
+        *,
+        sample_chars: int = DEFAULT_SAMPLE_CHARS,
+        sample_spans: int = DEFAULT_SAMPLE_SPANS,
+    ):
         if sample_chars <= 0:
             raise ValueError(f"sample_chars must be positive, got {sample_chars}")
         if not 1 <= sample_spans <= sample_chars:
-            raise ValueError(f"sample_spans must be between 1 and sample_chars ({sample_chars}), "
-                             f"got {sample_spans}")
+            raise ValueError(f"sample_spans must be between 1 and sample_chars ({sample_chars}), got {sample_spans}")
         path = Path(model_path)
         if not path.is_file():
             raise FileNotFoundError(f"language-ID model {path} not found")
@@ -120,10 +125,15 @@ class LanguageIdentifier:
         """The texts as the model sees them: the sample, newlines folded, nulls as ``""``."""
         series = texts if isinstance(texts, pl.Series) else pl.Series("text", texts, dtype=pl.Utf8)
         frame = series.cast(pl.Utf8).fill_null("").to_frame("text")
-        return frame.select(
-            sample_expr(pl.col("text"), self.sample_chars, self.sample_spans)
-            .str.replace_all("\n", " ", literal=True)
-        ).to_series().alias(series.name)
+        return (
+            frame.select(
+                sample_expr(pl.col("text"), self.sample_chars, self.sample_spans).str.replace_all(
+                    "\n", " ", literal=True
+                )
+            )
+            .to_series()
+            .alias(series.name)
+        )
 
     def predict(self, texts: Sequence[str | None] | pl.Series) -> tuple[list[str], np.ndarray]:
         """The top language of each text and its score (float32 in [0, 1]), in input order."""
@@ -154,8 +164,7 @@ class LanguageIdentifier:
         return langs, scores
 
 
-def identify_languages(docs: pl.DataFrame, identifier: LanguageIdentifier,
-                       text_column: str = "text") -> pl.DataFrame:
+def identify_languages(docs: pl.DataFrame, identifier: LanguageIdentifier, text_column: str = "text") -> pl.DataFrame:
     """``docs`` with a ``lang`` (Utf8) and a ``lang_score`` (Float32) column added."""
     langs, scores = identifier.predict(docs.get_column(text_column))
     return docs.with_columns(
@@ -164,8 +173,12 @@ def identify_languages(docs: pl.DataFrame, identifier: LanguageIdentifier,
     )
 
 
-def lang_decisions(docs: pl.DataFrame, keep: Sequence[str] | None, min_score: float,
-                   min_score_by_lang: Mapping[str, float] | None = None) -> pl.DataFrame:
+def lang_decisions(
+    docs: pl.DataFrame,
+    keep: Sequence[str] | None,
+    min_score: float,
+    min_score_by_lang: Mapping[str, float] | None = None,
+) -> pl.DataFrame:
     """Per document of ``docs`` (columns ``lang``, ``lang_score``), in order:
 
     * ``rule`` (Utf8): null when the document is kept; :data:`RULE_NOT_KEPT` when its language
@@ -189,9 +202,12 @@ def lang_decisions(docs: pl.DataFrame, keep: Sequence[str] | None, min_score: fl
     lang = pl.col("lang")
     value = pl.col("lang_score").cast(pl.Float64)
     if overrides:
-        threshold = lang.replace_strict(list(overrides), list(overrides.values()),
-                                        default=pl.lit(min_score, dtype=pl.Float64),
-                                        return_dtype=pl.Float64)
+        threshold = lang.replace_strict(
+            list(overrides),
+            list(overrides.values()),
+            default=pl.lit(min_score, dtype=pl.Float64),
+            return_dtype=pl.Float64,
+        )
     else:
         threshold = pl.lit(min_score, dtype=pl.Float64)
     kept_lang = pl.lit(True) if keep is None else lang.is_in(list(keep))
@@ -199,8 +215,10 @@ def lang_decisions(docs: pl.DataFrame, keep: Sequence[str] | None, min_score: fl
     kept_lang = kept_lang.fill_null(False)
     low = (value < threshold).fill_null(True)
     return docs.select(
-        rule=pl.when(~kept_lang).then(pl.lit(RULE_NOT_KEPT))
-        .when(low).then(pl.lit(RULE_LOW_SCORE))
+        rule=pl.when(~kept_lang)
+        .then(pl.lit(RULE_NOT_KEPT))
+        .when(low)
+        .then(pl.lit(RULE_LOW_SCORE))
         .otherwise(pl.lit(None, dtype=pl.Utf8)),
         value=value,
         threshold=pl.when(kept_lang).then(threshold).otherwise(pl.lit(None, dtype=pl.Float64)),

@@ -56,5 +56,10 @@ class Ledger:
 
     @classmethod
     def from_dict(cls, data: dict) -> Ledger:
-        return cls(data["stage"], data["docs_in"], data["docs_out"],
-                   Counter(data.get("removed", {})), Counter(data.get("quarantined", {})))
+        return cls(
+            data["stage"],
+            data["docs_in"],
+            data["docs_out"],
+            Counter(data.get("removed", {})),
+            Counter(data.get("quarantined", {})),
+        )

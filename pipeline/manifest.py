@@ -62,13 +62,16 @@ def check_run_dir(run_dir) -> None:
             record = None
         if isinstance(record, dict) and all(key in record for key in MANIFEST_KEYS):
             return
-        raise ConfigError(f"run_dir: {_where(root)!r} holds a manifest.json that is not a curate run's; "
-                          "give a new or empty folder")
+        raise ConfigError(
+            f"run_dir: {_where(root)!r} holds a manifest.json that is not a curate run's; give a new or empty folder"
+        )
     others = sorted(entry.name for entry in root.iterdir() if entry.name not in OWN_ENTRIES)
     if others:
         shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-        raise ConfigError(f"run_dir: {_where(root)!r} is a folder of other files ({shown}), not a run; "
-                          "give a new or empty folder (a run replaces files in the folders it writes)")
+        raise ConfigError(
+            f"run_dir: {_where(root)!r} is a folder of other files ({shown}), not a run; "
+            "give a new or empty folder (a run replaces files in the folders it writes)"
+        )
 
 
 _HELD: dict[str, list] = {}  # resolved run_dir -> [lock file descriptor, holders in this process]
@@ -109,10 +112,11 @@ def run_lock(run_dir) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise RunDirInUse(f"run_dir: {str(root)!r} is in use by another run ({_holder(path)}); wait for it "
-                              "to finish, or give another run_dir") from None
-        record = {"pid": os.getpid(), "host": socket.gethostname(),
-                  "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            raise RunDirInUse(
+                f"run_dir: {str(root)!r} is in use by another run ({_holder(path)}); wait for it "
+                "to finish, or give another run_dir"
+            ) from None
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode() + b"\n", 0)
         with _HELD_GUARD:
@@ -130,8 +134,22 @@ def run_lock(run_dir) -> Iterator[None]:
                 fcntl.flock(entry[0], fcntl.LOCK_UN)
                 os.close(entry[0])
 
-PACKAGES = ("curate", "pyarrow", "polars", "prefect", "pydantic", "orjson", "warcio", "resiliparse",
-            "zstandard", "datasketch", "fasttext-numpy2", "tokenizers", "torch")
+
+PACKAGES = (
+    "curate",
+    "pyarrow",
+    "polars",
+    "prefect",
+    "pydantic",
+    "orjson",
+    "warcio",
+    "resiliparse",
+    "zstandard",
+    "datasketch",
+    "fasttext-numpy2",
+    "tokenizers",
+    "torch",
+)
 
 
 def package_versions() -> dict[str, str | None]:

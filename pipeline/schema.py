@@ -73,10 +73,12 @@ MIX_CONTAMINATED = "validation_near_duplicate"
 MIX_EXCLUDED = "reference_near_duplicate"
 MIX_EXCLUDED_ID = "reference_id"
 MIX_EXCLUDED_WINDOW = "reference_window"
-MIX_CAUSES = {MIX_CONTAMINATED: "near duplicate of validation document",
-              MIX_EXCLUDED: "near duplicate of excluded text",
-              MIX_EXCLUDED_ID: "same id as excluded text",
-              MIX_EXCLUDED_WINDOW: "shares token windows with excluded text"}
+MIX_CAUSES = {
+    MIX_CONTAMINATED: "near duplicate of validation document",
+    MIX_EXCLUDED: "near duplicate of excluded text",
+    MIX_EXCLUDED_ID: "same id as excluded text",
+    MIX_EXCLUDED_WINDOW: "shares token windows with excluded text",
+}
 
 
 def mix_cause(rule: str | None, near_id: str | None) -> str | None:

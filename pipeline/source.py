@@ -57,7 +57,7 @@ def plan_units(source: SourceConfig) -> list[Unit]:
     base = source.base_dir()
     step = TEXT_FILES_PER_UNIT if source.reader == "text" else 1
     return [
-        Unit(source.name, i, tuple(str(f) for f in files[start:start + step]), str(base))
+        Unit(source.name, i, tuple(str(f) for f in files[start : start + step]), str(base))
         for i, start in enumerate(range(0, len(files), step))
     ]
 
@@ -69,8 +69,13 @@ def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[
         for batch in read_text_files([Path(f) for f in unit.files], base, limits=limits):
             yield "", batch
         return
-    fields = dict(text_field=source.text_field, id_field=source.id_field, url_field=source.url_field,
-                  meta_fields=source.meta_fields, limits=limits)
+    fields = dict(
+        text_field=source.text_field,
+        id_field=source.id_field,
+        url_field=source.url_field,
+        meta_fields=source.meta_fields,
+        limits=limits,
+    )
     for file in unit.files:
         path = Path(file)
         rel = path.relative_to(base).as_posix()
@@ -89,8 +94,9 @@ def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[
             yield rel, batch
 
 
-def split_batch(batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc_bytes: int,
-                seen_ids: set[str]) -> tuple[pa.Table, pa.Table]:
+def split_batch(
+    batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc_bytes: int, seen_ids: set[str]
+) -> tuple[pa.Table, pa.Table]:
     """Check every record of a raw batch; return (documents, quarantine records)."""
     text = normalize_line_endings(batch.column("text"))
     reason = batch.column("reason")
@@ -116,22 +122,32 @@ def split_batch(batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc
                 seen_ids.add(doc_id)
         repeated = pa.array(repeated)
         reason = pc.if_else(repeated, "duplicate_id", reason)
-        detail = pc.if_else(repeated, pc.binary_join_element_wise("id ", ids, " seen before", ""),
-                            batch.column("detail"))
+        detail = pc.if_else(
+            repeated, pc.binary_join_element_wise("id ", ids, " seen before", ""), batch.column("detail")
+        )
     else:
         detail = batch.column("detail")
 
     keep = pc.is_null(reason)
     sample = pc.coalesce(batch.column("sample"), pc.utf8_slice_codeunits(text, 0, SAMPLE_BYTES))
     constant_source = pa.array([source] * batch.num_rows, pa.string())
-    docs = pa.Table.from_arrays(
-        [ids, text, constant_source, batch.column("url"), batch.column("meta")], names=DOC_SCHEMA.names,
-    ).filter(keep).cast(DOC_SCHEMA)
+    docs = (
+        pa.Table.from_arrays(
+            [ids, text, constant_source, batch.column("url"), batch.column("meta")],
+            names=DOC_SCHEMA.names,
+        )
+        .filter(keep)
+        .cast(DOC_SCHEMA)
+    )
     files = pc.binary_join_element_wise(printable_name(base).rstrip("/") + "/", file_col, "")
-    quarantine = pa.Table.from_arrays(
-        [constant_source, files, batch.column("line"), batch.column("offset"), reason, detail, sample],
-        names=QUARANTINE_SCHEMA.names,
-    ).filter(pc.invert(keep)).cast(QUARANTINE_SCHEMA)
+    quarantine = (
+        pa.Table.from_arrays(
+            [constant_source, files, batch.column("line"), batch.column("offset"), reason, detail, sample],
+            names=QUARANTINE_SCHEMA.names,
+        )
+        .filter(pc.invert(keep))
+        .cast(QUARANTINE_SCHEMA)
+    )
     return docs, quarantine
 
 
@@ -194,8 +210,15 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
         ledger.quarantined = Counter(table.column("reason").to_pylist())
     ledger.check(f"unit {unit.name}")
 
-    part = {"unit": unit.name, "source": unit.source, "files": files, "shards": shards,
-            "quarantine": quarantine_file, "ledger": ledger.to_dict(), "by_source": {unit.source: ledger.to_dict()}}
+    part = {
+        "unit": unit.name,
+        "source": unit.source,
+        "files": files,
+        "shards": shards,
+        "quarantine": quarantine_file,
+        "ledger": ledger.to_dict(),
+        "by_source": {unit.source: ledger.to_dict()},
+    }
     write_json(part, part_path)
     return part
 
@@ -231,8 +254,9 @@ def drop_repeated_ids(stage: StageDir, parts: list[dict], sources: list[SourceCo
     parts = list(parts)
     for rank in sorted(set(later.column("unit").to_pylist())):
         mine = later.filter(pc.equal(later.column("unit"), rank))
-        kept_in = dict(zip(mine.column("id").to_pylist(),
-                           (parts[order[r]]["unit"] for r in mine.column("unit_min").to_pylist())))
+        kept_in = dict(
+            zip(mine.column("id").to_pylist(), (parts[order[r]]["unit"] for r in mine.column("unit_min").to_pylist()))
+        )
         parts[order[rank]] = _drop_from_unit(stage, parts[order[rank]], kept_in, {p["unit"]: p for p in parts})
     return parts
 
@@ -256,19 +280,27 @@ def _drop_from_unit(stage: StageDir, part: dict, kept_in: dict[str, str], by_uni
             shards.append(shard)
             continue
         removed = table.filter(gone)
-        first_files = [", ".join(f["path"] for f in by_unit[kept_in[doc_id]]["files"])
-                       for doc_id in removed.column("id").to_pylist()]
-        quarantined.append(pa.table({
-            "source": removed.column("source"),
-            "file": pa.array([file] * removed.num_rows, pa.string()),
-            "line": pa.nulls(removed.num_rows, pa.int64()),
-            "offset": pa.nulls(removed.num_rows, pa.int64()),
-            "reason": pa.array(["duplicate_id"] * removed.num_rows, pa.string()),
-            "detail": pc.binary_join_element_wise(
-                pc.binary_join_element_wise("id ", removed.column("id"), ""),
-                pa.array(first_files, pa.string()), " is kept from an earlier input file: "),
-            "sample": pc.utf8_slice_codeunits(removed.column("text"), 0, SAMPLE_BYTES),
-        }).cast(QUARANTINE_SCHEMA))
+        first_files = [
+            ", ".join(f["path"] for f in by_unit[kept_in[doc_id]]["files"])
+            for doc_id in removed.column("id").to_pylist()
+        ]
+        quarantined.append(
+            pa.table(
+                {
+                    "source": removed.column("source"),
+                    "file": pa.array([file] * removed.num_rows, pa.string()),
+                    "line": pa.nulls(removed.num_rows, pa.int64()),
+                    "offset": pa.nulls(removed.num_rows, pa.int64()),
+                    "reason": pa.array(["duplicate_id"] * removed.num_rows, pa.string()),
+                    "detail": pc.binary_join_element_wise(
+                        pc.binary_join_element_wise("id ", removed.column("id"), ""),
+                        pa.array(first_files, pa.string()),
+                        " is kept from an earlier input file: ",
+                    ),
+                    "sample": pc.utf8_slice_codeunits(removed.column("text"), 0, SAMPLE_BYTES),
+                }
+            ).cast(QUARANTINE_SCHEMA)
+        )
         kept = table.filter(pc.invert(gone))
         if kept.num_rows:
             write_parquet(kept, path)
@@ -288,8 +320,13 @@ def _drop_from_unit(stage: StageDir, part: dict, kept_in: dict[str, str], by_uni
         ledger.quarantined["duplicate_id"] += n
         return ledger.check(f"unit {part['unit']}").to_dict()
 
-    part = {**part, "shards": shards, "quarantine": quarantine_file, "ledger": less(part["ledger"]),
-            "by_source": {**part["by_source"], source: less(part["by_source"][source])},
-            REPEATED_IDS: part[REPEATED_IDS] + n}
+    part = {
+        **part,
+        "shards": shards,
+        "quarantine": quarantine_file,
+        "ledger": less(part["ledger"]),
+        "by_source": {**part["by_source"], source: less(part["by_source"][source])},
+        REPEATED_IDS: part[REPEATED_IDS] + n,
+    }
     write_json(part, part_path)
     return part

@@ -62,13 +62,19 @@ def removed_frame(docs: pl.DataFrame, stage: str, rule: pl.Series | str, value, 
     """REMOVED_SCHEMA rows for ``docs`` (rule, value and threshold: per row or one for all)."""
     n = docs.height
     lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * n, dtype=pl.Utf8)
-    frame = pl.DataFrame({
-        "id": docs["id"], "source": docs["source"], "lang": lang,
-        "stage": pl.Series([stage] * n, dtype=pl.Utf8),
-        "rule": rule if isinstance(rule, pl.Series) else pl.Series([rule] * n, dtype=pl.Utf8),
-        "value": value if isinstance(value, pl.Series) else pl.Series([value] * n, dtype=pl.Float64),
-        "threshold": threshold if isinstance(threshold, pl.Series) else pl.Series([threshold] * n, dtype=pl.Float64),
-    })
+    frame = pl.DataFrame(
+        {
+            "id": docs["id"],
+            "source": docs["source"],
+            "lang": lang,
+            "stage": pl.Series([stage] * n, dtype=pl.Utf8),
+            "rule": rule if isinstance(rule, pl.Series) else pl.Series([rule] * n, dtype=pl.Utf8),
+            "value": value if isinstance(value, pl.Series) else pl.Series([value] * n, dtype=pl.Float64),
+            "threshold": threshold
+            if isinstance(threshold, pl.Series)
+            else pl.Series([threshold] * n, dtype=pl.Float64),
+        }
+    )
     return frame.with_columns(pl.col("value").cast(pl.Float64), pl.col("threshold").cast(pl.Float64))
 
 
@@ -76,9 +82,9 @@ def empty_removed() -> pl.DataFrame:
     return pl.from_arrow(REMOVED_SCHEMA.empty_table())
 
 
-def _grouped(ledgers: dict[str, Ledger], stage: str, kept: pl.DataFrame, removed: pl.DataFrame,
-             key: str) -> None:
+def _grouped(ledgers: dict[str, Ledger], stage: str, kept: pl.DataFrame, removed: pl.DataFrame, key: str) -> None:
     """Add a batch's counts to per-``key`` ledgers (key: source or lang; as the step left it)."""
+
     def values(frame: pl.DataFrame) -> list:
         if key in frame.columns:
             return frame[key].fill_null("und").to_list()
@@ -137,11 +143,17 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
         table = pl.concat(removed_parts).to_arrow().cast(REMOVED_SCHEMA)
         write_parquet(table, stage.removed / removed_file)
     ledger.check(f"unit {in_path.stem}")
-    part = {"unit": in_path.stem, "files": files, "shards": [{"file": name, "rows": ledger.docs_out}],
-            "removed": removed_file, "quarantine": None, "ledger": ledger.to_dict(),
-            "by_source": {k: v.to_dict() for k, v in sorted(by_source.items())},
-            "by_lang": {k: v.to_dict() for k, v in sorted(by_lang.items())},
-            "counts": dict(sorted(counts.items()))}
+    part = {
+        "unit": in_path.stem,
+        "files": files,
+        "shards": [{"file": name, "rows": ledger.docs_out}],
+        "removed": removed_file,
+        "quarantine": None,
+        "ledger": ledger.to_dict(),
+        "by_source": {k: v.to_dict() for k, v in sorted(by_source.items())},
+        "by_lang": {k: v.to_dict() for k, v in sorted(by_lang.items())},
+        "counts": dict(sorted(counts.items())),
+    }
     write_json(part, part_path)
     return part
 
@@ -159,10 +171,13 @@ def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
     listed |= {stage.removed / p["removed"] for p in parts if p.get("removed")}
     listed |= {stage.parts / f"{p['unit']}.json" for p in parts}
     folders = {"docs": stage.docs, "quarantine": stage.quarantine, "removed": stage.removed, "parts": stage.parts}
-    stale = [f for kind, folder in folders.items() if folder.exists()
-             for f in folder.iterdir()
-             if f.is_file() and f.name.endswith(_OUTPUT_SUFFIX[kind]) and not f.name.startswith(".")
-             and f not in listed]
+    stale = [
+        f
+        for kind, folder in folders.items()
+        if folder.exists()
+        for f in folder.iterdir()
+        if f.is_file() and f.name.endswith(_OUTPUT_SUFFIX[kind]) and not f.name.startswith(".") and f not in listed
+    ]
     for path in stale:
         path.unlink()
     return stale
@@ -182,17 +197,20 @@ def check_stage_outputs(stage_name: str, stage: StageDir, parts: list[dict]) -> 
     docs_files = [stage.docs / s["file"] for p in parts for s in p["shards"]]
     on_disk = {
         "docs": (_rows(docs_files), total.docs_out),
-        "removed": (_rows([stage.removed / p["removed"] for p in parts if p.get("removed")]),
-                    sum(total.removed.values())),
-        "quarantined": (_rows([stage.quarantine / p["quarantine"] for p in parts if p.get("quarantine")]),
-                        sum(total.quarantined.values())),
+        "removed": (
+            _rows([stage.removed / p["removed"] for p in parts if p.get("removed")]),
+            sum(total.removed.values()),
+        ),
+        "quarantined": (
+            _rows([stage.quarantine / p["quarantine"] for p in parts if p.get("quarantine")]),
+            sum(total.quarantined.values()),
+        ),
     }
     for what, (found, counted) in on_disk.items():
         if found != counted:
             raise LedgerError(f"stage {stage_name}: ledgers count {counted} {what}, files hold {found}")
     if docs_files:
-        ids = pa.concat_arrays(
-            [read_table(f, columns=["id"]).column("id").combine_chunks() for f in docs_files])
+        ids = pa.concat_arrays([read_table(f, columns=["id"]).column("id").combine_chunks() for f in docs_files])
         counts = pc.value_counts(ids)
         repeated = counts.filter(pc.greater(counts.field("counts"), 1))
         if len(repeated):

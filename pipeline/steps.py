@@ -37,8 +37,13 @@ def lang_step(config: RunConfig) -> Step:
         removed = decisions["rule"].is_not_null()
         return StepResult(
             kept=docs.filter(~removed),
-            removed=removed_frame(docs.filter(removed), "lang", decisions["rule"].filter(removed),
-                                  decisions["value"].filter(removed), decisions["threshold"].filter(removed)),
+            removed=removed_frame(
+                docs.filter(removed),
+                "lang",
+                decisions["rule"].filter(removed),
+                decisions["value"].filter(removed),
+                decisions["threshold"].filter(removed),
+            ),
         )
 
     return step
@@ -67,8 +72,7 @@ def filter_step(config: RunConfig) -> Step:
 def enabled_stages(config: RunConfig) -> list[str]:
     """The stages after `source` that run, in order; mix needs tokenize (without it, and without a
     [mix] section, the run ends at the curated documents)."""
-    return [name for name in STAGES if getattr(config, name).enabled
-            and (name != "mix" or config.tokenize.enabled)]
+    return [name for name in STAGES if getattr(config, name).enabled and (name != "mix" or config.tokenize.enabled)]
 
 
 def build_step(stage: str, config: RunConfig) -> Step:

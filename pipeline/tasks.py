@@ -37,8 +37,10 @@ def load_task(path: Path) -> pl.DataFrame:
     both splits present and every test label seen in training."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no task file at {path}; make one with demo_topic_task() or write "
-                                "id, text, label, split columns to Parquet")
+        raise FileNotFoundError(
+            f"no task file at {path}; make one with demo_topic_task() or write "
+            "id, text, label, split columns to Parquet"
+        )
     task = pl.read_parquet(path)
     missing = [c for c in TASK_COLUMNS if c not in task.columns]
     if missing:
@@ -52,7 +54,9 @@ def load_task(path: Path) -> pl.DataFrame:
     bad = set(task["split"].unique().to_list()) - set(SPLITS)
     if bad or set(SPLITS) - set(task["split"].unique().to_list()):
         raise ValueError(f"{path}: split values must be exactly {SPLITS} (found {sorted(task['split'].unique())})")
-    unseen = set(task.filter(pl.col("split") == "test")["label"]) - set(task.filter(pl.col("split") == "train")["label"])
+    unseen = set(task.filter(pl.col("split") == "test")["label"]) - set(
+        task.filter(pl.col("split") == "train")["label"]
+    )
     if unseen:
         raise ValueError(f"{path}: test labels {sorted(unseen)} never occur in the train split")
     return task
@@ -67,11 +71,13 @@ def _balanced_order(frame: pl.DataFrame, seed: int) -> pl.DataFrame:
     """Rows in a seeded order that cycles through the classes: the first k rows hold every class
     about k / classes times (round robin over classes, each class in seeded-hash order)."""
     keys = seeded_id_hash(frame["id"], seed, SALT_TASK)
-    return (frame.with_columns(key=pl.Series(keys, dtype=pl.UInt64))
-            .sort(["key", "id"])
-            .with_columns(turn=pl.int_range(pl.len()).over("label"))
-            .sort(["turn", "label"])
-            .drop("key", "turn"))
+    return (
+        frame.with_columns(key=pl.Series(keys, dtype=pl.UInt64))
+        .sort(["key", "id"])
+        .with_columns(turn=pl.int_range(pl.len()).over("label"))
+        .sort(["turn", "label"])
+        .drop("key", "turn")
+    )
 
 
 def labelled_subsets(task: pl.DataFrame, sizes: Sequence[int], seed: int) -> dict[int, pl.DataFrame]:
@@ -81,16 +87,26 @@ def labelled_subsets(task: pl.DataFrame, sizes: Sequence[int], seed: int) -> dic
     return {int(n): train.head(n if 0 < n < train.height else train.height) for n in sizes}
 
 
-def topic_task_frame(articles: Sequence, train_docs: int = 500, test_docs: int = 300, seed: int = 0,
-                     eligible: Sequence[bool] | None = None) -> pl.DataFrame:
+def topic_task_frame(
+    articles: Sequence,
+    train_docs: int = 500,
+    test_docs: int = 300,
+    seed: int = 0,
+    eligible: Sequence[bool] | None = None,
+) -> pl.DataFrame:
     """The demo task's rows, chosen from ``articles`` (the BBC articles, in the order
     ``pipeline.demo_corpus`` reads them): ``train_docs + test_docs`` of them, class-balanced and
     seeded, as task columns plus ``index`` (the article's position in ``articles``). Only articles
     whose ``eligible`` flag is true are candidates (all when it is None)."""
-    frame = pl.DataFrame({"id": [f"bbc-{d.topic}-{i:04d}" for i, d in enumerate(articles)],
-                          "text": [d.text for d in articles], "label": [d.topic for d in articles],
-                          "index": list(range(len(articles)))},
-                         schema={"id": pl.String, "text": pl.String, "label": pl.String, "index": pl.Int64})
+    frame = pl.DataFrame(
+        {
+            "id": [f"bbc-{d.topic}-{i:04d}" for i, d in enumerate(articles)],
+            "text": [d.text for d in articles],
+            "label": [d.topic for d in articles],
+            "index": list(range(len(articles))),
+        },
+        schema={"id": pl.String, "text": pl.String, "label": pl.String, "index": pl.Int64},
+    )
     if eligible is not None:
         frame = frame.filter(pl.Series(list(eligible), dtype=pl.Boolean))
     # The seeded class round robin: its first test_docs rows are the test split, the next
@@ -105,12 +121,17 @@ def write_task(task: pl.DataFrame, out_path: Path) -> dict:
     task = task.select(list(TASK_COLUMNS))
     write_parquet(task.to_arrow(), Path(out_path))
     counts = dict(task.group_by("split").len().iter_rows())
-    return {"path": str(out_path), "train": int(counts.get("train", 0)), "test": int(counts.get("test", 0)),
-            "labels": labels(task)}
+    return {
+        "path": str(out_path),
+        "train": int(counts.get("train", 0)),
+        "test": int(counts.get("test", 0)),
+        "labels": labels(task),
+    }
 
 
-def demo_topic_task(out_path: Path, train_docs: int = 500, test_docs: int = 300, seed: int = 0,
-                    corpus_dir: Path | None = None) -> dict:
+def demo_topic_task(
+    out_path: Path, train_docs: int = 500, test_docs: int = 300, seed: int = 0, corpus_dir: Path | None = None
+) -> dict:
     """BBC News topic classification: ``train_docs + test_docs`` articles (class-balanced, seeded)
     written as a task file; returns ``{"path", "train", "test", "labels"}``.
 
@@ -126,12 +147,18 @@ def demo_topic_task(out_path: Path, train_docs: int = 500, test_docs: int = 300,
         task = pl.read_parquet(source)
         counts = dict(task.group_by("split").len().iter_rows())
         if (counts.get("train", 0), counts.get("test", 0)) != (train_docs, test_docs):
-            raise ValueError(f"{source} holds {counts.get('train', 0)} train and {counts.get('test', 0)} test "
-                             f"articles, not {train_docs} and {test_docs}; build the corpus with "
-                             f"task_train_docs={train_docs}, task_test_docs={test_docs}")
+            raise ValueError(
+                f"{source} holds {counts.get('train', 0)} train and {counts.get('test', 0)} test "
+                f"articles, not {train_docs} and {test_docs}; build the corpus with "
+                f"task_train_docs={train_docs}, task_test_docs={test_docs}"
+            )
         write_bytes(source.read_bytes(), Path(out_path))
-        return {"path": str(out_path), "train": int(counts.get("train", 0)),
-                "test": int(counts.get("test", 0)), "labels": labels(task)}
+        return {
+            "path": str(out_path),
+            "train": int(counts.get("train", 0)),
+            "test": int(counts.get("test", 0)),
+            "labels": labels(task),
+        }
     from pipeline.demo_corpus import _read_bbc
 
     articles, _ = _read_bbc()

@@ -155,8 +155,9 @@ def _documents(items: Iterable, batch_size: int) -> Iterator[tuple[list, list[st
             ids.append(None if item[0] is None else str(item[0]))
             texts.append(item[1])
         else:
-            raise TypeError(f"document {position}: expected a str, an (id, text) pair or an Arrow batch, "
-                            f"got {type(item).__name__}")
+            raise TypeError(
+                f"document {position}: expected a str, an (id, text) pair or an Arrow batch, got {type(item).__name__}"
+            )
         while len(texts) >= batch_size:
             chunk_ids, chunk_texts = ids[:batch_size], texts[:batch_size]
             del ids[:batch_size], texts[:batch_size]
@@ -172,16 +173,16 @@ def _check_texts(ids: list, texts: list, position: int) -> None:
     for offset, text in enumerate(texts):
         if not isinstance(text, str):
             doc = ids[offset] if ids[offset] is not None else f"at position {position + offset}"
-            raise TypeError(f"document {doc} has text of type {type(text).__name__}; "
-                            "drop or fix it before tokenizing")
+            raise TypeError(f"document {doc} has text of type {type(text).__name__}; drop or fix it before tokenizing")
 
 
 # --------------------------------------------------------------------------------------------
 # Tokenizers
 
 
-def train_tokenizer(texts: Iterable, out_path: Path, kind: TokenizerKind = "bpe", vocab_size: int = 8192,
-                    min_frequency: int = 2) -> Path:
+def train_tokenizer(
+    texts: Iterable, out_path: Path, kind: TokenizerKind = "bpe", vocab_size: int = 8192, min_frequency: int = 2
+) -> Path:
     """Train a tokenizer on ``texts`` and save it atomically as JSON at ``out_path``.
 
     ``texts`` is streamed (see :func:`_documents` for the accepted items), so memory holds one
@@ -195,8 +196,10 @@ def train_tokenizer(texts: Iterable, out_path: Path, kind: TokenizerKind = "bpe"
     if kind == "bpe":
         floor = len(SPECIAL_TOKENS) + 256
         if vocab_size < floor:
-            raise ValueError(f"vocab_size {vocab_size} is below the {floor} a byte-level BPE needs "
-                             f"(256 bytes + {len(SPECIAL_TOKENS)} special tokens); raise vocab_size")
+            raise ValueError(
+                f"vocab_size {vocab_size} is below the {floor} a byte-level BPE needs "
+                f"(256 bytes + {len(SPECIAL_TOKENS)} special tokens); raise vocab_size"
+            )
         tokenizer = _train_bpe(texts, vocab_size, min_frequency)
     elif kind == "wordpiece":
         if vocab_size <= len(SPECIAL_TOKENS) + 1:
@@ -244,7 +247,8 @@ def _train_wordpiece(texts: Iterable, out_path: Path, vocab_size: int, min_frequ
         while True:
             tokenizer = Tokenizer(models.WordPiece(unk_token=UNK_TOKEN, continuing_subword_prefix=WORDPIECE_PREFIX))
             tokenizer.normalizer = normalizers.BertNormalizer(
-                clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=False)
+                clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=False
+            )
             tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
             tokenizer.decoder = decoders.WordPiece(prefix=WORDPIECE_PREFIX, cleanup=True)
             trainer = trainers.WordPieceTrainer(
@@ -257,8 +261,10 @@ def _train_wordpiece(texts: Iterable, out_path: Path, vocab_size: int, min_frequ
             tokenizer.train_from_iterator(_read_spool(spool), trainer)
             declared = set(continuations)
             undeclared = sorted(
-                token for token in tokenizer.get_vocab(with_added_tokens=False)
-                if token.startswith(WORDPIECE_PREFIX) and len(token) == len(WORDPIECE_PREFIX) + 1
+                token
+                for token in tokenizer.get_vocab(with_added_tokens=False)
+                if token.startswith(WORDPIECE_PREFIX)
+                and len(token) == len(WORDPIECE_PREFIX) + 1
                 and token not in declared
             )
             if not undeclared:
@@ -342,8 +348,9 @@ def _shard_encoder(tokenizer: Tokenizer) -> Tokenizer:
     return encoder
 
 
-def write_token_shard(texts: Iterable, tokenizer: Tokenizer, out_path: Path, group: str,
-                      batch_size: int = 1024) -> dict:
+def write_token_shard(
+    texts: Iterable, tokenizer: Tokenizer, out_path: Path, group: str, batch_size: int = 1024
+) -> dict:
     """Encode ``texts`` and write them as one tokenized shard at ``out_path``, atomically.
 
     ``texts`` yields texts, ``(id, text)`` pairs or Arrow batches with ``text`` (and ``id``)
@@ -393,21 +400,35 @@ def write_token_shard(texts: Iterable, tokenizer: Tokenizer, out_path: Path, gro
     return _entry(out_path, group, len(doc_ids), total, digest, dtype, vocab_size, tokenizer_hash)
 
 
-def _write_shard(sink: Path | io.BytesIO, doc_ids: list, offsets: np.ndarray, values: np.ndarray,
-                 group: str, tokenizer_hash: str, vocab_size: int, eod: int) -> None:
+def _write_shard(
+    sink: Path | io.BytesIO,
+    doc_ids: list,
+    offsets: np.ndarray,
+    values: np.ndarray,
+    group: str,
+    tokenizer_hash: str,
+    vocab_size: int,
+    eod: int,
+) -> None:
     """Write one shard (layout in the module docstring) to ``sink`` (a local path or a file
     object), uncompressed."""
     dtype = token_dtype(vocab_size)
-    table = _shard_batch(doc_ids, offsets, values, dtype, {
-        "format": SHARD_FORMAT,
-        "group": group,
-        "tokenizer_sha256": tokenizer_hash,
-        "vocab_size": str(vocab_size),
-        "dtype": dtype.name,
-        "eod_id": str(eod),
-        "documents": str(len(doc_ids)),
-        "tokens": str(int(offsets[-1])),
-    })
+    table = _shard_batch(
+        doc_ids,
+        offsets,
+        values,
+        dtype,
+        {
+            "format": SHARD_FORMAT,
+            "group": group,
+            "tokenizer_sha256": tokenizer_hash,
+            "vocab_size": str(vocab_size),
+            "dtype": dtype.name,
+            "eod_id": str(eod),
+            "documents": str(len(doc_ids)),
+            "tokens": str(int(offsets[-1])),
+        },
+    )
     where = str(sink) if isinstance(sink, Path) else sink
     with ipc.new_file(where, table.schema, options=ipc.IpcWriteOptions(compression=None)) as writer:
         writer.write_batch(table)
@@ -422,8 +443,16 @@ def file_sha256(path: Path | io.BytesIO) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _entry(out_path: Path, group: str, documents: int, tokens: int, digest: str, dtype: np.dtype,
-           vocab_size: int, tokenizer_hash: str) -> dict:
+def _entry(
+    out_path: Path,
+    group: str,
+    documents: int,
+    tokens: int,
+    digest: str,
+    dtype: np.dtype,
+    vocab_size: int,
+    tokenizer_hash: str,
+) -> dict:
     return {
         "file": out_path.name,
         "group": group,
@@ -457,16 +486,19 @@ def gather_token_shard(rows: Sequence[tuple[Path, np.ndarray]], out_path: Path, 
     if not tokenizers:
         raise ValueError(f"gather_token_shard: no source shard given for {out_path.name}")
     if len(tokenizers) > 1:
-        raise ValueError(f"gather_token_shard: {out_path.name} would mix shards of {len(tokenizers)} tokenizers; "
-                         "gather shards of one tokenizer")
+        raise ValueError(
+            f"gather_token_shard: {out_path.name} would mix shards of {len(tokenizers)} tokenizers; "
+            "gather shards of one tokenizer"
+        )
     tokenizer_hash, vocab_size, eod = tokenizers.pop()
     dtype = token_dtype(vocab_size)
     starts, lengths, doc_ids = [], [], []
     for path, numbers in pieces:
         _, offsets = opened[path]
         if numbers.size and (numbers.min() < 0 or numbers.max() >= offsets.height):
-            raise ValueError(f"gather_token_shard: row {int(numbers.max())} is outside {path.name} "
-                             f"({offsets.height} documents)")
+            raise ValueError(
+                f"gather_token_shard: row {int(numbers.max())} is outside {path.name} ({offsets.height} documents)"
+            )
         starts.append(offsets["doc_start"].to_numpy()[numbers])
         lengths.append(offsets["doc_tokens"].to_numpy()[numbers].astype(np.int64))
         doc_ids.extend(offsets["doc_id"].gather(numbers).to_list())
@@ -479,7 +511,7 @@ def gather_token_shard(rows: Sequence[tuple[Path, np.ndarray]], out_path: Path, 
         tokens = opened[path][0]
         # A slice copy per document: no index arrays the size of the shard.
         for start, length in zip(piece_starts.tolist(), piece_lengths.tolist()):
-            values[position:position + length] = tokens[start:start + length]
+            values[position : position + length] = tokens[start : start + length]
             position += length
     with atomic_sink(out_path) as out:
         _write_shard(out, doc_ids, out_offsets, values, group, tokenizer_hash, vocab_size, eod)
@@ -501,12 +533,14 @@ def _spool_batch(pending: tuple, sink, doc_ids: list, doc_lengths: list, dtype: 
     return count
 
 
-def _shard_batch(doc_ids: list, offsets: np.ndarray, values: np.ndarray, dtype: np.dtype,
-                 metadata: dict[str, str]) -> pa.RecordBatch:
+def _shard_batch(
+    doc_ids: list, offsets: np.ndarray, values: np.ndarray, dtype: np.dtype, metadata: dict[str, str]
+) -> pa.RecordBatch:
     value_type = pa.from_numpy_dtype(dtype)
     token_values = pa.Array.from_buffers(value_type, values.size, [None, pa.py_buffer(values)])
-    tokens = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), token_values,
-                                           type=pa.large_list(pa.field("item", value_type, nullable=False)))
+    tokens = pa.LargeListArray.from_arrays(
+        pa.array(offsets, pa.int64()), token_values, type=pa.large_list(pa.field("item", value_type, nullable=False))
+    )
     schema = pa.schema(
         [pa.field("doc_id", pa.string(), nullable=True), pa.field("tokens", tokens.type, nullable=False)],
         metadata=metadata,
@@ -544,11 +578,14 @@ def read_token_shard(path: Path) -> tuple[np.ndarray, pl.DataFrame]:
     if starts[0] != 0 or starts[-1] != len(values):
         raise ValueError(f"{path}: the token lists do not cover the token buffer; the file is not a shard")
     tokens = values.to_numpy(zero_copy_only=True)
-    offsets = pl.DataFrame({
-        "doc_id": pl.from_arrow(batch.column("doc_id")),
-        "doc_start": starts[:-1],
-        "doc_tokens": np.diff(starts).astype(np.int32),
-    }, schema={"doc_id": pl.String, "doc_start": pl.Int64, "doc_tokens": pl.Int32})
+    offsets = pl.DataFrame(
+        {
+            "doc_id": pl.from_arrow(batch.column("doc_id")),
+            "doc_start": starts[:-1],
+            "doc_tokens": np.diff(starts).astype(np.int32),
+        },
+        schema={"doc_id": pl.String, "doc_start": pl.Int64, "doc_tokens": pl.Int32},
+    )
     return tokens, offsets
 
 
@@ -559,9 +596,11 @@ def decode_documents(path: Path, tokenizer: Tokenizer) -> list[str]:
     starts = offsets["doc_start"].to_numpy()
     ends = starts + offsets["doc_tokens"].to_numpy()
     if ends.size and (tokens[ends - 1] != eod).any():
-        raise ValueError(f"{path}: a document does not end with the end-of-document id {eod}; "
-                         "decode with the tokenizer that wrote the shard")
-    documents = [tokens[start:end - 1].tolist() for start, end in zip(starts, ends)]
+        raise ValueError(
+            f"{path}: a document does not end with the end-of-document id {eod}; "
+            "decode with the tokenizer that wrote the shard"
+        )
+    documents = [tokens[start : end - 1].tolist() for start, end in zip(starts, ends)]
     return tokenizer.decode_batch(documents, skip_special_tokens=False)
 
 
@@ -581,14 +620,18 @@ def export_bin(shard_paths: Sequence[Path], out_path: Path) -> dict:
         metadata = shard_metadata(path)
         vocab_size = int(metadata["vocab_size"])
         if vocab_size > UINT16_VOCAB:
-            raise ValueError(f"{path} has a vocabulary of {vocab_size:,} tokens, which does not fit the uint16 "
-                             f"of nanoGPT's .bin (at most {UINT16_VOCAB:,}); train a smaller vocabulary or "
-                             "read the Arrow shards directly")
+            raise ValueError(
+                f"{path} has a vocabulary of {vocab_size:,} tokens, which does not fit the uint16 "
+                f"of nanoGPT's .bin (at most {UINT16_VOCAB:,}); train a smaller vocabulary or "
+                "read the Arrow shards directly"
+            )
         tokenizers.add(metadata["tokenizer_sha256"])
         total += int(metadata["tokens"])
     if len(tokenizers) > 1:
-        raise ValueError(f"the shards were written with {len(tokenizers)} different tokenizers; "
-                         "export shards of one tokenizer at a time")
+        raise ValueError(
+            f"the shards were written with {len(tokenizers)} different tokenizers; "
+            "export shards of one tokenizer at a time"
+        )
     with atomic_path(out_path) as tmp:
         if total == 0:
             tmp.write_bytes(b"")
@@ -597,13 +640,18 @@ def export_bin(shard_paths: Sequence[Path], out_path: Path) -> dict:
             start = 0
             for path in paths:
                 tokens, _ = read_token_shard(path)
-                out[start:start + tokens.size] = tokens  # a uint32 shard's ids are < 65,536 here
+                out[start : start + tokens.size] = tokens  # a uint32 shard's ids are < 65,536 here
                 start += tokens.size
             out.flush()
             del out
         digest = file_sha256(tmp)
-    return {"file": out_path.name, "tokens": total, "dtype": "uint16", "sha256": digest,
-            "shards": [path.name for path in paths]}
+    return {
+        "file": out_path.name,
+        "tokens": total,
+        "dtype": "uint16",
+        "sha256": digest,
+        "shards": [path.name for path in paths],
+    }
 
 
 def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dict:
@@ -615,8 +663,10 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
     changed or truncated shard stops the export. The mixture folder may be remote (an fsspec URL);
     ``out_dir`` is a local folder. Returns the content of ``meta.json``."""
     if not is_local(out_dir):
-        raise ValueError(f"{out_dir}: the export writes memory-mapped .bin files to a local folder; "
-                         "export to a local folder, then copy it (e.g. with your object store's CLI)")
+        raise ValueError(
+            f"{out_dir}: the export writes memory-mapped .bin files to a local folder; "
+            "export to a local folder, then copy it (e.g. with your object store's CLI)"
+        )
     mixture_dir, out_dir = as_path(mixture_dir), as_path(out_dir)
     manifest_path = mixture_dir / "manifest.json"
     if not manifest_path.is_file():
@@ -636,9 +686,12 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
         files[name]["bytes_of_text"] = sum(e["bytes"] for e in manifest[split])
     with atomic_path(out_dir / "tokenizer.json") as tmp:
         tmp.write_bytes((mixture_dir / manifest["tokenizer"]["file"]).read_bytes())
-    meta = {"mixture": manifest["mixture"], "dtype": "uint16", **{k: v for k, v in manifest["tokenizer"].items()
-                                                                    if k not in ("file", "dtype")},
-            "files": files}
+    meta = {
+        "mixture": manifest["mixture"],
+        "dtype": "uint16",
+        **{k: v for k, v in manifest["tokenizer"].items() if k not in ("file", "dtype")},
+        "files": files,
+    }
     with atomic_path(out_dir / "meta.json") as tmp:
         tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return meta

@@ -67,13 +67,20 @@ def write_warc(path: Path, responses: list[tuple[str, str, bytes]], conversions:
         request = writer.create_warc_record(url, "request", payload=io.BytesIO(b"GET / HTTP/1.1\r\n\r\n"))
         writer.write_record(request)
         headers = StatusAndHeaders("200 OK", [("Content-Type", content_type)], protocol="HTTP/1.1")
-        writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(payload),
-                                                      http_headers=headers))
+        writer.write_record(
+            writer.create_warc_record(url, "response", payload=io.BytesIO(payload), http_headers=headers)
+        )
     for url, text in conversions:
-        writer.write_record(writer.create_warc_record(url, "conversion", payload=io.BytesIO(text.encode()),
-                                                      warc_content_type="text/plain"))
-    writer.write_record(writer.create_warc_record("metadata://crawler/log.txt", "resource",
-                                                  payload=io.BytesIO(b"crawl log"), warc_content_type="text/plain"))
+        writer.write_record(
+            writer.create_warc_record(
+                url, "conversion", payload=io.BytesIO(text.encode()), warc_content_type="text/plain"
+            )
+        )
+    writer.write_record(
+        writer.create_warc_record(
+            "metadata://crawler/log.txt", "resource", payload=io.BytesIO(b"crawl log"), warc_content_type="text/plain"
+        )
+    )
     path.write_bytes(buffer.getvalue())
     return path
 

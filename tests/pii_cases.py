@@ -37,7 +37,7 @@ POSITIVES: dict[str, list[tuple[str, str]]] = {
         ("firstname-lastname@example.com is my address", "firstname-lastname@example.com"),
         ("Пишите на почта@пример.рф сегодня", "почта@пример.рф"),
         ("museum: contact@example.museum", "contact@example.museum"),
-        ("From: \"Ann\" <ann.lee@university.edu>", "ann.lee@university.edu"),
+        ('From: "Ann" <ann.lee@university.edu>', "ann.lee@university.edu"),
         ("Questions? careers@startup.io!", "careers@startup.io"),
         ("cc:bob@example.net;", "bob@example.net"),
     ],
@@ -193,8 +193,9 @@ NEGATIVES: dict[str, list[str]] = {
 }
 
 
-def score(scrub: Callable[[str], tuple[str, dict[str, int]]],
-          placeholders: dict[str, str]) -> dict[str, dict[str, float]]:
+def score(
+    scrub: Callable[[str], tuple[str, dict[str, int]]], placeholders: dict[str, str]
+) -> dict[str, dict[str, float]]:
     """Precision and recall per kind of ``scrub`` on the labelled set.
 
     A positive is found (true positive) when the output is the text with exactly its PII string

@@ -13,8 +13,9 @@ SCRIPT = REPO / "benchmarks" / "gpu_throughput.py"
 
 
 def run_tiny(*flags: str) -> tuple[dict, str]:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--tiny", *flags], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--tiny", *flags], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     last = done.stdout.strip().splitlines()[-1]
     return json.loads(last), done.stdout

@@ -65,11 +65,14 @@ def corrupt(path: Path, how: str) -> None:
         flip_a_weight_byte(path)
 
 
-@pytest.mark.parametrize("how, reason", [
-    ("empty", r"empty \(0 bytes\)"),
-    ("truncated", "sha256 [0-9a-f]{12} does not match"),
-    ("flipped", "sha256 [0-9a-f]{12} does not match"),
-])
+@pytest.mark.parametrize(
+    "how, reason",
+    [
+        ("empty", r"empty \(0 bytes\)"),
+        ("truncated", "sha256 [0-9a-f]{12} does not match"),
+        ("flipped", "sha256 [0-9a-f]{12} does not match"),
+    ],
+)
 def test_a_bad_latest_checkpoint_falls_back_to_the_older_one(straight, mixture_dir, tmp_path, how, reason):
     """The latest checkpoint (step 8) is empty, cut in half, or has one flipped byte; the run says
     so, resumes from step 4 and repeats the straight run bit for bit from there."""
@@ -79,12 +82,15 @@ def test_a_bad_latest_checkpoint_falls_back_to_the_older_one(straight, mixture_d
     train(config(mixture_dir, out), log=lines.append)
     bad, old = out / "checkpoints" / "step-000008.pt", out / "checkpoints" / "step-000004.pt"
     assert any(line.startswith(f"warning: skipping checkpoint {bad}: ") for line in lines), lines
-    assert any(line.startswith("warning: using the older checkpoint step-000004.pt, not step-000008.pt")
-               for line in lines), lines
+    assert any(
+        line.startswith("warning: using the older checkpoint step-000004.pt, not step-000008.pt") for line in lines
+    ), lines
     assert f"resuming from {old} (step 4)" in lines
     assert any(re.search(reason, line) for line in lines), lines
-    assert read_metrics(out) == [{**row, "tokens_per_s": resumed["tokens_per_s"]}
-                                 for row, resumed in zip(read_metrics(straight), read_metrics(out))]
+    assert read_metrics(out) == [
+        {**row, "tokens_per_s": resumed["tokens_per_s"]}
+        for row, resumed in zip(read_metrics(straight), read_metrics(out))
+    ]
     assert len(read_metrics(out)) == 8
     one = load_checkpoint(straight / "checkpoints" / "step-000008.pt")
     two = load_checkpoint(out / "checkpoints" / "step-000008.pt")  # rewritten: it passes again
@@ -101,8 +107,11 @@ def test_a_flipped_byte_loads_silently_without_the_checksum(straight, tmp_path):
     before = torch.load(straight / "checkpoints" / "step-000008.pt", weights_only=True)["model"]["wte.weight"]
     after = torch.load(path, weights_only=True)["model"]["wte.weight"]  # torch alone: no error
     assert (before != after).sum().item() == 1
-    with pytest.raises(ConfigError, match=r"step-000008\.pt: sha256 [0-9a-f]{12} does not match [0-9a-f]{12} in "
-                                          r"step-000008\.pt\.sha256"):
+    with pytest.raises(
+        ConfigError,
+        match=r"step-000008\.pt: sha256 [0-9a-f]{12} does not match [0-9a-f]{12} in "
+        r"step-000008\.pt\.sha256",
+    ):
         load_checkpoint(path)
 
 
@@ -110,8 +119,11 @@ def test_no_checkpoint_loads_is_one_line(straight, mixture_dir, tmp_path, capsys
     out = interrupted_copy(straight, tmp_path / "out")
     corrupt(out / "checkpoints" / "step-000008.pt", "truncated")
     corrupt(out / "checkpoints" / "step-000004.pt", "empty")
-    with pytest.raises(ConfigError, match=r"^no checkpoint in .*checkpoints loads \(step-000008\.pt: sha256 .*; "
-                                          r"step-000004\.pt: empty \(0 bytes\)\); delete the bad files") as error:
+    with pytest.raises(
+        ConfigError,
+        match=r"^no checkpoint in .*checkpoints loads \(step-000008\.pt: sha256 .*; "
+        r"step-000004\.pt: empty \(0 bytes\)\); delete the bad files",
+    ) as error:
         train(config(mixture_dir, out), log=None)
     assert "\n" not in str(error.value)
     path = tmp_path / "train.toml"
@@ -138,8 +150,14 @@ def test_stale_temporaries_are_removed_at_start_and_nothing_else(straight, mixtu
     out = interrupted_copy(straight, tmp_path / "out")
     folder = out / "checkpoints"
     stale = [".step-000012.pt.tmp-4242", ".step-000012.pt.sha256.tmp-4242", ".latest.tmp-17"]
-    kept = ["notes.txt", ".notes.tmp-1", "step-000012.pt.tmp-4242", ".step-000012.pt.tmp-x", ".step-1.pt.bak",
-            "my.latest.tmp-3"]
+    kept = [
+        "notes.txt",
+        ".notes.tmp-1",
+        "step-000012.pt.tmp-4242",
+        ".step-000012.pt.tmp-x",
+        ".step-1.pt.bak",
+        "my.latest.tmp-3",
+    ]
     for name in stale + kept:
         (folder / name).write_bytes(b"x" * 1000)
     (out / ".metrics.csv.tmp-9").write_bytes(b"outside the checkpoint folder")

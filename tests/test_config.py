@@ -38,50 +38,86 @@ paths = ["IN"]
 """
 
 
-@pytest.mark.parametrize("text, message", [
-    (GOOD.replace('reader = "jsonl"', 'reader = "jsonl"\ntxt_field = "body"'),
-     "sources[0].txt_field: unknown key; did you mean 'text_field'?"),
-    ("shard_dcos = 5\n" + GOOD, "shard_dcos: unknown key; did you mean 'shard_docs'?"),
-    (GOOD.replace('"jsonl"', '"csv"'), "sources[0].reader: Input should be 'jsonl', 'parquet', 'warc', 'wet' or 'text'"),
-    (GOOD.replace('paths = ["IN"]', 'paths = ["nowhere/*.jsonl"]'),
-     "sources[web].paths: 'nowhere/*.jsonl' matches no file; fix the path or glob"),
-    (GOOD.replace('run_dir = "RUN"\n', ""), "run_dir: required key is missing"),
-    (GOOD.replace('name = "web"', 'name = "web site"'), "sources[0].name: String should match pattern"),
-    ('run_dir = "RUN"\nshard_docs = 0\n' + GOOD.split("\n", 1)[1], "shard_docs: Input should be greater than 0"),
-    (GOOD + GOOD.split("\n", 1)[1], "source names must be unique; rename the repeated ['web']"),
-    ('run_dir = "RUN\n', "is not valid TOML"),
-    (GOOD + '[filter]\nfilters = ["gopher_qualty"]\n', "unknown filter 'gopher_qualty'; did you mean 'gopher_quality'?"),
-    (GOOD + '[filter.params.c4_quality]\nmin_word_per_line = 3\n',
-     "params.c4_quality.min_word_per_line: unknown parameter (allowed: "),
-    (GOOD + '[filter]\nsources = ["webb"]\n', "filter.sources names no configured source: ['webb']"),
-    (GOOD + '[lang]\nmin_score = 1.5\n', "lang.min_score: Input should be less than or equal to 1"),
-    (GOOD + '[lang]\nmodel = "nowhere.ftz"\n',
-     "lang.model: no file at 'nowhere.ftz'; point lang.model at a fastText LID model"),
-    (GOOD + '[tokenize]\ntokenizer = "nowhere.json"\n',
-     "tokenize.tokenizer: no file at 'nowhere.json'; point tokenize.tokenizer at a tokenizer.json"),
-    # Errors that used to pass validation and stop the run after stages had written output:
-    (GOOD + '[lang]\nmin_score_by_lang = {en = 1.5}\n',
-     "lang.min_score_by_lang: the minimum score of 'en' is 1.5; a language-ID score is between 0 and 1"),
-    (GOOD + '[filter.params.gopher_quality]\nmax_symbol_word_ratio = "0.1"\n',
-     "filter: params.gopher_quality.max_symbol_word_ratio: input should be a valid number, got '0.1'"),
-    (GOOD + '[filter.params.c4_quality]\nmin_words_per_line = 2.5\n',
-     "filter: params.c4_quality.min_words_per_line: input should be a valid integer, got 2.5"),
-    (GOOD.replace('run_dir = "RUN"', 'run_dir = ""'), "run_dir: is empty; give the folder the run writes to"),
-    (GOOD.replace('run_dir = "RUN"', 'run_dir = "IN"'), "in.jsonl' is a file, not a folder"),
-    (GOOD.replace('run_dir = "RUN"', 'run_dir = "IN/runs/a"'),
-     "in.jsonl' is a file, so no folder can be made under it"),
-    (GOOD + '[lang]\nmodel = "IN"\n', "in.jsonl' is not a fastText language-ID model ("),
-    (GOOD + '[tokenize]\ntokenizer = "IN"\n', "in.jsonl' is not a tokenizer.json ("),
-    (GOOD + '[filter]\nfilters = ["quality"]\n[filter.params.quality]\nmodel = "IN"\n',
-     "filter.params.quality: the quality filter cannot be built ("),
-    (GOOD + '[mix]\nexclude = ["RUN.toml"]\n', "run.toml' is neither Parquet nor JSON lines"),
-    (GOOD + '[[mix.mixtures]]\nname = ".."\n',
-     "mix.mixtures[0].name: the mixture name '..' is not a plain folder name"),
-    (GOOD + '[[mix.mixtures]]\nname = "."\n',
-     "mix.mixtures[0].name: the mixture name '.' is not a plain folder name"),
-    (GOOD + '[[mix.mixtures]]\nname = "../x"\n', "mix.mixtures[0].name: String should match pattern"),
-    (GOOD.replace('name = "web"', 'name = ".."'), "sources[0].name: the source name '..' is not a plain folder name"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            GOOD.replace('reader = "jsonl"', 'reader = "jsonl"\ntxt_field = "body"'),
+            "sources[0].txt_field: unknown key; did you mean 'text_field'?",
+        ),
+        ("shard_dcos = 5\n" + GOOD, "shard_dcos: unknown key; did you mean 'shard_docs'?"),
+        (
+            GOOD.replace('"jsonl"', '"csv"'),
+            "sources[0].reader: Input should be 'jsonl', 'parquet', 'warc', 'wet' or 'text'",
+        ),
+        (
+            GOOD.replace('paths = ["IN"]', 'paths = ["nowhere/*.jsonl"]'),
+            "sources[web].paths: 'nowhere/*.jsonl' matches no file; fix the path or glob",
+        ),
+        (GOOD.replace('run_dir = "RUN"\n', ""), "run_dir: required key is missing"),
+        (GOOD.replace('name = "web"', 'name = "web site"'), "sources[0].name: String should match pattern"),
+        ('run_dir = "RUN"\nshard_docs = 0\n' + GOOD.split("\n", 1)[1], "shard_docs: Input should be greater than 0"),
+        (GOOD + GOOD.split("\n", 1)[1], "source names must be unique; rename the repeated ['web']"),
+        ('run_dir = "RUN\n', "is not valid TOML"),
+        (
+            GOOD + '[filter]\nfilters = ["gopher_qualty"]\n',
+            "unknown filter 'gopher_qualty'; did you mean 'gopher_quality'?",
+        ),
+        (
+            GOOD + "[filter.params.c4_quality]\nmin_word_per_line = 3\n",
+            "params.c4_quality.min_word_per_line: unknown parameter (allowed: ",
+        ),
+        (GOOD + '[filter]\nsources = ["webb"]\n', "filter.sources names no configured source: ['webb']"),
+        (GOOD + "[lang]\nmin_score = 1.5\n", "lang.min_score: Input should be less than or equal to 1"),
+        (
+            GOOD + '[lang]\nmodel = "nowhere.ftz"\n',
+            "lang.model: no file at 'nowhere.ftz'; point lang.model at a fastText LID model",
+        ),
+        (
+            GOOD + '[tokenize]\ntokenizer = "nowhere.json"\n',
+            "tokenize.tokenizer: no file at 'nowhere.json'; point tokenize.tokenizer at a tokenizer.json",
+        ),
+        # Errors that used to pass validation and stop the run after stages had written output:
+        (
+            GOOD + "[lang]\nmin_score_by_lang = {en = 1.5}\n",
+            "lang.min_score_by_lang: the minimum score of 'en' is 1.5; a language-ID score is between 0 and 1",
+        ),
+        (
+            GOOD + '[filter.params.gopher_quality]\nmax_symbol_word_ratio = "0.1"\n',
+            "filter: params.gopher_quality.max_symbol_word_ratio: input should be a valid number, got '0.1'",
+        ),
+        (
+            GOOD + "[filter.params.c4_quality]\nmin_words_per_line = 2.5\n",
+            "filter: params.c4_quality.min_words_per_line: input should be a valid integer, got 2.5",
+        ),
+        (GOOD.replace('run_dir = "RUN"', 'run_dir = ""'), "run_dir: is empty; give the folder the run writes to"),
+        (GOOD.replace('run_dir = "RUN"', 'run_dir = "IN"'), "in.jsonl' is a file, not a folder"),
+        (
+            GOOD.replace('run_dir = "RUN"', 'run_dir = "IN/runs/a"'),
+            "in.jsonl' is a file, so no folder can be made under it",
+        ),
+        (GOOD + '[lang]\nmodel = "IN"\n', "in.jsonl' is not a fastText language-ID model ("),
+        (GOOD + '[tokenize]\ntokenizer = "IN"\n', "in.jsonl' is not a tokenizer.json ("),
+        (
+            GOOD + '[filter]\nfilters = ["quality"]\n[filter.params.quality]\nmodel = "IN"\n',
+            "filter.params.quality: the quality filter cannot be built (",
+        ),
+        (GOOD + '[mix]\nexclude = ["RUN.toml"]\n', "run.toml' is neither Parquet nor JSON lines"),
+        (
+            GOOD + '[[mix.mixtures]]\nname = ".."\n',
+            "mix.mixtures[0].name: the mixture name '..' is not a plain folder name",
+        ),
+        (
+            GOOD + '[[mix.mixtures]]\nname = "."\n',
+            "mix.mixtures[0].name: the mixture name '.' is not a plain folder name",
+        ),
+        (GOOD + '[[mix.mixtures]]\nname = "../x"\n', "mix.mixtures[0].name: String should match pattern"),
+        (
+            GOOD.replace('name = "web"', 'name = ".."'),
+            "sources[0].name: the source name '..' is not a plain folder name",
+        ),
+    ],
+)
 def test_config_errors_are_one_line_naming_key_problem_and_fix(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as error:
@@ -110,11 +146,14 @@ def test_configs_demo_toml_is_the_config_curate_demo_runs():
         assert tomllib.load(handle) == demo_config()
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("texts.jsonl", '{"question": "q"}\n', "has no 'text' column (columns: question)"),
-    ("texts.jsonl", "not json at all\n", "cannot be read as jsonl ("),
-    ("texts.parquet", "PAR1 not parquet", "cannot be read as parquet ("),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("texts.jsonl", '{"question": "q"}\n', "has no 'text' column (columns: question)"),
+        ("texts.jsonl", "not json at all\n", "cannot be read as jsonl ("),
+        ("texts.parquet", "PAR1 not parquet", "cannot be read as parquet ("),
+    ],
+)
 def test_an_exclude_file_is_opened_when_the_config_is_checked(tmp_path, name, content, message):
     (tmp_path / name).write_text(content)
     with pytest.raises(ConfigError) as error:
@@ -124,6 +163,7 @@ def test_an_exclude_file_is_opened_when_the_config_is_checked(tmp_path, name, co
 
 
 # A run never deletes a user's files: run_dir must be new, empty, or a run of this project.
+
 
 def user_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "mine"
@@ -136,8 +176,10 @@ def user_folder(tmp_path: Path) -> Path:
 def test_a_folder_that_is_not_a_run_is_refused_and_a_run_or_empty_one_is_taken(tmp_path):
     with pytest.raises(ConfigError) as error:
         check_run_dir(user_folder(tmp_path))
-    assert str(error.value) == (f"run_dir: '{tmp_path / 'mine'}' is a folder of other files (notes.txt, source), "
-                                "not a run; give a new or empty folder (a run replaces files in the folders it writes)")
+    assert str(error.value) == (
+        f"run_dir: '{tmp_path / 'mine'}' is a folder of other files (notes.txt, source), "
+        "not a run; give a new or empty folder (a run replaces files in the folders it writes)"
+    )
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "manifest.json").write_text('{"format": "curate.mixture/1"}')
     with pytest.raises(ConfigError, match="holds a manifest.json that is not a curate run's"):
@@ -199,8 +241,12 @@ def held_run_dir(tmp_path):
     """A run_dir whose lock another process holds (until the test ends)."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(run_dir / LOCK_NAME)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(run_dir / LOCK_NAME)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     yield run_dir, holder.pid
     holder.stdin.close()
@@ -212,8 +258,10 @@ def test_a_run_dir_locked_by_a_live_process_is_refused_and_a_dead_ones_lock_is_t
     with pytest.raises(RunDirInUse) as error:
         with run_lock(run_dir):
             pass
-    assert str(error.value) == (f"run_dir: '{run_dir}' is in use by another run (pid {pid} on h1, since now); "
-                                "wait for it to finish, or give another run_dir")
+    assert str(error.value) == (
+        f"run_dir: '{run_dir}' is in use by another run (pid {pid} on h1, since now); "
+        "wait for it to finish, or give another run_dir"
+    )
 
 
 def test_a_lock_left_by_a_killed_run_is_taken_over_and_holds_nest(tmp_path):
@@ -225,8 +273,17 @@ def test_a_lock_left_by_a_killed_run_is_taken_over_and_holds_nest(tmp_path):
         assert record["pid"] == os.getpid()
         with run_lock(run_dir):  # the CLI holds it, then the curate flow again: one process nests
             pass
-        child = subprocess.run([sys.executable, "-c", HOLDER.replace("fcntl.LOCK_EX)", "fcntl.LOCK_EX | fcntl.LOCK_NB)"),
-                                str(run_dir / LOCK_NAME)], input="", capture_output=True, text=True)
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                HOLDER.replace("fcntl.LOCK_EX)", "fcntl.LOCK_EX | fcntl.LOCK_NB)"),
+                str(run_dir / LOCK_NAME),
+            ],
+            input="",
+            capture_output=True,
+            text=True,
+        )
         assert child.returncode == 1 and "BlockingIOError" in child.stderr  # still held after the nested hold
     with run_lock(run_dir):  # let go: taken again
         pass
@@ -243,11 +300,15 @@ def test_curate_run_on_a_run_dir_in_use_stops_with_one_line(held_run_dir, tmp_pa
 
 # A full disk is one line naming the path and the fix, not a traceback.
 
-@pytest.mark.parametrize("error", [
-    OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
-    OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), "/data/run/manifest.json"),
-    OSError(f"[Errno 28] Error writing bytes to file. Detail: {os.strerror(errno.ENOSPC)}"),  # as Arrow says it
-])
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
+        OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), "/data/run/manifest.json"),
+        OSError(f"[Errno 28] Error writing bytes to file. Detail: {os.strerror(errno.ENOSPC)}"),  # as Arrow says it
+    ],
+)
 def test_a_full_disk_is_one_line_naming_the_path_and_the_fix(tmp_path, monkeypatch, error):
     import pipeline.manifest
 

@@ -25,11 +25,15 @@ from pipeline.mix import _fmix64
 from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer, write_token_shard
 from tests.helpers import source_config, write_jsonl
 
-WORDS = ("river council budget market school harbour winter garden station bridge museum library "
-         "farmers teachers doctors engineers voted opened closed repaired planned announced quietly "
-         "early late new old small large northern southern").split()
-LICENCE = ("This page is licensed under the Creative Commons Attribution Share Alike licence; you may copy "
-           "and redistribute the material in any medium or format provided you give appropriate credit.")
+WORDS = (
+    "river council budget market school harbour winter garden station bridge museum library "
+    "farmers teachers doctors engineers voted opened closed repaired planned announced quietly "
+    "early late new old small large northern southern"
+).split()
+LICENCE = (
+    "This page is licensed under the Creative Commons Attribution Share Alike licence; you may copy "
+    "and redistribute the material in any medium or format provided you give appropriate credit."
+)
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -160,17 +164,34 @@ def _pool(tmp_path, **mix):
         news[f"lic{i}"] = _text(rng, 60) + " " + LICENCE
     # t3 holds the licence after a word no pool document has (so no window across the boundary is
     # shared by chance).
-    texts = {"news/n5": "", "t1": news["n1"], "t2": held["t2"], "t3": _text(rng, 250) + " zebra. " + LICENCE,
-             "t4": held["t4"], "t6": held["t6"]}
+    texts = {
+        "news/n5": "",
+        "t1": news["n1"],
+        "t2": held["t2"],
+        "t3": _text(rng, 250) + " zebra. " + LICENCE,
+        "t4": held["t4"],
+        "t6": held["t6"],
+    }
     exclude = tmp_path / "heldout.parquet"
     pl.DataFrame({"id": list(texts), "text": list(texts.values())}).write_parquet(exclude)
     write_jsonl(tmp_path / "news" / "a.jsonl", [{"id": k, "text": v} for k, v in news.items()])
     off = {"enabled": False}
-    config = source_config(tmp_path, [{"name": "news", "reader": "jsonl", "paths": [str(tmp_path / "news")],
-                                       "id_field": "id"}],
-                           lang=off, filter=off, dedup=off, lines=off, tokenize={"vocab_size": 400},
-                           mix={"group_by": ["source"], "validation_fraction": 0.05, "exclude": [str(exclude)],
-                                "mixtures": [{"name": "main"}], **mix})
+    config = source_config(
+        tmp_path,
+        [{"name": "news", "reader": "jsonl", "paths": [str(tmp_path / "news")], "id_field": "id"}],
+        lang=off,
+        filter=off,
+        dedup=off,
+        lines=off,
+        tokenize={"vocab_size": 400},
+        mix={
+            "group_by": ["source"],
+            "validation_fraction": 0.05,
+            "exclude": [str(exclude)],
+            "mixtures": [{"name": "main"}],
+            **mix,
+        },
+    )
     return config, {"texts": texts, "news": news, "held": held}
 
 
@@ -218,8 +239,9 @@ def test_mix_excludes_by_id_near_duplicate_and_window(mixed):
     assert exclusion["ngram"] == 13 and exclusion["common_window_docs"] == 10 and exclusion["texts"] == 5
     assert documents.filter(pl.col("id").str.starts_with("news/lic"))["split"].is_in(["train", "validation"]).all()
     # The ledger: every document on one side.
-    assert (stats["train_documents"] + stats["validation_documents"] + sum(stats["removed"].values())
-            == len(mixed["news"]))
+    assert stats["train_documents"] + stats["validation_documents"] + sum(stats["removed"].values()) == len(
+        mixed["news"]
+    )
 
 
 def test_check_contamination_zero_when_clean_and_trips_on_a_planted_leak(mixed):
@@ -240,12 +262,19 @@ def test_check_contamination_zero_when_clean_and_trips_on_a_planted_leak(mixed):
     leak = _edit(mixed["held"]["t6"], 0.05, random.Random(9))
     write_token_shard([("planted/leak", leak)], tokenizer, folder / "train" / "leak-0000.arrow", "news")
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["train"].append({"file": "train/leak-0000.arrow", "group": "news", "documents": 1,
-                              "sha256": file_sha256(folder / "train" / "leak-0000.arrow")})
+    manifest["train"].append(
+        {
+            "file": "train/leak-0000.arrow",
+            "group": "news",
+            "documents": 1,
+            "sha256": file_sha256(folder / "train" / "leak-0000.arrow"),
+        }
+    )
     (folder / "manifest.json").write_text(json.dumps(manifest))
     try:
-        dirty = check_contamination(folder, texts.with_columns(
-            set=pl.Series(["task" if i == "t6" else "held" for i in texts["id"]])), tokenizer)
+        dirty = check_contamination(
+            folder, texts.with_columns(set=pl.Series(["task" if i == "t6" else "held" for i in texts["id"]])), tokenizer
+        )
     finally:
         manifest["train"].pop()
         (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -253,12 +282,16 @@ def test_check_contamination_zero_when_clean_and_trips_on_a_planted_leak(mixed):
     assert dirty["contaminated_documents"] == 1 and dirty["contaminated_windows"] >= 10
     assert dirty["groups"]["news"]["contaminated_documents"] == 1
     assert dirty["examples"][0]["id"] == "planted/leak" and dirty["examples"][0]["reference_id"] == "t6"
-    assert dirty["sets"]["task"] == {"texts": 1, "contaminated_documents": 1,
-                                     "contaminated_windows": dirty["contaminated_windows"]}
+    assert dirty["sets"]["task"] == {
+        "texts": 1,
+        "contaminated_documents": 1,
+        "contaminated_windows": dirty["contaminated_windows"],
+    }
     assert dirty["sets"]["held"]["contaminated_documents"] == 0
 
     # Another tokenizer's windows would never match: refused, not a false zero.
-    other = train_tokenizer([_text(random.Random(5), 50) for _ in range(50)], folder.parent / "other.json",
-                            vocab_size=300)
+    other = train_tokenizer(
+        [_text(random.Random(5), 50) for _ in range(50)], folder.parent / "other.json", vocab_size=300
+    )
     with pytest.raises(ValueError, match="not the mixture's"):
         check_contamination(folder, texts, other)

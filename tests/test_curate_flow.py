@@ -24,11 +24,15 @@ def test_lang_and_filter_stages_chain_their_ledgers_and_record_every_removal(tmp
     records += [{"id": f"fr{i}", "text": FRENCH} for i in range(5)]
     write_jsonl(tmp_path / "in" / "a.jsonl", records[::2])
     write_jsonl(tmp_path / "in" / "b.jsonl", records[1::2] + ['{"broken'])
-    config = source_config(tmp_path, [{"name": "mix", "reader": "jsonl", "paths": [str(tmp_path / "in")],
-                                       "id_field": "id"}],
-                           lang={"keep": ["en", "de"], "min_score": 0.5}, filter={"filters": ["pii"]},
-                           dedup={"enabled": False}, lines={"enabled": False},
-                           tokenize={"enabled": False})
+    config = source_config(
+        tmp_path,
+        [{"name": "mix", "reader": "jsonl", "paths": [str(tmp_path / "in")], "id_field": "id"}],
+        lang={"keep": ["en", "de"], "min_score": 0.5},
+        filter={"filters": ["pii"]},
+        dedup={"enabled": False},
+        lines={"enabled": False},
+        tokenize={"enabled": False},
+    )
     stats = curate_flow(config)
 
     assert stats["source"]["docs_out"] == 45 and stats["source"]["quarantined"] == {"invalid_json": 1}

@@ -160,7 +160,7 @@ def test_signatures_equal_datasketch_with_sha1_shingles(scheme, ngram, monkeypat
     for d, words in enumerate(split_words(texts)):
         expected = datasketch_minhash(64, 11, scheme)
         if words:
-            shingles = [words] if len(words) <= ngram else [words[i:i + ngram] for i in range(len(words) - ngram + 1)]
+            shingles = [words] if len(words) <= ngram else [words[i : i + ngram] for i in range(len(words) - ngram + 1)]
             expected.update_batch([" ".join(s).encode("utf-8") for s in shingles])
         assert np.array_equal(signatures[d], expected.hashvalues), (scheme, ngram, d)
 
@@ -175,7 +175,7 @@ def test_signatures_equal_datasketch_with_polynomial_shingles(scheme):
     assert np.array_equal(signatures, minhash_signatures(sets, set_offsets, 128, 1, scheme))
     for d in range(len(texts)):
         expected = datasketch_minhash(128, 1, scheme, hashfunc=lambda value: value)
-        expected.update_batch(hashes[offsets[d]:offsets[d + 1]].tolist())
+        expected.update_batch(hashes[offsets[d] : offsets[d + 1]].tolist())
         assert np.array_equal(signatures[d], expected.hashvalues)
 
 
@@ -197,8 +197,8 @@ def test_default_layout_makes_pairs_at_the_threshold_candidates_99_times_in_100(
     bands, rows = params.lsh
     assert bands * rows <= params.num_perm
     # 1 - (1 - 0.8^rows)^bands: 0.867 for the former 14 x 9, which lost 7% of the pairs at 0.80-0.85.
-    assert 1 - (1 - 0.8 ** rows) ** bands >= 0.99
-    assert params.candidate_probability == pytest.approx(1 - (1 - 0.8 ** rows) ** bands)
+    assert 1 - (1 - 0.8**rows) ** bands >= 0.99
+    assert params.candidate_probability == pytest.approx(1 - (1 - 0.8**rows) ** bands)
     assert params.candidate_probability >= params.recall == 0.998
     assert (bands, rows) == (21, 6)
 
@@ -214,8 +214,12 @@ def test_recall_bands_reach_the_recall_with_the_least_false_positive_work(thresh
     def false_positive(b, r):
         return np.trapezoid(candidate_probability(s, b, r), s)
 
-    reaching = [(b, r) for b in range(1, 129) for r in range(1, 128 // b + 1)
-                if candidate_probability(threshold, b, r) >= recall]
+    reaching = [
+        (b, r)
+        for b in range(1, 129)
+        for r in range(1, 128 // b + 1)
+        if candidate_probability(threshold, b, r) >= recall
+    ]
     best = min(reaching, key=lambda p: false_positive(*p))
     assert false_positive(bands, rows) == pytest.approx(false_positive(*best), rel=1e-6)
 
@@ -236,11 +240,13 @@ def test_lsh_layout_is_configurable_and_validated():
     assert validate_model(DedupConfig, {}).minhash_params().lsh == (21, 6)
     assert validate_model(DedupConfig, {"recall": 0.95}).minhash_params().lsh == recall_bands(0.8, 128, 0.95)
     assert validate_model(DedupConfig, {"bands": 14, "rows": 9}).minhash_params().lsh == (14, 9)
-    for bad, message in [({"bands": 14}, "set bands and rows together"),
-                         ({"bands": 20, "rows": 7}, "must be at most num_perm"),
-                         ({"bands": 14, "rows": 9, "recall": 0.9}, "not both"),
-                         ({"num_perm": 2}, "raise num_perm or lower recall"),
-                         ({"recall": 1.0}, "recall")]:
+    for bad, message in [
+        ({"bands": 14}, "set bands and rows together"),
+        ({"bands": 20, "rows": 7}, "must be at most num_perm"),
+        ({"bands": 14, "rows": 9, "recall": 0.9}, "not both"),
+        ({"num_perm": 2}, "raise num_perm or lower recall"),
+        ({"recall": 1.0}, "recall"),
+    ]:
         with pytest.raises(ConfigError, match=message):
             validate_model(DedupConfig, bad)
 
@@ -263,8 +269,14 @@ def test_band_keys_equal_exactly_when_band_values_are():
 
 def write_docs(path: Path, docs: list[tuple[str, str]], **columns) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = {"id": [d[0] for d in docs], "text": [d[1] for d in docs], "source": ["test"] * len(docs),
-             "url": [None] * len(docs), "meta": [None] * len(docs), **columns}
+    table = {
+        "id": [d[0] for d in docs],
+        "text": [d[1] for d in docs],
+        "source": ["test"] * len(docs),
+        "url": [None] * len(docs),
+        "meta": [None] * len(docs),
+        **columns,
+    }
     pq.write_table(pa.table(table), path)
     return path
 
@@ -408,7 +420,7 @@ def test_verification_drops_lsh_false_positives(tmp_path):
     words_a, words_b = base, partial
 
     def grams(ws):
-        return {" ".join(ws[i:i + 5]) for i in range(len(ws) - 4)}
+        return {" ".join(ws[i : i + 5]) for i in range(len(ws) - 4)}
 
     truth = len(grams(words_a) & grams(words_b)) / len(grams(words_a) | grams(words_b))
     assert row["jaccard"].item() == pytest.approx(truth, abs=0.01)
@@ -438,8 +450,18 @@ def test_signature_file_layout_and_lookup(tmp_path):
     assert counts["docs"] == len(docs) and counts["docs_without_words"] == 2
     table = pq.read_table(out)
     bands, rows = params.lsh
-    assert table.column_names == ["doc", "id", "exact_hash", "words", "chars", "score", "shingles",
-                                  "band_keys", "shingle_set", "signature"]
+    assert table.column_names == [
+        "doc",
+        "id",
+        "exact_hash",
+        "words",
+        "chars",
+        "score",
+        "shingles",
+        "band_keys",
+        "shingle_set",
+        "signature",
+    ]
     assert table.schema.field("band_keys").type == pa.list_(pa.uint64(), bands)
     assert table.column("doc").to_pylist()[:2] == [3 << 32, (3 << 32) + 1]
     assert table.column("id").to_pylist() == [d[0] for d in docs]
@@ -498,12 +520,14 @@ def test_connected_components_scipy_and_fallback_agree():
 
 
 def test_keep_rules_are_deterministic():
-    components = pl.DataFrame({
-        "doc": [5, 2, 9, 7, 3, 11],
-        "component": [2, 2, 2, 3, 3, 3],
-        "chars": [100, 50, 100, 10, 10, 10],
-        "score": [0.5, 0.9, 0.9, None, 0.1, 0.1],
-    })
+    components = pl.DataFrame(
+        {
+            "doc": [5, 2, 9, 7, 3, 11],
+            "component": [2, 2, 2, 3, 3, 3],
+            "chars": [100, 50, 100, 10, 10, 10],
+            "score": [0.5, 0.9, 0.9, None, 0.1, 0.1],
+        }
+    )
     expected = {"first": {2, 3}, "longest": {5, 3}, "quality": {2, 3}}
     for rule, kept in expected.items():
         results = [choose_kept(components.sample(fraction=1.0, shuffle=True, seed=s), rule) for s in range(5)]
@@ -619,8 +643,13 @@ def test_reference_index_finds_near_and_exact_copies_of_reference_texts_only():
     index = ReferenceIndex([f"r{i}" for i in range(30)], references)
     near = references[4].split()
     near[40] = "changed"  # one word of 80: Jaccard of the 5-word shingles 71/81
-    texts = [" ".join(near), references[9].upper() + "!", "", "unrelated words " * 30,
-             " ".join(rng.choice(vocabulary) for _ in range(80))]
+    texts = [
+        " ".join(near),
+        references[9].upper() + "!",
+        "",
+        "unrelated words " * 30,
+        " ".join(rng.choice(vocabulary) for _ in range(80)),
+    ]
     found = index.matches(["near", "exact", "empty", "other", "random"], texts)
     assert found["id"].to_list() == ["exact", "near"]
     assert found["reference_id"].to_list() == ["r9", "r4"]
@@ -639,8 +668,13 @@ def test_small_buckets_give_every_pair_and_large_ones_a_star(tmp_path):
     rows += [(EXACT_BAND, 33, doc) for doc in (7, 8, 9)]  # an exact-hash bucket
     band, key, doc = zip(*rows)
     path = tmp_path / "part.parquet"
-    pq.write_table(pa.table({"band": pa.array(band, pa.int16()), "key": pa.array(key, pa.uint64()),
-                             "doc": pa.array(doc, pa.int64())}, schema=lsh_module.BAND_KEYS_SCHEMA), path)
+    pq.write_table(
+        pa.table(
+            {"band": pa.array(band, pa.int16()), "key": pa.array(key, pa.uint64()), "doc": pa.array(doc, pa.int64())},
+            schema=lsh_module.BAND_KEYS_SCHEMA,
+        ),
+        path,
+    )
     pairs = {(a, b): exact for a, b, exact in candidate_pairs(path).iter_rows()}
     assert {(1, 2), (1, 3), (2, 3)} <= set(pairs)
     assert {(100, d) for d in range(101, 100 + big)} <= set(pairs)

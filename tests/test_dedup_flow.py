@@ -12,8 +12,10 @@ from tests.helpers import source_config, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
-WORDS = ("river valley stone bridge market council winter harvest engine signal garden letter station "
-         "village morning silver museum theatre doctor island forest train budget report").split()
+WORDS = (
+    "river valley stone bridge market council winter harvest engine signal garden letter station "
+    "village morning silver museum theatre doctor island forest train budget report"
+).split()
 
 
 def article(rng: np.random.Generator, n: int = 120) -> str:
@@ -45,10 +47,16 @@ def corpus(tmp_path_factory):
 
 
 def run(tmp_path, corpus, partitions: int):
-    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(corpus)], "id_field": "id"}],
-                           lang={"enabled": False}, filter={"enabled": False},
-                           dedup={"partitions": partitions}, lines={"enabled": False},
-                           tokenize={"enabled": False}, batch_docs=7)
+    config = source_config(
+        tmp_path,
+        [{"name": "s", "reader": "jsonl", "paths": [str(corpus)], "id_field": "id"}],
+        lang={"enabled": False},
+        filter={"enabled": False},
+        dedup={"partitions": partitions},
+        lines={"enabled": False},
+        tokenize={"enabled": False},
+        batch_docs=7,
+    )
     return config, curate_flow(config)
 
 
@@ -88,13 +96,22 @@ def test_lines_found_in_many_documents_are_cut_from_the_sources_in_scope(tmp_pat
     chat = [{"id": f"c{i}", "text": f"How are you?\n{article(rng, 10)}"} for i in range(5)]
     write_jsonl(tmp_path / "in" / "web.jsonl", web)
     write_jsonl(tmp_path / "chat" / "chat.jsonl", chat)
-    config = source_config(tmp_path, [
-        {"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "in")], "id_field": "id"},
-        {"name": "chat", "reader": "jsonl", "paths": [str(tmp_path / "chat")], "id_field": "id"}],
-        lang={"enabled": False}, filter={"enabled": False}, dedup={"enabled": False},
-        lines={"max_docs": 3, "partitions": 2, "sources": ["web"]}, tokenize={"enabled": False})
+    config = source_config(
+        tmp_path,
+        [
+            {"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "in")], "id_field": "id"},
+            {"name": "chat", "reader": "jsonl", "paths": [str(tmp_path / "chat")], "id_field": "id"},
+        ],
+        lang={"enabled": False},
+        filter={"enabled": False},
+        dedup={"enabled": False},
+        lines={"max_docs": 3, "partitions": 2, "sources": ["web"]},
+        tokenize={"enabled": False},
+    )
     stats = curate_flow(config)["lines"]
-    assert stats["lines"] == {"frequent_lines": 2}  # the footer (normalized: case and punctuation fold) and the greeting
+    assert stats["lines"] == {
+        "frequent_lines": 2
+    }  # the footer (normalized: case and punctuation fold) and the greeting
     assert stats["removed"] == {"filter.empty_after_rewrite": 1}
     assert stats["counts"]["repeated_lines.lines_removed"] == 7  # 5 footers, both lines of only-footer
     docs = pl.read_parquet(RunLayout(config.run_dir).stage("lines").docs / "*.parquet")
@@ -110,13 +127,20 @@ def test_keep_rule_quality_keeps_the_best_scored_document_of_each_cluster(tmp_pa
 
     rng = np.random.default_rng(2)
     model = tmp_path / "quality"
-    train_quality_classifier([article(rng) for _ in range(60)],
-                             [" ".join(rng.choice(["buy", "cheap", "click", "free", "now"], 40)) for _ in range(60)],
-                             model, seed=0)
-    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(corpus)], "id_field": "id"}],
-                           lang={"enabled": False}, lines={"enabled": False},
-                           filter={"filters": ["quality"], "params": {"quality": {"model": str(model), "threshold": 0.0}}},
-                           dedup={"keep": "quality", "partitions": 2})
+    train_quality_classifier(
+        [article(rng) for _ in range(60)],
+        [" ".join(rng.choice(["buy", "cheap", "click", "free", "now"], 40)) for _ in range(60)],
+        model,
+        seed=0,
+    )
+    config = source_config(
+        tmp_path,
+        [{"name": "s", "reader": "jsonl", "paths": [str(corpus)], "id_field": "id"}],
+        lang={"enabled": False},
+        lines={"enabled": False},
+        filter={"filters": ["quality"], "params": {"quality": {"model": str(model), "threshold": 0.0}}},
+        dedup={"keep": "quality", "partitions": 2},
+    )
     stats = curate_flow(config)
     assert stats["dedup"]["removed"] == {"dedup.exact_duplicate": 2, "dedup.near_duplicate": 1}
     layout = RunLayout(config.run_dir)

@@ -106,8 +106,11 @@ def test_shares_of_kinds(labels):
     assert 0.50 * DOCS <= kinds["clean"] <= 0.56 * DOCS
     copies = sum(r["original"] is not None for r in labels)
     assert 0.18 * DOCS <= copies <= 0.26 * DOCS
-    noise = sum(r["original"] is None for r in labels
-                if r["kind"] in ("boilerplate", "spam", "lorem", "gibberish", "mixed_lang", "non_html"))
+    noise = sum(
+        r["original"] is None
+        for r in labels
+        if r["kind"] in ("boilerplate", "spam", "lorem", "gibberish", "mixed_lang", "non_html")
+    )
     assert 0.19 * DOCS <= noise <= 0.23 * DOCS
     assert all(kinds[k] > 0 for k in KINDS)
 
@@ -157,8 +160,7 @@ def test_near_dups_differ_by_about_their_rate(labels, records):
         assert copy != source
         if original["lang"] == "en":
             a, b = Counter(source.split()), Counter(copy.split())
-            changed_share.setdefault(row["edit_rate"], []).append(
-                sum((a - b).values()) / max(1, sum(a.values())))
+            changed_share.setdefault(row["edit_rate"], []).append(sum((a - b).values()) / max(1, sum(a.values())))
     # a substitution or deletion changes one word, an insertion none: about 2/3 of the rate
     for rate, shares in changed_share.items():
         assert 0.3 * rate <= np.mean(shares) <= 1.5 * rate + 0.02, (rate, np.mean(shares))
@@ -184,8 +186,10 @@ def test_duplication_is_web_like(labels):
     copies = [r for r in labels if r["original"] is not None]
     by_kind = Counter(base[r["original"]] for r in copies if not r["canary"])
     assert by_kind["boilerplate"] + by_kind["spam"] > max(0.55 * sum(by_kind.values()), 2 * by_kind["clean"])
-    clusters = {kind: Counter(r["original"] for r in copies if base[r["original"]] == kind and not r["canary"])
-                for kind in ("boilerplate", "spam", "clean", "lorem", "gibberish", "mixed_lang")}
+    clusters = {
+        kind: Counter(r["original"] for r in copies if base[r["original"]] == kind and not r["canary"])
+        for kind in ("boilerplate", "spam", "clean", "lorem", "gibberish", "mixed_lang")
+    }
     assert all(clusters[kind] for kind in clusters)  # every kind is copied
     largest = {kind: max(found.values()) for kind, found in clusters.items()}
     assert largest["boilerplate"] > 30 and largest["spam"] > 15
@@ -297,7 +301,7 @@ def test_perturb_keeps_lines_and_edits():
 
 def _windows(text: str, n: int = 13) -> set[tuple[str, ...]]:
     words = text.split()
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 @pytest.fixture(scope="module")

@@ -40,17 +40,35 @@ DOCS = 1500
 
 def _config(tmp_path, **overrides):
     data = {
-        "out_dir": str(tmp_path / "experiment"), "demo": True, "demo_docs": DOCS,
-        "corpus_dir": str(tmp_path / "corpus"), "seeds": [0, 1], "budget_tokens": 6000,
+        "out_dir": str(tmp_path / "experiment"),
+        "demo": True,
+        "demo_docs": DOCS,
+        "corpus_dir": str(tmp_path / "corpus"),
+        "seeds": [0, 1],
+        "budget_tokens": 6000,
         "tokenizer": {"vocab_size": 2000, "sample_docs": 500},
         "task": {"train_docs": 30, "test_docs": 20, "sizes": [10, 0], "max_tokens": 16, "finetune_steps": 2},
         "memorization": {"prefix_tokens": 6, "suffix_tokens": 8},
-        "variants": [{"name": "raw"}, {"name": "full", "stages": ["lang", "filter", "dedup", "lines"], "quality": True},
-                     {"name": "full-t2", "stages": ["lang", "filter", "dedup", "lines"], "quality": True,
-                      "temperature": 2.0, "ablation_of": "full"}],
-        "train": {"device": "cpu", "eval_interval": 4, "eval_tokens": 256, "log_interval": 2,
-                  "model": {"block_size": 16, "n_layer": 1, "n_head": 2, "n_embd": 16},
-                  "batch": {"micro_batch": 4}, "optim": {"warmup_steps": 1}},
+        "variants": [
+            {"name": "raw"},
+            {"name": "full", "stages": ["lang", "filter", "dedup", "lines"], "quality": True},
+            {
+                "name": "full-t2",
+                "stages": ["lang", "filter", "dedup", "lines"],
+                "quality": True,
+                "temperature": 2.0,
+                "ablation_of": "full",
+            },
+        ],
+        "train": {
+            "device": "cpu",
+            "eval_interval": 4,
+            "eval_tokens": 256,
+            "log_interval": 2,
+            "model": {"block_size": 16, "n_layer": 1, "n_head": 2, "n_embd": 16},
+            "batch": {"micro_batch": 4},
+            "optim": {"warmup_steps": 1},
+        },
     }
     data.update(overrides)
     return parse_experiment(data)
@@ -93,10 +111,14 @@ def test_tiny_experiment_end_to_end(tmp_path):
     # Every comparison tested once, Holm within its family: no set's single group again, no loss
     # beside its accuracy; each with its interval.
     tested = [c for c in results["comparisons"] if c["p"] is not None]
-    assert tested and all(c["family_size"] == results["families"][c["family"]] and c["p_holm"] >= c["p"]
-                          for c in tested)
+    assert tested and all(
+        c["family_size"] == results["families"][c["family"]] and c["p_holm"] >= c["p"] for c in tested
+    )
     assert sum(results["families"].values()) == len(tested)
-    assert {c["family"] for c in results["comparisons"] if c["metric"] == "heldout_bpb"} == {"headline", "leave-one-out"}
+    assert {c["family"] for c in results["comparisons"] if c["metric"] == "heldout_bpb"} == {
+        "headline",
+        "leave-one-out",
+    }
     # A variant with ablation_of is also compared with that variant, in a family of its own.
     ablation = [c for c in results["comparisons"] if c["family"] == "leave-one-out"]
     assert ablation and {(c["a"], c["b"]) for c in ablation} == {("full-t2", "full")}
@@ -113,8 +135,9 @@ def test_tiny_experiment_end_to_end(tmp_path):
 
     # One evaluation folder, the same bytes for every variant: each run evaluated exactly it.
     manifest = json.loads((out / "heldout" / "manifest.json").read_text())
-    assert {e["group"] for e in manifest["validation"]} == set(texts.select(pl.col("set") + "/" + pl.col("group"))
-                                                                  .to_series())
+    assert {e["group"] for e in manifest["validation"]} == set(
+        texts.select(pl.col("set") + "/" + pl.col("group")).to_series()
+    )
     for entry in manifest["validation"]:
         assert file_sha256(out / "heldout" / entry["file"]) == entry["sha256"] == heldout["shards"][entry["group"]]
     for name in ("raw", "full"):
@@ -127,8 +150,16 @@ def test_tiny_experiment_end_to_end(tmp_path):
     tokenizer_sha = file_sha256(out / "tokenizer.json")
     assert manifest["tokenizer"]["sha256"] == tokenizer_sha == heldout["tokenizer_sha256"]
     for name in ("raw", "full"):
-        mixture = json.loads((out / "curation" / results["curation"][name]["run_dir"].rsplit("/", 1)[1] / "mix" / name
-                              / "manifest.json").read_text())
+        mixture = json.loads(
+            (
+                out
+                / "curation"
+                / results["curation"][name]["run_dir"].rsplit("/", 1)[1]
+                / "mix"
+                / name
+                / "manifest.json"
+            ).read_text()
+        )
         assert mixture["tokenizer"]["sha256"] == tokenizer_sha == results["curation"][name]["tokenizer_sha256"]
 
     # The contamination check ran on every variant and found nothing.
@@ -136,7 +167,9 @@ def test_tiny_experiment_end_to_end(tmp_path):
     for name, check in results["contamination"].items():
         assert check["contaminated_documents"] == 0 and check["contaminated_windows"] == 0
         # Every training document once (an upsampled one repeats), its end-of-document token aside.
-        plan = pl.read_parquet(Path(results["curation"][name]["mixture"]) / "plan.parquet").filter(pl.col("repeats") > 0)
+        plan = pl.read_parquet(Path(results["curation"][name]["mixture"]) / "plan.parquet").filter(
+            pl.col("repeats") > 0
+        )
         assert check["documents_checked"] == plan.height
         assert check["tokens_checked"] == (plan["tokens"] - 1).sum()
 
@@ -151,8 +184,10 @@ def test_tiny_experiment_end_to_end(tmp_path):
         assert sum(k["share"] for k in used["kinds"].values()) == pytest.approx(1.0)
         assert "unlabelled" not in used["kinds"]
     junk = ("spam", "lorem", "gibberish", "boilerplate")
-    junk_share = {name: sum(v["share"] for k, v in results["curation"][name]["trained_on"]["kinds"].items() if k in junk)
-                  for name in ("raw", "full")}
+    junk_share = {
+        name: sum(v["share"] for k, v in results["curation"][name]["trained_on"]["kinds"].items() if k in junk)
+        for name in ("raw", "full")
+    }
     assert junk_share["full"] < junk_share["raw"]
 
     # The report shows results.json's numbers.
@@ -165,7 +200,7 @@ def test_tiny_experiment_end_to_end(tmp_path):
             assert text == "–"
             continue
         digits = len(text.split(".")[1]) if "." in text else 0
-        assert abs(float(text.replace(",", "")) - value) <= 0.5 * 10 ** -digits + 1e-12, (path, text, value)
+        assert abs(float(text.replace(",", "")) - value) <= 0.5 * 10**-digits + 1e-12, (path, text, value)
 
     # The runs differ as their curation says.
     raw_run = json.loads((out / "curation" / "raw" / "manifest.json").read_text())
@@ -177,7 +212,9 @@ def test_tiny_experiment_end_to_end(tmp_path):
     assert raw["documents_in"] == full["documents_in"] and raw["documents_curated"] > full["documents_curated"]
     # Mixtures take whole documents (each group within half a document of its share of the
     # budget); the trainer reads the same number of tokens from every variant.
-    assert raw["tokens_taken"] == pytest.approx(6000, rel=0.25) and full["tokens_taken"] == pytest.approx(6000, rel=0.25)
+    assert raw["tokens_taken"] == pytest.approx(6000, rel=0.25) and full["tokens_taken"] == pytest.approx(
+        6000, rel=0.25
+    )
     assert len({run["tokens"] for runs in results["runs"].values() for run in runs.values()}) == 1
 
     # Decontamination: no training document of any mixture is a task text or a near copy of one,
@@ -205,15 +242,19 @@ def test_tiny_experiment_end_to_end(tmp_path):
     planted = canaries.filter(pl.col("occurrences") > 0)["text"]
     assert planted.is_in(source["text"].implode()).all()
     memo = results["memorization"]
-    expected_counts = {("control" if n == 0 else str(n)): k for n, k in canaries.group_by("occurrences").len().iter_rows()}
+    expected_counts = {
+        ("control" if n == 0 else str(n)): k for n, k in canaries.group_by("occurrences").len().iter_rows()
+    }
     assert memo["canaries"] == expected_counts and {"control", "1", "10"} <= set(expected_counts)
     assert set(memo["runs"]) == {"raw", "full", "full-t2"} and set(memo["runs"]["raw"]) == {"0", "1"}
     for name in ("raw", "full"):
         plan = pl.read_parquet(Path(results["curation"][name]["mixture"]) / "plan.parquet")
         repeats = dict(zip(plan["id"].to_list(), plan["repeats"].to_list()))
         for n, seen in memo["trained"][name].items():
-            views = [sum(repeats.get(i, 0) for i in ids)
-                     for ids in canaries.filter(pl.col("occurrences") == int(n))["pool_ids"].to_list()]
+            views = [
+                sum(repeats.get(i, 0) for i in ids)
+                for ids in canaries.filter(pl.col("occurrences") == int(n))["pool_ids"].to_list()
+            ]
             assert seen["mean_views"] == pytest.approx(np.mean(views)) and seen["canaries"] == len(views)
         scored = json.loads((out / "memorization" / name / "seed-0.json").read_text())
         assert len(scored["canaries"]["id"]) + scored["too_short"] == canaries.height
@@ -225,7 +266,8 @@ def test_tiny_experiment_end_to_end(tmp_path):
     memorization = [c for c in results["comparisons"] if c["family"] == "memorization"]
     planted = [n for n in expected_counts if n != "control"]
     assert {(c["a"], c["metric"]) for c in memorization} == {
-        (a, f"memorization/exposure/{n}") for a in ("full", "full-t2") for n in planted}
+        (a, f"memorization/exposure/{n}") for a in ("full", "full-t2") for n in planted
+    }
     assert all(c["b"] == "raw" for c in memorization)
 
     # Run side by side (parallel_runs = 2: a process per run, a core each), pretraining and
@@ -254,25 +296,35 @@ def test_a_leak_stops_the_experiment(tmp_path, monkeypatch):
     after writing the counts."""
     config = _config(tmp_path, variants=[{"name": "raw"}, {"name": "dedup", "stages": ["dedup"]}])
     config.out_dir.mkdir(parents=True)
-    found = {"raw": {"contaminated_documents": 0, "contaminated_windows": 0},
-             "dedup": {"contaminated_documents": 3, "contaminated_windows": 17}}
-    monkeypatch.setattr(experiment_module, "check_contamination",
-                        lambda mixture, texts, tokenizer, **settings: found[mixture.name])
+    found = {
+        "raw": {"contaminated_documents": 0, "contaminated_windows": 0},
+        "dedup": {"contaminated_documents": 3, "contaminated_windows": 17},
+    }
+    monkeypatch.setattr(
+        experiment_module, "check_contamination", lambda mixture, texts, tokenizer, **settings: found[mixture.name]
+    )
     monkeypatch.setattr(experiment_module, "load_tokenizer", lambda path: None)
     runs = {name: type("Run", (), {"run_dir": tmp_path / name})() for name in ("raw", "dedup")}
     with pytest.raises(ContaminationError, match=r"13-token window .*\(dedup 3\)"):
-        experiment_module._check_contamination(config, runs, pl.DataFrame({"id": ["t"], "text": ["a text"]}),
-                                               tmp_path / "tokenizer.json")
+        experiment_module._check_contamination(
+            config, runs, pl.DataFrame({"id": ["t"], "text": ["a text"]}), tmp_path / "tokenizer.json"
+        )
     assert json.loads((config.out_dir / "contamination.json").read_text()) == found
 
 
 def test_heldout_scores_weigh_groups_by_bytes_and_sets_equally():
-    eval_groups = {"news/news": {"set": "news", "clean": True, "validation_tokens": 100, "validation_bytes": 400},
-                   "news/web": {"set": "news", "clean": True, "validation_tokens": 100, "validation_bytes": 200},
-                   "chat/chat": {"set": "chat", "clean": True, "validation_tokens": 50, "validation_bytes": 100},
-                   "junk/web": {"set": "junk", "clean": False, "validation_tokens": 10, "validation_bytes": 10}}
-    groups = {"news/news": {"bpb": 1.0, "tokens": 100}, "news/web": {"bpb": 2.0, "tokens": 100},
-              "chat/chat": {"bpb": 3.0, "tokens": 40}, "junk/web": {"bpb": 9.0, "tokens": 10}}
+    eval_groups = {
+        "news/news": {"set": "news", "clean": True, "validation_tokens": 100, "validation_bytes": 400},
+        "news/web": {"set": "news", "clean": True, "validation_tokens": 100, "validation_bytes": 200},
+        "chat/chat": {"set": "chat", "clean": True, "validation_tokens": 50, "validation_bytes": 100},
+        "junk/web": {"set": "junk", "clean": False, "validation_tokens": 10, "validation_bytes": 10},
+    }
+    groups = {
+        "news/news": {"bpb": 1.0, "tokens": 100},
+        "news/web": {"bpb": 2.0, "tokens": 100},
+        "chat/chat": {"bpb": 3.0, "tokens": 40},
+        "junk/web": {"bpb": 9.0, "tokens": 10},
+    }
     scores = heldout_scores(groups, eval_groups)
     # news: 400 bytes at 1.0 and 200 at 2.0 -> 800 bits / 600 bytes.
     assert scores["heldout_bpb/news"] == pytest.approx(4 / 3)
@@ -282,27 +334,38 @@ def test_heldout_scores_weigh_groups_by_bytes_and_sets_equally():
 
 
 def test_trained_on_counts_repeats_and_kinds():
-    documents = pl.DataFrame({"id": ["news/a", "web/b", "web/c", "news/d"], "group": ["news", "web", "web", "news"],
-                              "tokens": [10, 20, 5, 7], "bytes": [40, 60, 10, 30],
-                              "split": ["train", "train", "train", "validation"]})
+    documents = pl.DataFrame(
+        {
+            "id": ["news/a", "web/b", "web/c", "news/d"],
+            "group": ["news", "web", "web", "news"],
+            "tokens": [10, 20, 5, 7],
+            "bytes": [40, 60, 10, 30],
+            "split": ["train", "train", "train", "validation"],
+        }
+    )
     plan = pl.DataFrame({"id": ["news/a", "web/b", "web/c"], "group": ["news", "web", "web"], "repeats": [3, 1, 0]})
     labels = pl.DataFrame({"id": ["news/a", "web/b", "web/c"], "kind": ["clean", "spam", "lorem"]})
     used = trained_on(documents, plan, labels)
     assert used["tokens"] == 50 and used["bytes"] == 180 and used["bytes_per_token"] == pytest.approx(3.6)
     assert used["epochs"] == {"news": 3.0, "web": 0.8}
-    assert used["kinds"] == {"clean": {"tokens": 30, "bytes": 120, "share": 0.6},
-                             "spam": {"tokens": 20, "bytes": 60, "share": 0.4},
-                             "lorem": {"tokens": 0, "bytes": 0, "share": 0.0}}
+    assert used["kinds"] == {
+        "clean": {"tokens": 30, "bytes": 120, "share": 0.6},
+        "spam": {"tokens": 20, "bytes": 60, "share": 0.4},
+        "lorem": {"tokens": 0, "bytes": 0, "share": 0.0},
+    }
 
 
 def test_user_eval_sets(tmp_path):
     path = tmp_path / "mine.jsonl"
-    path.write_text('{"body": "first text", "site": "a", "url": "u1"}\n{"body": "second", "site": null, "url": "u2"}\n'
-                    '{"body": "", "site": "b", "url": "u3"}\n')
+    path.write_text(
+        '{"body": "first text", "site": "a", "url": "u1"}\n{"body": "second", "site": null, "url": "u2"}\n'
+        '{"body": "", "site": "b", "url": "u3"}\n'
+    )
     texts = read_eval_set(EvalSetConfig(name="mine", path=path, text_field="body", group_field="site", id_field="url"))
     assert texts.to_dicts() == [
         {"id": "u1", "text": "first text", "set": "mine", "group": "a", "lang": None, "kind": "user", "clean": True},
-        {"id": "u2", "text": "second", "set": "mine", "group": "mine", "lang": None, "kind": "user", "clean": True}]
+        {"id": "u2", "text": "second", "set": "mine", "group": "mine", "lang": None, "kind": "user", "clean": True},
+    ]
     with pytest.raises(ConfigError, match="has no 'title' column"):
         read_eval_set(EvalSetConfig(name="mine", path=path, text_field="title"))
     with pytest.raises(ConfigError, match="names more than one text"):
@@ -374,17 +437,20 @@ def test_the_rule_calls_no_difference_on_noise():
     assert found[0]["significant"] and found[0]["better"]
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"demo": False}, "demo = true, or curation"),
-    ({"variants": [{"name": "a"}, {"name": "a"}]}, "unique"),
-    ({"variants": [{"name": "q", "quality": True}]}, "needs 'filter'"),
-    ({"train": {"seed": 3}}, "train.seed"),
-    ({"group_by": ["lang"]}, "lang stage in every variant"),
-    ({"reference": {"fraction": 0.1}}, "remove \\[reference\\]"),
-    ({"eval_sets": [{"name": "news", "path": __file__.replace(".py", ".jsonl")}]}, "no file"),
-    ({"memorization": {"prefix_tokens": 8, "suffix_tokens": 9}}, "must fit the model's block_size \\(16\\)"),
-    ({"memorization": {"canaries": "missing.parquet"}}, "memorization.canaries"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"demo": False}, "demo = true, or curation"),
+        ({"variants": [{"name": "a"}, {"name": "a"}]}, "unique"),
+        ({"variants": [{"name": "q", "quality": True}]}, "needs 'filter'"),
+        ({"train": {"seed": 3}}, "train.seed"),
+        ({"group_by": ["lang"]}, "lang stage in every variant"),
+        ({"reference": {"fraction": 0.1}}, "remove \\[reference\\]"),
+        ({"eval_sets": [{"name": "news", "path": __file__.replace(".py", ".jsonl")}]}, "no file"),
+        ({"memorization": {"prefix_tokens": 8, "suffix_tokens": 9}}, "must fit the model's block_size \\(16\\)"),
+        ({"memorization": {"canaries": "missing.parquet"}}, "memorization.canaries"),
+    ],
+)
 def test_experiment_config_errors(tmp_path, change, message):
     with pytest.raises(ConfigError, match=message):
         _config(tmp_path, **change)

@@ -34,13 +34,19 @@ class DropLinesWithX:
     def apply(self, docs):
         lines = docs["text"].str.split("\n")
         kept = lines.list.eval(pl.element().filter(~pl.element().str.starts_with("x"))).list.join("\n")
-        removed = (lines.list.len() - lines.list.eval(pl.element().filter(~pl.element().str.starts_with("x"))).list.len())
+        removed = lines.list.len() - lines.list.eval(pl.element().filter(~pl.element().str.starts_with("x"))).list.len()
         return FilterOutput(pl.DataFrame({"x_lines": removed.cast(pl.Float64)}), text=kept)
 
 
 def docs(*texts):
-    return pl.DataFrame({"id": [f"d{i}" for i in range(len(texts))], "text": list(texts),
-                         "source": ["s"] * len(texts), "lang": ["en"] * len(texts)})
+    return pl.DataFrame(
+        {
+            "id": [f"d{i}" for i in range(len(texts))],
+            "text": list(texts),
+            "source": ["s"] * len(texts),
+            "lang": ["en"] * len(texts),
+        }
+    )
 
 
 def test_first_rule_is_recorded_and_all_fired_rules_are_counted():
@@ -65,8 +71,14 @@ def test_a_document_left_blank_by_a_rewrite_is_removed():
 
 
 def test_pii_counts_go_to_stats_in_total_and_per_source():
-    batch = pl.DataFrame({"id": ["a", "b"], "text": ["mail me: a@b.org", "ip 81.2.69.142 and c@d.com"],
-                          "source": ["web", "news"], "lang": ["en", "en"]})
+    batch = pl.DataFrame(
+        {
+            "id": ["a", "b"],
+            "text": ["mail me: a@b.org", "ip 81.2.69.142 and c@d.com"],
+            "source": ["web", "news"],
+            "lang": ["en", "en"],
+        }
+    )
     result = apply_filters(batch, [PIIScrubber()])
     assert result.kept["text"].to_list() == ["mail me: <EMAIL>", "ip <IP_ADDRESS> and <EMAIL>"]
     assert result.counts["pii.email"] == 2 and result.counts["pii.email|web"] == 1
@@ -78,15 +90,22 @@ def test_filters_apply_only_to_the_configured_sources(tmp_path):
     from tests.helpers import source_config, write_jsonl
 
     path = write_jsonl(tmp_path / "in.jsonl", [{"text": "x"}])
-    config = source_config(tmp_path, [{"name": "web", "reader": "jsonl", "paths": [str(path)]},
-                                      {"name": "chat", "reader": "jsonl", "paths": [str(path)]}],
-                           filter={"filters": ["gopher_quality", "pii"], "sources": ["web"]})
-    batch = pl.DataFrame({"id": ["w", "c"], "text": ["hi a@b.com", "hi a@b.com"], "source": ["web", "chat"],
-                          "lang": ["en", "en"]})
+    config = source_config(
+        tmp_path,
+        [
+            {"name": "web", "reader": "jsonl", "paths": [str(path)]},
+            {"name": "chat", "reader": "jsonl", "paths": [str(path)]},
+        ],
+        filter={"filters": ["gopher_quality", "pii"], "sources": ["web"]},
+    )
+    batch = pl.DataFrame(
+        {"id": ["w", "c"], "text": ["hi a@b.com", "hi a@b.com"], "source": ["web", "chat"], "lang": ["en", "en"]}
+    )
     result = filter_step(config)(batch)
     assert result.removed.select("id", "rule").rows() == [("w", "gopher_quality.word_count_min")]
-    assert result.kept.rows(named=True) == [{"id": "c", "text": "hi a@b.com", "source": "chat", "lang": "en",
-                                             "pii_replacements": None}]
+    assert result.kept.rows(named=True) == [
+        {"id": "c", "text": "hi a@b.com", "source": "chat", "lang": "en", "pii_replacements": None}
+    ]
 
 
 def test_every_filter_measures_the_text_as_it_entered_the_stage():
@@ -133,8 +152,9 @@ def test_gopher_paragraph_and_ellipsis_rules_fire_in_the_default_chain():
         "\n".join(GOOD_LINES) + "\n\n" + repeated + "\n\n" + repeated,  # 1 of 3 paragraphs a copy (> 0.3)
         "\n".join(GOOD_LINES) + "\n\n" + ELLIPSIS_LINES[0],  # 1 of 7 lines: kept
     ]
-    batch = pl.DataFrame({"id": ["ellipsis", "paragraphs", "clean"], "text": texts, "source": ["web"] * 3,
-                          "lang": ["en"] * 3})
+    batch = pl.DataFrame(
+        {"id": ["ellipsis", "paragraphs", "clean"], "text": texts, "source": ["web"] * 3, "lang": ["en"] * 3}
+    )
     result = apply_filters(batch, build_filters(DEFAULT_FILTERS, {}))
     assert result.removed.sort("id").select("id", "rule", "value").rows() == [
         ("ellipsis", "gopher_quality.ellipsis_lines_ratio", 0.4),

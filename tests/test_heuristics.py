@@ -45,9 +45,7 @@ def batch(texts: list[str], lang: str | None | list = "en") -> pl.DataFrame:
 def run(filt, texts: list[str], lang="en") -> tuple[FilterOutput, dict[str, list[bool]]]:
     """The filter's output on ``texts`` and, per rule name, whether it fires on each text."""
     out = filt.apply(batch(texts, lang))
-    fires = {
-        r.name: out.measures.select(r.fires(pl.col(r.measure))).to_series().to_list() for r in filt.rules()
-    }
+    fires = {r.name: out.measures.select(r.fires(pl.col(r.measure))).to_series().to_list() for r in filt.rules()}
     return out, fires
 
 
@@ -75,8 +73,24 @@ def distinct_words(k: int, length: int, prefix: str = "q") -> list[str]:
 def test_words_strip_punctuation_and_split_spaceless_scripts():
     text = "(Hello), world! don't -- #tag 3.5% … 中文字 Python编程 カタカナー"
     got = pl.select(words(pl.lit(text))).item().to_list()
-    assert got == ["Hello", "world", "don't", "tag", "3.5", "中", "文", "字", "Python", "编", "程",
-                   "カ", "タ", "カ", "ナ", "ー"]
+    assert got == [
+        "Hello",
+        "world",
+        "don't",
+        "tag",
+        "3.5",
+        "中",
+        "文",
+        "字",
+        "Python",
+        "编",
+        "程",
+        "カ",
+        "タ",
+        "カ",
+        "ナ",
+        "ー",
+    ]
 
 
 def test_lines_and_paragraphs_follow_python():
@@ -175,27 +189,70 @@ def test_gopher_quality_spaceless_scripts_count_characters():
     assert not any(fires["gopher_quality.mean_word_length_min"])
 
 
-@pytest.mark.parametrize("code, expected", [
-    ("en", ("en", "Latn")), ("EN", ("en", "Latn")), ("en-US", ("en", "Latn")), ("eng", ("en", "Latn")),
-    ("eng_Latn", ("en", "Latn")), ("zh", ("zh", "Hani")), ("zh-Hant-TW", ("zh", "Hant")),
-    ("zh_TW", ("zh", "Hani")), ("cmn_Hani", ("zh", "Hani")), ("zho_Hans", ("zh", "Hans")),
-    ("yue", ("yue", "Hani")), ("yue_Hant", ("yue", "Hant")), ("wuu", ("wuu", "Hani")),
-    ("jpn_Jpan", ("ja", "Jpan")), ("tha_Thai", ("th", "Thai")), ("khm_Khmr", ("km", "Khmr")),
-    ("lao_Laoo", ("lo", "Laoo")), ("mya_Mymr", ("my", "Mymr")), ("bod_Tibt", ("bo", "Tibt")),
-    ("dzo_Tibt", ("dz", "Tibt")), ("arb_Arab", ("ar", "Arab")), ("sr_Latn", ("sr", "Latn")),
-    ("ger", ("de", "Latn")), ("kor_Hang", ("ko", "Hang")), ("xyz_Latn", ("xyz", "Latn")),
-    ("xyz", ("xyz", None)), ("", (None, None)), (None, (None, None)), ("not a code", (None, None)),
-])
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        ("en", ("en", "Latn")),
+        ("EN", ("en", "Latn")),
+        ("en-US", ("en", "Latn")),
+        ("eng", ("en", "Latn")),
+        ("eng_Latn", ("en", "Latn")),
+        ("zh", ("zh", "Hani")),
+        ("zh-Hant-TW", ("zh", "Hant")),
+        ("zh_TW", ("zh", "Hani")),
+        ("cmn_Hani", ("zh", "Hani")),
+        ("zho_Hans", ("zh", "Hans")),
+        ("yue", ("yue", "Hani")),
+        ("yue_Hant", ("yue", "Hant")),
+        ("wuu", ("wuu", "Hani")),
+        ("jpn_Jpan", ("ja", "Jpan")),
+        ("tha_Thai", ("th", "Thai")),
+        ("khm_Khmr", ("km", "Khmr")),
+        ("lao_Laoo", ("lo", "Laoo")),
+        ("mya_Mymr", ("my", "Mymr")),
+        ("bod_Tibt", ("bo", "Tibt")),
+        ("dzo_Tibt", ("dz", "Tibt")),
+        ("arb_Arab", ("ar", "Arab")),
+        ("sr_Latn", ("sr", "Latn")),
+        ("ger", ("de", "Latn")),
+        ("kor_Hang", ("ko", "Hang")),
+        ("xyz_Latn", ("xyz", "Latn")),
+        ("xyz", ("xyz", None)),
+        ("", (None, None)),
+        (None, (None, None)),
+        ("not a code", (None, None)),
+    ],
+)
 def test_parse_lang_reads_iso_bcp47_and_glotlid_codes(code, expected):
     assert parse_lang(code) == expected
 
 
-@pytest.mark.parametrize("code, expected", [
-    ("zh", True), ("yue", True), ("wuu", True), ("cmn_Hani", True), ("zho_Hans", True), ("zho_Hant", True),
-    ("ja", True), ("jpn_Jpan", True), ("tha_Thai", True), ("lo", True), ("km", True), ("my", True),
-    ("bo", True), ("en", False), ("eng_Latn", False), ("ko", False), ("kor_Hang", False),
-    ("sr_Cyrl", False), ("xyz", None), ("und_Zyyy", None), (None, None),
-])
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        ("zh", True),
+        ("yue", True),
+        ("wuu", True),
+        ("cmn_Hani", True),
+        ("zho_Hans", True),
+        ("zho_Hant", True),
+        ("ja", True),
+        ("jpn_Jpan", True),
+        ("tha_Thai", True),
+        ("lo", True),
+        ("km", True),
+        ("my", True),
+        ("bo", True),
+        ("en", False),
+        ("eng_Latn", False),
+        ("ko", False),
+        ("kor_Hang", False),
+        ("sr_Cyrl", False),
+        ("xyz", None),
+        ("und_Zyyy", None),
+        (None, None),
+    ],
+)
 def test_spaceless_is_decided_by_script_not_code_length(code, expected):
     assert is_spaceless_code(code) is expected
 
@@ -281,8 +338,14 @@ def repeated_ngram_doc(gram: list[str], total_chars: int) -> str:
 
 
 GRAM_LENGTHS = {  # word lengths of an n-gram whose characters are k hundredths of 200
-    2: [10, 10], 3: [6, 6, 6], 4: [4, 4, 4, 4],
-    5: [3] * 5, 6: [3, 3, 2, 2, 2, 2], 7: [2] * 6 + [1], 8: [2] * 4 + [1] * 4, 9: [2, 2] + [1] * 7,
+    2: [10, 10],
+    3: [6, 6, 6],
+    4: [4, 4, 4, 4],
+    5: [3] * 5,
+    6: [3, 3, 2, 2, 2, 2],
+    7: [2] * 6 + [1],
+    8: [2] * 4 + [1] * 4,
+    9: [2, 2] + [1] * 7,
     10: [1] * 10,
 }
 THRESHOLDS = {2: 0.20, 3: 0.18, 4: 0.16, 5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
@@ -326,7 +389,7 @@ def reference_repetition(text: str) -> dict[str, float | None]:
         return sum(len(ws[i]) for i in {i for s in starts for i in range(s, s + n)})
 
     for n in range(2, 11):
-        grams = [tuple(ws[i:i + n]) for i in range(len(ws) - n + 1)]
+        grams = [tuple(ws[i : i + n]) for i in range(len(ws) - n + 1)]
         counts = Counter(grams)
         if n <= 4:
             if not grams:
@@ -401,10 +464,18 @@ def test_c4_line_rules_at_their_limits():
     four_words = "one two three four."
     five_words = "one two three four five."
     long_word = "w" * 1000
-    out, _ = run(C4Quality(min_sentences=None), [
-        four_words, five_words, f"{long_word} a b c d.", f"{long_word}x a b c d.", 'He said "it is fine now"',
-        "a b c d e'", "a b c d e...",
-    ])
+    out, _ = run(
+        C4Quality(min_sentences=None),
+        [
+            four_words,
+            five_words,
+            f"{long_word} a b c d.",
+            f"{long_word}x a b c d.",
+            'He said "it is fine now"',
+            "a b c d e'",
+            "a b c d e...",
+        ],
+    )
     assert values(out, "lines_kept") == [0, 1, 1, 0, 1, 0, 0]
     assert values(out, "lines_removed_too_few_words") == [1, 0, 0, 0, 0, 0, 0]
     assert values(out, "lines_removed_too_long_word") == [0, 0, 0, 1, 0, 0, 0]

@@ -25,12 +25,21 @@ def run_dir(tmp_path_factory, prefect_server):
 def test_a_document_a_filter_removed_shows_every_rule_measured_again(run_dir):
     removed = pl.read_parquet(run_dir / "filter" / "removed" / "*.parquet").row(0, named=True)
     found = inspect_document(run_dir, removed["id"])
-    assert found["removed_by"] == {"stage": "filter", "rule": removed["rule"], "value": removed["value"],
-                                   "threshold": removed["threshold"]}
+    assert found["removed_by"] == {
+        "stage": "filter",
+        "rule": removed["rule"],
+        "value": removed["value"],
+        "threshold": removed["threshold"],
+    }
     assert found["fate"].startswith("removed by the filter stage: " + removed["rule"])
     statuses = {entry["stage"]: entry["status"] for entry in found["stages"]}
-    assert statuses == {"source": "kept", "lang": "kept", "filter": "removed", "dedup": "not reached",
-                        "lines": "not reached"}
+    assert statuses == {
+        "source": "kept",
+        "lang": "kept",
+        "filter": "removed",
+        "dedup": "not reached",
+        "lines": "not reached",
+    }
     rules = {rule["rule"]: rule for rule in found["filter"]["rules"]}
     assert len(rules) > 20 and found["filter"]["first_rule"] == removed["rule"]
     fired = rules[removed["rule"]]
@@ -38,7 +47,7 @@ def test_a_document_a_filter_removed_shows_every_rule_measured_again(run_dir):
     assert fired["threshold"] == removed["threshold"]
     # Rules before the first one that fired all passed.
     order = list(rules)
-    assert not any(rules[name]["fires"] for name in order[:order.index(removed["rule"])])
+    assert not any(rules[name]["fires"] for name in order[: order.index(removed["rule"])])
     assert found["lang"]["lang"] == removed["lang"] and found["lang"]["threshold"] == 0.5
     assert found["source"]["own_id"] == removed["id"].removeprefix("news/") and found["source"]["url"]
     assert found["source"]["path"].endswith("a.jsonl") and found["tokens"] is None and found["mix"] is None
@@ -95,8 +104,13 @@ def test_quarantined_records_and_unknown_ids(run_dir):
 def test_curate_inspect_prints_the_path(run_dir):
     result = CliRunner().invoke(app, ["inspect", str(run_dir), "news/n1-near1"])
     assert result.exit_code == 0, result.output
-    for expected in ("fate: removed by the dedup stage: dedup.near_duplicate", "news/n1", "filter rules",
-                     "gopher_quality.word_count_min", "not reached"):
+    for expected in (
+        "fate: removed by the dedup stage: dedup.near_duplicate",
+        "news/n1",
+        "filter rules",
+        "gopher_quality.word_count_min",
+        "not reached",
+    ):
         assert expected in result.output
     result = CliRunner().invoke(app, ["inspect", str(run_dir), "news/n12"])
     assert result.exit_code == 0 and "mixture main: taken" in result.output and NEWSLETTER[:40] in result.output
@@ -113,19 +127,50 @@ HOSTILE = "web/[/red][bold]x\x1b[2J\x1b]0;title\x07\x9b31m\u202eevil"
 
 def hostile_lookup() -> dict:
     return {
-        "id": HOSTILE, "fate": "removed by the dedup stage: dedup.exact_duplicate [/]",
-        "source": {"source": "web", "path": f"in/{HOSTILE}.jsonl", "line": 3, "own_id": HOSTILE, "id_field": "id",
-                   "shard": "docs/web-00000.parquet", "row": 0, "chars": 5, "bytes": 5, "meta": {"k": HOSTILE}},
-        "stages": [{"stage": "source", "status": "kept", "detail": HOSTILE},
-                   {"stage": "dedup", "status": "removed", "detail": "[/red]"}],
-        "filter": {"in_scope": True, "rules": [{"rule": "r[/x]", "value": 1.0, "measure": HOSTILE, "op": "<",
-                                                "threshold": 2.0, "fires": False}],
-                   "errors": [HOSTILE], "first_rule": None},
-        "dedup": {"in_cluster": True, "kept": False, "exact": True, "kept_id": HOSTILE, "jaccard": 1.0,
-                  "cluster": HOSTILE, "cluster_size": 2, "removed_exact": 1, "removed_near": 0},
+        "id": HOSTILE,
+        "fate": "removed by the dedup stage: dedup.exact_duplicate [/]",
+        "source": {
+            "source": "web",
+            "path": f"in/{HOSTILE}.jsonl",
+            "line": 3,
+            "own_id": HOSTILE,
+            "id_field": "id",
+            "shard": "docs/web-00000.parquet",
+            "row": 0,
+            "chars": 5,
+            "bytes": 5,
+            "meta": {"k": HOSTILE},
+        },
+        "stages": [
+            {"stage": "source", "status": "kept", "detail": HOSTILE},
+            {"stage": "dedup", "status": "removed", "detail": "[/red]"},
+        ],
+        "filter": {
+            "in_scope": True,
+            "rules": [{"rule": "r[/x]", "value": 1.0, "measure": HOSTILE, "op": "<", "threshold": 2.0, "fires": False}],
+            "errors": [HOSTILE],
+            "first_rule": None,
+        },
+        "dedup": {
+            "in_cluster": True,
+            "kept": False,
+            "exact": True,
+            "kept_id": HOSTILE,
+            "jaccard": 1.0,
+            "cluster": HOSTILE,
+            "cluster_size": 2,
+            "removed_exact": 1,
+            "removed_near": 0,
+        },
         "lines": {"in_scope": True, "lines_cut": 1, "chars_cut": 3, "cut": [HOSTILE]},
-        "mix": {"group": HOSTILE, "side": "excluded", "rule": "reference_id", "near_id": HOSTILE,
-                "cause": f"same id as excluded text {HOSTILE}", "mixtures": {"main": {"repeats": 1}}},
+        "mix": {
+            "group": HOSTILE,
+            "side": "excluded",
+            "rule": "reference_id",
+            "near_id": HOSTILE,
+            "cause": f"same id as excluded text {HOSTILE}",
+            "mixtures": {"main": {"repeats": 1}},
+        },
     }
 
 

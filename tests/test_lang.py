@@ -94,8 +94,11 @@ def test_batch_equals_one_document_at_a_time(identifier):
 
 
 def test_newlines_are_folded(identifier, lid_model):
-    lines = ["Der Zug nach Hamburg hatte heute Morgen leider wieder", "eine halbe Stunde Verspätung,",
-             "und viele Leute kamen zu spät zur Arbeit."]
+    lines = [
+        "Der Zug nach Hamburg hatte heute Morgen leider wieder",
+        "eine halbe Stunde Verspätung,",
+        "und viele Leute kamen zu spät zur Arbeit.",
+    ]
     raw = fasttext.load_model(str(lid_model))
     with pytest.raises(ValueError):  # what fastText does with a newline itself
         raw.predict("\n".join(lines))
@@ -201,8 +204,10 @@ def test_sample_bounds(lid_model):
 
 def test_sample_settings_in_the_config(tmp_path, lid_model):
     (tmp_path / "in.jsonl").write_text('{"text": "hola"}\n')
-    base = f'run_dir = "{tmp_path / "run"}"\n[[sources]]\nname = "web"\nreader = "jsonl"\n' \
-           f'paths = ["{tmp_path / "in.jsonl"}"]\n[lang]\nmodel = "{lid_model}"\n'
+    base = (
+        f'run_dir = "{tmp_path / "run"}"\n[[sources]]\nname = "web"\nreader = "jsonl"\n'
+        f'paths = ["{tmp_path / "in.jsonl"}"]\n[lang]\nmodel = "{lid_model}"\n'
+    )
     path = tmp_path / "run.toml"
     path.write_text(base)
     settings = load_config(path).lang
@@ -235,8 +240,7 @@ def test_glotlid_style_labels_are_kept(tmp_path):
     train = tmp_path / "train.txt"
     rows = [f"__label__eng_Latn {SENTENCES['en']}", f"__label__deu_Latn {SENTENCES['de']}"] * 50
     train.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    model = fasttext.train_supervised(str(train), dim=8, epoch=20, minn=2, maxn=4, thread=1,
-                                      verbose=0, seed=0)
+    model = fasttext.train_supervised(str(train), dim=8, epoch=20, minn=2, maxn=4, thread=1, verbose=0, seed=0)
     path = tmp_path / "tiny.bin"
     model.save_model(str(path))
     identifier = LanguageIdentifier(path)
@@ -259,13 +263,21 @@ def _scored(rows):
 
 
 def test_decisions():
-    docs = _scored([("en", 0.9), ("en", 0.4), ("de", 0.6), ("de", 0.2), ("fr", 0.99),
-                    (UNDETERMINED, 0.0), (None, None)])
+    docs = _scored(
+        [("en", 0.9), ("en", 0.4), ("de", 0.6), ("de", 0.2), ("fr", 0.99), (UNDETERMINED, 0.0), (None, None)]
+    )
     out = lang_decisions(docs, keep=["en", "de"], min_score=0.5, min_score_by_lang={"de": 0.3})
     assert out.columns == ["rule", "value", "threshold"]
     assert out.schema == pl.Schema({"rule": pl.Utf8, "value": pl.Float64, "threshold": pl.Float64})
-    assert out["rule"].to_list() == [None, RULE_LOW_SCORE, None, RULE_LOW_SCORE, RULE_NOT_KEPT,
-                                     RULE_NOT_KEPT, RULE_NOT_KEPT]
+    assert out["rule"].to_list() == [
+        None,
+        RULE_LOW_SCORE,
+        None,
+        RULE_LOW_SCORE,
+        RULE_NOT_KEPT,
+        RULE_NOT_KEPT,
+        RULE_NOT_KEPT,
+    ]
     assert out["threshold"].to_list() == [0.5, 0.5, 0.3, 0.3, None, None, None]
     np.testing.assert_allclose(out["value"].to_list()[:6], [0.9, 0.4, 0.6, 0.2, 0.99, 0.0], rtol=1e-6)
 

@@ -42,11 +42,11 @@ def _greedy_matched(model: GPT, windows: torch.Tensor) -> list[int]:
     model.eval()
     out = []
     for window in windows:
-        context = window[:1 + PREFIX].tolist()
+        context = window[: 1 + PREFIX].tolist()
         for _ in range(SUFFIX):
             logits, _ = model(torch.tensor([context]))
             context.append(int(logits[0, -1].argmax()))
-        decoded, truth = context[1 + PREFIX:], window[1 + PREFIX:].tolist()
+        decoded, truth = context[1 + PREFIX :], window[1 + PREFIX :].tolist()
         out.append(next((i for i, (a, b) in enumerate(zip(decoded, truth)) if a != b), SUFFIX))
     return out
 
@@ -97,4 +97,5 @@ def test_exposure_ranks():
     reference = np.array([1.0, 2.0, 3.0])
     # below all three: rank 1, log2(4); between: rank 2 or 3; above all: rank 4, 0 bits
     assert exposure(np.array([0.5, 1.5, 2.5, 9.0]), reference).tolist() == pytest.approx(
-        [2.0, 2.0 - 1.0, 2.0 - math.log2(3), 0.0])
+        [2.0, 2.0 - 1.0, 2.0 - math.log2(3), 0.0]
+    )

@@ -50,15 +50,20 @@ def corpus(sizes: dict[str, int], seed: int = 0, low: int = 1, high: int = 200) 
     rng = np.random.default_rng(seed)
     frames = []
     for name, count in sizes.items():
-        frames.append(pl.DataFrame({
-            "id": [f"{name}-{i:06d}" for i in range(count)],
-            "group": [name] * count,
-            "tokens": rng.integers(low, high, size=count),
-        }))
+        frames.append(
+            pl.DataFrame(
+                {
+                    "id": [f"{name}-{i:06d}" for i in range(count)],
+                    "group": [name] * count,
+                    "tokens": rng.integers(low, high, size=count),
+                }
+            )
+        )
     return pl.concat(frames)
 
 
 # ------------------------------------------------------------------------------------- hashes
+
 
 def test_seeded_id_hash_matches_the_formula():
     ids = ["doc-1", "", "é文", "a" * 300, "doc-2"]
@@ -90,13 +95,16 @@ def test_seeded_id_uniform_is_uniform_and_seeded():
 
 # ------------------------------------------------------------------------------------- groups
 
+
 def test_assign_groups_names_and_merges():
-    docs = pl.DataFrame({
-        "id": [str(i) for i in range(10)],
-        "source": ["news"] * 6 + ["web"] * 4,
-        "lang": ["en", "en", "en", "de", "de", None, "en", "en", "sw", "en"],
-        "tokens": [1, 1, 1, 1, 1, 1, 1, 1, 100, 1],
-    })
+    docs = pl.DataFrame(
+        {
+            "id": [str(i) for i in range(10)],
+            "source": ["news"] * 6 + ["web"] * 4,
+            "lang": ["en", "en", "en", "de", "de", None, "en", "en", "sw", "en"],
+            "tokens": [1, 1, 1, 1, 1, 1, 1, 1, 100, 1],
+        }
+    )
     assert assign_groups(docs, ["source"]).to_list() == ["news"] * 6 + ["web"] * 4
     assert assign_groups(docs, ["lang"]).to_list() == ["en", "en", "en", "de", "de", "und", "en", "en", "sw", "en"]
     both = assign_groups(docs, ["source", "lang"])
@@ -134,6 +142,7 @@ def test_group_sizes_in_tokens_or_documents():
 
 # ------------------------------------------------------------------------------------- weights
 
+
 def test_temperature_weights_by_hand():
     sizes = {"a": 900, "b": 100}
     assert temperature_weights(sizes, 1.0) == pytest.approx({"a": 0.9, "b": 0.1}, abs=1e-12)
@@ -142,7 +151,7 @@ def test_temperature_weights_by_hand():
     assert temperature_weights(sizes, math.inf) == {"a": 0.5, "b": 0.5}
     # alpha = 0.3 (mT5, XLM-R): 0.9^0.3 / (0.9^0.3 + 0.1^0.3)
     alpha = temperature_weights(sizes, 1 / 0.3)
-    assert alpha["a"] == pytest.approx(0.9 ** 0.3 / (0.9 ** 0.3 + 0.1 ** 0.3), rel=1e-12)
+    assert alpha["a"] == pytest.approx(0.9**0.3 / (0.9**0.3 + 0.1**0.3), rel=1e-12)
     assert alpha["a"] == pytest.approx(0.6591, abs=1e-4)
     # an empty group gets nothing, at any temperature
     assert temperature_weights({"a": 10, "b": 0}, math.inf) == {"a": 1.0, "b": 0.0}
@@ -176,6 +185,7 @@ def test_explicit_weights_normalized_and_validated():
 
 
 # ------------------------------------------------------------------------------------- epoch caps
+
 
 def iterative_caps(weights: dict, sizes: dict, budget: float, max_epochs: float) -> dict:
     """The textbook iteration: share by weight, cap, hand the excess to the uncapped, repeat."""
@@ -216,8 +226,13 @@ def test_unimax_on_published_figures():
     # 69230291658.67 each.
     counts = {"swe": 179955884499, "fas": 184595788282, "ekk": 42541080893, "isl": 10027573389, "fao": 549707867}
     caps = cap_epochs({name: 1 for name in counts}, counts, 250_000_000_000, max_epochs=4)
-    assert caps.tokens_taken == {"ekk": 69230291659, "fao": 2198831468, "fas": 69230291659, "isl": 40110293556,
-                                 "swe": 69230291658}
+    assert caps.tokens_taken == {
+        "ekk": 69230291659,
+        "fao": 2198831468,
+        "fas": 69230291659,
+        "isl": 40110293556,
+        "swe": 69230291658,
+    }
     assert caps.capped == ("fao", "isl")
     assert caps.epochs["ekk"] == pytest.approx(1.627375003300828)
     assert caps.epochs["swe"] == pytest.approx(0.3847070177860806)
@@ -308,9 +323,15 @@ def test_cap_epochs_errors():
 
 # ------------------------------------------------------------------------------------- sampling plan
 
+
 def test_sample_plan_by_hand():
-    docs = pl.DataFrame({"id": ["a1", "a2", "a3", "a4", "b1", "b2", "c1"], "group": ["a"] * 4 + ["b"] * 2 + ["c"],
-                         "tokens": [10, 10, 10, 10, 7, 3, 5]})
+    docs = pl.DataFrame(
+        {
+            "id": ["a1", "a2", "a3", "a4", "b1", "b2", "c1"],
+            "group": ["a"] * 4 + ["b"] * 2 + ["c"],
+            "tokens": [10, 10, 10, 10, 7, 3, 5],
+        }
+    )
     # a: 25 of 40 tokens: two documents make 20, a third makes 30 (as near 25 as 20: taken);
     # b: 2.5 epochs of 10 tokens = 25: both twice, then b2 (3) or b1 (7) by the hash order;
     # c: not listed, not taken.
@@ -339,8 +360,11 @@ def test_sample_plan_hits_targets_within_one_document():
     sizes = group_sizes(docs)
     caps = cap_epochs(temperature_weights(sizes, 3.33), sizes, sum(sizes.values()) // 2, max_epochs=4)
     plan = sample_plan(docs, caps.tokens_taken, seed=11)
-    used = docs.join(plan, on=["id", "group"]).group_by("group").agg(
-        taken=(pl.col("tokens") * pl.col("repeats")).sum(), largest=pl.col("tokens").max())
+    used = (
+        docs.join(plan, on=["id", "group"])
+        .group_by("group")
+        .agg(taken=(pl.col("tokens") * pl.col("repeats")).sum(), largest=pl.col("tokens").max())
+    )
     for name, taken, largest in used.iter_rows():
         target = caps.tokens_taken[name]
         assert abs(taken - target) <= largest / 2, (name, taken, target)
@@ -378,6 +402,7 @@ def test_sample_plan_errors():
 
 
 # ------------------------------------------------------------------------------------- validation split
+
 
 def test_split_validation_fraction_disjoint_and_stable():
     docs = corpus({"en": 10_000, "de": 5_000}, seed=3)
@@ -443,6 +468,7 @@ def test_drop_contaminated():
 
 # ------------------------------------------------------------------------------------- report
 
+
 def test_mixture_report():
     docs = pl.DataFrame({"id": ["a1", "a2", "a3", "b1"], "group": ["a", "a", "a", "b"], "tokens": [300, 300, 300, 100]})
     sizes = group_sizes(docs)
@@ -453,9 +479,17 @@ def test_mixture_report():
     json.dumps(report)
     assert report["budget_tokens"] == 1000 and report["shortfall_tokens"] == 0 and report["max_epochs"] == 2.0
     a, b = report["groups"]["a"], report["groups"]["b"]
-    assert b == {"documents_available": 1, "tokens_available": 100, "tokens_allocated": 200, "tokens_taken": 200,
-                 "documents_taken": 1, "epochs": 2.0, "effective_weight": 200 / 1100,
-                 "target_weight": pytest.approx(0.25), "capped": True}
+    assert b == {
+        "documents_available": 1,
+        "tokens_available": 100,
+        "tokens_allocated": 200,
+        "tokens_taken": 200,
+        "documents_taken": 1,
+        "epochs": 2.0,
+        "effective_weight": 200 / 1100,
+        "target_weight": pytest.approx(0.25),
+        "capped": True,
+    }
     # a: 800 of 900 tokens in whole documents of 300: 900 (100 over) is nearer than 600 (200 short)
     assert a["tokens_allocated"] == 800 and a["tokens_taken"] == 900 and a["documents_taken"] == 3
     assert a["epochs"] == 1.0 and a["effective_weight"] == pytest.approx(900 / 1100) and not a["capped"]

@@ -27,9 +27,11 @@ from tests.helpers import source_config, write_jsonl
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 OFF = {"enabled": False}
-WORDS = ("river council budget market school harbour winter garden station bridge museum library "
-         "farmers teachers doctors engineers voted opened closed repaired planned announced quietly "
-         "early late new old small large northern southern").split()
+WORDS = (
+    "river council budget market school harbour winter garden station bridge museum library "
+    "farmers teachers doctors engineers voted opened closed repaired planned announced quietly "
+    "early late new old small large northern southern"
+).split()
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -55,15 +57,29 @@ def _corpus(tmp_path):
 
 
 def _config(tmp_path, run="run", **mix):
-    settings = {"group_by": ["source"], "validation_fraction": 0.25, "validation_max_docs": 100,
-                "mixtures": [{"name": "natural"},
-                             {"name": "flat", "temperature": float("inf"), "max_epochs": 2.0,
-                              "budget_tokens": 5_000}]}
+    settings = {
+        "group_by": ["source"],
+        "validation_fraction": 0.25,
+        "validation_max_docs": 100,
+        "mixtures": [
+            {"name": "natural"},
+            {"name": "flat", "temperature": float("inf"), "max_epochs": 2.0, "budget_tokens": 5_000},
+        ],
+    }
     settings.update(mix)
-    config = source_config(tmp_path, [
-        {"name": "news", "reader": "jsonl", "paths": [str(tmp_path / "news")], "id_field": "id"},
-        {"name": "chat", "reader": "jsonl", "paths": [str(tmp_path / "chat")], "id_field": "id"},
-    ], lang=OFF, filter=OFF, dedup=OFF, lines=OFF, tokenize={"vocab_size": 400}, mix=settings)
+    config = source_config(
+        tmp_path,
+        [
+            {"name": "news", "reader": "jsonl", "paths": [str(tmp_path / "news")], "id_field": "id"},
+            {"name": "chat", "reader": "jsonl", "paths": [str(tmp_path / "chat")], "id_field": "id"},
+        ],
+        lang=OFF,
+        filter=OFF,
+        dedup=OFF,
+        lines=OFF,
+        tokenize={"vocab_size": 400},
+        mix=settings,
+    )
     return config.model_copy(update={"run_dir": tmp_path / run})
 
 
@@ -72,8 +88,9 @@ def _shard(path) -> tuple[list[str], list[np.ndarray], dict]:
     with pa.memory_map(str(path), "r") as source:
         table = pa.ipc.open_file(source).read_all()
     tokens = table.column("tokens").combine_chunks()
-    lists = [np.asarray(tokens.values[tokens.offsets[i].as_py():tokens.offsets[i + 1].as_py()])
-             for i in range(len(tokens))]
+    lists = [
+        np.asarray(tokens.values[tokens.offsets[i].as_py() : tokens.offsets[i + 1].as_py()]) for i in range(len(tokens))
+    ]
     metadata = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
     return table.column("doc_id").to_pylist(), lists, metadata
 
@@ -177,8 +194,10 @@ def test_without_decontamination_near_copies_stay_in_training(tmp_path):
 
 def test_explicit_weights_and_their_errors(tmp_path):
     _corpus(tmp_path)
-    config = _config(tmp_path, mixtures=[{"name": "news-heavy", "weights": {"news": 3, "chat": 1},
-                                          "max_epochs": 10, "budget_tokens": 20_000}])
+    config = _config(
+        tmp_path,
+        mixtures=[{"name": "news-heavy", "weights": {"news": 3, "chat": 1}, "max_epochs": 10, "budget_tokens": 20_000}],
+    )
     groups = curate_flow(config)["mix"]["mixtures"]["news-heavy"]["groups"]
     assert groups["news"]["effective_weight"] == pytest.approx(0.75, abs=0.01)
 
@@ -187,12 +206,15 @@ def test_explicit_weights_and_their_errors(tmp_path):
         curate_flow(wrong)
 
 
-@pytest.mark.parametrize("mix, message", [
-    ({"mixtures": [{"name": "m", "temperature": 2.0, "weights": {"a": 1}}]}, "temperature or weights"),
-    ({"mixtures": [{"name": "parts"}]}, "taken by a folder"),
-    ({"mixtures": [{"name": "a"}, {"name": "a"}]}, "unique"),
-    ({"group_by": ["lang"]}, "lang stage is off"),
-])
+@pytest.mark.parametrize(
+    "mix, message",
+    [
+        ({"mixtures": [{"name": "m", "temperature": 2.0, "weights": {"a": 1}}]}, "temperature or weights"),
+        ({"mixtures": [{"name": "parts"}]}, "taken by a folder"),
+        ({"mixtures": [{"name": "a"}, {"name": "a"}]}, "unique"),
+        ({"group_by": ["lang"]}, "lang stage is off"),
+    ],
+)
 def test_mix_config_errors(tmp_path, mix, message):
     _corpus(tmp_path)
     with pytest.raises(ConfigError, match=message):
@@ -213,8 +235,9 @@ def test_excluded_texts_and_their_near_copies_leave_the_pool(tmp_path):
     task = tmp_path / "task.parquet"
     # A downstream task holding two pool documents (one with a near copy in the pool) and an
     # unrelated text.
-    pl.DataFrame({"id": ["t1", "t2", "t3"],
-                  "text": [texts["news/n0"], texts["news/n30"], "nothing like the pool at all " * 10]}).write_parquet(task)
+    pl.DataFrame(
+        {"id": ["t1", "t2", "t3"], "text": [texts["news/n0"], texts["news/n30"], "nothing like the pool at all " * 10]}
+    ).write_parquet(task)
     stats = curate_flow(_config(tmp_path, exclude=[str(task)], mixtures=[{"name": "main"}]))["mix"]
     root = tmp_path / "run" / "mix"
     documents = pl.read_parquet(root / "documents.parquet")

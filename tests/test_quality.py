@@ -48,8 +48,9 @@ def pool(corpus) -> pl.DataFrame:
 def trained(corpus, pool, tmp_path_factory) -> tuple[Path, dict]:
     positives, negatives = demo_training_texts(corpus, seed=0)
     out = tmp_path_factory.mktemp("model")
-    info = train_quality_classifier(positives, negatives, out, seed=0,
-                                    pool=pool["text"].to_list(), langs=pool["lang"].to_list())
+    info = train_quality_classifier(
+        positives, negatives, out, seed=0, pool=pool["text"].to_list(), langs=pool["lang"].to_list()
+    )
     return out, info
 
 
@@ -99,12 +100,19 @@ def test_score_rule_removes_noise_and_keeps_unseen_reference_text(corpus, traine
     # Clean news articles stored as notes were never training examples.
     labels = pl.read_parquet(corpus / "labels.parquet")
     notes = labels.filter((pl.col("source") == "notes") & (pl.col("kind") == "clean"))["key"].to_list()
-    batch = pl.concat([
-        pl.DataFrame({"id": [f"note:{k}" for k in notes], "kind": ["clean"] * len(notes),
-                      "text": [(corpus / "notes" / k).read_text() for k in notes]}),
-        pool.filter(pl.col("kind").is_in(NOISE)).select("id", "kind", "text"),
-        pl.DataFrame({"id": ["blank"], "kind": ["blank"], "text": ["  \n "]}),
-    ]).with_columns(source=pl.lit("test"), lang=pl.lit("en"))
+    batch = pl.concat(
+        [
+            pl.DataFrame(
+                {
+                    "id": [f"note:{k}" for k in notes],
+                    "kind": ["clean"] * len(notes),
+                    "text": [(corpus / "notes" / k).read_text() for k in notes],
+                }
+            ),
+            pool.filter(pl.col("kind").is_in(NOISE)).select("id", "kind", "text"),
+            pl.DataFrame({"id": ["blank"], "kind": ["blank"], "text": ["  \n "]}),
+        ]
+    ).with_columns(source=pl.lit("test"), lang=pl.lit("en"))
     quality = QualityFilter(str(out / "quality.bin"))
     assert quality.name == "quality"
     assert quality.rules() == [Rule(RULE_SCORE_MIN, measure="quality_score", op="<", threshold=0.5)]
@@ -134,14 +142,17 @@ def multilingual(corpus, pool, tmp_path_factory) -> tuple[Path, dict, pl.DataFra
     the corpus's distinct dialogues, which carry their language), and a model trained with it.
     Languages written without spaces are left out: the model reads a short Chinese turn as one or
     two unknown words, so many get the same score and no cut can keep an exact share of them."""
-    dialogues = (pl.read_parquet(corpus / "dialogues", columns=["id", "text", "lang"])
-                 .filter(~pl.col("lang").is_in(["zh", "ja", "th"]))
-                 .unique("text", keep="first", maintain_order=True))
+    dialogues = (
+        pl.read_parquet(corpus / "dialogues", columns=["id", "text", "lang"])
+        .filter(~pl.col("lang").is_in(["zh", "ja", "th"]))
+        .unique("text", keep="first", maintain_order=True)
+    )
     mixed = pl.concat([pool.select("id", "text", "lang"), dialogues], how="vertical_relaxed")
     positives, negatives = demo_training_texts(corpus, seed=0)
     out = tmp_path_factory.mktemp("model-multilingual")
-    info = train_quality_classifier(positives, negatives, out, seed=0,
-                                    pool=mixed["text"].to_list(), langs=mixed["lang"].to_list())
+    info = train_quality_classifier(
+        positives, negatives, out, seed=0, pool=mixed["text"].to_list(), langs=mixed["lang"].to_list()
+    )
     return out, info, mixed
 
 
@@ -203,14 +214,42 @@ def test_curate_train_quality_trains_from_a_run_and_from_a_demo_corpus(corpus, t
     docs.mkdir(parents=True)
     news = ["The minister said the budget would rise by two percent next year, after long talks."] * 40
     spam = ["cheap pills buy now best price cheap pills click here free free free"] * 40
-    pl.DataFrame({"id": [f"d{i}" for i in range(80)], "text": news + spam, "source": ["news"] * 40 + ["web"] * 40,
-                  "lang": ["en"] * 80}).write_parquet(docs / "a.parquet")
-    result = CliRunner().invoke(app, ["train-quality", str(tmp_path / "run-model"), "--run-dir", str(tmp_path / "run"),
-                                      "--positive", "news", "--negative", "web"])
+    pl.DataFrame(
+        {
+            "id": [f"d{i}" for i in range(80)],
+            "text": news + spam,
+            "source": ["news"] * 40 + ["web"] * 40,
+            "lang": ["en"] * 80,
+        }
+    ).write_parquet(docs / "a.parquet")
+    result = CliRunner().invoke(
+        app,
+        [
+            "train-quality",
+            str(tmp_path / "run-model"),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--positive",
+            "news",
+            "--negative",
+            "web",
+        ],
+    )
     assert result.exit_code == 0, result.output
     info = json.loads((tmp_path / "run-model" / "quality.json").read_text())
     assert info["counts"]["positives"] == 40 and "en" in info["quantiles"]["by_lang"]
 
-    result = CliRunner().invoke(app, ["train-quality", str(tmp_path / "x"), "--run-dir", str(tmp_path / "run"),
-                                      "--positive", "books", "--negative", "web"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "train-quality",
+            str(tmp_path / "x"),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--positive",
+            "books",
+            "--negative",
+            "web",
+        ],
+    )
     assert result.exit_code == 2 and "no documents of sources ['books']" in result.output

@@ -40,18 +40,21 @@ def run_jsonl(tmp_path, lines, name="in.jsonl", compress=None, **source):
 GOOD = {"text": "a good document"}
 
 
-@pytest.mark.parametrize("bad_line, reason", [
-    ('{"text": "unterminated', "invalid_json"),
-    (b'{"text": "caf\xe9 au lait"}', "invalid_utf8"),
-    ('{"body": "no text field"}', "missing_text"),
-    ('{"text": 42}', "text_not_string"),
-    ('{"text": ["a", "list"]}', "text_not_string"),
-    ('{"text": null}', "missing_text"),
-    ('{"text": "   \\n\\t "}', "empty_text"),
-    ('{"text": "nul \\u0000 inside"}', "nul_bytes"),
-    (b'{"text": "raw \x00 byte"}', "nul_bytes"),
-    ('["not", "an", "object"]', "not_an_object"),
-])
+@pytest.mark.parametrize(
+    "bad_line, reason",
+    [
+        ('{"text": "unterminated', "invalid_json"),
+        (b'{"text": "caf\xe9 au lait"}', "invalid_utf8"),
+        ('{"body": "no text field"}', "missing_text"),
+        ('{"text": 42}', "text_not_string"),
+        ('{"text": ["a", "list"]}', "text_not_string"),
+        ('{"text": null}', "missing_text"),
+        ('{"text": "   \\n\\t "}', "empty_text"),
+        ('{"text": "nul \\u0000 inside"}', "nul_bytes"),
+        (b'{"text": "raw \x00 byte"}', "nul_bytes"),
+        ('["not", "an", "object"]', "not_an_object"),
+    ],
+)
 def test_each_bad_record_is_quarantined_with_its_line_and_the_run_goes_on(tmp_path, bad_line, reason):
     config, ledger, path = run_jsonl(tmp_path, [GOOD, bad_line, GOOD])
     assert ledger == {"stage": "source", "docs_in": 3, "docs_out": 2, "removed": {}, "quarantined": {reason: 1}}
@@ -101,8 +104,10 @@ def test_a_file_that_is_not_gzip_and_a_dangling_link_are_quarantined_and_others_
     parts = run_units(config)
     total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
     assert total.docs_out == 2 and total.quarantined == {"unreadable_file": 2}
-    assert sorted(quarantine_of(config)["file"].to_list()) == [str(folder / "fake.jsonl.gz"),
-                                                               str(folder / "gone.jsonl")]
+    assert sorted(quarantine_of(config)["file"].to_list()) == [
+        str(folder / "fake.jsonl.gz"),
+        str(folder / "gone.jsonl"),
+    ]
 
 
 def test_invalid_utf8_text_file_and_corrupt_parquet_are_quarantined(tmp_path):
@@ -116,8 +121,7 @@ def test_invalid_utf8_text_file_and_corrupt_parquet_are_quarantined(tmp_path):
 
     write_parquet_file(tmp_path / "p" / "ok.parquet", {"text": ["x", "y"]})
     (tmp_path / "p" / "broken.parquet").write_bytes(b"PAR1 garbage")
-    config = source_config(tmp_path / "second", [{"name": "p", "reader": "parquet",
-                                                  "paths": [str(tmp_path / "p")]}])
+    config = source_config(tmp_path / "second", [{"name": "p", "reader": "parquet", "paths": [str(tmp_path / "p")]}])
     parts = run_units(config)
     assert sum(p["ledger"]["docs_out"] for p in parts) == 2
     assert [p["ledger"]["quarantined"] for p in parts] == [{"unreadable_file": 1}, {}]
@@ -127,8 +131,9 @@ def test_invalid_utf8_text_file_and_corrupt_parquet_are_quarantined(tmp_path):
 def test_a_truncated_warc_keeps_the_records_before_the_break(tmp_path, cut):
     """warcio reads truncated files silently: the cut may fall inside a record's payload, inside
     its headers, or between gzip members; each must show as one truncated_file record."""
-    pages = [(f"https://site.example/{i}", "text/html", html_page(f"Page {i}", [f"Paragraph {i} " * 30]))
-             for i in range(20)]
+    pages = [
+        (f"https://site.example/{i}", "text/html", html_page(f"Page {i}", [f"Paragraph {i} " * 30])) for i in range(20)
+    ]
     whole = write_warc(tmp_path / "w.warc.gz", pages).read_bytes()
     path = tmp_path / "cut" / "w.warc.gz"
     path.parent.mkdir()
@@ -181,8 +186,12 @@ def _small_warc(gz: bool) -> tuple[bytes, list[int], list[int]]:
         url = f"https://site.example/{i}"
         add(writer.create_warc_record(url, "request", payload=io.BytesIO(b"GET / HTTP/1.1\r\n\r\n")), 0)
         headers = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
-        add(writer.create_warc_record(url, "response", payload=io.BytesIO(f"Page {i} text. ".encode() * 4),
-                                      http_headers=headers), 1)
+        add(
+            writer.create_warc_record(
+                url, "response", payload=io.BytesIO(f"Page {i} text. ".encode() * 4), http_headers=headers
+            ),
+            1,
+        )
     return buffer.getvalue(), ends, docs
 
 
@@ -225,8 +234,13 @@ def test_a_byte_order_mark_at_the_start_of_a_file_is_dropped(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + b'{"text": "first"}\n{"text": "second"}\n')
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "a.txt").write_bytes(b"\xef\xbb\xbfA note.")
-    config = source_config(tmp_path, [{"name": "j", "reader": "jsonl", "paths": [str(path)]},
-                                      {"name": "t", "reader": "text", "paths": [str(tmp_path / "notes")]}])
+    config = source_config(
+        tmp_path,
+        [
+            {"name": "j", "reader": "jsonl", "paths": [str(path)]},
+            {"name": "t", "reader": "text", "paths": [str(tmp_path / "notes")]},
+        ],
+    )
     parts = run_units(config)
     assert [p["ledger"]["docs_out"] for p in parts] == [2, 1]
     assert [p["ledger"]["quarantined"] for p in parts] == [{}, {}]
@@ -243,8 +257,10 @@ def test_an_empty_or_nul_text_file_is_quarantined_under_its_own_name(tmp_path):
     config = source_config(tmp_path, [{"name": "t", "reader": "text", "paths": [str(notes)]}])
     assert run_units(config)[0]["ledger"]["quarantined"] == {"empty_text": 1, "nul_bytes": 1}
     bad = quarantine_of(config).sort("file")
-    assert bad.select("file", "reason").rows() == [(str(notes / "empty.txt"), "empty_text"),
-                                                   (str(notes / "nul.txt"), "nul_bytes")]
+    assert bad.select("file", "reason").rows() == [
+        (str(notes / "empty.txt"), "empty_text"),
+        (str(notes / "nul.txt"), "nul_bytes"),
+    ]
 
 
 @pytest.mark.parametrize("reader", ["text", "jsonl"])
@@ -264,7 +280,9 @@ def test_a_file_whose_name_is_not_utf8_is_quarantined_and_the_others_are_read(tm
     record = quarantine_of(config).row(0, named=True)
     assert record["file"] == str(folder) + "/caf\\xe9" + suffix and "rename" in record["detail"]
     assert sorted(f["path"] for p in parts for f in p["files"]) == [
-        str(folder) + "/caf\\xe9" + suffix, str(folder / f"ok{suffix}")]
+        str(folder) + "/caf\\xe9" + suffix,
+        str(folder / f"ok{suffix}"),
+    ]
 
 
 @pytest.mark.parametrize("reader", ["jsonl", "text"])
@@ -281,14 +299,16 @@ def test_dangling_links_and_link_loops_in_a_folder_are_quarantined_under_the_lin
     total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
     assert (total.docs_in, total.docs_out, total.quarantined) == (4, 1, {"unreadable_file": 3})
     assert sorted(quarantine_of(config)["file"].to_list()) == [
-        str(folder / f"{name}{suffix}") for name in ("gone", "loop-a", "loop-b")]
+        str(folder / f"{name}{suffix}") for name in ("gone", "loop-a", "loop-b")
+    ]
 
 
 def _unchecked_strings(values: list[bytes | None], large: bool = False) -> pa.Array:
     """A string array holding exactly these bytes, valid UTF-8 or not (as a careless writer makes)."""
     binary = pa.array(values, pa.large_binary() if large else pa.binary())
-    return pa.Array.from_buffers(pa.large_string() if large else pa.string(), len(binary), binary.buffers(),
-                                 null_count=binary.null_count)
+    return pa.Array.from_buffers(
+        pa.large_string() if large else pa.string(), len(binary), binary.buffers(), null_count=binary.null_count
+    )
 
 
 def test_parquet_rows_with_invalid_utf8_are_quarantined_and_the_rest_is_read(tmp_path):
@@ -298,15 +318,18 @@ def test_parquet_rows_with_invalid_utf8_are_quarantined_and_the_rest_is_read(tmp
     path = tmp_path / "in" / "p.parquet"
     path.parent.mkdir()
     pq.write_table(pa.table({"id": ids, "text": text, "info": info}), path)
-    config = source_config(tmp_path, [{"name": "p", "reader": "parquet", "paths": [str(path)], "id_field": "id"}],
-                           batch_docs=3)
+    config = source_config(
+        tmp_path, [{"name": "p", "reader": "parquet", "paths": [str(path)], "id_field": "id"}], batch_docs=3
+    )
     parts = run_units(config)
     total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
     assert (total.docs_in, total.docs_out, total.quarantined) == (5, 2, {"invalid_utf8": 3})
     bad = quarantine_of(config).sort("line")
-    assert bad.select("line", "detail").rows() == [(2, "invalid UTF-8 in column 'text'"),
-                                                   (3, "invalid UTF-8 in column 'id'"),
-                                                   (4, "invalid UTF-8 in column 'info'")]
+    assert bad.select("line", "detail").rows() == [
+        (2, "invalid UTF-8 in column 'text'"),
+        (3, "invalid UTF-8 in column 'id'"),
+        (4, "invalid UTF-8 in column 'info'"),
+    ]
     assert bad["sample"][0] == "caf\ufffd au lait"
     docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet").sort("id")
     assert docs["id"].to_list() == ["p/a", "p/e"]
@@ -317,8 +340,7 @@ def test_an_id_in_two_input_files_is_kept_from_the_first_and_quarantined_in_the_
     write_jsonl(folder / "a.jsonl", [{"id": 1, "text": "a1"}, {"id": 2, "text": "a2"}])
     write_jsonl(folder / "b.jsonl", [{"id": 2, "text": "b2"}, {"id": 3, "text": "b3"}, {"id": 1, "text": "b1"}])
     write_jsonl(folder / "c.jsonl", [{"id": 3, "text": "c3"}, {"id": 4, "text": "c4"}])
-    config = source_config(tmp_path / "x", [{"name": "s", "reader": "jsonl", "paths": [str(folder)],
-                                             "id_field": "id"}])
+    config = source_config(tmp_path / "x", [{"name": "s", "reader": "jsonl", "paths": [str(folder)], "id_field": "id"}])
     stage = RunLayout(config.run_dir).stage("source")
     parts = drop_repeated_ids(stage, run_units(config), config.sources)
     total = check_stage_outputs("source", stage, parts)
@@ -326,8 +348,11 @@ def test_an_id_in_two_input_files_is_kept_from_the_first_and_quarantined_in_the_
     docs = pl.read_parquet(stage.docs / "*.parquet").sort("id")
     assert docs.select("id", "text").rows() == [("s/1", "a1"), ("s/2", "a2"), ("s/3", "b3"), ("s/4", "c4")]
     bad = quarantine_of(config).sort("file", "sample")
-    assert bad.select("file", "sample").rows() == [(str(folder / "b.jsonl"), "b1"), (str(folder / "b.jsonl"), "b2"),
-                                                   (str(folder / "c.jsonl"), "c3")]
+    assert bad.select("file", "sample").rows() == [
+        (str(folder / "b.jsonl"), "b1"),
+        (str(folder / "b.jsonl"), "b2"),
+        (str(folder / "c.jsonl"), "c3"),
+    ]
     assert bad["detail"][2] == f"id s/3 is kept from an earlier input file: {folder / 'b.jsonl'}"
     assert [p["ledger"]["quarantined"] for p in parts] == [{}, {"duplicate_id": 2}, {"duplicate_id": 1}]
     assert parts[1]["by_source"]["s"]["docs_out"] == 1
@@ -354,8 +379,12 @@ def test_repeated_warc_record_ids_across_files_are_quarantined(tmp_path):
 
 
 def test_a_pretty_printed_json_array_file_is_read_as_records(tmp_path):
-    records = [{"id": "a", "text": "first"}, {"id": "b", "text": "second"}, ["not", "an", "object"],
-               {"id": "c", "text": "third"}]
+    records = [
+        {"id": "a", "text": "first"},
+        {"id": "b", "text": "second"},
+        ["not", "an", "object"],
+        {"id": "c", "text": "third"},
+    ]
     path = tmp_path / "in" / "data.json"
     path.parent.mkdir()
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(records, indent=2).encode())
@@ -366,8 +395,12 @@ def test_a_pretty_printed_json_array_file_is_read_as_records(tmp_path):
     total = check_stage_outputs("source", RunLayout(config.run_dir).stage("source"), parts)
     assert (total.docs_in, total.docs_out, total.quarantined) == (5, 4, {"not_an_object": 1})
     docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet").sort("id")
-    assert docs.select("id", "text").rows() == [("s/data.json:1", "first"), ("s/data.json:2", "second"),
-                                                ("s/data.json:4", "third"), ("s/one.json:1", "a single object")]
+    assert docs.select("id", "text").rows() == [
+        ("s/data.json:1", "first"),
+        ("s/data.json:2", "second"),
+        ("s/data.json:4", "third"),
+        ("s/one.json:1", "a single object"),
+    ]
     bad = quarantine_of(config).row(0, named=True)
     assert (bad["line"], bad["sample"]) == (3, '["not","an","object"]')
 

@@ -25,11 +25,23 @@ def quarantine_of(config) -> pl.DataFrame:
 @pytest.mark.parametrize("compress", [None, "gz", "zst"])
 def test_jsonl_reader_keeps_text_id_url_and_meta(tmp_path, compress):
     suffix = {None: "", "gz": ".gz", "zst": ".zst"}[compress]
-    records = [{"id": f"doc-{i}", "text": f"Document number {i}.", "metadata": {"url": f"https://e.com/{i}"},
-                "lang": "en"} for i in range(10)]
+    records = [
+        {"id": f"doc-{i}", "text": f"Document number {i}.", "metadata": {"url": f"https://e.com/{i}"}, "lang": "en"}
+        for i in range(10)
+    ]
     write_jsonl(tmp_path / "in" / f"part.jsonl{suffix}", records, compress)
-    config = source_config(tmp_path, [{"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "in")],
-                                       "id_field": "id", "url_field": "metadata.url"}])
+    config = source_config(
+        tmp_path,
+        [
+            {
+                "name": "web",
+                "reader": "jsonl",
+                "paths": [str(tmp_path / "in")],
+                "id_field": "id",
+                "url_field": "metadata.url",
+            }
+        ],
+    )
     parts = run_units(config)
     docs = docs_of(config)
     assert docs.schema == pl.Schema(DOC_SCHEMA)
@@ -43,21 +55,36 @@ def test_jsonl_reader_keeps_text_id_url_and_meta(tmp_path, compress):
 def test_jsonl_without_ids_derives_them_from_file_and_line(tmp_path):
     write_jsonl(tmp_path / "a" / "x.jsonl", [{"text": "one"}, {"text": "two"}])
     write_jsonl(tmp_path / "b" / "x.jsonl", [{"text": "three"}])
-    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl",
-                                       "paths": [str(tmp_path / "a"), str(tmp_path / "b")]}])
+    config = source_config(
+        tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "a"), str(tmp_path / "b")]}]
+    )
     run_units(config)
     assert docs_of(config)["id"].to_list() == ["s/a/x.jsonl:1", "s/a/x.jsonl:2", "s/b/x.jsonl:1"]
 
 
 def test_parquet_reader_maps_columns_and_nested_fields(tmp_path):
-    write_parquet_file(tmp_path / "in" / "p.parquet", {
-        "doc_id": [7, 8, 9],
-        "content": ["alpha text", "beta text", "gamma text"],
-        "info": [{"url": "u1", "lang": "en"}, {"url": "u2", "lang": "de"}, {"url": None, "lang": "fr"}],
-        "score": [0.5, 0.25, 1.0],
-    })
-    config = source_config(tmp_path, [{"name": "pq", "reader": "parquet", "paths": [str(tmp_path / "in")],
-                                       "text_field": "content", "id_field": "doc_id", "url_field": "info.url"}])
+    write_parquet_file(
+        tmp_path / "in" / "p.parquet",
+        {
+            "doc_id": [7, 8, 9],
+            "content": ["alpha text", "beta text", "gamma text"],
+            "info": [{"url": "u1", "lang": "en"}, {"url": "u2", "lang": "de"}, {"url": None, "lang": "fr"}],
+            "score": [0.5, 0.25, 1.0],
+        },
+    )
+    config = source_config(
+        tmp_path,
+        [
+            {
+                "name": "pq",
+                "reader": "parquet",
+                "paths": [str(tmp_path / "in")],
+                "text_field": "content",
+                "id_field": "doc_id",
+                "url_field": "info.url",
+            }
+        ],
+    )
     run_units(config)
     docs = docs_of(config)
     assert docs["id"].to_list() == ["pq/7", "pq/8", "pq/9"]
@@ -74,17 +101,27 @@ def test_parquet_reader_quarantines_a_text_column_that_is_not_string(tmp_path):
 
 
 def test_warc_reader_extracts_main_text_and_accounts_for_every_content_record(tmp_path):
-    article = ["The river flooded the valley after three days of heavy rain, officials said on Monday.",
-               "Residents were moved to higher ground while engineers inspected the old stone bridge."]
-    warc = write_warc(tmp_path / "crawl.warc.gz",
-                      responses=[("https://news.example/flood", "text/html; charset=utf-8",
-                                  html_page("Valley flood", article)),
-                                 ("https://news.example/logo.png", "image/png", b"\x89PNG\r\n\x1a\n....")],
-                      conversions=[("https://news.example/wet", "Plain text of a WET conversion record.")])
+    article = [
+        "The river flooded the valley after three days of heavy rain, officials said on Monday.",
+        "Residents were moved to higher ground while engineers inspected the old stone bridge.",
+    ]
+    warc = write_warc(
+        tmp_path / "crawl.warc.gz",
+        responses=[
+            ("https://news.example/flood", "text/html; charset=utf-8", html_page("Valley flood", article)),
+            ("https://news.example/logo.png", "image/png", b"\x89PNG\r\n\x1a\n...."),
+        ],
+        conversions=[("https://news.example/wet", "Plain text of a WET conversion record.")],
+    )
     config = source_config(tmp_path, [{"name": "cc", "reader": "warc", "paths": [str(warc)]}])
     parts = run_units(config)
-    assert parts[0]["ledger"] == {"stage": "source", "docs_in": 3, "docs_out": 2, "removed": {},
-                                  "quarantined": {"unsupported_content_type": 1}}
+    assert parts[0]["ledger"] == {
+        "stage": "source",
+        "docs_in": 3,
+        "docs_out": 2,
+        "removed": {},
+        "quarantined": {"unsupported_content_type": 1},
+    }
     docs = docs_of(config).sort("url")
     page = docs.filter(pl.col("url") == "https://news.example/flood").row(0, named=True)
     assert article[0] in page["text"] and article[1] in page["text"]
@@ -112,8 +149,12 @@ def test_text_folder_reader_reads_one_document_per_file(tmp_path):
 
 def test_large_input_is_cut_into_bounded_shards(tmp_path):
     write_jsonl(tmp_path / "big.jsonl", [{"text": f"doc {i}"} for i in range(2500)])
-    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "big.jsonl")]}],
-                           batch_docs=300, shard_docs=1000)
+    config = source_config(
+        tmp_path,
+        [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "big.jsonl")]}],
+        batch_docs=300,
+        shard_docs=1000,
+    )
     parts = run_units(config)
     assert [s["rows"] for s in parts[0]["shards"]] == [1000, 1000, 500]
     assert docs_of(config).height == 2500

@@ -25,14 +25,20 @@ from tests.helpers import source_config, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
-NOUNS = ("council school market hospital library museum station bridge harbour garden factory team club court "
-         "river village budget report plan road farm shop office church theatre airport college park street "
-         "company union police doctor teacher driver farmer student family festival election weather price "
-         "engine railway tunnel ferry island forest valley castle prison stadium mayor minister judge nurse").split()
-VERBS = ("opened closed approved rejected repaired announced delayed reviewed expanded funded visited praised "
-         "criticised moved sold bought built painted found lost won joined left changed tested watched").split()
-ADJECTIVES = ("local national small large new old public private northern southern early late quiet busy famous "
-              "modern ancient popular expensive cheap narrow wide green empty crowded careful angry happy").split()
+NOUNS = (
+    "council school market hospital library museum station bridge harbour garden factory team club court "
+    "river village budget report plan road farm shop office church theatre airport college park street "
+    "company union police doctor teacher driver farmer student family festival election weather price "
+    "engine railway tunnel ferry island forest valley castle prison stadium mayor minister judge nurse"
+).split()
+VERBS = (
+    "opened closed approved rejected repaired announced delayed reviewed expanded funded visited praised "
+    "criticised moved sold bought built painted found lost won joined left changed tested watched"
+).split()
+ADJECTIVES = (
+    "local national small large new old public private northern southern early late quiet busy famous "
+    "modern ancient popular expensive cheap narrow wide green empty crowded careful angry happy"
+).split()
 PREPOSITIONS = "in near behind beside across under over after before during".split()
 DETERMINERS = "the a this that every their our".split()
 PLACES = "Leeds Bristol Glasgow Cardiff York Bath Oxford Derby Exeter Chester Dundee Norwich".split()
@@ -42,9 +48,24 @@ HOSTILE = "<script>alert('x')</script> <b>Buy now</b> & save"
 
 def _sentence(rng: random.Random) -> str:
     c = rng.choice
-    words = [c(DETERMINERS).capitalize(), c(ADJECTIVES), c(NOUNS), c(VERBS), c(DETERMINERS), c(NOUNS),
-             c(PREPOSITIONS), c(PLACES), "and", c(VERBS), c(DETERMINERS), c(ADJECTIVES), c(NOUNS), "with", "the",
-             c(NOUNS)]
+    words = [
+        c(DETERMINERS).capitalize(),
+        c(ADJECTIVES),
+        c(NOUNS),
+        c(VERBS),
+        c(DETERMINERS),
+        c(NOUNS),
+        c(PREPOSITIONS),
+        c(PLACES),
+        "and",
+        c(VERBS),
+        c(DETERMINERS),
+        c(ADJECTIVES),
+        c(NOUNS),
+        "with",
+        "the",
+        c(NOUNS),
+    ]
     return " ".join(words) + "."
 
 
@@ -78,14 +99,28 @@ def write_corpus(folder: Path) -> None:
 
 
 def full_config(tmp_path: Path, run: str = "run"):
-    config = source_config(tmp_path, [
-        {"name": "news", "reader": "jsonl", "paths": [str(tmp_path / "in" / "news")], "id_field": "id",
-         "url_field": "url"},
-        {"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "in" / "web")]},
-    ], lang={"min_score": 0.5}, dedup={"partitions": 2}, lines={"max_docs": 5, "partitions": 2},
+    config = source_config(
+        tmp_path,
+        [
+            {
+                "name": "news",
+                "reader": "jsonl",
+                "paths": [str(tmp_path / "in" / "news")],
+                "id_field": "id",
+                "url_field": "url",
+            },
+            {"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "in" / "web")]},
+        ],
+        lang={"min_score": 0.5},
+        dedup={"partitions": 2},
+        lines={"max_docs": 5, "partitions": 2},
         tokenize={"vocab_size": 400},
-        mix={"validation_fraction": 0.2, "validation_max_docs": 100,
-             "mixtures": [{"name": "main"}, {"name": "flat", "temperature": 3.0, "max_epochs": 2.0}]})
+        mix={
+            "validation_fraction": 0.2,
+            "validation_max_docs": 100,
+            "mixtures": [{"name": "main"}, {"name": "flat", "temperature": 3.0, "max_epochs": 2.0}],
+        },
+    )
     return config.model_copy(update={"run_dir": tmp_path / run})
 
 
@@ -198,8 +233,10 @@ def chromium() -> str:
         found = shutil.which(name)
         if found:
             return found
-    pytest.fail("chromium is not installed; install it with `apt-get install -y --no-install-recommends chromium` "
-                "(.ci/run does this before `make test`)")
+    pytest.fail(
+        "chromium is not installed; install it with `apt-get install -y --no-install-recommends chromium` "
+        "(.ci/run does this before `make test`)"
+    )
 
 
 ERROR_PROBE = """<script>
@@ -221,8 +258,17 @@ ERROR_PROBE = """<script>
 
 
 def _chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
-    command = [chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
-               f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0", *args]
+    command = [
+        chromium(),
+        "--headless",
+        "--disable-gpu",
+        "--no-sandbox",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
@@ -269,11 +315,20 @@ def test_report_numbers_are_the_runs_and_it_renders_offline_in_chromium(run, tmp
         assert {f"{stage}.docs_in", f"{stage}.docs_out", f"{stage}.removed"} <= shown, stage
     for rule in stats["filter"]["removed"]:
         assert f"filter.removed.{rule}" in shown
-    assert {"dedup.dedup.clusters", "tokenize.tokens", "mix.train_documents", "source.quarantined.invalid_json",
-            "mix.mixtures.main.groups.news.tokens_taken", "mix.mixtures.flat.groups.web.epochs",
-            "lang.languages.en.docs_in", "lines.languages.en.docs_out",
-            "lines.counts.repeated_lines.lines_removed"} <= shown
-    assert any(kind == "data-json" and key.startswith("mix/flat/manifest.json#groups.") for kind, key, _ in parsed.numbers)
+    assert {
+        "dedup.dedup.clusters",
+        "tokenize.tokens",
+        "mix.train_documents",
+        "source.quarantined.invalid_json",
+        "mix.mixtures.main.groups.news.tokens_taken",
+        "mix.mixtures.flat.groups.web.epochs",
+        "lang.languages.en.docs_in",
+        "lines.languages.en.docs_out",
+        "lines.counts.repeated_lines.lines_removed",
+    } <= shown
+    assert any(
+        kind == "data-json" and key.startswith("mix/flat/manifest.json#groups.") for kind, key, _ in parsed.numbers
+    )
     assert {"funnel", "lang", "filter", "dedup", "lines", "languages", "mix", "quarantine"} <= set(parsed.ids)
 
     # Offline: no script, nothing fetched; charts are inline SVG.
@@ -308,13 +363,16 @@ def test_curate_report_rebuilds_the_same_page_from_the_run_directory(run):
 
 def test_curate_run_builds_the_report_with_stages_off_and_an_empty_pool(tmp_path, monkeypatch):
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
-    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": f"Too short to keep, number {i}."} for i in range(6)]
-                + ['{"broken'])
+    write_jsonl(
+        tmp_path / "in" / "a.jsonl", [{"text": f"Too short to keep, number {i}."} for i in range(6)] + ['{"broken']
+    )
     config = tmp_path / "run.toml"
-    config.write_text(f'run_dir = "{tmp_path / "run"}"\n'
-                      f'[[sources]]\nname = "s"\nreader = "jsonl"\npaths = ["{tmp_path / "in"}"]\n'
-                      '[lang]\nenabled = false\n[filter]\nfilters = ["gopher_quality"]\n'
-                      '[dedup]\nenabled = false\n[lines]\nenabled = false\n[tokenize]\nenabled = false\n')
+    config.write_text(
+        f'run_dir = "{tmp_path / "run"}"\n'
+        f'[[sources]]\nname = "s"\nreader = "jsonl"\npaths = ["{tmp_path / "in"}"]\n'
+        '[lang]\nenabled = false\n[filter]\nfilters = ["gopher_quality"]\n'
+        "[dedup]\nenabled = false\n[lines]\nenabled = false\n[tokenize]\nenabled = false\n"
+    )
     result = CliRunner().invoke(app, ["run", str(config), "--quiet"])
     assert result.exit_code == 0, result.output
     report = tmp_path / "run" / "report" / "index.html"

@@ -45,13 +45,16 @@ def run_files(run_dir: Path) -> dict[str, bytes]:
     """Every file a run wrote (Prefect's own database and the run lock, which names its holder,
     aside), by path in the run directory, with the run directory's name (recorded in manifests and
     parts) made neutral."""
-    return {str(path.relative_to(run_dir)): path.read_bytes().replace(str(run_dir).encode(), b"<run>")
-            for path in sorted(run_dir.rglob("*"))
-            if path.is_file() and ".prefect" not in path.parts and path.name != LOCK_NAME}
+    return {
+        str(path.relative_to(run_dir)): path.read_bytes().replace(str(run_dir).encode(), b"<run>")
+        for path in sorted(run_dir.rglob("*"))
+        if path.is_file() and ".prefect" not in path.parts and path.name != LOCK_NAME
+    }
 
 
 def assert_same_files(expected: Path, found: Path, stages: tuple[str, ...] | None = None) -> None:
     """The two runs wrote the same files with the same bytes (only those of ``stages``, if given)."""
+
     def kept(files: dict[str, bytes]) -> dict[str, bytes]:
         return {k: v for k, v in files.items() if stages is None or k.split("/")[0] in stages}
 
@@ -85,17 +88,23 @@ def task_runs_of(flow_run_id) -> list:
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
 
     with get_client(sync_client=True) as client:
-        stages = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id])))
-        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in stages])),
-                                     limit=200)
+        stages = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id]))
+        )
+        return client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[s.id for s in stages])), limit=200
+        )
 
 
 def test_a_local_process_pool_writes_the_same_bytes_as_local_threads(corpus, local_run):
     local_dir, _ = local_run
     run_dir = corpus.parent / "run-processes"
-    settings = {**demo_config(corpus, run_dir), "dedup": {"enabled": False}, "lines": {"enabled": False},
-                "tokenize": {"enabled": False}}
+    settings = {
+        **demo_config(corpus, run_dir),
+        "dedup": {"enabled": False},
+        "lines": {"enabled": False},
+        "tokenize": {"enabled": False},
+    }
     settings.pop("mix")
     with running_on(Runner("processes", workers=2)) as ready:
         stats = curate_flow(parse_config(settings), ready)
@@ -172,10 +181,12 @@ def test_curate_run_on_a_dask_local_cluster_from_the_command_line(tmp_path):
     texts = [f"Report number {i} from the committee on the budget of the coming year, in full." for i in range(40)]
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)])
     config = tmp_path / "run.toml"
-    config.write_text(f'run_dir = "{tmp_path / "run"}"\n'
-                      f'[[sources]]\nname = "notes"\nreader = "jsonl"\npaths = ["{tmp_path / "in"}"]\nid_field = "id"\n'
-                      "[lang]\nenabled = false\n[filter]\nenabled = false\n[dedup]\nenabled = true\n"
-                      "[lines]\nenabled = false\n[tokenize]\nenabled = false\n")
+    config.write_text(
+        f'run_dir = "{tmp_path / "run"}"\n'
+        f'[[sources]]\nname = "notes"\nreader = "jsonl"\npaths = ["{tmp_path / "in"}"]\nid_field = "id"\n'
+        "[lang]\nenabled = false\n[filter]\nenabled = false\n[dedup]\nenabled = true\n"
+        "[lines]\nenabled = false\n[tokenize]\nenabled = false\n"
+    )
     result = CliRunner().invoke(app, ["run", str(config), "--runner", "dask", "--workers", "2", "--quiet"])
     assert result.exit_code == 0, result.output
     stats = json.loads((tmp_path / "run" / "dedup" / "stats.json").read_text())

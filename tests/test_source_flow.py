@@ -26,15 +26,23 @@ def inputs(tmp_path_factory) -> Path:
     """A small corpus in every format, with some bad records."""
     root = tmp_path_factory.mktemp("inputs")
     for shard in range(3):
-        records = [{"id": f"n{shard}-{i}", "text": f"News story {shard}-{i}. " * 20, "url": f"https://n.example/{i}"}
-                   for i in range(400)]
+        records = [
+            {"id": f"n{shard}-{i}", "text": f"News story {shard}-{i}. " * 20, "url": f"https://n.example/{i}"}
+            for i in range(400)
+        ]
         records[7] = '{"id": "broken'
         write_jsonl(root / "news" / f"part-{shard}.jsonl.gz", records, "gz")
-    write_parquet_file(root / "dialogues" / "d.parquet",
-                       {"id": [f"d{i}" for i in range(300)], "text": [f"Hello {i}\nHi there" for i in range(300)]})
-    write_warc(root / "web" / "crawl.warc.gz",
-               [(f"https://w.example/{i}", "text/html", html_page(f"T{i}", [f"Paragraph number {i} " * 20]))
-                for i in range(50)])
+    write_parquet_file(
+        root / "dialogues" / "d.parquet",
+        {"id": [f"d{i}" for i in range(300)], "text": [f"Hello {i}\nHi there" for i in range(300)]},
+    )
+    write_warc(
+        root / "web" / "crawl.warc.gz",
+        [
+            (f"https://w.example/{i}", "text/html", html_page(f"T{i}", [f"Paragraph number {i} " * 20]))
+            for i in range(50)
+        ],
+    )
     for i in range(30):
         (root / "notes" / f"n{i:02d}.txt").parent.mkdir(parents=True, exist_ok=True)
         (root / "notes" / f"n{i:02d}.txt").write_text(f"Note {i}" if i % 10 else "  ")
@@ -52,8 +60,11 @@ def sources(root: Path) -> list[dict]:
 
 def outputs(run_dir: Path) -> dict[str, bytes]:
     """Every file the run wrote (but Prefect's own folder), by relative path."""
-    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*"))
-            if p.is_file() and ".prefect" not in p.parts and p.name != "manifest.json"}
+    return {
+        str(p.relative_to(run_dir)): p.read_bytes()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and ".prefect" not in p.parts and p.name != "manifest.json"
+    }
 
 
 def test_source_flow_counts_every_document_and_writes_the_manifest(tmp_path, inputs):
@@ -68,7 +79,11 @@ def test_source_flow_counts_every_document_and_writes_the_manifest(tmp_path, inp
     docs = pl.read_parquet(layout.stage("source").docs / "*.parquet")
     assert docs.height == stats["docs_out"] and docs["id"].is_unique().all()
     assert docs.group_by("source").len().sort("source").rows() == [
-        ("dialogues", 300), ("news", 1197), ("notes", 27), ("web", 50)]
+        ("dialogues", 300),
+        ("news", 1197),
+        ("notes", 27),
+        ("web", 50),
+    ]
     manifest = json.loads(layout.manifest.read_text())
     assert manifest["stages"]["source"]["docs_out"] == stats["docs_out"]
     assert manifest["config"]["sources"][0]["name"] == "news"
@@ -112,8 +127,9 @@ def test_a_run_killed_midway_resumes_to_the_same_bytes(tmp_path, inputs, monkeyp
 
     source_flow(crashed)
     assert outputs(crashed.run_dir) == outputs(clean.run_dir)
-    assert {p.name: p.stat().st_mtime_ns for p in stage.parts.glob("*.json")
-            if p.name in finished_before} == finished_before  # complete units were skipped
+    assert {
+        p.name: p.stat().st_mtime_ns for p in stage.parts.glob("*.json") if p.name in finished_before
+    } == finished_before  # complete units were skipped
     assert not list(stage.root.rglob(f"*{TMP_MARK}*"))
 
 
@@ -157,8 +173,9 @@ def test_curate_demo_accounts_for_every_labelled_document(tmp_path, monkeypatch)
     """The demo end to end: per source, the stage's ledger agrees with the corpus's labels."""
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
     corpus, run = tmp_path / "corpus", tmp_path / "run"
-    result = CliRunner().invoke(app, ["demo", "--docs", "1500", "--seed", "3", "--corpus-dir", str(corpus),
-                                      "--run-dir", str(run), "--quiet"])
+    result = CliRunner().invoke(
+        app, ["demo", "--docs", "1500", "--seed", "3", "--corpus-dir", str(corpus), "--run-dir", str(run), "--quiet"]
+    )
     assert result.exit_code == 0, result.output
     assert f"run directory: {run}" in result.output
     labels = pl.read_parquet(corpus / "labels.parquet")

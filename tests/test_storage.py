@@ -61,16 +61,30 @@ def memory_root():
 
 def _config(root: Path, run_dir: str):
     """Every stage through tokenize, and a [mix] section with two mixtures."""
-    return parse_config({
-        "run_dir": run_dir,
-        "sources": [{"name": "news", "reader": "jsonl", "paths": [str(root / "in" / "news")], "id_field": "id",
-                     "url_field": "url"},
-                    {"name": "web", "reader": "jsonl", "paths": [str(root / "in" / "web")]}],
-        "lang": {"min_score": 0.5}, "dedup": {"partitions": 2}, "lines": {"max_docs": 5, "partitions": 2},
-        "tokenize": {"vocab_size": 400},
-        "mix": {"validation_fraction": 0.2, "validation_max_docs": 100,
-                "mixtures": [{"name": "main"}, {"name": "flat", "temperature": 3.0, "max_epochs": 2.0}]},
-    })
+    return parse_config(
+        {
+            "run_dir": run_dir,
+            "sources": [
+                {
+                    "name": "news",
+                    "reader": "jsonl",
+                    "paths": [str(root / "in" / "news")],
+                    "id_field": "id",
+                    "url_field": "url",
+                },
+                {"name": "web", "reader": "jsonl", "paths": [str(root / "in" / "web")]},
+            ],
+            "lang": {"min_score": 0.5},
+            "dedup": {"partitions": 2},
+            "lines": {"max_docs": 5, "partitions": 2},
+            "tokenize": {"vocab_size": 400},
+            "mix": {
+                "validation_fraction": 0.2,
+                "validation_max_docs": 100,
+                "mixtures": [{"name": "main"}, {"name": "flat", "temperature": 3.0, "max_epochs": 2.0}],
+            },
+        }
+    )
 
 
 def _files(root) -> dict[str, object]:
@@ -88,7 +102,7 @@ def _without_run_dir(value, run_dir):
     if isinstance(value, list):
         return [_without_run_dir(item, run_dir) for item in value]
     if isinstance(value, str) and value.startswith(run_dir):
-        return "<run>" + value[len(run_dir):]
+        return "<run>" + value[len(run_dir) :]
     return value
 
 
@@ -120,8 +134,9 @@ def test_a_run_on_a_memory_file_system_writes_the_bytes_of_a_local_run(tmp_path,
             continue
         # Only JSON that records where the run directory is may differ, and only there.
         assert name.endswith(".json"), name
-        assert (_without_run_dir(json.loads(there), remote.run_dir)
-                == _without_run_dir(json.loads(here), local.run_dir)), name
+        assert _without_run_dir(json.loads(there), remote.run_dir) == _without_run_dir(
+            json.loads(here), local.run_dir
+        ), name
         recording_the_run_dir.append(name)
     assert "manifest.json" in recording_the_run_dir and "mix/stats.json" in recording_the_run_dir
     assert not any(name.endswith((".parquet", ".arrow", ".html")) for name in recording_the_run_dir)

@@ -30,8 +30,10 @@ from pipeline.tokenize import (
 
 REPO = Path(__file__).resolve().parents[1]
 
-WORDS = ("the quick brown fox jumps over lazy dogs while seven wizards quietly judge boxing matches "
-         "data pipelines curate tokens shards models train evaluate").split()
+WORDS = (
+    "the quick brown fox jumps over lazy dogs while seven wizards quietly judge boxing matches "
+    "data pipelines curate tokens shards models train evaluate"
+).split()
 
 # Texts a byte-level BPE must give back byte for byte: layout, accents, scripts, emoji, control
 # characters, an empty document, and the special tokens' own spelling inside a document.
@@ -68,8 +70,7 @@ def bpe(tmp_path_factory) -> tuple[Path, Tokenizer]:
 
 @pytest.fixture(scope="module")
 def wordpiece(tmp_path_factory) -> tuple[Path, Tokenizer]:
-    path = train_tokenizer(corpus(), tmp_path_factory.mktemp("wp") / "tokenizer.json", kind="wordpiece",
-                           vocab_size=300)
+    path = train_tokenizer(corpus(), tmp_path_factory.mktemp("wp") / "tokenizer.json", kind="wordpiece", vocab_size=300)
     return path, load_tokenizer(path)
 
 
@@ -175,8 +176,13 @@ def test_bpe_shard_read_by_pyarrow_alone_decodes_to_the_exact_texts(tmp_path, bp
     assert batch.schema.names == ["doc_id", "tokens"]
     assert batch.schema.field("tokens").type == pa.large_list(pa.field("item", pa.uint16(), nullable=False))
     assert metadata == {
-        "format": SHARD_FORMAT, "group": "web", "tokenizer_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        "vocab_size": "400", "dtype": "uint16", "eod_id": "0", "documents": str(len(texts)),
+        "format": SHARD_FORMAT,
+        "group": "web",
+        "tokenizer_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "vocab_size": "400",
+        "dtype": "uint16",
+        "eod_id": "0",
+        "documents": str(len(texts)),
         "tokens": str(entry["tokens"]),
     }
     assert batch.column("doc_id").to_pylist() == ids
@@ -205,8 +211,13 @@ def test_manifest_counts_are_the_shard_contents(tmp_path, bpe):
     tokens = batch.column("tokens").values.to_numpy()
     assert np.array_equal(tokens, flat)  # exactly encode_batch's ids, one end token after each
     assert entry == {
-        "file": "s.arrow", "group": "news", "documents": len(texts), "tokens": int(flat.size),
-        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(), "dtype": "uint16", "vocab_size": 400,
+        "file": "s.arrow",
+        "group": "news",
+        "documents": len(texts),
+        "tokens": int(flat.size),
+        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "dtype": "uint16",
+        "vocab_size": 400,
         "tokenizer_sha256": tokenizer_sha256(tok),
     }
     # The literal "<|endoftext|>" in a text was encoded as text: end tokens == documents.
@@ -326,7 +337,9 @@ def test_curate_train_tokenizer_samples_the_runs_last_stage(tmp_path):
     (run / "filter" / "docs").mkdir(parents=True)
     (run / "manifest.json").write_text(json.dumps({"stages": {"source": {}, "lang": {}, "filter": {}}}))
     texts = [f"Document {i} talks about rivers, bridges and the weather in spring." for i in range(200)]
-    pl.DataFrame({"id": [f"d{i}" for i in range(200)], "text": texts}).write_parquet(run / "filter" / "docs" / "a.parquet")
+    pl.DataFrame({"id": [f"d{i}" for i in range(200)], "text": texts}).write_parquet(
+        run / "filter" / "docs" / "a.parquet"
+    )
     result = CliRunner().invoke(app, ["train-tokenizer", str(run), str(tmp_path / "tok"), "--vocab-size", "300"])
     assert result.exit_code == 0, result.output
     assert "trained on 200 documents of stage filter" in result.output

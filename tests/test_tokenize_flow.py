@@ -19,8 +19,15 @@ def test_tokenize_stage_writes_every_curated_document_and_resumes(tmp_path):
     texts = [f"Story {i}: the council met by the river and voted on the budget." for i in range(60)]
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"id": f"a{i}", "text": t} for i, t in enumerate(texts[:35])])
     write_jsonl(tmp_path / "in" / "b.jsonl", [{"id": f"b{i}", "text": t} for i, t in enumerate(texts[35:])])
-    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "in")], "id_field": "id"}],
-                           lang=OFF, filter=OFF, dedup=OFF, lines=OFF, tokenize={"vocab_size": 300})
+    config = source_config(
+        tmp_path,
+        [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "in")], "id_field": "id"}],
+        lang=OFF,
+        filter=OFF,
+        dedup=OFF,
+        lines=OFF,
+        tokenize={"vocab_size": 300},
+    )
     stats = curate_flow(config)["tokenize"]
     assert stats["docs_in"] == stats["docs_out"] == 60 and len(stats["shards"]) == 2
     stage = RunLayout(config.run_dir).stage("tokenize")
@@ -46,8 +53,15 @@ def test_a_given_tokenizer_is_used_as_it_is(tmp_path):
 
     shared = train_tokenizer(["a shared tokenizer for several mixtures"] * 20, tmp_path / "shared.json", vocab_size=280)
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "hello there"}])
-    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "in")]}],
-                           lang=OFF, filter=OFF, dedup=OFF, lines=OFF, tokenize={"tokenizer": str(shared)})
+    config = source_config(
+        tmp_path,
+        [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "in")]}],
+        lang=OFF,
+        filter=OFF,
+        dedup=OFF,
+        lines=OFF,
+        tokenize={"tokenizer": str(shared)},
+    )
     stats = curate_flow(config)["tokenize"]
     assert stats["tokenizer"]["path"] == str(shared) and stats["tokenizer"]["vocab_size"] == 280
     assert not (RunLayout(config.run_dir).stage("tokenize").root / "tokenizer.json").exists()

@@ -45,8 +45,12 @@ def test_open_mixture_reads_groups_and_validation_sizes(mixture_dir):
 
 
 def test_token_stream_reads_across_parts():
-    parts = [np.arange(0, 5, dtype=np.uint16), np.arange(5, 7, dtype=np.uint16), np.zeros(0, np.uint16),
-             np.arange(7, 12, dtype=np.uint16)]
+    parts = [
+        np.arange(0, 5, dtype=np.uint16),
+        np.arange(5, 7, dtype=np.uint16),
+        np.zeros(0, np.uint16),
+        np.arange(7, 12, dtype=np.uint16),
+    ]
     stream = TokenStream(parts)
     whole = np.arange(12)
     assert len(stream) == 12
@@ -64,8 +68,8 @@ def test_windows_are_the_stream_at_stride_block_size(mixture_dir):
     inputs, targets = loader.next_batch()
     assert inputs.shape == targets.shape == (8, 16) and inputs.dtype == torch.int64
     for row, window in enumerate(order[:8]):
-        assert np.array_equal(inputs[row].numpy(), stream[window * 16: window * 16 + 16])
-        assert np.array_equal(targets[row].numpy(), stream[window * 16 + 1: window * 16 + 17])
+        assert np.array_equal(inputs[row].numpy(), stream[window * 16 : window * 16 + 16])
+        assert np.array_equal(targets[row].numpy(), stream[window * 16 + 1 : window * 16 + 17])
 
 
 def test_order_is_seeded_and_each_epoch_visits_every_window_once(mixture_dir):
@@ -136,8 +140,10 @@ def test_validation_windows_are_capped_and_fixed(mixture_dir):
     assert np.array_equal(inputs.flatten().numpy(), stream[:96])
     assert np.array_equal(targets.flatten().numpy(), stream[1:97])
     # Ranks take alternate windows; together they are the whole set.
-    shares = [torch.cat([b[0] for b in validation_batches(mixture, group, 16, 100, 4, rank=r, world_size=2)])
-              for r in range(2)]
+    shares = [
+        torch.cat([b[0] for b in validation_batches(mixture, group, 16, 100, 4, rank=r, world_size=2)])
+        for r in range(2)
+    ]
     assert torch.equal(torch.stack([shares[0], shares[1]], dim=1).reshape(6, 16), inputs)
     # Everything when the cap is above the stream.
     everything = torch.cat([b[0] for b in validation_batches(mixture, group, 16, 10**9, 64)])

@@ -27,6 +27,7 @@ from trainer.train import evaluate, learning_rate, load_checkpoint, main, read_m
 
 REPO = Path(__file__).resolve().parents[1]
 
+
 @pytest.fixture(scope="session")
 def mixture_dir(tmp_path_factory):
     return shared_mixture(tmp_path_factory)
@@ -46,10 +47,20 @@ def trained(mixture_dir, tmp_path_factory):
 
 def test_outputs_of_a_run(trained, mixture_dir):
     out, summary = trained
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoints", "metrics.csv", "summary.json", "tb",
-                                                      "tokenizer.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "checkpoints",
+        "metrics.csv",
+        "summary.json",
+        "tb",
+        "tokenizer.json",
+    ]
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
-        "latest", "step-000004.pt", "step-000004.pt.sha256", "step-000008.pt", "step-000008.pt.sha256"]
+        "latest",
+        "step-000004.pt",
+        "step-000004.pt.sha256",
+        "step-000008.pt",
+        "step-000008.pt.sha256",
+    ]
     checkpoint = out / "checkpoints" / "step-000008.pt"
     digest = hashlib.sha256(checkpoint.read_bytes()).hexdigest()
     assert (out / "checkpoints" / "step-000008.pt.sha256").read_text() == f"{digest}  step-000008.pt\n"
@@ -86,8 +97,10 @@ def test_resume_continues_exactly(trained, tmp_path, mixture_dir):
     (out / "checkpoints" / "latest").write_text("step-000004.pt\n")
     (out / "summary.json").unlink()
     train(config(mixture_dir, out, model={"dropout": 0.1}), log=None)
-    assert read_metrics(out) == [{**row, "tokens_per_s": resumed["tokens_per_s"]}
-                                 for row, resumed in zip(read_metrics(straight), read_metrics(out))]
+    assert read_metrics(out) == [
+        {**row, "tokens_per_s": resumed["tokens_per_s"]}
+        for row, resumed in zip(read_metrics(straight), read_metrics(out))
+    ]
     one = load_checkpoint(straight / "checkpoints" / "step-000008.pt")
     two = load_checkpoint(out / "checkpoints" / "step-000008.pt")
     for key, tensor in one["model"].items():
@@ -115,16 +128,26 @@ def test_a_finished_run_resumed_only_evaluates(trained, tmp_path, mixture_dir):
 
 
 def test_loss_decreases(mixture_dir, tmp_path):
-    summary = train(config(mixture_dir, tmp_path / "out", max_steps=40, eval_interval=40, log_interval=5,
-                           checkpoint_interval=40), log=None)
+    summary = train(
+        config(mixture_dir, tmp_path / "out", max_steps=40, eval_interval=40, log_interval=5, checkpoint_interval=40),
+        log=None,
+    )
     rows = read_metrics(tmp_path / "out")
     assert rows[-1]["train_loss"] < rows[0]["train_loss"] - 1.0
     assert summary["final"]["loss"] < math.log(320) - 1.0
 
 
 def test_masked_objective_trains(mixture_dir, tmp_path):
-    summary = train(config(mixture_dir, tmp_path / "out", model={"objective": "masked", "positions": "learned"},
-                           max_steps=6, eval_interval=6), log=None)
+    summary = train(
+        config(
+            mixture_dir,
+            tmp_path / "out",
+            model={"objective": "masked", "positions": "learned"},
+            max_steps=6,
+            eval_interval=6,
+        ),
+        log=None,
+    )
     assert math.isfinite(summary["final"]["loss"]) and summary["final"]["tokens"] > 0
 
 
@@ -139,7 +162,7 @@ def test_evaluation_is_bits_per_byte_of_the_manifest(trained, mixture_dir):
     for group in ("chat", "en/news"):
         entry = next(e for e in manifest["validation"] if e["group"] == group)
         tokens = torch.from_numpy(read_token_shard(mixture_dir / entry["file"])[0].astype(np.int64))
-        windows = torch.stack([tokens[i * 32: i * 32 + 33] for i in range(256 // 32)])
+        windows = torch.stack([tokens[i * 32 : i * 32 + 33] for i in range(256 // 32)])
         with torch.no_grad():
             logits, _ = model(windows[:, :-1])
         nats = F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten()).item()
@@ -167,12 +190,28 @@ def test_ddp_matches_one_process(mixture_dir, tmp_path):
     data = train_config_dict(mixture_dir, distributed, **settings)
     path.write_text(toml_text(data))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           "-m", "trainer.train", str(path)], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "trainer.train",
+            str(path),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    single = train(config(mixture_dir, tmp_path / "one", batch={"micro_batch": 4, "grad_accum": 2},
-                          eval_tokens=128), log=None)
+    single = train(
+        config(mixture_dir, tmp_path / "one", batch={"micro_batch": 4, "grad_accum": 2}, eval_tokens=128), log=None
+    )
     one, two = read_metrics(tmp_path / "one"), read_metrics(distributed)
     assert [r["step"] for r in one] == [r["step"] for r in two] == list(range(1, 9))
     for a, b in zip(one, two):
@@ -230,8 +269,9 @@ def test_config_file_and_command_line(tmp_path, mixture_dir, monkeypatch, capsys
 
 
 def test_learning_rate_schedules():
-    optim = parse_train_config({"mixture": "m", "out_dir": "o", "max_steps": 100,
-                                "optim": {"lr": 1.0, "min_lr": 0.1, "warmup_steps": 10}}).optim
+    optim = parse_train_config(
+        {"mixture": "m", "out_dir": "o", "max_steps": 100, "optim": {"lr": 1.0, "min_lr": 0.1, "warmup_steps": 10}}
+    ).optim
     lrs = [learning_rate(s, 100, optim) for s in range(100)]
     assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
     assert lrs[10] == pytest.approx(1.0) and lrs[-1] == pytest.approx(0.1)
@@ -250,7 +290,8 @@ def test_generate_text_is_seeded(trained):
     assert generate_text(out, "The council", max_tokens=20, seed=1) == one
     checkpoint = out / "checkpoints" / "step-000004.pt"
     assert generate_text(checkpoint, "", max_tokens=10, temperature=0) == generate_text(
-        checkpoint, "", max_tokens=10, temperature=0)
+        checkpoint, "", max_tokens=10, temperature=0
+    )
     with pytest.raises(FileNotFoundError):
         generate_text(out / "missing", "x")
 

@@ -16,11 +16,31 @@ from pipeline.tokenize import load_tokenizer, special_ids, train_tokenizer, writ
 
 GROUPS = ("en/news", "chat")
 
-SUBJECTS = ("the council", "a farmer", "the old bridge", "our café", "the river", "a small team", "the market",
-            "the mayor", "each student", "the museum")
+SUBJECTS = (
+    "the council",
+    "a farmer",
+    "the old bridge",
+    "our café",
+    "the river",
+    "a small team",
+    "the market",
+    "the mayor",
+    "each student",
+    "the museum",
+)
 VERBS = ("opened", "closed", "repaired", "visited", "praised", "questioned", "moved", "built", "sold", "painted")
-OBJECTS = ("the station", "three houses", "a new road", "the garden", "its doors", "the old mill", "a bakery",
-           "the school", "two boats", "the naïve plan")
+OBJECTS = (
+    "the station",
+    "three houses",
+    "a new road",
+    "the garden",
+    "its doors",
+    "the old mill",
+    "a bakery",
+    "the school",
+    "two boats",
+    "the naïve plan",
+)
 PLACES = ("in Zürich", "near the coast", "on Monday", "after the storm", "before noon", "in spring", "at dawn")
 NAMES = ("Ana", "Ben", "Chloé", "Dev", "Eli", "Fatou", "Gus", "Hana")
 FEELINGS = ("fine", "tired", "happy", "busy", "hungry", "curious", "great")
@@ -56,39 +76,56 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def build_mixture(folder: Path, train_docs: int = 240, validation_docs: int = 24, vocab_size: int = 320,
-                  seed: int = 0) -> Path:
+def build_mixture(
+    folder: Path, train_docs: int = 240, validation_docs: int = 24, vocab_size: int = 320, seed: int = 0
+) -> Path:
     """Write a mixture directory at ``folder`` (``<run_dir>/mix/<name>`` in a real run); return it."""
     folder = Path(folder)
     texts = {group: group_texts(group, train_docs + validation_docs, seed) for group in GROUPS}
-    tokenizer_path = train_tokenizer([t for group in GROUPS for t in texts[group]], folder / "tokenizer.json",
-                                     vocab_size=vocab_size)
+    tokenizer_path = train_tokenizer(
+        [t for group in GROUPS for t in texts[group]], folder / "tokenizer.json", vocab_size=vocab_size
+    )
     tokenizer = load_tokenizer(tokenizer_path)
     ids = special_ids(tokenizer)
 
     def shard(split: str, group: str, part: int, docs: list[str]) -> dict:
         name = f"{split}/{group.replace('/', '+')}-{part:04d}.arrow"
-        written = write_token_shard([(f"{group}-{split}-{part}-{i}", t) for i, t in enumerate(docs)], tokenizer,
-                                    folder / name, group)
-        return {"file": name, "group": group, "documents": written["documents"], "tokens": written["tokens"],
-                "bytes": sum(len(t.encode("utf-8")) for t in docs), "sha256": written["sha256"]}
+        written = write_token_shard(
+            [(f"{group}-{split}-{part}-{i}", t) for i, t in enumerate(docs)], tokenizer, folder / name, group
+        )
+        return {
+            "file": name,
+            "group": group,
+            "documents": written["documents"],
+            "tokens": written["tokens"],
+            "bytes": sum(len(t.encode("utf-8")) for t in docs),
+            "sha256": written["sha256"],
+        }
 
     train, validation, groups = [], [], {}
     for group in sorted(GROUPS):
         docs = texts[group]
         held_out, kept = docs[:validation_docs], docs[validation_docs:]
         # The first group's train documents go to two shards, so windows cross a shard boundary.
-        parts = [kept[:len(kept) // 2], kept[len(kept) // 2:]] if group == sorted(GROUPS)[0] else [kept]
+        parts = [kept[: len(kept) // 2], kept[len(kept) // 2 :]] if group == sorted(GROUPS)[0] else [kept]
         entries = [shard("train", group, part, chunk) for part, chunk in enumerate(parts)]
         val_entry = shard("validation", group, 0, held_out)
         train += entries
         validation.append(val_entry)
         tokens = sum(e["tokens"] for e in entries)
         groups[group] = {
-            "documents_available": len(kept), "tokens_available": tokens, "tokens_allocated": tokens,
-            "tokens_taken": tokens, "documents_taken": len(kept), "epochs": 1.0, "effective_weight": 0.5,
-            "target_weight": 0.5, "capped": False, "validation_documents": len(held_out),
-            "validation_tokens": val_entry["tokens"], "validation_bytes": val_entry["bytes"],
+            "documents_available": len(kept),
+            "tokens_available": tokens,
+            "tokens_allocated": tokens,
+            "tokens_taken": tokens,
+            "documents_taken": len(kept),
+            "epochs": 1.0,
+            "effective_weight": 0.5,
+            "target_weight": 0.5,
+            "capped": False,
+            "validation_documents": len(held_out),
+            "validation_tokens": val_entry["tokens"],
+            "validation_bytes": val_entry["bytes"],
             "contaminated_documents": 0,
         }
     total = sum(e["tokens"] for e in train)
@@ -96,10 +133,19 @@ def build_mixture(folder: Path, train_docs: int = 240, validation_docs: int = 24
         "format": "curate.mixture/1",
         "mixture": "main",
         "seed": seed,
-        "tokenizer": {"file": "tokenizer.json", "sha256": _sha256(tokenizer_path), "vocab_size": vocab_size,
-                      "dtype": "uint16", "eod_id": ids["eod"], "pad_id": ids["pad"], "mask_id": ids["mask"],
-                      "cls_id": ids["cls"]},
-        "budget_tokens": total, "tokens_taken": total, "max_epochs": None,
+        "tokenizer": {
+            "file": "tokenizer.json",
+            "sha256": _sha256(tokenizer_path),
+            "vocab_size": vocab_size,
+            "dtype": "uint16",
+            "eod_id": ids["eod"],
+            "pad_id": ids["pad"],
+            "mask_id": ids["mask"],
+            "cls_id": ids["cls"],
+        },
+        "budget_tokens": total,
+        "tokens_taken": total,
+        "max_epochs": None,
         "groups": groups,
         "train": train,
         "validation": validation,
@@ -128,12 +174,19 @@ def copy_mixture(source: Path, target: Path) -> Path:
 def train_config_dict(mixture: Path, out_dir: Path, **overrides) -> dict:
     """A config for a model small enough to train in a second or two on a CPU."""
     config = {
-        "mixture": str(mixture), "out_dir": str(out_dir), "seed": 0, "device": "cpu",
+        "mixture": str(mixture),
+        "out_dir": str(out_dir),
+        "seed": 0,
+        "device": "cpu",
         "model": {"block_size": 32, "n_layer": 2, "n_head": 2, "n_embd": 32},
         "optim": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 2, "weight_decay": 0.1},
         "batch": {"micro_batch": 4, "grad_accum": 1},
-        "max_steps": 8, "eval_interval": 4, "eval_tokens": 256, "log_interval": 1,
-        "checkpoint_interval": 4, "keep_last": 5,
+        "max_steps": 8,
+        "eval_interval": 4,
+        "eval_tokens": 256,
+        "log_interval": 1,
+        "checkpoint_interval": 4,
+        "keep_last": 5,
     }
     for key, value in overrides.items():
         if isinstance(value, dict):

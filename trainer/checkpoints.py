@@ -202,12 +202,13 @@ def load_latest_checkpoint(out_dir: Path, say: Callable[[str], None] | None = No
             skipped.append((path, problem))
             continue
         if skipped:
-            say(f"warning: using the older checkpoint {path.name}, not {skipped[0][0].name} "
-                f"({skipped[0][1]})")
+            say(f"warning: using the older checkpoint {path.name}, not {skipped[0][0].name} ({skipped[0][1]})")
         return path, checkpoint
     if skipped:
         folder = Path(out_dir) / CHECKPOINT_DIR
         listed = "; ".join(f"{path.name}: {problem}" for path, problem in skipped)
-        raise CheckpointError(f"no checkpoint in {folder} loads ({listed}); delete the bad files "
-                              f"(or the folder, to start over) or restore them from a copy")
+        raise CheckpointError(
+            f"no checkpoint in {folder} loads ({listed}); delete the bad files "
+            f"(or the folder, to start over) or restore them from a copy"
+        )
     return None

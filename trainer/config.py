@@ -33,9 +33,11 @@ from pipeline.config import ConfigError, read_toml, validate_model
 from pipeline.io.storage import is_local
 
 # The trainer memory-maps local mixture folders; said wherever a remote one is given.
-COPY_MIXTURE_HERE = ("the trainer memory-maps a local mixture folder, so copy it here first "
-                     "(fsspec.filesystem(protocol).get(remote, local, recursive=True), or your object store's "
-                     "CLI, e.g. aws s3 cp --recursive) and point mixture at the copy")
+COPY_MIXTURE_HERE = (
+    "the trainer memory-maps a local mixture folder, so copy it here first "
+    "(fsspec.filesystem(protocol).get(remote, local, recursive=True), or your object store's "
+    "CLI, e.g. aws s3 cp --recursive) and point mixture at the copy"
+)
 
 
 def _local_folder(value):
@@ -46,6 +48,7 @@ def _local_folder(value):
     if isinstance(value, str) and not is_local(value):
         raise ValueError(f"{value} is not a local folder; {COPY_MIXTURE_HERE}")
     return Path(value).expanduser().absolute()
+
 
 # Keys that change what is logged or kept, never what is computed: a run may resume with other
 # values of these.
@@ -74,8 +77,10 @@ class ModelSection(_Strict):
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd {self.n_embd} is not a multiple of n_head {self.n_head}; change one of them")
         if self.positions == "rope" and (self.n_embd // self.n_head) % 2:
-            raise ValueError(f"rotary positions need an even head size (n_embd / n_head = "
-                             f"{self.n_embd // self.n_head}); change n_embd or n_head, or use positions = 'learned'")
+            raise ValueError(
+                f"rotary positions need an even head size (n_embd / n_head = "
+                f"{self.n_embd // self.n_head}); change n_embd or n_head, or use positions = 'learned'"
+            )
         return self
 
 
@@ -172,8 +177,9 @@ class TrainConfig(_Strict):
 def parse_train_config(data: dict) -> TrainConfig:
     """Validate a config mapping; ConfigError with one line on the first problem."""
     if isinstance(data, dict) and data.get("max_steps") is None and data.get("max_tokens") is None:
-        raise ConfigError("max_steps: required key is missing; give max_steps (optimizer steps) or max_tokens "
-                          "(tokens to train on)")
+        raise ConfigError(
+            "max_steps: required key is missing; give max_steps (optimizer steps) or max_tokens (tokens to train on)"
+        )
     return validate_model(TrainConfig, data)
 
 

@@ -65,7 +65,7 @@ class TokenStream:
             part_start = int(self.ends[part]) - self.parts[part].size
             begin = start + filled - part_start
             take = min(stop - start - filled, self.parts[part].size - begin)
-            out[filled:filled + take] = self.parts[part][begin:begin + take]
+            out[filled : filled + take] = self.parts[part][begin : begin + take]
             filled += take
             part += 1
         return out
@@ -116,16 +116,19 @@ def open_mixture(path: Path, verify_checksums: bool = True) -> Mixture:
     path = Path(path)
     manifest_path = path / "manifest.json"
     if not manifest_path.is_file():
-        raise MixtureError(f"no manifest.json in {path}; point mixture at a folder the mix stage wrote "
-                           "(<run_dir>/mix/<mixture>)")
+        raise MixtureError(
+            f"no manifest.json in {path}; point mixture at a folder the mix stage wrote (<run_dir>/mix/<mixture>)"
+        )
     raw = manifest_path.read_bytes()
     try:
         manifest = json.loads(raw)
     except json.JSONDecodeError as error:
         raise MixtureError(f"{manifest_path} is not valid JSON ({error}); re-run the mix stage") from None
     if manifest.get("format") != MIXTURE_FORMAT:
-        raise MixtureError(f"{manifest_path} has format {manifest.get('format')!r}, not {MIXTURE_FORMAT!r}; "
-                           "re-run the mix stage with this version")
+        raise MixtureError(
+            f"{manifest_path} has format {manifest.get('format')!r}, not {MIXTURE_FORMAT!r}; "
+            "re-run the mix stage with this version"
+        )
     for key in ("tokenizer", "groups", "train", "validation"):
         if key not in manifest:
             raise MixtureError(f"{manifest_path} lacks {key!r}; re-run the mix stage")
@@ -134,8 +137,10 @@ def open_mixture(path: Path, verify_checksums: bool = True) -> Mixture:
     if not tokenizer_path.is_file():
         raise MixtureError(f"no tokenizer at {tokenizer_path}; the manifest names it, re-run the mix stage")
     if verify_checksums and file_sha256(tokenizer_path) != tokenizer["sha256"]:
-        raise MixtureError(f"{tokenizer_path} does not match the manifest's tokenizer sha256; "
-                           "the folder was changed after the mix stage, re-run it")
+        raise MixtureError(
+            f"{tokenizer_path} does not match the manifest's tokenizer sha256; "
+            "the folder was changed after the mix stage, re-run it"
+        )
 
     def load(entry: dict, split: str) -> np.ndarray:
         shard = path / entry["file"]
@@ -146,17 +151,24 @@ def open_mixture(path: Path, verify_checksums: bool = True) -> Mixture:
         except (ValueError, OSError) as error:
             raise MixtureError(f"{shard} is not a token shard ({error}); re-run the mix stage") from None
         if metadata.get("tokenizer_sha256") != tokenizer["sha256"]:
-            raise MixtureError(f"{shard} was written with tokenizer {metadata.get('tokenizer_sha256', '?')[:12]}, "
-                               f"not the manifest's {tokenizer['sha256'][:12]}; re-tokenize and re-mix")
+            raise MixtureError(
+                f"{shard} was written with tokenizer {metadata.get('tokenizer_sha256', '?')[:12]}, "
+                f"not the manifest's {tokenizer['sha256'][:12]}; re-tokenize and re-mix"
+            )
         if metadata.get("group") != entry["group"]:
-            raise MixtureError(f"{shard} holds group {metadata.get('group')!r}, the manifest says "
-                               f"{entry['group']!r}; re-run the mix stage")
+            raise MixtureError(
+                f"{shard} holds group {metadata.get('group')!r}, the manifest says "
+                f"{entry['group']!r}; re-run the mix stage"
+            )
         if int(metadata.get("tokens", -1)) != entry["tokens"]:
-            raise MixtureError(f"{shard} holds {metadata.get('tokens')} tokens, the manifest says "
-                               f"{entry['tokens']}; re-run the mix stage")
+            raise MixtureError(
+                f"{shard} holds {metadata.get('tokens')} tokens, the manifest says "
+                f"{entry['tokens']}; re-run the mix stage"
+            )
         if verify_checksums and file_sha256(shard) != entry["sha256"]:
-            raise MixtureError(f"{shard} does not match its sha256 in {manifest_path}; the file changed after "
-                               "the mix stage, re-run it")
+            raise MixtureError(
+                f"{shard} does not match its sha256 in {manifest_path}; the file changed after the mix stage, re-run it"
+            )
         tokens, _ = read_token_shard(shard)
         return tokens
 
@@ -172,13 +184,22 @@ def open_mixture(path: Path, verify_checksums: bool = True) -> Mixture:
     listed = set(validation) | {entry["group"] for entry in manifest["train"]}
     unknown = sorted(listed - set(manifest["groups"]))
     if unknown:
-        raise MixtureError(f"{manifest_path} lists shards of groups {unknown} that are not in its 'groups'; "
-                           "re-run the mix stage")
+        raise MixtureError(
+            f"{manifest_path} lists shards of groups {unknown} that are not in its 'groups'; re-run the mix stage"
+        )
     specials = {role: int(tokenizer[f"{role}_id"]) for role in ("eod", "pad", "mask", "cls")}
-    return Mixture(path=path, manifest=manifest, manifest_sha256=hashlib.sha256(raw).hexdigest(),
-                   tokenizer_path=tokenizer_path, vocab_size=int(tokenizer["vocab_size"]), special_ids=specials,
-                   train=train, validation=validation, validation_tokens=validation_tokens,
-                   validation_bytes=validation_bytes)
+    return Mixture(
+        path=path,
+        manifest=manifest,
+        manifest_sha256=hashlib.sha256(raw).hexdigest(),
+        tokenizer_path=tokenizer_path,
+        vocab_size=int(tokenizer["vocab_size"]),
+        special_ids=specials,
+        train=train,
+        validation=validation,
+        validation_tokens=validation_tokens,
+        validation_bytes=validation_bytes,
+    )
 
 
 def bits_per_byte(mean_nats: float, tokens: int, num_bytes: int) -> float:
@@ -200,8 +221,9 @@ def _masked_windows(windows: np.ndarray, mixture: Mixture, seeds: list[int]) -> 
     specials = list(mixture.special_ids.values())
     for row, seed in enumerate(seeds):
         generator.manual_seed(seed)
-        inputs[row], targets[row] = mask_tokens(tokens[row], mixture.special_ids["mask"], mixture.vocab_size,
-                                                specials, generator)
+        inputs[row], targets[row] = mask_tokens(
+            tokens[row], mixture.special_ids["mask"], mixture.vocab_size, specials, generator
+        )
     return inputs, targets
 
 
@@ -214,8 +236,16 @@ class TrainLoader:
     independent of batch size and world size.
     """
 
-    def __init__(self, mixture: Mixture, block_size: int, micro_batch: int, seed: int,
-                 objective: str = "causal", rank: int = 0, world_size: int = 1):
+    def __init__(
+        self,
+        mixture: Mixture,
+        block_size: int,
+        micro_batch: int,
+        seed: int,
+        objective: str = "causal",
+        rank: int = 0,
+        world_size: int = 1,
+    ):
         self.mixture = mixture
         self.stream = TokenStream(mixture.train)
         self.block_size = block_size
@@ -229,9 +259,11 @@ class TrainLoader:
         self.num_windows = (length - self.window) // block_size + 1 if length >= self.window else 0
         self.global_micro_batch = micro_batch * world_size
         if self.num_windows < self.global_micro_batch:
-            raise MixtureError(f"{mixture.path} has {length:,} train tokens: {self.num_windows} windows of "
-                               f"{self.window}, fewer than one global micro batch ({self.global_micro_batch}); "
-                               "lower block_size or micro_batch, or mix more tokens")
+            raise MixtureError(
+                f"{mixture.path} has {length:,} train tokens: {self.num_windows} windows of "
+                f"{self.window}, fewer than one global micro batch ({self.global_micro_batch}); "
+                "lower block_size or micro_batch, or mix more tokens"
+            )
         self.epoch = 0
         self.position = 0
         self._order: tuple[int, np.ndarray] | None = None
@@ -247,7 +279,7 @@ class TrainLoader:
         if self.position + self.global_micro_batch > self.num_windows:
             self.epoch, self.position = self.epoch + 1, 0
         start = self.position + self.rank * self.micro_batch
-        ids = self.order(self.epoch)[start:start + self.micro_batch]
+        ids = self.order(self.epoch)[start : start + self.micro_batch]
         self.position += self.global_micro_batch
         windows = np.stack([self.stream.read(i * self.block_size, i * self.block_size + self.window) for i in ids])
         if self.objective == "causal":
@@ -268,9 +300,17 @@ class TrainLoader:
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
 
-def validation_batches(mixture: Mixture, group: str, block_size: int, max_tokens: int, batch_size: int,
-                       objective: str = "causal", seed: int = 0, rank: int = 0,
-                       world_size: int = 1) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def validation_batches(
+    mixture: Mixture,
+    group: str,
+    block_size: int,
+    max_tokens: int,
+    batch_size: int,
+    objective: str = "causal",
+    seed: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """This rank's share of ``group``'s validation windows, as ``(inputs, targets)`` batches.
 
     Windows run at stride ``block_size`` from the start of the group's validation stream (its
@@ -289,11 +329,10 @@ def validation_batches(mixture: Mixture, group: str, block_size: int, max_tokens
     group_key = zlib.crc32(group.encode("utf-8"))
     mine = list(range(rank, count, world_size))
     for first in range(0, len(mine), batch_size):
-        ids = mine[first:first + batch_size]
+        ids = mine[first : first + batch_size]
         windows = np.stack([stream.read(i * block_size, i * block_size + window) for i in ids])
         if objective == "causal":
             tokens = torch.from_numpy(windows)
             yield tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
         else:
             yield _masked_windows(windows, mixture, [_mask_seed(seed, SALT_VALIDATION_MASK, group_key, i) for i in ids])
-

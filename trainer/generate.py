@@ -1,6 +1,6 @@
 """Sample text from a trained model, with the tokenizer stored beside its checkpoints.
 
-    python -m trainer.generate runs/demo/train/main "The market" --max-tokens 60 --seed 1
+python -m trainer.generate runs/demo/train/main "The market" --max-tokens 60 --seed 1
 """
 
 from __future__ import annotations
@@ -43,8 +43,15 @@ def load_model(checkpoint_or_out_dir: Path, device: str = "cpu") -> tuple[GPT, T
     return model, tokenizer, info
 
 
-def generate_text(checkpoint_or_out_dir: Path, prompt: str, max_tokens: int = 100, temperature: float = 1.0,
-                  top_k: int | None = None, seed: int = 0, device: str = "cpu") -> str:
+def generate_text(
+    checkpoint_or_out_dir: Path,
+    prompt: str,
+    max_tokens: int = 100,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+) -> str:
     """Continue ``prompt`` with up to ``max_tokens`` sampled tokens; return the continuation (the
     prompt not included), stopping at the end-of-document token.
 
@@ -59,9 +66,9 @@ def generate_text(checkpoint_or_out_dir: Path, prompt: str, max_tokens: int = 10
     generator = torch.Generator(device=device).manual_seed(seed)
     idx = torch.tensor([ids], dtype=torch.long, device=device)
     out = model.generate(idx, max_tokens, temperature=temperature, top_k=top_k, eod_id=eod, generator=generator)
-    new = out[0, len(ids):].tolist()
+    new = out[0, len(ids) :].tolist()
     if eod in new:
-        new = new[:new.index(eod)]
+        new = new[: new.index(eod)]
     return tokenizer.decode(new, skip_special_tokens=False)
 
 

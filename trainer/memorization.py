@@ -49,10 +49,10 @@ def extraction(model: GPT, windows: torch.Tensor, prefix: int, batch: int = 128)
     suffix = windows.shape[1] - 1 - prefix
     matched, loss = [], []
     for start in range(0, len(windows), batch):
-        part = windows[start:start + batch]
+        part = windows[start : start + batch]
         logits, _ = model(part[:, :-1])
         logits = logits[:, prefix:].float()  # the positions that predict the suffix
-        targets = part[:, 1 + prefix:]
+        targets = part[:, 1 + prefix :]
         right = (logits.argmax(-1) == targets).long()
         matched.append(right.cumprod(1).sum(1).numpy())
         loss.append(F.cross_entropy(logits.transpose(1, 2), targets, reduction="none").mean(1).numpy())

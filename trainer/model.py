@@ -43,8 +43,9 @@ class GPTConfig:
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd {self.n_embd} is not a multiple of n_head {self.n_head}")
         if self.positions == "rope" and (self.n_embd // self.n_head) % 2:
-            raise ValueError(f"rotary positions need an even head size; n_embd / n_head is "
-                             f"{self.n_embd // self.n_head}")
+            raise ValueError(
+                f"rotary positions need an even head size; n_embd / n_head is {self.n_embd // self.n_head}"
+            )
         if self.positions not in ("rope", "learned"):
             raise ValueError(f"positions must be 'rope' or 'learned', not {self.positions!r}")
         if self.objective not in ("causal", "masked"):
@@ -86,8 +87,9 @@ class SelfAttention(nn.Module):
         if rotary is not None:
             cos, sin = rotary
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0,
-                                           is_causal=self.causal)
+        y = F.scaled_dot_product_attention(
+            q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal
+        )
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.proj(y))
 
@@ -165,8 +167,9 @@ class GPT(nn.Module):
         c = self.config
         return 6 * self.num_parameters(non_embedding=True) + 12 * c.n_layer * c.n_embd * c.block_size
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None,
-                ignore_index: int = IGNORE_INDEX) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None, ignore_index: int = IGNORE_INDEX
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits ``(B, T, vocab_size)`` for every position; with ``targets`` (B, T) also the
         mean cross-entropy in nats over the targets that are not ``ignore_index``."""
         B, T = idx.shape
@@ -193,8 +196,9 @@ class GPT(nn.Module):
             x = block(x, rotary)
         return self.ln_f(x)
 
-    def configure_optimizer(self, weight_decay: float, lr: float, betas: tuple[float, float],
-                            device_type: str) -> torch.optim.AdamW:
+    def configure_optimizer(
+        self, weight_decay: float, lr: float, betas: tuple[float, float], device_type: str
+    ) -> torch.optim.AdamW:
         """AdamW (decoupled weight decay, Loshchilov & Hutter 2019) that decays the 2-D tensors only:
         the Linear weights and the embeddings. The token embedding decays because it is also the
         output layer's weight; the learned position table is 2-D and decays with it, as in
@@ -209,8 +213,15 @@ class GPT(nn.Module):
         return torch.optim.AdamW(groups, lr=lr, betas=betas, **extra)
 
     @torch.no_grad()
-    def generate(self, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-                 eod_id: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        eod_id: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """Extend ``idx`` (B, T) by sampling up to ``max_new_tokens`` tokens, one at a time, from the
         last position's distribution at ``temperature`` (0 takes the most likely token), among
         the ``top_k`` most likely if given. With ``eod_id``, a row that samples it is finished
@@ -220,7 +231,7 @@ class GPT(nn.Module):
             raise ValueError("a masked-LM model does not generate text; train with objective = 'causal'")
         finished = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
         for _ in range(max_new_tokens):
-            context = idx[:, -self.config.block_size:]
+            context = idx[:, -self.config.block_size :]
             logits, _ = self(context)
             logits = logits[:, -1, :].float()
             if temperature <= 0:
@@ -241,22 +252,27 @@ class GPT(nn.Module):
         return idx
 
 
-def mask_tokens(tokens: torch.Tensor, mask_id: int, vocab_size: int, special_ids: Sequence[int],
-                generator: torch.Generator, rate: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_tokens(
+    tokens: torch.Tensor,
+    mask_id: int,
+    vocab_size: int,
+    special_ids: Sequence[int],
+    generator: torch.Generator,
+    rate: float = 0.15,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masking (Devlin et al. 2019, section 3.1): each position that does not hold a special
     token is chosen with probability ``rate``; a chosen position's input becomes ``mask_id`` 80%
     of the time, a uniformly random non-special token 10% and stays itself 10%. Returns
     ``(inputs, targets)``: targets hold the original token at chosen positions and
     :data:`IGNORE_INDEX` elsewhere. The same ``generator`` state gives the same result."""
     specials = torch.tensor(sorted(set(special_ids)), dtype=tokens.dtype, device=tokens.device)
-    chosen = (torch.rand(tokens.shape, generator=generator, device=tokens.device) < rate)
+    chosen = torch.rand(tokens.shape, generator=generator, device=tokens.device) < rate
     chosen &= ~torch.isin(tokens, specials)
     action = torch.rand(tokens.shape, generator=generator, device=tokens.device)
     ordinary = torch.ones(vocab_size, dtype=torch.bool, device=tokens.device)
     ordinary[specials[specials < vocab_size].long()] = False
     ordinary_ids = ordinary.nonzero().squeeze(1).to(tokens.dtype)
-    random_ids = ordinary_ids[torch.randint(len(ordinary_ids), tokens.shape, generator=generator,
-                                            device=tokens.device)]
+    random_ids = ordinary_ids[torch.randint(len(ordinary_ids), tokens.shape, generator=generator, device=tokens.device)]
     inputs = tokens.clone()
     inputs = torch.where(chosen & (action < 0.8), torch.full_like(tokens, mask_id), inputs)
     inputs = torch.where(chosen & (action >= 0.8) & (action < 0.9), random_ids, inputs)

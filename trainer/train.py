@@ -149,8 +149,13 @@ def _autocast(config: TrainConfig, device: torch.device):
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, mixture: Mixture, config: TrainConfig, device: torch.device,
-             processes: Processes = Processes()) -> dict:
+def evaluate(
+    model: torch.nn.Module,
+    mixture: Mixture,
+    config: TrainConfig,
+    device: torch.device,
+    processes: Processes = Processes(),
+) -> dict:
     """Validation loss (mean nats per predicted token) and bits per byte of every validation group,
     and their means over groups weighted by predicted tokens (``"loss"``, ``"bpb"``).
 
@@ -163,26 +168,40 @@ def evaluate(model: torch.nn.Module, mixture: Mixture, config: TrainConfig, devi
     groups = {}
     for group in mixture.validation_groups:
         sums = torch.zeros(2, dtype=torch.float64, device=device)  # nats, predicted tokens
-        for inputs, targets in validation_batches(mixture, group, config.model.block_size, config.eval_tokens,
-                                                  config.batch.micro_batch, config.model.objective, config.seed,
-                                                  processes.rank, processes.world_size):
+        for inputs, targets in validation_batches(
+            mixture,
+            group,
+            config.model.block_size,
+            config.eval_tokens,
+            config.batch.micro_batch,
+            config.model.objective,
+            config.seed,
+            processes.rank,
+            processes.world_size,
+        ):
             inputs, targets = inputs.to(device), targets.to(device)
             with _autocast(config, device):
                 logits, _ = model(inputs)
-            nats = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX,
-                                   reduction="sum")
+            nats = F.cross_entropy(
+                logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX, reduction="sum"
+            )
             sums += torch.stack([nats.double(), (targets != IGNORE_INDEX).sum().double()])
         if processes.distributed:
             dist.all_reduce(sums)
         nats, tokens = sums.tolist()
         loss = nats / tokens if tokens else float("nan")
-        groups[group] = {"loss": loss, "tokens": int(tokens),
-                         "bpb": bits_per_byte(loss, mixture.validation_tokens[group], mixture.validation_bytes[group])}
+        groups[group] = {
+            "loss": loss,
+            "tokens": int(tokens),
+            "bpb": bits_per_byte(loss, mixture.validation_tokens[group], mixture.validation_bytes[group]),
+        }
     model.train(was_training)
     counted = {g: r for g, r in groups.items() if r["tokens"]}
     total = sum(r["tokens"] for r in counted.values())
-    mean = {key: sum(r[key] * r["tokens"] for r in counted.values()) / total if total else float("nan")
-            for key in ("loss", "bpb")}
+    mean = {
+        key: sum(r[key] * r["tokens"] for r in counted.values()) / total if total else float("nan")
+        for key in ("loss", "bpb")
+    }
     return {**mean, "tokens": total, "groups": groups}
 
 
@@ -223,11 +242,15 @@ def _check_same_run(saved: dict, config: TrainConfig, mixture: Mixture, path: Pa
     before, now = _flat(saved["config"]), _flat(config.to_dict())
     for key in sorted(set(before) | set(now)):
         if key.split(".")[0] not in ignore and before.get(key) != now.get(key):
-            raise ConfigError(f"{key}: {path} was trained with {before.get(key)!r}, this config says "
-                              f"{now.get(key)!r}; use another out_dir, or delete {path.parent} to start over")
+            raise ConfigError(
+                f"{key}: {path} was trained with {before.get(key)!r}, this config says "
+                f"{now.get(key)!r}; use another out_dir, or delete {path.parent} to start over"
+            )
     if saved["mixture_sha256"] != mixture.manifest_sha256:
-        raise ConfigError(f"mixture: {path} was trained on another mixture (manifest sha256 "
-                          f"{saved['mixture_sha256'][:12]}, now {mixture.manifest_sha256[:12]}); use another out_dir")
+        raise ConfigError(
+            f"mixture: {path} was trained on another mixture (manifest sha256 "
+            f"{saved['mixture_sha256'][:12]}, now {mixture.manifest_sha256[:12]}); use another out_dir"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,14 +262,32 @@ class Metrics:
     and TensorBoard scalars. On a resumed run, rows and events after the checkpoint's step (left by
     the interrupted run) are dropped first."""
 
-    def __init__(self, out_dir: Path, groups: list[str], resumed_step: int | None,
-                 extra_groups: dict[str, list[str]] | None = None):
+    def __init__(
+        self,
+        out_dir: Path,
+        groups: list[str],
+        resumed_step: int | None,
+        extra_groups: dict[str, list[str]] | None = None,
+    ):
         self.path = out_dir / "metrics.csv"
-        self.columns = ["step", "tokens_seen", "epoch", "lr", "train_loss", "val_loss", "val_bpb",
-                        *[f"val_loss/{g}" for g in groups], *[f"val_bpb/{g}" for g in groups]]
+        self.columns = [
+            "step",
+            "tokens_seen",
+            "epoch",
+            "lr",
+            "train_loss",
+            "val_loss",
+            "val_bpb",
+            *[f"val_loss/{g}" for g in groups],
+            *[f"val_bpb/{g}" for g in groups],
+        ]
         for name, names in (extra_groups or {}).items():
-            self.columns += [f"{name}_loss", f"{name}_bpb", *[f"{name}_loss/{g}" for g in names],
-                             *[f"{name}_bpb/{g}" for g in names]]
+            self.columns += [
+                f"{name}_loss",
+                f"{name}_bpb",
+                *[f"{name}_loss/{g}" for g in names],
+                *[f"{name}_bpb/{g}" for g in names],
+            ]
         self.columns.append("tokens_per_s")
         kept: list[dict] = []
         if resumed_step is not None and self.path.is_file():
@@ -273,8 +314,13 @@ class Metrics:
         step = row["step"]
         for key in self.columns[3:]:
             if row.get(key) is not None:
-                tag = {"train_loss": "train/loss", "lr": "train/lr", "tokens_per_s": "train/tokens_per_s",
-                       "val_loss": "val/loss", "val_bpb": "val/bpb"}.get(key, key)
+                tag = {
+                    "train_loss": "train/loss",
+                    "lr": "train/lr",
+                    "tokens_per_s": "train/tokens_per_s",
+                    "val_loss": "val/loss",
+                    "val_bpb": "val/bpb",
+                }.get(key, key)
                 self.tb.add_scalar(tag, row[key], step)
 
     def close(self) -> None:
@@ -290,8 +336,13 @@ def _text(value) -> str:
 def read_metrics(out_dir: Path) -> list[dict]:
     """``metrics.csv`` as rows of numbers (None where blank)."""
     with open(Path(out_dir) / "metrics.csv", newline="") as handle:
-        return [{key: (None if value == "" else float(value) if key not in ("step", "tokens_seen") else int(value))
-                 for key, value in row.items()} for row in csv.DictReader(handle)]
+        return [
+            {
+                key: (None if value == "" else float(value) if key not in ("step", "tokens_seen") else int(value))
+                for key, value in row.items()
+            }
+            for row in csv.DictReader(handle)
+        ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,8 +367,11 @@ def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] 
     # repeats the bits of one that never stopped. Filling every new tensor with NaN (the flag's
     # companion) guards only against reading memory no kernel wrote; it halved the speed of a
     # 256-token window, so it stays off.
-    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-              torch.utils.deterministic.fill_uninitialized_memory)
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.utils.deterministic.fill_uninitialized_memory,
+    )
     if device.type == "cpu":
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.utils.deterministic.fill_uninitialized_memory = False
@@ -331,34 +385,46 @@ def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] 
             dist.destroy_process_group()
 
 
-def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None, processes: Processes,
-           device: torch.device) -> dict:
+def _train(
+    config: TrainConfig, resume: bool, log: Callable[[str], None] | None, processes: Processes, device: torch.device
+) -> dict:
     started = time.perf_counter()
     say = log or (lambda line: None)
     mixture = open_mixture(config.mixture)
     extra_sets = {name: open_mixture(path) for name, path in config.eval_mixtures.items()}
     for name, extra in extra_sets.items():
         if extra.manifest["tokenizer"]["sha256"] != mixture.manifest["tokenizer"]["sha256"]:
-            raise ConfigError(f"eval_mixtures.{name}: {extra.path} was tokenized with another tokenizer than "
-                              f"the mixture; tokenize both with one tokenizer")
+            raise ConfigError(
+                f"eval_mixtures.{name}: {extra.path} was tokenized with another tokenizer than "
+                f"the mixture; tokenize both with one tokenizer"
+            )
     out_dir = config.out_dir
     if processes.main:
         for stale in remove_checkpoint_temporaries(out_dir):
             say(f"removed {stale}, left by a checkpoint write that was killed")
     checkpoint_path, checkpoint = load_latest_checkpoint(out_dir, say) or (None, None)
     if resume and checkpoint_path is None:
-        raise ConfigError(f"out_dir: nothing to resume, {out_dir / CHECKPOINT_DIR} holds no checkpoint; "
-                          "run without --resume to start")
+        raise ConfigError(
+            f"out_dir: nothing to resume, {out_dir / CHECKPOINT_DIR} holds no checkpoint; run without --resume to start"
+        )
     if checkpoint is not None:
         _check_same_run(checkpoint, config, mixture, checkpoint_path)
 
     torch.manual_seed(config.seed)  # the same initial weights in every process
     model_config = GPTConfig(vocab_size=mixture.vocab_size, **config.model.model_dump())
     raw_model = GPT(model_config).to(device)
-    optimizer = raw_model.configure_optimizer(config.optim.weight_decay, config.optim.lr,
-                                              (config.optim.beta1, config.optim.beta2), device.type)
-    loader = TrainLoader(mixture, config.model.block_size, config.batch.micro_batch, config.seed,
-                         config.model.objective, processes.rank, processes.world_size)
+    optimizer = raw_model.configure_optimizer(
+        config.optim.weight_decay, config.optim.lr, (config.optim.beta1, config.optim.beta2), device.type
+    )
+    loader = TrainLoader(
+        mixture,
+        config.model.block_size,
+        config.batch.micro_batch,
+        config.seed,
+        config.model.objective,
+        processes.rank,
+        processes.world_size,
+    )
     torch.manual_seed(config.seed + processes.rank)  # dropout differs between processes
     random.seed(config.seed + processes.rank)
     step, tokens_seen, train_time, wall_before = 0, 0, 0.0, 0.0
@@ -385,10 +451,16 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
         out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(out_dir / "tokenizer.json") as tmp:
             shutil.copyfile(mixture.tokenizer_path, tmp)
-        metrics = Metrics(out_dir, mixture.validation_groups, step if checkpoint_path else None,
-                          {name: extra.validation_groups for name, extra in extra_sets.items()})
-    say(f"{raw_model.num_parameters():,} parameters, {total_steps} steps of {tokens_per_step:,} tokens, "
-        f"{processes.world_size} process(es) on {device.type}")
+        metrics = Metrics(
+            out_dir,
+            mixture.validation_groups,
+            step if checkpoint_path else None,
+            {name: extra.validation_groups for name, extra in extra_sets.items()},
+        )
+    say(
+        f"{raw_model.num_parameters():,} parameters, {total_steps} steps of {tokens_per_step:,} tokens, "
+        f"{processes.world_size} process(es) on {device.type}"
+    )
 
     def save() -> None:
         rng = [_rng_states(device)]
@@ -396,14 +468,25 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
             rng = [None] * processes.world_size
             dist.all_gather_object(rng, _rng_states(device))
         if processes.main:
-            path = _save_checkpoint(out_dir, {
-                "format": CHECKPOINT_FORMAT, "step": step, "tokens_seen": tokens_seen,
-                "train_time_s": train_time, "wall_time_s": wall_before + time.perf_counter() - started,
-                "config": config.to_dict(), "model_config": asdict(model_config),
-                "mixture_sha256": mixture.manifest_sha256, "world_size": processes.world_size,
-                "model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
-                "loader": loader.state_dict(), "rng": rng,
-            }, config.keep_last)
+            path = _save_checkpoint(
+                out_dir,
+                {
+                    "format": CHECKPOINT_FORMAT,
+                    "step": step,
+                    "tokens_seen": tokens_seen,
+                    "train_time_s": train_time,
+                    "wall_time_s": wall_before + time.perf_counter() - started,
+                    "config": config.to_dict(),
+                    "model_config": asdict(model_config),
+                    "mixture_sha256": mixture.manifest_sha256,
+                    "world_size": processes.world_size,
+                    "model": raw_model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "loader": loader.state_dict(),
+                    "rng": rng,
+                },
+                config.keep_last,
+            )
             say(f"step {step}: saved {path.name}")
 
     final = None
@@ -457,8 +540,10 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
                 row["tokens_per_s"] = row_tokens / row_time
                 loss_sum.zero_()
                 loss_steps, row_tokens, row_time = 0, 0, 0.0
-                say(f"step {step}/{total_steps}: train loss {row['train_loss']:.4f}, lr {lr:.2e}, "
-                    f"{row['tokens_per_s']:,.0f} tokens/s")
+                say(
+                    f"step {step}/{total_steps}: train loss {row['train_loss']:.4f}, lr {lr:.2e}, "
+                    f"{row['tokens_per_s']:,.0f} tokens/s"
+                )
             if evaluating:
                 final = evaluate(eval_model, mixture, config, device, processes)
                 row["val_loss"], row["val_bpb"] = final["loss"], final["bpb"]
@@ -478,8 +563,9 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
             save()
     if final is None:  # nothing left to train (a finished run, resumed): evaluate for the summary
         final = evaluate(eval_model, mixture, config, device, processes)
-        extra_final = {name: evaluate(eval_model, extra, config, device, processes)
-                       for name, extra in extra_sets.items()}
+        extra_final = {
+            name: evaluate(eval_model, extra, config, device, processes) for name, extra in extra_sets.items()
+        }
 
     wall = wall_before + time.perf_counter() - started
     summary = {
@@ -505,14 +591,17 @@ def _train(config: TrainConfig, resume: bool, log: Callable[[str], None] | None,
     if processes.main:
         metrics.close()
         write_json(summary, out_dir / "summary.json")
-        say(f"done: {step} steps, {tokens_seen:,} tokens, val loss {final['loss']:.4f}, "
-            f"{final['bpb']:.4f} bits per byte; {out_dir / 'summary.json'}")
+        say(
+            f"done: {step} steps, {tokens_seen:,} tokens, val loss {final['loss']:.4f}, "
+            f"{final['bpb']:.4f} bits per byte; {out_dir / 'summary.json'}"
+        )
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trainer.train",
-                                     description="Pretrain a GPT on a mixture directory.")
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.train", description="Pretrain a GPT on a mixture directory."
+    )
     parser.add_argument("config", type=Path, help="a training config (TOML)")
     parser.add_argument("--resume", action="store_true", help="continue from out_dir's latest checkpoint (required)")
     args = parser.parse_args(argv)

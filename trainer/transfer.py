@@ -53,7 +53,7 @@ def encode_texts(texts: Sequence[str], tokenizer: Tokenizer, max_tokens: int) ->
     width = max(len(ids) for ids in encoded)
     tokens = torch.full((len(encoded), width), pad, dtype=torch.long)
     for row, ids in enumerate(encoded):
-        tokens[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
+        tokens[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
     return tokens, torch.tensor([len(ids) for ids in encoded], dtype=torch.long)
 
 
@@ -67,28 +67,44 @@ def pooled(model: GPT, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Ten
 @torch.no_grad()
 def features(model: GPT, tokens: torch.Tensor, lengths: torch.Tensor, batch: int = 64) -> torch.Tensor:
     model.eval()
-    return torch.cat([pooled(model, tokens[i:i + batch], lengths[i:i + batch]) for i in range(0, len(tokens), batch)])
+    return torch.cat(
+        [pooled(model, tokens[i : i + batch], lengths[i : i + batch]) for i in range(0, len(tokens), batch)]
+    )
 
 
 def _scores(logits: torch.Tensor, targets: torch.Tensor) -> dict:
-    return {"accuracy": float((logits.argmax(1) == targets).float().mean()),
-            "loss": float(F.cross_entropy(logits, targets))}
+    return {
+        "accuracy": float((logits.argmax(1) == targets).float().mean()),
+        "loss": float(F.cross_entropy(logits, targets)),
+    }
 
 
-def linear_probe(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
-                 classes: int, settings: TransferSettings) -> dict:
+def linear_probe(
+    train_x: torch.Tensor,
+    train_y: torch.Tensor,
+    test_x: torch.Tensor,
+    test_y: torch.Tensor,
+    classes: int,
+    settings: TransferSettings,
+) -> dict:
     """Fit a logistic regression on frozen features; score it on the test split."""
     mean, std = train_x.mean(0), train_x.std(0, unbiased=False).clamp_min(1e-6)
     x, test = (train_x - mean) / std, (test_x - mean) / std
     weight = torch.zeros(x.shape[1], classes, dtype=torch.float64, requires_grad=True)
     bias = torch.zeros(classes, dtype=torch.float64, requires_grad=True)
     x64, y = x.double(), train_y
-    optimizer = torch.optim.LBFGS([weight, bias], lr=1.0, max_iter=settings.probe_iterations,
-                                  tolerance_grad=1e-9, tolerance_change=1e-12, line_search_fn="strong_wolfe")
+    optimizer = torch.optim.LBFGS(
+        [weight, bias],
+        lr=1.0,
+        max_iter=settings.probe_iterations,
+        tolerance_grad=1e-9,
+        tolerance_change=1e-12,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure():
         optimizer.zero_grad()
-        loss = F.cross_entropy(x64 @ weight + bias, y) + settings.probe_l2 * (weight ** 2).sum()
+        loss = F.cross_entropy(x64 @ weight + bias, y) + settings.probe_l2 * (weight**2).sum()
         loss.backward()
         return loss
 
@@ -97,9 +113,18 @@ def linear_probe(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Ten
         return _scores((test.double() @ weight + bias).float(), test_y)
 
 
-def finetune(model: GPT, train_tokens: torch.Tensor, train_lengths: torch.Tensor, train_y: torch.Tensor,
-             test_tokens: torch.Tensor, test_lengths: torch.Tensor, test_y: torch.Tensor, classes: int,
-             settings: TransferSettings, seed: int) -> dict:
+def finetune(
+    model: GPT,
+    train_tokens: torch.Tensor,
+    train_lengths: torch.Tensor,
+    train_y: torch.Tensor,
+    test_tokens: torch.Tensor,
+    test_lengths: torch.Tensor,
+    test_y: torch.Tensor,
+    classes: int,
+    settings: TransferSettings,
+    seed: int,
+) -> dict:
     """Fine-tune a copy of ``model`` with a new linear head; score it on the test split."""
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -108,10 +133,13 @@ def finetune(model: GPT, train_tokens: torch.Tensor, train_lengths: torch.Tensor
     head = torch.nn.Linear(backbone.config.n_embd, classes)
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
-    optimizer = torch.optim.AdamW([
-        {"params": [p for p in backbone.parameters()], "lr": settings.finetune_lr},
-        {"params": list(head.parameters()), "lr": settings.finetune_lr * 10},
-    ], weight_decay=settings.finetune_weight_decay)
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": [p for p in backbone.parameters()], "lr": settings.finetune_lr},
+            {"params": list(head.parameters()), "lr": settings.finetune_lr * 10},
+        ],
+        weight_decay=settings.finetune_weight_decay,
+    )
     n = len(train_y)
     for _ in range(settings.finetune_steps):
         rows = torch.randint(0, n, (min(settings.finetune_batch, n),), generator=generator)
@@ -123,14 +151,28 @@ def finetune(model: GPT, train_tokens: torch.Tensor, train_lengths: torch.Tensor
         optimizer.step()
     backbone.eval()
     with torch.no_grad():
-        logits = torch.cat([head(pooled(backbone, test_tokens[i:i + settings.eval_batch],
-                                        test_lengths[i:i + settings.eval_batch]))
-                            for i in range(0, len(test_y), settings.eval_batch)])
+        logits = torch.cat(
+            [
+                head(
+                    pooled(
+                        backbone, test_tokens[i : i + settings.eval_batch], test_lengths[i : i + settings.eval_batch]
+                    )
+                )
+                for i in range(0, len(test_y), settings.eval_batch)
+            ]
+        )
     return _scores(logits, test_y)
 
 
-def evaluate_transfer(model: GPT, tokenizer: Tokenizer, task: pl.DataFrame, sizes: Sequence[int], seed: int,
-                      settings: TransferSettings = TransferSettings(), finetuning: bool = True) -> dict:
+def evaluate_transfer(
+    model: GPT,
+    tokenizer: Tokenizer,
+    task: pl.DataFrame,
+    sizes: Sequence[int],
+    seed: int,
+    settings: TransferSettings = TransferSettings(),
+    finetuning: bool = True,
+) -> dict:
     """Probe (and fine-tune) ``model`` on ``task`` at each labelled-set size.
 
     Returns ``{"settings", "labels", "test_examples", "probe": {size: {"n", "accuracy", "loss"}},
@@ -147,17 +189,36 @@ def evaluate_transfer(model: GPT, tokenizer: Tokenizer, task: pl.DataFrame, size
     torch.manual_seed(seed)
     train_features = features(model, all_tokens, all_lengths, settings.eval_batch)
     test_features = features(model, test_tokens, test_lengths, settings.eval_batch)
-    results = {"settings": asdict(settings), "labels": classes, "test_examples": int(test.height),
-               "probe": {}, "finetune": {}}
+    results = {
+        "settings": asdict(settings),
+        "labels": classes,
+        "test_examples": int(test.height),
+        "probe": {},
+        "finetune": {},
+    }
     for size, subset in subsets.items():
         rows = torch.tensor([position[doc_id] for doc_id in subset["id"]], dtype=torch.long)
         y = torch.tensor([index[name] for name in subset["label"]], dtype=torch.long)
-        results["probe"][str(size)] = {"n": int(subset.height), **linear_probe(
-            train_features[rows], y, test_features, test_y, len(classes), settings)}
+        results["probe"][str(size)] = {
+            "n": int(subset.height),
+            **linear_probe(train_features[rows], y, test_features, test_y, len(classes), settings),
+        }
         if finetuning:
-            results["finetune"][str(size)] = {"n": int(subset.height), **finetune(
-                model, all_tokens[rows], all_lengths[rows], y, test_tokens, test_lengths, test_y, len(classes),
-                settings, seed)}
+            results["finetune"][str(size)] = {
+                "n": int(subset.height),
+                **finetune(
+                    model,
+                    all_tokens[rows],
+                    all_lengths[rows],
+                    y,
+                    test_tokens,
+                    test_lengths,
+                    test_y,
+                    len(classes),
+                    settings,
+                    seed,
+                ),
+            }
     return results
 
 
@@ -170,4 +231,3 @@ def scores_summary(results: dict) -> dict[str, float]:
             flat[f"{method}_acc@{label}"] = scores["accuracy"]
             flat[f"{method}_loss@{label}"] = scores["loss"]
     return flat
-

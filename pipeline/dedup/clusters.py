@@ -71,24 +71,28 @@ RULE_NEAR = "dedup.near_duplicate"
 KeepRule = Literal["first", "longest", "quality"]
 KEEP_RULES = ("first", "longest", "quality")
 
-EDGES_SCHEMA = pa.schema([
-    pa.field("doc_a", pa.int64(), nullable=False),
-    pa.field("doc_b", pa.int64(), nullable=False),
-    pa.field("jaccard", pa.float64(), nullable=False),
-    pa.field("exact", pa.bool_(), nullable=False),
-])
+EDGES_SCHEMA = pa.schema(
+    [
+        pa.field("doc_a", pa.int64(), nullable=False),
+        pa.field("doc_b", pa.int64(), nullable=False),
+        pa.field("jaccard", pa.float64(), nullable=False),
+        pa.field("exact", pa.bool_(), nullable=False),
+    ]
+)
 
-CLUSTERS_SCHEMA = pa.schema([
-    pa.field("id", pa.string(), nullable=False),
-    pa.field("doc", pa.int64(), nullable=False),
-    pa.field("cluster", pa.int64(), nullable=False),
-    pa.field("cluster_size", pa.int64(), nullable=False),
-    pa.field("kept", pa.bool_(), nullable=False),
-    pa.field("kept_id", pa.string(), nullable=False),
-    pa.field("kept_doc", pa.int64(), nullable=False),
-    pa.field("jaccard", pa.float64(), nullable=False),
-    pa.field("exact", pa.bool_(), nullable=False),
-])
+CLUSTERS_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("doc", pa.int64(), nullable=False),
+        pa.field("cluster", pa.int64(), nullable=False),
+        pa.field("cluster_size", pa.int64(), nullable=False),
+        pa.field("kept", pa.bool_(), nullable=False),
+        pa.field("kept_id", pa.string(), nullable=False),
+        pa.field("kept_doc", pa.int64(), nullable=False),
+        pa.field("jaccard", pa.float64(), nullable=False),
+        pa.field("exact", pa.bool_(), nullable=False),
+    ]
+)
 
 # Pairs verified per step, and shingle values compared per step: these bound the temporaries.
 PAIRS_PER_STEP = 50_000
@@ -115,8 +119,10 @@ class ShingleLookup:
             if self.params is None:
                 self.params = params
             elif params != self.params:
-                raise ValueError(f"{path} was made with other dedup parameters than {next(iter(self._files.values()))[0]}; "
-                                 f"rebuild the signatures with one configuration")
+                raise ValueError(
+                    f"{path} was made with other dedup parameters than {next(iter(self._files.values()))[0]}; "
+                    f"rebuild the signatures with one configuration"
+                )
             rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
             self._files[shard] = (path, np.concatenate([[0], np.cumsum(rows, dtype=np.int64)]))
         self.columns = parquet_file(next(iter(self._files.values()))[0]).schema_arrow.names if self._files else []
@@ -147,7 +153,11 @@ class ShingleLookup:
             pieces.append(table.take(pa.array(positions)))
         if not pieces:
             schema = parquet_file(next(iter(self._files.values()))[0]).schema_arrow if self._files else None
-            return schema.empty_table().select(columns) if schema is not None else pa.table({"doc": pa.array([], pa.int64())})
+            return (
+                schema.empty_table().select(columns)
+                if schema is not None
+                else pa.table({"doc": pa.array([], pa.int64())})
+            )
         return pa.concat_tables(pieces)
 
 
@@ -202,7 +212,7 @@ def _shingle_sets(lookup: ShingleLookup, docs: np.ndarray) -> tuple[np.ndarray, 
     offsets = column.offsets.to_numpy().astype(np.int64)
     values = column.values.to_numpy()
     base = offsets[0]
-    return table.column("doc").to_numpy(), values[base:offsets[-1]], offsets - base
+    return table.column("doc").to_numpy(), values[base : offsets[-1]], offsets - base
 
 
 def _empty_edges() -> pl.DataFrame:
@@ -215,7 +225,7 @@ def verify_pairs(pairs: pl.DataFrame, lookup: ShingleLookup, threshold: float) -
     several bands or partitions) are verified once."""
     if pairs.height == 0:
         return _empty_edges()
-    pairs = (pairs.group_by(["doc_a", "doc_b"]).agg(pl.col("exact").any()).sort(["doc_a", "doc_b"]))
+    pairs = pairs.group_by(["doc_a", "doc_b"]).agg(pl.col("exact").any()).sort(["doc_a", "doc_b"])
     exact = pairs.filter(pl.col("exact")).with_columns(jaccard=pl.lit(1.0))
     near = pairs.filter(~pl.col("exact"))
     verified = [exact.select("doc_a", "doc_b", "jaccard", "exact")]
@@ -229,11 +239,23 @@ def verify_pairs(pairs: pl.DataFrame, lookup: ShingleLookup, threshold: float) -
             docs, values, offsets = _shingle_sets(lookup, np.concatenate([a, b]))
             similarity = jaccard_of_pairs(values, offsets, np.searchsorted(docs, a), np.searchsorted(docs, b))
             keep = similarity >= threshold
-            verified.append(pl.DataFrame({"doc_a": a[keep], "doc_b": b[keep], "jaccard": similarity[keep],
-                                          "exact": np.zeros(int(keep.sum()), bool)}))
+            verified.append(
+                pl.DataFrame(
+                    {
+                        "doc_a": a[keep],
+                        "doc_b": b[keep],
+                        "jaccard": similarity[keep],
+                        "exact": np.zeros(int(keep.sum()), bool),
+                    }
+                )
+            )
     edges = pl.concat(verified, how="vertical").sort(["doc_a", "doc_b"])
-    return edges.select(pl.col("doc_a").cast(pl.Int64), pl.col("doc_b").cast(pl.Int64),
-                        pl.col("jaccard").cast(pl.Float64), pl.col("exact").cast(pl.Boolean))
+    return edges.select(
+        pl.col("doc_a").cast(pl.Int64),
+        pl.col("doc_b").cast(pl.Int64),
+        pl.col("jaccard").cast(pl.Float64),
+        pl.col("exact").cast(pl.Boolean),
+    )
 
 
 def _components_union_find(a: np.ndarray, b: np.ndarray, nodes: int) -> np.ndarray:
@@ -263,7 +285,7 @@ def connected_components(edges: pl.DataFrame, use_scipy: bool = True) -> pl.Data
     a_docs = edges["doc_a"].to_numpy()
     b_docs = edges["doc_b"].to_numpy()
     docs, inverse = np.unique(np.concatenate([a_docs, b_docs]), return_inverse=True)
-    a, b = inverse[: len(a_docs)], inverse[len(a_docs):]
+    a, b = inverse[: len(a_docs)], inverse[len(a_docs) :]
     labels = None
     if use_scipy:
         try:
@@ -295,8 +317,10 @@ def choose_kept(components: pl.DataFrame, rule: KeepRule = "first") -> pl.DataFr
     needed = {"first": [], "longest": ["chars"], "quality": ["score"]}[rule]
     missing = [c for c in ["doc", "component", *needed] if c not in components.columns]
     if missing:
-        raise ValueError(f"keep rule {rule!r} needs column(s) {', '.join(missing)}"
-                         + ("; set the dedup score_column" if "score" in missing else ""))
+        raise ValueError(
+            f"keep rule {rule!r} needs column(s) {', '.join(missing)}"
+            + ("; set the dedup score_column" if "score" in missing else "")
+        )
     if rule == "first":
         order, descending = ["component", "doc"], [False, False]
     elif rule == "longest":
@@ -319,7 +343,8 @@ def cluster_table(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "
     attributes = pl.from_arrow(lookup.rows(components["doc"].to_numpy(), wanted))
     members = choose_kept(components.join(attributes, on="doc", how="left"), rule)
     kept = members.filter(pl.col("kept")).select(
-        pl.col("doc").alias("kept_doc"), pl.col("id").alias("kept_id"), pl.col("exact_hash").alias("kept_hash"))
+        pl.col("doc").alias("kept_doc"), pl.col("id").alias("kept_id"), pl.col("exact_hash").alias("kept_hash")
+    )
     members = members.join(kept, on="kept_doc", how="left").with_columns(
         exact=pl.col("exact_hash") == pl.col("kept_hash"),
         cluster_size=pl.len().over("component"),
@@ -334,16 +359,23 @@ def cluster_table(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "
         kept_docs = members["kept_doc"].to_numpy()[to_measure]
         measured = np.empty(len(docs), dtype=np.float64)
         for start in range(0, len(docs), PAIRS_PER_STEP):
-            a, b = docs[start:start + PAIRS_PER_STEP], kept_docs[start:start + PAIRS_PER_STEP]
+            a, b = docs[start : start + PAIRS_PER_STEP], kept_docs[start : start + PAIRS_PER_STEP]
             found, values, offsets = _shingle_sets(lookup, np.concatenate([a, b]))
-            measured[start:start + len(a)] = jaccard_of_pairs(values, offsets, np.searchsorted(found, a),
-                                                              np.searchsorted(found, b))
+            measured[start : start + len(a)] = jaccard_of_pairs(
+                values, offsets, np.searchsorted(found, a), np.searchsorted(found, b)
+            )
         similarity[to_measure] = measured
     members = members.with_columns(jaccard=pl.Series(similarity))
     table = members.select(
-        pl.col("id").cast(pl.String), pl.col("doc").cast(pl.Int64), pl.col("component").cast(pl.Int64).alias("cluster"),
-        pl.col("cluster_size").cast(pl.Int64), "kept", pl.col("kept_id").cast(pl.String),
-        pl.col("kept_doc").cast(pl.Int64), "jaccard", "exact",
+        pl.col("id").cast(pl.String),
+        pl.col("doc").cast(pl.Int64),
+        pl.col("component").cast(pl.Int64).alias("cluster"),
+        pl.col("cluster_size").cast(pl.Int64),
+        "kept",
+        pl.col("kept_id").cast(pl.String),
+        pl.col("kept_doc").cast(pl.Int64),
+        "jaccard",
+        "exact",
     ).sort("doc")
     return table
 
@@ -376,16 +408,22 @@ def dedup_step(clusters: pl.DataFrame, threshold: float, shard: int | None = Non
         counts = Counter({f"fired|{rule}": n for rule, n in Counter(found["rule"].drop_nulls().to_list()).items()})
         return StepResult(
             kept=docs.filter(~removed),
-            removed=removed_frame(docs.filter(removed), STAGE, found["rule"].filter(removed),
-                                  found["value"].filter(removed), found["threshold"].filter(removed)),
+            removed=removed_frame(
+                docs.filter(removed),
+                STAGE,
+                found["rule"].filter(removed),
+                found["value"].filter(removed),
+                found["threshold"].filter(removed),
+            ),
             counts=counts,
         )
 
     return step
 
 
-def verify_partition(partition_path: Path | Iterable[Path], lookup: ShingleLookup, threshold: float,
-                     out_path: Path) -> dict:
+def verify_partition(
+    partition_path: Path | Iterable[Path], lookup: ShingleLookup, threshold: float, out_path: Path
+) -> dict:
     """One partition's task: candidate pairs, verified, written as an edges file
     (``EDGES_SCHEMA``). Returns counts: candidate pairs, verified edges, false positives."""
     pairs = candidate_pairs(partition_path)
@@ -411,8 +449,13 @@ def clusters_from_edges(edge_paths: Sequence[Path], lookup: ShingleLookup, rule:
     }
 
 
-def deduplicate_shards(doc_paths: Sequence[Path], work_dir: Path, params: MinHashParams = MinHashParams(),
-                       partitions: int = 8, rule: KeepRule = "first") -> pl.DataFrame:
+def deduplicate_shards(
+    doc_paths: Sequence[Path],
+    work_dir: Path,
+    params: MinHashParams = MinHashParams(),
+    partitions: int = 8,
+    rule: KeepRule = "first",
+) -> pl.DataFrame:
     """All steps in order, in this process: the reference for a flow, which runs the same calls
     as one task per shard or partition. Shard numbers follow ``doc_paths``' order. Layout::
 

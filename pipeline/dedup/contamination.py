@@ -64,11 +64,14 @@ class _Signed:
         matrix = np.concatenate(keys, axis=1) if keys else np.zeros((self.count, 0), np.uint64)
         has_words = self.words > 0
         rows = np.flatnonzero(has_words)
-        self.keys = pl.DataFrame({
-            "band": np.tile(np.asarray(bands, dtype=np.int16), len(rows)),
-            "key": matrix[rows].reshape(-1),
-            "row": np.repeat(rows.astype(np.int64), len(bands)),
-        }, schema={"band": pl.Int16, "key": pl.UInt64, "row": pl.Int64})
+        self.keys = pl.DataFrame(
+            {
+                "band": np.tile(np.asarray(bands, dtype=np.int16), len(rows)),
+                "key": matrix[rows].reshape(-1),
+                "row": np.repeat(rows.astype(np.int64), len(bands)),
+            },
+            schema={"band": pl.Int16, "key": pl.UInt64, "row": pl.Int64},
+        )
 
 
 class ReferenceIndex:
@@ -77,8 +80,12 @@ class ReferenceIndex:
     ``ids`` name the reference texts (they come back as ``reference_id``); ``params`` is the dedup
     stage's :class:`MinHashParams` (threshold, shingle size, permutations, LSH layout)."""
 
-    def __init__(self, ids: pl.Series | Sequence[str], texts: pl.Series | pa.Array | Sequence[str],
-                 params: MinHashParams = MinHashParams()):
+    def __init__(
+        self,
+        ids: pl.Series | Sequence[str],
+        texts: pl.Series | pa.Array | Sequence[str],
+        params: MinHashParams = MinHashParams(),
+    ):
         array = string_array(texts)
         self.params = params
         self.ids = _ids(ids, len(array), "ReferenceIndex")
@@ -100,9 +107,11 @@ class ReferenceIndex:
         joined = batch.keys.join(self._keys, on=["band", "key"], how="inner")
         if joined.height == 0:
             return pl.DataFrame(schema=MATCHES_SCHEMA)
-        pairs = (joined.group_by(["row", "reference"])
-                 .agg(exact=(pl.col("band") == EXACT_BAND).any())
-                 .sort(["row", "reference"]))
+        pairs = (
+            joined.group_by(["row", "reference"])
+            .agg(exact=(pl.col("band") == EXACT_BAND).any())
+            .sort(["row", "reference"])
+        )
         rows = pairs["row"].to_numpy()
         refs = pairs["reference"].to_numpy()
         similarity = np.ones(len(rows), dtype=np.float64)
@@ -113,9 +122,14 @@ class ReferenceIndex:
             offsets = np.concatenate([reference.offsets, batch.offsets[1:] + reference.offsets[-1]])
             similarity[near] = jaccard_of_pairs(values, offsets, refs[near], rows[near] + reference.count)
         keep = similarity >= self.params.threshold
-        return (pl.DataFrame({"id": doc_ids.gather(rows[keep]), "reference_id": self.ids.gather(refs[keep]),
-                              "jaccard": similarity[keep]}, schema=MATCHES_SCHEMA)
-                .sort(["id", "reference_id"]))
+        return pl.DataFrame(
+            {
+                "id": doc_ids.gather(rows[keep]),
+                "reference_id": self.ids.gather(refs[keep]),
+                "jaccard": similarity[keep],
+            },
+            schema=MATCHES_SCHEMA,
+        ).sort(["id", "reference_id"])
 
 
 def read_reference_texts(paths: Sequence[Path]) -> pl.DataFrame:
@@ -131,8 +145,11 @@ def read_reference_texts(paths: Sequence[Path]) -> pl.DataFrame:
             raise ValueError(f"{path}: reference texts are read from .parquet or .jsonl files")
         if "text" not in frame.columns:
             raise ValueError(f"{path} has no 'text' column (columns: {frame.columns})")
-        ids = (frame["id"].cast(pl.String) if "id" in frame.columns
-               else pl.Series([f"{path.name}:{row}" for row in range(frame.height)], dtype=pl.String))
+        ids = (
+            frame["id"].cast(pl.String)
+            if "id" in frame.columns
+            else pl.Series([f"{path.name}:{row}" for row in range(frame.height)], dtype=pl.String)
+        )
         frames.append(pl.DataFrame({"id": ids, "text": frame["text"].cast(pl.String)}))
     texts = pl.concat(frames) if frames else pl.DataFrame(schema={"id": pl.String, "text": pl.String})
     return texts.filter(pl.col("text").is_not_null() & (pl.col("text").str.strip_chars() != ""))
@@ -143,12 +160,14 @@ def read_reference_ids(paths: Sequence[Path]) -> pl.Series:
     and sorted: documents of the pool with one of these ids are the reference texts themselves."""
     found = []
     for path in map(Path, paths):
-        columns = (pl.read_parquet_schema(path) if path.suffix == ".parquet"
-                   else pl.scan_ndjson(path).collect_schema()).keys()
+        columns = (
+            pl.read_parquet_schema(path) if path.suffix == ".parquet" else pl.scan_ndjson(path).collect_schema()
+        ).keys()
         if "id" not in columns:
             continue
-        frame = pl.read_parquet(path, columns=["id"]) if path.suffix == ".parquet" \
-            else pl.read_ndjson(path).select("id")
+        frame = (
+            pl.read_parquet(path, columns=["id"]) if path.suffix == ".parquet" else pl.read_ndjson(path).select("id")
+        )
         found.append(frame["id"].cast(pl.String))
     ids = pl.concat(found) if found else pl.Series("id", [], dtype=pl.String)
     return ids.drop_nulls().unique().sort().alias("id")

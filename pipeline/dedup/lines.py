@@ -46,17 +46,22 @@ from pipeline.io.writer import write_parquet
 
 DEFAULT_MAX_DOCS = 10
 
-LINE_COUNTS_SCHEMA = pa.schema([
-    pa.field("line_hash", pa.uint64(), nullable=False),
-    pa.field("docs", pa.int64(), nullable=False),
-])
+LINE_COUNTS_SCHEMA = pa.schema(
+    [
+        pa.field("line_hash", pa.uint64(), nullable=False),
+        pa.field("docs", pa.int64(), nullable=False),
+    ]
+)
 
 
 def split_lines(texts: pl.Series) -> pl.DataFrame:
     """One row per line: ``doc`` (position in ``texts``), ``line`` (the line, without its ``\\n``)."""
     frame = pl.DataFrame({"text": texts.fill_null("").cast(pl.String)}).with_row_index("doc")
-    return (frame.select(pl.col("doc").cast(pl.Int64), pl.col("text").str.split("\n").alias("line"))
-            .explode("line").with_columns(pl.col("line").fill_null("")))
+    return (
+        frame.select(pl.col("doc").cast(pl.Int64), pl.col("text").str.split("\n").alias("line"))
+        .explode("line")
+        .with_columns(pl.col("line").fill_null(""))
+    )
 
 
 def line_hashes(lines: pl.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -71,7 +76,7 @@ def line_counts(texts: pl.Series) -> pl.DataFrame:
     lines = split_lines(texts)
     hashes, has_words = line_hashes(lines["line"])
     pairs = pl.DataFrame({"doc": lines["doc"].to_numpy()[has_words], "line_hash": hashes[has_words]})
-    return (pairs.unique().group_by("line_hash").agg(docs=pl.len().cast(pl.Int64)).sort("line_hash"))
+    return pairs.unique().group_by("line_hash").agg(docs=pl.len().cast(pl.Int64)).sort("line_hash")
 
 
 def line_counts_for_shard(docs_shard_path: Path, out_dir: Path, partitions: int) -> list[Path]:
@@ -83,8 +88,7 @@ def line_counts_for_shard(docs_shard_path: Path, out_dir: Path, partitions: int)
     if not docs_shard_path.exists():
         raise FileNotFoundError(f"documents shard not found: {docs_shard_path}")
     texts = pl.from_arrow(read_table(docs_shard_path, columns=["text"]).column("text"))
-    counts = line_counts(texts).with_columns(
-        partition=(pl.col("line_hash") % partitions).cast(pl.Int64))
+    counts = line_counts(texts).with_columns(partition=(pl.col("line_hash") % partitions).cast(pl.Int64))
     written = []
     for p in range(partitions):
         part = counts.filter(pl.col("partition") == p).select("line_hash", "docs")
@@ -105,8 +109,7 @@ def frequent_lines(partition_path: Path | Iterable[Path], max_docs: int = DEFAUL
     if not files:
         return pl.from_arrow(LINE_COUNTS_SCHEMA.empty_table())
     counts = pl.concat([read_parquet(f) for f in files], how="vertical")
-    return (counts.group_by("line_hash").agg(pl.col("docs").sum())
-            .filter(pl.col("docs") > max_docs).sort("line_hash"))
+    return counts.group_by("line_hash").agg(pl.col("docs").sum()).filter(pl.col("docs") > max_docs).sort("line_hash")
 
 
 def remove_repeated_lines(texts: pl.Series, frequent: np.ndarray | pl.Series) -> pl.DataFrame:
@@ -120,14 +123,17 @@ def remove_repeated_lines(texts: pl.Series, frequent: np.ndarray | pl.Series) ->
     hashes, has_words = line_hashes(lines["line"])
     cut = has_words & np.isin(hashes, frequent)
     lines = lines.with_columns(cut=pl.Series(cut))
-    rebuilt = (lines.group_by("doc", maintain_order=True)
-               .agg(text=pl.col("line").filter(~pl.col("cut")).str.join("\n"),
-                    lines=pl.len().cast(pl.Int64), lines_removed=pl.col("cut").sum().cast(pl.Int64)))
-    result = (pl.DataFrame({"doc": np.arange(len(texts), dtype=np.int64), "before": texts})
-              .join(rebuilt, on="doc", how="left", maintain_order="left")
-              .with_columns(pl.col("text").fill_null(""))
-              .with_columns(chars_removed=(pl.col("before").str.len_chars() - pl.col("text").str.len_chars())
-                            .cast(pl.Int64)))
+    rebuilt = lines.group_by("doc", maintain_order=True).agg(
+        text=pl.col("line").filter(~pl.col("cut")).str.join("\n"),
+        lines=pl.len().cast(pl.Int64),
+        lines_removed=pl.col("cut").sum().cast(pl.Int64),
+    )
+    result = (
+        pl.DataFrame({"doc": np.arange(len(texts), dtype=np.int64), "before": texts})
+        .join(rebuilt, on="doc", how="left", maintain_order="left")
+        .with_columns(pl.col("text").fill_null(""))
+        .with_columns(chars_removed=(pl.col("before").str.len_chars() - pl.col("text").str.len_chars()).cast(pl.Int64))
+    )
     return result.select("text", "lines", "lines_removed", "chars_removed")
 
 
@@ -140,8 +146,9 @@ def _frequent_hashes(frequent: np.ndarray | pl.DataFrame | Sequence[Path]) -> np
     return pl.concat(frames)["line_hash"].to_numpy() if frames else np.zeros(0, np.uint64)
 
 
-def remove_repeated_lines_shard(docs_shard_path: Path, frequent: np.ndarray | pl.DataFrame | Sequence[Path],
-                                out_path: Path) -> pl.DataFrame:
+def remove_repeated_lines_shard(
+    docs_shard_path: Path, frequent: np.ndarray | pl.DataFrame | Sequence[Path], out_path: Path
+) -> pl.DataFrame:
     """Write ``docs_shard_path`` with the frequent lines cut from its texts (every other column as
     it was) to ``out_path``; return per document ``id, lines, lines_removed, chars_removed``.
     ``frequent``: hashes, a ``frequent_lines`` frame, or files of them (``line_hash`` column)."""
@@ -153,7 +160,8 @@ def remove_repeated_lines_shard(docs_shard_path: Path, frequent: np.ndarray | pl
     cleaned = table.set_column(column, table.schema.field("text"), result["text"].to_arrow().cast(text_type))
     write_parquet(cleaned, out_path)
     return pl.DataFrame({"id": pl.from_arrow(table.column("id")).cast(pl.String)}).hstack(
-        result.select("lines", "lines_removed", "chars_removed"))
+        result.select("lines", "lines_removed", "chars_removed")
+    )
 
 
 @dataclass
@@ -175,6 +183,8 @@ class RepeatedLines:
         return FilterOutput(
             measures=measures,
             text=result["text"],
-            counts={f"{self.name}.lines_removed": result["lines_removed"],
-                    f"{self.name}.chars_removed": result["chars_removed"]},
+            counts={
+                f"{self.name}.lines_removed": result["lines_removed"],
+                f"{self.name}.chars_removed": result["chars_removed"],
+            },
         )

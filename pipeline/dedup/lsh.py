@@ -69,17 +69,21 @@ SHARD_BITS = 32
 PARAMS_KEY = b"dedup.params"
 SHARD_KEY = b"dedup.shard"
 
-BAND_KEYS_SCHEMA = pa.schema([
-    pa.field("band", pa.int16(), nullable=False),
-    pa.field("key", pa.uint64(), nullable=False),
-    pa.field("doc", pa.int64(), nullable=False),
-])
+BAND_KEYS_SCHEMA = pa.schema(
+    [
+        pa.field("band", pa.int16(), nullable=False),
+        pa.field("key", pa.uint64(), nullable=False),
+        pa.field("doc", pa.int64(), nullable=False),
+    ]
+)
 
-PAIRS_SCHEMA = pa.schema([
-    pa.field("doc_a", pa.int64(), nullable=False),
-    pa.field("doc_b", pa.int64(), nullable=False),
-    pa.field("exact", pa.bool_(), nullable=False),
-])
+PAIRS_SCHEMA = pa.schema(
+    [
+        pa.field("doc_a", pa.int64(), nullable=False),
+        pa.field("doc_b", pa.int64(), nullable=False),
+        pa.field("exact", pa.bool_(), nullable=False),
+    ]
+)
 
 
 def doc_numbers(shard: int, rows: int, first_row: int = 0) -> np.ndarray:
@@ -125,10 +129,15 @@ def signature_batch(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) ->
     """Everything a signature file holds about a batch of texts, as arrays (one row per text);
     processed :data:`DOCS_PER_BATCH` texts at a time."""
     if len(texts) > DOCS_PER_BATCH:
-        parts = [_signature_batch(texts.slice(lo, DOCS_PER_BATCH), params)
-                 for lo in range(0, len(texts), DOCS_PER_BATCH)]
-        return {name: pa.concat_arrays([p[name] for p in parts]) if name == "shingle_set"
-                else np.concatenate([p[name] for p in parts]) for name in parts[0]}
+        parts = [
+            _signature_batch(texts.slice(lo, DOCS_PER_BATCH), params) for lo in range(0, len(texts), DOCS_PER_BATCH)
+        ]
+        return {
+            name: pa.concat_arrays([p[name] for p in parts])
+            if name == "shingle_set"
+            else np.concatenate([p[name] for p in parts])
+            for name in parts[0]
+        }
     return _signature_batch(texts, params)
 
 
@@ -151,7 +160,9 @@ def _signature_batch(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) -
     bands, rows = params.lsh
     columns["shingles"] = np.diff(set_offsets).astype(np.int32)
     columns["band_keys"] = band_keys(signatures, bands, rows)
-    columns["shingle_set"] = pa.LargeListArray.from_arrays(pa.array(set_offsets, pa.int64()), pa.array(sets, pa.uint32()))
+    columns["shingle_set"] = pa.LargeListArray.from_arrays(
+        pa.array(set_offsets, pa.int64()), pa.array(sets, pa.uint32())
+    )
     if params.keep_signature:
         columns["signature"] = signatures
     return columns
@@ -177,8 +188,10 @@ def signatures_for_shard(docs_shard_path: Path, out_path: Path, params: MinHashP
     columns = ["id", "text"]
     if params.score_column:
         if params.score_column not in parquet.schema_arrow.names:
-            raise ValueError(f"{docs_shard_path}: no column {params.score_column!r} for the score "
-                             f"(dedup score_column); add it upstream or unset score_column")
+            raise ValueError(
+                f"{docs_shard_path}: no column {params.score_column!r} for the score "
+                f"(dedup score_column); add it upstream or unset score_column"
+            )
         columns.append(params.score_column)
     missing = [c for c in ("id", "text") if c not in parquet.schema_arrow.names]
     if missing:
@@ -194,8 +207,9 @@ def signatures_for_shard(docs_shard_path: Path, out_path: Path, params: MinHashP
         encoding = {"doc": "DELTA_BINARY_PACKED"}
         if params.near:
             encoding["shingle_set"] = "DELTA_BINARY_PACKED"
-        with pq.ParquetWriter(sink, schema, compression=PARQUET_COMPRESSION, use_dictionary=False,
-                              column_encoding=encoding) as writer:
+        with pq.ParquetWriter(
+            sink, schema, compression=PARQUET_COMPRESSION, use_dictionary=False, column_encoding=encoding
+        ) as writer:
             for batch in parquet.iter_batches(batch_size=DOCS_PER_BATCH, columns=columns):
                 cols = signature_batch(batch.column("text"), params)
                 arrays = {
@@ -266,8 +280,9 @@ def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitio
         bounds = np.searchsorted(partition, np.arange(partitions + 1))
         for p in range(partitions):
             lo, hi = bounds[p], bounds[p + 1]
-            part = pa.Table.from_arrays([pa.array(band[lo:hi]), pa.array(key[lo:hi]), pa.array(doc[lo:hi])],
-                                        schema=BAND_KEYS_SCHEMA)
+            part = pa.Table.from_arrays(
+                [pa.array(band[lo:hi]), pa.array(key[lo:hi]), pa.array(doc[lo:hi])], schema=BAND_KEYS_SCHEMA
+            )
             target = out_dir / f"part-{p:04d}" / path.name
             write_parquet(part, target)
             written.append(target)
@@ -301,14 +316,17 @@ def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
         return pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "exact": pl.Boolean})
     keys = pl.concat([read_parquet(f) for f in files], how="vertical")
     bucket = ["band", "key"]
-    ranked = keys.sort(["band", "key", "doc"]).with_columns(size=pl.len().over(bucket),
-                                                           doc_a=pl.col("doc").first().over(bucket))
+    ranked = keys.sort(["band", "key", "doc"]).with_columns(
+        size=pl.len().over(bucket), doc_a=pl.col("doc").first().over(bucket)
+    )
     small = (pl.col("band") != EXACT_BAND) & (pl.col("size") <= ALL_PAIRS_BUCKET)
     star = ranked.filter(~small & (pl.col("doc") != pl.col("doc_a"))).select("band", "doc_a", doc_b="doc")
     members = ranked.filter(small).select("band", "key", "doc")
-    every = (members.join(members, on=bucket, suffix="_b")
-             .filter(pl.col("doc") < pl.col("doc_b"))
-             .select("band", doc_a="doc", doc_b="doc_b"))
+    every = (
+        members.join(members, on=bucket, suffix="_b")
+        .filter(pl.col("doc") < pl.col("doc_b"))
+        .select("band", doc_a="doc", doc_b="doc_b")
+    )
     pairs = (
         pl.concat([star, every.select(star.columns)])
         .group_by(["doc_a", "doc_b"])

@@ -119,14 +119,18 @@ class MinHashParams:
         if self.scheme not in SCHEMES:
             raise ValueError(f"dedup scheme must be one of {', '.join(SCHEMES)}, got {self.scheme!r}")
         if self.shingle_hash not in SHINGLE_HASHES:
-            raise ValueError(f"dedup shingle_hash must be one of {', '.join(SHINGLE_HASHES)}, "
-                             f"got {self.shingle_hash!r}")
+            raise ValueError(
+                f"dedup shingle_hash must be one of {', '.join(SHINGLE_HASHES)}, got {self.shingle_hash!r}"
+            )
         if (self.bands is None) != (self.rows is None):
-            raise ValueError("dedup bands and rows go together: set both, or neither to derive them "
-                             "from threshold and num_perm")
+            raise ValueError(
+                "dedup bands and rows go together: set both, or neither to derive them from threshold and num_perm"
+            )
         if self.bands is not None and (self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.num_perm):
-            raise ValueError(f"dedup bands x rows ({self.bands} x {self.rows}) must be positive and "
-                             f"at most num_perm ({self.num_perm})")
+            raise ValueError(
+                f"dedup bands x rows ({self.bands} x {self.rows}) must be positive and "
+                f"at most num_perm ({self.num_perm})"
+            )
         if not 0.0 < self.recall < 1.0:
             raise ValueError(f"dedup recall must be in (0, 1), got {self.recall}")
         if self.near and self.bands is None:
@@ -173,8 +177,9 @@ def _shingle_layout(word_counts: np.ndarray, ngram: int) -> tuple[np.ndarray, np
     return first_word, size, offsets
 
 
-def polynomial_shingle_hashes(word_hashes: np.ndarray, word_offsets: np.ndarray, ngram: int
-                               ) -> tuple[np.ndarray, np.ndarray]:
+def polynomial_shingle_hashes(
+    word_hashes: np.ndarray, word_offsets: np.ndarray, ngram: int
+) -> tuple[np.ndarray, np.ndarray]:
     """32-bit hashes of every shingle from the 64-bit hashes of the words (see module docstring).
 
     The hash of the n words from every position of the flat word array is computed with n
@@ -193,7 +198,7 @@ def polynomial_shingle_hashes(word_hashes: np.ndarray, word_offsets: np.ndarray,
             rolling = np.full(windows, _SHINGLE_SEED, dtype=np.uint64)
             for j in range(ngram):
                 rolling *= _SHINGLE_K
-                rolling += word_hashes[j:j + windows]
+                rolling += word_hashes[j : j + windows]
             h[full] = rolling[first_word[full]]
         short = ~full
         if short.any():
@@ -221,8 +226,9 @@ def sha1_shingle_hashes(found: Words, ngram: int) -> tuple[np.ndarray, np.ndarra
     return np.frombuffer(digests, dtype="<u4").astype(np.uint32), offsets
 
 
-def shingle_hashes(texts: Texts, ngram: int = 5, shingle_hash: ShingleHash = "polynomial"
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def shingle_hashes(
+    texts: Texts, ngram: int = 5, shingle_hash: ShingleHash = "polynomial"
+) -> tuple[np.ndarray, np.ndarray]:
     """``(hashes, offsets)``: uint32 hashes of every document's shingles, in order, flat;
     ``hashes[offsets[d]:offsets[d + 1]]`` are document ``d``'s (repeats included)."""
     found = words(texts)
@@ -263,9 +269,13 @@ def permutations(num_perm: int, seed: int = 1, scheme: Scheme = "affine32") -> t
     """``(a, b)`` exactly as ``datasketch.MinHash(num_perm, seed, scheme=scheme)`` draws them."""
     gen = np.random.RandomState(seed)
     if scheme == "legacy":
-        pairs = np.array([(gen.randint(1, MERSENNE_PRIME, dtype=np.uint64),
-                           gen.randint(0, MERSENNE_PRIME, dtype=np.uint64)) for _ in range(num_perm)],
-                         dtype=np.uint64)
+        pairs = np.array(
+            [
+                (gen.randint(1, MERSENNE_PRIME, dtype=np.uint64), gen.randint(0, MERSENNE_PRIME, dtype=np.uint64))
+                for _ in range(num_perm)
+            ],
+            dtype=np.uint64,
+        )
         return pairs[:, 0].copy(), pairs[:, 1].copy()
     if scheme == "affine32":
         a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
@@ -305,8 +315,9 @@ def _permute_legacy(h: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray
     return out
 
 
-def minhash_signatures(hashes: np.ndarray, offsets: np.ndarray, num_perm: int = 128, seed: int = 1,
-                       scheme: Scheme = "affine32") -> np.ndarray:
+def minhash_signatures(
+    hashes: np.ndarray, offsets: np.ndarray, num_perm: int = 128, seed: int = 1, scheme: Scheme = "affine32"
+) -> np.ndarray:
     """MinHash signatures of a batch: row ``d`` is document ``d``'s, from its shingle hashes
     ``hashes[offsets[d]:offsets[d + 1]]`` (uint32; repeats allowed).
 
@@ -331,7 +342,7 @@ def minhash_signatures(hashes: np.ndarray, offsets: np.ndarray, num_perm: int = 
     for lo in range(0, total, step):
         hi = min(lo + step, total)
         # Segments: the step's start plus every document start inside the step.
-        inside = offsets[np.searchsorted(offsets, lo, side="right"):np.searchsorted(offsets, hi, side="left")]
+        inside = offsets[np.searchsorted(offsets, lo, side="right") : np.searchsorted(offsets, hi, side="left")]
         seg_starts = np.unique(np.concatenate([[lo], inside]))
         seg_docs = np.searchsorted(offsets, seg_starts, side="right") - 1
         block = buffer[:, : hi - lo]
@@ -356,8 +367,9 @@ def _gauss_legendre(lo: float, hi: float, points: int) -> tuple[np.ndarray, np.n
 
 
 @functools.lru_cache(maxsize=64)
-def optimal_bands(threshold: float, num_perm: int, false_positive_weight: float = 0.5,
-                  false_negative_weight: float = 0.5) -> tuple[int, int]:
+def optimal_bands(
+    threshold: float, num_perm: int, false_positive_weight: float = 0.5, false_negative_weight: float = 0.5
+) -> tuple[int, int]:
     """``(bands, rows)`` minimizing the weighted false positive and false negative probabilities
     integrated over Jaccard similarity, as datasketch's ``lsh._optimal_param`` does.
 
@@ -414,9 +426,11 @@ def recall_bands(threshold: float, num_perm: int, recall: float = 0.998) -> tupl
     reach = at_threshold >= recall
     if not reach.any():
         best = pairs[int(np.argmax(at_threshold))]
-        raise ValueError(f"no LSH layout of {num_perm} permutations reaches a candidate probability of "
-                         f"{recall} at threshold {threshold} (at most {at_threshold.max():.4f}, "
-                         f"{best[0]} bands x {best[1]} rows); raise num_perm or lower recall")
+        raise ValueError(
+            f"no LSH layout of {num_perm} permutations reaches a candidate probability of "
+            f"{recall} at threshold {threshold} (at most {at_threshold.max():.4f}, "
+            f"{best[0]} bands x {best[1]} rows); raise num_perm or lower recall"
+        )
     s, w = _gauss_legendre(0.0, threshold, num_perm // 2 + 2)
     false_positive = candidate_probability(s[None, :], bands[reach, None], rows[reach, None]) @ w
     return [p for p, ok in zip(pairs, reach) if ok][int(np.argmin(false_positive))]

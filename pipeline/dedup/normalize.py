@@ -193,7 +193,7 @@ class Words:
         counts = self.counts
         out = []
         for first, n in zip(self.doc_offsets[:-1].tolist(), counts.tolist()):
-            out.append(text[starts[first]:ends[first + n - 1]].decode("utf-8") if n else "")
+            out.append(text[starts[first] : ends[first + n - 1]].decode("utf-8") if n else "")
         return out
 
     def strings(self) -> list[list[str]]:
@@ -223,7 +223,7 @@ def _pieces(data: np.ndarray, offsets: np.ndarray, piece_bytes: int) -> list[tup
         doc_end = int(doc_ends[np.searchsorted(doc_ends, target, side="left")])
         cut, window = doc_end, 1 << 12
         while target < doc_end:
-            ahead = np.flatnonzero(_SEPARATOR_BYTES[data[target:min(target + window, doc_end)]])
+            ahead = np.flatnonzero(_SEPARATOR_BYTES[data[target : min(target + window, doc_end)]])
             if len(ahead):
                 cut = target + int(ahead[0])
                 break

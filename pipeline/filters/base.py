@@ -32,8 +32,9 @@ class Rule:
     def fires(self, value: pl.Expr) -> pl.Expr:
         """True where a document breaks this rule (never on a null measurement)."""
         threshold = pl.lit(self.threshold)
-        broken = {"<": value < threshold, "<=": value <= threshold,
-                  ">": value > threshold, ">=": value >= threshold}[self.op]
+        broken = {"<": value < threshold, "<=": value <= threshold, ">": value > threshold, ">=": value >= threshold}[
+            self.op
+        ]
         return broken.fill_null(False)
 
 

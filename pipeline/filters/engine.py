@@ -16,7 +16,9 @@ STAGE = "filter"
 EMPTY_AFTER_REWRITE = "filter.empty_after_rewrite"
 
 
-def walk_filters(docs: pl.DataFrame, filters: list[DocFilter]) -> Iterator[tuple[DocFilter, FilterOutput, pl.DataFrame]]:
+def walk_filters(
+    docs: pl.DataFrame, filters: list[DocFilter]
+) -> Iterator[tuple[DocFilter, FilterOutput, pl.DataFrame]]:
     """Run ``filters`` in order over ``docs``; yield each filter, its output (measures, counts,
     rewrites) and the documents after it.
 
@@ -40,8 +42,9 @@ def walk_filters(docs: pl.DataFrame, filters: list[DocFilter]) -> Iterator[tuple
             output = doc_filter.apply(current.with_columns(original))
             if output.text is not None:
                 rewrite = doc_filter.apply(current)
-                output = FilterOutput(measures=output.measures, text=rewrite.text, counts=rewrite.counts,
-                                      columns=output.columns)
+                output = FilterOutput(
+                    measures=output.measures, text=rewrite.text, counts=rewrite.counts, columns=output.columns
+                )
         if output.text is not None:
             current = current.with_columns(output.text.alias("text"))
             rewritten = True
@@ -69,7 +72,9 @@ def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STA
     current = docs
     for doc_filter, output, current in walk_filters(docs, filters):
         for name, per_doc in output.counts.items():
-            by_source = pl.DataFrame({"source": current["source"], "n": per_doc}).group_by("source").agg(pl.col("n").sum())
+            by_source = (
+                pl.DataFrame({"source": current["source"], "n": per_doc}).group_by("source").agg(pl.col("n").sum())
+            )
             counts[name] += int(per_doc.sum())
             counts.update({f"{name}|{src}": int(k) for src, k in by_source.iter_rows() if k})
         for filter_rule in doc_filter.rules():
@@ -78,10 +83,12 @@ def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STA
             first = fired & rule.is_null()
             if first.any():
                 rule = pl.select(pl.when(first).then(pl.lit(filter_rule.name)).otherwise(rule)).to_series()
-                value = pl.select(pl.when(first).then(output.measures[filter_rule.measure].cast(pl.Float64))
-                                  .otherwise(value)).to_series()
-                threshold = pl.select(pl.when(first).then(pl.lit(float(filter_rule.threshold)))
-                                      .otherwise(threshold)).to_series()
+                value = pl.select(
+                    pl.when(first).then(output.measures[filter_rule.measure].cast(pl.Float64)).otherwise(value)
+                ).to_series()
+                threshold = pl.select(
+                    pl.when(first).then(pl.lit(float(filter_rule.threshold))).otherwise(threshold)
+                ).to_series()
 
     blank = left_blank(current) & rule.is_null()
     if blank.any():
@@ -91,7 +98,8 @@ def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STA
     removed = rule.is_not_null()
     return StepResult(
         kept=current.filter(~removed),
-        removed=removed_frame(docs.filter(removed), stage, rule.filter(removed), value.filter(removed),
-                              threshold.filter(removed)),
+        removed=removed_frame(
+            docs.filter(removed), stage, rule.filter(removed), value.filter(removed), threshold.filter(removed)
+        ),
         counts=counts,
     )

@@ -472,10 +472,12 @@ class GopherRepetition:
             lengths = pieces.str.len_chars().to_numpy().astype(np.float64)
             columns[f"dup_{unit}_frac"] = _ratio(_per_doc(doc[dup], n), counts)
             columns[f"dup_{unit}_char_frac"] = _ratio(_per_doc(doc[dup], n, lengths[dup]), text_chars)
-        columns = {k: columns[k] for k in ("dup_line_frac", "dup_para_frac", "dup_line_char_frac",
-                                           "dup_para_char_frac")}
-        columns.update(_ngram_fractions(_Words(text), sorted(self.top_ngram_char_frac),
-                                        sorted(self.dup_ngram_char_frac)))
+        columns = {
+            k: columns[k] for k in ("dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac")
+        }
+        columns.update(
+            _ngram_fractions(_Words(text), sorted(self.top_ngram_char_frac), sorted(self.dup_ngram_char_frac))
+        )
         return FilterOutput(measures=_measures(columns))
 
 
@@ -528,8 +530,10 @@ def _ngram_fractions(w: _Words, top_ns: list[int], dup_ns: list[int]) -> dict[st
         if size in dup_ns:
             out[f"dup_{size}gram_char_frac"] = _ratio(covered_chars(pos_dup, size), w.chars)
         pos, key = pos_dup, key_dup
-    return {**{f"top_{k}gram_char_frac": out[f"top_{k}gram_char_frac"] for k in top_ns},
-            **{f"dup_{k}gram_char_frac": out[f"dup_{k}gram_char_frac"] for k in dup_ns}}
+    return {
+        **{f"top_{k}gram_char_frac": out[f"top_{k}gram_char_frac"] for k in top_ns},
+        **{f"dup_{k}gram_char_frac": out[f"dup_{k}gram_char_frac"] for k in dup_ns},
+    }
 
 
 _CHUNK = 32_768  # rows per hash table: small enough to stay in cache
@@ -688,8 +692,11 @@ class C4Quality:
             long_idx = np.flatnonzero(long_lines.to_numpy())
             if len(long_idx):
                 longest = (
-                    frame.get_column("line").gather(long_idx).str.extract_all(r"\S+")
-                    .list.eval(pl.element().str.len_chars()).list.max()
+                    frame.get_column("line")
+                    .gather(long_idx)
+                    .str.extract_all(r"\S+")
+                    .list.eval(pl.element().str.len_chars())
+                    .list.max()
                 )
                 too_long[long_idx] = (longest > self.max_word_length).fill_null(False).to_numpy()
 

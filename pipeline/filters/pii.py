@@ -50,8 +50,10 @@ from pipeline.filters.base import FilterOutput, Rule
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
 # Extensions after an "@" that make it a file name (logo@2x.png), not an email's domain.
-_FILE_EXTENSIONS = (r"png|jpe?g|gif|svg|webp|bmp|ico|tiff?|avif|heic|css|js|mjs|json|xml|html?|php|pdf|txt"
-                    r"|zip|gz|tar|mp[34]|mov|wav|woff2?|ttf|eot|map")
+_FILE_EXTENSIONS = (
+    r"png|jpe?g|gif|svg|webp|bmp|ico|tiff?|avif|heic|css|js|mjs|json|xml|html?|php|pdf|txt"
+    r"|zip|gz|tar|mp[34]|mov|wav|woff2?|ttf|eot|map"
+)
 _EMAIL = re.compile(
     r"(?<![\w.%+-])[\w%+-]+(?:\.[\w%+-]+)*@"
     r"(?:(?:[^\W_](?:[\w-]*[^\W_])?\.)+"
@@ -101,8 +103,9 @@ def _phone_digits_ok(match: re.Match) -> bool:
     return True
 
 
-def _replace_where(pattern: re.Pattern, placeholder: str,
-                   keep: Callable[[re.Match], bool]) -> Callable[[str], tuple[str, int]]:
+def _replace_where(
+    pattern: re.Pattern, placeholder: str, keep: Callable[[re.Match], bool]
+) -> Callable[[str], tuple[str, int]]:
     """``pattern.subn`` that replaces only the matches ``keep(match)`` accepts."""
 
     def sub(text: str) -> tuple[str, int]:

@@ -118,8 +118,9 @@ MIN_EPOCHS = 5
 MIN_UPDATES = 10_000
 
 
-def prepare_texts(texts: Sequence[str | None] | pl.Series, prefix_chars: int = DEFAULT_PREFIX_CHARS,
-                  lowercase: bool = False) -> pl.Series:
+def prepare_texts(
+    texts: Sequence[str | None] | pl.Series, prefix_chars: int = DEFAULT_PREFIX_CHARS, lowercase: bool = False
+) -> pl.Series:
     """The texts as the classifier sees them: the prefix, one line, nulls as ``""``."""
     series = texts if isinstance(texts, pl.Series) else pl.Series("text", list(texts), dtype=pl.Utf8)
     series = (
@@ -181,10 +182,19 @@ def _binary_metrics(scores: np.ndarray, truth: np.ndarray, threshold: float = 0.
     auc = None
     if pos.size and neg.size:
         ranks = pl.Series(np.concatenate([pos, neg])).rank("average").to_numpy()
-        auc = float((ranks[:pos.size].sum() - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
-    return {"threshold": threshold, "precision": precision, "recall": recall, "f1": f1, "auc": auc,
-            "true_positives": tp, "false_positives": fp, "false_negatives": fn,
-            "positives": int(truth.sum()), "negatives": int((~truth).sum())}
+        auc = float((ranks[: pos.size].sum() - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
+    return {
+        "threshold": threshold,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "auc": auc,
+        "true_positives": tp,
+        "false_positives": fp,
+        "false_negatives": fn,
+        "positives": int(truth.sum()),
+        "negatives": int((~truth).sum()),
+    }
 
 
 def _quantiles(scores: np.ndarray) -> list[float]:
@@ -239,8 +249,10 @@ def _check_finite(model) -> None:
     """Refuse a model whose training diverged or started from garbage memory."""
     for matrix in (model.get_input_matrix(), model.get_output_matrix()):
         if not np.isfinite(matrix).all() or np.abs(matrix).max(initial=0.0) > 1e4:
-            raise RuntimeError("fastText training gave non-finite or huge weights: lower lr (or, "
-                               "off glibc, the model started from uninitialized memory)")
+            raise RuntimeError(
+                "fastText training gave non-finite or huge weights: lower lr (or, "
+                "off glibc, the model started from uninitialized memory)"
+            )
 
 
 def _split(n: int, held_out: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -256,12 +268,20 @@ def _write_training_file(path: Path, texts: list[str], labels: list[str]) -> Non
             out.write(f"{label} {text}\n")
 
 
-def train_quality_classifier(positives: Sequence[str], negatives: Sequence[str], out_dir: Path,
-                             seed: int = 0, held_out: float = 0.1, *,
-                             langs: Sequence[str | None] | None = None,
-                             pool: Sequence[str] | None = None,
-                             prefix_chars: int = DEFAULT_PREFIX_CHARS, lowercase: bool = False,
-                             quantize: bool = False, **fasttext_params) -> dict:
+def train_quality_classifier(
+    positives: Sequence[str],
+    negatives: Sequence[str],
+    out_dir: Path,
+    seed: int = 0,
+    held_out: float = 0.1,
+    *,
+    langs: Sequence[str | None] | None = None,
+    pool: Sequence[str] | None = None,
+    prefix_chars: int = DEFAULT_PREFIX_CHARS,
+    lowercase: bool = False,
+    quantize: bool = False,
+    **fasttext_params,
+) -> dict:
     """Train the quality classifier of ``positives`` (reference text) against ``negatives``
     (random raw text) and write ``out_dir/quality.bin`` (``quality.ftz`` when ``quantize``) and
     ``out_dir/quality.json``; return the summary written to the latter.
@@ -281,14 +301,17 @@ def train_quality_classifier(positives: Sequence[str], negatives: Sequence[str],
     and 34% of unseen copies of news articles removed instead of 16%), so it is off by default.
     """
     if not positives or not negatives:
-        raise ValueError("train_quality_classifier needs positives and negatives (got "
-                         f"{len(positives)} and {len(negatives)})")
+        raise ValueError(
+            f"train_quality_classifier needs positives and negatives (got {len(positives)} and {len(negatives)})"
+        )
     if not 0.0 <= held_out < 1.0:
         raise ValueError(f"held_out must be in [0, 1), got {held_out}")
     pool_texts = negatives if pool is None else pool
     if langs is not None and len(langs) != len(pool_texts):
-        raise ValueError(f"langs has {len(langs)} entries for {len(pool_texts)} pool documents "
-                         f"({'pool' if pool is not None else 'negatives'})")
+        raise ValueError(
+            f"langs has {len(langs)} entries for {len(pool_texts)} pool documents "
+            f"({'pool' if pool is not None else 'negatives'})"
+        )
     for key in ("thread", "seed", "input"):
         if key in fasttext_params:
             raise ValueError(f"fastText parameter {key!r} is set by train_quality_classifier")
@@ -322,8 +345,7 @@ def train_quality_classifier(positives: Sequence[str], negatives: Sequence[str],
         _check_finite(model)
         if quantize:
             with quiet_stderr(), _zeroed_allocations():
-                model.quantize(input=str(train_file), retrain=True, qnorm=True, cutoff=100_000,
-                               thread=1, verbose=0)
+                model.quantize(input=str(train_file), retrain=True, qnorm=True, cutoff=100_000, thread=1, verbose=0)
     model_name = MODEL_FTZ if quantize else MODEL_BIN
     with atomic_path(out_dir / model_name) as tmp_model:
         model.save_model(str(tmp_model))
@@ -345,9 +367,12 @@ def train_quality_classifier(positives: Sequence[str], negatives: Sequence[str],
         "fasttext_params": params,
         "zeroed_allocations": zeroed,
         "counts": {
-            "positives": len(positives), "negatives": len(negatives),
-            "train_positives": train_y.count(HQ), "train_negatives": train_y.count(LQ),
-            "held_out_positives": test_y.count(HQ), "held_out_negatives": test_y.count(LQ),
+            "positives": len(positives),
+            "negatives": len(negatives),
+            "train_positives": train_y.count(HQ),
+            "train_negatives": train_y.count(LQ),
+            "held_out_positives": test_y.count(HQ),
+            "held_out_negatives": test_y.count(LQ),
             "vocabulary": len(model.get_words()),
         },
         "held_out": held,
@@ -365,8 +390,9 @@ def _model_files(model: Path) -> tuple[Path, Path]:
     if model.is_dir():
         info_path = model / MODEL_INFO
         if not info_path.is_file():
-            raise FileNotFoundError(f"{info_path} not found: train a model with "
-                                    "train_quality_classifier(..., out_dir) first")
+            raise FileNotFoundError(
+                f"{info_path} not found: train a model with train_quality_classifier(..., out_dir) first"
+            )
         return model / read_json(info_path)["model_file"], info_path
     return model, model.with_name(MODEL_INFO)
 
@@ -382,12 +408,13 @@ class QualityFilter:
 
     name = "quality"
 
-    def __init__(self, model: str | Path, threshold: float | None = 0.5,
-                 top_fraction: float | None = None):
+    def __init__(self, model: str | Path, threshold: float | None = 0.5, top_fraction: float | None = None):
         model_path, info_path = _model_files(Path(model))
         if not model_path.is_file():
-            raise FileNotFoundError(f"quality model {model_path} not found: train one with "
-                                    "pipeline.filters.quality.train_quality_classifier")
+            raise FileNotFoundError(
+                f"quality model {model_path} not found: train one with "
+                "pipeline.filters.quality.train_quality_classifier"
+            )
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"quality threshold must be in [0, 1], got {threshold}")
         if top_fraction is not None and not 0.0 < top_fraction <= 1.0:
@@ -403,13 +430,14 @@ class QualityFilter:
         if top_fraction is not None:
             quantiles = info.get("quantiles")
             if not quantiles:
-                raise ValueError(f"top_fraction needs score quantiles in {info_path}: train with "
-                                 "langs=[...] (the pool documents' languages)")
+                raise ValueError(
+                    f"top_fraction needs score quantiles in {info_path}: train with "
+                    "langs=[...] (the pool documents' languages)"
+                )
             levels = np.asarray(quantiles["levels"])
             level = 1.0 - top_fraction
             self.global_cut = float(np.interp(level, levels, quantiles["global"]))
-            self.cuts = {lang: float(np.interp(level, levels, values))
-                         for lang, values in quantiles["by_lang"].items()}
+            self.cuts = {lang: float(np.interp(level, levels, values)) for lang, values in quantiles["by_lang"].items()}
         load_quality_model(self.model_path)  # fail early on a file that is not a model
 
     def rules(self) -> list[Rule]:
@@ -423,8 +451,9 @@ class QualityFilter:
         """The ``top_fraction`` cut of each document, by its language."""
         if langs is None:
             return pl.Series("cut", [self.global_cut] * n, dtype=pl.Float64)
-        return (langs.cast(pl.Utf8).replace_strict(self.cuts, default=self.global_cut,
-                                                    return_dtype=pl.Float64).alias("cut"))
+        return (
+            langs.cast(pl.Utf8).replace_strict(self.cuts, default=self.global_cut, return_dtype=pl.Float64).alias("cut")
+        )
 
     def scores(self, texts: pl.Series | Sequence[str | None]) -> np.ndarray:
         prepared = prepare_texts(texts, self.prefix_chars, self.lowercase)
@@ -479,8 +508,12 @@ def demo_training_texts(corpus_dir: Path, seed: int) -> tuple[list[str], list[st
     corpus_dir = Path(corpus_dir)
     labels = pl.read_parquet(corpus_dir / "labels.parquet", columns=["source", "kind", "key"])
     clean = set(labels.filter((pl.col("source") == "news") & (pl.col("kind") == "clean"))["key"])
-    positives = [text for path in sorted((corpus_dir / "news").glob("*.jsonl*"))
-                 for key, text in _read_news(path) if key in clean]
+    positives = [
+        text
+        for path in sorted((corpus_dir / "news").glob("*.jsonl*"))
+        for key, text in _read_news(path)
+        if key in clean
+    ]
     web = demo_web_pool(corpus_dir)["text"].to_list()
     n = min(len(positives), len(web))
     rng = np.random.default_rng(seed)

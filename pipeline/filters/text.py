@@ -47,31 +47,167 @@ import polars as pl
 # ISO 15924 codes of scripts written without spaces between words: Han (and its simplified and
 # traditional variants), Japanese (and its kana), Thai, Lao, Khmer, Myanmar, Tibetan, and the
 # Tai and Indonesian Brahmic scripts that are traditionally unspaced.
-SPACELESS_SCRIPT_CODES = frozenset({
-    "Hani", "Hans", "Hant", "Jpan", "Hira", "Kana", "Hrkt", "Thai", "Laoo", "Khmr", "Mymr", "Tibt",
-    "Lana", "Tale", "Talu", "Bali", "Java",
-})
+SPACELESS_SCRIPT_CODES = frozenset(
+    {
+        "Hani",
+        "Hans",
+        "Hant",
+        "Jpan",
+        "Hira",
+        "Kana",
+        "Hrkt",
+        "Thai",
+        "Laoo",
+        "Khmr",
+        "Mymr",
+        "Tibt",
+        "Lana",
+        "Tale",
+        "Talu",
+        "Bali",
+        "Java",
+    }
+)
 # The script a language is written in when its code names none (CLDR's likely script). Languages
 # not listed have no default: their documents are judged by their characters.
 DEFAULT_SCRIPTS: dict[str, str] = {
     **dict.fromkeys(("zh", "yue", "wuu", "gan", "hak", "hsn", "cjy", "cdo", "lzh"), "Hani"),
-    "ja": "Jpan", "th": "Thai", "lo": "Laoo", "km": "Khmr", "my": "Mymr", "shn": "Mymr",
-    "mnw": "Mymr", "bo": "Tibt", "dz": "Tibt", "ko": "Kore", "el": "Grek", "he": "Hebr",
-    "yi": "Hebr", "hy": "Armn", "ka": "Geor", "xmf": "Geor", "am": "Ethi", "ti": "Ethi",
-    "dv": "Thaa", "bn": "Beng", "as": "Beng", "bpy": "Beng", "pa": "Guru", "gu": "Gujr",
-    "or": "Orya", "ta": "Taml", "te": "Telu", "kn": "Knda", "ml": "Mlym", "si": "Sinh",
+    "ja": "Jpan",
+    "th": "Thai",
+    "lo": "Laoo",
+    "km": "Khmr",
+    "my": "Mymr",
+    "shn": "Mymr",
+    "mnw": "Mymr",
+    "bo": "Tibt",
+    "dz": "Tibt",
+    "ko": "Kore",
+    "el": "Grek",
+    "he": "Hebr",
+    "yi": "Hebr",
+    "hy": "Armn",
+    "ka": "Geor",
+    "xmf": "Geor",
+    "am": "Ethi",
+    "ti": "Ethi",
+    "dv": "Thaa",
+    "bn": "Beng",
+    "as": "Beng",
+    "bpy": "Beng",
+    "pa": "Guru",
+    "gu": "Gujr",
+    "or": "Orya",
+    "ta": "Taml",
+    "te": "Telu",
+    "kn": "Knda",
+    "ml": "Mlym",
+    "si": "Sinh",
     **dict.fromkeys(("hi", "mr", "ne", "sa", "mai", "new", "gom", "bh", "dty"), "Deva"),
     **dict.fromkeys(("ar", "fa", "ur", "ps", "sd", "ug", "ckb", "arz", "azb", "pnb", "mzn", "lrc"), "Arab"),
-    **dict.fromkeys(("ru", "uk", "be", "bg", "mk", "kk", "ky", "tg", "mn", "tt", "ba", "cv", "ce", "os",
-                     "av", "sah", "kv", "udm", "myv", "mhr", "mrj", "krc", "lez", "xal", "tyv", "bxr"), "Cyrl"),
-    **dict.fromkeys(("en", "de", "fr", "es", "it", "pt", "nl", "sv", "da", "no", "nb", "nn", "fi", "et",
-                     "lv", "lt", "pl", "cs", "sk", "sl", "hr", "bs", "hu", "ro", "tr", "az", "uz", "tk",
-                     "id", "ms", "vi", "tl", "sw", "so", "ha", "yo", "ig", "zu", "xh", "af", "eu", "ca",
-                     "gl", "oc", "br", "cy", "ga", "gd", "is", "fo", "mt", "sq", "la", "eo", "lb", "fy",
-                     "jv", "su", "ceb", "war", "mg", "qu", "ht"), "Latn"),
+    **dict.fromkeys(
+        (
+            "ru",
+            "uk",
+            "be",
+            "bg",
+            "mk",
+            "kk",
+            "ky",
+            "tg",
+            "mn",
+            "tt",
+            "ba",
+            "cv",
+            "ce",
+            "os",
+            "av",
+            "sah",
+            "kv",
+            "udm",
+            "myv",
+            "mhr",
+            "mrj",
+            "krc",
+            "lez",
+            "xal",
+            "tyv",
+            "bxr",
+        ),
+        "Cyrl",
+    ),
+    **dict.fromkeys(
+        (
+            "en",
+            "de",
+            "fr",
+            "es",
+            "it",
+            "pt",
+            "nl",
+            "sv",
+            "da",
+            "no",
+            "nb",
+            "nn",
+            "fi",
+            "et",
+            "lv",
+            "lt",
+            "pl",
+            "cs",
+            "sk",
+            "sl",
+            "hr",
+            "bs",
+            "hu",
+            "ro",
+            "tr",
+            "az",
+            "uz",
+            "tk",
+            "id",
+            "ms",
+            "vi",
+            "tl",
+            "sw",
+            "so",
+            "ha",
+            "yo",
+            "ig",
+            "zu",
+            "xh",
+            "af",
+            "eu",
+            "ca",
+            "gl",
+            "oc",
+            "br",
+            "cy",
+            "ga",
+            "gd",
+            "is",
+            "fo",
+            "mt",
+            "sq",
+            "la",
+            "eo",
+            "lb",
+            "fy",
+            "jv",
+            "su",
+            "ceb",
+            "war",
+            "mg",
+            "qu",
+            "ht",
+        ),
+        "Latn",
+    ),
 }
 # ISO 639-1 code -> ISO 639-3 (639-2/T) code.
-ISO639_1_TO_3: dict[str, str] = dict(pair.split(":") for pair in """
+ISO639_1_TO_3: dict[str, str] = dict(
+    pair.split(":")
+    for pair in """
 aa:aar ab:abk ae:ave af:afr ak:aka am:amh an:arg ar:ara as:asm av:ava ay:aym az:aze ba:bak be:bel
 bg:bul bi:bis bm:bam bn:ben bo:bod br:bre bs:bos ca:cat ce:che ch:cha co:cos cr:cre cs:ces cu:chu
 cv:chv cy:cym da:dan de:deu dv:div dz:dzo ee:ewe el:ell en:eng eo:epo es:spa et:est eu:eus fa:fas
@@ -85,15 +221,19 @@ pi:pli pl:pol ps:pus pt:por qu:que rm:roh rn:run ro:ron ru:rus rw:kin sa:san sc:
 sg:sag si:sin sk:slk sl:slv sm:smo sn:sna so:som sq:sqi sr:srp ss:ssw st:sot su:sun sv:swe sw:swa
 ta:tam te:tel tg:tgk th:tha ti:tir tk:tuk tl:tgl tn:tsn to:ton tr:tur ts:tso tt:tat tw:twi ty:tah
 ug:uig uk:ukr ur:urd uz:uzb ve:ven vi:vie vo:vol wa:wln wo:wol xh:xho yi:yid yo:yor za:zha zh:zho
-zu:zul""".split())
+zu:zul""".split()
+)
 # Other three-letter codes of a two-letter language: ISO 639-2/B codes, and the individual
 # languages that language-ID models (GlotLID, OpenLID) label for a macrolanguage (Mandarin for
 # Chinese, Standard Arabic, Iranian Persian, ...). Cantonese (yue) and Wu (wuu) stay themselves.
-THREE_LETTER_ALIASES: dict[str, str] = dict(pair.split(":") for pair in """
+THREE_LETTER_ALIASES: dict[str, str] = dict(
+    pair.split(":")
+    for pair in """
 alb:sq arm:hy baq:eu bur:my chi:zh cze:cs dut:nl fre:fr geo:ka ger:de gre:el ice:is mac:mk mao:mi
 may:ms per:fa rum:ro slo:sk tib:bo wel:cy cmn:zh arb:ar pes:fa prs:fa zsm:ms ekk:et lvs:lv swh:sw
 plt:mg uzn:uz azj:az khk:mn npi:ne ory:or pbt:ps gaz:om quy:qu ydd:yi kmr:ku ayr:ay gug:gn fil:tl
-""".split())
+""".split()
+)
 _TO_TWO_LETTERS = {three: two for two, three in ISO639_1_TO_3.items()} | THREE_LETTER_ALIASES
 _LANG_CODE = re.compile(r"^([A-Za-z]{2,3})(?:[-_]([A-Za-z0-9]+))*$")
 

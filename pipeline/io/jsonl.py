@@ -91,8 +91,9 @@ def get_field(obj: dict, dotted: str):
     return value
 
 
-def _meta(obj: dict, text_field: str, id_field: str | None, url_field: str | None,
-          meta_fields: list[str] | None) -> str | None:
+def _meta(
+    obj: dict, text_field: str, id_field: str | None, url_field: str | None, meta_fields: list[str] | None
+) -> str | None:
     if meta_fields is not None:
         kept = {f: get_field(obj, f) for f in meta_fields}
     else:
@@ -112,9 +113,15 @@ def _classify_bad_line(line: bytes, error: Exception) -> tuple[str, str]:
     return "invalid_json", str(error)
 
 
-def read_jsonl(path: Path, *, text_field: str = "text", id_field: str | None = None,
-               url_field: str | None = None, meta_fields: list[str] | None = None,
-               limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
+def read_jsonl(
+    path: Path,
+    *,
+    text_field: str = "text",
+    id_field: str | None = None,
+    url_field: str | None = None,
+    meta_fields: list[str] | None = None,
+    limits: ReadLimits = ReadLimits(),
+) -> Iterator[pa.RecordBatch]:
     """Yield raw-record batches from one JSON-lines file (or one JSON document, see
     :func:`opens_a_document`)."""
     max_line = limits.max_doc_bytes + LINE_OVERHEAD
@@ -138,16 +145,20 @@ def read_jsonl(path: Path, *, text_field: str = "text", id_field: str | None = N
                 if len(line) > max_line and not line.endswith(b"\n"):
                     skipped = _skip_rest_of_line(stream)
                     offset += skipped
-                    out.bad("too_large", f"line of more than {len(line) + skipped} bytes "
-                            f"(limit {max_line})", line[:200], line_no, start)
+                    out.bad(
+                        "too_large",
+                        f"line of more than {len(line) + skipped} bytes (limit {max_line})",
+                        line[:200],
+                        line_no,
+                        start,
+                    )
                 elif line.strip():
                     _parse_line(line, line_no, start, out, text_field, id_field, url_field, meta_fields)
                 if out.full:
                     yield out.flush()
     except (EOFError, zlib.error, gzip.BadGzipFile, zstandard.ZstdError, OSError) as error:
         reason = "truncated_file" if isinstance(error, EOFError) else "unreadable_file"
-        out.bad(reason, f"{type(error).__name__}: {error} (after {line_no} lines)",
-                None, line_no + 1, offset)
+        out.bad(reason, f"{type(error).__name__}: {error} (after {line_no} lines)", None, line_no + 1, offset)
     batch = out.flush()
     if batch is not None:
         yield batch
@@ -188,8 +199,14 @@ def opens_a_document(path: Path, max_line: int) -> bool:
         return head.startswith(b"[") or head == b"{"
 
 
-def _read_document(path: Path, limits: ReadLimits, text_field: str, id_field: str | None,
-                   url_field: str | None, meta_fields: list[str] | None) -> Iterator[pa.RecordBatch]:
+def _read_document(
+    path: Path,
+    limits: ReadLimits,
+    text_field: str,
+    id_field: str | None,
+    url_field: str | None,
+    meta_fields: list[str] | None,
+) -> Iterator[pa.RecordBatch]:
     """Records of one JSON document of at most ``limits.max_json_document_bytes``: each element
     of a top-level array (its ``line`` is the element's 1-based position), or a single object."""
     out = RawBatchBuilder(limits.batch_docs)
@@ -204,8 +221,14 @@ def _read_document(path: Path, limits: ReadLimits, text_field: str, id_field: st
         return
     data, skipped = strip_bom(data)
     if len(data) > bound:
-        out.bad("too_large", f"one JSON document of more than {bound} bytes, not JSON lines; convert it "
-                "to JSON lines (jq -c '.[]' in.json > out.jsonl)", data, 1, skipped)
+        out.bad(
+            "too_large",
+            f"one JSON document of more than {bound} bytes, not JSON lines; convert it "
+            "to JSON lines (jq -c '.[]' in.json > out.jsonl)",
+            data,
+            1,
+            skipped,
+        )
         yield out.flush()
         return
     try:
@@ -224,8 +247,16 @@ def _read_document(path: Path, limits: ReadLimits, text_field: str, id_field: st
         yield batch
 
 
-def _parse_line(line: bytes, line_no: int, offset: int, out: RawBatchBuilder, text_field: str,
-                id_field: str | None, url_field: str | None, meta_fields: list[str] | None) -> None:
+def _parse_line(
+    line: bytes,
+    line_no: int,
+    offset: int,
+    out: RawBatchBuilder,
+    text_field: str,
+    id_field: str | None,
+    url_field: str | None,
+    meta_fields: list[str] | None,
+) -> None:
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as error:
@@ -235,10 +266,19 @@ def _parse_line(line: bytes, line_no: int, offset: int, out: RawBatchBuilder, te
     _add_record(obj, line, line_no, offset, out, text_field, id_field, url_field, meta_fields)
 
 
-def _add_record(obj, line: bytes | None, line_no: int, offset: int | None, out: RawBatchBuilder,
-                text_field: str, id_field: str | None, url_field: str | None,
-                meta_fields: list[str] | None) -> None:
+def _add_record(
+    obj,
+    line: bytes | None,
+    line_no: int,
+    offset: int | None,
+    out: RawBatchBuilder,
+    text_field: str,
+    id_field: str | None,
+    url_field: str | None,
+    meta_fields: list[str] | None,
+) -> None:
     """One parsed JSON value as a document or a bad record (``line``: its raw bytes, if known)."""
+
     def raw() -> bytes:
         return line if line is not None else orjson.dumps(obj)
 
@@ -257,5 +297,11 @@ def _add_record(obj, line: bytes | None, line_no: int, offset: int | None, out: 
             return
         own_id = str(own_id)
     url = get_field(obj, url_field) if url_field else None
-    out.doc(text, own_id, None if url is None else str(url),
-            _meta(obj, text_field, id_field, url_field, meta_fields), line_no, offset)
+    out.doc(
+        text,
+        own_id,
+        None if url is None else str(url),
+        _meta(obj, text_field, id_field, url_field, meta_fields),
+        line_no,
+        offset,
+    )

@@ -44,9 +44,15 @@ def _meta(batch: pa.RecordBatch, names: list[str]) -> pa.Array:
     return frame.select(pl.struct(names).struct.json_encode()).to_series().to_arrow().cast(pa.string())
 
 
-def read_parquet(path: Path, *, text_field: str = "text", id_field: str | None = None,
-                 url_field: str | None = None, meta_fields: list[str] | None = None,
-                 limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
+def read_parquet(
+    path: Path,
+    *,
+    text_field: str = "text",
+    id_field: str | None = None,
+    url_field: str | None = None,
+    meta_fields: list[str] | None = None,
+    limits: ReadLimits = ReadLimits(),
+) -> Iterator[pa.RecordBatch]:
     """Yield raw-record batches from one Parquet file."""
     row = 0
     try:
@@ -67,8 +73,9 @@ def read_parquet(path: Path, *, text_field: str = "text", id_field: str | None =
         yield failure.flush()
 
 
-def _used_columns(batch: pa.RecordBatch, text_field: str, id_field: str | None, url_field: str | None,
-                  meta_fields: list[str] | None) -> list[str]:
+def _used_columns(
+    batch: pa.RecordBatch, text_field: str, id_field: str | None, url_field: str | None, meta_fields: list[str] | None
+) -> list[str]:
     """The top-level columns a batch's records are made of (fields, and those kept in meta)."""
     named = [f.split(".")[0] for f in (text_field, id_field, url_field) if f]
     taken = {f for f in (text_field, id_field, url_field) if f and "." not in f}
@@ -76,8 +83,7 @@ def _used_columns(batch: pa.RecordBatch, text_field: str, id_field: str | None, 
     return [n for n in dict.fromkeys([*named, *meta]) if n in batch.schema.names]
 
 
-def _invalid_utf8(batch: pa.RecordBatch, lines: pa.Array,
-                  names: list[str]) -> tuple[pa.Array, pa.RecordBatch] | None:
+def _invalid_utf8(batch: pa.RecordBatch, lines: pa.Array, names: list[str]) -> tuple[pa.Array, pa.RecordBatch] | None:
     """Rows whose string data in ``names`` is not valid UTF-8 (Parquet readers do not check it,
     Arrow compute refuses it): a mask of them, and their quarantine records; None if there are
     none. Whole columns are checked at once; only a column that fails is checked row by row."""
@@ -112,8 +118,14 @@ def _valid_row(column: pa.Array, i: int) -> bool:
     return True
 
 
-def _map_batch(batch: pa.RecordBatch, lines: pa.Array, text_field: str, id_field: str | None,
-               url_field: str | None, meta_fields: list[str] | None) -> pa.RecordBatch:
+def _map_batch(
+    batch: pa.RecordBatch,
+    lines: pa.Array,
+    text_field: str,
+    id_field: str | None,
+    url_field: str | None,
+    meta_fields: list[str] | None,
+) -> pa.RecordBatch:
     rows = batch.num_rows
     text = _column(batch, text_field)
     reason = pa.nulls(rows, pa.string())

@@ -43,7 +43,7 @@ class ReadLimits:
 
 def strip_bom(data: bytes) -> tuple[bytes, int]:
     """``data`` without a UTF-8 byte-order mark at its start, and how many bytes were dropped."""
-    return (data[len(BOM):], len(BOM)) if data.startswith(BOM) else (data, 0)
+    return (data[len(BOM) :], len(BOM)) if data.startswith(BOM) else (data, 0)
 
 
 def is_utf8_name(name: str) -> bool:
@@ -62,8 +62,10 @@ def printable_name(name: str) -> str:
 
 def bad_file_name(name: str) -> tuple[str, str]:
     """The quarantine reason and detail for a file whose name is not valid UTF-8."""
-    return INVALID_FILE_NAME, (f"file name '{printable_name(name)}' is not valid UTF-8, so no id or "
-                               "path can name it; rename the file (e.g. convmv -f latin1 -t utf8) to read it")
+    return INVALID_FILE_NAME, (
+        f"file name '{printable_name(name)}' is not valid UTF-8, so no id or "
+        "path can name it; rename the file (e.g. convmv -f latin1 -t utf8) to read it"
+    )
 
 
 def sample_of(raw: bytes | str | None) -> str | None:
@@ -94,8 +96,7 @@ class RawBatchBuilder:
     def full(self) -> bool:
         return len(self) >= self.batch_docs
 
-    def doc(self, text, own_id=None, url=None, meta=None, line=None, offset=None,
-            file: str | None = None) -> None:
+    def doc(self, text, own_id=None, url=None, meta=None, line=None, offset=None, file: str | None = None) -> None:
         """A candidate document (``text`` is checked later; it may be None or not a str)."""
         reason = detail = sample = None
         if text is not None and not isinstance(text, str):
@@ -103,8 +104,9 @@ class RawBatchBuilder:
             sample, text = sample_of(repr(text)), None
         self._append(text, own_id, url, meta, line, offset, reason, detail, sample, file)
 
-    def bad(self, reason: str, detail: str | None = None, raw=None, line=None, offset=None,
-            file: str | None = None) -> None:
+    def bad(
+        self, reason: str, detail: str | None = None, raw=None, line=None, offset=None, file: str | None = None
+    ) -> None:
         """A record that could not be read, with why and where."""
         self._append(None, None, None, None, line, offset, reason, detail, sample_of(raw), file)
 

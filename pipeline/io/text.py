@@ -15,8 +15,7 @@ import pyarrow as pa
 from pipeline.io.records import RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name, printable_name, strip_bom
 
 
-def read_text_files(paths: list[Path], base: Path, *,
-                    limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
+def read_text_files(paths: list[Path], base: Path, *, limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
     """Yield raw-record batches, one record per file; ``base`` makes the ids relative."""
     out = RawBatchBuilder(limits.batch_docs)
     for path in paths:

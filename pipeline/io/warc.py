@@ -34,9 +34,17 @@ def html_to_text(html: bytes, charset: str | None, main_content: bool = True) ->
     """Plain text of an HTML page: decoded by its declared charset (or a detected one), main
     content only unless ``main_content`` is false, block structure kept as line breaks."""
     page = bytes_to_str(html, charset or detect_encoding(html))
-    return extract_plain_text(page, preserve_formatting=True, main_content=main_content,
-                              list_bullets=True, alt_texts=False, links=False,
-                              form_fields=False, noscript=False, comments=False)
+    return extract_plain_text(
+        page,
+        preserve_formatting=True,
+        main_content=main_content,
+        list_bullets=True,
+        alt_texts=False,
+        links=False,
+        form_fields=False,
+        noscript=False,
+        comments=False,
+    )
 
 
 def _is_content(record) -> bool:
@@ -75,8 +83,9 @@ class _Read:
     fields: tuple | None  # ("doc", ...) or ("bad", ...) for a content record, else None
 
 
-def read_warc(path: Path, *, html_main_content: bool = True,
-              limits: ReadLimits = ReadLimits()) -> Iterator[pa.RecordBatch]:
+def read_warc(
+    path: Path, *, html_main_content: bool = True, limits: ReadLimits = ReadLimits()
+) -> Iterator[pa.RecordBatch]:
     """Yield raw-record batches from one WARC or WET file (gzip or plain).
 
     warcio reads a cut file without complaint, so wholeness is checked here: every record but
@@ -165,8 +174,9 @@ def _whole_end(path: Path, gz: bool, read: _Read) -> int | None:
         return read.end if member.eof and not member.unused_data and left == 0 else None
 
 
-def _check_rest(out: RawBatchBuilder, path: Path, gz: bool, whole_end: int, size: int,
-                problem: str | None, at_eof: bool) -> None:
+def _check_rest(
+    out: RawBatchBuilder, path: Path, gz: bool, whole_end: int, size: int, problem: str | None, at_eof: bool
+) -> None:
     """Quarantine, once, what follows the last whole record, if anything does."""
     with open(path, "rb") as stream:
         stream.seek(whole_end)
@@ -178,19 +188,29 @@ def _check_rest(out: RawBatchBuilder, path: Path, gz: bool, whole_end: int, size
     if start >= size:
         return
     if at_eof and _starts_a_record(head, gz):
-        out.bad("truncated_file", f"the file is cut {size - start} bytes into the record at offset "
-                f"{start}; the whole records before it are kept", head, None, start)
+        out.bad(
+            "truncated_file",
+            f"the file is cut {size - start} bytes into the record at offset "
+            f"{start}; the whole records before it are kept",
+            head,
+            None,
+            start,
+        )
     else:
-        out.bad("unreadable_file", f"{size - start} bytes from here on are not a WARC record"
-                f"{f' ({problem})' if problem else ''}",
-                head, None, start)
+        out.bad(
+            "unreadable_file",
+            f"{size - start} bytes from here on are not a WARC record{f' ({problem})' if problem else ''}",
+            head,
+            None,
+            start,
+        )
 
 
 def _starts_a_record(head: bytes, gz: bool) -> bool:
     """Whether bytes could be the start of a record (of which a cut file holds only a part)."""
     if gz:
-        return head[:2] == GZIP_MAGIC[:len(head[:2])]
-    return head[:5] == b"WARC/"[:len(head[:5])] or not head.startswith(b"WARC") and b"://" in head[:64]
+        return head[:2] == GZIP_MAGIC[: len(head[:2])]
+    return head[:5] == b"WARC/"[: len(head[:5])] or not head.startswith(b"WARC") and b"://" in head[:64]
 
 
 def _read_record(record, main_content: bool, max_bytes: int) -> tuple:
@@ -201,8 +221,14 @@ def _read_record(record, main_content: bool, max_bytes: int) -> tuple:
     media, charset = _content_type(record)
     status = record.http_headers.get_statuscode() if record.http_headers is not None else None
     status = int(status) if status and status.isdigit() else None
-    meta = orjson.dumps({"warc_type": record.rec_type, "warc_date": headers.get_header("WARC-Date"),
-                         "content_type": media or None, "http_status": status}).decode()
+    meta = orjson.dumps(
+        {
+            "warc_type": record.rec_type,
+            "warc_date": headers.get_header("WARC-Date"),
+            "content_type": media or None,
+            "http_status": status,
+        }
+    ).decode()
     payload = record.content_stream().read(max_bytes + 1)
     if len(payload) > max_bytes:
         return "bad", "too_large", f"payload of more than {max_bytes} bytes", payload

@@ -123,11 +123,13 @@ def render(run: RunFiles) -> str:
     last = run.last_document_stage
     summary = ""
     if source:
-        summary = (f"<p>{num(source.get('docs_in'), 'source.docs_in')} records read, "
-                   f"{num(run.stats[last].get('docs_out'), f'{last}.docs_out')} curated documents "
-                   f"(after stage {esc(last)}); seed {esc(run.seed)}.</p>")
+        summary = (
+            f"<p>{num(source.get('docs_in'), 'source.docs_in')} records read, "
+            f"{num(run.stats[last].get('docs_out'), f'{last}.docs_out')} curated documents "
+            f"(after stage {esc(last)}); seed {esc(run.seed)}.</p>"
+        )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>Curation report: {esc(name)}</title><style>{CSS}</style></head><body>"
         f"<header><h1>Curation report: {esc(name)}</h1>"
@@ -172,24 +174,46 @@ def _funnel(run: RunFiles) -> str:
         bytes_of[stage] = bytes_out
         reasons = Counter({**stats.get("removed", {}), **stats.get("quarantined", {})})
         top = ", ".join(f"{esc(r)} {fmt(n)}" for r, n in reasons.most_common(3)) or "–"
-        rows.append([f"<b>{esc(stage)}</b>", num(stats.get("docs_in"), f"{stage}.docs_in"),
-                     num(stats.get("docs_out"), f"{stage}.docs_out"),
-                     num(_total(stats.get("removed")), f"{stage}.removed"),
-                     num(_total(stats.get("quarantined")), f"{stage}.quarantined"),
-                     share(stats.get("docs_out", 0), stats.get("docs_in", 0)),
-                     num(bytes_out), tokens_html, top])
-        chart_rows.append((stage, stats.get("docs_out", 0), _total(stats.get("removed")),
-                           _total(stats.get("quarantined")), bytes_out))
+        rows.append(
+            [
+                f"<b>{esc(stage)}</b>",
+                num(stats.get("docs_in"), f"{stage}.docs_in"),
+                num(stats.get("docs_out"), f"{stage}.docs_out"),
+                num(_total(stats.get("removed")), f"{stage}.removed"),
+                num(_total(stats.get("quarantined")), f"{stage}.quarantined"),
+                share(stats.get("docs_out", 0), stats.get("docs_in", 0)),
+                num(bytes_out),
+                tokens_html,
+                top,
+            ]
+        )
+        chart_rows.append(
+            (stage, stats.get("docs_out", 0), _total(stats.get("removed")), _total(stats.get("quarantined")), bytes_out)
+        )
     inputs = run.manifest.get("inputs", [])
     input_bytes = sum(int(f.get("bytes") or 0) for f in inputs)
-    note = (f'<p class="note">Input: {fmt(len(inputs))} files, {fmt(input_bytes)} bytes as stored (compressed '
-            "files count compressed). Text bytes are the UTF-8 bytes of the documents' text each stage passed on; "
-            "tokens are counted from the tokenize stage on (end-of-document tokens included). "
-            "Mix passes on its training and validation documents.</p>")
-    chart = plots.funnel_chart([r[0] for r in chart_rows], [r[1] for r in chart_rows], [r[2] for r in chart_rows],
-                               [r[3] for r in chart_rows], [r[4] for r in chart_rows])
-    return (chart + table(["stage", "in", "out", "removed", "quarantined", "kept", "text bytes out", "tokens out",
-                           "top reasons"], rows, numeric={1, 2, 3, 4, 5, 6, 7}) + note)
+    note = (
+        f'<p class="note">Input: {fmt(len(inputs))} files, {fmt(input_bytes)} bytes as stored (compressed '
+        "files count compressed). Text bytes are the UTF-8 bytes of the documents' text each stage passed on; "
+        "tokens are counted from the tokenize stage on (end-of-document tokens included). "
+        "Mix passes on its training and validation documents.</p>"
+    )
+    chart = plots.funnel_chart(
+        [r[0] for r in chart_rows],
+        [r[1] for r in chart_rows],
+        [r[2] for r in chart_rows],
+        [r[3] for r in chart_rows],
+        [r[4] for r in chart_rows],
+    )
+    return (
+        chart
+        + table(
+            ["stage", "in", "out", "removed", "quarantined", "kept", "text bytes out", "tokens out", "top reasons"],
+            rows,
+            numeric={1, 2, 3, 4, 5, 6, 7},
+        )
+        + note
+    )
 
 
 # ---- per-stage removals ----------------------------------------------------------------------
@@ -211,13 +235,24 @@ def _rule_table(run: RunFiles, stage: str, rules: list[tuple[str, str]]) -> str:
         n = removed.get(name, 0)
         fired_key = f"fired|{name}"
         would = num(counts[fired_key], f"{stage}.counts.{fired_key}") if fired_key in counts else "–"
-        rows.append([f'<a href="#{_anchor(stage, name)}" class="id">{esc(name)}</a>',
-                     num(n, f"{stage}.removed.{name}") if name in removed else num(0),
-                     share(n, docs_in, 2), share(n, total_removed, 1), would, esc(described.get(name, ""))])
-    rows.append(['<b>all rules</b>', num(total_removed, f"{stage}.removed"), share(total_removed, docs_in, 2),
-                 "", "", ""])
-    return table(["rule", "removed", "share of stage input", "share of removed", "would fire", "removes when"], rows,
-                 numeric={1, 2, 3, 4})
+        rows.append(
+            [
+                f'<a href="#{_anchor(stage, name)}" class="id">{esc(name)}</a>',
+                num(n, f"{stage}.removed.{name}") if name in removed else num(0),
+                share(n, docs_in, 2),
+                share(n, total_removed, 1),
+                would,
+                esc(described.get(name, "")),
+            ]
+        )
+    rows.append(
+        ["<b>all rules</b>", num(total_removed, f"{stage}.removed"), share(total_removed, docs_in, 2), "", "", ""]
+    )
+    return table(
+        ["rule", "removed", "share of stage input", "share of removed", "would fire", "removes when"],
+        rows,
+        numeric={1, 2, 3, 4},
+    )
 
 
 def _anchor(stage: str, rule: str) -> str:
@@ -230,15 +265,23 @@ def _per_source(run: RunFiles, stage: str) -> str:
     for source, counts in stats.get("sources", {}).items():
         base = f"{stage}.sources.{source}"
         reasons = ", ".join(f"{esc(r)} {fmt(n)}" for r, n in Counter(counts.get("removed", {})).most_common(3))
-        rows.append([esc(source), num(counts.get("docs_in"), f"{base}.docs_in"),
-                     num(counts.get("docs_out"), f"{base}.docs_out"),
-                     num(_total(counts.get("removed")), f"{base}.removed"),
-                     share(_total(counts.get("removed")), counts.get("docs_in", 0)), reasons or "–"])
+        rows.append(
+            [
+                esc(source),
+                num(counts.get("docs_in"), f"{base}.docs_in"),
+                num(counts.get("docs_out"), f"{base}.docs_out"),
+                num(_total(counts.get("removed")), f"{base}.removed"),
+                share(_total(counts.get("removed")), counts.get("docs_in", 0)),
+                reasons or "–",
+            ]
+        )
     if not rows:
         return ""
-    return ("<details><summary>per source</summary>"
-            + table(["source", "in", "out", "removed", "removed share", "top reasons"], rows, numeric={1, 2, 3, 4})
-            + "</details>")
+    return (
+        "<details><summary>per source</summary>"
+        + table(["source", "in", "out", "removed", "removed share", "top reasons"], rows, numeric={1, 2, 3, 4})
+        + "</details>"
+    )
 
 
 def _sample(frame: pl.DataFrame, n: int, seed: int) -> pl.DataFrame:
@@ -249,12 +292,22 @@ def _sample_each(frame: pl.DataFrame, column: str, n: int, seed: int) -> pl.Data
     """At most ``n`` seeded random rows for each value of ``column`` (a rule, a reason)."""
     if not frame.height:
         return frame
-    return pl.concat([_sample(frame.filter(pl.col(column) == value), n, seed)
-                      for value in frame[column].unique(maintain_order=True).to_list()])
+    return pl.concat(
+        [
+            _sample(frame.filter(pl.col(column) == value), n, seed)
+            for value in frame[column].unique(maintain_order=True).to_list()
+        ]
+    )
 
 
-def _removed_examples(run: RunFiles, stage: str, removed: pl.DataFrame, rule: str, texts: dict[str, str],
-                      partner: dict[str, tuple[str, str]] | None = None) -> str:
+def _removed_examples(
+    run: RunFiles,
+    stage: str,
+    removed: pl.DataFrame,
+    rule: str,
+    texts: dict[str, str],
+    partner: dict[str, tuple[str, str]] | None = None,
+) -> str:
     """The sampled removed documents of ``rule``: id, source, language, value, threshold, text."""
     rows = []
     for row in removed.filter(pl.col("rule") == rule).iter_rows(named=True):
@@ -262,19 +315,44 @@ def _removed_examples(run: RunFiles, stage: str, removed: pl.DataFrame, rule: st
         if partner and row["id"] in partner:
             label, other = partner[row["id"]]
             extra = f'<br><span class="note">{esc(label)}:</span> <span class="id">{esc(other)}</span>'
-        rows.append([f'<span class="id">{esc(row["id"])}</span>{extra}', esc(row["source"]), esc(row["lang"] or "–"),
-                     fmt(row["value"], 3) if row["value"] is not None else "–",
-                     fmt(row["threshold"], 3) if row["threshold"] is not None else "–",
-                     snippet(texts.get(row["id"]))])
-    return table(["document", "source", "lang", "value", "threshold", "text as it entered the stage"], rows,
-                 numeric={3, 4}, cls="examples", widths=EXAMPLE_WIDTHS)
+        rows.append(
+            [
+                f'<span class="id">{esc(row["id"])}</span>{extra}',
+                esc(row["source"]),
+                esc(row["lang"] or "–"),
+                fmt(row["value"], 3) if row["value"] is not None else "–",
+                fmt(row["threshold"], 3) if row["threshold"] is not None else "–",
+                snippet(texts.get(row["id"])),
+            ]
+        )
+    return table(
+        ["document", "source", "lang", "value", "threshold", "text as it entered the stage"],
+        rows,
+        numeric={3, 4},
+        cls="examples",
+        widths=EXAMPLE_WIDTHS,
+    )
 
 
 def _near_examples(rows: list[dict]) -> str:
-    body = [[f'<span class="id">{esc(r["id"])}</span>', esc(r.get("source", "")), esc(r.get("lang") or "–"),
-             fmt(r["value"], 3), fmt(r["threshold"], 3), snippet(r.get("text"))] for r in rows]
-    return table(["document", "source", "lang", "value", "threshold", "text as it entered the stage"], body,
-                 numeric={3, 4}, cls="examples", widths=EXAMPLE_WIDTHS)
+    body = [
+        [
+            f'<span class="id">{esc(r["id"])}</span>',
+            esc(r.get("source", "")),
+            esc(r.get("lang") or "–"),
+            fmt(r["value"], 3),
+            fmt(r["threshold"], 3),
+            snippet(r.get("text")),
+        ]
+        for r in rows
+    ]
+    return table(
+        ["document", "source", "lang", "value", "threshold", "text as it entered the stage"],
+        body,
+        numeric={3, 4},
+        cls="examples",
+        widths=EXAMPLE_WIDTHS,
+    )
 
 
 def _closest(values: pl.Series, thresholds: pl.Series | float, n: int) -> list[int]:
@@ -288,30 +366,37 @@ def _closest(values: pl.Series, thresholds: pl.Series | float, n: int) -> list[i
 def _stage_head(run: RunFiles, stage: str) -> str:
     stats = run.stats[stage]
     previous = run.previous(stage)
-    return (f'<p>{num(stats.get("docs_in"), f"{stage}.docs_in")} documents in (from {esc(previous or "–")}), '
-            f'{num(stats.get("docs_out"), f"{stage}.docs_out")} out, '
-            f'{num(_total(stats.get("removed")), f"{stage}.removed")} removed. '
-            'A removed document counts under the first rule that fired; "would fire" counts every document a '
-            "rule would have removed on its own.</p>")
+    return (
+        f"<p>{num(stats.get('docs_in'), f'{stage}.docs_in')} documents in (from {esc(previous or '–')}), "
+        f"{num(stats.get('docs_out'), f'{stage}.docs_out')} out, "
+        f"{num(_total(stats.get('removed')), f'{stage}.removed')} removed. "
+        'A removed document counts under the first rule that fired; "would fire" counts every document a '
+        "rule would have removed on its own.</p>"
+    )
 
 
-def _rule_blocks(stage: str, rules: list[str], counts: dict[str, int], removed_html: dict[str, str],
-                 near_html: dict[str, str]) -> str:
+def _rule_blocks(
+    stage: str, rules: list[str], counts: dict[str, int], removed_html: dict[str, str], near_html: dict[str, str]
+) -> str:
     blocks = []
     top = max(rules, key=lambda r: counts.get(r, 0), default=None)
     for rule in rules:
         parts = []
         if rule in removed_html:
-            parts.append(f"<h4>removed: {min(EXAMPLES, counts.get(rule, 0))} of {fmt(counts.get(rule, 0))}, "
-                         f"drawn at random (seeded)</h4>{removed_html[rule]}")
+            parts.append(
+                f"<h4>removed: {min(EXAMPLES, counts.get(rule, 0))} of {fmt(counts.get(rule, 0))}, "
+                f"drawn at random (seeded)</h4>{removed_html[rule]}"
+            )
         if rule in near_html:
             parts.append(near_html[rule])
         if not parts:
             continue
         opened = " open" if rule == top and counts.get(rule, 0) else ""
-        blocks.append(f'<details class="rule" id="{_anchor(stage, rule)}"{opened}><summary>{esc(rule)} '
-                      f'<span class="note">({fmt(counts.get(rule, 0))} removed)</span></summary>{"".join(parts)}'
-                      "</details>")
+        blocks.append(
+            f'<details class="rule" id="{_anchor(stage, rule)}"{opened}><summary>{esc(rule)} '
+            f'<span class="note">({fmt(counts.get(rule, 0))} removed)</span></summary>{"".join(parts)}'
+            "</details>"
+        )
     return "".join(blocks)
 
 
@@ -323,8 +408,10 @@ def _removed_by_rule(run: RunFiles, stage: str) -> dict[str, str]:
 
 
 def _no_config_note(run: RunFiles) -> str:
-    return (f'<p class="note warn">The config could not be read back ({esc(run.config_error)}); '
-            "thresholds were not measured again.</p>")
+    return (
+        f'<p class="note warn">The config could not be read back ({esc(run.config_error)}); '
+        "thresholds were not measured again.</p>"
+    )
 
 
 def _lang_stage(run: RunFiles) -> str:
@@ -346,13 +433,22 @@ def _lang_stage(run: RunFiles) -> str:
             rows = _closest(decisions["value"], decisions["threshold"], EXAMPLES)
             chosen = sample[rows]
             texts = run.texts("lang", chosen["id"].to_list())
-            examples = [{"id": r["id"], "source": r["source"], "lang": r["lang"],
-                         "value": decisions["value"][i], "threshold": decisions["threshold"][i],
-                         "text": texts.get(r["id"])} for i, r in zip(rows, chosen.iter_rows(named=True))]
+            examples = [
+                {
+                    "id": r["id"],
+                    "source": r["source"],
+                    "lang": r["lang"],
+                    "value": decisions["value"][i],
+                    "threshold": decisions["threshold"][i],
+                    "text": texts.get(r["id"]),
+                }
+                for i, r in zip(rows, chosen.iter_rows(named=True))
+            ]
             near_html["lang.low_score"] = (
                 f"<h4>kept, closest to the threshold: {len(examples)} of {fmt(sample.height)} kept documents "
                 f"measured (a seeded sample of {fmt(kept.height)}); value = the language score</h4>"
-                + _near_examples(examples))
+                + _near_examples(examples)
+            )
     names = list(dict.fromkeys([*[n for n, _ in rules], *counts]))
     out.append(_rule_blocks("lang", names, counts, removed_html, near_html))
     return "".join(out)
@@ -362,21 +458,28 @@ def _filter_stage(run: RunFiles) -> str:
     config = run.config
     stats = run.stats["filter"]
     counts = stats.get("removed", {})
-    filters, errors = (run_filters(config) if config is not None else ([], []))
-    rules = [(r.name, f"{r.measure} {r.op} {fmt(r.threshold, 3 if r.threshold % 1 else 0)}")
-             for f in filters for r in f.rules()]
+    filters, errors = run_filters(config) if config is not None else ([], [])
+    rules = [
+        (r.name, f"{r.measure} {r.op} {fmt(r.threshold, 3 if r.threshold % 1 else 0)}")
+        for f in filters
+        for r in f.rules()
+    ]
     rules.append((EMPTY_AFTER_REWRITE, "text blank after line removals"))
     out = [_stage_head(run, "filter")]
     if config is not None:
         scope = config.filter.sources
-        out.append(f'<p class="note">Filters, in order: {esc(", ".join(config.filter.filters))}; applied to '
-                   f'{esc("all sources" if scope is None else "sources " + ", ".join(scope))}.</p>')
+        out.append(
+            f'<p class="note">Filters, in order: {esc(", ".join(config.filter.filters))}; applied to '
+            f"{esc('all sources' if scope is None else 'sources ' + ', '.join(scope))}.</p>"
+        )
     out += [_rule_table(run, "filter", rules), _per_source(run, "filter")]
     pii = {k: v for k, v in stats.get("counts", {}).items() if k.startswith("pii.") and "|" not in k}
     if pii:
-        out.append("<p>PII replaced by placeholders: "
-                   + ", ".join(f"{esc(k.removeprefix('pii.'))} {num(v, f'filter.counts.{k}')}" for k, v in pii.items())
-                   + ".</p>")
+        out.append(
+            "<p>PII replaced by placeholders: "
+            + ", ".join(f"{esc(k.removeprefix('pii.'))} {num(v, f'filter.counts.{k}')}" for k, v in pii.items())
+            + ".</p>"
+        )
     removed_html = _removed_by_rule(run, "filter")
 
     near_html = {}
@@ -394,11 +497,15 @@ def _filter_stage(run: RunFiles) -> str:
         docs = run.docs_by_id(previous, sample_ids)
         measured = measure_filters(docs, filters)
         disagree = int(measured.first.is_not_null().sum()) if docs.height else 0
-        head = (f"kept, closest to the threshold, of {fmt(docs.height)} kept documents measured again "
-                f"(a seeded sample of the {fmt(kept.height)} in scope)")
+        head = (
+            f"kept, closest to the threshold, of {fmt(docs.height)} kept documents measured again "
+            f"(a seeded sample of the {fmt(kept.height)} in scope)"
+        )
         if disagree:
-            out.append(f'<p class="note warn">{fmt(disagree)} of the {fmt(docs.height)} kept documents measured again '
-                       "would be removed now: the filters or their settings changed since the run.</p>")
+            out.append(
+                f'<p class="note warn">{fmt(disagree)} of the {fmt(docs.height)} kept documents measured again '
+                "would be removed now: the filters or their settings changed since the run.</p>"
+            )
         for rule in measured.rules:
             values = measured.values[rule.name]
             rows = _closest(values, float(rule.threshold), EXAMPLES) if docs.height else []
@@ -408,13 +515,23 @@ def _filter_stage(run: RunFiles) -> str:
                 continue
             measured_n = int(values.is_not_null().sum())
             same = values.drop_nulls().n_unique() == 1
-            examples = [{"id": docs["id"][i], "source": docs["source"][i],
-                         "lang": docs["lang"][i] if "lang" in docs.columns else None,
-                         "value": values[i], "threshold": rule.threshold, "text": docs["text"][i]} for i in rows]
+            examples = [
+                {
+                    "id": docs["id"][i],
+                    "source": docs["source"][i],
+                    "lang": docs["lang"][i] if "lang" in docs.columns else None,
+                    "value": values[i],
+                    "threshold": rule.threshold,
+                    "text": docs["text"][i],
+                }
+                for i in rows
+            ]
             note = f"; every one measured {fmt(values.drop_nulls()[0], 3)}" if same else ""
-            near_html[rule.name] = (f"<h4>{esc(head)}; {fmt(measured_n)} had a value; rule: remove when "
-                                    f"{esc(rule.measure)} {esc(rule.op)} {fmt(rule.threshold, 3)}{esc(note)}</h4>"
-                                    + _near_examples(examples))
+            near_html[rule.name] = (
+                f"<h4>{esc(head)}; {fmt(measured_n)} had a value; rule: remove when "
+                f"{esc(rule.measure)} {esc(rule.op)} {fmt(rule.threshold, 3)}{esc(note)}</h4>"
+                + _near_examples(examples)
+            )
     names = list(dict.fromkeys([*[n for n, _ in rules], *counts]))
     out.append(_rule_blocks("filter", names, counts, removed_html, near_html))
     return "".join(out)
@@ -441,23 +558,44 @@ def _dedup_stage(run: RunFiles) -> str:
     finding = stats.get("dedup", {})
     config = run.config
     out = [_stage_head(run, "dedup")]
-    cards = [("documents in clusters", "docs_in_clusters"), ("clusters", "clusters"),
-             ("exact duplicates removed", "removed_exact"), ("near duplicates removed", "removed_near"),
-             ("candidate pairs (LSH)", "candidate_pairs"), ("false positives dropped", "false_positives"),
-             ("verified pairs", "edges")]
-    out.append('<div class="cards">' + "".join(
-        f'<div class="card">{num(finding[key], f"dedup.dedup.{key}")}<span class="label">{esc(label)}</span></div>'
-        for label, key in cards if key in finding) + "</div>")
+    cards = [
+        ("documents in clusters", "docs_in_clusters"),
+        ("clusters", "clusters"),
+        ("exact duplicates removed", "removed_exact"),
+        ("near duplicates removed", "removed_near"),
+        ("candidate pairs (LSH)", "candidate_pairs"),
+        ("false positives dropped", "false_positives"),
+        ("verified pairs", "edges"),
+    ]
+    out.append(
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card">{num(finding[key], f"dedup.dedup.{key}")}<span class="label">{esc(label)}</span></div>'
+            for label, key in cards
+            if key in finding
+        )
+        + "</div>"
+    )
     if config is not None:
         settings = config.dedup
         bands = finding.get("bands_rows")
-        out.append(f'<p class="note">Exact: {fmt(settings.exact)}; near: {fmt(settings.near)} (Jaccard of '
-                   f"{settings.ngram}-word shingle sets &ge; {settings.threshold}, {settings.num_perm} permutations"
-                   f"{f', {bands[0]} bands x {bands[1]} rows' if bands else ''}); kept: the {esc(settings.keep)} "
-                   "document of each cluster. Clusters are connected components, so a member can be less similar "
-                   "to the kept document than the threshold.</p>")
-    out.append(_rule_table(run, "dedup", [(RULE_EXACT, "same normalized text as the kept document"),
-                                          (RULE_NEAR, "near-duplicate of the kept document")]))
+        out.append(
+            f'<p class="note">Exact: {fmt(settings.exact)}; near: {fmt(settings.near)} (Jaccard of '
+            f"{settings.ngram}-word shingle sets &ge; {settings.threshold}, {settings.num_perm} permutations"
+            f"{f', {bands[0]} bands x {bands[1]} rows' if bands else ''}); kept: the {esc(settings.keep)} "
+            "document of each cluster. Clusters are connected components, so a member can be less similar "
+            "to the kept document than the threshold.</p>"
+        )
+    out.append(
+        _rule_table(
+            run,
+            "dedup",
+            [
+                (RULE_EXACT, "same normalized text as the kept document"),
+                (RULE_NEAR, "near-duplicate of the kept document"),
+            ],
+        )
+    )
     out.append(_per_source(run, "dedup"))
 
     clusters = run.clusters()
@@ -467,10 +605,21 @@ def _dedup_stage(run: RunFiles) -> str:
     else:
         sizes = clusters.group_by("cluster").agg(pl.len().alias("size"))["size"].to_list()
         labels, values = _size_bins(sizes)
-        out.append(plots.column_chart("cluster-sizes", "duplicate clusters by size", labels, values,
-                                      "documents in the cluster", "clusters", log=True))
-        out.append(f'<p class="note">{fmt(len(sizes))} clusters holding {fmt(clusters.height)} documents '
-                   f"(from clusters.parquet); the largest has {fmt(max(sizes))}.</p>")
+        out.append(
+            plots.column_chart(
+                "cluster-sizes",
+                "duplicate clusters by size",
+                labels,
+                values,
+                "documents in the cluster",
+                "clusters",
+                log=True,
+            )
+        )
+        out.append(
+            f'<p class="note">{fmt(len(sizes))} clusters holding {fmt(clusters.height)} documents '
+            f"(from clusters.parquet); the largest has {fmt(max(sizes))}.</p>"
+        )
         out.append(_largest_clusters(run, stats, clusters, previous))
     # Removed examples, with the document each one duplicates.
     removed = run.removed("dedup")
@@ -482,8 +631,9 @@ def _dedup_stage(run: RunFiles) -> str:
             kept_of = clusters.filter(pl.col("id").is_in(picked["id"].implode())).select("id", "kept_id")
             partner = {i: ("kept", k) for i, k in kept_of.iter_rows()}
         counts = stats.get("removed", {})
-        removed_html = {r: _removed_examples(run, "dedup", picked, r, texts, partner)
-                        for r in picked["rule"].unique().to_list()}
+        removed_html = {
+            r: _removed_examples(run, "dedup", picked, r, texts, partner) for r in picked["rule"].unique().to_list()
+        }
         out.append(_rule_blocks("dedup", list(counts), counts, removed_html, {}))
     return "".join(out)
 
@@ -493,8 +643,12 @@ def _largest_clusters(run: RunFiles, stats: dict, clusters: pl.DataFrame, previo
     if listed:
         top = [(i, c["cluster"], c["size"], c["kept_id"]) for i, c in enumerate(listed[:LARGEST_CLUSTERS])]
     else:
-        sized = (clusters.group_by("cluster").agg(pl.len().alias("size"), pl.col("kept_id").first())
-                 .sort(["size", "cluster"], descending=[True, False]).head(LARGEST_CLUSTERS))
+        sized = (
+            clusters.group_by("cluster")
+            .agg(pl.len().alias("size"), pl.col("kept_id").first())
+            .sort(["size", "cluster"], descending=[True, False])
+            .head(LARGEST_CLUSTERS)
+        )
         top = [(None, c, s, k) for c, s, k in sized.iter_rows()]
     # In each, the removed member least similar to the kept one: the most telling near-duplicate.
     members = clusters.filter(pl.col("cluster").is_in([t[1] for t in top]) & ~pl.col("kept"))
@@ -507,16 +661,20 @@ def _largest_clusters(run: RunFiles, stats: dict, clusters: pl.DataFrame, previo
     for index, cluster, size, kept_id in top:
         size_html = num(size, f"dedup.largest_clusters.{index}.size") if index is not None else num(size)
         other = worst_of.get(cluster)
-        head = (f"<h4>cluster {esc(cluster)}: {size_html} documents, {fmt(int(exact_of.get(cluster, 0)))} of the "
-                f'removed ones exact copies; kept <span class="id">{esc(kept_id)}</span></h4>')
+        head = (
+            f"<h4>cluster {esc(cluster)}: {size_html} documents, {fmt(int(exact_of.get(cluster, 0)))} of the "
+            f'removed ones exact copies; kept <span class="id">{esc(kept_id)}</span></h4>'
+        )
         if other is None:
             blocks.append(head)
             continue
         kind = "exact copy" if other["exact"] else "near-duplicate"
-        blocks.append(head + f'<p class="note">against the least similar removed member, <span class="id">'
-                      f'{esc(other["id"])}</span> ({kind}, Jaccard {fmt(other["jaccard"], 3)} with the kept one): '
-                      "<del>only in the kept document</del>, <ins>only in the removed one</ins></p>"
-                      + word_diff(texts.get(kept_id, ""), texts.get(other["id"], "")))
+        blocks.append(
+            head + f'<p class="note">against the least similar removed member, <span class="id">'
+            f"{esc(other['id'])}</span> ({kind}, Jaccard {fmt(other['jaccard'], 3)} with the kept one): "
+            "<del>only in the kept document</del>, <ins>only in the removed one</ins></p>"
+            + word_diff(texts.get(kept_id, ""), texts.get(other["id"], ""))
+        )
     return f"<h3>The {len(top)} largest clusters</h3>" + "".join(blocks)
 
 
@@ -529,20 +687,30 @@ def _lines_stage(run: RunFiles) -> str:
     out = [_stage_head(run, "lines")]
     cards = [("lines cut", "repeated_lines.lines_removed"), ("characters cut", "repeated_lines.chars_removed")]
     found = stats.get("lines", {})
-    items = [f'<div class="card">{num(counts[key], f"lines.counts.{key}")}<span class="label">{esc(label)}</span></div>'
-             for label, key in cards if key in counts]
+    items = [
+        f'<div class="card">{num(counts[key], f"lines.counts.{key}")}<span class="label">{esc(label)}</span></div>'
+        for label, key in cards
+        if key in counts
+    ]
     if "frequent_lines" in found:
-        items.append(f'<div class="card">{num(found["frequent_lines"], "lines.lines.frequent_lines")}'
-                     '<span class="label">distinct frequent lines</span></div>')
+        items.append(
+            f'<div class="card">{num(found["frequent_lines"], "lines.lines.frequent_lines")}'
+            '<span class="label">distinct frequent lines</span></div>'
+        )
     out.append('<div class="cards">' + "".join(items) + "</div>")
     config = run.config
     if config is not None:
         scope = config.lines.sources
-        out.append(f'<p class="note">A line found in more than {config.lines.max_docs} documents is cut from every '
-                   f'document of {esc("every source" if scope is None else ", ".join(scope))}; a document left '
-                   "blank is removed.</p>")
-    per_source = [f"{esc(k.split('|', 1)[1])} {num(v, f'lines.counts.{k}')}" for k, v in counts.items()
-                  if k.startswith("repeated_lines.lines_removed|")]
+        out.append(
+            f'<p class="note">A line found in more than {config.lines.max_docs} documents is cut from every '
+            f"document of {esc('every source' if scope is None else ', '.join(scope))}; a document left "
+            "blank is removed.</p>"
+        )
+    per_source = [
+        f"{esc(k.split('|', 1)[1])} {num(v, f'lines.counts.{k}')}"
+        for k, v in counts.items()
+        if k.startswith("repeated_lines.lines_removed|")
+    ]
     if per_source:
         out.append("<p>Lines cut per source: " + ", ".join(per_source) + ".</p>")
     out.append(_rule_table(run, "lines", [(EMPTY_AFTER_REWRITE, "text blank after the cut")]))
@@ -551,8 +719,12 @@ def _lines_stage(run: RunFiles) -> str:
     after = run.scan_docs("lines", ["id", "text"])
     before = run.scan_docs(previous, ["id", "text"]) if previous else None
     if after is not None and before is not None:
-        changed = (before.join(after, on="id", suffix="_after").filter(pl.col("text") != pl.col("text_after"))
-                   .sort("id").collect())
+        changed = (
+            before.join(after, on="id", suffix="_after")
+            .filter(pl.col("text") != pl.col("text_after"))
+            .sort("id")
+            .collect()
+        )
         sample = _sample(changed, EXAMPLES, run.seed)
         rows = []
         for doc_id, text, text_after in sample.iter_rows():
@@ -563,19 +735,30 @@ def _lines_stage(run: RunFiles) -> str:
                     left[line] -= 1
                 elif line.strip():
                     cut.append(line)
-            rows.append([f'<span class="id">{esc(doc_id)}</span>',
-                         "".join(f'<div class="text">{esc(line[:300])}</div>' for line in cut[:5])
-                         + (f'<span class="note">and {len(cut) - 5} more</span>' if len(cut) > 5 else "")])
-        out.append(f"<h3>Documents that lost lines: {min(EXAMPLES, changed.height)} of {fmt(changed.height)}, "
-                   "drawn at random (seeded)</h3>"
-                   + table(["document", "lines cut"], rows, cls="examples", widths=[25, 75]))
+            rows.append(
+                [
+                    f'<span class="id">{esc(doc_id)}</span>',
+                    "".join(f'<div class="text">{esc(line[:300])}</div>' for line in cut[:5])
+                    + (f'<span class="note">and {len(cut) - 5} more</span>' if len(cut) > 5 else ""),
+                ]
+            )
+        out.append(
+            f"<h3>Documents that lost lines: {min(EXAMPLES, changed.height)} of {fmt(changed.height)}, "
+            "drawn at random (seeded)</h3>" + table(["document", "lines cut"], rows, cls="examples", widths=[25, 75])
+        )
     removed = run.removed("lines")
     if removed.height:
         picked = _sample(removed, EXAMPLES, run.seed)
         texts = run.texts(previous, picked["id"].to_list())
-        out.append(_rule_blocks("lines", list(stats.get("removed", {})), stats.get("removed", {}),
-                                {r: _removed_examples(run, "lines", picked, r, texts)
-                                 for r in picked["rule"].unique().to_list()}, {}))
+        out.append(
+            _rule_blocks(
+                "lines",
+                list(stats.get("removed", {})),
+                stats.get("removed", {}),
+                {r: _removed_examples(run, "lines", picked, r, texts) for r in picked["rule"].unique().to_list()},
+                {},
+            )
+        )
     return "".join(out)
 
 
@@ -595,9 +778,16 @@ def _languages(run: RunFiles) -> str:
     for code in langs:
         b = before.get(code, {}).get("docs_in", 0)
         a = after.get(code, {}).get("docs_out", 0)
-        rows.append([esc(code), num(b, f"lang.languages.{code}.docs_in") if code in before else num(0),
-                     share(b, total_before), num(a, f"{last}.languages.{code}.docs_out") if code in after else num(0),
-                     share(a, total_after), share(a, b)])
+        rows.append(
+            [
+                esc(code),
+                num(b, f"lang.languages.{code}.docs_in") if code in before else num(0),
+                share(b, total_before),
+                num(a, f"{last}.languages.{code}.docs_out") if code in after else num(0),
+                share(a, total_after),
+                share(a, b),
+            ]
+        )
     shown = langs[:TOP_LANGUAGES]
     rest = langs[TOP_LANGUAGES:]
     labels = shown + (["other"] if rest else [])
@@ -608,12 +798,16 @@ def _languages(run: RunFiles) -> str:
         + ([sum(after.get(c, {}).get("docs_out", 0) for c in rest)] if rest else []),
     }
     chart = plots.grouped_bars("languages", "documents per language", labels, series, "documents") if labels else ""
-    return (f'<p class="note">The language the lang stage detected, for the documents entering it and for the '
-            f"curated documents (the output of {esc(last)}).</p>" + chart
-            + "<details><summary>all languages</summary>"
-            + table(["language", "entering lang", "share", f"curated ({last})", "share", "kept"], rows,
-                    numeric={1, 2, 3, 4, 5})
-            + "</details>")
+    return (
+        f'<p class="note">The language the lang stage detected, for the documents entering it and for the '
+        f"curated documents (the output of {esc(last)}).</p>"
+        + chart
+        + "<details><summary>all languages</summary>"
+        + table(
+            ["language", "entering lang", "share", f"curated ({last})", "share", "kept"], rows, numeric={1, 2, 3, 4, 5}
+        )
+        + "</details>"
+    )
 
 
 # ---- tokens and mixtures ---------------------------------------------------------------------
@@ -624,24 +818,28 @@ def _mixtures(run: RunFiles) -> str:
     tok = run.stats.get("tokenize")
     if tok:
         info = tok.get("tokenizer", {})
-        out.append(f'<p>Tokenize: {num(tok.get("tokens"), "tokenize.tokens")} tokens in '
-                   f'{num(tok.get("docs_out"), "tokenize.docs_out")} documents, vocabulary '
-                   f'{num(info.get("vocab_size"), "tokenize.tokenizer.vocab_size")} '
-                   f'(tokenizer sha256 <code>{esc(str(info.get("sha256", ""))[:16])}…</code>).</p>')
+        out.append(
+            f"<p>Tokenize: {num(tok.get('tokens'), 'tokenize.tokens')} tokens in "
+            f"{num(tok.get('docs_out'), 'tokenize.docs_out')} documents, vocabulary "
+            f"{num(info.get('vocab_size'), 'tokenize.tokenizer.vocab_size')} "
+            f"(tokenizer sha256 <code>{esc(str(info.get('sha256', ''))[:16])}…</code>).</p>"
+        )
     mix = run.stats.get("mix")
     if not mix:
         out.append('<p class="note">The mix stage did not run.</p>')
         return "".join(out)
     contaminated = _total(mix.get("removed"))
-    out.append('<div class="cards">'
-               f'<div class="card">{num(mix.get("train_documents"), "mix.train_documents")}'
-               '<span class="label">training documents</span></div>'
-               f'<div class="card">{num(mix.get("validation_documents"), "mix.validation_documents")}'
-               '<span class="label">validation documents</span></div>'
-               f'<div class="card">{num(contaminated, "mix.removed")}'
-               '<span class="label">dropped: near-duplicates of validation</span></div>'
-               f'<div class="card">{num(mix.get("tokens_in"), "mix.tokens_in")}'
-               '<span class="label">tokens in the pool</span></div></div>')
+    out.append(
+        '<div class="cards">'
+        f'<div class="card">{num(mix.get("train_documents"), "mix.train_documents")}'
+        '<span class="label">training documents</span></div>'
+        f'<div class="card">{num(mix.get("validation_documents"), "mix.validation_documents")}'
+        '<span class="label">validation documents</span></div>'
+        f'<div class="card">{num(contaminated, "mix.removed")}'
+        '<span class="label">dropped: near-duplicates of validation</span></div>'
+        f'<div class="card">{num(mix.get("tokens_in"), "mix.tokens_in")}'
+        '<span class="label">tokens in the pool</span></div></div>'
+    )
     weights: dict[str, dict[str, float]] = {}
     for name, summary in mix.get("mixtures", {}).items():
         manifest = {}
@@ -650,44 +848,76 @@ def _mixtures(run: RunFiles) -> str:
             manifest = run.mixture_manifest(name)
         ref = f"mix/{name}/manifest.json#groups"
         weighting = manifest.get("weighting", {})
-        how = (f"temperature {weighting['temperature']}" if "temperature" in weighting
-               else f"weights {weighting.get('weights')}" if weighting else "")
+        how = (
+            f"temperature {weighting['temperature']}"
+            if "temperature" in weighting
+            else f"weights {weighting.get('weights')}"
+            if weighting
+            else ""
+        )
         base = f"mix.mixtures.{name}"
-        out.append(f"<h3>mixture {esc(name)}</h3><p>{esc(how)}; epoch cap "
-                   f"{esc(fmt(manifest.get('max_epochs'), 2))}; budget "
-                   f"{num(summary.get('budget_tokens'), f'{base}.budget_tokens')} tokens, taken "
-                   f"{num(summary.get('tokens_taken'), f'{base}.tokens_taken')}, shortfall "
-                   f"{num(summary.get('shortfall_tokens'), f'{base}.shortfall_tokens')}; "
-                   f"{num(summary.get('train_shards'), f'{base}.train_shards')} training and "
-                   f"{num(summary.get('validation_shards'), f'{base}.validation_shards')} validation shards.</p>")
+        out.append(
+            f"<h3>mixture {esc(name)}</h3><p>{esc(how)}; epoch cap "
+            f"{esc(fmt(manifest.get('max_epochs'), 2))}; budget "
+            f"{num(summary.get('budget_tokens'), f'{base}.budget_tokens')} tokens, taken "
+            f"{num(summary.get('tokens_taken'), f'{base}.tokens_taken')}, shortfall "
+            f"{num(summary.get('shortfall_tokens'), f'{base}.shortfall_tokens')}; "
+            f"{num(summary.get('train_shards'), f'{base}.train_shards')} training and "
+            f"{num(summary.get('validation_shards'), f'{base}.validation_shards')} validation shards.</p>"
+        )
         rows = []
         for group, row in summary.get("groups", {}).items():
             full = manifest.get("groups", {}).get(group, {})
             g = f"{base}.groups.{group}"
             weights.setdefault(group, {})[name] = row.get("effective_weight", 0.0)
-            rows.append([
-                esc(group),
-                num(full.get("documents_available"), json_ref=f"{ref}.{group}.documents_available"),
-                num(row.get("tokens_available"), f"{g}.tokens_available"),
-                num(full.get("documents_taken"), json_ref=f"{ref}.{group}.documents_taken"),
-                num(row.get("tokens_taken"), f"{g}.tokens_taken"),
-                num(row.get("epochs"), f"{g}.epochs", digits=2),
-                num(full.get("target_weight"), json_ref=f"{ref}.{group}.target_weight", digits=3),
-                num(row.get("effective_weight"), f"{g}.effective_weight", digits=3),
-                fmt(full.get("capped")) if "capped" in full else "–",
-                num(full.get("validation_documents"), json_ref=f"{ref}.{group}.validation_documents"),
-                num(row.get("validation_tokens"), f"{g}.validation_tokens"),
-                num(full.get("contaminated_documents"), json_ref=f"{ref}.{group}.contaminated_documents"),
-            ])
-        out.append(table(["group", "docs available", "tokens available", "docs taken", "tokens taken", "epochs",
-                          "target weight", "effective weight", "capped", "validation docs", "validation tokens",
-                          "contaminated"], rows, numeric=set(range(1, 12))))
+            rows.append(
+                [
+                    esc(group),
+                    num(full.get("documents_available"), json_ref=f"{ref}.{group}.documents_available"),
+                    num(row.get("tokens_available"), f"{g}.tokens_available"),
+                    num(full.get("documents_taken"), json_ref=f"{ref}.{group}.documents_taken"),
+                    num(row.get("tokens_taken"), f"{g}.tokens_taken"),
+                    num(row.get("epochs"), f"{g}.epochs", digits=2),
+                    num(full.get("target_weight"), json_ref=f"{ref}.{group}.target_weight", digits=3),
+                    num(row.get("effective_weight"), f"{g}.effective_weight", digits=3),
+                    fmt(full.get("capped")) if "capped" in full else "–",
+                    num(full.get("validation_documents"), json_ref=f"{ref}.{group}.validation_documents"),
+                    num(row.get("validation_tokens"), f"{g}.validation_tokens"),
+                    num(full.get("contaminated_documents"), json_ref=f"{ref}.{group}.contaminated_documents"),
+                ]
+            )
+        out.append(
+            table(
+                [
+                    "group",
+                    "docs available",
+                    "tokens available",
+                    "docs taken",
+                    "tokens taken",
+                    "epochs",
+                    "target weight",
+                    "effective weight",
+                    "capped",
+                    "validation docs",
+                    "validation tokens",
+                    "contaminated",
+                ],
+                rows,
+                numeric=set(range(1, 12)),
+            )
+        )
     if weights:
         groups = sorted(weights)
         names = list(mix.get("mixtures", {}))
-        out.append(plots.grouped_bars("weights", "effective weight per group", groups,
-                                      {n: [weights[g].get(n, 0.0) for g in groups] for n in names},
-                                      "share of the mixture's training tokens"))
+        out.append(
+            plots.grouped_bars(
+                "weights",
+                "effective weight per group",
+                groups,
+                {n: [weights[g].get(n, 0.0) for g in groups] for n in names},
+                "share of the mixture's training tokens",
+            )
+        )
     removed = run.removed("mix")
     if removed.height:
         documents = run.mix_documents()
@@ -698,9 +928,18 @@ def _mixtures(run: RunFiles) -> str:
             near = documents.filter(pl.col("id").is_in(picked["id"].implode())).select("id", MIX_RULE, MIX_NEAR_ID)
             partner = {i: (MIX_CAUSES.get(rule, rule), other) for i, rule, other in near.iter_rows() if other}
         counts = mix.get("removed", {})
-        out.append(_rule_blocks("mix", list(counts), counts,
-                                {r: _removed_examples(run, "mix", picked, r, texts, partner)
-                                 for r in picked["rule"].unique().to_list()}, {}))
+        out.append(
+            _rule_blocks(
+                "mix",
+                list(counts),
+                counts,
+                {
+                    r: _removed_examples(run, "mix", picked, r, texts, partner)
+                    for r in picked["rule"].unique().to_list()
+                },
+                {},
+            )
+        )
     return "".join(out)
 
 
@@ -713,31 +952,52 @@ def _quarantine(run: RunFiles) -> str:
         return '<p class="note">The source stage has no stats.json.</p>'
     reasons = source.get("quarantined", {})
     total = _total(reasons)
-    out = [f'<p>{num(total, "source.quarantined")} records could not be read '
-           f'({share(total, source.get("docs_in", 0), 2)} of {num(source.get("docs_in"), "source.docs_in")}).</p>']
+    out = [
+        f"<p>{num(total, 'source.quarantined')} records could not be read "
+        f"({share(total, source.get('docs_in', 0), 2)} of {num(source.get('docs_in'), 'source.docs_in')}).</p>"
+    ]
     by_source = source.get("sources", {})
     rows = []
     for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
-        where = ", ".join(f"{esc(s)} {num(c['quarantined'][reason], f'source.sources.{s}.quarantined.{reason}')}"
-                          for s, c in by_source.items() if reason in c.get("quarantined", {}))
+        where = ", ".join(
+            f"{esc(s)} {num(c['quarantined'][reason], f'source.sources.{s}.quarantined.{reason}')}"
+            for s, c in by_source.items()
+            if reason in c.get("quarantined", {})
+        )
         rows.append([esc(reason), num(n, f"source.quarantined.{reason}"), share(n, total), where])
     out.append(table(["reason", "records", "share", "per source"], rows, numeric={1, 2}))
     records = run.quarantine()
     if records is not None:
         picked = _sample_each(records, "reason", QUARANTINE_EXAMPLES, run.seed)
-        rows = [[esc(r["reason"]), f'<span class="id">{esc(Path(r["file"]).name)}</span>',
-                 fmt(r["line"]) if r["line"] is not None else "–", fmt(r["offset"]) if r["offset"] is not None else "–",
-                 esc(r["detail"] or ""), f'<div class="text short">{esc((r["sample"] or "")[:200])}</div>']
-                for r in picked.sort("reason", maintain_order=True).iter_rows(named=True)]
-        out.append(f"<h3>Examples: up to {QUARANTINE_EXAMPLES} per reason, drawn at random (seeded)</h3>"
-                   + table(["reason", "file", "line", "byte offset", "detail", "first bytes"], rows, numeric={2, 3},
-                           cls="examples", widths=[14, 14, 6, 9, 20, 37]))
+        rows = [
+            [
+                esc(r["reason"]),
+                f'<span class="id">{esc(Path(r["file"]).name)}</span>',
+                fmt(r["line"]) if r["line"] is not None else "–",
+                fmt(r["offset"]) if r["offset"] is not None else "–",
+                esc(r["detail"] or ""),
+                f'<div class="text short">{esc((r["sample"] or "")[:200])}</div>',
+            ]
+            for r in picked.sort("reason", maintain_order=True).iter_rows(named=True)
+        ]
+        out.append(
+            f"<h3>Examples: up to {QUARANTINE_EXAMPLES} per reason, drawn at random (seeded)</h3>"
+            + table(
+                ["reason", "file", "line", "byte offset", "detail", "first bytes"],
+                rows,
+                numeric={2, 3},
+                cls="examples",
+                widths=[14, 14, 6, 9, 20, 37],
+            )
+        )
     return "".join(out)
 
 
 def _footer(run: RunFiles) -> str:
     versions = run.manifest.get("versions", {})
     listed = ", ".join(f"{esc(k)} {esc(v)}" for k, v in versions.items() if v)
-    return ('<section id="about"><h2>About this report</h2><p class="note">Built from the run directory alone '
-            "(manifest.json, each stage's stats.json and Parquet files); rebuild it with "
-            f"<code>curate report RUN</code>. Package versions of the run: {listed}.</p></section>")
+    return (
+        '<section id="about"><h2>About this report</h2><p class="note">Built from the run directory alone '
+        "(manifest.json, each stage's stats.json and Parquet files); rebuild it with "
+        f"<code>curate report RUN</code>. Package versions of the run: {listed}.</p></section>"
+    )

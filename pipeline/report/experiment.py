@@ -28,8 +28,10 @@ def _value(results: dict, metric: str, model: str, digits: int = 3) -> str:
     if not entry or entry["mean"] is None:
         return "–"
     ref = f"results.json#metrics.{metric}.{model}"
-    return (f'<span class="num" data-json="{esc(ref)}.mean">{esc(fmt(entry["mean"], digits))}</span>'
-            f' ± <span class="num" data-json="{esc(ref)}.std">{esc(fmt(entry["std"], digits))}</span>')
+    return (
+        f'<span class="num" data-json="{esc(ref)}.mean">{esc(fmt(entry["mean"], digits))}</span>'
+        f' ± <span class="num" data-json="{esc(ref)}.std">{esc(fmt(entry["std"], digits))}</span>'
+    )
 
 
 def _color(results: dict, model: str) -> str:
@@ -37,8 +39,9 @@ def _color(results: dict, model: str) -> str:
     return PALETTE[["random", *results["variants"]].index(model) % len(PALETTE)]
 
 
-def _bars(results: dict, metrics: list[str], models: list[str], title: str, ylabel: str, name: str,
-          zoom: bool = False) -> str:
+def _bars(
+    results: dict, metrics: list[str], models: list[str], title: str, ylabel: str, name: str, zoom: bool = False
+) -> str:
     """Grouped bars: one group per metric, one bar per model, error bars = seed std. ``zoom``
     starts the axis near the smallest bar (small differences of a large quantity)."""
     with matplotlib.rc_context(STYLE):
@@ -60,8 +63,12 @@ def _bars(results: dict, metrics: list[str], models: list[str], title: str, ylab
         ax.set_ylabel(ylabel)
         ax.set_title(title, loc="left")
         if lows and zoom:
-            top = max(entry["mean"] + entry["std"] for metric in metrics for entry in
-                      [results["metrics"].get(metric, {}).get(m) for m in models] if entry and entry["mean"] is not None)
+            top = max(
+                entry["mean"] + entry["std"]
+                for metric in metrics
+                for entry in [results["metrics"].get(metric, {}).get(m) for m in models]
+                if entry and entry["mean"] is not None
+            )
             ax.set_ylim(min(lows) * 0.97, top * 1.01)
         ax.legend(frameon=False, fontsize=8, ncol=min(len(models), 4))
     return to_svg(fig, name, title)
@@ -108,34 +115,61 @@ def _curation_table(results: dict) -> str:
         used = info.get("trained_on", {})
         stages = info["stages"]
         ref = f"results.json#curation.{name}"
-        epochs = ", ".join(f"{esc(g)} " + _num(f"{ref}.trained_on.epochs.{g}", e, 2)
-                           for g, e in used.get("epochs", {}).items())
-        rows.append([esc(name), esc(" + ".join(stages) or "none"),
-                     _num(f"{ref}.documents_in", info["documents_in"]),
-                     _num(f"{ref}.documents_curated", info["documents_curated"]),
-                     _num(f"{ref}.tokens_available", info["tokens_available"]),
-                     _num(f"{ref}.tokens_taken", info["tokens_taken"]),
-                     _num(f"{ref}.trained_on.bytes", used.get("bytes")),
-                     _num(f"{ref}.trained_on.bytes_per_token", used.get("bytes_per_token"), 3),
-                     epochs])
-    return table(["variant", "curation", "documents read", "documents kept", "training tokens available",
-                  "tokens trained on", "bytes trained on", "bytes per token", "epochs per group"], rows,
-                 numeric={2, 3, 4, 5, 6, 7})
+        epochs = ", ".join(
+            f"{esc(g)} " + _num(f"{ref}.trained_on.epochs.{g}", e, 2) for g, e in used.get("epochs", {}).items()
+        )
+        rows.append(
+            [
+                esc(name),
+                esc(" + ".join(stages) or "none"),
+                _num(f"{ref}.documents_in", info["documents_in"]),
+                _num(f"{ref}.documents_curated", info["documents_curated"]),
+                _num(f"{ref}.tokens_available", info["tokens_available"]),
+                _num(f"{ref}.tokens_taken", info["tokens_taken"]),
+                _num(f"{ref}.trained_on.bytes", used.get("bytes")),
+                _num(f"{ref}.trained_on.bytes_per_token", used.get("bytes_per_token"), 3),
+                epochs,
+            ]
+        )
+    return table(
+        [
+            "variant",
+            "curation",
+            "documents read",
+            "documents kept",
+            "training tokens available",
+            "tokens trained on",
+            "bytes trained on",
+            "bytes per token",
+            "epochs per group",
+        ],
+        rows,
+        numeric={2, 3, 4, 5, 6, 7},
+    )
 
 
 def _kinds_table(results: dict) -> str:
     """Each kind of document's share of the tokens a variant trained on (demo corpus labels)."""
-    kinds = sorted({k for name in results["variants"]
-                    for k in results["curation"][name].get("trained_on", {}).get("kinds", {})})
+    kinds = sorted(
+        {k for name in results["variants"] for k in results["curation"][name].get("trained_on", {}).get("kinds", {})}
+    )
     if not kinds:
         return ""
     rows = []
     for name in results["variants"]:
         shares = results["curation"][name]["trained_on"].get("kinds", {})
-        rows.append([esc(name)] + [_num(f"results.json#curation.{name}.trained_on.kinds.{k}.share",
-                                        shares[k]["share"], 3) if k in shares else "–" for k in kinds])
-    return ("<h3>Kinds of document in the tokens trained on (share of tokens; the corpus's labels)</h3>"
-            + table(["variant", *kinds], rows, numeric=set(range(1, len(kinds) + 1))))
+        rows.append(
+            [esc(name)]
+            + [
+                _num(f"results.json#curation.{name}.trained_on.kinds.{k}.share", shares[k]["share"], 3)
+                if k in shares
+                else "–"
+                for k in kinds
+            ]
+        )
+    return "<h3>Kinds of document in the tokens trained on (share of tokens; the corpus's labels)</h3>" + table(
+        ["variant", *kinds], rows, numeric=set(range(1, len(kinds) + 1))
+    )
 
 
 def _heldout_table(results: dict) -> str:
@@ -143,12 +177,21 @@ def _heldout_table(results: dict) -> str:
     rows = []
     for name, info in results["heldout"]["sets"].items():
         ref = f"results.json#heldout.sets.{name}"
-        rows.append([esc(name), esc(info.get("origin", "")), "clean" if info["clean"] else "junk (reported apart)",
-                     _num(f"{ref}.documents", info["documents"]), _num(f"{ref}.bytes", info["bytes"]),
-                     esc(", ".join(info["groups"])), esc(info.get("how", "")),
-                     f"<code>{esc(str(info.get('sha256', ''))[:12])}</code>"])
-    return table(["set", "origin", "role", "documents", "bytes", "groups", "how chosen", "file sha256"], rows,
-                 numeric={3, 4})
+        rows.append(
+            [
+                esc(name),
+                esc(info.get("origin", "")),
+                "clean" if info["clean"] else "junk (reported apart)",
+                _num(f"{ref}.documents", info["documents"]),
+                _num(f"{ref}.bytes", info["bytes"]),
+                esc(", ".join(info["groups"])),
+                esc(info.get("how", "")),
+                f"<code>{esc(str(info.get('sha256', ''))[:12])}</code>",
+            ]
+        )
+    return table(
+        ["set", "origin", "role", "documents", "bytes", "groups", "how chosen", "file sha256"], rows, numeric={3, 4}
+    )
 
 
 def _contamination_table(results: dict) -> str:
@@ -156,15 +199,28 @@ def _contamination_table(results: dict) -> str:
     for name, check in results.get("contamination", {}).items():
         ref = f"results.json#contamination.{name}"
         junk = check.get("junk") or {}
-        rows.append([esc(name), _num(f"{ref}.contaminated_documents", check.get("contaminated_documents")),
-                     _num(f"{ref}.contaminated_windows", check.get("contaminated_windows")),
-                     _num(f"{ref}.common_windows", check.get("common_windows")),
-                     _num(f"{ref}.tokens_checked", check.get("tokens_checked")),
-                     _num(f"{ref}.junk.contaminated_documents", junk.get("contaminated_documents"))])
-    return table(["variant", "training documents sharing a window with held-out or task text", "shared windows",
-                  "common windows (not counted)", "training tokens checked",
-                  "training documents sharing a window with the junk set (reported, allowed)"], rows,
-                 numeric={1, 2, 3, 4, 5})
+        rows.append(
+            [
+                esc(name),
+                _num(f"{ref}.contaminated_documents", check.get("contaminated_documents")),
+                _num(f"{ref}.contaminated_windows", check.get("contaminated_windows")),
+                _num(f"{ref}.common_windows", check.get("common_windows")),
+                _num(f"{ref}.tokens_checked", check.get("tokens_checked")),
+                _num(f"{ref}.junk.contaminated_documents", junk.get("contaminated_documents")),
+            ]
+        )
+    return table(
+        [
+            "variant",
+            "training documents sharing a window with held-out or task text",
+            "shared windows",
+            "common windows (not counted)",
+            "training tokens checked",
+            "training documents sharing a window with the junk set (reported, allowed)",
+        ],
+        rows,
+        numeric={1, 2, 3, 4, 5},
+    )
 
 
 def _memorization(results: dict) -> str:
@@ -180,32 +236,57 @@ def _memorization(results: dict) -> str:
     sections = []
     trained = info.get("trained")
     if trained:
-        rows = [[esc(n), _num(f"results.json#memorization.canaries.{n}", counts[n])]
-                + [(_num(f"results.json#memorization.trained.{v}.{n}.mean_views", trained[v][n]["mean_views"], 2)
-                    + " (" + _num(f"results.json#memorization.trained.{v}.{n}.seen_share", trained[v][n]["seen_share"], 2)
-                    + ")") if n in trained.get(v, {}) else "–" for v in variants] for n in order if n != "control"]
-        sections.append("<h3>Times each variant's mixture trained on a canary (mean; share seen at least once)</h3>"
-                        + table(["occurrences in the raw pool", "canaries", *head], rows,
-                                numeric=set(range(1, len(variants) + 2))))
-    names = {"exposure": "exposure (bits; lower: memorized less)", "exact": "exact extraction (share of canaries)",
-             "matched": "leading suffix tokens extracted", "suffix_loss": "suffix loss (nats per token)"}
+        rows = [
+            [esc(n), _num(f"results.json#memorization.canaries.{n}", counts[n])]
+            + [
+                (
+                    _num(f"results.json#memorization.trained.{v}.{n}.mean_views", trained[v][n]["mean_views"], 2)
+                    + " ("
+                    + _num(f"results.json#memorization.trained.{v}.{n}.seen_share", trained[v][n]["seen_share"], 2)
+                    + ")"
+                )
+                if n in trained.get(v, {})
+                else "–"
+                for v in variants
+            ]
+            for n in order
+            if n != "control"
+        ]
+        sections.append(
+            "<h3>Times each variant's mixture trained on a canary (mean; share seen at least once)</h3>"
+            + table(["occurrences in the raw pool", "canaries", *head], rows, numeric=set(range(1, len(variants) + 2)))
+        )
+    names = {
+        "exposure": "exposure (bits; lower: memorized less)",
+        "exact": "exact extraction (share of canaries)",
+        "matched": "leading suffix tokens extracted",
+        "suffix_loss": "suffix loss (nats per token)",
+    }
     for measure, title in names.items():
-        rows = [[esc(n), _num(f"results.json#memorization.canaries.{n}", counts[n])]
-                + [_value(results, f"memorization/{measure}/{n}", v, 3) for v in variants] for n in order]
-        sections.append(f"<h3>{esc(title)}</h3>" + table(["occurrences in the raw pool", "canaries", *head], rows,
-                                                           numeric=set(range(1, len(variants) + 2))))
+        rows = [
+            [esc(n), _num(f"results.json#memorization.canaries.{n}", counts[n])]
+            + [_value(results, f"memorization/{measure}/{n}", v, 3) for v in variants]
+            for n in order
+        ]
+        sections.append(
+            f"<h3>{esc(title)}</h3>"
+            + table(["occurrences in the raw pool", "canaries", *head], rows, numeric=set(range(1, len(variants) + 2)))
+        )
     return (
         "<section id=memorization><h2>Memorization of planted canaries</h2>"
         f"<p class=note>Canaries are texts of random words planted in the raw pool 1 to 100 times; controls are made "
         f"alike and planted nowhere. Each is cut after its first "
         f'<span class="num" data-json="results.json#memorization.prefix_tokens">{info["prefix_tokens"]}</span> tokens; '
         f'greedy decoding of the next <span class="num" data-json="results.json#memorization.suffix_tokens">'
-        f'{info["suffix_tokens"]}</span> is scored (exact extraction and leading tokens right, Carlini et al. 2022), '
+        f"{info['suffix_tokens']}</span> is scored (exact extraction and leading tokens right, Carlini et al. 2022), "
         "with the true suffix's loss, and exposure: how far below the controls' suffix losses a canary's lies, "
         "log2(controls + 1) − log2(rank) bits (Carlini et al. 2019; a control scores about 1.4 bits). "
-        "Means over the canaries of each row, ± the spread over seeds.</p>" + "".join(sections)
+        "Means over the canaries of each row, ± the spread over seeds.</p>"
+        + "".join(sections)
         + "<h3>Comparisons (Holm over the memorization family)</h3>"
-        + _comparisons(results, lambda c: c["family"] == "memorization") + "</section>")
+        + _comparisons(results, lambda c: c["family"] == "memorization")
+        + "</section>"
+    )
 
 
 def _metric_table(results: dict, metrics: list[str], models: list[str], digits: int, label) -> str:
@@ -227,14 +308,26 @@ def _comparisons(results: dict, select) -> str:
             verdict = "no difference shown"
         flag = ' <span class="warn">(contradicts the expectation)</span>' if c["contradicts_expectation"] else ""
         ci = c.get("ci95") or [None, None]
-        rows.append([esc(c["metric"]), esc(c["a"]), esc(c["b"]),
-                     _num(f"{ref}.difference", c["difference"], 4),
-                     f'{_num(f"{ref}.ci95.0", ci[0], 4)} to {_num(f"{ref}.ci95.1", ci[1], 4)}',
-                     _num(f"{ref}.p", c["p"], 4), _num(f"{ref}.p_holm", c["p_holm"], 4),
-                     esc(verdict) + flag, esc(c["sentence"])])
-    return table(["measure", "a", "b", "a − b", "95% CI", "p", "p (Holm, in its family)", "verdict",
-                  "what it supports"], rows,
-                 numeric={3, 4, 5, 6}, cls="examples", widths=[11, 8, 8, 6, 10, 5, 5, 10, 37])
+        rows.append(
+            [
+                esc(c["metric"]),
+                esc(c["a"]),
+                esc(c["b"]),
+                _num(f"{ref}.difference", c["difference"], 4),
+                f"{_num(f'{ref}.ci95.0', ci[0], 4)} to {_num(f'{ref}.ci95.1', ci[1], 4)}",
+                _num(f"{ref}.p", c["p"], 4),
+                _num(f"{ref}.p_holm", c["p_holm"], 4),
+                esc(verdict) + flag,
+                esc(c["sentence"]),
+            ]
+        )
+    return table(
+        ["measure", "a", "b", "a − b", "95% CI", "p", "p (Holm, in its family)", "verdict", "what it supports"],
+        rows,
+        numeric={3, 4, 5, 6},
+        cls="examples",
+        widths=[11, 8, 8, 6, 10, 5, 5, 10, 37],
+    )
 
 
 def render(results: dict) -> str:
@@ -287,23 +380,44 @@ def render(results: dict) -> str:
         "order, so two variants are compared seed by seed: Student's t on the per-seed differences (n − 1 degrees "
         "of freedom), with a 95% confidence interval; a difference is significant when its p-value, Holm-adjusted "
         "over the comparisons of its family (one question: "
-        + ", ".join(f"{esc(name)} {results['families'][name]}" for name in FAMILIES if name in results.get("families", {}))
+        + ", ".join(
+            f"{esc(name)} {results['families'][name]}" for name in FAMILIES if name in results.get("families", {})
+        )
         + f") is below {results.get('alpha', 0.05)}, so noise calls a difference anywhere in a family at most 5% "
         "of the time.</p>",
         f"<ul>{findings}</ul><h3>Results against the expectation</h3><ul>{flagged}</ul></section>",
-        "<section id=variants><h2>Variants</h2>", _curation_table(results), _kinds_table(results), "</section>",
-        "<section id=sets><h2>Held-out sets and decontamination</h2>", _heldout_table(results),
+        "<section id=variants><h2>Variants</h2>",
+        _curation_table(results),
+        _kinds_table(results),
+        "</section>",
+        "<section id=sets><h2>Held-out sets and decontamination</h2>",
+        _heldout_table(results),
         "<h3>Contamination check: training documents sharing a token window with held-out or task text</h3>",
-        _contamination_table(results), "</section>",
+        _contamination_table(results),
+        "</section>",
         "<section id=heldout><h2>Held-out loss (bits per byte; lower is better)</h2>",
-        _metric_table(results, held_metrics, variants, 4,
-                      lambda m: "clean sets (mean)" if m == "heldout_bpb" else m.split("/", 1)[1]),
-        _bars(results, held_metrics, variants, "bits per byte on the held-out sets (± seed std)",
-              "bits per byte", "heldout", zoom=True),
+        _metric_table(
+            results,
+            held_metrics,
+            variants,
+            4,
+            lambda m: "clean sets (mean)" if m == "heldout_bpb" else m.split("/", 1)[1],
+        ),
+        _bars(
+            results,
+            held_metrics,
+            variants,
+            "bits per byte on the held-out sets (± seed std)",
+            "bits per byte",
+            "heldout",
+            zoom=True,
+        ),
         "<h3>Per group</h3>",
         _metric_table(results, group_metrics, variants, 4, lambda m: m.split("/", 1)[1]),
         "</section>",
-        "<section id=curves><h2>Training and held-out curves</h2>", _curves(results), "</section>",
+        "<section id=curves><h2>Training and held-out curves</h2>",
+        _curves(results),
+        "</section>",
         _memorization(results),
         "<section id=transfer><h2>Transfer to the downstream task</h2>"
         "<p class=note>Linear probe on the frozen backbone and full fine-tuning, at each number of labelled "
@@ -315,9 +429,14 @@ def render(results: dict) -> str:
         "<section id=comparisons><h2>All comparisons</h2>",
         "<h3>Held-out loss against the baseline</h3>",
         _comparisons(results, lambda c: c["metric"].startswith("heldout_bpb") and c["family"] != "leave-one-out"),
-        *(["<h3>Leave-one-out: each variant against the pipeline it leaves a step out of</h3>",
-           _comparisons(results, lambda c: c["family"] == "leave-one-out")]
-          if any(c.get("family") == "leave-one-out" for c in results["comparisons"]) else []),
+        *(
+            [
+                "<h3>Leave-one-out: each variant against the pipeline it leaves a step out of</h3>",
+                _comparisons(results, lambda c: c["family"] == "leave-one-out"),
+            ]
+            if any(c.get("family") == "leave-one-out" for c in results["comparisons"])
+            else []
+        ),
         "<h3>Pretrained against random initialization</h3>",
         _comparisons(results, lambda c: c["b"] == "random"),
         "<h3>Fine-tuning against probing</h3>",

@@ -37,15 +37,16 @@ def fmt(value, digits: int | None = None) -> str:
     return f"{float(value):,.{3 if digits is None else digits}f}"
 
 
-def num(value, stat: str | None = None, json_ref: str | None = None, digits: int | None = None,
-        tag: str = "span") -> str:
+def num(
+    value, stat: str | None = None, json_ref: str | None = None, digits: int | None = None, tag: str = "span"
+) -> str:
     """A number in an element that says where it came from (see the module docstring)."""
     attrs = ""
     if stat is not None:
         attrs += f' data-stat="{esc(stat)}"'
     if json_ref is not None:
         attrs += f' data-json="{esc(json_ref)}"'
-    return f"<{tag} class=\"num\"{attrs}>{esc(fmt(value, digits))}</{tag}>"
+    return f'<{tag} class="num"{attrs}>{esc(fmt(value, digits))}</{tag}>'
 
 
 def share(part, whole, digits: int = 1) -> str:
@@ -55,20 +56,27 @@ def share(part, whole, digits: int = 1) -> str:
     return f"{100.0 * part / whole:.{digits}f}%"
 
 
-def table(headers: list[str], rows: list[list[str]], numeric: set[int] | None = None, cls: str = "",
-          widths: list[int] | None = None) -> str:
+def table(
+    headers: list[str],
+    rows: list[list[str]],
+    numeric: set[int] | None = None,
+    cls: str = "",
+    widths: list[int] | None = None,
+) -> str:
     """A table of already-rendered cells; columns in ``numeric`` align right; ``widths`` in percent."""
     numeric = numeric or set()
     cols = "".join(f'<col style="width:{w}%">' for w in widths) if widths else ""
-    head = "".join(f'<th{" class=r" if i in numeric else ""}>{esc(h)}</th>' for i, h in enumerate(headers))
+    head = "".join(f"<th{' class=r' if i in numeric else ''}>{esc(h)}</th>" for i, h in enumerate(headers))
     body = []
     for row in rows:
-        cells = "".join(f'<td{" class=r" if i in numeric else ""}>{cell}</td>' for i, cell in enumerate(row))
+        cells = "".join(f"<td{' class=r' if i in numeric else ''}>{cell}</td>" for i, cell in enumerate(row))
         body.append(f"<tr>{cells}</tr>")
     if not rows:
         body.append(f'<tr><td colspan="{len(headers)}" class="none">none</td></tr>')
-    return (f'<table class="{esc(cls)}">{f"<colgroup>{cols}</colgroup>" if cols else ""}<thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
+    return (
+        f'<table class="{esc(cls)}">{f"<colgroup>{cols}</colgroup>" if cols else ""}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def snippet(text: str | None, chars: int = 280, more: int = 2000) -> str:
@@ -79,8 +87,10 @@ def snippet(text: str | None, chars: int = 280, more: int = 2000) -> str:
         return f'<div class="text">{esc(text)}</div>'
     rest = text[chars:more]
     cut = f"… ({len(text) - more:,} more characters)" if len(text) > more else ""
-    return (f'<details class="text"><summary><span class="text">{esc(text[:chars])}…</span></summary>'
-            f'<div class="text">{esc(rest)}{esc(cut)}</div></details>')
+    return (
+        f'<details class="text"><summary><span class="text">{esc(text[:chars])}…</span></summary>'
+        f'<div class="text">{esc(rest)}{esc(cut)}</div></details>'
+    )
 
 
 def word_diff(kept: str, removed: str, context: int = 12, max_words: int = 3000) -> str:

@@ -49,8 +49,10 @@ class UnknownDocument(LookupError):
         self.doc_id = doc_id
         self.suggestions = suggestions
         hint = f"; did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
-        super().__init__(f"no document {doc_id!r} in this run{hint} (ids are <source>/<id>, as in the "
-                         "docs/*.parquet and removed/*.parquet files)")
+        super().__init__(
+            f"no document {doc_id!r} in this run{hint} (ids are <source>/<id>, as in the "
+            "docs/*.parquet and removed/*.parquet files)"
+        )
 
 
 def _plain(value):
@@ -68,7 +70,7 @@ def _plain(value):
 def _find(run: RunFiles, stage: str, doc_id: str) -> tuple[dict | None, str | None, int | None]:
     """The document's row in the stage's output, its shard file name and row number."""
     for path in run.docs_files(stage):
-        found = (scan_parquet([path]).with_row_index("_row").filter(pl.col("id") == doc_id).collect())
+        found = scan_parquet([path]).with_row_index("_row").filter(pl.col("id") == doc_id).collect()
         if found.height:
             row = found.row(0, named=True)
             return {k: v for k, v in row.items() if k != "_row"}, path.name, int(row["_row"])
@@ -99,7 +101,7 @@ def _input_position(run: RunFiles, source: str, doc_id: str) -> dict:
     """The input file and line or byte offset an id names (derived ids), or the input's own id."""
     config = run.config
     settings = next((s for s in (config.sources if config else []) if s.name == source), None)
-    rest = doc_id[len(source) + 1:] if doc_id.startswith(source + "/") else doc_id
+    rest = doc_id[len(source) + 1 :] if doc_id.startswith(source + "/") else doc_id
     if settings is not None and settings.id_field is not None and settings.reader not in ("warc", "wet", "text"):
         return {"own_id": rest, "id_field": settings.id_field}
     if settings is not None and settings.reader in ("warc", "wet"):
@@ -133,8 +135,9 @@ def _quarantined(run: RunFiles, doc_id: str) -> dict | None:
         return None
     file, kind, position = match.group(1), match.group(2), int(match.group(3))
     column = "line" if kind == ":" else "offset"
-    hit = records.filter((pl.col("source") == source) & (pl.col(column) == position)
-                         & pl.col("file").str.ends_with("/" + file))
+    hit = records.filter(
+        (pl.col("source") == source) & (pl.col(column) == position) & pl.col("file").str.ends_with("/" + file)
+    )
     return {k: _plain(v) for k, v in hit.row(0, named=True).items()} if hit.height else None
 
 
@@ -145,11 +148,19 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
     if row is None:
         record = _quarantined(run, doc_id)
         if record is not None:
-            return {"id": doc_id, "fate": f"quarantined by the source stage: {record['reason']}",
-                    "removed_by": {"stage": "source", "rule": record["reason"], "value": None, "threshold": None},
-                    "quarantine": record, "source": {"source": record["source"], "file": record["file"],
-                                                     "line": record["line"], "offset": record["offset"]},
-                    "stages": [{"stage": "source", "status": "quarantined", "detail": record["reason"]}]}
+            return {
+                "id": doc_id,
+                "fate": f"quarantined by the source stage: {record['reason']}",
+                "removed_by": {"stage": "source", "rule": record["reason"], "value": None, "threshold": None},
+                "quarantine": record,
+                "source": {
+                    "source": record["source"],
+                    "file": record["file"],
+                    "line": record["line"],
+                    "offset": record["offset"],
+                },
+                "stages": [{"stage": "source", "status": "quarantined", "detail": record["reason"]}],
+            }
         raise UnknownDocument(doc_id, _suggest(run, doc_id))
 
     text = row["text"]
@@ -169,12 +180,27 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
         position["path"] = files[0]
     result: dict = {
         "id": doc_id,
-        "source": {"source": row["source"], **position, "unit_files": files[:5], "unit_file_count": len(files),
-                   "shard": f"source/docs/{shard}",
-                   "row": index, "url": row.get("url"), "meta": meta, "chars": len(text),
-                   "bytes": len(text.encode("utf-8")), "preview": text[:PREVIEW_CHARS]},
+        "source": {
+            "source": row["source"],
+            **position,
+            "unit_files": files[:5],
+            "unit_file_count": len(files),
+            "shard": f"source/docs/{shard}",
+            "row": index,
+            "url": row.get("url"),
+            "meta": meta,
+            "chars": len(text),
+            "bytes": len(text.encode("utf-8")),
+            "preview": text[:PREVIEW_CHARS],
+        },
         "stages": [{"stage": "source", "status": "kept", "detail": f"read into {shard}, row {index}"}],
-        "removed_by": None, "lang": None, "filter": None, "dedup": None, "lines": None, "tokens": None, "mix": None,
+        "removed_by": None,
+        "lang": None,
+        "filter": None,
+        "dedup": None,
+        "lines": None,
+        "tokens": None,
+        "mix": None,
     }
 
     last_row, last_stage, last_shard = row, "source", shard
@@ -190,8 +216,12 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
         handler = {"lang": _lang, "filter": _filter, "dedup": _dedup, "lines": _lines}[stage]
         result[stage] = handler(run, last_row, kept_row, removed)
         if removed is not None:
-            result["removed_by"] = {"stage": stage, "rule": removed["rule"], "value": removed["value"],
-                                    "threshold": removed["threshold"]}
+            result["removed_by"] = {
+                "stage": stage,
+                "rule": removed["rule"],
+                "value": removed["value"],
+                "threshold": removed["threshold"],
+            }
             entry.update(status="removed", detail=_removal_line(removed))
         elif kept_row is not None:
             entry.update(status="kept", detail=f"{kept_shard}, row {kept_index}")
@@ -202,17 +232,25 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
 
     if result["removed_by"] is None and "tokenize" in run.stats:
         result["tokens"] = _tokens(run, last_shard, doc_id)
-        result["stages"].append({"stage": "tokenize", "status": "kept",
-                                 "detail": f"{result['tokens']} tokens" if result["tokens"] is not None else ""})
+        result["stages"].append(
+            {
+                "stage": "tokenize",
+                "status": "kept",
+                "detail": f"{result['tokens']} tokens" if result["tokens"] is not None else "",
+            }
+        )
     if result["removed_by"] is None and "mix" in run.stats:
         result["mix"] = _mix(run, doc_id)
         side = (result["mix"] or {}).get("side")
         left = side in ("excluded", "contaminated")
         if left:
             removed = _removed_row(run, "mix", doc_id)
-            result["removed_by"] = {"stage": "mix", "rule": removed["rule"] if removed else result["mix"]["rule"],
-                                    "value": removed["value"] if removed else None,
-                                    "threshold": removed["threshold"] if removed else None}
+            result["removed_by"] = {
+                "stage": "mix",
+                "rule": removed["rule"] if removed else result["mix"]["rule"],
+                "value": removed["value"] if removed else None,
+                "threshold": removed["threshold"] if removed else None,
+            }
         detail = f"group {result['mix'].get('group')}, {side}" if result["mix"] else ""
         if result["mix"] and result["mix"]["cause"]:
             detail += f": {result['mix']['cause']}"
@@ -220,7 +258,8 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
     removed_by = result["removed_by"]
     if removed_by is None:
         result["fate"] = f"curated: in the output of {last_stage}" + (
-            f", {result['mix']['side']} side of the mix" if result.get("mix") else "")
+            f", {result['mix']['side']} side of the mix" if result.get("mix") else ""
+        )
     else:
         result["fate"] = f"removed by the {removed_by['stage']} stage: {_removal_line(removed_by)}"
     return result
@@ -240,8 +279,13 @@ def _lang(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None)
         lang, score = kept.get("lang"), _plain(kept.get("lang_score"))
     else:
         lang, score = (removed or {}).get("lang"), (removed or {}).get("value")
-    out = {"lang": lang, "score": score, "threshold": None, "rule": (removed or {}).get("rule"),
-           "keep": config.lang.keep if config else None}
+    out = {
+        "lang": lang,
+        "score": score,
+        "threshold": None,
+        "rule": (removed or {}).get("rule"),
+        "keep": config.lang.keep if config else None,
+    }
     if config is not None and lang is not None and score is not None:
         frame = pl.DataFrame({"lang": [lang], "lang_score": [float(score)]})
         decision = measure_lang(frame, config).row(0, named=True)
@@ -264,9 +308,17 @@ def _filter(run: RunFiles, entered: dict, kept: dict | None, removed: dict | Non
     out["errors"] = errors
     measured = measure_filters(pl.DataFrame([entered]), filters)
     for rule in measured.rules:
-        out["rules"].append({"rule": rule.name, "filter": measured.filter_of[rule.name], "measure": rule.measure,
-                             "value": _plain(measured.values[rule.name][0]), "op": rule.op,
-                             "threshold": float(rule.threshold), "fires": bool(measured.fires[rule.name][0])})
+        out["rules"].append(
+            {
+                "rule": rule.name,
+                "filter": measured.filter_of[rule.name],
+                "measure": rule.measure,
+                "value": _plain(measured.values[rule.name][0]),
+                "op": rule.op,
+                "threshold": float(rule.threshold),
+                "fires": bool(measured.fires[rule.name][0]),
+            }
+        )
     out["first_rule"] = measured.first[0]
     after = measured.text_after[0]
     out["chars_in"] = len(entered["text"])
@@ -288,10 +340,17 @@ def _dedup(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None
         return out
     row = hit.row(0, named=True)
     members = clusters.filter(pl.col("cluster") == row["cluster"])
-    out.update(in_cluster=True, cluster=_plain(row["cluster"]), cluster_size=_plain(row["cluster_size"]),
-               kept=bool(row["kept"]), kept_id=row["kept_id"], jaccard=_plain(row["jaccard"]), exact=bool(row["exact"]),
-               removed_exact=int((~members["kept"] & members["exact"]).sum()),
-               removed_near=int((~members["kept"] & ~members["exact"]).sum()))
+    out.update(
+        in_cluster=True,
+        cluster=_plain(row["cluster"]),
+        cluster_size=_plain(row["cluster_size"]),
+        kept=bool(row["kept"]),
+        kept_id=row["kept_id"],
+        jaccard=_plain(row["jaccard"]),
+        exact=bool(row["exact"]),
+        removed_exact=int((~members["kept"] & members["exact"]).sum()),
+        removed_near=int((~members["kept"] & ~members["exact"]).sum()),
+    )
     return out
 
 
@@ -307,8 +366,9 @@ def _lines(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None
             left[line] -= 1
         elif line.strip():
             cut.append(line)
-    out.update(lines_cut=len(cut), chars_cut=len(entered["text"]) - len(after), cut=cut[:10],
-               left_blank=removed is not None)
+    out.update(
+        lines_cut=len(cut), chars_cut=len(entered["text"]) - len(after), cut=cut[:10], left_blank=removed is not None
+    )
     return out
 
 
@@ -333,15 +393,24 @@ def _mix(run: RunFiles, doc_id: str) -> dict | None:
     if not hit.height:
         return None
     row = hit.row(0, named=True)
-    out = {"group": row["group"], "side": row["split"], "tokens": _plain(row["tokens"]), "bytes": _plain(row["bytes"]),
-           "rule": row.get(MIX_RULE), "near_id": row.get(MIX_NEAR_ID),
-           "cause": mix_cause(row.get(MIX_RULE), row.get(MIX_NEAR_ID)), "mixtures": {}}
+    out = {
+        "group": row["group"],
+        "side": row["split"],
+        "tokens": _plain(row["tokens"]),
+        "bytes": _plain(row["bytes"]),
+        "rule": row.get(MIX_RULE),
+        "near_id": row.get(MIX_NEAR_ID),
+        "cause": mix_cause(row.get(MIX_RULE), row.get(MIX_NEAR_ID)),
+        "mixtures": {},
+    }
     for name in run.mixture_names():
         plan = run.plan(name)
         repeats = None
         if plan is not None:
             found = plan.filter(pl.col("id") == doc_id)
             repeats = int(found["repeats"][0]) if found.height else None
-        out["mixtures"][name] = {"repeats": repeats,
-                                 "note": {None: "not in the training plan", 0: "not taken"}.get(repeats, "")}
+        out["mixtures"][name] = {
+            "repeats": repeats,
+            "note": {None: "not in the training plan", 0: "not taken"}.get(repeats, ""),
+        }
     return out

@@ -52,9 +52,14 @@ def measure_filters(docs: pl.DataFrame, filters: list) -> Measured:
     if docs.height == 0:  # nothing to measure: the rules alone
         rules = [rule for f in filters for rule in f.rules()]
         empty = pl.DataFrame({r.name: pl.Series([], dtype=pl.Float64) for r in rules})
-        return Measured(rules=rules, filter_of={r.name: f.name for f in filters for r in f.rules()},
-                        values=empty, fires=empty.cast(pl.Boolean), first=pl.Series("rule", [], dtype=pl.String),
-                        text_after=docs["text"] if "text" in docs.columns else pl.Series([], dtype=pl.String))
+        return Measured(
+            rules=rules,
+            filter_of={r.name: f.name for f in filters for r in f.rules()},
+            values=empty,
+            fires=empty.cast(pl.Boolean),
+            first=pl.Series("rule", [], dtype=pl.String),
+            text_after=docs["text"] if "text" in docs.columns else pl.Series([], dtype=pl.String),
+        )
     current = docs
     rules: list[Rule] = []
     filter_of: dict[str, str] = {}
@@ -70,12 +75,19 @@ def measure_filters(docs: pl.DataFrame, filters: list) -> Measured:
             fires[rule.name] = fired
             first = pl.select(pl.when(fired & first.is_null()).then(pl.lit(rule.name)).otherwise(first)).to_series()
     blank = left_blank(current)
-    first = pl.select(pl.when(blank & first.is_null()).then(pl.lit(EMPTY_AFTER_REWRITE))
-                      .otherwise(first)).to_series().alias("rule")
-    return Measured(rules=rules, filter_of=filter_of,
-                    values=pl.DataFrame(list(values.values())) if values else pl.DataFrame(),
-                    fires=pl.DataFrame(list(fires.values())) if fires else pl.DataFrame(),
-                    first=first, text_after=current["text"])
+    first = (
+        pl.select(pl.when(blank & first.is_null()).then(pl.lit(EMPTY_AFTER_REWRITE)).otherwise(first))
+        .to_series()
+        .alias("rule")
+    )
+    return Measured(
+        rules=rules,
+        filter_of=filter_of,
+        values=pl.DataFrame(list(values.values())) if values else pl.DataFrame(),
+        fires=pl.DataFrame(list(fires.values())) if fires else pl.DataFrame(),
+        first=first,
+        text_after=current["text"],
+    )
 
 
 def lang_rules(config: RunConfig) -> list[tuple[str, str]]:

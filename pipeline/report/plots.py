@@ -11,10 +11,22 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-COLORS = {"kept": "#3b6ea8", "removed": "#d98b3a", "quarantined": "#b8463f", "before": "#9bb3cf",
-          "after": "#3b6ea8", "bar": "#3b6ea8"}
-STYLE = {"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
-         "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"]}
+COLORS = {
+    "kept": "#3b6ea8",
+    "removed": "#d98b3a",
+    "quarantined": "#b8463f",
+    "before": "#9bb3cf",
+    "after": "#3b6ea8",
+    "bar": "#3b6ea8",
+}
+STYLE = {
+    "svg.fonttype": "none",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
+}
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -30,9 +42,8 @@ def to_svg(fig: Figure, name: str, title: str) -> str:
     with matplotlib.rc_context({**STYLE, "svg.hashsalt": name}):
         fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     svg = buffer.getvalue()
-    svg = _namespaced(svg[svg.index("<svg"):], name)
-    return (f'<figure class="chart" id="chart-{name}" role="img" aria-label="{_attr(title)}">'
-            f"{svg}</figure>")
+    svg = _namespaced(svg[svg.index("<svg") :], name)
+    return f'<figure class="chart" id="chart-{name}" role="img" aria-label="{_attr(title)}">{svg}</figure>'
 
 
 def _namespaced(svg: str, name: str) -> str:
@@ -56,8 +67,9 @@ def _byte_unit(values: list[int | None]) -> tuple[float, str]:
     return 1.0, "bytes"
 
 
-def funnel_chart(stages: list[str], docs_out: list[int], lost: list[int], quarantined: list[int],
-                 text_bytes: list[int | None]) -> str:
+def funnel_chart(
+    stages: list[str], docs_out: list[int], lost: list[int], quarantined: list[int], text_bytes: list[int | None]
+) -> str:
     """Documents through the stages (kept, removed, quarantined), and text megabytes kept."""
     with matplotlib.rc_context(STYLE):
         fig = _figure(9.0, 0.45 * len(stages) + 1.2)
@@ -82,8 +94,9 @@ def funnel_chart(stages: list[str], docs_out: list[int], lost: list[int], quaran
         return to_svg(fig, "funnel", "documents and text bytes through the stages")
 
 
-def grouped_bars(name: str, title: str, labels: list[str], series: dict[str, list[float]], xlabel: str,
-                 log: bool = False) -> str:
+def grouped_bars(
+    name: str, title: str, labels: list[str], series: dict[str, list[float]], xlabel: str, log: bool = False
+) -> str:
     """Horizontal bars, one group per label and one bar per series."""
     with matplotlib.rc_context(STYLE):
         fig = _figure(7.5, 0.13 * max(len(labels), 1) * max(len(series), 1) + 1.0)
@@ -106,8 +119,9 @@ def grouped_bars(name: str, title: str, labels: list[str], series: dict[str, lis
         return to_svg(fig, name, title)
 
 
-def column_chart(name: str, title: str, labels: list[str], values: list[int], xlabel: str, ylabel: str,
-                 log: bool = False) -> str:
+def column_chart(
+    name: str, title: str, labels: list[str], values: list[int], xlabel: str, ylabel: str, log: bool = False
+) -> str:
     """Vertical bars (a histogram over named bins)."""
     with matplotlib.rc_context(STYLE):
         fig = _figure(7.5, 2.8)
@@ -123,6 +137,7 @@ def column_chart(name: str, title: str, labels: list[str], values: list[int], xl
         axis.set_axisbelow(True)
         for x, v in enumerate(values):
             if v:
-                axis.annotate(f"{v:,}", (x, v), ha="center", va="bottom", fontsize=7, xytext=(0, 2),
-                              textcoords="offset points")
+                axis.annotate(
+                    f"{v:,}", (x, v), ha="center", va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points"
+                )
         return to_svg(fig, name, title)
