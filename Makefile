@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 LID    := .cache/models/lid.176.ftz
 
-.PHONY: setup browser demo test test-fast clean
+.PHONY: setup browser demo test test-fast lint format clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed: set PYTHON=python3.11"'
@@ -50,6 +50,20 @@ test: setup browser
 # while working; `make test` is the whole suite.
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not flow"
+
+# ruff, pinned, for the linter and the formatter (configured in pyproject.toml).
+DEV_STAMP := $(VENV)/.installed-dev
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(DEV_STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 clean:
 	rm -rf $(VENV) runs .cache

@@ -127,9 +127,8 @@ def main() -> None:
     peer_check = np.array([m.hashvalues for m in MinHash.bulk(shingles[:check], num_perm=128, seed=1)])
     equal = bool(np.array_equal(ours_check, peer_check))
 
-    print(
-        f"{docs} documents, {len(hashes) / docs:.0f} shingles each, {sum(len(t) for t in texts.to_pylist()) / docs:.0f} characters each"
-    )
+    characters = sum(len(t) for t in texts.to_pylist()) / docs
+    print(f"{docs} documents, {len(hashes) / docs:.0f} shingles each, {characters:.0f} characters each")
     for label, times in (("wall", wall), ("CPU", cpu)):
         print(
             f"{label:>4} time, docs/s: datasketch MinHash.bulk (shingles prebuilt) {docs / times['datasketch']:7.0f} | "

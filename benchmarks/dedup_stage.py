@@ -21,7 +21,8 @@ and F1 of its clusters, recall of the true pairs by similarity (``..._recall_080
 just above the threshold), candidate pairs and the false positives verification dropped, and the
 missed true pairs that shared a band key (lost after LSH: ``candidate_pairs`` pairs each member
 of a bucket larger than ``lsh.ALL_PAIRS_BUCKET`` with its first document only) with
-``..._f1_if_buckets_all_pairs``, the F1 had those been verified. Headline ``time_ratio_new_vs_old``: the default's CPU time over the former's.
+``..._f1_if_buckets_all_pairs``, the F1 had those been verified. Headline ``time_ratio_new_vs_old``:
+the default's CPU time over the former's.
 
 **Against datasketch and datatrove** (``python benchmarks/dedup_stage.py peers``, much longer).
 Documents: the demo corpus (:func:`pipeline.demo_corpus.build_demo_corpus`, :data:`CORPUS_DOCS`

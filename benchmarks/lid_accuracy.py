@@ -207,7 +207,10 @@ def evaluate(name: str, texts: list[str], labels: list[str] | None, model: Path)
         f"({int(confident.sum()):,} documents whose whole-text score is at least {CONFIDENT}: "
         "'acc conf.' is the accuracy on those)"
     )
-    header = f"{'method':8} {'text':7} {'acc %':>7} {'acc conf.':>9} {'F1 %':>6} {'vs whole+hdr':>12} {'vs labels':>9}  recall % by language"
+    header = (
+        f"{'method':8} {'text':7} {'acc %':>7} {'acc conf.':>9} {'F1 %':>6} {'vs whole+hdr':>12} {'vs labels':>9}"
+        "  recall % by language"
+    )
     print(header)
     for method, identifier in methods.items():
         for condition, batch in (("plain", texts), ("header", headed)):
@@ -220,7 +223,8 @@ def evaluate(name: str, texts: list[str], labels: list[str] | None, model: Path)
                 row["accuracy_vs_labels"] = round(100 * float((predicted == gold)[has_gold].mean()), 2)
             results[f"{method}_{condition}"] = row
             print(
-                f"{method:8} {condition:7} {row['accuracy']:7.2f} {row['accuracy_confident']:9.2f} {row['macro_f1']:6.2f} "
+                f"{method:8} {condition:7} {row['accuracy']:7.2f} {row['accuracy_confident']:9.2f} "
+                f"{row['macro_f1']:6.2f} "
                 f"{row.get('agreement_with_whole_headed', float('nan')):12.2f} "
                 f"{row.get('accuracy_vs_labels', float('nan')):9.2f}  "
                 + " ".join(f"{lang} {value:.1f}" for lang, value in row["recall"].items())

@@ -221,7 +221,8 @@ def main() -> None:
                     trainer_runs.append(result)
                     print(
                         f"  run {repeat + 1} trainer: {result['wall_s']:.2f} s ({result['loop_s']:.2f} s in steps, "
-                        f"{result['eval_s']:.2f} s in {result['evals']} evaluation(s), {result['checkpoint_s']:.2f} s in "
+                        f"{result['eval_s']:.2f} s in {result['evals']} evaluation(s), "
+                        f"{result['checkpoint_s']:.2f} s in "
                         f"{result['checkpoints']} checkpoint(s))",
                         flush=True,
                     )

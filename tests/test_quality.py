@@ -68,8 +68,9 @@ def test_training_texts_are_balanced_news_against_web(corpus):
 def test_classifier_separates_reference_text_from_raw_web_text(trained):
     out, info = trained
     held = info["held_out"]
-    # 10% of each class held out: 34 + 34 documents (54 before the corpus reserved its task and held-out news) of this 3,000-document corpus. Over seeds
-    # 0-9 (sample and training) held-out F1 was 0.857-0.964, AUC 0.91-0.99 and recall 1.0
+    # 10% of each class held out: 34 + 34 documents (54 before the corpus reserved its task and
+    # held-out news) of this 3,000-document corpus. Over seeds 0-9 (sample and training) held-out
+    # F1 was 0.857-0.964, AUC 0.91-0.99 and recall 1.0
     # (F1 0.88-0.92 and AUC 0.92-0.95 at 20,000 documents). Precision stays near 0.8-0.9
     # because a fifth of the web pages are copies of news articles, labelled raw web yet as good
     # as the reference. A constant "hq" answer has F1 0.667 and AUC 0.5; a random one F1 0.5.

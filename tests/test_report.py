@@ -242,7 +242,9 @@ def chromium() -> str:
 ERROR_PROBE = """<script>
 (function () {
   var root = document.documentElement;
-  function mark(what) { root.setAttribute('data-page-errors', (root.getAttribute('data-page-errors') || '') + '|' + what); }
+  function mark(what) {
+    root.setAttribute('data-page-errors', (root.getAttribute('data-page-errors') || '') + '|' + what);
+  }
   window.addEventListener('error', function (e) {
     mark('error ' + (e.message || (e.target && (e.target.src || e.target.href)) || 'resource'));
   }, true);

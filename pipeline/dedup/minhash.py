@@ -88,8 +88,9 @@ class MinHashParams:
     of the true pairs unjoined (F1 0.9986) and 0.998 none (F1 1.000), at 1.2x the CPU time of 14 x 9.
     Set ``bands`` and ``rows`` together to choose the layout yourself (``recall`` is then unused).
     ``scheme`` datasketch's permutation scheme ("affine32", datasketch 2's default, or "legacy",
-    datasketch 1's); ``shingle_hash`` "polynomial" (fast) or "sha1" (datasketch's default hash). ``exact`` adds the exact hash of the normalized text as one
-    more band (exact duplicates); ``near`` computes MinHash at all (off: exact dedup only).
+    datasketch 1's); ``shingle_hash`` "polynomial" (fast) or "sha1" (datasketch's default hash).
+    ``exact`` adds the exact hash of the normalized text as one more band (exact duplicates);
+    ``near`` computes MinHash at all (off: exact dedup only).
     ``keep_signature`` writes the signatures into the signature files too. ``score_column`` names
     a numeric column of the documents to copy into the signature files, for the ``"quality"``
     keep rule.

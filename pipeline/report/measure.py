@@ -4,8 +4,8 @@ and ``curate inspect``'s verdicts).
 
 :func:`measure_filters` walks the filter chain as the filter stage does
 (:func:`pipeline.filters.engine.walk_filters`: every rule measures the text as it entered the
-stage, rewrites apply in order) and keeps, per rule, every document's measured value and whether the rule fires, instead of
-only the first rule that fired.
+stage, rewrites apply in order) and keeps, per rule, every document's measured value and whether
+the rule fires, instead of only the first rule that fired.
 """
 
 from __future__ import annotations
