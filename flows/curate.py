@@ -17,7 +17,7 @@ from flows.stages import shard_stage_flow
 from flows.tokenize import tokenize_flow
 from pipeline.config import RunConfig
 from pipeline.manifest import check_run_dir, run_lock
-from pipeline.steps import enabled_stages
+from pipeline.stages import REGISTRY, enabled_stages
 
 
 @flow(name="curate", validate_parameters=False)
@@ -30,24 +30,28 @@ def curate_flow(config: RunConfig, runner: Runner = LOCAL) -> dict[str, dict]:
         return _stages(config, runner)
 
 
+# The flow of each stage after source (pipeline.stages.REGISTRY says what kind each is). A shard
+# stage's flow is generic and takes the stage's name; each of the others is its stage's own.
+FLOWS = {
+    "lang": shard_stage_flow,
+    "filter": shard_stage_flow,
+    "dedup": dedup_flow,
+    "lines": lines_flow,
+    "tokenize": tokenize_flow,
+    "mix": mix_flow,
+}
+
+
 def _stages(config: RunConfig, runner: Runner) -> dict[str, dict]:
     def on_runner(stage_flow):
         return stage_flow.with_options(task_runner=runner.task_runner())
 
     stats = {"source": on_runner(source_flow)(config)}
-    previous = "source"
+    previous = "source"  # the documents the next stage reads
     for stage in enabled_stages(config):
-        if stage == "dedup":
-            stats[stage] = on_runner(dedup_flow)(previous, config)
-        elif stage == "lines":
-            stats[stage] = on_runner(lines_flow)(previous, config)
-        elif stage == "tokenize":
-            stats[stage] = on_runner(tokenize_flow)(previous, config)
-            continue  # token shards, not documents: stages after it read the documents
-        elif stage == "mix":
-            stats[stage] = on_runner(mix_flow)(previous, config)
-            continue
-        else:
-            stats[stage] = on_runner(shard_stage_flow)(stage, previous, config)
-        previous = stage
+        spec = REGISTRY[stage]
+        named = (stage,) if spec.kind == "shard" else ()
+        stats[stage] = on_runner(FLOWS[stage])(*named, previous, config)
+        if spec.documents:
+            previous = stage
     return stats

@@ -39,8 +39,8 @@ from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import read_parquet, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
 from pipeline.schema import RunLayout, StageDir
-from pipeline.stage import shard_unit
-from pipeline.steps import scoped_filters
+from pipeline.shard_stage import shard_unit
+from pipeline.stages import scoped_filters
 
 STAGE = "dedup"
 LINES_STAGE = "lines"

@@ -55,8 +55,9 @@ from pipeline.experiment import (
 )
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.manifest import open_run
+from pipeline.mixture import MANIFEST_FILE, PLAN_FILE
 from pipeline.schema import RunLayout
-from pipeline.steps import DOCUMENT_STAGES
+from pipeline.stages import last_document_stage
 from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer
 
 RANDOM = "random"  # the transfer baseline: the same architecture, not pretrained
@@ -158,7 +159,7 @@ def _canary_info(path: Path, runs: dict[str, RunConfig], memorization: dict) -> 
     the cut, and how often each variant's mixture trains on them (with ``pool_ids``)."""
     canaries = pl.read_parquet(path)
     counts = canaries.group_by("occurrences").len().sort("occurrences")
-    some = next(iter(next(iter(memorization.values())).values()))
+    some = next(result for seeds in memorization.values() for result in seeds.values())  # the cut is the same for all
     info = {
         "file": str(path),
         "sha256": file_sha256(path),
@@ -170,7 +171,7 @@ def _canary_info(path: Path, runs: dict[str, RunConfig], memorization: dict) -> 
     }
     if "pool_ids" in canaries.columns:
         info["trained"] = {
-            name: canary_views(canaries, pl.read_parquet(RunLayout(run.run_dir).root / "mix" / name / "plan.parquet"))
+            name: canary_views(canaries, pl.read_parquet(RunLayout(run.run_dir).root / "mix" / name / PLAN_FILE))
             for name, run in runs.items()
         }
     return info
@@ -199,8 +200,8 @@ def _curate(data: dict) -> RunConfig:
 
 def _final_documents(run: RunConfig) -> pl.DataFrame:
     layout = RunLayout(run.run_dir)
-    stages = [s for s in DOCUMENT_STAGES if s in read_json(layout.manifest)["stages"]]
-    return pl.scan_parquet(sorted(layout.stage(stages[-1]).docs.glob("*.parquet"))).collect()
+    last = last_document_stage(read_json(layout.manifest)["stages"])
+    return pl.scan_parquet(sorted(layout.stage(last).docs.glob("*.parquet"))).collect()
 
 
 def _eval_folder(
@@ -305,7 +306,7 @@ def transfer_task(
 ) -> dict:
     import torch
 
-    from pipeline.tasks import load_task
+    from pipeline.downstream import load_task
     from trainer.generate import load_model
     from trainer.model import GPT, GPTConfig
     from trainer.transfer import TransferSettings, evaluate_transfer
@@ -390,16 +391,15 @@ def memorization_task(
 
 def _curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None) -> dict:
     layout = RunLayout(run.run_dir)
-    manifest = read_json(layout.root / "mix" / variant / "manifest.json")
+    manifest = read_json(layout.root / "mix" / variant / MANIFEST_FILE)
     pool = pl.read_parquet(layout.root / "mix" / "documents.parquet")
-    plan = pl.read_parquet(layout.root / "mix" / variant / "plan.parquet")
+    plan = pl.read_parquet(layout.root / "mix" / variant / PLAN_FILE)
     stages = read_json(layout.manifest)["stages"]
-    documents = [name for name in DOCUMENT_STAGES if name in stages]
     return {
         "run_dir": str(run.run_dir),
         "funnel": {name: {"docs_in": s["docs_in"], "docs_out": s["docs_out"]} for name, s in stages.items()},
         "documents_in": stages["source"]["docs_out"],
-        "documents_curated": stages[documents[-1]]["docs_out"],
+        "documents_curated": stages[last_document_stage(stages)]["docs_out"],
         "documents_mixed": stages["mix"]["train_documents"],
         "mixture": str(layout.root / "mix" / variant),
         "tokenizer_sha256": manifest["tokenizer"]["sha256"],

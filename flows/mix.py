@@ -32,7 +32,6 @@ self-contained folder ``<mixture>/`` with ``manifest.json``, ``tokenizer.json``,
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +63,17 @@ from pipeline.mix import (
     split_validation,
     temperature_weights,
 )
+from pipeline.mixture import (
+    COMMON_WINDOWS_FILE,
+    MANIFEST_FILE,
+    PLAN_FILE,
+    TOKENIZER_FILE,
+    group_file_stem,
+    manifest,
+    shard_entry,
+    shard_file,
+    tokenizer_entry,
+)
 from pipeline.schema import (
     MIX_CONTAMINATED,
     MIX_EXCLUDED,
@@ -74,15 +84,13 @@ from pipeline.schema import (
     REMOVED_SCHEMA,
     RunLayout,
 )
-from pipeline.stage import removed_frame
-from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, special_ids, token_dtype
+from pipeline.shard_stage import removed_frame
+from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer
 
 STAGE = "mix"
-MIXTURE_FORMAT = "curate.mixture/1"
 _EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
 # Why a document left the pool: the rule, the text that put it there, and the rule's measure
 # (Jaccard; shared windows; null for an id).
-COMMON_WINDOWS_FILE = "common_windows.parquet"
 CAUSES_SCHEMA = {"id": pl.String, "reference_id": pl.String, "value": pl.Float64, "rule": pl.String}
 SCAN_SCHEMA = {
     "id": pl.String,
@@ -96,11 +104,6 @@ SCAN_SCHEMA = {
 # Salt of the order in which a group's documents are written (copy k of an upsampled document
 # uses salt + k, so the copies of one document land far apart).
 SALT_ORDER = SALT_SAMPLE ^ 0x4F52444552  # "ORDER"
-
-
-def group_file_stem(group: str) -> str:
-    """A group's name as a file name: ``news/en`` -> ``news+en``."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "+", group)
 
 
 @task(name="mix-scan", cache_policy=NO_CACHE, task_run_name="scan-{docs_path.stem}")
@@ -275,9 +278,8 @@ def _shard_jobs(copies: pl.DataFrame, split: str, limit: int) -> list[tuple[str,
     """``(group, file relative to the mixture folder, rows)`` of every output shard of a split."""
     jobs = []
     for (group,), rows in copies.group_by(["group"], maintain_order=True):
-        stem = group_file_stem(group)
         for number, (lo, hi) in enumerate(_cut(rows["tokens"].to_numpy(), limit)):
-            jobs.append((group, f"{split}/{stem}-{number:04d}.arrow", rows.slice(lo, hi - lo)))
+            jobs.append((group, shard_file(split, group, number), rows.slice(lo, hi - lo)))
     return jobs
 
 
@@ -331,7 +333,7 @@ def _write_mixture(
         }
         train = train.with_columns(repeats=pl.lit(0, pl.Int64))
     folder.mkdir(parents=True, exist_ok=True)
-    write_parquet(train.select("id", "group", "tokens", "repeats").to_arrow(), folder / "plan.parquet")
+    write_parquet(train.select("id", "group", "tokens", "repeats").to_arrow(), folder / PLAN_FILE)
 
     validation = documents.filter(pl.col("split") == "validation").with_columns(repeats=pl.lit(1, pl.Int64))
     jobs = _shard_jobs(
@@ -354,17 +356,12 @@ def _write_mixture(
                 f"stage {STAGE}: {mixture.name}/{file} holds {entry['documents']} documents and "
                 f"{entry['tokens']} tokens; the plan has {rows.height} and {int(rows['tokens'].sum())}"
             )
-        entries[file] = {
-            "file": file,
-            "group": group,
-            "documents": entry["documents"],
-            "tokens": entry["tokens"],
-            "bytes": int(rows["bytes"].sum()),
-            "sha256": entry["sha256"],
-        }
+        entries[file] = shard_entry(
+            file, group, entry["documents"], entry["tokens"], int(rows["bytes"].sum()), entry["sha256"]
+        )
 
     tokenizer = load_tokenizer(tokenizer_path)
-    write_bytes(as_path(tokenizer_path).read_bytes(), folder / "tokenizer.json")
+    write_bytes(as_path(tokenizer_path).read_bytes(), folder / TOKENIZER_FILE)
     held = validation.group_by("group").agg(
         documents=pl.len(), tokens=pl.col("tokens").sum(), bytes=pl.col("bytes").sum()
     )
@@ -393,42 +390,30 @@ def _write_mixture(
             "validation_bytes": int(held_of.get(name, {}).get("bytes", 0)),
             "contaminated_documents": int(dropped_of.get(name, 0)),
         }
-    ids = special_ids(tokenizer)
-    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
-    manifest = {
-        "format": MIXTURE_FORMAT,
-        "mixture": mixture.name,
-        "seed": config.seed,
-        "tokenizer": {
-            "file": "tokenizer.json",
-            "sha256": file_sha256(folder / "tokenizer.json"),
-            "vocab_size": vocab_size,
-            "dtype": token_dtype(vocab_size).name,
-            "eod_id": ids["eod"],
-            "pad_id": ids["pad"],
-            "mask_id": ids["mask"],
-            "cls_id": ids["cls"],
-        },
-        "weighting": (
+    found = manifest(
+        mixture.name,
+        config.seed,
+        tokenizer_entry(tokenizer, folder / TOKENIZER_FILE),
+        groups,
+        [entries[file] for _, file, _ in jobs if file.startswith("train/")],
+        [entries[file] for _, file, _ in jobs if file.startswith("validation/")],
+        weighting=(
             {"weights": mixture.weights, "default_weight": mixture.default_weight}
             if mixture.weights is not None
             else {"temperature": mixture.temperature or 1.0}
         ),
         **{key: value for key, value in report.items() if key != "groups"},
-        "groups": groups,
-        "train": [entries[file] for _, file, _ in jobs if file.startswith("train/")],
-        "validation": [entries[file] for _, file, _ in jobs if file.startswith("validation/")],
-    }
+    )
     if common is not None:
         write_parquet(common.to_arrow(), folder / COMMON_WINDOWS_FILE)
-        manifest["decontamination"] = {
+        found["decontamination"] = {
             "ngram": config.mix.exclude_ngram,
             "common_window_docs": config.mix.common_window_docs,
             "common_windows": common.height,
             "common_windows_file": COMMON_WINDOWS_FILE,
         }
-    write_json(manifest, folder / "manifest.json")
-    return manifest
+    write_json(found, folder / MANIFEST_FILE)
+    return found
 
 
 @flow(name="mix", validate_parameters=False, task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
@@ -458,7 +443,7 @@ def mix_flow(previous: str, config: RunConfig) -> dict:
             if (
                 child.is_dir()
                 and child.name not in RESERVED_MIXTURE_NAMES
-                and (child.name in configured or (child / "plan.parquet").exists())
+                and (child.name in configured or (child / PLAN_FILE).exists())
             ):
                 remove_tree(child)
 

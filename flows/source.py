@@ -15,8 +15,8 @@ from pipeline.config import RunConfig, SourceConfig
 from pipeline.io.writer import remove_temporaries, write_json
 from pipeline.manifest import open_run, record_stage
 from pipeline.schema import RunLayout, StageDir
+from pipeline.shard_stage import check_stage_outputs, merge_groups, remove_unlisted
 from pipeline.source import STAGE, Unit, drop_repeated_ids, plan_units, source_unit
-from pipeline.stage import check_stage_outputs, merge_groups, remove_unlisted
 
 
 @task(name="source-unit", cache_policy=NO_CACHE, task_run_name="source-{unit.name}")

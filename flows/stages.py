@@ -18,8 +18,8 @@ from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.ledger import LedgerError
 from pipeline.manifest import record_stage
 from pipeline.schema import RunLayout, StageDir
-from pipeline.stage import check_stage_outputs, fingerprint, merge_groups, remove_unlisted, shard_unit
-from pipeline.steps import build_step
+from pipeline.shard_stage import check_stage_outputs, fingerprint, merge_groups, remove_unlisted, shard_unit
+from pipeline.stages import build_step
 
 
 @task(name="shard-unit", cache_policy=NO_CACHE, task_run_name="{stage_name}-{in_path.stem}")

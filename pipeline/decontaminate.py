@@ -44,7 +44,6 @@ none at 10% or 30% word edits), and 106 more documents that share a real passage
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,6 +56,7 @@ from tokenizers import Tokenizer
 
 from pipeline.io.storage import as_path
 from pipeline.mix import _fmix64
+from pipeline.mixture import read_manifest, tokenizer_path
 from pipeline.tokenize import TEXT_BATCH, _shard_encoder, load_tokenizer, read_token_shard
 
 WINDOW_TOKENS = 13  # GPT-3's contamination study (Brown et al. 2020, appendix C)
@@ -362,9 +362,7 @@ def window_containment(
 
 
 def _same_tokenizer(given: Tokenizer, folder: Path, manifest: dict) -> None:
-    path = folder / manifest.get("tokenizer", {}).get("file", "tokenizer.json")
-    if not path.is_file():
-        raise ValueError(f"{folder}: the mixture has no {path.name}; it is not a complete mixture folder")
+    path = tokenizer_path(folder, manifest)
     if load_tokenizer(path).to_str() != given.to_str():
         raise ValueError(
             f"{folder}: the tokenizer given is not the mixture's ({path.name}); windows of another "
@@ -404,12 +402,9 @@ def check_contamination(
     """
     started = time.perf_counter()
     folder = as_path(mixture_dir)
-    manifest_path = folder / "manifest.json"
-    if not manifest_path.is_file():
-        raise ValueError(f"{folder} has no manifest.json; point check_contamination at a mixture folder")
-    manifest = json.loads(manifest_path.read_text())
+    manifest = read_manifest(folder)
     if tokenizer is None:
-        tokenizer = load_tokenizer(folder / manifest.get("tokenizer", {}).get("file", "tokenizer.json"))
+        tokenizer = load_tokenizer(tokenizer_path(folder, manifest))
     elif not isinstance(tokenizer, Tokenizer):
         tokenizer = load_tokenizer(tokenizer)
     _same_tokenizer(tokenizer, folder, manifest)

@@ -62,7 +62,6 @@ HELDOUT_COLUMNS = {
 }
 DEMO_SETS = ("news", "dialogues", "web", "junk")
 EVAL_MIXTURE = "heldout"  # the trainer's name for the evaluation folder: metrics heldout_bpb/<set>/<group>
-MIXTURE_FORMAT = "curate.mixture/1"
 
 
 class VariantConfig(_Strict):
@@ -405,37 +404,24 @@ def eval_group(texts: pl.DataFrame) -> pl.Expr:
 
 
 def write_eval_folder(texts: pl.DataFrame, tokenizer_path: Path, folder: Path, seed: int) -> dict:
-    """Tokenize the held-out texts into ``folder`` in the mixture format (``manifest.json``,
-    ``tokenizer.json``, ``validation/<set>+<group>-0000.arrow``; no training side): one group
+    """Tokenize the held-out texts into ``folder`` in the mixture format (pipeline.mixture: the
+    manifest, the tokenizer, ``validation/<set>+<group>-0000.arrow``; no training side): one group
     ``<set>/<group>`` each, documents in id order, so the same texts and tokenizer give the same
-    bytes. Returns the manifest (its ``heldout`` entry says which sets are clean)."""
+    bytes. Returns the manifest (its groups say which sets are clean)."""
     from pipeline.io.writer import write_json
-    from pipeline.tokenize import file_sha256, load_tokenizer, special_ids, token_dtype, write_token_shard
+    from pipeline.mixture import MANIFEST_FILE, TOKENIZER_FILE, manifest, shard_entry, shard_file, tokenizer_entry
+    from pipeline.tokenize import load_tokenizer, write_token_shard
 
     tokenizer = load_tokenizer(tokenizer_path)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "tokenizer.json").write_bytes(Path(tokenizer_path).read_bytes())
+    (folder / TOKENIZER_FILE).write_bytes(Path(tokenizer_path).read_bytes())
     grouped = texts.with_columns(eval_group=eval_group(texts)).sort(["eval_group", "id"])
     entries, groups = [], {}
     for (group,), rows in grouped.group_by(["eval_group"], maintain_order=True):
-        stem = group.replace("/", "+")
-        entry = write_token_shard(
-            zip(rows["id"].to_list(), rows["text"].to_list()),
-            tokenizer,
-            folder / "validation" / f"{stem}-0000.arrow",
-            group,
-        )
+        file = shard_file("validation", group, 0)
+        entry = write_token_shard(zip(rows["id"].to_list(), rows["text"].to_list()), tokenizer, folder / file, group)
         size = int(rows["text"].str.len_bytes().sum())
-        entries.append(
-            {
-                "file": f"validation/{entry['file']}",
-                "group": group,
-                "documents": entry["documents"],
-                "tokens": entry["tokens"],
-                "bytes": size,
-                "sha256": entry["sha256"],
-            }
-        )
+        entries.append(shard_entry(file, group, entry["documents"], entry["tokens"], size, entry["sha256"]))
         groups[group] = {
             "validation_documents": entry["documents"],
             "validation_tokens": entry["tokens"],
@@ -443,28 +429,16 @@ def write_eval_folder(texts: pl.DataFrame, tokenizer_path: Path, folder: Path, s
             "set": rows["set"][0],
             "clean": bool(rows["clean"].all()),
         }
-    ids = special_ids(tokenizer)
-    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
-    manifest = {
-        "format": MIXTURE_FORMAT,
-        "mixture": EVAL_MIXTURE,
-        "seed": seed,
-        "tokenizer": {
-            "file": "tokenizer.json",
-            "sha256": file_sha256(tokenizer_path),
-            "vocab_size": vocab_size,
-            "dtype": token_dtype(vocab_size).name,
-            "eod_id": ids["eod"],
-            "pad_id": ids["pad"],
-            "mask_id": ids["mask"],
-            "cls_id": ids["cls"],
-        },
-        "groups": dict(sorted(groups.items())),
-        "train": [],
-        "validation": entries,
-    }
-    write_json(manifest, folder / "manifest.json")
-    return manifest
+    found = manifest(
+        EVAL_MIXTURE,
+        seed,
+        tokenizer_entry(tokenizer, folder / TOKENIZER_FILE),
+        dict(sorted(groups.items())),
+        [],
+        entries,
+    )
+    write_json(found, folder / MANIFEST_FILE)
+    return found
 
 
 def heldout_provenance(texts: pl.DataFrame, origins: dict[str, dict], manifest: dict) -> dict:
@@ -960,24 +934,48 @@ def summarize(
     for variant in config.variants:
         if variant.ablation_of is not None:
             held_out_against(variant.ablation_of, variant.name, family="leave-one-out")
+    # Memorization: each variant against the baseline, and each leave-one-out variant against the
+    # pipeline it leaves a step out of, at every planted count. The expected direction follows the
+    # training views (how many times a mixture trained on a canary, summed over its copies): fewer
+    # views, less memorization; a canary planted once is expected alike, as are equal views.
+    views = (canaries or {}).get("trained", {})
     planted = sorted(
         (m for m in metrics if m.startswith("memorization/exposure/") and m != "memorization/exposure/control"),
         key=lambda m: int(m.rsplit("/", 1)[1]),
     )
-    for name in names:
-        for metric in planted if name != baseline else []:
-            n = int(metric.rsplit("/", 1)[1])
-            if n == 1:
-                add(metric, name, baseline, None, "a canary that occurs once in the raw pool is memorized alike")
+
+    def memorized_against(a: str, b: str) -> None:
+        for metric in planted:
+            n = metric.rsplit("/", 1)[1]
+            seen_a = views.get(a, {}).get(n, {}).get("mean_views")
+            seen_b = views.get(b, {}).get(n, {}).get("mean_views")
+            if n == "1" or seen_a is None or seen_b is None or math.isclose(seen_a, seen_b, rel_tol=0.1):
+                shown = "" if seen_a is None or seen_b is None else f" ({seen_a:.2f} and {seen_b:.2f} views)"
+                add(
+                    metric,
+                    a,
+                    b,
+                    None,
+                    f"{a} and {b} train on a canary planted {n} times alike{shown}, so they memorize it alike",
+                    family="memorization",
+                )
             else:
                 add(
                     metric,
-                    name,
-                    baseline,
-                    True,
-                    f"{name} trains on fewer copies of a canary that occurs {n} times "
-                    f"in the raw pool, so it memorizes it less than {baseline}",
+                    a,
+                    b,
+                    seen_a < seen_b,
+                    f"{a} trains on a canary planted {n} times {seen_a:.2f} times on "
+                    f"average, {b} {seen_b:.2f} times: more views, more memorization",
+                    family="memorization",
                 )
+
+    for name in names:
+        if name != baseline:
+            memorized_against(name, baseline)
+    for variant in config.variants:
+        if variant.ablation_of is not None:
+            memorized_against(variant.name, variant.ablation_of)
     transfer_keys = [m for m in metrics if "_accuracy@" in m]
     for name in names:
         for metric in transfer_keys:

@@ -1,7 +1,7 @@
 """Language identification over a batch of documents, and the language filter's decisions.
 
 A :class:`LanguageIdentifier` wraps a fastText language-ID model: fastText's ``lid.176.ftz``
-(fetched at setup, see :mod:`pipeline.models`) or ``lid.176.bin``, or a GlotLID / OpenLID model.
+(fetched at setup, see :mod:`pipeline.lid_model`) or ``lid.176.bin``, or a GlotLID / OpenLID model.
 Predicted labels lose their ``__label__`` prefix and are otherwise kept as the model writes them:
 ``en``, ``zh`` for lid.176; ``eng_Latn`` style codes for GlotLID and OpenLID.
 

@@ -28,7 +28,7 @@ from pipeline.io.warc import read_warc
 from pipeline.io.writer import ShardWriter, read_json, write_json, write_parquet
 from pipeline.ledger import Ledger
 from pipeline.schema import DOC_SCHEMA, QUARANTINE_SCHEMA, StageDir
-from pipeline.stage import fingerprint
+from pipeline.shard_stage import fingerprint
 
 STAGE = "source"
 # Part-record key: documents a unit lost to ids an earlier input file holds (drop_repeated_ids).

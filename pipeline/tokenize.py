@@ -668,12 +668,9 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
             "export to a local folder, then copy it (e.g. with your object store's CLI)"
         )
     mixture_dir, out_dir = as_path(mixture_dir), as_path(out_dir)
-    manifest_path = mixture_dir / "manifest.json"
-    if not manifest_path.is_file():
-        raise FileNotFoundError(f"no manifest.json in {mixture_dir}; pass a mixture folder such as <run>/mix/main")
-    manifest = json.loads(manifest_path.read_text())
-    if manifest.get("format") != "curate.mixture/1":
-        raise ValueError(f"{manifest_path} is not a mixture manifest (format {manifest.get('format')!r})")
+    from pipeline.mixture import read_manifest, tokenizer_path
+
+    manifest = read_manifest(mixture_dir)
     if verify:
         for entry in [*manifest["train"], *manifest["validation"]]:
             path = mixture_dir / entry["file"]
@@ -685,7 +682,7 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
         files[name] = export_bin([mixture_dir / e["file"] for e in manifest[split]], out_dir / name)
         files[name]["bytes_of_text"] = sum(e["bytes"] for e in manifest[split])
     with atomic_path(out_dir / "tokenizer.json") as tmp:
-        tmp.write_bytes((mixture_dir / manifest["tokenizer"]["file"]).read_bytes())
+        tmp.write_bytes(tokenizer_path(mixture_dir, manifest).read_bytes())
     meta = {
         "mixture": manifest["mixture"],
         "dtype": "uint16",

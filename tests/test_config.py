@@ -18,7 +18,7 @@ from flows.demo import demo_config
 from pipeline.config import ConfigError, load_config
 from pipeline.manifest import LOCK_NAME, RunDirInUse, check_run_dir, run_lock
 from pipeline.schema import StageDir
-from pipeline.stage import remove_unlisted
+from pipeline.shard_stage import remove_unlisted
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -24,7 +24,7 @@ from pipeline.demo_corpus import (
     perturb,
     zipf_copy_counts,
 )
-from pipeline.tasks import demo_topic_task, load_task
+from pipeline.downstream import demo_topic_task, load_task
 
 DOCS = 3_000
 SEED = 7

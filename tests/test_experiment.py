@@ -265,10 +265,17 @@ def test_tiny_experiment_end_to_end(tmp_path):
             assert entry["n"] == 2 and 0 <= entry["mean"] <= np.log2(expected_counts["control"] + 1)
     memorization = [c for c in results["comparisons"] if c["family"] == "memorization"]
     planted = [n for n in expected_counts if n != "control"]
-    assert {(c["a"], c["metric"]) for c in memorization} == {
-        (a, f"memorization/exposure/{n}") for a in ("full", "full-t2") for n in planted
+    assert {(c["a"], c["b"], c["metric"]) for c in memorization} == {
+        (a, b, f"memorization/exposure/{n}")
+        for a, b in (("full", "raw"), ("full-t2", "raw"), ("full-t2", "full"))
+        for n in planted
     }
-    assert all(c["b"] == "raw" for c in memorization)
+    # The expectation follows the views: fewer views of a canary, less memorization expected.
+    for c in memorization:
+        n = c["metric"].rsplit("/", 1)[1]
+        seen = [memo["trained"][side][n]["mean_views"] for side in (c["a"], c["b"])]
+        if n != "1" and abs(seen[0] - seen[1]) > 0.1 * max(seen):
+            assert f"{seen[0]:.2f} times on average" in c["expected"]
 
     # Run side by side (parallel_runs = 2: a process per run, a core each), pretraining and
     # transfer give what they gave one after the other; the curation runs are reused.

@@ -12,7 +12,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import models, steps
+from pipeline import lid_model as models
+from pipeline import stages as steps
 from pipeline.config import ConfigError, load_config
 from pipeline.lang import (
     DEFAULT_SAMPLE_CHARS,
@@ -25,8 +26,8 @@ from pipeline.lang import (
     lang_decisions,
     normalize_label,
 )
-from pipeline.models import DEFAULT_LID_MODEL, LID_MODEL_SHA256, fetch_lid_model, lid_model_path
-from pipeline.steps import lang_step
+from pipeline.lid_model import DEFAULT_LID_MODEL, LID_MODEL_SHA256, fetch_lid_model, lid_model_path
+from pipeline.stages import lang_step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -318,9 +319,9 @@ def test_lid_model_path(tmp_path, monkeypatch):
     message = str(caught.value)
     assert "\n" not in message
     assert str(DEFAULT_LID_MODEL) in message
-    assert "make setup" in message and "python -m pipeline.models" in message
+    assert "make setup" in message and "python -m pipeline.lid_model" in message
 
-    with pytest.raises(FileNotFoundError, match="python -m pipeline.models"):
+    with pytest.raises(FileNotFoundError, match="python -m pipeline.lid_model"):
         lid_model_path(tmp_path / "missing.ftz")
 
     DEFAULT_LID_MODEL.parent.mkdir(parents=True)

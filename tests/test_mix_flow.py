@@ -20,7 +20,7 @@ from flows.curate import curate_flow
 from pipeline.config import ConfigError
 from pipeline.report import build_report, inspect_document
 from pipeline.schema import MIX_CAUSES, RunLayout
-from pipeline.steps import enabled_stages
+from pipeline.stages import enabled_stages
 from pipeline.tokenize import decode_documents, export_mixture, load_tokenizer
 from tests.helpers import source_config, write_jsonl
 

@@ -41,8 +41,8 @@ from pipeline.io.writer import (
 from pipeline.manifest import LOCK_NAME
 from pipeline.report import build_report, inspect_document
 from pipeline.schema import RunLayout
-from pipeline.stage import check_stage_outputs
-from pipeline.steps import DOCUMENT_STAGES
+from pipeline.shard_stage import check_stage_outputs
+from pipeline.stages import DOCUMENT_STAGES
 from pipeline.tokenize import export_mixture
 from tests.test_report import write_corpus
 from trainer.config import parse_train_config

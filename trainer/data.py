@@ -20,7 +20,6 @@ skipped (fewer than ``world_size * micro_batch`` windows).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import zlib
 from collections.abc import Iterator
@@ -31,18 +30,15 @@ import numpy as np
 import torch
 
 from pipeline.io.storage import is_local
+from pipeline.mixture import MANIFEST_FILE, MixtureError, read_manifest
+from pipeline.mixture import tokenizer_path as tokenizer_file
 from pipeline.tokenize import file_sha256, read_token_shard, shard_metadata
 from trainer.config import COPY_MIXTURE_HERE
 from trainer.model import mask_tokens
 
-MIXTURE_FORMAT = "curate.mixture/1"
 # Salts that keep the masking of training and of validation windows independent under one seed.
 SALT_TRAIN_MASK = 0x4D41534B  # "MASK"
 SALT_VALIDATION_MASK = 0x56414C  # "VAL"
-
-
-class MixtureError(ValueError):
-    """A mixture directory that cannot be trained on; the message is one line naming the file."""
 
 
 class TokenStream:
@@ -114,28 +110,10 @@ def open_mixture(path: Path, verify_checksums: bool = True) -> Mixture:
     if not is_local(path):
         raise MixtureError(f"mixture: {path} is not a local folder; {COPY_MIXTURE_HERE}")
     path = Path(path)
-    manifest_path = path / "manifest.json"
-    if not manifest_path.is_file():
-        raise MixtureError(
-            f"no manifest.json in {path}; point mixture at a folder the mix stage wrote (<run_dir>/mix/<mixture>)"
-        )
-    raw = manifest_path.read_bytes()
-    try:
-        manifest = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise MixtureError(f"{manifest_path} is not valid JSON ({error}); re-run the mix stage") from None
-    if manifest.get("format") != MIXTURE_FORMAT:
-        raise MixtureError(
-            f"{manifest_path} has format {manifest.get('format')!r}, not {MIXTURE_FORMAT!r}; "
-            "re-run the mix stage with this version"
-        )
-    for key in ("tokenizer", "groups", "train", "validation"):
-        if key not in manifest:
-            raise MixtureError(f"{manifest_path} lacks {key!r}; re-run the mix stage")
+    manifest_path = path / MANIFEST_FILE
+    manifest = read_manifest(path)
     tokenizer = manifest["tokenizer"]
-    tokenizer_path = path / tokenizer.get("file", "tokenizer.json")
-    if not tokenizer_path.is_file():
-        raise MixtureError(f"no tokenizer at {tokenizer_path}; the manifest names it, re-run the mix stage")
+    tokenizer_path = tokenizer_file(path, manifest)
     if verify_checksums and file_sha256(tokenizer_path) != tokenizer["sha256"]:
         raise MixtureError(
             f"{tokenizer_path} does not match the manifest's tokenizer sha256; "
@@ -191,7 +169,7 @@ def open_mixture(path: Path, verify_checksums: bool = True) -> Mixture:
     return Mixture(
         path=path,
         manifest=manifest,
-        manifest_sha256=hashlib.sha256(raw).hexdigest(),
+        manifest_sha256=hashlib.sha256(manifest_path.read_bytes()).hexdigest(),
         tokenizer_path=tokenizer_path,
         vocab_size=int(tokenizer["vocab_size"]),
         special_ids=specials,

@@ -385,11 +385,43 @@ def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] 
             dist.destroy_process_group()
 
 
-def _train(
-    config: TrainConfig, resume: bool, log: Callable[[str], None] | None, processes: Processes, device: torch.device
-) -> dict:
-    started = time.perf_counter()
-    say = log or (lambda line: None)
+@dataclass
+class Progress:
+    """The counters a checkpoint carries besides the weights: steps and tokens done, and the
+    seconds spent training and in all (earlier invocations included)."""
+
+    step: int = 0
+    tokens_seen: int = 0
+    train_time: float = 0.0
+    wall_before: float = 0.0
+
+
+@dataclass
+class Run:
+    """Everything one training run holds while it runs (set up by :func:`_setup`)."""
+
+    config: TrainConfig
+    processes: Processes
+    device: torch.device
+    say: Callable[[str], None]
+    started: float
+    mixture: Mixture
+    extra_sets: dict[str, Mixture]
+    model_config: GPTConfig
+    raw_model: GPT
+    model: torch.nn.Module  # raw_model, compiled and/or wrapped in DDP
+    eval_model: torch.nn.Module  # compiled, not wrapped
+    optimizer: torch.optim.Optimizer
+    loader: TrainLoader
+    progress: Progress
+    resumed: bool
+    metrics: Metrics | None
+    total_steps: int
+    tokens_per_step: int
+
+
+def _open_data(config: TrainConfig) -> tuple[Mixture, dict[str, Mixture]]:
+    """The training mixture and the extra evaluation sets, which must share its tokenizer."""
     mixture = open_mixture(config.mixture)
     extra_sets = {name: open_mixture(path) for name, path in config.eval_mixtures.items()}
     for name, extra in extra_sets.items():
@@ -398,6 +430,16 @@ def _train(
                 f"eval_mixtures.{name}: {extra.path} was tokenized with another tokenizer than "
                 f"the mixture; tokenize both with one tokenizer"
             )
+    return mixture, extra_sets
+
+
+def _setup(
+    config: TrainConfig, resume: bool, say: Callable[[str], None], processes: Processes, device: torch.device
+) -> Run:
+    """Data, model, optimizer and loader, resumed from the latest good checkpoint of ``out_dir``
+    when there is one; rank 0's outputs opened."""
+    started = time.perf_counter()
+    mixture, extra_sets = _open_data(config)
     out_dir = config.out_dir
     if processes.main:
         for stale in remove_checkpoint_temporaries(out_dir):
@@ -427,16 +469,17 @@ def _train(
     )
     torch.manual_seed(config.seed + processes.rank)  # dropout differs between processes
     random.seed(config.seed + processes.rank)
-    step, tokens_seen, train_time, wall_before = 0, 0, 0.0, 0.0
+    progress = Progress()
     if checkpoint is not None:
         raw_model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         loader.load_state_dict(checkpoint["loader"])
         rng = checkpoint["rng"]
         _set_rng_states(rng[processes.rank % len(rng)], device)
-        step, tokens_seen = checkpoint["step"], checkpoint["tokens_seen"]
-        train_time, wall_before = checkpoint["train_time_s"], checkpoint["wall_time_s"]
-        say(f"resuming from {checkpoint_path} (step {step})")
+        progress = Progress(
+            checkpoint["step"], checkpoint["tokens_seen"], checkpoint["train_time_s"], checkpoint["wall_time_s"]
+        )
+        say(f"resuming from {checkpoint_path} (step {progress.step})")
         del checkpoint
 
     model = torch.compile(raw_model) if config.compile else raw_model
@@ -444,8 +487,6 @@ def _train(
     if processes.distributed:
         model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
-    total_steps = config.total_steps(processes.world_size)
-    tokens_per_step = config.tokens_per_step(processes.world_size)
     metrics = None
     if processes.main:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -454,146 +495,217 @@ def _train(
         metrics = Metrics(
             out_dir,
             mixture.validation_groups,
-            step if checkpoint_path else None,
+            progress.step if checkpoint_path else None,
             {name: extra.validation_groups for name, extra in extra_sets.items()},
         )
+    run = Run(
+        config,
+        processes,
+        device,
+        say,
+        started,
+        mixture,
+        extra_sets,
+        model_config,
+        raw_model,
+        model,
+        eval_model,
+        optimizer,
+        loader,
+        progress,
+        checkpoint_path is not None,
+        metrics,
+        config.total_steps(processes.world_size),
+        config.tokens_per_step(processes.world_size),
+    )
     say(
-        f"{raw_model.num_parameters():,} parameters, {total_steps} steps of {tokens_per_step:,} tokens, "
+        f"{raw_model.num_parameters():,} parameters, {run.total_steps} steps of {run.tokens_per_step:,} tokens, "
         f"{processes.world_size} process(es) on {device.type}"
     )
+    return run
 
-    def save() -> None:
-        rng = [_rng_states(device)]
+
+def _step(run: Run, lr: float) -> torch.Tensor:
+    """One optimizer step at ``lr``: ``grad_accum`` micro steps (gradients all-reduced on the last
+    only), gradient clipping, AdamW. Returns the step's mean loss (a tensor, not synchronized)."""
+    for group in run.optimizer.param_groups:
+        group["lr"] = lr
+    grad_accum = run.config.batch.grad_accum
+    step_loss = torch.zeros((), device=run.device)
+    for micro in range(grad_accum):
+        inputs, targets = run.loader.next_batch()
+        inputs, targets = inputs.to(run.device, non_blocking=True), targets.to(run.device, non_blocking=True)
+        syncing = not run.processes.distributed or micro == grad_accum - 1
+        with nullcontext() if syncing else run.model.no_sync():
+            with _autocast(run.config, run.device):
+                _, loss = run.model(inputs, targets)
+            (loss / grad_accum).backward()
+        step_loss += loss.detach()
+    if run.config.optim.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(run.raw_model.parameters(), run.config.optim.grad_clip)
+    run.optimizer.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    return step_loss / grad_accum
+
+
+@dataclass
+class LossWindow:
+    """The training loss and throughput since the last logged row."""
+
+    loss_sum: torch.Tensor
+    steps: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, loss: torch.Tensor, tokens: int, seconds: float) -> None:
+        self.loss_sum += loss
+        self.steps += 1
+        self.tokens += tokens
+        self.seconds += seconds
+
+    def take(self, processes: Processes) -> tuple[float, float]:
+        """``(mean loss over the processes, tokens per second)``, and start a new window."""
         if processes.distributed:
-            rng = [None] * processes.world_size
-            dist.all_gather_object(rng, _rng_states(device))
-        if processes.main:
-            path = _save_checkpoint(
-                out_dir,
-                {
-                    "format": CHECKPOINT_FORMAT,
-                    "step": step,
-                    "tokens_seen": tokens_seen,
-                    "train_time_s": train_time,
-                    "wall_time_s": wall_before + time.perf_counter() - started,
-                    "config": config.to_dict(),
-                    "model_config": asdict(model_config),
-                    "mixture_sha256": mixture.manifest_sha256,
-                    "world_size": processes.world_size,
-                    "model": raw_model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "loader": loader.state_dict(),
-                    "rng": rng,
-                },
-                config.keep_last,
-            )
-            say(f"step {step}: saved {path.name}")
+            dist.all_reduce(self.loss_sum)
+            self.loss_sum /= processes.world_size
+        result = (self.loss_sum.item() / self.steps, self.tokens / self.seconds)
+        self.loss_sum.zero_()
+        self.steps, self.tokens, self.seconds = 0, 0, 0.0
+        return result
 
-    final = None
-    extra_final: dict[str, dict] = {}
-    loss_sum = torch.zeros((), device=device)
-    loss_steps = 0
-    row_tokens, row_time = 0, 0.0
-    grad_accum = config.batch.grad_accum
-    model.train()
-    while step < total_steps:
-        tick = time.perf_counter()
-        lr = learning_rate(step, total_steps, config.optim)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        step_loss = torch.zeros((), device=device)
-        for micro in range(grad_accum):
-            inputs, targets = loader.next_batch()
-            inputs, targets = inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
-            # Gradients are all-reduced on the last micro step only.
-            syncing = not processes.distributed or micro == grad_accum - 1
-            with nullcontext() if syncing else model.no_sync():
-                with _autocast(config, device):
-                    _, loss = model(inputs, targets)
-                (loss / grad_accum).backward()
-            step_loss += loss.detach()
-        if config.optim.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(raw_model.parameters(), config.optim.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
-        tokens_seen += tokens_per_step
-        loss_sum += step_loss / grad_accum
-        loss_steps += 1
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)  # so that the step's time is its GPU time, not its launch time
-        elapsed = time.perf_counter() - tick
-        train_time += elapsed
-        row_tokens += tokens_per_step
-        row_time += elapsed
 
-        done = step == total_steps
-        logging = step % config.log_interval == 0 or done
-        evaluating = step % config.eval_interval == 0 or done
-        if logging or evaluating:
-            row = {"step": step, "tokens_seen": tokens_seen, "epoch": loader.epochs_done, "lr": lr}
-            if logging:
-                if processes.distributed:
-                    dist.all_reduce(loss_sum)
-                    loss_sum /= processes.world_size
-                row["train_loss"] = loss_sum.item() / loss_steps
-                row["tokens_per_s"] = row_tokens / row_time
-                loss_sum.zero_()
-                loss_steps, row_tokens, row_time = 0, 0, 0.0
-                say(
-                    f"step {step}/{total_steps}: train loss {row['train_loss']:.4f}, lr {lr:.2e}, "
-                    f"{row['tokens_per_s']:,.0f} tokens/s"
-                )
-            if evaluating:
-                final = evaluate(eval_model, mixture, config, device, processes)
-                row["val_loss"], row["val_bpb"] = final["loss"], final["bpb"]
-                for group, result in final["groups"].items():
-                    row[f"val_loss/{group}"], row[f"val_bpb/{group}"] = result["loss"], result["bpb"]
-                say(f"step {step}: val loss {final['loss']:.4f}, {final['bpb']:.4f} bits per byte")
-                for name, extra in extra_sets.items():
-                    result = evaluate(eval_model, extra, config, device, processes)
-                    extra_final[name] = result
-                    row[f"{name}_loss"], row[f"{name}_bpb"] = result["loss"], result["bpb"]
-                    for group, values in result["groups"].items():
-                        row[f"{name}_loss/{group}"], row[f"{name}_bpb/{group}"] = values["loss"], values["bpb"]
-                    say(f"step {step}: {name} loss {result['loss']:.4f}, {result['bpb']:.4f} bits per byte")
-            if metrics is not None:
-                metrics.write(row)
-        if step % config.checkpoint_interval == 0 or done:
-            save()
-    if final is None:  # nothing left to train (a finished run, resumed): evaluate for the summary
-        final = evaluate(eval_model, mixture, config, device, processes)
-        extra_final = {
-            name: evaluate(eval_model, extra, config, device, processes) for name, extra in extra_sets.items()
-        }
+def _evaluate_all(run: Run) -> tuple[dict, dict[str, dict]]:
+    """The mixture's validation groups and every extra evaluation set."""
+    final = evaluate(run.eval_model, run.mixture, run.config, run.device, run.processes)
+    extra = {
+        name: evaluate(run.eval_model, mixture, run.config, run.device, run.processes)
+        for name, mixture in run.extra_sets.items()
+    }
+    return final, extra
 
-    wall = wall_before + time.perf_counter() - started
-    summary = {
-        "config": config.to_dict(),
-        "model": asdict(model_config),
+
+def _log_row(run: Run, window: LossWindow, lr: float, logging: bool, evaluating: bool) -> dict | None:
+    """A metrics row at this step: the training loss since the last row (``logging``) and the
+    evaluations (``evaluating``); returns the evaluations when it ran them."""
+    step = run.progress.step
+    row = {"step": step, "tokens_seen": run.progress.tokens_seen, "epoch": run.loader.epochs_done, "lr": lr}
+    say = run.say
+    if logging:
+        row["train_loss"], row["tokens_per_s"] = window.take(run.processes)
+        say(
+            f"step {step}/{run.total_steps}: train loss {row['train_loss']:.4f}, lr {lr:.2e}, "
+            f"{row['tokens_per_s']:,.0f} tokens/s"
+        )
+    evaluated = None
+    if evaluating:
+        final, extra = evaluated = _evaluate_all(run)
+        row["val_loss"], row["val_bpb"] = final["loss"], final["bpb"]
+        for group, result in final["groups"].items():
+            row[f"val_loss/{group}"], row[f"val_bpb/{group}"] = result["loss"], result["bpb"]
+        say(f"step {step}: val loss {final['loss']:.4f}, {final['bpb']:.4f} bits per byte")
+        for name, result in extra.items():
+            row[f"{name}_loss"], row[f"{name}_bpb"] = result["loss"], result["bpb"]
+            for group, values in result["groups"].items():
+                row[f"{name}_loss/{group}"], row[f"{name}_bpb/{group}"] = values["loss"], values["bpb"]
+            say(f"step {step}: {name} loss {result['loss']:.4f}, {result['bpb']:.4f} bits per byte")
+    if run.metrics is not None:
+        run.metrics.write(row)
+    return evaluated
+
+
+def _save(run: Run) -> None:
+    """A checkpoint of the run (every rank's RNG states gathered; rank 0 writes it)."""
+    rng = [_rng_states(run.device)]
+    if run.processes.distributed:
+        rng = [None] * run.processes.world_size
+        dist.all_gather_object(rng, _rng_states(run.device))
+    if not run.processes.main:
+        return
+    progress = run.progress
+    path = _save_checkpoint(
+        run.config.out_dir,
+        {
+            "format": CHECKPOINT_FORMAT,
+            "step": progress.step,
+            "tokens_seen": progress.tokens_seen,
+            "train_time_s": progress.train_time,
+            "wall_time_s": progress.wall_before + time.perf_counter() - run.started,
+            "config": run.config.to_dict(),
+            "model_config": asdict(run.model_config),
+            "mixture_sha256": run.mixture.manifest_sha256,
+            "world_size": run.processes.world_size,
+            "model": run.raw_model.state_dict(),
+            "optimizer": run.optimizer.state_dict(),
+            "loader": run.loader.state_dict(),
+            "rng": rng,
+        },
+        run.config.keep_last,
+    )
+    run.say(f"step {progress.step}: saved {path.name}")
+
+
+def _summary(run: Run, final: dict, extra_final: dict[str, dict]) -> dict:
+    progress, raw_model = run.progress, run.raw_model
+    train_time = progress.train_time
+    return {
+        "config": run.config.to_dict(),
+        "model": asdict(run.model_config),
         "parameters": raw_model.num_parameters(non_embedding=False),
         "non_embedding_parameters": raw_model.num_parameters(non_embedding=True),
         "flops_per_token": raw_model.flops_per_token(),
-        "steps": step,
-        "tokens": tokens_seen,
-        "epochs": loader.epochs_done,
-        "world_size": processes.world_size,
-        "device": device.type,
+        "steps": progress.step,
+        "tokens": progress.tokens_seen,
+        "epochs": run.loader.epochs_done,
+        "world_size": run.processes.world_size,
+        "device": run.device.type,
         "final": final,
         "final_eval": extra_final,
-        "wall_time_s": wall,
+        "wall_time_s": progress.wall_before + time.perf_counter() - run.started,
         "train_time_s": train_time,
-        "tokens_per_s": tokens_seen / train_time if train_time else None,
+        "tokens_per_s": progress.tokens_seen / train_time if train_time else None,
         # Achieved model FLOP/s; divided by the hardware's peak it is the MFU.
-        "model_flops_per_s": tokens_seen * raw_model.flops_per_token() / train_time if train_time else None,
-        "mixture_manifest_sha256": mixture.manifest_sha256,
+        "model_flops_per_s": progress.tokens_seen * raw_model.flops_per_token() / train_time if train_time else None,
+        "mixture_manifest_sha256": run.mixture.manifest_sha256,
     }
+
+
+def _train(
+    config: TrainConfig, resume: bool, log: Callable[[str], None] | None, processes: Processes, device: torch.device
+) -> dict:
+    run = _setup(config, resume, log or (lambda line: None), processes, device)
+    progress = run.progress
+    window = LossWindow(torch.zeros((), device=device))
+    evaluated = None
+    run.model.train()
+    while progress.step < run.total_steps:
+        tick = time.perf_counter()
+        lr = learning_rate(progress.step, run.total_steps, config.optim)
+        loss = _step(run, lr)
+        progress.step += 1
+        progress.tokens_seen += run.tokens_per_step
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # so that the step's time is its GPU time, not its launch time
+        elapsed = time.perf_counter() - tick
+        progress.train_time += elapsed
+        window.add(loss, run.tokens_per_step, elapsed)
+
+        done = progress.step == run.total_steps
+        logging = progress.step % config.log_interval == 0 or done
+        evaluating = progress.step % config.eval_interval == 0 or done
+        if logging or evaluating:
+            evaluated = _log_row(run, window, lr, logging, evaluating) or evaluated
+        if progress.step % config.checkpoint_interval == 0 or done:
+            _save(run)
+    # Nothing left to train (a finished run, resumed): evaluate for the summary.
+    final, extra_final = evaluated if evaluated is not None else _evaluate_all(run)
+
+    summary = _summary(run, final, extra_final)
     if processes.main:
-        metrics.close()
-        write_json(summary, out_dir / "summary.json")
-        say(
-            f"done: {step} steps, {tokens_seen:,} tokens, val loss {final['loss']:.4f}, "
-            f"{final['bpb']:.4f} bits per byte; {out_dir / 'summary.json'}"
+        run.metrics.close()
+        write_json(summary, config.out_dir / "summary.json")
+        run.say(
+            f"done: {progress.step} steps, {progress.tokens_seen:,} tokens, val loss {final['loss']:.4f}, "
+            f"{final['bpb']:.4f} bits per byte; {config.out_dir / 'summary.json'}"
         )
     return summary
 

@@ -1,7 +1,7 @@
 """Transfer to a downstream classification task, by the classic pretrain-then-adapt protocol.
 
 For a model (a pretrained checkpoint, or the same architecture at random initialization) and a
-task (``pipeline.tasks``: id, text, label, split), at each labelled-set size:
+task (``pipeline.downstream``: id, text, label, split), at each labelled-set size:
 
 * **linear probe**: the backbone is frozen; a document's features are its final hidden states
   (after the last LayerNorm) averaged over its tokens; a multinomial logistic regression with an
@@ -14,7 +14,7 @@ task (``pipeline.tasks``: id, text, label, split), at each labelled-set size:
 Texts are encoded with the model's tokenizer and cut to their first ``max_tokens`` tokens (for a
 news article, the headline and the opening paragraphs). Scores are test accuracy and mean
 cross-entropy (nats). The labelled subsets are nested and class-balanced
-(:func:`pipeline.tasks.labelled_subsets`).
+(:func:`pipeline.downstream.labelled_subsets`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from tokenizers import Tokenizer
 
-from pipeline.tasks import labelled_subsets, labels
+from pipeline.downstream import labelled_subsets, labels
 from pipeline.tokenize import special_ids
 from trainer.model import GPT
 

@@ -280,7 +280,8 @@ def _memorization(results: dict) -> str:
         f'greedy decoding of the next <span class="num" data-json="results.json#memorization.suffix_tokens">'
         f"{info['suffix_tokens']}</span> is scored (exact extraction and leading tokens right, Carlini et al. 2022), "
         "with the true suffix's loss, and exposure: how far below the controls' suffix losses a canary's lies, "
-        "log2(controls + 1) − log2(rank) bits (Carlini et al. 2019; a control scores about 1.4 bits). "
+        "log2(controls + 1) − log2(rank) bits (Carlini et al. 2019; each control against the others averages 1.43 bits "
+        "by construction). "
         "Means over the canaries of each row, ± the spread over seeds.</p>"
         + "".join(sections)
         + "<h3>Comparisons (Holm over the memorization family)</h3>"

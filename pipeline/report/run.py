@@ -17,8 +17,9 @@ import polars as pl
 
 from pipeline.config import ConfigError, RunConfig, validate_model
 from pipeline.io.storage import as_path, parquet_file, read_parquet, scan_parquet
+from pipeline.mixture import MANIFEST_FILE, PLAN_FILE
 from pipeline.schema import REMOVED_SCHEMA, RunLayout
-from pipeline.steps import DOCUMENT_STAGES, STAGES
+from pipeline.stages import STAGES, document_stages
 
 # Every stage a run can have, in run order.
 ALL_STAGES = ("source", *STAGES)
@@ -66,7 +67,7 @@ class RunFiles:
     @property
     def document_stages(self) -> list[str]:
         """The stages that wrote documents, in run order."""
-        return [s for s in DOCUMENT_STAGES if s in self.stats]
+        return document_stages(self.stats)
 
     def previous(self, stage: str) -> str | None:
         """The document stage whose output ``stage`` read (None for source)."""
@@ -161,13 +162,13 @@ class RunFiles:
 
     def mixture_names(self) -> list[str]:
         names = list(self.stats.get("mix", {}).get("mixtures", {}))
-        return [n for n in names if (self.root / "mix" / n / "manifest.json").is_file()]
+        return [n for n in names if (self.root / "mix" / n / MANIFEST_FILE).is_file()]
 
     def mixture_manifest(self, name: str) -> dict:
-        return _read_json(self.root / "mix" / name / "manifest.json")
+        return _read_json(self.root / "mix" / name / MANIFEST_FILE)
 
     def plan(self, name: str) -> pl.DataFrame | None:
-        path = self.root / "mix" / name / "plan.parquet"
+        path = self.root / "mix" / name / PLAN_FILE
         return read_parquet(path) if path.is_file() else None
 
     def text_bytes(self, stage: str) -> int | None:

@@ -1,7 +1,10 @@
-"""The step of each shard stage, built from a run's config (see pipeline.stage)."""
+"""The stages of a curation run (:data:`REGISTRY`: name, kind, whether it writes documents) and the
+step of each shard stage, built from a run's config (see pipeline.shard_stage)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import polars as pl
@@ -10,16 +13,55 @@ from pipeline.config import RunConfig
 from pipeline.filters.engine import apply_filters
 from pipeline.filters.registry import build_filters
 from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
-from pipeline.models import lid_model_path
-from pipeline.stage import Step, StepResult, removed_frame
+from pipeline.lid_model import lid_model_path
+from pipeline.shard_stage import Step, StepResult, removed_frame
 
-# The stages after `source`, in run order; lang and filter are plain shard stages (a step per
-# shard); dedup and lines first count over the whole corpus (flows.dedup); tokenize writes token
-# shards of the documents the stages before it kept (flows.tokenize); mix gathers those tokens into
-# training mixtures with held-out validation shards (flows.mix).
-STAGES = ("lang", "filter", "dedup", "lines", "tokenize", "mix")
-# The stages whose output is documents (docs/*.parquet).
-DOCUMENT_STAGES = ("source", "lang", "filter", "dedup", "lines")
+
+@dataclass(frozen=True)
+class StageSpec:
+    """A stage of a curation run: its name (also its folder in the run directory, see
+    pipeline.schema.RunLayout), how its flow works (``kind``), and whether it writes documents
+    (``docs/*.parquet``) that the next stage reads."""
+
+    name: str
+    kind: str  # source | shard (a step per shard) | corpus (counts over the corpus first) | tokens | mixtures
+    documents: bool
+
+    @property
+    def folder(self) -> str:
+        return self.name
+
+
+# Every stage, in run order: source reads the inputs; lang and filter are plain shard stages
+# (flows.stages); dedup and lines first count over the whole corpus (flows.dedup); tokenize writes
+# token shards of the documents the stages before it kept (flows.tokenize); mix gathers those
+# tokens into training mixtures with held-out validation shards (flows.mix).
+REGISTRY = {
+    spec.name: spec
+    for spec in (
+        StageSpec("source", "source", documents=True),
+        StageSpec("lang", "shard", documents=True),
+        StageSpec("filter", "shard", documents=True),
+        StageSpec("dedup", "corpus", documents=True),
+        StageSpec("lines", "corpus", documents=True),
+        StageSpec("tokenize", "tokens", documents=False),
+        StageSpec("mix", "mixtures", documents=False),
+    )
+}
+STAGES = tuple(name for name in REGISTRY if name != "source")  # the stages a config turns on or off
+DOCUMENT_STAGES = tuple(name for name, spec in REGISTRY.items() if spec.documents)
+
+
+def document_stages(ran: Iterable[str]) -> list[str]:
+    """The stages among ``ran`` that wrote documents, in run order."""
+    ran = set(ran)
+    return [name for name in DOCUMENT_STAGES if name in ran]
+
+
+def last_document_stage(ran: Iterable[str]) -> str:
+    """The stage whose documents are a run's curated documents: the last document stage that ran
+    (at least ``source``)."""
+    return (document_stages(ran) or ["source"])[-1]
 
 
 @lru_cache(maxsize=4)

