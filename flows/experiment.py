@@ -249,7 +249,7 @@ def _check_contamination(
         "common_window_docs": config.decontamination.common_window_docs,
     }
     counts = {}
-    for variant in config.variants:
+    for variant in config.all_variants():
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
         counts[variant.name] = check_contamination(mixture, protected, tokenizer, **settings)
         if junk is not None and junk.height:
@@ -268,7 +268,9 @@ def _check_contamination(
     return counts
 
 
-def _train_config(config: ExperimentConfig, mixture: Path, out_dir: Path, seed: int, heldout: Path):
+def _train_config(
+    config: ExperimentConfig, mixture: Path, out_dir: Path, seed: int, heldout: Path, budget: int | None = None
+):
     from trainer.config import parse_train_config
 
     data = {
@@ -279,7 +281,7 @@ def _train_config(config: ExperimentConfig, mixture: Path, out_dir: Path, seed: 
         "eval_mixtures": {EVAL_MIXTURE: str(heldout)},
     }
     if data.get("max_steps") is None and data.get("max_tokens") is None:
-        data["max_tokens"] = config.budget_tokens
+        data["max_tokens"] = budget or config.budget_tokens
     return parse_train_config(data)
 
 
@@ -445,17 +447,21 @@ def _run_models(
     pretraining: dict[tuple[str, int], dict],
     transfer_parameters,
     memorization_parameters=None,
+    followed: set[str] | None = None,
 ) -> tuple[dict[str, dict[int, dict]], ...]:
     """Every pretraining run (``pretrain_task``'s parameters per variant and seed), every
     transfer run (``transfer_parameters(model, seed)``; random init first, then each variant's as
     soon as its pretraining is done) and, with ``memorization_parameters(variant, seed)``, every
     pretrained model's memorization: in this process one after the other, or with
     ``parallel_runs`` > 1 that many at a time, each in a process of its own with its share of the
-    cores. Returns ``(summaries, transfer, memorization)``, each ``{model: {seed: result}}``."""
+    cores. Only the models in ``followed`` (default: all) get transfer and memorization runs.
+    Returns ``(summaries, transfer, memorization)``, each ``{model: {seed: result}}``."""
     results: dict[str, dict[str, dict[int, dict]]] = {"pretrain": {}, "transfer": {}, "memorization": {}}
     randoms = [(RANDOM, seed) for seed in config.seeds]
 
     def followups(key: tuple[str, int]) -> list:
+        if followed is not None and key[0] not in followed:
+            return []
         runs = [("transfer", transfer_task, transfer_parameters(*key))]
         if memorization_parameters is not None:
             runs.append(("memorization", memorization_task, memorization_parameters(*key)))
@@ -571,13 +577,19 @@ def experiment_flow(config: ExperimentConfig) -> dict:
         )
 
     pretraining = {}
-    for variant in config.variants:
+    for variant in config.all_variants():  # the data-efficiency runs pretrain only
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
         for seed in config.seeds:
-            train_config = _train_config(config, mixture, out / "train" / variant.name / f"seed-{seed}", seed, heldout)
+            folder = out / "train" / variant.name / f"seed-{seed}"
+            train_config = _train_config(config, mixture, folder, seed, heldout, variant.budget_tokens)
             pretraining[(variant.name, seed)] = dict(variant=variant.name, seed=seed, train_config=train_config)
+    followed = {v.name for v in config.variants}
     summaries, transfer, memorization = _run_models(
-        config, pretraining, transfer_parameters, memorization_parameters if canaries_path else None
+        config,
+        pretraining,
+        transfer_parameters,
+        memorization_parameters if canaries_path else None,
+        followed=followed,
     )
     timing["training_and_transfer_s"] = time.perf_counter() - tick
 

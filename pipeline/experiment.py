@@ -73,6 +73,7 @@ class VariantConfig(_Strict):
     temperature: float | None = Field(default=None, gt=0)  # over the groups; None: 1 (natural)
     weights: dict[str, float] | None = None
     max_epochs: float | None = Field(default=None, gt=0)  # None: the experiment's
+    budget_tokens: int | None = Field(default=None, ge=1)  # None: the experiment's
     # A leave-one-out variant (FineWeb-style ablation) is also compared with the pipeline it leaves
     # a step out of: what removing that step costs, measured inside the pipeline that uses it.
     ablation_of: str | None = None
@@ -159,6 +160,30 @@ class MemorizationConfig(_Strict):
         return _existing_file(value, "memorization.canaries", "a Parquet file with id, text, occurrences columns")
 
 
+def budget_label(tokens: int) -> str:
+    """A token budget as a name: 150000 -> ``150k``, 1200000 -> ``1.2M``."""
+    return f"{tokens / 1e6:g}M" if tokens >= 1_000_000 else f"{tokens / 1e3:g}k" if tokens >= 1000 else str(tokens)
+
+
+class EfficiencyConfig(_Strict):
+    """The data-efficiency multiplier: ``variants`` trained again at each of ``budgets`` (token
+    budgets besides the experiment's ``budget_tokens``), each budget a mixture of the same curation
+    run and a pretraining run per seed (no transfer, no memorization), named ``<variant>-<budget>``
+    (``raw-150k``). Per variant and seed, held-out loss against tokens is fitted with
+    L(D) = E + B / D^beta (:func:`fit_power_law`); the multiplier says how many times fewer tokens the
+    other variants need to reach the first one's loss at the largest budget."""
+
+    budgets: list[int] = Field(default_factory=list)
+    variants: list[str] = Field(default_factory=list)  # the first is the reference (the baseline, usually)
+
+    @field_validator("budgets")
+    @classmethod
+    def _positive(cls, value):
+        if any(b < 1 for b in value) or len(set(value)) != len(value):
+            raise ValueError("budgets must be distinct positive token counts")
+        return sorted(value)
+
+
 class TokenizerConfig(_Strict):
     vocab_size: int = Field(default=8192, ge=260)
     sample_docs: int = Field(default=20_000, ge=10)
@@ -183,6 +208,7 @@ class ExperimentConfig(_Strict):
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     task: TaskConfig = Field(default_factory=TaskConfig)
     memorization: MemorizationConfig = Field(default_factory=MemorizationConfig)
+    efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
     quality_model: Path | None = None  # fastText quality model; default with demo: trained on it
     variants: list[VariantConfig] = Field(min_length=1)
     baseline: str | None = None  # the variant others are compared with; default: the first
@@ -241,6 +267,21 @@ class ExperimentConfig(_Strict):
                 "quality_model: a variant uses the quality filter; train one with "
                 "`curate train-quality` and name it here"
             )
+        if self.efficiency.budgets:
+            unknown = [name for name in self.efficiency.variants if name not in names]
+            if len(self.efficiency.variants) < 2 or unknown:
+                raise ValueError(
+                    "efficiency.variants: name at least two variants"
+                    + (f"; {', '.join(unknown)} is not one ({', '.join(names)})" if unknown else "")
+                )
+            if len({*self.efficiency.budgets, self.budget_tokens}) < 3:
+                raise ValueError(
+                    "efficiency.budgets: a power law of three parameters needs at least three budgets "
+                    "in all (budget_tokens counts); four give it a residual"
+                )
+            taken = {v.name for v in self.efficiency_variants()} & set(names)
+            if taken:
+                raise ValueError(f"efficiency: the run name {sorted(taken)[0]!r} is taken by a variant; rename it")
         block = (self.train.get("model") or {}).get("block_size", 256)  # the trainer's default
         cut = self.memorization.prefix_tokens + self.memorization.suffix_tokens
         if self.memorization.enabled and isinstance(block, int) and cut > block:
@@ -257,10 +298,26 @@ class ExperimentConfig(_Strict):
     def baseline_name(self) -> str:
         return self.baseline or self.variants[0].name
 
+    def efficiency_variants(self) -> list[VariantConfig]:
+        """The variants of the data-efficiency fit at the budgets besides ``budget_tokens``."""
+        by_name = {v.name: v for v in self.variants}
+        return [
+            by_name[name].model_copy(
+                update={"name": f"{name}-{budget_label(budget)}", "budget_tokens": budget, "ablation_of": None}
+            )
+            for name in self.efficiency.variants
+            for budget in self.efficiency.budgets
+            if budget != self.budget_tokens
+        ]
+
+    def all_variants(self) -> list[VariantConfig]:
+        """Every mixture the experiment trains on: the variants, then the data-efficiency runs."""
+        return [*self.variants, *self.efficiency_variants()]
+
     def curations(self) -> dict[str, list[VariantConfig]]:
-        """Curation folder -> the variants it serves, in config order."""
+        """Curation folder -> the variants it serves (data-efficiency runs included), in config order."""
         runs: dict[str, list[VariantConfig]] = {}
-        for variant in self.variants:
+        for variant in self.all_variants():
             runs.setdefault(variant.curation_key, []).append(variant)
         return runs
 
@@ -316,7 +373,7 @@ def curation_config(
     for variant in variants:
         mixture = {
             "name": variant.name,
-            "budget_tokens": experiment.budget_tokens,
+            "budget_tokens": variant.budget_tokens or experiment.budget_tokens,
             "max_epochs": variant.max_epochs or experiment.max_epochs,
         }
         if variant.weights is not None:
@@ -758,6 +815,121 @@ def transfer_metrics(results: dict) -> dict[str, float]:
     return metrics
 
 
+# ---------------------------------------------------------------------------------------------
+# Data efficiency
+
+
+def fit_power_law(tokens, losses) -> dict | None:
+    """Fit L(D) = E + B / D^beta to ``losses`` at ``tokens`` (D in millions of tokens), least squares
+    with E in [0, min loss], B >= 0 and beta in [0.01, 5], started from several betas; the best fit's
+    ``E``, ``B``, ``beta`` and root-mean-square residual ``rms``, or None with fewer than three
+    points or no decreasing fit."""
+    from scipy.optimize import least_squares
+
+    d = np.asarray(tokens, dtype=np.float64) / 1e6
+    loss = np.asarray(losses, dtype=np.float64)
+    if len(d) < 3 or len(set(d.tolist())) < 3 or not np.all(np.isfinite(loss)):
+        return None
+    floor = float(loss.min())
+    best = None
+    for beta in (0.1, 0.3, 0.6, 1.0, 2.0):
+        scale = max(float(loss.max() - loss.min()), 1e-6) * float(d.min()) ** beta
+        start = [max(0.0, floor - scale), scale, beta]
+        found = least_squares(
+            lambda p: p[0] + p[1] * d ** -p[2] - loss,
+            start,
+            bounds=([0.0, 0.0, 0.01], [floor, np.inf, 5.0]),
+            x_scale="jac",
+        )
+        rms = float(np.sqrt(np.mean(found.fun**2)))
+        if best is None or rms < best["rms"]:
+            best = {"E": float(found.x[0]), "B": float(found.x[1]), "beta": float(found.x[2]), "rms": rms}
+    return best if best is not None and best["B"] > 0 else None
+
+
+def tokens_to_reach(fit: dict, loss: float) -> float | None:
+    """Tokens a fitted power law needs to reach ``loss``: (B / (loss - E))^(1/beta) million, or None
+    when ``loss`` is at or below its floor E."""
+    if fit is None or loss <= fit["E"]:
+        return None
+    return 1e6 * (fit["B"] / (loss - fit["E"])) ** (1.0 / fit["beta"])
+
+
+def data_efficiency(
+    config: ExperimentConfig, per_run: dict[str, dict[str, dict]], metric: str = "heldout_bpb"
+) -> dict:
+    """results.json's ``data_efficiency``: per variant of ``efficiency.variants`` and seed, the
+    held-out loss at each budget and its power-law fit; per variant after the first (the
+    reference), the data multiplier: the reference's tokens at the largest budget over the tokens
+    the variant's fit needs to reach the reference's loss there, per seed, with its geometric mean
+    and a 95% interval over seeds (Student's t on the logarithms). ``extrapolated`` when the tokens
+    needed lie outside the budgets measured."""
+    if not config.efficiency.budgets:
+        return {}
+    names = config.efficiency.variants
+    derived = {v.name: v for v in config.efficiency_variants()}
+    budgets = sorted({config.budget_tokens, *config.efficiency.budgets})
+
+    def run_name(variant: str, budget: int) -> str:
+        return variant if budget == config.budget_tokens else f"{variant}-{budget_label(budget)}"
+
+    points: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for variant in names:
+        for budget in budgets:
+            name = run_name(variant, budget)
+            if name != variant and name not in derived:
+                continue
+            for seed, run in per_run.get(name, {}).items():
+                if run.get(metric) is not None:
+                    points.setdefault(variant, {}).setdefault(seed, []).append((int(run["tokens"]), float(run[metric])))
+    fits = {
+        variant: {
+            seed: {"points": sorted(found), "fit": fit_power_law(*zip(*sorted(found)))} for seed, found in seeds.items()
+        }
+        for variant, seeds in points.items()
+    }
+    reference = names[0]
+    multipliers = {}
+    for variant in names[1:]:
+        by_seed, extrapolated = {}, False
+        for seed, entry in fits.get(variant, {}).items():
+            own = fits.get(reference, {}).get(seed)
+            if own is None or entry["fit"] is None:
+                continue
+            largest_tokens, target = own["points"][-1]
+            needed = tokens_to_reach(entry["fit"], target)
+            if needed is None:
+                continue
+            by_seed[seed] = largest_tokens / needed
+            measured = [t for t, _ in entry["points"]]
+            extrapolated |= not (min(measured) <= needed <= max(measured))
+        logs = np.log(np.array(list(by_seed.values()))) if by_seed else np.zeros(0)
+        summary = {
+            "by_seed": by_seed,
+            "n": len(by_seed),
+            "extrapolated": extrapolated,
+            "geomean": float(np.exp(logs.mean())) if logs.size else None,
+            "ci95": None,
+        }
+        if logs.size > 1:
+            half = stats.t.ppf(1 - ALPHA / 2, logs.size - 1) * logs.std(ddof=1) / math.sqrt(logs.size)
+            summary["ci95"] = [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))]
+        multipliers[variant] = summary
+    return {
+        "metric": metric,
+        "reference": reference,
+        "budgets": budgets,
+        "runs": {variant: {str(b): run_name(variant, b) for b in budgets} for variant in names},
+        "fits": fits,
+        "multiplier": multipliers,
+        "how": (
+            "L(D) = E + B / D^beta fitted per variant and seed to held-out bits per byte at each budget "
+            "(D: tokens trained, in millions); the multiplier is the reference's tokens at its largest "
+            "budget over the tokens the variant's fit needs to reach the reference's loss there"
+        ),
+    }
+
+
 MEMORIZATION_MEASURES = ("exposure", "exact", "matched", "suffix_loss")
 
 
@@ -1022,6 +1194,7 @@ def summarize(
         "runs": per_run,
         "transfer": per_transfer,
         "memorization": {**(canaries or {}), "runs": per_memorization} if memorization else None,
+        "data_efficiency": data_efficiency(config, per_run) or None,
         "metrics": metrics,
         "alpha": ALPHA,
         "families": {f: sum(c["family"] == f and c["p"] is not None for c in comparisons) for f in FAMILIES},

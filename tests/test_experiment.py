@@ -23,12 +23,15 @@ from pipeline.dedup.contamination import ReferenceIndex
 from pipeline.experiment import (
     EvalSetConfig,
     compare,
+    data_efficiency,
+    fit_power_law,
     heldout_scores,
     heldout_texts,
     holm,
     parse_experiment,
     read_eval_set,
     spread,
+    tokens_to_reach,
     trained_on,
 )
 from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
@@ -49,6 +52,7 @@ def _config(tmp_path, **overrides):
         "tokenizer": {"vocab_size": 2000, "sample_docs": 500},
         "task": {"train_docs": 30, "test_docs": 20, "sizes": [10, 0], "max_tokens": 16, "finetune_steps": 2},
         "memorization": {"prefix_tokens": 6, "suffix_tokens": 8},
+        "efficiency": {"budgets": [3000, 12000], "variants": ["raw", "full"]},
         "variants": [
             {"name": "raw"},
             {"name": "full", "stages": ["lang", "filter", "dedup", "lines"], "quality": True},
@@ -162,10 +166,13 @@ def test_tiny_experiment_end_to_end(tmp_path):
         )
         assert mixture["tokenizer"]["sha256"] == tokenizer_sha == results["curation"][name]["tokenizer_sha256"]
 
-    # The contamination check ran on every variant and found nothing.
-    assert set(results["contamination"]) == {"raw", "full", "full-t2"}
+    # The contamination check ran on every mixture trained on and found nothing.
+    efficiency_runs = {"raw-3k", "raw-12k", "full-3k", "full-12k"}
+    assert set(results["contamination"]) == {"raw", "full", "full-t2", *efficiency_runs}
     for name, check in results["contamination"].items():
         assert check["contaminated_documents"] == 0 and check["contaminated_windows"] == 0
+        if name in efficiency_runs:
+            continue
         # Every training document once (an upsampled one repeats), its end-of-document token aside.
         plan = pl.read_parquet(Path(results["curation"][name]["mixture"]) / "plan.parquet").filter(
             pl.col("repeats") > 0
@@ -215,7 +222,7 @@ def test_tiny_experiment_end_to_end(tmp_path):
     assert raw["tokens_taken"] == pytest.approx(6000, rel=0.25) and full["tokens_taken"] == pytest.approx(
         6000, rel=0.25
     )
-    assert len({run["tokens"] for runs in results["runs"].values() for run in runs.values()}) == 1
+    assert len({run["tokens"] for name in results["variants"] for run in results["runs"][name].values()}) == 1
 
     # Decontamination: no training document of any mixture is a task text or a near copy of one,
     # nor a clean held-out document; what the exclusion removed is recorded with its rule and text.
@@ -276,6 +283,24 @@ def test_tiny_experiment_end_to_end(tmp_path):
         seen = [memo["trained"][side][n]["mean_views"] for side in (c["a"], c["b"])]
         if n != "1" and abs(seen[0] - seen[1]) > 0.1 * max(seen):
             assert f"{seen[0]:.2f} times on average" in c["expected"]
+
+    # Data efficiency: raw and full again at 3k and 12k tokens (pretraining only, their mixtures
+    # checked for contamination too), three points per variant and seed, each fitted.
+    efficiency = results["data_efficiency"]
+    assert efficiency["budgets"] == [3000, 6000, 12000] and efficiency["reference"] == "raw"
+    assert efficiency["runs"]["full"] == {"3000": "full-3k", "6000": "full", "12000": "full-12k"}
+    for name in ("raw-3k", "raw-12k", "full-3k", "full-12k"):
+        assert name in results["contamination"] and results["contamination"][name]["contaminated_documents"] == 0
+        assert name not in results["transfer"] and name not in memo["runs"] and name not in results["variants"]
+        budget = 3000 if name.endswith("3k") else 12000
+        assert all(budget <= run["tokens"] < budget + 64 * 2 for run in results["runs"][name].values())
+    for name in ("raw", "full"):
+        for seed in ("0", "1"):
+            entry = efficiency["fits"][name][seed]
+            assert [t for t, _ in entry["points"]] == sorted(
+                results["runs"][n][seed]["tokens"] for n in efficiency["runs"][name].values()
+            )
+    assert set(efficiency["multiplier"]) == {"full"}
 
     # Run side by side (parallel_runs = 2: a process per run, a core each), pretraining and
     # transfer give what they gave one after the other; the curation runs are reused.
@@ -401,6 +426,63 @@ def test_seed_statistics_t_tests_and_intervals():
     assert compare(spread({0: 1.0}), spread({0: 2.0}), lower_is_better=True)["p"] is None  # one seed: no test
 
 
+def test_power_law_fit_recovers_known_parameters():
+    """Losses generated from E + B / D^beta (D in millions) at four budgets: the fit recovers the
+    parameters exactly without noise, within stated tolerance with 0.005 of noise, and says how many
+    tokens reach a loss."""
+    budgets = np.array([150e3, 300e3, 600e3, 1.2e6])
+    rng = np.random.default_rng(0)
+    for E, B, beta in ((3.1, 0.35, 0.6), (2.5, 1.0, 0.3), (4.0, 0.2, 1.2)):
+        losses = E + B * (budgets / 1e6) ** -beta
+        exact = fit_power_law(budgets, losses)
+        assert exact == pytest.approx({"E": E, "B": B, "beta": beta, "rms": 0.0}, abs=1e-6)
+        assert tokens_to_reach(exact, E + B * 0.45**-beta) == pytest.approx(450e3, rel=1e-6)
+        assert tokens_to_reach(exact, E - 0.01) is None  # below the floor: never
+        noisy = fit_power_law(budgets, losses + rng.normal(0, 0.005, budgets.size))
+        # within the noise: the curve, not each parameter, is what four points pin down
+        assert np.abs(noisy["E"] + noisy["B"] * (budgets / 1e6) ** -noisy["beta"] - losses).max() < 0.02
+    assert fit_power_law(budgets[:2], [3.5, 3.4]) is None
+
+
+def test_data_multiplier_of_a_variant_that_needs_k_times_fewer_tokens():
+    """A variant whose loss at D tokens is the reference's at k D needs k times fewer tokens: the
+    multiplier is k on every seed, with an interval around it."""
+    config = parse_experiment(
+        {
+            "out_dir": "unused",
+            "demo": True,
+            "budget_tokens": 600_000,
+            "seeds": [0, 1, 2],
+            "efficiency": {"budgets": [150_000, 300_000, 1_200_000], "variants": ["raw", "full"]},
+            "variants": [{"name": "raw"}, {"name": "full", "stages": ["dedup"]}],
+        }
+    )
+    assert [v.name for v in config.efficiency_variants()] == [
+        "raw-150k",
+        "raw-300k",
+        "raw-1.2M",
+        "full-150k",
+        "full-300k",
+        "full-1.2M",
+    ]
+    assert {v.budget_tokens for v in config.efficiency_variants()} == {150_000, 300_000, 1_200_000}
+
+    def loss(tokens: float, seed: int) -> float:
+        return 3.0 + (0.5 + 0.01 * seed) * (tokens / 1e6) ** -0.5
+
+    per_run, k = {}, {0: 2.0, 1: 2.5, 2: 3.0}
+    for budget, suffix in ((150_000, "-150k"), (300_000, "-300k"), (600_000, ""), (1_200_000, "-1.2M")):
+        per_run[f"raw{suffix}"] = {str(s): {"tokens": budget, "heldout_bpb": loss(budget, s)} for s in k}
+        per_run[f"full{suffix}"] = {str(s): {"tokens": budget, "heldout_bpb": loss(k[s] * budget, s)} for s in k}
+    found = data_efficiency(config, per_run)
+    assert found["reference"] == "raw" and found["budgets"] == [150_000, 300_000, 600_000, 1_200_000]
+    multiplier = found["multiplier"]["full"]
+    assert multiplier["by_seed"] == pytest.approx({str(s): k[s] for s in k}, rel=1e-4)
+    assert multiplier["geomean"] == pytest.approx((2.0 * 2.5 * 3.0) ** (1 / 3), rel=1e-4)
+    low, high = multiplier["ci95"]
+    assert low < 2.0 < 3.0 < high and not multiplier["extrapolated"]  # 1.2M / k lies within the budgets
+
+
 def test_holm_adjusts_step_down():
     comparisons = [{"p": p} for p in (0.01, 0.04, 0.03, 0.005)] + [{"p": None}]
     holm(comparisons)
@@ -456,6 +538,8 @@ def test_the_rule_calls_no_difference_on_noise():
         ({"eval_sets": [{"name": "news", "path": __file__.replace(".py", ".jsonl")}]}, "no file"),
         ({"memorization": {"prefix_tokens": 8, "suffix_tokens": 9}}, "must fit the model's block_size \\(16\\)"),
         ({"memorization": {"canaries": "missing.parquet"}}, "memorization.canaries"),
+        ({"efficiency": {"budgets": [3000], "variants": ["raw", "full"]}}, "at least three budgets"),
+        ({"efficiency": {"budgets": [3000, 9000], "variants": ["raw", "nope"]}}, "nope is not one"),
     ],
 )
 def test_experiment_config_errors(tmp_path, change, message):

@@ -290,6 +290,64 @@ def _memorization(results: dict) -> str:
     )
 
 
+def _efficiency(results: dict) -> str:
+    """Held-out loss against training tokens per variant (each seed's points and fitted power law)
+    and the data multiplier with its interval."""
+    info = results.get("data_efficiency")
+    if not info:
+        return ""
+    import numpy as np
+
+    with matplotlib.rc_context(STYLE):
+        fig = _figure(6.0, 3.4)
+        ax = fig.subplots()
+        for name, seeds in info["fits"].items():
+            color = _color(results, name)
+            for k, entry in enumerate(seeds.values()):
+                tokens, losses = zip(*entry["points"])
+                ax.plot(tokens, losses, "o", color=color, ms=3, label=name if k == 0 else None)
+                fit = entry["fit"]
+                if fit:
+                    grid = np.geomspace(min(tokens) / 2, max(tokens) * 2, 50)
+                    ax.plot(grid, fit["E"] + fit["B"] * (grid / 1e6) ** -fit["beta"], color=color, lw=0.8, alpha=0.7)
+        ax.set_xscale("log")
+        ax.set_xlabel("training tokens")
+        ax.set_ylabel("held-out bits per byte")
+        ax.set_title("held-out loss against tokens, fitted E + B / D^beta", loc="left")
+        ax.legend(frameon=False, fontsize=8)
+    figure = to_svg(fig, "efficiency", "held-out loss against training tokens")
+    rows = []
+    for name, seeds in info["fits"].items():
+        fits = [entry["fit"] for entry in seeds.values() if entry["fit"]]
+        cells = []
+        for key in ("E", "B", "beta"):
+            values = np.array([f[key] for f in fits])
+            cells.append(f"{fmt(values.mean(), 3)} ± {fmt(values.std(ddof=1), 3)}" if len(values) > 1 else "–")
+        m = info["multiplier"].get(name)
+        if m and m["geomean"] is not None:
+            ref = f"results.json#data_efficiency.multiplier.{name}"
+            ci = m["ci95"] or [None, None]
+            shown = (
+                f"{_num(f'{ref}.geomean', m['geomean'], 2)}x (95% CI {_num(f'{ref}.ci95.0', ci[0], 2)} to "
+                f"{_num(f'{ref}.ci95.1', ci[1], 2)})" + (" extrapolated" if m["extrapolated"] else "")
+            )
+        else:
+            shown = "reference" if name == info["reference"] else "–"
+        rows.append([esc(name), *cells, shown])
+    return (
+        "<section id=efficiency><h2>Data efficiency</h2>"
+        f"<p class=note>{esc(info['how'])}. Budgets: {esc(', '.join(f'{b:,}' for b in info['budgets']))} tokens; "
+        "E, B, beta are mean ± std over seeds; the multiplier's interval is over seeds (t on the logarithms).</p>"
+        + figure
+        + table(
+            ["variant", "E (bits per byte)", "B", "beta", f"tokens multiplier against {info['reference']}"],
+            rows,
+            numeric={1, 2, 3},
+        )
+        + "</section>"
+    )
+
+
 def _metric_table(results: dict, metrics: list[str], models: list[str], digits: int, label) -> str:
     rows = [[esc(model)] + [_value(results, metric, model, digits) for metric in metrics] for model in models]
     return table(["model", *[label(m) for m in metrics]], rows, numeric=set(range(1, len(metrics) + 1)))
@@ -374,6 +432,7 @@ def render(results: dict) -> str:
         "<nav><a href='#findings'>findings</a><a href='#variants'>variants</a><a href='#sets'>held-out sets</a>"
         "<a href='#heldout'>held-out loss</a>"
         "<a href='#curves'>curves</a>"
+        + ("<a href='#efficiency'>data efficiency</a>" if results.get("data_efficiency") else "")
         + ("<a href='#memorization'>memorization</a>" if results.get("memorization") else "")
         + "<a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
         "</header><main>",
@@ -419,6 +478,7 @@ def render(results: dict) -> str:
         "<section id=curves><h2>Training and held-out curves</h2>",
         _curves(results),
         "</section>",
+        _efficiency(results),
         _memorization(results),
         "<section id=transfer><h2>Transfer to the downstream task</h2>"
         "<p class=note>Linear probe on the frozen backbone and full fine-tuning, at each number of labelled "
