@@ -855,9 +855,7 @@ def tokens_to_reach(fit: dict, loss: float) -> float | None:
     return 1e6 * (fit["B"] / (loss - fit["E"])) ** (1.0 / fit["beta"])
 
 
-def data_efficiency(
-    config: ExperimentConfig, per_run: dict[str, dict[str, dict]], metric: str = "heldout_bpb"
-) -> dict:
+def data_efficiency(config: ExperimentConfig, per_run: dict[str, dict[str, dict]], metric: str = "heldout_bpb") -> dict:
     """results.json's ``data_efficiency``: per variant of ``efficiency.variants`` and seed, the
     held-out loss at each budget and its power-law fit; per variant after the first (the
     reference), the data multiplier: the reference's tokens at the largest budget over the tokens
