@@ -150,7 +150,18 @@ def _canaries(config: ExperimentConfig, corpus: Path | None) -> Path | None:
     if not config.memorization.enabled:
         return None
     if config.memorization.canaries is not None:
-        return config.memorization.canaries
+        path = config.memorization.canaries
+        try:
+            columns = pl.read_parquet_schema(path)
+        except (OSError, pl.exceptions.PolarsError) as error:
+            raise ConfigError(f"memorization.canaries: {path} is not a Parquet file ({error})") from None
+        missing = [c for c in ("id", "text", "occurrences") if c not in columns]
+        if missing:
+            raise ConfigError(
+                f"memorization.canaries: {path} lacks the column(s) {', '.join(missing)}; it needs id, "
+                "text and occurrences (0 for a control canary), and optionally pool_ids"
+            )
+        return path
     return _corpus_file(corpus, "canaries.parquet") if corpus is not None else None
 
 

@@ -426,6 +426,16 @@ def test_seed_statistics_t_tests_and_intervals():
     assert compare(spread({0: 1.0}), spread({0: 2.0}), lower_is_better=True)["p"] is None  # one seed: no test
 
 
+def test_user_canaries_need_their_columns(tmp_path):
+    path = tmp_path / "canaries.parquet"
+    pl.DataFrame({"id": ["a"], "text": ["some words"]}).write_parquet(path)
+    config = _config(tmp_path, memorization={"canaries": str(path), "prefix_tokens": 4, "suffix_tokens": 4})
+    with pytest.raises(ConfigError, match="lacks the column\\(s\\) occurrences"):
+        experiment_module._canaries(config, None)
+    pl.DataFrame({"id": ["a"], "text": ["some words"], "occurrences": [0]}).write_parquet(path)
+    assert experiment_module._canaries(config, None) == path
+
+
 def test_power_law_fit_recovers_known_parameters():
     """Losses generated from E + B / D^beta (D in millions) at four budgets: the fit recovers the
     parameters exactly without noise, within stated tolerance with 0.005 of noise, and says how many
