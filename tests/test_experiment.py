@@ -326,17 +326,25 @@ def test_tiny_experiment_end_to_end(tmp_path):
 def test_a_leak_stops_the_experiment(tmp_path, monkeypatch):
     """A mixture whose check finds shared windows stops the run with one error naming the variant,
     after writing the counts."""
-    config = _config(tmp_path, variants=[{"name": "raw"}, {"name": "dedup", "stages": ["dedup"]}])
+    config = _config(
+        tmp_path,
+        variants=[{"name": "raw"}, {"name": "dedup", "stages": ["dedup"]}],
+        efficiency={"budgets": [3000, 12000], "variants": ["raw", "dedup"]},
+    )
     config.out_dir.mkdir(parents=True)
     found = {
         "raw": {"contaminated_documents": 0, "contaminated_windows": 0},
         "dedup": {"contaminated_documents": 3, "contaminated_windows": 17},
+        **{
+            name: {"contaminated_documents": 0, "contaminated_windows": 0}
+            for name in ("raw-3k", "raw-12k", "dedup-3k", "dedup-12k")
+        },
     }
     monkeypatch.setattr(
         experiment_module, "check_contamination", lambda mixture, texts, tokenizer, **settings: found[mixture.name]
     )
     monkeypatch.setattr(experiment_module, "load_tokenizer", lambda path: None)
-    runs = {name: type("Run", (), {"run_dir": tmp_path / name})() for name in ("raw", "dedup")}
+    runs = {name: type("Run", (), {"run_dir": tmp_path / name})() for name in found}  # efficiency runs too
     with pytest.raises(ContaminationError, match=r"13-token window .*\(dedup 3\)"):
         experiment_module._check_contamination(
             config, runs, pl.DataFrame({"id": ["t"], "text": ["a text"]}), tmp_path / "tokenizer.json"
