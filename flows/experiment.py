@@ -363,7 +363,7 @@ def memorization_task(
     ``memorization/<variant>/seed-<s>.json``, per canary its occurrences in the raw pool, the
     leading suffix tokens greedy decoding gets right, exact extraction, the suffix loss, and
     exposure against the control canaries (each control against the other controls)."""
-    import numpy as np
+    import math
 
     from pipeline.tokenize import special_ids
     from trainer.generate import load_model
@@ -381,8 +381,9 @@ def memorization_task(
     occurrences = canaries["occurrences"].to_numpy()[kept]
     controls = scores["suffix_loss"][occurrences == 0]
     bits = exposure(scores["suffix_loss"], controls)
-    for i, position in enumerate(np.flatnonzero(occurrences == 0)):
-        bits[position] = exposure(controls[i : i + 1], np.delete(controls, i))[0]
+    # A control against the other C - 1: it is never strictly below itself, so its rank among all C
+    # is its rank among the others, and only the ceiling changes, log2(C + 1) -> log2(C).
+    bits[occurrences == 0] -= math.log2(len(controls) + 1) - math.log2(len(controls))
     result = {
         "prefix_tokens": prefix,
         "suffix_tokens": suffix,

@@ -23,6 +23,7 @@ from pipeline.dedup.contamination import ReferenceIndex
 from pipeline.experiment import (
     EvalSetConfig,
     compare,
+    curation_config,
     data_efficiency,
     fit_power_law,
     heldout_scores,
@@ -432,6 +433,14 @@ def test_seed_statistics_t_tests_and_intervals():
     interval = stats.t.interval(0.95, 2, loc=np.mean(np.subtract(x, y)), scale=stats.sem(np.subtract(x, y)))
     assert paired["ci95"] == pytest.approx(list(interval))
     assert compare(spread({0: 1.0}), spread({0: 2.0}), lower_is_better=True)["p"] is None  # one seed: no test
+
+
+def test_variants_keep_every_copy_of_their_own_validation_documents(tmp_path):
+    """The experiment's curation runs hold a validation split but do not drop the training copies of
+    its documents: that would dedup raw of its own (whole duplicate clusters gone)."""
+    config = _config(tmp_path)
+    run = curation_config({}, [config.variants[0]], config, tmp_path / "run", tmp_path / "tok.json", [], None)
+    assert run["mix"]["decontaminate"] is False and run["mix"]["validation_fraction"] > 0
 
 
 def test_user_canaries_need_their_columns(tmp_path):
