@@ -16,7 +16,8 @@ Steps, all under ``out_dir``::
     contamination.json    per variant, training documents sharing a 13-token window with a
                           held-out or task text; the run stops if any does
     train/<variant>/seed-<s>/     pretraining (trainer.train), held-out sets evaluated throughout
-    transfer/<model>/seed-<s>.json  probe and fine-tuning scores (model: random or a variant)
+    transfer/<model>/seed-<s>.json  label-efficiency curves: probe and fine-tuning scores per size
+                          and draw (model: random, bag-of-words or a variant)
     memorization/<variant>/seed-<s>.json  extraction and exposure of the planted canaries
     results.json, report/index.html
 
@@ -61,6 +62,7 @@ from pipeline.stages import last_document_stage
 from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer
 
 RANDOM = "random"  # the transfer baseline: the same architecture, not pretrained
+BAG_OF_WORDS = "bag-of-words"  # the transfer reference line: no model, TF-IDF and logistic regression
 
 
 class ContaminationError(RuntimeError):
@@ -322,30 +324,52 @@ def transfer_task(
     from pipeline.downstream import load_task
     from trainer.generate import load_model
     from trainer.model import GPT, GPTConfig
-    from trainer.transfer import TransferSettings, evaluate_transfer
+    from trainer.transfer import bag_of_words, evaluate_transfer
 
     if out_path.exists():
         return read_json(out_path)
     tokenizer = load_tokenizer(tokenizer_path)
-    if checkpoint is None:
-        torch.manual_seed(seed)
-        model = GPT(GPTConfig(vocab_size=tokenizer.get_vocab_size(with_added_tokens=True), **model_shape))
-    else:
-        model, _, _ = load_model(checkpoint)
-    settings = TransferSettings(
-        max_tokens=config.task.max_tokens,
-        probe_l2=config.task.probe_l2,
-        finetune_steps=config.task.finetune_steps,
-        finetune_batch=config.task.finetune_batch,
-        finetune_lr=config.task.finetune_lr,
-    )
+    settings = transfer_settings(config)
+    task = load_task(task_path)
     started = time.perf_counter()
-    results = evaluate_transfer(
-        model, tokenizer, load_task(task_path), config.task.sizes, seed, settings, finetuning=config.task.finetune
-    )
+    if model_name == BAG_OF_WORDS:
+        results = bag_of_words(tokenizer, task, config.task.sizes, seed, settings)
+    else:
+        if checkpoint is None:
+            torch.manual_seed(seed)
+            model = GPT(GPTConfig(vocab_size=tokenizer.get_vocab_size(with_added_tokens=True), **model_shape))
+        else:
+            model, _, _ = load_model(checkpoint)
+        results = evaluate_transfer(model, tokenizer, task, config.task.sizes, seed, settings)
     results["seconds"] = time.perf_counter() - started
     write_json(results, out_path)
     return results
+
+
+def transfer_settings(config: ExperimentConfig):
+    """The trainer's transfer settings from the experiment's ``[task]``."""
+    from trainer.transfer import TransferSettings
+
+    task, tune = config.task, config.task.finetune
+    return TransferSettings(
+        max_tokens=task.max_tokens,
+        draws=task.draws,
+        dev_docs=task.dev_docs,
+        dev_seed=config.seed,
+        probe_l2=tuple(task.probe_l2),
+        bow_c=tuple(task.bow_c),
+        finetune_sizes=None if tune.sizes is None else tuple(tune.sizes),
+        finetune_draws=tune.draws,
+        finetune_lrs=tuple(tune.lrs),
+        finetune_batch=tune.batch,
+        finetune_epochs=tune.epochs,
+        finetune_min_steps=tune.min_steps,
+        finetune_max_steps=tune.max_steps,
+        finetune_warmup_steps=tune.warmup_steps,
+        finetune_eval_every=tune.eval_every,
+        finetune_patience=tune.patience,
+        finetune_weight_decay=tune.weight_decay,
+    )
 
 
 @task(name="experiment-memorization", cache_policy=NO_CACHE, task_run_name="memorization-{variant}-seed{seed}")
@@ -459,31 +483,34 @@ def _run_models(
     pretraining: dict[tuple[str, int], dict],
     transfer_parameters,
     memorization_parameters=None,
-    followed: set[str] | None = None,
+    transferred: set[str] | None = None,
+    memorized: set[str] | None = None,
 ) -> tuple[dict[str, dict[int, dict]], ...]:
     """Every pretraining run (``pretrain_task``'s parameters per variant and seed), every
-    transfer run (``transfer_parameters(model, seed)``; random init first, then each variant's as
-    soon as its pretraining is done) and, with ``memorization_parameters(variant, seed)``, every
-    pretrained model's memorization: in this process one after the other, or with
-    ``parallel_runs`` > 1 that many at a time, each in a process of its own with its share of the
-    cores. Only the models in ``followed`` (default: all) get transfer and memorization runs.
+    transfer run (``transfer_parameters(model, seed)``; random init and the bag-of-words reference
+    first, then each variant's as soon as its pretraining is done) and, with
+    ``memorization_parameters(variant, seed)``, every pretrained model's memorization: in this
+    process one after the other, or with ``parallel_runs`` > 1 that many at a time, each in a
+    process of its own with its share of the cores. Only the variants in ``transferred`` and
+    ``memorized`` (default: all) get transfer and memorization runs.
     Returns ``(summaries, transfer, memorization)``, each ``{model: {seed: result}}``."""
     results: dict[str, dict[str, dict[int, dict]]] = {"pretrain": {}, "transfer": {}, "memorization": {}}
-    randoms = [(RANDOM, seed) for seed in config.seeds]
+    references = [RANDOM, *([BAG_OF_WORDS] if config.task.bag_of_words else [])]
+    unpretrained = [(name, seed) for name in references for seed in config.seeds]
 
     def followups(key: tuple[str, int]) -> list:
-        if followed is not None and key[0] not in followed:
-            return []
-        runs = [("transfer", transfer_task, transfer_parameters(*key))]
-        if memorization_parameters is not None:
+        runs = []
+        if transferred is None or key[0] in transferred:
+            runs.append(("transfer", transfer_task, transfer_parameters(*key)))
+        if memorization_parameters is not None and (memorized is None or key[0] in memorized):
             runs.append(("memorization", memorization_task, memorization_parameters(*key)))
         return runs
 
     if config.parallel_runs == 1:
         for key, parameters in pretraining.items():
             results["pretrain"].setdefault(key[0], {})[key[1]] = pretrain_task(**parameters)
-        for key in randoms:
-            results["transfer"].setdefault(RANDOM, {})[key[1]] = transfer_task(**transfer_parameters(*key))
+        for key in unpretrained:
+            results["transfer"].setdefault(key[0], {})[key[1]] = transfer_task(**transfer_parameters(*key))
         for key in pretraining:
             for kind, run, parameters in followups(key):
                 results[kind].setdefault(key[0], {})[key[1]] = run(**parameters)
@@ -496,7 +523,7 @@ def _run_models(
             max_workers=config.parallel_runs, initializer=_worker_threads, initargs=(threads,)
         ) as runner:
             started = {runner.submit(pretrain_task, parameters): key for key, parameters in pretraining.items()}
-            later = {runner.submit(transfer_task, transfer_parameters(*key)): ("transfer", key) for key in randoms}
+            later = {runner.submit(transfer_task, transfer_parameters(*key)): ("transfer", key) for key in unpretrained}
             for future in as_completed(list(started)):
                 key = started[future]
                 results["pretrain"].setdefault(key[0], {})[key[1]] = future.result()
@@ -507,7 +534,7 @@ def _run_models(
     order = list(dict.fromkeys(name for name, _ in pretraining))
     return tuple(
         {name: dict(sorted(results[kind][name].items())) for name in names if name in results[kind]}
-        for kind, names in (("pretrain", order), ("transfer", [RANDOM, *order]), ("memorization", order))
+        for kind, names in (("pretrain", order), ("transfer", [*references, *order]), ("memorization", order))
     )
 
 
@@ -564,7 +591,7 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     model_shape = _train_config(config, heldout, out / "unused", 0, heldout).model.model_dump()
 
     def transfer_parameters(name: str, seed: int) -> dict:
-        checkpoint = None if name == RANDOM else out / "train" / name / f"seed-{seed}"
+        checkpoint = None if name in (RANDOM, BAG_OF_WORDS) else out / "train" / name / f"seed-{seed}"
         return dict(
             model_name=name,
             seed=seed,
@@ -595,13 +622,14 @@ def experiment_flow(config: ExperimentConfig) -> dict:
             folder = out / "train" / variant.name / f"seed-{seed}"
             train_config = _train_config(config, mixture, folder, seed, heldout, variant.budget_tokens)
             pretraining[(variant.name, seed)] = dict(variant=variant.name, seed=seed, train_config=train_config)
-    followed = {v.name for v in config.variants}
+    variants = [v.name for v in config.variants]
     summaries, transfer, memorization = _run_models(
         config,
         pretraining,
         transfer_parameters,
         memorization_parameters if canaries_path else None,
-        followed=followed,
+        transferred=set(variants if config.task.variants is None else config.task.variants),
+        memorized=set(variants),
     )
     timing["training_and_transfer_s"] = time.perf_counter() - tick
 

@@ -5,12 +5,15 @@ A task is one Parquet file with a row per labelled text::
     id     string  unique
     text   string
     label  string  the class
-    split  string  "train" (labelled examples to adapt on) or "test"
+    split  string  "train" (labelled examples to adapt on), "test", or "dev" (optional: picks
+                   settings and stops fine-tuning; without it, part of "train" is set aside)
 
 The texts are held out from pretraining: an experiment puts the file in every run's
-``mix.exclude``, so no pretraining document near one of them is trained on. Labelled subsets of
-the train split are nested and class-balanced (:func:`labelled_subsets`), so a model adapted on 50
-examples saw a subset of the 200 that another was adapted on.
+``mix.exclude``, so no pretraining document near one of them is trained on. :func:`task_splits`
+sets a dev split aside (the file's, or a class-balanced part of the train split fixed by the task's
+seed); the rest of the train split is the labelled pool. Labelled subsets of the pool are nested
+and class-balanced (:func:`labelled_subsets`), so a model adapted on 50 examples saw a subset of the
+200 that another was adapted on in the same draw; each draw (:func:`draw_seed`) orders the pool anew.
 
 The built-in demo task (:func:`demo_topic_task`) is BBC News topic classification (business,
 entertainment, politics, sports, tech), from the same package data the demo corpus's news comes
@@ -28,8 +31,10 @@ from pipeline.io.writer import write_bytes, write_parquet
 from pipeline.mix import seeded_id_hash
 
 TASK_COLUMNS = {"id": pl.String, "text": pl.String, "label": pl.String, "split": pl.String}
-SPLITS = ("train", "test")
+SPLITS = ("train", "test")  # required; "dev" is optional
+OPTIONAL_SPLITS = ("dev",)
 SALT_TASK = 0x5441534B  # "TASK"
+SALT_DEV = 0x00444556  # "DEV": the dev split's order, apart from the draws
 
 
 def load_task(path: Path) -> pl.DataFrame:
@@ -51,9 +56,12 @@ def load_task(path: Path) -> pl.DataFrame:
     empty = task.filter(pl.col("text").is_null() | (pl.col("text").str.strip_chars() == ""))
     if empty.height:
         raise ValueError(f"{path}: {empty.height} rows have no text (first: {empty['id'][0]!r})")
-    bad = set(task["split"].unique().to_list()) - set(SPLITS)
-    if bad or set(SPLITS) - set(task["split"].unique().to_list()):
-        raise ValueError(f"{path}: split values must be exactly {SPLITS} (found {sorted(task['split'].unique())})")
+    found = set(task["split"].unique().to_list())
+    if found - {*SPLITS, *OPTIONAL_SPLITS} or set(SPLITS) - found:
+        raise ValueError(
+            f"{path}: split values must be {SPLITS}, and optionally {OPTIONAL_SPLITS} "
+            f"(found {sorted(task['split'].unique())})"
+        )
     unseen = set(task.filter(pl.col("split") == "test")["label"]) - set(
         task.filter(pl.col("split") == "train")["label"]
     )
@@ -67,10 +75,10 @@ def labels(task: pl.DataFrame) -> list[str]:
     return sorted(task["label"].unique().to_list())
 
 
-def _balanced_order(frame: pl.DataFrame, seed: int) -> pl.DataFrame:
+def _balanced_order(frame: pl.DataFrame, seed: int, salt: int = SALT_TASK) -> pl.DataFrame:
     """Rows in a seeded order that cycles through the classes: the first k rows hold every class
     about k / classes times (round robin over classes, each class in seeded-hash order)."""
-    keys = seeded_id_hash(frame["id"], seed, SALT_TASK)
+    keys = seeded_id_hash(frame["id"], seed, salt)
     return (
         frame.with_columns(key=pl.Series(keys, dtype=pl.UInt64))
         .sort(["key", "id"])
@@ -80,10 +88,28 @@ def _balanced_order(frame: pl.DataFrame, seed: int) -> pl.DataFrame:
     )
 
 
-def labelled_subsets(task: pl.DataFrame, sizes: Sequence[int], seed: int) -> dict[int, pl.DataFrame]:
-    """Nested, class-balanced subsets of the train split: size n -> the first n examples of one
-    seeded class round robin (0 or a size above the split: all of it)."""
-    train = _balanced_order(task.filter(pl.col("split") == "train"), seed)
+def task_splits(task: pl.DataFrame, dev_docs: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """``(pool, dev, test)``: the task's dev split if it has one, else the first ``dev_docs`` of the
+    train split in a class round robin seeded by ``seed`` (at most half of it); the pool is the rest
+    of the train split. Each sorted by id."""
+    train = task.filter(pl.col("split") == "train")
+    dev = task.filter(pl.col("split") == "dev")
+    if dev.height == 0 and dev_docs > 0:
+        dev = _balanced_order(train, seed, SALT_DEV).head(min(dev_docs, train.height // 2))
+        train = train.filter(~pl.col("id").is_in(dev["id"].implode()))
+    test = task.filter(pl.col("split") == "test")
+    return train.sort("id"), dev.sort("id"), test.sort("id")
+
+
+def draw_seed(seed: int, draw: int) -> int:
+    """The seed of draw ``draw`` of the labelled subsets for run seed ``seed``."""
+    return seed * 1_000_003 + draw
+
+
+def labelled_subsets(pool: pl.DataFrame, sizes: Sequence[int], seed: int) -> dict[int, pl.DataFrame]:
+    """Nested, class-balanced subsets of the labelled pool (its "train" rows): size n -> the first n
+    examples of one seeded class round robin (0 or a size above the pool: all of it)."""
+    train = _balanced_order(pool.filter(pl.col("split") == "train"), seed)
     return {int(n): train.head(n if 0 < n < train.height else train.height) for n in sizes}
 
 

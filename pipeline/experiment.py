@@ -123,24 +123,84 @@ class DecontaminationConfig(_Strict):
     common_window_docs: int = Field(default=10, ge=1)  # windows in more documents are common text
 
 
+class FinetuneConfig(_Strict):
+    """Full fine-tuning on the labelled subsets (trainer.transfer): at each learning rate of
+    ``lrs`` with a linear warmup; the dev loss every ``eval_every`` steps stops a learning rate
+    after ``patience`` measurements without improvement and picks the learning rate. Steps:
+    ``epochs`` passes over the labelled examples, within ``[min_steps, max_steps]``."""
+
+    sizes: list[int] | None = None  # the labelled-set sizes fine-tuned (None: all of task.sizes; []: none)
+    draws: int = Field(default=1, ge=1)  # labelled subsets fine-tuned per size (the first of task.draws)
+    lrs: list[float] = Field(default_factory=lambda: [3e-4, 1e-3], min_length=1)  # backbone; head 10x
+    batch: int = Field(default=16, ge=1)
+    epochs: float = Field(default=20.0, gt=0)
+    min_steps: int = Field(default=20, ge=1)
+    max_steps: int = Field(default=120, ge=1)
+    warmup_steps: int = Field(default=10, ge=0)
+    eval_every: int = Field(default=10, ge=1)
+    patience: int = Field(default=3, ge=1)
+    weight_decay: float = Field(default=0.01, ge=0)
+
+    @field_validator("lrs")
+    @classmethod
+    def _positive_lrs(cls, value):
+        if any(lr <= 0 for lr in value):
+            raise ValueError("learning rates must be positive")
+        return value
+
+
 class TaskConfig(_Strict):
-    """The downstream task: a file (id, text, label, split), or with ``demo`` BBC News topics."""
+    """The downstream task: a file (id, text, label, split), or with ``demo`` BBC News topics.
+    Transfer is a label-efficiency curve: at each of ``sizes`` labelled examples, ``draws``
+    labelled subsets, each probed (and fine-tuned, see :class:`FinetuneConfig`), with the bag-of-words
+    reference line; ``dev_docs`` of the train split (unless the file has a dev split) choose the
+    probe's penalty and the fine-tuning learning rate, and stop fine-tuning."""
 
     path: Path | None = None
     train_docs: int = Field(default=500, ge=10)  # demo task only
     test_docs: int = Field(default=300, ge=10)  # demo task only
-    sizes: list[int] = Field(default_factory=lambda: [50, 200, 0])  # labelled examples; 0: all
+    sizes: list[int] = Field(default_factory=lambda: [10, 25, 50, 100, 0], min_length=1)  # 0: the whole pool
+    draws: int = Field(default=3, ge=1)
+    dev_docs: int = Field(default=100, ge=0)
     max_tokens: int = Field(default=128, ge=8)
-    finetune: bool = True
-    finetune_steps: int = Field(default=60, ge=1)
-    finetune_batch: int = Field(default=16, ge=1)
-    finetune_lr: float = Field(default=3e-4, gt=0)
-    probe_l2: float = Field(default=1e-2, ge=0)
+    probe_l2: list[float] = Field(default_factory=lambda: [1e-3, 1e-2, 1e-1, 1.0], min_length=1)
+    bag_of_words: bool = True
+    bow_c: list[float] = Field(default_factory=lambda: [1.0, 10.0, 100.0, 1000.0], min_length=1)
+    finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)
+    variants: list[str] | None = None  # the variants with transfer runs (None: all)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_keys(cls, data):
+        if isinstance(data, dict):
+            former = [k for k in ("finetune_steps", "finetune_batch", "finetune_lr") if k in data]
+            if former or isinstance(data.get("finetune"), bool):
+                raise ValueError(
+                    f"task.{(former or ['finetune'])[0]}: fine-tuning is set in [task.finetune] (lrs, batch, "
+                    "epochs, min_steps, max_steps, warmup_steps, eval_every, patience; sizes = [] for none)"
+                )
+        return data
 
     @field_validator("path")
     @classmethod
     def _task_exists(cls, value):
         return _existing_file(value, "task.path", "a Parquet file with id, text, label, split columns")
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, value):
+        if any(n < 0 for n in value) or len(set(value)) != len(value):
+            raise ValueError("sizes must be distinct labelled-set sizes (0: the whole pool)")
+        return value
+
+    @model_validator(mode="after")
+    def _finetuned_sizes(self):
+        extra = sorted(set(self.finetune.sizes or []) - set(self.sizes))
+        if extra:
+            raise ValueError(f"task.finetune.sizes: {extra} are not among task.sizes {self.sizes}")
+        if self.finetune.draws > self.draws:
+            raise ValueError(f"task.finetune.draws ({self.finetune.draws}) exceeds task.draws ({self.draws})")
+        return self
 
 
 class MemorizationConfig(_Strict):
@@ -267,6 +327,9 @@ class ExperimentConfig(_Strict):
                 "quality_model: a variant uses the quality filter; train one with "
                 "`curate train-quality` and name it here"
             )
+        unknown = [name for name in self.task.variants or [] if name not in names]
+        if unknown:
+            raise ValueError(f"task.variants: {', '.join(unknown)} is not a variant ({', '.join(names)})")
         if self.efficiency.budgets:
             unknown = [name for name in self.efficiency.variants if name not in names]
             if len(self.efficiency.variants) < 2 or unknown:
@@ -805,10 +868,48 @@ def run_metrics(summary: dict, eval_groups: dict[str, dict]) -> dict[str, float]
     return {**heldout_scores(heldout.get("groups", {}), eval_groups), "own_validation_bpb": summary["final"].get("bpb")}
 
 
+def transfer_summary(transfer: dict[str, dict[int, dict]]) -> dict:
+    """What the transfer runs measured on: labelled pool, dev and test sizes, draws, and the
+    labelled-set sizes of each method in curve order (smallest first, ``all`` last), with the
+    number of labelled examples each stands for."""
+    results = [result for seeds in transfer.values() for result in seeds.values()]
+    if not results:
+        return {}
+    sizes: dict[str, list[str]] = {}
+    examples: dict[str, int] = {}
+    for result in results:
+        for method in TRANSFER_METHODS:
+            ordered = sorted(result.get(method, {}), key=lambda n: int(n) or math.inf)
+            if ordered:
+                sizes[method] = [_size_label(n) for n in ordered]
+                examples.update({_size_label(n): result[method][n]["n"] for n in ordered})
+    first = next((r for r in results if "probe" in r), results[0])
+    settings = first.get("settings", {})
+    return {
+        "pool_examples": first.get("pool_examples"),
+        "dev_examples": first.get("dev_examples"),
+        "test_examples": first.get("test_examples"),
+        "labels": first.get("labels"),
+        "draws": settings.get("draws"),
+        "finetune_draws": settings.get("finetune_draws") if "finetune" in sizes else None,
+        "sizes": {method: sizes[method] for method in TRANSFER_METHODS if method in sizes},
+        "examples": examples,
+    }
+
+
+def paired_difference(a: dict, b: dict) -> dict[str, float]:
+    """Seed by seed, ``a - b`` (two :func:`spread` results) over the seeds both have."""
+    return {seed: value - b["by_seed"][seed] for seed, value in a["by_seed"].items() if seed in b["by_seed"]}
+
+
+TRANSFER_METHODS = ("probe", "finetune", "bow")  # bow: the bag-of-words reference line
+
+
 def transfer_metrics(results: dict) -> dict[str, float]:
-    """``probe_accuracy@50``, ``finetune_loss@all``, ... of one transfer result."""
+    """``probe_accuracy@50``, ``finetune_loss@all``, ``bow_accuracy@10``, ... of one transfer result
+    (each size's mean over its draws)."""
     metrics = {}
-    for method in ("probe", "finetune"):
+    for method in TRANSFER_METHODS:
         for size, scores in results.get(method, {}).items():
             metrics[f"{method}_accuracy@{_size_label(size)}"] = scores["accuracy"]
             metrics[f"{method}_loss@{_size_label(size)}"] = scores["loss"]
@@ -975,7 +1076,15 @@ def canary_views(canaries: pl.DataFrame, plan: pl.DataFrame) -> dict[str, dict]:
 # against the pipeline it leaves a step out of (``ablation_of``), pretrained against random
 # initialization, and fine-tuning against probing. Correcting the headline for the exploratory
 # per-set tests as well would leave three seeds (2 degrees of freedom) unable to answer it.
-FAMILIES = ("headline", "held-out sets", "leave-one-out", "memorization", "transfer", "fine-tuning vs probing")
+FAMILIES = (
+    "headline",
+    "held-out sets",
+    "leave-one-out",
+    "memorization",
+    "transfer",
+    "label efficiency",
+    "fine-tuning vs probing",
+)
 
 
 def _family(metric: str) -> str:
@@ -987,6 +1096,8 @@ def _family(metric: str) -> str:
         return "held-out sets"
     if metric.startswith("finetune_vs_probe_"):
         return "fine-tuning vs probing"
+    if "_gain@" in metric:
+        return "label efficiency"
     return "transfer"
 
 
@@ -1058,12 +1169,13 @@ def summarize(
         b_label: str | None = None,
         b_metric: str | None = None,
         family: str | None = None,
+        name: str | None = None,
     ) -> None:
         b_metric = b_metric or metric
         if a not in metrics.get(metric, {}) or b not in metrics.get(b_metric, {}):
             return
         lower = _lower_is_better(metric)
-        name = metric if b_metric == metric else metric.replace("finetune_", "finetune_vs_probe_")
+        name = name or (metric if b_metric == metric else metric.replace("finetune_", "finetune_vs_probe_"))
         comparisons.append(
             {
                 "metric": name,
@@ -1073,7 +1185,7 @@ def summarize(
                 **compare(metrics[metric][a], metrics[b_metric][b], lower),
                 "expected": why,
                 "_expected": expected,
-                "_sides": (metric, a, b_metric, b, lower),
+                "_sides": (metric, a, b_metric, b, lower, name),
             }
         )
 
@@ -1147,6 +1259,35 @@ def summarize(
         if variant.ablation_of is not None:
             memorized_against(variant.name, variant.ablation_of)
     transfer_keys = [m for m in metrics if "_accuracy@" in m]
+    # Label efficiency: each variant's gain in accuracy over random initialization, seed by seed,
+    # at the fewest labels against the most (expected larger with few labels).
+    task_info = transfer_summary(transfer)
+    for method in ("probe", "finetune"):
+        sizes = [size for size in task_info.get("sizes", {}).get(method, []) if f"{method}_accuracy@{size}" in metrics]
+        for size in sizes:
+            accuracy = metrics[f"{method}_accuracy@{size}"]
+            if "random" not in accuracy:
+                continue
+            for name in names:
+                if name in accuracy:
+                    paired = paired_difference(accuracy[name], accuracy["random"])
+                    if paired:
+                        metrics.setdefault(f"{method}_gain@{size}", {})[name] = spread(paired)
+        if len(sizes) >= 2:
+            few, most = f"{method}_gain@{sizes[0]}", f"{method}_gain@{sizes[-1]}"
+            for name in names:
+                add(
+                    few,
+                    name,
+                    name,
+                    True,
+                    "pretraining helps most with few labels: its gain over random initialization is larger "
+                    f"with {sizes[0]} labelled examples than with {sizes[-1]}",
+                    f"{name} @ {sizes[0]}",
+                    f"{name} @ {sizes[-1]}",
+                    b_metric=most,
+                    name=f"{method}_gain@{sizes[0]}_vs_{sizes[-1]}",
+                )
     for name in names:
         for metric in transfer_keys:
             add(metric, name, "random", True, "pretraining helps over random initialization")
@@ -1165,11 +1306,11 @@ def summarize(
     for family in dict.fromkeys(c["family"] for c in comparisons):
         holm([c for c in comparisons if c["family"] == family])
     for c in comparisons:
-        metric, a, b_metric, b, lower = c.pop("_sides")
+        metric, a, b_metric, b, lower, name = c.pop("_sides")
         expected = c.pop("_expected")
         # expected None: no difference expected, so any significant one goes against it
         c["contradicts_expectation"] = bool(c["significant"] and (expected is None or c["better"] is not expected))
-        shown = metric if b_metric == metric else metric.replace("finetune_", "")
+        shown = metric if b_metric == metric or "_gain@" in name else metric.replace("finetune_", "")
         c["sentence"] = sentence(
             shown,
             c["a"],
@@ -1191,6 +1332,7 @@ def summarize(
         "contamination": contamination,
         "runs": per_run,
         "transfer": per_transfer,
+        "task": task_info,
         "memorization": {**(canaries or {}), "runs": per_memorization} if memorization else None,
         "data_efficiency": data_efficiency(config, per_run) or None,
         "metrics": metrics,

@@ -51,7 +51,15 @@ def _config(tmp_path, **overrides):
         "seeds": [0, 1],
         "budget_tokens": 6000,
         "tokenizer": {"vocab_size": 2000, "sample_docs": 500},
-        "task": {"train_docs": 30, "test_docs": 20, "sizes": [10, 0], "max_tokens": 16, "finetune_steps": 2},
+        "task": {
+            "train_docs": 30,
+            "test_docs": 20,
+            "sizes": [10, 0],
+            "draws": 2,
+            "dev_docs": 10,
+            "max_tokens": 16,
+            "finetune": {"min_steps": 2, "max_steps": 4, "eval_every": 2, "warmup_steps": 1},
+        },
         "memorization": {"prefix_tokens": 6, "suffix_tokens": 8},
         "efficiency": {"budgets": [3000, 12000], "variants": ["raw", "full"]},
         "variants": [
@@ -111,7 +119,22 @@ def test_tiny_experiment_end_to_end(tmp_path):
             # The headline is the mean of the clean sets' bits per byte; junk stands apart.
             assert run["heldout_bpb"] == pytest.approx(np.mean([run[f"heldout_bpb/{s}"] for s in clean_sets]))
             assert run["heldout_bpb/junk"] > 0
-    assert set(results["transfer"]) == {"random", "raw", "full", "full-t2"}
+    assert set(results["transfer"]) == {"random", "bag-of-words", "raw", "full", "full-t2"}
+    # Label efficiency: dev split apart from the pool, draws per size (one at "all"), the learning
+    # rate chosen among the configured ones, the same draws for every model of a seed.
+    assert results["task"]["sizes"] == {"probe": ["10", "all"], "finetune": ["10", "all"], "bow": ["10", "all"]}
+    assert (results["task"]["pool_examples"], results["task"]["dev_examples"]) == (20, 10)
+    runs = {name: json.loads((out / "transfer" / name / "seed-1.json").read_text()) for name in ("raw", "random")}
+    assert [d["draw"] for d in runs["raw"]["probe"]["10"]["draws"]] == [0, 1]
+    assert len(runs["raw"]["probe"]["0"]["draws"]) == 1 and len(runs["raw"]["finetune"]["10"]["draws"]) == 1
+    assert all(d["lr"] in (3e-4, 1e-3) and 1 <= d["steps"] <= 4 for d in runs["raw"]["finetune"]["10"]["draws"])
+    bow = json.loads((out / "transfer" / "bag-of-words" / "seed-1.json").read_text())
+    assert set(bow["bow"]) == {"10", "0"} and "probe" not in bow
+    gains = results["metrics"]["probe_gain@10"]["raw"]["by_seed"]
+    accuracy = results["metrics"]["probe_accuracy@10"]
+    assert gains["1"] == pytest.approx(accuracy["raw"]["by_seed"]["1"] - accuracy["random"]["by_seed"]["1"])
+    efficiency = [c for c in results["comparisons"] if c["family"] == "label efficiency"]
+    assert {(c["metric"], c["a"]) for c in efficiency} >= {("probe_gain@10_vs_all", "raw @ 10")}
     assert results["metrics"]["heldout_bpb"]["raw"]["n"] == 2
     # Every comparison tested once, Holm within its family: no set's single group again, no loss
     # beside its accuracy; each with its interval.
@@ -320,8 +343,10 @@ def test_tiny_experiment_end_to_end(tmp_path):
         for name, entry in results["metrics"][metric].items():
             assert again["metrics"][metric][name]["mean"] == pytest.approx(entry["mean"], rel=1e-4, abs=1e-9)
     for name, seeds in results["transfer"].items():
+        method = "bow" if name == "bag-of-words" else "probe"
         for seed, scores in seeds.items():
-            assert again["transfer"][name][seed]["probe_loss@all"] == pytest.approx(scores["probe_loss@all"], rel=1e-3)
+            key = f"{method}_loss@all"
+            assert again["transfer"][name][seed][key] == pytest.approx(scores[key], rel=1e-3)
 
 
 def test_a_leak_stops_the_experiment(tmp_path, monkeypatch):

@@ -35,8 +35,101 @@ def _value(results: dict, metric: str, model: str, digits: int = 3) -> str:
 
 
 def _color(results: dict, model: str) -> str:
-    """One color per model on every chart: random first, then the variants in config order."""
+    """One color per model on every chart: random first, then the variants in config order (the
+    bag-of-words reference is grey)."""
+    if model == "bag-of-words":
+        return "#777777"
     return PALETTE[["random", *results["variants"]].index(model) % len(PALETTE)]
+
+
+def _interval(entry: dict) -> tuple[float, float]:
+    """The 95% t-interval of a seed mean (:func:`pipeline.experiment.spread`); the mean alone for one seed."""
+    from scipy import stats
+
+    if not entry or entry["n"] < 2:
+        return entry["mean"], entry["mean"]
+    half = stats.t.ppf(0.975, entry["n"] - 1) * entry["std"] / entry["n"] ** 0.5
+    return entry["mean"] - half, entry["mean"] + half
+
+
+def _label_curves(results: dict, models: list[str]) -> str:
+    """Test accuracy against labelled examples (log axis), one panel per method: a line per model
+    with its 95% interval over seeds, the bag-of-words reference dashed in each panel."""
+    info = results.get("task") or {}
+    methods = [m for m in ("probe", "finetune") if info.get("sizes", {}).get(m)]
+    if not methods:
+        return ""
+    titles = {"probe": "linear probe (frozen backbone)", "finetune": "full fine-tuning"}
+    with matplotlib.rc_context(STYLE):
+        fig = _figure(4.6 * len(methods), 3.3)
+        axes = fig.subplots(1, len(methods), squeeze=False)[0]
+        for ax, method in zip(axes, methods, strict=True):
+            lines = [(model, method, "-") for model in models] + [("bag-of-words", "bow", "--")]
+            for model, key, style in lines:
+                points = []
+                for size in info["sizes"].get(key, []):
+                    entry = results["metrics"].get(f"{key}_accuracy@{size}", {}).get(model)
+                    if entry and entry["mean"] is not None:
+                        points.append((info["examples"][size], entry["mean"], *_interval(entry)))
+                if not points:
+                    continue
+                x, mean, low, high = zip(*points)
+                color = _color(results, model)
+                ax.plot(x, mean, style, color=color, marker="o", ms=3, lw=1.2, label=model)
+                ax.fill_between(x, low, high, color=color, alpha=0.15, lw=0)
+            ax.set_xscale("log")
+            ax.set_xlabel("labelled examples")
+            ax.set_ylabel("test accuracy")
+            ax.set_title(titles[method], loc="left")
+        axes[0].legend(frameon=False, fontsize=8)
+    return to_svg(fig, "label-efficiency", "test accuracy against labelled examples")
+
+
+def _transfer(results: dict, models: list[str]) -> str:
+    """The label-efficiency curves, accuracy and cross-entropy tables, and what the task was."""
+    info = results.get("task") or {}
+    accuracy = [m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))]
+    losses = [m for m in results["metrics"] if m.startswith(("probe_loss@", "finetune_loss@"))]
+    reference = [m for m in results["metrics"] if m.startswith("bow_accuracy@")]
+    gains = [m for m in results["metrics"] if "_gain@" in m]
+    shown = [*models, *(["bag-of-words"] if reference else [])]
+    draws = info.get("draws")
+    return (
+        "<section id=transfer><h2>Transfer to the downstream task: label efficiency</h2>"
+        "<p class=note>At each number of labelled examples, "
+        + (f'<span class="num" data-json="results.json#task.draws">{draws}</span> ' if draws else "several ")
+        + "labelled subsets are drawn per seed (class-balanced; the whole pool is one draw; every model of a seed "
+        "sees the same draws). Linear probe: a logistic regression on the frozen backbone's mean final hidden "
+        "state, its L2 penalty chosen by dev loss. Full fine-tuning: every weight and a linear head, with warmup, "
+        "at a few learning rates; the dev loss stops each and picks one"
+        + (
+            f' (<span class="num" data-json="results.json#task.finetune_draws">{info.get("finetune_draws")}</span>'
+            " draw per size)"
+            if info.get("finetune_draws")
+            else ""
+        )
+        + ". Bag of words: TF-IDF and logistic regression on the same text, the reference line. 'random' is the "
+        "same architecture, not pretrained. Labelled pool "
+        f'<span class="num" data-json="results.json#task.pool_examples">{fmt(info.get("pool_examples"))}</span>, dev '
+        f'<span class="num" data-json="results.json#task.dev_examples">{fmt(info.get("dev_examples"))}</span>, test '
+        f'<span class="num" data-json="results.json#task.test_examples">{fmt(info.get("test_examples"))}</span> '
+        "examples. Each point is the mean over seeds of the mean over draws, its band the 95% interval over "
+        "seeds. The dev split is larger than the smallest labelled sets: the few-label points are what the best "
+        "of a few settings gives, not what one could choose blind.</p>"
+        + _label_curves(results, models)
+        + "<h3>Test accuracy (mean over seeds ± std)</h3>"
+        + _metric_table(results, accuracy + reference, shown, 3, lambda m: m.replace("_accuracy@", " @ "))
+        + (
+            "<h3>Gain in accuracy over random initialization, seed by seed</h3>"
+            + _metric_table(results, gains, models[1:], 3, lambda m: m.replace("_gain@", " @ "))
+            + _comparisons(results, lambda c: c["family"] == "label efficiency")
+            if gains
+            else ""
+        )
+        + "<h3>Test cross-entropy (nats)</h3>"
+        + _metric_table(results, losses, models, 3, lambda m: m.replace("_loss@", " @ "))
+        + "</section>"
+    )
 
 
 def _bars(
@@ -400,9 +493,8 @@ def render(results: dict) -> str:
     junk = [f"heldout_bpb/{s}" for s in sets if s not in heldout["clean_sets"]]
     held_metrics = [m for m in ["heldout_bpb", *clean, *junk] if m in results["metrics"]]
     group_metrics = sorted(m for m in results["metrics"] if m.startswith("heldout_bpb/") and m.count("/") == 2)
-    accuracy = [m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))]
-    losses = [m for m in results["metrics"] if m.startswith(("probe_loss@", "finetune_loss@"))]
-    models = ["random", *variants]
+    transferred = {name for name, seeds in results.get("transfer", {}).items() if seeds}
+    models = ["random", *(v for v in variants if v in transferred)]
     config = results["config"]
     timing = results.get("timing", {})
     headline = [c for c in results["comparisons"] if c["metric"] in ("heldout_bpb", *junk)]
@@ -480,13 +572,7 @@ def render(results: dict) -> str:
         "</section>",
         _efficiency(results),
         _memorization(results),
-        "<section id=transfer><h2>Transfer to the downstream task</h2>"
-        "<p class=note>Linear probe on the frozen backbone and full fine-tuning, at each number of labelled "
-        "examples; test accuracy (and cross-entropy below). 'random' is the same architecture, not pretrained.</p>",
-        _metric_table(results, accuracy, models, 3, lambda m: m.replace("_accuracy@", " accuracy @ ")),
-        _bars(results, accuracy, models, "test accuracy (± seed std)", "accuracy", "transfer") if accuracy else "",
-        _metric_table(results, losses, models, 3, lambda m: m.replace("_loss@", " loss @ ")),
-        "</section>",
+        _transfer(results, models),
         "<section id=comparisons><h2>All comparisons</h2>",
         "<h3>Held-out loss against the baseline</h3>",
         _comparisons(results, lambda c: c["metric"].startswith("heldout_bpb") and c["family"] != "leave-one-out"),
