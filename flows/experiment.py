@@ -427,6 +427,32 @@ def memorization_task(
     return result
 
 
+@task(name="experiment-scores", cache_policy=NO_CACHE, task_run_name="scores-{variant}-seed{seed}")
+def scores_task(
+    variant: str, seed: int, checkpoint: Path, tokenizer_path: Path, texts_path: Path, out_path: Path
+) -> dict:
+    """Every held-out document scored whole by one pretrained model (trainer.scoring):
+    ``scores/<variant>/seed-<s>.parquet`` with ``id, set, lang, clean, bytes, tokens, nats``; returns
+    ``{"path", "documents", "seconds"}``."""
+    from pipeline.tokenize import special_ids
+    from trainer.generate import load_model
+    from trainer.scoring import document_losses
+
+    if out_path.exists():
+        return {"path": str(out_path), "documents": pl.scan_parquet(out_path).select(pl.len()).collect().item()}
+    started = time.perf_counter()
+    tokenizer = load_tokenizer(tokenizer_path)
+    texts = pl.read_parquet(texts_path, columns=["id", "text", "set", "lang", "clean"])
+    ids = [e.ids for e in tokenizer.encode_batch(texts["text"].to_list(), add_special_tokens=False)]
+    model, _, _ = load_model(checkpoint)
+    nats, tokens = document_losses(model, ids, special_ids(tokenizer)["eod"])
+    frame = texts.select(
+        "id", "set", "lang", "clean", bytes=pl.col("text").str.len_bytes().cast(pl.Int64)
+    ).with_columns(tokens=pl.Series(tokens, dtype=pl.Int64), nats=pl.Series(nats, dtype=pl.Float64))
+    write_parquet(frame.to_arrow(), out_path)
+    return {"path": str(out_path), "documents": frame.height, "seconds": time.perf_counter() - started}
+
+
 def _curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None) -> dict:
     layout = RunLayout(run.run_dir)
     manifest = read_json(layout.root / "mix" / variant / MANIFEST_FILE)
@@ -482,28 +508,30 @@ def _run_models(
     config: ExperimentConfig,
     pretraining: dict[tuple[str, int], dict],
     transfer_parameters,
-    memorization_parameters=None,
+    followups: dict[str, tuple] | None = None,
     transferred: set[str] | None = None,
-    memorized: set[str] | None = None,
-) -> tuple[dict[str, dict[int, dict]], ...]:
+) -> dict[str, dict[str, dict[int, dict]]]:
     """Every pretraining run (``pretrain_task``'s parameters per variant and seed), every
     transfer run (``transfer_parameters(model, seed)``; random init and the bag-of-words reference
-    first, then each variant's as soon as its pretraining is done) and, with
-    ``memorization_parameters(variant, seed)``, every pretrained model's memorization: in this
-    process one after the other, or with ``parallel_runs`` > 1 that many at a time, each in a
-    process of its own with its share of the cores. Only the variants in ``transferred`` and
-    ``memorized`` (default: all) get transfer and memorization runs.
-    Returns ``(summaries, transfer, memorization)``, each ``{model: {seed: result}}``."""
-    results: dict[str, dict[str, dict[int, dict]]] = {"pretrain": {}, "transfer": {}, "memorization": {}}
+    first, then each variant's in ``transferred`` (default: all) as soon as its pretraining is
+    done), and every follow-up ``followups[kind] = (task, parameters(variant, seed), variants)`` of
+    a pretrained model: in this process one after the other, or with ``parallel_runs`` > 1 that
+    many at a time, each in a process of its own with its share of the cores.
+    Returns ``{"pretrain": ..., "transfer": ..., <kind>: ...}``, each ``{model: {seed: result}}``."""
+    followups = followups or {}
+    results: dict[str, dict[str, dict[int, dict]]] = {"pretrain": {}, "transfer": {}, **{k: {} for k in followups}}
     references = [RANDOM, *([BAG_OF_WORDS] if config.task.bag_of_words else [])]
+    if transferred is not None and not transferred:
+        references = []  # no variant is transferred: no line to compare with
     unpretrained = [(name, seed) for name in references for seed in config.seeds]
 
-    def followups(key: tuple[str, int]) -> list:
+    def after(key: tuple[str, int]) -> list:
         runs = []
         if transferred is None or key[0] in transferred:
             runs.append(("transfer", transfer_task, transfer_parameters(*key)))
-        if memorization_parameters is not None and (memorized is None or key[0] in memorized):
-            runs.append(("memorization", memorization_task, memorization_parameters(*key)))
+        for kind, (run, parameters, names) in followups.items():
+            if key[0] in names:
+                runs.append((kind, run, parameters(*key)))
         return runs
 
     if config.parallel_runs == 1:
@@ -512,7 +540,7 @@ def _run_models(
         for key in unpretrained:
             results["transfer"].setdefault(key[0], {})[key[1]] = transfer_task(**transfer_parameters(*key))
         for key in pretraining:
-            for kind, run, parameters in followups(key):
+            for kind, run, parameters in after(key):
                 results[kind].setdefault(key[0], {})[key[1]] = run(**parameters)
     else:
         from prefect.futures import as_completed
@@ -527,15 +555,19 @@ def _run_models(
             for future in as_completed(list(started)):
                 key = started[future]
                 results["pretrain"].setdefault(key[0], {})[key[1]] = future.result()
-                for kind, run, parameters in followups(key):
+                for kind, run, parameters in after(key):
                     later[runner.submit(run, parameters)] = (kind, key)
             for future, (kind, key) in later.items():
                 results[kind].setdefault(key[0], {})[key[1]] = future.result()
     order = list(dict.fromkeys(name for name, _ in pretraining))
-    return tuple(
-        {name: dict(sorted(results[kind][name].items())) for name in names if name in results[kind]}
-        for kind, names in (("pretrain", order), ("transfer", [*references, *order]), ("memorization", order))
-    )
+    return {
+        kind: {
+            name: dict(sorted(runs[name].items()))
+            for name in (references if kind == "transfer" else []) + order
+            if name in runs
+        }
+        for kind, runs in results.items()
+    }
 
 
 @flow(name="experiment", validate_parameters=False)
@@ -615,6 +647,16 @@ def experiment_flow(config: ExperimentConfig) -> dict:
             out_path=out / "memorization" / name / f"seed-{seed}.json",
         )
 
+    def scores_parameters(name: str, seed: int) -> dict:
+        return dict(
+            variant=name,
+            seed=seed,
+            checkpoint=out / "train" / name / f"seed-{seed}",
+            tokenizer_path=tokenizer_path,
+            texts_path=texts_path,
+            out_path=out / "scores" / name / f"seed-{seed}.parquet",
+        )
+
     pretraining = {}
     for variant in config.all_variants():  # the data-efficiency runs pretrain only
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
@@ -623,14 +665,20 @@ def experiment_flow(config: ExperimentConfig) -> dict:
             train_config = _train_config(config, mixture, folder, seed, heldout, variant.budget_tokens)
             pretraining[(variant.name, seed)] = dict(variant=variant.name, seed=seed, train_config=train_config)
     variants = [v.name for v in config.variants]
-    summaries, transfer, memorization = _run_models(
+    followups = {}
+    if canaries_path:
+        followups["memorization"] = (memorization_task, memorization_parameters, set(variants))
+    if config.languages.enabled:
+        followups["scores"] = (scores_task, scores_parameters, set(variants))
+    models = _run_models(
         config,
         pretraining,
         transfer_parameters,
-        memorization_parameters if canaries_path else None,
+        followups,
         transferred=set(variants if config.task.variants is None else config.task.variants),
-        memorized=set(variants),
     )
+    summaries, transfer = models["pretrain"], models["transfer"]
+    memorization, scores = models.get("memorization", {}), models.get("scores", {})
     timing["training_and_transfer_s"] = time.perf_counter() - tick
 
     labels = None
@@ -668,12 +716,17 @@ def experiment_flow(config: ExperimentConfig) -> dict:
         curves,
         memorization=memorization or None,
         canaries=_canary_info(canaries_path, runs, memorization) if memorization else None,
+        scores={
+            name: {seed: pl.read_parquet(result["path"]) for seed, result in seeds.items()}
+            for name, seeds in scores.items()
+        },
     )
     timing["total_s"] = time.perf_counter() - started
     # What the runs took when they ran (an invocation that resumes reuses finished runs untimed).
     timing["pretraining_runs_s"] = sum(s["wall_time_s"] for runs in summaries.values() for s in runs.values())
     timing["transfer_runs_s"] = sum(t.get("seconds", 0.0) for runs in transfer.values() for t in runs.values())
     timing["memorization_runs_s"] = sum(m.get("seconds", 0.0) for runs in memorization.values() for m in runs.values())
+    timing["scoring_runs_s"] = sum(m.get("seconds", 0.0) for runs in scores.values() for m in runs.values())
     timing["parallel_runs"] = config.parallel_runs
     results["timing"] = timing
     write_json(results, out / "results.json")

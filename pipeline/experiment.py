@@ -72,6 +72,7 @@ class VariantConfig(_Strict):
     quality: bool = False  # add the fastText quality filter (needs the filter stage)
     temperature: float | None = Field(default=None, gt=0)  # over the groups; None: 1 (natural)
     weights: dict[str, float] | None = None
+    uniform: bool = False  # every group weighs the same; with max_epochs, UniMax (Chung et al. 2023)
     max_epochs: float | None = Field(default=None, gt=0)  # None: the experiment's
     budget_tokens: int | None = Field(default=None, ge=1)  # None: the experiment's
     # A leave-one-out variant (FineWeb-style ablation) is also compared with the pipeline it leaves
@@ -82,9 +83,16 @@ class VariantConfig(_Strict):
     def _consistent(self):
         if self.quality and "filter" not in self.stages:
             raise ValueError(f"variant {self.name}: quality = true needs 'filter' in stages")
-        if self.temperature is not None and self.weights is not None:
-            raise ValueError(f"variant {self.name}: give temperature or weights, not both")
+        if sum([self.temperature is not None, self.weights is not None, self.uniform]) > 1:
+            raise ValueError(f"variant {self.name}: give one of temperature, weights and uniform")
         return self
+
+    @property
+    def sampling_temperature(self) -> float | None:
+        """The temperature its groups are sampled at (uniform: infinite); None for explicit weights."""
+        if self.weights is not None:
+            return None
+        return math.inf if self.uniform else (self.temperature or 1.0)
 
     @property
     def curation_key(self) -> str:
@@ -220,6 +228,20 @@ class MemorizationConfig(_Strict):
         return _existing_file(value, "memorization.canaries", "a Parquet file with id, text, occurrences columns")
 
 
+class LanguagesConfig(_Strict):
+    """Bits per byte per language on the held-out text (every document of the clean sets scored
+    whole after pretraining, trainer.scoring; the held-out texts' ``lang``), the macro-average over
+    the low-resource languages (every language with held-out text not in ``high_resource``) and
+    over the high-resource ones; and the temperature family: ``variants`` (sampled at different
+    temperatures over groups that include the language, e.g. ``group_by = ["source", "lang"]``),
+    each compared with the first on both averages. Expected (mT5, UniMax): a higher temperature
+    helps the low-resource languages and costs the high-resource ones a little."""
+
+    enabled: bool = True
+    high_resource: list[str] = Field(default_factory=lambda: ["en"])
+    variants: list[str] = Field(default_factory=list)  # the first is the reference
+
+
 def budget_label(tokens: int) -> str:
     """A token budget as a name: 150000 -> ``150k``, 1200000 -> ``1.2M``."""
     return f"{tokens / 1e6:g}M" if tokens >= 1_000_000 else f"{tokens / 1e3:g}k" if tokens >= 1000 else str(tokens)
@@ -269,6 +291,7 @@ class ExperimentConfig(_Strict):
     task: TaskConfig = Field(default_factory=TaskConfig)
     memorization: MemorizationConfig = Field(default_factory=MemorizationConfig)
     efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
+    languages: LanguagesConfig = Field(default_factory=LanguagesConfig)
     quality_model: Path | None = None  # fastText quality model; default with demo: trained on it
     variants: list[VariantConfig] = Field(min_length=1)
     baseline: str | None = None  # the variant others are compared with; default: the first
@@ -327,9 +350,21 @@ class ExperimentConfig(_Strict):
                 "quality_model: a variant uses the quality filter; train one with "
                 "`curate train-quality` and name it here"
             )
-        unknown = [name for name in self.task.variants or [] if name not in names]
-        if unknown:
-            raise ValueError(f"task.variants: {', '.join(unknown)} is not a variant ({', '.join(names)})")
+        for key, chosen in (
+            ("task.variants", self.task.variants or []),
+            ("languages.variants", self.languages.variants),
+        ):
+            unknown = [name for name in chosen if name not in names]
+            if unknown:
+                raise ValueError(f"{key}: {', '.join(unknown)} is not a variant ({', '.join(names)})")
+        if self.languages.variants:
+            by_name = {v.name: v for v in self.variants}
+            family = [by_name[name] for name in self.languages.variants]
+            if not self.languages.enabled or len(family) < 2 or any(v.weights is not None for v in family):
+                raise ValueError(
+                    "languages.variants: name at least two variants sampled by temperature or uniform "
+                    "(not explicit weights), with languages.enabled"
+                )
         if self.efficiency.budgets:
             unknown = [name for name in self.efficiency.variants if name not in names]
             if len(self.efficiency.variants) < 2 or unknown:
@@ -441,6 +476,8 @@ def curation_config(
         }
         if variant.weights is not None:
             mixture["weights"], mixture["default_weight"] = variant.weights, 0.0
+        elif variant.uniform:
+            mixture["weights"], mixture["default_weight"] = {}, 1.0
         else:
             mixture["temperature"] = variant.temperature or 1.0
         mixtures.append(mixture)
@@ -1032,6 +1069,56 @@ def data_efficiency(config: ExperimentConfig, per_run: dict[str, dict[str, dict]
 MEMORIZATION_MEASURES = ("exposure", "exact", "matched", "suffix_loss")
 
 
+def _languages_info(config: ExperimentConfig, scores: dict[str, dict[int, pl.DataFrame]]) -> dict:
+    """The held-out text per language (documents, bytes; clean sets), which are high- and
+    low-resource, and the temperature family with each variant's sampling temperature."""
+    frame = next(iter(next(iter(scores.values())).values()))
+    per = (
+        frame.filter(pl.col("clean") & pl.col("lang").is_not_null())
+        .group_by("lang")
+        .agg(documents=pl.len(), bytes=pl.col("bytes").sum())
+        .sort("bytes", descending=True)
+    )
+    high = config.languages.high_resource
+    by_name = {v.name: v for v in config.variants}
+    return {
+        "high_resource": [lang for lang in per["lang"] if lang in high],
+        "low_resource": [lang for lang in per["lang"] if lang not in high],
+        "heldout": {lang: {"documents": docs, "bytes": size} for lang, docs, size in per.iter_rows()},
+        "family": {
+            name: {"temperature": _json_number(by_name[name].sampling_temperature), "uniform": by_name[name].uniform}
+            for name in config.languages.variants
+        },
+    }
+
+
+def _json_number(value: float | None) -> float | str | None:
+    return "inf" if value is not None and math.isinf(value) else value
+
+
+def language_metrics(documents: pl.DataFrame, high_resource: list[str]) -> dict[str, float]:
+    """Bits per byte per language from one run's document scores (``id, set, lang, clean, bytes,
+    tokens, nats``; trainer.scoring), over the clean sets' documents with a language: each
+    language's summed nats over its summed bytes (``lang_bpb/<lang>``), and the macro-averages
+    ``lang_bpb/low-resource`` (each language not in ``high_resource`` counts once) and
+    ``lang_bpb/high-resource``."""
+    per = (
+        documents.filter(pl.col("clean") & pl.col("lang").is_not_null() & (pl.col("bytes") > 0))
+        .group_by("lang")
+        .agg(pl.col("nats").sum(), pl.col("bytes").sum())
+        .sort("lang")
+    )
+    bpb = {lang: nats / math.log(2) / size for lang, nats, size in per.iter_rows()}
+    metrics = {f"lang_bpb/{lang}": value for lang, value in bpb.items()}
+    for name, chosen in (
+        ("low-resource", [v for lang, v in bpb.items() if lang not in high_resource]),
+        ("high-resource", [v for lang, v in bpb.items() if lang in high_resource]),
+    ):
+        if chosen:
+            metrics[f"lang_bpb/{name}"] = float(np.mean(chosen))
+    return metrics
+
+
 def _occurrence_label(occurrences: int) -> str:
     return "control" if occurrences == 0 else str(occurrences)
 
@@ -1083,8 +1170,12 @@ FAMILIES = (
     "memorization",
     "transfer",
     "label efficiency",
+    "languages",
     "fine-tuning vs probing",
 )
+
+
+OPEN = "open"  # a comparison with no expected direction: nothing it finds goes against an expectation
 
 
 def _family(metric: str) -> str:
@@ -1092,6 +1183,8 @@ def _family(metric: str) -> str:
         return "headline"
     if metric.startswith("memorization/"):
         return "memorization"
+    if metric.startswith("lang_bpb/"):
+        return "languages"
     if metric.startswith("heldout_bpb/"):
         return "held-out sets"
     if metric.startswith("finetune_vs_probe_"):
@@ -1119,6 +1212,7 @@ def summarize(
     curves: dict | None = None,
     memorization: dict[str, dict[int, dict]] | None = None,
     canaries: dict | None = None,
+    scores: dict[str, dict[int, pl.DataFrame]] | None = None,
 ) -> dict:
     """results.json: every run's numbers, their spread over seeds, and the comparisons with the
     sentence each supports (and whether it goes against the expectation); the held-out sets'
@@ -1150,8 +1244,12 @@ def summarize(
         name: {str(seed): memorization_metrics(result) for seed, result in seeds.items()}
         for name, seeds in (memorization or {}).items()
     }
+    per_language = {
+        name: {str(seed): language_metrics(frame, config.languages.high_resource) for seed, frame in seeds.items()}
+        for name, seeds in (scores or {}).items()
+    }
     metrics: dict[str, dict[str, dict]] = {}
-    for table in (per_run, per_transfer, per_memorization):
+    for table in (per_run, per_transfer, per_memorization, per_language):
         for name, seeds in table.items():
             keys = sorted({key for values in seeds.values() for key in values})
             for key in keys:
@@ -1196,13 +1294,20 @@ def summarize(
         m for m in metrics if m.startswith("heldout_bpb") and (m.count("/") < 2 or groups_of[m.split("/")[1]] > 1)
     ]
     junk = {name for name, info in heldout["sets"].items() if not info["clean"]}
+    by_name = {v.name: v for v in config.variants}
 
     def held_out_against(curated: str, other: str, family: str | None = None) -> None:
         """``curated`` (more curation) against ``other``, on every held-out measure: expected lower
         on the clean sets, higher on the junk its curation removes."""
         a, b = (curated, other) if family is None else (other, curated)  # leave-one-out: a lacks a step
+        mixing_only = by_name[a].curation_key == by_name[b].curation_key
         for metric in held_out:
             on_junk = bool(metric.split("/")[1:2]) and metric.split("/")[1] in junk
+            if mixing_only:
+                # The same documents mixed otherwise: sets of several languages and sources give no
+                # direction to expect (the languages family has one).
+                add(metric, a, b, OPEN, f"{a} and {b} mix the same curated documents differently", family=family)
+                continue
             why = (
                 f"curation ({curated}) removes junk, so its loss on junk is higher"
                 if on_junk
@@ -1258,6 +1363,33 @@ def summarize(
     for variant in config.variants:
         if variant.ablation_of is not None:
             memorized_against(variant.name, variant.ablation_of)
+    # Languages: each variant of the temperature family against its first, on the macro-average over
+    # the low-resource languages and over the high-resource ones.
+    family = {v.name: v for v in config.variants if v.name in config.languages.variants}
+    if family:
+        reference = family[config.languages.variants[0]]
+        for name in config.languages.variants[1:]:
+            hotter, colder = (
+                family[name].sampling_temperature > reference.sampling_temperature,
+                family[name].sampling_temperature < reference.sampling_temperature,
+            )
+            for metric, expected, why in (
+                (
+                    "lang_bpb/low-resource",
+                    hotter if hotter or colder else None,
+                    "upsampling the low-resource languages",
+                ),
+                ("lang_bpb/high-resource", colder if hotter or colder else None, "fewer tokens of the high-resource"),
+            ):
+                add(
+                    metric,
+                    name,
+                    reference.name,
+                    expected,
+                    f"a higher sampling temperature lowers the loss of the languages it upsamples and raises "
+                    f"that of the high-resource ones ({why})",
+                    family="languages",
+                )
     transfer_keys = [m for m in metrics if "_accuracy@" in m]
     # Label efficiency: each variant's gain in accuracy over random initialization, seed by seed,
     # at the fewest labels against the most (expected larger with few labels).
@@ -1308,8 +1440,11 @@ def summarize(
     for c in comparisons:
         metric, a, b_metric, b, lower, name = c.pop("_sides")
         expected = c.pop("_expected")
-        # expected None: no difference expected, so any significant one goes against it
-        c["contradicts_expectation"] = bool(c["significant"] and (expected is None or c["better"] is not expected))
+        # expected None: no difference expected, so any significant one goes against it; OPEN: no
+        # direction expected, so none does
+        c["contradicts_expectation"] = bool(
+            c["significant"] and expected is not OPEN and (expected is None or c["better"] is not expected)
+        )
         shown = metric if b_metric == metric or "_gain@" in name else metric.replace("finetune_", "")
         c["sentence"] = sentence(
             shown,
@@ -1334,6 +1469,7 @@ def summarize(
         "transfer": per_transfer,
         "task": task_info,
         "memorization": {**(canaries or {}), "runs": per_memorization} if memorization else None,
+        "languages": _languages_info(config, scores) if scores else None,
         "data_efficiency": data_efficiency(config, per_run) or None,
         "metrics": metrics,
         "alpha": ALPHA,

@@ -7,6 +7,7 @@ holds a downstream-task text or a near copy of one."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -105,7 +106,7 @@ def _resolve(data, path: str):
 
 
 def test_tiny_experiment_end_to_end(tmp_path):
-    config = _config(tmp_path)
+    config = _config(tmp_path, languages={"variants": ["full", "full-t2"]})
     results = experiment_flow(config)
     texts = pl.read_parquet(config.corpus_dir / "heldout" / "texts.parquet")
     clean_sets = sorted(set(texts.filter(pl.col("clean"))["set"]))
@@ -120,6 +121,22 @@ def test_tiny_experiment_end_to_end(tmp_path):
             assert run["heldout_bpb"] == pytest.approx(np.mean([run[f"heldout_bpb/{s}"] for s in clean_sets]))
             assert run["heldout_bpb/junk"] > 0
     assert set(results["transfer"]) == {"random", "bag-of-words", "raw", "full", "full-t2"}
+    # Every held-out document scored whole by every model; bits per byte per language from them,
+    # and the temperature family (full at T = 1 against full-t2) compared on both averages.
+    scores = pl.read_parquet(out / "scores" / "raw" / "seed-0.parquet")
+    assert scores["id"].sort().to_list() == texts["id"].sort().to_list()
+    assert (scores["tokens"] > 0).all() and (scores["nats"] > 0).all()
+    languages = results["languages"]
+    assert languages["high_resource"] == ["en"] and languages["low_resource"]
+    assert languages["family"] == {
+        "full": {"temperature": 1.0, "uniform": False},
+        "full-t2": {"temperature": 2.0, "uniform": False},
+    }
+    assert results["metrics"]["lang_bpb/low-resource"]["raw"]["n"] == 2
+    assert {(c["metric"], c["a"], c["b"]) for c in results["comparisons"] if c["family"] == "languages"} == {
+        ("lang_bpb/low-resource", "full-t2", "full"),
+        ("lang_bpb/high-resource", "full-t2", "full"),
+    }
     # Label efficiency: dev split apart from the pool, draws per size (one at "all"), the learning
     # rate chosen among the configured ones, the same draws for every model of a seed.
     assert results["task"]["sizes"] == {"probe": ["10", "all"], "finetune": ["10", "all"], "bow": ["10", "all"]}
@@ -468,6 +485,21 @@ def test_variants_keep_every_copy_of_their_own_validation_documents(tmp_path):
     assert run["mix"]["decontaminate"] is False and run["mix"]["validation_fraction"] > 0
 
 
+def test_uniform_sampling_is_every_group_weighted_alike(tmp_path):
+    """A uniform variant mixes with weight 1 for every group (with its epoch cap: UniMax), and the
+    mix stage turns that into equal weights."""
+    from pipeline.mix import explicit_weights
+
+    config = _config(
+        tmp_path, variants=[{"name": "raw"}, {"name": "unimax", "uniform": True, "max_epochs": 2}], efficiency={}
+    )
+    run = curation_config({}, [config.variants[1]], config, tmp_path / "run", tmp_path / "tok.json", [], None)
+    (mixture,) = run["mix"]["mixtures"]
+    assert (mixture["weights"], mixture["default_weight"], mixture["max_epochs"]) == ({}, 1.0, 2)
+    assert explicit_weights({}, ["a", "b", "c", "d"], 1.0) == pytest.approx(dict.fromkeys("abcd", 0.25))
+    assert config.variants[1].sampling_temperature == math.inf and config.variants[0].sampling_temperature == 1.0
+
+
 def test_user_canaries_need_their_columns(tmp_path):
     path = tmp_path / "canaries.parquet"
     pl.DataFrame({"id": ["a"], "text": ["some words"]}).write_parquet(path)
@@ -592,6 +624,12 @@ def test_the_rule_calls_no_difference_on_noise():
         ({"memorization": {"canaries": "missing.parquet"}}, "memorization.canaries"),
         ({"efficiency": {"budgets": [3000], "variants": ["raw", "full"]}}, "at least three budgets"),
         ({"efficiency": {"budgets": [3000, 9000], "variants": ["raw", "nope"]}}, "nope is not one"),
+        ({"variants": [{"name": "u", "uniform": True, "temperature": 2.0}]}, "one of temperature, weights and uniform"),
+        ({"languages": {"variants": ["raw", "nope"]}}, "languages.variants: nope is not a variant"),
+        ({"languages": {"variants": ["raw"]}}, "at least two variants"),
+        ({"task": {"sizes": [10, 0], "finetune": {"sizes": [25]}}}, "\\[25\\] are not among task.sizes"),
+        ({"task": {"finetune_steps": 100}}, "fine-tuning is set in \\[task.finetune\\]"),
+        ({"task": {"variants": ["nope"]}}, "task.variants: nope"),
     ],
 )
 def test_experiment_config_errors(tmp_path, change, message):

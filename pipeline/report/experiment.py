@@ -383,6 +383,65 @@ def _memorization(results: dict) -> str:
     )
 
 
+def _languages(results: dict) -> str:
+    """Bits per byte per language on the held-out text, per variant (mean ± seed std): the macro
+    averages first, then each language with its held-out bytes; the temperature family's chart and
+    comparisons."""
+    info = results.get("languages")
+    if not info:
+        return ""
+    variants = [
+        v for v in results["variants"] if f"lang_bpb/{(info['low_resource'] or ['-'])[0]}" in results["metrics"]
+    ]
+    rows = []
+    for name, label in (("low-resource", "low-resource (macro-average)"), ("high-resource", "high-resource")):
+        if f"lang_bpb/{name}" in results["metrics"]:
+            rows.append([esc(label), ""] + [_value(results, f"lang_bpb/{name}", v, 4) for v in variants])
+    for lang, held in info["heldout"].items():
+        rows.append(
+            [esc(lang), _num(f"results.json#languages.heldout.{lang}.bytes", held["bytes"])]
+            + [_value(results, f"lang_bpb/{lang}", v, 4) for v in variants]
+        )
+    family = list(info.get("family") or {})
+    chart = ""
+    if family:
+        metrics = [m for m in ("lang_bpb/low-resource", "lang_bpb/high-resource") if m in results["metrics"]]
+        chart = _bars(
+            results,
+            metrics,
+            family,
+            "bits per byte by sampling temperature (± seed std)",
+            "bits per byte",
+            "languages",
+            zoom=True,
+        )
+    temperatures = ", ".join(
+        f"{esc(name)}: {'uniform (UniMax)' if entry['uniform'] else 'T = ' + fmt(entry['temperature'], 3)}"
+        for name, entry in (info.get("family") or {}).items()
+    )
+    return (
+        "<section id=languages><h2>Bits per byte per language</h2>"
+        "<p class=note>Every document of the clean held-out sets scored whole after pretraining (its tokens after "
+        "an end-of-document token, windows of the model's context); a language's bits over its bytes. "
+        f"High-resource: {esc(', '.join(info['high_resource']) or 'none')}; low-resource: every other language with "
+        "held-out text, averaged with each language counting once. Few held-out bytes make a language's own number "
+        "noisy; the macro-average is the measure."
+        + (f" Temperature family: {temperatures}; each compared with the first." if family else "")
+        + "</p>"
+        + chart
+        + table(
+            ["language", "held-out bytes", *[esc(v) for v in variants]], rows, numeric=set(range(1, len(variants) + 2))
+        )
+        + (
+            "<h3>Comparisons (Holm over the languages family)</h3>"
+            + _comparisons(results, lambda c: c["family"] == "languages")
+            if family
+            else ""
+        )
+        + "</section>"
+    )
+
+
 def _efficiency(results: dict) -> str:
     """Held-out loss against training tokens per variant (each seed's points and fitted power law)
     and the data multiplier with its interval."""
@@ -526,6 +585,7 @@ def render(results: dict) -> str:
         "<a href='#curves'>curves</a>"
         + ("<a href='#efficiency'>data efficiency</a>" if results.get("data_efficiency") else "")
         + ("<a href='#memorization'>memorization</a>" if results.get("memorization") else "")
+        + ("<a href='#languages'>languages</a>" if results.get("languages") else "")
         + "<a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
         "</header><main>",
         "<section id=findings><h2>Findings</h2><p class=note>Runs of one seed share their initialization and batch "
@@ -572,6 +632,7 @@ def render(results: dict) -> str:
         "</section>",
         _efficiency(results),
         _memorization(results),
+        _languages(results),
         _transfer(results, models),
         "<section id=comparisons><h2>All comparisons</h2>",
         "<h3>Held-out loss against the baseline</h3>",
