@@ -8,6 +8,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 import torch
+import torch.nn.functional as F
 
 from pipeline.downstream import draw_seed, labelled_subsets, load_task, task_splits
 from pipeline.tokenize import load_tokenizer, train_tokenizer
@@ -80,7 +81,7 @@ def test_draws_differ_and_nest_within_a_draw():
     assert labelled_subsets(pool, [6], draw_seed(2, 0))[6]["id"].to_list() != draws[0][6]["id"].to_list()
 
 
-def test_probe_picks_the_penalty_with_the_lowest_dev_loss():
+def test_probe_picks_the_penalty_best_on_the_dev_split():
     generator = torch.Generator().manual_seed(0)
     centers = torch.randn(3, 8, generator=generator) * 0.7
     y = torch.arange(90) % 3
@@ -88,13 +89,14 @@ def test_probe_picks_the_penalty_with_the_lowest_dev_loss():
     settings = TransferSettings(probe_l2=(1e-4, 1e-2, 1.0, 30.0))
     result = linear_probe(x[:30], y[:30], x[30:60], y[30:60], x[60:], y[60:], 3, settings)
     mean, std = x[:30].mean(0), x[:30].std(0, unbiased=False)
-    dev_losses = {}
+    dev = {}
     for l2 in settings.probe_l2:
         weight, bias = _logistic(((x[:30] - mean) / std).double(), y[:30], 3, l2, settings.probe_iterations)
         logits = ((x[30:60] - mean) / std).double() @ weight + bias
-        dev_losses[l2] = float(torch.nn.functional.cross_entropy(logits, y[30:60]))
-    assert result["l2"] == min(dev_losses, key=dev_losses.get)
-    assert result["dev_loss"] == pytest.approx(dev_losses[result["l2"]], rel=1e-5)
+        dev[l2] = (-float((logits.argmax(1) == y[30:60]).double().mean()), float(F.cross_entropy(logits, y[30:60])))
+    assert result["l2"] == min(dev, key=dev.get)  # highest dev accuracy, then lowest dev loss
+    assert result["dev_loss"] == pytest.approx(dev[result["l2"]][1], rel=1e-5)
+    assert result["dev_accuracy"] == pytest.approx(-dev[result["l2"]][0])
     assert result["accuracy"] > 0.6
     # without a dev split the first penalty is taken
     assert linear_probe(x[:30], y[:30], None, None, x[60:], y[60:], 3, settings)["l2"] == 1e-4
@@ -126,14 +128,14 @@ def test_finetuning_learns_keeps_its_best_state_and_stops_early(tokenizer):
         finetune_warmup_steps=5,
     )
     train = _data(pool, tokenizer)
-    backbone, head, dev_loss, step = _finetune_once(model, train, _data(dev, tokenizer), 3, 3e-3, settings, seed=0)
-    # the model it returns is the one the dev loss was best at, and it learned the keyword (chance: 1/3)
+    backbone, head, best, step = _finetune_once(model, train, _data(dev, tokenizer), 3, 3e-3, settings, seed=0)
+    # the model it returns is the one the dev split was best at, and it learned the keyword (chance: 1/3)
     dev_x, test_x = _data(dev, tokenizer), _data(test, tokenizer)
-    assert _scores(_classify(backbone, head, dev_x[0], dev_x[1], 64), dev_x[2])["loss"] == pytest.approx(dev_loss)
+    assert _scores(_classify(backbone, head, dev_x[0], dev_x[1], 64), dev_x[2]) == pytest.approx(best)
     assert _scores(_classify(backbone, head, test_x[0], test_x[1], 64), test_x[2])["accuracy"] > 0.7
     # a learning rate too high to learn stops at patience, long before the cap
-    _, _, bad_loss, bad_step = _finetune_once(model, train, dev_x, 3, 3.0, settings, seed=0)
-    assert bad_loss > dev_loss and bad_step < 80
+    _, _, bad, bad_step = _finetune_once(model, train, dev_x, 3, 3.0, settings, seed=0)
+    assert bad["accuracy"] < best["accuracy"] and bad_step < 80
     # the original model is untouched
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), _model(tokenizer).state_dict().values()))
 
@@ -176,3 +178,12 @@ def test_curves_share_draws_across_models_and_bag_of_words_reads_the_same_text(t
     assert bow["bow"]["0"]["accuracy"] >= result["probe"]["0"]["accuracy"] - 1e-9
     wide = bag_of_words(tokenizer, task, [0], seed=1, settings=TransferSettings(max_tokens=64, dev_docs=15))
     assert wide["bow"]["0"]["accuracy"] == 1.0 and wide["bow"]["0"]["draws"][0]["c"] in wide["settings"]["bow_c"]
+
+
+def test_dev_ranking_prefers_accuracy_over_a_cautious_loss():
+    """A classifier near the uniform guess has a low loss at chance accuracy; it is not chosen over
+    one that is right more often."""
+    from trainer.transfer import _key
+
+    assert _key({"accuracy": 0.5, "loss": 2.0}) < _key({"accuracy": 0.2, "loss": 1.61})
+    assert _key({"accuracy": 0.5, "loss": 1.0}) < _key({"accuracy": 0.5, "loss": 1.2})

@@ -9,17 +9,20 @@ seeded by the run's seed and the draw, so every model of one seed sees the same 
 * **linear probe**: the backbone is frozen; a document's features are its final hidden states
   (after the last LayerNorm) averaged over its tokens; a multinomial logistic regression with an
   L2 penalty is fitted on the standardized features of the labelled examples (full-batch L-BFGS,
-  deterministic), its penalty chosen among a few by dev loss, and scored on the test split;
+  deterministic), its penalty chosen among a few on the dev split, and scored on the test split;
 * **fine-tuning**: the whole network plus a linear head on the same pooled features is trained
   with AdamW on the labelled examples (seeded batches; the head takes a 10x learning rate), with a
-  linear warmup, at each of a few learning rates; the dev loss is measured every few steps, each
+  linear warmup, at each of a few learning rates; the dev split is scored every few steps, each
   learning rate stops when it has not improved for ``patience`` measurements and keeps its best
-  state, the learning rate with the lowest dev loss is chosen, and that state is scored on the
+  state, the best learning rate is chosen, and that state is scored on the
   test split. Steps are capped by epochs over the labelled examples (at least ``min_steps``, at
   most ``max_steps``);
 * **bag of words** (:func:`bag_of_words`, no model): TF-IDF of the words of the same text the
   models read and a logistic regression (scikit-learn), its penalty chosen on the dev split, as a
   reference line a pretrained model should beat.
+
+"Best on the dev split" is the highest dev accuracy, ties broken by the lower dev loss
+(:func:`_key`).
 
 Texts are encoded with the model's tokenizer and cut to their first ``max_tokens`` tokens (for a
 news article, the headline and the opening paragraphs). Scores are test accuracy and mean
@@ -45,6 +48,9 @@ from tokenizers import Tokenizer
 from pipeline.downstream import draw_seed, labelled_subsets, labels, task_splits
 from pipeline.tokenize import special_ids
 from trainer.model import GPT
+
+
+NO_DEV = {"accuracy": math.nan, "loss": math.nan}  # the dev scores when there is no dev split
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,13 @@ def _scores(logits: torch.Tensor, targets: torch.Tensor) -> dict:
     }
 
 
+def _key(dev: dict) -> tuple[float, float]:
+    """How settings and stopping points are ranked on the dev split: accuracy first, then loss.
+    Loss alone would favour a classifier that stays near the uniform guess (its loss is log C with
+    any accuracy), which is where a model trained on 10 labels sits when it is unsure."""
+    return (-dev["accuracy"], dev["loss"])
+
+
 def _logistic(x: torch.Tensor, y: torch.Tensor, classes: int, l2: float, iterations: int):
     """A multinomial logistic regression fitted by full-batch L-BFGS (float64): ``(weight, bias)``."""
     weight = torch.zeros(x.shape[1], classes, dtype=torch.float64, requires_grad=True)
@@ -154,7 +167,8 @@ def linear_probe(
     settings: TransferSettings,
 ) -> dict:
     """Fit a logistic regression on frozen features at each penalty of ``settings.probe_l2``; score
-    the one with the lowest dev loss (the first penalty without a dev split) on the test split."""
+    the one best on the dev split (:func:`_key`; the first penalty without a dev split) on the test
+    split."""
     mean, std = train_x.mean(0), train_x.std(0, unbiased=False).clamp_min(1e-6)
 
     def scaled(x: torch.Tensor) -> torch.Tensor:
@@ -163,11 +177,16 @@ def linear_probe(
     best = None
     for l2 in settings.probe_l2 if dev_x is not None else settings.probe_l2[:1]:
         weight, bias = _logistic(scaled(train_x), train_y, classes, l2, settings.probe_iterations)
-        dev = _scores(scaled(dev_x) @ weight + bias, dev_y) if dev_x is not None else {"loss": 0.0}
-        if best is None or dev["loss"] < best[0]["loss"]:
+        dev = _scores(scaled(dev_x) @ weight + bias, dev_y) if dev_x is not None else NO_DEV
+        if best is None or _key(dev) < _key(best[0]):
             best = (dev, l2, weight, bias)
     dev, l2, weight, bias = best
-    return {**_scores(scaled(test_x) @ weight + bias, test_y), "l2": l2, "dev_loss": dev["loss"]}
+    return {
+        **_scores(scaled(test_x) @ weight + bias, test_y),
+        "l2": l2,
+        "dev_accuracy": dev["accuracy"],
+        "dev_loss": dev["loss"],
+    }
 
 
 @torch.no_grad()
@@ -179,8 +198,8 @@ def _classify(backbone: GPT, head: torch.nn.Linear, tokens, lengths, batch: int)
 
 
 def _finetune_once(model: GPT, train, dev, classes: int, lr: float, settings: TransferSettings, seed: int):
-    """Fine-tune a copy of ``model`` at one learning rate; ``(backbone, head, dev loss, steps)`` at
-    the best dev loss seen (the last step's without a dev split)."""
+    """Fine-tune a copy of ``model`` at one learning rate; ``(backbone, head, dev scores, steps)`` at
+    the best dev scores seen (:func:`_key`; the last step's without a dev split)."""
     tokens, lengths, y = train
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -195,18 +214,18 @@ def _finetune_once(model: GPT, train, dev, classes: int, lr: float, settings: Tr
     )
     base = [group["lr"] for group in optimizer.param_groups]
     n, steps = len(y), settings.steps(len(y))
-    best, since = (math.inf, None, 0), 0
+    best, since = (None, None, 0), 0
 
     def measure(step: int) -> bool:
         """Score the dev split; keep the state if it is the best; True when patience ran out."""
         nonlocal best, since
         if dev is None:
-            best = (math.nan, (backbone.state_dict(), head.state_dict()), step)
+            best = (NO_DEV, (backbone.state_dict(), head.state_dict()), step)
             return False
-        loss = _scores(_classify(backbone, head, dev[0], dev[1], settings.eval_batch), dev[2])["loss"]
-        if loss < best[0]:
+        scores = _scores(_classify(backbone, head, dev[0], dev[1], settings.eval_batch), dev[2])
+        if best[0] is None or _key(scores) < _key(best[0]):
             state = (copy.deepcopy(backbone.state_dict()), copy.deepcopy(head.state_dict()))
-            best, since = (loss, state, step), 0
+            best, since = (scores, state, step), 0
         else:
             since += 1
         return since >= settings.finetune_patience
@@ -224,24 +243,30 @@ def _finetune_once(model: GPT, train, dev, classes: int, lr: float, settings: Tr
         optimizer.step()
         if (step % settings.finetune_eval_every == 0 or step == steps) and measure(step):
             break
-    loss, (backbone_state, head_state), step = best
+    scores, (backbone_state, head_state), step = best
     backbone.load_state_dict(backbone_state)
     head.load_state_dict(head_state)
-    return backbone, head, loss, step
+    return backbone, head, scores, step
 
 
 def finetune(model: GPT, train, dev, test, classes: int, settings: TransferSettings, seed: int) -> dict:
     """Fine-tune at each learning rate of ``settings.finetune_lrs`` (the first alone without a dev
-    split); score the one with the lowest dev loss on the test split. ``train``, ``dev`` and
-    ``test`` are ``(tokens, lengths, labels)``; ``dev`` may be None."""
+    split); score the one best on the dev split (:func:`_key`) on the test split. ``train``, ``dev``
+    and ``test`` are ``(tokens, lengths, labels)``; ``dev`` may be None."""
     best = None
     for lr in settings.finetune_lrs if dev is not None else settings.finetune_lrs[:1]:
-        backbone, head, dev_loss, step = _finetune_once(model, train, dev, classes, lr, settings, seed)
-        if best is None or dev_loss < best[2]:
-            best = (backbone, head, dev_loss, step, lr)
-    backbone, head, dev_loss, step, lr = best
+        backbone, head, scores, step = _finetune_once(model, train, dev, classes, lr, settings, seed)
+        if best is None or _key(scores) < _key(best[2]):
+            best = (backbone, head, scores, step, lr)
+    backbone, head, dev_scores, step, lr = best
     logits = _classify(backbone, head, test[0], test[1], settings.eval_batch)
-    return {**_scores(logits, test[2]), "lr": lr, "steps": step, "dev_loss": dev_loss}
+    return {
+        **_scores(logits, test[2]),
+        "lr": lr,
+        "steps": step,
+        "dev_accuracy": dev_scores["accuracy"],
+        "dev_loss": dev_scores["loss"],
+    }
 
 
 def _mean_over_draws(draws: list[dict]) -> dict:
@@ -331,7 +356,7 @@ def evaluate_transfer(
 def bag_of_words(tokenizer: Tokenizer, task: pl.DataFrame, sizes: Sequence[int], seed: int, settings) -> dict:
     """The reference line: TF-IDF over the words of what the models read (each text's first
     ``max_tokens`` tokens) and a logistic regression, its inverse penalty C chosen among
-    ``settings.bow_c`` by dev loss, on the same draws as :func:`evaluate_transfer` at ``seed``.
+    ``settings.bow_c`` on the dev split, on the same draws as :func:`evaluate_transfer` at ``seed``.
     Returns ``{"settings", "labels", ..., "bow": {size: {"n", "accuracy", "loss", "draws"}}}``."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -366,11 +391,16 @@ def bag_of_words(tokenizer: Tokenizer, task: pl.DataFrame, sizes: Sequence[int],
         best = None
         for c in settings.bow_c if dev.height else settings.bow_c[:1]:
             model = LogisticRegression(C=c, max_iter=1000).fit(x, y)
-            dev_loss = _scores(logits(model, dev), targets(dev))["loss"] if dev.height else 0.0
-            if best is None or dev_loss < best[0]:
-                best = (dev_loss, c, model)
-        dev_loss, c, model = best
-        return {**_scores(logits(model, test), targets(test)), "c": c, "dev_loss": dev_loss}
+            scores = _scores(logits(model, dev), targets(dev)) if dev.height else NO_DEV
+            if best is None or _key(scores) < _key(best[0]):
+                best = (scores, c, model)
+        scores, c, model = best
+        return {
+            **_scores(logits(model, test), targets(test)),
+            "c": c,
+            "dev_accuracy": scores["accuracy"],
+            "dev_loss": scores["loss"],
+        }
 
     return {
         "settings": asdict(settings),
