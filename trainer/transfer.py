@@ -49,7 +49,6 @@ from pipeline.downstream import draw_seed, labelled_subsets, labels, task_splits
 from pipeline.tokenize import special_ids
 from trainer.model import GPT
 
-
 NO_DEV = {"accuracy": math.nan, "loss": math.nan}  # the dev scores when there is no dev split
 
 
