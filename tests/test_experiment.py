@@ -145,6 +145,10 @@ def test_tiny_experiment_end_to_end(tmp_path):
     assert [d["draw"] for d in runs["raw"]["probe"]["10"]["draws"]] == [0, 1]
     assert len(runs["raw"]["probe"]["0"]["draws"]) == 1 and len(runs["raw"]["finetune"]["10"]["draws"]) == 1
     assert all(d["lr"] in (3e-4, 1e-3) and 1 <= d["steps"] <= 4 for d in runs["raw"]["finetune"]["10"]["draws"])
+    assert len(runs["raw"]["probe"]["10"]["correct"]) == runs["raw"]["test_examples"] == 20
+    # Each held-out and accuracy comparison also has a paired bootstrap over seeds and test items.
+    tested_items = [c for c in results["comparisons"] if c["metric"] == "heldout_bpb" or "_accuracy@" in c["metric"]]
+    assert all(c["bootstrap"]["items"] > 0 for c in tested_items if c["a"] in ("full", "full-t2", "raw"))
     bow = json.loads((out / "transfer" / "bag-of-words" / "seed-1.json").read_text())
     assert set(bow["bow"]) == {"10", "0"} and "probe" not in bow
     gains = results["metrics"]["probe_gain@10"]["raw"]["by_seed"]
@@ -648,3 +652,34 @@ def test_eval_set_names_and_non_demo_need_held_out_text(tmp_path):
     task.write_text("")
     with pytest.raises(ConfigError, match="eval_sets: name at least one held-out file"):
         _config(tmp_path, demo=False, curation=str(curation), task={"path": str(task)})
+
+
+def test_bootstrap_over_seeds_and_items():
+    """The paired bootstrap: a constant difference is found exactly; over several strata the
+    statistic is the mean of each stratum's ratio; with identical seeds its interval is the test
+    items' own sampling error."""
+    from pipeline.experiment import bootstrap_ratio_difference
+
+    rng = np.random.default_rng(1)
+    b = rng.uniform(1, 3, size=(3, 40))
+    result = bootstrap_ratio_difference(b + 0.5, b, np.ones(40), np.zeros(40), replicates=500)
+    assert result["difference"] == pytest.approx(0.5) and result["ci95"] == pytest.approx([0.5, 0.5])
+    assert result["p"] == 0.0 and result["items"] == 40 and result["seeds"] == 3
+
+    a = rng.uniform(1, 3, size=(3, 40))
+    sizes = rng.uniform(1, 5, size=40)
+    strata = np.repeat(["news", "web"], 20)
+    expected = np.mean(
+        [(a[:, s].sum(1).mean() - b[:, s].sum(1).mean()) / sizes[s].sum() for s in (slice(0, 20), slice(20, 40))]
+    )
+    result = bootstrap_ratio_difference(a, b, sizes, strata, replicates=200)
+    assert result["difference"] == pytest.approx(expected)
+    assert result["ci95"][0] <= result["difference"] <= result["ci95"][1]
+
+    # 300 test items, two classifiers right half the time independently, the same on every seed:
+    # the interval is the items' error, about 1.96 * sqrt(2 * 0.25 / 300) = 0.080 either side.
+    right_a, right_b = rng.integers(0, 2, size=300), rng.integers(0, 2, size=300)
+    result = bootstrap_ratio_difference(
+        np.tile(right_a, (3, 1)).astype(float), np.tile(right_b, (3, 1)).astype(float), np.ones(300), np.zeros(300)
+    )
+    assert (result["ci95"][1] - result["ci95"][0]) / 2 == pytest.approx(0.080, rel=0.2)

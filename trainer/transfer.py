@@ -124,6 +124,12 @@ def _scores(logits: torch.Tensor, targets: torch.Tensor) -> dict:
     }
 
 
+def _test_scores(logits: torch.Tensor, targets: torch.Tensor) -> dict:
+    """:func:`_scores` and ``correct``, per test item (in id order) 1 if classified right: what a
+    bootstrap over test items resamples."""
+    return {**_scores(logits, targets), "correct": (logits.argmax(1) == targets).int().tolist()}
+
+
 def _key(dev: dict) -> tuple[float, float]:
     """How settings and stopping points are ranked on the dev split: accuracy first, then loss.
     Loss alone would favour a classifier that stays near the uniform guess (its loss is log C with
@@ -181,7 +187,7 @@ def linear_probe(
             best = (dev, l2, weight, bias)
     dev, l2, weight, bias = best
     return {
-        **_scores(scaled(test_x) @ weight + bias, test_y),
+        **_test_scores(scaled(test_x) @ weight + bias, test_y),
         "l2": l2,
         "dev_accuracy": dev["accuracy"],
         "dev_loss": dev["loss"],
@@ -260,7 +266,7 @@ def finetune(model: GPT, train, dev, test, classes: int, settings: TransferSetti
     backbone, head, dev_scores, step, lr = best
     logits = _classify(backbone, head, test[0], test[1], settings.eval_batch)
     return {
-        **_scores(logits, test[2]),
+        **_test_scores(logits, test[2]),
         "lr": lr,
         "steps": step,
         "dev_accuracy": dev_scores["accuracy"],
@@ -269,10 +275,14 @@ def finetune(model: GPT, train, dev, test, classes: int, settings: TransferSetti
 
 
 def _mean_over_draws(draws: list[dict]) -> dict:
+    """A size's scores: accuracy, loss and each test item's share of draws that got it right
+    (``correct``) as means over the draws, and the draws without their per-item lists."""
+    correct = [d.pop("correct") for d in draws]
     return {
         "n": draws[0]["n"],
         "accuracy": sum(d["accuracy"] for d in draws) / len(draws),
         "loss": sum(d["loss"] for d in draws) / len(draws),
+        "correct": [sum(column) / len(draws) for column in zip(*correct, strict=True)],
         "draws": draws,
     }
 
@@ -395,7 +405,7 @@ def bag_of_words(tokenizer: Tokenizer, task: pl.DataFrame, sizes: Sequence[int],
                 best = (scores, c, model)
         scores, c, model = best
         return {
-            **_scores(logits(model, test), targets(test)),
+            **_test_scores(logits(model, test), targets(test)),
             "c": c,
             "dev_accuracy": scores["accuracy"],
             "dev_loss": scores["loss"],

@@ -519,6 +519,7 @@ def _comparisons(results: dict, select) -> str:
             verdict = "no difference shown"
         flag = ' <span class="warn">(contradicts the expectation)</span>' if c["contradicts_expectation"] else ""
         ci = c.get("ci95") or [None, None]
+        boot = c.get("bootstrap")
         rows.append(
             [
                 esc(c["metric"]),
@@ -526,6 +527,14 @@ def _comparisons(results: dict, select) -> str:
                 esc(c["b"]),
                 _num(f"{ref}.difference", c["difference"], 4),
                 f"{_num(f'{ref}.ci95.0', ci[0], 4)} to {_num(f'{ref}.ci95.1', ci[1], 4)}",
+                (
+                    f"{_num(f'{ref}.bootstrap.ci95.0', boot['ci95'][0], 4)} to "
+                    f"{_num(f'{ref}.bootstrap.ci95.1', boot['ci95'][1], 4)} "
+                    f"(p {_num(f'{ref}.bootstrap.p', boot['p'], 3)}; "
+                    f"{_num(f'{ref}.bootstrap.items', boot['items'])} items)"
+                    if boot
+                    else "–"
+                ),
                 _num(f"{ref}.p", c["p"], 4),
                 _num(f"{ref}.p_holm", c["p_holm"], 4),
                 esc(verdict) + flag,
@@ -533,11 +542,22 @@ def _comparisons(results: dict, select) -> str:
             ]
         )
     return table(
-        ["measure", "a", "b", "a − b", "95% CI", "p", "p (Holm, in its family)", "verdict", "what it supports"],
+        [
+            "measure",
+            "a",
+            "b",
+            "a − b",
+            "95% CI (t over seeds)",
+            "95% CI over seeds and test items (bootstrap, whole-document scores)",
+            "p",
+            "p (Holm, in its family)",
+            "verdict",
+            "what it supports",
+        ],
         rows,
-        numeric={3, 4, 5, 6},
+        numeric={3, 4, 5, 6, 7},
         cls="examples",
-        widths=[11, 8, 8, 6, 10, 5, 5, 10, 37],
+        widths=[10, 7, 7, 6, 9, 11, 5, 5, 9, 31],
     )
 
 
