@@ -323,3 +323,20 @@ def test_a_full_disk_is_one_line_naming_the_path_and_the_fix(tmp_path, monkeypat
     what = "the disk quota is exceeded" if error.errno == errno.EDQUOT else "no space left on the device"
     assert f"error: {what} while writing '{where}'; free space there" in result.output
     assert "Traceback" not in result.output
+
+
+def test_every_shipped_experiment_config_is_valid():
+    """The experiment configs in configs/ parse, with their trainer sections, as a user runs them."""
+    from pathlib import Path
+
+    from pipeline.experiment import load_experiment
+    from trainer.config import parse_train_config
+
+    configs = sorted((Path(__file__).parent.parent / "configs").glob("experiment*.toml"))
+    assert len(configs) >= 5
+    for path in configs:
+        config = load_experiment(path)
+        parse_train_config(
+            {**config.train, "mixture": ".", "out_dir": "out", "seed": 0, "max_tokens": config.budget_tokens}
+        )
+        assert config.all_variants()
