@@ -676,15 +676,25 @@ def experiment(
         title=f"experiment: mean ± std over {len(results['seeds'])} seeds ({results['timing']['total_s'] / 60:.1f} min)"
     )
     junk = [f"heldout_bpb/{name}" for name, info in results["heldout"]["sets"].items() if not info["clean"]]
+    # Transfer at the fewest and the most labels of each method (the report has every size).
+    sizes = (results.get("task") or {}).get("sizes", {})
+    ends = [
+        f"{method}_accuracy@{size}"
+        for method in ("probe", "finetune", "bow")
+        for size in dict.fromkeys(sizes.get(method, [])[:1] + sizes.get(method, [])[-1:])
+    ]
     shown = [
         "heldout_bpb",
         *junk,
-        *[m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))],
+        *[m for m in ("lang_bpb/low-resource",) if m in results["metrics"]],
+        *[m for m in ends if m in results["metrics"]],
     ]
     table.add_column("model")
     for metric in shown:
-        table.add_column(metric, justify="right")
-    for name in ["random", *results["variants"]]:
+        header = metric.replace("_accuracy@", " acc @").replace("lang_bpb/low-resource", "low-resource bpb")
+        table.add_column(header.replace("heldout_bpb/", "").replace("heldout_bpb", "held-out bpb"), justify="right")
+    models = [name for name in ("random", "bag-of-words") if name in results.get("transfer", {})]
+    for name in [*models, *results["variants"]]:
         cells = []
         for metric in shown:
             value = results["metrics"].get(metric, {}).get(name)
