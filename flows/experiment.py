@@ -19,6 +19,8 @@ Steps, all under ``out_dir``::
     transfer/<model>/seed-<s>.json  label-efficiency curves: probe and fine-tuning scores per size
                           and draw (model: random, bag-of-words or a variant)
     memorization/<variant>/seed-<s>.json  extraction and exposure of the planted canaries
+    scores/<variant>/seed-<s>.parquet     every held-out document's loss, scored whole (per
+                          language bits per byte; the bootstrap over test items)
     results.json, report/index.html
 
 Each step is skipped when its output is complete (curation runs resume; training resumes from
