@@ -287,10 +287,9 @@ def _mean_over_draws(draws: list[dict]) -> dict:
     }
 
 
-def _draws(task: pl.DataFrame, sizes: Sequence[int], seed: int, settings: TransferSettings, score) -> dict:
+def _draws(pool: pl.DataFrame, sizes: Sequence[int], seed: int, settings: TransferSettings, score) -> dict:
     """``{size: mean over draws}`` of ``score(draw, size, subset)`` (None: not scored) on the labelled
-    subsets of each draw; the whole pool is one draw."""
-    pool, _, _ = task_splits(task, settings.dev_docs, settings.dev_seed)
+    subsets of the ``pool`` in each draw; the whole pool is one draw."""
     scored: dict[str, list[dict]] = {}
     for draw in range(settings.draws):
         for size, subset in labelled_subsets(pool, sizes, draw_seed(seed, draw)).items():
@@ -300,6 +299,18 @@ def _draws(task: pl.DataFrame, sizes: Sequence[int], seed: int, settings: Transf
             if result is not None:
                 scored.setdefault(str(size), []).append({"draw": draw, "n": int(subset.height), **result})
     return {size: _mean_over_draws(draws) for size, draws in scored.items()}
+
+
+def _described(settings: TransferSettings, classes: list[str], pool, dev, test, **curves) -> dict:
+    """A transfer result: its settings, the classes, the split sizes and the curves."""
+    return {
+        "settings": asdict(settings),
+        "labels": classes,
+        "pool_examples": int(pool.height),
+        "dev_examples": int(dev.height),
+        "test_examples": int(test.height),
+        **curves,
+    }
 
 
 def evaluate_transfer(
@@ -351,15 +362,15 @@ def evaluate_transfer(
         train = (pool_data[0][rows], pool_data[1][rows], pool_data[2][rows])
         return finetune(model, train, dev_data, test_data, len(classes), settings, draw_seed(seed, draw))
 
-    return {
-        "settings": asdict(settings),
-        "labels": classes,
-        "pool_examples": int(pool.height),
-        "dev_examples": int(dev.height),
-        "test_examples": int(test.height),
-        "probe": _draws(task, sizes, seed, settings, probe),
-        "finetune": _draws(task, sizes, seed, settings, tune) if finetune_sizes else {},
-    }
+    return _described(
+        settings,
+        classes,
+        pool,
+        dev,
+        test,
+        probe=_draws(pool, sizes, seed, settings, probe),
+        finetune=_draws(pool, sizes, seed, settings, tune) if finetune_sizes else {},
+    )
 
 
 def bag_of_words(tokenizer: Tokenizer, task: pl.DataFrame, sizes: Sequence[int], seed: int, settings) -> dict:
@@ -411,11 +422,4 @@ def bag_of_words(tokenizer: Tokenizer, task: pl.DataFrame, sizes: Sequence[int],
             "dev_loss": scores["loss"],
         }
 
-    return {
-        "settings": asdict(settings),
-        "labels": classes,
-        "pool_examples": int(pool.height),
-        "dev_examples": int(dev.height),
-        "test_examples": int(test.height),
-        "bow": _draws(task, sizes, seed, settings, score),
-    }
+    return _described(settings, classes, pool, dev, test, bow=_draws(pool, sizes, seed, settings, score))
