@@ -187,3 +187,41 @@ def test_dev_ranking_prefers_accuracy_over_a_cautious_loss():
 
     assert _key({"accuracy": 0.5, "loss": 2.0}) < _key({"accuracy": 0.2, "loss": 1.61})
     assert _key({"accuracy": 0.5, "loss": 1.0}) < _key({"accuracy": 0.5, "loss": 1.2})
+
+
+def test_transfer_runs_only_for_the_variants_named(monkeypatch):
+    """`[task] variants` limits the transfer runs (random init and the bag of words besides); with
+    none named, neither reference runs, and follow-ups go to the variants they name."""
+    import flows.experiment as experiment
+    from pipeline.experiment import parse_experiment
+
+    ran = []
+    monkeypatch.setattr(experiment, "pretrain_task", lambda variant, seed, train_config: {"v": variant})
+    monkeypatch.setattr(experiment, "transfer_task", lambda **p: ran.append(("transfer", p["model"])) or {})
+    config = parse_experiment(
+        {
+            "out_dir": "out",
+            "demo": True,
+            "budget_tokens": 1000,
+            "seeds": [0],
+            "variants": [{"name": "a"}, {"name": "b"}],
+        }
+    )
+    pretraining = {(name, 0): dict(variant=name, seed=0, train_config=None) for name in ("a", "b")}
+
+    def followup(**p):
+        ran.append(("scores", p["model"]))
+        return {}
+
+    models = experiment._run_models(
+        config,
+        pretraining,
+        lambda name, seed: {"model": name},
+        {"scores": (followup, lambda n, s: {"model": n}, {"b"})},
+        transferred={"a"},
+    )
+    assert sorted(ran) == [("scores", "b"), ("transfer", "a"), ("transfer", "bag-of-words"), ("transfer", "random")]
+    assert list(models["transfer"]) == ["random", "bag-of-words", "a"] and list(models["scores"]) == ["b"]
+    ran.clear()
+    experiment._run_models(config, pretraining, lambda name, seed: {"model": name}, transferred=set())
+    assert ran == []
