@@ -58,7 +58,7 @@ from pipeline.experiment import (
 )
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.manifest import open_run
-from pipeline.mixture import MANIFEST_FILE, PLAN_FILE
+from pipeline.mix.mixture import MANIFEST_FILE, PLAN_FILE
 from pipeline.schema import RunLayout
 from pipeline.stages import last_document_stage
 from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer

@@ -54,3 +54,15 @@ def gather_parts(stage: str, futures: list[PrefectFuture]) -> list[dict]:
         progress.advance()
     progress.finish()
     return sorted(parts, key=lambda part: part["unit"])
+
+
+def gather_in_order(label: str | None, futures: list[PrefectFuture]) -> list:
+    """The futures' results in the order given, with progress as they finish under ``label``
+    (None: no progress shown)."""
+    if label is not None:
+        progress = current()
+        progress.start(label, len(futures))
+        for _ in as_completed(futures):
+            progress.advance()
+        progress.finish()
+    return [future.result() for future in futures]

@@ -13,12 +13,11 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from pipeline.config import RunConfig
-from pipeline.io.storage import remove_tree
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.ledger import LedgerError
 from pipeline.manifest import record_stage
 from pipeline.schema import RunLayout, StageDir
-from pipeline.shard_stage import check_stage_outputs, fingerprint, merge_groups, remove_unlisted, shard_unit
+from pipeline.shard_stage import check_stage_outputs, merge_groups, remove_unlisted, shard_unit
 from pipeline.stages import build_step
 
 
@@ -72,24 +71,3 @@ def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[
     write_json(stats, stage.stats)
     record_stage(config, stage_name, stats)
     return stats
-
-
-def _made_from(inputs: list[Path], settings: dict) -> dict:
-    return {"inputs": [fingerprint(p) for p in inputs], "settings": settings}
-
-
-def reusable_work(stage: StageDir, inputs: list[Path], settings: dict) -> bool:
-    """Whether ``<stage>/intermediate`` was made from these input shards and settings. If not, it is
-    cleared, and so are the stage's part records: with other inputs, what every shard loses may
-    change, so no unit of the last run can be skipped."""
-    work = stage.root / "intermediate"
-    if (work / "inputs.json").exists() and read_json(work / "inputs.json") == _made_from(inputs, settings):
-        return True
-    remove_tree(work)
-    for part in stage.parts.glob("*.json"):
-        part.unlink()
-    return False
-
-
-def mark_work_done(stage: StageDir, inputs: list[Path], settings: dict) -> None:
-    write_json(_made_from(inputs, settings), stage.root / "intermediate" / "inputs.json")

@@ -55,8 +55,8 @@ import polars as pl
 from tokenizers import Tokenizer
 
 from pipeline.io.storage import as_path
-from pipeline.mix import _fmix64
-from pipeline.mixture import read_manifest, tokenizer_path
+from pipeline.mix.mixture import read_manifest, tokenizer_path
+from pipeline.mix.plan import _fmix64
 from pipeline.tokenize import TEXT_BATCH, _shard_encoder, load_tokenizer, read_token_shard
 
 WINDOW_TOKENS = 13  # GPT-3's contamination study (Brown et al. 2020, appendix C)

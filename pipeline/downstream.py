@@ -28,7 +28,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.io.writer import write_bytes, write_parquet
-from pipeline.mix import seeded_id_hash
+from pipeline.mix.plan import seeded_id_hash
 
 TASK_COLUMNS = {"id": pl.String, "text": pl.String, "label": pl.String, "split": pl.String}
 SPLITS = ("train", "test")  # required; "dev" is optional

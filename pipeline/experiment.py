@@ -46,7 +46,7 @@ from pipeline.config import (
     read_toml,
     validate_model,
 )
-from pipeline.mix import seeded_id_hash
+from pipeline.mix.plan import seeded_id_hash
 
 DOCUMENT_STEPS = ("lang", "filter", "dedup", "lines")
 SALT_TOKENIZER = 0x544F4B53  # "TOKS"
@@ -561,12 +561,12 @@ def eval_group(texts: pl.DataFrame) -> pl.Expr:
 
 
 def write_eval_folder(texts: pl.DataFrame, tokenizer_path: Path, folder: Path, seed: int) -> dict:
-    """Tokenize the held-out texts into ``folder`` in the mixture format (pipeline.mixture: the
+    """Tokenize the held-out texts into ``folder`` in the mixture format (pipeline.mix.mixture: the
     manifest, the tokenizer, ``validation/<set>+<group>-0000.arrow``; no training side): one group
     ``<set>/<group>`` each, documents in id order, so the same texts and tokenizer give the same
     bytes. Returns the manifest (its groups say which sets are clean)."""
     from pipeline.io.writer import write_json
-    from pipeline.mixture import MANIFEST_FILE, TOKENIZER_FILE, manifest, shard_entry, shard_file, tokenizer_entry
+    from pipeline.mix.mixture import MANIFEST_FILE, TOKENIZER_FILE, manifest, shard_entry, shard_file, tokenizer_entry
     from pipeline.tokenize import load_tokenizer, write_token_shard
 
     tokenizer = load_tokenizer(tokenizer_path)

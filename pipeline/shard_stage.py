@@ -19,7 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.io.storage import as_path, parquet_file, read_table
+from pipeline.io.storage import as_path, parquet_file, read_table, remove_tree
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
 from pipeline.ledger import Ledger, LedgerError
 from pipeline.schema import DOC_SCHEMA, LANG_FIELDS, REMOVED_SCHEMA, StageDir
@@ -230,3 +230,24 @@ def merge_groups(parts: list[dict], key: str, stage_name: str) -> dict[str, dict
         for name, counts in part.get(key, {}).items():
             merged[name].merge(Ledger.from_dict(counts))
     return {name: ledger.to_dict() for name, ledger in sorted(merged.items())}
+
+
+def _made_from(inputs: list[Path], settings: dict) -> dict:
+    return {"inputs": [fingerprint(p) for p in inputs], "settings": settings}
+
+
+def reusable_work(stage: StageDir, inputs: list[Path], settings: dict) -> bool:
+    """Whether ``<stage>/intermediate`` was made from these input shards and settings. If not, it is
+    cleared, and so are the stage's part records: with other inputs, what every shard loses may
+    change, so no unit of the last run can be skipped."""
+    work = stage.root / "intermediate"
+    if (work / "inputs.json").exists() and read_json(work / "inputs.json") == _made_from(inputs, settings):
+        return True
+    remove_tree(work)
+    for part in stage.parts.glob("*.json"):
+        part.unlink()
+    return False
+
+
+def mark_work_done(stage: StageDir, inputs: list[Path], settings: dict) -> None:
+    write_json(_made_from(inputs, settings), stage.root / "intermediate" / "inputs.json")

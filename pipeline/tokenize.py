@@ -668,7 +668,7 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
             "export to a local folder, then copy it (e.g. with your object store's CLI)"
         )
     mixture_dir, out_dir = as_path(mixture_dir), as_path(out_dir)
-    from pipeline.mixture import read_manifest, tokenizer_path
+    from pipeline.mix.mixture import read_manifest, tokenizer_path
 
     manifest = read_manifest(mixture_dir)
     if verify:

@@ -21,7 +21,7 @@ from pipeline.decontaminate import (
 )
 from pipeline.dedup.contamination import ReferenceIndex
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.mix import _fmix64
+from pipeline.mix.plan import _fmix64
 from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer, write_token_shard
 from tests.helpers import source_config, write_jsonl
 

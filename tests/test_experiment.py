@@ -492,7 +492,7 @@ def test_variants_keep_every_copy_of_their_own_validation_documents(tmp_path):
 def test_uniform_sampling_is_every_group_weighted_alike(tmp_path):
     """A uniform variant mixes with weight 1 for every group (with its epoch cap: UniMax), and the
     mix stage turns that into equal weights."""
-    from pipeline.mix import explicit_weights
+    from pipeline.mix.plan import explicit_weights
 
     config = _config(
         tmp_path, variants=[{"name": "raw"}, {"name": "unimax", "uniform": True, "max_epochs": 2}], efficiency={}

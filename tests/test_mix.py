@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import mix
-from pipeline.mix import (
+from pipeline.mix import plan as mix
+from pipeline.mix.plan import (
     EpochCaps,
     assign_groups,
     cap_epochs,

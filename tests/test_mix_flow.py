@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.curate import curate_flow
 from pipeline.config import ConfigError
+from pipeline.mix.stage import run_mix
 from pipeline.report import build_report, inspect_document
 from pipeline.schema import MIX_CAUSES, RunLayout
-from pipeline.stages import enabled_stages
+from pipeline.stages import enabled_stages, last_document_stage
 from pipeline.tokenize import decode_documents, export_mixture, load_tokenizer
 from tests.helpers import source_config, write_jsonl
 
@@ -238,7 +239,8 @@ def test_excluded_texts_and_their_near_copies_leave_the_pool(tmp_path):
     pl.DataFrame(
         {"id": ["t1", "t2", "t3"], "text": [texts["news/n0"], texts["news/n30"], "nothing like the pool at all " * 10]}
     ).write_parquet(task)
-    stats = curate_flow(_config(tmp_path, exclude=[str(task)], mixtures=[{"name": "main"}]))["mix"]
+    config = _config(tmp_path, exclude=[str(task)], mixtures=[{"name": "main"}])
+    stats = curate_flow(config)["mix"]
     root = tmp_path / "run" / "mix"
     documents = pl.read_parquet(root / "documents.parquet")
     excluded = documents.filter(pl.col("split") == "excluded")
@@ -271,3 +273,12 @@ def test_excluded_texts_and_their_near_copies_leave_the_pool(tmp_path):
 
     with pytest.raises(ConfigError, match="mix.exclude"):
         _config(tmp_path, exclude=[str(tmp_path / "missing.parquet")])
+
+    # The flow is wiring: the library call, its units run in this process, writes the same files.
+    root.rename(tmp_path / "run" / "mix-flow")
+    assert run_mix(last_document_stage(enabled_stages(config)), config) == stats
+    assert _files(root) == _files(tmp_path / "run" / "mix-flow")
+
+
+def _files(root) -> dict[str, str]:
+    return {str(p.relative_to(root)): _sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}

@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 from pipeline.io.storage import is_local
-from pipeline.mixture import MANIFEST_FILE, MixtureError, read_manifest
-from pipeline.mixture import tokenizer_path as tokenizer_file
+from pipeline.mix.mixture import MANIFEST_FILE, MixtureError, read_manifest
+from pipeline.mix.mixture import tokenizer_path as tokenizer_file
 from pipeline.tokenize import file_sha256, read_token_shard, shard_metadata
 from trainer.config import COPY_MIXTURE_HERE
 from trainer.model import mask_tokens

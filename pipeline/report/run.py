@@ -17,7 +17,7 @@ import polars as pl
 
 from pipeline.config import ConfigError, RunConfig, validate_model
 from pipeline.io.storage import as_path, parquet_file, read_parquet, scan_parquet
-from pipeline.mixture import MANIFEST_FILE, PLAN_FILE
+from pipeline.mix.mixture import MANIFEST_FILE, PLAN_FILE
 from pipeline.schema import REMOVED_SCHEMA, RunLayout
 from pipeline.stages import STAGES, document_stages
 

@@ -1,0 +1,99 @@
+"""The mix stage as a library call (pipeline.mix.stage.run_mix), without Prefect: its ledger, its
+mixtures, the units it hands to its runner, and a resume after a kill that writes the same bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import Counter
+
+import polars as pl
+
+from pipeline.mix.mixture import read_manifest
+from pipeline.mix.stage import in_process, run_mix
+from pipeline.schema import RunLayout
+from tests.helpers import source_config, tokenized_run, write_jsonl
+
+WORDS = "river council budget market school harbour winter garden station bridge museum library voted".split()
+OFF = {"enabled": False}
+
+
+def _run(tmp_path):
+    rng = random.Random(3)
+    news = {f"n{i}": " ".join(rng.choice(WORDS) for _ in range(80)) for i in range(40)}
+    for i in range(8):  # near copies under ids of their own
+        words = news[f"n{i}"].split()
+        words[40] = "changed"
+        news[f"n{i}-copy"] = " ".join(words)
+    chat = {f"c{i}": " ".join(rng.choice(WORDS) for _ in range(10)) for i in range(30)}
+    write_jsonl(tmp_path / "news" / "a.jsonl", [{"id": k, "text": v} for k, v in news.items()])
+    write_jsonl(tmp_path / "chat" / "a.jsonl", [{"id": k, "text": v} for k, v in chat.items()])
+    config = source_config(
+        tmp_path,
+        [
+            {"name": "news", "reader": "jsonl", "paths": [str(tmp_path / "news")], "id_field": "id"},
+            {"name": "chat", "reader": "jsonl", "paths": [str(tmp_path / "chat")], "id_field": "id"},
+        ],
+        lang=OFF,
+        filter=OFF,
+        dedup=OFF,
+        lines=OFF,
+        tokenize={"vocab_size": 300},
+        mix={
+            "group_by": ["source"],
+            "validation_fraction": 0.3,
+            "shard_tokens": 2_000,
+            "mixtures": [
+                {"name": "natural"},
+                {"name": "flat", "temperature": float("inf"), "max_epochs": 3.0, "budget_tokens": 6_000},
+            ],
+        },
+    )
+    return config, tokenized_run(config), len(news) + len(chat)
+
+
+def _digest(root) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "inputs.json"
+    }
+
+
+def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_bytes(tmp_path):
+    config, previous, total = _run(tmp_path)
+    calls: Counter = Counter()
+
+    def recording(label, fn, jobs):
+        calls[fn.__name__] += len(jobs)
+        return in_process(label, fn, jobs)
+
+    stats = run_mix(previous, config, recording)
+    root = RunLayout(config.run_dir).stage("mix").root
+    documents = pl.read_parquet(root / "documents.parquet")
+    assert stats["docs_in"] == total == documents.height
+    assert stats["train_documents"] + stats["validation_documents"] + sum(stats["removed"].values()) == total
+    assert stats["removed"].get("validation_near_duplicate", 0) == (documents["split"] == "contaminated").sum()
+    shards = len(list(RunLayout(config.run_dir).stage("source").docs.glob("*.parquet")))
+    written = sum(
+        len(read_manifest(root / m)["train"]) + len(read_manifest(root / m)["validation"]) for m in stats["mixtures"]
+    )
+    # one scan and one near-duplicate search per curated shard, one write per output shard
+    assert calls == {"scan_shard": shards, "shard_matches": shards, "write_shard": written}
+    for name, summary in stats["mixtures"].items():
+        found = read_manifest(root / name)
+        assert found["tokens_taken"] == summary["tokens_taken"] == sum(e["tokens"] for e in found["train"])
+        assert sum(e["documents"] for e in found["validation"]) == stats["validation_documents"]
+    assert stats["mixtures"]["flat"]["tokens_taken"] <= 6_000
+    before = _digest(root)
+
+    # Killed midway through writing: one shard's file and record gone, the other mixture's manifest
+    # not yet written. The next run writes only what is missing, byte for byte as before.
+    flat = read_manifest(root / "flat")
+    (root / "flat" / flat["train"][0]["file"]).unlink()
+    (root / "parts" / f"flat.{flat['train'][0]['file'].replace('/', '.').removesuffix('.arrow')}.json").unlink()
+    (root / "natural" / "manifest.json").unlink()
+    calls.clear()
+    assert run_mix(previous, config, recording) == stats
+    assert calls["write_shard"] == 1
+    assert _digest(root) == before
