@@ -2,12 +2,13 @@
 
     python scripts/compare_runs.py RUN_A RUN_B
 
-Used to show that a change of code structure changed no output: run the same config before and
-after the change into two folders, then compare them. Text files (JSON, TOML, HTML, Markdown) are
+Used to show that a change of code structure changed no output: run the same config, on the same
+input paths, before and after the change into two folders of the same name (``before/demo`` and
+``after/demo``: the report's title is the folder's name), then compare them. Text files (JSON, TOML, HTML, Markdown) are
 compared with each run's own folder path replaced by ``<run>`` (stats name their files by
 absolute path); records of wall time and of the moment a run started (``seconds``, ``started``,
 ``finished``, ``elapsed``, ``*_at``) are left out of the JSON compared, and so are the files that
-only describe one machine's run (Prefect's database, logs). Prints each differing file and exits
+only describe one machine's run (Prefect's database in ``.prefect/``, logs). Prints each differing file and exits
 with 1 if any differ; prints how many files matched and exits with 0 otherwise.
 """
 
@@ -49,7 +50,7 @@ def files(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): digest(p, root)
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.suffix not in SKIP
+        if p.is_file() and p.suffix not in SKIP and not any(part.startswith(".") for part in p.relative_to(root).parts)
     }
 
 
