@@ -7,8 +7,8 @@ are read back. Corpus and documents are made once under ``.cache/bench-filter/``
 
 Three measurements:
 
-* **Throughput, one core.** Ours: :func:`pipeline.stages.lang_step` then
-  :func:`pipeline.stages.filter_step` (the default filters: c4_quality, gopher_quality,
+* **Throughput, one core.** Ours: :func:`pipeline.stages.registry.lang_step` then
+  :func:`pipeline.stages.registry.filter_step` (the default filters: c4_quality, gopher_quality,
   gopher_repetition, fineweb_quality, pii; every source in scope), batch by batch as a stage
   runs them, in a subprocess with ``POLARS_MAX_THREADS=1``. datatrove 0.10.1:
   ``C4QualityFilter``, ``GopherQualityFilter``, ``GopherRepetitionFilter`` and
@@ -145,7 +145,7 @@ def run_config(min_score: float = 0.5, scoped: bool = False):
     """The demo's config (``flows.demo.demo_config``) over the benchmark's corpus: lang
     ``min_score`` as given, the filters on every source unless ``scoped`` (the demo's scope)."""
     from flows.demo import demo_config
-    from pipeline.config import parse_config
+    from pipeline.core.config import parse_config
 
     data = demo_config(CORPUS_DIR, RUN_DIR, seed=SEED)
     data["lang"] = {"min_score": min_score}
@@ -157,8 +157,8 @@ def run_config(min_score: float = 0.5, scoped: bool = False):
 def corpus_docs() -> pl.DataFrame:
     """The documents of the demo corpus as the source stage writes them, with their label
     (``kind``); made once."""
+    from pipeline.core.schema import RunLayout
     from pipeline.demo_corpus import build_demo_corpus
-    from pipeline.schema import RunLayout
     from pipeline.source import plan_units, source_unit
 
     if not DOCS_PATH.exists():
@@ -212,7 +212,7 @@ def write_sample(docs: pl.DataFrame) -> pl.DataFrame:
 def stages(config):
     """A function running the lang and filter steps of ``config`` batch by batch over a frame of
     documents; it returns the ids kept."""
-    from pipeline.stages import filter_step, lang_step
+    from pipeline.stages.registry import filter_step, lang_step
 
     lang, filt = lang_step(config), filter_step(config)
 

@@ -61,7 +61,7 @@ def run_once(kind: str, corpus: Path) -> dict:
     from flows.curate import curate_flow
     from flows.demo import demo_config
     from flows.runners import Runner, running_on
-    from pipeline.config import parse_config
+    from pipeline.core.config import parse_config
 
     run_dir = WORK / f"run-{kind}"
     shutil.rmtree(run_dir, ignore_errors=True)

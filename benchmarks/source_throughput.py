@@ -191,8 +191,8 @@ def peak_rss_mib() -> float:
 
 def run_ours(corpus: Path, out: Path) -> None:
     """One timed run of our source stage (no Prefect); print its timing as one JSON line."""
-    from pipeline.config import parse_config
-    from pipeline.schema import RunLayout
+    from pipeline.core.config import parse_config
+    from pipeline.core.schema import RunLayout
     from pipeline.source import plan_units, source_unit
 
     config = parse_config(

@@ -25,9 +25,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flows.demo import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
-from pipeline.config import ConfigError, RunConfig, load_config, parse_config
-from pipeline.ledger import LedgerError
-from pipeline.manifest import check_run_dir, open_run, run_lock
+from pipeline.core.config import ConfigError, RunConfig, load_config, parse_config
+from pipeline.core.ledger import LedgerError
+from pipeline.core.manifest import check_run_dir, open_run, run_lock
 
 app = typer.Typer(
     add_completion=False,
@@ -552,7 +552,7 @@ def train_tokenizer_command(
     import polars as pl
 
     from pipeline.io.writer import read_json
-    from pipeline.stages import document_stages
+    from pipeline.stages.registry import document_stages
     from pipeline.tokenize import train_tokenizer
 
     if kind not in ("bpe", "wordpiece"):

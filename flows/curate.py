@@ -15,9 +15,9 @@ from flows.runners import LOCAL, Runner, check_storage
 from flows.source import source_flow
 from flows.stages import shard_stage_flow
 from flows.tokenize import tokenize_flow
-from pipeline.config import RunConfig
-from pipeline.manifest import check_run_dir, run_lock
-from pipeline.stages import REGISTRY, enabled_stages
+from pipeline.core.config import RunConfig
+from pipeline.core.manifest import check_run_dir, run_lock
+from pipeline.stages.registry import REGISTRY, enabled_stages
 
 
 @flow(name="curate", validate_parameters=False)
@@ -30,7 +30,7 @@ def curate_flow(config: RunConfig, runner: Runner = LOCAL) -> dict[str, dict]:
         return _stages(config, runner)
 
 
-# The flow of each stage after source (pipeline.stages.REGISTRY says what kind each is). A shard
+# The flow of each stage after source (pipeline.stages.registry.REGISTRY says what kind each is). A shard
 # stage's flow is generic and takes the stage's name; each of the others is its stage's own.
 FLOWS = {
     "lang": shard_stage_flow,

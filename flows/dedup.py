@@ -31,16 +31,16 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from flows.stages import finish_stage
-from pipeline.config import RunConfig
+from pipeline.core.config import RunConfig
+from pipeline.core.schema import RunLayout, StageDir
 from pipeline.dedup.clusters import ShingleLookup, clusters_from_edges, dedup_step, verify_partition
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.lsh import SHARD_BITS, partition_band_keys, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import read_parquet, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
-from pipeline.schema import RunLayout, StageDir
-from pipeline.shard_stage import mark_work_done, reusable_work, shard_unit
-from pipeline.stages import scoped_filters
+from pipeline.stages.registry import scoped_filters
+from pipeline.stages.shard import mark_work_done, reusable_work, shard_unit
 
 STAGE = "dedup"
 LINES_STAGE = "lines"

@@ -38,7 +38,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.curate import curate_flow
-from pipeline.config import ConfigError, RunConfig, load_config, parse_config
+from pipeline.core.config import ConfigError, RunConfig, load_config, parse_config
+from pipeline.core.manifest import open_run
+from pipeline.core.schema import RunLayout
 from pipeline.decontaminate import check_contamination
 from pipeline.experiment import (
     EVAL_MIXTURE,
@@ -57,10 +59,8 @@ from pipeline.experiment import (
     write_eval_folder,
 )
 from pipeline.io.writer import read_json, write_json, write_parquet
-from pipeline.manifest import open_run
 from pipeline.mix.mixture import MANIFEST_FILE, PLAN_FILE
-from pipeline.schema import RunLayout
-from pipeline.stages import last_document_stage
+from pipeline.stages.registry import last_document_stage
 from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer
 
 RANDOM = "random"  # the transfer baseline: the same architecture, not pretrained

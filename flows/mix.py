@@ -13,7 +13,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
 from flows.progress import gather_in_order
-from pipeline.config import RunConfig
+from pipeline.core.config import RunConfig
 from pipeline.mix.stage import STAGE, run_mix, scan_shard, shard_matches, shard_windows, write_shard
 
 _TASKS = {

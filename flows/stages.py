@@ -12,13 +12,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
 from flows.progress import gather_parts
-from pipeline.config import RunConfig
+from pipeline.core.config import RunConfig
+from pipeline.core.ledger import LedgerError
+from pipeline.core.manifest import record_stage
+from pipeline.core.schema import RunLayout, StageDir
 from pipeline.io.writer import read_json, remove_temporaries, write_json
-from pipeline.ledger import LedgerError
-from pipeline.manifest import record_stage
-from pipeline.schema import RunLayout, StageDir
-from pipeline.shard_stage import check_stage_outputs, merge_groups, remove_unlisted, shard_unit
-from pipeline.stages import build_step
+from pipeline.stages.registry import build_step
+from pipeline.stages.shard import check_stage_outputs, merge_groups, remove_unlisted, shard_unit
 
 
 @task(name="shard-unit", cache_policy=NO_CACHE, task_run_name="{stage_name}-{in_path.stem}")

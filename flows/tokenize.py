@@ -13,13 +13,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
 from flows.progress import gather_parts
-from pipeline.config import RunConfig
+from pipeline.core.config import RunConfig
+from pipeline.core.ledger import LedgerError
+from pipeline.core.manifest import record_stage
+from pipeline.core.schema import RunLayout
 from pipeline.io.storage import parquet_file, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json
-from pipeline.ledger import LedgerError
-from pipeline.manifest import record_stage
-from pipeline.schema import RunLayout
-from pipeline.shard_stage import mark_work_done, reusable_work
+from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.tokenize import load_tokenizer, tokenizer_sha256, train_tokenizer, write_token_shard
 
 STAGE = "tokenize"

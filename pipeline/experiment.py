@@ -37,7 +37,7 @@ import polars as pl
 from pydantic import Field, field_validator, model_validator
 from scipy import stats
 
-from pipeline.config import (
+from pipeline.core.config import (
     DEFAULT_FILTERS,
     EXCLUDE_SUFFIXES,
     ConfigError,
@@ -437,7 +437,7 @@ def curation_config(
     exclude: list[Path],
     quality_model: Path | None,
 ) -> dict:
-    """The curation run config (a dict for ``pipeline.config.parse_config``) of ``variants``, which
+    """The curation run config (a dict for ``pipeline.core.config.parse_config``) of ``variants``, which
     share their stages: ``base``'s sources and stage settings, the variants' stages turned on and
     the others off, the shared tokenizer, ``exclude`` (held-out and task texts) and one mixture per
     variant. With ``tokenizer=None`` the run stops at the curated documents (with no stages: the

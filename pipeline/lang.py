@@ -59,7 +59,7 @@ import fasttext
 import numpy as np
 import polars as pl
 
-from pipeline.quiet import quiet_stderr
+from pipeline.io.quiet import quiet_stderr
 
 DEFAULT_SAMPLE_CHARS = 1000
 DEFAULT_SAMPLE_SPANS = 4

@@ -18,7 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.config import RunConfig, SourceConfig
+from pipeline.core.config import RunConfig, SourceConfig
+from pipeline.core.ledger import Ledger
+from pipeline.core.schema import DOC_SCHEMA, QUARANTINE_SCHEMA, StageDir
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
 from pipeline.io.records import SAMPLE_BYTES, RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name, printable_name
@@ -26,9 +28,7 @@ from pipeline.io.storage import read_table
 from pipeline.io.text import read_text_files
 from pipeline.io.warc import read_warc
 from pipeline.io.writer import ShardWriter, read_json, write_json, write_parquet
-from pipeline.ledger import Ledger
-from pipeline.schema import DOC_SCHEMA, QUARANTINE_SCHEMA, StageDir
-from pipeline.shard_stage import fingerprint
+from pipeline.stages.shard import fingerprint
 
 STAGE = "source"
 # Part-record key: documents a unit lost to ids an earlier input file holds (drop_repeated_ids).

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from pipeline.config import RunConfig, parse_config
-from pipeline.schema import RunLayout
+from pipeline.core.config import RunConfig, parse_config
+from pipeline.core.schema import RunLayout
 from pipeline.source import plan_units, source_unit
 
 PAGE = """<html><head><title>{title}</title><style>body {{color: red}}</style></head>

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.demo import demo_config
-from pipeline.config import ConfigError, load_config
-from pipeline.manifest import LOCK_NAME, RunDirInUse, check_run_dir, run_lock
-from pipeline.schema import StageDir
-from pipeline.shard_stage import remove_unlisted
+from pipeline.core.config import ConfigError, load_config
+from pipeline.core.manifest import LOCK_NAME, RunDirInUse, check_run_dir, run_lock
+from pipeline.core.schema import StageDir
+from pipeline.stages.shard import remove_unlisted
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -310,12 +310,12 @@ def test_curate_run_on_a_run_dir_in_use_stops_with_one_line(held_run_dir, tmp_pa
     ],
 )
 def test_a_full_disk_is_one_line_naming_the_path_and_the_fix(tmp_path, monkeypatch, error):
-    import pipeline.manifest
+    import pipeline.core.manifest
 
     def full(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(pipeline.manifest, "write_json", full)
+    monkeypatch.setattr(pipeline.core.manifest, "write_json", full)
     result = CliRunner().invoke(app, ["run", str(write(tmp_path, GOOD)), "--quiet"])
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1

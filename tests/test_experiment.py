@@ -19,7 +19,7 @@ from scipy import stats
 
 import flows.experiment as experiment_module
 from flows.experiment import ContaminationError, experiment_flow
-from pipeline.config import ConfigError
+from pipeline.core.config import ConfigError
 from pipeline.dedup.contamination import ReferenceIndex
 from pipeline.experiment import (
     EvalSetConfig,

@@ -86,7 +86,7 @@ def test_pii_counts_go_to_stats_in_total_and_per_source():
 
 
 def test_filters_apply_only_to_the_configured_sources(tmp_path):
-    from pipeline.stages import filter_step
+    from pipeline.stages.registry import filter_step
     from tests.helpers import source_config, write_jsonl
 
     path = write_jsonl(tmp_path / "in.jsonl", [{"text": "x"}])
@@ -142,7 +142,7 @@ ELLIPSIS_LINES = [
 def test_gopher_paragraph_and_ellipsis_rules_fire_in_the_default_chain():
     """C4 (first in the default chain) drops blank lines and lines ending in "...": Gopher's
     duplicate-paragraph and ellipsis-line rules must still see them."""
-    from pipeline.config import DEFAULT_FILTERS
+    from pipeline.core.config import DEFAULT_FILTERS
     from pipeline.filters.registry import build_filters
 
     assert DEFAULT_FILTERS[0] == "c4_quality"

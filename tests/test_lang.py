@@ -13,8 +13,7 @@ import polars as pl
 import pytest
 
 from pipeline import lid_model as models
-from pipeline import stages as steps
-from pipeline.config import ConfigError, load_config
+from pipeline.core.config import ConfigError, load_config
 from pipeline.lang import (
     DEFAULT_SAMPLE_CHARS,
     DEFAULT_SAMPLE_SPANS,
@@ -27,7 +26,8 @@ from pipeline.lang import (
     normalize_label,
 )
 from pipeline.lid_model import DEFAULT_LID_MODEL, LID_MODEL_SHA256, fetch_lid_model, lid_model_path
-from pipeline.stages import lang_step
+from pipeline.stages import registry as steps
+from pipeline.stages.registry import lang_step
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.curate import curate_flow
-from pipeline.config import ConfigError
+from pipeline.core.config import ConfigError
+from pipeline.core.schema import MIX_CAUSES, RunLayout
 from pipeline.mix.stage import run_mix
 from pipeline.report import build_report, inspect_document
-from pipeline.schema import MIX_CAUSES, RunLayout
-from pipeline.stages import enabled_stages, last_document_stage
+from pipeline.stages.registry import enabled_stages, last_document_stage
 from pipeline.tokenize import decode_documents, export_mixture, load_tokenizer
 from tests.helpers import source_config, write_jsonl
 

@@ -9,9 +9,9 @@ from collections import Counter
 
 import polars as pl
 
+from pipeline.core.schema import RunLayout
 from pipeline.mix.mixture import read_manifest
 from pipeline.mix.stage import in_process, run_mix
-from pipeline.schema import RunLayout
 from tests.helpers import source_config, tokenized_run, write_jsonl
 
 WORDS = "river council budget market school harbour winter garden station bridge museum library voted".split()

@@ -16,12 +16,12 @@ import zstandard
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from pipeline.core.ledger import Ledger, LedgerError
+from pipeline.core.schema import RunLayout
 from pipeline.io.records import ReadLimits
 from pipeline.io.warc import read_warc
-from pipeline.ledger import Ledger, LedgerError
-from pipeline.schema import RunLayout
-from pipeline.shard_stage import check_stage_outputs
 from pipeline.source import drop_repeated_ids
+from pipeline.stages.shard import check_stage_outputs
 from tests.helpers import html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
 

@@ -18,9 +18,9 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from flows.curate import curate_flow
 from flows.demo import demo_config
 from flows.runners import Runner, RunnerError, check_storage, running_on
-from pipeline.config import parse_config
+from pipeline.core.config import parse_config
+from pipeline.core.manifest import LOCK_NAME
 from pipeline.demo_corpus import build_demo_corpus
-from pipeline.manifest import LOCK_NAME
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 

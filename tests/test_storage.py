@@ -17,7 +17,9 @@ import pytest
 from upath import UPath
 
 from flows.curate import curate_flow
-from pipeline.config import ConfigError, parse_config
+from pipeline.core.config import ConfigError, parse_config
+from pipeline.core.manifest import LOCK_NAME
+from pipeline.core.schema import RunLayout
 from pipeline.io.storage import (
     arrow_filesystem,
     as_path,
@@ -38,11 +40,9 @@ from pipeline.io.writer import (
     write_json,
     write_parquet,
 )
-from pipeline.manifest import LOCK_NAME
 from pipeline.report import build_report, inspect_document
-from pipeline.schema import RunLayout
-from pipeline.shard_stage import check_stage_outputs
-from pipeline.stages import DOCUMENT_STAGES
+from pipeline.stages.registry import DOCUMENT_STAGES
+from pipeline.stages.shard import check_stage_outputs
 from pipeline.tokenize import export_mixture
 from tests.test_report import write_corpus
 from trainer.config import parse_train_config

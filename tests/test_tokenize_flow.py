@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from flows.curate import curate_flow
-from pipeline.schema import RunLayout
+from pipeline.core.schema import RunLayout
 from pipeline.tokenize import decode_documents, load_tokenizer, read_token_shard
 from tests.helpers import source_config, write_jsonl
 

@@ -16,7 +16,7 @@ A flow runs, with one task per shard or partition::
                      edges/part-p)                                             for each partition
     clusters_from_edges(all edge files, lookup, rule, clusters.parquet)        once
     shard_unit("dedup", docs shard i, stage_dir, dedup_step(clusters, params.threshold, shard=i),
-               batch_docs)                 (pipeline.shard_stage: kept docs and removed rows; for each shard)
+               batch_docs)                 (pipeline.stages.shard: kept docs and removed rows; for each shard)
 
 ``clusters.deduplicate_shards`` runs the first four in order in one process and returns the
 clusters table. Repeated lines (``lines``) follow the same pattern: counts per shard, frequent

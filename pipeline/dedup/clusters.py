@@ -5,7 +5,7 @@
     connected_components(all edges)            -> doc -> component (its smallest document)
     choose_kept(components + attributes, rule) -> one kept document per component
     cluster_table(all edges, lookup, rule)     -> the clusters table (the three steps above)
-    dedup_step(clusters, threshold, shard)     -> a pipeline.shard_stage step that drops the duplicates
+    dedup_step(clusters, threshold, shard)     -> a pipeline.stages.shard step that drops the duplicates
                                                   of a shard and records each one's rule and value
 
 Verification computes the Jaccard similarity of the two documents' shingle sets exactly (sorted
@@ -62,7 +62,7 @@ from pipeline.dedup.lsh import (
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import as_path, parquet_file, read_parquet
 from pipeline.io.writer import write_parquet
-from pipeline.shard_stage import Step, StepResult, removed_frame
+from pipeline.stages.shard import Step, StepResult, removed_frame
 
 STAGE = "dedup"
 RULE_EXACT = "dedup.exact_duplicate"
@@ -397,7 +397,7 @@ def removals(clusters: pl.DataFrame, threshold: float, shard: int | None = None)
 
 
 def dedup_step(clusters: pl.DataFrame, threshold: float, shard: int | None = None) -> Step:
-    """The step that applies the clusters to batches of documents (see ``pipeline.shard_stage``): it
+    """The step that applies the clusters to batches of documents (see ``pipeline.stages.shard``): it
     removes every document that is in a cluster and not kept, matched by id, with its rule,
     Jaccard similarity and threshold; pass ``shard`` to hold only that shard's removals."""
     removal = removals(clusters, threshold, shard)

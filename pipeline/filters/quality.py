@@ -79,9 +79,9 @@ import orjson
 import polars as pl
 
 from pipeline.filters.base import FilterOutput, Rule
+from pipeline.io.quiet import quiet_stderr
 from pipeline.io.warc import read_warc
 from pipeline.io.writer import atomic_path, read_json, write_json
-from pipeline.quiet import quiet_stderr
 
 HQ = "__label__hq"
 LQ = "__label__lq"

@@ -42,7 +42,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.schema import string_array
+from pipeline.core.schema import string_array
 
 GROUP_SEPARATOR = "/"
 OTHER = "other"

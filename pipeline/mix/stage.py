@@ -42,14 +42,24 @@ from typing import Any, Protocol
 import numpy as np
 import polars as pl
 
-from pipeline.config import RESERVED_MIXTURE_NAMES, ConfigError, MixtureConfig, RunConfig
+from pipeline.core.config import RESERVED_MIXTURE_NAMES, ConfigError, MixtureConfig, RunConfig
+from pipeline.core.ledger import LedgerError
+from pipeline.core.manifest import record_stage
+from pipeline.core.schema import (
+    MIX_CONTAMINATED,
+    MIX_EXCLUDED,
+    MIX_EXCLUDED_ID,
+    MIX_EXCLUDED_WINDOW,
+    MIX_NEAR_ID,
+    MIX_RULE,
+    REMOVED_SCHEMA,
+    RunLayout,
+)
 from pipeline.decontaminate import WindowIndex, window_containment
 from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, read_reference_texts
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
-from pipeline.ledger import LedgerError
-from pipeline.manifest import record_stage
 from pipeline.mix.mixture import (
     COMMON_WINDOWS_FILE,
     MANIFEST_FILE,
@@ -73,17 +83,7 @@ from pipeline.mix.plan import (
     split_validation,
     temperature_weights,
 )
-from pipeline.schema import (
-    MIX_CONTAMINATED,
-    MIX_EXCLUDED,
-    MIX_EXCLUDED_ID,
-    MIX_EXCLUDED_WINDOW,
-    MIX_NEAR_ID,
-    MIX_RULE,
-    REMOVED_SCHEMA,
-    RunLayout,
-)
-from pipeline.shard_stage import mark_work_done, removed_frame, reusable_work
+from pipeline.stages.shard import mark_work_done, removed_frame, reusable_work
 from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
 
 

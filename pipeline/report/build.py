@@ -23,6 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.schema import MIX_CAUSES, MIX_NEAR_ID, MIX_RULE
 from pipeline.dedup.clusters import RULE_EXACT, RULE_NEAR
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE
 from pipeline.io.writer import write_text
@@ -30,7 +31,6 @@ from pipeline.report import plots
 from pipeline.report.html import esc, fmt, num, share, snippet, table, word_diff
 from pipeline.report.measure import lang_rules, measure_filters, measure_lang, run_filters
 from pipeline.report.run import RunFiles
-from pipeline.schema import MIX_CAUSES, MIX_NEAR_ID, MIX_RULE
 
 EXAMPLES = 5  # removed and near-threshold examples per rule
 MEASURE_DOCS = 2000  # kept documents measured again per stage, at most

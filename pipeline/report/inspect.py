@@ -33,10 +33,10 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.schema import MIX_NEAR_ID, MIX_RULE, mix_cause
 from pipeline.io.storage import scan_parquet
 from pipeline.report.measure import measure_filters, measure_lang, run_filters
 from pipeline.report.run import RunFiles
-from pipeline.schema import MIX_NEAR_ID, MIX_RULE, mix_cause
 
 PREVIEW_CHARS = 300
 SUGGESTIONS = 3

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from pipeline.config import RunConfig
+from pipeline.core.config import RunConfig
 from pipeline.filters.base import Rule
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE, left_blank, walk_filters
 from pipeline.filters.registry import FILTERS

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.config import ConfigError, RunConfig, validate_model
+from pipeline.core.config import ConfigError, RunConfig, validate_model
+from pipeline.core.schema import REMOVED_SCHEMA, RunLayout
 from pipeline.io.storage import as_path, parquet_file, read_parquet, scan_parquet
 from pipeline.mix.mixture import MANIFEST_FILE, PLAN_FILE
-from pipeline.schema import REMOVED_SCHEMA, RunLayout
-from pipeline.stages import STAGES, document_stages
+from pipeline.stages.registry import STAGES, document_stages
 
 # Every stage a run can have, in run order.
 ALL_STAGES = ("source", *STAGES)

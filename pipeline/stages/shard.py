@@ -19,10 +19,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.core.ledger import Ledger, LedgerError
+from pipeline.core.schema import DOC_SCHEMA, LANG_FIELDS, REMOVED_SCHEMA, StageDir
 from pipeline.io.storage import as_path, parquet_file, read_table, remove_tree
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
-from pipeline.ledger import Ledger, LedgerError
-from pipeline.schema import DOC_SCHEMA, LANG_FIELDS, REMOVED_SCHEMA, StageDir
 
 
 @dataclass

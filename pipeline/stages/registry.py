@@ -1,5 +1,5 @@
 """The stages of a curation run (:data:`REGISTRY`: name, kind, whether it writes documents) and the
-step of each shard stage, built from a run's config (see pipeline.shard_stage)."""
+step of each shard stage, built from a run's config (see pipeline.stages.shard)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ from functools import lru_cache
 
 import polars as pl
 
-from pipeline.config import RunConfig
+from pipeline.core.config import RunConfig
 from pipeline.filters.engine import apply_filters
 from pipeline.filters.registry import build_filters
 from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
 from pipeline.lid_model import lid_model_path
-from pipeline.shard_stage import Step, StepResult, removed_frame
+from pipeline.stages.shard import Step, StepResult, removed_frame
 
 
 @dataclass(frozen=True)
 class StageSpec:
     """A stage of a curation run: its name (also its folder in the run directory, see
-    pipeline.schema.RunLayout), how its flow works (``kind``), and whether it writes documents
+    pipeline.core.schema.RunLayout), how its flow works (``kind``), and whether it writes documents
     (``docs/*.parquet``) that the next stage reads."""
 
     name: str

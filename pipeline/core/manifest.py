@@ -20,10 +20,10 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
-from pipeline.config import ConfigError, RunConfig
+from pipeline.core.config import ConfigError, RunConfig
+from pipeline.core.schema import RunLayout
 from pipeline.io.storage import as_path, is_local
 from pipeline.io.writer import read_json, write_json
-from pipeline.schema import RunLayout
 
 try:
     import fcntl

@@ -448,7 +448,7 @@ class RunConfig(_Strict):
                     "the mix stage gathers the tokenize stage's shards: enable tokenize, or set mix.enabled = false"
                 )
             # No [mix] section and no tokens: the run ends with the curated documents
-            # (pipeline.stages.enabled_stages leaves mix out).
+            # (pipeline.stages.registry.enabled_stages leaves mix out).
         if self.mix.enabled and "lang" in self.mix.group_by and not self.lang.enabled:
             raise ValueError('mix.group_by has "lang" but the lang stage is off; enable lang or group by source')
         for section in ("filter", "lines"):
