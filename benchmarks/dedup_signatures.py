@@ -1,6 +1,6 @@
 """MinHash signatures per second on one core: ours against datasketch ``MinHash.bulk``.
 
-The input is the demo corpus' news articles (``pipeline.demo_corpus``, built once under
+The input is the demo corpus' news articles (``pipeline.demo``, built once under
 ``.cache/demo-corpus``), repeated to :data:`DOCS` documents (about 2 KB each): repeats cost the
 same as new text, since every document is processed on its own.
 
@@ -49,7 +49,7 @@ from pipeline.dedup.minhash import (  # noqa: E402
     shingle_sets,
 )
 from pipeline.dedup.normalize import combine_word_hashes, prepare_texts, words  # noqa: E402
-from pipeline.demo_corpus import build_demo_corpus  # noqa: E402
+from pipeline.demo.corpus import build_demo_corpus  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = 20_000

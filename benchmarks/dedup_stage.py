@@ -2,9 +2,9 @@
 and datatrove (``peers``).
 
 **Near copies at the threshold** (``python benchmarks/dedup_stage.py``, a few minutes). The
-real BBC News articles the demo corpus uses (``pipeline.demo_corpus.load_real_text``, the data
+real BBC News articles the demo corpus uses (``pipeline.demo.real_text.load_real_text``, the data
 set's own near repeats dropped), each followed by :data:`NEAR_COPIES` near copies with a share of
-its words substituted, deleted or inserted (``pipeline.demo_corpus.perturb``) drawn uniformly from
+its words substituted, deleted or inserted (``pipeline.demo.noise.perturb``) drawn uniformly from
 :data:`NEAR_EDIT_RATES` (3 to 10%); shuffled (seeded), :data:`SHARDS` Parquet shards, made once
 under ``.cache/bench-dedup/``. At these rates the Jaccard similarity of a copy with its original
 (and of two copies) spreads from about 0.4 to 0.95, so many true pairs lie just above 0.8 and
@@ -25,7 +25,7 @@ of a bucket larger than ``lsh.ALL_PAIRS_BUCKET`` with its first document only) w
 the default's CPU time over the former's.
 
 **Against datasketch and datatrove** (``python benchmarks/dedup_stage.py peers``, much longer).
-Documents: the demo corpus (:func:`pipeline.demo_corpus.build_demo_corpus`, :data:`CORPUS_DOCS`
+Documents: the demo corpus (:func:`pipeline.demo.corpus.build_demo_corpus`, :data:`CORPUS_DOCS`
 documents, seed 0): its news articles (JSON lines), dialogues (Parquet) and web pages (WARC, the
 HTML turned into text by :func:`pipeline.io.warc.read_warc`), the empty ones left out, shuffled
 (seeded) and written as :data:`SHARDS` Parquet shards with ``id``, ``text`` and ``source``. About
@@ -326,7 +326,7 @@ def base_shards() -> list[Path]:
         names = json.loads(manifest.read_text())["shards"]
         if all((folder / n).exists() for n in names):
             return [folder / n for n in names]
-    from pipeline.demo_corpus import build_demo_corpus
+    from pipeline.demo.corpus import build_demo_corpus
 
     corpus = CACHE / f"corpus-{CORPUS_DOCS}"
     print(
@@ -732,7 +732,8 @@ def near_copy_shards() -> list[Path]:
         names = json.loads(manifest.read_text())["shards"]
         if all((folder / n).exists() for n in names):
             return [folder / n for n in names]
-    from pipeline.demo_corpus import load_real_text, perturb
+    from pipeline.demo.noise import perturb
+    from pipeline.demo.real_text import load_real_text
 
     print("Building the near-copies corpus; reused afterwards", file=sys.stderr)
     rng = np.random.default_rng(SEED)

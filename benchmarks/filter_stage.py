@@ -1,6 +1,6 @@
 """The ``lang`` + ``filter`` stages against datatrove's heuristic filters: speed, agreement, accuracy.
 
-The documents are those of the demo corpus (:func:`pipeline.demo_corpus.build_demo_corpus`,
+The documents are those of the demo corpus (:func:`pipeline.demo.corpus.build_demo_corpus`,
 :data:`DOCS` documents, seed :data:`SEED`) as the pipeline sees them: the project's ``source``
 stage is run over it without Prefect (as ``tests.helpers.run_units`` does) and its output shards
 are read back. Corpus and documents are made once under ``.cache/bench-filter/``.
@@ -158,7 +158,7 @@ def corpus_docs() -> pl.DataFrame:
     """The documents of the demo corpus as the source stage writes them, with their label
     (``kind``); made once."""
     from pipeline.core.schema import RunLayout
-    from pipeline.demo_corpus import build_demo_corpus
+    from pipeline.demo.corpus import build_demo_corpus
     from pipeline.source import plan_units, source_unit
 
     if not DOCS_PATH.exists():
@@ -179,7 +179,7 @@ def corpus_docs() -> pl.DataFrame:
         tmp.rename(DOCS_PATH)
         shutil.rmtree(RUN_DIR)
     docs = pl.read_parquet(DOCS_PATH)
-    # A document's id is "<source>/<key>", key being its label's (see pipeline.demo_corpus).
+    # A document's id is "<source>/<key>", key being its label's (see pipeline.demo.writers).
     labels = pl.read_parquet(CORPUS_DIR / "labels.parquet").select(
         id=pl.col("source") + "/" + pl.col("key"), kind="kind"
     )

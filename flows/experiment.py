@@ -42,15 +42,12 @@ from pipeline.core.config import ConfigError, RunConfig, load_config, parse_conf
 from pipeline.core.manifest import open_run
 from pipeline.core.schema import RunLayout
 from pipeline.decontaminate import check_contamination
-from pipeline.experiment import (
+from pipeline.experiment.config import ExperimentConfig, VariantConfig, curation_config
+from pipeline.experiment.heldout import (
     EVAL_MIXTURE,
-    ExperimentConfig,
-    VariantConfig,
     canary_views,
     contamination_total,
-    curation_config,
     heldout_provenance,
-    heldout_scores,
     heldout_texts,
     protected_texts,
     read_eval_set,
@@ -58,6 +55,7 @@ from pipeline.experiment import (
     trained_on,
     write_eval_folder,
 )
+from pipeline.experiment.results import heldout_scores
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.mix.mixture import MANIFEST_FILE, PLAN_FILE
 from pipeline.stages.registry import last_document_stage
@@ -73,7 +71,7 @@ class ContaminationError(RuntimeError):
 
 def _build_corpus(corpus: Path, config: ExperimentConfig) -> dict:
     """Build (or find) the demo corpus, its held-out sets and its task."""
-    from pipeline.demo_corpus import build_demo_corpus
+    from pipeline.demo.corpus import build_demo_corpus
 
     return build_demo_corpus(
         corpus,
@@ -239,7 +237,7 @@ def _eval_folder(
 
 def _protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path) -> tuple[Path, pl.DataFrame]:
     """``out_dir/heldout/protected.parquet``: the clean held-out sets and the task's texts
-    (:func:`pipeline.experiment.protected_texts`), every pool's ``mix.exclude``."""
+    (:func:`pipeline.experiment.heldout.protected_texts`), every pool's ``mix.exclude``."""
     protected = protected_texts(texts, pl.read_parquet(task_path, columns=["id", "text"]))
     path = config.out_dir / "heldout" / "protected.parquet"
     if not path.exists() or not pl.read_parquet(path).equals(protected):
@@ -323,7 +321,7 @@ def transfer_task(
 ) -> dict:
     import torch
 
-    from pipeline.downstream import load_task
+    from pipeline.experiment.downstream import load_task
     from trainer.generate import load_model
     from trainer.model import GPT, GPTConfig
     from trainer.transfer import bag_of_words, evaluate_transfer
@@ -575,7 +573,7 @@ def _run_models(
 @flow(name="experiment", validate_parameters=False)
 def experiment_flow(config: ExperimentConfig) -> dict:
     """Run the experiment; return results.json's content."""
-    from pipeline.experiment import summarize
+    from pipeline.experiment.results import summarize
 
     started = time.perf_counter()
     timing: dict[str, float] = {}

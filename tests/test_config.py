@@ -329,7 +329,7 @@ def test_every_shipped_experiment_config_is_valid():
     """The experiment configs in configs/ parse, with their trainer sections, as a user runs them."""
     from pathlib import Path
 
-    from pipeline.experiment import load_experiment
+    from pipeline.experiment.config import load_experiment
     from trainer.config import parse_train_config
 
     configs = sorted((Path(__file__).parent.parent / "configs").glob("experiment*.toml"))

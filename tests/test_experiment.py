@@ -21,21 +21,10 @@ import flows.experiment as experiment_module
 from flows.experiment import ContaminationError, experiment_flow
 from pipeline.core.config import ConfigError
 from pipeline.dedup.contamination import ReferenceIndex
-from pipeline.experiment import (
-    EvalSetConfig,
-    compare,
-    curation_config,
-    data_efficiency,
-    fit_power_law,
-    heldout_scores,
-    heldout_texts,
-    holm,
-    parse_experiment,
-    read_eval_set,
-    spread,
-    tokens_to_reach,
-    trained_on,
-)
+from pipeline.experiment.config import EvalSetConfig, curation_config, parse_experiment
+from pipeline.experiment.heldout import heldout_texts, read_eval_set, trained_on
+from pipeline.experiment.results import data_efficiency, heldout_scores
+from pipeline.experiment.statistics import compare, fit_power_law, holm, spread, tokens_to_reach
 from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -658,7 +647,7 @@ def test_bootstrap_over_seeds_and_items():
     """The paired bootstrap: a constant difference is found exactly; over several strata the
     statistic is the mean of each stratum's ratio; with identical seeds its interval is the test
     items' own sampling error."""
-    from pipeline.experiment import bootstrap_ratio_difference
+    from pipeline.experiment.statistics import bootstrap_ratio_difference
 
     rng = np.random.default_rng(1)
     b = rng.uniform(1, 3, size=(3, 40))

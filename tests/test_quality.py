@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.demo_corpus import build_demo_corpus
+from pipeline.demo.corpus import build_demo_corpus
 from pipeline.filters.base import Rule
 from pipeline.filters.engine import apply_filters
 from pipeline.filters.quality import (

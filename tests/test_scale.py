@@ -20,7 +20,7 @@ from flows.demo import demo_config
 from flows.runners import Runner, RunnerError, check_storage, running_on
 from pipeline.core.config import parse_config
 from pipeline.core.manifest import LOCK_NAME
-from pipeline.demo_corpus import build_demo_corpus
+from pipeline.demo.corpus import build_demo_corpus
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 

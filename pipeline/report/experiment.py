@@ -15,7 +15,7 @@ from pathlib import Path
 
 import matplotlib
 
-from pipeline.experiment import FAMILIES
+from pipeline.experiment.results import FAMILIES
 from pipeline.io.writer import atomic_path, read_json
 from pipeline.report.html import esc, fmt, table
 from pipeline.report.plots import STYLE, _figure, to_svg
@@ -43,7 +43,8 @@ def _color(results: dict, model: str) -> str:
 
 
 def _interval(entry: dict) -> tuple[float, float]:
-    """The 95% t-interval of a seed mean (:func:`pipeline.experiment.spread`); the mean alone for one seed."""
+    """The 95% t-interval of a seed mean (:func:`pipeline.experiment.statistics.spread`); the mean alone
+    for one seed."""
     from scipy import stats
 
     if not entry or entry["n"] < 2:

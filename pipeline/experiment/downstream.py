@@ -121,7 +121,7 @@ def topic_task_frame(
     eligible: Sequence[bool] | None = None,
 ) -> pl.DataFrame:
     """The demo task's rows, chosen from ``articles`` (the BBC articles, in the order
-    ``pipeline.demo_corpus`` reads them): ``train_docs + test_docs`` of them, class-balanced and
+    ``pipeline.demo`` reads them): ``train_docs + test_docs`` of them, class-balanced and
     seeded, as task columns plus ``index`` (the article's position in ``articles``). Only articles
     whose ``eligible`` flag is true are candidates (all when it is None)."""
     frame = pl.DataFrame(
@@ -165,7 +165,7 @@ def demo_topic_task(
     (``heldout/task.parquet``: those articles and every copy of them are in none of its files),
     copied byte for byte; ``seed`` is then the corpus's, and the sizes must match its task."""
     if corpus_dir is not None:
-        from pipeline.demo_corpus import heldout_task_path
+        from pipeline.demo.heldout import heldout_task_path
 
         source = heldout_task_path(corpus_dir)
         if not source.is_file():
@@ -185,7 +185,7 @@ def demo_topic_task(
             "test": int(counts.get("test", 0)),
             "labels": labels(task),
         }
-    from pipeline.demo_corpus import _read_bbc
+    from pipeline.demo.real_text import read_bbc
 
-    articles, _ = _read_bbc()
+    articles, _ = read_bbc()
     return write_task(topic_task_frame(articles, train_docs, test_docs, seed), Path(out_path))

@@ -1,0 +1,247 @@
+"""Statistics over seeds: the spread of a measure, two variants compared (Student's t paired by
+seed, Welch's t otherwise), the paired bootstrap over seeds and test items, Holm's correction over
+a family of comparisons, the sentence a comparison supports; and the power-law fit of loss against
+tokens with the tokens it needs to reach a loss."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+
+def spread(values: dict | list) -> dict:
+    """Mean, sample standard deviation (0 for one value), min, max and n of the seeds' values;
+    ``values`` maps seed -> value (a list counts its positions as seeds). ``by_seed`` keeps them,
+    for paired comparisons."""
+    items = values.items() if isinstance(values, dict) else enumerate(values)
+    by_seed = {str(seed): float(v) for seed, v in items if v is not None and math.isfinite(v)}
+    array = np.asarray(list(by_seed.values()), dtype=np.float64)
+    if array.size == 0:
+        return {"mean": None, "std": None, "min": None, "max": None, "n": 0, "by_seed": {}}
+    return {
+        "mean": float(array.mean()),
+        "std": float(array.std(ddof=1)) if array.size > 1 else 0.0,
+        "min": float(array.min()),
+        "max": float(array.max()),
+        "n": int(array.size),
+        "by_seed": by_seed,
+    }
+
+
+ALPHA = 0.05  # the family-wise error rate of each family of comparisons (Holm)
+
+
+def compare(a: dict, b: dict, lower_is_better: bool) -> dict:
+    """``a`` against ``b`` (two :func:`spread` results): the difference, its standard error, a
+    two-sided t-test and the 95% confidence interval of the difference.
+
+    Paired by seed when both have the same seeds (two or more): a seed fixes the model's
+    initialization and the order of its batches, so runs of one seed on two variants differ only by
+    their data, and the per-seed differences d_i are what varies: Student's t on mean(d) with
+    standard error sd(d) / sqrt(n) and n - 1 degrees of freedom. Unpaired otherwise: Welch's t on
+    the difference of means (Welch-Satterthwaite degrees of freedom). With fewer than two values
+    on a side there is no test (``p`` is None). ``better`` is the direction of the difference
+    (whether ``a`` is better), not a verdict: :func:`holm` decides which differences are
+    significant within a family of comparisons."""
+    empty = {
+        "difference": None,
+        "stderr": None,
+        "df": None,
+        "t": None,
+        "p": None,
+        "ci95": None,
+        "better": None,
+        "paired": False,
+    }
+    if a["mean"] is None or b["mean"] is None:
+        return empty
+    seeds = sorted(a["by_seed"])
+    paired = len(seeds) >= 2 and seeds == sorted(b["by_seed"])
+    if paired:
+        d = np.array([a["by_seed"][s] - b["by_seed"][s] for s in seeds])
+        difference = float(d.mean())
+        stderr = float(d.std(ddof=1) / math.sqrt(d.size))
+        df = float(d.size - 1)
+    else:
+        difference = a["mean"] - b["mean"]
+        va, vb = (a["std"] ** 2) / max(a["n"], 1), (b["std"] ** 2) / max(b["n"], 1)
+        stderr = math.sqrt(va + vb)
+        if a["n"] < 2 or b["n"] < 2:
+            df = None
+        elif va + vb == 0:
+            df = float(a["n"] + b["n"] - 2)
+        else:
+            df = (va + vb) ** 2 / (va**2 / (a["n"] - 1) + vb**2 / (b["n"] - 1))
+    better = (difference < 0) if lower_is_better else (difference > 0)
+    result = {
+        **empty,
+        "difference": difference,
+        "stderr": stderr,
+        "df": df,
+        "paired": paired,
+        "better": bool(better) if difference != 0 else None,
+    }
+    if df is None:
+        return result
+    if stderr == 0:  # every seed shows exactly the same difference: no spread to test against
+        t, p, half = None, (0.0 if difference != 0 else 1.0), 0.0
+    else:
+        t = difference / stderr
+        p = float(2 * stats.t.sf(abs(t), df))
+        half = float(stats.t.ppf(0.975, df) * stderr)
+    return {**result, "t": t, "p": p, "ci95": [difference - half, difference + half]}
+
+
+BOOTSTRAP_REPLICATES = 2000
+
+
+def bootstrap_ratio_difference(
+    numerator_a: np.ndarray,
+    numerator_b: np.ndarray,
+    denominator: np.ndarray,
+    strata: np.ndarray,
+    replicates: int = BOOTSTRAP_REPLICATES,
+    seed: int = 0,
+) -> dict:
+    """A paired bootstrap over seeds and test items of ``stat(a) - stat(b)``.
+
+    ``numerator_a`` and ``numerator_b`` are ``(seeds, items)``, the same items in the same order
+    (for held-out text: each document's bits; for a task: 1 where an item was classified right);
+    ``denominator`` is ``(items,)`` (the document's bytes; 1 per task item). A model's statistic on
+    one stratum (a held-out set) is its summed numerator over the summed denominator; over several
+    strata, their mean (each set counts once, as in the headline). Each replicate draws the seeds
+    with replacement and, within each stratum, the items with replacement, the same draws for both
+    sides (paired), and takes the mean over the drawn seeds. Returns the observed difference, the
+    95% percentile interval and a two-sided p-value (twice the smaller tail share beyond 0, at most
+    1), with the number of items and replicates.
+
+    With few seeds the seed half of this resampling is coarse (3 seeds have 10 distinct draws) and
+    narrower than the t-interval; it is reported beside the seed t-test, for what the test items'
+    variation adds, not instead of it."""
+    rng = np.random.default_rng(seed)
+    seeds = numerator_a.shape[0]
+    chosen_seeds = rng.integers(0, seeds, size=(replicates, seeds))
+    labels = np.unique(strata)
+    observed, replicated = 0.0, np.zeros(replicates)
+    for label in labels:
+        columns = np.flatnonzero(strata == label)
+        a, b, d = numerator_a[:, columns], numerator_b[:, columns], denominator[columns]
+        observed += (a.sum(1).mean() - b.sum(1).mean()) / d.sum()
+        counts = rng.multinomial(len(columns), np.full(len(columns), 1 / len(columns)), size=replicates)
+        per_seed = counts @ (a - b).T  # (replicates, seeds): each seed's summed difference
+        taken = np.take_along_axis(per_seed, chosen_seeds, axis=1).mean(1)
+        replicated += taken / np.maximum(counts @ d, 1e-12)
+    observed /= len(labels)
+    replicated /= len(labels)
+    low, high = np.percentile(replicated, [2.5, 97.5])
+    tail = min((replicated <= 0).mean(), (replicated >= 0).mean())
+    return {
+        "difference": float(observed),
+        "ci95": [float(low), float(high)],
+        "p": float(min(1.0, 2 * tail)),
+        "items": int(numerator_a.shape[1]),
+        "seeds": int(seeds),
+        "replicates": replicates,
+    }
+
+
+def holm(comparisons: list[dict], alpha: float = ALPHA) -> None:
+    """Holm's step-down correction across ``comparisons`` (each with ``p`` from :func:`compare`):
+    adds ``p_holm`` (the adjusted p-value, None without a test) and ``significant`` (``p_holm`` <
+    ``alpha``), so the chance that any comparison of the family calls a difference where there is
+    none stays below ``alpha``, however many comparisons there are (Holm 1979)."""
+    tested = sorted((c for c in comparisons if c.get("p") is not None), key=lambda c: c["p"])
+    m = len(tested)
+    running = 0.0
+    for rank, comparison in enumerate(tested):
+        running = max(running, min(1.0, (m - rank) * comparison["p"]))
+        comparison["p_holm"] = running
+    for comparison in comparisons:
+        comparison.setdefault("p_holm", None)
+        comparison["significant"] = comparison["p_holm"] is not None and comparison["p_holm"] < alpha
+        comparison["family_size"] = m
+
+
+def _number(value: float, digits: int) -> str:
+    return f"{value:.{digits}f}" if abs(value) >= 10**-digits else f"{value:.1e}"
+
+
+def _p_text(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def sentence(
+    metric: str, a_name: str, b_name: str, a: dict, b: dict, comparison: dict, lower_is_better: bool, digits: int = 3
+) -> str:
+    """The plain sentence a comparison supports (after :func:`holm`)."""
+    if comparison["difference"] is None:
+        return f"{metric}: no values for {a_name} or {b_name}."
+    a_text = f"{a['mean']:.{digits}f} ± {a['std']:.{digits}f}"
+    b_text = f"{b['mean']:.{digits}f} ± {b['std']:.{digits}f}"
+    direction = "lower" if comparison["difference"] < 0 else "higher"
+    pairing = "paired by seed" if comparison.get("paired") else "unpaired"
+    head = (
+        f"{metric}: {a_name} {a_text} vs {b_name} {b_text}, {direction} by {abs(comparison['difference']):.{digits}f}"
+    )
+    if comparison["p"] is None:
+        return f"{head} ({a['n']} and {b['n']} seeds: too few for a test); no verdict."
+    low, high = comparison["ci95"]
+    head += (
+        f" (95% CI {_number(low, digits)} to {_number(high, digits)}; {a['n']} and {b['n']} seeds, {pairing}, "
+        + (
+            f"t = {comparison['t']:.2f} at {comparison['df']:.3g} df, "
+            if comparison["t"] is not None
+            else "the same difference on every seed, "
+        )
+        + f"{_p_text(comparison['p'])}, "
+        f"Holm-adjusted over the {comparison['family_size']} comparisons of its family, "
+        f"{comparison['family']}: {_p_text(comparison['p_holm'])})"
+    )
+    if not comparison["significant"]:
+        return f"{head}: not significant, so these runs show no difference."
+    if metric.startswith("memorization/"):
+        return f"{head}: significant; {a_name} memorizes {'less' if comparison['better'] else 'more'} than {b_name}."
+    verdict = "better" if comparison["better"] else "worse"
+    return f"{head}: significant; {a_name} is {verdict} than {b_name} on this measure."
+
+
+# ---------------------------------------------------------------------------------------------
+# Power law of loss against tokens
+
+
+def fit_power_law(tokens, losses) -> dict | None:
+    """Fit L(D) = E + B / D^beta to ``losses`` at ``tokens`` (D in millions of tokens), least squares
+    with E in [0, min loss], B >= 0 and beta in [0.01, 5], started from several betas; the best fit's
+    ``E``, ``B``, ``beta`` and root-mean-square residual ``rms``, or None with fewer than three
+    points or no decreasing fit."""
+    from scipy.optimize import least_squares
+
+    d = np.asarray(tokens, dtype=np.float64) / 1e6
+    loss = np.asarray(losses, dtype=np.float64)
+    if len(d) < 3 or len(set(d.tolist())) < 3 or not np.all(np.isfinite(loss)):
+        return None
+    floor = float(loss.min())
+    best = None
+    for beta in (0.1, 0.3, 0.6, 1.0, 2.0):
+        scale = max(float(loss.max() - loss.min()), 1e-6) * float(d.min()) ** beta
+        start = [max(0.0, floor - scale), scale, beta]
+        found = least_squares(
+            lambda p: p[0] + p[1] * d ** -p[2] - loss,
+            start,
+            bounds=([0.0, 0.0, 0.01], [floor, np.inf, 5.0]),
+            x_scale="jac",
+        )
+        rms = float(np.sqrt(np.mean(found.fun**2)))
+        if best is None or rms < best["rms"]:
+            best = {"E": float(found.x[0]), "B": float(found.x[1]), "beta": float(found.x[2]), "rms": rms}
+    return best if best is not None and best["B"] > 0 else None
+
+
+def tokens_to_reach(fit: dict, loss: float) -> float | None:
+    """Tokens a fitted power law needs to reach ``loss``: (B / (loss - E))^(1/beta) million, or None
+    when ``loss`` is at or below its floor E."""
+    if fit is None or loss <= fit["E"]:
+        return None
+    return 1e6 * (fit["B"] / (loss - fit["E"])) ** (1.0 / fit["beta"])
