@@ -55,7 +55,12 @@ def extraction(model: GPT, windows: torch.Tensor, prefix: int, batch: int = 128)
         targets = part[:, 1 + prefix :]
         right = (logits.argmax(-1) == targets).long()
         matched.append(right.cumprod(1).sum(1).numpy())
-        loss.append(F.cross_entropy(logits.transpose(1, 2), targets, reduction="none").mean(1).numpy())
+        loss.append(
+            F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none")
+            .view(targets.shape)
+            .mean(1)
+            .numpy()
+        )
     if not matched:
         return {"exact": np.zeros(0, bool), "matched": np.zeros(0, np.int64), "suffix_loss": np.zeros(0)}
     lead = np.concatenate(matched)
