@@ -45,15 +45,8 @@ def reporting(progress: Progress) -> Iterator[Progress]:
 
 
 def gather_parts(stage: str, futures: list[PrefectFuture]) -> list[dict]:
-    """The units' part records as they finish (with progress), sorted by unit name."""
-    progress = current()
-    progress.start(stage, len(futures))
-    parts = []
-    for future in as_completed(futures):
-        parts.append(future.result())
-        progress.advance()
-    progress.finish()
-    return sorted(parts, key=lambda part: part["unit"])
+    """The units' part records (with progress as they finish), sorted by unit name."""
+    return sorted(gather_in_order(stage, futures), key=lambda part: part["unit"])
 
 
 def gather_in_order(label: str | None, futures: list[PrefectFuture]) -> list:
