@@ -4,12 +4,14 @@
 
 Used to show that a change of code structure changed no output: run the same config, on the same
 input paths, before and after the change into two folders of the same name (``before/demo`` and
-``after/demo``: the report's title is the folder's name), then compare them. Text files (JSON, TOML, HTML, Markdown) are
-compared with each run's own folder path replaced by ``<run>`` (stats name their files by
-absolute path); records of wall time and of the moment a run started (``seconds``, ``started``,
-``finished``, ``elapsed``, ``*_at``) are left out of the JSON compared, and so are the files that
-only describe one machine's run (Prefect's database in ``.prefect/``, logs). Prints each differing file and exits
-with 1 if any differ; prints how many files matched and exits with 0 otherwise.
+``after/demo``: the report's title is the folder's name), then compare them. Text files (JSON,
+TOML, HTML, Markdown) are compared with each run's own folder path replaced by ``<run>`` (stats
+name their files by absolute path). Left out of the JSON compared: records of wall time, speed and
+the moment a run started (``timing``, ``seconds``, ``*_s`` such as ``tokens_per_s``, ``started``,
+``finished``, ``elapsed``, ``*_at``); left out whole: files that only describe one machine's run
+(Prefect's database in ``.prefect/``, logs). Checkpoints and CSV logs are compared as bytes, so
+their timing columns show as differences. Prints each differing file and exits with 1 if any
+differ; prints how many files matched and exits with 0 otherwise.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 TEXT = {".json", ".toml", ".html", ".md", ".txt", ".csv"}
 SKIP = {".log", ".db", ".sqlite", ".lock", ".pid"}
-TIMING = re.compile(r"(^|_)(seconds|started|finished|elapsed|wall|duration|time|timestamp)$|_at$")
+TIMING = re.compile(r"^timing$|(^|_)(seconds|started|finished|elapsed|wall|duration|time|timestamp)$|_at$|_s$")
 
 
 def _without_timing(value):
