@@ -11,7 +11,7 @@ under ``.cache/bench-dedup/``. At these rates the Jaccard similarity of a copy w
 many more just below it: the pairs an LSH layout must catch, and those it makes candidates only
 to have verification drop them. Ground truth as below (every pair with exact Jaccard >= 0.8 on
 our shingles, clusters their connected components). Our whole clusters step
-(:func:`pipeline.dedup.clusters.deduplicate_shards`, one thread) runs with three LSH layouts,
+(:func:`pipeline.dedup.stage.deduplicate_shards`, one thread) runs with three LSH layouts,
 in turn, :data:`LAYOUT_REPEATS` times each in the same run: ``old``, the former default
 :data:`OLD_LAYOUT` (14 bands x 9 rows, chosen by weighting false negatives 0.9 and false
 positives 0.1); ``low``, :func:`pipeline.dedup.minhash.recall_bands` for a candidate probability
@@ -47,7 +47,7 @@ cluster, true cluster) sizes, never from listing pairs.
 Arrow, BLAS pinned to one); what a side spends is its CPU time (user + system, children
 included) over the timed part; docs/s per core is documents over CPU seconds.
 
-* ours: :func:`pipeline.dedup.clusters.deduplicate_shards` end to end (signature files from the
+* ours: :func:`pipeline.dedup.stage.deduplicate_shards` end to end (signature files from the
   document shards, band keys in :data:`PARTITIONS` partitions, candidate pairs, exact-Jaccard
   verification, components, keep rule "first"): the clusters table. Then, timed apart, the
   stage's last step: :func:`pipeline.dedup.clusters.dedup_step` over each shard, the kept
@@ -525,38 +525,41 @@ def reset_peak() -> None:
     Path("/proc/self/clear_refs").write_text("5")
 
 
-def track_step_peaks(peaks: dict[str, float]) -> None:
-    """Make the step functions that ``deduplicate_shards`` calls record their own peak RSS: the
-    peak is started over when each call begins and read when it ends (the largest call of each)."""
-    import pipeline.dedup.clusters as module
+def peak_tracking_units(peaks: dict[str, float]):
+    """A ``pipeline.stages.units.RunUnits`` that runs the units in this process and records the
+    peak RSS of each kind of unit: the peak is started over when each unit begins and read when it
+    ends (the largest unit of each kind)."""
 
-    for name in ("signatures_for_shard", "partition_band_keys", "verify_partition", "clusters_from_edges"):
-
-        def wrapper(*args, _inner=getattr(module, name), _name=name, **kwargs):
+    def run_units(label, fn, jobs):
+        results = []
+        for args in jobs:
             reset_peak()
-            try:
-                return _inner(*args, **kwargs)
-            finally:
-                peaks[_name] = max(peaks.get(_name, 0.0), rss_mib())
+            results.append(fn(*args))
+            name = f"{fn.__name__}({args[0]})" if fn.__name__.startswith("measure_") else fn.__name__
+            peaks[name] = max(peaks.get(name, 0.0), rss_mib())
+        return results
 
-        setattr(module, name, wrapper)
+    return run_units
 
 
 def run_ours(work_dir: Path, shards: list[Path], steps: bool = False) -> None:
     """One timed run of our stage into a fresh ``work_dir``; prints its report as a JSON line.
     With ``steps``, the peak RSS of each step is recorded too (for the memory runs)."""
-    from pipeline.dedup.clusters import dedup_step, deduplicate_shards
+    from pipeline.dedup.clusters import dedup_step
     from pipeline.dedup.minhash import MinHashParams
+    from pipeline.dedup.stage import find_duplicates
+    from pipeline.stages.units import in_process
 
     params = MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM)
     shutil.rmtree(work_dir, ignore_errors=True)
     gc.collect()
     rss_start = rss_mib("VmRSS")
     peaks: dict[str, float] = {}
-    if steps:
-        track_step_peaks(peaks)
+    run_units = peak_tracking_units(peaks) if steps else in_process
     c, w = cpu_seconds(), time.perf_counter()
-    clusters = deduplicate_shards(shards, work_dir / "stage", params, partitions=PARTITIONS, rule="first")
+    out = work_dir / "stage" / "clusters.parquet"
+    find_duplicates(shards, work_dir / "stage", params, PARTITIONS, "first", out, run_units)
+    clusters = pl.read_parquet(out)
     cpu_clusters, wall_clusters = cpu_seconds() - c, time.perf_counter() - w
     rss_clusters = max([rss_mib(), *peaks.values()])
     if steps:
@@ -765,31 +768,28 @@ def near_copy_shards() -> list[Path]:
 
 
 def run_layout(work_dir: Path, shards: list[Path], params) -> dict:
-    """One timed run of our clusters step (``deduplicate_shards``) in this process with ``params``:
-    CPU and wall seconds, verification's share, candidate pairs and false positives."""
-    import pipeline.dedup.clusters as module
+    """One timed run of our finding of duplicates (``find_duplicates``) in this process with
+    ``params``: CPU and wall seconds, verification's share, candidate pairs and false positives."""
+    from pipeline.dedup.stage import VERIFY, find_duplicates
 
-    counts = {"candidate_pairs": 0, "edges": 0, "false_positives": 0, "verify_cpu_s": 0.0}
-    inner = module.verify_partition
+    verify_cpu = 0.0
 
-    def counted(*args, **kwargs):
+    def timed_units(label, fn, jobs):
+        nonlocal verify_cpu
         c = cpu_seconds()
-        out = inner(*args, **kwargs)
-        counts["verify_cpu_s"] += cpu_seconds() - c
-        for key in ("candidate_pairs", "edges", "false_positives"):
-            counts[key] += out[key]
-        return out
+        results = [fn(*args) for args in jobs]
+        if fn.__name__.startswith("measure_") and jobs and jobs[0][0] == VERIFY:
+            verify_cpu += cpu_seconds() - c
+        return results
 
     shutil.rmtree(work_dir, ignore_errors=True)
     gc.collect()
-    module.verify_partition = counted
-    try:
-        c, w = cpu_seconds(), time.perf_counter()
-        clusters = module.deduplicate_shards(shards, work_dir, params, partitions=PARTITIONS, rule="first")
-        cpu, wall = cpu_seconds() - c, time.perf_counter() - w
-    finally:
-        module.verify_partition = inner
-    return {"cpu_s": cpu, "wall_s": wall, **counts, "clusters": clusters}
+    c, w = cpu_seconds(), time.perf_counter()
+    finding = find_duplicates(shards, work_dir, params, PARTITIONS, "first", work_dir / "clusters.parquet", timed_units)
+    cpu, wall = cpu_seconds() - c, time.perf_counter() - w
+    counts = {key: finding[key] for key in ("candidate_pairs", "edges", "false_positives")}
+    clusters = pl.read_parquet(work_dir / "clusters.parquet")
+    return {"cpu_s": cpu, "wall_s": wall, **counts, "verify_cpu_s": verify_cpu, "clusters": clusters}
 
 
 def near_copies_benchmark() -> None:

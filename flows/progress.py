@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
+from prefect import task
+from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture, as_completed
+
+from pipeline.stages.units import RunUnits
 
 
 class Progress(Protocol):
@@ -59,3 +63,17 @@ def gather_in_order(label: str | None, futures: list[PrefectFuture]) -> list:
             progress.advance()
         progress.finish()
     return [future.result() for future in futures]
+
+
+def units_as_tasks(tasks: dict[Callable[..., Any], tuple[str, str]]) -> RunUnits:
+    """A ``pipeline.stages.units.RunUnits`` that submits each unit as a Prefect task on the
+    running flow's task runner, with progress under the label it is given. ``tasks`` names each
+    unit function's task and its task runs (a format of the function's parameters)."""
+    made = {
+        fn: task(fn, name=name, cache_policy=NO_CACHE, task_run_name=run_name) for fn, (name, run_name) in tasks.items()
+    }
+
+    def run_units(label: str | None, fn: Callable[..., Any], jobs: Sequence[tuple]) -> list:
+        return gather_in_order(label, [made[fn].submit(*args) for args in jobs])
+
+    return run_units

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import Counter
 from pathlib import Path
 
 from prefect import flow, task
@@ -13,12 +12,10 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from pipeline.core.config import RunConfig
-from pipeline.core.ledger import LedgerError
-from pipeline.core.manifest import record_stage
 from pipeline.core.schema import RunLayout, StageDir
-from pipeline.io.writer import read_json, remove_temporaries, write_json
+from pipeline.io.writer import remove_temporaries
 from pipeline.stages.registry import build_step
-from pipeline.stages.shard import check_stage_outputs, merge_groups, remove_unlisted, shard_unit
+from pipeline.stages.shard import finish_stage, shard_unit
 
 
 @task(name="shard-unit", cache_policy=NO_CACHE, task_run_name="{stage_name}-{in_path.stem}")
@@ -43,31 +40,3 @@ def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
     parts = gather_parts(stage_name, [shard_task.submit(stage_name, path, stage, config) for path in inputs])
 
     return publish_stage(stage_name, finish_stage(stage_name, previous, config, parts))
-
-
-def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[dict], **extra) -> dict:
-    """Prune stale outputs, check the stage's ledger against its files and against what the stage
-    before handed over, and write its stats (plus ``extra``) to stats.json and the manifest."""
-    layout = RunLayout(config.run_dir)
-    stage = layout.stage(stage_name)
-    remove_unlisted(stage, parts)
-    ledger = check_stage_outputs(stage_name, stage, parts)
-    handed_over = read_json(layout.stage(previous).stats)["docs_out"]
-    if ledger.docs_in != handed_over:
-        raise LedgerError(
-            f"stage {stage_name}: {ledger.docs_in} documents in, but stage {previous} handed over {handed_over}"
-        )
-    counts: Counter = Counter()
-    for part in parts:
-        counts.update(part["counts"])
-    stats = {
-        **ledger.to_dict(),
-        "units": len(parts),
-        "sources": merge_groups(parts, "by_source", stage_name),
-        "languages": merge_groups(parts, "by_lang", stage_name),
-        "counts": dict(sorted(counts.items())),
-        **extra,
-    }
-    write_json(stats, stage.stats)
-    record_stage(config, stage_name, stats)
-    return stats

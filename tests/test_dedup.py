@@ -28,7 +28,6 @@ from pipeline.dedup.clusters import (
     cluster_table,
     connected_components,
     dedup_step,
-    deduplicate_shards,
     jaccard_of_pairs,
     verify_pairs,
 )
@@ -52,6 +51,7 @@ from pipeline.dedup.minhash import (
     shingle_sets,
 )
 from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, word_hashes
+from pipeline.dedup.stage import deduplicate_shards
 from pipeline.filters.engine import apply_filters
 
 HAS_SCHEMES = "scheme" in inspect.signature(MinHash.__init__).parameters
@@ -557,7 +557,7 @@ def test_cluster_jaccard_is_measured_against_the_kept_document(tmp_path, monkeyp
     work = tmp_path / "work"
     clusters = deduplicate_shards(paths, work, MinHashParams(), partitions=2)
     lookup = ShingleLookup(sorted((work / "signatures").glob("*.parquet")))
-    edges = pl.concat([pl.read_parquet(p) for p in sorted((work / "edges").glob("*.parquet"))])
+    edges = pl.concat([pl.read_parquet(p) for p in sorted((work / "verify" / "measured").glob("*.parquet"))])
     # Reverse the edge order and verify in tiny steps: same table.
     monkeypatch.setattr(clusters_module, "PAIRS_PER_STEP", 3)
     monkeypatch.setattr(clusters_module, "VALUES_PER_STEP", 50)

@@ -11,7 +11,8 @@ import polars as pl
 
 from pipeline.core.schema import RunLayout
 from pipeline.mix.mixture import read_manifest
-from pipeline.mix.stage import in_process, run_mix
+from pipeline.mix.stage import run_mix
+from pipeline.stages.units import in_process
 from tests.helpers import source_config, tokenized_run, write_jsonl
 
 WORDS = "river council budget market school harbour winter garden station bridge museum library voted".split()

@@ -4,7 +4,10 @@
         -> edges: pairs whose exact Jaccard similarity of shingle sets reaches the threshold
     connected_components(all edges)            -> doc -> component (its smallest document)
     choose_kept(components + attributes, rule) -> one kept document per component
-    cluster_table(all edges, lookup, rule)     -> the clusters table (the three steps above)
+    cluster_members(all edges, lookup, rule)   -> the two steps above, with the kept document
+    finish_clusters(members, similarities)     -> the clusters table, once each member's
+                                                  similarity with its kept document is measured
+    cluster_table(all edges, lookup, rule)     -> all of it in this process
     dedup_step(clusters, threshold, shard)     -> a pipeline.stages.shard step that drops the duplicates
                                                   of a shard and records each one's rule and value
 
@@ -15,13 +18,12 @@ about one chance in 2,000 that two different shingles share a hash, which then m
 similarity by about 0.001. Pairs found through the exact hash have similarity 1.0 by construction
 and are not looked up.
 
-Verification reads, for each step of pairs, only the Parquet row groups (1,024 documents) of the
-signature files that hold the pairs' documents. A partition's pairs reach documents of every
-shard, so with many duplicates a partition's verification reads most of every signature file's
-shingle sets: the I/O grows with partitions x corpus. Partitions only need to bound the band keys
-(about 150 bytes per document), so a few (4 to 16) are enough for millions of documents; past
-that, a join by shard (pairs routed to the shard of one document, sets attached, routed to the
-shard of the other) would read each signature file twice in all.
+:class:`ShingleLookup` reads only the Parquet row groups (1,024 documents) of the signature
+files that hold the documents asked for. :func:`verify_pairs` and :func:`cluster_table` verify and
+measure in this process through one lookup over every signature file, the reference for small
+inputs and tests; the dedup stage measures the same pairs routed to the shards that hold their
+sets (``pipeline.dedup.routed``), so that its reads grow with the corpus, and gets the same
+table.
 
 The clusters table has one row per document that belongs to a cluster of two or more documents
 (a document not in it is unique, and kept):
@@ -41,7 +43,7 @@ The clusters table has one row per document that belongs to a cluster of two or 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -52,16 +54,11 @@ import pyarrow as pa
 from pipeline.dedup.lsh import (
     SHARD_BITS,
     SHARD_KEY,
-    candidate_pairs,
-    partition_band_keys,
     read_params,
     row_of,
     shard_of,
-    signatures_for_shard,
 )
-from pipeline.dedup.minhash import MinHashParams
-from pipeline.io.storage import as_path, parquet_file, read_parquet
-from pipeline.io.writer import write_parquet
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file
 from pipeline.stages.shard import Step, StepResult, removed_frame
 
 STAGE = "dedup"
@@ -107,6 +104,7 @@ class ShingleLookup:
     def __init__(self, signature_paths: Sequence[Path]):
         self._files: dict[int, tuple[Path, np.ndarray]] = {}
         self.params: dict | None = None
+        self.bytes_read = 0  # compressed bytes of the column chunks read so far by rows()
         for path in map(as_path, signature_paths):
             metadata = parquet_file(path).metadata
             keys = metadata.metadata or {}
@@ -146,7 +144,9 @@ class ShingleLookup:
                 raise KeyError(f"shard {int(shard)} has {group_starts[-1]} documents; row {int(rows.max())} asked")
             groups = np.searchsorted(group_starts, rows, side="right") - 1
             needed = np.unique(groups)
-            table = parquet_file(path).read_row_groups(needed.tolist(), columns=columns)
+            opened = parquet_file(path)
+            table = opened.read_row_groups(needed.tolist(), columns=columns)
+            self.bytes_read += parquet_bytes(opened.metadata, columns, needed.tolist())
             read_sizes = group_starts[needed + 1] - group_starts[needed]
             read_starts = np.concatenate([[0], np.cumsum(read_sizes)])[:-1]
             positions = read_starts[np.searchsorted(needed, groups)] + rows - group_starts[groups]
@@ -332,11 +332,25 @@ def choose_kept(components: pl.DataFrame, rule: KeepRule = "first") -> pl.DataFr
     return ranked.with_columns(kept=pl.col("doc") == pl.col("kept_doc")).sort("doc")
 
 
-def cluster_table(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "first") -> pl.DataFrame:
-    """The clusters table (columns in the module docstring) from all verified edges."""
+MEMBERS_SCHEMA = {
+    "id": pl.String,
+    "doc": pl.Int64,
+    "cluster": pl.Int64,
+    "cluster_size": pl.Int64,
+    "kept": pl.Boolean,
+    "kept_id": pl.String,
+    "kept_doc": pl.Int64,
+    "exact": pl.Boolean,
+}
+
+
+def cluster_members(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "first") -> pl.DataFrame:
+    """The clusters table without its similarity column: every document of an edge with its
+    cluster, the cluster's kept document, and whether it is an exact copy of it (same
+    normalized text). Reads the attributes the keep rule needs from the signature files."""
     components = connected_components(edges)
     if components.height == 0:
-        return pl.from_arrow(CLUSTERS_SCHEMA.empty_table())
+        return pl.DataFrame(schema=MEMBERS_SCHEMA)
     wanted = ["id", "chars", "exact_hash"] + (["score"] if rule == "quality" else [])
     if rule == "quality" and "score" not in lookup.columns:
         raise ValueError("keep rule 'quality' needs a score: set the dedup score_column to a column of the documents")
@@ -349,24 +363,7 @@ def cluster_table(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "
         exact=pl.col("exact_hash") == pl.col("kept_hash"),
         cluster_size=pl.len().over("component"),
     )
-    # Similarity with the kept document: 1.0 for itself and exact copies, else computed.
-    similarity = np.ones(members.height, dtype=np.float64)
-    to_measure = (~members["kept"] & ~members["exact"]).to_numpy()
-    if to_measure.any():
-        if "shingle_set" not in lookup.columns:
-            raise ValueError("near-duplicate clusters need shingle sets: the signature files were made with near=False")
-        docs = members["doc"].to_numpy()[to_measure]
-        kept_docs = members["kept_doc"].to_numpy()[to_measure]
-        measured = np.empty(len(docs), dtype=np.float64)
-        for start in range(0, len(docs), PAIRS_PER_STEP):
-            a, b = docs[start : start + PAIRS_PER_STEP], kept_docs[start : start + PAIRS_PER_STEP]
-            found, values, offsets = _shingle_sets(lookup, np.concatenate([a, b]))
-            measured[start : start + len(a)] = jaccard_of_pairs(
-                values, offsets, np.searchsorted(found, a), np.searchsorted(found, b)
-            )
-        similarity[to_measure] = measured
-    members = members.with_columns(jaccard=pl.Series(similarity))
-    table = members.select(
+    return members.select(
         pl.col("id").cast(pl.String),
         pl.col("doc").cast(pl.Int64),
         pl.col("component").cast(pl.Int64).alias("cluster"),
@@ -374,10 +371,69 @@ def cluster_table(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "
         "kept",
         pl.col("kept_id").cast(pl.String),
         pl.col("kept_doc").cast(pl.Int64),
-        "jaccard",
         "exact",
     ).sort("doc")
-    return table
+
+
+def similarity_pairs(members: pl.DataFrame) -> pl.DataFrame:
+    """The pairs whose similarity the clusters table needs measured: each member that is neither
+    kept nor an exact copy, with its kept document (``doc_a`` the kept document, ``doc_b`` the
+    member, ``exact`` false)."""
+    return members.filter(~pl.col("kept") & ~pl.col("exact")).select(
+        pl.col("kept_doc").alias("doc_a"), pl.col("doc").alias("doc_b"), exact=pl.lit(False)
+    )
+
+
+def measure_pairs(pairs: pl.DataFrame, lookup: ShingleLookup) -> pl.DataFrame:
+    """``doc_a, doc_b, jaccard``: the exact Jaccard similarity of every pair (in this process, in
+    steps of :data:`PAIRS_PER_STEP` pairs, each reading the row groups that hold its documents)."""
+    a_all, b_all = pairs["doc_a"].to_numpy(), pairs["doc_b"].to_numpy()
+    measured = np.empty(len(a_all), dtype=np.float64)
+    if len(a_all) and "shingle_set" not in lookup.columns:
+        raise ValueError("near-duplicate clusters need shingle sets: the signature files were made with near=False")
+    for start in range(0, len(a_all), PAIRS_PER_STEP):
+        a, b = a_all[start : start + PAIRS_PER_STEP], b_all[start : start + PAIRS_PER_STEP]
+        found, values, offsets = _shingle_sets(lookup, np.concatenate([a, b]))
+        measured[start : start + len(a)] = jaccard_of_pairs(
+            values, offsets, np.searchsorted(found, a), np.searchsorted(found, b)
+        )
+    return pl.DataFrame({"doc_a": a_all, "doc_b": b_all, "jaccard": measured})
+
+
+def finish_clusters(members: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFrame:
+    """The clusters table: ``members`` (:func:`cluster_members`) with ``jaccard``, the similarity
+    with the kept document: 1.0 for the kept document and exact copies, else the value of the
+    pair (kept document, member) in ``measured`` (``doc_a, doc_b, jaccard``)."""
+    wanted = similarity_pairs(members)
+    values = measured.select(
+        pl.col("doc_a").cast(pl.Int64).alias("kept_doc"), pl.col("doc_b").cast(pl.Int64).alias("doc"), "jaccard"
+    ).unique(["kept_doc", "doc"])
+    found = wanted.join(values, left_on=["doc_a", "doc_b"], right_on=["kept_doc", "doc"], how="inner").height
+    if found != wanted.height:
+        raise ValueError(f"{wanted.height - found} of {wanted.height} similarities with the kept document are missing")
+    table = members.join(values, on=["kept_doc", "doc"], how="left", maintain_order="left").with_columns(
+        jaccard=pl.when(pl.col("kept") | pl.col("exact")).then(pl.lit(1.0)).otherwise(pl.col("jaccard"))
+    )
+    return table.select(
+        "id",
+        "doc",
+        "cluster",
+        "cluster_size",
+        "kept",
+        "kept_id",
+        "kept_doc",
+        pl.col("jaccard").cast(pl.Float64),
+        "exact",
+    ).sort("doc")
+
+
+def cluster_table(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "first") -> pl.DataFrame:
+    """The clusters table (columns in the module docstring) from all verified edges, in this
+    process: :func:`cluster_members`, the similarities measured by :func:`measure_pairs`, then
+    :func:`finish_clusters`. The dedup stage measures them routed by shard instead
+    (``pipeline.dedup.routed``); the table is the same."""
+    members = cluster_members(edges, lookup, rule)
+    return finish_clusters(members, measure_pairs(similarity_pairs(members), lookup))
 
 
 def removals(clusters: pl.DataFrame, threshold: float, shard: int | None = None) -> pl.DataFrame:
@@ -419,64 +475,3 @@ def dedup_step(clusters: pl.DataFrame, threshold: float, shard: int | None = Non
         )
 
     return step
-
-
-def verify_partition(
-    partition_path: Path | Iterable[Path], lookup: ShingleLookup, threshold: float, out_path: Path
-) -> dict:
-    """One partition's task: candidate pairs, verified, written as an edges file
-    (``EDGES_SCHEMA``). Returns counts: candidate pairs, verified edges, false positives."""
-    pairs = candidate_pairs(partition_path)
-    edges = verify_pairs(pairs, lookup, threshold)
-    write_parquet(edges.to_arrow().cast(EDGES_SCHEMA), out_path)
-    candidates = pairs.select("doc_a", "doc_b").unique().height
-    return {"candidate_pairs": candidates, "edges": edges.height, "false_positives": candidates - edges.height}
-
-
-def clusters_from_edges(edge_paths: Sequence[Path], lookup: ShingleLookup, rule: KeepRule, out_path: Path) -> dict:
-    """The corpus-wide task: all edges, components, keep rule; writes the clusters table."""
-    frames = [read_parquet(p) for p in edge_paths]
-    edges = pl.concat(frames, how="vertical") if frames else _empty_edges()
-    clusters = cluster_table(edges, lookup, rule)
-    write_parquet(clusters.to_arrow().cast(CLUSTERS_SCHEMA), out_path)
-    removed = clusters.filter(~pl.col("kept"))
-    return {
-        "clusters": int(clusters["cluster"].n_unique()) if clusters.height else 0,
-        "docs_in_clusters": clusters.height,
-        "removed": removed.height,
-        "removed_exact": int(removed["exact"].sum()) if removed.height else 0,
-        "removed_near": int((~removed["exact"]).sum()) if removed.height else 0,
-    }
-
-
-def deduplicate_shards(
-    doc_paths: Sequence[Path],
-    work_dir: Path,
-    params: MinHashParams = MinHashParams(),
-    partitions: int = 8,
-    rule: KeepRule = "first",
-) -> pl.DataFrame:
-    """All steps in order, in this process: the reference for a flow, which runs the same calls
-    as one task per shard or partition. Shard numbers follow ``doc_paths``' order. Layout::
-
-        <work_dir>/signatures/shard-<i:05d>.parquet     signatures_for_shard
-        <work_dir>/bands/part-<p:04d>/shard-<i:05d>.parquet   partition_band_keys
-        <work_dir>/edges/part-<p:04d>.parquet           verify_partition
-        <work_dir>/clusters.parquet                     clusters_from_edges
-    """
-    work_dir = as_path(work_dir)
-    signature_paths = []
-    for shard, path in enumerate(doc_paths):
-        out = work_dir / "signatures" / f"shard-{shard:05d}.parquet"
-        signatures_for_shard(path, out, params, shard=shard)
-        signature_paths.append(out)
-    for path in signature_paths:
-        partition_band_keys([path], work_dir / "bands", partitions)
-    lookup = ShingleLookup(signature_paths)
-    edge_paths = []
-    for p in range(partitions):
-        out = work_dir / "edges" / f"part-{p:04d}.parquet"
-        verify_partition(work_dir / "bands" / f"part-{p:04d}", lookup, params.threshold, out)
-        edge_paths.append(out)
-    clusters_from_edges(edge_paths, lookup, rule, work_dir / "clusters.parquet")
-    return read_parquet(work_dir / "clusters.parquet")

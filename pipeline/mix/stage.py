@@ -35,9 +35,7 @@ self-contained folder ``<mixture>/`` (pipeline.mix.mixture) with ``manifest.json
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -84,20 +82,8 @@ from pipeline.mix.plan import (
     temperature_weights,
 )
 from pipeline.stages.shard import mark_work_done, removed_frame, reusable_work
+from pipeline.stages.units import RunUnits, in_process
 from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
-
-
-class RunUnits(Protocol):
-    """Runs ``fn(*args)`` for every ``args`` of ``jobs`` and returns the results in the jobs'
-    order; ``label`` names the units for a progress display (None: show none)."""
-
-    def __call__(self, label: str | None, fn: Callable[..., Any], jobs: Sequence[tuple]) -> list: ...
-
-
-def in_process(label: str | None, fn: Callable[..., Any], jobs: Sequence[tuple]) -> list:
-    """:class:`RunUnits` one after the other in this process."""
-    return [fn(*args) for args in jobs]
-
 
 STAGE = "mix"
 _EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})

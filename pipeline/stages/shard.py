@@ -19,8 +19,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.core.config import RunConfig
 from pipeline.core.ledger import Ledger, LedgerError
-from pipeline.core.schema import DOC_SCHEMA, LANG_FIELDS, REMOVED_SCHEMA, StageDir
+from pipeline.core.manifest import record_stage
+from pipeline.core.schema import DOC_SCHEMA, LANG_FIELDS, REMOVED_SCHEMA, RunLayout, StageDir
 from pipeline.io.storage import as_path, parquet_file, read_table, remove_tree
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
 
@@ -251,3 +253,31 @@ def reusable_work(stage: StageDir, inputs: list[Path], settings: dict) -> bool:
 
 def mark_work_done(stage: StageDir, inputs: list[Path], settings: dict) -> None:
     write_json(_made_from(inputs, settings), stage.root / "intermediate" / "inputs.json")
+
+
+def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[dict], **extra) -> dict:
+    """Prune stale outputs, check the stage's ledger against its files and against what the stage
+    before handed over, and write its stats (plus ``extra``) to stats.json and the manifest."""
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(stage_name)
+    remove_unlisted(stage, parts)
+    ledger = check_stage_outputs(stage_name, stage, parts)
+    handed_over = read_json(layout.stage(previous).stats)["docs_out"]
+    if ledger.docs_in != handed_over:
+        raise LedgerError(
+            f"stage {stage_name}: {ledger.docs_in} documents in, but stage {previous} handed over {handed_over}"
+        )
+    counts: Counter = Counter()
+    for part in parts:
+        counts.update(part["counts"])
+    stats = {
+        **ledger.to_dict(),
+        "units": len(parts),
+        "sources": merge_groups(parts, "by_source", stage_name),
+        "languages": merge_groups(parts, "by_lang", stage_name),
+        "counts": dict(sorted(counts.items())),
+        **extra,
+    }
+    write_json(stats, stage.stats)
+    record_stage(config, stage_name, stats)
+    return stats

@@ -1,0 +1,242 @@
+"""Exact Jaccard similarity of document pairs, measured where the shingle sets are: the pairs
+travel to the sets, never the sets of a whole corpus to the pairs.
+
+Two hops, each one unit per document shard::
+
+    route_pairs(pairs, pairs_dir, name)       pairs_dir/shard-<S>/<name>.parquet: the pairs
+                                              whose doc_a is in shard S (PAIR_SCHEMA)
+    first_hop(S, pairs_dir, signatures S, forward_dir, out, threshold)
+        reads shard S's pairs and, once, the row groups of shard S's signature file that hold
+        their doc_a; measures the pairs whose doc_b is in S too (exact pairs need no sets);
+        sends each other doc_a's set, once per target shard T, with its partners in T, to
+        forward_dir/shard-<T>/from-<S>.parquet (FORWARD_SCHEMA)
+    second_hop(T, forward_dir, signatures T, out, threshold)
+        reads what was sent to shard T and, once, the row groups of T's signature file that hold
+        the partners; measures the rest
+
+Each hop reads each signature file once at most, so a pass reads at most twice the signature
+files' shingle sets plus the pairs, whatever the number of pairs, partitions or shards: the I/O
+grows with the corpus. (Verifying each partition's pairs against every signature file instead
+reads partitions x corpus.) Memory per unit is bounded by a shard: its pairs, its sets, and the
+sets sent to it, read one sending shard at a time.
+
+The dedup stage runs two passes: verification of the LSH candidate pairs (``threshold``: the
+edges that reach it) and the similarity of each clustered document with its cluster's kept
+document (no threshold: every value). Outputs are ``SIMILARITY_SCHEMA`` files sorted by
+``doc_a, doc_b``; every unit returns counts, ``bytes_read`` among them (compressed Parquet column
+chunks read, footers aside).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs
+from pipeline.dedup.lsh import shard_of
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_table
+from pipeline.io.writer import write_parquet
+
+PAIR_SCHEMA = pa.schema(
+    [
+        pa.field("doc_a", pa.int64(), nullable=False),
+        pa.field("doc_b", pa.int64(), nullable=False),
+        pa.field("exact", pa.bool_(), nullable=False),
+    ]
+)
+FORWARD_SCHEMA = pa.schema(
+    [
+        pa.field("doc_a", pa.int64(), nullable=False),
+        pa.field("shingle_set", pa.large_list(pa.uint32()), nullable=False),
+        pa.field("partners", pa.large_list(pa.int64()), nullable=False),
+    ]
+)
+SIMILARITY_SCHEMA = pa.schema(
+    [
+        pa.field("doc_a", pa.int64(), nullable=False),
+        pa.field("doc_b", pa.int64(), nullable=False),
+        pa.field("jaccard", pa.float64(), nullable=False),
+        pa.field("exact", pa.bool_(), nullable=False),
+    ]
+)
+
+
+def shard_folder(root: Path, shard: int) -> Path:
+    return as_path(root) / f"shard-{shard:05d}"
+
+
+def route_pairs(pairs: pl.DataFrame, pairs_dir: Path, name: str) -> int:
+    """Write ``pairs`` (``doc_a, doc_b, exact``) as one file per shard of ``doc_a``:
+    ``pairs_dir/shard-<S>/<name>.parquet``, sorted by ``doc_a, doc_b``; shards with no pair get
+    no file. Returns the number of files written."""
+    if pairs.height == 0:
+        return 0
+    table = pairs.select(
+        pl.col("doc_a").cast(pl.Int64), pl.col("doc_b").cast(pl.Int64), pl.col("exact").cast(pl.Boolean)
+    ).sort("doc_a", "doc_b")
+    shards = shard_of(table["doc_a"].to_numpy())
+    bounds = np.flatnonzero(np.diff(shards)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [len(shards)]])
+    for lo, hi in zip(starts, ends):
+        part = table.slice(int(lo), int(hi - lo)).to_arrow().cast(PAIR_SCHEMA)
+        write_parquet(part, shard_folder(pairs_dir, int(shards[lo])) / f"{name}.parquet")
+    return len(starts)
+
+
+def _files(folder: Path) -> list[Path]:
+    folder = as_path(folder)
+    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
+
+
+def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
+    """The files as one table, and the bytes read."""
+    tables, read = [], 0
+    for path in paths:
+        tables.append(read_table(path).cast(schema))
+        read += parquet_bytes(parquet_file(path).metadata)
+    return (pa.concat_tables(tables) if tables else schema.empty_table()), read
+
+
+def _set_arrays(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(values, offsets from 0) of a large_list<uint32> column."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_list(pa.uint32()))
+        if isinstance(column, pa.ChunkedArray):
+            column = column.chunk(0)
+    offsets = column.offsets.to_numpy().astype(np.int64)
+    values = column.values.to_numpy()
+    return values[offsets[0] : offsets[-1]], offsets - offsets[0]
+
+
+def _measured(a: np.ndarray, b: np.ndarray, jaccard: np.ndarray, exact: np.ndarray) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"doc_a": a, "doc_b": b, "jaccard": jaccard, "exact": exact},
+        schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "jaccard": pl.Float64, "exact": pl.Boolean},
+    )
+
+
+def _write_measured(frames: list[pl.DataFrame], threshold: float | None, out_path: Path) -> int:
+    """Write the pairs that reach ``threshold`` (every pair when None) to ``out_path``; returns
+    how many."""
+    found = pl.concat(frames) if frames else _measured(*(np.zeros(0, t) for t in (np.int64, np.int64, float, bool)))
+    if threshold is not None:
+        found = found.filter(pl.col("exact") | (pl.col("jaccard") >= threshold))
+    found = found.sort("doc_a", "doc_b")
+    write_parquet(found.to_arrow().cast(SIMILARITY_SCHEMA), out_path)
+    return found.height
+
+
+def _shard_sets(signature_path: Path, docs: np.ndarray) -> tuple[pa.Table, int]:
+    """``doc, shingle_set`` of ``docs`` (sorted, distinct) from one signature file, and the bytes
+    read (only the row groups that hold them)."""
+    lookup = ShingleLookup([signature_path])
+    if "shingle_set" not in lookup.columns:
+        raise ValueError(
+            f"{signature_path}: near-duplicate pairs need shingle sets; the signatures were made with near=False"
+        )
+    table = lookup.rows(docs, ["shingle_set"])
+    return table, lookup.bytes_read
+
+
+def first_hop(
+    shard: int, pairs_dir: Path, signature_path: Path, forward_dir: Path, out_path: Path, threshold: float | None
+) -> dict:
+    """Shard ``shard``'s first hop (module docstring): measure the pairs routed to it whose both
+    documents it holds, and send the sets of the others on. Pairs found more than once (in
+    several bands or partitions) count once; a pair found through the exact hash is exact, with
+    similarity 1.0. Returns counts: ``pairs`` (distinct), ``kept`` (written to ``out_path``:
+    reaching ``threshold``, or all), ``forwarded`` (pairs sent on), ``bytes_read``."""
+    routed, read = _read_all(_files(shard_folder(pairs_dir, shard)), PAIR_SCHEMA)
+    pairs = (
+        pl.from_arrow(routed).group_by("doc_a", "doc_b").agg(pl.col("exact").any()).sort("doc_a", "doc_b")
+        if routed.num_rows
+        else pl.from_arrow(routed)
+    )
+    exact = pairs.filter(pl.col("exact"))
+    near = pairs.filter(~pl.col("exact"))
+    frames = [
+        _measured(
+            exact["doc_a"].to_numpy(), exact["doc_b"].to_numpy(), np.ones(exact.height), np.ones(exact.height, bool)
+        )
+    ]
+    forwarded = 0
+    if near.height:
+        a, b = near["doc_a"].to_numpy(), near["doc_b"].to_numpy()
+        target = shard_of(b)
+        here = target == shard
+        needed = np.unique(np.concatenate([a, b[here]]))
+        sets, read_sets = _shard_sets(signature_path, needed)
+        read += read_sets
+        docs = sets.column("doc").to_numpy()
+        values, offsets = _set_arrays(sets.column("shingle_set"))
+        local_a, local_b = a[here], b[here]
+        similarity = jaccard_of_pairs(values, offsets, np.searchsorted(docs, local_a), np.searchsorted(docs, local_b))
+        frames.append(_measured(local_a, local_b, similarity, np.zeros(len(local_a), bool)))
+        away = near.filter(pl.Series(~here)).with_columns(target=pl.Series(target[~here]))
+        forwarded = away.height
+        for (to_shard,), group in away.group_by("target", maintain_order=True):
+            partners = group.group_by("doc_a", maintain_order=True).agg(pl.col("doc_b"))
+            rows = np.searchsorted(docs, partners["doc_a"].to_numpy())
+            sent = pa.table(
+                {
+                    "doc_a": partners["doc_a"].to_arrow(),
+                    "shingle_set": sets.column("shingle_set").take(pa.array(rows)),
+                    "partners": partners["doc_b"].to_arrow().cast(pa.large_list(pa.int64())),
+                }
+            ).cast(FORWARD_SCHEMA)
+            write_parquet(sent, shard_folder(forward_dir, int(to_shard)) / f"from-{shard:05d}.parquet")
+    kept = _write_measured(frames, threshold, out_path)
+    return {"pairs": pairs.height, "kept": kept, "forwarded": forwarded, "bytes_read": read}
+
+
+def second_hop(shard: int, forward_dir: Path, signature_path: Path, out_path: Path, threshold: float | None) -> dict:
+    """Shard ``shard``'s second hop (module docstring): measure the pairs whose ``doc_b`` it holds
+    against the sets the first hops sent it, one sending shard at a time. Returns counts:
+    ``pairs``, ``kept`` (written to ``out_path``), ``bytes_read``."""
+    files = _files(shard_folder(forward_dir, shard))
+    read = 0
+    partners = []
+    for path in files:  # the partners first (a small column), to read this shard's sets once
+        partners.append(_flatten(read_table(path, columns=["partners"]).column("partners")))
+        read += parquet_bytes(parquet_file(path).metadata, ["partners"])
+    frames: list[pl.DataFrame] = []
+    pairs = 0
+    if files:
+        needed = np.unique(np.concatenate(partners))
+        sets, read_sets = _shard_sets(signature_path, needed)
+        read += read_sets
+        docs = sets.column("doc").to_numpy()
+        own_values, own_offsets = _set_arrays(sets.column("shingle_set"))
+        for path in files:
+            sent = read_table(path, columns=["doc_a", "shingle_set", "partners"])
+            read += parquet_bytes(parquet_file(path).metadata, ["doc_a", "shingle_set"])
+            sent_values, sent_offsets = _set_arrays(sent.column("shingle_set"))
+            counts = np.diff(_list_offsets(sent.column("partners")))
+            a = np.repeat(sent.column("doc_a").to_numpy(), counts)
+            b = _flatten(sent.column("partners"))
+            # One array of sets: the sent ones, then this shard's, offsets shifted to follow.
+            values = np.concatenate([sent_values, own_values])
+            offsets = np.concatenate([sent_offsets, own_offsets[1:] + sent_offsets[-1]])
+            left = np.repeat(np.arange(sent.num_rows), counts)
+            right = sent.num_rows + np.searchsorted(docs, b)
+            frames.append(_measured(a, b, jaccard_of_pairs(values, offsets, left, right), np.zeros(len(a), bool)))
+            pairs += len(a)
+    kept = _write_measured(frames, threshold, out_path)
+    return {"pairs": pairs, "kept": kept, "bytes_read": read}
+
+
+def _list_offsets(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    offsets = column.offsets.to_numpy().astype(np.int64)
+    return offsets - offsets[0]
+
+
+def _flatten(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """The values of a list column, flattened, as numpy."""
+    return pc.list_flatten(column).to_numpy() if len(column) else np.zeros(0, np.int64)

@@ -1,0 +1,359 @@
+"""The `dedup` and `lines` stages: their units of work and the order they run in.
+
+:func:`run_dedup` and :func:`run_lines` run a whole stage. They hand every list of units to
+``run_units`` (``pipeline.stages.units``: by default one after the other in this process; the
+Prefect flows in ``flows.dedup`` submit each as a task), so a stage runs, and is tested, with or
+without Prefect, and writes the same files either way. :func:`deduplicate_shards` is the finding
+of duplicates alone, on any list of document files.
+
+    dedup, in <stage>/intermediate:
+    sign_shard        per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
+    find_candidates   per partition  verify/pairs/shard-<S>/part-<P>     (pipeline.dedup.routed)
+    verify_first      per shard      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
+    verify_second     per shard      verify/measured/second-<T>: the edges, with the first's
+    cluster_edges     once           members.parquet: components and the keep rule;
+                                     similarity/pairs/shard-<S>/members: each member's kept document
+    similar_first     per shard      similarity/measured/first-<S>, similarity/forward/...
+    similar_second    per shard      similarity/measured/second-<T>
+    assemble          once           <stage>/clusters.parquet
+    remove_duplicates per shard      <stage>/docs, <stage>/removed
+
+    lines:
+    count_lines       per shard      counts/part-<P>/<shard>
+    find_frequent     per partition  frequent/part-<P>.parquet, then frequent.parquet
+    cut_lines         per shard      <stage>/docs (and removed: documents left blank)
+
+The shingle sets are read where they are: each verification and similarity hop reads each
+signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
+the corpus. Every unit reports ``bytes_read`` and the finding sums them per step. Connected
+components and the clusters table are still made by one unit each, over the edges and the
+clustered documents (no shingle sets).
+
+The intermediate folder is reused when it was made from the same input shards (by sha256) and
+settings, so a re-run only redoes what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.core.config import RunConfig
+from pipeline.core.schema import RunLayout, StageDir
+from pipeline.dedup.clusters import (
+    CLUSTERS_SCHEMA,
+    KeepRule,
+    ShingleLookup,
+    cluster_members,
+    dedup_step,
+    finish_clusters,
+    similarity_pairs,
+)
+from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
+from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, signatures_for_shard
+from pipeline.dedup.minhash import MinHashParams
+from pipeline.dedup.routed import first_hop, route_pairs, second_hop
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parquet, scan_parquet
+from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
+from pipeline.stages.registry import scoped_filters
+from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
+from pipeline.stages.units import RunUnits, in_process
+
+STAGE = "dedup"
+LINES_STAGE = "lines"
+LARGEST_CLUSTERS = 10
+EXAMPLE_CHARS = 300
+# The two routed passes: verification of the candidate pairs, similarity with the kept document.
+VERIFY, SIMILARITY = "verify", "similarity"
+
+
+def signature_path(work: Path, shard: int) -> Path:
+    return as_path(work) / "signatures" / f"shard-{shard:05d}.parquet"
+
+
+def sign_shard(in_path: Path, shard: int, work: Path, params: MinHashParams, partitions: int) -> dict:
+    """Shard ``shard``'s signature file and its band keys, split by partition."""
+    signatures = signature_path(work, shard)
+    counts = signatures_for_shard(in_path, signatures, params, shard=shard)
+    partition_band_keys([signatures], as_path(work) / "bands", partitions)
+    opened = parquet_file(in_path)
+    text_columns = ["id", "text"] + ([params.score_column] if params.score_column else [])
+    band_columns = ["doc", "exact_hash", "words", "band_keys"]
+    read = parquet_bytes(opened.metadata, text_columns) + parquet_bytes(parquet_file(signatures).metadata, band_columns)
+    return {"unit": f"signatures-{shard:05d}", **counts, "bytes_read": read}
+
+
+def find_candidates(partition: int, work: Path) -> dict:
+    """Partition ``partition``'s candidate pairs, routed to the shard of their first document."""
+    folder = as_path(work) / "bands" / f"part-{partition:04d}"
+    files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
+    pairs = candidate_pairs(files)
+    route_pairs(pairs, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}")
+    read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
+    return {"unit": f"candidates-{partition:04d}", "bytes_read": read}
+
+
+def _hop_dirs(work: Path, step: str) -> tuple[Path, Path, Path]:
+    root = as_path(work) / step
+    return root / "pairs", root / "forward", root / "measured"
+
+
+def measure_first(step: str, shard: int, work: Path, threshold: float | None) -> dict:
+    """The first routed hop of ``step`` (verify or similarity) for shard ``shard``."""
+    pairs, forward, measured = _hop_dirs(work, step)
+    counts = first_hop(
+        shard, pairs, signature_path(work, shard), forward, measured / f"first-{shard:05d}.parquet", threshold
+    )
+    return {"unit": f"{step}-first-{shard:05d}", **counts}
+
+
+def measure_second(step: str, shard: int, work: Path, threshold: float | None) -> dict:
+    """The second routed hop of ``step`` for shard ``shard``."""
+    _, forward, measured = _hop_dirs(work, step)
+    counts = second_hop(
+        shard, forward, signature_path(work, shard), measured / f"second-{shard:05d}.parquet", threshold
+    )
+    return {"unit": f"{step}-second-{shard:05d}", **counts}
+
+
+def _measured_files(work: Path, step: str) -> list[Path]:
+    return sorted((as_path(work) / step / "measured").glob("*.parquet"))
+
+
+def cluster_edges(work: Path, shards: int, rule: KeepRule) -> dict:
+    """Components of the verified edges and the keep rule (``members.parquet``); each member
+    that is neither kept nor an exact copy is routed, with its kept document, to be measured."""
+    files = _measured_files(work, VERIFY)
+    edges = pl.concat([read_parquet(f, columns=["doc_a", "doc_b"]) for f in files])
+    lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
+    members = cluster_members(edges, lookup, rule)
+    write_parquet(members.to_arrow(), as_path(work) / "members.parquet")
+    route_pairs(similarity_pairs(members), as_path(work) / SIMILARITY / "pairs", "members")
+    read = sum(parquet_bytes(parquet_file(f).metadata) for f in files) + lookup.bytes_read
+    return {"unit": "clusters", "bytes_read": read}
+
+
+def assemble(work: Path, out_path: Path) -> dict:
+    """The clusters table: the members with their measured similarity to the kept document."""
+    members_path = as_path(work) / "members.parquet"
+    files = _measured_files(work, SIMILARITY)
+    measured = (
+        pl.concat([read_parquet(f) for f in files])
+        if files
+        else pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "jaccard": pl.Float64})
+    )
+    clusters = finish_clusters(read_parquet(members_path), measured)
+    write_parquet(clusters.to_arrow().cast(CLUSTERS_SCHEMA), out_path)
+    read = parquet_bytes(parquet_file(members_path).metadata) + sum(
+        parquet_bytes(parquet_file(f).metadata) for f in files
+    )
+    removed = clusters.filter(~pl.col("kept"))
+    return {
+        "unit": "assemble",
+        "clusters": int(clusters["cluster"].n_unique()) if clusters.height else 0,
+        "docs_in_clusters": clusters.height,
+        "removed": removed.height,
+        "removed_exact": int(removed["exact"].sum()) if removed.height else 0,
+        "removed_near": int((~removed["exact"]).sum()) if removed.height else 0,
+        "bytes_read": read,
+    }
+
+
+def _total(parts: list[dict], key: str) -> int:
+    return sum(int(part.get(key, 0)) for part in parts)
+
+
+def find_duplicates(
+    inputs: Sequence[Path],
+    work: Path,
+    params: MinHashParams,
+    partitions: int,
+    rule: KeepRule,
+    out_path: Path,
+    run_units: RunUnits = in_process,
+) -> dict:
+    """Every step from document shards to the clusters table at ``out_path`` (layout in the
+    module docstring; shard numbers follow ``inputs``' order). Returns the finding: counts of
+    documents, shingles, candidate pairs, edges, false positives, clusters and removals, and the
+    bytes read per step."""
+    if partitions < 1:
+        raise ValueError(f"partitions must be at least 1, got {partitions}")
+    work = as_path(work)
+    shards = range(len(inputs))
+    signed = run_units(
+        "dedup signatures", sign_shard, [(path, shard, work, params, partitions) for shard, path in enumerate(inputs)]
+    )
+    candidates = run_units("dedup candidates", find_candidates, [(p, work) for p in range(partitions)])
+    threshold = params.threshold
+    verified = run_units("dedup verify", measure_first, [(VERIFY, s, work, threshold) for s in shards])
+    verified_far = run_units(None, measure_second, [(VERIFY, s, work, threshold) for s in shards])
+    (clustered,) = run_units(None, cluster_edges, [(work, len(inputs), rule)])
+    similar = run_units(None, measure_first, [(SIMILARITY, s, work, None) for s in shards])
+    similar_far = run_units(None, measure_second, [(SIMILARITY, s, work, None) for s in shards])
+    (assembled,) = run_units(None, assemble, [(work, out_path)])
+    edges = _total(verified, "kept") + _total(verified_far, "kept")
+    pairs = _total(verified, "pairs")
+    return {
+        "docs": _total(signed, "docs"),
+        "docs_without_words": _total(signed, "docs_without_words"),
+        "shingles": _total(signed, "shingles"),
+        "candidate_pairs": pairs,
+        "edges": edges,
+        "false_positives": pairs - edges,
+        **{k: v for k, v in assembled.items() if k not in ("unit", "bytes_read")},
+        "bands_rows": list(params.lsh) if params.near else None,
+        "bytes_read": {
+            "signatures": _total(signed, "bytes_read"),
+            "candidates": _total(candidates, "bytes_read"),
+            "verify": _total(verified, "bytes_read") + _total(verified_far, "bytes_read"),
+            "clusters": clustered["bytes_read"],
+            "similarity": _total(similar, "bytes_read") + _total(similar_far, "bytes_read"),
+            "assemble": assembled["bytes_read"],
+        },
+    }
+
+
+def deduplicate_shards(
+    doc_paths: Sequence[Path],
+    work_dir: Path,
+    params: MinHashParams = MinHashParams(),
+    partitions: int = 8,
+    rule: KeepRule = "first",
+) -> pl.DataFrame:
+    """:func:`find_duplicates` in this process, into ``work_dir`` (the clusters table at
+    ``work_dir/clusters.parquet``), and the clusters table it wrote."""
+    out = as_path(work_dir) / "clusters.parquet"
+    find_duplicates(doc_paths, work_dir, params, partitions, rule, out)
+    return read_parquet(out)
+
+
+def remove_duplicates(
+    in_path: Path, shard: int, stage: StageDir, clusters: Path, threshold: float, batch_docs: int
+) -> dict:
+    """Shard ``shard``'s documents less its duplicates (its rows of the clusters table only:
+    ``doc = shard << SHARD_BITS | row``), and its removed records."""
+    mine = (
+        scan_parquet([clusters])
+        .filter(pl.col("doc").is_between(shard << SHARD_BITS, ((shard + 1) << SHARD_BITS) - 1))
+        .collect()
+    )
+    return shard_unit(STAGE, in_path, stage, dedup_step(mine, threshold, shard=shard), batch_docs)
+
+
+def largest_clusters(clusters: pl.LazyFrame, inputs: list[Path], n: int = LARGEST_CLUSTERS) -> list[dict]:
+    """The ``n`` largest clusters: size, the kept document and one removed one, with their text
+    (read lazily: only the cluster column of the whole table, and the rows of the top clusters)."""
+    top = (
+        clusters.group_by("cluster")
+        .agg(pl.len().alias("size"))
+        .sort(["size", "cluster"], descending=[True, False])
+        .head(n)
+        .collect()
+    )
+    if top.height == 0:
+        return []
+    members = clusters.join(top.lazy(), on="cluster").sort("cluster", "doc").collect()
+    wanted = members.group_by("cluster", maintain_order=True).agg(
+        pl.col("kept_id").first(),
+        pl.col("id").filter(~pl.col("kept")).first().alias("removed_id"),
+        pl.col("jaccard").filter(~pl.col("kept")).min().alias("min_jaccard"),
+        pl.col("size").first(),
+    )
+    ids = set(wanted["kept_id"].to_list()) | set(wanted["removed_id"].drop_nulls().to_list())
+    texts = dict(scan_parquet(inputs).filter(pl.col("id").is_in(list(ids))).select("id", "text").collect().iter_rows())
+    return [
+        {
+            "cluster": row["cluster"],
+            "size": row["size"],
+            "kept_id": row["kept_id"],
+            "kept_text": texts.get(row["kept_id"], "")[:EXAMPLE_CHARS],
+            "removed_id": row["removed_id"],
+            "removed_text": texts.get(row["removed_id"], "")[:EXAMPLE_CHARS],
+            "min_jaccard": row["min_jaccard"],
+        }
+        for row in wanted.sort("size", "cluster", descending=[True, False]).iter_rows(named=True)
+    ]
+
+
+def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+    """Remove exact and near duplicates from the shards of ``previous``; write and return the
+    stage's stats."""
+    settings = config.dedup
+    params = settings.minhash_params()
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(STAGE).make()
+    remove_temporaries(stage.root)
+    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    work = stage.root / "intermediate"
+    clusters = stage.root / "clusters.parquet"
+    if reusable_work(stage, inputs, settings.model_dump(mode="json")) and clusters.exists():
+        finding = read_json(work / "finding.json")
+    else:
+        finding = find_duplicates(inputs, work, params, settings.partitions, settings.keep, clusters, run_units)
+        write_json(finding, work / "finding.json")
+        mark_work_done(stage, inputs, settings.model_dump(mode="json"))
+    parts = run_units(
+        STAGE,
+        remove_duplicates,
+        [(path, shard, stage, clusters, settings.threshold, config.batch_docs) for shard, path in enumerate(inputs)],
+    )
+    return finish_stage(
+        STAGE,
+        previous,
+        config,
+        sorted(parts, key=lambda part: part["unit"]),
+        dedup=finding,
+        largest_clusters=largest_clusters(scan_parquet([clusters]), inputs),
+    )
+
+
+def count_lines(in_path: Path, work: Path, partitions: int) -> dict:
+    line_counts_for_shard(in_path, as_path(work) / "counts", partitions)
+    return {"unit": in_path.stem}
+
+
+def find_frequent(partition: int, work: Path, max_docs: int) -> dict:
+    frequent = frequent_lines(as_path(work) / "counts" / f"part-{partition:04d}", max_docs)
+    write_parquet(frequent.to_arrow(), as_path(work) / "frequent" / f"part-{partition:04d}.parquet")
+    return {"unit": f"frequent-{partition:04d}", "frequent_lines": frequent.height}
+
+
+def cut_lines(in_path: Path, stage: StageDir, frequent: Path, sources: list[str] | None, batch_docs: int) -> dict:
+    hashes = read_parquet(frequent)["line_hash"].to_numpy() if frequent.exists() else np.zeros(0, np.uint64)
+    step = scoped_filters([RepeatedLines(hashes)], sources, LINES_STAGE)
+    return shard_unit(LINES_STAGE, in_path, stage, step, batch_docs)
+
+
+def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+    """Cut lines found in more than ``lines.max_docs`` documents from the shards of ``previous``;
+    write and return the stage's stats."""
+    settings = config.lines
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(LINES_STAGE).make()
+    remove_temporaries(stage.root)
+    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    work = stage.root / "intermediate"
+    frequent = work / "frequent.parquet"
+    if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and frequent.exists()):
+        # Lines are counted over all documents; they are cut only from the sources in scope.
+        run_units("lines count", count_lines, [(path, work, settings.partitions) for path in inputs])
+        found = run_units(
+            "lines frequent", find_frequent, [(p, work, settings.max_docs) for p in range(settings.partitions)]
+        )
+        tables = [read_parquet(work / "frequent" / f"part-{p:04d}.parquet") for p in range(settings.partitions)]
+        write_parquet(pl.concat(tables).sort("line_hash").to_arrow(), frequent)
+        write_json({"frequent_lines": sum(f["frequent_lines"] for f in found)}, work / "finding.json")
+        mark_work_done(stage, inputs, settings.model_dump(mode="json"))
+    parts = run_units(
+        LINES_STAGE, cut_lines, [(path, stage, frequent, settings.sources, config.batch_docs) for path in inputs]
+    )
+    return finish_stage(
+        LINES_STAGE,
+        previous,
+        config,
+        sorted(parts, key=lambda part: part["unit"]),
+        lines=read_json(work / "finding.json"),
+    )

@@ -1,0 +1,149 @@
+"""Verification routed by shard (pipeline.dedup.routed): the same edges and similarities as one
+lookup over every signature file, each signature file read once per hop, and the bytes read not
+multiplied by the number of partitions."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.dedup.clusters import ShingleLookup, cluster_table, verify_pairs
+from pipeline.dedup.lsh import candidate_pairs, shard_of
+from pipeline.dedup.minhash import MinHashParams
+from pipeline.dedup.routed import first_hop, route_pairs, second_hop
+from pipeline.dedup.stage import deduplicate_shards, find_duplicates
+from tests.test_dedup import edit_words, make_vocabulary, random_text, write_shards
+
+LOOSE = MinHashParams(num_perm=64, bands=64, rows=1, threshold=0.8)  # many false positives
+
+
+def overlapping_corpus(seed: int) -> list[tuple[str, str]]:
+    """Groups of five texts that share a third to two thirds of their words (Jaccard far below
+    0.8, but candidates under bands of one row), some exact and near copies, shuffled."""
+    rng = random.Random(seed)
+    vocabulary = make_vocabulary(rng)
+    docs = []
+    for g in range(30):
+        base = random_text(rng, vocabulary, 240).split(" ")
+        for v in range(5):
+            keep = rng.randint(80, 160)
+            docs.append((f"g{g}-{v}", " ".join(base[:keep] + [rng.choice(vocabulary) for _ in range(240 - keep)])))
+        docs.append((f"g{g}-near", edit_words(rng, " ".join(base), 1)))
+        docs.append((f"g{g}-base", " ".join(base)))
+        docs.append((f"g{g}-exact", " ".join(base).upper()))
+    rng.shuffle(docs)
+    return docs
+
+
+def all_candidates(work, partitions: int) -> pl.DataFrame:
+    found = [candidate_pairs(work / "bands" / f"part-{p:04d}") for p in range(partitions)]
+    return pl.concat(found).group_by("doc_a", "doc_b").agg(pl.col("exact").any()).sort("doc_a", "doc_b")
+
+
+def measured(folder) -> pl.DataFrame:
+    return pl.concat([pl.read_parquet(p) for p in sorted(folder.glob("*.parquet"))]).sort("doc_a", "doc_b")
+
+
+def signatures(work, shards: int) -> list:
+    return [work / "signatures" / f"shard-{s:05d}.parquet" for s in range(shards)]
+
+
+def test_routed_hops_measure_what_one_lookup_measures(tmp_path):
+    """With bands of one row, LSH proposes many pairs far below the threshold, across shards: the
+    routed hops give every pair the value one lookup over every file gives, and keep the same edges."""
+    paths = write_shards(tmp_path / "docs", overlapping_corpus(3), shards=4)
+    work = tmp_path / "work"
+    finding = find_duplicates(paths, work, LOOSE, 5, "first", work / "clusters.parquet")
+    pairs = all_candidates(work, 5)
+    near = pairs.filter(~pl.col("exact"))
+    assert near.height > 200 and (shard_of(near["doc_a"].to_numpy()) != shard_of(near["doc_b"].to_numpy())).sum() > 100
+    lookup = ShingleLookup(signatures(work, 4))
+
+    # Every pair's value, no threshold: the hops again, into a folder of their own.
+    route_pairs(pairs, tmp_path / "all" / "pairs", "all")
+    for s in range(4):
+        first_hop(s, tmp_path / "all" / "pairs", signatures(work, 4)[s], tmp_path / "all" / "forward",
+                  tmp_path / "all" / "out" / f"first-{s}.parquet", None)  # fmt: skip
+        second_hop(s, tmp_path / "all" / "forward", signatures(work, 4)[s],
+                   tmp_path / "all" / "out" / f"second-{s}.parquet", None)  # fmt: skip
+    routed = measured(tmp_path / "all" / "out")
+    reference = verify_pairs(pairs, lookup, threshold=0.0).sort("doc_a", "doc_b")
+    assert routed.select("doc_a", "doc_b", "exact").equals(reference.select("doc_a", "doc_b", "exact"))
+    assert np.allclose(routed["jaccard"].to_numpy(), reference["jaccard"].to_numpy(), rtol=0, atol=1e-12)
+    assert (routed["jaccard"] < 0.8).sum() > 100  # the false positives were measured too
+
+    # The stage's edges: those that reach the threshold, counted once each.
+    edges = measured(work / "verify" / "measured")
+    assert edges.equals(verify_pairs(pairs, lookup, threshold=0.8).sort("doc_a", "doc_b"))
+    assert finding["candidate_pairs"] == pairs.height
+    assert finding["edges"] == edges.height and finding["false_positives"] == pairs.height - edges.height
+    # And the clusters table equals the one made in this process from the same edges.
+    assert pl.read_parquet(work / "clusters.parquet").equals(cluster_table(edges, lookup, "first"))
+
+
+def test_a_set_is_sent_once_per_shard_whatever_its_partners(tmp_path):
+    """One article in shard 0 and six near copies of it in shard 1: shard 0 sends the article's set
+    to shard 1 once, with its six partners."""
+    rng = random.Random(4)
+    vocabulary = make_vocabulary(rng)
+    article = random_text(rng, vocabulary, 300)
+    shard0 = [("article", article), ("other", random_text(rng, vocabulary, 300))]
+    shard1 = [(f"copy-{i}", edit_words(rng, article, 1)) for i in range(6)]
+    paths = write_shards(tmp_path / "a", shard0, 1) + write_shards(tmp_path / "b", shard1, 1)
+    clusters = deduplicate_shards(paths, tmp_path / "work", MinHashParams(), partitions=3)
+    assert sorted(clusters["id"].to_list()) == sorted(["article"] + [d[0] for d in shard1])
+    sent = pq.read_table(tmp_path / "work" / "verify" / "forward" / "shard-00001" / "from-00000.parquet")
+    assert sent.num_rows == 1 and len(sent.column("partners")[0]) == 6
+    # The similarity pass sends the kept article's set the same way.
+    sent = pq.read_table(tmp_path / "work" / "similarity" / "forward" / "shard-00001" / "from-00000.parquet")
+    assert sent.num_rows == 1 and len(sent.column("partners")[0]) == 6
+
+
+@pytest.mark.parametrize("partitions", [12])
+def test_bytes_read_do_not_grow_with_partitions(tmp_path, partitions):
+    """Verifying each partition against every signature file would read the shingle sets once
+    per partition; routed, the signature files are read once per hop whatever the partitions."""
+    paths = write_shards(tmp_path / "docs", overlapping_corpus(5), shards=3)
+    few = find_duplicates(paths, tmp_path / "few", LOOSE, 1, "first", tmp_path / "few.parquet")
+    many = find_duplicates(paths, tmp_path / "many", LOOSE, partitions, "first", tmp_path / "many.parquet")
+    assert pl.read_parquet(tmp_path / "few.parquet").equals(pl.read_parquet(tmp_path / "many.parquet"))
+    # Each hop reads each signature file's row groups once at most: at most twice the sets.
+    sets = sum(
+        pq.ParquetFile(p).metadata.row_group(g).column(c).total_compressed_size
+        for p in signatures(tmp_path / "many", 3)
+        for g in range(pq.ParquetFile(p).metadata.num_row_groups)
+        for c in range(pq.ParquetFile(p).metadata.num_columns)
+        if pq.ParquetFile(p).metadata.row_group(g).column(c).path_in_schema.split(".")[0] in ("doc", "shingle_set")
+    )
+    for finding in (few, many):
+        pairs_and_sent = sum(
+            p.stat().st_size for p in (tmp_path / "many" / "verify").rglob("*.parquet") if "measured" not in p.parts
+        )
+        assert finding["bytes_read"]["verify"] <= 2 * sets + 2 * pairs_and_sent
+    assert many["bytes_read"]["verify"] <= 1.25 * few["bytes_read"]["verify"]
+
+    # The former verification, one lookup per partition over every signature file, read the sets
+    # once per partition (here about 12 times as much with 12 partitions as with one).
+    def former(folder: str, count: int) -> int:
+        read = 0
+        for p in range(count):
+            lookup = ShingleLookup(signatures(tmp_path / folder, 3))
+            verify_pairs(candidate_pairs(tmp_path / folder / "bands" / f"part-{p:04d}"), lookup, threshold=0.8)
+            read += lookup.bytes_read
+        return read
+
+    assert former("many", partitions) > 6 * former("few", 1)
+
+
+def test_no_pairs_no_clusters(tmp_path):
+    rng = random.Random(6)
+    vocabulary = make_vocabulary(rng)
+    docs = [(f"d{i}", random_text(rng, vocabulary, 200)) for i in range(20)]
+    paths = write_shards(tmp_path / "docs", docs, shards=2)
+    finding = find_duplicates(paths, tmp_path / "work", MinHashParams(), 4, "first", tmp_path / "clusters.parquet")
+    assert pl.read_parquet(tmp_path / "clusters.parquet").height == 0
+    assert finding["candidate_pairs"] == finding["edges"] == finding["clusters"] == 0
