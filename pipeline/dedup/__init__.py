@@ -6,6 +6,7 @@ Modules, in the order the data goes through them:
     minhash    shingles, minhash_signatures (datasketch-equal), recall_bands, band_keys
     lsh        signatures_for_shard, partition_band_keys, candidate_pairs  (files per shard/partition)
     routed     pairs measured where their shingle sets are: route_pairs, first_hop, second_hop
+    components connected components in rounds of units per shard (Large-Star / Small-Star)
     clusters   verify_pairs, connected_components, choose_kept, cluster_members, finish_clusters,
                cluster_table, dedup_step
     lines      repeated-line removal, staged the same way

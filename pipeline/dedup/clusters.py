@@ -348,7 +348,12 @@ def cluster_members(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule =
     """The clusters table without its similarity column: every document of an edge with its
     cluster, the cluster's kept document, and whether it is an exact copy of it (same
     normalized text). Reads the attributes the keep rule needs from the signature files."""
-    components = connected_components(edges)
+    return members_of_components(connected_components(edges), lookup, rule)
+
+
+def members_of_components(components: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "first") -> pl.DataFrame:
+    """:func:`cluster_members` from ``doc, component`` (the component named by its smallest
+    document), however the components were found."""
     if components.height == 0:
         return pl.DataFrame(schema=MEMBERS_SCHEMA)
     wanted = ["id", "chars", "exact_hash"] + (["score"] if rule == "quality" else [])

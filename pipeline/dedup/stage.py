@@ -11,7 +11,11 @@ of duplicates alone, on any list of document files.
     find_candidates   per partition  verify/pairs/shard-<S>/part-<P>     (pipeline.dedup.routed)
     verify_first      per shard      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
     verify_second     per shard      verify/measured/second-<T>: the edges, with the first's
-    cluster_edges     once           members.parquet: components and the keep rule;
+    seed_components   per shard      components/large-0000/...: the edges, both ways round
+    large_star, small_star  per shard, in rounds until a round changes nothing
+                                     components/large-<r>, small-<r> (pipeline.dedup.components)
+    label_components  per shard      components/labels/shard-<S>: doc, component
+    cluster_edges     once           members.parquet: the keep rule over the components;
                                      similarity/pairs/shard-<S>/members: each member's kept document
     similar_first     per shard      similarity/measured/first-<S>, similarity/forward/...
     similar_second    per shard      similarity/measured/second-<T>
@@ -25,9 +29,10 @@ of duplicates alone, on any list of document files.
 
 The shingle sets are read where they are: each verification and similarity hop reads each
 signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
-the corpus. Every unit reports ``bytes_read`` and the finding sums them per step. Connected
-components and the clusters table are still made by one unit each, over the edges and the
-clustered documents (no shingle sets).
+the corpus. Connected components run in rounds of units per shard, each holding the edges of
+one shard's documents. Every unit reports ``bytes_read`` and the finding sums them per step. The
+keep rule and the clusters table are still made by one unit each, over the clustered documents
+(a few columns per document, no shingle sets and no edges).
 
 The intermediate folder is reused when it was made from the same input shards (by sha256) and
 settings, so a re-run only redoes what changed.
@@ -47,10 +52,18 @@ from pipeline.dedup.clusters import (
     CLUSTERS_SCHEMA,
     KeepRule,
     ShingleLookup,
-    cluster_members,
     dedup_step,
     finish_clusters,
+    members_of_components,
     similarity_pairs,
+)
+from pipeline.dedup.components import (
+    MAX_ROUNDS,
+    combined_fingerprint,
+    component_labels,
+    large_star,
+    seed_edges,
+    small_star,
 )
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, signatures_for_shard
@@ -123,13 +136,54 @@ def _measured_files(work: Path, step: str) -> list[Path]:
     return sorted((as_path(work) / step / "measured").glob("*.parquet"))
 
 
+def _components_root(work: Path) -> Path:
+    return as_path(work) / "components"
+
+
+def _labels_path(work: Path, shard: int) -> Path:
+    return _components_root(work) / "labels" / f"shard-{shard:05d}.parquet"
+
+
+def seed_components(shard: int, work: Path) -> dict:
+    """Shard ``shard``'s verified edges into the first round of connected components."""
+    _, _, measured = _hop_dirs(work, VERIFY)
+    files = [measured / f"first-{shard:05d}.parquet", measured / f"second-{shard:05d}.parquet"]
+    return seed_edges(shard, files, _components_root(work))
+
+
+def label_components(round_: int, shard: int, work: Path) -> dict:
+    return component_labels(round_, shard, _components_root(work), _labels_path(work, shard))
+
+
+def find_components(work: Path, shards: int, run_units: RunUnits) -> dict:
+    """Connected components of the verified edges, in rounds of units per shard
+    (``pipeline.dedup.components``), until a round changes nothing; returns the rounds run and
+    the bytes read."""
+    root = _components_root(work)
+    seeded = run_units(None, seed_components, [(s, work) for s in range(shards)])
+    read = _total(seeded, "bytes_read")
+    previous = None
+    for round_ in range(MAX_ROUNDS):
+        stars = run_units(None, large_star, [(round_, s, root) for s in range(shards)])
+        read += _total(stars, "bytes_read")
+        now = combined_fingerprint(stars)
+        if now == previous:
+            break
+        previous = now
+        read += _total(run_units(None, small_star, [(round_, s, root) for s in range(shards)]), "bytes_read")
+    else:
+        raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
+    labelled = run_units(None, label_components, [(round_, s, work) for s in range(shards)])
+    return {"rounds": round_ + 1, "bytes_read": read + _total(labelled, "bytes_read")}
+
+
 def cluster_edges(work: Path, shards: int, rule: KeepRule) -> dict:
-    """Components of the verified edges and the keep rule (``members.parquet``); each member
-    that is neither kept nor an exact copy is routed, with its kept document, to be measured."""
-    files = _measured_files(work, VERIFY)
-    edges = pl.concat([read_parquet(f, columns=["doc_a", "doc_b"]) for f in files])
+    """The keep rule over the components (``members.parquet``); each member that is neither kept
+    nor an exact copy is routed, with its kept document, to be measured."""
+    files = [_labels_path(work, s) for s in range(shards)]
+    components = pl.concat([read_parquet(f) for f in files])
     lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
-    members = cluster_members(edges, lookup, rule)
+    members = members_of_components(components, lookup, rule)
     write_parquet(members.to_arrow(), as_path(work) / "members.parquet")
     route_pairs(similarity_pairs(members), as_path(work) / SIMILARITY / "pairs", "members")
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files) + lookup.bytes_read
@@ -190,6 +244,7 @@ def find_duplicates(
     threshold = params.threshold
     verified = run_units("dedup verify", measure_first, [(VERIFY, s, work, threshold) for s in shards])
     verified_far = run_units(None, measure_second, [(VERIFY, s, work, threshold) for s in shards])
+    components = find_components(work, len(inputs), run_units)
     (clustered,) = run_units(None, cluster_edges, [(work, len(inputs), rule)])
     similar = run_units(None, measure_first, [(SIMILARITY, s, work, None) for s in shards])
     similar_far = run_units(None, measure_second, [(SIMILARITY, s, work, None) for s in shards])
@@ -205,10 +260,12 @@ def find_duplicates(
         "false_positives": pairs - edges,
         **{k: v for k, v in assembled.items() if k not in ("unit", "bytes_read")},
         "bands_rows": list(params.lsh) if params.near else None,
+        "component_rounds": components["rounds"],
         "bytes_read": {
             "signatures": _total(signed, "bytes_read"),
             "candidates": _total(candidates, "bytes_read"),
             "verify": _total(verified, "bytes_read") + _total(verified_far, "bytes_read"),
+            "components": components["bytes_read"],
             "clusters": clustered["bytes_read"],
             "similarity": _total(similar, "bytes_read") + _total(similar_far, "bytes_read"),
             "assemble": assembled["bytes_read"],

@@ -1,0 +1,156 @@
+"""Connected components of the verified edges without one unit that holds them all: the
+alternating Large-Star and Small-Star rounds of Kiveris et al. (2014, "Connected Components in
+MapReduce and Beyond"), one unit per shard per half-round, the edges routed between half-rounds to
+the shard of the document they are keyed by.
+
+    seed_edges(S)       the verified edges of shard S's files, both ways round, routed by key:
+                        large-0000/shard-<T>/from-<S>.parquet
+    large_star(r, S)    per key u of shard S, with m the smallest of u and its neighbours: an edge
+                        (v, m) for every neighbour v > u; routed by the larger end (v):
+                        small-<r>/shard-<T>/from-<S>.parquet
+    small_star(r, S)    per key u of shard S, with N its smaller neighbours and m the smallest of
+                        N and u: an edge (v, m) for every v in N and u but m; routed both ways
+                        round: large-<r+1>/shard-<T>/from-<S>.parquet
+    component_labels(r, S)  once round r's edges are those of round r - 1: each document of shard
+                        S and its component (its smallest document), components/shard-<S>.parquet
+
+Both steps keep each component connected and its smallest document in it; a round that changes
+nothing leaves every component a star around its smallest document, and the rounds reach it
+after O(log^2 n) of them (Kiveris et al.). Each large-star unit reports a fingerprint of its
+edges (their number and a sum of their hashes), so the run stops when a round's fingerprint
+equals the round before's. Memory per unit is bounded by the edges keyed by one shard's
+documents; the labels do not depend on the order of the edges.
+
+Record files (``EDGE_SCHEMA``): ``u`` the document the record is keyed by (and routed to the shard
+of), ``v`` the other end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from pipeline.dedup.lsh import shard_of
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parquet
+from pipeline.io.writer import write_parquet
+
+EDGE_SCHEMA = pa.schema([pa.field("u", pa.int64(), nullable=False), pa.field("v", pa.int64(), nullable=False)])
+COMPONENTS_SCHEMA = pa.schema(
+    [pa.field("doc", pa.int64(), nullable=False), pa.field("component", pa.int64(), nullable=False)]
+)
+MAX_ROUNDS = 200
+_MASK = (1 << 64) - 1
+
+
+def round_dir(root: Path, step: str, round_: int) -> Path:
+    return as_path(root) / f"{step}-{round_:04d}"
+
+
+def _shard_dir(folder: Path, shard: int) -> Path:
+    return as_path(folder) / f"shard-{shard:05d}"
+
+
+def _route(records: pl.DataFrame, folder: Path, sender: int) -> None:
+    """Write ``u, v`` records to ``folder/shard-<shard of u>/from-<sender>.parquet`` (sorted)."""
+    if records.height == 0:
+        return
+    records = records.unique().sort("u", "v")
+    shards = shard_of(records["u"].to_numpy())
+    bounds = np.flatnonzero(np.diff(shards)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [len(shards)]])
+    for lo, hi in zip(starts, ends):
+        part = records.slice(int(lo), int(hi - lo)).to_arrow().cast(EDGE_SCHEMA)
+        write_parquet(part, _shard_dir(folder, int(shards[lo])) / f"from-{sender:05d}.parquet")
+
+
+def _read(folder: Path, shard: int) -> tuple[pl.DataFrame, int]:
+    """The distinct records routed to ``shard`` in ``folder``, and the bytes read."""
+    here = _shard_dir(folder, shard)
+    files = sorted(p for p in here.glob("*.parquet") if not p.name.startswith(".")) if here.exists() else []
+    frames = [read_parquet(f) for f in files]
+    read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
+    records = pl.concat(frames).unique() if frames else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
+    return records, read
+
+
+def _both_ways(edges: pl.DataFrame) -> pl.DataFrame:
+    return pl.concat([edges.select("u", "v"), edges.select(u="v", v="u")])
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, elementwise on uint64."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def fingerprint(records: pl.DataFrame) -> tuple[int, int]:
+    """(number, sum of hashes mod 2^64) of the undirected edges whose smaller end is the key: each
+    edge of a both-ways edge set counted once, in the unit of its smaller end."""
+    once = records.filter(pl.col("u") < pl.col("v"))
+    u = once["u"].to_numpy().astype(np.uint64)
+    v = once["v"].to_numpy().astype(np.uint64)
+    with np.errstate(over="ignore"):
+        hashes = _mix(_mix(u) ^ v)
+    return once.height, int(hashes.sum(dtype=np.uint64)) if len(hashes) else 0
+
+
+def seed_edges(shard: int, edge_files: list[Path], root: Path) -> dict:
+    """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round, into round 0."""
+    frames = [read_parquet(f, columns=["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists()]
+    read = sum(parquet_bytes(parquet_file(f).metadata, ["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists())
+    edges = (
+        pl.concat(frames).select(u="doc_a", v="doc_b")
+        if frames
+        else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
+    )
+    _route(_both_ways(edges), round_dir(root, "large", 0), shard)
+    return {"unit": f"components-seed-{shard:05d}", "bytes_read": read}
+
+
+def large_star(round_: int, shard: int, root: Path) -> dict:
+    """Round ``round_``'s Large-Star for the documents of shard ``shard`` (module docstring)."""
+    records, read = _read(round_dir(root, "large", round_), shard)
+    count, hashes = fingerprint(records)
+    smallest = records.group_by("u").agg(m=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
+    out = (
+        records.filter(pl.col("v") > pl.col("u"))
+        .join(smallest, on="u")
+        .select(pl.col("v").alias("u"), pl.col("m").alias("v"))  # keyed by the larger end, v
+    )
+    _route(out, round_dir(root, "small", round_), shard)
+    return {"unit": f"large-{round_:04d}-{shard:05d}", "edges": count, "hash": hashes, "bytes_read": read}
+
+
+def small_star(round_: int, shard: int, root: Path) -> dict:
+    """Round ``round_``'s Small-Star for the documents of shard ``shard`` (module docstring); its
+    records are keyed by their larger end."""
+    records, read = _read(round_dir(root, "small", round_), shard)
+    smallest = records.group_by("u").agg(m=pl.col("v").min())  # v < u always
+    linked = pl.concat([records.select("u", "v"), smallest.select("u", v="u")]).join(smallest, on="u")
+    out = linked.filter(pl.col("v") != pl.col("m")).select(u="v", v="m")
+    _route(_both_ways(out), round_dir(root, "large", round_ + 1), shard)
+    return {"unit": f"small-{round_:04d}-{shard:05d}", "bytes_read": read}
+
+
+def component_labels(round_: int, shard: int, root: Path, out_path: Path) -> dict:
+    """Each document of shard ``shard`` in an edge and its component, from round ``round_``'s
+    edges (stars around each component's smallest document)."""
+    records, read = _read(round_dir(root, "large", round_), shard)
+    labels = (
+        records.group_by("u")
+        .agg(component=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
+        .select(doc="u", component="component")
+        .sort("doc")
+    )
+    write_parquet(labels.to_arrow().cast(COMPONENTS_SCHEMA), out_path)
+    return {"unit": f"components-{shard:05d}", "docs": labels.height, "bytes_read": read}
+
+
+def combined_fingerprint(parts: list[dict]) -> tuple[int, int]:
+    return sum(p["edges"] for p in parts), sum(p["hash"] for p in parts) & _MASK

@@ -1,0 +1,92 @@
+"""Connected components in rounds of units per shard (pipeline.dedup.components): the same
+components as scipy's on long chains, stars, cliques and random graphs, whatever the order of the
+edges and the number of shards."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.dedup.clusters import connected_components
+from pipeline.dedup.lsh import SHARD_BITS, shard_of
+from pipeline.dedup.stage import find_components
+from pipeline.io.writer import write_parquet
+from pipeline.stages.units import in_process
+
+
+def docs_in_shards(count: int, shards: int, rng: random.Random) -> list[int]:
+    """``count`` distinct document numbers spread over ``shards`` shards, shuffled."""
+    docs = [(rng.randrange(shards) << SHARD_BITS) | row for row in range(count)]
+    rng.shuffle(docs)
+    return docs
+
+
+def components_in_rounds(tmp_path, edges: list[tuple[int, int]], shards: int) -> tuple[pl.DataFrame, int]:
+    """Write the edges as the verification would (each in the file of its first document's
+    shard), find the components in rounds, and return them with the number of rounds."""
+    frame = pl.DataFrame(
+        {"doc_a": [min(e) for e in edges], "doc_b": [max(e) for e in edges]},
+        schema={"doc_a": pl.Int64, "doc_b": pl.Int64},
+    ).with_columns(jaccard=pl.lit(1.0), exact=pl.lit(False))
+    measured = tmp_path / "verify" / "measured"
+    for s in range(shards):
+        mine = frame.filter(pl.Series(shard_of(frame["doc_a"].to_numpy()) == s))
+        write_parquet(mine.to_arrow(), measured / f"first-{s:05d}.parquet")
+    found = find_components(tmp_path, shards, in_process)
+    labels = pl.concat([pl.read_parquet(p) for p in sorted((tmp_path / "components" / "labels").glob("*.parquet"))])
+    return labels.sort("doc"), found["rounds"]
+
+
+def reference(edges: list[tuple[int, int]]) -> pl.DataFrame:
+    frame = pl.DataFrame({"doc_a": [e[0] for e in edges], "doc_b": [e[1] for e in edges]})
+    return connected_components(frame).sort("doc")
+
+
+def graphs(rng: random.Random, shards: int) -> dict[str, list[tuple[int, int]]]:
+    docs = docs_in_shards(3000, shards, rng)
+    chain = docs[:400]  # one long path, in a shuffled order of documents: the worst diameter
+    star = docs[400:700]
+    clique = docs[700:730]
+    rest = docs[730:]
+    return {
+        "chain": [(chain[i], chain[i + 1]) for i in range(len(chain) - 1)],
+        "star": [(star[0], d) for d in star[1:]],
+        "clique": [(a, b) for i, a in enumerate(clique) for b in clique[i + 1 :]],
+        "random": [tuple(rng.sample(rest, 2)) for _ in range(1500)],
+        "ladder": [(chain[i], star[i % len(star)]) for i in range(0, 400, 7)] + [(clique[0], rest[0])],
+    }
+
+
+@pytest.mark.parametrize("shards", [1, 5])
+def test_components_in_rounds_equal_scipys(tmp_path, shards):
+    """One graph of a long chain, a star, a clique, random edges and links between them."""
+    rng = random.Random(shards)
+    edges = [e for part in graphs(rng, shards).values() for e in part]
+    expected = reference(edges)
+    assert expected["component"].n_unique() > 100
+    found, rounds = components_in_rounds(tmp_path / "given", edges, shards)
+    assert found.equals(expected)
+    assert rounds < 30
+    # The edges in another order, each the other way round: the same labels.
+    shuffled = [(b, a) for a, b in rng.sample(edges, len(edges))]
+    again, _ = components_in_rounds(tmp_path / "shuffled", shuffled, shards)
+    assert again.equals(expected)
+
+
+def test_no_edges_no_components(tmp_path):
+    found, rounds = components_in_rounds(tmp_path, [], shards=2)
+    assert found.height == 0 and rounds == 2
+
+
+def test_a_long_chain_settles_in_few_rounds(tmp_path):
+    """Label propagation would need one round per link of a 2,000-document chain; the star
+    rounds need O(log^2 n)."""
+    docs = docs_in_shards(2000, 4, random.Random(0))
+    edges = [(docs[i], docs[i + 1]) for i in range(len(docs) - 1)]
+    found, rounds = components_in_rounds(tmp_path, edges, 4)
+    assert found["component"].n_unique() == 1 and found["component"][0] == min(docs)
+    assert rounds <= 25
+    assert np.array_equal(found["doc"].to_numpy(), np.sort(np.array(docs)))
