@@ -96,29 +96,16 @@ def run_units(config: RunConfig) -> list[dict]:
 
 
 def tokenized_run(config: RunConfig) -> str:
-    """The source stage and the tokenize stage's outputs without Prefect (the source units, their
-    stats, a tokenizer trained on every document, a token shard per document shard), so a later
-    stage's library call can run on them; return the name of the last document stage."""
-    import polars as pl
-
+    """The source stage's outputs (its units and stats) and the tokenize stage's library call,
+    without Prefect, so a later stage's library call can run on them; return the name of the last
+    document stage."""
     from pipeline.io.writer import write_json
-    from pipeline.tokenize import load_tokenizer, tokenizer_sha256, train_tokenizer, write_token_shard
+    from pipeline.stages.tokenize import run_tokenize
 
     layout = RunLayout(config.run_dir)
     parts = run_units(config)
     source = layout.stage("source")
     write_json({"stage": "source", "docs_out": sum(p["ledger"]["docs_out"] for p in parts)}, source.stats)
     write_json({"stages": {}}, layout.manifest)
-    shards = sorted(source.docs.glob("*.parquet"))
-    stage = layout.stage("tokenize").make()
-    path = train_tokenizer(
-        pl.read_parquet(shards)["text"], stage.root / "tokenizer.json", vocab_size=config.tokenize.vocab_size
-    )
-    tokenizer = load_tokenizer(path)
-    for shard in shards:
-        batches = pq.ParquetFile(shard).iter_batches(columns=["id", "text"])
-        write_token_shard(batches, tokenizer, stage.root / "shards" / f"{shard.stem}.arrow", group=shard.stem)
-    write_json(
-        {"stage": "tokenize", "tokenizer": {"path": str(path), "sha256": tokenizer_sha256(tokenizer)}}, stage.stats
-    )
+    run_tokenize("source", config)
     return "source"

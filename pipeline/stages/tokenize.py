@@ -1,0 +1,149 @@
+"""The `tokenize` stage: a tokenizer (given, or trained on a sample of the curated documents), then
+one unit per curated shard writing its documents as a token shard (``pipeline.tokenize``).
+
+:func:`run_tokenize` hands its units to ``run_units`` (``pipeline.stages.units``; the Prefect flow
+``flows.tokenize`` submits each as a task), so the stage runs with or without Prefect and writes
+the same files.
+
+The tokenizer's training sample is ``sample_docs`` documents drawn without replacement, chosen
+shard by shard: a document's key is a seeded 64-bit hash of its id, and the sample is the
+documents with the smallest keys (bottom-k sampling, a uniform sample of the ids). Each shard's
+unit returns only the keys under a bound that about ``sample_docs + 10 sqrt(sample_docs) + 100``
+documents of the whole stage fall under (the bound comes from the document count the stage before
+handed over), a second unit per shard returns the texts of the chosen ones. No process holds a
+row per curated document; the flow holds the sample. With ``sample_docs`` at least the number of
+documents, every document is in the sample.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.core.config import RunConfig
+from pipeline.core.ledger import LedgerError
+from pipeline.core.manifest import record_stage
+from pipeline.core.schema import RunLayout
+from pipeline.io.storage import parquet_file
+from pipeline.io.writer import read_json, remove_temporaries, write_json
+from pipeline.mix.plan import seeded_id_hash
+from pipeline.stages.shard import mark_work_done, reusable_work
+from pipeline.stages.units import RunUnits, in_process
+from pipeline.tokenize import load_tokenizer, tokenizer_sha256, train_tokenizer, write_token_shard
+
+STAGE = "tokenize"
+_SALT = 0x70C3  # keys of the tokenizer sample, apart from other seeded uses of the ids
+_TOP = 1 << 64
+
+
+def _keys(path: Path, seed: int) -> pl.DataFrame:
+    ids = pl.from_arrow(parquet_file(path).read(columns=["id"]).column("id")).cast(pl.String)
+    return pl.DataFrame({"id": ids, "key": seeded_id_hash(ids, seed, _SALT)})
+
+
+def sample_candidates(in_path: Path, seed: int, bound: int) -> pl.DataFrame:
+    """``id, key`` of the shard's documents whose key is under ``bound`` (all of them at 2^64)."""
+    keys = _keys(in_path, seed)
+    return keys if bound >= _TOP else keys.filter(pl.col("key") < pl.lit(bound, dtype=pl.UInt64))
+
+
+def sample_texts(in_path: Path, seed: int, last: tuple[int, str]) -> pl.DataFrame:
+    """``id, text`` of the shard's documents at or before ``last`` (a key and an id) in the order
+    of (key, id): the shard's share of the sample."""
+    key, last_id = last
+    keys = _keys(in_path, seed)
+    at = pl.lit(key, dtype=pl.UInt64)
+    chosen = keys.filter((pl.col("key") < at) | ((pl.col("key") == at) & (pl.col("id") <= last_id)))
+    if chosen.height == 0:
+        return pl.DataFrame(schema={"id": pl.String, "text": pl.String})
+    texts = pl.from_arrow(parquet_file(in_path).read(columns=["id", "text"]))
+    return texts.with_columns(pl.col("id").cast(pl.String)).filter(pl.col("id").is_in(chosen["id"].implode()))
+
+
+def sample_bound(wanted: int, total: int) -> int:
+    """A key bound that about ``wanted + 10 sqrt(wanted) + 100`` of ``total`` uniform keys fall
+    under (2^64, all of them, when that is ``total`` or more)."""
+    expected = wanted + 10 * math.sqrt(wanted) + 100
+    return _TOP if expected >= total else int(_TOP * (expected / total))
+
+
+def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run_units: RunUnits) -> pl.DataFrame:
+    """``id, text`` of the ``sample_docs`` documents of ``inputs`` with the smallest keys (module
+    docstring), sorted by id."""
+    bound = sample_bound(sample_docs, total)
+    found = pl.concat(run_units(None, sample_candidates, [(p, seed, bound) for p in inputs]))
+    if found.height < min(sample_docs, total) and bound < _TOP:  # ten standard deviations short: all
+        found = pl.concat(run_units(None, sample_candidates, [(p, seed, _TOP) for p in inputs]))
+    if found.height == 0:
+        return pl.DataFrame(schema={"id": pl.String, "text": pl.String})
+    chosen = found.sort("key", "id").head(sample_docs)
+    last = (int(chosen["key"][-1]), chosen["id"][-1])
+    sample = pl.concat(run_units(None, sample_texts, [(p, seed, last) for p in inputs]))
+    if sample.height != chosen.height:
+        raise LedgerError(f"tokenizer sample: {chosen.height} documents chosen, {sample.height} read")
+    return sample.sort("id")
+
+
+def tokenize_shard(in_path: Path, tokenizer_path: Path, out_dir: Path, batch_docs: int, record: Path) -> dict:
+    """One curated shard as a token shard; its part record is written after the shard."""
+    out = out_dir / f"{in_path.stem}.arrow"
+    batches = parquet_file(in_path).iter_batches(batch_size=batch_docs, columns=["id", "text"])
+    entry = write_token_shard(batches, load_tokenizer(tokenizer_path), out, group=in_path.stem)
+    entry = {"unit": in_path.stem, **entry, "file": out.name}
+    write_json(entry, record)
+    return entry
+
+
+def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+    """Tokenize the documents of ``previous``; write and return the stage's stats (with the
+    shards' manifest)."""
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(STAGE).make()
+    remove_temporaries(stage.root)
+    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    shards = stage.root / "shards"
+    settings = config.tokenize
+    made_from = settings.model_dump(mode="json")
+    if not reusable_work(stage, inputs, made_from):  # other curated documents: start over
+        for stale in [*shards.glob("*.arrow"), stage.root / "tokenizer.json"]:
+            stale.unlink(missing_ok=True)
+    handed_over = read_json(layout.stage(previous).stats)["docs_out"]
+    if settings.tokenizer is not None:
+        tokenizer = Path(settings.tokenizer)
+    else:
+        tokenizer = stage.root / "tokenizer.json"
+        if not tokenizer.exists():
+            sample = draw_sample(inputs, settings.sample_docs, handed_over, config.seed, run_units)
+            train_tokenizer(sample["text"], tokenizer, kind=settings.kind, vocab_size=settings.vocab_size)
+    # A shard with a part record is complete (the record is written after the shard).
+    todo = [p for p in inputs if not (stage.parts / f"{p.stem}.json").exists()]
+    run_units(
+        STAGE, tokenize_shard, [(p, tokenizer, shards, config.batch_docs, stage.parts / f"{p.stem}.json") for p in todo]
+    )
+    mark_work_done(stage, inputs, made_from)
+    entries = [read_json(stage.parts / f"{p.stem}.json") for p in inputs]
+    documents = sum(e["documents"] for e in entries)
+    if documents != handed_over:
+        raise LedgerError(
+            f"stage {STAGE}: {documents} documents tokenized, but stage {previous} handed over {handed_over}"
+        )
+    tok = load_tokenizer(tokenizer)
+    stats = {
+        "stage": STAGE,
+        "docs_in": handed_over,
+        "docs_out": documents,
+        "removed": {},
+        "quarantined": {},
+        "tokens": sum(e["tokens"] for e in entries),
+        "shards": entries,
+        "tokenizer": {
+            "path": str(tokenizer),
+            "sha256": tokenizer_sha256(tok),
+            "vocab_size": tok.get_vocab_size(with_added_tokens=True),
+        },
+    }
+    write_json(stats, stage.stats)
+    record_stage(config, STAGE, stats)
+    return stats
