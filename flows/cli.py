@@ -199,11 +199,18 @@ def _print_counts(stats: dict, run_dir) -> None:
     stdout.print(f"run directory: {_where(run_dir)}", highlight=False, soft_wrap=True)
 
 
-RunnerOption = typer.Option("local", "--runner", help="where tasks run: local (threads), processes, or dask")
-AddressOption = typer.Option(
-    None, "--address", help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786 [default: start a LocalCluster]"
+RunnerOption = typer.Option(
+    "local", "--runner", help="where tasks run: local (threads), processes, dask, or ray (pip install -e '.[ray]')"
 )
-WorkersOption = typer.Option(None, "--workers", help="threads, processes or LocalCluster workers [default: cores]")
+AddressOption = typer.Option(
+    None,
+    "--address",
+    help="a running Dask scheduler (tcp://10.0.0.5:8786) or Ray cluster (auto, ray://10.0.0.5:10001) "
+    "[default: start a local one]",
+)
+WorkersOption = typer.Option(
+    None, "--workers", help="threads, processes, LocalCluster workers or local Ray CPUs [default: cores]"
+)
 
 
 def _runner(kind: str, address: str | None, workers: int | None):

@@ -1,4 +1,4 @@
-"""Where a run's tasks execute: threads or processes on this machine, or a Dask cluster.
+"""Where a run's tasks execute: threads or processes on this machine, or a Dask or Ray cluster.
 
 Every stage is a flow whose tasks are units of work (a shard, a partition), so a stage runs
 unchanged on any Prefect task runner; only the runner is chosen here:
@@ -9,6 +9,9 @@ unchanged on any Prefect task runner; only the runner is chosen here:
     processes   a process pool on this machine
     dask        a Dask cluster: the one at ``address``, or a ``LocalCluster`` of ``workers``
                 single-threaded worker processes started for the run (prefect-dask)
+    ray         a Ray cluster: the one at ``address`` (``auto``, ``ray://host:10001``), or a
+                local Ray instance of ``workers`` CPUs started for the run (prefect-ray, an
+                optional extra: ``pip install -e '.[ray]'``)
 
 Task runs in other processes report to the same Prefect API as the flow: without
 ``PREFECT_API_URL``, :func:`running_on` starts one temporary server for the run and points the
@@ -27,7 +30,8 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 
-RUNNERS = ("local", "processes", "dask")
+RUNNERS = ("local", "processes", "dask", "ray")
+CLUSTERS = ("dask", "ray")  # the runners that take an --address
 SCHEDULER_TIMEOUT_S = 10  # to connect to a Dask scheduler given by address
 
 
@@ -37,8 +41,9 @@ class RunnerError(ValueError):
 
 @dataclass(frozen=True)
 class Runner:
-    """A choice of task runner: ``kind`` one of RUNNERS; ``address`` of a running Dask scheduler;
-    ``workers``: threads or processes on this machine, or the workers of a started LocalCluster."""
+    """A choice of task runner: ``kind`` one of RUNNERS; ``address`` of a running Dask scheduler
+    or Ray cluster; ``workers``: threads or processes on this machine, the workers of a started
+    LocalCluster, or the CPUs of a started local Ray instance."""
 
     kind: str = "local"
     address: str | None = None
@@ -47,8 +52,8 @@ class Runner:
     def __post_init__(self) -> None:
         if self.kind not in RUNNERS:
             raise RunnerError(f"--runner {self.kind!r}: choose one of {', '.join(RUNNERS)}")
-        if self.address and self.kind != "dask":
-            raise RunnerError("--address names a Dask scheduler; use it with --runner dask")
+        if self.address and self.kind not in CLUSTERS:
+            raise RunnerError("--address names a Dask scheduler or a Ray cluster; use it with --runner dask or ray")
         if self.address and self.workers:
             raise RunnerError("--workers starts a LocalCluster; with --address the cluster has its own workers")
         if self.workers is not None and self.workers < 1:
@@ -70,6 +75,9 @@ class Runner:
             from prefect.task_runners import ProcessPoolTaskRunner
 
             return ProcessPoolTaskRunner(max_workers=workers)
+        if self.kind == "ray":
+            # running_on() connected this process to the cluster; the runner uses that connection.
+            return _ray_task_runner()()
         if self.address is None:
             raise RunnerError("a dask runner needs a scheduler address; start one with running_on()")
         from prefect_dask import DaskTaskRunner
@@ -78,6 +86,16 @@ class Runner:
 
 
 LOCAL = Runner()
+
+
+def _ray_task_runner():
+    try:
+        from prefect_ray import RayTaskRunner
+    except ImportError:
+        raise RunnerError(
+            "--runner ray needs Ray and prefect-ray, an optional extra: pip install -e '.[ray]'"
+        ) from None
+    return RayTaskRunner
 
 
 @contextmanager
@@ -144,7 +162,39 @@ def running_on(runner: Runner) -> Iterator[Runner]:
             runner = replace(runner, address=cluster.scheduler_address, workers=None)
         elif runner.kind == "dask":
             _check_scheduler(runner.address)
+        elif runner.kind == "ray":
+            stack.enter_context(_ray_connection(runner))
         yield runner
+
+
+@contextmanager
+def _ray_connection(runner: Runner) -> Iterator[None]:
+    """This process connected to the Ray cluster at ``runner.address``, or to a local Ray
+    instance of ``runner.workers`` CPUs started here (stopped on leaving), for every stage's
+    task runner to use. Ray's workers get the Prefect API's address from the environment."""
+    _ray_task_runner()  # a clear error when the extra is not installed
+    import ray
+
+    env = {"PREFECT_API_URL": os.environ["PREFECT_API_URL"]}
+    if runner.address is None:
+        ray.init(
+            num_cpus=runner.workers or os.cpu_count(),
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": env},
+        )
+    else:
+        try:
+            ray.init(address=runner.address, log_to_driver=False, runtime_env={"env_vars": env})
+        except (ConnectionError, RuntimeError) as error:
+            raise RunnerError(
+                f"--address {runner.address}: no Ray cluster answers there ({type(error).__name__}); "
+                "start one with `ray start --head` or leave out --address to start a local one"
+            ) from error
+    try:
+        yield
+    finally:
+        ray.shutdown()
 
 
 def _check_scheduler(address: str) -> None:

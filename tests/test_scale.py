@@ -1,5 +1,6 @@
 """The curation run on other task runners: a 2-worker Dask LocalCluster writes the same bytes as
-local threads, also when a worker is killed in the middle of a stage."""
+local threads, also when a worker is killed in the middle of a stage; so does a local Ray instance
+(where Ray is installed)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,17 @@ def test_a_dask_local_cluster_writes_the_same_bytes_as_local_threads(corpus, loc
     assert_same_files(local_dir, run_dir)
 
 
+def test_a_local_ray_instance_writes_the_same_bytes_as_local_threads(corpus, local_run):
+    pytest.importorskip("prefect_ray", reason="Ray is an optional extra: pip install -e '.[ray]' to run this test")
+    local_dir, _ = local_run
+    run_dir = corpus.parent / "run-ray"
+    with running_on(Runner("ray", workers=2)) as ready:
+        state = curate_flow(parse_config(demo_config(corpus, run_dir)), ready, return_state=True)
+    task_runs = task_runs_of(state.state_details.flow_run_id)
+    assert len(task_runs) >= 4 * 7 and {run.state_name for run in task_runs} == {"Completed"}
+    assert_same_files(local_dir, run_dir)
+
+
 def task_runs_of(flow_run_id) -> list:
     """The task runs of a flow run's subflows (the stages), as the Prefect API recorded them."""
     from prefect.client.orchestration import get_client
@@ -146,9 +158,9 @@ def test_a_worker_killed_mid_stage_is_replaced_and_its_unit_redone_to_the_same_o
 
 
 def test_runner_choices_fail_early_in_one_line(monkeypatch):
-    with pytest.raises(RunnerError, match="choose one of local, processes, dask"):
-        Runner("ray")
-    with pytest.raises(RunnerError, match="use it with --runner dask"):
+    with pytest.raises(RunnerError, match="choose one of local, processes, dask, ray"):
+        Runner("spark")
+    with pytest.raises(RunnerError, match="use it with --runner dask or ray"):
         Runner("local", address="tcp://127.0.0.1:8786")
     with pytest.raises(RunnerError, match="with --address the cluster has its own workers"):
         Runner("dask", address="tcp://127.0.0.1:8786", workers=2)
