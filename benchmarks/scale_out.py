@@ -1,21 +1,31 @@
-"""The curation run on a 2-worker Dask LocalCluster against local threads, stage by stage, and
-what each stage costs per document (the figures behind the README's "Running at scale").
+"""The curation run at growing corpus sizes, on local threads and on a 2-worker Dask LocalCluster:
+what it costs per document as the corpus grows, and whether the two runners write the same bytes
+(the figures behind the README's "Running at scale").
 
-Corpus: the demo corpus (``pipeline.demo``) of :data:`DOCS` documents, built once under
-``.cache/``. The same config (``configs/demo.toml``'s) runs twice, each into a fresh run directory:
+    python benchmarks/scale_out.py                      # 100,000 documents (a few minutes)
+    python benchmarks/scale_out.py 100000 300000 1000000
+
+Corpus: the demo corpus (``pipeline.demo``) of each size, built once under ``.cache/`` (not timed).
+At each size the demo config (``configs/demo.toml``'s) runs twice, each in a fresh process and
+into a fresh run directory:
 
 * local: Prefect's thread pool, :data:`WORKERS` threads (the default runner);
 * dask: a ``LocalCluster`` of :data:`WORKERS` single-threaded worker processes (``--runner dask``).
 
-Per stage: wall seconds (from the stage's own flow run in the Prefect API), documents in, and bytes
-per input document written by the stage (its documents, removed records, intermediate files). The
-two runs' outputs are compared byte for byte (with the run directory's name made neutral). Core
-seconds are wall seconds times workers, an upper bound (serial parts leave cores idle).
+Per run: wall seconds (cluster start included) and seconds per 1,000 documents; per stage its
+wall seconds (from the stage's own flow run in the Prefect API), documents in, the bytes of its
+input documents (each unit reads its shard once; dedup reads them twice), the bytes it wrote
+(its documents, removed records and intermediate files) and, for dedup, the bytes each step read
+as it measured them. Peak memory per process: the flow process (``ru_maxrss``: on local threads it
+holds every task too) and each Dask worker (a worker runs one task at a time, so its peak bounds a
+task's memory). The two runs' outputs are compared byte for byte (with the run directory's name
+made neutral).
 
-The last line printed is one JSON object; the headline is ``wall_ratio_dask_vs_local`` (the whole
-run on Dask over local threads, cluster start included; LocalCluster startup is also given alone),
-with ``stage_ratio_dask_vs_local`` (the stages' seconds summed) beside it. Both runs report to one
-Prefect server started before either is timed.
+The last line printed is one JSON object: per size the runs' figures, with
+``wall_ratio_dask_vs_local`` (the whole run on Dask over local threads); and across sizes
+``time_per_doc_ratio_largest_vs_smallest`` (local threads' seconds per document at the largest
+size over the smallest: 1.0 is linear growth) and ``worker_peak_ratio_largest_vs_smallest`` (the
+Dask workers' peak RSS: 1.0 is flat memory per task).
 """
 
 from __future__ import annotations
@@ -24,14 +34,20 @@ import json
 import os
 import resource
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = 20_000
+SIZES = [100_000]
 WORKERS = 2
 WORK = ROOT / ".cache" / "bench-scale-out"
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+def corpus_dir(docs: int) -> Path:
+    return ROOT / ".cache" / ("demo-corpus" if docs == 20_000 else f"demo-corpus-{docs}-0")
 
 
 def stage_seconds(flow_run_id) -> dict[str, float]:
@@ -57,106 +73,150 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
-def run_once(kind: str, corpus: Path) -> dict:
+def _peak_rss_mib() -> float:
+    import resource as r
+
+    return r.getrusage(r.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_once(kind: str, docs: int) -> dict:
+    """One curation run (in this process, which is fresh): its figures as a dict."""
+    from flows.runtime import configure_prefect
+
+    configure_prefect(WORK / f"prefect-{docs}-{kind}", quiet=True)  # before Prefect is imported
     from flows.curate import curate_flow
     from flows.demo import demo_config
-    from flows.runners import Runner, running_on
+    from flows.runners import Runner, running_on, shared_api
     from pipeline.core.config import parse_config
 
-    run_dir = WORK / f"run-{kind}"
+    run_dir = WORK / f"run-{docs}-{kind}"
     shutil.rmtree(run_dir, ignore_errors=True)
-    config = parse_config(demo_config(corpus, run_dir))
-    start = time.perf_counter()
-    with running_on(Runner(kind, workers=WORKERS)) as ready:
-        ready_s = time.perf_counter() - start
-        state = curate_flow(config, ready, return_state=True)
+    config = parse_config(demo_config(corpus_dir(docs), run_dir))
+    workers_peak: list[float] = []
+    with shared_api():  # started before the run is timed
+        start = time.perf_counter()
+        with running_on(Runner(kind, workers=WORKERS)) as ready:
+            ready_s = time.perf_counter() - start
+            state = curate_flow(config, ready, return_state=True)
+            if kind == "dask":
+                from distributed import Client
+
+                with Client(ready.address, set_as_default=False) as client:
+                    workers_peak = sorted(client.run(_peak_rss_mib).values())
+        wall = time.perf_counter() - start
         seconds = stage_seconds(state.state_details.flow_run_id)
-    wall = time.perf_counter() - start
     stats = state.result()
-    stages = {}
+    stages, previous = {}, None
     for name, counts in stats.items():
         folder = run_dir / name
-        stages[name] = {
+        row = {
             "docs_in": counts["docs_in"],
-            "docs_out": counts["docs_out"],
             "seconds": round(seconds[name], 2),
-            "bytes_out_per_doc_in": round(folder_bytes(folder) / max(counts["docs_in"], 1), 1),
-            "intermediate_bytes_per_doc_in": round(
-                folder_bytes(folder / "intermediate") / max(counts["docs_in"], 1), 1
-            ),
+            "input_bytes": folder_bytes(run_dir / previous / "docs") if previous else None,
+            "bytes_written": folder_bytes(folder),
+            "intermediate_bytes": folder_bytes(folder / "intermediate"),
         }
-    return {"run_dir": run_dir, "wall_s": round(wall, 2), "start_s": round(ready_s, 2), "stages": stages}
+        if name == "dedup":
+            row["bytes_read_by_step"] = counts["dedup"]["bytes_read"]
+            row["component_rounds"] = counts["dedup"]["component_rounds"]
+        stages[name] = row
+        previous = name if (folder / "docs").exists() else previous
+    return {
+        "kind": kind,
+        "docs": docs,
+        "wall_s": round(wall, 2),
+        "start_s": round(ready_s, 2),
+        "s_per_1k_docs": round(1000 * wall / docs, 3),
+        "flow_process_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "worker_peak_rss_mib": [round(w, 1) for w in workers_peak],
+        "stages": stages,
+    }
 
 
 def same_outputs(a: Path, b: Path) -> tuple[int, list[str]]:
-    """How many files the runs wrote, and which differ (Prefect's database aside)."""
+    """How many files the runs wrote, and which differ (Prefect's database and the run lock, which
+    names its holder, aside)."""
+    from pipeline.core.manifest import LOCK_NAME
 
     def files(root: Path) -> dict[str, bytes]:
         return {
             str(p.relative_to(root)): p.read_bytes().replace(str(root).encode(), b"<run>")
             for p in sorted(root.rglob("*"))
-            if p.is_file() and ".prefect" not in p.parts
+            if p.is_file() and ".prefect" not in p.parts and p.name != LOCK_NAME
         }
 
     left, right = files(a), files(b)
     return len(left), sorted(k for k in left.keys() | right.keys() if left.get(k) != right.get(k))
 
 
-def main() -> None:
-    from flows.runtime import configure_prefect
+def in_fresh_process(kind: str, docs: int) -> dict:
+    """:func:`run_once` in a new Python process, so that its peak memory is its own."""
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
+    code += f"import json, scale_out; print(json.dumps(scale_out.run_once({kind!r}, {docs})))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind} run of {docs} documents failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(sizes: list[int]) -> None:
     from pipeline.demo.corpus import build_demo_corpus
 
-    corpus = ROOT / ".cache" / ("demo-corpus" if DOCS == 20_000 else f"demo-corpus-{DOCS}-0")
-    build_demo_corpus(corpus, docs=DOCS, seed=0)
     WORK.mkdir(parents=True, exist_ok=True)
-    configure_prefect(WORK, quiet=True)
-    source_bytes = folder_bytes(corpus)
-
-    from flows.runners import shared_api
-
-    with shared_api():  # one Prefect server, started before either run is timed
-        local = run_once("local", corpus)
-        dask = run_once("dask", corpus)
-    files, differ = same_outputs(local["run_dir"], dask["run_dir"])
-
-    print(f"{DOCS} demo documents ({source_bytes / DOCS:.0f} input bytes each), {WORKERS} workers")
-    print(
-        f"{'stage':10} {'docs in':>8} {'local s':>8} {'dask s':>8} {'docs/core-s':>12} {'bytes/doc':>10} {'interm.':>8}"
-    )
-    for name, row in local["stages"].items():
-        per_core_s = row["docs_in"] / max(row["seconds"] * WORKERS, 1e-9)
+    results = {}
+    for docs in sizes:
+        build_demo_corpus(corpus_dir(docs), docs=docs, seed=0)
+        local = in_fresh_process("local", docs)
+        dask = in_fresh_process("dask", docs)
+        files, differ = same_outputs(WORK / f"run-{docs}-local", WORK / f"run-{docs}-dask")
+        results[docs] = {
+            "input_bytes_per_doc": round(folder_bytes(corpus_dir(docs)) / docs, 1),
+            "local": local,
+            "dask": dask,
+            "wall_ratio_dask_vs_local": round(dask["wall_s"] / local["wall_s"], 3),
+            "identical_files": files - len(differ),
+            "differing_files": differ[:10],
+        }
+        print(f"\n{docs:,} demo documents, {WORKERS} workers each way")
+        print(f"{'stage':10} {'docs in':>9} {'local s':>8} {'dask s':>8} {'in B/doc':>9} {'out B/doc':>10}")
+        for name, row in local["stages"].items():
+            in_bytes = row["input_bytes"] / row["docs_in"] if row["input_bytes"] and row["docs_in"] else 0
+            print(
+                f"{name:10} {row['docs_in']:9d} {row['seconds']:8.1f} {dask['stages'][name]['seconds']:8.1f} "
+                f"{in_bytes:9.0f} {row['bytes_written'] / max(row['docs_in'], 1):10.0f}"
+            )
+        dedup = local["stages"].get("dedup", {})
+        if dedup:
+            per_doc = {k: round(v / dedup["docs_in"], 1) for k, v in dedup["bytes_read_by_step"].items()}
+            print(f"dedup bytes read per document in, by step: {per_doc} ({dedup['component_rounds']} rounds)")
         print(
-            f"{name:10} {row['docs_in']:8d} {row['seconds']:8.1f} {dask['stages'][name]['seconds']:8.1f} "
-            f"{per_core_s:12.0f} {row['bytes_out_per_doc_in']:10.0f} {row['intermediate_bytes_per_doc_in']:8.0f}"
+            f"whole run: local {local['wall_s']} s ({local['s_per_1k_docs']} s per 1k docs, flow process peak "
+            f"{local['flow_process_peak_rss_mib']} MiB); dask {dask['wall_s']} s (workers' peaks "
+            f"{dask['worker_peak_rss_mib']} MiB, flow process {dask['flow_process_peak_rss_mib']} MiB); "
+            f"{files} files, {len(differ)} differ"
         )
-    print(
-        f"whole run: local {local['wall_s']} s, dask {dask['wall_s']} s (LocalCluster start {dask['start_s']} s); "
-        f"{files} files, {len(differ)} differ"
-    )
-    print(
-        json.dumps(
-            {
-                "docs": DOCS,
-                "workers": WORKERS,
-                "input_bytes_per_doc": round(source_bytes / DOCS, 1),
-                "wall_ratio_dask_vs_local": round(dask["wall_s"] / local["wall_s"], 3),
-                "stage_ratio_dask_vs_local": round(
-                    sum(r["seconds"] for r in dask["stages"].values())
-                    / sum(r["seconds"] for r in local["stages"].values()),
-                    3,
-                ),
-                "local_wall_s": local["wall_s"],
-                "dask_wall_s": dask["wall_s"],
-                "dask_start_s": dask["start_s"],
-                "identical_files": files - len(differ),
-                "differing_files": differ[:10],
-                "peak_rss_mib_flow_process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                "local_stages": local["stages"],
-                "dask_stages": {k: v["seconds"] for k, v in dask["stages"].items()},
-            }
-        )
-    )
+    smallest, largest = results[min(sizes)], results[max(sizes)]
+    summary = {
+        "sizes": sizes,
+        "workers": WORKERS,
+        "wall_ratio_dask_vs_local": largest["wall_ratio_dask_vs_local"],
+        "time_per_doc_ratio_largest_vs_smallest": round(
+            largest["local"]["s_per_1k_docs"] / smallest["local"]["s_per_1k_docs"], 3
+        ),
+        "dask_time_per_doc_ratio_largest_vs_smallest": round(
+            largest["dask"]["s_per_1k_docs"] / smallest["dask"]["s_per_1k_docs"], 3
+        ),
+        "worker_peak_ratio_largest_vs_smallest": round(
+            max(largest["dask"]["worker_peak_rss_mib"]) / max(smallest["dask"]["worker_peak_rss_mib"]), 3
+        ),
+        "flow_peak_ratio_largest_vs_smallest": round(
+            largest["local"]["flow_process_peak_rss_mib"] / smallest["local"]["flow_process_peak_rss_mib"], 3
+        ),
+        "differing_files": sum(len(r["differing_files"]) for r in results.values()),
+        "by_size": results,
+    }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
-    main()
+    main([int(a) for a in sys.argv[1:]] or SIZES)
