@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.dedup.clusters import connected_components
 from pipeline.dedup.lsh import SHARD_BITS, shard_of
-from pipeline.dedup.stage import find_components
+from pipeline.dedup.stage import find_components, shard_groups
 from pipeline.io.writer import write_parquet
 from pipeline.stages.units import in_process
 
@@ -35,7 +35,7 @@ def components_in_rounds(tmp_path, edges: list[tuple[int, int]], shards: int) ->
     for s in range(shards):
         mine = frame.filter(pl.Series(shard_of(frame["doc_a"].to_numpy()) == s))
         write_parquet(mine.to_arrow(), measured / f"first-{s:05d}.parquet")
-    found = find_components(tmp_path, shards, in_process)
+    found = find_components(tmp_path, shard_groups(shards, 3), in_process)  # 5 shards: 3 units
     labels = pl.concat([pl.read_parquet(p) for p in sorted((tmp_path / "components" / "labels").glob("*.parquet"))])
     return labels.sort("doc"), found["rounds"]
 

@@ -231,7 +231,7 @@ class DedupConfig(_Strict):
     recall: float = Field(default=0.998, gt=0.0, lt=1.0)
     bands: int | None = Field(default=None, ge=1)
     rows: int | None = Field(default=None, ge=1)
-    partitions: int = Field(default=8, ge=1)  # band-key partitions, one candidate-pair task each
+    partitions: int = Field(default=8, ge=1)  # band-key partitions; units of each step across shards
     # Which document of a cluster stays: the first (input order), the longest, or the one with the
     # highest quality_score (needs the "quality" filter on every source).
     keep: Literal["first", "longest", "quality"] = "first"

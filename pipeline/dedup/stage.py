@@ -64,7 +64,7 @@ from pipeline.dedup.components import (
     large_star,
     seed_edges,
     small_star,
-)
+)  # the unit functions below run these shard by shard, over groups of shards
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
@@ -114,22 +114,42 @@ def _hop_dirs(work: Path, step: str) -> tuple[Path, Path, Path]:
     return root / "pairs", root / "forward", root / "measured"
 
 
-def measure_first(step: str, shard: int, work: Path, threshold: float | None) -> dict:
-    """The first routed hop of ``step`` (verify or similarity) for shard ``shard``."""
+def shard_groups(shards: int, units: int) -> list[list[int]]:
+    """Shards ``0..shards-1`` dealt into ``min(units, shards)`` groups (shard s to group s % units):
+    the work of one unit of a step that runs shard by shard."""
+    return [list(range(g, shards, units)) for g in range(min(units, shards))]
+
+
+def _summed(unit: str, counts: list[dict]) -> dict:
+    total: dict = {"unit": unit}
+    for found in counts:
+        for key, value in found.items():
+            total[key] = total.get(key, 0) + value
+    return total
+
+
+def measure_first(step: str, part: int, shards: list[int], work: Path, threshold: float | None) -> dict:
+    """The first routed hop of ``step`` (verify or similarity) for each shard of ``shards``."""
     pairs, forward, measured = _hop_dirs(work, step)
-    counts = first_hop(
-        shard, pairs, signature_path(work, shard), forward, measured / f"first-{shard:05d}.parquet", threshold
+    return _summed(
+        f"{step}-first-{part:04d}",
+        [
+            first_hop(s, pairs, signature_path(work, s), forward, measured / f"first-{s:05d}.parquet", threshold)
+            for s in shards
+        ],
     )
-    return {"unit": f"{step}-first-{shard:05d}", **counts}
 
 
-def measure_second(step: str, shard: int, work: Path, threshold: float | None) -> dict:
-    """The second routed hop of ``step`` for shard ``shard``."""
+def measure_second(step: str, part: int, shards: list[int], work: Path, threshold: float | None) -> dict:
+    """The second routed hop of ``step`` for each shard of ``shards``."""
     _, forward, measured = _hop_dirs(work, step)
-    counts = second_hop(
-        shard, forward, signature_path(work, shard), measured / f"second-{shard:05d}.parquet", threshold
+    return _summed(
+        f"{step}-second-{part:04d}",
+        [
+            second_hop(s, forward, signature_path(work, s), measured / f"second-{s:05d}.parquet", threshold)
+            for s in shards
+        ],
     )
-    return {"unit": f"{step}-second-{shard:05d}", **counts}
 
 
 def _measured_files(work: Path, step: str) -> list[Path]:
@@ -144,36 +164,55 @@ def _labels_path(work: Path, shard: int) -> Path:
     return _components_root(work) / "labels" / f"shard-{shard:05d}.parquet"
 
 
-def seed_components(shard: int, work: Path) -> dict:
-    """Shard ``shard``'s verified edges into the first round of connected components."""
+def seed_components(part: int, shards: list[int], work: Path) -> dict:
+    """The verified edges of each shard of ``shards`` into the first round of components."""
     _, _, measured = _hop_dirs(work, VERIFY)
-    files = [measured / f"first-{shard:05d}.parquet", measured / f"second-{shard:05d}.parquet"]
-    return seed_edges(shard, files, _components_root(work))
+    return _summed(
+        f"components-seed-{part:04d}",
+        [
+            seed_edges(
+                s, [measured / f"first-{s:05d}.parquet", measured / f"second-{s:05d}.parquet"], _components_root(work)
+            )
+            for s in shards
+        ],
+    )
 
 
-def label_components(round_: int, shard: int, work: Path) -> dict:
-    return component_labels(round_, shard, _components_root(work), _labels_path(work, shard))
+def large_stars(round_: int, part: int, shards: list[int], work: Path) -> dict:
+    """Round ``round_``'s Large-Star for each shard of ``shards``."""
+    return _summed(f"large-{round_:04d}-{part:04d}", [large_star(round_, s, _components_root(work)) for s in shards])
 
 
-def find_components(work: Path, shards: int, run_units: RunUnits) -> dict:
-    """Connected components of the verified edges, in rounds of units per shard
+def small_stars(round_: int, part: int, shards: list[int], work: Path) -> dict:
+    """Round ``round_``'s Small-Star for each shard of ``shards``."""
+    return _summed(f"small-{round_:04d}-{part:04d}", [small_star(round_, s, _components_root(work)) for s in shards])
+
+
+def label_components(round_: int, part: int, shards: list[int], work: Path) -> dict:
+    """The component of each document of each shard of ``shards``, from round ``round_``."""
+    root = _components_root(work)
+    return _summed(f"components-{part:04d}", [component_labels(round_, s, root, _labels_path(work, s)) for s in shards])
+
+
+def find_components(work: Path, groups: list[list[int]], run_units: RunUnits) -> dict:
+    """Connected components of the verified edges, in rounds of units over ``groups`` of shards
     (``pipeline.dedup.components``), until a round changes nothing; returns the rounds run and
     the bytes read."""
-    root = _components_root(work)
-    seeded = run_units(None, seed_components, [(s, work) for s in range(shards)])
+    jobs = list(enumerate(groups))
+    seeded = run_units(None, seed_components, [(g, shards, work) for g, shards in jobs])
     read = _total(seeded, "bytes_read")
     previous = None
     for round_ in range(MAX_ROUNDS):
-        stars = run_units(None, large_star, [(round_, s, root) for s in range(shards)])
+        stars = run_units(None, large_stars, [(round_, g, shards, work) for g, shards in jobs])
         read += _total(stars, "bytes_read")
         now = combined_fingerprint(stars)
         if now == previous:
             break
         previous = now
-        read += _total(run_units(None, small_star, [(round_, s, root) for s in range(shards)]), "bytes_read")
+        read += _total(run_units(None, small_stars, [(round_, g, shards, work) for g, shards in jobs]), "bytes_read")
     else:
         raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
-    labelled = run_units(None, label_components, [(round_, s, work) for s in range(shards)])
+    labelled = run_units(None, label_components, [(round_, g, shards, work) for g, shards in jobs])
     return {"rounds": round_ + 1, "bytes_read": read + _total(labelled, "bytes_read")}
 
 
@@ -236,18 +275,18 @@ def find_duplicates(
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
     work = as_path(work)
-    shards = range(len(inputs))
     signed = run_units(
         "dedup signatures", sign_shard, [(path, shard, work, params, partitions) for shard, path in enumerate(inputs)]
     )
     candidates = run_units("dedup candidates", find_candidates, [(p, work) for p in range(partitions)])
     threshold = params.threshold
-    verified = run_units("dedup verify", measure_first, [(VERIFY, s, work, threshold) for s in shards])
-    verified_far = run_units(None, measure_second, [(VERIFY, s, work, threshold) for s in shards])
-    components = find_components(work, len(inputs), run_units)
+    groups = list(enumerate(shard_groups(len(inputs), partitions)))
+    verified = run_units("dedup verify", measure_first, [(VERIFY, g, s, work, threshold) for g, s in groups])
+    verified_far = run_units(None, measure_second, [(VERIFY, g, s, work, threshold) for g, s in groups])
+    components = find_components(work, [s for _, s in groups], run_units)
     (clustered,) = run_units(None, cluster_edges, [(work, len(inputs), rule)])
-    similar = run_units(None, measure_first, [(SIMILARITY, s, work, None) for s in shards])
-    similar_far = run_units(None, measure_second, [(SIMILARITY, s, work, None) for s in shards])
+    similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None) for g, s in groups])
+    similar_far = run_units(None, measure_second, [(SIMILARITY, g, s, work, None) for g, s in groups])
     (assembled,) = run_units(None, assemble, [(work, out_path)])
     edges = _total(verified, "kept") + _total(verified_far, "kept")
     pairs = _total(verified, "pairs")
