@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.dedup.lsh import shard_of
+from pipeline.dedup.routed import by_shard, shard_folder
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parquet
 from pipeline.io.writer import write_parquet
 
@@ -49,27 +49,17 @@ def round_dir(root: Path, step: str, round_: int) -> Path:
     return as_path(root) / f"{step}-{round_:04d}"
 
 
-def _shard_dir(folder: Path, shard: int) -> Path:
-    return as_path(folder) / f"shard-{shard:05d}"
-
-
 def _route(records: pl.DataFrame, folder: Path, sender: int) -> None:
     """Write ``u, v`` records to ``folder/shard-<shard of u>/from-<sender>.parquet`` (sorted)."""
     if records.height == 0:
         return
-    records = records.unique().sort("u", "v")
-    shards = shard_of(records["u"].to_numpy())
-    bounds = np.flatnonzero(np.diff(shards)) + 1
-    starts = np.concatenate([[0], bounds])
-    ends = np.concatenate([bounds, [len(shards)]])
-    for lo, hi in zip(starts, ends):
-        part = records.slice(int(lo), int(hi - lo)).to_arrow().cast(EDGE_SCHEMA)
-        write_parquet(part, _shard_dir(folder, int(shards[lo])) / f"from-{sender:05d}.parquet")
+    for shard, part in by_shard(records.unique().sort("u", "v"), "u"):
+        write_parquet(part.to_arrow().cast(EDGE_SCHEMA), shard_folder(folder, shard) / f"from-{sender:05d}.parquet")
 
 
 def _read(folder: Path, shard: int) -> tuple[pl.DataFrame, int]:
     """The distinct records routed to ``shard`` in ``folder``, and the bytes read."""
-    here = _shard_dir(folder, shard)
+    here = shard_folder(folder, shard)
     files = sorted(p for p in here.glob("*.parquet") if not p.name.startswith(".")) if here.exists() else []
     frames = [read_parquet(f) for f in files]
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)

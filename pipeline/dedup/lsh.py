@@ -77,7 +77,7 @@ BAND_KEYS_SCHEMA = pa.schema(
     ]
 )
 
-PAIRS_SCHEMA = pa.schema(
+PAIRS_SCHEMA = pa.schema(  # candidate pairs routed by shard (pipeline.dedup.routed)
     [
         pa.field("doc_a", pa.int64(), nullable=False),
         pa.field("doc_b", pa.int64(), nullable=False),

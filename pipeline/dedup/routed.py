@@ -4,7 +4,7 @@ travel to the sets, never the sets of a whole corpus to the pairs.
 Two hops, each one unit per document shard::
 
     route_pairs(pairs, pairs_dir, name)       pairs_dir/shard-<S>/<name>.parquet: the pairs
-                                              whose doc_a is in shard S (PAIR_SCHEMA)
+                                              whose doc_a is in shard S (PAIRS_SCHEMA)
     first_hop(S, pairs_dir, signatures S, forward_dir, out, threshold)
         reads shard S's pairs and, once, the row groups of shard S's signature file that hold
         their doc_a; measures the pairs whose doc_b is in S too (exact pairs need no sets);
@@ -29,6 +29,7 @@ chunks read, footers aside).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,17 +38,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs
-from pipeline.dedup.lsh import shard_of
+from pipeline.dedup.lsh import PAIRS_SCHEMA, shard_of
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_table
 from pipeline.io.writer import write_parquet
 
-PAIR_SCHEMA = pa.schema(
-    [
-        pa.field("doc_a", pa.int64(), nullable=False),
-        pa.field("doc_b", pa.int64(), nullable=False),
-        pa.field("exact", pa.bool_(), nullable=False),
-    ]
-)
 FORWARD_SCHEMA = pa.schema(
     [
         pa.field("doc_a", pa.int64(), nullable=False),
@@ -78,14 +72,19 @@ def route_pairs(pairs: pl.DataFrame, pairs_dir: Path, name: str) -> int:
     table = pairs.select(
         pl.col("doc_a").cast(pl.Int64), pl.col("doc_b").cast(pl.Int64), pl.col("exact").cast(pl.Boolean)
     ).sort("doc_a", "doc_b")
-    shards = shard_of(table["doc_a"].to_numpy())
+    written = 0
+    for shard, part in by_shard(table, "doc_a"):
+        write_parquet(part.to_arrow().cast(PAIRS_SCHEMA), shard_folder(pairs_dir, shard) / f"{name}.parquet")
+        written += 1
+    return written
+
+
+def by_shard(frame: pl.DataFrame, column: str) -> Iterator[tuple[int, pl.DataFrame]]:
+    """``(shard, rows)`` for each shard of the documents in ``column``, ``frame`` being sorted by it."""
+    shards = shard_of(frame[column].to_numpy())
     bounds = np.flatnonzero(np.diff(shards)) + 1
-    starts = np.concatenate([[0], bounds])
-    ends = np.concatenate([bounds, [len(shards)]])
-    for lo, hi in zip(starts, ends):
-        part = table.slice(int(lo), int(hi - lo)).to_arrow().cast(PAIR_SCHEMA)
-        write_parquet(part, shard_folder(pairs_dir, int(shards[lo])) / f"{name}.parquet")
-    return len(starts)
+    for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(shards)]])):
+        yield int(shards[lo]), frame.slice(int(lo), int(hi - lo))
 
 
 def _files(folder: Path) -> list[Path]:
@@ -151,7 +150,7 @@ def first_hop(
     several bands or partitions) count once; a pair found through the exact hash is exact, with
     similarity 1.0. Returns counts: ``pairs`` (distinct), ``kept`` (written to ``out_path``:
     reaching ``threshold``, or all), ``forwarded`` (pairs sent on), ``bytes_read``."""
-    routed, read = _read_all(_files(shard_folder(pairs_dir, shard)), PAIR_SCHEMA)
+    routed, read = _read_all(_files(shard_folder(pairs_dir, shard)), PAIRS_SCHEMA)
     pairs = (
         pl.from_arrow(routed).group_by("doc_a", "doc_b").agg(pl.col("exact").any()).sort("doc_a", "doc_b")
         if routed.num_rows
