@@ -6,21 +6,21 @@ Prefect flows in ``flows.dedup`` submit each as a task), so a stage runs, and is
 without Prefect, and writes the same files either way. :func:`deduplicate_shards` is the finding
 of duplicates alone, on any list of document files.
 
-    dedup, in <stage>/intermediate:
-    sign_shard        per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
-    find_candidates   per partition  verify/pairs/shard-<S>/part-<P>     (pipeline.dedup.routed)
-    verify_first      per shard      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
-    verify_second     per shard      verify/measured/second-<T>: the edges, with the first's
-    seed_components   per shard      components/large-0000/...: the edges, both ways round
-    large_star, small_star  per shard, in rounds until a round changes nothing
-                                     components/large-<r>, small-<r> (pipeline.dedup.components)
-    label_components  per shard      components/labels/shard-<S>: doc, component
-    cluster_edges     once           members.parquet: the keep rule over the components;
-                                     similarity/pairs/shard-<S>/members: each member's kept document
-    similar_first     per shard      similarity/measured/first-<S>, similarity/forward/...
-    similar_second    per shard      similarity/measured/second-<T>
-    assemble          once           <stage>/clusters.parquet
-    remove_duplicates per shard      <stage>/docs, <stage>/removed
+    dedup, in <stage>/intermediate ("per group": dedup.partitions units, each over a group of
+    shards, shard s in unit s % partitions, each shard's files its own):
+    sign_shard           per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
+    find_candidates      per partition  verify/pairs/shard-<S>/part-<P>   (pipeline.dedup.routed)
+    measure_first        per group      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
+    measure_second       per group      verify/measured/second-<T>: the edges, with the first's
+    seed_components      per group      components/large-0000/...: the edges, both ways round
+    large_stars, small_stars  per group, in rounds until a round changes nothing
+                                        components/large-<r>, small-<r> (pipeline.dedup.components)
+    label_components     per group      components/labels/shard-<S>: doc, component
+    cluster_edges        once           members.parquet: the keep rule over the components;
+                                        similarity/pairs/shard-<S>/members: each member's kept doc
+    measure_first, measure_second  per group, again: similarity/measured/..., similarity/forward/...
+    assemble             once           <stage>/clusters.parquet
+    remove_duplicates    per shard      <stage>/docs, <stage>/removed
 
     lines:
     count_lines       per shard      counts/part-<P>/<shard>
@@ -29,8 +29,8 @@ of duplicates alone, on any list of document files.
 
 The shingle sets are read where they are: each verification and similarity hop reads each
 signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
-the corpus. Connected components run in rounds of units per shard, each holding the edges of
-one shard's documents. Every unit reports ``bytes_read`` and the finding sums them per step. The
+the corpus. Connected components run in rounds, each unit holding the edges of its shards'
+documents. Every unit reports ``bytes_read`` and the finding sums them per step. The
 keep rule and the clusters table are still made by one unit each, over the clustered documents
 (a few columns per document, no shingle sets and no edges).
 
