@@ -347,3 +347,44 @@ def test_curate_train_tokenizer_samples_the_runs_last_stage(tmp_path):
     assert tokenizer.decode(tokenizer.encode(texts[0]).ids) == texts[0]
     result = CliRunner().invoke(app, ["train-tokenizer", str(run), str(tmp_path / "x"), "--stage", "dedup"])
     assert result.exit_code == 2 and "pick one of source, lang, filter" in result.output
+
+
+# --- the tokenizer's sample, shard by shard -------------------------------------------------
+
+
+def _shards(folder, ids: list[str], shards: int) -> list:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for s in range(shards):
+        mine = ids[s::shards]
+        path = folder / f"docs-{s:03d}.parquet"
+        pl.DataFrame({"id": mine, "text": [f"text of {i}" for i in mine]}).write_parquet(path)
+        paths.append(path)
+    return paths
+
+
+def test_the_tokenizer_sample_is_the_smallest_keys_whatever_the_shards(tmp_path, monkeypatch):
+    """The sample is the documents with the smallest seeded keys: the same ids on 1 or 7 shards,
+    exactly sample_docs of them, and the same again when the first pass's bound falls short."""
+    from pipeline.mix.plan import seeded_id_hash
+    from pipeline.stages import tokenize as stage
+    from pipeline.stages.units import in_process
+
+    ids = [f"doc-{i:05d}" for i in range(5000)]
+    keys = pl.DataFrame({"id": ids, "key": seeded_id_hash(pl.Series(ids), 3, stage._SALT)})
+    expected = sorted(keys.sort("key", "id").head(300)["id"].to_list())
+    for shards in (1, 7):
+        sample = stage.draw_sample(_shards(tmp_path / f"s{shards}", ids, shards), 300, len(ids), 3, in_process)
+        assert sample["id"].to_list() == expected
+        assert sample["text"].to_list() == [f"text of {i}" for i in expected]
+    # Units return a bounded share: about 300 + 10 sqrt(300) + 100 keys of 5,000, not every id.
+    found = pl.concat(
+        [stage.sample_candidates(p, 3, stage.sample_bound(300, len(ids))) for p in _shards(tmp_path / "b", ids, 4)]
+    )
+    assert 300 <= found.height < 700
+    # A bound that lets too few through: the draw falls back to every key, and finds the same.
+    monkeypatch.setattr(stage, "sample_bound", lambda wanted, total: 1 << 50)
+    sample = stage.draw_sample(_shards(tmp_path / "short", ids, 3), 300, len(ids), 3, in_process)
+    assert sample["id"].to_list() == expected
+    # All of them when the sample is as large as the pool.
+    assert stage.draw_sample(_shards(tmp_path / "all", ids, 3), 9000, len(ids), 3, in_process).height == 5000
