@@ -24,6 +24,7 @@ point with ``if __name__ == "__main__":`` (the ``curate`` command does).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ from dataclasses import dataclass, replace
 
 RUNNERS = ("local", "processes", "dask", "ray")
 CLUSTERS = ("dask", "ray")  # the runners that take an --address
+RAY_MISSING = "--runner ray needs Ray and prefect-ray, an optional extra: pip install -e '.[ray]'"
 SCHEDULER_TIMEOUT_S = 10  # to connect to a Dask scheduler given by address
 
 
@@ -58,6 +60,8 @@ class Runner:
             raise RunnerError("--workers starts a LocalCluster; with --address the cluster has its own workers")
         if self.workers is not None and self.workers < 1:
             raise RunnerError(f"--workers {self.workers}: give at least 1")
+        if self.kind == "ray" and importlib.util.find_spec("prefect_ray") is None:
+            raise RunnerError(RAY_MISSING)
 
     @property
     def in_process(self) -> bool:
@@ -92,9 +96,7 @@ def _ray_task_runner():
     try:
         from prefect_ray import RayTaskRunner
     except ImportError:
-        raise RunnerError(
-            "--runner ray needs Ray and prefect-ray, an optional extra: pip install -e '.[ray]'"
-        ) from None
+        raise RunnerError(RAY_MISSING) from None
     return RayTaskRunner
 
 

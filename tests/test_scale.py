@@ -4,6 +4,7 @@ local threads, also when a worker is killed in the middle of a stage; so does a 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -160,6 +161,9 @@ def test_a_worker_killed_mid_stage_is_replaced_and_its_unit_redone_to_the_same_o
 def test_runner_choices_fail_early_in_one_line(monkeypatch):
     with pytest.raises(RunnerError, match="choose one of local, processes, dask, ray"):
         Runner("spark")
+    if importlib.util.find_spec("prefect_ray") is None:
+        with pytest.raises(RunnerError, match=r"optional extra: pip install -e '\.\[ray\]'"):
+            Runner("ray")
     with pytest.raises(RunnerError, match="use it with --runner dask or ray"):
         Runner("local", address="tcp://127.0.0.1:8786")
     with pytest.raises(RunnerError, match="with --address the cluster has its own workers"):
@@ -178,8 +182,8 @@ def test_the_command_line_names_a_bad_runner_before_it_reads_the_config(tmp_path
 
     from flows.cli import app
 
-    result = CliRunner().invoke(app, ["run", str(tmp_path / "missing.toml"), "--runner", "ray"])
-    assert result.exit_code == 2 and "--runner 'ray': choose one of local, processes, dask" in result.output
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "missing.toml"), "--runner", "spark"])
+    assert result.exit_code == 2 and "--runner 'spark': choose one of local, processes, dask, ray" in result.output
     result = CliRunner().invoke(app, ["run", str(tmp_path / "missing.toml"), "--workers", "0"])
     assert result.exit_code == 2 and "--workers 0: give at least 1" in result.output
 
