@@ -90,3 +90,11 @@ def test_a_long_chain_settles_in_few_rounds(tmp_path):
     assert found["component"].n_unique() == 1 and found["component"][0] == min(docs)
     assert rounds <= 25
     assert np.array_equal(found["doc"].to_numpy(), np.sort(np.array(docs)))
+
+
+def test_units_follow_the_work_up_to_the_partitions():
+    from pipeline.dedup.stage import units_for
+
+    assert units_for(0, 1000, 8) == 1 and units_for(1000, 1000, 8) == 1 and units_for(1001, 1000, 8) == 2
+    assert units_for(10**9, 1000, 8) == 8
+    assert shard_groups(5, 2) == [[0, 2, 4], [1, 3]] and shard_groups(2, 8) == [[0], [1]]

@@ -6,8 +6,9 @@ Prefect flows in ``flows.dedup`` submit each as a task), so a stage runs, and is
 without Prefect, and writes the same files either way. :func:`deduplicate_shards` is the finding
 of duplicates alone, on any list of document files.
 
-    dedup, in <stage>/intermediate ("per group": dedup.partitions units, each over a group of
-    shards, shard s in unit s % partitions, each shard's files its own):
+    dedup, in <stage>/intermediate ("per group": up to dedup.partitions units, one per million
+    pairs or two million edges, each over a group of shards, shard s in unit s % units, each
+    shard's files its own):
     sign_shard           per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
     find_candidates      per partition  verify/pairs/shard-<S>/part-<P>   (pipeline.dedup.routed)
     measure_first        per group      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
@@ -81,6 +82,9 @@ LARGEST_CLUSTERS = 10
 EXAMPLE_CHARS = 300
 # The two routed passes: verification of the candidate pairs, similarity with the kept document.
 VERIFY, SIMILARITY = "verify", "similarity"
+# Work of one unit of a step across shards: pairs measured (several seconds), edges in a round.
+PAIRS_PER_UNIT = 1_000_000
+EDGES_PER_UNIT = 2_000_000
 
 
 def signature_path(work: Path, shard: int) -> Path:
@@ -106,12 +110,20 @@ def find_candidates(partition: int, work: Path) -> dict:
     pairs = candidate_pairs(files)
     route_pairs(pairs, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}")
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
-    return {"unit": f"candidates-{partition:04d}", "bytes_read": read}
+    return {"unit": f"candidates-{partition:04d}", "pairs": pairs.height, "bytes_read": read}
 
 
 def _hop_dirs(work: Path, step: str) -> tuple[Path, Path, Path]:
     root = as_path(work) / step
     return root / "pairs", root / "forward", root / "measured"
+
+
+def units_for(items: int, per_unit: int, most: int) -> int:
+    """How many units a step that works across shards runs as: one per ``per_unit`` items (pairs,
+    edges), at least 1 and at most ``most`` (dedup.partitions). A unit works through its shards one
+    at a time, so its memory is bounded by a shard however many it has; fewer units only save
+    each task's fixed cost on a cluster (about half a second on a 2-worker Dask LocalCluster)."""
+    return max(1, min(most, -(-items // per_unit)))
 
 
 def shard_groups(shards: int, units: int) -> list[list[int]]:
@@ -224,9 +236,10 @@ def cluster_edges(work: Path, shards: int, rule: KeepRule) -> dict:
     lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
     members = members_of_components(components, lookup, rule)
     write_parquet(members.to_arrow(), as_path(work) / "members.parquet")
-    route_pairs(similarity_pairs(members), as_path(work) / SIMILARITY / "pairs", "members")
+    measure = similarity_pairs(members)
+    route_pairs(measure, as_path(work) / SIMILARITY / "pairs", "members")
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files) + lookup.bytes_read
-    return {"unit": "clusters", "bytes_read": read}
+    return {"unit": "clusters", "pairs": measure.height, "bytes_read": read}
 
 
 def assemble(work: Path, out_path: Path) -> dict:
@@ -280,15 +293,17 @@ def find_duplicates(
     )
     candidates = run_units("dedup candidates", find_candidates, [(p, work) for p in range(partitions)])
     threshold = params.threshold
-    groups = list(enumerate(shard_groups(len(inputs), partitions)))
+    n = len(inputs)
+    groups = list(enumerate(shard_groups(n, units_for(_total(candidates, "pairs"), PAIRS_PER_UNIT, partitions))))
     verified = run_units("dedup verify", measure_first, [(VERIFY, g, s, work, threshold) for g, s in groups])
     verified_far = run_units(None, measure_second, [(VERIFY, g, s, work, threshold) for g, s in groups])
-    components = find_components(work, [s for _, s in groups], run_units)
-    (clustered,) = run_units(None, cluster_edges, [(work, len(inputs), rule)])
+    edges = _total(verified, "kept") + _total(verified_far, "kept")
+    components = find_components(work, shard_groups(n, units_for(edges, EDGES_PER_UNIT, partitions)), run_units)
+    (clustered,) = run_units(None, cluster_edges, [(work, n, rule)])
+    groups = list(enumerate(shard_groups(n, units_for(clustered["pairs"], PAIRS_PER_UNIT, partitions))))
     similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None) for g, s in groups])
     similar_far = run_units(None, measure_second, [(SIMILARITY, g, s, work, None) for g, s in groups])
     (assembled,) = run_units(None, assemble, [(work, out_path)])
-    edges = _total(verified, "kept") + _total(verified_far, "kept")
     pairs = _total(verified, "pairs")
     return {
         "docs": _total(signed, "docs"),
