@@ -203,16 +203,23 @@ def jaccard_of_pairs(values: np.ndarray, offsets: np.ndarray, left: np.ndarray, 
     return result
 
 
+def set_arrays(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(values, offsets from 0) of a ``large_list<uint32>`` column of shingle sets, the form
+    :func:`jaccard_of_pairs` takes."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_list(pa.uint32()))
+        if isinstance(column, pa.ChunkedArray):
+            column = column.chunk(0) if column.num_chunks else pa.array([], pa.large_list(pa.uint32()))
+    offsets = column.offsets.to_numpy().astype(np.int64)
+    values = column.values.to_numpy()
+    return values[offsets[0] : offsets[-1]], offsets - offsets[0]
+
+
 def _shingle_sets(lookup: ShingleLookup, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(sorted distinct docs, set values, set offsets) for ``docs``."""
     table = lookup.rows(docs, ["shingle_set"])
-    column = table.column("shingle_set").combine_chunks()
-    if isinstance(column, pa.ChunkedArray):
-        column = column.chunk(0) if column.num_chunks else pa.array([], pa.large_list(pa.uint32()))
-    offsets = column.offsets.to_numpy().astype(np.int64)
-    values = column.values.to_numpy()
-    base = offsets[0]
-    return table.column("doc").to_numpy(), values[base : offsets[-1]], offsets - base
+    values, offsets = set_arrays(table.column("shingle_set"))
+    return table.column("doc").to_numpy(), values, offsets
 
 
 def _empty_edges() -> pl.DataFrame:

@@ -37,7 +37,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs
+from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs, set_arrays
 from pipeline.dedup.lsh import PAIRS_SCHEMA, shard_of
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_table
 from pipeline.io.writer import write_parquet
@@ -101,17 +101,6 @@ def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
     return (pa.concat_tables(tables) if tables else schema.empty_table()), read
 
 
-def _set_arrays(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(values, offsets from 0) of a large_list<uint32> column."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_list(pa.uint32()))
-        if isinstance(column, pa.ChunkedArray):
-            column = column.chunk(0)
-    offsets = column.offsets.to_numpy().astype(np.int64)
-    values = column.values.to_numpy()
-    return values[offsets[0] : offsets[-1]], offsets - offsets[0]
-
-
 def _measured(a: np.ndarray, b: np.ndarray, jaccard: np.ndarray, exact: np.ndarray) -> pl.DataFrame:
     return pl.DataFrame(
         {"doc_a": a, "doc_b": b, "jaccard": jaccard, "exact": exact},
@@ -172,7 +161,7 @@ def first_hop(
         sets, read_sets = _shard_sets(signature_path, needed)
         read += read_sets
         docs = sets.column("doc").to_numpy()
-        values, offsets = _set_arrays(sets.column("shingle_set"))
+        values, offsets = set_arrays(sets.column("shingle_set"))
         local_a, local_b = a[here], b[here]
         similarity = jaccard_of_pairs(values, offsets, np.searchsorted(docs, local_a), np.searchsorted(docs, local_b))
         frames.append(_measured(local_a, local_b, similarity, np.zeros(len(local_a), bool)))
@@ -210,11 +199,11 @@ def second_hop(shard: int, forward_dir: Path, signature_path: Path, out_path: Pa
         sets, read_sets = _shard_sets(signature_path, needed)
         read += read_sets
         docs = sets.column("doc").to_numpy()
-        own_values, own_offsets = _set_arrays(sets.column("shingle_set"))
+        own_values, own_offsets = set_arrays(sets.column("shingle_set"))
         for path in files:
             sent = read_table(path, columns=["doc_a", "shingle_set", "partners"])
             read += parquet_bytes(parquet_file(path).metadata, ["doc_a", "shingle_set"])
-            sent_values, sent_offsets = _set_arrays(sent.column("shingle_set"))
+            sent_values, sent_offsets = set_arrays(sent.column("shingle_set"))
             counts = np.diff(_list_offsets(sent.column("partners")))
             a = np.repeat(sent.column("doc_a").to_numpy(), counts)
             b = _flatten(sent.column("partners"))
