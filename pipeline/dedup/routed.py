@@ -190,23 +190,23 @@ def second_hop(shard: int, forward_dir: Path, signature_path: Path, out_path: Pa
     read = 0
     partners = []
     for path in files:  # the partners first (a small column), to read this shard's sets once
-        partners.append(_flatten(read_table(path, columns=["partners"]).column("partners")))
+        partners.append(read_table(path, columns=["partners"]).column("partners"))
         read += parquet_bytes(parquet_file(path).metadata, ["partners"])
     frames: list[pl.DataFrame] = []
     pairs = 0
     if files:
-        needed = np.unique(np.concatenate(partners))
+        needed = np.unique(np.concatenate([_flatten(column) for column in partners]))
         sets, read_sets = _shard_sets(signature_path, needed)
         read += read_sets
         docs = sets.column("doc").to_numpy()
         own_values, own_offsets = set_arrays(sets.column("shingle_set"))
-        for path in files:
-            sent = read_table(path, columns=["doc_a", "shingle_set", "partners"])
+        for path, column in zip(files, partners):
+            sent = read_table(path, columns=["doc_a", "shingle_set"])
             read += parquet_bytes(parquet_file(path).metadata, ["doc_a", "shingle_set"])
             sent_values, sent_offsets = set_arrays(sent.column("shingle_set"))
-            counts = np.diff(_list_offsets(sent.column("partners")))
+            counts = np.diff(_list_offsets(column))
             a = np.repeat(sent.column("doc_a").to_numpy(), counts)
-            b = _flatten(sent.column("partners"))
+            b = _flatten(column)
             # One array of sets: the sent ones, then this shard's, offsets shifted to follow.
             values = np.concatenate([sent_values, own_values])
             offsets = np.concatenate([sent_offsets, own_offsets[1:] + sent_offsets[-1]])
