@@ -1,5 +1,6 @@
 """The `mix` stage as a Prefect flow: :func:`pipeline.mix.stage.run_mix` with each of its units (a
-scan, a match or a window search per curated shard, a write per output shard) run as a task."""
+scan, split, match, sides or routing step per block of curated shards, an ordering per group, a
+write per output shard) run as a task."""
 
 from __future__ import annotations
 
@@ -11,13 +12,29 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.artifacts import publish_stage
 from flows.progress import units_as_tasks
 from pipeline.core.config import RunConfig
-from pipeline.mix.stage import STAGE, run_mix, scan_shard, shard_matches, shard_windows, write_shard
+from pipeline.mix.shards import (
+    block_texts,
+    bucket_documents,
+    concat_files,
+    cut_ranges,
+    route_copies,
+    shard_sides,
+    split_candidates,
+)
+from pipeline.mix.stage import STAGE, block_matches, block_windows, run_mix, scan_block, write_shard
 
 _run_units = units_as_tasks(
     {
-        scan_shard: ("mix-scan", "scan-{docs_path.stem}"),
-        shard_matches: ("mix-matches", "matches-{docs_path.stem}"),
-        shard_windows: ("mix-windows", "windows-{token_path.stem}"),
+        scan_block: ("mix-scan", "{unit}"),
+        block_matches: ("mix-matches", "{unit}"),
+        block_windows: ("mix-windows", "{unit}"),
+        split_candidates: ("mix-split", "{unit}"),
+        block_texts: ("mix-texts", "{unit}"),
+        shard_sides: ("mix-sides", "{unit}"),
+        bucket_documents: ("mix-bucket", "{unit}"),
+        route_copies: ("mix-route", "{unit}"),
+        concat_files: ("mix-concat", "{unit}"),
+        cut_ranges: ("mix-order", "{unit}"),
         write_shard: ("mix-write", "write-{unit}"),
     }
 )

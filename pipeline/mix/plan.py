@@ -208,12 +208,20 @@ def assign_groups(
             sizes = (
                 pl.DataFrame({"group": groups, "size": docs[size_column]}).group_by("group").agg(pl.col("size").sum())
             )
-        total = sizes["size"].sum()
-        if total > 0:
-            small = sizes.filter(pl.col("size") / total < min_share)["group"]
-            if len(small):
-                groups = groups.replace({name: other for name in small.to_list()})
+        small = small_groups(dict(zip(sizes["group"].to_list(), sizes["size"].to_list())), min_share)
+        if small:
+            groups = groups.replace({name: other for name in small})
     return groups.alias("group")
+
+
+def small_groups(sizes: Mapping[str, int | float], min_share: float) -> list[str]:
+    """The groups whose share of the sum of ``sizes`` is below ``min_share`` (sorted; none when
+    the sizes sum to 0): those :func:`assign_groups` merges into ``other``. A stage that counts the
+    groups shard by shard calls it with the summed sizes."""
+    total = sum(sizes.values())
+    if min_share <= 0.0 or total <= 0:
+        return []
+    return sorted(name for name, size in sizes.items() if size / total < min_share)
 
 
 def group_sizes(docs: pl.DataFrame, group: str = "group", tokens: str | None = "tokens") -> dict[str, int]:
@@ -672,8 +680,8 @@ def mixture_report(docs: pl.DataFrame, caps: EpochCaps, plan: pl.DataFrame | Non
                 f"but {caps.sizes.get(name, 0)} in the allocation; report on the documents the sizes "
                 "came from"
             )
-    taken_tokens = dict(caps.tokens_taken)
-    taken_docs: dict[str, int | None] = {name: None for name in caps.sizes}
+    taken_tokens: dict[str, int] | None = None
+    taken_docs: dict[str, int] | None = None
     if plan is not None:
         if plan.height == docs.height and plan["id"].equals(docs["id"]):  # rows line up: no join needed
             used = pl.DataFrame({"tokens": docs["tokens"], "group": plan["group"], "repeats": plan["repeats"]})
@@ -687,6 +695,23 @@ def mixture_report(docs: pl.DataFrame, caps: EpochCaps, plan: pl.DataFrame | Non
         for name, tokens, documents in used.iter_rows():
             taken_tokens[name] = int(tokens)
             taken_docs[name] = int(documents)
+    return report_from_counts(docs_of, caps, taken_tokens, taken_docs)
+
+
+def report_from_counts(
+    documents: Mapping[str, int],
+    caps: EpochCaps,
+    taken_tokens: Mapping[str, int] | None = None,
+    taken_docs: Mapping[str, int] | None = None,
+) -> dict:
+    """:func:`mixture_report` from counts: ``documents`` available per group (their tokens are
+    ``caps.sizes``), and the tokens and documents taken per group (None: the allocation, and
+    unknown documents). A stage that counts shard by shard calls it with the summed counts."""
+    docs_of = documents
+    if taken_tokens is None:
+        taken_tokens = dict(caps.tokens_taken)
+    taken_docs = {name: (taken_docs.get(name, 0) if taken_docs is not None else None) for name in caps.sizes}
+    taken_tokens = {name: int(taken_tokens.get(name, 0)) for name in caps.sizes}
     total_taken = sum(taken_tokens.values())
     groups = {}
     for name in sorted(caps.sizes):

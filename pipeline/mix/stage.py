@@ -3,19 +3,28 @@ kept clean of near-duplicates, and each configured mixture of the training side 
 
 Nothing is encoded again: the tokenize stage wrote every curated document's tokens, so the token
 counts per document are exact, and a mixture's shards are gathered from those shards (a copy per
-repeat of an upsampled document). Units of work, in order::
+repeat of an upsampled document). No table of every document is built in one process: the units
+below work through blocks of shards (``mix.partitions`` of them) and write per-shard files under
+``mix/intermediate/``; the caller keeps only figures per group (pipeline.mix.shards explains how
+each part of the plan is computed in pieces and still equals the whole-pool plan). In order::
 
-    scan_shard      one per curated shard   ids, source, lang, tokens, bytes of each document
-    shard_matches   one per curated shard   documents near-duplicating an excluded text
-    shard_windows   one per token shard     documents sharing a 13-token window with an excluded text
-    (split)         in the caller           groups, validation ids (pipeline.mix.plan)
-    shard_matches   one per curated shard   training documents near-duplicating a validation one
-    (plan)          in the caller           per mixture: weights, epoch caps, repeats per document
-    write_shard     one per output shard    gather the tokens: <mixture>/{train,validation}/*.arrow
-
-:func:`run_mix` runs the whole stage. It hands every list of units to ``run_units`` (by default one
-after the other in this process; the Prefect flow, flows.mix, submits each as a task), so the stage
-runs, and is tested, with or without Prefect, and writes the same files either way.
+    scan_block        per block of shards   ids, source, lang, tokens, bytes, group of each document
+    block_matches     per block             documents near-duplicating an excluded text
+    block_windows     per block             documents sharing a 13-token window with an excluded text
+    split_candidates  per block             held-out candidates, capped per group; the caller caps
+                                            their union (pipeline.mix.plan.split_validation)
+    block_texts       per block             the validation documents' texts
+    block_matches     per block             training documents near-duplicating a validation one
+    shard_sides       per block             each document's group and side; counts per group; a
+                                            histogram of the sampling keys of the training side
+    (plan)            in the caller         per mixture: weights, epoch caps, and per group the one
+                                            sampling bucket where its remainder runs out
+    bucket_documents  per block             the documents of those buckets (only when there are any)
+    route_copies      per block             each mixture's repeats per document; every copy to write,
+                                            routed by key range
+    concat_files      one per file          documents.parquet, each mixture's plan.parquet
+    cut_ranges        per split and group   the writing order, range by range, cut into output shards
+    write_shard       per output shard      gather the tokens: <mixture>/{train,validation}/*.arrow
 
 Before the split, documents that are, near-duplicate or contain text of the configured ``exclude``
 files (a downstream task, an evaluation set shared by several runs) leave the pool, by three rules
@@ -30,7 +39,9 @@ Outputs in ``<run>/mix/``: ``documents.parquet`` (every document's group and sid
 validation, contaminated or excluded, the rule and the validation or reference text that put it there),
 ``removed/{contaminated,excluded}.parquet`` (REMOVED_SCHEMA), and per mixture a
 self-contained folder ``<mixture>/`` (pipeline.mix.mixture) with ``manifest.json``,
-``tokenizer.json``, ``plan.parquet`` (repeats per training document) and the shards.
+``tokenizer.json``, ``plan.parquet`` (repeats per training document) and the shards. The
+per-shard files of the units are in ``intermediate/`` (scan, pool, plan, copies, ordered ranges),
+made again by every run.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline.core.config import RESERVED_MIXTURE_NAMES, ConfigError, MixtureConfig, RunConfig
 from pipeline.core.ledger import LedgerError
@@ -56,7 +68,7 @@ from pipeline.core.schema import (
 from pipeline.decontaminate import WindowIndex, window_containment
 from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, read_reference_texts
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree, scan_parquet
+from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
 from pipeline.mix.mixture import (
     COMMON_WINDOWS_FILE,
@@ -70,16 +82,35 @@ from pipeline.mix.mixture import (
     tokenizer_entry,
 )
 from pipeline.mix.plan import (
-    SALT_SAMPLE,
-    assign_groups,
+    OTHER,
+    EpochCaps,
     cap_epochs,
     explicit_weights,
-    group_sizes,
-    mixture_report,
-    sample_plan,
-    seeded_id_hash,
+    report_from_counts,
+    small_groups,
     split_validation,
     temperature_weights,
+)
+from pipeline.mix.shards import (
+    PLAN_SCHEMA,
+    SPLITS,
+    add_counts,
+    block_texts,
+    blocks,
+    bucket_documents,
+    concat_files,
+    crossing_buckets,
+    cut_ranges,
+    group_documents,
+    group_tokens,
+    partial_layers,
+    piece_rows,
+    range_count,
+    route_copies,
+    shard_file_name,
+    shard_sides,
+    split_candidates,
+    sum_histograms,
 )
 from pipeline.stages.shard import mark_work_done, removed_frame, reusable_work
 from pipeline.stages.units import RunUnits, in_process
@@ -99,9 +130,6 @@ SCAN_SCHEMA = {
     "shard": pl.Int32,
     "row": pl.Int64,
 }
-# Salt of the order in which a group's documents are written (copy k of an upsampled document
-# uses salt + k, so the copies of one document land far apart).
-SALT_ORDER = SALT_SAMPLE ^ 0x4F52444552  # "ORDER"
 
 
 def scan_shard(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
@@ -130,25 +158,54 @@ def scan_shard(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
     )
 
 
+def scan_block(
+    unit: str, jobs: list[tuple[int, Path, Path, Path]], by: list[str], merge: dict | None, listed: pl.Series
+) -> dict:
+    """Scan a block of shards (``(number, docs, token shard, scan file)`` each): write each shard's
+    scan rows with the group ``group_by`` and ``merge`` give them; return the block's documents,
+    tokens per group and the ids among them that an ``exclude`` file lists."""
+    found = {"documents": 0, "groups": {}, "listed": []}
+    for number, docs_path, token_path, out in jobs:
+        scan = scan_shard(number, docs_path, token_path)
+        scan = scan.with_columns(group_documents(scan, by, merge))
+        write_parquet(scan.to_arrow(), out)
+        found["documents"] += scan.height
+        add_counts(found["groups"], group_tokens(scan))
+        found["listed"].append(scan["id"].filter(scan["id"].is_in(listed.implode())))
+    found["listed"] = pl.concat([pl.Series("id", [], dtype=pl.String), *found["listed"]])
+    return found
+
+
 def _columns(path: Path) -> list[str]:
     return parquet_file(path).schema_arrow.names
 
 
-def shard_matches(docs_path: Path, index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
-    """The documents of a shard (but those in ``skip``) that near-duplicate a text of ``index``."""
-    docs = read_parquet(docs_path, columns=["id", "text"]).filter(~pl.col("id").is_in(skip.implode()))
-    return index.matches(docs["id"], docs["text"])
+def block_matches(unit: str, docs_paths: list[Path], index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
+    """The documents of a block of shards (but those in ``skip``) that near-duplicate a text of
+    ``index``."""
+    found = [_EMPTY_MATCHES]
+    for path in docs_paths:
+        docs = read_parquet(path, columns=["id", "text"]).filter(~pl.col("id").is_in(skip.implode()))
+        found.append(index.matches(docs["id"], docs["text"]))
+    return pl.concat(found)
 
 
-def _matches(run_units: RunUnits, inputs: list[Path], index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
-    return pl.concat([_EMPTY_MATCHES, *run_units(None, shard_matches, [(p, index, skip) for p in inputs])])
+def _matches(
+    run_units: RunUnits, what: str, inputs: list[Path], units: list[range], index: ReferenceIndex, skip: pl.Series
+) -> pl.DataFrame:
+    jobs = [(f"{what}-{u:04d}", [inputs[s] for s in block], index, skip) for u, block in enumerate(units)]
+    return pl.concat([_EMPTY_MATCHES, *run_units(None, block_matches, jobs)])
 
 
-def shard_windows(token_path: Path, index: WindowIndex) -> pl.DataFrame:
-    """``id, window``: every window of the shard's documents that is in ``index``."""
-    tokens, offsets = read_token_shard(token_path)
-    hits = index.hits(tokens, offsets["doc_start"].to_numpy(), offsets["doc_tokens"].to_numpy().astype(np.int64) - 1)
-    return pl.DataFrame({"id": offsets["doc_id"].gather(hits["doc"].to_numpy()), "window": hits["window"]})
+def block_windows(unit: str, token_paths: list[Path], index: WindowIndex) -> pl.DataFrame:
+    """``id, window``: every window of a block of token shards' documents that is in ``index``."""
+    found = [pl.DataFrame(schema={"id": pl.String, "window": pl.Int64})]
+    for path in token_paths:
+        tokens, offsets = read_token_shard(path)
+        ends = offsets["doc_tokens"].to_numpy().astype(np.int64) - 1
+        hits = index.hits(tokens, offsets["doc_start"].to_numpy(), ends)
+        found.append(pl.DataFrame({"id": offsets["doc_id"].gather(hits["doc"].to_numpy()), "window": hits["window"]}))
+    return pl.concat(found)
 
 
 def _causes(frame: pl.DataFrame, rule: str, value: str | None) -> pl.DataFrame:
@@ -163,30 +220,31 @@ def _causes(frame: pl.DataFrame, rule: str, value: str | None) -> pl.DataFrame:
 def _exclusions(
     run_units: RunUnits,
     config: RunConfig,
-    documents: pl.DataFrame,
+    listed: pl.Series,
     inputs: list[Path],
     token_paths: list[Path],
+    units: list[range],
     tokenizer_path: Path,
     params: MinHashParams,
 ) -> tuple[pl.DataFrame, dict, pl.DataFrame | None]:
-    """The pool documents that leave before the split (CAUSES_SCHEMA), by id, by near-duplicate,
-    then by shared window; what the rules found, for the stats; and the windows judged common
-    (``hash, documents``; None without the window rule), recorded in every mixture folder."""
+    """The pool documents that leave before the split (CAUSES_SCHEMA), by id (``listed``: the pool's
+    ids that an exclude file lists, found by the scan), by near-duplicate, then by shared window;
+    what the rules found, for the stats; and the windows judged common (``hash, documents``; None
+    without the window rule), recorded in every mixture folder."""
     settings = config.mix
     reference = read_reference_texts(settings.exclude)
-    listed = read_reference_ids(settings.exclude)
-    by_id = documents.select("id").filter(pl.col("id").is_in(listed.implode())).with_columns(reference_id=pl.col("id"))
+    by_id = pl.DataFrame({"id": listed}).with_columns(reference_id=pl.col("id"))
     causes = [_causes(by_id, MIX_EXCLUDED_ID, None)]
     index = ReferenceIndex(reference["id"], reference["text"], params)
-    near = _best_match(_matches(run_units, inputs, index, by_id["id"]))
+    near = _best_match(_matches(run_units, "exclude", inputs, units, index, by_id["id"]))
     causes.append(_causes(near, MIX_EXCLUDED, "jaccard"))
     summary = {"texts": reference.height, "by_id": by_id.height, "near_duplicate": near.height}
     if settings.exclude_ngram:
         windows = WindowIndex.from_texts(
             reference["id"], reference["text"], load_tokenizer(tokenizer_path), settings.exclude_ngram
         )
-        found_windows = run_units(None, shard_windows, [(path, windows) for path in token_paths])
-        hits = pl.concat([pl.DataFrame(schema={"id": pl.String, "window": pl.Int64}), *found_windows])
+        jobs = [(f"windows-{u:04d}", [token_paths[s] for s in block], windows) for u, block in enumerate(units)]
+        hits = pl.concat(run_units(None, block_windows, jobs))
         found, counts, common = window_containment(hits, windows, settings.common_window_docs)
         taken = pl.concat([by_id["id"], near["id"]])
         contained = found.filter((pl.col("windows") > 0) & ~pl.col("id").is_in(taken.implode()))
@@ -211,25 +269,15 @@ def _best_match(matches: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def write_shard(unit: str, pieces: list[tuple[Path, np.ndarray]], out_path: Path, group: str, record: Path) -> dict:
-    """Gather one output shard, then write its part record ``record`` (a shard with a record is
-    complete, so a run killed midway redoes only the shards without one); return the record."""
-    entry = {"unit": unit, **gather_token_shard(pieces, out_path, group)}
+def write_shard(
+    unit: str, pieces: list[tuple[str, int, int]], token_paths: list[Path], out_path: Path, group: str, record: Path
+) -> dict:
+    """Gather one output shard from its ordered pieces (pipeline.mix.shards.cut_ranges), then write
+    its part record ``record`` (a shard with a record is complete, so a run killed midway redoes
+    only the shards without one); return the record."""
+    entry = {"unit": unit, **gather_token_shard(_pieces(piece_rows(pieces), token_paths), out_path, group)}
     write_json(entry, record)
     return entry
-
-
-def _cut(tokens: np.ndarray, limit: int) -> list[tuple[int, int]]:
-    """Consecutive ``(start, end)`` row ranges of at most ``limit`` tokens each (a document longer
-    than ``limit`` makes a shard of its own)."""
-    ends = np.cumsum(tokens)
-    ranges, start = [], 0
-    while start < len(tokens):
-        before = ends[start - 1] if start else 0
-        end = max(int(np.searchsorted(ends, before + limit, side="right")), start + 1)
-        ranges.append((start, end))
-        start = end
-    return ranges
 
 
 def _pieces(rows: pl.DataFrame, token_paths: list[Path]) -> list[tuple[Path, np.ndarray]]:
@@ -243,21 +291,6 @@ def _pieces(rows: pl.DataFrame, token_paths: list[Path]) -> list[tuple[Path, np.
     ]
 
 
-def _ordered_copies(docs: pl.DataFrame, seed: int) -> pl.DataFrame:
-    """Every copy of every document (``repeats`` of them), in writing order: per group, copy 0 of
-    every document, then copy 1 of those taken twice or more, and so on; within a copy in the order
-    of a seeded hash of the id."""
-    copies = []
-    most = int(docs["repeats"].max() or 0) if docs.height else 0
-    for copy in range(most):
-        chosen = docs.filter(pl.col("repeats") > copy)
-        keys = seeded_id_hash(chosen["id"], seed, SALT_ORDER + copy)
-        copies.append(chosen.with_columns(copy=pl.lit(copy, pl.Int32), key=pl.Series(keys, dtype=pl.UInt64)))
-    if not copies:
-        return docs.clear().with_columns(copy=pl.lit(0, pl.Int32), key=pl.lit(0, pl.UInt64))
-    return pl.concat(copies).sort(["group", "copy", "key", "id"])
-
-
 def _weights(mixture: MixtureConfig, sizes: dict[str, int]) -> dict[str, float]:
     try:
         if mixture.weights is not None:
@@ -265,15 +298,6 @@ def _weights(mixture: MixtureConfig, sizes: dict[str, int]) -> dict[str, float]:
         return temperature_weights(sizes, mixture.temperature or 1.0)
     except ValueError as error:
         raise ConfigError(f"mix.mixtures[{mixture.name}]: {error}") from None
-
-
-def _shard_jobs(copies: pl.DataFrame, split: str, limit: int) -> list[tuple[str, str, pl.DataFrame]]:
-    """``(group, file relative to the mixture folder, rows)`` of every output shard of a split."""
-    jobs = []
-    for (group,), rows in copies.group_by(["group"], maintain_order=True):
-        for number, (lo, hi) in enumerate(_cut(rows["tokens"].to_numpy(), limit)):
-            jobs.append((group, shard_file(split, group, number), rows.slice(lo, hi - lo)))
-    return jobs
 
 
 def _unit(mixture: str, file: str) -> str:
@@ -292,10 +316,37 @@ def _check_group_files(groups: list[str]) -> None:
             )
 
 
+def _empty_report(mixture: MixtureConfig) -> dict:
+    """The report of a mixture that nothing reached (an empty pool, or all of it held out)."""
+    return {
+        "budget_tokens": mixture.budget_tokens or 0,
+        "max_epochs": mixture.max_epochs,
+        "tokens_allocated": 0,
+        "tokens_taken": 0,
+        "shortfall_tokens": mixture.budget_tokens or 0,
+        "groups": {},
+    }
+
+
+_NO_GROUP = {
+    "documents_available": 0,
+    "tokens_available": 0,
+    "tokens_allocated": 0,
+    "tokens_taken": 0,
+    "documents_taken": 0,
+    "epochs": 0.0,
+    "effective_weight": 0.0,
+    "target_weight": 0.0,
+    "capped": False,
+}
+
+
 def _write_mixture(
     run_units: RunUnits,
     mixture: MixtureConfig,
-    documents: pl.DataFrame,
+    report: dict,
+    by_group: dict,
+    shards: dict[str, dict[str, list[dict]]],
     config: RunConfig,
     stage_root: Path,
     parts: Path,
@@ -303,83 +354,46 @@ def _write_mixture(
     tokenizer_path: Path,
     common: pl.DataFrame | None = None,
 ) -> dict:
-    """Plan one mixture and write its folder; return its manifest. ``common``: the windows the
-    exclusion judged common text, written as ``common_windows.parquet`` for the contamination
-    check (pipeline.decontaminate.check_contamination)."""
+    """Write one mixture's shards (``shards[split][group]``: the output shards of
+    pipeline.mix.shards.cut_ranges, in order) and its manifest; return the manifest. ``report``:
+    the plan's figures (pipeline.mix.plan.report_from_counts); ``by_group``: the documents,
+    tokens and bytes per group and side. ``common``: the windows the exclusion judged common
+    text, written as ``common_windows.parquet`` for the contamination check
+    (pipeline.decontaminate.check_contamination)."""
     folder = stage_root / mixture.name
-    train = documents.filter(pl.col("split") == "train")
-    sizes = group_sizes(train)
-    if sum(sizes.values()):
-        weights = _weights(mixture, sizes)
-        budget = mixture.budget_tokens or sum(sizes.values())
-        caps = cap_epochs(weights, sizes, budget, mixture.max_epochs)
-        plan = sample_plan(train.select("id", "group", "tokens"), caps.tokens_taken, config.seed)
-        report = mixture_report(train.select("id", "group", "tokens"), caps, plan)
-        train = train.with_columns(repeats=plan["repeats"])
-    else:  # nothing reached training (an empty pool, or all of it held out): an empty mixture, said so
-        report = {
-            "budget_tokens": mixture.budget_tokens or 0,
-            "max_epochs": mixture.max_epochs,
-            "tokens_allocated": 0,
-            "tokens_taken": 0,
-            "shortfall_tokens": mixture.budget_tokens or 0,
-            "groups": {},
-        }
-        train = train.with_columns(repeats=pl.lit(0, pl.Int64))
-    folder.mkdir(parents=True, exist_ok=True)
-    write_parquet(train.select("id", "group", "tokens", "repeats").to_arrow(), folder / PLAN_FILE)
-
-    validation = documents.filter(pl.col("split") == "validation").with_columns(repeats=pl.lit(1, pl.Int64))
-    jobs = _shard_jobs(
-        _ordered_copies(train.filter(pl.col("repeats") > 0), config.seed), "train", config.mix.shard_tokens
-    ) + _shard_jobs(_ordered_copies(validation, config.seed), "validation", config.mix.shard_tokens)
+    jobs = [
+        (group, shard_file(split, group, number), shard)
+        for split in ("train", "validation")
+        for group in sorted(shards[split])
+        for number, shard in enumerate(shards[split][group])
+    ]
     todo = []
-    for group, file, rows in jobs:
+    for group, file, shard in jobs:
         unit = _unit(mixture.name, file)
         if not (parts / f"{unit}.json").exists():
-            todo.append((unit, _pieces(rows, token_paths), folder / file, group, parts / f"{unit}.json"))
+            todo.append((unit, shard["pieces"], token_paths, folder / file, group, parts / f"{unit}.json"))
     run_units(f"{STAGE} {mixture.name}", write_shard, todo)
     entries = {}
-    for group, file, rows in jobs:
+    for group, file, shard in jobs:
         entry = read_json(parts / f"{_unit(mixture.name, file)}.json")
-        if entry["documents"] != rows.height or entry["tokens"] != int(rows["tokens"].sum()):
+        if entry["documents"] != shard["documents"] or entry["tokens"] != shard["tokens"]:
             raise LedgerError(
                 f"stage {STAGE}: {mixture.name}/{file} holds {entry['documents']} documents and "
-                f"{entry['tokens']} tokens; the plan has {rows.height} and {int(rows['tokens'].sum())}"
+                f"{entry['tokens']} tokens; the plan has {shard['documents']} and {shard['tokens']}"
             )
-        entries[file] = shard_entry(
-            file, group, entry["documents"], entry["tokens"], int(rows["bytes"].sum()), entry["sha256"]
-        )
+        entries[file] = shard_entry(file, group, entry["documents"], entry["tokens"], shard["bytes"], entry["sha256"])
 
     tokenizer = load_tokenizer(tokenizer_path)
     write_bytes(as_path(tokenizer_path).read_bytes(), folder / TOKENIZER_FILE)
-    held = validation.group_by("group").agg(
-        documents=pl.len(), tokens=pl.col("tokens").sum(), bytes=pl.col("bytes").sum()
-    )
-    held_of = {row["group"]: row for row in held.iter_rows(named=True)}
-    dropped = documents.filter(pl.col("split") == "contaminated").group_by("group").len()
-    dropped_of = dict(zip(dropped["group"].to_list(), dropped["len"].to_list()))
     groups = {}
-    for name in sorted(set(report["groups"]) | set(held_of)):
+    for name in sorted(set(report["groups"]) | {g for g, sides in by_group.items() if "validation" in sides}):
+        held = by_group.get(name, {}).get("validation", {})
         groups[name] = {
-            **report["groups"].get(
-                name,
-                {
-                    "documents_available": 0,
-                    "tokens_available": 0,
-                    "tokens_allocated": 0,
-                    "tokens_taken": 0,
-                    "documents_taken": 0,
-                    "epochs": 0.0,
-                    "effective_weight": 0.0,
-                    "target_weight": 0.0,
-                    "capped": False,
-                },
-            ),
-            "validation_documents": int(held_of.get(name, {}).get("documents", 0)),
-            "validation_tokens": int(held_of.get(name, {}).get("tokens", 0)),
-            "validation_bytes": int(held_of.get(name, {}).get("bytes", 0)),
-            "contaminated_documents": int(dropped_of.get(name, 0)),
+            **report["groups"].get(name, _NO_GROUP),
+            "validation_documents": int(held.get("documents", 0)),
+            "validation_tokens": int(held.get("tokens", 0)),
+            "validation_bytes": int(held.get("bytes", 0)),
+            "contaminated_documents": int(by_group.get(name, {}).get("contaminated", {}).get("documents", 0)),
         }
     found = manifest(
         mixture.name,
@@ -407,6 +421,32 @@ def _write_mixture(
     return found
 
 
+def _plan_mixture(mixture: MixtureConfig, by_group: dict) -> tuple[EpochCaps | None, dict[str, int]]:
+    """A mixture's epoch caps over the training tokens per group (None when there are none)."""
+    sizes = {g: sides["train"]["tokens"] for g, sides in sorted(by_group.items()) if "train" in sides}
+    if not sum(sizes.values()):
+        return None, sizes
+    weights = _weights(mixture, sizes)
+    return cap_epochs(weights, sizes, mixture.budget_tokens or sum(sizes.values()), mixture.max_epochs), sizes
+
+
+def _layers(layers: dict[str, dict]) -> dict[tuple[str, int], int]:
+    """Key ranges per (group, copy) of a mixture's training copies."""
+    ranges = {}
+    for group, layer in layers.items():
+        for copy in range(layer["full"]):
+            ranges[(group, copy)] = range_count(layer["group_documents"])
+        if layer["bucket"] is not None:
+            ranges[(group, layer["full"])] = range_count(layer["partial_documents"])
+    return ranges
+
+
+def _documents_schema() -> pa.Schema:
+    """The columns of ``documents.parquet`` (for a pool with no shard)."""
+    fields = {**SCAN_SCHEMA, "group": pl.String, "split": pl.String, MIX_RULE: pl.String, MIX_NEAR_ID: pl.String}
+    return pl.DataFrame(schema={k: v for k, v in fields.items() if k not in ("shard", "row")}).to_arrow().schema
+
+
 def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
     """Split, decontaminate and mix the documents of stage ``previous`` (tokenized by the tokenize
     stage) into ``<run>/mix``; write and return the stage's stats."""
@@ -421,7 +461,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     token_paths = [layout.stage("tokenize").root / "shards" / f"{p.stem}.arrow" for p in inputs]
     tokenizer_path = as_path(tokenize_stats["tokenizer"]["path"])
     made_from = {
-        "mix": settings.model_dump(mode="json"),
+        "mix": settings.model_dump(mode="json", exclude={"partitions"}),
         "seed": config.seed,
         "tokenizer": tokenize_stats["tokenizer"]["sha256"],
         "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed],
@@ -436,22 +476,39 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
                 and (child.name in configured or (child / PLAN_FILE).exists())
             ):
                 remove_tree(child)
+    work = stage.root / "intermediate"
+    remove_tree(work)  # this stage's own files of an earlier run
+    scans = [work / "scan" / shard_file_name(s) for s in range(len(inputs))]
+    pools = [work / "pool" / shard_file_name(s) for s in range(len(inputs))]
+    units = blocks(len(inputs), settings.partitions)
 
-    scans = run_units(None, scan_shard, [(number, path, token_paths[number]) for number, path in enumerate(inputs)])
-    documents = pl.concat(scans) if scans else pl.DataFrame(schema=SCAN_SCHEMA)
+    # Scan: each shard's documents, token counts and groups, in a file of its own.
+    listed = read_reference_ids(settings.exclude) if settings.exclude else pl.Series("id", [], dtype=pl.String)
+    scanned = run_units(
+        None,
+        scan_block,
+        [
+            (
+                f"scan-{u:04d}",
+                [(s, inputs[s], token_paths[s], scans[s]) for s in block],
+                settings.group_by,
+                settings.merge,
+                listed,
+            )
+            for u, block in enumerate(units)
+        ],
+    )
     handed_over = read_json(layout.stage(previous).stats)["docs_out"]
-    if documents.height != handed_over:
+    found_docs = sum(found["documents"] for found in scanned)
+    if found_docs != handed_over:
         raise LedgerError(
-            f"stage {STAGE}: found {documents.height} tokenized documents, "
-            f"but stage {previous} handed over {handed_over}"
+            f"stage {STAGE}: found {found_docs} tokenized documents, but stage {previous} handed over {handed_over}"
         )
-    try:
-        documents = documents.with_columns(
-            assign_groups(documents, settings.group_by, settings.merge, settings.min_share, size_column="tokens")
-        )
-    except ValueError as error:
-        raise ConfigError(f"mix.group_by: {error}") from None
-    _check_group_files(documents["group"].unique().sort().to_list())
+    totals: dict = {}
+    for found in scanned:
+        add_counts(totals, found["groups"])
+    renamed = {name: OTHER for name in small_groups(totals, settings.min_share)}
+    _check_group_files(sorted({renamed.get(group, group) for group in totals}))
     params = MinHashParams(
         ngram=config.dedup.ngram,
         num_perm=config.dedup.num_perm,
@@ -462,39 +519,59 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     # before anything else, so that neither side of the split holds them.
     excluded, exclusion, common = pl.DataFrame(schema=CAUSES_SCHEMA), {}, None
     if settings.exclude:
+        listed_found = pl.concat([found["listed"] for found in scanned]) if scanned else listed.clear()
         excluded, exclusion, common = _exclusions(
-            run_units, config, documents, inputs, token_paths, tokenizer_path, params
+            run_units, config, listed_found, inputs, token_paths, units, tokenizer_path, params
         )
-    is_excluded = documents["id"].is_in(excluded["id"].implode())
-    _, validation_ids = split_validation(
-        documents.filter(~is_excluded), settings.validation_fraction, settings.validation_max_docs, config.seed
+
+    # The validation split: each block's candidates, capped per group again over their union.
+    fraction, cap = settings.validation_fraction, settings.validation_max_docs
+    found = run_units(
+        None,
+        split_candidates,
+        [
+            (f"split-{u:04d}", [scans[s] for s in block], renamed, excluded["id"], fraction, cap, config.seed)
+            for u, block in enumerate(units)
+        ],
     )
-    held_out = documents["id"].is_in(validation_ids.implode())
+    candidates = pl.concat([pl.DataFrame(schema={"id": pl.String, "group": pl.String, "shard": pl.Int32}), *found])
+    _, validation_ids = split_validation(candidates, fraction, cap, config.seed)
 
     contaminated = _EMPTY_MATCHES
     if settings.decontaminate and len(validation_ids):
-        held_docs = (
-            scan_parquet(inputs).select("id", "text").filter(pl.col("id").is_in(validation_ids.implode())).collect()
-        )
+        holding = candidates.filter(pl.col("id").is_in(validation_ids.implode()))["shard"].unique().sort().to_list()
+        jobs = [
+            (f"texts-{u:04d}", [inputs[holding[i]] for i in block], validation_ids)
+            for u, block in enumerate(blocks(len(holding), settings.partitions))
+        ]
+        held_docs = pl.concat(run_units(None, block_texts, jobs))
         index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
-        contaminated = _best_match(_matches(run_units, inputs, index, pl.concat([validation_ids, excluded["id"]])))
-    documents = documents.with_columns(
-        split=pl.when(is_excluded)
-        .then(pl.lit("excluded"))
-        .when(held_out)
-        .then(pl.lit("validation"))
-        .when(pl.col("id").is_in(contaminated["id"].implode()))
-        .then(pl.lit("contaminated"))
-        .otherwise(pl.lit("train"))
-    )
+        skip = pl.concat([validation_ids, excluded["id"]])
+        contaminated = _best_match(_matches(run_units, "contaminated", inputs, units, index, skip))
     causes = pl.concat([excluded, _causes(contaminated, MIX_CONTAMINATED, "jaccard")])
-    documents = documents.join(
-        causes.select("id", pl.col("rule").alias(MIX_RULE), pl.col("reference_id").alias(MIX_NEAR_ID)),
-        on="id",
-        how="left",
-        maintain_order="left",
+
+    # Each document's group and side, per shard; the counts and the sampling keys' histogram.
+    sides = run_units(
+        None,
+        shard_sides,
+        [
+            (
+                f"sides-{u:04d}",
+                [scans[s] for s in block],
+                [pools[s] for s in block],
+                renamed,
+                causes,
+                validation_ids,
+                config.seed,
+            )
+            for u, block in enumerate(units)
+        ],
     )
-    write_parquet(documents.drop("shard", "row").to_arrow(), stage.root / "documents.parquet")
+    counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "tokens_in": 0}
+    for side in sides:
+        add_counts(counts, {k: side[k] for k in ("splits", "rules", "groups", "tokens_in")})
+    histogram = sum_histograms([side["histogram"] for side in sides])
+    removed_rows = [side["removed"] for side in sides if side["removed"] is not None]
     thresholds = {
         MIX_EXCLUDED_ID: None,
         MIX_EXCLUDED: settings.contamination_threshold,
@@ -502,31 +579,156 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
         MIX_CONTAMINATED: settings.contamination_threshold,
     }
     for side in ("excluded", "contaminated"):
-        dropped = documents.filter(pl.col("split") == side).join(causes.select("id", "value"), on="id", how="left")
-        threshold = dropped["rule"].replace_strict(thresholds, return_dtype=pl.Float64)
-        removed = removed_frame(dropped, STAGE, dropped["rule"], dropped["value"], threshold)
+        dropped = (
+            pl.concat(removed_rows).filter(pl.col("split") == side)
+            if removed_rows
+            else pl.DataFrame(schema={"id": pl.String, "source": pl.String, "lang": pl.String, MIX_RULE: pl.String})
+        ).join(causes.select("id", "value"), on="id", how="left")
+        threshold = dropped[MIX_RULE].replace_strict(thresholds, return_dtype=pl.Float64)
+        removed = removed_frame(dropped, STAGE, dropped[MIX_RULE], dropped["value"], threshold)
         write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), stage.removed / f"{side}.parquet")
 
-    manifests = {
-        m.name: _write_mixture(
-            run_units, m, documents, config, stage.root, stage.parts, token_paths, tokenizer_path, common
+    # Each mixture's plan: epoch caps from the totals, then the one sampling bucket per group
+    # where the running total passes the group's remainder, resolved document by document.
+    planned = {m.name: _plan_mixture(m, counts["groups"]) for m in settings.mixtures}
+    wanted = set()
+    for caps, sizes in planned.values():
+        if caps is not None:
+            rests = {g: caps.tokens_taken[g] % sizes[g] for g in sizes}
+            wanted |= {(g, bucket) for g, (bucket, _) in crossing_buckets(histogram, rests).items()}
+    fetched = pl.DataFrame(schema={"id": pl.String, "group": pl.String, "tokens": pl.Int64, "bucket": pl.Int64})
+    if wanted:
+        ask = pl.DataFrame(sorted(wanted), schema={"group": pl.String, "bucket": pl.Int64}, orient="row")
+        fetched = pl.concat(
+            [
+                fetched,
+                *run_units(
+                    None,
+                    bucket_documents,
+                    [(f"bucket-{u:04d}", [pools[s] for s in block], ask) for u, block in enumerate(units)],
+                ),
+            ]
         )
-        for m in settings.mixtures
+    layers: dict[str, dict | None] = {}
+    for name, (caps, sizes) in planned.items():
+        if caps is None:
+            layers[name] = None
+            continue
+        layers[name] = partial_layers(caps.tokens_taken, sizes, histogram, fetched, config.seed)
+        for group, layer in layers[name].items():
+            layer["group_documents"] = counts["groups"][group]["train"]["documents"]
+
+    # Route every copy to write by key range, and write each mixture's plan per shard.
+    for mixture in settings.mixtures:
+        (stage.root / mixture.name).mkdir(parents=True, exist_ok=True)
+    plan_paths = {name: [work / "plan" / name / shard_file_name(s) for s in range(len(inputs))] for name in layers}
+    held_by_group = {
+        g: sides_["validation"]["documents"] for g, sides_ in counts["groups"].items() if "validation" in sides_
     }
+    validation_ranges = {(g, 0): range_count(n) for g, n in held_by_group.items()}
+    ranges = {name: _layers(layer) if layer else {} for name, layer in layers.items()}
+    routed = {name: [work / "copies" / name / f"unit-{u:04d}.parquet" for u in range(len(units))] for name in layers}
+    routed_held = [work / "copies-validation" / f"unit-{u:04d}.parquet" for u in range(len(units))]
+    taken_by = run_units(
+        None,
+        route_copies,
+        [
+            (
+                f"route-{u:04d}",
+                [pools[s] for s in block],
+                layers,
+                ranges,
+                config.seed,
+                {name: [paths[s] for s in block] for name, paths in plan_paths.items()},
+                {name: paths[u] for name, paths in routed.items()},
+                routed_held[u],
+                validation_ranges,
+            )
+            for u, block in enumerate(units)
+        ],
+    )
+    taken = {}
+    for found in taken_by:
+        add_counts(taken, found)
+    for name, layer in layers.items():
+        for group, figures in (layer or {}).items():
+            counted = taken.get(name, {}).get(group, {"tokens": 0, "documents": 0})
+            if (counted["tokens"], counted["documents"]) != (figures["tokens"], figures["documents"]):
+                raise LedgerError(
+                    f"stage {STAGE}: mixture {name}, group {group}: the plan takes {figures['tokens']} tokens of "
+                    f"{figures['documents']} documents, the shards {counted['tokens']} of {counted['documents']}"
+                )
+
+    # documents.parquet and each plan.parquet, one file each from the per-shard pieces.
+    run_units(
+        None,
+        concat_files,
+        [("documents", pools, _documents_schema(), stage.root / "documents.parquet")]
+        + [(f"plan-{name}", plan_paths[name], PLAN_SCHEMA, stage.root / name / PLAN_FILE) for name in layers],
+    )
+
+    # The writing order and the output shards of each split and group.
+    orders = [
+        (name, group, [(copy, count) for (g, copy), count in sorted(ranges[name].items()) if g == group], routed[name])
+        for name in layers
+        for group in sorted({g for g, _ in ranges[name]})
+    ] + [(None, group, [(0, validation_ranges[(group, 0)])], routed_held) for group in sorted(held_by_group)]
+    cuts = run_units(
+        None,
+        cut_ranges,
+        [
+            (
+                f"order-{name or 'validation'}-{group_file_stem(group)}",
+                group,
+                copies,
+                files,
+                (work / "ordered" / name if name else work / "ordered-validation") / group_file_stem(group),
+                settings.shard_tokens,
+            )
+            for name, group, copies, files in orders
+        ],
+    )
+    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in layers} | {None: {}}
+    for (name, group, _, _), shards in zip(orders, cuts):
+        output[name][group] = shards
+
+    manifests = {}
+    for mixture in settings.mixtures:
+        caps, sizes = planned[mixture.name]
+        if caps is None:
+            report = _empty_report(mixture)
+        else:
+            figures = layers[mixture.name]
+            report = report_from_counts(
+                {g: counts["groups"][g]["train"]["documents"] for g in sizes},
+                caps,
+                {g: figures[g]["tokens"] for g in sizes},
+                {g: figures[g]["documents"] for g in sizes},
+            )
+        manifests[mixture.name] = _write_mixture(
+            run_units,
+            mixture,
+            report,
+            counts["groups"],
+            {"train": output[mixture.name], "validation": output[None]},
+            config,
+            stage.root,
+            stage.parts,
+            token_paths,
+            tokenizer_path,
+            common,
+        )
     mark_work_done(stage, inputs, made_from)
 
-    counts = {side: 0 for side in ("train", "validation", "contaminated", "excluded")}
-    counts.update(documents.group_by("split").len().iter_rows())
-    if sum(counts.values()) != handed_over:
-        raise LedgerError(f"stage {STAGE}: {counts} documents by side != {handed_over} handed over")
-    train, held = counts["train"], counts["validation"]
-    removed_counts = dict(
-        documents.filter(pl.col("rule").is_not_null()).group_by("rule").len().sort("rule").iter_rows()
-    )
-    if sum(removed_counts.values()) != counts["contaminated"] + counts["excluded"]:
+    by_side = counts["splits"]
+    if sum(by_side.values()) != handed_over:
+        raise LedgerError(f"stage {STAGE}: {by_side} documents by side != {handed_over} handed over")
+    train, held = by_side["train"], by_side["validation"]
+    removed_counts = dict(sorted(counts["rules"].items()))
+    if sum(removed_counts.values()) != by_side["contaminated"] + by_side["excluded"]:
         raise LedgerError(
             f"stage {STAGE}: {removed_counts} documents by rule != "
-            f"{counts['contaminated'] + counts['excluded']} removed"
+            f"{by_side['contaminated'] + by_side['excluded']} removed"
         )
     stats = {
         "stage": STAGE,
@@ -537,8 +739,8 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
         "train_documents": train,
         "validation_documents": held,
         "exclusion": exclusion,
-        "tokens_in": int(documents["tokens"].sum()),
-        "groups": sorted(documents["group"].unique().to_list()),
+        "tokens_in": counts["tokens_in"],
+        "groups": sorted(counts["groups"]),
         "mixtures": {
             name: {
                 "folder": str(stage.root / name),
