@@ -16,16 +16,17 @@ Per run: wall seconds (cluster start included) and seconds per 1,000 documents; 
 wall seconds (from the stage's own flow run in the Prefect API), documents in, the bytes of its
 input documents (each unit reads its shard once; dedup reads them twice), the bytes it wrote
 (its documents, removed records and intermediate files) and, for dedup, the bytes each step read
-as it measured them. Peak memory per process: the flow process (``ru_maxrss``: on local threads it
-holds every task too) and each Dask worker (a worker runs one task at a time, so its peak bounds a
-task's memory). The two runs' outputs are compared byte for byte (with the run directory's name
-made neutral).
+as it measured them. Peak memory per process (VmHWM): the flow process (on local threads it holds
+every task too) and each Dask worker; and per task, by its function's name, on the Dask workers
+(each runs one task at a time, so the peak is started again at each task: :class:`TaskPeaks`).
+The two runs' outputs are compared byte for byte (with the run directory's name made neutral).
 
 The last line printed is one JSON object: per size the runs' figures, with
 ``wall_ratio_dask_vs_local`` (the whole run on Dask over local threads); and across sizes
 ``time_per_doc_ratio_largest_vs_smallest`` (local threads' seconds per document at the largest
-size over the smallest: 1.0 is linear growth) and ``worker_peak_ratio_largest_vs_smallest`` (the
-Dask workers' peak RSS: 1.0 is flat memory per task).
+size over the smallest: 1.0 is linear growth), ``worker_peak_ratio_largest_vs_smallest`` (the
+Dask workers' peak RSS: 1.0 is flat memory per task) and ``task_peak_ratio_largest_vs_smallest``
+(the same per task function).
 """
 
 from __future__ import annotations
@@ -74,9 +75,46 @@ def folder_bytes(folder: Path) -> int:
 
 
 def _peak_rss_mib() -> float:
-    import resource as r
+    """This process's peak resident memory: Linux's VmHWM, which a new program starts afresh (the
+    ``ru_maxrss`` of a process started from a big parent keeps the parent's peak), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    return r.getrusage(r.RUSAGE_SELF).ru_maxrss / 1024
+
+def _reset_peak() -> None:
+    """Start this process's peak (VmHWM) again from its present size (Linux; elsewhere a no-op)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
+class TaskPeaks:
+    """A Dask worker plugin: the peak resident memory of each task by its function's name. A
+    worker runs one task at a time here (one thread each), so the peak is started again when a
+    task starts and read when it ends; it includes what the worker held before the task."""
+
+    name = "task-peaks"
+
+    def setup(self, worker):
+        self.peaks: dict[str, float] = {}
+
+    def transition(self, key, start, finish, **kwargs):
+        from dask.utils import key_split
+
+        if finish == "executing":
+            _reset_peak()
+        elif start == "executing":
+            name = key_split(key)
+            self.peaks[name] = max(self.peaks.get(name, 0.0), _peak_rss_mib())
+
+
+def _task_peaks(dask_worker) -> dict[str, float]:
+    return dask_worker.plugins[TaskPeaks.name].peaks
 
 
 def run_once(kind: str, docs: int) -> dict:
@@ -89,20 +127,31 @@ def run_once(kind: str, docs: int) -> dict:
     from flows.runners import Runner, running_on, shared_api
     from pipeline.core.config import parse_config
 
+    # Dask's worker processes import this project and this module from here, as this process does.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), str(ROOT / "benchmarks"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     run_dir = WORK / f"run-{docs}-{kind}"
     shutil.rmtree(run_dir, ignore_errors=True)
     config = parse_config(demo_config(corpus_dir(docs), run_dir))
     workers_peak: list[float] = []
+    task_peaks: dict[str, float] = {}
     with shared_api():  # started before the run is timed
         start = time.perf_counter()
         with running_on(Runner(kind, workers=WORKERS)) as ready:
             ready_s = time.perf_counter() - start
-            state = curate_flow(config, ready, return_state=True)
             if kind == "dask":
                 from distributed import Client
 
                 with Client(ready.address, set_as_default=False) as client:
+                    client.register_plugin(TaskPeaks(), name=TaskPeaks.name)
+            state = curate_flow(config, ready, return_state=True)
+            if kind == "dask":
+                with Client(ready.address, set_as_default=False) as client:
                     workers_peak = sorted(client.run(_peak_rss_mib).values())
+                    for peaks in client.run(_task_peaks).values():
+                        for name, peak in peaks.items():
+                            task_peaks[name] = round(max(task_peaks.get(name, 0.0), peak), 1)
         wall = time.perf_counter() - start
         seconds = stage_seconds(state.state_details.flow_run_id)
     stats = state.result()
@@ -127,8 +176,9 @@ def run_once(kind: str, docs: int) -> dict:
         "wall_s": round(wall, 2),
         "start_s": round(ready_s, 2),
         "s_per_1k_docs": round(1000 * wall / docs, 3),
-        "flow_process_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "flow_process_peak_rss_mib": round(_peak_rss_mib(), 1),
         "worker_peak_rss_mib": [round(w, 1) for w in workers_peak],
+        "task_peak_rss_mib": dict(sorted(task_peaks.items(), key=lambda item: -item[1])),
         "stages": stages,
     }
 
@@ -195,6 +245,8 @@ def main(sizes: list[int]) -> None:
             f"{dask['worker_peak_rss_mib']} MiB, flow process {dask['flow_process_peak_rss_mib']} MiB); "
             f"{files} files, {len(differ)} differ"
         )
+        top = list(dask["task_peak_rss_mib"].items())[:8]
+        print("largest task peaks on Dask (MiB): " + ", ".join(f"{name} {peak:.0f}" for name, peak in top))
     smallest, largest = results[min(sizes)], results[max(sizes)]
     summary = {
         "sizes": sizes,
@@ -209,6 +261,11 @@ def main(sizes: list[int]) -> None:
         "worker_peak_ratio_largest_vs_smallest": round(
             max(largest["dask"]["worker_peak_rss_mib"]) / max(smallest["dask"]["worker_peak_rss_mib"]), 3
         ),
+        "task_peak_ratio_largest_vs_smallest": {
+            name: round(peak / smallest["dask"]["task_peak_rss_mib"][name], 3)
+            for name, peak in largest["dask"]["task_peak_rss_mib"].items()
+            if smallest["dask"]["task_peak_rss_mib"].get(name)
+        },
         "flow_peak_ratio_largest_vs_smallest": round(
             largest["local"]["flow_process_peak_rss_mib"] / smallest["local"]["flow_process_peak_rss_mib"], 3
         ),
