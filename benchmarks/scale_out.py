@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 
+from distributed.diagnostics.plugin import WorkerPlugin
+
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = [100_000]
 WORKERS = 2
@@ -93,7 +95,7 @@ def _reset_peak() -> None:
         pass
 
 
-class TaskPeaks:
+class TaskPeaks(WorkerPlugin):
     """A Dask worker plugin: the peak resident memory of each task by its function's name. A
     worker runs one task at a time here (one thread each), so the peak is started again when a
     task starts and read when it ends; it includes what the worker held before the task."""
