@@ -17,16 +17,16 @@ wall seconds (from the stage's own flow run in the Prefect API), documents in, t
 input documents (each unit reads its shard once; dedup reads them twice), the bytes it wrote
 (its documents, removed records and intermediate files) and, for dedup, the bytes each step read
 as it measured them. Peak memory per process (VmHWM): the flow process (on local threads it holds
-every task too) and each Dask worker; and per task, by its function's name, on the Dask workers
-(each runs one task at a time, so the peak is started again at each task: :class:`TaskPeaks`).
+every task too) and each Dask worker; and per task function, on the Dask workers, the most a run
+of it added to what its worker held when it started (:class:`TaskPeaks`).
 The two runs' outputs are compared byte for byte (with the run directory's name made neutral).
 
 The last line printed is one JSON object: per size the runs' figures, with
 ``wall_ratio_dask_vs_local`` (the whole run on Dask over local threads); and across sizes
 ``time_per_doc_ratio_largest_vs_smallest`` (local threads' seconds per document at the largest
 size over the smallest: 1.0 is linear growth), ``worker_peak_ratio_largest_vs_smallest`` (the
-Dask workers' peak RSS: 1.0 is flat memory per task) and ``task_peak_ratio_largest_vs_smallest``
-(the same per task function).
+Dask workers' peak RSS: 1.0 is flat memory per task) and ``task_growth_ratio_largest_vs_smallest``
+(each task function's growth, where it is 1 MiB or more at the smallest size).
 """
 
 from __future__ import annotations
@@ -86,37 +86,49 @@ def _peak_rss_mib() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _reset_peak() -> None:
-    """Start this process's peak (VmHWM) again from its present size (Linux; elsewhere a no-op)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-    except OSError:
-        pass
+def _resident_mib(field: str = "VmRSS") -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(f"{field}:")) / 1024
+
+
+def _reset_peak() -> float:
+    """Start this process's peak (VmHWM) again from its present size, which it returns (Linux)."""
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+    return _resident_mib()
 
 
 class TaskPeaks(WorkerPlugin):
-    """A Dask worker plugin: the peak resident memory of each task by its function's name. A
-    worker runs one task at a time here (one thread each), so the peak is started again when a
-    task starts and read when it ends; it includes what the worker held before the task."""
+    """A Dask worker plugin: per task function (by name), the largest peak resident memory of the
+    worker while one ran, and the largest growth of a run over what the worker held when it started
+    (the memory the task itself needed; what the worker holds is mostly what earlier tasks left in
+    Python's allocator). A worker runs one task at a time here (one thread each), so the peak is
+    started again when a task starts and read when it ends (Linux's clear_refs and VmHWM)."""
 
     name = "task-peaks"
 
     def setup(self, worker):
         self.peaks: dict[str, float] = {}
+        self.growth: dict[str, float] = {}
+        self.highest = _peak_rss_mib()
+        self.started = 0.0
 
     def transition(self, key, start, finish, **kwargs):
         from dask.utils import key_split
 
         if finish == "executing":
-            _reset_peak()
+            self.highest = max(self.highest, _peak_rss_mib())
+            self.started = _reset_peak()
         elif start == "executing":
-            name = key_split(key)
-            self.peaks[name] = max(self.peaks.get(name, 0.0), _peak_rss_mib())
+            name, peak = key_split(key), _peak_rss_mib()
+            self.peaks[name] = max(self.peaks.get(name, 0.0), peak)
+            self.growth[name] = max(self.growth.get(name, 0.0), peak - self.started)
+            self.highest = max(self.highest, peak)
 
 
-def _task_peaks(dask_worker) -> dict[str, float]:
-    return dask_worker.plugins[TaskPeaks.name].peaks
+def _task_peaks(dask_worker) -> dict:
+    plugin = dask_worker.plugins[TaskPeaks.name]
+    return {"peaks": plugin.peaks, "growth": plugin.growth, "highest": max(plugin.highest, _peak_rss_mib())}
 
 
 def run_once(kind: str, docs: int) -> dict:
@@ -138,6 +150,7 @@ def run_once(kind: str, docs: int) -> dict:
     config = parse_config(demo_config(corpus_dir(docs), run_dir))
     workers_peak: list[float] = []
     task_peaks: dict[str, float] = {}
+    task_growth: dict[str, float] = {}
     with shared_api():  # started before the run is timed
         start = time.perf_counter()
         with running_on(Runner(kind, workers=WORKERS)) as ready:
@@ -150,10 +163,13 @@ def run_once(kind: str, docs: int) -> dict:
             state = curate_flow(config, ready, return_state=True)
             if kind == "dask":
                 with Client(ready.address, set_as_default=False) as client:
-                    workers_peak = sorted(client.run(_peak_rss_mib).values())
-                    for peaks in client.run(_task_peaks).values():
-                        for name, peak in peaks.items():
-                            task_peaks[name] = round(max(task_peaks.get(name, 0.0), peak), 1)
+                    found = list(client.run(_task_peaks).values())
+                workers_peak = sorted(worker["highest"] for worker in found)
+                for worker in found:
+                    for name, peak in worker["peaks"].items():
+                        task_peaks[name] = round(max(task_peaks.get(name, 0.0), peak), 1)
+                    for name, grown in worker["growth"].items():
+                        task_growth[name] = round(max(task_growth.get(name, 0.0), grown), 1)
         wall = time.perf_counter() - start
         seconds = stage_seconds(state.state_details.flow_run_id)
     stats = state.result()
@@ -181,6 +197,7 @@ def run_once(kind: str, docs: int) -> dict:
         "flow_process_peak_rss_mib": round(_peak_rss_mib(), 1),
         "worker_peak_rss_mib": [round(w, 1) for w in workers_peak],
         "task_peak_rss_mib": dict(sorted(task_peaks.items(), key=lambda item: -item[1])),
+        "task_growth_mib": dict(sorted(task_growth.items(), key=lambda item: -item[1])),
         "stages": stages,
     }
 
@@ -247,8 +264,9 @@ def main(sizes: list[int]) -> None:
             f"{dask['worker_peak_rss_mib']} MiB, flow process {dask['flow_process_peak_rss_mib']} MiB); "
             f"{files} files, {len(differ)} differ"
         )
-        top = list(dask["task_peak_rss_mib"].items())[:8]
-        print("largest task peaks on Dask (MiB): " + ", ".join(f"{name} {peak:.0f}" for name, peak in top))
+        top = list(dask["task_growth_mib"].items())[:8]
+        print("largest growth of a task over its worker's memory at its start, on Dask (MiB): "
+              + ", ".join(f"{name} {grown:.0f}" for name, grown in top))  # fmt: skip
     smallest, largest = results[min(sizes)], results[max(sizes)]
     summary = {
         "sizes": sizes,
@@ -263,10 +281,10 @@ def main(sizes: list[int]) -> None:
         "worker_peak_ratio_largest_vs_smallest": round(
             max(largest["dask"]["worker_peak_rss_mib"]) / max(smallest["dask"]["worker_peak_rss_mib"]), 3
         ),
-        "task_peak_ratio_largest_vs_smallest": {
-            name: round(peak / smallest["dask"]["task_peak_rss_mib"][name], 3)
-            for name, peak in largest["dask"]["task_peak_rss_mib"].items()
-            if smallest["dask"]["task_peak_rss_mib"].get(name)
+        "task_growth_ratio_largest_vs_smallest": {
+            name: round(grown / smallest["dask"]["task_growth_mib"][name], 3)
+            for name, grown in largest["dask"]["task_growth_mib"].items()
+            if smallest["dask"]["task_growth_mib"].get(name, 0) >= 1.0
         },
         "flow_peak_ratio_largest_vs_smallest": round(
             largest["local"]["flow_process_peak_rss_mib"] / smallest["local"]["flow_process_peak_rss_mib"], 3

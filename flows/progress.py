@@ -10,7 +10,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture, as_completed
 
-from pipeline.stages.units import RunUnits
+from pipeline.stages.units import RunUnits, run_block
 
 
 class Progress(Protocol):
@@ -69,6 +69,7 @@ def units_as_tasks(tasks: dict[Callable[..., Any], tuple[str, str]]) -> RunUnits
     """A ``pipeline.stages.units.RunUnits`` that submits each unit as a Prefect task on the
     running flow's task runner, with progress under the label it is given. ``tasks`` names each
     unit function's task and its task runs (a format of the function's parameters)."""
+    tasks = {run_block: ("block", "{fn.__name__}-block-{first}"), **tasks}  # pipeline.stages.units.in_blocks
     made = {
         fn: task(fn, name=name, cache_policy=NO_CACHE, task_run_name=run_name) for fn, (name, run_name) in tasks.items()
     }

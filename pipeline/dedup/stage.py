@@ -74,7 +74,7 @@ from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parqu
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
 from pipeline.stages.registry import scoped_filters
 from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
-from pipeline.stages.units import RunUnits, in_process
+from pipeline.stages.units import RunUnits, in_blocks, in_process
 
 STAGE = "dedup"
 LINES_STAGE = "lines"
@@ -288,8 +288,11 @@ def find_duplicates(
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
     work = as_path(work)
-    signed = run_units(
-        "dedup signatures", sign_shard, [(path, shard, work, params, partitions) for shard, path in enumerate(inputs)]
+    signed = in_blocks(
+        run_units,
+        "dedup signatures",
+        sign_shard,
+        [(path, shard, work, params, partitions) for shard, path in enumerate(inputs)],
     )
     candidates = run_units("dedup candidates", find_candidates, [(p, work) for p in range(partitions)])
     threshold = params.threshold
@@ -406,7 +409,8 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
         finding = find_duplicates(inputs, work, params, settings.partitions, settings.keep, clusters, run_units)
         write_json(finding, work / "finding.json")
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))
-    parts = run_units(
+    parts = in_blocks(
+        run_units,
         STAGE,
         remove_duplicates,
         [(path, shard, stage, clusters, settings.threshold, config.batch_docs) for shard, path in enumerate(inputs)],
@@ -450,7 +454,7 @@ def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process
     frequent = work / "frequent.parquet"
     if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and frequent.exists()):
         # Lines are counted over all documents; they are cut only from the sources in scope.
-        run_units("lines count", count_lines, [(path, work, settings.partitions) for path in inputs])
+        in_blocks(run_units, "lines count", count_lines, [(path, work, settings.partitions) for path in inputs])
         found = run_units(
             "lines frequent", find_frequent, [(p, work, settings.max_docs) for p in range(settings.partitions)]
         )
@@ -458,8 +462,11 @@ def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process
         write_parquet(pl.concat(tables).sort("line_hash").to_arrow(), frequent)
         write_json({"frequent_lines": sum(f["frequent_lines"] for f in found)}, work / "finding.json")
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))
-    parts = run_units(
-        LINES_STAGE, cut_lines, [(path, stage, frequent, settings.sources, config.batch_docs) for path in inputs]
+    parts = in_blocks(
+        run_units,
+        LINES_STAGE,
+        cut_lines,
+        [(path, stage, frequent, settings.sources, config.batch_docs) for path in inputs],
     )
     return finish_stage(
         LINES_STAGE,

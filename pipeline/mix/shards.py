@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core.config import ConfigError
 from pipeline.core.schema import MIX_CONTAMINATED, MIX_NEAR_ID, MIX_RULE
-from pipeline.io.storage import read_parquet
+from pipeline.io.storage import parquet_file, read_parquet, read_table, scan_parquet
 from pipeline.io.writer import parquet_stream, write_parquet
 from pipeline.mix.plan import SALT_SAMPLE, assign_groups, sample_plan, seeded_id_hash, split_validation
 
@@ -74,14 +74,6 @@ PLAN_SCHEMA = pa.schema(
 )
 HISTOGRAM_SCHEMA = {"group": pl.String, "bucket": pl.Int64, "tokens": pl.Int64, "documents": pl.Int64}
 SPLITS = ("train", "validation", "contaminated", "excluded")
-
-
-def blocks(items: int, units: int) -> list[range]:
-    """``0..items-1`` in ``min(units, items)`` consecutive blocks of near-equal size, so that the
-    units' results, concatenated in order, are in item order."""
-    units = max(1, min(units, items))
-    edges = [items * u // units for u in range(units + 1)]
-    return [range(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
 
 
 def shard_file_name(shard: int) -> str:
@@ -432,7 +424,7 @@ def cut_ranges(
     for copy, count in layers:
         for where in range(count):
             rows = (
-                pl.scan_parquet(routed)
+                scan_parquet(routed)
                 .filter((pl.col("group") == group) & (pl.col("copy") == copy) & (pl.col("range") == where))
                 .select("key", "id", "tokens", "bytes", "shard", "row")
                 .collect()
@@ -469,7 +461,7 @@ def cut_ranges(
 
 def piece_rows(pieces: Sequence[tuple[str, int, int]]) -> pl.DataFrame:
     """``shard, row`` of an output shard's documents, in order, from its ordered pieces."""
-    return pl.concat([pl.read_parquet(path, columns=["shard", "row"]).slice(lo, hi - lo) for path, lo, hi in pieces])
+    return pl.concat([read_parquet(path, columns=["shard", "row"]).slice(lo, hi - lo) for path, lo, hi in pieces])
 
 
 def concat_files(unit: str, pieces: list[Path], schema: pa.Schema, out: Path) -> int:
@@ -481,7 +473,7 @@ def concat_files(unit: str, pieces: list[Path], schema: pa.Schema, out: Path) ->
     buffered = written = 0
     with parquet_stream(out, _schema(pieces[0], columns) if pieces else schema) as sink:
         for path in pieces:
-            buffer.append(pq.read_table(path, columns=columns))
+            buffer.append(read_table(path, columns=columns))
             buffered += buffer[-1].num_rows
             while buffered >= ROW_GROUP_ROWS:
                 whole = pa.concat_tables(buffer).combine_chunks()
@@ -495,7 +487,7 @@ def concat_files(unit: str, pieces: list[Path], schema: pa.Schema, out: Path) ->
 
 
 def _schema(path: Path, columns: list[str] | None) -> pa.Schema:
-    schema = pq.read_schema(path)
+    schema = parquet_file(path).schema_arrow
     if columns is None:
         return schema
     return pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)

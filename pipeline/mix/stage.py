@@ -96,7 +96,6 @@ from pipeline.mix.shards import (
     SPLITS,
     add_counts,
     block_texts,
-    blocks,
     bucket_documents,
     concat_files,
     crossing_buckets,
@@ -113,7 +112,7 @@ from pipeline.mix.shards import (
     sum_histograms,
 )
 from pipeline.stages.shard import mark_work_done, removed_frame, reusable_work
-from pipeline.stages.units import RunUnits, in_process
+from pipeline.stages.units import RunUnits, blocks, in_process
 from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
 
 STAGE = "mix"

@@ -30,7 +30,7 @@ from pipeline.io.storage import parquet_file
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.mix.plan import seeded_id_hash
 from pipeline.stages.shard import mark_work_done, reusable_work
-from pipeline.stages.units import RunUnits, in_process
+from pipeline.stages.units import RunUnits, in_blocks, in_process
 from pipeline.tokenize import load_tokenizer, tokenizer_sha256, train_tokenizer, write_token_shard
 
 STAGE = "tokenize"
@@ -73,14 +73,14 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
     """``id, text`` of the ``sample_docs`` documents of ``inputs`` with the smallest keys (module
     docstring), sorted by id."""
     bound = sample_bound(sample_docs, total)
-    found = pl.concat(run_units(None, sample_candidates, [(p, seed, bound) for p in inputs]))
+    found = pl.concat(in_blocks(run_units, None, sample_candidates, [(p, seed, bound) for p in inputs]))
     if found.height < min(sample_docs, total) and bound < _TOP:  # ten standard deviations short: all
-        found = pl.concat(run_units(None, sample_candidates, [(p, seed, _TOP) for p in inputs]))
+        found = pl.concat(in_blocks(run_units, None, sample_candidates, [(p, seed, _TOP) for p in inputs]))
     if found.height == 0:
         return pl.DataFrame(schema={"id": pl.String, "text": pl.String})
     chosen = found.sort("key", "id").head(sample_docs)
     last = (int(chosen["key"][-1]), chosen["id"][-1])
-    sample = pl.concat(run_units(None, sample_texts, [(p, seed, last) for p in inputs]))
+    sample = pl.concat(in_blocks(run_units, None, sample_texts, [(p, seed, last) for p in inputs]))
     if sample.height != chosen.height:
         raise LedgerError(f"tokenizer sample: {chosen.height} documents chosen, {sample.height} read")
     return sample.sort("id")

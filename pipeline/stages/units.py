@@ -5,6 +5,10 @@ A stage in the library (``pipeline.mix.stage.run_mix``, ``pipeline.dedup.stage.r
 runs them one after the other here; the Prefect flows (``flows``) submit each as a task on the
 flow's task runner. Either way the stage runs the same code and writes the same files, so it is
 tested without Prefect and run with it.
+
+A step whose units are short (a few tenths of a second per shard) hands them over in blocks
+(:func:`in_blocks`): each block is one unit that runs its jobs one after another, so a cluster's
+fixed cost per task is paid once per block while memory stays that of one job.
 """
 
 from __future__ import annotations
@@ -23,3 +27,37 @@ class RunUnits(Protocol):
 def in_process(label: str | None, fn: Callable[..., Any], jobs: Sequence[tuple]) -> list:
     """:class:`RunUnits` one after the other in this process."""
     return [fn(*args) for args in jobs]
+
+
+# Jobs per block of a step of short units. On a 2-worker Dask LocalCluster each task costs about
+# 0.15 s of worker time beyond its work (the Prefect task run, its state changes, the result sent
+# back): a round of 110 shard units of a few hundredths of a second each took 15 to 20 s there
+# against 1 to 5 s on local threads (the million-document benchmark, benchmarks/scale_out.py).
+JOBS_PER_BLOCK = 16
+
+
+def blocks(items: int, units: int) -> list[range]:
+    """``0..items-1`` in ``min(units, items)`` consecutive blocks of near-equal size (none when
+    ``items`` is 0), so that results concatenated block by block are in item order."""
+    units = max(1, min(units, items))
+    edges = [items * u // units for u in range(units + 1)]
+    return [range(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
+
+
+def run_block(fn: Callable[..., Any], jobs: Sequence[tuple], first: int) -> list:
+    """One block of :func:`in_blocks`: ``fn(*args)`` for each of ``jobs`` (job ``first`` on), in order."""
+    return [fn(*args) for args in jobs]
+
+
+def in_blocks(
+    run_units: RunUnits,
+    label: str | None,
+    fn: Callable[..., Any],
+    jobs: Sequence[tuple],
+    per_block: int = JOBS_PER_BLOCK,
+) -> list:
+    """``run_units(label, fn, jobs)`` for a step of short units: the jobs in consecutive blocks of
+    at most ``per_block``, each block one unit (:func:`run_block`). Results in the jobs' order."""
+    spans = blocks(len(jobs), -(-len(jobs) // per_block))
+    done = run_units(label, run_block, [(fn, [jobs[i] for i in span], span.start) for span in spans])
+    return [result for block in done for result in block]
