@@ -82,7 +82,7 @@ def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_
     # a scan, split, near-duplicate search, sides and routing unit per block of shards, one file of
     # documents and one plan per mixture, one write per output shard
     per_block = ("scan_block", "split_candidates", "block_matches", "shard_sides", "route_copies")
-    assert {k: calls[k] for k in per_block} == dict.fromkeys(per_block, min(shards, config.mix.partitions))
+    assert {k: calls[k] for k in per_block} == dict.fromkeys(per_block, -(-shards // 16))  # a unit per 16 shards
     assert (calls["concat_files"], calls["write_shard"]) == (3, written)
     for name, summary in stats["mixtures"].items():
         found = read_manifest(root / name)

@@ -4,7 +4,8 @@ kept clean of near-duplicates, and each configured mixture of the training side 
 Nothing is encoded again: the tokenize stage wrote every curated document's tokens, so the token
 counts per document are exact, and a mixture's shards are gathered from those shards (a copy per
 repeat of an upsampled document). No table of every document is built in one process: the units
-below work through blocks of shards (``mix.partitions`` of them) and write per-shard files under
+below work through blocks of shards (one per 16 shards, at most ``mix.partitions``) and write
+per-shard files under
 ``mix/intermediate/``; the caller keeps only figures per group (pipeline.mix.shards explains how
 each part of the plan is computed in pieces and still equals the whole-pool plan). In order::
 
@@ -112,7 +113,7 @@ from pipeline.mix.shards import (
     sum_histograms,
 )
 from pipeline.stages.shard import mark_work_done, removed_frame, reusable_work
-from pipeline.stages.units import RunUnits, blocks, in_process
+from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process
 from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
 
 STAGE = "mix"
@@ -440,6 +441,12 @@ def _layers(layers: dict[str, dict]) -> dict[tuple[str, int], int]:
     return ranges
 
 
+def _unit_count(shards: int, partitions: int) -> int:
+    """Units of a step across shards: one per JOBS_PER_BLOCK shards, at most ``mix.partitions``
+    (each step's units pay a cluster's fixed cost per task; a unit's memory is that of a shard)."""
+    return min(partitions, -(-shards // JOBS_PER_BLOCK))
+
+
 def _documents_schema() -> pa.Schema:
     """The columns of ``documents.parquet`` (for a pool with no shard)."""
     fields = {**SCAN_SCHEMA, "group": pl.String, "split": pl.String, MIX_RULE: pl.String, MIX_NEAR_ID: pl.String}
@@ -479,7 +486,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     remove_tree(work)  # this stage's own files of an earlier run
     scans = [work / "scan" / shard_file_name(s) for s in range(len(inputs))]
     pools = [work / "pool" / shard_file_name(s) for s in range(len(inputs))]
-    units = blocks(len(inputs), settings.partitions)
+    units = blocks(len(inputs), _unit_count(len(inputs), settings.partitions))
 
     # Scan: each shard's documents, token counts and groups, in a file of its own.
     listed = read_reference_ids(settings.exclude) if settings.exclude else pl.Series("id", [], dtype=pl.String)
@@ -541,7 +548,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
         holding = candidates.filter(pl.col("id").is_in(validation_ids.implode()))["shard"].unique().sort().to_list()
         jobs = [
             (f"texts-{u:04d}", [inputs[holding[i]] for i in block], validation_ids)
-            for u, block in enumerate(blocks(len(holding), settings.partitions))
+            for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), settings.partitions)))
         ]
         held_docs = pl.concat(run_units(None, block_texts, jobs))
         index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
