@@ -1,0 +1,87 @@
+"""The scaling-law fit (pipeline.experiment.scaling): losses generated from known parameters are
+recovered (exactly without noise, within stated tolerances with it), the compute-optimal split is
+the minimum along its iso-FLOP line, and the bootstrap's intervals hold the truth."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pipeline.experiment.scaling import ScalingFit, _objective, bootstrap_scaling_law, fit_scaling_law
+
+# Hoffmann et al. 2022's fitted values (their equation 10).
+TRUE = ScalingFit(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28, objective=0.0, runs=0)
+SIZES = [1e5, 3e5, 1e6, 3e6, 1e7]
+BUDGETS = [1e7, 3e7, 1e8, 3e8, 1e9]
+
+
+def _grid(noise: float = 0.0, seed: int = 0):
+    n, d = map(np.array, zip(*itertools.product(SIZES, BUDGETS)))
+    loss = TRUE.predict(n, d) * np.exp(np.random.default_rng(seed).normal(0.0, noise, len(n)))
+    return n, d, loss
+
+
+def test_exact_losses_give_back_the_parameters():
+    fit = fit_scaling_law(*_grid())
+    for name in ("E", "A", "B"):
+        assert getattr(fit, name) == pytest.approx(getattr(TRUE, name), rel=0.02), name
+    assert fit.alpha == pytest.approx(TRUE.alpha, abs=0.005) and fit.beta == pytest.approx(TRUE.beta, abs=0.005)
+    assert fit.runs == 25 and fit.objective < 1e-9
+
+
+def test_noisy_losses_give_back_the_exponents_and_the_optimum_within_tolerance():
+    """Losses off by 1% (log-normal): the exponents within 0.05, the predicted losses within 1%,
+    the compute-optimal parameters at 1e18 FLOPs within a factor of 2."""
+    n, d, loss = _grid(noise=0.01, seed=3)
+    fit = fit_scaling_law(n, d, loss)
+    assert abs(fit.alpha - TRUE.alpha) < 0.05 and abs(fit.beta - TRUE.beta) < 0.05
+    assert np.abs(fit.predict(n, d) / TRUE.predict(n, d) - 1).max() < 0.01
+    found, expected = fit.optimal(1e18)[0], TRUE.optimal(1e18)[0]
+    assert 0.5 < found / expected < 2.0
+
+
+def test_the_optimum_is_the_minimum_along_its_iso_flop_line():
+    for flops in (1e15, 1e18, 1e21):
+        best_n, best_d = TRUE.optimal(flops)
+        assert 6 * best_n * best_d == pytest.approx(flops, rel=1e-9)
+        n = best_n * np.exp(np.linspace(-2, 2, 401))
+        losses = TRUE.predict(n, flops / (6 * n))
+        assert n[np.argmin(losses)] == pytest.approx(best_n, rel=0.011)
+
+
+def test_the_gradient_is_the_objectives():
+    n, d, loss = _grid(noise=0.02, seed=1)
+    args = (np.log(n), np.log(d), np.log(loss), 1e-3)
+    theta = np.array([5.5, 6.2, 0.4, 0.3, 0.25])
+    _, grad = _objective(theta, *args)
+    step = 1e-6
+    numeric = [(_objective(theta + step * e, *args)[0] - _objective(theta - step * e, *args)[0]) / (2 * step)
+               for e in np.eye(5)]  # fmt: skip
+    assert np.allclose(grad, numeric, rtol=1e-4, atol=1e-10)
+
+
+def test_bootstrap_intervals_hold_the_truth():
+    n, d, loss = _grid(noise=0.01, seed=5)
+    found = bootstrap_scaling_law(n, d, loss, flops=[1e18], resamples=60, seed=2)
+    for name in ("alpha", "beta", "E"):
+        low, high = found["intervals"][name]
+        assert low <= getattr(TRUE, name) <= high, (name, low, high)
+    optimum = found["optimal"][0]
+    low, high = optimum["params_interval"]
+    assert low <= optimum["params"] <= high and optimum["tokens_per_param"] > 0
+
+
+@pytest.mark.parametrize(
+    "params, tokens, losses, message",
+    [
+        ([1e5] * 6, [1e7, 2e7, 3e7, 4e7, 5e7, 6e7], [3.0] * 6, "two model sizes"),
+        ([1e5, 1e6], [1e7, 1e8], [3.0, 2.5], "at least 5 runs"),
+        ([1e5, 1e6, 1e5, 1e6, 1e7, 1e7], [1e7, 1e8, 1e8, 1e7, 1e7, 1e8], [3.0, 2.5, -1.0, 2.8, 2.4, 2.2], "losses > 0"),
+        ([1e5, 1e6, 1e7], [1e7, 1e8], [3.0, 2.5, 2.0], "one each per run"),
+    ],
+)
+def test_bad_runs_are_refused_with_the_reason(params, tokens, losses, message):
+    with pytest.raises(ValueError, match=message):
+        fit_scaling_law(params, tokens, losses)
