@@ -356,7 +356,7 @@ class MixConfig(_Strict):
     # A window in more pool documents than this is common text (licences, templates), not
     # contamination: counted and reported, never a reason to exclude.
     common_window_docs: int = Field(default=10, ge=1)
-    partitions: int = Field(default=8, ge=1)  # units of each step across shards (a block of shards each)
+    partitions: int = Field(default=8, ge=1)  # most units per step across shards (one per 16 shards)
     shard_tokens: int = Field(default=1 << 26, ge=1)  # tokens per output shard, at most (a document is never cut)
     mixtures: list[MixtureConfig] = Field(default_factory=lambda: [MixtureConfig()], min_length=1)
 

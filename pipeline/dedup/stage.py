@@ -28,6 +28,10 @@ of duplicates alone, on any list of document files.
     find_frequent     per partition  frequent/part-<P>.parquet, then frequent.parquet
     cut_lines         per shard      <stage>/docs (and removed: documents left blank)
 
+The steps per shard of both stages (sign_shard, remove_duplicates, count_lines, cut_lines) are
+short, so they are handed over in blocks of up to 16 shards (``pipeline.stages.units.in_blocks``):
+one unit per block, which runs its shards one at a time.
+
 The shingle sets are read where they are: each verification and similarity hop reads each
 signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
 the corpus. Connected components run in rounds, each unit holding the edges of its shards'

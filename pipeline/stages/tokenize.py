@@ -10,7 +10,8 @@ shard by shard: a document's key is a seeded 64-bit hash of its id, and the samp
 documents with the smallest keys (bottom-k sampling, a uniform sample of the ids). Each shard's
 unit returns only the keys under a bound that about ``sample_docs + 10 sqrt(sample_docs) + 100``
 documents of the whole stage fall under (the bound comes from the document count the stage before
-handed over), a second unit per shard returns the texts of the chosen ones. No process holds a
+handed over), a second unit per shard returns the texts of the chosen ones (both short, so handed
+over in blocks of up to 16 shards: ``pipeline.stages.units.in_blocks``). No process holds a
 row per curated document; the flow holds the sample. With ``sample_docs`` at least the number of
 documents, every document is in the sample.
 """
