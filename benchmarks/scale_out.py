@@ -108,6 +108,8 @@ class TaskPeaks(WorkerPlugin):
     name = "task-peaks"
 
     def setup(self, worker):
+        self.worker = worker
+        self.running: str | None = None
         self.peaks: dict[str, float] = {}
         self.growth: dict[str, float] = {}
         self.highest = _peak_rss_mib()
@@ -118,12 +120,24 @@ class TaskPeaks(WorkerPlugin):
 
         if finish == "executing":
             self.highest = max(self.highest, _peak_rss_mib())
+            self.running = _task_name(self.worker, key, key_split(key))
             self.started = _reset_peak()
         elif start == "executing":
-            name, peak = key_split(key), _peak_rss_mib()
+            name, peak = self.running or key_split(key), _peak_rss_mib()
             self.peaks[name] = max(self.peaks.get(name, 0.0), peak)
             self.growth[name] = max(self.growth.get(name, 0.0), peak - self.started)
             self.highest = max(self.highest, peak)
+
+
+def _task_name(worker, key, name: str) -> str:
+    """A task's function name; for a block of short units (pipeline.stages.units.run_block) the
+    name of the function it runs, as ``run_block:<name>``."""
+    if name != "run_block":
+        return name
+    try:
+        return f"run_block:{worker.state.tasks[key].run_spec.kwargs['parameters']['fn'].__name__}"
+    except (AttributeError, KeyError, TypeError):
+        return name
 
 
 def _task_peaks(dask_worker) -> dict:
