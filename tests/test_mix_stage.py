@@ -101,3 +101,20 @@ def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_
     assert run_mix(previous, config, recording) == stats
     assert calls["write_shard"] == 1
     assert _digest(root) == before
+
+
+def test_a_pool_held_out_whole_gives_empty_mixtures_that_say_so(tmp_path):
+    """Every document in validation (fraction 0.999, no cap): each mixture has no training shard,
+    an empty plan and a report of nothing taken; the ledger still accounts for every document."""
+    config, previous, total = _run(tmp_path)
+    mix = config.mix.model_copy(update={"validation_fraction": 0.999, "validation_max_docs": None})
+    stats = run_mix(previous, config.model_copy(update={"mix": mix}))
+    root = RunLayout(config.run_dir).stage("mix").root
+    documents = pl.read_parquet(root / "documents.parquet")
+    assert documents.height == total and stats["train_documents"] == 0
+    assert stats["validation_documents"] + sum(stats["removed"].values()) == total
+    for name in ("natural", "flat"):
+        found = read_manifest(root / name)
+        assert found["train"] == [] and found["tokens_taken"] == 0
+        assert sum(e["documents"] for e in found["validation"]) == stats["validation_documents"]
+        assert pl.read_parquet(root / name / "plan.parquet").height == 0
