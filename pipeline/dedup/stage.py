@@ -6,9 +6,10 @@ Prefect flows in ``flows.dedup`` submit each as a task), so a stage runs, and is
 without Prefect, and writes the same files either way. :func:`deduplicate_shards` is the finding
 of duplicates alone, on any list of document files.
 
-    dedup, in <stage>/intermediate ("per group": up to dedup.partitions units, one per million
-    pairs or two million edges, each over a group of shards, shard s in unit s % units, each
-    shard's files its own):
+    dedup, in <stage>/intermediate (P: dedup.partitions band-key partitions, or more for a
+    corpus of more than P x 6.5M band rows, :func:`partitions_for`; "per group": up to P units,
+    one per million pairs or two million edges, each over a group of shards, shard s in unit
+    s % units, each shard's files its own):
     sign_shard           per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
     find_candidates      per partition  verify/pairs/shard-<S>/part-<P>   (pipeline.dedup.routed)
     measure_first        per group      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
@@ -396,6 +397,20 @@ def largest_clusters(clusters: pl.LazyFrame, inputs: list[Path], n: int = LARGES
     ]
 
 
+# Band-key rows per partition, at most, before the stage uses more partitions than dedup.partitions:
+# a partition's candidates task grew by about 230 bytes per row in the million-document benchmark
+# (223 MiB for 1.0M rows), so 6.5M rows is about 1.5 GB.
+BAND_ROWS_PER_PARTITION = 6_500_000
+
+
+def partitions_for(documents: int, params: MinHashParams, least: int) -> int:
+    """Band-key partitions for ``documents``: ``least`` (dedup.partitions), or more, so that no
+    partition holds more than :data:`BAND_ROWS_PER_PARTITION` rows (a row per band and one for the
+    exact hash per document). The clusters do not depend on the number of partitions."""
+    rows = documents * ((params.lsh[0] if params.near else 0) + 1)
+    return max(least, -(-rows // BAND_ROWS_PER_PARTITION))
+
+
 def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
     """Remove exact and near duplicates from the shards of ``previous``; write and return the
     stage's stats."""
@@ -410,7 +425,10 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
     if reusable_work(stage, inputs, settings.model_dump(mode="json")) and clusters.exists():
         finding = read_json(work / "finding.json")
     else:
-        finding = find_duplicates(inputs, work, params, settings.partitions, settings.keep, clusters, run_units)
+        documents = read_json(layout.stage(previous).stats)["docs_out"]
+        partitions = partitions_for(documents, params, settings.partitions)
+        finding = find_duplicates(inputs, work, params, partitions, settings.keep, clusters, run_units)
+        finding["partitions"] = partitions
         write_json(finding, work / "finding.json")
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))
     parts = in_blocks(

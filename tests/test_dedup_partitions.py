@@ -1,0 +1,63 @@
+"""The dedup stage's band-key partitions follow the corpus (pipeline.dedup.stage.partitions_for):
+dedup.partitions at least, more when a partition would hold more than BAND_ROWS_PER_PARTITION rows;
+the stage's outputs are the same bytes either way."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import pipeline.dedup.stage as stage
+from pipeline.core.schema import RunLayout
+from pipeline.dedup.minhash import MinHashParams
+from pipeline.io.writer import write_json
+from tests.helpers import run_units, source_config, write_jsonl
+from tests.test_dedup import edit_words, make_vocabulary, random_text
+
+
+def test_partitions_grow_past_the_configured_ones_only_for_a_large_corpus():
+    near = MinHashParams()  # 21 bands: 22 rows per document with the exact hash
+    bands = near.lsh[0]
+    assert stage.partitions_for(1_000_000, near, 8) == 8  # 22M rows: 4 partitions' worth
+    assert stage.partitions_for(666_000_000, near, 8) == -(-666_000_000 * (bands + 1) // stage.BAND_ROWS_PER_PARTITION)
+    assert stage.partitions_for(666_000_000, near, 8) > 2_000
+    assert stage.partitions_for(10**9, MinHashParams(near=False), 8) == 154  # the exact hash alone
+
+
+def _deduplicated(tmp_path, name: str) -> dict[str, str]:
+    rng = random.Random(7)
+    vocabulary = make_vocabulary(rng)
+    rows = []
+    for i in range(60):
+        text = random_text(rng, vocabulary, 120)
+        rows.append({"id": f"d{i}", "text": text})
+        if i % 3 == 0:
+            rows.append({"id": f"d{i}-near", "text": edit_words(rng, text, 2)})
+    write_jsonl(tmp_path / "corpus" / "a.jsonl", rows)
+    config = source_config(
+        tmp_path / name,
+        [{"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "corpus")], "id_field": "id"}],
+        shard_docs=20,
+    )
+    layout = RunLayout(config.run_dir)
+    parts = run_units(config)
+    write_json(
+        {"stage": "source", "docs_out": sum(p["ledger"]["docs_out"] for p in parts)}, layout.stage("source").stats
+    )
+    write_json({"stages": {}}, layout.manifest)
+    stats = stage.run_dedup("source", config)
+    assert stats["docs_in"] == len(rows) and stats["dedup"]["clusters"] == 20
+    root = layout.stage("dedup").root
+    files = {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted([root / "clusters.parquet", *(root / "docs").glob("*.parquet"), *(root / "removed").glob("*")])
+    }
+    return {"partitions": stats["dedup"]["partitions"], "files": files}
+
+
+def test_more_partitions_for_a_larger_corpus_write_the_same_bytes(tmp_path, monkeypatch):
+    default = _deduplicated(tmp_path, "default")
+    monkeypatch.setattr(stage, "BAND_ROWS_PER_PARTITION", 100)  # 80 documents x 22 rows: 18 partitions
+    more = _deduplicated(tmp_path, "more")
+    assert default["partitions"] == 8 and more["partitions"] == 18
+    assert more["files"] == default["files"] and len(default["files"]) >= 5
