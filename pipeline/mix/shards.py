@@ -261,8 +261,9 @@ def partial_layers(
 ) -> dict[str, dict]:
     """Per group, what :func:`pipeline.mix.plan.sample_plan` gives it: ``full`` whole epochs, then
     every document of sampling bucket below ``bucket`` and those of ``ids`` in that bucket (none when
-    ``bucket`` is None); with the tokens and documents taken. ``fetched`` holds the documents of
-    each crossing bucket (:func:`bucket_documents`)."""
+    ``bucket`` is None); with the tokens and documents taken, the group's training documents and
+    those of the partial layer. ``fetched`` holds the documents of each crossing bucket
+    (:func:`bucket_documents`)."""
     layers = {}
     fulls = {group: (taken.get(group, 0) // sizes[group] if sizes[group] else 0) for group in sizes}
     rests = {group: taken.get(group, 0) - fulls[group] * sizes[group] for group in sizes}
@@ -271,6 +272,7 @@ def partial_layers(
         rows = histogram.filter(pl.col("group") == group)
         documents = int(rows["documents"].sum())
         layer = {"full": fulls[group], "bucket": None, "ids": [], "tokens": fulls[group] * size}
+        layer["group_documents"] = documents
         layer["documents"] = documents if fulls[group] else 0
         if group in crossing:
             bucket, before = crossing[group]
@@ -381,16 +383,14 @@ def route_copies(
             docs = read_parquet(path)
             train = docs.filter(pl.col("split") == "train")
             for name, layers in plans.items():
-                plan = train.select("id", "group", "tokens").with_columns(repeats_of(train, layers))
-                write_parquet(plan.to_arrow(), plan_paths[name][number])
-                used = plan.group_by("group").agg(
+                planned = train.with_columns(repeats_of(train, layers))
+                write_parquet(planned.select("id", "group", "tokens", "repeats").to_arrow(), plan_paths[name][number])
+                used = planned.group_by("group").agg(
                     tokens=(pl.col("tokens") * pl.col("repeats")).sum(), documents=(pl.col("repeats") > 0).sum()
                 )
                 for group, tokens, documents in used.iter_rows():
                     add_counts(taken, {name: {group: {"tokens": tokens, "documents": documents}}})
-                chosen = plan.filter(pl.col("repeats") > 0).join(
-                    train.select("id", "bytes", "shard", "row"), on="id", how="left", maintain_order="left"
-                )
+                chosen = planned.filter(pl.col("repeats") > 0)
                 _write_copies(sinks[name], copies_of(chosen, seed, ranges[name]))
             held = docs.filter(pl.col("split") == "validation").select(
                 "id", "group", "tokens", "bytes", "shard", "row", repeats=pl.lit(1, pl.Int64)

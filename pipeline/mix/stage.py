@@ -621,8 +621,6 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
             layers[name] = None
             continue
         layers[name] = partial_layers(caps.tokens_taken, sizes, histogram, fetched, config.seed)
-        for group, layer in layers[name].items():
-            layer["group_documents"] = counts["groups"][group]["train"]["documents"]
 
     # Route every copy to write by key range, and write each mixture's plan per shard.
     for mixture in settings.mixtures:
