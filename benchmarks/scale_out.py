@@ -76,19 +76,19 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
+def _resident_mib(field: str = "VmRSS") -> float:
+    """A memory figure of this process from Linux's /proc/self/status, in MiB."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(f"{field}:")) / 1024
+
+
 def _peak_rss_mib() -> float:
     """This process's peak resident memory: Linux's VmHWM, which a new program starts afresh (the
     ``ru_maxrss`` of a process started from a big parent keeps the parent's peak), else ru_maxrss."""
     try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+        return _resident_mib("VmHWM")
     except (OSError, StopIteration):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _resident_mib(field: str = "VmRSS") -> float:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith(f"{field}:")) / 1024
 
 
 def _reset_peak() -> float:
