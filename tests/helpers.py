@@ -89,6 +89,16 @@ def source_config(tmp_path: Path, sources: list[dict], **settings) -> RunConfig:
     return parse_config({"run_dir": str(tmp_path / "run"), "sources": sources, **settings})
 
 
+def mix_config(tmp_path: Path, sources: list[dict], mix: dict, vocab_size: int = 300, **settings) -> RunConfig:
+    """A run whose documents go from source straight to tokenize and mix: lang, filter, dedup and
+    lines off, a tokenizer of ``vocab_size`` trained on the run, the given ``mix`` settings."""
+    off = {"enabled": False}
+    return source_config(
+        tmp_path, sources, lang=off, filter=off, dedup=off, lines=off,
+        tokenize={"vocab_size": vocab_size}, mix=mix, **settings,
+    )  # fmt: skip
+
+
 def run_units(config: RunConfig) -> list[dict]:
     """Run the source stage's units in order without Prefect; return their part records."""
     stage = RunLayout(config.run_dir).stage("source").make()

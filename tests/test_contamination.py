@@ -23,7 +23,7 @@ from pipeline.dedup.contamination import ReferenceIndex
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.mix.plan import _fmix64
 from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer, write_token_shard
-from tests.helpers import source_config, write_jsonl
+from tests.helpers import mix_config, write_jsonl
 
 WORDS = (
     "river council budget market school harbour winter garden station bridge museum library "
@@ -175,15 +175,10 @@ def _pool(tmp_path, **mix):
     exclude = tmp_path / "heldout.parquet"
     pl.DataFrame({"id": list(texts), "text": list(texts.values())}).write_parquet(exclude)
     write_jsonl(tmp_path / "news" / "a.jsonl", [{"id": k, "text": v} for k, v in news.items()])
-    off = {"enabled": False}
-    config = source_config(
+    config = mix_config(
         tmp_path,
         [{"name": "news", "reader": "jsonl", "paths": [str(tmp_path / "news")], "id_field": "id"}],
-        lang=off,
-        filter=off,
-        dedup=off,
-        lines=off,
-        tokenize={"vocab_size": 400},
+        vocab_size=400,
         mix={
             "group_by": ["source"],
             "validation_fraction": 0.05,

@@ -23,7 +23,7 @@ from pipeline.mix.stage import run_mix
 from pipeline.report import build_report, inspect_document
 from pipeline.stages.registry import enabled_stages, last_document_stage
 from pipeline.tokenize import decode_documents, export_mixture, load_tokenizer
-from tests.helpers import source_config, write_jsonl
+from tests.helpers import mix_config, source_config, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -68,17 +68,13 @@ def _config(tmp_path, run="run", **mix):
         ],
     }
     settings.update(mix)
-    config = source_config(
+    config = mix_config(
         tmp_path,
         [
             {"name": "news", "reader": "jsonl", "paths": [str(tmp_path / "news")], "id_field": "id"},
             {"name": "chat", "reader": "jsonl", "paths": [str(tmp_path / "chat")], "id_field": "id"},
         ],
-        lang=OFF,
-        filter=OFF,
-        dedup=OFF,
-        lines=OFF,
-        tokenize={"vocab_size": 400},
+        vocab_size=400,
         mix=settings,
     )
     return config.model_copy(update={"run_dir": tmp_path / run})

@@ -28,10 +28,9 @@ from pipeline.mix.plan import (
 )
 from pipeline.mix.stage import run_mix
 from pipeline.tokenize import read_token_shard
-from tests.helpers import source_config, tokenized_run, write_jsonl
+from tests.helpers import mix_config, tokenized_run, write_jsonl
 
 WORDS = "river council budget market school harbour winter garden station bridge museum library voted".split()
-OFF = {"enabled": False}
 MIXTURES = [
     {"name": "natural"},
     {"name": "flat", "temperature": float("inf"), "max_epochs": 3.0, "budget_tokens": 9_000},
@@ -52,15 +51,10 @@ def _pool(tmp_path):
         ]
         write_jsonl(tmp_path / name / "a.jsonl", rows)
         specs.append({"name": name, "reader": "jsonl", "paths": [str(tmp_path / name)], "id_field": "id"})
-    config = source_config(
+    config = mix_config(
         tmp_path,
         specs,
         shard_docs=7,
-        lang=OFF,
-        filter=OFF,
-        dedup=OFF,
-        lines=OFF,
-        tokenize={"vocab_size": 300},
         mix={
             "group_by": ["source"],
             "min_share": 0.1,

@@ -13,10 +13,9 @@ from pipeline.core.schema import RunLayout
 from pipeline.mix.mixture import read_manifest
 from pipeline.mix.stage import run_mix
 from pipeline.stages.units import in_process
-from tests.helpers import source_config, tokenized_run, write_jsonl
+from tests.helpers import mix_config, tokenized_run, write_jsonl
 
 WORDS = "river council budget market school harbour winter garden station bridge museum library voted".split()
-OFF = {"enabled": False}
 
 
 def _run(tmp_path):
@@ -29,17 +28,12 @@ def _run(tmp_path):
     chat = {f"c{i}": " ".join(rng.choice(WORDS) for _ in range(10)) for i in range(30)}
     write_jsonl(tmp_path / "news" / "a.jsonl", [{"id": k, "text": v} for k, v in news.items()])
     write_jsonl(tmp_path / "chat" / "a.jsonl", [{"id": k, "text": v} for k, v in chat.items()])
-    config = source_config(
+    config = mix_config(
         tmp_path,
         [
             {"name": "news", "reader": "jsonl", "paths": [str(tmp_path / "news")], "id_field": "id"},
             {"name": "chat", "reader": "jsonl", "paths": [str(tmp_path / "chat")], "id_field": "id"},
         ],
-        lang=OFF,
-        filter=OFF,
-        dedup=OFF,
-        lines=OFF,
-        tokenize={"vocab_size": 300},
         mix={
             "group_by": ["source"],
             "validation_fraction": 0.3,
