@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -247,12 +248,13 @@ def _protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path) -
 
 def _check_contamination(
     config: ExperimentConfig,
+    variants: list[VariantConfig],
     runs: dict[str, RunConfig],
     protected: pl.DataFrame,
     tokenizer_path: Path,
     junk: pl.DataFrame | None = None,
 ) -> dict:
-    """The contamination check on every variant's training mixture against the protected texts
+    """The contamination check on each of ``variants``' training mixture against the protected texts
     (and, reported apart, against the junk sets); ``contamination.json``; a
     :class:`ContaminationError` naming the variants when any training document shares a window
     with a protected text."""
@@ -262,7 +264,7 @@ def _check_contamination(
         "common_window_docs": config.decontamination.common_window_docs,
     }
     counts = {}
-    for variant in config.all_variants():
+    for variant in variants:
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
         counts[variant.name] = check_contamination(mixture, protected, tokenizer, **settings)
         if junk is not None and junk.height:
@@ -300,11 +302,13 @@ def _train_config(
 
 @task(name="experiment-pretrain", cache_policy=NO_CACHE, task_run_name="pretrain-{variant}-seed{seed}")
 def pretrain_task(variant: str, seed: int, train_config) -> dict:
-    from trainer.train import train
+    from trainer.train import check_same_config, train
 
     summary_path = train_config.out_dir / "summary.json"
     if summary_path.exists():
-        return read_json(summary_path)
+        summary = read_json(summary_path)
+        check_same_config(summary["config"], train_config, summary_path)
+        return summary
     return train(train_config, log=None)
 
 
@@ -570,13 +574,31 @@ def _run_models(
     }
 
 
-@flow(name="experiment", validate_parameters=False)
-def experiment_flow(config: ExperimentConfig) -> dict:
-    """Run the experiment; return results.json's content."""
-    from pipeline.experiment.results import summarize
+@dataclass
+class Prepared:
+    """What every training run of an experiment or a sweep starts from: the held-out sets and
+    their token shards, the one tokenizer, each variant's curation run (its mixture within), and
+    the contamination check of every mixture."""
 
-    started = time.perf_counter()
-    timing: dict[str, float] = {}
+    corpus: Path | None
+    task_path: Path
+    texts_path: Path
+    texts: pl.DataFrame
+    origins: dict
+    canaries_path: Path | None
+    tokenizer_path: Path
+    heldout: Path
+    eval_manifest: dict
+    runs: dict[str, RunConfig]
+    contamination: dict
+
+
+def prepare(config: ExperimentConfig, variants: list[VariantConfig], timing: dict[str, float]) -> Prepared:
+    """The corpus (demo), the held-out sets, the raw pool and the tokenizer from a seeded sample of
+    it that holds no held-out text, one curation run per set of stages of ``variants`` (a mixture
+    per variant, the held-out sets and the task excluded), and the contamination check of every
+    mixture (:class:`ContaminationError` on a leak). Adds ``curation_s`` and
+    ``contamination_check_s`` to ``timing``."""
     out = config.out_dir
     out.mkdir(parents=True, exist_ok=True)
     base, corpus = _base_curation(config)
@@ -585,8 +607,6 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     quality = _quality_model(config, corpus)
     canaries_path = _canaries(config, corpus)
 
-    # The raw pool (source stage only) and the one tokenizer, from a seeded sample of it that
-    # holds no held-out text.
     tick = time.perf_counter()
     source_run = _curate(
         curation_config(base, [VariantConfig(name="source")], config, out / "curation" / "source", None, [], None)
@@ -605,19 +625,46 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     protected_path, protected = _protected(config, texts, task_path)
 
     runs: dict[str, RunConfig] = {}
-    for key, variants in config.curations().items():
+    for key, group in config.curations(variants).items():
         run = _curate(
-            curation_config(base, variants, config, out / "curation" / key, tokenizer_path, [protected_path], quality)
+            curation_config(base, group, config, out / "curation" / key, tokenizer_path, [protected_path], quality)
         )
-        for variant in variants:
+        for variant in group:
             runs[variant.name] = run
     timing["curation_s"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
     contamination = _check_contamination(
-        config, runs, protected, tokenizer_path, junk=texts.filter(~pl.col("clean")).select("id", "text", "set")
+        config,
+        variants,
+        runs,
+        protected,
+        tokenizer_path,
+        junk=texts.filter(~pl.col("clean")).select("id", "text", "set"),
     )
     timing["contamination_check_s"] = time.perf_counter() - tick
+    return Prepared(
+        corpus, task_path, texts_path, texts, origins, canaries_path, tokenizer_path, heldout, eval_manifest, runs,
+        contamination,
+    )  # fmt: skip
+
+
+@flow(name="experiment", validate_parameters=False)
+def experiment_flow(config: ExperimentConfig) -> dict:
+    """Run the experiment; return results.json's content."""
+    from pipeline.experiment.results import summarize
+
+    if config.budget_tokens is None:
+        raise ConfigError("budget_tokens: required key is missing; `curate experiment` trains every variant on it")
+    if not config.demo and config.task.path is None:
+        raise ConfigError("task.path: name the downstream task's file (demo = true has a built-in one)")
+    started = time.perf_counter()
+    timing: dict[str, float] = {}
+    out = config.out_dir
+    prepared = prepare(config, config.all_variants(), timing)
+    corpus, task_path, texts_path, texts = prepared.corpus, prepared.task_path, prepared.texts_path, prepared.texts
+    canaries_path, tokenizer_path, runs = prepared.canaries_path, prepared.tokenizer_path, prepared.runs
+    heldout, eval_manifest = prepared.heldout, prepared.eval_manifest
 
     tick = time.perf_counter()
     model_shape = _train_config(config, heldout, out / "unused", 0, heldout).model.model_dump()
@@ -711,8 +758,8 @@ def experiment_flow(config: ExperimentConfig) -> dict:
         summaries,
         transfer,
         eval_manifest,
-        heldout_provenance(texts, origins, eval_manifest),
-        contamination,
+        heldout_provenance(texts, prepared.origins, eval_manifest),
+        prepared.contamination,
         curves,
         memorization=memorization or None,
         canaries=_canary_info(canaries_path, runs, memorization) if memorization else None,

@@ -9,7 +9,13 @@ import itertools
 import numpy as np
 import pytest
 
-from pipeline.experiment.scaling import ScalingFit, _objective, bootstrap_scaling_law, fit_scaling_law
+from pipeline.experiment.scaling import (
+    ScalingFit,
+    _objective,
+    bootstrap_scaling_law,
+    compare_scaling_laws,
+    fit_scaling_law,
+)
 
 # Hoffmann et al. 2022's fitted values (their equation 10).
 TRUE = ScalingFit(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28, objective=0.0, runs=0)
@@ -85,3 +91,55 @@ def test_bootstrap_intervals_hold_the_truth():
 def test_bad_runs_are_refused_with_the_reason(params, tokens, losses, message):
     with pytest.raises(ValueError, match=message):
         fit_scaling_law(params, tokens, losses)
+
+
+def test_the_frontier_loss_is_the_optimum_and_compute_for_inverts_it():
+    budgets = np.array([1e15, 1e18, 1e21])
+    best_n, best_d = TRUE.optimal(budgets)
+    assert np.allclose(TRUE.frontier_loss(budgets), TRUE.predict(best_n, best_d), rtol=1e-12)
+    assert np.allclose(TRUE.compute_for(TRUE.frontier_loss(budgets)), budgets, rtol=1e-9)
+    assert np.isinf(TRUE.compute_for(TRUE.E)) and np.isinf(TRUE.compute_for(TRUE.E - 0.1))
+
+
+def _scaled(k: float) -> ScalingFit:
+    """The law of a variant whose every run is worth k times the parameters and k times the tokens:
+    L(N, D) = TRUE(k N, k D), so its frontier at C is TRUE's at k^2 C."""
+    return ScalingFit(E=TRUE.E, A=TRUE.A * k**-TRUE.alpha, B=TRUE.B * k**-TRUE.beta, alpha=TRUE.alpha,
+                      beta=TRUE.beta, objective=0.0, runs=0)  # fmt: skip
+
+
+def test_a_variant_worth_k_times_the_parameters_and_tokens_needs_k_squared_less_compute():
+    k = 1.5
+    better = _scaled(k)
+    for budget in (1e16, 1e19):
+        assert better.frontier_loss(budget) == pytest.approx(TRUE.frontier_loss(k**2 * budget), rel=1e-12)
+        assert TRUE.compute_for(better.frontier_loss(budget)) / budget == pytest.approx(k**2, rel=1e-9)
+    n, d, _ = _grid()
+    noise = np.exp(np.random.default_rng(4).normal(0.0, 0.01, len(n)))
+    runs = {"raw": (n, d, TRUE.predict(n, d) * noise), "curated": (n, d, better.predict(n, d) * noise)}
+    found = compare_scaling_laws(runs, flops=[1e17, 1e18], resamples=60, seed=1)
+    assert found["reference"] == "raw" and found["comparison_level"] == pytest.approx(1 - 0.05 / 2)
+    for entry in found["comparisons"]["curated"]["frontier"]:
+        low, high = entry["multiplier_interval"]
+        assert low <= k**2 <= high and entry["excludes_one"], entry
+        assert entry["loss_difference"] < 0 and entry["excludes_zero"]
+        # The same cells' noise on both sides: paired resamples keep the difference tight (0.03
+        # wide at 1e17 FLOPs, where each variant's own frontier loss spans about 0.26).
+        assert entry["loss_interval"][1] - entry["loss_interval"][0] < 0.1, entry
+    assert abs(found["comparisons"]["curated"]["differences"]["alpha"]["value"]) < 0.02
+
+
+def test_a_variant_with_the_same_law_is_not_called_different():
+    n, d, exact = _grid()
+    rng = np.random.default_rng(7)
+    runs = {name: (n, d, exact * np.exp(rng.normal(0.0, 0.01, len(n)))) for name in ("a", "b")}
+    found = compare_scaling_laws(runs, flops=[1e18], resamples=60, seed=3)
+    entry = found["comparisons"]["b"]["frontier"][0]
+    assert entry["loss_interval"][0] <= 0 <= entry["loss_interval"][1] and not entry["excludes_zero"]
+    assert entry["multiplier_interval"][0] <= 1 <= entry["multiplier_interval"][1]
+
+
+def test_variants_on_different_grids_are_refused():
+    n, d, loss = _grid()
+    with pytest.raises(ValueError, match="same grid"):
+        compare_scaling_laws({"a": (n, d, loss), "b": (n[::-1], d[::-1], loss[::-1])})

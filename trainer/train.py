@@ -234,18 +234,24 @@ def _flat(data: dict, prefix: str = "") -> dict:
     return out
 
 
-def _check_same_run(saved: dict, config: TrainConfig, mixture: Mixture, path: Path) -> None:
-    """Refuse to resume a checkpoint made by a different config or from a different mixture.
-    Bookkeeping keys may change; ``out_dir`` and ``mixture`` may move (the mixture is compared by
-    its manifest's sha256)."""
+def check_same_config(saved: dict, config: TrainConfig, path: Path) -> None:
+    """Refuse a run whose ``saved`` config (a checkpoint's or a summary's) differs from ``config``
+    in anything but bookkeeping keys and the folders."""
     ignore = set(BOOKKEEPING_KEYS) | {"out_dir", "mixture"}
-    before, now = _flat(saved["config"]), _flat(config.to_dict())
+    before, now = _flat(saved), _flat(config.to_dict())
     for key in sorted(set(before) | set(now)):
         if key.split(".")[0] not in ignore and before.get(key) != now.get(key):
             raise ConfigError(
                 f"{key}: {path} was trained with {before.get(key)!r}, this config says "
                 f"{now.get(key)!r}; use another out_dir, or delete {path.parent} to start over"
             )
+
+
+def _check_same_run(saved: dict, config: TrainConfig, mixture: Mixture, path: Path) -> None:
+    """Refuse to resume a checkpoint made by a different config or from a different mixture.
+    Bookkeeping keys may change; ``out_dir`` and ``mixture`` may move (the mixture is compared by
+    its manifest's sha256)."""
+    check_same_config(saved["config"], config, path)
     if saved["mixture_sha256"] != mixture.manifest_sha256:
         raise ConfigError(
             f"mixture: {path} was trained on another mixture (manifest sha256 "

@@ -229,6 +229,71 @@ class EfficiencyConfig(_Strict):
         return sorted(value)
 
 
+class SweepModel(_Strict):
+    """One model size of a sweep: its depth and width (the rest of the shape is ``train.model``'s)
+    and, optionally, a learning rate of its own instead of the sweep's rule."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    n_layer: int = Field(ge=1)
+    n_head: int = Field(ge=1)
+    n_embd: int = Field(ge=1)
+    lr: float | None = Field(default=None, gt=0)
+
+
+class SweepConfig(_Strict):
+    """A scaling-law sweep (``curate sweep``): every model of ``models`` trained on every token
+    budget of ``tokens``, for each variant of ``variants`` (default: all; the first is the reference
+    the others are compared with) and each seed of ``seeds``; each budget is a mixture of its own
+    (``<variant>-<budget>``, like the data-efficiency runs) and each run a cosine schedule of its
+    own length. Learning rate: ``train.optim.lr`` at width ``reference_width`` (default
+    ``train.model.n_embd``), scaled by ``reference_width / n_embd`` (``inverse_width``) or not
+    (``constant``), unless a model names its own; ``min_lr`` is ``min_lr_ratio`` of it, and the
+    warmup ``warmup_fraction`` of each run's steps. Fitted per variant:
+    L(N, D) = E + A / N^alpha + B / D^beta (:mod:`pipeline.experiment.scaling`), N counted as
+    ``parameters`` (``non_embedding``: the blocks' weights, Kaplan et al.'s count; ``total``: the
+    token embedding too), with the compute-optimal split at each of ``flops`` (C = 6 N D; default:
+    the smallest, middle and largest compute of the grid)."""
+
+    models: list[SweepModel] = Field(min_length=2)
+    tokens: list[int] = Field(min_length=2)
+    variants: list[str] | None = None
+    lr_rule: Literal["inverse_width", "constant"] = "inverse_width"
+    reference_width: int | None = Field(default=None, ge=1)
+    warmup_fraction: float = Field(default=0.1, ge=0.0, le=0.5)
+    min_lr_ratio: float = Field(default=0.1, ge=0.0, le=1.0)
+    parameters: Literal["non_embedding", "total"] = "non_embedding"
+    flops: list[float] = Field(default_factory=list)
+    resamples: int = Field(default=200, ge=20)
+
+    @field_validator("tokens")
+    @classmethod
+    def _budgets(cls, value):
+        if any(b < 1 for b in value) or len(set(value)) != len(value):
+            raise ValueError("tokens must be distinct positive token budgets")
+        return sorted(value)
+
+    @field_validator("flops")
+    @classmethod
+    def _compute(cls, value):
+        if any(not (c > 0 and math.isfinite(c)) for c in value):
+            raise ValueError("flops must be positive compute budgets (FLOPs)")
+        return sorted(value)
+
+    @model_validator(mode="after")
+    def _grid(self):
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise ValueError(f"sweep.models: names must be unique: {names}")
+        if len({(m.n_layer, m.n_embd) for m in self.models}) < 2:
+            raise ValueError("sweep.models: give at least two model sizes")
+        if len(self.models) * len(self.tokens) < 6:
+            raise ValueError(
+                f"sweep: {len(self.models)} models x {len(self.tokens)} budgets is fewer than 6 runs per "
+                "variant; L(N, D) has 5 parameters, so the fit needs more runs than that"
+            )
+        return self
+
+
 class TokenizerConfig(_Strict):
     vocab_size: int = Field(default=8192, ge=260)
     sample_docs: int = Field(default=20_000, ge=10)
@@ -244,7 +309,7 @@ class ExperimentConfig(_Strict):
     curation: Path | None = None  # a curation config (sources, stage settings); its run_dir is not used
     seed: int = 0  # of the curation (splits, samples); training seeds are `seeds`
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    budget_tokens: int = Field(ge=1)  # training tokens of every variant
+    budget_tokens: int | None = Field(default=None, ge=1)  # training tokens of every variant
     max_epochs: float = Field(default=50.0, gt=0)  # repeats per group at most (small pools repeat)
     group_by: list[Literal["source", "lang"]] = Field(default_factory=lambda: ["source"], min_length=1)
     validation_fraction: float = Field(default=0.02, ge=0.0, lt=1.0)  # each variant's own split
@@ -255,6 +320,7 @@ class ExperimentConfig(_Strict):
     memorization: MemorizationConfig = Field(default_factory=MemorizationConfig)
     efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
     languages: LanguagesConfig = Field(default_factory=LanguagesConfig)
+    sweep: SweepConfig | None = None  # `curate sweep`: a scaling-law grid over model sizes and budgets
     quality_model: Path | None = None  # fastText quality model; default with demo: trained on it
     variants: list[VariantConfig] = Field(min_length=1)
     baseline: str | None = None  # the variant others are compared with; default: the first
@@ -306,7 +372,9 @@ class ExperimentConfig(_Strict):
                 "eval_sets: name at least one held-out file ([[eval_sets]] name, path); the "
                 "experiment compares variants on text no curation chose"
             )
-        if not self.demo and self.task.path is None:
+        if self.sweep is None and self.budget_tokens is None:
+            raise ValueError("budget_tokens: required key is missing; give the training tokens of every variant")
+        if not self.demo and self.task.path is None and self.sweep is None:
             raise ValueError("task.path: name the downstream task's file (demo = true has a built-in one)")
         if not self.demo and any(v.quality for v in self.variants) and self.quality_model is None:
             raise ValueError(
@@ -335,7 +403,7 @@ class ExperimentConfig(_Strict):
                     "efficiency.variants: name at least two variants"
                     + (f"; {', '.join(unknown)} is not one ({', '.join(names)})" if unknown else "")
                 )
-            if len({*self.efficiency.budgets, self.budget_tokens}) < 3:
+            if len({*self.efficiency.budgets, self.budget_tokens} - {None}) < 3:
                 raise ValueError(
                     "efficiency.budgets: a power law of three parameters needs at least three budgets "
                     "in all (budget_tokens counts); four give it a residual"
@@ -343,6 +411,8 @@ class ExperimentConfig(_Strict):
             taken = {v.name for v in self.efficiency_variants()} & set(names)
             if taken:
                 raise ValueError(f"efficiency: the run name {sorted(taken)[0]!r} is taken by a variant; rename it")
+        if self.sweep is not None:
+            self._check_sweep(names)
         block = (self.train.get("model") or {}).get("block_size", 256)  # the trainer's default
         cut = self.memorization.prefix_tokens + self.memorization.suffix_tokens
         if self.memorization.enabled and isinstance(block, int) and cut > block:
@@ -354,6 +424,26 @@ class ExperimentConfig(_Strict):
             if key in self.train:
                 raise ValueError(f"train.{key}: set by the experiment for every run; remove it")
         return self
+
+    def _check_sweep(self, names: list[str]) -> None:
+        from trainer.config import ModelSection
+
+        unknown = [name for name in self.sweep.variants or [] if name not in names]
+        if unknown or (self.sweep.variants is not None and not self.sweep.variants):
+            raise ValueError(
+                "sweep.variants: name the variants of the sweep (default: all)"
+                + (f"; {', '.join(unknown)} is not one ({', '.join(names)})" if unknown else "")
+            )
+        taken = {v.name for v in self.sweep_variants()} & set(names)
+        if taken:
+            raise ValueError(f"sweep: the mixture name {sorted(taken)[0]!r} is taken by a variant; rename it")
+        shape = {k: v for k, v in (self.train.get("model") or {}).items()}
+        for model in self.sweep.models:
+            try:
+                ModelSection(**{**shape, "n_layer": model.n_layer, "n_head": model.n_head, "n_embd": model.n_embd})
+            except ValueError as error:
+                problem = error.errors()[0]["msg"] if hasattr(error, "errors") else str(error)
+                raise ValueError(f"sweep.models {model.name}: {problem}") from None
 
     @property
     def baseline_name(self) -> str:
@@ -371,14 +461,32 @@ class ExperimentConfig(_Strict):
             if budget != self.budget_tokens
         ]
 
+    def sweep_variants(self) -> list[VariantConfig]:
+        """The mixtures of the sweep: each variant of ``sweep.variants`` at each of ``sweep.tokens``."""
+        if self.sweep is None:
+            return []
+        by_name = {v.name: v for v in self.variants}
+        return [
+            by_name[name].model_copy(
+                update={"name": f"{name}-{budget_label(budget)}", "budget_tokens": budget, "ablation_of": None}
+            )
+            for name in self.sweep_names()
+            for budget in self.sweep.tokens
+        ]
+
+    def sweep_names(self) -> list[str]:
+        """The variants of the sweep, the reference first."""
+        return list(self.sweep.variants or [v.name for v in self.variants]) if self.sweep else []
+
     def all_variants(self) -> list[VariantConfig]:
         """Every mixture the experiment trains on: the variants, then the data-efficiency runs."""
         return [*self.variants, *self.efficiency_variants()]
 
-    def curations(self) -> dict[str, list[VariantConfig]]:
-        """Curation folder -> the variants it serves (data-efficiency runs included), in config order."""
+    def curations(self, variants: list[VariantConfig] | None = None) -> dict[str, list[VariantConfig]]:
+        """Curation folder -> the variants it serves, in config order, of ``variants`` (default:
+        :meth:`all_variants`, the data-efficiency runs included)."""
         runs: dict[str, list[VariantConfig]] = {}
-        for variant in self.all_variants():
+        for variant in self.all_variants() if variants is None else variants:
             runs.setdefault(variant.curation_key, []).append(variant)
         return runs
 

@@ -65,6 +65,25 @@ class ScalingFit:
         g = (self.alpha * self.A / (self.beta * self.B)) ** (1.0 / total)
         return g * c ** (self.beta / total), c ** (self.alpha / total) / g
 
+    def frontier_loss(self, flops) -> np.ndarray:
+        """The loss at the compute-optimal split of ``flops``. Both terms at the optimum fall as
+        (C / 6)^-gamma with gamma = alpha beta / (alpha + beta), so L*(C) = E + K (C / 6)^-gamma."""
+        k, gamma = self._frontier_terms()
+        return self.E + k * (np.asarray(flops, dtype=np.float64) / 6.0) ** -gamma
+
+    def compute_for(self, loss) -> np.ndarray:
+        """The compute whose optimal split reaches ``loss`` (the inverse of :meth:`frontier_loss`);
+        infinite at or below E."""
+        k, gamma = self._frontier_terms()
+        gap = np.asarray(loss, dtype=np.float64) - self.E
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(gap > 0, 6.0 * (k / np.where(gap > 0, gap, 1.0)) ** (1.0 / gamma), np.inf)
+
+    def _frontier_terms(self) -> tuple[float, float]:
+        total = self.alpha + self.beta
+        g = (self.alpha * self.A / (self.beta * self.B)) ** (1.0 / total)
+        return self.A * g**-self.alpha + self.B * g**self.beta, self.alpha * self.beta / total
+
     def as_dict(self) -> dict:
         return asdict(self)
 
@@ -144,6 +163,11 @@ def _as_fit(theta: np.ndarray, value: float, runs: int) -> ScalingFit:
                       objective=value, runs=runs)  # fmt: skip
 
 
+def _percentiles(values, level: float) -> list[float]:
+    tail = (1.0 - level) / 2.0 * 100.0
+    return [float(v) for v in np.percentile(np.asarray(values, dtype=np.float64), [tail, 100.0 - tail])]
+
+
 def bootstrap_scaling_law(
     params: Sequence[float],
     tokens: Sequence[float],
@@ -154,44 +178,142 @@ def bootstrap_scaling_law(
     level: float = 0.95,
     delta: float = HUBER_DELTA,
 ) -> dict:
-    """The fit on all runs and percentile intervals from ``resamples`` fits on runs drawn with
-    replacement (each started from the fit on all runs and three starts near it). Returns
-    ``fit`` (ScalingFit.as_dict), ``intervals`` per parameter ``[low, high]``, and per budget of
-    ``flops`` the optimal N and D with their intervals. A resample with fewer than two sizes or
-    two budgets is drawn again."""
-    n, d, loss = _checked(params, tokens, losses)
-    log_n, log_d, log_l = np.log(n), np.log(d), np.log(loss)
-    fit = fit_scaling_law(n, d, loss, delta)
-    start = np.array([np.log(fit.A), np.log(fit.B), np.log(fit.E), fit.alpha, fit.beta])
-    extra = [start + shift for shift in ([0.0, 0.0, 0.0, 0.1, 0.0], [0.0, 0.0, 0.0, 0.0, 0.1], [1.0, 1.0, -0.5, 0, 0])]
+    """One variant's fit with bootstrap intervals (:func:`compare_scaling_laws` of one variant):
+    ``fit``, ``intervals`` per parameter and ``optimal`` per budget of ``flops``, with ``level``
+    and ``resamples``."""
+    found = compare_scaling_laws({"runs": (params, tokens, losses)}, flops, resamples, seed, level, delta)
+    return {"level": level, "resamples": resamples, **found["variants"]["runs"]}
+
+
+def compare_scaling_laws(
+    runs: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
+    flops: Sequence[float] = (),
+    resamples: int = 200,
+    seed: int = 0,
+    level: float = 0.95,
+    delta: float = HUBER_DELTA,
+) -> dict:
+    """Fit L(N, D) to each variant's runs (``runs[name] = (params, tokens, losses)``, the same
+    grid in the same order for every variant; the first is the reference) and compare each other
+    variant with the reference.
+
+    The bootstrap is paired: each resample draws grid positions with replacement and fits every
+    variant on the same positions (each fit started from the fit on all runs and three starts near
+    it; a draw with fewer than two sizes or two budgets is drawn again), so a difference between
+    variants is measured on the same cells. Returns:
+
+    - ``variants[name]``: ``fit`` (:meth:`ScalingFit.as_dict`), ``intervals`` per parameter at
+      ``level``, and per budget of ``flops`` its ``optimal`` N and D, D / N and the loss on the
+      frontier, each with its interval;
+    - ``comparisons[name]`` for every variant after the first: at each budget the difference of
+      frontier losses (variant - reference) and the compute multiplier (the compute the reference
+      needs to reach the variant's frontier loss, over the budget; infinite when that loss is
+      below the reference's E), and the differences of E, alpha and beta, with intervals at
+      ``comparison_level``: ``level`` Bonferroni-corrected over the frontier comparisons (variants
+      x budgets). ``excludes_zero`` (a loss difference) or ``excludes_one`` (a multiplier) says
+      whether the interval leaves out no difference."""
+    names = list(runs)
+    data = {name: _checked(*runs[name]) for name in names}
+    n, d, _ = data[names[0]]
+    for name in names[1:]:
+        if not (np.array_equal(data[name][0], n) and np.array_equal(data[name][1], d)):
+            raise ValueError(
+                f"compare_scaling_laws: {name}'s runs are not the same grid (sizes and tokens in the same "
+                f"order) as {names[0]}'s; a paired comparison needs the same cells"
+            )
+    logs = {name: tuple(np.log(v) for v in data[name]) for name in names}
+    fits = {name: fit_scaling_law(*data[name], delta=delta) for name in names}
+    starts = {}
+    for name, fit in fits.items():
+        start = np.array([np.log(fit.A), np.log(fit.B), np.log(fit.E), fit.alpha, fit.beta])
+        shifts = ([0.0, 0.0, 0.0, 0.1, 0.0], [0.0, 0.0, 0.0, 0.0, 0.1], [1.0, 1.0, -0.5, 0.0, 0.0])
+        starts[name] = [start, *(start + np.array(shift) for shift in shifts)]
     rng = np.random.default_rng(seed)
-    draws: list[ScalingFit] = []
-    while len(draws) < resamples:
+    draws: dict[str, list[ScalingFit]] = {name: [] for name in names}
+    while len(draws[names[0]]) < resamples:
         pick = rng.integers(0, len(n), len(n))
         if len(np.unique(n[pick])) < 2 or len(np.unique(d[pick])) < 2:
             continue
-        theta, value = _fit_from([start, *extra], log_n[pick], log_d[pick], log_l[pick], delta)
-        draws.append(_as_fit(theta, value, len(n)))
-    tail = (1.0 - level) / 2.0 * 100.0
-    intervals = {
-        name: [float(v) for v in np.percentile([getattr(f, name) for f in draws], [tail, 100.0 - tail])]
-        for name in PARAMETERS
+        for name in names:
+            log_n, log_d, log_l = logs[name]
+            theta, value = _fit_from(starts[name], log_n[pick], log_d[pick], log_l[pick], delta)
+            draws[name].append(_as_fit(theta, value, len(n)))
+    budgets = np.asarray(list(flops), dtype=np.float64)
+    grid = {"params": [float(n.min()), float(n.max())], "tokens": [float(d.min()), float(d.max())]}
+    variants = {name: _variant_summary(fits[name], draws[name], budgets, level, grid) for name in names}
+    compared = names[1:]
+    comparison_level = 1.0 - (1.0 - level) / max(1, len(compared) * max(1, len(budgets)))
+    comparisons = {
+        name: _comparison(fits[name], fits[names[0]], draws[name], draws[names[0]], budgets, comparison_level)
+        for name in compared
     }
+    return {
+        "reference": names[0],
+        "level": level,
+        "comparison_level": comparison_level,
+        "resamples": resamples,
+        "flops": budgets.tolist(),
+        "variants": variants,
+        "comparisons": comparisons,
+    }
+
+
+def _variant_summary(fit: ScalingFit, draws: list[ScalingFit], budgets: np.ndarray, level: float, grid: dict) -> dict:
+    intervals = {name: _percentiles([getattr(f, name) for f in draws], level) for name in PARAMETERS}
     optimal = []
-    for budget in flops:
+    for budget in budgets:
         best_n, best_d = fit.optimal(budget)
         found = np.array([f.optimal(budget) for f in draws])
+        frontier = [f.frontier_loss(budget) for f in draws]
         optimal.append(
             {
                 "flops": float(budget),
                 "params": float(best_n),
                 "tokens": float(best_d),
                 "tokens_per_param": float(best_d / best_n),
-                "params_interval": [float(v) for v in np.percentile(found[:, 0], [tail, 100.0 - tail])],
-                "tokens_interval": [float(v) for v in np.percentile(found[:, 1], [tail, 100.0 - tail])],
-                "tokens_per_param_interval": [
-                    float(v) for v in np.percentile(found[:, 1] / found[:, 0], [tail, 100.0 - tail])
-                ],
+                "loss": float(fit.frontier_loss(budget)),
+                "params_interval": _percentiles(found[:, 0], level),
+                "tokens_interval": _percentiles(found[:, 1], level),
+                "tokens_per_param_interval": _percentiles(found[:, 1] / found[:, 0], level),
+                "loss_interval": _percentiles(frontier, level),
+                # The optimum lies outside the sizes or budgets trained: the fit extrapolates.
+                "extrapolated": bool(
+                    not grid["params"][0] <= best_n <= grid["params"][1]
+                    or not grid["tokens"][0] <= best_d <= grid["tokens"][1]
+                ),
             }
         )
-    return {"fit": fit.as_dict(), "level": level, "resamples": resamples, "intervals": intervals, "optimal": optimal}
+    return {"fit": fit.as_dict(), "intervals": intervals, "optimal": optimal}
+
+
+def _comparison(
+    fit: ScalingFit, reference: ScalingFit, draws: list[ScalingFit], reference_draws: list[ScalingFit],
+    budgets: np.ndarray, level: float,
+) -> dict:  # fmt: skip
+    pairs = list(zip(draws, reference_draws))
+    differences = {
+        name: {
+            "value": float(getattr(fit, name) - getattr(reference, name)),
+            "interval": _percentiles([getattr(a, name) - getattr(b, name) for a, b in pairs], level),
+        }
+        for name in ("E", "alpha", "beta")
+    }
+    frontier = []
+    for budget in budgets:
+        losses = [a.frontier_loss(budget) - b.frontier_loss(budget) for a, b in pairs]
+        multipliers = [b.compute_for(a.frontier_loss(budget)) / budget for a, b in pairs]
+        loss_interval = _percentiles(losses, level)
+        multiplier = reference.compute_for(fit.frontier_loss(budget)) / budget
+        multiplier_interval = _percentiles(multipliers, level)
+        frontier.append(
+            {
+                "flops": float(budget),
+                "loss_difference": float(fit.frontier_loss(budget) - reference.frontier_loss(budget)),
+                "loss_interval": loss_interval,
+                "excludes_zero": bool(loss_interval[0] > 0 or loss_interval[1] < 0),
+                "compute_multiplier": float(multiplier),
+                "multiplier_interval": multiplier_interval,
+                "excludes_one": bool(multiplier_interval[0] > 1 or multiplier_interval[1] < 1),
+            }
+        )
+    return {"level": level, "differences": differences, "frontier": frontier}
