@@ -7,6 +7,7 @@ curate export MIXTURE OUT   a mixture as nanoGPT's train.bin / val.bin
 curate train CONFIG.toml    pretrain a GPT on a mixture (a Prefect flow run)
 curate generate OUT_DIR     continue a prompt with a trained model
 curate experiment CONFIG    curated vs raw: pretraining and transfer over seeds, with a report
+curate sweep CONFIG         scaling laws per variant: model sizes x token budgets, fits and frontier
 """
 
 from __future__ import annotations
@@ -713,6 +714,71 @@ def experiment(
             stdout.print(
                 ("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
                 + comparison["sentence"],
+                highlight=False,
+                soft_wrap=True,
+                markup=False,
+            )
+    stdout.print(
+        f"results: {parsed.out_dir / 'results.json'}\nreport: {parsed.out_dir / 'report' / 'index.html'}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command()
+def sweep(
+    config: Path = typer.Argument(..., help="TOML config with a [sweep] section (see configs/sweep-demo.toml)"),
+    quiet: bool = QuietOption,
+) -> None:
+    """Fit scaling laws per variant: train every model size of [sweep] on every token budget, fit
+    L(N, D) = E + A / N^alpha + B / D^beta, and compare the compute-optimal frontiers; writes
+    results.json and a report."""
+    from flows.runtime import configure_prefect
+    from pipeline.experiment.config import load_experiment
+    from trainer.data import MixtureError
+
+    with _failing_on(ConfigError):
+        parsed = load_experiment(config)
+        if parsed.sweep is None:
+            raise ConfigError(f"sweep: {config} has no [sweep] section; see configs/sweep-demo.toml")
+    configure_prefect(parsed.out_dir, quiet=quiet)
+    from flows.experiment import ContaminationError
+    from flows.runners import shared_api
+    from flows.sweep import sweep_flow
+
+    with (
+        _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError),
+        shared_api() if parsed.parallel_runs > 1 else nullcontext(),
+    ):
+        results = sweep_flow(parsed)
+    count = results["headline"]
+    fits = results["fits"][count]
+    table = Table(title=f"sweep: {len(results['runs'])} runs ({results['timing']['total_s'] / 60:.1f} min), N {count}")
+    for column in ("variant", "E", "alpha", "beta", "RMS residual"):
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    from pipeline.experiment.sweep import residuals, rms
+    from pipeline.report.sweep import multiple
+
+    for variant in results["variants"]:
+        entry = fits["variants"][variant]
+        fitted = residuals(entry["fit"], results["cells"], variant, count, results["metric"])
+        table.add_row(
+            variant,
+            *(
+                f"{entry['fit'][name]:.3f} ({entry['intervals'][name][0]:.3f} to {entry['intervals'][name][1]:.3f})"
+                for name in ("E", "alpha", "beta")
+            ),
+            f"{rms(r['residual'] for r in fitted):.4f}",
+        )
+    stdout.print(table)
+    for variant, entry in fits["comparisons"].items():
+        for point in entry["frontier"]:
+            low, high = (multiple(v) for v in point["multiplier_interval"])
+            stdout.print(
+                f"{variant} vs {fits['reference']} at {point['flops']:.2g} FLOPs: frontier loss "
+                f"{point['loss_difference']:+.4f} ({point['loss_interval'][0]:+.4f} to "
+                f"{point['loss_interval'][1]:+.4f}), "
+                f"{fits['reference']} needs {multiple(point['compute_multiplier'])} the compute ({low} to {high})",
                 highlight=False,
                 soft_wrap=True,
                 markup=False,

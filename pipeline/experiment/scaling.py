@@ -164,8 +164,17 @@ def _as_fit(theta: np.ndarray, value: float, runs: int) -> ScalingFit:
 
 
 def _percentiles(values, level: float) -> list[float]:
+    """The central ``level`` interval of ``values``; interpolated between order statistics when all
+    are finite, else the order statistics themselves (an infinite multiplier among them)."""
     tail = (1.0 - level) / 2.0 * 100.0
-    return [float(v) for v in np.percentile(np.asarray(values, dtype=np.float64), [tail, 100.0 - tail])]
+    array = np.asarray(values, dtype=np.float64)
+    method = "linear" if np.isfinite(array).all() else "inverted_cdf"
+    return [float(v) for v in np.percentile(array, [tail, 100.0 - tail], method=method)]
+
+
+def _finite(value: float) -> float | None:
+    """A number for JSON: None for infinity (a loss below the reference's floor: no compute reaches it)."""
+    return float(value) if np.isfinite(value) else None
 
 
 def bootstrap_scaling_law(
@@ -192,6 +201,7 @@ def compare_scaling_laws(
     seed: int = 0,
     level: float = 0.95,
     delta: float = HUBER_DELTA,
+    curve: Sequence[float] = (),
 ) -> dict:
     """Fit L(N, D) to each variant's runs (``runs[name] = (params, tokens, losses)``, the same
     grid in the same order for every variant; the first is the reference) and compare each other
@@ -207,11 +217,13 @@ def compare_scaling_laws(
       frontier, each with its interval;
     - ``comparisons[name]`` for every variant after the first: at each budget the difference of
       frontier losses (variant - reference) and the compute multiplier (the compute the reference
-      needs to reach the variant's frontier loss, over the budget; infinite when that loss is
-      below the reference's E), and the differences of E, alpha and beta, with intervals at
+      needs to reach the variant's frontier loss, over the budget; None, in JSON, when that loss
+      is below the reference's E: no compute reaches it), and the differences of E, alpha and beta, with intervals at
       ``comparison_level``: ``level`` Bonferroni-corrected over the frontier comparisons (variants
       x budgets). ``excludes_zero`` (a loss difference) or ``excludes_one`` (a multiplier) says
-      whether the interval leaves out no difference."""
+      whether the interval leaves out no difference;
+    - ``variants[name]["curve"]``, with budgets ``curve`` given: the frontier at each (for a
+      plot), the same figures as ``optimal`` with no comparison made at them."""
     names = list(runs)
     data = {name: _checked(*runs[name]) for name in names}
     n, d, _ = data[names[0]]
@@ -241,6 +253,10 @@ def compare_scaling_laws(
     budgets = np.asarray(list(flops), dtype=np.float64)
     grid = {"params": [float(n.min()), float(n.max())], "tokens": [float(d.min()), float(d.max())]}
     variants = {name: _variant_summary(fits[name], draws[name], budgets, level, grid) for name in names}
+    if len(curve):
+        dense = np.asarray(list(curve), dtype=np.float64)
+        for name in names:
+            variants[name]["curve"] = _variant_summary(fits[name], draws[name], dense, level, grid)["optimal"]
     compared = names[1:]
     comparison_level = 1.0 - (1.0 - level) / max(1, len(compared) * max(1, len(budgets)))
     comparisons = {
@@ -311,9 +327,11 @@ def _comparison(
                 "loss_difference": float(fit.frontier_loss(budget) - reference.frontier_loss(budget)),
                 "loss_interval": loss_interval,
                 "excludes_zero": bool(loss_interval[0] > 0 or loss_interval[1] < 0),
-                "compute_multiplier": float(multiplier),
-                "multiplier_interval": multiplier_interval,
+                # None: beyond any compute of the reference (its loss floor E is higher).
+                "compute_multiplier": _finite(multiplier),
+                "multiplier_interval": [_finite(v) for v in multiplier_interval],
                 "excludes_one": bool(multiplier_interval[0] > 1 or multiplier_interval[1] < 1),
+                "multiplier_draws_unbounded": int(np.sum(~np.isfinite(multipliers))),
             }
         )
     return {"level": level, "differences": differences, "frontier": frontier}
