@@ -778,7 +778,8 @@ def sweep(
                 f"{variant} vs {fits['reference']} at {point['flops']:.2g} FLOPs: frontier loss "
                 f"{point['loss_difference']:+.4f} ({point['loss_interval'][0]:+.4f} to "
                 f"{point['loss_interval'][1]:+.4f}), "
-                f"{fits['reference']} needs {multiple(point['compute_multiplier'])} the compute ({low} to {high})",
+                f"{fits['reference']} needs {multiple(point['compute_multiplier'])} the compute ({low} to {high})"
+                + (" (extrapolated)" if point["multiplier_extrapolated"] else ""),
                 highlight=False,
                 soft_wrap=True,
                 markup=False,

@@ -119,3 +119,21 @@ def tokenized_run(config: RunConfig) -> str:
     write_json({"stages": {}}, layout.manifest)
     run_tokenize("source", config)
     return "source"
+
+
+def resolve_json_path(data, path: str):
+    """A report's ``data-json`` path in a JSON document: at each level the longest key that matches
+    (keys may hold dots)."""
+    parts = path.split(".")
+    while parts:
+        for take in range(len(parts), 0, -1):
+            key = ".".join(parts[:take])
+            if isinstance(data, list) and key.isdigit():
+                data, parts = data[int(key)], parts[take:]
+                break
+            if isinstance(data, dict) and key in data:
+                data, parts = data[key], parts[take:]
+                break
+        else:
+            raise KeyError(path)
+    return data

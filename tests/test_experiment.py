@@ -26,6 +26,7 @@ from pipeline.experiment.heldout import heldout_texts, read_eval_set, trained_on
 from pipeline.experiment.results import data_efficiency, heldout_scores
 from pipeline.experiment.statistics import compare, fit_power_law, holm, spread, tokens_to_reach
 from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
+from tests.helpers import resolve_json_path
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -75,23 +76,6 @@ def _config(tmp_path, **overrides):
     }
     data.update(overrides)
     return parse_experiment(data)
-
-
-def _resolve(data, path: str):
-    """A data-json path: at each level the longest key that matches (keys may hold dots)."""
-    parts = path.split(".")
-    while parts:
-        for take in range(len(parts), 0, -1):
-            key = ".".join(parts[:take])
-            if isinstance(data, list) and key.isdigit():
-                data, parts = data[int(key)], parts[take:]
-                break
-            if isinstance(data, dict) and key in data:
-                data, parts = data[key], parts[take:]
-                break
-        else:
-            raise KeyError(path)
-    return data
 
 
 def test_tiny_experiment_end_to_end(tmp_path):
@@ -236,7 +220,7 @@ def test_tiny_experiment_end_to_end(tmp_path):
     shown = re.findall(r'data-json="results\.json#([^"]+)">([^<]*)<', page)
     assert len(shown) > 20
     for path, text in shown:
-        value = _resolve(results, path)
+        value = resolve_json_path(results, path)
         if value is None:
             assert text == "–"
             continue

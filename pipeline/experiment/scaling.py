@@ -221,7 +221,9 @@ def compare_scaling_laws(
       is below the reference's E: no compute reaches it), and the differences of E, alpha and beta, with intervals at
       ``comparison_level``: ``level`` Bonferroni-corrected over the frontier comparisons (variants
       x budgets). ``excludes_zero`` (a loss difference) or ``excludes_one`` (a multiplier) says
-      whether the interval leaves out no difference;
+      whether the interval leaves out no difference; ``multiplier_extrapolated`` whether the
+      reference's matching compute lies outside the compute of the runs (a multiplier read off the
+      fits beyond what was trained);
     - ``variants[name]["curve"]``, with budgets ``curve`` given: the frontier at each (for a
       plot), the same figures as ``optimal`` with no comparison made at them."""
     names = list(runs)
@@ -259,8 +261,9 @@ def compare_scaling_laws(
             variants[name]["curve"] = _variant_summary(fits[name], draws[name], dense, level, grid)["optimal"]
     compared = names[1:]
     comparison_level = 1.0 - (1.0 - level) / max(1, len(compared) * max(1, len(budgets)))
+    reach = (float((6.0 * n * d).min()), float((6.0 * n * d).max()))
     comparisons = {
-        name: _comparison(fits[name], fits[names[0]], draws[name], draws[names[0]], budgets, comparison_level)
+        name: _comparison(fits[name], fits[names[0]], draws[name], draws[names[0]], budgets, comparison_level, reach)
         for name in compared
     }
     return {
@@ -304,7 +307,7 @@ def _variant_summary(fit: ScalingFit, draws: list[ScalingFit], budgets: np.ndarr
 
 def _comparison(
     fit: ScalingFit, reference: ScalingFit, draws: list[ScalingFit], reference_draws: list[ScalingFit],
-    budgets: np.ndarray, level: float,
+    budgets: np.ndarray, level: float, reach: tuple[float, float],
 ) -> dict:  # fmt: skip
     pairs = list(zip(draws, reference_draws))
     differences = {
@@ -332,6 +335,8 @@ def _comparison(
                 "multiplier_interval": [_finite(v) for v in multiplier_interval],
                 "excludes_one": bool(multiplier_interval[0] > 1 or multiplier_interval[1] < 1),
                 "multiplier_draws_unbounded": int(np.sum(~np.isfinite(multipliers))),
+                # The reference's compute that matches lies outside the compute of the runs.
+                "multiplier_extrapolated": bool(not reach[0] <= multiplier * budget <= reach[1]),
             }
         )
     return {"level": level, "differences": differences, "frontier": frontier}

@@ -26,6 +26,7 @@ COUNT_LABEL = {"non_embedding": "non-embedding parameters", "total": "parameters
 
 
 def _num(ref: str, value, digits: int = 3, sci: bool = False, none: str = "–") -> str:
+    sci = sci or (value is not None and abs(value) >= 1e6)
     shown = none if value is None else (f"{value:.3g}" if sci else fmt(value, digits))
     return f'<span class="num" data-json="results.json#{esc(ref)}">{esc(shown)}</span>'
 
@@ -43,7 +44,9 @@ UNBOUNDED = "∞"  # a multiplier past the reference's loss floor: no compute of
 
 def multiple(value: float | None) -> str:
     """A compute multiplier as text: ``1.52x``, or unbounded."""
-    return "unbounded (below the reference's fitted floor E)" if value is None else f"{value:.2f}x"
+    if value is None:
+        return "unbounded (below the reference's fitted floor E)"
+    return f"{value:.2f}x" if value < 1000 else f"{value:.2g}x"
 
 
 def _color(results: dict, variant: str) -> str:
@@ -190,7 +193,8 @@ def _comparison_table(results: dict, count: str) -> tuple[str, list[str]]:
                     f"{_num(f'{at}.loss_interval.1', point['loss_interval'][1], 4)})",
                     f"{_num(f'{at}.compute_multiplier', point['compute_multiplier'], 2, none=UNBOUNDED)}x "
                     f"({_num(f'{at}.multiplier_interval.0', point['multiplier_interval'][0], 2, none=UNBOUNDED)} to "
-                    f"{_num(f'{at}.multiplier_interval.1', point['multiplier_interval'][1], 2, none=UNBOUNDED)})",
+                    f"{_num(f'{at}.multiplier_interval.1', point['multiplier_interval'][1], 2, none=UNBOUNDED)})"
+                    + (" extrapolated" if point["multiplier_extrapolated"] else ""),
                     "yes" if point["excludes_zero"] else "no",
                 ]
             )
@@ -204,7 +208,12 @@ def _comparison_table(results: dict, count: str) -> tuple[str, list[str]]:
                 f"{point['loss_difference']:+.4f} bits per byte ({point['loss_interval'][0]:+.4f} to "
                 f"{point['loss_interval'][1]:+.4f}); {reference} needs {multiple(point['compute_multiplier'])} the "
                 f"compute to reach it ({multiple(point['multiplier_interval'][0])} to "
-                f"{multiple(point['multiplier_interval'][1])})."
+                f"{multiple(point['multiplier_interval'][1])})"
+                + (
+                    ", read off the fit beyond the compute of the runs."
+                    if point["multiplier_extrapolated"]
+                    else ", within the compute of the runs."
+                )
             )
         differences = entry["differences"]
         rows_note = ", ".join(
