@@ -74,7 +74,12 @@ def sweep_flow(config: ExperimentConfig) -> dict:
     tick = time.perf_counter()
     cells = {}
     pretraining = {}
-    for cell in grid(config):
+    # The longest runs first, so that runs side by side end together (the matmuls' parameters,
+    # the head's included, times the tokens).
+    vocab = config.tokenizer.vocab_size
+    for cell in sorted(
+        grid(config), key=lambda c: -c.tokens * c.model.n_embd * (12 * c.model.n_layer * c.model.n_embd + vocab)
+    ):
         mixture = RunLayout(prepared.runs[cell.mixture].run_dir).root / "mix" / cell.mixture
         train_config = parse_train_config(train_data(config, cell, mixture, prepared.heldout))
         pretraining[(cell.name, cell.seed)] = dict(variant=cell.name, seed=cell.seed, train_config=train_config)

@@ -143,3 +143,15 @@ def test_variants_on_different_grids_are_refused():
     n, d, loss = _grid()
     with pytest.raises(ValueError, match="same grid"):
         compare_scaling_laws({"a": (n, d, loss), "b": (n[::-1], d[::-1], loss[::-1])})
+
+
+def test_a_fit_the_runs_do_not_determine_stays_finite_and_says_so():
+    """Losses that fall with D alone, steeper than any floor allows (the demo grid's early
+    training): E runs to its bound, and the frontier and the optimum stay finite numbers."""
+    n, d, _ = _grid()
+    found = compare_scaling_laws({"a": (n, d, 50.0 / d**0.2), "b": (n, d, 45.0 / d**0.2)}, flops=[1e16], resamples=20)
+    fit = found["variants"]["a"]
+    assert "E" in fit["at_bounds"] and "alpha" not in ScalingFit(**TRUE.as_dict()).at_bounds()
+    point = fit["optimal"][0]
+    assert all(np.isfinite(point[key]) for key in ("params", "tokens", "loss"))
+    assert found["comparisons"]["b"]["frontier"][0]["loss_difference"] < 0

@@ -38,6 +38,10 @@ START_B = (0.0, 5.0, 10.0)
 # relative tolerance would stop it near its start; these let it converge.
 OPTIMIZER = {"ftol": 1e-15, "gtol": 1e-12, "maxiter": 5000}
 PARAMETERS = ("E", "A", "B", "alpha", "beta")
+# The search's bounds on (log A, log B, log E, alpha, beta): wide enough for any loss in nats or
+# bits, narrow enough that a fit the runs do not determine (E falling towards 0 when the loss is far
+# from any floor) stays a finite number that says it sits at its bound.
+BOUNDS = ((-30.0, 60.0), (-30.0, 60.0), (-20.0, 5.0), (1e-3, 5.0), (1e-3, 5.0))
 
 
 @dataclass(frozen=True)
@@ -60,29 +64,46 @@ class ScalingFit:
 
     def optimal(self, flops) -> tuple[np.ndarray, np.ndarray]:
         """The compute-optimal parameters and tokens for budgets of ``flops`` (C = 6 N D)."""
-        c = np.asarray(flops, dtype=np.float64) / 6.0
+        log_c = np.log(np.asarray(flops, dtype=np.float64) / 6.0)
         total = self.alpha + self.beta
-        g = (self.alpha * self.A / (self.beta * self.B)) ** (1.0 / total)
-        return g * c ** (self.beta / total), c ** (self.alpha / total) / g
+        log_g = self._log_g()
+        return np.exp(log_g + log_c * self.beta / total), np.exp(log_c * self.alpha / total - log_g)
+
+    def _log_g(self) -> float:
+        """log G, G = (alpha A / (beta B))^(1 / (alpha + beta)), in logs: A and B of a fit may lie
+        hundreds of orders of magnitude apart."""
+        ratio = np.log(self.alpha) + np.log(self.A) - np.log(self.beta) - np.log(self.B)
+        return float(ratio / (self.alpha + self.beta))
 
     def frontier_loss(self, flops) -> np.ndarray:
         """The loss at the compute-optimal split of ``flops``. Both terms at the optimum fall as
         (C / 6)^-gamma with gamma = alpha beta / (alpha + beta), so L*(C) = E + K (C / 6)^-gamma."""
-        k, gamma = self._frontier_terms()
-        return self.E + k * (np.asarray(flops, dtype=np.float64) / 6.0) ** -gamma
+        log_k, gamma = self._frontier_terms()
+        return self.E + np.exp(log_k - gamma * np.log(np.asarray(flops, dtype=np.float64) / 6.0))
 
     def compute_for(self, loss) -> np.ndarray:
         """The compute whose optimal split reaches ``loss`` (the inverse of :meth:`frontier_loss`);
         infinite at or below E."""
-        k, gamma = self._frontier_terms()
+        log_k, gamma = self._frontier_terms()
         gap = np.asarray(loss, dtype=np.float64) - self.E
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(gap > 0, 6.0 * (k / np.where(gap > 0, gap, 1.0)) ** (1.0 / gamma), np.inf)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return np.where(gap > 0, 6.0 * np.exp((log_k - np.log(np.where(gap > 0, gap, 1.0))) / gamma), np.inf)
 
     def _frontier_terms(self) -> tuple[float, float]:
-        total = self.alpha + self.beta
-        g = (self.alpha * self.A / (self.beta * self.B)) ** (1.0 / total)
-        return self.A * g**-self.alpha + self.B * g**self.beta, self.alpha * self.beta / total
+        """log K and gamma of :meth:`frontier_loss`."""
+        log_g = self._log_g()
+        log_k = np.logaddexp(np.log(self.A) - self.alpha * log_g, np.log(self.B) + self.beta * log_g)
+        return float(log_k), self.alpha * self.beta / (self.alpha + self.beta)
+
+    def at_bounds(self) -> list[str]:
+        """The parameters the fit left at a bound of its search (:data:`BOUNDS`): the runs do not
+        determine them, and what follows from them (the optimum, the frontier) is the bound's."""
+        values = {"A": np.log(self.A), "B": np.log(self.B), "E": np.log(self.E), "alpha": self.alpha, "beta": self.beta}
+        return [
+            name
+            for name, (low, high) in zip(("A", "B", "E", "alpha", "beta"), BOUNDS)
+            if min(abs(values[name] - low), abs(values[name] - high)) < 1e-6 * max(1.0, abs(low), abs(high))
+        ]
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -114,11 +135,10 @@ def _objective(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, log_l: n
 
 def _fit_from(starts, log_n, log_d, log_l, delta) -> tuple[np.ndarray, float]:
     best, best_value = None, np.inf
-    bounds = [(None, None), (None, None), (None, None), (1e-3, 5.0), (1e-3, 5.0)]
     for start in starts:
         found = minimize(
-            _objective, np.asarray(start, dtype=np.float64), args=(log_n, log_d, log_l, delta),
-            jac=True, method="L-BFGS-B", bounds=bounds, options=OPTIMIZER,
+            _objective, np.clip(np.asarray(start, dtype=np.float64), *np.array(BOUNDS).T),
+            args=(log_n, log_d, log_l, delta), jac=True, method="L-BFGS-B", bounds=BOUNDS, options=OPTIMIZER,
         )  # fmt: skip
         if np.isfinite(found.fun) and found.fun < best_value:
             best, best_value = found.x, float(found.fun)
@@ -212,7 +232,8 @@ def compare_scaling_laws(
     it; a draw with fewer than two sizes or two budgets is drawn again), so a difference between
     variants is measured on the same cells. Returns:
 
-    - ``variants[name]``: ``fit`` (:meth:`ScalingFit.as_dict`), ``intervals`` per parameter at
+    - ``variants[name]``: ``fit`` (:meth:`ScalingFit.as_dict`), ``at_bounds`` (the parameters
+      left at a bound of the search, :meth:`ScalingFit.at_bounds`), ``intervals`` per parameter at
       ``level``, and per budget of ``flops`` its ``optimal`` N and D, D / N and the loss on the
       frontier, each with its interval;
     - ``comparisons[name]`` for every variant after the first: at each budget the difference of
@@ -302,7 +323,7 @@ def _variant_summary(fit: ScalingFit, draws: list[ScalingFit], budgets: np.ndarr
                 ),
             }
         )
-    return {"fit": fit.as_dict(), "intervals": intervals, "optimal": optimal}
+    return {"fit": fit.as_dict(), "at_bounds": fit.at_bounds(), "intervals": intervals, "optimal": optimal}
 
 
 def _comparison(
