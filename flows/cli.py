@@ -773,6 +773,16 @@ def sweep(
         )
     stdout.print(table)
     for variant, entry in fits["comparisons"].items():
+        cells = entry["cells"]
+        stdout.print(
+            f"{variant} - {fits['reference']} over the {cells['cells']} cells: {cells['mean_difference']:+.4f} "
+            f"({cells['interval'][0]:+.4f} to {cells['interval'][1]:+.4f}), lower in {cells['better']}; tokens "
+            f"{fits['reference']} needs for its loss at the largest budget: "
+            + ", ".join(f"N={row['params']:,.0f} {multiple(row['multiplier'])}" for row in entry["data_multiplier"]),
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
         for point in entry["frontier"]:
             low, high = (multiple(v) for v in point["multiplier_interval"])
             stdout.print(

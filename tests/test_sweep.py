@@ -150,7 +150,8 @@ def test_tiny_sweep_end_to_end(tmp_path):
         fits = results["fits"][count]
         assert set(fits["variants"]) == {"raw", "full"} and set(fits["comparisons"]) == {"full"}
         assert len(fits["variants"]["raw"]["optimal"]) == 3 and len(fits["comparisons"]["full"]["frontier"]) == 3
-        assert fits["comparison_level"] == pytest.approx(1 - 0.05 / 3)
+        assert fits["comparison_level"] == pytest.approx(1 - 0.05 / (3 + 2 + 1))  # budgets, sizes, cells
+        assert len(fits["comparisons"]["full"]["data_multiplier"]) == 2
 
     # The report shows results.json's numbers.
     page = (out / "report" / "index.html").read_text()

@@ -67,7 +67,8 @@ class ScalingFit:
         log_c = np.log(np.asarray(flops, dtype=np.float64) / 6.0)
         total = self.alpha + self.beta
         log_g = self._log_g()
-        return np.exp(log_g + log_c * self.beta / total), np.exp(log_c * self.alpha / total - log_g)
+        with np.errstate(over="ignore"):
+            return np.exp(log_g + log_c * self.beta / total), np.exp(log_c * self.alpha / total - log_g)
 
     def _log_g(self) -> float:
         """log G, G = (alpha A / (beta B))^(1 / (alpha + beta)), in logs: A and B of a fit may lie
@@ -94,6 +95,14 @@ class ScalingFit:
         log_g = self._log_g()
         log_k = np.logaddexp(np.log(self.A) - self.alpha * log_g, np.log(self.B) + self.beta * log_g)
         return float(log_k), self.alpha * self.beta / (self.alpha + self.beta)
+
+    def tokens_for(self, params, loss) -> np.ndarray:
+        """The tokens at which a model of ``params`` reaches ``loss``; infinite when ``loss`` is at
+        or below what that size reaches with unlimited tokens (E + A / N^alpha)."""
+        n = np.asarray(params, dtype=np.float64)
+        gap = np.asarray(loss, dtype=np.float64) - self.E - self.A / n**self.alpha
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return np.where(gap > 0, (self.B / np.where(gap > 0, gap, 1.0)) ** (1.0 / self.beta), np.inf)
 
     def at_bounds(self) -> list[str]:
         """The parameters the fit left at a bound of its search (:data:`BOUNDS`): the runs do not
@@ -239,12 +248,18 @@ def compare_scaling_laws(
     - ``comparisons[name]`` for every variant after the first: at each budget the difference of
       frontier losses (variant - reference) and the compute multiplier (the compute the reference
       needs to reach the variant's frontier loss, over the budget; None, in JSON, when that loss
-      is below the reference's E: no compute reaches it), and the differences of E, alpha and beta, with intervals at
-      ``comparison_level``: ``level`` Bonferroni-corrected over the frontier comparisons (variants
-      x budgets). ``excludes_zero`` (a loss difference) or ``excludes_one`` (a multiplier) says
-      whether the interval leaves out no difference; ``multiplier_extrapolated`` whether the
+      is below the reference's E: no compute reaches it), and the differences of E, alpha and
+      beta, with intervals at ``comparison_level``: ``level`` Bonferroni-corrected over every
+      comparison with a verdict (variants x (budgets + sizes + 1), below). ``excludes_zero`` (a
+      loss difference) or ``excludes_one`` (a multiplier) says whether the interval leaves out no
+      difference; ``multiplier_extrapolated`` whether the
       reference's matching compute lies outside the compute of the runs (a multiplier read off the
       fits beyond what was trained);
+    - ``comparisons[name]["cells"]``: the mean over grid cells of the variant's loss minus the
+      reference's (the data, no fit), how many cells the variant is lower in, and the bootstrap
+      interval of the mean; ``comparisons[name]["data_multiplier"]``: at each model size, the
+      tokens the reference's fit needs to reach the variant's fitted loss at the largest budget,
+      over that budget (``extrapolated`` past the budgets trained);
     - ``variants[name]["curve"]``, with budgets ``curve`` given: the frontier at each (for a
       plot), the same figures as ``optimal`` with no comparison made at them."""
     names = list(runs)
@@ -265,10 +280,12 @@ def compare_scaling_laws(
         starts[name] = [start, *(start + np.array(shift) for shift in shifts)]
     rng = np.random.default_rng(seed)
     draws: dict[str, list[ScalingFit]] = {name: [] for name in names}
+    picks = []
     while len(draws[names[0]]) < resamples:
         pick = rng.integers(0, len(n), len(n))
         if len(np.unique(n[pick])) < 2 or len(np.unique(d[pick])) < 2:
             continue
+        picks.append(pick)
         for name in names:
             log_n, log_d, log_l = logs[name]
             theta, value = _fit_from(starts[name], log_n[pick], log_d[pick], log_l[pick], delta)
@@ -281,12 +298,23 @@ def compare_scaling_laws(
         for name in names:
             variants[name]["curve"] = _variant_summary(fits[name], draws[name], dense, level, grid)["optimal"]
     compared = names[1:]
-    comparison_level = 1.0 - (1.0 - level) / max(1, len(compared) * max(1, len(budgets)))
+    sizes = np.unique(n)
+    comparison_level = 1.0 - (1.0 - level) / max(1, len(compared) * (len(budgets) + len(sizes) + 1))
     reach = (float((6.0 * n * d).min()), float((6.0 * n * d).max()))
-    comparisons = {
-        name: _comparison(fits[name], fits[names[0]], draws[name], draws[names[0]], budgets, comparison_level, reach)
-        for name in compared
-    }
+    comparisons = {}
+    for name in compared:
+        found = _comparison(fits[name], fits[names[0]], draws[name], draws[names[0]], budgets, comparison_level, reach)
+        difference = data[name][2] - data[names[0]][2]
+        found["cells"] = {
+            "mean_difference": float(difference.mean()),
+            "interval": _percentiles([difference[pick].mean() for pick in picks], comparison_level),
+            "better": int((difference < 0).sum()),
+            "cells": len(difference),
+        }
+        found["data_multiplier"] = _data_multipliers(
+            fits[name], fits[names[0]], draws[name], draws[names[0]], sizes, d, comparison_level
+        )
+        comparisons[name] = found
     return {
         "reference": names[0],
         "level": level,
@@ -314,7 +342,7 @@ def _variant_summary(fit: ScalingFit, draws: list[ScalingFit], budgets: np.ndarr
                 "loss": float(fit.frontier_loss(budget)),
                 "params_interval": _percentiles(found[:, 0], level),
                 "tokens_interval": _percentiles(found[:, 1], level),
-                "tokens_per_param_interval": _percentiles(found[:, 1] / found[:, 0], level),
+                "tokens_per_param_interval": _percentiles(np.exp(np.log(found[:, 1]) - np.log(found[:, 0])), level),
                 "loss_interval": _percentiles(frontier, level),
                 # The optimum lies outside the sizes or budgets trained: the fit extrapolates.
                 "extrapolated": bool(
@@ -324,6 +352,32 @@ def _variant_summary(fit: ScalingFit, draws: list[ScalingFit], budgets: np.ndarr
             }
         )
     return {"fit": fit.as_dict(), "at_bounds": fit.at_bounds(), "intervals": intervals, "optimal": optimal}
+
+
+def _data_multipliers(
+    fit: ScalingFit, reference: ScalingFit, draws: list[ScalingFit], reference_draws: list[ScalingFit],
+    sizes: np.ndarray, tokens: np.ndarray, level: float,
+) -> list[dict]:  # fmt: skip
+    """At each model size, the tokens the reference needs to reach the variant's loss at the largest
+    budget, over that budget (the data multiplier at fixed N, from the fits)."""
+    most = float(tokens.max())
+    rows = []
+    for size in sizes:
+        value = float(reference.tokens_for(size, fit.predict(size, most)) / most)
+        found = [b.tokens_for(size, a.predict(size, most)) / most for a, b in zip(draws, reference_draws)]
+        interval = _percentiles(found, level)
+        rows.append(
+            {
+                "params": float(size),
+                "tokens": most,
+                "multiplier": _finite(value),
+                "interval": [_finite(v) for v in interval],
+                "excludes_one": bool(interval[0] > 1 or interval[1] < 1),
+                # The reference's matching tokens lie beyond the budgets trained.
+                "extrapolated": bool(not tokens.min() <= value * most <= most),
+            }
+        )
+    return rows
 
 
 def _comparison(

@@ -177,6 +177,44 @@ def _optimal_table(results: dict, count: str) -> str:
     )
 
 
+def _in_grid(results: dict, count: str) -> tuple[str, list[str]]:
+    """What the runs say without extrapolating: the mean cell-by-cell difference, and the data
+    multiplier at each model size at the largest budget."""
+    info = results["fits"][count]
+    reference = info["reference"]
+    rows, sentences = [], []
+    for variant, entry in info["comparisons"].items():
+        ref = f"fits.{count}.comparisons.{variant}"
+        cells = entry["cells"]
+        low, high = cells["interval"]
+        sentences.append(
+            f"{variant} - {reference}, cell by cell (the runs, no fit): {cells['mean_difference']:+.4f} bits per byte "
+            f"on average over the {cells['cells']} cells ({low:+.4f} to {high:+.4f}); {variant} is lower in "
+            f"{cells['better']} of {cells['cells']}."
+        )
+        for k, row in enumerate(entry["data_multiplier"]):
+            at = f"{ref}.data_multiplier.{k}"
+            rows.append(
+                [
+                    esc(variant),
+                    _num(f"{at}.params", row["params"], 0),
+                    _num(f"{at}.tokens", row["tokens"], 0),
+                    f"{_num(f'{at}.multiplier', row['multiplier'], 2, none=UNBOUNDED)}x "
+                    f"({_num(f'{at}.interval.0', row['interval'][0], 2, none=UNBOUNDED)} to "
+                    f"{_num(f'{at}.interval.1', row['interval'][1], 2, none=UNBOUNDED)})",
+                    "yes" if row["excludes_one"] else "no",
+                    "yes" if row["extrapolated"] else "no",
+                ]
+            )
+            sentences.append(
+                f"At N = {row['params']:,.0f}, {reference}'s fit needs {multiple(row['multiplier'])} the tokens to "
+                f"reach {variant}'s fitted loss at {row['tokens']:,.0f} tokens ({multiple(row['interval'][0])} to "
+                f"{multiple(row['interval'][1])})" + (", beyond the budgets trained." if row["extrapolated"] else ".")
+            )
+    headers = ["variant", "N", "tokens D", f"tokens {reference} needs, as a multiple", "excludes 1", "extrapolated"]
+    return table(headers, rows, numeric={1, 2, 3}), sentences
+
+
 def _comparison_table(results: dict, count: str) -> tuple[str, list[str]]:
     info = results["fits"][count]
     reference = info["reference"]
@@ -204,6 +242,8 @@ def _comparison_table(results: dict, count: str) -> tuple[str, list[str]]:
                 if point["excludes_zero"]
                 else "not distinguishable from"
             )
+            if any(o["extrapolated"] for o in (info["variants"][v]["optimal"][k] for v in (variant, reference))):
+                verdict += " (an optimum outside the sizes or budgets trained: extrapolated)"
             sentences.append(
                 f"At {point['flops']:.2g} FLOPs, {variant}'s frontier loss is {verdict} {reference}'s: "
                 f"{point['loss_difference']:+.4f} bits per byte ({point['loss_interval'][0]:+.4f} to "
@@ -315,6 +355,7 @@ def render(results: dict) -> str:
     other = next(c for c in results["fits"] if c != count)
     timing = results.get("timing", {})
     comparisons, sentences = _comparison_table(results, count)
+    in_grid, grid_sentences = _in_grid(results, count)
     info = results["fits"][count]
     models = table(
         ["model", "layers", "width", "heads", "N (non-emb.)", "N (total)", "lr"],
@@ -350,10 +391,14 @@ def render(results: dict) -> str:
         "<a href='#fits'>fits</a><a href='#runs'>runs</a><a href='#curation'>curation</a></nav>",
         "</header><main>",
         "<section id=findings><h2>Findings</h2>",
-        f"<p class=note>Intervals on differences are paired bootstrap percentiles at "
-        f"{_num(f'fits.{count}.comparison_level', info['comparison_level'] * 100, 2)}% (95% Bonferroni-corrected "
-        "over the variants and compute budgets compared); the parameters' own intervals are 95%. A frontier at a "
+        f"<p class=note>Intervals on differences are paired bootstrap percentiles at level "
+        f"{_num(f'fits.{count}.comparison_level', info['comparison_level'], 4)} (95% Bonferroni-corrected over "
+        "every comparison with a verdict: each variant's mean over cells, its data multiplier at each model size "
+        "and its frontier at each compute budget); the parameters' own intervals are 95%. A frontier at a "
         "compute whose optimum lies outside the sizes or budgets trained is an extrapolation (see the table).</p>",
+        "<h3>Within the grid</h3><ul>" + "".join(f"<li>{esc(s)}</li>" for s in grid_sentences) + "</ul>",
+        in_grid,
+        "<h3>On the compute-optimal frontier</h3>",
         "<ul>" + "".join(f"<li>{esc(s)}</li>" for s in sentences) + "</ul>",
         comparisons,
         "</section>",
