@@ -777,7 +777,7 @@ def sweep(
         stdout.print(
             f"{variant} - {fits['reference']} over the {cells['cells']} cells: {cells['mean_difference']:+.4f} "
             f"({cells['interval'][0]:+.4f} to {cells['interval'][1]:+.4f}), lower in {cells['better']}; tokens "
-            f"{fits['reference']} needs for its loss at the largest budget: "
+            f"{fits['reference']} needs for its loss at {entry['data_multiplier'][0]['tokens']:,.0f}: "
             + ", ".join(f"N={row['params']:,.0f} {multiple(row['multiplier'])}" for row in entry["data_multiplier"]),
             highlight=False,
             soft_wrap=True,

@@ -122,7 +122,7 @@ def test_a_variant_worth_k_times_the_parameters_and_tokens_needs_k_squared_less_
     assert found["reference"] == "raw" and found["comparison_level"] == pytest.approx(1 - 0.05 / 8)
     cells = found["comparisons"]["curated"]["cells"]
     assert cells["better"] == cells["cells"] == 25 and cells["interval"][1] < 0
-    # At fixed N raw needs more tokens for curated's loss at the largest budget, the more the
+    # At fixed N raw needs more tokens for curated's loss at the middle budget, the more the
     # smaller the model (its N term leaves it less room above E); an unbounded end is None.
     rows = found["comparisons"]["curated"]["data_multiplier"]
     assert [row["multiplier"] for row in rows] == sorted((row["multiplier"] for row in rows), reverse=True)

@@ -258,8 +258,8 @@ def compare_scaling_laws(
     - ``comparisons[name]["cells"]``: the mean over grid cells of the variant's loss minus the
       reference's (the data, no fit), how many cells the variant is lower in, and the bootstrap
       interval of the mean; ``comparisons[name]["data_multiplier"]``: at each model size, the
-      tokens the reference's fit needs to reach the variant's fitted loss at the largest budget,
-      over that budget (``extrapolated`` past the budgets trained);
+      tokens the reference's fit needs to reach the variant's fitted loss at the middle budget,
+      over that budget (``extrapolated`` outside the budgets trained);
     - ``variants[name]["curve"]``, with budgets ``curve`` given: the frontier at each (for a
       plot), the same figures as ``optimal`` with no comparison made at them."""
     names = list(runs)
@@ -358,9 +358,11 @@ def _data_multipliers(
     fit: ScalingFit, reference: ScalingFit, draws: list[ScalingFit], reference_draws: list[ScalingFit],
     sizes: np.ndarray, tokens: np.ndarray, level: float,
 ) -> list[dict]:  # fmt: skip
-    """At each model size, the tokens the reference needs to reach the variant's loss at the largest
-    budget, over that budget (the data multiplier at fixed N, from the fits)."""
-    most = float(tokens.max())
+    """At each model size, the tokens the reference needs to reach the variant's loss at the middle
+    budget, over that budget (the data multiplier at fixed N, from the fits): at the middle, a
+    multiplier up to the ratio of the largest budget to it is read within the budgets trained."""
+    budgets = np.unique(tokens)
+    most = float(budgets[len(budgets) // 2])
     rows = []
     for size in sizes:
         value = float(reference.tokens_for(size, fit.predict(size, most)) / most)
@@ -374,7 +376,7 @@ def _data_multipliers(
                 "interval": [_finite(v) for v in interval],
                 "excludes_one": bool(interval[0] > 1 or interval[1] < 1),
                 # The reference's matching tokens lie beyond the budgets trained.
-                "extrapolated": bool(not tokens.min() <= value * most <= most),
+                "extrapolated": bool(not budgets[0] <= value * most <= budgets[-1]),
             }
         )
     return rows

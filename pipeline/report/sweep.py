@@ -179,7 +179,7 @@ def _optimal_table(results: dict, count: str) -> str:
 
 def _in_grid(results: dict, count: str) -> tuple[str, list[str]]:
     """What the runs say without extrapolating: the mean cell-by-cell difference, and the data
-    multiplier at each model size at the largest budget."""
+    multiplier at each model size at the middle budget."""
     info = results["fits"][count]
     reference = info["reference"]
     rows, sentences = [], []
@@ -209,7 +209,8 @@ def _in_grid(results: dict, count: str) -> tuple[str, list[str]]:
             sentences.append(
                 f"At N = {row['params']:,.0f}, {reference}'s fit needs {multiple(row['multiplier'])} the tokens to "
                 f"reach {variant}'s fitted loss at {row['tokens']:,.0f} tokens ({multiple(row['interval'][0])} to "
-                f"{multiple(row['interval'][1])})" + (", beyond the budgets trained." if row["extrapolated"] else ".")
+                f"{multiple(row['interval'][1])})"
+                + (", outside the budgets trained." if row["extrapolated"] else ", within the budgets trained.")
             )
     headers = ["variant", "N", "tokens D", f"tokens {reference} needs, as a multiple", "excludes 1", "extrapolated"]
     return table(headers, rows, numeric={1, 2, 3}), sentences
