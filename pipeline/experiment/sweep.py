@@ -143,7 +143,8 @@ def summarize_sweep(
     ``sweep.parameters``; compute is C = 6 N D with that count."""
     sweep = config.sweep
     runs = []
-    for cell, summary in summaries.items():
+    order = {cell: k for k, cell in enumerate(grid(config))}
+    for cell, summary in sorted(summaries.items(), key=lambda item: order[item[0]]):
         counts = parameter_counts(summary)
         metrics = run_metrics(summary, eval_groups)
         config_used = summary["config"]

@@ -112,6 +112,13 @@ def _frontier(results: dict) -> str:
             right.fill_between(flops, *zip(*(p["params_interval"] for p in curve)), color=color, alpha=0.15, lw=0)
         sizes = sorted({c["parameters"][count] for c in results["cells"]})
         right.axhspan(sizes[0], sizes[-1], color="#999999", alpha=0.08, lw=0)
+        # A fit the runs do not determine has bands over hundreds of decades: the axes stay near
+        # what was trained, so the runs and the fitted lines stay readable.
+        losses = [c[metric]["mean"] for c in results["cells"]]
+        left.set_ylim(0.0, max(losses) * 1.25)
+        lines = [p["params"] for v in results["variants"] for p in fits[v]["curve"]]
+        right.set_ylim(min(sizes[0], *lines) / 10 if min(lines) > sizes[0] / 1e4 else sizes[0] / 1e4,
+                       max(sizes[-1], *lines) * 10 if max(lines) < sizes[-1] * 1e4 else sizes[-1] * 1e4)  # fmt: skip
         for ax in (left, right):
             ax.set_xscale("log")
             ax.set_xlabel("compute C = 6ND (FLOPs)")
