@@ -367,7 +367,11 @@ def test_a_leak_stops_the_experiment(tmp_path, monkeypatch):
     runs = {name: type("Run", (), {"run_dir": tmp_path / name})() for name in found}  # efficiency runs too
     with pytest.raises(ContaminationError, match=r"13-token window .*\(dedup 3\)"):
         experiment_module._check_contamination(
-            config, runs, pl.DataFrame({"id": ["t"], "text": ["a text"]}), tmp_path / "tokenizer.json"
+            config,
+            config.all_variants(),
+            runs,
+            pl.DataFrame({"id": ["t"], "text": ["a text"]}),
+            tmp_path / "tokenizer.json",
         )
     assert json.loads((config.out_dir / "contamination.json").read_text()) == found
 

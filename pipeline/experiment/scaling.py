@@ -315,15 +315,29 @@ def compare_scaling_laws(
             fits[name], fits[names[0]], draws[name], draws[names[0]], sizes, d, comparison_level
         )
         comparisons[name] = found
-    return {
-        "reference": names[0],
-        "level": level,
-        "comparison_level": comparison_level,
-        "resamples": resamples,
-        "flops": budgets.tolist(),
-        "variants": variants,
-        "comparisons": comparisons,
-    }
+    return _json_numbers(
+        {
+            "reference": names[0],
+            "level": level,
+            "comparison_level": comparison_level,
+            "resamples": resamples,
+            "flops": budgets.tolist(),
+            "variants": variants,
+            "comparisons": comparisons,
+        }
+    )
+
+
+def _json_numbers(value):
+    """``value`` with every infinite or NaN float as None (JSON has no infinity: an optimum or an
+    interval end past any finite number, from a fit the runs do not determine)."""
+    if isinstance(value, dict):
+        return {key: _json_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_numbers(item) for item in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
 
 
 def _variant_summary(fit: ScalingFit, draws: list[ScalingFit], budgets: np.ndarray, level: float, grid: dict) -> dict:
@@ -332,6 +346,8 @@ def _variant_summary(fit: ScalingFit, draws: list[ScalingFit], budgets: np.ndarr
     for budget in budgets:
         best_n, best_d = fit.optimal(budget)
         found = np.array([f.optimal(budget) for f in draws])
+        with np.errstate(all="ignore"):  # an undetermined draw's optimum may be 0 or infinite
+            ratios = np.exp(np.log(found[:, 1]) - np.log(found[:, 0]))
         frontier = [f.frontier_loss(budget) for f in draws]
         optimal.append(
             {
@@ -342,7 +358,7 @@ def _variant_summary(fit: ScalingFit, draws: list[ScalingFit], budgets: np.ndarr
                 "loss": float(fit.frontier_loss(budget)),
                 "params_interval": _percentiles(found[:, 0], level),
                 "tokens_interval": _percentiles(found[:, 1], level),
-                "tokens_per_param_interval": _percentiles(np.exp(np.log(found[:, 1]) - np.log(found[:, 0])), level),
+                "tokens_per_param_interval": _percentiles(ratios, level),
                 "loss_interval": _percentiles(frontier, level),
                 # The optimum lies outside the sizes or budgets trained: the fit extrapolates.
                 "extrapolated": bool(

@@ -87,6 +87,16 @@ def _loss_curves(results: dict) -> str:
     return to_svg(fig, "sweep-loss", "held-out loss against training tokens per model size, with the fitted curves")
 
 
+def _values(points: list[dict], key: str) -> np.ndarray:
+    """A figure of each point, None (past any finite number) as NaN, which a plot leaves out."""
+    return np.array([np.nan if p[key] is None else p[key] for p in points], dtype=np.float64)
+
+
+def _band(points: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
+    low, high = zip(*(p[key] for p in points))
+    return (np.array([np.nan if v is None else v for v in side], dtype=np.float64) for side in (low, high))
+
+
 def _frontier(results: dict) -> str:
     """The loss on the compute-optimal frontier and the optimal N against compute, a line and a 95%
     band per variant, every run at its compute (6 N D) behind them."""
@@ -106,17 +116,17 @@ def _frontier(results: dict) -> str:
             )  # fmt: skip
             curve = fits[variant]["curve"]
             flops = [p["flops"] for p in curve]
-            left.plot(flops, [p["loss"] for p in curve], color=color, lw=1.4, label=variant)
-            left.fill_between(flops, *zip(*(p["loss_interval"] for p in curve)), color=color, alpha=0.15, lw=0)
-            right.plot(flops, [p["params"] for p in curve], color=color, lw=1.4, label=variant)
-            right.fill_between(flops, *zip(*(p["params_interval"] for p in curve)), color=color, alpha=0.15, lw=0)
+            left.plot(flops, _values(curve, "loss"), color=color, lw=1.4, label=variant)
+            left.fill_between(flops, *_band(curve, "loss_interval"), color=color, alpha=0.15, lw=0)
+            right.plot(flops, _values(curve, "params"), color=color, lw=1.4, label=variant)
+            right.fill_between(flops, *_band(curve, "params_interval"), color=color, alpha=0.15, lw=0)
         sizes = sorted({c["parameters"][count] for c in results["cells"]})
         right.axhspan(sizes[0], sizes[-1], color="#999999", alpha=0.08, lw=0)
         # A fit the runs do not determine has bands over hundreds of decades: the axes stay near
         # what was trained, so the runs and the fitted lines stay readable.
         losses = [c[metric]["mean"] for c in results["cells"]]
         left.set_ylim(0.0, max(losses) * 1.25)
-        lines = [p["params"] for v in results["variants"] for p in fits[v]["curve"]]
+        lines = [p["params"] for v in results["variants"] for p in fits[v]["curve"] if p["params"] is not None] or sizes
         right.set_ylim(min(sizes[0], *lines) / 10 if min(lines) > sizes[0] / 1e4 else sizes[0] / 1e4,
                        max(sizes[-1], *lines) * 10 if max(lines) < sizes[-1] * 1e4 else sizes[-1] * 1e4)  # fmt: skip
         for ax in (left, right):
