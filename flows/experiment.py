@@ -108,12 +108,12 @@ def _corpus_file(corpus: Path, name: str) -> Path:
     return path
 
 
-def _task_file(config: ExperimentConfig, corpus: Path | None) -> Path:
+def _task_file(config: ExperimentConfig, corpus: Path | None) -> Path | None:
     """The downstream task: the user's file, or the demo corpus's (its articles and their copies
-    entered no pool)."""
+    entered no pool); None for a sweep of the user's corpus that names none."""
     if config.task.path is not None:
         return config.task.path
-    return _corpus_file(corpus, "task.parquet")
+    return _corpus_file(corpus, "task.parquet") if corpus is not None else None
 
 
 def _heldout(config: ExperimentConfig, corpus: Path | None) -> tuple[Path, pl.DataFrame, dict]:
@@ -236,10 +236,15 @@ def _eval_folder(
     return folder, manifest
 
 
-def _protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path) -> tuple[Path, pl.DataFrame]:
+def _protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path | None) -> tuple[Path, pl.DataFrame]:
     """``out_dir/heldout/protected.parquet``: the clean held-out sets and the task's texts
     (:func:`pipeline.experiment.heldout.protected_texts`), every pool's ``mix.exclude``."""
-    protected = protected_texts(texts, pl.read_parquet(task_path, columns=["id", "text"]))
+    task = (
+        pl.read_parquet(task_path, columns=["id", "text"])
+        if task_path is not None
+        else pl.DataFrame(schema={"id": pl.String, "text": pl.String})
+    )
+    protected = protected_texts(texts, task)
     path = config.out_dir / "heldout" / "protected.parquet"
     if not path.exists() or not pl.read_parquet(path).equals(protected):
         write_parquet(protected.to_arrow(), path)
@@ -581,7 +586,7 @@ class Prepared:
     the contamination check of every mixture."""
 
     corpus: Path | None
-    task_path: Path
+    task_path: Path | None  # None: a sweep of the user's corpus with no task
     texts_path: Path
     texts: pl.DataFrame
     origins: dict
@@ -607,6 +612,8 @@ def prepare(config: ExperimentConfig, variants: list[VariantConfig], timing: dic
     quality = _quality_model(config, corpus)
     canaries_path = _canaries(config, corpus)
 
+    # The raw pool (source stage only) and the one tokenizer, from a seeded sample of it that
+    # holds no held-out text.
     tick = time.perf_counter()
     source_run = _curate(
         curation_config(base, [VariantConfig(name="source")], config, out / "curation" / "source", None, [], None)

@@ -182,3 +182,33 @@ def test_tiny_sweep_end_to_end(tmp_path):
     data["budget_tokens"] = 4000
     with pytest.raises(ConfigError, match="holds a sweep's results"):
         experiment_flow(parse_experiment(data))
+
+
+def test_a_sweep_of_the_users_corpus_needs_no_task(tmp_path):
+    """Without the demo a sweep needs held-out sets but no task: the protected texts are the clean
+    held-out sets alone."""
+    import polars as pl
+
+    import flows.experiment as experiment_module
+    from pipeline.experiment.heldout import heldout_texts, read_eval_set
+
+    curation = tmp_path / "curation.toml"
+    curation.write_text('run_dir = "unused"\n[[sources]]\nname = "mine"\nformat = "jsonl"\npaths = ["x.jsonl"]\n')
+    held = tmp_path / "held.jsonl"
+    held.write_text('{"text": "a held-out text"}\n{"text": "another one"}\n')
+    data = {key: value for key, value in _data(tmp_path).items() if key not in ("demo", "demo_docs", "corpus_dir")}
+    config = parse_experiment({**data, "curation": str(curation), "eval_sets": [{"name": "mine", "path": str(held)}]})
+    assert experiment_module._task_file(config, None) is None
+    texts = heldout_texts([read_eval_set(config.eval_sets[0])])
+    path, protected = experiment_module._protected(config, texts, None)
+    assert protected["set"].to_list() == ["mine", "mine"] and pl.read_parquet(path).height == 2
+    without_sweep = {key: value for key, value in data.items() if key != "sweep"}
+    with pytest.raises(ConfigError, match="task.path"):
+        parse_experiment(
+            {
+                **without_sweep,
+                "budget_tokens": 100,
+                "curation": str(curation),
+                "eval_sets": [{"name": "mine", "path": str(held)}],
+            }
+        )
