@@ -669,6 +669,10 @@ def experiment(
 
     with _failing_on(ConfigError):
         parsed = load_experiment(config)
+        if parsed.budget_tokens is None:
+            raise ConfigError(f"budget_tokens: {config} gives none; `curate experiment` trains every variant on it")
+        if not parsed.demo and parsed.task.path is None:
+            raise ConfigError("task.path: name the downstream task's file (demo = true has a built-in one)")
     configure_prefect(parsed.out_dir, quiet=quiet)
     from flows.experiment import ContaminationError, experiment_flow
     from flows.runners import shared_api
