@@ -212,3 +212,19 @@ def test_a_sweep_of_the_users_corpus_needs_no_task(tmp_path):
                 "eval_sets": [{"name": "mine", "path": str(held)}],
             }
         )
+
+
+def test_the_commands_refuse_each_others_configs_before_any_work(tmp_path):
+    """``curate sweep`` needs a [sweep] section and ``curate experiment`` a budget: each says so in
+    one line and exits 2, before a Prefect server starts or a folder is made."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    root = Path(__file__).resolve().parents[1] / "configs"
+    for command, config, message in (
+        ("sweep", root / "experiment.toml", "has no [sweep] section"),
+        ("experiment", root / "sweep-demo.toml", "budget_tokens"),
+    ):
+        result = CliRunner().invoke(app, [command, str(config), "--quiet"])
+        assert result.exit_code == 2 and message in result.output, (command, result.output)
