@@ -675,12 +675,18 @@ def render(results: dict) -> str:
     return "\n".join(parts)
 
 
-def build_experiment_report(out_dir: str | Path) -> Path:
-    """Write ``<out_dir>/report/index.html`` from ``<out_dir>/results.json``; return its path."""
+def write_results_page(out_dir: str | Path, render_page) -> Path:
+    """Write ``<out_dir>/report/index.html``, ``render_page`` of ``<out_dir>/results.json``; return
+    its path."""
     out_dir = Path(out_dir)
     results = read_json(out_dir / "results.json")
     path = out_dir / "report" / "index.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
-        tmp.write_text(render(results), encoding="utf-8")
+        tmp.write_text(render_page(results), encoding="utf-8")
     return path
+
+
+def build_experiment_report(out_dir: str | Path) -> Path:
+    """Write ``<out_dir>/report/index.html`` from ``<out_dir>/results.json``; return its path."""
+    return write_results_page(out_dir, render)

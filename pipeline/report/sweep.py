@@ -17,8 +17,7 @@ import numpy as np
 
 from pipeline.experiment.scaling import PARAMETERS, ScalingFit
 from pipeline.experiment.sweep import residuals, rms
-from pipeline.io.writer import atomic_path, read_json
-from pipeline.report.experiment import PALETTE
+from pipeline.report.experiment import PALETTE, write_results_page
 from pipeline.report.html import esc, fmt, table
 from pipeline.report.plots import STYLE, _figure, to_svg
 
@@ -448,10 +447,4 @@ def render(results: dict) -> str:
 
 def build_sweep_report(out_dir: str | Path) -> Path:
     """Write ``<out_dir>/report/index.html`` from a sweep's ``<out_dir>/results.json``; return its path."""
-    out_dir = Path(out_dir)
-    results = read_json(out_dir / "results.json")
-    path = out_dir / "report" / "index.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_text(render(results), encoding="utf-8")
-    return path
+    return write_results_page(out_dir, render)
