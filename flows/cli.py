@@ -655,6 +655,38 @@ def generate(
     stdout.print(prompt + text, highlight=False, soft_wrap=True, markup=False)
 
 
+def _study(config: Path, command: str, quiet: bool):
+    """``curate experiment`` or ``curate sweep``: the config read and checked for the command (one
+    line and exit 2 before Prefect starts), then its flow; returns the config and the results."""
+    from flows.runtime import configure_prefect
+    from pipeline.experiment.config import load_experiment
+    from trainer.data import MixtureError
+
+    with _failing_on(ConfigError):
+        parsed = load_experiment(config)
+        parsed.require(command)
+    configure_prefect(parsed.out_dir, quiet=quiet)
+    from flows.experiment import ContaminationError, experiment_flow
+    from flows.runners import shared_api
+    from flows.sweep import sweep_flow
+
+    # With runs in processes of their own, the flow and every worker report to one Prefect API
+    # (each worker would otherwise start a temporary server of its own).
+    with (
+        _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError),
+        shared_api() if parsed.parallel_runs > 1 else nullcontext(),
+    ):
+        return parsed, (experiment_flow if command == "experiment" else sweep_flow)(parsed)
+
+
+def _print_outputs(out_dir: Path) -> None:
+    stdout.print(
+        f"results: {out_dir / 'results.json'}\nreport: {out_dir / 'report' / 'index.html'}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @app.command()
 def experiment(
     config: Path = typer.Argument(..., help="TOML config of the experiment (see configs/experiment.toml)"),
@@ -663,27 +695,7 @@ def experiment(
     """Curate variants of one raw pool, pretrain on each over several seeds, and compare them on
     held-out sets no curation chose and on transfer to a downstream task; writes results.json and a
     report."""
-    from flows.runtime import configure_prefect
-    from pipeline.experiment.config import load_experiment
-    from trainer.data import MixtureError
-
-    with _failing_on(ConfigError):
-        parsed = load_experiment(config)
-        if parsed.budget_tokens is None:
-            raise ConfigError(f"budget_tokens: {config} gives none; `curate experiment` trains every variant on it")
-        if not parsed.demo and parsed.task.path is None:
-            raise ConfigError("task.path: name the downstream task's file (demo = true has a built-in one)")
-    configure_prefect(parsed.out_dir, quiet=quiet)
-    from flows.experiment import ContaminationError, experiment_flow
-    from flows.runners import shared_api
-
-    # With runs in processes of their own, the flow and every worker report to one Prefect API
-    # (each worker would otherwise start a temporary server of its own).
-    with (
-        _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError),
-        shared_api() if parsed.parallel_runs > 1 else nullcontext(),
-    ):
-        results = experiment_flow(parsed)
+    parsed, results = _study(config, "experiment", quiet)
     table = Table(
         title=f"experiment: mean ± std over {len(results['seeds'])} seeds ({results['timing']['total_s'] / 60:.1f} min)"
     )
@@ -722,11 +734,7 @@ def experiment(
                 soft_wrap=True,
                 markup=False,
             )
-    stdout.print(
-        f"results: {parsed.out_dir / 'results.json'}\nreport: {parsed.out_dir / 'report' / 'index.html'}",
-        highlight=False,
-        soft_wrap=True,
-    )
+    _print_outputs(parsed.out_dir)
 
 
 @app.command()
@@ -737,24 +745,7 @@ def sweep(
     """Fit scaling laws per variant: train every model size of [sweep] on every token budget, fit
     L(N, D) = E + A / N^alpha + B / D^beta, and compare the compute-optimal frontiers; writes
     results.json and a report."""
-    from flows.runtime import configure_prefect
-    from pipeline.experiment.config import load_experiment
-    from trainer.data import MixtureError
-
-    with _failing_on(ConfigError):
-        parsed = load_experiment(config)
-        if parsed.sweep is None:
-            raise ConfigError(f"sweep: {config} has no [sweep] section; see configs/sweep-demo.toml")
-    configure_prefect(parsed.out_dir, quiet=quiet)
-    from flows.experiment import ContaminationError
-    from flows.runners import shared_api
-    from flows.sweep import sweep_flow
-
-    with (
-        _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError),
-        shared_api() if parsed.parallel_runs > 1 else nullcontext(),
-    ):
-        results = sweep_flow(parsed)
+    parsed, results = _study(config, "sweep", quiet)
     count = results["headline"]
     fits = results["fits"][count]
     table = Table(title=f"sweep: {len(results['runs'])} runs ({results['timing']['total_s'] / 60:.1f} min), N {count}")
@@ -799,11 +790,7 @@ def sweep(
                 soft_wrap=True,
                 markup=False,
             )
-    stdout.print(
-        f"results: {parsed.out_dir / 'results.json'}\nreport: {parsed.out_dir / 'report' / 'index.html'}",
-        highlight=False,
-        soft_wrap=True,
-    )
+    _print_outputs(parsed.out_dir)
 
 
 @app.command("demo-corpus")

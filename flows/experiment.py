@@ -661,10 +661,7 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     """Run the experiment; return results.json's content."""
     from pipeline.experiment.results import summarize
 
-    if config.budget_tokens is None:
-        raise ConfigError("budget_tokens: required key is missing; `curate experiment` trains every variant on it")
-    if not config.demo and config.task.path is None:
-        raise ConfigError("task.path: name the downstream task's file (demo = true has a built-in one)")
+    config.require("experiment")
     if (config.out_dir / "results.json").exists() and read_json(config.out_dir / "results.json").get("kind"):
         raise ConfigError(
             f"out_dir: {config.out_dir} holds a sweep's results; give the experiment an out_dir of its own"

@@ -60,8 +60,7 @@ def sweep_flow(config: ExperimentConfig) -> dict:
     """Run the sweep; return results.json's content."""
     from trainer.config import parse_train_config
 
-    if config.sweep is None:
-        raise ConfigError("sweep: this config has no [sweep] section; add one (see configs/sweep-demo.toml)")
+    config.require("sweep")
     results_path = config.out_dir / "results.json"
     if results_path.exists() and read_json(results_path).get("kind") != KIND:
         raise ConfigError(

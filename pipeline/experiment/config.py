@@ -445,6 +445,17 @@ class ExperimentConfig(_Strict):
                 problem = error.errors()[0]["msg"] if hasattr(error, "errors") else str(error)
                 raise ValueError(f"sweep.models {model.name}: {problem}") from None
 
+    def require(self, command: Literal["experiment", "sweep"]) -> None:
+        """A :class:`ConfigError` when the config lacks what ``curate <command>`` needs: the
+        experiment a budget and (off the demo) a task, which a sweep config may leave out; the
+        sweep its ``[sweep]`` section."""
+        if command == "sweep" and self.sweep is None:
+            raise ConfigError("sweep: the config has no [sweep] section; add one (see configs/sweep-demo.toml)")
+        if command == "experiment" and self.budget_tokens is None:
+            raise ConfigError("budget_tokens: required key is missing; `curate experiment` trains every variant on it")
+        if command == "experiment" and not self.demo and self.task.path is None:
+            raise ConfigError("task.path: name the downstream task's file (demo = true has a built-in one)")
+
     @property
     def baseline_name(self) -> str:
         return self.baseline or self.variants[0].name
