@@ -121,13 +121,6 @@ def parameter_counts(summary: dict) -> dict[str, int]:
     return {"total": int(summary["parameters"]), "non_embedding": int(summary["parameters"] - embedding)}
 
 
-def _default_flops(cells: list[dict]) -> list[float]:
-    """The smallest, the middle (geometric) and the largest compute of the grid's runs."""
-    compute = [cell["flops"] for cell in cells]
-    low, high = min(compute), max(compute)
-    return [low, math.sqrt(low * high), high]
-
-
 def summarize_sweep(
     config: ExperimentConfig,
     summaries: dict[Cell, dict],
@@ -140,7 +133,7 @@ def summarize_sweep(
     compute and held-out losses), ``cells`` (per variant, model and budget: the mean over seeds),
     and ``fits[count]`` for each way of counting N: :func:`compare_scaling_laws` on the cells'
     mean ``metric``, the first variant the reference. ``headline`` names the count of
-    ``sweep.parameters``; compute is C = 6 N D with that count."""
+    ``sweep.parameters``; compute is C = 6 N D with each count."""
     sweep = config.sweep
     runs = []
     order = {cell: k for k, cell in enumerate(grid(config))}
@@ -183,7 +176,7 @@ def summarize_sweep(
                 "budget": budget,
                 "tokens": first["tokens"],
                 "parameters": first["parameters"],
-                "flops": first["flops"][sweep.parameters],
+                "flops": first["flops"],
                 metric: values,
             }
         )
@@ -198,11 +191,10 @@ def summarize_sweep(
                 [c["tokens"] for c in own],
                 [c[metric]["mean"] for c in own],
             )
-        flops = sweep.flops or _default_flops(
-            [{"flops": 6.0 * c["parameters"][count] * c["tokens"]} for c in cells if c["variant"] == names[0]]
-        )
-        reach = [6.0 * c["parameters"][count] * c["tokens"] for c in cells]
-        curve = np.geomspace(min(reach) / 3, max(reach) * 3, 25)
+        # Default budgets: the smallest, the middle (geometric) and the largest compute of the grid.
+        low, high = min(c["flops"][count] for c in cells), max(c["flops"][count] for c in cells)
+        flops = sweep.flops or [low, math.sqrt(low * high), high]
+        curve = np.geomspace(low / 3, high * 3, 25)
         fits[count] = compare_scaling_laws(table, flops=flops, resamples=sweep.resamples, seed=config.seed, curve=curve)
     return {
         "kind": KIND,

@@ -109,7 +109,7 @@ def _frontier(results: dict) -> str:
             color = _color(results, variant)
             own = [c for c in results["cells"] if c["variant"] == variant]
             left.plot(
-                [6.0 * c["parameters"][count] * c["tokens"] for c in own],
+                [c["flops"][count] for c in own],
                 [c[metric]["mean"] for c in own],
                 "o", color=color, ms=3, alpha=0.45,
             )  # fmt: skip
