@@ -209,6 +209,13 @@ def budget_label(tokens: int) -> str:
     return f"{tokens / 1e6:g}M" if tokens >= 1_000_000 else f"{tokens / 1e3:g}k" if tokens >= 1000 else str(tokens)
 
 
+def _distinct_budgets(value: list[int], key: str) -> list[int]:
+    """Token budgets, sorted; each positive and given once."""
+    if any(b < 1 for b in value) or len(set(value)) != len(value):
+        raise ValueError(f"{key} must be distinct positive token counts")
+    return sorted(value)
+
+
 class EfficiencyConfig(_Strict):
     """The data-efficiency multiplier: ``variants`` trained again at each of ``budgets`` (token
     budgets besides the experiment's ``budget_tokens``), each budget a mixture of the same curation
@@ -224,9 +231,7 @@ class EfficiencyConfig(_Strict):
     @field_validator("budgets")
     @classmethod
     def _positive(cls, value):
-        if any(b < 1 for b in value) or len(set(value)) != len(value):
-            raise ValueError("budgets must be distinct positive token counts")
-        return sorted(value)
+        return _distinct_budgets(value, "budgets")
 
 
 class SweepModel(_Strict):
@@ -268,9 +273,7 @@ class SweepConfig(_Strict):
     @field_validator("tokens")
     @classmethod
     def _budgets(cls, value):
-        if any(b < 1 for b in value) or len(set(value)) != len(value):
-            raise ValueError("tokens must be distinct positive token budgets")
-        return sorted(value)
+        return _distinct_budgets(value, "tokens")
 
     @field_validator("flops")
     @classmethod
