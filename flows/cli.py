@@ -319,6 +319,7 @@ def _print_inspection(found: dict) -> None:
     lines = [
         found["id"],
         f"fate: {found['fate']}",
+        f"licence: {found.get('licence', 'unknown')}",
         f"source: {source.get('source')}  input: {where}{position}"
         + (f"  (own id {source['own_id']!r}, field {source.get('id_field')})" if source.get("own_id") else ""),
     ]
@@ -453,23 +454,54 @@ def _print_inspection(found: dict) -> None:
 @app.command("inspect")
 def inspect_command(
     run_dir: str = typer.Argument(..., help="a run directory, or its URL"),
-    doc_id: str = typer.Argument(..., help="a document id, e.g. news/6c7b9eeba069a1b4"),
+    doc_id: str | None = typer.Argument(
+        None, help="a document id, e.g. news/6c7b9eeba069a1b4 (without one: the run's counts per licence)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the lookup as JSON"),
 ) -> None:
-    """Show a document's way through the stages: source, language, filter verdicts, dedup, lines, mix."""
+    """Show a document's way through the stages (source, language, filter verdicts, dedup, lines,
+    mix), or without DOC_ID the run's documents and tokens per licence."""
     import json
 
     from pipeline.report import UnknownDocument, inspect_document
+    from pipeline.report.inspect import run_licences
     from pipeline.report.run import NotARunError
 
     with _failing_on(UnknownDocument, NotARunError):
-        found = inspect_document(run_dir, doc_id)
+        found = inspect_document(run_dir, doc_id) if doc_id is not None else run_licences(run_dir)
     if as_json:
         # JSON escapes C0 controls itself; DEL, C1 controls and bidi overrides become \uXXXX too.
         text = json.dumps(found, indent=1, ensure_ascii=False, default=str)
         typer.echo(_CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}", text))
         return
+    if doc_id is None:
+        _print_licences(found)
+        return
     _print_inspection(found)
+
+
+def _print_licences(found: dict) -> None:
+    """The run's counts per licence (pipeline.report.inspect.run_licences), as a table."""
+    from rich.markup import escape
+
+    found = _printable_data(found)
+    rows = found["licences"]
+    mixtures = sorted({m for row in rows.values() for m in row["mixtures"]})
+    tokens = any(row["tokens"] is not None for row in rows.values())
+    table = Table(title=f"licences (curated: the output of {found['stage']})")
+    table.add_column("licence")
+    for column in ["read", "removed by rule", "curated", *(["tokens"] if tokens else [])]:
+        table.add_column(column, justify="right")
+    for mixture in mixtures:
+        table.add_column(f"{mixture} tokens", justify="right")
+    for name, row in rows.items():
+        cells = [row["read"], row["removed_by_rule"], row["curated"], *([row["tokens"]] if tokens else [])]
+        cells += [row["mixtures"].get(m, 0) for m in mixtures]
+        table.add_row(escape(name), *(_value(v) for v in cells))
+    if not rows:
+        stdout.print("This run recorded no licences (made before licences were kept).")
+        return
+    stdout.print(table)
 
 
 @app.command()

@@ -45,7 +45,12 @@ def source_flow(config: RunConfig) -> dict:
 
     remove_unlisted(stage, parts)
     ledger = check_stage_outputs(STAGE, stage, parts)
-    stats = {**ledger.to_dict(), "units": len(parts), "sources": per_source_counts(parts)}
+    stats = {
+        **ledger.to_dict(),
+        "units": len(parts),
+        "sources": per_source_counts(parts),
+        "licences": merge_groups(parts, "by_licence", STAGE),
+    }
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats, inputs=[f for part in parts for f in part["files"]])
     publish_stage(STAGE, stats)

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from pipeline.core.config import RunConfig, SourceConfig
 from pipeline.core.ledger import Ledger
-from pipeline.core.schema import DOC_SCHEMA, QUARANTINE_SCHEMA, StageDir
+from pipeline.core.schema import DOC_SCHEMA, LICENCE, QUARANTINE_SCHEMA, StageDir
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
 from pipeline.io.records import SAMPLE_BYTES, RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name, printable_name
@@ -28,6 +28,7 @@ from pipeline.io.storage import read_table
 from pipeline.io.text import read_text_files
 from pipeline.io.warc import read_warc
 from pipeline.io.writer import ShardWriter, read_json, write_json, write_parquet
+from pipeline.licence import UNKNOWN, licence_column
 from pipeline.stages.shard import fingerprint
 
 STAGE = "source"
@@ -73,7 +74,7 @@ def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[
         text_field=source.text_field,
         id_field=source.id_field,
         url_field=source.url_field,
-        meta_fields=source.meta_fields,
+        meta_fields=source.kept_meta_fields(),
         limits=limits,
     )
     for file in unit.files:
@@ -95,9 +96,17 @@ def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[
 
 
 def split_batch(
-    batch: pa.RecordBatch, source: str, rel: str, base: str, max_doc_bytes: int, seen_ids: set[str]
+    batch: pa.RecordBatch,
+    source: str,
+    rel: str,
+    base: str,
+    max_doc_bytes: int,
+    seen_ids: set[str],
+    licence_field: str | None = None,
+    licence: str = UNKNOWN,
 ) -> tuple[pa.Table, pa.Table]:
-    """Check every record of a raw batch; return (documents, quarantine records)."""
+    """Check every record of a raw batch; return (documents, quarantine records). A document's
+    licence is what ``licence_field`` of its meta names, else ``licence`` (pipeline.licence)."""
     text = normalize_line_endings(batch.column("text"))
     reason = batch.column("reason")
     checks = [
@@ -131,14 +140,12 @@ def split_batch(
     keep = pc.is_null(reason)
     sample = pc.coalesce(batch.column("sample"), pc.utf8_slice_codeunits(text, 0, SAMPLE_BYTES))
     constant_source = pa.array([source] * batch.num_rows, pa.string())
-    docs = (
-        pa.Table.from_arrays(
-            [ids, text, constant_source, batch.column("url"), batch.column("meta")],
-            names=DOC_SCHEMA.names,
-        )
-        .filter(keep)
-        .cast(DOC_SCHEMA)
-    )
+    kept = pa.Table.from_arrays(
+        [ids, text, constant_source, batch.column("url"), batch.column("meta")],
+        names=["id", "text", "source", "url", "meta"],
+    ).filter(keep)
+    licences = licence_column(kept.column("meta").combine_chunks(), licence_field, licence)
+    docs = kept.append_column(LICENCE, licences).select(DOC_SCHEMA.names).cast(DOC_SCHEMA)
     files = pc.binary_join_element_wise(printable_name(base).rstrip("/") + "/", file_col, "")
     quarantine = (
         pa.Table.from_arrays(
@@ -192,9 +199,13 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
     writer = ShardWriter(stage.docs, unit.name, DOC_SCHEMA, config.shard_docs, config.shard_bytes)
     quarantined: list[pa.Table] = []
     seen_ids: set[str] = set()
+    by_licence: Counter = Counter()
     for rel, batch in read_unit(unit, source, limits):
         ledger.docs_in += batch.num_rows
-        docs, bad = split_batch(batch, unit.source, rel, unit.base, config.max_doc_bytes, seen_ids)
+        docs, bad = split_batch(
+            batch, unit.source, rel, unit.base, config.max_doc_bytes, seen_ids, source.licence_field, source.licence
+        )
+        by_licence.update(docs.column(LICENCE).to_pylist())
         for doc_batch in docs.to_batches():
             writer.add(doc_batch)
         if bad.num_rows:
@@ -218,9 +229,21 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
         "quarantine": quarantine_file,
         "ledger": ledger.to_dict(),
         "by_source": {unit.source: ledger.to_dict()},
+        "by_licence": licence_ledgers(by_licence, ledger),
     }
     write_json(part, part_path)
     return part
+
+
+def licence_ledgers(docs_out: Counter, ledger: Ledger) -> dict[str, dict]:
+    """A unit's ledger per licence: its documents under theirs, and the records it quarantined
+    under ``unknown`` (a record that could not be read names no licence)."""
+    found = {name: Ledger(STAGE, n, n) for name, n in docs_out.items()}
+    if ledger.quarantined:
+        unknown = found.setdefault(UNKNOWN, Ledger(STAGE))
+        unknown.quarantined.update(ledger.quarantined)
+        unknown.docs_in += sum(ledger.quarantined.values())
+    return {name: found[name].to_dict() for name in sorted(found)}
 
 
 def drop_repeated_ids(stage: StageDir, parts: list[dict], sources: list[SourceConfig]) -> list[dict]:
@@ -272,6 +295,7 @@ def _drop_from_unit(stage: StageDir, part: dict, kept_in: dict[str, str], by_uni
     source = part["source"]
     file = part["files"][0]["path"] if len(part["files"]) == 1 else part["unit"]
     shards, quarantined = [], []
+    moved: Counter = Counter()  # documents quarantined here, by licence
     for shard in part["shards"]:
         path = stage.docs / shard["file"]
         table = read_table(path)
@@ -280,6 +304,8 @@ def _drop_from_unit(stage: StageDir, part: dict, kept_in: dict[str, str], by_uni
             shards.append(shard)
             continue
         removed = table.filter(gone)
+        if LICENCE in removed.column_names:
+            moved.update(removed.column(LICENCE).to_pylist())
         first_files = [
             ", ".join(f["path"] for f in by_unit[kept_in[doc_id]]["files"])
             for doc_id in removed.column("id").to_pylist()
@@ -314,11 +340,15 @@ def _drop_from_unit(stage: StageDir, part: dict, kept_in: dict[str, str], by_uni
     quarantine_file = f"{part['unit']}.parquet"
     write_parquet(table, stage.quarantine / quarantine_file)
 
-    def less(counts: dict) -> dict:
+    def less(counts: dict, n: int = n) -> dict:
         ledger = Ledger.from_dict(counts)
         ledger.docs_out -= n
         ledger.quarantined["duplicate_id"] += n
         return ledger.check(f"unit {part['unit']}").to_dict()
+
+    by_licence = dict(part.get("by_licence", {}))
+    for name, k in moved.items():
+        by_licence[name] = less(by_licence[name], k)
 
     part = {
         **part,
@@ -326,6 +356,7 @@ def _drop_from_unit(stage: StageDir, part: dict, kept_in: dict[str, str], by_uni
         "quarantine": quarantine_file,
         "ledger": less(part["ledger"]),
         "by_source": {**part["by_source"], source: less(part["by_source"][source])},
+        "by_licence": by_licence,
         REPEATED_IDS: part[REPEATED_IDS] + n,
     }
     write_json(part, part_path)

@@ -93,10 +93,8 @@ def mix_config(tmp_path: Path, sources: list[dict], mix: dict, vocab_size: int =
     """A run whose documents go from source straight to tokenize and mix: lang, filter, dedup and
     lines off, a tokenizer of ``vocab_size`` trained on the run, the given ``mix`` settings."""
     off = {"enabled": False}
-    return source_config(
-        tmp_path, sources, lang=off, filter=off, dedup=off, lines=off,
-        tokenize={"vocab_size": vocab_size}, mix=mix, **settings,
-    )  # fmt: skip
+    stages = {"lang": off, "filter": off, "dedup": off, "lines": off, **settings}
+    return source_config(tmp_path, sources, tokenize={"vocab_size": vocab_size}, mix=mix, **stages)
 
 
 def run_units(config: RunConfig) -> list[dict]:
@@ -137,3 +135,39 @@ def resolve_json_path(data, path: str):
         else:
             raise KeyError(path)
     return data
+
+
+def _card_table(text: str, heading: str) -> list[list[str]]:
+    """The rows (cells as text) of the first Markdown table after ``heading`` in a card."""
+    section = text.split(f"\n{heading}\n", 1)[1]
+    lines = [line for line in section.split("\n\n| ", 1)[1].split("\n\n")[0].split("\n")]
+    return [[cell.strip() for cell in line.strip("| ").split(" | ")] for line in lines[2:]]
+
+
+def check_card(folder: Path) -> None:
+    """A mixture's dataset card (``README.md``) against its manifest: the YAML header the Hub reads
+    (licences), the tokens and documents per licence, and each group's figures."""
+    import yaml
+
+    from pipeline.report.card import hub_licences
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    text = (folder / "README.md").read_text()
+    assert text.startswith("---\n")
+    header = yaml.safe_load(text.split("---\n")[1])
+    hub, other = hub_licences(manifest["licences"])
+    assert header["license"] == (hub[0] if len(hub) == 1 else hub)
+    assert header.get("license_name") == (", ".join(other) if other else None)
+
+    def number(cell: str) -> int:
+        return int(cell.replace(",", ""))
+
+    rows = _card_table(text, "## Licences")
+    assert {row[0].strip("`"): [number(c) for c in (row[1], row[2], row[4], row[5])] for row in rows} == {
+        name: [v["documents_taken"], v["tokens_taken"], v["validation_documents"], v["validation_tokens"]]
+        for name, v in manifest["licences"].items()
+    }
+    rows = _card_table(text, "## Groups")
+    assert {row[0]: (number(row[7]), number(row[8])) for row in rows} == {
+        group: (g["documents_taken"], g["tokens_taken"]) for group, g in manifest["groups"].items()
+    }

@@ -74,11 +74,38 @@ class SourceConfig(_Strict):
     meta_fields: list[str] | None = None
     # WARC only: keep the main content of HTML pages (drop navigation and boilerplate).
     html_main_content: bool = True
+    # The licence of every document (an SPDX identifier or expression, "LicenseRef-...", or
+    # "unknown"), and/or a field of the record (dotted; a WARC page's rel="license" links are in
+    # "licence_links") naming each document's own; a document whose field is empty gets `licence`.
+    licence: str = "unknown"
+    licence_field: str | None = Field(default=None, pattern=r"^[^'\[\]\\]+$")
 
     @field_validator("name")
     @classmethod
     def _plain_source_name(cls, value):
         return _plain_name(value, "the source name")
+
+    @field_validator("licence")
+    @classmethod
+    def _spdx_licence(cls, value):
+        from pipeline.licence import declared
+
+        return declared(value)
+
+    @model_validator(mode="after")
+    def _licence_field_is_read(self):
+        if self.licence_field is not None and self.reader == "text":
+            raise ValueError(
+                "licence_field: a text file has no fields; declare the folder's licence with licence = '...'"
+            )
+        return self
+
+    def kept_meta_fields(self) -> list[str] | None:
+        """The fields the reader keeps in ``meta``: ``meta_fields`` and the licence field (None:
+        every field)."""
+        if self.meta_fields is None or self.licence_field is None or self.licence_field in self.meta_fields:
+            return self.meta_fields
+        return [*self.meta_fields, self.licence_field]
 
     @field_validator("paths", mode="before")
     @classmethod
@@ -173,6 +200,28 @@ class FilterConfig(_Strict):
     # Sources the filters apply to (None: all); documents of other sources pass through unchanged.
     sources: list[str] | None = None
     params: dict[str, dict[str, float | int | bool | str | list[str]]] = Field(default_factory=dict)
+    # Licence rules, before the filters and for every source: keep only documents whose every
+    # licence matches one of `licences` (None: any), and drop those with a licence matching one of
+    # `exclude_licences`. Shell-style patterns ("CC-BY-*"); "unknown" is a licence of its own.
+    licences: list[str] | None = None
+    exclude_licences: list[str] = Field(default_factory=list)
+
+    @field_validator("licences", "exclude_licences")
+    @classmethod
+    def _licence_patterns(cls, value):
+        from pipeline.licence import declared
+
+        if value is None:
+            return value
+        return [pattern if any(c in pattern for c in "*?[") else declared(pattern) for pattern in value]
+
+    def licence_rule(self):
+        """The licence rule of the stage, or None when it has none."""
+        from pipeline.licence import LicenceRule
+
+        if self.licences is None and not self.exclude_licences:
+            return None
+        return LicenceRule(self.licences, self.exclude_licences)
 
     @model_validator(mode="after")
     def _known_filters_and_params(self):

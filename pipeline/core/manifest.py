@@ -144,6 +144,7 @@ PACKAGES = (
     "orjson",
     "warcio",
     "resiliparse",
+    "license-expression",
     "zstandard",
     "datasketch",
     "fasttext-numpy2",

@@ -23,12 +23,16 @@ import pyarrow as pa
 
 from pipeline.io.storage import AnyPath, as_path
 
+LICENCE = "licence"
+
 DOC_SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),
         # Line ends are "\n" only: the source stage turns "\r\n" and a lone "\r" into "\n".
         pa.field("text", pa.string(), nullable=False),
         pa.field("source", pa.string(), nullable=False),
+        # An SPDX licence identifier or expression, a LicenseRef-, or "unknown" (pipeline.licence).
+        pa.field(LICENCE, pa.string(), nullable=False),
         pa.field("url", pa.string(), nullable=True),
         # Everything else the input said about the document, as a JSON object.
         pa.field("meta", pa.string(), nullable=True),
@@ -56,6 +60,7 @@ REMOVED_SCHEMA = pa.schema(
         pa.field("id", pa.string(), nullable=False),
         pa.field("source", pa.string(), nullable=False),
         pa.field("lang", pa.string(), nullable=True),
+        pa.field(LICENCE, pa.string(), nullable=True),
         pa.field("stage", pa.string(), nullable=False),
         pa.field("rule", pa.string(), nullable=False),
         pa.field("value", pa.float64(), nullable=True),

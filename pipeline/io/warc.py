@@ -8,7 +8,9 @@ wget's log). A response whose payload is neither HTML nor text (an image, a PDF)
 ``unsupported_content_type``, so that every content record is accounted for.
 
 A record's id is its ``WARC-Record-ID``, its url the ``WARC-Target-URI``; ``meta`` keeps the WARC
-date, the HTTP status and the content type.
+date, the HTTP status and the content type, and an HTML page's licence links (the ``href`` of every
+element with ``rel="license"``, as ``licence_links``) where it has any: a source reads them as each
+page's licence with ``licence_field = "licence_links"`` (pipeline.licence).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ import orjson
 import pyarrow as pa
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+from resiliparse.parse.html import HTMLTree
 from warcio.archiveiterator import ArchiveIterator
 
 from pipeline.io.records import RawBatchBuilder, ReadLimits
+from pipeline.licence import LICENCE_LINKS
 
 CONTENT_RECORDS = {"response", "resource", "conversion"}
 HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml", "text/xml")
@@ -33,9 +37,25 @@ HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml", "text/xml
 def html_to_text(html: bytes, charset: str | None, main_content: bool = True) -> str:
     """Plain text of an HTML page: decoded by its declared charset (or a detected one), main
     content only unless ``main_content`` is false, block structure kept as line breaks."""
-    page = bytes_to_str(html, charset or detect_encoding(html))
+    return read_html(html, charset, main_content)[0]
+
+
+def read_html(html: bytes, charset: str | None, main_content: bool = True) -> tuple[str, list[str]]:
+    """The plain text of an HTML page (:func:`html_to_text`) and its licence links: the ``href`` of
+    every element whose ``rel`` includes ``license``, in page order, each once."""
+    tree = HTMLTree.parse(bytes_to_str(html, charset or detect_encoding(html)))
+    links = []
+    if tree.document is not None:
+        for element in tree.document.query_selector_all("[rel~=license]"):
+            href = (element.getattr("href") or "").strip()
+            if href and href not in links:
+                links.append(href)
+    return _plain_text(tree, main_content), links
+
+
+def _plain_text(tree: HTMLTree, main_content: bool) -> str:
     return extract_plain_text(
-        page,
+        tree,
         preserve_formatting=True,
         main_content=main_content,
         list_bullets=True,
@@ -221,14 +241,12 @@ def _read_record(record, main_content: bool, max_bytes: int) -> tuple:
     media, charset = _content_type(record)
     status = record.http_headers.get_statuscode() if record.http_headers is not None else None
     status = int(status) if status and status.isdigit() else None
-    meta = orjson.dumps(
-        {
-            "warc_type": record.rec_type,
-            "warc_date": headers.get_header("WARC-Date"),
-            "content_type": media or None,
-            "http_status": status,
-        }
-    ).decode()
+    meta = {
+        "warc_type": record.rec_type,
+        "warc_date": headers.get_header("WARC-Date"),
+        "content_type": media or None,
+        "http_status": status,
+    }
     payload = record.content_stream().read(max_bytes + 1)
     if len(payload) > max_bytes:
         return "bad", "too_large", f"payload of more than {max_bytes} bytes", payload
@@ -240,7 +258,9 @@ def _read_record(record, main_content: bool, max_bytes: int) -> tuple:
         except LookupError as error:
             return "bad", "unknown_charset", str(error), payload
     elif media.startswith(HTML_TYPES) or (not media and payload.lstrip()[:1] == b"<"):
-        text = html_to_text(payload, charset, main_content)
+        text, links = read_html(payload, charset, main_content)
+        if links:
+            meta[LICENCE_LINKS] = links
     else:
         return "bad", "unsupported_content_type", f"payload is {media or 'of unknown type'}", payload
-    return "doc", text, record_id, url, meta
+    return "doc", text, record_id, url, orjson.dumps(meta).decode()

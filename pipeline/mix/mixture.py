@@ -6,11 +6,13 @@ the trainer (trainer.data) and the export (pipeline.tokenize.export_mixture) rea
 A mixture folder::
 
     manifest.json                 format, tokenizer (file, sha256, vocab size, dtype, special ids),
-                                  per group tokens, epochs and validation counts, and every shard
+                                  per group tokens, epochs and validation counts, documents and
+                                  tokens per licence (per group and in all), and every shard
                                   (file, group, documents, tokens, bytes, sha256) of each split
     tokenizer.json                the tokenizer the shards were written with
     plan.parquet                  id, group, tokens, repeats of every training document (mix stage)
     common_windows.parquet        windows the decontamination judged common text (when it ran)
+    README.md                     the dataset card (pipeline.report.card), for people and the Hub
     train/<group>-<nnnn>.arrow    token shards (pipeline.tokenize), a group's in number order
     validation/<group>-<nnnn>.arrow
 
@@ -28,6 +30,7 @@ MANIFEST_FILE = "manifest.json"
 TOKENIZER_FILE = "tokenizer.json"
 PLAN_FILE = "plan.parquet"
 COMMON_WINDOWS_FILE = "common_windows.parquet"
+CARD_FILE = "README.md"
 SPLITS = ("train", "validation")
 MANIFEST_KEYS = ("tokenizer", "groups", "train", "validation")
 

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.config import ConfigError
-from pipeline.core.schema import MIX_CONTAMINATED, MIX_NEAR_ID, MIX_RULE
+from pipeline.core.schema import LICENCE, MIX_CONTAMINATED, MIX_NEAR_ID, MIX_RULE
 from pipeline.io.storage import parquet_file, read_parquet, read_table, scan_parquet
 from pipeline.io.writer import parquet_stream, write_parquet
 from pipeline.mix.plan import SALT_SAMPLE, assign_groups, sample_plan, seeded_id_hash, split_validation
@@ -162,7 +162,7 @@ def shard_sides(
     and the text that took it out, written per shard (the rows of ``documents.parquet``, with the
     shard, row and sampling key); return the block's counts, its removed documents and the
     histogram of its training documents' sampling keys by group."""
-    counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "tokens_in": 0}
+    counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "licences": {}, "tokens_in": 0}
     removed, histogram = [], pl.DataFrame(schema=HISTOGRAM_SCHEMA)
     for scan_path, pool_path in zip(scans, pools):
         docs = read_parquet(scan_path).with_columns(pl.col("group").replace(renamed))
@@ -194,6 +194,9 @@ def shard_sides(
         )
         for group, split, documents, tokens, size in per_group.iter_rows():
             add_counts(counts["groups"], {group: {split: {"documents": documents, "tokens": tokens, "bytes": size}}})
+        per_licence = docs.group_by("group", "split", LICENCE).agg(documents=pl.len(), tokens=pl.col("tokens").sum())
+        for group, split, licence, documents, tokens in per_licence.iter_rows():
+            add_counts(counts["licences"], {group: {split: {licence: {"documents": documents, "tokens": tokens}}}})
         removed.append(docs.filter(pl.col("split").is_in(["excluded", "contaminated"])))
         train = docs.filter(pl.col("split") == "train")
         found = train.select(
@@ -371,7 +374,7 @@ def route_copies(
     training document, per shard: ``plan_paths[mixture]``) and every copy to write, routed by key
     range into one file per mixture (``copy_paths[mixture]``), and the validation documents into
     ``validation_path`` (the same for every mixture). Returns tokens and documents taken per
-    mixture and group."""
+    mixture and group, and per licence within each group (``licences``)."""
     taken: dict = {}
     schema = pl.DataFrame(schema=COPY_SCHEMA).to_arrow().schema
     with ExitStack() as stack:
@@ -385,11 +388,12 @@ def route_copies(
             for name, layers in plans.items():
                 planned = train.with_columns(repeats_of(train, layers))
                 write_parquet(planned.select("id", "group", "tokens", "repeats").to_arrow(), plan_paths[name][number])
-                used = planned.group_by("group").agg(
+                used = planned.group_by("group", LICENCE).agg(
                     tokens=(pl.col("tokens") * pl.col("repeats")).sum(), documents=(pl.col("repeats") > 0).sum()
                 )
-                for group, tokens, documents in used.iter_rows():
-                    add_counts(taken, {name: {group: {"tokens": tokens, "documents": documents}}})
+                for group, licence, tokens, documents in used.iter_rows():
+                    figures = {"tokens": tokens, "documents": documents}
+                    add_counts(taken, {name: {group: {**figures, "licences": {licence: figures}}}})
                 chosen = planned.filter(pl.col("repeats") > 0)
                 _write_copies(sinks[name], copies_of(chosen, seed, ranges[name]))
             held = docs.filter(pl.col("split") == "validation").select(

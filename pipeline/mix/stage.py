@@ -9,7 +9,7 @@ per-shard files under
 ``mix/intermediate/``; the caller keeps only figures per group (pipeline.mix.shards explains how
 each part of the plan is computed in pieces and still equals the whole-pool plan). In order::
 
-    scan_block        per block of shards   ids, source, lang, tokens, bytes, group of each document
+    scan_block        per block of shards   ids, source, lang, licence, tokens, bytes, group of each document
     block_matches     per block             documents near-duplicating an excluded text
     block_windows     per block             documents sharing a 13-token window with an excluded text
     split_candidates  per block             held-out candidates, capped per group; the caller caps
@@ -57,6 +57,7 @@ from pipeline.core.config import RESERVED_MIXTURE_NAMES, ConfigError, MixtureCon
 from pipeline.core.ledger import LedgerError
 from pipeline.core.manifest import record_stage
 from pipeline.core.schema import (
+    LICENCE,
     MIX_CONTAMINATED,
     MIX_EXCLUDED,
     MIX_EXCLUDED_ID,
@@ -71,6 +72,7 @@ from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, rea
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
+from pipeline.licence import licence_series, sum_counts
 from pipeline.mix.mixture import (
     COMMON_WINDOWS_FILE,
     MANIFEST_FILE,
@@ -125,6 +127,7 @@ SCAN_SCHEMA = {
     "id": pl.String,
     "source": pl.String,
     "lang": pl.String,
+    LICENCE: pl.String,
     "tokens": pl.Int64,
     "bytes": pl.Int64,
     "shard": pl.Int32,
@@ -133,9 +136,9 @@ SCAN_SCHEMA = {
 
 
 def scan_shard(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
-    """One row per document of a curated shard: id, source, lang, tokens (its token count, end
-    token included), bytes (UTF-8 bytes of its text), shard (``number``) and row."""
-    columns = [c for c in ("id", "source", "lang", "text") if c in _columns(docs_path)]
+    """One row per document of a curated shard: id, source, lang, licence, tokens (its token count,
+    end token included), bytes (UTF-8 bytes of its text), shard (``number``) and row."""
+    columns = [c for c in ("id", "source", "lang", LICENCE, "text") if c in _columns(docs_path)]
     docs = read_parquet(docs_path, columns=columns)
     _, offsets = read_token_shard(token_path)
     if docs.height != offsets.height or not docs["id"].equals(offsets["doc_id"], check_names=False):
@@ -149,6 +152,7 @@ def scan_shard(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
             "id": docs["id"],
             "source": docs["source"],
             "lang": lang,
+            LICENCE: licence_series(docs),
             "tokens": offsets["doc_tokens"],
             "bytes": docs["text"].str.len_bytes(),
             "shard": [number] * docs.height,
@@ -353,13 +357,15 @@ def _write_mixture(
     token_paths: list[Path],
     tokenizer_path: Path,
     common: pl.DataFrame | None = None,
+    licences: dict[str, dict] | None = None,
 ) -> dict:
     """Write one mixture's shards (``shards[split][group]``: the output shards of
     pipeline.mix.shards.cut_ranges, in order) and its manifest; return the manifest. ``report``:
     the plan's figures (pipeline.mix.plan.report_from_counts); ``by_group``: the documents,
     tokens and bytes per group and side. ``common``: the windows the exclusion judged common
     text, written as ``common_windows.parquet`` for the contamination check
-    (pipeline.decontaminate.check_contamination)."""
+    (pipeline.decontaminate.check_contamination). ``licences``: per group, what
+    :func:`mixture_licences` gives; the manifest keeps them per group and in total."""
     folder = stage_root / mixture.name
     jobs = [
         (group, shard_file(split, group, number), shard)
@@ -394,6 +400,7 @@ def _write_mixture(
             "validation_tokens": int(held.get("tokens", 0)),
             "validation_bytes": int(held.get("bytes", 0)),
             "contaminated_documents": int(by_group.get(name, {}).get("contaminated", {}).get("documents", 0)),
+            "licences": (licences or {}).get(name, {}),
         }
     found = manifest(
         mixture.name,
@@ -408,6 +415,7 @@ def _write_mixture(
             else {"temperature": mixture.temperature or 1.0}
         ),
         **{key: value for key, value in report.items() if key != "groups"},
+        licences=sum_counts(g["licences"] for g in groups.values()),
     )
     if common is not None:
         write_parquet(common.to_arrow(), folder / COMMON_WINDOWS_FILE)
@@ -419,6 +427,38 @@ def _write_mixture(
         }
     write_json(found, folder / MANIFEST_FILE)
     return found
+
+
+def mixture_licences(taken: dict, pool: dict) -> dict[str, dict[str, dict[str, int]]]:
+    """Per group and licence, what a mixture takes (``documents_taken``, ``tokens_taken``: tokens
+    of every copy) and holds out (``validation_documents``, ``validation_tokens``). ``taken``: the
+    mixture's figures per group from pipeline.mix.shards.route_copies; ``pool``: the documents
+    and tokens per group, side and licence from pipeline.mix.shards.shard_sides."""
+    found: dict = {}
+    for group, figures in taken.items():
+        for licence, used in figures.get("licences", {}).items():
+            if used["documents"]:
+                mine = found.setdefault(group, {}).setdefault(licence, dict(_NO_LICENCE))
+                mine.update(documents_taken=int(used["documents"]), tokens_taken=int(used["tokens"]))
+    for group, sides in pool.items():
+        for licence, held in sides.get("validation", {}).items():
+            mine = found.setdefault(group, {}).setdefault(licence, dict(_NO_LICENCE))
+            mine.update(validation_documents=int(held["documents"]), validation_tokens=int(held["tokens"]))
+    return {group: dict(sorted(by.items())) for group, by in sorted(found.items())}
+
+
+_NO_LICENCE = {"documents_taken": 0, "tokens_taken": 0, "validation_documents": 0, "validation_tokens": 0}
+
+
+def pool_licences(pool: dict) -> dict[str, dict[str, dict[str, int]]]:
+    """Documents and tokens per licence and side (train, validation, contaminated, excluded) of the
+    stage's pool, summed over groups."""
+    found: dict = {}
+    for sides in pool.values():
+        for side, by in sides.items():
+            for licence, figures in by.items():
+                add_counts(found.setdefault(licence, {}), {side: figures})
+    return {licence: dict(sorted(found[licence].items())) for licence in sorted(found)}
 
 
 def _plan_mixture(mixture: MixtureConfig, by_group: dict) -> tuple[EpochCaps | None, dict[str, int]]:
@@ -573,9 +613,9 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
             for u, block in enumerate(units)
         ],
     )
-    counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "tokens_in": 0}
+    counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "licences": {}, "tokens_in": 0}
     for side in sides:
-        add_counts(counts, {k: side[k] for k in ("splits", "rules", "groups", "tokens_in")})
+        add_counts(counts, {k: side[k] for k in ("splits", "rules", "groups", "licences", "tokens_in")})
     histogram = sum_histograms([side["histogram"] for side in sides])
     removed_rows = [side["removed"] for side in sides if side["removed"] is not None]
     thresholds = {
@@ -721,6 +761,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
             token_paths,
             tokenizer_path,
             common,
+            licences=mixture_licences(taken.get(mixture.name, {}), counts["licences"]),
         )
     mark_work_done(stage, inputs, made_from)
 
@@ -745,6 +786,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
         "exclusion": exclusion,
         "tokens_in": counts["tokens_in"],
         "groups": sorted(counts["groups"]),
+        "licences": pool_licences(counts["licences"]),
         "mixtures": {
             name: {
                 "folder": str(stage.root / name),
@@ -753,6 +795,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
                 "shortfall_tokens": m["shortfall_tokens"],
                 "train_shards": len(m["train"]),
                 "validation_shards": len(m["validation"]),
+                "licences": {name: figures["tokens_taken"] for name, figures in m["licences"].items()},
                 "groups": {
                     g: {
                         k: v[k]

@@ -28,6 +28,7 @@ from pipeline.dedup.clusters import RULE_EXACT, RULE_NEAR
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE
 from pipeline.io.writer import write_text
 from pipeline.report import plots
+from pipeline.report.card import write_cards
 from pipeline.report.html import esc, fmt, num, share, snippet, table, word_diff
 from pipeline.report.measure import lang_rules, measure_filters, measure_lang, run_filters
 from pipeline.report.run import RunFiles
@@ -92,11 +93,13 @@ code { font-size: 12px; }
 
 
 def build_report(run_dir: str | Path) -> Path:
-    """Write ``<run_dir>/report/index.html`` from the run's files; return its path."""
+    """Write ``<run_dir>/report/index.html`` and each mixture's dataset card
+    (``mix/<mixture>/README.md``, pipeline.report.card) from the run's files; return the page's path."""
     run = RunFiles.open(run_dir)
     page = render(run)
     out = run.root / REPORT_DIR / "index.html"
     write_text(page, out)
+    write_cards(run.root)
     return out
 
 
@@ -112,6 +115,7 @@ def render(run: RunFiles) -> str:
     if "lines" in run.stats:
         sections.append(("lines", "Repeated lines", _lines_stage(run)))
     sections.append(("languages", "Languages", _languages(run)))
+    sections.append(("licences", "Licences", _licences(run)))
     if "tokenize" in run.stats or "mix" in run.stats:
         sections.append(("mix", "Tokens and mixtures", _mixtures(run)))
     sections.append(("quarantine", "Quarantine", _quarantine(run)))
@@ -807,6 +811,68 @@ def _languages(run: RunFiles) -> str:
             ["language", "entering lang", "share", f"curated ({last})", "share", "kept"], rows, numeric={1, 2, 3, 4, 5}
         )
         + "</details>"
+    )
+
+
+# ---- licences --------------------------------------------------------------------------------
+
+
+def _licences(run: RunFiles) -> str:
+    source = run.stats.get("source", {}).get("licences", {})
+    if not source:
+        return '<p class="note">The source stage recorded no licences (a run made before licences were kept).</p>'
+    last = run.last_document_stage
+    after = run.stats[last].get("licences", {}) if last else {}
+    tokens = run.stats.get("tokenize", {}).get("licences", {})
+    mixtures = run.stats.get("mix", {}).get("mixtures", {})
+    rule_stage = run.stats.get("filter", {}).get("licences", {})
+    names = sorted(set(source) | set(after), key=lambda name: (-source.get(name, {}).get("docs_out", 0), name))
+    rows = []
+    for name in names:
+        read = source.get(name, {}).get("docs_out", 0)
+        kept = after.get(name, {}).get("docs_out", 0)
+        removed = rule_stage.get(name, {}).get("removed", {})
+        by_rule = [
+            num(n, f"filter.licences.{name}.removed.{rule}")
+            for rule, n in removed.items()
+            if rule.startswith("licence.")
+        ]
+        row = [
+            f'<span class="id">{esc(name)}</span>',
+            num(read, f"source.licences.{name}.docs_out"),
+            " + ".join(by_rule) or num(0),
+            num(kept, f"{last}.licences.{name}.docs_out") if name in after else num(0),
+            share(kept, read),
+        ]
+        if tokens:
+            found = tokens.get(name, {}).get("tokens")
+            row.append(num(found, f"tokenize.licences.{name}.tokens") if found is not None else num(0))
+        for mixture, summary in mixtures.items():
+            taken = summary.get("licences", {})
+            row.append(num(taken[name], f"mix.mixtures.{mixture}.licences.{name}") if name in taken else num(0))
+        rows.append(row)
+    headers = ["licence", "documents read", "removed by licence rules", f"curated ({last})", "kept"]
+    headers += ["curated tokens"] if tokens else []
+    headers += [f"tokens in {mixture}" for mixture in mixtures]
+    declared = ""
+    config = run.config
+    if config is not None:
+        items = []
+        for src in config.sources:
+            how = f"field <code>{esc(src.licence_field)}</code>, else " if src.licence_field else ""
+            items.append(f"<li>{esc(src.name)}: {how}<code>{esc(src.licence)}</code></li>")
+        declared = f"<p>Where each source's licences come from:</p><ul>{''.join(items)}</ul>"
+        rule = config.filter.licence_rule() if "filter" in run.stats else None
+        if rule is not None:
+            declared += (
+                f"<p>Licence rules of the filter stage: keep {esc(', '.join(rule.keep) if rule.keep else 'any')}; "
+                f"exclude {esc(', '.join(rule.drop) or 'none')}.</p>"
+            )
+    return (
+        '<p class="note">Every document carries the licence its source declares or its record names (an SPDX '
+        "identifier, <code>LicenseRef-</code> for others, <code>unknown</code> where the input names none; never "
+        "guessed). Documents read, removed by the filter stage's licence rules, curated, and the tokens of each "
+        "mixture's training side.</p>" + declared + table(headers, rows, numeric=set(range(1, len(headers))))
     )
 
 

@@ -5,6 +5,7 @@ and where it ended (``curate inspect RUN DOC_ID`` prints it).
 
 * ``id``, ``fate`` (one line: curated, or which stage removed it and why), ``removed_by`` (the
   stage, rule, value and threshold, or None);
+* ``licence``: the document's licence (pipeline.licence);
 * ``source``: source name, the input file and line/offset (from the id, or the input's own id),
   the unit's input files, the output shard and row, url, meta, text size and a preview;
 * ``stages``: per stage that ran, ``status`` (kept, removed, passed through, not reached) and a
@@ -17,6 +18,8 @@ and where it ended (``curate inspect RUN DOC_ID`` prints it).
 * ``tokens``; ``mix``: group, side (train, validation, excluded, contaminated), for a document
   that left the pool the rule, the text that caused it (``near_id``) and the two in words
   (``cause``), and per mixture how many times it was taken (``plan.parquet`` repeats).
+
+:func:`run_licences` gives the run's counts per licence (``curate inspect RUN`` without an id).
 
 A record the source stage quarantined has no document; an id derived from file and line
 (``<source>/<file>:<line>``) finds it in the quarantine. An id not in the run raises
@@ -33,8 +36,9 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.schema import MIX_NEAR_ID, MIX_RULE, mix_cause
+from pipeline.core.schema import LICENCE, MIX_NEAR_ID, MIX_RULE, mix_cause
 from pipeline.io.storage import scan_parquet
+from pipeline.licence import UNKNOWN
 from pipeline.report.measure import measure_filters, measure_lang, run_filters
 from pipeline.report.run import RunFiles
 
@@ -180,6 +184,7 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
         position["path"] = files[0]
     result: dict = {
         "id": doc_id,
+        "licence": row.get(LICENCE) or UNKNOWN,
         "source": {
             "source": row["source"],
             **position,
@@ -263,6 +268,31 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
     else:
         result["fate"] = f"removed by the {removed_by['stage']} stage: {_removal_line(removed_by)}"
     return result
+
+
+def run_licences(run_dir: str | Path) -> dict:
+    """Per licence, from the run's stats: documents read (``read``), removed by the filter stage's
+    licence rules (``removed_by_rule``), curated (``curated``, the last document stage's output),
+    curated tokens (``tokens``, when the tokenize stage ran) and each mixture's training tokens
+    (``mixtures``). Keys: ``stage`` (the last document stage) and ``licences``."""
+    run = RunFiles.open(run_dir)
+    last = run.last_document_stage
+    source = run.stats.get("source", {}).get("licences", {})
+    after = run.stats.get(last, {}).get("licences", {}) if last else {}
+    rules = run.stats.get("filter", {}).get("licences", {})
+    tokens = run.stats.get("tokenize", {}).get("licences")
+    mixtures = run.stats.get("mix", {}).get("mixtures", {})
+    found = {}
+    for name in sorted(set(source) | set(after), key=lambda n: (-source.get(n, {}).get("docs_out", 0), n)):
+        removed = rules.get(name, {}).get("removed", {})
+        found[name] = {
+            "read": source.get(name, {}).get("docs_out", 0),
+            "removed_by_rule": sum(n for rule, n in removed.items() if rule.startswith("licence.")),
+            "curated": after.get(name, {}).get("docs_out", 0),
+            "tokens": tokens.get(name, {}).get("tokens", 0) if tokens is not None else None,
+            "mixtures": {m: summary.get("licences", {}).get(name, 0) for m, summary in mixtures.items()},
+        }
+    return {"stage": last, "licences": found}
 
 
 def _removal_line(removed: dict) -> str:

@@ -10,9 +10,11 @@ from functools import lru_cache
 import polars as pl
 
 from pipeline.core.config import RunConfig
+from pipeline.core.schema import LICENCE
 from pipeline.filters.engine import apply_filters
 from pipeline.filters.registry import build_filters
 from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
+from pipeline.licence import UNKNOWN, LicenceRule
 from pipeline.lid_model import lid_model_path
 from pipeline.stages.shard import Step, StepResult, removed_frame
 
@@ -107,8 +109,30 @@ def scoped_filters(filters: list, sources: list[str] | None, stage: str) -> Step
     return step
 
 
+def licence_step(rule: LicenceRule, then: Step, stage: str) -> Step:
+    """The step removing documents by ``rule`` (every source), then running ``then`` on the rest."""
+
+    def step(docs: pl.DataFrame) -> StepResult:
+        licences = docs[LICENCE] if LICENCE in docs.columns else pl.Series([UNKNOWN] * docs.height, dtype=pl.String)
+        rules = rule.rules(licences)
+        gone = rules.is_not_null()
+        result = then(docs.filter(~gone))
+        if not gone.any():
+            return result
+        dropped = docs.filter(gone)
+        nothing = pl.Series([None] * dropped.height, dtype=pl.Float64)
+        removed = removed_frame(dropped, stage, rules.filter(gone), nothing, nothing)
+        result.removed = pl.concat([removed, result.removed])
+        result.counts.update({f"fired|{name}": n for name, n in rules.filter(gone).value_counts().iter_rows()})
+        return result
+
+    return step
+
+
 def filter_step(config: RunConfig) -> Step:
-    return scoped_filters(build_filters(config.filter.filters, config.filter.params), config.filter.sources, "filter")
+    step = scoped_filters(build_filters(config.filter.filters, config.filter.params), config.filter.sources, "filter")
+    rule = config.filter.licence_rule()
+    return step if rule is None else licence_step(rule, step, "filter")
 
 
 def enabled_stages(config: RunConfig) -> list[str]:

@@ -3,7 +3,7 @@
 A shard stage reads one shard of the previous stage in batches, hands each batch to its step
 (a plain function over a polars DataFrame), writes what the step kept as a shard of the same name
 and what it removed as ``removed/<name>``, and last writes ``parts/<name>.json``, which marks the
-unit complete for resuming. Counts are kept in total, per source and per language.
+unit complete for resuming. Counts are kept in total, per source, per language and per licence.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import pyarrow.compute as pc
 from pipeline.core.config import RunConfig
 from pipeline.core.ledger import Ledger, LedgerError
 from pipeline.core.manifest import record_stage
-from pipeline.core.schema import DOC_SCHEMA, LANG_FIELDS, REMOVED_SCHEMA, RunLayout, StageDir
+from pipeline.core.schema import DOC_SCHEMA, LANG_FIELDS, LICENCE, REMOVED_SCHEMA, RunLayout, StageDir
 from pipeline.io.storage import as_path, parquet_file, read_table, remove_tree
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
+from pipeline.licence import UNKNOWN
 
 
 @dataclass
@@ -64,11 +65,13 @@ def removed_frame(docs: pl.DataFrame, stage: str, rule: pl.Series | str, value, 
     """REMOVED_SCHEMA rows for ``docs`` (rule, value and threshold: per row or one for all)."""
     n = docs.height
     lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * n, dtype=pl.Utf8)
+    licence = docs[LICENCE] if LICENCE in docs.columns else pl.Series([UNKNOWN] * n, dtype=pl.Utf8)
     frame = pl.DataFrame(
         {
             "id": docs["id"],
             "source": docs["source"],
             "lang": lang,
+            LICENCE: licence,
             "stage": pl.Series([stage] * n, dtype=pl.Utf8),
             "rule": rule if isinstance(rule, pl.Series) else pl.Series([rule] * n, dtype=pl.Utf8),
             "value": value if isinstance(value, pl.Series) else pl.Series([value] * n, dtype=pl.Float64),
@@ -84,13 +87,17 @@ def empty_removed() -> pl.DataFrame:
     return pl.from_arrow(REMOVED_SCHEMA.empty_table())
 
 
+# What a document without the column (or with a null) is counted under, per grouping key.
+_MISSING = {"source": "und", "lang": "und", LICENCE: UNKNOWN}
+
+
 def _grouped(ledgers: dict[str, Ledger], stage: str, kept: pl.DataFrame, removed: pl.DataFrame, key: str) -> None:
-    """Add a batch's counts to per-``key`` ledgers (key: source or lang; as the step left it)."""
+    """Add a batch's counts to per-``key`` ledgers (key: source, lang or licence; as the step left it)."""
 
     def values(frame: pl.DataFrame) -> list:
         if key in frame.columns:
-            return frame[key].fill_null("und").to_list()
-        return ["und"] * frame.height
+            return frame[key].fill_null(_MISSING[key]).to_list()
+        return [_MISSING[key]] * frame.height
 
     kept_keys, removed_keys = values(kept), values(removed)
     for name, n in Counter(kept_keys + removed_keys).items():
@@ -116,6 +123,7 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
     ledger = Ledger(stage_name)
     by_source: dict[str, Ledger] = {}
     by_lang: dict[str, Ledger] = {}
+    by_licence: dict[str, Ledger] = {}
     counts: Counter = Counter()
     removed_parts: list[pl.DataFrame] = []
     parquet = parquet_file(in_path)
@@ -129,6 +137,7 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
             counts.update(result.counts)
             _grouped(by_source, stage_name, result.kept, result.removed, "source")
             _grouped(by_lang, stage_name, result.kept, result.removed, "lang")
+            _grouped(by_licence, stage_name, result.kept, result.removed, LICENCE)
             if result.removed.height:
                 removed_parts.append(result.removed)
             table = docs_table(result.kept)
@@ -154,6 +163,7 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
         "ledger": ledger.to_dict(),
         "by_source": {k: v.to_dict() for k, v in sorted(by_source.items())},
         "by_lang": {k: v.to_dict() for k, v in sorted(by_lang.items())},
+        "by_licence": {k: v.to_dict() for k, v in sorted(by_licence.items())},
         "counts": dict(sorted(counts.items())),
     }
     write_json(part, part_path)
@@ -226,7 +236,7 @@ def check_stage_outputs(stage_name: str, stage: StageDir, parts: list[dict]) -> 
 
 
 def merge_groups(parts: list[dict], key: str, stage_name: str) -> dict[str, dict]:
-    """Sum the units' per-source or per-language ledgers."""
+    """Sum the units' per-source, per-language or per-licence ledgers."""
     merged: dict[str, Ledger] = defaultdict(lambda: Ledger(stage_name))
     for part in parts:
         for name, counts in part.get(key, {}).items():
@@ -275,6 +285,7 @@ def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[
         "units": len(parts),
         "sources": merge_groups(parts, "by_source", stage_name),
         "languages": merge_groups(parts, "by_lang", stage_name),
+        "licences": merge_groups(parts, "by_licence", stage_name),
         "counts": dict(sorted(counts.items())),
         **extra,
     }

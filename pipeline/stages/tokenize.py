@@ -26,13 +26,14 @@ import polars as pl
 from pipeline.core.config import RunConfig
 from pipeline.core.ledger import LedgerError
 from pipeline.core.manifest import record_stage
-from pipeline.core.schema import RunLayout
+from pipeline.core.schema import LICENCE, RunLayout
 from pipeline.io.storage import parquet_file
 from pipeline.io.writer import read_json, remove_temporaries, write_json
+from pipeline.licence import licence_counts, licence_series, sum_counts
 from pipeline.mix.plan import seeded_id_hash
 from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.stages.units import RunUnits, in_blocks, in_process
-from pipeline.tokenize import load_tokenizer, tokenizer_sha256, train_tokenizer, write_token_shard
+from pipeline.tokenize import load_tokenizer, read_token_shard, tokenizer_sha256, train_tokenizer, write_token_shard
 
 STAGE = "tokenize"
 _SALT = 0x70C3  # keys of the tokenizer sample, apart from other seeded uses of the ids
@@ -88,13 +89,22 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
 
 
 def tokenize_shard(in_path: Path, tokenizer_path: Path, out_dir: Path, batch_docs: int, record: Path) -> dict:
-    """One curated shard as a token shard; its part record is written after the shard."""
+    """One curated shard as a token shard; its part record (with documents and tokens per
+    licence) is written after the shard."""
     out = out_dir / f"{in_path.stem}.arrow"
     batches = parquet_file(in_path).iter_batches(batch_size=batch_docs, columns=["id", "text"])
     entry = write_token_shard(batches, load_tokenizer(tokenizer_path), out, group=in_path.stem)
-    entry = {"unit": in_path.stem, **entry, "file": out.name}
+    entry = {"unit": in_path.stem, **entry, "file": out.name, "licences": shard_licences(in_path, out)}
     write_json(entry, record)
     return entry
+
+
+def shard_licences(docs_path: Path, token_path: Path) -> dict[str, dict[str, int]]:
+    """Documents and tokens per licence of a curated shard and its token shard."""
+    columns = [c for c in ("id", LICENCE) if c in parquet_file(docs_path).schema_arrow.names]
+    docs = pl.from_arrow(parquet_file(docs_path).read(columns=columns))
+    _, offsets = read_token_shard(token_path)
+    return licence_counts(licence_series(docs), offsets["doc_tokens"])
 
 
 def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
@@ -125,6 +135,9 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
     )
     mark_work_done(stage, inputs, made_from)
     entries = [read_json(stage.parts / f"{p.stem}.json") for p in inputs]
+    for path, entry in zip(inputs, entries):  # a part written before licences were counted
+        if "licences" not in entry:
+            entry["licences"] = shard_licences(path, shards / entry["file"])
     documents = sum(e["documents"] for e in entries)
     if documents != handed_over:
         raise LedgerError(
@@ -138,6 +151,7 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
         "removed": {},
         "quarantined": {},
         "tokens": sum(e["tokens"] for e in entries),
+        "licences": sum_counts(e["licences"] for e in entries),
         "shards": entries,
         "tokenizer": {
             "path": str(tokenizer),

@@ -1,0 +1,253 @@
+"""Licences of documents: SPDX identifiers, read from what the input says, never guessed.
+
+Every document carries a ``licence`` (:data:`pipeline.core.schema.LICENCE`): an SPDX licence
+identifier (``CC-BY-SA-4.0``), an SPDX expression (``MIT AND BSD-3-Clause`` where the input names
+several licences), a ``LicenseRef-...`` for a licence the SPDX list lacks, or :data:`UNKNOWN` where
+the input names none. A source declares one for all its documents (``licence``) or names a field
+that holds it per document (``licence_field``, read from the record's ``meta``; a WARC page's
+``rel="license"`` links are in its ``meta`` as ``licence_links``); a document whose field is empty
+gets the source's declared licence, or :data:`UNKNOWN`.
+
+What a field may hold, and what it becomes (:func:`licence_of`):
+
+- an SPDX identifier or expression, in any case (``mit``, ``cc-by-sa-4.0``) -> its canonical form;
+- a Creative Commons deed or licence URL (``https://creativecommons.org/licenses/by-nc/3.0/de/``),
+  or a Creative Commons name (``CC BY-SA 4.0``, ``cc_by_sa_3_0`` as Dolma's ``cc_re`` tagger names
+  its attributes) -> the SPDX identifier. A 4.0 licence has no national ports, so a suffix there
+  is a deed's language and is dropped; an earlier version's suffix is kept, as the SPDX port
+  (``CC-BY-SA-3.0-DE``) where the list has it, else as ``LicenseRef-CC-BY-SA-3.0-xx``, since it may
+  name a port or a deed's language and this module cannot tell which;
+- an ``spdx.org/licenses/`` or ``opensource.org/licenses/`` URL -> the identifier it names;
+- a list of any of these, or an object whose keys are (Dolma's ``attributes``): each recognised
+  one, joined by ``AND`` when there are several. An object's other keys are ignored;
+- any other text -> ``LicenseRef-<the text>``, kept as the input said it, for a person to read.
+
+Rules (:class:`LicenceRule`) keep documents whose every licence matches an allow list and drop those
+with any licence on a deny list; patterns are shell-style (``CC-BY-*``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+
+import polars as pl
+import pyarrow as pa
+
+UNKNOWN = "unknown"
+# The meta key where the WARC reader puts a page's rel="license" links.
+LICENCE_LINKS = "licence_links"
+_REF = "LicenseRef-"
+_CC_KINDS = ("BY", "BY-SA", "BY-ND", "BY-NC", "BY-NC-SA", "BY-NC-ND")
+_CC_URL = re.compile(
+    r"creativecommons\.org/licen[cs]es/(by(?:-(?:nc|nd|sa))*)/(\d\.\d)(?:/([a-z]{2}(?:-[a-z]{2})?)(?=/|$|[?#]))?", re.I
+)
+_CC_ZERO = re.compile(r"creativecommons\.org/publicdomain/zero/1\.0|^cc[\s_-]*0(?:[\s_-]*1[._]0)?$", re.I)
+_CC_NAME = re.compile(
+    r"(?:^|[^a-z])cc[\s_-]*(by(?:[\s_-]*(?:nc|nd|sa))*)[\s_-]*(\d)[._](\d)(?:[\s_-]+([a-z]{2}))?(?![a-z0-9])", re.I
+)
+_LICENCE_URL = re.compile(r"(?:spdx\.org|opensource\.org)/licenses/([A-Za-z0-9.+-]+?)(?:\.html|\.php)?/?(?:[?#].*)?$")
+_REF_CHARS = re.compile(r"[^A-Za-z0-9.-]+")
+
+
+@lru_cache(maxsize=1)
+def _licensing():
+    from license_expression import get_spdx_licensing
+
+    return get_spdx_licensing()
+
+
+@lru_cache(maxsize=65536)
+def spdx(value: str) -> str | None:
+    """The canonical form of an SPDX licence identifier or expression (any case), or of a
+    ``LicenseRef-`` reference; None when ``value`` is neither."""
+    value = value.strip()
+    if not value:
+        return None
+    if value.startswith(_REF) and not _REF_CHARS.search(value[len(_REF) :]) and len(value) > len(_REF):
+        return value
+    if value.lower() == UNKNOWN:
+        return None
+    try:
+        info = _licensing().validate(value)
+    except Exception:  # a string the expression parser cannot tokenize
+        return None
+    if info.errors or not info.normalized_expression:
+        return None
+    return str(info.normalized_expression)
+
+
+def _cc(kind: str, version: str, suffix: str | None) -> str:
+    kind = "-".join(re.split(r"[\s_-]+", kind.strip())).upper()
+    if kind not in _CC_KINDS:
+        kind = "-".join(sorted(kind.split("-"), key=lambda part: ("BY", "NC", "ND", "SA").index(part)))
+    name = f"CC-{kind}-{version}"
+    if suffix is None or version == "4.0":
+        return name
+    port = f"{name}-{suffix.upper()}"
+    return spdx(port) or f"{_REF}{name}-{suffix.lower()}"
+
+
+@lru_cache(maxsize=65536)
+def recognise(value: str) -> str | None:
+    """The SPDX identifier (or expression, or ``LicenseRef-``) that one string names, or None
+    when it names none this module knows (see the module docstring)."""
+    value = value.strip()
+    if not value:
+        return None
+    if found := spdx(value):
+        return found
+    if _CC_ZERO.search(value):
+        return "CC0-1.0"
+    if match := _CC_URL.search(value):
+        return _cc(match[1], match[2], match[3])
+    if match := _CC_NAME.search(value):
+        return _cc(match[1], f"{match[2]}.{match[3]}", match[4])
+    if match := _LICENCE_URL.search(value):
+        return spdx(match[1])
+    return None
+
+
+def combine(licences: Sequence[str]) -> str | None:
+    """Several licences as one SPDX expression (``A AND B``, sorted, each once); None for none."""
+    unique = sorted(set(licences))
+    if len(unique) <= 1:
+        return unique[0] if unique else None
+    return " AND ".join(f"({item})" if " OR " in item else item for item in unique)
+
+
+@lru_cache(maxsize=65536)
+def licence_of(raw: str | None) -> str | None:
+    """What a licence field holds (its JSON text when it is a list or an object) as one licence
+    string; None when it holds nothing (see the module docstring)."""
+    if raw is None or not raw.strip():
+        return None
+    text = raw.strip()
+    if text[0] in "[{":
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+    else:
+        value = text
+    if isinstance(value, dict):
+        return combine([found for key in value if (found := recognise(str(key)))])
+    items = value if isinstance(value, list) else [value]
+    named = []
+    for item in items:
+        if item is None or not str(item).strip() or str(item).strip().lower() == UNKNOWN:
+            continue
+        item = str(item)
+        named.append(recognise(item) or f"{_REF}{_REF_CHARS.sub('-', item.strip()).strip('-')[:64] or 'empty'}")
+    return combine(named)
+
+
+def declared(value: str) -> str:
+    """A licence a config declares, in canonical form; raises ValueError naming the fix."""
+    if value.strip().lower() == UNKNOWN:
+        return UNKNOWN
+    found = recognise(value)
+    if found is None:
+        raise ValueError(
+            "not an SPDX licence identifier or expression; write one from "
+            "https://spdx.org/licenses (e.g. 'CC-BY-4.0', 'MIT'), 'LicenseRef-<name>' for another "
+            f"licence, or {UNKNOWN!r}"
+        )
+    return found
+
+
+def json_path(field: str) -> list[str]:
+    """JSONPaths that find ``field`` in a record's ``meta``: the dotted path (``a.b`` -> ``a`` then
+    ``b``), then the key ``a.b`` itself (as ``meta_fields`` keeps a dotted field)."""
+    parts = "".join(f"['{part}']" for part in field.split("."))
+    return [f"${parts}"] + ([f"$['{field}']"] if "." in field else [])
+
+
+def licence_column(meta: pa.Array, field: str | None, default: str) -> pa.Array:
+    """The licence of each document: what ``field`` of its ``meta`` names (:func:`licence_of`),
+    else ``default`` (the source's declared licence, or :data:`UNKNOWN`). Distinct field values
+    are read once each."""
+    n = len(meta)
+    if field is None or n == 0:
+        return pa.array([default] * n, pa.string())
+    frame = pl.DataFrame({"meta": pl.from_arrow(meta)}).select(
+        pl.coalesce([pl.col("meta").str.json_path_match(path) for path in json_path(field)]).alias("raw")
+    )
+    raw = frame["raw"]
+    values = {value: licence_of(value) for value in raw.drop_nulls().unique().to_list()}
+    mapped = raw.replace_strict(values, default=None, return_dtype=pl.String) if values else raw
+    return mapped.fill_null(default).cast(pl.String).to_arrow().cast(pa.string())
+
+
+def licence_parts(licence: str) -> list[str]:
+    """The licences an ``AND`` expression joins (one item for a single licence)."""
+    return [part.strip().strip("()") for part in re.split(r"\s+AND\s+", licence)] if licence else [UNKNOWN]
+
+
+class LicenceRule:
+    """Keep a document when every licence it carries matches ``keep`` (None: any licence) and none
+    matches ``drop``; patterns are shell-style (``CC-BY-*``, ``unknown``). Removal rules:
+    ``licence.not_kept`` and ``licence.excluded`` (the latter first).
+
+    A pattern matches a whole expression (``MIT AND BSD-3-Clause``) or the licences it joins: to be
+    kept, a document needs every licence it carries kept; one excluded licence drops it."""
+
+    NOT_KEPT = "licence.not_kept"
+    DROPPED = "licence.excluded"
+
+    def __init__(self, keep: Sequence[str] | None = None, drop: Sequence[str] = ()):
+        self.keep = list(keep) if keep is not None else None
+        self.drop = list(drop)
+
+    @staticmethod
+    def _matches(licence: str, patterns: Sequence[str]) -> bool:
+        return any(fnmatch.fnmatchcase(licence, pattern) for pattern in patterns)
+
+    def rule(self, licence: str) -> str | None:
+        """The rule that removes a document of ``licence``, or None when it stays."""
+        parts = licence_parts(licence)
+        if self.drop and (self._matches(licence, self.drop) or any(self._matches(p, self.drop) for p in parts)):
+            return self.DROPPED
+        if self.keep is not None and not (
+            self._matches(licence, self.keep) or all(self._matches(p, self.keep) for p in parts)
+        ):
+            return self.NOT_KEPT
+        return None
+
+    def rules(self, licences: pl.Series) -> pl.Series:
+        """:meth:`rule` of each value (distinct values decided once each)."""
+        decided = {value: self.rule(value) for value in licences.unique().to_list()}
+        return licences.replace_strict(decided, return_dtype=pl.String)
+
+
+def licence_counts(licences: pl.Series, tokens: pl.Series | None = None) -> dict[str, dict[str, int]]:
+    """Documents (and tokens, given each document's ``tokens``) per licence, sorted by licence."""
+    frame = pl.DataFrame({"licence": licences.fill_null(UNKNOWN).cast(pl.String)})
+    aggs = [pl.len().alias("documents")]
+    if tokens is not None:
+        frame = frame.with_columns(tokens=tokens.cast(pl.Int64))
+        aggs.append(pl.col("tokens").sum())
+    counted = frame.group_by("licence").agg(aggs).sort("licence")
+    return {row.pop("licence"): {k: int(v) for k, v in row.items()} for row in counted.iter_rows(named=True)}
+
+
+def licence_series(frame: pl.DataFrame) -> pl.Series:
+    """The ``licence`` column of a frame of documents; :data:`UNKNOWN` for each when it has none
+    (documents written before licences were recorded)."""
+    if "licence" in frame.columns:
+        return frame["licence"].fill_null(UNKNOWN)
+    return pl.Series("licence", [UNKNOWN] * frame.height, dtype=pl.String)
+
+
+def sum_counts(counts: Iterable[Mapping[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
+    """Per-licence counts (:func:`licence_counts`) summed, sorted by licence."""
+    total: dict[str, dict[str, int]] = {}
+    for found in counts:
+        for licence, figures in found.items():
+            mine = total.setdefault(licence, {})
+            for key, value in figures.items():
+                mine[key] = mine.get(key, 0) + int(value)
+    return dict(sorted(total.items()))

@@ -1,0 +1,205 @@
+"""Licences: read from what the input says (never guessed), carried through every stage, counted
+per stage and per mixture, kept or dropped by rules, and described in each mixture's card."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from pipeline.core.config import ConfigError
+from pipeline.core.schema import RunLayout
+from pipeline.licence import UNKNOWN, LicenceRule, declared, licence_of
+from pipeline.report import build_report
+from tests.helpers import check_card, html_page, mix_config, run_units, source_config, write_jsonl, write_warc
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("mit", "MIT"),
+        ("cc-by-sa-4.0", "CC-BY-SA-4.0"),
+        ("CC BY-NC 4.0", "CC-BY-NC-4.0"),
+        ("https://creativecommons.org/licenses/by-nc/3.0/de/", "CC-BY-NC-3.0-DE"),
+        ("https://creativecommons.org/licenses/by-nc-sa/3.0/deed.en", "CC-BY-NC-SA-3.0"),  # a deed's language
+        ("http://creativecommons.org/licenses/by/2.5/in/", "LicenseRef-CC-BY-2.5-in"),  # a port SPDX lacks
+        ("https://creativecommons.org/publicdomain/zero/1.0/", "CC0-1.0"),
+        ("https://spdx.org/licenses/BSD-3-Clause.html", "BSD-3-Clause"),
+        ("Apache-2.0 OR MIT", "Apache-2.0 OR MIT"),
+        ('["MIT", "bsd-3-clause", "MIT"]', "BSD-3-Clause AND MIT"),
+        # Dolma's cc_re attributes: the keys name licences, the other keys are ignored; a 4.0
+        # licence has no ports, so a suffix is the deed's language.
+        ('{"cc_re__cc_re__cc_by_nc_nd_4_0_fr": [[1, 2, 1.0]], "other": 1}', "CC-BY-NC-ND-4.0"),
+        ('{"cc_re__cc_re__cc_by_sa_3_0": [[1, 2, 1.0]], "cc_re__cc_re__cc_by_sa_4_0": [[3, 4, 1]]}',
+         "CC-BY-SA-3.0 AND CC-BY-SA-4.0"),
+        ('{"other": 1}', None),
+        ("public domain", "LicenseRef-public-domain"),  # kept as said, not guessed into an SPDX id
+        ("unknown", None),
+        ("  ", None),
+        (None, None),
+    ],
+)  # fmt: skip
+def test_what_a_licence_field_holds_becomes_one_licence(raw, expected):
+    assert licence_of(raw) == expected
+
+
+def test_declared_licences_are_spdx_and_configs_say_so_in_one_line(tmp_path):
+    assert declared("cc-by-4.0") == "CC-BY-4.0" and declared("Unknown") == UNKNOWN
+    with pytest.raises(ValueError, match="not an SPDX licence identifier"):
+        declared("free for all")
+    write_jsonl(tmp_path / "a.jsonl", [{"text": "x"}])
+    source = {"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "a.jsonl")]}
+    with pytest.raises(ConfigError, match=r"sources\[0\]\.licence: not an SPDX licence") as error:
+        source_config(tmp_path, [{**source, "licence": "free for all"}])
+    assert "\n" not in str(error.value)
+    with pytest.raises(ConfigError, match="a text file has no fields"):
+        source_config(tmp_path, [{**source, "reader": "text", "licence_field": "licence"}])
+    with pytest.raises(ConfigError, match="not an SPDX licence"):
+        source_config(tmp_path, [source], filter={"licences": ["MIT", "nonsense licence"]})
+    config = source_config(tmp_path, [source], filter={"licences": ["mit", "CC-BY-*"], "exclude_licences": ["unknown"]})
+    assert config.filter.licences == ["MIT", "CC-BY-*"] and config.filter.exclude_licences == [UNKNOWN]
+
+
+def test_licence_rules_keep_all_of_a_document_and_drop_any():
+    rule = LicenceRule(keep=["CC-BY-*", "MIT"], drop=["*-NC-*"])
+    assert rule.rule("CC-BY-4.0") is None and rule.rule("CC-BY-SA-4.0 AND MIT") is None
+    assert rule.rule("CC-BY-NC-4.0") == LicenceRule.DROPPED  # excluded first, though CC-BY-* keeps it
+    assert rule.rule("MIT AND BSD-3-Clause") == LicenceRule.NOT_KEPT  # one licence not kept
+    assert rule.rule(UNKNOWN) == LicenceRule.NOT_KEPT
+    assert LicenceRule(drop=[UNKNOWN]).rule("MIT") is None and LicenceRule(drop=[UNKNOWN]).rule(UNKNOWN)
+
+
+def test_the_source_stage_reads_each_documents_licence_from_every_reader(tmp_path):
+    write_jsonl(
+        tmp_path / "web" / "a.jsonl",
+        [
+            {"id": "a", "text": "one", "metadata": {"license": "cc-by-4.0"}},
+            {"id": "b", "text": "two", "metadata": {"license": None}},
+            {"id": "c", "text": "three"},
+            {"id": "d", "text": "four", "metadata": {"license": "https://creativecommons.org/licenses/by-sa/3.0/"}},
+            '{"broken',
+        ],
+    )
+    write_warc(
+        tmp_path / "crawl" / "a.warc.gz",
+        [
+            ("https://a.example/1", "text/html", html_page("One", ["A page."]).replace(
+                b"</head>", b'<link rel="license" href="https://creativecommons.org/licenses/by/4.0/"></head>')),
+            ("https://a.example/2", "text/html", html_page("Two", ["Another page."])),
+        ],
+    )  # fmt: skip
+    config = source_config(
+        tmp_path,
+        [
+            # Only "title" kept in meta: the licence field is read all the same.
+            {"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "web")], "id_field": "id",
+             "licence_field": "metadata.license", "licence": "CC0-1.0", "meta_fields": ["title"]},
+            {"name": "crawl", "reader": "warc", "paths": [str(tmp_path / "crawl")], "licence_field": "licence_links"},
+            {"name": "notes", "reader": "jsonl", "paths": [str(tmp_path / "web")], "id_field": "id",
+             "licence": "mit"},
+        ],
+    )  # fmt: skip
+    parts = run_units(config)
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet")
+    found = dict(zip(docs["id"], docs["licence"]))
+    assert {k: v for k, v in found.items() if k.startswith("web/")} == {
+        "web/a": "CC-BY-4.0", "web/b": "CC0-1.0", "web/c": "CC0-1.0", "web/d": "CC-BY-SA-3.0",
+    }  # fmt: skip
+    assert sorted(v for k, v in found.items() if k.startswith("crawl/")) == ["CC-BY-4.0", UNKNOWN]
+    assert {v for k, v in found.items() if k.startswith("notes/")} == {"MIT"}
+    # Per licence, every record is accounted for; the unreadable line is counted under unknown.
+    web = next(p for p in parts if p["source"] == "web")["by_licence"]
+    assert web["CC0-1.0"]["docs_out"] == 2 and web[UNKNOWN]["quarantined"] == {"invalid_json": 1}
+    for part in parts:
+        ledgers = part["by_licence"].values()
+        assert sum(x["docs_in"] for x in ledgers) == part["ledger"]["docs_in"]
+        assert sum(x["docs_out"] for x in ledgers) == part["ledger"]["docs_out"]
+
+
+WORDS = "river council budget market school harbour winter garden station bridge museum library".split()
+
+
+def _texts(prefix: str, n: int, words: int) -> list[str]:
+    return [
+        " ".join(WORDS[(i * 7 + j * 3 + len(prefix)) % len(WORDS)] for j in range(words)) + f" {prefix}{i}."
+        for i in range(n)
+    ]
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_dropped_licence_leaves_the_ledger_and_every_mixture_and_the_card_says_so(tmp_path):
+    web = [
+        {"id": f"w{i}", "text": text, "attributes": {f"cc_re__cc_by_{kind}_4_0": [[0, 1, 1.0]], "lang": "en"}}
+        for i, (text, kind) in enumerate(zip(_texts("w", 60, 40), ["sa", "nc", "nd"] * 20))
+    ]
+    web += [{"id": f"u{i}", "text": text} for i, text in enumerate(_texts("u", 10, 40))]  # no licence named
+    write_jsonl(tmp_path / "web" / "a.jsonl", web)
+    write_jsonl(tmp_path / "books" / "a.jsonl", [{"id": f"b{i}", "text": t} for i, t in enumerate(_texts("b", 30, 60))])
+    config = mix_config(
+        tmp_path,
+        [
+            {"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "web")], "id_field": "id",
+             "licence_field": "attributes"},
+            {"name": "books", "reader": "jsonl", "paths": [str(tmp_path / "books")], "id_field": "id",
+             "licence": "CC0-1.0"},
+        ],
+        mix={"group_by": ["source"], "validation_fraction": 0.2, "decontaminate": False,
+             "mixtures": [{"name": "natural"}, {"name": "flat", "temperature": 100.0, "max_epochs": 3.0}]},
+        filter={"filters": [], "exclude_licences": ["CC-BY-NC-*"], "licences": ["CC-BY-*", "CC0-1.0", "unknown"]},
+    )  # fmt: skip
+    from flows.curate import curate_flow
+
+    stats = curate_flow(config)
+    # The rule removes the 20 non-commercial documents, counted like any rule, per licence too.
+    assert stats["filter"]["removed"] == {"licence.excluded": 20}
+    assert stats["filter"]["licences"]["CC-BY-NC-4.0"] == {
+        "stage": "filter", "docs_in": 20, "docs_out": 0, "removed": {"licence.excluded": 20}, "quarantined": {},
+    }  # fmt: skip
+    assert stats["source"]["licences"]["CC-BY-SA-4.0"]["docs_out"] == 20
+    assert stats["source"]["licences"][UNKNOWN]["docs_out"] == 10
+    layout = RunLayout(config.run_dir)
+    removed = pl.read_parquet(layout.stage("filter").removed / "*.parquet")
+    assert removed["licence"].unique().to_list() == ["CC-BY-NC-4.0"] and removed.height == 20
+    tokens = stats["tokenize"]["licences"]
+    assert set(tokens) == {"CC-BY-SA-4.0", "CC-BY-ND-4.0", "CC0-1.0", UNKNOWN}
+    assert sum(v["tokens"] for v in tokens.values()) == stats["tokenize"]["tokens"]
+
+    documents = pl.read_parquet(layout.root / "mix" / "documents.parquet")
+    assert "CC-BY-NC-4.0" not in documents["licence"].to_list()
+    for name in ("natural", "flat"):
+        folder = layout.root / "mix" / name
+        manifest = json.loads((folder / "manifest.json").read_text())
+        licences = manifest["licences"]
+        assert "CC-BY-NC-4.0" not in licences
+        # Per licence and per group, the figures add up to the mixture's own.
+        assert sum(v["tokens_taken"] for v in licences.values()) == manifest["tokens_taken"]
+        for figures in manifest["groups"].values():
+            mine = figures["licences"].values()
+            assert sum(v["tokens_taken"] for v in mine) == figures["tokens_taken"]
+            assert sum(v["documents_taken"] for v in mine) == figures["documents_taken"]
+            assert sum(v["validation_tokens"] for v in mine) == figures["validation_tokens"]
+        assert stats["mix"]["mixtures"][name]["licences"] == {k: v["tokens_taken"] for k, v in licences.items()}
+        # The training side's tokens per licence, from the plan and the pool's documents.
+        plan = pl.read_parquet(folder / "plan.parquet").join(documents.select("id", "licence"), on="id")
+        counted = plan.group_by("licence").agg((pl.col("tokens") * pl.col("repeats")).sum()).rows()
+        assert {k: v for k, v in counted if v} == {
+            k: v["tokens_taken"] for k, v in licences.items() if v["tokens_taken"]
+        }
+        check_card(folder)
+        card = (folder / "README.md").read_bytes()
+        (folder / "README.md").unlink()
+        build_report(config.run_dir)  # `curate report` writes it again, the same bytes
+        assert (folder / "README.md").read_bytes() == card
+
+    result = CliRunner().invoke(app, ["inspect", str(config.run_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)["licences"]
+    assert found["CC-BY-NC-4.0"] == {
+        "read": 20, "removed_by_rule": 20, "curated": 0, "tokens": 0, "mixtures": {"natural": 0, "flat": 0},
+    }  # fmt: skip
+    assert found["CC0-1.0"]["tokens"] == tokens["CC0-1.0"]["tokens"]
+    doc = json.loads(CliRunner().invoke(app, ["inspect", str(config.run_dir), "web/w1", "--json"]).output)
+    assert doc["licence"] == "CC-BY-NC-4.0" and doc["removed_by"]["rule"] == "licence.excluded"
