@@ -21,6 +21,7 @@ def demo_config(corpus_dir: Path = DEMO_CORPUS_DIR, run_dir: Path = DEMO_RUN_DIR
                 "text_field": "text",
                 "id_field": "id",
                 "url_field": "url",
+                "licence_field": "licence",
             },
             {
                 "name": "dialogues",
@@ -28,8 +29,9 @@ def demo_config(corpus_dir: Path = DEMO_CORPUS_DIR, run_dir: Path = DEMO_RUN_DIR
                 "paths": [str(corpus / "dialogues")],
                 "text_field": "text",
                 "id_field": "id",
+                "licence_field": "licence",
             },
-            {"name": "web", "reader": "warc", "paths": [str(corpus / "web")]},
+            {"name": "web", "reader": "warc", "paths": [str(corpus / "web")], "licence_field": "licence_links"},
             {"name": "notes", "reader": "text", "paths": [str(corpus / "notes")]},
         ],
         "lang": {"min_score": 0.5},

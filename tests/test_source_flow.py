@@ -16,7 +16,8 @@ from flows.source import source_flow
 from pipeline.core.manifest import open_run
 from pipeline.core.schema import RunLayout
 from pipeline.io.writer import TMP_MARK
-from tests.helpers import html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
+from pipeline.licence import UNKNOWN
+from tests.helpers import check_card, html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -192,6 +193,23 @@ def test_curate_demo_accounts_for_every_labelled_document(tmp_path, monkeypatch)
     docs = pl.read_parquet(run / "source" / "docs" / "*.parquet")
     expected = (readable["source"] + "/" + readable["key"]).sort().to_list()
     assert docs["id"].sort().to_list() == expected
+    # Each document's licence is the one its package ships its text under (the labels' licence),
+    # read from the record (news, dialogues) or the page's rel="license" links (web); generated
+    # text and the notes folder name none.
+    truth = readable.select(
+        id=pl.col("source") + "/" + pl.col("key"),
+        truth=pl.when(pl.col("source") == "notes")
+        .then(pl.lit(UNKNOWN))
+        .otherwise(pl.col("licence").fill_null(UNKNOWN)),
+    )
+    found = docs.join(truth, on="id")
+    assert found.height == docs.height and (found["licence"] == found["truth"]).all()
+    assert set(found["licence"]) == {"MIT", "BSD-3-Clause", "BSD-3-Clause AND MIT", UNKNOWN}
+    # Every mixture has a dataset card that agrees with its manifest.
+    mixtures = json.loads((run / "mix" / "stats.json").read_text())["mixtures"]
+    assert set(mixtures) == {"main", "tempered"}
+    for name in mixtures:
+        check_card(run / "mix" / name)
 
 
 def test_bad_names_and_ids_repeated_across_files_do_not_stop_the_flow(tmp_path):

