@@ -22,7 +22,6 @@ from pipeline.mix.shards import (
     split_candidates,
 )
 from pipeline.mix.stage import STAGE, block_matches, block_windows, run_mix, scan_block, write_shard
-from pipeline.report.card import write_cards
 
 _run_units = units_as_tasks(
     {
@@ -45,6 +44,4 @@ _run_units = units_as_tasks(
 def mix_flow(previous: str, config: RunConfig) -> dict:
     """Split, decontaminate and mix the documents of ``previous`` (tokenized by the tokenize stage);
     return the stage's stats."""
-    stats = run_mix(previous, config, _run_units)
-    write_cards(config.run_dir)  # mix/<mixture>/README.md
-    return publish_stage(STAGE, stats)
+    return publish_stage(STAGE, run_mix(previous, config, _run_units))

@@ -11,7 +11,8 @@ gets the source's declared licence, or :data:`UNKNOWN`.
 What a field may hold, and what it becomes (:func:`licence_of`):
 
 - an SPDX identifier or expression, in any case (``mit``, ``cc-by-sa-4.0``) -> its canonical form;
-- a Creative Commons deed or licence URL (``https://creativecommons.org/licenses/by-nc/3.0/de/``),
+- a Creative Commons deed or licence URL (``https://creativecommons.org/licenses/by-nc/3.0/de/``,
+  ``.../publicdomain/zero/1.0/`` -> ``CC0-1.0``, the Public Domain Mark -> ``LicenseRef-CC-PDM-1.0``),
   or a Creative Commons name (``CC BY-SA 4.0``, ``cc_by_sa_3_0`` as Dolma's ``cc_re`` tagger names
   its attributes) -> the SPDX identifier. A 4.0 licence has no national ports, so a suffix there
   is a deed's language and is dropped; an earlier version's suffix is kept, as the SPDX port
@@ -45,7 +46,16 @@ _CC_KINDS = ("BY", "BY-SA", "BY-ND", "BY-NC", "BY-NC-SA", "BY-NC-ND")
 _CC_URL = re.compile(
     r"creativecommons\.org/licen[cs]es/(by(?:-(?:nc|nd|sa))*)/(\d\.\d)(?:/([a-z]{2}(?:-[a-z]{2})?)(?=/|$|[?#]))?", re.I
 )
-_CC_ZERO = re.compile(r"creativecommons\.org/publicdomain/zero/1\.0|^cc[\s_-]*0(?:[\s_-]*1[._]0)?$", re.I)
+_CC_ZERO = re.compile(
+    r"creativecommons\.org/publicdomain/zero/1\.0|^cc[\s_-]*0(?:[\s_-]*1[._]0)?$|"
+    r"(?:^|[^a-z])cc[\s_-]*publicdomain[\s_-]*zero[\s_-]*1[._]0",
+    re.I,
+)
+# The Public Domain Mark labels a work free of known copyright; it is no licence, and SPDX lists none.
+_CC_MARK = re.compile(
+    r"creativecommons\.org/publicdomain/mark/1\.0|(?:^|[^a-z])cc[\s_-]*publicdomain[\s_-]*mark[\s_-]*1[._]0", re.I
+)
+PUBLIC_DOMAIN_MARK = "LicenseRef-CC-PDM-1.0"
 _CC_NAME = re.compile(
     r"(?:^|[^a-z])cc[\s_-]*(by(?:[\s_-]*(?:nc|nd|sa))*)[\s_-]*(\d)[._](\d)(?:[\s_-]+([a-z]{2}))?(?![a-z0-9])", re.I
 )
@@ -102,6 +112,8 @@ def recognise(value: str) -> str | None:
         return found
     if _CC_ZERO.search(value):
         return "CC0-1.0"
+    if _CC_MARK.search(value):
+        return PUBLIC_DOMAIN_MARK
     if match := _CC_URL.search(value):
         return _cc(match[1], match[2], match[3])
     if match := _CC_NAME.search(value):

@@ -35,6 +35,8 @@ from tests.helpers import check_card, html_page, mix_config, run_units, source_c
         ('{"cc_re__cc_re__cc_by_nc_nd_4_0_fr": [[1, 2, 1.0]], "other": 1}', "CC-BY-NC-ND-4.0"),
         ('{"cc_re__cc_re__cc_by_sa_3_0": [[1, 2, 1.0]], "cc_re__cc_re__cc_by_sa_4_0": [[3, 4, 1]]}',
          "CC-BY-SA-3.0 AND CC-BY-SA-4.0"),
+        ('{"cc_re__cc_re__cc_publicdomain_zero_1_0_en": 1, "cc_re__cc_re__cc_publicdomain_mark_1_0": 1}',
+         "CC0-1.0 AND LicenseRef-CC-PDM-1.0"),
         ('{"other": 1}', None),
         ("public domain", "LicenseRef-public-domain"),  # kept as said, not guessed into an SPDX id
         ("unknown", None),

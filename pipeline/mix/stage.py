@@ -40,7 +40,8 @@ Outputs in ``<run>/mix/``: ``documents.parquet`` (every document's group and sid
 validation, contaminated or excluded, the rule and the validation or reference text that put it there),
 ``removed/{contaminated,excluded}.parquet`` (REMOVED_SCHEMA), and per mixture a
 self-contained folder ``<mixture>/`` (pipeline.mix.mixture) with ``manifest.json``,
-``tokenizer.json``, ``plan.parquet`` (repeats per training document) and the shards. The
+``tokenizer.json``, ``plan.parquet`` (repeats per training document), the shards and, written
+last, the dataset card ``README.md`` (pipeline.report.card). The
 per-shard files of the units are in ``intermediate/`` (scan, pool, plan, copies, ordered ranges),
 made again by every run.
 """
@@ -114,6 +115,7 @@ from pipeline.mix.shards import (
     split_candidates,
     sum_histograms,
 )
+from pipeline.report.card import write_cards
 from pipeline.stages.shard import mark_work_done, removed_frame, reusable_work
 from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process
 from pipeline.tokenize import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
@@ -809,4 +811,5 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     }
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats)
+    write_cards(config.run_dir)  # each mixture's README.md, from the files written above
     return stats

@@ -112,7 +112,7 @@ def render_card(run: RunFiles, name: str) -> str:
         "license": hub[0] if len(hub) == 1 else hub,
         **({"license_name": ", ".join(other)} if other else {}),
         **({"language": languages} if languages else {}),
-        "pretty_name": f"{run.root.resolve().name}: mixture {name}",
+        "pretty_name": _title(run, name),
         "size_categories": [_size_category(train_docs)],
         "task_categories": ["text-generation"],
         "tags": ["pretraining", "curated", "tokenized"],
@@ -132,11 +132,18 @@ def render_card(run: RunFiles, name: str) -> str:
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + "\n".join(body)
 
 
+def _title(run: RunFiles, name: str) -> str:
+    """The mixture's name and its sources (not the run folder's name: the card of the same run
+    made in another folder is the same)."""
+    sources = [src.name for src in run.config.sources] if run.config is not None else []
+    return f"mixture {name}" + (f" of {', '.join(sources)}" if sources else "")
+
+
 def _summary(run: RunFiles, name: str, mixture: dict) -> str:
     tokens = mixture.get("tokens_taken", 0)
     groups = len(mixture["groups"])
     return (
-        f"# {run.root.resolve().name}: mixture `{name}`\n\n"
+        f"# {_title(run, name)}\n\n"
         f"A pretraining mixture of {_n(tokens)} training tokens in {groups} group(s), written by this run's mix "
         f"stage as token shards (format `{mixture.get('format')}`), with a held-out validation split. Budget "
         f"{_n(mixture.get('budget_tokens'))} tokens, shortfall {_n(mixture.get('shortfall_tokens'))}; seed "
