@@ -27,6 +27,7 @@ from pipeline.core.schema import MIX_CAUSES, MIX_NEAR_ID, MIX_RULE
 from pipeline.dedup.clusters import RULE_EXACT, RULE_NEAR
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE
 from pipeline.io.writer import write_text
+from pipeline.licence import LicenceRule
 from pipeline.report import plots
 from pipeline.report.card import write_cards
 from pipeline.report.html import esc, fmt, num, share, snippet, table, word_diff
@@ -319,6 +320,8 @@ def _removed_examples(
         if partner and row["id"] in partner:
             label, other = partner[row["id"]]
             extra = f'<br><span class="note">{esc(label)}:</span> <span class="id">{esc(other)}</span>'
+        if rule in (LicenceRule.DROPPED, LicenceRule.NOT_KEPT) and row.get("licence"):
+            extra += f'<br><span class="note">licence:</span> <span class="id">{esc(row["licence"])}</span>'
         rows.append(
             [
                 f'<span class="id">{esc(row["id"])}</span>{extra}',
@@ -469,11 +472,30 @@ def _filter_stage(run: RunFiles) -> str:
         for r in f.rules()
     ]
     rules.append((EMPTY_AFTER_REWRITE, "text blank after line removals"))
+    licence_rule = config.filter.licence_rule() if config is not None else None
+    if licence_rule is not None:
+        rules[:0] = [
+            *(
+                [(LicenceRule.DROPPED, f"a licence matches {', '.join(licence_rule.drop)}")]
+                if licence_rule.drop
+                else []
+            ),
+            *(
+                [(LicenceRule.NOT_KEPT, f"a licence matches none of {', '.join(licence_rule.keep)}")]
+                if licence_rule.keep is not None
+                else []
+            ),
+        ]
     out = [_stage_head(run, "filter")]
     if config is not None:
         scope = config.filter.sources
+        rule_note = (
+            "Licence rules first, on every source (see Licences); then the filters"
+            if licence_rule is not None
+            else "Filters"
+        )
         out.append(
-            f'<p class="note">Filters, in order: {esc(", ".join(config.filter.filters))}; applied to '
+            f'<p class="note">{rule_note}, in order: {esc(", ".join(config.filter.filters) or "none")}; applied to '
             f"{esc('all sources' if scope is None else 'sources ' + ', '.join(scope))}.</p>"
         )
     out += [_rule_table(run, "filter", rules), _per_source(run, "filter")]
