@@ -90,7 +90,9 @@ def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[
         elif source.reader == "parquet":
             batches = read_parquet(path, **fields)
         else:  # warc, wet
-            batches = read_warc(path, html_main_content=source.html_main_content, limits=limits)
+            batches = read_warc(
+                path, html_main_content=source.html_main_content, limits=limits, header_fields=source.header_fields()
+            )
         for batch in batches:
             yield rel, batch
 

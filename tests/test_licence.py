@@ -74,6 +74,47 @@ def test_licence_rules_keep_all_of_a_document_and_drop_any():
     assert LicenceRule(drop=[UNKNOWN]).rule("MIT") is None and LicenceRule(drop=[UNKNOWN]).rule(UNKNOWN)
 
 
+def _warc_with_headers(path, pages: list[tuple[str, list[tuple[str, str]], bytes]]) -> None:
+    """A WARC of responses with the given extra HTTP headers."""
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=True)
+    for url, headers, payload in pages:
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *headers], protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(payload), http_headers=http))
+    path.write_bytes(buffer.getvalue())
+
+
+def test_a_warc_records_licence_from_its_link_headers_its_page_or_a_named_header(tmp_path):
+    page = html_page("One", ["A page."])
+    link = '</style.css>; rel="stylesheet", <https://spdx.org/licenses/MIT.html>; rel="license"'
+    _warc_with_headers(
+        tmp_path / "crawl" / "a.warc.gz",
+        [
+            ("https://a.example/1", [("Link", link)], page),
+            ("https://a.example/2", [("X-Licence", "cc-by-sa-4.0")], page.replace(
+                b"</head>", b'<a rel="nofollow license" href="https://creativecommons.org/licenses/by/4.0/">cc</a></head>')),
+            ("https://a.example/3", [], page),
+        ],
+    )  # fmt: skip
+    crawl = {"name": "crawl", "reader": "warc", "paths": [str(tmp_path / "crawl")]}
+    links = source_config(tmp_path, [{**crawl, "licence_field": "licence_links"}])
+    run_units(links)
+    docs = pl.read_parquet(RunLayout(links.run_dir).stage("source").docs / "*.parquet").sort("url")
+    assert docs["licence"].to_list() == ["MIT", "CC-BY-4.0", UNKNOWN]
+    header = source_config(
+        tmp_path, [{**crawl, "licence_field": "X-Licence", "licence": "CC0-1.0"}], run_dir=str(tmp_path / "h")
+    )
+    run_units(header)
+    docs = pl.read_parquet(RunLayout(header.run_dir).stage("source").docs / "*.parquet").sort("url")
+    assert docs["licence"].to_list() == ["CC0-1.0", "CC-BY-SA-4.0", "CC0-1.0"]
+
+
 def test_the_source_stage_reads_each_documents_licence_from_every_reader(tmp_path):
     write_jsonl(
         tmp_path / "web" / "a.jsonl",

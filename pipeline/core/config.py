@@ -75,8 +75,9 @@ class SourceConfig(_Strict):
     # WARC only: keep the main content of HTML pages (drop navigation and boilerplate).
     html_main_content: bool = True
     # The licence of every document (an SPDX identifier or expression, "LicenseRef-...", or
-    # "unknown"), and/or a field of the record (dotted; a WARC page's rel="license" links are in
-    # "licence_links") naming each document's own; a document whose field is empty gets `licence`.
+    # "unknown"), and/or a field of the record (dotted) naming each document's own; a document whose
+    # field is empty gets `licence`. WARC: "licence_links" (a record's rel="license" links, HTTP
+    # Link headers and HTML), or the name of a WARC or HTTP header.
     licence: str = "unknown"
     licence_field: str | None = Field(default=None, pattern=r"^[^'\[\]\\]+$")
 
@@ -99,6 +100,13 @@ class SourceConfig(_Strict):
                 "licence_field: a text file has no fields; declare the folder's licence with licence = '...'"
             )
         return self
+
+    def header_fields(self) -> tuple[str, ...]:
+        """WARC and WET sources: the record header ``licence_field`` names, kept in ``meta``
+        (``licence_links``, the reader's own key, is no header)."""
+        if self.reader in ("warc", "wet") and self.licence_field not in (None, "licence_links"):
+            return (self.licence_field,)
+        return ()
 
     def kept_meta_fields(self) -> list[str] | None:
         """The fields the reader keeps in ``meta``: ``meta_fields`` and the licence field (None:

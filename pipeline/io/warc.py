@@ -8,9 +8,11 @@ wget's log). A response whose payload is neither HTML nor text (an image, a PDF)
 ``unsupported_content_type``, so that every content record is accounted for.
 
 A record's id is its ``WARC-Record-ID``, its url the ``WARC-Target-URI``; ``meta`` keeps the WARC
-date, the HTTP status and the content type, and an HTML page's licence links (the ``href`` of every
-element with ``rel="license"``, as ``licence_links``) where it has any: a source reads them as each
-page's licence with ``licence_field = "licence_links"`` (pipeline.licence).
+date, the HTTP status and the content type, and a record's licence links where it has any, as
+``licence_links``: the targets of the HTTP ``Link`` headers with ``rel="license"``, then the
+``href`` of every element of an HTML page with ``rel="license"``. A source reads them as each page's
+licence with ``licence_field = "licence_links"`` (pipeline.licence); any other ``licence_field``
+of a WARC source names a WARC or HTTP header, which ``meta`` then keeps.
 """
 
 from __future__ import annotations
@@ -104,7 +106,11 @@ class _Read:
 
 
 def read_warc(
-    path: Path, *, html_main_content: bool = True, limits: ReadLimits = ReadLimits()
+    path: Path,
+    *,
+    html_main_content: bool = True,
+    limits: ReadLimits = ReadLimits(),
+    header_fields: tuple[str, ...] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Yield raw-record batches from one WARC or WET file (gzip or plain).
 
@@ -113,7 +119,8 @@ def read_warc(
     gzip member complete, or its block followed by the record separator). Where the file is cut,
     the records before the cut are kept and the cut record, whatever it was, is quarantined once
     as ``truncated_file`` at its offset; bytes after the last whole record that do not start a
-    record are quarantined once as ``unreadable_file``."""
+    record are quarantined once as ``unreadable_file``. ``header_fields``: WARC or HTTP headers
+    whose value each document's ``meta`` keeps under the header's name (a licence header, say)."""
     out = RawBatchBuilder(limits.batch_docs)
     pending: _Read | None = None
     whole_end = 0  # where the bytes after the last whole record begin
@@ -135,7 +142,7 @@ def read_warc(
                         whole_end, pending = next_start, None
                     fields = None
                     if _is_content(record):
-                        fields = _read_record(record, html_main_content, limits.max_doc_bytes)
+                        fields = _read_record(record, html_main_content, limits.max_doc_bytes, header_fields)
                     # The offset is known once the record is read (warcio reads it to its end).
                     offset = records.get_record_offset()
                     end = offset + records.get_record_length()
@@ -233,7 +240,25 @@ def _starts_a_record(head: bytes, gz: bool) -> bool:
     return head[:5] == b"WARC/"[: len(head[:5])] or not head.startswith(b"WARC") and b"://" in head[:64]
 
 
-def _read_record(record, main_content: bool, max_bytes: int) -> tuple:
+def _licence_header_links(http_headers) -> list[str]:
+    """The targets of an HTTP ``Link`` header's ``rel="license"`` links (RFC 8288)."""
+    if http_headers is None:
+        return []
+    found = []
+    for name, value in http_headers.headers:
+        if name.lower() != "link":
+            continue
+        for link in value.split(","):
+            target, *params = link.split(";")
+            for param in params:
+                key, _, rel = param.partition("=")
+                if key.strip().lower() == "rel" and "license" in rel.strip().strip('"').lower().split():
+                    found.append(target.strip().strip("<>"))
+                    break
+    return found
+
+
+def _read_record(record, main_content: bool, max_bytes: int, header_fields: tuple[str, ...] = ()) -> tuple:
     """``("doc", text, id, url, meta)`` or ``("bad", reason, detail, raw bytes)`` for a content record."""
     headers = record.rec_headers
     record_id = (headers.get_header("WARC-Record-ID") or "").strip("<>") or None
@@ -247,6 +272,13 @@ def _read_record(record, main_content: bool, max_bytes: int) -> tuple:
         "content_type": media or None,
         "http_status": status,
     }
+    for name in header_fields:
+        value = headers.get_header(name)
+        if value is None and record.http_headers is not None:
+            value = record.http_headers.get_header(name)
+        if value is not None:
+            meta[name] = value
+    links = _licence_header_links(record.http_headers)
     payload = record.content_stream().read(max_bytes + 1)
     if len(payload) > max_bytes:
         return "bad", "too_large", f"payload of more than {max_bytes} bytes", payload
@@ -258,9 +290,10 @@ def _read_record(record, main_content: bool, max_bytes: int) -> tuple:
         except LookupError as error:
             return "bad", "unknown_charset", str(error), payload
     elif media.startswith(HTML_TYPES) or (not media and payload.lstrip()[:1] == b"<"):
-        text, links = read_html(payload, charset, main_content)
-        if links:
-            meta[LICENCE_LINKS] = links
+        text, in_page = read_html(payload, charset, main_content)
+        links += [link for link in in_page if link not in links]
     else:
         return "bad", "unsupported_content_type", f"payload is {media or 'of unknown type'}", payload
+    if links:
+        meta[LICENCE_LINKS] = links
     return "doc", text, record_id, url, orjson.dumps(meta).decode()
