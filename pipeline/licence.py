@@ -180,8 +180,9 @@ def json_path(field: str) -> list[str]:
 
 def licence_column(meta: pa.Array, field: str | None, default: str) -> pa.Array:
     """The licence of each document: what ``field`` of its ``meta`` names (:func:`licence_of`),
-    else ``default`` (the source's declared licence, or :data:`UNKNOWN`). Distinct field values
-    are read once each."""
+    else ``default`` (the source's declared licence, or :data:`UNKNOWN`). Objects (Dolma's
+    ``attributes``, whose values differ from page to page) are read by their keys at once
+    (:func:`_object_licences`); other distinct values are read once each."""
     n = len(meta)
     if field is None or n == 0:
         return pa.array([default] * n, pa.string())
@@ -189,9 +190,45 @@ def licence_column(meta: pa.Array, field: str | None, default: str) -> pa.Array:
         pl.coalesce([pl.col("meta").str.json_path_match(path) for path in json_path(field)]).alias("raw")
     )
     raw = frame["raw"]
+    objects = raw.str.starts_with("{").fill_null(False)
+    found = pl.Series("licence", [None] * n, dtype=pl.String)
+    if objects.any():
+        by_keys = _object_licences(raw.filter(objects))
+        if by_keys is not None:
+            found = found.scatter(objects.arg_true(), by_keys)
+            raw = pl.select(pl.when(objects).then(None).otherwise(raw)).to_series()
     values = {value: licence_of(value) for value in raw.drop_nulls().unique().to_list()}
-    mapped = raw.replace_strict(values, default=None, return_dtype=pl.String) if values else raw
-    return mapped.fill_null(default).cast(pl.String).to_arrow().cast(pa.string())
+    if values:
+        found = found.fill_null(raw.replace_strict(values, default=None, return_dtype=pl.String))
+    return found.fill_null(default).cast(pl.String).to_arrow().cast(pa.string())
+
+
+def _object_licences(objects: pl.Series) -> pl.Series | None:
+    """:func:`licence_of` of JSON objects, by their keys: each object's keys that name a licence,
+    joined by ``AND`` (null for none). The keys are read by decoding the column once, so a value
+    of every page's own (Dolma's spans) costs nothing; None where the objects do not decode into
+    one struct (mixed value types), for :func:`licence_of` to read one by one."""
+    try:
+        decoded = objects.str.json_decode(infer_schema_length=None)
+    except Exception:  # polars cannot type the objects as one struct
+        return None
+    if not isinstance(decoded.dtype, pl.Struct):
+        return None
+    by_licence: dict[str, list[str]] = {}
+    for key in (f.name for f in decoded.dtype.fields):
+        if licence := recognise(key):
+            by_licence.setdefault(f"({licence})" if " OR " in licence else licence, []).append(key)
+    if not by_licence:
+        return pl.Series([None] * len(objects), dtype=pl.String)
+    # Each licence once, in sorted order (as combine() writes them), " AND " between.
+    parts = [
+        pl.when(pl.any_horizontal(pl.col(key).is_not_null() for key in keys)).then(pl.lit(f"{licence} AND "))
+        for licence, keys in sorted(by_licence.items())
+    ]
+    joined = decoded.struct.unnest().select(pl.concat_str(parts, ignore_nulls=True).alias("licence"))["licence"]
+    return pl.select(
+        pl.when(joined == "").then(None).otherwise(joined.str.strip_suffix(" AND ")).alias("licence")
+    ).to_series()
 
 
 def licence_parts(licence: str) -> list[str]:

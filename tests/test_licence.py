@@ -48,6 +48,34 @@ def test_what_a_licence_field_holds_becomes_one_licence(raw, expected):
     assert licence_of(raw) == expected
 
 
+def test_objects_read_by_their_keys_at_once_agree_with_reading_each_value():
+    import random
+
+    import pyarrow as pa
+
+    from pipeline.licence import licence_column
+
+    rng = random.Random(3)
+    keys = ["cc_re__cc_re__cc_by_sa_3_0", "cc_re__cc_re__cc_by_sa_3_0_en", "cc_re__cc_re__cc_by_4_0_fr",
+            "cc_re__cc_re__cc_by_4_0", "cc_re__cc_re__cc_publicdomain_mark_1_0", "tagger__score", "mit"]  # fmt: skip
+    metas = [None, json.dumps({"other": 1}), json.dumps({"attributes": "MIT"})]
+    metas += [
+        json.dumps({"attributes": {k: [[rng.randrange(9999), 1, 1.0]] for k in rng.sample(keys, rng.randint(0, 3))}})
+        for _ in range(300)
+    ]
+
+    def one_by_one(meta):
+        found = json.loads(meta).get("attributes") if meta else None
+        return (
+            licence_of(found if isinstance(found, str) else json.dumps(found)) if found is not None else None
+        ) or "CC0-1.0"
+
+    assert licence_column(pa.array(metas), "attributes", "CC0-1.0").to_pylist() == [one_by_one(m) for m in metas]
+    # Values of mixed types under one key do not decode as one struct: each is read on its own.
+    mixed = [json.dumps({"attributes": {"cc_by_4_0": [1]}}), json.dumps({"attributes": {"cc_by_4_0": "x", "mit": 1}})]
+    assert licence_column(pa.array(mixed), "attributes", UNKNOWN).to_pylist() == ["CC-BY-4.0", "CC-BY-4.0 AND MIT"]
+
+
 def test_declared_licences_are_spdx_and_configs_say_so_in_one_line(tmp_path):
     assert declared("cc-by-4.0") == "CC-BY-4.0" and declared("Unknown") == UNKNOWN
     with pytest.raises(ValueError, match="not an SPDX licence identifier"):
