@@ -348,9 +348,10 @@ def _drop_from_unit(stage: StageDir, part: dict, kept_in: dict[str, str], by_uni
         ledger.quarantined["duplicate_id"] += n
         return ledger.check(f"unit {part['unit']}").to_dict()
 
-    by_licence = dict(part.get("by_licence", {}))
+    by_licence = dict(part.get("by_licence", {}))  # (none in a part written before licences were kept)
     for name, k in moved.items():
-        by_licence[name] = less(by_licence[name], k)
+        if name in by_licence:
+            by_licence[name] = less(by_licence[name], k)
 
     part = {
         **part,

@@ -89,6 +89,8 @@ def test_declared_licences_are_spdx_and_configs_say_so_in_one_line(tmp_path):
         source_config(tmp_path, [{**source, "reader": "text", "licence_field": "licence"}])
     with pytest.raises(ConfigError, match="not an SPDX licence"):
         source_config(tmp_path, [source], filter={"licences": ["MIT", "nonsense licence"]})
+    with pytest.raises(ConfigError, match="rules of the filter stage, which is off"):
+        source_config(tmp_path, [source], filter={"enabled": False, "exclude_licences": ["unknown"]})
     config = source_config(tmp_path, [source], filter={"licences": ["mit", "CC-BY-*"], "exclude_licences": ["unknown"]})
     assert config.filter.licences == ["MIT", "CC-BY-*"] and config.filter.exclude_licences == [UNKNOWN]
 

@@ -223,6 +223,15 @@ class FilterConfig(_Strict):
             return value
         return [pattern if any(c in pattern for c in "*?[") else declared(pattern) for pattern in value]
 
+    @model_validator(mode="after")
+    def _licence_rules_run(self):
+        if not self.enabled and (self.licences is not None or self.exclude_licences):
+            raise ValueError(
+                "licences and exclude_licences are rules of the filter stage, which is off; set enabled = true "
+                "(with filters = [] for the licence rules alone)"
+            )
+        return self
+
     def licence_rule(self):
         """The licence rule of the stage, or None when it has none."""
         from pipeline.licence import LicenceRule

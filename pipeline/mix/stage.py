@@ -797,7 +797,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
                 "shortfall_tokens": m["shortfall_tokens"],
                 "train_shards": len(m["train"]),
                 "validation_shards": len(m["validation"]),
-                "licences": {name: figures["tokens_taken"] for name, figures in m["licences"].items()},
+                "licences": {licence: figures["tokens_taken"] for licence, figures in m["licences"].items()},
                 "groups": {
                     g: {
                         k: v[k]

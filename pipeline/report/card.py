@@ -38,6 +38,7 @@ SPDX_NAMES = {"odc-by-1.0": "odc-by", "odbl-1.0": "odbl", "pddl-1.0": "pddl"}
 # Inputs listed one by one in the card; the run's manifest.json lists them all.
 LISTED_INPUTS = 50
 TOP_RULES = 8
+MIN_LANGUAGE_SHARE = 0.005  # of the curated documents, for a language to be listed in the header
 
 
 def write_cards(run_dir) -> list[Path]:
@@ -66,6 +67,16 @@ def hub_licences(licences) -> tuple[list[str], list[str]]:
                 hub.add("other")
                 other.add(part)
     return sorted(hub), sorted(other)
+
+
+def card_languages(languages: dict) -> tuple[list[str], list[str]]:
+    """The language codes of the curated documents (a stage's ``languages`` ledgers) with at least
+    :data:`MIN_LANGUAGE_SHARE` of them, for the header, and the others (a few documents each:
+    mostly language ID's mistakes on short or mixed text), for the body."""
+    counts = {code: v.get("docs_out", 0) for code, v in languages.items() if code != "und" and v.get("docs_out")}
+    total = sum(counts.values())
+    listed = sorted(code for code, n in counts.items() if n >= MIN_LANGUAGE_SHARE * total)
+    return listed, sorted(set(counts) - set(listed))
 
 
 def _size_category(n: int) -> str:
@@ -105,9 +116,7 @@ def render_card(run: RunFiles, name: str) -> str:
     licences = mixture.get("licences", {})
     hub, other = hub_licences(licences)
     train_docs = sum(g.get("documents_taken", 0) for g in mixture["groups"].values())
-    languages = sorted(
-        code for code in stats.get(run.last_document_stage or "", {}).get("languages", {}) if code != "und"
-    )
+    languages, _ = card_languages(stats.get(run.last_document_stage or "", {}).get("languages", {}))
     header = {
         "license": hub[0] if len(hub) == 1 else hub,
         **({"license_name": ", ".join(other)} if other else {}),
@@ -147,8 +156,19 @@ def _summary(run: RunFiles, name: str, mixture: dict) -> str:
         f"A pretraining mixture of {_n(tokens)} training tokens in {groups} group(s), written by this run's mix "
         f"stage as token shards (format `{mixture.get('format')}`), with a held-out validation split. Budget "
         f"{_n(mixture.get('budget_tokens'))} tokens, shortfall {_n(mixture.get('shortfall_tokens'))}; seed "
-        f"{_n(mixture.get('seed'))}. Every figure below is read from the run's files.\n"
+        f"{_n(mixture.get('seed'))}. Every figure below is read from the run's files.\n" + _languages_line(run)
     )
+
+
+def _languages_line(run: RunFiles) -> str:
+    if "lang" not in run.stats:
+        return ""
+    listed, others = card_languages(run.stats.get(run.last_document_stage or "", {}).get("languages", {}))
+    line = f"\nLanguages of the curated documents (lang stage), each at least {MIN_LANGUAGE_SHARE:.1%} of them: "
+    line += ", ".join(listed) or "none"
+    if others:
+        line += f"; {len(others)} more below that share ({', '.join(others)})"
+    return line + ".\n"
 
 
 def _licences(mixture: dict) -> str:
