@@ -10,21 +10,28 @@ gets the source's declared licence, or :data:`UNKNOWN`.
 
 What a field may hold, and what it becomes (:func:`licence_of`):
 
-- an SPDX identifier or expression, in any case (``mit``, ``cc-by-sa-4.0``) -> its canonical form;
-- a Creative Commons deed or licence URL (``https://creativecommons.org/licenses/by-nc/3.0/de/``,
-  ``.../publicdomain/zero/1.0/`` -> ``CC0-1.0``, the Public Domain Mark -> ``LicenseRef-CC-PDM-1.0``),
-  or a Creative Commons name (``CC BY-SA 4.0``, ``cc_by_sa_3_0`` as Dolma's ``cc_re`` tagger names
-  its attributes) -> the SPDX identifier. A 4.0 licence has no national ports, so a suffix there
-  is a deed's language and is dropped; an earlier version's suffix is kept, as the SPDX port
-  (``CC-BY-SA-3.0-DE``) where the list has it, else as ``LicenseRef-CC-BY-SA-3.0-xx``, since it may
-  name a port or a deed's language and this module cannot tell which;
+- an SPDX identifier or expression, in any case (``mit``, ``cc-by-sa-4.0``, ``MIT OR
+  LicenseRef-x``) -> its canonical form;
+- a Creative Commons URL (``https://creativecommons.org/licenses/by-nc/3.0/de/``,
+  ``.../publicdomain/zero/1.0/`` -> ``CC0-1.0``, the Public Domain Mark ->
+  ``LicenseRef-CC-PDM-1.0``) -> the SPDX identifier. The path after the version names a port
+  (``de``, ``igo``), kept as the SPDX port where the list has it (``CC-BY-NC-3.0-DE``) and as
+  ``LicenseRef-CC-BY-2.0-scotland`` where it does not; a deed's page (``deed.en``) is no port;
+- a Creative Commons name (``CC BY-SA 4.0 International``, ``cc-by-sa-3.0``, Dolma's ``cc_re``
+  attribute names such as ``cc_re__cc_re__cc_by_sa_3_0``) -> the SPDX identifier. A 4.0 licence
+  has no ports, so a suffix there is a deed's language and is dropped; an earlier version's
+  suffix may be a port or a deed's language, which the name does not tell, so it is kept as
+  ``LicenseRef-CC-BY-SA-3.0-de``;
 - an ``spdx.org/licenses/`` or ``opensource.org/licenses/`` URL -> the identifier it names;
+- ``AND`` / ``OR`` between any of these (``GPL-3.0-only AND CC BY-NC 3.0``) -> the expression;
 - a list of any of these, or an object whose keys are (Dolma's ``attributes``): each recognised
-  one, joined by ``AND`` when there are several. An object's other keys are ignored;
+  one, joined by ``AND`` when there are several. An object's other keys, and keys whose value is
+  null, are ignored;
 - any other text -> ``LicenseRef-<the text>``, kept as the input said it, for a person to read.
 
-Rules (:class:`LicenceRule`) keep documents whose every licence matches an allow list and drop those
-with any licence on a deny list; patterns are shell-style (``CC-BY-*``).
+Rules (:class:`LicenceRule`) keep documents whose licence satisfies an allow list and drop those
+whose licence satisfies a deny list, reading ``AND`` and ``OR`` as SPDX means them; patterns are
+shell-style and case-insensitive (``cc-by-*``).
 """
 
 from __future__ import annotations
@@ -43,24 +50,39 @@ UNKNOWN = "unknown"
 LICENCE_LINKS = "licence_links"
 _REF = "LicenseRef-"
 _CC_KINDS = ("BY", "BY-SA", "BY-ND", "BY-NC", "BY-NC-SA", "BY-NC-ND")
+# Words that may follow a licence's name without changing it ("CC BY-SA 4.0 International").
+_TRAILING = r"(?:[\s_-]+(?:international|unported|universal|generic|public|license|licence|deed|legal\s*code))*"
+# A licence or deed URL: the path after the version is a port (de, igo, scotland) or a deed's
+# page (deed.en, legalcode), which is not.
 _CC_URL = re.compile(
-    r"creativecommons\.org/licen[cs]es/(by(?:-(?:nc|nd|sa))*)/(\d\.\d)(?:/([a-z]{2}(?:-[a-z]{2})?)(?=/|$|[?#]))?", re.I
+    r"^(?:https?:)?(?://)?(?:www\.)?creativecommons\.org/licen[cs]es/(by(?:-(?:nc|nd|sa))*)/(\d\.\d)"
+    r"(?:/(?!deed|legalcode)([a-z]+(?:-[a-z]+)?)(?=/|$|[?#]))?",
+    re.I,
 )
 _CC_ZERO = re.compile(
-    r"creativecommons\.org/publicdomain/zero/1\.0|^cc[\s_-]*0(?:[\s_-]*1[._]0)?$|"
-    r"(?:^|[^a-z])cc[\s_-]*publicdomain[\s_-]*zero[\s_-]*1[._]0",
+    r"^(?:https?:)?(?://)?(?:www\.)?creativecommons\.org/publicdomain/zero/1\.0|"
+    rf"(?:^|__)cc[\s_-]*(?:0|zero|publicdomain[\s_-]*zero)(?:[\s_-]*1[._]0)?(?:[_-][a-z]{{2}})?{_TRAILING}$",
     re.I,
 )
 # The Public Domain Mark labels a work free of known copyright; it is no licence, and SPDX lists none.
 _CC_MARK = re.compile(
-    r"creativecommons\.org/publicdomain/mark/1\.0|(?:^|[^a-z])cc[\s_-]*publicdomain[\s_-]*mark[\s_-]*1[._]0", re.I
+    r"^(?:https?:)?(?://)?(?:www\.)?creativecommons\.org/publicdomain/mark/1\.0|"
+    r"(?:^|__)cc[\s_-]*publicdomain[\s_-]*mark[\s_-]*1[._]0(?:[_-][a-z]{2})?$",
+    re.I,
 )
 PUBLIC_DOMAIN_MARK = "LicenseRef-CC-PDM-1.0"
+# A name: "CC BY-SA 4.0", "cc-by-sa-3.0-de", Dolma's "cc_re__cc_re__cc_by_sa_3_0_de". A suffix there
+# may be a port or a deed's language: nothing in the name tells which.
 _CC_NAME = re.compile(
-    r"(?:^|[^a-z])cc[\s_-]*(by(?:[\s_-]*(?:nc|nd|sa))*)[\s_-]*(\d)[._](\d)(?:[\s_-]+([a-z]{2}))?(?![a-z0-9])", re.I
+    rf"(?:^|__)cc[\s_-]*(by(?:[\s_-]*(?:nc|nd|sa))*)[\s_-]*(\d)[._](\d)(?:[_-]([a-z]{{2,}}))?{_TRAILING}$", re.I
 )
-_LICENCE_URL = re.compile(r"(?:spdx\.org|opensource\.org)/licenses/([A-Za-z0-9.+-]+?)(?:\.html|\.php)?/?(?:[?#].*)?$")
+_LICENCE_URL = re.compile(
+    r"^(?:https?:)?(?://)?(?:www\.)?(?:spdx\.org|opensource\.org)/licenses/([A-Za-z0-9.+-]+?)(?:\.html|\.php)?/?"
+    r"(?:[?#].*)?$"
+)
+_REF_ID = re.compile(r"^LicenseRef-[A-Za-z0-9.-]+$")
 _REF_CHARS = re.compile(r"[^A-Za-z0-9.-]+")
+_OPERATOR = re.compile(r"\s+(AND|OR)\s+", re.I)
 
 
 @lru_cache(maxsize=1)
@@ -70,41 +92,49 @@ def _licensing():
     return get_spdx_licensing()
 
 
+def _parse(value: str):
+    """``value`` as a parsed SPDX expression whose every licence is on the SPDX list or a
+    ``LicenseRef-``; None otherwise."""
+    licensing = _licensing()
+    try:
+        parsed = licensing.parse(value, validate=False)
+    except Exception:  # a string the expression parser cannot read
+        return None
+    if parsed is None or any(not _REF_ID.match(key) for key in licensing.unknown_license_keys(parsed)):
+        return None
+    return parsed
+
+
 @lru_cache(maxsize=65536)
 def spdx(value: str) -> str | None:
-    """The canonical form of an SPDX licence identifier or expression (any case), or of a
-    ``LicenseRef-`` reference; None when ``value`` is neither."""
+    """The canonical form of an SPDX licence identifier or expression (any case; ``LicenseRef-``
+    references included); None when ``value`` is neither."""
     value = value.strip()
-    if not value:
+    if not value or value.lower() == UNKNOWN:
         return None
-    if value.startswith(_REF) and not _REF_CHARS.search(value[len(_REF) :]) and len(value) > len(_REF):
-        return value
-    if value.lower() == UNKNOWN:
-        return None
-    try:
-        info = _licensing().validate(value)
-    except Exception:  # a string the expression parser cannot tokenize
-        return None
-    if info.errors or not info.normalized_expression:
-        return None
-    return str(info.normalized_expression)
+    parsed = _parse(value)
+    return None if parsed is None else str(parsed.render())
 
 
-def _cc(kind: str, version: str, suffix: str | None) -> str:
+def _cc(kind: str, version: str, suffix: str | None, port: bool) -> str:
+    """The SPDX id of a Creative Commons licence; ``suffix``: what followed the version, a port
+    when ``port`` (a URL's path), else a port or a deed's language (a name)."""
     kind = "-".join(re.split(r"[\s_-]+", kind.strip())).upper()
     if kind not in _CC_KINDS:
         kind = "-".join(sorted(kind.split("-"), key=lambda part: ("BY", "NC", "ND", "SA").index(part)))
     name = f"CC-{kind}-{version}"
-    if suffix is None or version == "4.0":
+    if suffix is None or version == "4.0":  # 4.0 has no ports: a suffix is a deed's language
         return name
-    port = f"{name}-{suffix.upper()}"
-    return spdx(port) or f"{_REF}{name}-{suffix.lower()}"
+    if port and (found := spdx(f"{name}-{suffix}")):
+        return found
+    return f"{_REF}{name}-{suffix.lower()}"
 
 
 @lru_cache(maxsize=65536)
 def recognise(value: str) -> str | None:
     """The SPDX identifier (or expression, or ``LicenseRef-``) that one string names, or None
-    when it names none this module knows (see the module docstring)."""
+    when it names none this module knows (see the module docstring). An expression whose
+    operands are recognised one by one (``GPL-3.0-only AND CC BY-NC 3.0``) is one too."""
     value = value.strip()
     if not value:
         return None
@@ -115,11 +145,23 @@ def recognise(value: str) -> str | None:
     if _CC_MARK.search(value):
         return PUBLIC_DOMAIN_MARK
     if match := _CC_URL.search(value):
-        return _cc(match[1], match[2], match[3])
+        return _cc(match[1], match[2], match[3], port=True)
     if match := _CC_NAME.search(value):
-        return _cc(match[1], f"{match[2]}.{match[3]}", match[4])
+        return _cc(match[1], f"{match[2]}.{match[3]}", match[4], port=False)
     if match := _LICENCE_URL.search(value):
         return spdx(match[1])
+    pieces = _OPERATOR.split(value)
+    if len(pieces) > 1 and "(" not in value:
+        operands = [recognise(piece) for piece in pieces[::2]]
+        if all(operands):
+            joined = operands[0]
+            for operator, operand in zip(pieces[1::2], operands[1:]):
+                joined += (
+                    f" {operator.upper()} ({operand})"
+                    if _OPERATOR.search(operand)
+                    else f" {operator.upper()} {operand}"
+                )
+            return spdx(joined)
     return None
 
 
@@ -145,8 +187,8 @@ def licence_of(raw: str | None) -> str | None:
             value = text
     else:
         value = text
-    if isinstance(value, dict):
-        return combine([found for key in value if (found := recognise(str(key)))])
+    if isinstance(value, dict):  # the keys that name a licence, and hold a value
+        return combine([found for key, held in value.items() if held is not None and (found := recognise(str(key)))])
     items = value if isinstance(value, list) else [value]
     named = []
     for item in items:
@@ -217,12 +259,14 @@ def _object_licences(objects: pl.Series) -> pl.Series | None:
     by_licence: dict[str, list[str]] = {}
     for key in (f.name for f in decoded.dtype.fields):
         if licence := recognise(key):
-            by_licence.setdefault(f"({licence})" if " OR " in licence else licence, []).append(key)
+            by_licence.setdefault(licence, []).append(key)
     if not by_licence:
         return pl.Series([None] * len(objects), dtype=pl.String)
     # Each licence once, in sorted order (as combine() writes them), " AND " between.
     parts = [
-        pl.when(pl.any_horizontal(pl.col(key).is_not_null() for key in keys)).then(pl.lit(f"{licence} AND "))
+        pl.when(pl.any_horizontal(pl.col(key).is_not_null() for key in keys)).then(
+            pl.lit(f"({licence}) AND " if " OR " in licence else f"{licence} AND ")
+        )
         for licence, keys in sorted(by_licence.items())
     ]
     joined = decoded.struct.unnest().select(pl.concat_str(parts, ignore_nulls=True).alias("licence"))["licence"]
@@ -232,17 +276,32 @@ def _object_licences(objects: pl.Series) -> pl.Series | None:
 
 
 def licence_parts(licence: str) -> list[str]:
-    """The licences an ``AND`` expression joins (one item for a single licence)."""
-    return [part.strip().strip("()") for part in re.split(r"\s+AND\s+", licence)] if licence else [UNKNOWN]
+    """Every licence an expression names, in order, each once (``MIT OR (Apache-2.0 AND
+    BSD-3-Clause)`` -> three; a licence with an exception counts as the licence); ``[licence]``
+    for a value that is no expression (``unknown``)."""
+    parsed = _parse(licence) if licence and licence != UNKNOWN else None
+    if parsed is None:
+        return [licence or UNKNOWN]
+    keys = [symbol.key for symbol in _licensing().license_symbols(parsed, decompose=True)]
+    exceptions = {
+        symbol.exception_symbol.key
+        for symbol in _licensing().license_symbols(parsed, decompose=False)
+        if hasattr(symbol, "exception_symbol")
+    }
+    return [key for key in dict.fromkeys(keys) if key not in exceptions]
 
 
 class LicenceRule:
-    """Keep a document when every licence it carries matches ``keep`` (None: any licence) and none
-    matches ``drop``; patterns are shell-style (``CC-BY-*``, ``unknown``). Removal rules:
-    ``licence.not_kept`` and ``licence.excluded`` (the latter first).
+    """Keep a document when its licence satisfies ``keep`` (None: any licence) and not ``drop``;
+    patterns are shell-style and match case-insensitively (``cc-by-*``, ``unknown``). Removal
+    rules: ``licence.excluded`` (tried first) and ``licence.not_kept``.
 
-    A pattern matches a whole expression (``MIT AND BSD-3-Clause``) or the licences it joins: to be
-    kept, a document needs every licence it carries kept; one excluded licence drops it."""
+    An expression listed as it is (``BSD-3-Clause AND MIT``) decides it; otherwise the patterns
+    match its licences, and the expression is read as SPDX means it: ``A AND B`` applies both
+    licences, so it is kept when both are and excluded when either is; ``A OR B`` lets the user
+    choose, so it is kept when either is and excluded only when both are. A licence with an
+    exception (``GPL-2.0-only WITH Classpath-exception-2.0``) is judged by its licence, or by the
+    whole."""
 
     NOT_KEPT = "licence.not_kept"
     DROPPED = "licence.excluded"
@@ -253,16 +312,31 @@ class LicenceRule:
 
     @staticmethod
     def _matches(licence: str, patterns: Sequence[str]) -> bool:
-        return any(fnmatch.fnmatchcase(licence, pattern) for pattern in patterns)
+        return any(fnmatch.fnmatchcase(licence.lower(), pattern.lower()) for pattern in patterns)
+
+    def _holds(self, node, patterns: Sequence[str], every: bool) -> bool:
+        """Whether ``patterns`` match ``node``: AND needs all of its terms when ``every`` (keeping),
+        any when not (excluding); OR the other way round."""
+        licensing = _licensing()
+        if isinstance(node, (licensing.AND, licensing.OR)):
+            terms = [self._holds(arg, patterns, every) for arg in node.args]
+            return all(terms) if isinstance(node, licensing.AND) == every else any(terms)
+        if hasattr(node, "license_symbol"):  # a licence WITH an exception
+            return self._matches(str(node.render()), patterns) or self._matches(node.license_symbol.key, patterns)
+        return self._matches(node.key, patterns)
+
+    def _decides(self, licence: str, patterns: Sequence[str], every: bool) -> bool:
+        parsed = _parse(licence) if licence != UNKNOWN else None
+        if parsed is None:
+            return self._matches(licence, patterns)
+        whole = any(licence.lower() == pattern.lower() for pattern in patterns)  # a listed expression
+        return whole or self._holds(parsed, patterns, every)
 
     def rule(self, licence: str) -> str | None:
         """The rule that removes a document of ``licence``, or None when it stays."""
-        parts = licence_parts(licence)
-        if self.drop and (self._matches(licence, self.drop) or any(self._matches(p, self.drop) for p in parts)):
+        if self.drop and self._decides(licence, self.drop, every=False):
             return self.DROPPED
-        if self.keep is not None and not (
-            self._matches(licence, self.keep) or all(self._matches(p, self.keep) for p in parts)
-        ):
+        if self.keep is not None and not self._decides(licence, self.keep, every=True):
             return self.NOT_KEPT
         return None
 

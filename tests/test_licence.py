@@ -27,12 +27,24 @@ from tests.helpers import check_card, html_page, mix_config, run_units, source_c
         ("https://creativecommons.org/licenses/by-nc-sa/3.0/deed.en", "CC-BY-NC-SA-3.0"),  # a deed's language
         ("http://creativecommons.org/licenses/by/2.5/in/", "LicenseRef-CC-BY-2.5-in"),  # a port SPDX lacks
         ("https://creativecommons.org/publicdomain/zero/1.0/", "CC0-1.0"),
+        ("https://creativecommons.org/licenses/by/3.0/igo/", "CC-BY-3.0-IGO"),  # a port, not the unported
+        ("http://creativecommons.org/licenses/by/2.0/scotland/", "LicenseRef-CC-BY-2.0-scotland"),
+        ("CC BY-SA 4.0 International", "CC-BY-SA-4.0"),
+        ("CC0 1.0 Universal", "CC0-1.0"),
+        ("CC BY 3.0 or later", "LicenseRef-CC-BY-3.0-or-later"),  # not a port "or"
+        ("GPL-3.0-only AND CC BY-NC 3.0", "GPL-3.0-only AND CC-BY-NC-3.0"),
+        # What the pipeline writes reads back the same.
+        ("LicenseRef-CC-BY-SA-3.0-es AND MIT", "LicenseRef-CC-BY-SA-3.0-es AND MIT"),
+        ("MIT OR (Apache-2.0 AND BSD-3-Clause)", "MIT OR (Apache-2.0 AND BSD-3-Clause)"),
         ("https://spdx.org/licenses/BSD-3-Clause.html", "BSD-3-Clause"),
         ("Apache-2.0 OR MIT", "Apache-2.0 OR MIT"),
         ('["MIT", "bsd-3-clause", "MIT"]', "BSD-3-Clause AND MIT"),
         # Dolma's cc_re attributes: the keys name licences, the other keys are ignored; a 4.0
         # licence has no ports, so a suffix is the deed's language.
         ('{"cc_re__cc_re__cc_by_nc_nd_4_0_fr": [[1, 2, 1.0]], "other": 1}', "CC-BY-NC-ND-4.0"),
+        # Before 4.0 a name's suffix may be a port or a deed's language: kept as said.
+        ('{"cc_re__cc_re__cc_by_sa_3_0_de": [[1, 2, 1.0]], "cc_re__cc_re__cc_by_4_0": null}',
+         "LicenseRef-CC-BY-SA-3.0-de"),
         ('{"cc_re__cc_re__cc_by_sa_3_0": [[1, 2, 1.0]], "cc_re__cc_re__cc_by_sa_4_0": [[3, 4, 1]]}',
          "CC-BY-SA-3.0 AND CC-BY-SA-4.0"),
         ('{"cc_re__cc_re__cc_publicdomain_zero_1_0_en": 1, "cc_re__cc_re__cc_publicdomain_mark_1_0": 1}',
@@ -59,6 +71,7 @@ def test_objects_read_by_their_keys_at_once_agree_with_reading_each_value():
     keys = ["cc_re__cc_re__cc_by_sa_3_0", "cc_re__cc_re__cc_by_sa_3_0_en", "cc_re__cc_re__cc_by_4_0_fr",
             "cc_re__cc_re__cc_by_4_0", "cc_re__cc_re__cc_publicdomain_mark_1_0", "tagger__score", "mit"]  # fmt: skip
     metas = [None, json.dumps({"other": 1}), json.dumps({"attributes": "MIT"})]
+    metas += [json.dumps({"attributes": {"MIT OR Apache-2.0": 1, "cc0": 1, "cc_by_4_0": None}})]
     metas += [
         json.dumps({"attributes": {k: [[rng.randrange(9999), 1, 1.0]] for k in rng.sample(keys, rng.randint(0, 3))}})
         for _ in range(300)
@@ -95,13 +108,24 @@ def test_declared_licences_are_spdx_and_configs_say_so_in_one_line(tmp_path):
     assert config.filter.licences == ["MIT", "CC-BY-*"] and config.filter.exclude_licences == [UNKNOWN]
 
 
-def test_licence_rules_keep_all_of_a_document_and_drop_any():
-    rule = LicenceRule(keep=["CC-BY-*", "MIT"], drop=["*-NC-*"])
+def test_licence_rules_read_and_and_or_as_spdx_means_them():
+    rule = LicenceRule(keep=["cc-by-*", "MIT"], drop=["*-NC-*"])  # patterns match in any case
     assert rule.rule("CC-BY-4.0") is None and rule.rule("CC-BY-SA-4.0 AND MIT") is None
-    assert rule.rule("CC-BY-NC-4.0") == LicenceRule.DROPPED  # excluded first, though CC-BY-* keeps it
-    assert rule.rule("MIT AND BSD-3-Clause") == LicenceRule.NOT_KEPT  # one licence not kept
+    assert rule.rule("CC-BY-NC-4.0") == LicenceRule.DROPPED  # excluded first, though cc-by-* keeps it
+    assert rule.rule("LicenseRef-CC-BY-NC-3.0-es") == LicenceRule.DROPPED
+    assert rule.rule("MIT AND BSD-3-Clause") == LicenceRule.NOT_KEPT  # AND: every licence applies
+    assert rule.rule("MIT OR BSD-3-Clause") is None  # OR: the user may take MIT
+    assert rule.rule("MIT OR CC-BY-NC-4.0") is None  # ...and leave the excluded one
+    assert rule.rule("CC-BY-NC-4.0 OR CC-BY-NC-SA-4.0") == LicenceRule.DROPPED  # no choice left
     assert rule.rule(UNKNOWN) == LicenceRule.NOT_KEPT
     assert LicenceRule(drop=[UNKNOWN]).rule("MIT") is None and LicenceRule(drop=[UNKNOWN]).rule(UNKNOWN)
+    nested = "MIT OR (Apache-2.0 AND BSD-3-Clause)"
+    assert LicenceRule(drop=["BSD-3-Clause"]).rule(nested) is None
+    assert LicenceRule(drop=["BSD-3-Clause"]).rule("(BSD-3-Clause OR MIT) AND CC0-1.0") is None
+    assert LicenceRule(drop=["MIT"]).rule("(BSD-3-Clause OR MIT) AND CC0-1.0") is None
+    assert LicenceRule(drop=["CC0-1.0"]).rule("(BSD-3-Clause OR MIT) AND CC0-1.0") == LicenceRule.DROPPED
+    assert LicenceRule(keep=["MIT", "Apache-2.0", "BSD-3-Clause"]).rule(nested) is None
+    assert LicenceRule(keep=["BSD-3-Clause AND MIT"]).rule("BSD-3-Clause AND MIT") is None  # listed whole
 
 
 def _warc_with_headers(path, pages: list[tuple[str, list[tuple[str, str]], bytes]]) -> None:
