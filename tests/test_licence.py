@@ -14,6 +14,8 @@ from pipeline.core.config import ConfigError
 from pipeline.core.schema import RunLayout
 from pipeline.licence import UNKNOWN, LicenceRule, declared, licence_of
 from pipeline.report import build_report
+from pipeline.report.card import write_cards
+from pipeline.report.run import RunFiles
 from tests.helpers import check_card, html_page, mix_config, run_units, source_config, write_jsonl, write_warc
 
 
@@ -290,6 +292,17 @@ def test_a_dropped_licence_leaves_the_ledger_and_every_mixture_and_the_card_says
         (folder / "README.md").unlink()
         build_report(config.run_dir)  # `curate report` writes it again, the same bytes
         assert (folder / "README.md").read_bytes() == card
+
+    # The card is made from the run's files alone: a config that no longer validates (its LID model
+    # moved away since) still gives the sources, each step's config and the limitations.
+    recorded = json.loads(layout.manifest.read_text())
+    recorded["config"]["lang"]["model"] = str(tmp_path / "moved" / "lid.176.ftz")
+    layout.manifest.write_text(json.dumps(recorded))
+    assert RunFiles.open(config.run_dir).config is None
+    write_cards(config.run_dir)
+    card = (layout.root / "mix" / "natural" / "README.md").read_text()
+    assert "# mixture natural of web, books" in card and "| web | jsonl |" in card
+    assert card.count("Config:") == 3 and "Near-duplicates" not in card and "No deduplication ran." in card
 
     result = CliRunner().invoke(app, ["inspect", str(config.run_dir), "--json"])
     assert result.exit_code == 0, result.output

@@ -13,6 +13,7 @@ files give the same bytes.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -59,6 +60,8 @@ def hub_licences(licences) -> tuple[list[str], list[str]]:
     for licence in licences:
         for part in licence_parts(licence):
             key = SPDX_NAMES.get(part.lower(), part.lower())
+            # The Hub names the GNU licences by version only (gpl-3.0 for -only and -or-later).
+            key = re.sub(r"-(only|or-later)$", "", key) if key.startswith(("gpl-", "lgpl-", "agpl-")) else key
             if part == UNKNOWN:
                 hub.add(UNKNOWN)
             elif key in HUB_LICENCES:
@@ -66,7 +69,7 @@ def hub_licences(licences) -> tuple[list[str], list[str]]:
             else:
                 hub.add("other")
                 other.add(part)
-    return sorted(hub), sorted(other)
+    return sorted(hub) or [UNKNOWN], sorted(other)
 
 
 def card_languages(languages: dict) -> tuple[list[str], list[str]]:
@@ -77,6 +80,13 @@ def card_languages(languages: dict) -> tuple[list[str], list[str]]:
     total = sum(counts.values())
     listed = sorted(code for code, n in counts.items() if n >= MIN_LANGUAGE_SHARE * total)
     return listed, sorted(set(counts) - set(listed))
+
+
+def _config(run: RunFiles) -> dict:
+    """The run's config as ``manifest.json`` records it: a plain dict, read even when it no longer
+    validates (a model or tokenizer moved since), so the card depends on the run's files alone."""
+    found = run.manifest.get("config")
+    return found if isinstance(found, dict) else {}
 
 
 def _size_category(n: int) -> str:
@@ -144,7 +154,7 @@ def render_card(run: RunFiles, name: str) -> str:
 def _title(run: RunFiles, name: str) -> str:
     """The mixture's name and its sources (not the run folder's name: the card of the same run
     made in another folder is the same)."""
-    sources = [src.name for src in run.config.sources] if run.config is not None else []
+    sources = [src.get("name") for src in _config(run).get("sources", [])]
     return f"mixture {name}" + (f" of {', '.join(sources)}" if sources else "")
 
 
@@ -212,16 +222,16 @@ def _licences(mixture: dict) -> str:
 
 
 def _sources(run: RunFiles) -> str:
-    config = run.config
     source_stats = run.stats.get("source", {})
     rows = []
-    for src in config.sources if config else []:
-        counts = source_stats.get("sources", {}).get(src.name, {})
-        declared = f"field `{src.licence_field}`, else `{src.licence}`" if src.licence_field else f"`{src.licence}`"
+    for src in _config(run).get("sources", []):
+        counts = source_stats.get("sources", {}).get(src.get("name"), {})
+        licence, field = src.get("licence", UNKNOWN), src.get("licence_field")
+        declared = f"field `{field}`, else `{licence}`" if field else f"`{licence}`"
         rows.append(
             [
-                src.name,
-                src.reader,
+                src.get("name"),
+                src.get("reader"),
                 _n(counts.get("files")),
                 _n(counts.get("docs_in")),
                 _n(counts.get("docs_out")),
@@ -250,7 +260,7 @@ def _sources(run: RunFiles) -> str:
 
 
 def _steps(run: RunFiles) -> str:
-    config = run.config
+    config = _config(run)
     out = [
         "## Curation steps\n\nIn run order; each removes documents by the rules counted here (the run's "
         "`<stage>/removed/*.parquet` name every removed document and its rule).\n"
@@ -269,9 +279,9 @@ def _steps(run: RunFiles) -> str:
             line += "\n" + _table(["rule", "documents", "share of the stage's input"], rows)
             if len(removed) > TOP_RULES:
                 line += f"\nand {len(removed) - TOP_RULES} more rules (the stage's `stats.json`).\n"
-        settings = getattr(config, stage, None) if config is not None and stage != "source" else None
+        settings = config.get(stage) if stage != "source" else None
         if settings is not None:
-            line += "\nConfig:\n\n```json\n" + json.dumps(settings.model_dump(mode="json"), indent=1) + "\n```\n"
+            line += "\nConfig:\n\n```json\n" + json.dumps(settings, indent=1) + "\n```\n"
         out.append(line)
     return "".join(out)
 
@@ -315,8 +325,8 @@ def _groups(mixture: dict) -> str:
 
 def _tokenizer(run: RunFiles, mixture: dict) -> str:
     tok = mixture.get("tokenizer", {})
-    config = run.config
-    kind = config.tokenize.kind if config is not None else None
+    given = _config(run).get("tokenize", {})
+    kind = given.get("kind") if not given.get("tokenizer") else None
     return (
         f"## Tokenizer\n\n`{tok.get('file')}` ({kind or 'given'}), vocabulary {_n(tok.get('vocab_size'))}, "
         f"token dtype {tok.get('dtype')}, end-of-document id {tok.get('eod_id')}; SHA-256 `{tok.get('sha256')}`. "
@@ -326,8 +336,7 @@ def _tokenizer(run: RunFiles, mixture: dict) -> str:
 
 def _held_out(run: RunFiles, mixture: dict) -> str:
     mix = run.stats.get("mix", {})
-    config = run.config
-    settings = config.mix if config is not None else None
+    settings = _config(run).get("mix")
     held_docs = sum(g.get("validation_documents", 0) for g in mixture["groups"].values())
     held_tokens = sum(g.get("validation_tokens", 0) for g in mixture["groups"].values())
     lines = [
@@ -337,14 +346,15 @@ def _held_out(run: RunFiles, mixture: dict) -> str:
     ]
     if settings is not None:
         lines.append(
-            f" Fraction {settings.validation_fraction} per group, at most "
-            f"{_n(settings.validation_max_docs)} documents per group."
+            f" Fraction {settings.get('validation_fraction')} per group, at most "
+            f"{_n(settings.get('validation_max_docs'))} documents per group."
         )
     removed = mix.get("removed", {})
-    if settings is not None and settings.decontaminate:
+    if settings is not None and settings.get("decontaminate"):
         lines.append(
             f" Training documents that near-duplicate a validation document (MinHash, Jaccard at least "
-            f"{settings.contamination_threshold}) were dropped: {_n(removed.get('validation_near_duplicate', 0))}."
+            f"{settings.get('contamination_threshold')}) were dropped: "
+            f"{_n(removed.get('validation_near_duplicate', 0))}."
         )
     exclusion = mix.get("exclusion") or {}
     if exclusion:
@@ -382,7 +392,7 @@ def _limitations(run: RunFiles, mixture: dict) -> str:
     refs = sorted(p for p in parts if p.startswith("LicenseRef-"))
     if refs:
         items.append(f"Licences outside the SPDX list, kept as the inputs named them: {', '.join(refs)}.")
-    restricted = sorted(p for p in parts if "-NC" in p or "-ND" in p)
+    restricted = sorted(p for p in parts if "CC" in p.split("-") and {"NC", "ND"} & set(p.split("-")))
     if restricted:
         items.append(f"Some documents carry non-commercial or no-derivatives terms: {', '.join(restricted)}.")
     if parts - {UNKNOWN}:
@@ -395,18 +405,20 @@ def _limitations(run: RunFiles, mixture: dict) -> str:
         items.append(f"Groups repeated more than once in the training side: {', '.join(repeated)}.")
     if mixture.get("shortfall_tokens"):
         items.append(f"The mixture fell {_n(mixture['shortfall_tokens'])} tokens short of its budget (epoch caps).")
-    config = run.config
-    if config is not None:
-        if "filter" in run.stats and config.filter.sources is not None:
+    config = _config(run)
+    if config:
+        scope = config.get("filter", {}).get("sources")
+        if "filter" in run.stats and scope is not None:
             items.append(
-                f"The quality filters applied to the sources {', '.join(config.filter.sources)} only; other "
-                "sources were not quality-filtered."
+                f"The quality filters applied to the sources {', '.join(scope)} only; other sources were not "
+                "quality-filtered."
             )
         if "filter" not in run.stats:
             items.append("No quality filter ran.")
         if "dedup" in run.stats:
+            dedup = config.get("dedup", {})
             items.append(
-                f"Near-duplicates below Jaccard {config.dedup.threshold} (on {config.dedup.ngram}-word shingles) "
+                f"Near-duplicates below Jaccard {dedup.get('threshold')} (on {dedup.get('ngram')}-word shingles) "
                 "remain."
             )
         else:
