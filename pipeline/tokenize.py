@@ -657,7 +657,8 @@ def export_bin(shard_paths: Sequence[Path], out_path: Path) -> dict:
 def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dict:
     """Write a mixture folder (the mix stage's ``<run>/mix/<mixture>/``) as nanoGPT's files:
     ``train.bin`` and ``val.bin`` (flat uint16 tokens, documents separated by the end-of-document
-    id), ``tokenizer.json`` and ``meta.json`` (vocabulary size, special ids, what each file holds).
+    id), ``tokenizer.json``, ``meta.json`` (vocabulary size, special ids, what each file holds,
+    the documents and tokens per licence) and the mixture's dataset card ``README.md``.
 
     With ``verify``, every shard's sha256 is checked against the mixture's manifest first, so a
     changed or truncated shard stops the export. The mixture folder may be remote (an fsspec URL);
@@ -668,7 +669,7 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
             "export to a local folder, then copy it (e.g. with your object store's CLI)"
         )
     mixture_dir, out_dir = as_path(mixture_dir), as_path(out_dir)
-    from pipeline.mix.mixture import read_manifest, tokenizer_path
+    from pipeline.mix.mixture import CARD_FILE, read_manifest, tokenizer_path
 
     manifest = read_manifest(mixture_dir)
     if verify:
@@ -683,11 +684,16 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
         files[name]["bytes_of_text"] = sum(e["bytes"] for e in manifest[split])
     with atomic_path(out_dir / "tokenizer.json") as tmp:
         tmp.write_bytes(tokenizer_path(mixture_dir, manifest).read_bytes())
+    card = mixture_dir / CARD_FILE
+    if card.is_file():  # the dataset card goes with the data
+        with atomic_path(out_dir / CARD_FILE) as tmp:
+            tmp.write_bytes(card.read_bytes())
     meta = {
         "mixture": manifest["mixture"],
         "dtype": "uint16",
         **{k: v for k, v in manifest["tokenizer"].items() if k not in ("file", "dtype")},
         "files": files,
+        **({"licences": manifest["licences"]} if "licences" in manifest else {}),
     }
     with atomic_path(out_dir / "meta.json") as tmp:
         tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")

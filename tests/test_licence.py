@@ -16,6 +16,7 @@ from pipeline.licence import UNKNOWN, LicenceRule, declared, licence_of
 from pipeline.report import build_report
 from pipeline.report.card import write_cards
 from pipeline.report.run import RunFiles
+from pipeline.tokenize import export_mixture
 from tests.helpers import check_card, html_page, mix_config, run_units, source_config, write_jsonl, write_warc
 
 
@@ -289,6 +290,8 @@ def test_a_dropped_licence_leaves_the_ledger_and_every_mixture_and_the_card_says
         }
         check_card(folder)
         card = (folder / "README.md").read_bytes()
+        meta = export_mixture(folder, tmp_path / "export" / name)  # nanoGPT's files carry the licences
+        assert meta["licences"] == licences and (tmp_path / "export" / name / "README.md").read_bytes() == card
         (folder / "README.md").unlink()
         build_report(config.run_dir)  # `curate report` writes it again, the same bytes
         assert (folder / "README.md").read_bytes() == card
