@@ -149,7 +149,7 @@ def _warc_with_headers(path, pages: list[tuple[str, list[tuple[str, str]], bytes
 
 def test_a_warc_records_licence_from_its_link_headers_its_page_or_a_named_header(tmp_path):
     page = html_page("One", ["A page."])
-    link = '</style.css>; rel="stylesheet", <https://spdx.org/licenses/MIT.html>; rel="license"'
+    link = '</a,b.css>; rel="stylesheet", <https://spdx.org/licenses/MIT.html>; title="x, y"; rel="License"'
     _warc_with_headers(
         tmp_path / "crawl" / "a.warc.gz",
         [

@@ -17,6 +17,7 @@ of a WARC source names a WARC or HTTP header, which ``meta`` then keeps.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -240,6 +241,12 @@ def _starts_a_record(head: bytes, gz: bool) -> bool:
     return head[:5] == b"WARC/"[: len(head[:5])] or not head.startswith(b"WARC") and b"://" in head[:64]
 
 
+# One link of an HTTP Link header: <target> and its parameters (RFC 8288); a comma inside <...> or
+# inside a quoted parameter does not end it.
+_LINK = re.compile(r'<([^>]*)>((?:\s*;\s*[^;,=\s]+(?:\s*=\s*(?:"[^"]*"|[^;,\s]*))?)*)')
+_REL = re.compile(r';\s*rel\s*=\s*(?:"([^"]*)"|([^;,\s]*))', re.I)
+
+
 def _licence_header_links(http_headers) -> list[str]:
     """The targets of an HTTP ``Link`` header's ``rel="license"`` links (RFC 8288)."""
     if http_headers is None:
@@ -248,13 +255,10 @@ def _licence_header_links(http_headers) -> list[str]:
     for name, value in http_headers.headers:
         if name.lower() != "link":
             continue
-        for link in value.split(","):
-            target, *params = link.split(";")
-            for param in params:
-                key, _, rel = param.partition("=")
-                if key.strip().lower() == "rel" and "license" in rel.strip().strip('"').lower().split():
-                    found.append(target.strip().strip("<>"))
-                    break
+        for target, params in _LINK.findall(value):
+            rels = [(quoted or bare).lower().split() for quoted, bare in _REL.findall(params)]
+            if any("license" in rel for rel in rels):
+                found.append(target.strip())
     return found
 
 
