@@ -479,6 +479,12 @@ def _curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None)
         "trained_on": trained_on(pool, plan, labels),
         "tokens_available": sum(g["tokens_available"] for g in manifest["groups"].values()),
         "tokens_taken": manifest["tokens_taken"],
+        # Training tokens per licence (every copy of a repeated document) and their share.
+        "licences": {
+            licence: {"tokens": v["tokens_taken"], "share": v["tokens_taken"] / max(1, manifest["tokens_taken"])}
+            for licence, v in manifest.get("licences", {}).items()
+            if v["tokens_taken"]
+        },
         "groups": {
             name: {
                 key: g[key]

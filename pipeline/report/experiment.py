@@ -266,6 +266,26 @@ def _kinds_table(results: dict) -> str:
     )
 
 
+def _licences_table(results: dict) -> str:
+    """Each licence's share of the tokens a variant trained on (from its mixture's manifest)."""
+    names = sorted({k for name in results["variants"] for k in results["curation"][name].get("licences", {})})
+    if not names:
+        return ""
+    rows = []
+    for name in results["variants"]:
+        shares = results["curation"][name].get("licences", {})
+        rows.append(
+            [esc(name)]
+            + [
+                _num(f"results.json#curation.{name}.licences.{k}.share", shares[k]["share"], 3) if k in shares else "–"
+                for k in names
+            ]
+        )
+    return "<h3>Licences of the tokens trained on (share of tokens)</h3>" + table(
+        ["variant", *names], rows, numeric=set(range(1, len(names) + 1))
+    )
+
+
 def _heldout_table(results: dict) -> str:
     """The held-out sets: where each came from, clean or not, documents and bytes."""
     rows = []
@@ -622,6 +642,7 @@ def render(results: dict) -> str:
         "<section id=variants><h2>Variants</h2>",
         _curation_table(results),
         _kinds_table(results),
+        _licences_table(results),
         "</section>",
         "<section id=sets><h2>Held-out sets and decontamination</h2>",
         _heldout_table(results),
