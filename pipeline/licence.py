@@ -39,11 +39,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 import polars as pl
 import pyarrow as pa
+
+from pipeline.core.schema import LICENCE
 
 UNKNOWN = "unknown"
 # The meta key where the WARC reader puts a page's rel="license" links.
@@ -360,17 +362,6 @@ def licence_counts(licences: pl.Series, tokens: pl.Series | None = None) -> dict
 def licence_series(frame: pl.DataFrame) -> pl.Series:
     """The ``licence`` column of a frame of documents; :data:`UNKNOWN` for each when it has none
     (documents written before licences were recorded)."""
-    if "licence" in frame.columns:
-        return frame["licence"].fill_null(UNKNOWN)
-    return pl.Series("licence", [UNKNOWN] * frame.height, dtype=pl.String)
-
-
-def sum_counts(counts: Iterable[Mapping[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
-    """Per-licence counts (:func:`licence_counts`) summed, sorted by licence."""
-    total: dict[str, dict[str, int]] = {}
-    for found in counts:
-        for licence, figures in found.items():
-            mine = total.setdefault(licence, {})
-            for key, value in figures.items():
-                mine[key] = mine.get(key, 0) + int(value)
-    return dict(sorted(total.items()))
+    if LICENCE in frame.columns:
+        return frame[LICENCE].fill_null(UNKNOWN)
+    return pl.Series(LICENCE, [UNKNOWN] * frame.height, dtype=pl.String)

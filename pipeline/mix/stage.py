@@ -73,7 +73,7 @@ from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, rea
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
-from pipeline.licence import licence_series, sum_counts
+from pipeline.licence import licence_series
 from pipeline.mix.mixture import (
     COMMON_WINDOWS_FILE,
     MANIFEST_FILE,
@@ -404,6 +404,9 @@ def _write_mixture(
             "contaminated_documents": int(by_group.get(name, {}).get("contaminated", {}).get("documents", 0)),
             "licences": (licences or {}).get(name, {}),
         }
+    licences_in_all: dict = {}
+    for figures in groups.values():
+        add_counts(licences_in_all, figures["licences"])
     found = manifest(
         mixture.name,
         config.seed,
@@ -417,7 +420,7 @@ def _write_mixture(
             else {"temperature": mixture.temperature or 1.0}
         ),
         **{key: value for key, value in report.items() if key != "groups"},
-        licences=sum_counts(g["licences"] for g in groups.values()),
+        licences=dict(sorted(licences_in_all.items())),
     )
     if common is not None:
         write_parquet(common.to_arrow(), folder / COMMON_WINDOWS_FILE)

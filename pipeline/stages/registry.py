@@ -10,11 +10,10 @@ from functools import lru_cache
 import polars as pl
 
 from pipeline.core.config import RunConfig
-from pipeline.core.schema import LICENCE
 from pipeline.filters.engine import apply_filters
 from pipeline.filters.registry import build_filters
 from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
-from pipeline.licence import UNKNOWN, LicenceRule
+from pipeline.licence import LicenceRule, licence_series
 from pipeline.lid_model import lid_model_path
 from pipeline.stages.shard import Step, StepResult, removed_frame
 
@@ -113,8 +112,7 @@ def licence_step(rule: LicenceRule, then: Step, stage: str) -> Step:
     """The step removing documents by ``rule`` (every source), then running ``then`` on the rest."""
 
     def step(docs: pl.DataFrame) -> StepResult:
-        licences = docs[LICENCE] if LICENCE in docs.columns else pl.Series([UNKNOWN] * docs.height, dtype=pl.String)
-        rules = rule.rules(licences)
+        rules = rule.rules(licence_series(docs))
         gone = rules.is_not_null()
         result = then(docs.filter(~gone))
         if not gone.any():

@@ -25,7 +25,7 @@ from pipeline.core.manifest import record_stage
 from pipeline.core.schema import DOC_SCHEMA, LANG_FIELDS, LICENCE, REMOVED_SCHEMA, RunLayout, StageDir
 from pipeline.io.storage import as_path, parquet_file, read_table, remove_tree
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
-from pipeline.licence import UNKNOWN
+from pipeline.licence import UNKNOWN, licence_series
 
 
 @dataclass
@@ -65,13 +65,12 @@ def removed_frame(docs: pl.DataFrame, stage: str, rule: pl.Series | str, value, 
     """REMOVED_SCHEMA rows for ``docs`` (rule, value and threshold: per row or one for all)."""
     n = docs.height
     lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * n, dtype=pl.Utf8)
-    licence = docs[LICENCE] if LICENCE in docs.columns else pl.Series([UNKNOWN] * n, dtype=pl.Utf8)
     frame = pl.DataFrame(
         {
             "id": docs["id"],
             "source": docs["source"],
             "lang": lang,
-            LICENCE: licence,
+            LICENCE: licence_series(docs),
             "stage": pl.Series([stage] * n, dtype=pl.Utf8),
             "rule": rule if isinstance(rule, pl.Series) else pl.Series([rule] * n, dtype=pl.Utf8),
             "value": value if isinstance(value, pl.Series) else pl.Series([value] * n, dtype=pl.Float64),

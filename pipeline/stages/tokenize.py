@@ -29,8 +29,9 @@ from pipeline.core.manifest import record_stage
 from pipeline.core.schema import LICENCE, RunLayout
 from pipeline.io.storage import parquet_file
 from pipeline.io.writer import read_json, remove_temporaries, write_json
-from pipeline.licence import licence_counts, licence_series, sum_counts
+from pipeline.licence import licence_counts, licence_series
 from pipeline.mix.plan import seeded_id_hash
+from pipeline.mix.shards import add_counts
 from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.stages.units import RunUnits, in_blocks, in_process
 from pipeline.tokenize import load_tokenizer, read_token_shard, tokenizer_sha256, train_tokenizer, write_token_shard
@@ -143,6 +144,9 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
         raise LedgerError(
             f"stage {STAGE}: {documents} documents tokenized, but stage {previous} handed over {handed_over}"
         )
+    licences: dict = {}
+    for entry in entries:
+        add_counts(licences, entry["licences"])
     tok = load_tokenizer(tokenizer)
     stats = {
         "stage": STAGE,
@@ -151,7 +155,7 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
         "removed": {},
         "quarantined": {},
         "tokens": sum(e["tokens"] for e in entries),
-        "licences": sum_counts(e["licences"] for e in entries),
+        "licences": dict(sorted(licences.items())),
         "shards": entries,
         "tokenizer": {
             "path": str(tokenizer),
