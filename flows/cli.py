@@ -244,9 +244,9 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     _print_funnel(stats)
     if "mix" in stats:
         _print_mixtures(stats["mix"])
-    from pipeline.report.inspect import run_licences
+    from pipeline.report.inspect import licence_table
 
-    _print_licences(run_licences(config.run_dir))
+    _print_licences(licence_table(stats))
     _print_counts(stats["source"], config.run_dir)
     _build_report(config.run_dir, after_run=True)
     return stats

@@ -31,6 +31,7 @@ from pipeline.licence import LicenceRule
 from pipeline.report import plots
 from pipeline.report.card import write_cards
 from pipeline.report.html import esc, fmt, num, share, snippet, table, word_diff
+from pipeline.report.inspect import licence_table
 from pipeline.report.measure import lang_rules, measure_filters, measure_lang, run_filters
 from pipeline.report.run import RunFiles
 
@@ -840,39 +841,35 @@ def _languages(run: RunFiles) -> str:
 
 
 def _licences(run: RunFiles) -> str:
-    source = run.stats.get("source", {}).get("licences", {})
-    if not source:
+    if not run.stats.get("source", {}).get("licences"):
         return '<p class="note">The source stage recorded no licences (a run made before licences were kept).</p>'
-    last = run.last_document_stage
-    after = run.stats[last].get("licences", {}) if last else {}
-    tokens = run.stats.get("tokenize", {}).get("licences", {})
+    found = licence_table(run.stats)
+    last, licences = found["stage"], found["licences"]
+    tokens = run.stats.get("tokenize", {}).get("licences")
     mixtures = run.stats.get("mix", {}).get("mixtures", {})
     rule_stage = run.stats.get("filter", {}).get("licences", {})
-    names = sorted(set(source) | set(after), key=lambda name: (-source.get(name, {}).get("docs_out", 0), name))
+    after = run.stats[last].get("licences", {})
     rows = []
-    for name in names:
-        read = source.get(name, {}).get("docs_out", 0)
-        kept = after.get(name, {}).get("docs_out", 0)
+    for name, row in licences.items():
         removed = rule_stage.get(name, {}).get("removed", {})
         by_rule = [
             num(n, f"filter.licences.{name}.removed.{rule}")
             for rule, n in removed.items()
             if rule.startswith("licence.")
         ]
-        row = [
+        cells = [
             f'<span class="id">{esc(name)}</span>',
-            num(read, f"source.licences.{name}.docs_out"),
+            num(row["read"], f"source.licences.{name}.docs_out"),
             " + ".join(by_rule) or num(0),
-            num(kept, f"{last}.licences.{name}.docs_out") if name in after else num(0),
-            share(kept, read),
+            num(row["curated"], f"{last}.licences.{name}.docs_out") if name in after else num(0),
+            share(row["curated"], row["read"]),
         ]
         if tokens:
-            found = tokens.get(name, {}).get("tokens")
-            row.append(num(found, f"tokenize.licences.{name}.tokens") if found is not None else num(0))
-        for mixture, summary in mixtures.items():
-            taken = summary.get("licences", {})
-            row.append(num(taken[name], f"mix.mixtures.{mixture}.licences.{name}") if name in taken else num(0))
-        rows.append(row)
+            cells.append(num(row["tokens"], f"tokenize.licences.{name}.tokens") if name in tokens else num(0))
+        for mixture in mixtures:
+            taken = row["mixtures"][mixture]
+            cells.append(num(taken, f"mix.mixtures.{mixture}.licences.{name}") if taken else num(0))
+        rows.append(cells)
     headers = ["licence", "documents read", "removed by licence rules", f"curated ({last})", "kept"]
     headers += ["curated tokens"] if tokens else []
     headers += [f"tokens in {mixture}" for mixture in mixtures]

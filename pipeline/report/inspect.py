@@ -32,6 +32,7 @@ import difflib
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
@@ -41,6 +42,7 @@ from pipeline.io.storage import scan_parquet
 from pipeline.licence import UNKNOWN
 from pipeline.report.measure import measure_filters, measure_lang, run_filters
 from pipeline.report.run import RunFiles
+from pipeline.stages.registry import last_document_stage
 
 PREVIEW_CHARS = 300
 SUGGESTIONS = 3
@@ -271,17 +273,22 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
 
 
 def run_licences(run_dir: str | Path) -> dict:
-    """Per licence, from the run's stats: documents read (``read``), removed by the filter stage's
-    licence rules (``removed_by_rule``), curated (``curated``, the last document stage's output),
-    curated tokens (``tokens``, when the tokenize stage ran) and each mixture's training tokens
-    (``mixtures``). Keys: ``stage`` (the last document stage) and ``licences``."""
-    run = RunFiles.open(run_dir)
-    last = run.last_document_stage
-    source = run.stats.get("source", {}).get("licences", {})
-    after = run.stats.get(last, {}).get("licences", {}) if last else {}
-    rules = run.stats.get("filter", {}).get("licences", {})
-    tokens = run.stats.get("tokenize", {}).get("licences")
-    mixtures = run.stats.get("mix", {}).get("mixtures", {})
+    """:func:`licence_table` of the run in ``run_dir``."""
+    return licence_table(RunFiles.open(run_dir).stats)
+
+
+def licence_table(stats: Mapping[str, dict]) -> dict:
+    """Per licence, from a run's stats by stage: documents read (``read``), removed by the filter
+    stage's licence rules (``removed_by_rule``), curated (``curated``, the last document stage's
+    output), curated tokens (``tokens``, when the tokenize stage ran) and each mixture's training
+    tokens (``mixtures``); licences by documents read, most first. Keys: ``stage`` (the last
+    document stage) and ``licences``."""
+    last = last_document_stage(stats)
+    source = stats.get("source", {}).get("licences", {})
+    after = stats.get(last, {}).get("licences", {})
+    rules = stats.get("filter", {}).get("licences", {})
+    tokens = stats.get("tokenize", {}).get("licences")
+    mixtures = stats.get("mix", {}).get("mixtures", {})
     found = {}
     for name in sorted(set(source) | set(after), key=lambda n: (-source.get(n, {}).get("docs_out", 0), n)):
         removed = rules.get(name, {}).get("removed", {})
