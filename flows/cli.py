@@ -624,7 +624,7 @@ def train_tokenizer_command(
 @app.command()
 def export(
     mixture_dir: str = typer.Argument(..., help="a mixture folder: <run>/mix/<mixture> (or its URL)"),
-    out: Path = typer.Argument(..., help="folder to write train.bin, val.bin, meta.json, tokenizer.json"),
+    out: Path = typer.Argument(..., help="folder to write train.bin, val.bin, meta.json, tokenizer.json, README.md"),
 ) -> None:
     """Export a mixture as nanoGPT-style flat uint16 .bin files, for training elsewhere."""
     from pipeline.tokenize import export_mixture

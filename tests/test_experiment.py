@@ -214,9 +214,19 @@ def test_tiny_experiment_end_to_end(tmp_path):
         for name in ("raw", "full")
     }
     assert junk_share["full"] < junk_share["raw"]
+    # ...and by licence (its mixture's manifest): the generated junk names none, so curation cuts
+    # the share of tokens whose licence is unknown.
+    for name in ("raw", "full"):
+        licences = results["curation"][name]["licences"]
+        assert sum(v["tokens"] for v in licences.values()) == results["curation"][name]["tokens_taken"]
+    unknown = {
+        name: results["curation"][name]["licences"].get("unknown", {}).get("share", 0) for name in ("raw", "full")
+    }
+    assert unknown["full"] < unknown["raw"]
 
     # The report shows results.json's numbers.
     page = (out / "report" / "index.html").read_text()
+    assert "Licences of the tokens trained on" in page and 'data-json="results.json#curation.raw.licences.' in page
     shown = re.findall(r'data-json="results\.json#([^"]+)">([^<]*)<', page)
     assert len(shown) > 20
     for path, text in shown:

@@ -293,7 +293,9 @@ def test_a_dropped_licence_leaves_the_ledger_and_every_mixture_and_the_card_says
         meta = export_mixture(folder, tmp_path / "export" / name)  # nanoGPT's files carry the licences
         assert meta["licences"] == licences and (tmp_path / "export" / name / "README.md").read_bytes() == card
         (folder / "README.md").unlink()
-        build_report(config.run_dir)  # `curate report` writes it again, the same bytes
+        page = build_report(config.run_dir).read_text()  # `curate report` writes the card again, the same bytes
+        assert "a licence matches CC-BY-NC-*" in page and "a licence matches none of CC-BY-*, CC0-1.0, unknown" in page
+        assert '<span class="note">licence:</span> <span class="id">CC-BY-NC-4.0</span>' in page
         assert (folder / "README.md").read_bytes() == card
 
     # The card is made from the run's files alone: a config that no longer validates (its LID model
@@ -316,3 +318,7 @@ def test_a_dropped_licence_leaves_the_ledger_and_every_mixture_and_the_card_says
     assert found["CC0-1.0"]["tokens"] == tokens["CC0-1.0"]["tokens"]
     doc = json.loads(CliRunner().invoke(app, ["inspect", str(config.run_dir), "web/w1", "--json"]).output)
     assert doc["licence"] == "CC-BY-NC-4.0" and doc["removed_by"]["rule"] == "licence.excluded"
+    printed = CliRunner().invoke(app, ["inspect", str(config.run_dir), "web/w1"]).output
+    assert "licence: CC-BY-NC-4.0" in printed
+    table = CliRunner().invoke(app, ["inspect", str(config.run_dir)]).output
+    assert "CC-BY-NC-4.0" in table and "removed by rule" in table

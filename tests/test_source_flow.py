@@ -179,6 +179,7 @@ def test_curate_demo_accounts_for_every_labelled_document(tmp_path, monkeypatch)
     )
     assert result.exit_code == 0, result.output
     assert f"run directory: {run}" in result.output
+    assert "licences (curated: the output of lines)" in result.output and "BSD-3-Clause AND MIT" in result.output
     labels = pl.read_parquet(corpus / "labels.parquet")
     stats = json.loads((run / "source" / "stats.json").read_text())
     assert stats["docs_in"] == labels.height
