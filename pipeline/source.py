@@ -207,7 +207,8 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
         docs, bad = split_batch(
             batch, unit.source, rel, unit.base, config.max_doc_bytes, seen_ids, source.licence_field, source.licence
         )
-        by_licence.update(docs.column(LICENCE).to_pylist())
+        counted = pc.value_counts(docs.column(LICENCE).combine_chunks())
+        by_licence.update(dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist())))
         for doc_batch in docs.to_batches():
             writer.add(doc_batch)
         if bad.num_rows:
