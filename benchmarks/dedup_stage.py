@@ -2,16 +2,16 @@
 and datatrove (``peers``).
 
 **Near copies at the threshold** (``python benchmarks/dedup_stage.py``, a few minutes). The
-real BBC News articles the demo corpus uses (``pipeline.demo.real_text.load_real_text``, the data
+real BBC News articles the demo corpus uses (``demo.real_text.load_real_text``, the data
 set's own near repeats dropped), each followed by :data:`NEAR_COPIES` near copies with a share of
-its words substituted, deleted or inserted (``pipeline.demo.noise.perturb``) drawn uniformly from
+its words substituted, deleted or inserted (``demo.noise.perturb``) drawn uniformly from
 :data:`NEAR_EDIT_RATES` (3 to 10%); shuffled (seeded), :data:`SHARDS` Parquet shards, made once
 under ``.cache/bench-dedup/``. At these rates the Jaccard similarity of a copy with its original
 (and of two copies) spreads from about 0.4 to 0.95, so many true pairs lie just above 0.8 and
 many more just below it: the pairs an LSH layout must catch, and those it makes candidates only
 to have verification drop them. Ground truth as below (every pair with exact Jaccard >= 0.8 on
 our shingles, clusters their connected components). Our whole clusters step
-(:func:`pipeline.dedup.stage.deduplicate_shards`, one thread) runs with three LSH layouts,
+(:func:`pipeline.stages.dedup.deduplicate_shards`, one thread) runs with three LSH layouts,
 in turn, :data:`LAYOUT_REPEATS` times each in the same run: ``old``, the former default
 :data:`OLD_LAYOUT` (14 bands x 9 rows, chosen by weighting false negatives 0.9 and false
 positives 0.1); ``low``, :func:`pipeline.dedup.minhash.recall_bands` for a candidate probability
@@ -25,7 +25,7 @@ of a bucket larger than ``lsh.ALL_PAIRS_BUCKET`` with its first document only) w
 the default's CPU time over the former's.
 
 **Against datasketch and datatrove** (``python benchmarks/dedup_stage.py peers``, much longer).
-Documents: the demo corpus (:func:`pipeline.demo.corpus.build_demo_corpus`, :data:`CORPUS_DOCS`
+Documents: the demo corpus (:func:`demo.corpus.build_demo_corpus`, :data:`CORPUS_DOCS`
 documents, seed 0): its news articles (JSON lines), dialogues (Parquet) and web pages (WARC, the
 HTML turned into text by :func:`pipeline.io.warc.read_warc`), the empty ones left out, shuffled
 (seeded) and written as :data:`SHARDS` Parquet shards with ``id``, ``text`` and ``source``. About
@@ -47,7 +47,7 @@ cluster, true cluster) sizes, never from listing pairs.
 Arrow, BLAS pinned to one); what a side spends is its CPU time (user + system, children
 included) over the timed part; docs/s per core is documents over CPU seconds.
 
-* ours: :func:`pipeline.dedup.stage.deduplicate_shards` end to end (signature files from the
+* ours: :func:`pipeline.stages.dedup.deduplicate_shards` end to end (signature files from the
   document shards, band keys in :data:`PARTITIONS` partitions, candidate pairs, exact-Jaccard
   verification, components, keep rule "first"): the clusters table. Then, timed apart, the
   stage's last step: :func:`pipeline.dedup.clusters.dedup_step` over each shard, the kept
@@ -326,7 +326,7 @@ def base_shards() -> list[Path]:
         names = json.loads(manifest.read_text())["shards"]
         if all((folder / n).exists() for n in names):
             return [folder / n for n in names]
-    from pipeline.demo.corpus import build_demo_corpus
+    from demo.corpus import build_demo_corpus
 
     corpus = CACHE / f"corpus-{CORPUS_DOCS}"
     print(
@@ -547,7 +547,7 @@ def run_ours(work_dir: Path, shards: list[Path], steps: bool = False) -> None:
     With ``steps``, the peak RSS of each step is recorded too (for the memory runs)."""
     from pipeline.dedup.clusters import dedup_step
     from pipeline.dedup.minhash import MinHashParams
-    from pipeline.dedup.stage import find_duplicates
+    from pipeline.stages.dedup import find_duplicates
     from pipeline.stages.units import in_process
 
     params = MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM)
@@ -735,8 +735,8 @@ def near_copy_shards() -> list[Path]:
         names = json.loads(manifest.read_text())["shards"]
         if all((folder / n).exists() for n in names):
             return [folder / n for n in names]
-    from pipeline.demo.noise import perturb
-    from pipeline.demo.real_text import load_real_text
+    from demo.noise import perturb
+    from demo.real_text import load_real_text
 
     print("Building the near-copies corpus; reused afterwards", file=sys.stderr)
     rng = np.random.default_rng(SEED)
@@ -770,7 +770,7 @@ def near_copy_shards() -> list[Path]:
 def run_layout(work_dir: Path, shards: list[Path], params) -> dict:
     """One timed run of our finding of duplicates (``find_duplicates``) in this process with
     ``params``: CPU and wall seconds, verification's share, candidate pairs and false positives."""
-    from pipeline.dedup.stage import VERIFY, find_duplicates
+    from pipeline.stages.dedup import VERIFY, find_duplicates
 
     verify_cpu = 0.0
 

@@ -1,6 +1,6 @@
 """The ``lang`` + ``filter`` stages against datatrove's heuristic filters: speed, agreement, accuracy.
 
-The documents are those of the demo corpus (:func:`pipeline.demo.corpus.build_demo_corpus`,
+The documents are those of the demo corpus (:func:`demo.corpus.build_demo_corpus`,
 :data:`DOCS` documents, seed :data:`SEED`) as the pipeline sees them: the project's ``source``
 stage is run over it without Prefect (as ``tests.helpers.run_units`` does) and its output shards
 are read back. Corpus and documents are made once under ``.cache/bench-filter/``.
@@ -145,7 +145,7 @@ def run_config(min_score: float = 0.5, scoped: bool = False):
     """The demo's config (``flows.demo.demo_config``) over the benchmark's corpus: lang
     ``min_score`` as given, the filters on every source unless ``scoped`` (the demo's scope)."""
     from flows.demo import demo_config
-    from pipeline.core.config import parse_config
+    from pipeline.config import parse_config
 
     data = demo_config(CORPUS_DIR, RUN_DIR, seed=SEED)
     data["lang"] = {"min_score": min_score}
@@ -157,9 +157,9 @@ def run_config(min_score: float = 0.5, scoped: bool = False):
 def corpus_docs() -> pl.DataFrame:
     """The documents of the demo corpus as the source stage writes them, with their label
     (``kind``); made once."""
-    from pipeline.core.schema import RunLayout
-    from pipeline.demo.corpus import build_demo_corpus
-    from pipeline.source import plan_units, source_unit
+    from demo.corpus import build_demo_corpus
+    from pipeline.formats.documents import RunLayout
+    from pipeline.stages.source import plan_units, source_unit
 
     if not DOCS_PATH.exists():
         print(
@@ -179,7 +179,7 @@ def corpus_docs() -> pl.DataFrame:
         tmp.rename(DOCS_PATH)
         shutil.rmtree(RUN_DIR)
     docs = pl.read_parquet(DOCS_PATH)
-    # A document's id is "<source>/<key>", key being its label's (see pipeline.demo.writers).
+    # A document's id is "<source>/<key>", key being its label's (see demo.writers).
     labels = pl.read_parquet(CORPUS_DIR / "labels.parquet").select(
         id=pl.col("source") + "/" + pl.col("key"), kind="kind"
     )
@@ -462,7 +462,7 @@ def main() -> None:
         raise SystemExit("datatrove's verdicts are not in the sample's order")
 
     from pipeline.lang import LanguageIdentifier, identify_languages
-    from pipeline.lid_model import lid_model_path
+    from pipeline.lang.model import lid_model_path
 
     labelled = identify_languages(sample, LanguageIdentifier(lid_model_path()))
     agree = agreement(labelled, verdicts)

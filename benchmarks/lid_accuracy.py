@@ -59,9 +59,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from pipeline.demo.real_text import load_real_text  # noqa: E402
+from demo.real_text import load_real_text  # noqa: E402
 from pipeline.lang import LanguageIdentifier  # noqa: E402
-from pipeline.lid_model import lid_model_path  # noqa: E402
+from pipeline.lang.model import lid_model_path  # noqa: E402
 
 PREFIX_CHARS = 1000  # what the stage read before
 DIALOGUE_DOC_CHARS = 1500

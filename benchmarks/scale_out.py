@@ -5,7 +5,7 @@ what it costs per document as the corpus grows, and whether the two runners writ
     python benchmarks/scale_out.py                      # 100,000 documents (a few minutes)
     python benchmarks/scale_out.py 100000 300000 1000000
 
-Corpus: the demo corpus (``pipeline.demo``) of each size, built once under ``.cache/`` (not timed).
+Corpus: the demo corpus (``demo``) of each size, built once under ``.cache/`` (not timed).
 At each size the demo config (``configs/demo.toml``'s) runs twice, each in a fresh process and
 into a fresh run directory:
 
@@ -153,7 +153,7 @@ def run_once(kind: str, docs: int) -> dict:
     from flows.curate import curate_flow
     from flows.demo import demo_config
     from flows.runners import Runner, running_on, shared_api
-    from pipeline.core.config import parse_config
+    from pipeline.config import parse_config
 
     # Dask's worker processes import this project and this module from here, as this process does.
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -219,7 +219,7 @@ def run_once(kind: str, docs: int) -> dict:
 def same_outputs(a: Path, b: Path) -> tuple[int, list[str]]:
     """How many files the runs wrote, and which differ (Prefect's database and the run lock, which
     names its holder, aside)."""
-    from pipeline.core.manifest import LOCK_NAME
+    from pipeline.formats.manifest import LOCK_NAME
 
     def files(root: Path) -> dict[str, bytes]:
         return {
@@ -243,7 +243,7 @@ def in_fresh_process(kind: str, docs: int) -> dict:
 
 
 def main(sizes: list[int]) -> None:
-    from pipeline.demo.corpus import build_demo_corpus
+    from demo.corpus import build_demo_corpus
 
     WORK.mkdir(parents=True, exist_ok=True)
     results = {}

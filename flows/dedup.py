@@ -1,7 +1,7 @@
-"""The `dedup` and `lines` stages as Prefect flows: :func:`pipeline.dedup.stage.run_dedup` and
-:func:`pipeline.dedup.stage.run_lines` with each of their units (per shard, per partition, or
+"""The `dedup` and `lines` stages as Prefect flows: :func:`pipeline.stages.dedup.run_dedup` and
+:func:`pipeline.stages.dedup.run_lines` with each of their units (per shard, per partition, or
 once) run as a task on the flow's task runner. The stages, their units and their files are
-described in ``pipeline.dedup.stage``."""
+described in ``pipeline.stages.dedup``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
 from flows.progress import units_as_tasks
-from pipeline.core.config import RunConfig
-from pipeline.dedup import stage as units
+from pipeline.config import RunConfig
+from pipeline.stages import dedup as units
 
 _run_units = units_as_tasks(
     {

@@ -1,4 +1,4 @@
-"""The experiment flow (pipeline.experiment): curated vs raw mixtures of one raw pool, trained
+"""The experiment flow (experiment): curated vs raw mixtures of one raw pool, trained
 alike over several seeds, compared on held-out sets no curation chose and on transfer to a
 downstream task.
 
@@ -38,13 +38,8 @@ import polars as pl
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.curate import curate_flow
-from pipeline.core.config import ConfigError, RunConfig, load_config, parse_config
-from pipeline.core.manifest import open_run
-from pipeline.core.schema import RunLayout
-from pipeline.decontaminate import check_contamination
-from pipeline.experiment.config import ExperimentConfig, VariantConfig, curation_config
-from pipeline.experiment.heldout import (
+from experiment.config import ExperimentConfig, VariantConfig, curation_config
+from experiment.heldout import (
     EVAL_MIXTURE,
     canary_views,
     contamination_total,
@@ -56,11 +51,18 @@ from pipeline.experiment.heldout import (
     trained_on,
     write_eval_folder,
 )
-from pipeline.experiment.results import heldout_scores
+from experiment.results import heldout_scores
+from flows.curate import curate_flow
+from pipeline.config import RunConfig, load_config, parse_config
+from pipeline.decontaminate import check_contamination
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.manifest import open_run
+from pipeline.formats.mixture import MANIFEST_FILE, PLAN_FILE
+from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.writer import read_json, write_json, write_parquet
-from pipeline.mix.mixture import MANIFEST_FILE, PLAN_FILE
 from pipeline.stages.registry import last_document_stage
-from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer
+from pipeline.tokenizer import train_tokenizer
 
 RANDOM = "random"  # the transfer baseline: the same architecture, not pretrained
 BAG_OF_WORDS = "bag-of-words"  # the transfer reference line: no model, TF-IDF and logistic regression
@@ -72,7 +74,7 @@ class ContaminationError(RuntimeError):
 
 def _build_corpus(corpus: Path, config: ExperimentConfig) -> dict:
     """Build (or find) the demo corpus, its held-out sets and its task."""
-    from pipeline.demo.corpus import build_demo_corpus
+    from demo.corpus import build_demo_corpus
 
     return build_demo_corpus(
         corpus,
@@ -238,7 +240,7 @@ def _eval_folder(
 
 def _protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path | None) -> tuple[Path, pl.DataFrame]:
     """``out_dir/heldout/protected.parquet``: the clean held-out sets and the task's texts
-    (:func:`pipeline.experiment.heldout.protected_texts`), every pool's ``mix.exclude``."""
+    (:func:`experiment.heldout.protected_texts`), every pool's ``mix.exclude``."""
     task = (
         pl.read_parquet(task_path, columns=["id", "text"])
         if task_path is not None
@@ -330,7 +332,7 @@ def transfer_task(
 ) -> dict:
     import torch
 
-    from pipeline.experiment.downstream import load_task
+    from pipeline.formats.task import load_task
     from trainer.generate import load_model
     from trainer.model import GPT, GPTConfig
     from trainer.transfer import bag_of_words, evaluate_transfer
@@ -398,7 +400,7 @@ def memorization_task(
     exposure against the control canaries (each control against the other controls)."""
     import math
 
-    from pipeline.tokenize import special_ids
+    from pipeline.formats.tokens import special_ids
     from trainer.generate import load_model
     from trainer.memorization import cut, exposure, extraction
 
@@ -443,7 +445,7 @@ def scores_task(
     """Every held-out document scored whole by one pretrained model (trainer.scoring):
     ``scores/<variant>/seed-<s>.parquet`` with ``id, set, lang, clean, bytes, tokens, nats``; returns
     ``{"path", "documents", "seconds"}``."""
-    from pipeline.tokenize import special_ids
+    from pipeline.formats.tokens import special_ids
     from trainer.generate import load_model
     from trainer.scoring import document_losses
 
@@ -665,7 +667,7 @@ def prepare(config: ExperimentConfig, variants: list[VariantConfig], timing: dic
 @flow(name="experiment", validate_parameters=False)
 def experiment_flow(config: ExperimentConfig) -> dict:
     """Run the experiment; return results.json's content."""
-    from pipeline.experiment.results import summarize
+    from experiment.results import summarize
 
     config.require("experiment")
     if (config.out_dir / "results.json").exists() and read_json(config.out_dir / "results.json").get("kind"):
@@ -791,7 +793,7 @@ def experiment_flow(config: ExperimentConfig) -> dict:
     timing["parallel_runs"] = config.parallel_runs
     results["timing"] = timing
     write_json(results, out / "results.json")
-    from pipeline.report.experiment import build_experiment_report
+    from report.experiment import build_experiment_report
 
     build_experiment_report(out)
     return results

@@ -1,4 +1,4 @@
-"""The `mix` stage as a Prefect flow: :func:`pipeline.mix.stage.run_mix` with each of its units (a
+"""The `mix` stage as a Prefect flow: :func:`pipeline.stages.mix.run_mix` with each of its units (a
 scan, split, match, sides or routing step per block of curated shards, an ordering per group, a
 write per output shard) run as a task."""
 
@@ -11,7 +11,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
 from flows.progress import units_as_tasks
-from pipeline.core.config import RunConfig
+from pipeline.config import RunConfig
 from pipeline.mix.shards import (
     block_texts,
     bucket_documents,
@@ -21,7 +21,7 @@ from pipeline.mix.shards import (
     shard_sides,
     split_candidates,
 )
-from pipeline.mix.stage import STAGE, block_matches, block_windows, run_mix, scan_block, write_shard
+from pipeline.stages.mix import STAGE, block_matches, block_windows, run_mix, scan_block, write_shard
 
 _run_units = units_as_tasks(
     {

@@ -11,12 +11,12 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
 from flows.progress import gather_parts
-from pipeline.core.config import RunConfig, SourceConfig
-from pipeline.core.manifest import open_run, record_stage
-from pipeline.core.schema import RunLayout, StageDir
+from pipeline.config import RunConfig, SourceConfig
+from pipeline.formats.documents import RunLayout, StageDir
+from pipeline.formats.manifest import open_run, record_stage
 from pipeline.io.writer import remove_temporaries, write_json
-from pipeline.source import STAGE, Unit, drop_repeated_ids, plan_units, source_unit
 from pipeline.stages.shard import check_stage_outputs, merge_groups, remove_unlisted
+from pipeline.stages.source import STAGE, Unit, drop_repeated_ids, plan_units, source_unit
 
 
 @task(name="source-unit", cache_policy=NO_CACHE, task_run_name="source-{unit.name}")

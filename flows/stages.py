@@ -11,8 +11,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
 from flows.progress import gather_parts
-from pipeline.core.config import RunConfig
-from pipeline.core.schema import RunLayout, StageDir
+from pipeline.config import RunConfig
+from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.io.writer import remove_temporaries
 from pipeline.stages.registry import build_step
 from pipeline.stages.shard import finish_stage, shard_unit

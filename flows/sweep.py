@@ -1,6 +1,6 @@
 """The scaling-law sweep flow (``curate sweep CONFIG``): an experiment config's variants, held-out
 sets, tokenizer and decontamination, and its ``[sweep]`` grid of model sizes and token budgets
-(:mod:`pipeline.experiment.sweep`) instead of the experiment's runs.
+(:mod:`experiment.sweep`) instead of the experiment's runs.
 
 Steps, all under ``out_dir`` (give a sweep a folder of its own)::
 
@@ -21,13 +21,14 @@ import time
 
 from prefect import flow
 
+from experiment.config import ExperimentConfig, budget_label
+from experiment.sweep import KIND, grid, summarize_sweep, train_data
 from flows.experiment import _run_models, prepare
-from pipeline.core.config import ConfigError, RunConfig
-from pipeline.core.schema import RunLayout
-from pipeline.experiment.config import ExperimentConfig, budget_label
-from pipeline.experiment.sweep import KIND, grid, summarize_sweep, train_data
+from pipeline.config import RunConfig
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.mixture import MANIFEST_FILE
 from pipeline.io.writer import read_json, write_json
-from pipeline.mix.mixture import MANIFEST_FILE
 
 
 def _mixtures(config: ExperimentConfig, runs: dict[str, RunConfig]) -> dict[str, dict]:
@@ -97,7 +98,7 @@ def sweep_flow(config: ExperimentConfig) -> dict:
     timing["parallel_runs"] = config.parallel_runs
     results["timing"] = timing
     write_json(results, results_path)
-    from pipeline.report.sweep import build_sweep_report
+    from report.sweep import build_sweep_report
 
     build_sweep_report(config.out_dir)
     return results

@@ -11,7 +11,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
 from flows.progress import units_as_tasks
-from pipeline.core.config import RunConfig
+from pipeline.config import RunConfig
 from pipeline.stages import tokenize as units
 
 _run_units = units_as_tasks(

@@ -54,10 +54,11 @@ import numpy as np
 import polars as pl
 from tokenizers import Tokenizer
 
+from pipeline.formats.hashing import fmix64
+from pipeline.formats.mixture import read_manifest, tokenizer_path
+from pipeline.formats.tokens import load_tokenizer, read_token_shard
 from pipeline.io.storage import as_path
-from pipeline.mix.mixture import read_manifest, tokenizer_path
-from pipeline.mix.plan import _fmix64
-from pipeline.tokenize import TEXT_BATCH, _shard_encoder, load_tokenizer, read_token_shard
+from pipeline.tokenizer import TEXT_BATCH, shard_encoder
 
 WINDOW_TOKENS = 13  # GPT-3's contamination study (Brown et al. 2020, appendix C)
 COMMON_WINDOW_DOCS = 10  # a window in more pool documents than this is common text, not contamination
@@ -81,10 +82,10 @@ CONTAINMENT_SCHEMA = {
 @lru_cache(maxsize=8)
 def _window_table(ngram: int, vocab: int) -> np.ndarray:
     """``T[j, t]`` for positions j < ngram and tokens t < vocab (values do not depend on vocab)."""
-    key = _fmix64(np.array([SALT_WINDOW], dtype=np.uint64))[0]
+    key = fmix64(np.array([SALT_WINDOW], dtype=np.uint64))[0]
     j = np.arange(ngram, dtype=np.uint64)[:, None] << np.uint64(32)
     t = np.arange(vocab, dtype=np.uint64)[None, :]
-    return _fmix64(key ^ (j | t))
+    return fmix64(key ^ (j | t))
 
 
 def _table_for(ngram: int, tokens: np.ndarray) -> np.ndarray:
@@ -135,7 +136,7 @@ def window_hashes(tokens: np.ndarray, starts, lengths, ngram: int = WINDOW_TOKEN
             first = np.cumsum(chunk_counts) - chunk_counts
             doc = np.repeat(np.arange(lo, hi, dtype=np.int64), chunk_counts)
             position = np.arange(total, dtype=np.int64) - np.repeat(first, chunk_counts) + (starts[doc] - base)
-            hashes.append(_fmix64(acc[position] + np.uint64(ngram)))
+            hashes.append(fmix64(acc[position] + np.uint64(ngram)))
             docs.append(doc)
     return np.concatenate(hashes), np.concatenate(docs)
 
@@ -144,7 +145,7 @@ def encode_texts(texts: Sequence[str], tokenizer: Tokenizer) -> tuple[np.ndarray
     """``(tokens, offsets)`` of texts encoded as the tokenize stage encodes documents (special-token
     strings as plain text, no special tokens added, no end token): text i is
     ``tokens[offsets[i]:offsets[i + 1]]``."""
-    encoder = _shard_encoder(tokenizer)
+    encoder = shard_encoder(tokenizer)
     encode = getattr(encoder, "encode_batch_fast", encoder.encode_batch)
     pieces, lengths = [], []
     texts = list(texts)

@@ -1,6 +1,6 @@
 """Licences of documents: SPDX identifiers, read from what the input says, never guessed.
 
-Every document carries a ``licence`` (:data:`pipeline.core.schema.LICENCE`): an SPDX licence
+Every document carries a ``licence`` (:data:`pipeline.formats.documents.LICENCE`): an SPDX licence
 identifier (``CC-BY-SA-4.0``), an SPDX expression (``MIT AND BSD-3-Clause`` where the input names
 several licences), a ``LicenseRef-...`` for a licence the SPDX list lacks, or :data:`UNKNOWN` where
 the input names none. A source declares one for all its documents (``licence``) or names a field
@@ -45,11 +45,8 @@ from functools import lru_cache
 import polars as pl
 import pyarrow as pa
 
-from pipeline.core.schema import LICENCE
+from pipeline.formats.documents import UNKNOWN
 
-UNKNOWN = "unknown"
-# The meta key where the WARC reader puts a page's rel="license" links.
-LICENCE_LINKS = "licence_links"
 _REF = "LicenseRef-"
 _CC_KINDS = ("BY", "BY-SA", "BY-ND", "BY-NC", "BY-NC-SA", "BY-NC-ND")
 # Words that may follow a licence's name without changing it ("CC BY-SA 4.0 International").
@@ -357,11 +354,3 @@ def licence_counts(licences: pl.Series, tokens: pl.Series | None = None) -> dict
         aggs.append(pl.col("tokens").sum())
     counted = frame.group_by("licence").agg(aggs).sort("licence")
     return {row.pop("licence"): {k: int(v) for k, v in row.items()} for row in counted.iter_rows(named=True)}
-
-
-def licence_series(frame: pl.DataFrame) -> pl.Series:
-    """The ``licence`` column of a frame of documents; :data:`UNKNOWN` for each when it has none
-    (documents written before licences were recorded)."""
-    if LICENCE in frame.columns:
-        return frame[LICENCE].fill_null(UNKNOWN)
-    return pl.Series(LICENCE, [UNKNOWN] * frame.height, dtype=pl.String)

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from pipeline.core.config import RunConfig, parse_config
-from pipeline.core.schema import RunLayout
-from pipeline.source import plan_units, source_unit
+from pipeline.config import RunConfig, parse_config
+from pipeline.formats.documents import RunLayout
+from pipeline.stages.source import plan_units, source_unit
 
 PAGE = """<html><head><title>{title}</title><style>body {{color: red}}</style></head>
 <body><nav><a href="/">Home</a> | <a href="/about">About</a> | <a href="/contact">Contact</a></nav>
@@ -149,7 +149,7 @@ def check_card(folder: Path) -> None:
     (licences), the tokens and documents per licence, and each group's figures."""
     import yaml
 
-    from pipeline.report.card import hub_licences
+    from pipeline.stages.card import hub_licences
 
     manifest = json.loads((folder / "manifest.json").read_text())
     text = (folder / "README.md").read_text()

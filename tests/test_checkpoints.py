@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.core.config import ConfigError
+from pipeline.formats.configfile import ConfigError
 from tests.trainer_fixtures import shared_mixture, toml_text, train_config_dict
 from trainer.checkpoints import save_checkpoint
 from trainer.config import parse_train_config

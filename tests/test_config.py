@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.demo import demo_config
-from pipeline.core.config import ConfigError, load_config
-from pipeline.core.manifest import LOCK_NAME, RunDirInUse, check_run_dir, run_lock
-from pipeline.core.schema import StageDir
+from pipeline.config import load_config
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import StageDir
+from pipeline.formats.manifest import LOCK_NAME, RunDirInUse, check_run_dir, run_lock
 from pipeline.stages.shard import remove_unlisted
 
 REPO = Path(__file__).resolve().parents[1]
@@ -310,12 +311,12 @@ def test_curate_run_on_a_run_dir_in_use_stops_with_one_line(held_run_dir, tmp_pa
     ],
 )
 def test_a_full_disk_is_one_line_naming_the_path_and_the_fix(tmp_path, monkeypatch, error):
-    import pipeline.core.manifest
+    import pipeline.formats.manifest
 
     def full(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(pipeline.core.manifest, "write_json", full)
+    monkeypatch.setattr(pipeline.formats.manifest, "write_json", full)
     result = CliRunner().invoke(app, ["run", str(write(tmp_path, GOOD)), "--quiet"])
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1
@@ -329,7 +330,7 @@ def test_every_shipped_experiment_config_is_valid():
     """The experiment configs in configs/ parse, with their trainer sections, as a user runs them."""
     from pathlib import Path
 
-    from pipeline.experiment.config import load_experiment
+    from experiment.config import load_experiment
     from trainer.config import parse_train_config
 
     configs = sorted((Path(__file__).parent.parent / "configs").glob("experiment*.toml"))

@@ -21,8 +21,9 @@ from pipeline.decontaminate import (
 )
 from pipeline.dedup.contamination import ReferenceIndex
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.mix.plan import _fmix64
-from pipeline.tokenize import file_sha256, load_tokenizer, train_tokenizer, write_token_shard
+from pipeline.formats.hashing import fmix64
+from pipeline.formats.tokens import file_sha256, load_tokenizer
+from pipeline.tokenizer import train_tokenizer, write_token_shard
 from tests.helpers import mix_config, write_jsonl
 
 WORDS = (
@@ -57,7 +58,7 @@ def _by_hand(tokens: np.ndarray, start: int, length: int, n: int) -> list[int]:
             total = np.uint64(0)
             for j in range(n):
                 total = total + table[j][tokens[p + j]]
-            out.append(int(_fmix64(np.array([total + np.uint64(n)], dtype=np.uint64))[0]))
+            out.append(int(fmix64(np.array([total + np.uint64(n)], dtype=np.uint64))[0]))
     return out
 
 

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from flows.curate import curate_flow
-from pipeline.core.schema import RunLayout
+from pipeline.formats.documents import RunLayout
 from tests.helpers import source_config, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

@@ -15,7 +15,6 @@ import pytest
 from datasketch import MinHash
 from datasketch.lsh import _optimal_param
 
-from pipeline.core.schema import REMOVED_SCHEMA
 from pipeline.dedup import clusters as clusters_module
 from pipeline.dedup import lsh as lsh_module
 from pipeline.dedup import minhash as minhash_module
@@ -51,8 +50,9 @@ from pipeline.dedup.minhash import (
     shingle_sets,
 )
 from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, word_hashes
-from pipeline.dedup.stage import deduplicate_shards
 from pipeline.filters.engine import apply_filters
+from pipeline.formats.documents import REMOVED_SCHEMA
+from pipeline.stages.dedup import deduplicate_shards
 
 HAS_SCHEMES = "scheme" in inspect.signature(MinHash.__init__).parameters
 SCHEMES = ["affine32", "legacy"] if HAS_SCHEMES else ["legacy"]
@@ -235,7 +235,8 @@ def test_lsh_layout_is_configurable_and_validated():
     with pytest.raises(ValueError, match="at most num_perm"):
         MinHashParams(bands=20, rows=7)
 
-    from pipeline.core.config import ConfigError, DedupConfig, validate_model
+    from pipeline.config import DedupConfig
+    from pipeline.formats.configfile import ConfigError, validate_model
 
     assert validate_model(DedupConfig, {}).minhash_params().lsh == (21, 6)
     assert validate_model(DedupConfig, {"recall": 0.95}).minhash_params().lsh == recall_bands(0.8, 128, 0.95)

@@ -12,8 +12,8 @@ import pytest
 
 from pipeline.dedup.clusters import connected_components
 from pipeline.dedup.lsh import SHARD_BITS, shard_of
-from pipeline.dedup.stage import find_components, shard_groups
 from pipeline.io.writer import write_parquet
+from pipeline.stages.dedup import find_components, shard_groups
 from pipeline.stages.units import in_process
 
 
@@ -93,7 +93,7 @@ def test_a_long_chain_settles_in_few_rounds(tmp_path):
 
 
 def test_units_follow_the_work_up_to_the_partitions():
-    from pipeline.dedup.stage import units_for
+    from pipeline.stages.dedup import units_for
 
     assert units_for(0, 1000, 8) == 1 and units_for(1000, 1000, 8) == 1 and units_for(1001, 1000, 8) == 2
     assert units_for(10**9, 1000, 8) == 8

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from flows.curate import curate_flow
-from pipeline.core.schema import RunLayout
+from pipeline.formats.documents import RunLayout
 from tests.helpers import source_config, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -152,7 +152,7 @@ def test_keep_rule_quality_keeps_the_best_scored_document_of_each_cluster(tmp_pa
 
 
 def test_keep_rule_quality_needs_the_quality_filter(tmp_path, corpus):
-    from pipeline.core.config import ConfigError
+    from pipeline.formats.configfile import ConfigError
 
     with pytest.raises(ConfigError, match='dedup.keep = "quality" needs the "quality" filter'):
         source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(corpus)]}], dedup={"keep": "quality"})

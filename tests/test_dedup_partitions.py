@@ -1,4 +1,4 @@
-"""The dedup stage's band-key partitions follow the corpus (pipeline.dedup.stage.partitions_for):
+"""The dedup stage's band-key partitions follow the corpus (pipeline.stages.dedup.partitions_for):
 dedup.partitions at least, more when a partition would hold more than BAND_ROWS_PER_PARTITION rows;
 the stage's outputs are the same bytes either way."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import hashlib
 import random
 
-import pipeline.dedup.stage as stage
-from pipeline.core.schema import RunLayout
+import pipeline.stages.dedup as stage
 from pipeline.dedup.minhash import MinHashParams
+from pipeline.formats.documents import RunLayout
 from pipeline.io.writer import write_json
 from tests.helpers import run_units, source_config, write_jsonl
 from tests.test_dedup import edit_words, make_vocabulary, random_text

@@ -15,7 +15,7 @@ from pipeline.dedup.clusters import ShingleLookup, cluster_table, verify_pairs
 from pipeline.dedup.lsh import candidate_pairs, shard_of
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import first_hop, route_pairs, second_hop
-from pipeline.dedup.stage import deduplicate_shards, find_duplicates
+from pipeline.stages.dedup import deduplicate_shards, find_duplicates
 from tests.test_dedup import edit_words, make_vocabulary, random_text, write_shards
 
 LOOSE = MinHashParams(num_perm=64, bands=64, rows=1, threshold=0.8)  # many false positives

@@ -14,11 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from pipeline.demo.corpus import build_demo_corpus
-from pipeline.demo.heldout import HELDOUT_MANIFEST, HELDOUT_TASK, HELDOUT_TEXTS
-from pipeline.demo.noise import perturb
-from pipeline.demo.plan import KINDS, MALFORMED, zipf_copy_counts
-from pipeline.experiment.downstream import demo_topic_task, load_task
+from demo.corpus import build_demo_corpus
+from demo.heldout import HELDOUT_MANIFEST, HELDOUT_TASK, HELDOUT_TEXTS
+from demo.noise import perturb
+from demo.plan import KINDS, MALFORMED, zipf_copy_counts
+from experiment.downstream import demo_topic_task
+from pipeline.formats.task import load_task
 
 DOCS = 3_000
 SEED = 7

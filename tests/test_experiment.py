@@ -18,14 +18,14 @@ import pytest
 from scipy import stats
 
 import flows.experiment as experiment_module
+from experiment.config import EvalSetConfig, curation_config, parse_experiment
+from experiment.heldout import heldout_texts, read_eval_set, trained_on
+from experiment.results import data_efficiency, heldout_scores
+from experiment.statistics import compare, fit_power_law, holm, spread, tokens_to_reach
 from flows.experiment import ContaminationError, experiment_flow
-from pipeline.core.config import ConfigError
 from pipeline.dedup.contamination import ReferenceIndex
-from pipeline.experiment.config import EvalSetConfig, curation_config, parse_experiment
-from pipeline.experiment.heldout import heldout_texts, read_eval_set, trained_on
-from pipeline.experiment.results import data_efficiency, heldout_scores
-from pipeline.experiment.statistics import compare, fit_power_law, holm, spread, tokens_to_reach
-from pipeline.tokenize import decode_documents, file_sha256, load_tokenizer
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.tokens import decode_documents, file_sha256, load_tokenizer
 from tests.helpers import resolve_json_path
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -645,7 +645,7 @@ def test_bootstrap_over_seeds_and_items():
     """The paired bootstrap: a constant difference is found exactly; over several strata the
     statistic is the mean of each stratum's ratio; with identical seeds its interval is the test
     items' own sampling error."""
-    from pipeline.experiment.statistics import bootstrap_ratio_difference
+    from experiment.statistics import bootstrap_ratio_difference
 
     rng = np.random.default_rng(1)
     b = rng.uniform(1, 3, size=(3, 40))

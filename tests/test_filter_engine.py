@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import polars as pl
 import pytest
 
-from pipeline.filters.base import FilterOutput, Rule
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE, apply_filters
 from pipeline.filters.pii import PIIScrubber
+from pipeline.formats.step import FilterOutput, Rule
 
 
 @dataclass
@@ -142,7 +142,7 @@ ELLIPSIS_LINES = [
 def test_gopher_paragraph_and_ellipsis_rules_fire_in_the_default_chain():
     """C4 (first in the default chain) drops blank lines and lines ending in "...": Gopher's
     duplicate-paragraph and ellipsis-line rules must still see them."""
-    from pipeline.core.config import DEFAULT_FILTERS
+    from pipeline.config import DEFAULT_FILTERS
     from pipeline.filters.registry import build_filters
 
     assert DEFAULT_FILTERS[0] == "c4_quality"

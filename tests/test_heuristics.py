@@ -14,7 +14,6 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from pipeline.filters.base import FilterOutput
 from pipeline.filters.heuristics import (
     HEURISTIC_FILTERS,
     C4Quality,
@@ -23,6 +22,7 @@ from pipeline.filters.heuristics import (
     GopherRepetition,
 )
 from pipeline.filters.text import is_spaceless_code, parse_lang, split_lines, split_paragraphs, words
+from pipeline.formats.step import FilterOutput
 
 
 def batch(texts: list[str], lang: str | None | list = "en") -> pl.DataFrame:

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from pipeline.report import UnknownDocument, inspect_document
+from report import UnknownDocument, inspect_document
 from tests.test_report import NEWSLETTER, curated_run
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -176,9 +176,9 @@ def hostile_lookup() -> dict:
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_inspect_prints_markup_as_written_and_escapes_control_characters(monkeypatch, tmp_path, as_json):
-    import pipeline.report
+    import report
 
-    monkeypatch.setattr(pipeline.report, "inspect_document", lambda run_dir, doc_id: hostile_lookup())
+    monkeypatch.setattr(report, "inspect_document", lambda run_dir, doc_id: hostile_lookup())
     result = CliRunner().invoke(app, ["inspect", str(tmp_path), HOSTILE] + (["--json"] if as_json else []))
     assert result.exit_code == 0, result.output
     for control in ("\x1b", "\x07", "\x9b", "\u202e"):
@@ -191,12 +191,12 @@ def test_inspect_prints_markup_as_written_and_escapes_control_characters(monkeyp
 
 
 def test_an_unknown_id_with_markup_and_escapes_is_one_plain_line(monkeypatch, tmp_path):
-    import pipeline.report
+    import report
 
     def unknown(run_dir, doc_id):
         raise UnknownDocument(doc_id, [HOSTILE])
 
-    monkeypatch.setattr(pipeline.report, "inspect_document", unknown)
+    monkeypatch.setattr(report, "inspect_document", unknown)
     result = CliRunner().invoke(app, ["inspect", str(tmp_path), HOSTILE])
     assert result.exit_code == 2
     assert result.output.startswith("error: no document 'web/[/red][bold]x\\x1b[2J")

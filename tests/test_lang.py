@@ -12,8 +12,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import lid_model as models
-from pipeline.core.config import ConfigError, load_config
+from pipeline.config import load_config
+from pipeline.formats.configfile import ConfigError
 from pipeline.lang import (
     DEFAULT_SAMPLE_CHARS,
     DEFAULT_SAMPLE_SPANS,
@@ -25,7 +25,8 @@ from pipeline.lang import (
     lang_decisions,
     normalize_label,
 )
-from pipeline.lid_model import DEFAULT_LID_MODEL, LID_MODEL_SHA256, fetch_lid_model, lid_model_path
+from pipeline.lang import model as models
+from pipeline.lang.model import DEFAULT_LID_MODEL, LID_MODEL_SHA256, fetch_lid_model, lid_model_path
 from pipeline.stages import registry as steps
 from pipeline.stages.registry import lang_step
 
@@ -319,9 +320,9 @@ def test_lid_model_path(tmp_path, monkeypatch):
     message = str(caught.value)
     assert "\n" not in message
     assert str(DEFAULT_LID_MODEL) in message
-    assert "make setup" in message and "python -m pipeline.lid_model" in message
+    assert "make setup" in message and "python -m pipeline.lang.model" in message
 
-    with pytest.raises(FileNotFoundError, match="python -m pipeline.lid_model"):
+    with pytest.raises(FileNotFoundError, match="python -m pipeline.lang.model"):
         lid_model_path(tmp_path / "missing.ftz")
 
     DEFAULT_LID_MODEL.parent.mkdir(parents=True)

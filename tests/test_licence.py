@@ -10,13 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from pipeline.core.config import ConfigError
-from pipeline.core.schema import RunLayout
-from pipeline.licence import UNKNOWN, LicenceRule, declared, licence_of
-from pipeline.report import build_report
-from pipeline.report.card import write_cards
-from pipeline.report.run import RunFiles
-from pipeline.tokenize import export_mixture
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import UNKNOWN, RunLayout
+from pipeline.formats.mixture import export_mixture
+from pipeline.licence import LicenceRule, declared, licence_of
+from pipeline.stages.card import write_cards
+from pipeline.stages.run import RunFiles
+from report import build_report
 from tests.helpers import check_card, html_page, mix_config, run_units, source_config, write_jsonl, write_warc
 
 

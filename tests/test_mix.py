@@ -10,6 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline.formats import hashing
+from pipeline.formats.hashing import seeded_id_hash
 from pipeline.mix import plan as mix
 from pipeline.mix.plan import (
     EpochCaps,
@@ -20,7 +22,6 @@ from pipeline.mix.plan import (
     group_sizes,
     mixture_report,
     sample_plan,
-    seeded_id_hash,
     seeded_id_uniform,
     split_validation,
     temperature_weights,
@@ -75,7 +76,7 @@ def test_seeded_id_hash_matches_the_formula():
 def test_seeded_id_hash_pieces_do_not_change_it(monkeypatch):
     ids = [f"id-{i}-{'x' * (i % 37)}" for i in range(3000)]
     whole = seeded_id_hash(ids, seed=3)
-    monkeypatch.setattr(mix, "HASH_CHUNK_BYTES", 64)
+    monkeypatch.setattr(hashing, "HASH_CHUNK_BYTES", 64)
     assert np.array_equal(seeded_id_hash(ids, seed=3), whole)
     # a sliced arrow array (offset != 0) hashes the same
     assert np.array_equal(seeded_id_hash(pl.Series(ids)[1000:2000], seed=3), whole[1000:2000])

@@ -17,12 +17,13 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.curate import curate_flow
-from pipeline.core.config import ConfigError
-from pipeline.core.schema import MIX_CAUSES, RunLayout
-from pipeline.mix.stage import run_mix
-from pipeline.report import build_report, inspect_document
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import MIX_CAUSES, RunLayout
+from pipeline.formats.mixture import export_mixture
+from pipeline.formats.tokens import decode_documents, load_tokenizer
+from pipeline.stages.mix import run_mix
 from pipeline.stages.registry import enabled_stages, last_document_stage
-from pipeline.tokenize import decode_documents, export_mixture, load_tokenizer
+from report import build_report, inspect_document
 from tests.helpers import mix_config, source_config, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

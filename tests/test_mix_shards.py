@@ -14,20 +14,13 @@ import polars as pl
 import pytest
 
 import pipeline.mix.shards as shards
-import pipeline.mix.stage as stage
-from pipeline.core.schema import RunLayout
-from pipeline.mix.mixture import read_manifest
-from pipeline.mix.plan import (
-    assign_groups,
-    cap_epochs,
-    group_sizes,
-    sample_plan,
-    seeded_id_hash,
-    split_validation,
-    temperature_weights,
-)
-from pipeline.mix.stage import run_mix
-from pipeline.tokenize import read_token_shard
+import pipeline.stages.mix as stage
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.hashing import seeded_id_hash
+from pipeline.formats.mixture import read_manifest
+from pipeline.formats.tokens import read_token_shard
+from pipeline.mix.plan import assign_groups, cap_epochs, group_sizes, sample_plan, split_validation, temperature_weights
+from pipeline.stages.mix import run_mix
 from tests.helpers import mix_config, tokenized_run, write_jsonl
 
 WORDS = "river council budget market school harbour winter garden station bridge museum library voted".split()

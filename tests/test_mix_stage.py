@@ -1,4 +1,4 @@
-"""The mix stage as a library call (pipeline.mix.stage.run_mix), without Prefect: its ledger, its
+"""The mix stage as a library call (pipeline.stages.mix.run_mix), without Prefect: its ledger, its
 mixtures, the units it hands to its runner, and a resume after a kill that writes the same bytes."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections import Counter
 
 import polars as pl
 
-from pipeline.core.schema import RunLayout
-from pipeline.mix.mixture import read_manifest
-from pipeline.mix.stage import run_mix
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.mixture import read_manifest
+from pipeline.stages.mix import run_mix
 from pipeline.stages.units import in_process
 from tests.helpers import mix_config, tokenized_run, write_jsonl
 

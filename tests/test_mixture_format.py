@@ -1,4 +1,4 @@
-"""The mixture folder format's one owner (pipeline.mix.mixture): file names and the manifest's checks."""
+"""The mixture folder format's one owner (pipeline.formats.mixture): file names and the manifest's checks."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pipeline.mix.mixture import (
+from pipeline.formats.mixture import (
     MIXTURE_FORMAT,
     MixtureError,
     group_file_stem,

@@ -10,8 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.demo.corpus import build_demo_corpus
-from pipeline.filters.base import Rule
+from demo.corpus import build_demo_corpus
 from pipeline.filters.engine import apply_filters
 from pipeline.filters.quality import (
     MIN_LANG_DOCS,
@@ -23,6 +22,7 @@ from pipeline.filters.quality import (
     prepare_texts,
     train_quality_classifier,
 )
+from pipeline.formats.step import Rule
 
 NOISE = ("boilerplate", "spam", "lorem", "gibberish")
 

@@ -16,12 +16,12 @@ import zstandard
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from pipeline.core.ledger import Ledger, LedgerError
-from pipeline.core.schema import RunLayout
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.ledger import Ledger, LedgerError
 from pipeline.io.records import ReadLimits
 from pipeline.io.warc import read_warc
-from pipeline.source import drop_repeated_ids
 from pipeline.stages.shard import check_stage_outputs
+from pipeline.stages.source import drop_repeated_ids
 from tests.helpers import html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
 
@@ -412,7 +412,9 @@ def test_a_json_document_over_the_bound_or_broken_is_quarantined_once(tmp_path, 
     (folder / "broken.json").write_text('[\n  {"text": "one"},\n  {"text": "two"\n')
     # A JSON-lines file whose first record is broken is still read line by line.
     (folder / "lines.jsonl").write_text('{"text": "unterminated\n{"text": "fine"}\n')
-    monkeypatch.setattr("pipeline.source.ReadLimits", functools.partial(ReadLimits, max_json_document_bytes=1000))
+    monkeypatch.setattr(
+        "pipeline.stages.source.ReadLimits", functools.partial(ReadLimits, max_json_document_bytes=1000)
+    )
     config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(folder)]}])
     parts = run_units(config)
     assert [p["ledger"]["quarantined"] for p in parts] == [{"too_large": 1}, {"invalid_json": 1}, {"invalid_json": 1}]

@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from pipeline.core.schema import DOC_SCHEMA, RunLayout
+from pipeline.formats.documents import DOC_SCHEMA, RunLayout
 from tests.helpers import html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
 

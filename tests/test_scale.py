@@ -17,12 +17,12 @@ import pytest
 from distributed import Client
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from demo.corpus import build_demo_corpus
 from flows.curate import curate_flow
 from flows.demo import demo_config
 from flows.runners import Runner, RunnerError, check_storage, running_on
-from pipeline.core.config import parse_config
-from pipeline.core.manifest import LOCK_NAME
-from pipeline.demo.corpus import build_demo_corpus
+from pipeline.config import parse_config
+from pipeline.formats.manifest import LOCK_NAME
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 

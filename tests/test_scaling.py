@@ -1,4 +1,4 @@
-"""The scaling-law fit (pipeline.experiment.scaling): losses generated from known parameters are
+"""The scaling-law fit (experiment.scaling): losses generated from known parameters are
 recovered (exactly without noise, within stated tolerances with it), the compute-optimal split is
 the minimum along its iso-FLOP line, and the bootstrap's intervals hold the truth."""
 
@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from pipeline.experiment.scaling import (
+from experiment.scaling import (
     ScalingFit,
     _objective,
     bootstrap_scaling_law,

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from pipeline.experiment.results import language_metrics
+from experiment.results import language_metrics
 from trainer.model import GPT, GPTConfig
 from trainer.scoring import document_losses
 

@@ -17,9 +17,11 @@ import pytest
 from upath import UPath
 
 from flows.curate import curate_flow
-from pipeline.core.config import ConfigError, parse_config
-from pipeline.core.manifest import LOCK_NAME
-from pipeline.core.schema import RunLayout
+from pipeline.config import parse_config
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.manifest import LOCK_NAME
+from pipeline.formats.mixture import export_mixture
 from pipeline.io.storage import (
     arrow_filesystem,
     as_path,
@@ -40,10 +42,9 @@ from pipeline.io.writer import (
     write_json,
     write_parquet,
 )
-from pipeline.report import build_report, inspect_document
 from pipeline.stages.registry import DOCUMENT_STAGES
 from pipeline.stages.shard import check_stage_outputs
-from pipeline.tokenize import export_mixture
+from report import build_report, inspect_document
 from tests.test_report import write_corpus
 from trainer.config import parse_train_config
 from trainer.data import MixtureError, open_mixture

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from experiment.config import parse_experiment
+from experiment.sweep import grid, learning_rate, parameter_counts, train_data
 from flows.experiment import experiment_flow
 from flows.sweep import sweep_flow
-from pipeline.core.config import ConfigError
-from pipeline.experiment.config import parse_experiment
-from pipeline.experiment.sweep import grid, learning_rate, parameter_counts, train_data
+from pipeline.formats.configfile import ConfigError
 from tests.helpers import resolve_json_path
 
 MODELS = [
@@ -190,7 +190,7 @@ def test_a_sweep_of_the_users_corpus_needs_no_task(tmp_path):
     import polars as pl
 
     import flows.experiment as experiment_module
-    from pipeline.experiment.heldout import heldout_texts, read_eval_set
+    from experiment.heldout import heldout_texts, read_eval_set
 
     curation = tmp_path / "curation.toml"
     curation.write_text('run_dir = "unused"\n[[sources]]\nname = "mine"\nformat = "jsonl"\npaths = ["x.jsonl"]\n')

@@ -16,7 +16,7 @@ import pyarrow.ipc as ipc
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from pipeline.tokenize import (
+from pipeline.formats.tokens import (
     SHARD_FORMAT,
     decode_documents,
     export_bin,
@@ -24,9 +24,8 @@ from pipeline.tokenize import (
     read_token_shard,
     special_ids,
     tokenizer_sha256,
-    train_tokenizer,
-    write_token_shard,
 )
+from pipeline.tokenizer import train_tokenizer, write_token_shard
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,7 +104,7 @@ def test_training_is_the_same_in_another_process_with_one_thread(tmp_path):
     for kind, vocab_size in (("bpe", 400), ("wordpiece", 300)):
         train_tokenizer(texts, tmp_path / f"{kind}-here.json", kind=kind, vocab_size=vocab_size)
     script = (
-        "import json, sys; from pathlib import Path; from pipeline.tokenize import train_tokenizer\n"
+        "import json, sys; from pathlib import Path; from pipeline.tokenizer import train_tokenizer\n"
         "d = Path(sys.argv[1]); texts = json.loads((d / 'texts.json').read_text())\n"
         "train_tokenizer(texts, d / 'bpe-there.json', kind='bpe', vocab_size=400)\n"
         "train_tokenizer(texts, d / 'wordpiece-there.json', kind='wordpiece', vocab_size=300)\n"
@@ -119,7 +118,7 @@ def test_training_is_the_same_in_another_process_with_one_thread(tmp_path):
 def test_wordpiece_declares_continuations_it_missed_and_stays_deterministic(tmp_path, monkeypatch):
     """If the character filter wrongly skips characters, training runs again with the ##x tokens
     it created declared, and the result is again the same every time."""
-    import pipeline.tokenize as tokenize
+    import pipeline.tokenizer as tokenize
 
     monkeypatch.setattr(tokenize, "_may_continue_word", lambda char: False)
     texts = corpus()
@@ -366,7 +365,7 @@ def _shards(folder, ids: list[str], shards: int) -> list:
 def test_the_tokenizer_sample_is_the_smallest_keys_whatever_the_shards(tmp_path, monkeypatch):
     """The sample is the documents with the smallest seeded keys: the same ids on 1 or 7 shards,
     exactly sample_docs of them, and the same again when the first pass's bound falls short."""
-    from pipeline.mix.plan import seeded_id_hash
+    from pipeline.formats.hashing import seeded_id_hash
     from pipeline.stages import tokenize as stage
     from pipeline.stages.units import in_process
 

@@ -6,8 +6,8 @@ import pyarrow as pa
 import pytest
 
 from flows.curate import curate_flow
-from pipeline.core.schema import RunLayout
-from pipeline.tokenize import decode_documents, load_tokenizer, read_token_shard
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.tokens import decode_documents, load_tokenizer, read_token_shard
 from tests.helpers import source_config, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -49,7 +49,7 @@ def test_tokenize_stage_writes_every_curated_document_and_resumes(tmp_path):
 
 
 def test_a_given_tokenizer_is_used_as_it_is(tmp_path):
-    from pipeline.tokenize import train_tokenizer
+    from pipeline.tokenizer import train_tokenizer
 
     shared = train_tokenizer(["a shared tokenizer for several mixtures"] * 20, tmp_path / "shared.json", vocab_size=280)
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "hello there"}])

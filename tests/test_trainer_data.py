@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.tokenize import load_tokenizer, read_token_shard, train_tokenizer, write_token_shard
+from pipeline.formats.tokens import load_tokenizer, read_token_shard
+from pipeline.tokenizer import train_tokenizer, write_token_shard
 from tests.trainer_fixtures import copy_mixture, group_texts, shared_mixture
 from trainer.data import MixtureError, TokenStream, TrainLoader, bits_per_byte, open_mixture, validation_batches
 from trainer.model import IGNORE_INDEX

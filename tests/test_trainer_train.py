@@ -17,8 +17,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from pipeline.core.config import ConfigError
-from pipeline.tokenize import read_token_shard
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.tokens import read_token_shard
 from tests.trainer_fixtures import shared_mixture, toml_text, train_config_dict
 from trainer.config import TrainConfig, load_train_config, parse_train_config
 from trainer.data import open_mixture

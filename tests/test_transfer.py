@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from pipeline.experiment.downstream import draw_seed, labelled_subsets, load_task, task_splits
-from pipeline.tokenize import load_tokenizer, train_tokenizer
+from pipeline.formats.task import draw_seed, labelled_subsets, load_task, task_splits
+from pipeline.formats.tokens import load_tokenizer
+from pipeline.tokenizer import train_tokenizer
 from trainer.model import GPT, GPTConfig
 from trainer.transfer import (
     TransferSettings,
@@ -193,7 +194,7 @@ def test_transfer_runs_only_for_the_variants_named(monkeypatch):
     """`[task] variants` limits the transfer runs (random init and the bag of words besides); with
     none named, neither reference runs, and follow-ups go to the variants they name."""
     import flows.experiment as experiment
-    from pipeline.experiment.config import parse_experiment
+    from experiment.config import parse_experiment
 
     ran = []
     monkeypatch.setattr(experiment, "pretrain_task", lambda variant, seed, train_config: {"v": variant})

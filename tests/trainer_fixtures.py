@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.tokenize import load_tokenizer, special_ids, train_tokenizer, write_token_shard
+from pipeline.formats.tokens import load_tokenizer, special_ids
+from pipeline.tokenizer import train_tokenizer, write_token_shard
 
 GROUPS = ("en/news", "chat")
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from pipeline.core.config import ConfigError
+from pipeline.formats.configfile import ConfigError
 from pipeline.io.writer import TMP_MARK, atomic_path
 
 CHECKPOINT_FORMAT = "curate.checkpoint/1"

@@ -1,7 +1,7 @@
 """Training configuration: a TOML file of plain values, validated before any work.
 
 Every key has a default but ``mixture`` and ``out_dir``; a problem stops the run with one line
-(``pipeline.core.config.ConfigError``) naming the key and the fix. Values are strict: ``lr = "3e-4"``
+(``pipeline.config.ConfigError``) naming the key and the fix. Values are strict: ``lr = "3e-4"``
 or ``compile = 1`` is an error, not a guess. Relative paths are resolved from the current
 working directory. An example, the CPU demo::
 
@@ -29,7 +29,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pipeline.core.config import ConfigError, read_toml, validate_model
+from pipeline.formats.configfile import ConfigError, read_toml, validate_model
 from pipeline.io.storage import is_local
 
 # The trainer memory-maps local mixture folders; said wherever a remote one is given.

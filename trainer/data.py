@@ -1,7 +1,7 @@
 """The trainer's input: a mixture directory, its token streams, training windows and validation.
 
 A mixture directory (written by the ``mix`` stage) holds ``manifest.json``, ``tokenizer.json`` and
-token shards (``pipeline.tokenize``'s format) under ``train/`` and ``validation/``.
+token shards (``pipeline.formats.tokens``'s format) under ``train/`` and ``validation/``.
 :func:`open_mixture` checks it and memory-maps every shard (zero copy).
 
 Training windows. The train shards, in manifest order, are one token stream. Window ``i`` is
@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pipeline.formats.mixture import MANIFEST_FILE, MixtureError, read_manifest
+from pipeline.formats.mixture import tokenizer_path as tokenizer_file
+from pipeline.formats.tokens import file_sha256, read_token_shard, shard_metadata
 from pipeline.io.storage import is_local
-from pipeline.mix.mixture import MANIFEST_FILE, MixtureError, read_manifest
-from pipeline.mix.mixture import tokenizer_path as tokenizer_file
-from pipeline.tokenize import file_sha256, read_token_shard, shard_metadata
 from trainer.config import COPY_MIXTURE_HERE
 from trainer.model import mask_tokens
 

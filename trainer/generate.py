@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from pipeline.tokenize import load_tokenizer, special_ids
+from pipeline.formats.tokens import load_tokenizer, special_ids
 from trainer.checkpoints import CHECKPOINT_DIR, load_checkpoint, load_latest_checkpoint
 from trainer.model import GPT, GPTConfig
 

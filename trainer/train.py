@@ -53,7 +53,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from pipeline.core.config import ConfigError
+from pipeline.formats.configfile import ConfigError
 from pipeline.io.writer import atomic_path, write_json
 from trainer.checkpoints import (  # noqa: F401
     CHECKPOINT_DIR,

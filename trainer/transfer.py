@@ -1,7 +1,7 @@
 """Transfer to a downstream classification task as a label-efficiency curve.
 
 For a model (a pretrained checkpoint, or the same architecture at random initialization) and a
-task (``pipeline.experiment.downstream``: id, text, label, split), the task's train split is cut into a dev
+task (``pipeline.formats.task``: id, text, label, split), the task's train split is cut into a dev
 split (fixed by the task's seed, class-balanced) and a labelled pool; at each labelled-set size,
 several labelled subsets are drawn from the pool (nested over sizes within a draw, class-balanced,
 seeded by the run's seed and the draw, so every model of one seed sees the same draws), and on each:
@@ -45,8 +45,8 @@ import torch
 import torch.nn.functional as F
 from tokenizers import Tokenizer
 
-from pipeline.experiment.downstream import draw_seed, labelled_subsets, labels, task_splits
-from pipeline.tokenize import special_ids
+from pipeline.formats.task import draw_seed, labelled_subsets, labels, task_splits
+from pipeline.formats.tokens import special_ids
 from trainer.model import GPT
 
 NO_DEV = {"accuracy": math.nan, "loss": math.nan}  # the dev scores when there is no dev split

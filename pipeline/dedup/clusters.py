@@ -58,8 +58,8 @@ from pipeline.dedup.lsh import (
     row_of,
     shard_of,
 )
+from pipeline.formats.step import Step, StepResult, removed_frame
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file
-from pipeline.stages.shard import Step, StepResult, removed_frame
 
 STAGE = "dedup"
 RULE_EXACT = "dedup.exact_duplicate"

@@ -1,7 +1,7 @@
 """Connected components of the verified edges without one unit that holds them all: the
 alternating Large-Star and Small-Star rounds of Kiveris et al. (2014, "Connected Components in
 MapReduce and Beyond"), one function call per shard per half-round (the dedup stage groups the
-calls into units, pipeline.dedup.stage), the edges routed between half-rounds to the shard of the
+calls into units, pipeline.stages.dedup), the edges routed between half-rounds to the shard of the
 document they are keyed by.
 
     seed_edges(S)       the verified edges of shard S's files, both ways round, routed by key:

@@ -25,10 +25,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.core.schema import string_array
 from pipeline.dedup.clusters import jaccard_of_pairs
 from pipeline.dedup.lsh import EXACT_BAND, signature_batch
 from pipeline.dedup.minhash import MinHashParams
+from pipeline.formats.documents import string_array
 
 MATCHES_SCHEMA = {"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64}
 

@@ -40,7 +40,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.dedup.normalize import combine_word_hashes, word_hashes
-from pipeline.filters.base import FilterOutput, Rule
+from pipeline.formats.step import FilterOutput, Rule
 from pipeline.io.storage import as_path, is_path, read_parquet, read_table
 from pipeline.io.writer import write_parquet
 
@@ -166,7 +166,7 @@ def remove_repeated_lines_shard(
 
 @dataclass
 class RepeatedLines:
-    """Repeated-line removal as a document filter (``pipeline.filters.base.DocFilter``): it rewrites
+    """Repeated-line removal as a document filter (``pipeline.formats.step.DocFilter``): it rewrites
     the text and removes no document by itself (the filter engine removes a document the rewrite
     left blank). Per-document counts: ``repeated_lines.lines_removed`` and
     ``repeated_lines.chars_removed``."""

@@ -45,7 +45,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.core.schema import PARQUET_COMPRESSION
 from pipeline.dedup.minhash import (
     MinHashParams,
     band_keys,
@@ -56,7 +55,7 @@ from pipeline.dedup.minhash import (
 )
 from pipeline.dedup.normalize import combine_word_hashes, words
 from pipeline.io.storage import as_path, is_path, parquet_file, read_parquet, read_table
-from pipeline.io.writer import atomic_sink, write_parquet
+from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink, write_parquet
 
 EXACT_BAND = -1
 ROW_GROUP_ROWS = 1024

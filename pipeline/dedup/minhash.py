@@ -49,7 +49,8 @@ from typing import Literal
 
 import numpy as np
 
-from pipeline.dedup.normalize import Texts, Words, fmix64, words
+from pipeline.dedup.normalize import Texts, Words, words
+from pipeline.formats.hashing import fmix64
 
 Scheme = Literal["affine32", "legacy"]
 ShingleHash = Literal["polynomial", "sha1"]

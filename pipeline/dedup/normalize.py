@@ -48,6 +48,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.formats.hashing import fmix64
+
 Texts = pl.Series | pa.Array | pa.ChunkedArray | Sequence[str]
 
 # Scripts written without spaces between words: every character is a word.
@@ -77,16 +79,6 @@ _WORD_SEED = 0x5EED_0D0C
 
 # Batches are cut into chunks of about this many bytes so that numpy's temporaries stay in cache.
 CHUNK_BYTES = 1 << 20
-
-
-def fmix64(h: np.ndarray) -> np.ndarray:
-    """The MurmurHash3 64-bit finalizer: a bijection on uint64 that mixes every bit into every bit."""
-    with np.errstate(over="ignore"):
-        h = h ^ (h >> _FMIX_SHIFT)
-        h = h * _FMIX_M1
-        h = h ^ (h >> _FMIX_SHIFT)
-        h = h * _FMIX_M2
-        return h ^ (h >> _FMIX_SHIFT)
 
 
 class _Multipliers:

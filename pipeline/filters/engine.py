@@ -8,8 +8,7 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from pipeline.filters.base import DocFilter, FilterOutput
-from pipeline.stages.shard import StepResult, removed_frame
+from pipeline.formats.step import DocFilter, FilterOutput, StepResult, removed_frame
 
 STAGE = "filter"
 # A document whose text the filters' rewrites (line removals) left blank is removed by this rule.

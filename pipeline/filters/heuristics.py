@@ -2,7 +2,7 @@
 
 Each filter measures a whole batch at once with polars expressions and numpy (words, lines and
 paragraphs come from :mod:`pipeline.filters.text`), returns one Float64 column per measure in
-input order, and states its rules as :class:`~pipeline.filters.base.Rule` thresholds. Thresholds
+input order, and states its rules as :class:`~pipeline.formats.step.Rule` thresholds. Thresholds
 are constructor arguments whose defaults are the published values; ``None`` disables a rule.
 
 Sources:
@@ -35,7 +35,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.filters.base import FilterOutput, Rule
 from pipeline.filters.text import (
     SPACELESS_CHAR_PATTERN,
     flatten,
@@ -52,6 +51,7 @@ from pipeline.filters.text import (
     word_count,
     words,
 )
+from pipeline.formats.step import FilterOutput, Rule
 
 # Gopher appendix A.1.1: "at least two of the following English words: the, be, to, of, and,
 # that, have, with". Other languages get a list here once one is published for them.

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline.filters.base import FilterOutput, Rule
+from pipeline.formats.step import FilterOutput, Rule
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"

@@ -78,7 +78,7 @@ import numpy as np
 import orjson
 import polars as pl
 
-from pipeline.filters.base import FilterOutput, Rule
+from pipeline.formats.step import FilterOutput, Rule
 from pipeline.io.quiet import quiet_stderr
 from pipeline.io.warc import read_warc
 from pipeline.io.writer import atomic_path, read_json, write_json
@@ -500,7 +500,7 @@ def demo_web_pool(corpus_dir: Path) -> pl.DataFrame:
 
 
 def demo_training_texts(corpus_dir: Path, seed: int) -> tuple[list[str], list[str]]:
-    """Training texts from a demo corpus (:mod:`pipeline.demo`): positives are its clean
+    """Training texts from a demo corpus (:mod:`demo`): positives are its clean
     news articles (``labels.parquet`` kind ``clean``, source ``news``: the reference text),
     negatives a random sample of its ``web/`` pages (the raw pool, whatever they hold), as many
     as the positives, or all pages if there are fewer (then as many positives, at random).

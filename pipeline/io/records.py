@@ -1,7 +1,7 @@
 """What readers produce: batches of raw records, each either a candidate document or a failure.
 
 Every reader yields Arrow batches of :data:`RAW_SCHEMA`. A record a reader could not parse comes
-with ``reason`` set (and ``text`` null); :func:`pipeline.source.split_batch` then applies the checks
+with ``reason`` set (and ``text`` null); :func:`pipeline.stages.source.split_batch` then applies the checks
 that do not depend on the format (missing, empty, NUL bytes, too large) to all records at once.
 """
 

@@ -31,7 +31,9 @@ from resiliparse.parse.html import HTMLTree
 from warcio.archiveiterator import ArchiveIterator
 
 from pipeline.io.records import RawBatchBuilder, ReadLimits
-from pipeline.licence import LICENCE_LINKS
+
+# The meta key where the WARC reader puts a page's rel="license" links.
+LICENCE_LINKS = "licence_links"
 
 CONTENT_RECORDS = {"response", "resource", "conversion"}
 HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml", "text/xml")

@@ -20,8 +20,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.core.schema import PARQUET_COMPRESSION
 from pipeline.io.storage import as_path, is_local, put_bytes
+
+PARQUET_COMPRESSION = "zstd"
 
 TMP_MARK = ".tmp-"
 

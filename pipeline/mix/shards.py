@@ -38,11 +38,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.core.config import ConfigError
-from pipeline.core.schema import LICENCE, MIX_CONTAMINATED, MIX_NEAR_ID, MIX_RULE
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import LICENCE, MIX_CONTAMINATED, MIX_NEAR_ID, MIX_RULE
+from pipeline.formats.hashing import seeded_id_hash
+from pipeline.formats.ledger import add_counts
 from pipeline.io.storage import parquet_file, read_parquet, read_table, scan_parquet
 from pipeline.io.writer import parquet_stream, write_parquet
-from pipeline.mix.plan import SALT_SAMPLE, assign_groups, sample_plan, seeded_id_hash, split_validation
+from pipeline.mix.plan import SALT_SAMPLE, assign_groups, sample_plan, split_validation
 
 # Salt of the order in which a group's documents are written (copy k of an upsampled document
 # uses salt + k, so the copies of one document land far apart).
@@ -96,16 +98,6 @@ def group_documents(scan: pl.DataFrame, by: Sequence[str], merge: Mapping[str, s
 def group_tokens(frame: pl.DataFrame, group: str = "group") -> dict[str, int]:
     counted = frame.group_by(group).agg(pl.col("tokens").sum())
     return dict(zip(counted[group].to_list(), (int(v) for v in counted["tokens"].to_list())))
-
-
-def add_counts(total: dict, found: Mapping) -> dict:
-    """Add ``found``'s numbers into ``total`` (nested dicts key by key)."""
-    for key, value in found.items():
-        if isinstance(value, Mapping):
-            add_counts(total.setdefault(key, {}), value)
-        else:
-            total[key] = total.get(key, 0) + value
-    return total
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,19 +9,20 @@ from functools import lru_cache
 
 import polars as pl
 
-from pipeline.core.config import RunConfig
+from pipeline.config import RunConfig
 from pipeline.filters.engine import apply_filters
 from pipeline.filters.registry import build_filters
+from pipeline.formats.documents import licence_series
+from pipeline.formats.step import Step, StepResult, removed_frame
 from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
-from pipeline.licence import LicenceRule, licence_series
-from pipeline.lid_model import lid_model_path
-from pipeline.stages.shard import Step, StepResult, removed_frame
+from pipeline.lang.model import lid_model_path
+from pipeline.licence import LicenceRule
 
 
 @dataclass(frozen=True)
 class StageSpec:
     """A stage of a curation run: its name (also its folder in the run directory, see
-    pipeline.core.schema.RunLayout), how its flow works (``kind``), and whether it writes documents
+    pipeline.formats.documents.RunLayout), how its flow works (``kind``), and whether it writes documents
     (``docs/*.parquet``) that the next stage reads."""
 
     name: str

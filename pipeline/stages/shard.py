@@ -10,34 +10,20 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.core.config import RunConfig
-from pipeline.core.ledger import Ledger, LedgerError
-from pipeline.core.manifest import record_stage
-from pipeline.core.schema import DOC_SCHEMA, LANG_FIELDS, LICENCE, REMOVED_SCHEMA, RunLayout, StageDir
+from pipeline.config import RunConfig
+from pipeline.formats.documents import LICENCE, REMOVED_SCHEMA, UNKNOWN, RunLayout, StageDir
+from pipeline.formats.ledger import Ledger, LedgerError
+from pipeline.formats.manifest import record_stage
+from pipeline.formats.step import Step, docs_table
 from pipeline.io.storage import as_path, parquet_file, read_table, remove_tree
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
-from pipeline.licence import UNKNOWN, licence_series
-
-
-@dataclass
-class StepResult:
-    """What a step did to one batch."""
-
-    kept: pl.DataFrame
-    removed: pl.DataFrame  # REMOVED_SCHEMA columns, one row per removed document
-    counts: Counter = field(default_factory=Counter)  # extra tallies for stats.json (e.g. rules that fired)
-
-
-Step = Callable[[pl.DataFrame], StepResult]
 
 
 def fingerprint(path: str | Path) -> dict:
@@ -51,39 +37,6 @@ def fingerprint(path: str | Path) -> dict:
     except OSError as error:
         return {"path": name, "bytes": None, "sha256": None, "error": f"{type(error).__name__}: {error}"}
     return {"path": name, "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
-
-
-def docs_table(docs: pl.DataFrame) -> pa.Table:
-    """Documents as Arrow with the schema's own types (polars' string types vary by version)."""
-    known = {f.name: f for f in [*DOC_SCHEMA, *LANG_FIELDS]}
-    table = docs.to_arrow()
-    schema = pa.schema([known.get(f.name, f) for f in table.schema])
-    return table.cast(schema)
-
-
-def removed_frame(docs: pl.DataFrame, stage: str, rule: pl.Series | str, value, threshold) -> pl.DataFrame:
-    """REMOVED_SCHEMA rows for ``docs`` (rule, value and threshold: per row or one for all)."""
-    n = docs.height
-    lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * n, dtype=pl.Utf8)
-    frame = pl.DataFrame(
-        {
-            "id": docs["id"],
-            "source": docs["source"],
-            "lang": lang,
-            LICENCE: licence_series(docs),
-            "stage": pl.Series([stage] * n, dtype=pl.Utf8),
-            "rule": rule if isinstance(rule, pl.Series) else pl.Series([rule] * n, dtype=pl.Utf8),
-            "value": value if isinstance(value, pl.Series) else pl.Series([value] * n, dtype=pl.Float64),
-            "threshold": threshold
-            if isinstance(threshold, pl.Series)
-            else pl.Series([threshold] * n, dtype=pl.Float64),
-        }
-    )
-    return frame.with_columns(pl.col("value").cast(pl.Float64), pl.col("threshold").cast(pl.Float64))
-
-
-def empty_removed() -> pl.DataFrame:
-    return pl.from_arrow(REMOVED_SCHEMA.empty_table())
 
 
 # What a document without the column (or with a null) is counted under, per grouping key.

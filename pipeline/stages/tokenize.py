@@ -1,5 +1,5 @@
 """The `tokenize` stage: a tokenizer (given, or trained on a sample of the curated documents), then
-one unit per curated shard writing its documents as a token shard (``pipeline.tokenize``).
+one unit per curated shard writing its documents as a token shard (``pipeline.formats.tokens``).
 
 :func:`run_tokenize` hands its units to ``run_units`` (``pipeline.stages.units``; the Prefect flow
 ``flows.tokenize`` submits each as a task), so the stage runs with or without Prefect and writes
@@ -23,18 +23,18 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.config import RunConfig
-from pipeline.core.ledger import LedgerError
-from pipeline.core.manifest import record_stage
-from pipeline.core.schema import LICENCE, RunLayout
+from pipeline.config import RunConfig
+from pipeline.formats.documents import LICENCE, RunLayout, licence_series
+from pipeline.formats.hashing import seeded_id_hash
+from pipeline.formats.ledger import LedgerError, add_counts
+from pipeline.formats.manifest import record_stage
+from pipeline.formats.tokens import load_tokenizer, read_token_shard, tokenizer_sha256
 from pipeline.io.storage import parquet_file
 from pipeline.io.writer import read_json, remove_temporaries, write_json
-from pipeline.licence import licence_counts, licence_series
-from pipeline.mix.plan import seeded_id_hash
-from pipeline.mix.shards import add_counts
+from pipeline.licence import licence_counts
 from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.stages.units import RunUnits, in_blocks, in_process
-from pipeline.tokenize import load_tokenizer, read_token_shard, tokenizer_sha256, train_tokenizer, write_token_shard
+from pipeline.tokenizer import train_tokenizer, write_token_shard
 
 STAGE = "tokenize"
 _SALT = 0x70C3  # keys of the tokenizer sample, apart from other seeded uses of the ids

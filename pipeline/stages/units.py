@@ -1,6 +1,6 @@
 """How a stage hands its units of work to whoever runs them.
 
-A stage in the library (``pipeline.mix.stage.run_mix``, ``pipeline.dedup.stage.run_dedup``) calls
+A stage in the library (``pipeline.stages.mix.run_mix``, ``pipeline.stages.dedup.run_dedup``) calls
 ``run_units(label, fn, jobs)`` for each list of units it can run side by side. :func:`in_process`
 runs them one after the other here; the Prefect flows (``flows``) submit each as a task on the
 flow's task runner. Either way the stage runs the same code and writes the same files, so it is

@@ -1,0 +1,579 @@
+"""The experiment's config: its variants, held-out sets of the user's, decontamination, the
+downstream task and its fine-tuning, memorization, languages, data efficiency and the tokenizer
+(:class:`ExperimentConfig`, read by :func:`load_experiment`), and the curation run config of each
+group of variants that share their stages (:func:`curation_config`)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from pipeline.config import DEFAULT_FILTERS, EXCLUDE_SUFFIXES, _existing_file, _Strict
+from pipeline.formats.configfile import ConfigError, read_toml, validate_model
+
+DOCUMENT_STEPS = ("lang", "filter", "dedup", "lines")
+DEMO_SETS = ("news", "dialogues", "web", "junk")
+
+
+class VariantConfig(_Strict):
+    """One variant: the curation it runs and how its mixture is weighted."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    stages: list[Literal["lang", "filter", "dedup", "lines"]] = Field(default_factory=list)
+    quality: bool = False  # add the fastText quality filter (needs the filter stage)
+    temperature: float | None = Field(default=None, gt=0)  # over the groups; None: 1 (natural)
+    weights: dict[str, float] | None = None
+    uniform: bool = False  # every group weighs the same; with max_epochs, UniMax (Chung et al. 2023)
+    max_epochs: float | None = Field(default=None, gt=0)  # None: the experiment's
+    budget_tokens: int | None = Field(default=None, ge=1)  # None: the experiment's
+    # A leave-one-out variant (FineWeb-style ablation) is also compared with the pipeline it leaves
+    # a step out of: what removing that step costs, measured inside the pipeline that uses it.
+    ablation_of: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.quality and "filter" not in self.stages:
+            raise ValueError(f"variant {self.name}: quality = true needs 'filter' in stages")
+        if sum([self.temperature is not None, self.weights is not None, self.uniform]) > 1:
+            raise ValueError(f"variant {self.name}: give one of temperature, weights and uniform")
+        return self
+
+    @property
+    def sampling_temperature(self) -> float | None:
+        """The temperature its groups are sampled at (uniform: infinite); None for explicit weights."""
+        if self.weights is not None:
+            return None
+        return math.inf if self.uniform else (self.temperature or 1.0)
+
+    @property
+    def curation_key(self) -> str:
+        """The folder of this variant's curation run: variants with equal curation share it."""
+        steps = [s for s in DOCUMENT_STEPS if s in self.stages] + (["quality"] if self.quality else [])
+        return "+".join(steps) or "raw"
+
+
+class EvalSetConfig(_Strict):
+    """A held-out set of the user's: a Parquet or JSON-lines file of texts, with an optional group
+    and id column. Excluded from every pool and evaluated like the demo's held-out sets."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    path: Path
+    text_field: str = "text"
+    group_field: str | None = None  # default: one group named after the set
+    id_field: str | None = None  # default: "<name>:<row>"; a pool document with an equal id is excluded
+    clean: bool = True  # clean sets make the headline; others are reported on their own
+
+    @field_validator("path")
+    @classmethod
+    def _set_exists(cls, value):
+        _existing_file(value, "eval_sets.path", "a Parquet or JSON-lines file of held-out texts")
+        if Path(value).suffix not in EXCLUDE_SUFFIXES:
+            raise ValueError(
+                f"{str(value)!r} is neither Parquet nor JSON lines; point eval_sets.path at "
+                f"{' or '.join(EXCLUDE_SUFFIXES)} files"
+            )
+        return value
+
+
+class DecontaminationConfig(_Strict):
+    """How held-out and task texts are kept out of training (passed to every run's mix section)."""
+
+    window_tokens: int = Field(default=13, ge=0)  # 0: no token-window exclusion (the check still runs)
+    common_window_docs: int = Field(default=10, ge=1)  # windows in more documents are common text
+
+
+class FinetuneConfig(_Strict):
+    """Full fine-tuning on the labelled subsets (trainer.transfer): at each learning rate of
+    ``lrs`` with a linear warmup; the dev loss every ``eval_every`` steps stops a learning rate
+    after ``patience`` measurements without improvement and picks the learning rate. Steps:
+    ``epochs`` passes over the labelled examples, within ``[min_steps, max_steps]``."""
+
+    sizes: list[int] | None = None  # the labelled-set sizes fine-tuned (None: all of task.sizes; []: none)
+    draws: int = Field(default=1, ge=1)  # labelled subsets fine-tuned per size (the first of task.draws)
+    lrs: list[float] = Field(default_factory=lambda: [3e-4, 1e-3], min_length=1)  # backbone; head 10x
+    batch: int = Field(default=16, ge=1)
+    epochs: float = Field(default=20.0, gt=0)
+    min_steps: int = Field(default=20, ge=1)
+    max_steps: int = Field(default=120, ge=1)
+    warmup_steps: int = Field(default=10, ge=0)
+    eval_every: int = Field(default=10, ge=1)
+    patience: int = Field(default=3, ge=1)
+    weight_decay: float = Field(default=0.01, ge=0)
+
+    @field_validator("lrs")
+    @classmethod
+    def _positive_lrs(cls, value):
+        if any(lr <= 0 for lr in value):
+            raise ValueError("learning rates must be positive")
+        return value
+
+
+class TaskConfig(_Strict):
+    """The downstream task: a file (id, text, label, split), or with ``demo`` BBC News topics.
+    Transfer is a label-efficiency curve: at each of ``sizes`` labelled examples, ``draws``
+    labelled subsets, each probed (and fine-tuned, see :class:`FinetuneConfig`), with the bag-of-words
+    reference line; ``dev_docs`` of the train split (unless the file has a dev split) choose the
+    probe's penalty and the fine-tuning learning rate, and stop fine-tuning."""
+
+    path: Path | None = None
+    train_docs: int = Field(default=500, ge=10)  # demo task only
+    test_docs: int = Field(default=300, ge=10)  # demo task only
+    sizes: list[int] = Field(default_factory=lambda: [10, 25, 50, 100, 0], min_length=1)  # 0: the whole pool
+    draws: int = Field(default=3, ge=1)
+    dev_docs: int = Field(default=100, ge=0)
+    max_tokens: int = Field(default=128, ge=8)
+    probe_l2: list[float] = Field(default_factory=lambda: [1e-3, 1e-2, 1e-1, 1.0], min_length=1)
+    bag_of_words: bool = True
+    bow_c: list[float] = Field(default_factory=lambda: [1.0, 10.0, 100.0, 1000.0], min_length=1)
+    finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)
+    variants: list[str] | None = None  # the variants with transfer runs (None: all)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_keys(cls, data):
+        if isinstance(data, dict):
+            former = [k for k in ("finetune_steps", "finetune_batch", "finetune_lr") if k in data]
+            if former or isinstance(data.get("finetune"), bool):
+                raise ValueError(
+                    f"task.{(former or ['finetune'])[0]}: fine-tuning is set in [task.finetune] (lrs, batch, "
+                    "epochs, min_steps, max_steps, warmup_steps, eval_every, patience; sizes = [] for none)"
+                )
+        return data
+
+    @field_validator("path")
+    @classmethod
+    def _task_exists(cls, value):
+        return _existing_file(value, "task.path", "a Parquet file with id, text, label, split columns")
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, value):
+        if any(n < 0 for n in value) or len(set(value)) != len(value):
+            raise ValueError("sizes must be distinct labelled-set sizes (0: the whole pool)")
+        return value
+
+    @model_validator(mode="after")
+    def _finetuned_sizes(self):
+        extra = sorted(set(self.finetune.sizes or []) - set(self.sizes))
+        if extra:
+            raise ValueError(f"task.finetune.sizes: {extra} are not among task.sizes {self.sizes}")
+        if self.finetune.draws > self.draws:
+            raise ValueError(f"task.finetune.draws ({self.finetune.draws}) exceeds task.draws ({self.draws})")
+        return self
+
+
+class MemorizationConfig(_Strict):
+    """Memorization of planted canaries (trainer.memorization): with ``demo``, the demo corpus's
+    (``heldout/canaries.parquet``); otherwise ``canaries``, a Parquet file with ``id``, ``text``,
+    ``occurrences`` (how many times the text occurs in the raw pool; 0 for control canaries, made
+    alike and put in no pool) and optionally ``pool_ids`` (the pool ids of its occurrences)."""
+
+    enabled: bool = True
+    canaries: Path | None = None
+    prefix_tokens: int = Field(default=32, ge=1)
+    suffix_tokens: int = Field(default=32, ge=1)
+
+    @field_validator("canaries")
+    @classmethod
+    def _canaries_exist(cls, value):
+        return _existing_file(value, "memorization.canaries", "a Parquet file with id, text, occurrences columns")
+
+
+class LanguagesConfig(_Strict):
+    """Bits per byte per language on the held-out text (every document of the clean sets scored
+    whole after pretraining, trainer.scoring; the held-out texts' ``lang``), the macro-average over
+    the low-resource languages (every language with held-out text not in ``high_resource``) and
+    over the high-resource ones; and the temperature family: ``variants`` (sampled at different
+    temperatures over groups that include the language, e.g. ``group_by = ["source", "lang"]``),
+    each compared with the first on both averages. Expected (mT5, UniMax): a higher temperature
+    helps the low-resource languages and costs the high-resource ones a little."""
+
+    enabled: bool = True
+    high_resource: list[str] = Field(default_factory=lambda: ["en"])
+    variants: list[str] = Field(default_factory=list)  # the first is the reference
+
+
+def budget_label(tokens: int) -> str:
+    """A token budget as a name: 150000 -> ``150k``, 1200000 -> ``1.2M``."""
+    return f"{tokens / 1e6:g}M" if tokens >= 1_000_000 else f"{tokens / 1e3:g}k" if tokens >= 1000 else str(tokens)
+
+
+def _distinct_budgets(value: list[int], key: str) -> list[int]:
+    """Token budgets, sorted; each positive and given once."""
+    if any(b < 1 for b in value) or len(set(value)) != len(value):
+        raise ValueError(f"{key} must be distinct positive token counts")
+    return sorted(value)
+
+
+class EfficiencyConfig(_Strict):
+    """The data-efficiency multiplier: ``variants`` trained again at each of ``budgets`` (token
+    budgets besides the experiment's ``budget_tokens``), each budget a mixture of the same curation
+    run and a pretraining run per seed (no transfer, no memorization), named ``<variant>-<budget>``
+    (``raw-150k``). Per variant and seed, held-out loss against tokens is fitted with
+    L(D) = E + B / D^beta (:func:`experiment.statistics.fit_power_law`); the multiplier says
+    how many times fewer tokens the other variants need to reach the first one's loss at the largest
+    budget."""
+
+    budgets: list[int] = Field(default_factory=list)
+    variants: list[str] = Field(default_factory=list)  # the first is the reference (the baseline, usually)
+
+    @field_validator("budgets")
+    @classmethod
+    def _positive(cls, value):
+        return _distinct_budgets(value, "budgets")
+
+
+class SweepModel(_Strict):
+    """One model size of a sweep: its depth and width (the rest of the shape is ``train.model``'s)
+    and, optionally, a learning rate of its own instead of the sweep's rule."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    n_layer: int = Field(ge=1)
+    n_head: int = Field(ge=1)
+    n_embd: int = Field(ge=1)
+    lr: float | None = Field(default=None, gt=0)
+
+
+class SweepConfig(_Strict):
+    """A scaling-law sweep (``curate sweep``): every model of ``models`` trained on every token
+    budget of ``tokens``, for each variant of ``variants`` (default: all; the first is the reference
+    the others are compared with) and each seed of ``seeds``; each budget is a mixture of its own
+    (``<variant>-<budget>``, like the data-efficiency runs) and each run a cosine schedule of its
+    own length. Learning rate: ``train.optim.lr`` at width ``reference_width`` (default
+    ``train.model.n_embd``), scaled by ``reference_width / n_embd`` (``inverse_width``) or not
+    (``constant``), unless a model names its own; ``min_lr`` is ``min_lr_ratio`` of it, and the
+    warmup ``warmup_fraction`` of each run's steps. Fitted per variant:
+    L(N, D) = E + A / N^alpha + B / D^beta (:mod:`experiment.scaling`), N counted as
+    ``parameters`` (``non_embedding``: the blocks' weights, Kaplan et al.'s count; ``total``: the
+    token embedding too), with the compute-optimal split at each of ``flops`` (C = 6 N D; default:
+    the smallest, middle and largest compute of the grid)."""
+
+    models: list[SweepModel] = Field(min_length=2)
+    tokens: list[int] = Field(min_length=2)
+    variants: list[str] | None = None
+    lr_rule: Literal["inverse_width", "constant"] = "inverse_width"
+    reference_width: int | None = Field(default=None, ge=1)
+    warmup_fraction: float = Field(default=0.1, ge=0.0, le=0.5)
+    min_lr_ratio: float = Field(default=0.1, ge=0.0, le=1.0)
+    parameters: Literal["non_embedding", "total"] = "non_embedding"
+    flops: list[float] = Field(default_factory=list)
+    resamples: int = Field(default=200, ge=20)
+
+    @field_validator("tokens")
+    @classmethod
+    def _budgets(cls, value):
+        return _distinct_budgets(value, "tokens")
+
+    @field_validator("flops")
+    @classmethod
+    def _compute(cls, value):
+        if any(not (c > 0 and math.isfinite(c)) for c in value):
+            raise ValueError("flops must be positive compute budgets (FLOPs)")
+        return sorted(value)
+
+    @model_validator(mode="after")
+    def _grid(self):
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise ValueError(f"sweep.models: names must be unique: {names}")
+        if len({(m.n_layer, m.n_embd) for m in self.models}) < 2:
+            raise ValueError("sweep.models: give at least two model sizes")
+        if len(self.models) * len(self.tokens) < 6:
+            raise ValueError(
+                f"sweep: {len(self.models)} models x {len(self.tokens)} budgets is fewer than 6 runs per "
+                "variant; L(N, D) has 5 parameters, so the fit needs more runs than that"
+            )
+        return self
+
+
+class TokenizerConfig(_Strict):
+    vocab_size: int = Field(default=8192, ge=260)
+    sample_docs: int = Field(default=20_000, ge=10)
+
+
+class ExperimentConfig(_Strict):
+    """An experiment (see :mod:`experiment`)."""
+
+    out_dir: Path
+    demo: bool = False  # build the demo corpus and curate it with the demo's settings
+    demo_docs: int = Field(default=20_000, ge=1000)
+    corpus_dir: Path | None = None  # where the demo corpus is built (default: .cache/demo-corpus...)
+    curation: Path | None = None  # a curation config (sources, stage settings); its run_dir is not used
+    seed: int = 0  # of the curation (splits, samples); training seeds are `seeds`
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    budget_tokens: int | None = Field(default=None, ge=1)  # training tokens of every variant
+    max_epochs: float = Field(default=50.0, gt=0)  # repeats per group at most (small pools repeat)
+    group_by: list[Literal["source", "lang"]] = Field(default_factory=lambda: ["source"], min_length=1)
+    validation_fraction: float = Field(default=0.02, ge=0.0, lt=1.0)  # each variant's own split
+    eval_sets: list[EvalSetConfig] = Field(default_factory=list)  # the user's own held-out sets
+    decontamination: DecontaminationConfig = Field(default_factory=DecontaminationConfig)
+    tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
+    task: TaskConfig = Field(default_factory=TaskConfig)
+    memorization: MemorizationConfig = Field(default_factory=MemorizationConfig)
+    efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
+    languages: LanguagesConfig = Field(default_factory=LanguagesConfig)
+    sweep: SweepConfig | None = None  # `curate sweep`: a scaling-law grid over model sizes and budgets
+    quality_model: Path | None = None  # fastText quality model; default with demo: trained on it
+    variants: list[VariantConfig] = Field(min_length=1)
+    baseline: str | None = None  # the variant others are compared with; default: the first
+    train: dict = Field(default_factory=dict)  # trainer config less mixture, out_dir and seed
+    # Pretraining and transfer runs at a time, each in a process of its own with its share of the
+    # cores (on a CPU, two small models train faster side by side than one on both cores); 1 runs
+    # them one after the other in the flow's process (one GPU: 1).
+    parallel_runs: int = Field(default=1, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_reference(cls, data):
+        if isinstance(data, dict) and "reference" in data:
+            raise ValueError(
+                "reference: the held-out set is no longer sampled from a curated variant; remove "
+                "[reference] (demo = true brings held-out sets; add your own with [[eval_sets]])"
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _coherent(self):
+        if self.demo == (self.curation is not None):
+            raise ValueError("set demo = true, or curation = a curation config (one of the two)")
+        if self.curation is not None:
+            _existing_file(self.curation, "curation", "a curation config .toml")
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant names must be unique: {names}")
+        if self.baseline is not None and self.baseline not in names:
+            raise ValueError(f"baseline {self.baseline!r} is not a variant ({', '.join(names)})")
+        for variant in self.variants:
+            if variant.ablation_of is not None and (
+                variant.ablation_of not in names or variant.ablation_of == variant.name
+            ):
+                raise ValueError(
+                    f"variant {variant.name}: ablation_of {variant.ablation_of!r} is not another variant "
+                    f"({', '.join(names)})"
+                )
+        if "lang" in self.group_by and any("lang" not in v.stages for v in self.variants):
+            raise ValueError('group_by "lang" needs the lang stage in every variant')
+        sets = [s.name for s in self.eval_sets]
+        taken = [name for name in sets if sets.count(name) > 1 or (self.demo and name in DEMO_SETS)]
+        if taken:
+            raise ValueError(
+                f"eval_sets: the set name {taken[0]!r} is repeated or taken by the demo's held-out sets; rename it"
+            )
+        if not self.demo and not self.eval_sets:
+            raise ValueError(
+                "eval_sets: name at least one held-out file ([[eval_sets]] name, path); the "
+                "experiment compares variants on text no curation chose"
+            )
+        if self.sweep is None and self.budget_tokens is None:
+            raise ValueError("budget_tokens: required key is missing; give the training tokens of every variant")
+        if not self.demo and self.task.path is None and self.sweep is None:
+            raise ValueError("task.path: name the downstream task's file (demo = true has a built-in one)")
+        if not self.demo and any(v.quality for v in self.variants) and self.quality_model is None:
+            raise ValueError(
+                "quality_model: a variant uses the quality filter; train one with "
+                "`curate train-quality` and name it here"
+            )
+        for key, chosen in (
+            ("task.variants", self.task.variants or []),
+            ("languages.variants", self.languages.variants),
+        ):
+            unknown = [name for name in chosen if name not in names]
+            if unknown:
+                raise ValueError(f"{key}: {', '.join(unknown)} is not a variant ({', '.join(names)})")
+        if self.languages.variants:
+            by_name = {v.name: v for v in self.variants}
+            family = [by_name[name] for name in self.languages.variants]
+            if not self.languages.enabled or len(family) < 2 or any(v.weights is not None for v in family):
+                raise ValueError(
+                    "languages.variants: name at least two variants sampled by temperature or uniform "
+                    "(not explicit weights), with languages.enabled"
+                )
+        if self.efficiency.budgets:
+            unknown = [name for name in self.efficiency.variants if name not in names]
+            if len(self.efficiency.variants) < 2 or unknown:
+                raise ValueError(
+                    "efficiency.variants: name at least two variants"
+                    + (f"; {', '.join(unknown)} is not one ({', '.join(names)})" if unknown else "")
+                )
+            if len({*self.efficiency.budgets, self.budget_tokens} - {None}) < 3:
+                raise ValueError(
+                    "efficiency.budgets: a power law of three parameters needs at least three budgets "
+                    "in all (budget_tokens counts); four give it a residual"
+                )
+            taken = {v.name for v in self.efficiency_variants()} & set(names)
+            if taken:
+                raise ValueError(f"efficiency: the run name {sorted(taken)[0]!r} is taken by a variant; rename it")
+        if self.sweep is not None:
+            self._check_sweep(names)
+        block = (self.train.get("model") or {}).get("block_size", 256)  # the trainer's default
+        cut = self.memorization.prefix_tokens + self.memorization.suffix_tokens
+        if self.memorization.enabled and isinstance(block, int) and cut > block:
+            raise ValueError(
+                f"memorization: prefix_tokens + suffix_tokens ({cut}) must fit the model's block_size "
+                f"({block}); shorten them or set memorization.enabled = false"
+            )
+        for key in ("mixture", "out_dir", "seed"):
+            if key in self.train:
+                raise ValueError(f"train.{key}: set by the experiment for every run; remove it")
+        return self
+
+    def _check_sweep(self, names: list[str]) -> None:
+        from trainer.config import ModelSection
+
+        unknown = [name for name in self.sweep.variants or [] if name not in names]
+        if unknown or (self.sweep.variants is not None and not self.sweep.variants):
+            raise ValueError(
+                "sweep.variants: name the variants of the sweep (default: all)"
+                + (f"; {', '.join(unknown)} is not one ({', '.join(names)})" if unknown else "")
+            )
+        taken = {v.name for v in self.sweep_variants()} & set(names)
+        if taken:
+            raise ValueError(f"sweep: the mixture name {sorted(taken)[0]!r} is taken by a variant; rename it")
+        shape = {k: v for k, v in (self.train.get("model") or {}).items()}
+        for model in self.sweep.models:
+            try:
+                ModelSection(**{**shape, "n_layer": model.n_layer, "n_head": model.n_head, "n_embd": model.n_embd})
+            except ValueError as error:
+                problem = error.errors()[0]["msg"] if hasattr(error, "errors") else str(error)
+                raise ValueError(f"sweep.models {model.name}: {problem}") from None
+
+    def require(self, command: Literal["experiment", "sweep"]) -> None:
+        """A :class:`ConfigError` when the config lacks what ``curate <command>`` needs: the
+        experiment a budget and (off the demo) a task, which a sweep config may leave out; the
+        sweep its ``[sweep]`` section."""
+        if command == "sweep" and self.sweep is None:
+            raise ConfigError("sweep: the config has no [sweep] section; add one (see configs/sweep-demo.toml)")
+        if command == "experiment" and self.budget_tokens is None:
+            raise ConfigError("budget_tokens: required key is missing; `curate experiment` trains every variant on it")
+        if command == "experiment" and not self.demo and self.task.path is None:
+            raise ConfigError("task.path: name the downstream task's file (demo = true has a built-in one)")
+
+    @property
+    def baseline_name(self) -> str:
+        return self.baseline or self.variants[0].name
+
+    def efficiency_variants(self) -> list[VariantConfig]:
+        """The variants of the data-efficiency fit at the budgets besides ``budget_tokens``."""
+        by_name = {v.name: v for v in self.variants}
+        return [
+            by_name[name].model_copy(
+                update={"name": f"{name}-{budget_label(budget)}", "budget_tokens": budget, "ablation_of": None}
+            )
+            for name in self.efficiency.variants
+            for budget in self.efficiency.budgets
+            if budget != self.budget_tokens
+        ]
+
+    def sweep_variants(self) -> list[VariantConfig]:
+        """The mixtures of the sweep: each variant of ``sweep.variants`` at each of ``sweep.tokens``."""
+        if self.sweep is None:
+            return []
+        by_name = {v.name: v for v in self.variants}
+        return [
+            by_name[name].model_copy(
+                update={"name": f"{name}-{budget_label(budget)}", "budget_tokens": budget, "ablation_of": None}
+            )
+            for name in self.sweep_names()
+            for budget in self.sweep.tokens
+        ]
+
+    def sweep_names(self) -> list[str]:
+        """The variants of the sweep, the reference first."""
+        return list(self.sweep.variants or [v.name for v in self.variants]) if self.sweep else []
+
+    def all_variants(self) -> list[VariantConfig]:
+        """Every mixture the experiment trains on: the variants, then the data-efficiency runs."""
+        return [*self.variants, *self.efficiency_variants()]
+
+    def curations(self, variants: list[VariantConfig] | None = None) -> dict[str, list[VariantConfig]]:
+        """Curation folder -> the variants it serves, in config order, of ``variants`` (default:
+        :meth:`all_variants`, the data-efficiency runs included)."""
+        runs: dict[str, list[VariantConfig]] = {}
+        for variant in self.all_variants() if variants is None else variants:
+            runs.setdefault(variant.curation_key, []).append(variant)
+        return runs
+
+
+def load_experiment(path: Path) -> ExperimentConfig:
+    return validate_model(ExperimentConfig, read_toml(path))
+
+
+def parse_experiment(data: dict) -> ExperimentConfig:
+    return validate_model(ExperimentConfig, data)
+
+
+def curation_config(
+    base: dict,
+    variants: list[VariantConfig],
+    experiment: ExperimentConfig,
+    run_dir: Path,
+    tokenizer: Path | None,
+    exclude: list[Path],
+    quality_model: Path | None,
+) -> dict:
+    """The curation run config (a dict for ``pipeline.config.parse_config``) of ``variants``, which
+    share their stages: ``base``'s sources and stage settings, the variants' stages turned on and
+    the others off, the shared tokenizer, ``exclude`` (held-out and task texts) and one mixture per
+    variant. With ``tokenizer=None`` the run stops at the curated documents (with no stages: the
+    source-only run the tokenizer's sample comes from)."""
+    first = variants[0]
+    config = copy.deepcopy(base)
+    config["run_dir"] = str(run_dir)
+    config["seed"] = experiment.seed
+    for step in DOCUMENT_STEPS:
+        section = dict(config.get(step, {}))
+        section["enabled"] = step in first.stages
+        config[step] = section
+    if first.quality:
+        if quality_model is None:
+            raise ConfigError(f"variant {first.name}: the quality filter needs a model (quality_model)")
+        section = config["filter"]
+        filters = list(section.get("filters", DEFAULT_FILTERS))
+        if "quality" not in filters:
+            # Before PII scrubbing: the classifier judges the text as it was written.
+            filters.insert(filters.index("pii") if "pii" in filters else len(filters), "quality")
+        section["filters"] = filters
+        params = {name: dict(values) for name, values in section.get("params", {}).items()}
+        params.setdefault("quality", {})["model"] = str(quality_model)
+        section["params"] = params
+    if tokenizer is None:
+        config["tokenize"] = {"enabled": False}
+        config["mix"] = {"enabled": False}
+        return config
+    config["tokenize"] = {"tokenizer": str(tokenizer)}
+    mixtures = []
+    for variant in variants:
+        mixture = {
+            "name": variant.name,
+            "budget_tokens": variant.budget_tokens or experiment.budget_tokens,
+            "max_epochs": variant.max_epochs or experiment.max_epochs,
+        }
+        if variant.weights is not None:
+            mixture["weights"], mixture["default_weight"] = variant.weights, 0.0
+        elif variant.uniform:
+            mixture["weights"], mixture["default_weight"] = {}, 1.0
+        else:
+            mixture["temperature"] = variant.temperature or 1.0
+        mixtures.append(mixture)
+    # Each variant's own validation split stays, but its training documents are not decontaminated
+    # against it: that would drop every copy of any document one of whose copies landed in the
+    # split, so raw would lose its most duplicated clusters whole (measured on the demo: 5,277
+    # documents, 14% of raw's tokens, and 99 of 100 copies of most canaries) -- a dedup of its own
+    # that would hide what dedup does. The experiment's measure is the fixed held-out sets, kept out
+    # of every pool by ``exclude``; a variant's own validation loss is reported, never compared.
+    config["mix"] = {
+        "group_by": list(experiment.group_by),
+        "validation_fraction": experiment.validation_fraction,
+        "validation_max_docs": 500,
+        "decontaminate": False,
+        "exclude": [str(p) for p in exclude],
+        "mixtures": mixtures,
+    }
+    # The mix stage's token-window exclusion (pipeline.decontaminate), as the check judges it.
+    config["mix"]["exclude_ngram"] = experiment.decontamination.window_tokens
+    config["mix"]["common_window_docs"] = experiment.decontamination.common_window_docs
+    return config

@@ -1,0 +1,632 @@
+"""Run configuration: TOML, validated before any work.
+
+A config error stops the run with one line that names the key, the problem and the fix::
+
+    sources[0].txt_field: unknown key; did you mean 'text_field'? (allowed: name, reader, ...)
+
+Relative paths (inputs and ``run_dir``) are resolved from the current working directory;
+``run_dir`` may also be the URL of an fsspec file system (``s3://bucket/runs/my-crawl``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import glob
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pipeline.formats.configfile import ConfigError, read_toml, validate_model
+
+READERS = ("jsonl", "parquet", "warc", "wet", "text")
+
+# What a directory given as a path expands to, per reader.
+READER_SUFFIXES = {
+    "jsonl": (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst", ".ndjson"),
+    "parquet": (".parquet",),
+    "warc": (".warc", ".warc.gz", ".arc", ".arc.gz"),
+    "wet": (".wet", ".wet.gz", ".warc.wet.gz"),
+    "text": (".txt",),
+}
+
+
+def _existing_file(value: Path | None, key: str, what: str) -> Path | None:
+    """``value`` if it is None or an existing file; otherwise the one-line error naming the fix."""
+    if value is not None and not Path(value).expanduser().is_file():
+        raise ValueError(f"no file at {str(value)!r}; point {key} at {what}")
+    return value
+
+
+def _plain_name(value: str, what: str) -> str:
+    """``value`` if it can name a folder or file inside the run directory and nothing else: not
+    ``.`` or ``..``, and not hidden (names starting with a dot are a run's temporaries)."""
+    if value.startswith("."):
+        raise ValueError(
+            f"{what} {value!r} is not a plain folder name; start it with a letter or digit "
+            "(letters, digits, _ . - after that)"
+        )
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceConfig(_Strict):
+    """One input source: which reader, which files, and where its fields are."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="short name, used in ids and file names")
+    reader: Literal["jsonl", "parquet", "warc", "wet", "text"]
+    paths: list[str] = Field(min_length=1, description="files, folders or globs")
+    text_field: str = "text"
+    id_field: str | None = None
+    url_field: str | None = None
+    # Fields to keep in `meta`; None keeps every field that is not text, id or url.
+    meta_fields: list[str] | None = None
+    # WARC only: keep the main content of HTML pages (drop navigation and boilerplate).
+    html_main_content: bool = True
+    # The licence of every document (an SPDX identifier or expression, "LicenseRef-...", or
+    # "unknown"), and/or a field of the record (dotted) naming each document's own; a document whose
+    # field is empty gets `licence`. WARC: "licence_links" (a record's rel="license" links, HTTP
+    # Link headers and HTML), or the name of a WARC or HTTP header.
+    licence: str = "unknown"
+    licence_field: str | None = Field(default=None, pattern=r"^[^'\[\]\\]+$")
+
+    @field_validator("name")
+    @classmethod
+    def _plain_source_name(cls, value):
+        return _plain_name(value, "the source name")
+
+    @field_validator("licence")
+    @classmethod
+    def _spdx_licence(cls, value):
+        from pipeline.licence import declared
+
+        return declared(value)
+
+    @model_validator(mode="after")
+    def _licence_field_is_read(self):
+        if self.licence_field is not None and self.reader == "text":
+            raise ValueError(
+                "licence_field: a text file has no fields; declare the folder's licence with licence = '...'"
+            )
+        return self
+
+    def header_fields(self) -> tuple[str, ...]:
+        """WARC and WET sources: the record header ``licence_field`` names, kept in ``meta``
+        (``licence_links``, the reader's own key, is no header)."""
+        if self.reader in ("warc", "wet") and self.licence_field not in (None, "licence_links"):
+            return (self.licence_field,)
+        return ()
+
+    def kept_meta_fields(self) -> list[str] | None:
+        """The fields the reader keeps in ``meta``: ``meta_fields`` and the licence field (None:
+        every field)."""
+        if self.meta_fields is None or self.licence_field is None or self.licence_field in self.meta_fields:
+            return self.meta_fields
+        return [*self.meta_fields, self.licence_field]
+
+    @field_validator("paths", mode="before")
+    @classmethod
+    def _one_path_is_a_list(cls, value):
+        return [value] if isinstance(value, str) else value
+
+    def input_files(self) -> list[Path]:
+        """The sorted, de-duplicated files this source reads. Raises ConfigError if none."""
+        found: set[Path] = set()
+        for pattern in self.paths:
+            path = Path(pattern).expanduser()
+            if path.is_dir():
+                found.update(p for p in path.rglob("*") if _is_input(p) and _has_suffix(p, self.reader))
+                continue
+            matches = [Path(m) for m in glob.glob(str(path), recursive=True)]
+            if not matches:
+                raise ConfigError(
+                    f"sources[{self.name}].paths: {pattern!r} matches no file; "
+                    "fix the path or glob (relative paths are resolved from the current folder)"
+                )
+            for match in matches:
+                if match.is_dir():
+                    found.update(p for p in match.rglob("*") if _is_input(p) and _has_suffix(p, self.reader))
+                else:
+                    found.add(match)
+        if not found:
+            raise ConfigError(
+                f"sources[{self.name}].paths: no {'/'.join(READER_SUFFIXES[self.reader])} file found "
+                f"in {self.paths}; point paths at the input files"
+            )
+        return sorted(p.absolute() for p in found)
+
+    def base_dir(self) -> Path:
+        """The folder derived ids are relative to: the common folder of the configured paths
+        (a glob counts from its last folder before any wildcard), so ids do not depend on which
+        files happen to match."""
+        roots = []
+        for pattern in self.paths:
+            path = Path(pattern).expanduser().absolute()
+            while not path.is_dir() and path != path.parent:  # a file, or a part with wildcards
+                path = path.parent
+            roots.append(str(path))
+        return Path(os.path.commonpath(roots))
+
+
+class LangConfig(_Strict):
+    """The `lang` stage: fastText language ID, and which languages to keep."""
+
+    enabled: bool = True
+    # A fastText LID model (lid.176.ftz/.bin, GlotLID, OpenLID); default: lid.176.ftz from setup.
+    model: Path | None = None
+    keep: list[str] | None = None  # language codes to keep; None keeps every language
+    min_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    min_score_by_lang: dict[str, float] = Field(default_factory=dict)
+    # What the model reads of a longer document: sample_spans spans spread over it, sample_chars
+    # characters in all (pipeline.lang.sample_expr; defaults DEFAULT_SAMPLE_CHARS / _SPANS there).
+    sample_chars: int = Field(default=1000, ge=1)
+    sample_spans: int = Field(default=4, ge=1)
+
+    @field_validator("model")
+    @classmethod
+    def _model_exists(cls, value):
+        return _existing_file(value, "lang.model", "a fastText LID model")
+
+    @field_validator("min_score_by_lang")
+    @classmethod
+    def _scores_are_probabilities(cls, value):
+        for lang, score in value.items():
+            if not 0.0 <= score <= 1.0:
+                raise ValueError(f"the minimum score of {lang!r} is {score}; a language-ID score is between 0 and 1")
+        return value
+
+    @model_validator(mode="after")
+    def _spans_fit(self):
+        if self.sample_spans > self.sample_chars:
+            raise ValueError(
+                f"sample_spans ({self.sample_spans}) is more than sample_chars "
+                f"({self.sample_chars}); lower sample_spans or raise sample_chars"
+            )
+        return self
+
+
+# Every filter measures the text as it entered the stage; rewrites (C4's line removals, PII) compose in order.
+DEFAULT_FILTERS = ["c4_quality", "gopher_quality", "gopher_repetition", "fineweb_quality", "pii"]
+
+
+class FilterConfig(_Strict):
+    """The `filter` stage: filters applied in order, with threshold overrides per filter."""
+
+    enabled: bool = True
+    filters: list[str] = Field(default_factory=lambda: list(DEFAULT_FILTERS))
+    # Sources the filters apply to (None: all); documents of other sources pass through unchanged.
+    sources: list[str] | None = None
+    params: dict[str, dict[str, float | int | bool | str | list[str]]] = Field(default_factory=dict)
+    # Licence rules, before the filters and for every source: keep only documents whose every
+    # licence matches one of `licences` (None: any), and drop those with a licence matching one of
+    # `exclude_licences`. Shell-style patterns ("CC-BY-*"); "unknown" is a licence of its own.
+    licences: list[str] | None = None
+    exclude_licences: list[str] = Field(default_factory=list)
+
+    @field_validator("licences", "exclude_licences")
+    @classmethod
+    def _licence_patterns(cls, value):
+        from pipeline.licence import declared
+
+        if value is None:
+            return value
+        return [pattern if any(c in pattern for c in "*?[") else declared(pattern) for pattern in value]
+
+    @model_validator(mode="after")
+    def _licence_rules_run(self):
+        if not self.enabled and (self.licences is not None or self.exclude_licences):
+            raise ValueError(
+                "licences and exclude_licences are rules of the filter stage, which is off; set enabled = true "
+                "(with filters = [] for the licence rules alone)"
+            )
+        return self
+
+    def licence_rule(self):
+        """The licence rule of the stage, or None when it has none."""
+        from pipeline.licence import LicenceRule
+
+        if self.licences is None and not self.exclude_licences:
+            return None
+        return LicenceRule(self.licences, self.exclude_licences)
+
+    @model_validator(mode="after")
+    def _known_filters_and_params(self):
+        from pipeline.filters.registry import FILTERS, filter_parameters
+
+        for name in [*self.filters, *self.params]:
+            if name not in FILTERS:
+                near = difflib.get_close_matches(name, FILTERS, n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise ValueError(f"unknown filter {name!r}; {hint}(known: {', '.join(FILTERS)})")
+        for name, params in self.params.items():
+            allowed = filter_parameters(name)
+            types = _parameter_types(name)
+            for key, value in params.items():
+                if key not in allowed:
+                    raise ValueError(f"params.{name}.{key}: unknown parameter (allowed: {', '.join(allowed)})")
+                if key in types:
+                    try:
+                        types[key].validate_python(value, strict=True)
+                    except ValidationError as error:
+                        problem = error.errors()[0]["msg"][0].lower() + error.errors()[0]["msg"][1:]
+                        raise ValueError(
+                            f"params.{name}.{key}: {problem}, got {value!r}; write the value "
+                            "as the filter takes it (a number without quotes for a threshold)"
+                        ) from None
+        return self
+
+
+def _parameter_types(name: str) -> dict:
+    """A filter's constructor parameters as pydantic type adapters (those whose types resolve)."""
+    import typing
+
+    from pydantic import TypeAdapter
+
+    from pipeline.filters.registry import FILTERS
+
+    try:
+        hints = typing.get_type_hints(FILTERS[name].__init__)
+    except Exception:  # an annotation that does not resolve: leave the value to the filter
+        return {}
+    return {key: TypeAdapter(hint) for key, hint in hints.items() if key != "return"}
+
+
+class DedupConfig(_Strict):
+    """The `dedup` stage: exact and MinHash near-duplicates, verified by exact Jaccard."""
+
+    enabled: bool = True
+    exact: bool = True  # identical normalized text
+    near: bool = True  # MinHash LSH candidates, verified on the shingle sets
+    threshold: float = Field(default=0.8, gt=0.0, le=1.0)  # Jaccard from which documents are duplicates
+    ngram: int = Field(default=5, ge=1)  # words per shingle
+    num_perm: int = Field(default=128, ge=1)
+    seed: int = 1
+    # LSH layout: by default the one whose candidate probability at the threshold is at least
+    # `recall` with the least verification work (21 x 6 at 0.8); or set bands and rows together.
+    recall: float = Field(default=0.998, gt=0.0, lt=1.0)
+    bands: int | None = Field(default=None, ge=1)
+    rows: int | None = Field(default=None, ge=1)
+    partitions: int = Field(default=8, ge=1)  # band-key partitions; units of each step across shards
+    # Which document of a cluster stays: the first (input order), the longest, or the one with the
+    # highest quality_score (needs the "quality" filter on every source).
+    keep: Literal["first", "longest", "quality"] = "first"
+
+    def minhash_params(self):
+        from pipeline.dedup.minhash import MinHashParams
+
+        return MinHashParams(
+            ngram=self.ngram,
+            num_perm=self.num_perm,
+            seed=self.seed,
+            threshold=self.threshold,
+            recall=self.recall,
+            bands=self.bands,
+            rows=self.rows,
+            exact=self.exact,
+            near=self.near,
+            score_column="quality_score" if self.keep == "quality" else None,
+        )
+
+    @model_validator(mode="after")
+    def _something_to_do(self):
+        if self.enabled and not (self.exact or self.near):
+            raise ValueError("dedup needs exact or near turned on (or enabled = false)")
+        if (self.bands is None) != (self.rows is None):
+            raise ValueError(
+                "set bands and rows together, or neither to derive them from threshold, num_perm and recall"
+            )
+        if self.bands is not None and "recall" in self.model_fields_set:
+            raise ValueError("give recall or bands and rows, not both (bands and rows fix the LSH layout)")
+        if self.bands is not None and self.bands * self.rows > self.num_perm:
+            raise ValueError(
+                f"bands x rows ({self.bands} x {self.rows} = {self.bands * self.rows}) must be at "
+                f"most num_perm ({self.num_perm}); lower them or raise num_perm"
+            )
+        if self.enabled and self.near and self.bands is None:
+            from pipeline.dedup.minhash import recall_bands
+
+            recall_bands(self.threshold, self.num_perm, self.recall)  # an unreachable recall names its fix
+        return self
+
+
+class LinesConfig(_Strict):
+    """The `lines` stage: lines found in more than ``max_docs`` documents are cut from every one."""
+
+    enabled: bool = True
+    max_docs: int = Field(default=10, ge=1)
+    partitions: int = Field(default=8, ge=1)
+    sources: list[str] | None = None  # sources it applies to (None: all)
+
+
+class TokenizeConfig(_Strict):
+    """The `tokenize` stage: every curated document as tokens, one token shard per curated shard."""
+
+    enabled: bool = True
+    # An existing tokenizer.json (so that several runs share one); default: train one on a seeded
+    # sample of the curated documents, saved as <run_dir>/tokenize/tokenizer.json.
+    tokenizer: Path | None = None
+    kind: Literal["bpe", "wordpiece"] = "bpe"
+    vocab_size: int = Field(default=8192, ge=260)
+    sample_docs: int = Field(default=50_000, ge=1)
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer_exists(cls, value):
+        return _existing_file(value, "tokenize.tokenizer", "a tokenizer.json")
+
+
+# What mix.exclude reads (see pipeline.dedup.contamination.read_reference_texts).
+EXCLUDE_SUFFIXES = (".parquet", ".jsonl", ".json", ".ndjson")
+
+# Folders of the mix stage that are not mixtures.
+RESERVED_MIXTURE_NAMES = ("removed", "parts", "intermediate", "docs", "quarantine")
+
+
+class MixtureConfig(_Strict):
+    """One training mixture drawn from the curated pool: its weights, epoch cap and token budget."""
+
+    name: str = Field(default="main", pattern=r"^[A-Za-z0-9_.-]+$", description="the mixture's folder name")
+    # Temperature sampling over the groups' token counts (q_i proportional to n_i^(1/T); 1 keeps the
+    # natural proportions, about 3.3 is mT5's), or explicit weights per group; neither: T = 1.
+    temperature: float | None = Field(default=None, gt=0)
+    weights: dict[str, float] | None = None
+    default_weight: float | None = Field(default=None, ge=0)  # for groups `weights` does not name
+    max_epochs: float | None = Field(default=4.0, gt=0)  # UniMax-style cap on repeats per group
+    budget_tokens: int | None = Field(default=None, ge=1)  # default: every training token once
+
+    @field_validator("name")
+    @classmethod
+    def _plain_mixture_name(cls, value):
+        return _plain_name(value, "the mixture name")
+
+    @model_validator(mode="after")
+    def _one_weighting(self):
+        if self.name in RESERVED_MIXTURE_NAMES:
+            raise ValueError(f"the mixture name {self.name!r} is taken by a folder of the mix stage; choose another")
+        if self.temperature is not None and self.weights is not None:
+            raise ValueError("give temperature or weights, not both")
+        if self.default_weight is not None and self.weights is None:
+            raise ValueError("default_weight goes with weights")
+        return self
+
+
+class MixConfig(_Strict):
+    """The `mix` stage: groups, a held-out validation split, and mixtures of the training side
+    written as token shards (gathered from the tokenize stage's shards, not encoded again)."""
+
+    enabled: bool = True
+    group_by: list[Literal["source", "lang"]] = Field(default=["source"], min_length=1)
+    merge: dict[str, str] = Field(default_factory=dict)  # group name -> new name
+    min_share: float = Field(default=0.0, ge=0.0, lt=1.0)  # smaller groups (share of tokens) mix as "other"
+    validation_fraction: float = Field(default=0.01, ge=0.0, lt=1.0)  # held out per group
+    validation_max_docs: int | None = Field(default=1000, ge=0)  # per group
+    # Drop training documents that near-duplicate a validation document (Jaccard >= threshold).
+    decontaminate: bool = True
+    contamination_threshold: float = Field(default=0.8, gt=0.0, le=1.0)
+    # Parquet or JSON-lines files with a `text` column (a downstream task, a shared evaluation set):
+    # documents that are one of their texts (same `id`), near-duplicate one (Jaccard as above) or
+    # share an `exclude_ngram`-token window with one leave the pool before the split.
+    exclude: list[Path] = Field(default_factory=list)
+    exclude_ngram: int = Field(default=13, ge=0)  # tokens per window (GPT-3's 13); 0: no window check
+    # A window in more pool documents than this is common text (licences, templates), not
+    # contamination: counted and reported, never a reason to exclude.
+    common_window_docs: int = Field(default=10, ge=1)
+    partitions: int = Field(default=8, ge=1)  # most units per step across shards (one per 16 shards)
+    shard_tokens: int = Field(default=1 << 26, ge=1)  # tokens per output shard, at most (a document is never cut)
+    mixtures: list[MixtureConfig] = Field(default_factory=lambda: [MixtureConfig()], min_length=1)
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclude_files(cls, value):
+        for path in value:
+            _existing_file(path, "mix.exclude", "a .parquet or .jsonl file of texts")
+            if Path(path).suffix not in EXCLUDE_SUFFIXES:
+                raise ValueError(
+                    f"{str(path)!r} is neither Parquet nor JSON lines; point mix.exclude at "
+                    f"{' or '.join(EXCLUDE_SUFFIXES)} files with a text column"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _unique_names(self):
+        names = [m.name for m in self.mixtures]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"mixture names must be unique; rename the repeated {repeated}")
+        return self
+
+
+class RunConfig(_Strict):
+    """A curation run."""
+
+    # A local folder (a Path), or the URL of any fsspec file system (s3://bucket/run) as written.
+    run_dir: Path | str
+    seed: int = 0
+    sources: list[SourceConfig] = Field(min_length=1)
+    lang: LangConfig = Field(default_factory=LangConfig)
+    filter: FilterConfig = Field(default_factory=FilterConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
+    lines: LinesConfig = Field(default_factory=LinesConfig)
+    tokenize: TokenizeConfig = Field(default_factory=TokenizeConfig)
+    mix: MixConfig = Field(default_factory=MixConfig)
+    # Reading: documents per Arrow batch, and the largest document text accepted.
+    batch_docs: int = Field(default=4096, gt=0)
+    max_doc_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+    # Output shards are cut at whichever limit comes first.
+    shard_docs: int = Field(default=50_000, gt=0)
+    shard_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+
+    @field_validator("run_dir", mode="before")
+    @classmethod
+    def _run_dir(cls, value):
+        # A local path becomes a Path as before; a URL stays a string (a Path would turn
+        # memory://x into memory:/x).
+        from pipeline.io.storage import as_path, is_local
+
+        if not isinstance(value, (str, os.PathLike)):
+            raise ValueError("give a local folder or the URL of a file system, such as s3://bucket/run")
+        if not str(value).strip():
+            raise ValueError("is empty; give the folder the run writes to, such as runs/my-crawl")
+        path = as_path(value)
+        if not is_local(path):
+            return str(path)
+        local = Path(path).expanduser()
+        if local.exists() and not local.is_dir():
+            raise ValueError(f"{str(path)!r} is a file, not a folder; give a new or empty folder (or a run's folder)")
+        for parent in local.absolute().parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise ValueError(
+                        f"{str(parent)!r} is a file, so no folder can be made under it; "
+                        "give a run_dir whose parents are folders"
+                    )
+                break
+        return path
+
+    @model_validator(mode="after")
+    def _source_names(self):
+        names = [s.name for s in self.sources]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"source names must be unique; rename the repeated {repeated}")
+        if (
+            self.dedup.enabled
+            and self.dedup.keep == "quality"
+            and not (self.filter.enabled and "quality" in self.filter.filters and self.filter.sources is None)
+        ):
+            raise ValueError(
+                'dedup.keep = "quality" needs the "quality" filter in filter.filters, on all '
+                "sources (no filter.sources): it gives every document its quality_score"
+            )
+        if self.mix.enabled and not self.tokenize.enabled:
+            if "mix" in self.model_fields_set:
+                raise ValueError(
+                    "the mix stage gathers the tokenize stage's shards: enable tokenize, or set mix.enabled = false"
+                )
+            # No [mix] section and no tokens: the run ends with the curated documents
+            # (pipeline.stages.registry.enabled_stages leaves mix out).
+        if self.mix.enabled and "lang" in self.mix.group_by and not self.lang.enabled:
+            raise ValueError('mix.group_by has "lang" but the lang stage is off; enable lang or group by source')
+        for section in ("filter", "lines"):
+            unknown = sorted(set(getattr(self, section).sources or []) - set(names))
+            if unknown:
+                raise ValueError(
+                    f"{section}.sources names no configured source: {unknown} (sources: {', '.join(names)})"
+                )
+        return self
+
+
+def _is_input(path: Path) -> bool:
+    """A file to read, or a link that leads to none (dangling, or a loop): the reader
+    quarantines that under the link's path rather than passing it over in silence."""
+    return path.is_file() or (path.is_symlink() and not path.exists())
+
+
+def _has_suffix(path: Path, reader: str) -> bool:
+    name = path.name.lower()
+    return name.endswith(READER_SUFFIXES[reader])
+
+
+def parse_config(data: dict) -> RunConfig:
+    """Validate a config mapping; raise ConfigError with one line on the first problem."""
+    config = validate_model(RunConfig, data)
+    for source in config.sources:
+        source.input_files()  # a missing input stops the run here, before any work
+    check_files(config)
+    return config
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = Path(path).stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=16)
+def _load_once(load, path: str, size: int, mtime_ns: int) -> bool:
+    """``load(path)`` once per file version: a model that loaded is not loaded again to check it."""
+    load(path)
+    return True
+
+
+def check_files(config: RunConfig) -> None:
+    """Open what the run will load (the LID model, the tokenizer, the filters' models, the excluded
+    texts), so that a file that is not what its key says stops the run here, with one line, and not
+    after stages have written output. Raises ConfigError."""
+    if config.lang.enabled:
+        from pipeline.lang import LanguageIdentifier
+        from pipeline.lang.model import lid_model_path
+
+        try:
+            path = lid_model_path(config.lang.model)
+        except FileNotFoundError as error:
+            raise ConfigError(f"lang.model: {error}") from None
+        try:
+            _load_once(LanguageIdentifier, str(path), *_stamp(path))
+        except Exception as error:  # fastText raises ValueError or RuntimeError on a file it cannot read
+            raise ConfigError(
+                f"lang.model: {str(path)!r} is not a fastText language-ID model "
+                f"({_first_line(error)}); point lang.model at one, such as lid.176.ftz"
+            ) from None
+    if config.filter.enabled:
+        from pipeline.filters.registry import build_filters
+
+        for name in config.filter.filters:
+            try:
+                build_filters([name], config.filter.params)
+            except Exception as error:  # a missing or unreadable model, a threshold out of range
+                raise ConfigError(
+                    f"filter.params.{name}: the {name} filter cannot be built ({_first_line(error)}); "
+                    f"fix [filter.params.{name}]"
+                ) from None
+    if config.tokenize.enabled and config.tokenize.tokenizer is not None:
+        from tokenizers import Tokenizer
+
+        try:
+            Tokenizer.from_file(str(config.tokenize.tokenizer))
+        except Exception as error:  # the tokenizers library raises a bare Exception
+            raise ConfigError(
+                f"tokenize.tokenizer: {str(config.tokenize.tokenizer)!r} is not a tokenizer.json "
+                f"({_first_line(error)}); point it at one saved by the tokenizers library, "
+                "or leave it out to train one"
+            ) from None
+    if config.mix.enabled and config.tokenize.enabled:
+        for path in config.mix.exclude:
+            _check_texts_file(Path(path))
+
+
+def _check_texts_file(path: Path) -> None:
+    """A mix.exclude file must be Parquet or JSON lines with a text column."""
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            columns = pq.read_schema(path).names
+        else:
+            import polars as pl
+
+            columns = pl.scan_ndjson(path).collect_schema().names()
+    except Exception as error:
+        raise ConfigError(
+            f"mix.exclude: {str(path)!r} cannot be read as {path.suffix.lstrip('.')} "
+            f"({_first_line(error)}); point mix.exclude at Parquet or JSON-lines files of texts"
+        ) from None
+    if "text" not in columns:
+        raise ConfigError(
+            f"mix.exclude: {str(path)!r} has no 'text' column (columns: {', '.join(columns)}); "
+            "give files whose texts are in a column named text"
+        )
+
+
+def load_config(path: Path) -> RunConfig:
+    """Read and validate a TOML config file."""
+    return parse_config(read_toml(path))

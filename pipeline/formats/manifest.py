@@ -1,0 +1,204 @@
+"""``manifest.json``: what a run was made from (config, package versions, input checksums) and
+its counts per stage. It holds no times, so the same config and inputs give the same bytes.
+
+The manifest is also what makes a folder a run: a run writes only into a new folder, an empty
+one, or a folder with a run's manifest (:func:`check_run_dir`), since its stages replace files in
+the folders they write. While a run works, it holds ``<run_dir>/.run.lock`` (:func:`run_lock`), so a
+second run on the same folder stops with one line instead of mixing its files into the first's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import RunLayout
+from pipeline.io.storage import as_path, is_local
+from pipeline.io.writer import read_json, write_json
+
+if TYPE_CHECKING:  # the manifest records a config it is given; it never parses one
+    from pipeline.config import RunConfig
+
+try:
+    import fcntl
+except ImportError:  # not a POSIX system: runs are not locked
+    fcntl = None
+
+LOCK_NAME = ".run.lock"
+# What a run folder may hold before its manifest is written: the lock, and the flows' Prefect home.
+OWN_ENTRIES = (LOCK_NAME, ".prefect")
+# Keys every run manifest has (a mixture's manifest.json, for one, has others).
+MANIFEST_KEYS = ("config", "stages")
+
+
+class RunDirInUse(ConfigError):
+    """Another run holds the run directory's lock."""
+
+
+def _where(root) -> str:
+    return str(Path(root).absolute()) if is_local(root) else str(root)
+
+
+def check_run_dir(run_dir) -> None:
+    """Refuse a ``run_dir`` that is neither new, nor empty, nor a run of this project: a run's
+    stages clear and replace files in the folders they write, so a folder of other files is never
+    adopted. Raises ConfigError with one line."""
+    root = as_path(run_dir)
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise ConfigError(f"run_dir: {_where(root)!r} is a file, not a folder; give a new or empty folder")
+    manifest = RunLayout(root).manifest
+    if manifest.exists():
+        try:
+            record = read_json(manifest)
+        except Exception:
+            record = None
+        if isinstance(record, dict) and all(key in record for key in MANIFEST_KEYS):
+            return
+        raise ConfigError(
+            f"run_dir: {_where(root)!r} holds a manifest.json that is not a curate run's; give a new or empty folder"
+        )
+    others = sorted(entry.name for entry in root.iterdir() if entry.name not in OWN_ENTRIES)
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise ConfigError(
+            f"run_dir: {_where(root)!r} is a folder of other files ({shown}), not a run; "
+            "give a new or empty folder (a run replaces files in the folders it writes)"
+        )
+
+
+_HELD: dict[str, list] = {}  # resolved run_dir -> [lock file descriptor, holders in this process]
+_HELD_GUARD = threading.Lock()
+
+
+def _holder(path: Path) -> str:
+    try:
+        record = json.loads(path.read_text())
+        return f"pid {record['pid']} on {record['host']}, since {record['started']}"
+    except Exception:
+        return "a process whose lock record is unreadable"
+
+
+@contextmanager
+def run_lock(run_dir) -> Iterator[None]:
+    """Hold ``<run_dir>/.run.lock`` for as long as the block runs; raise RunDirInUse with one line
+    when another process holds it. The lock is an ``flock`` on that file, which the system lets go
+    when its holder exits, so a lock left by a killed run is taken over. A process may nest holds on
+    one folder. Folders on remote file systems (s3:// ...) are not locked."""
+    root = as_path(run_dir)
+    if fcntl is None or not is_local(root):
+        yield
+        return
+    root = Path(root).absolute()
+    root.mkdir(parents=True, exist_ok=True)
+    key = str(root.resolve())
+    with _HELD_GUARD:
+        if key in _HELD:
+            _HELD[key][1] += 1
+            nested = True
+        else:
+            nested = False
+    if not nested:
+        path = root / LOCK_NAME
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise RunDirInUse(
+                f"run_dir: {str(root)!r} is in use by another run ({_holder(path)}); wait for it "
+                "to finish, or give another run_dir"
+            ) from None
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode() + b"\n", 0)
+        with _HELD_GUARD:
+            _HELD[key] = [fd, 1]
+    try:
+        yield
+    finally:
+        with _HELD_GUARD:
+            entry = _HELD[key]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _HELD[key]
+                # The file stays: removing it would let a process that opened it just now lock a
+                # file no longer in the folder while a third one locks a new one.
+                fcntl.flock(entry[0], fcntl.LOCK_UN)
+                os.close(entry[0])
+
+
+PACKAGES = (
+    "curate",
+    "pyarrow",
+    "polars",
+    "prefect",
+    "pydantic",
+    "orjson",
+    "warcio",
+    "resiliparse",
+    "license-expression",
+    "zstandard",
+    "datasketch",
+    "fasttext-numpy2",
+    "tokenizers",
+    "torch",
+)
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def config_record(config: RunConfig) -> dict:
+    return config.model_dump(mode="json")
+
+
+def open_run(config: RunConfig) -> dict:
+    """Create the run directory's manifest, or check that an existing one is of this config.
+
+    Resuming a run needs the same config: a different one would mix outputs of two configs. A
+    folder that is not a run (see :func:`check_run_dir`) stops here, before anything is written."""
+    check_run_dir(config.run_dir)
+    layout = RunLayout(config.run_dir)
+    if layout.manifest.exists():
+        manifest = read_json(layout.manifest)
+        if manifest.get("config") != config_record(config):
+            raise ConfigError(
+                f"run_dir: {str(config.run_dir)!r} holds a run made with another config; "
+                "choose a new run_dir, or delete that folder to start over"
+            )
+        manifest["versions"] = package_versions()
+    else:
+        layout.root.mkdir(parents=True, exist_ok=True)
+        manifest = {"config": config_record(config), "versions": package_versions(), "inputs": [], "stages": {}}
+    write_json(manifest, layout.manifest)
+    return manifest
+
+
+def record_stage(config: RunConfig, stage: str, counts: dict, inputs: list[dict] | None = None) -> dict:
+    """Add a finished stage's counts (and, for the source stage, the input checksums)."""
+    layout = RunLayout(config.run_dir)
+    manifest = read_json(layout.manifest)
+    manifest["stages"][stage] = counts
+    if inputs is not None:
+        manifest["inputs"] = inputs
+    write_json(manifest, layout.manifest)
+    return manifest

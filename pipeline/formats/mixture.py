@@ -1,0 +1,176 @@
+"""The mixture folder format, ``curate.mixture/1``: its one owner. The mix stage (flows.mix) and the
+experiment's held-out folder (experiment) write it through these names and this manifest;
+the trainer (trainer.data) and the export (pipeline.formats.tokens.export_mixture) read it through
+:func:`read_manifest`.
+
+A mixture folder::
+
+    manifest.json                 format, tokenizer (file, sha256, vocab size, dtype, special ids),
+                                  per group tokens, epochs and validation counts, documents and
+                                  tokens per licence (per group and in all), and every shard
+                                  (file, group, documents, tokens, bytes, sha256) of each split
+    tokenizer.json                the tokenizer the shards were written with
+    plan.parquet                  id, group, tokens, repeats of every training document (mix stage)
+    common_windows.parquet        windows the decontamination judged common text (when it ran)
+    README.md                     the dataset card (pipeline.stages.card), for people and the Hub
+    train/<group>-<nnnn>.arrow    token shards (pipeline.formats.tokens), a group's in number order
+    validation/<group>-<nnnn>.arrow
+
+A group's name becomes a file name by :func:`group_file_stem` (``news/en`` -> ``news+en``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pipeline.formats.tokens import export_bin, file_sha256
+from pipeline.io.storage import as_path, is_local
+from pipeline.io.writer import atomic_path
+
+MIXTURE_FORMAT = "curate.mixture/1"
+MANIFEST_FILE = "manifest.json"
+TOKENIZER_FILE = "tokenizer.json"
+PLAN_FILE = "plan.parquet"
+COMMON_WINDOWS_FILE = "common_windows.parquet"
+CARD_FILE = "README.md"
+SPLITS = ("train", "validation")
+MANIFEST_KEYS = ("tokenizer", "groups", "train", "validation")
+
+
+class MixtureError(ValueError):
+    """A mixture folder that cannot be read; the message is one line naming the file and the fix."""
+
+
+def group_file_stem(group: str) -> str:
+    """A group's name as a file name: every character other than letters, digits, ``_.-`` becomes
+    ``+`` (``news/en`` -> ``news+en``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "+", group)
+
+
+def shard_file(split: str, group: str, number: int) -> str:
+    """A shard's path relative to the mixture folder: ``train/news+en-0000.arrow``."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
+    return f"{split}/{group_file_stem(group)}-{number:04d}.arrow"
+
+
+def tokenizer_entry(tokenizer, tokenizer_file: Path) -> dict:
+    """The manifest's ``tokenizer`` entry for ``tokenizer`` (a ``tokenizers.Tokenizer``) saved as
+    ``tokenizer_file`` in the mixture folder."""
+    from pipeline.formats.tokens import file_sha256, special_ids, token_dtype
+
+    ids = special_ids(tokenizer)
+    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+    return {
+        "file": TOKENIZER_FILE,
+        "sha256": file_sha256(tokenizer_file),
+        "vocab_size": vocab_size,
+        "dtype": token_dtype(vocab_size).name,
+        "eod_id": ids["eod"],
+        "pad_id": ids["pad"],
+        "mask_id": ids["mask"],
+        "cls_id": ids["cls"],
+    }
+
+
+def shard_entry(file: str, group: str, documents: int, tokens: int, size: int, sha256: str) -> dict:
+    """One shard of the manifest's ``train`` or ``validation`` list (``size``: UTF-8 bytes of the
+    documents' text, for bits per byte)."""
+    return {"file": file, "group": group, "documents": documents, "tokens": tokens, "bytes": size, "sha256": sha256}
+
+
+def manifest(
+    mixture: str, seed: int, tokenizer: dict, groups: dict, train: list[dict], validation: list[dict], **extra
+) -> dict:
+    """A mixture manifest: the format, the mixture's name, the seed, the tokenizer entry, the
+    groups, the shards of each split, and ``extra`` keys (budget, weighting, decontamination)."""
+    return {
+        "format": MIXTURE_FORMAT,
+        "mixture": mixture,
+        "seed": seed,
+        "tokenizer": tokenizer,
+        **extra,
+        "groups": groups,
+        "train": train,
+        "validation": validation,
+    }
+
+
+def read_manifest(folder: Path) -> dict:
+    """The manifest of the mixture folder ``folder`` (a local or fsspec path), checked: present,
+    valid JSON, this format, every key, and the tokenizer file it names. A failure raises
+    :class:`MixtureError`."""
+    path = folder / MANIFEST_FILE
+    if not path.is_file():
+        raise MixtureError(
+            f"no {MANIFEST_FILE} in {folder}; point at a folder the mix stage wrote (<run_dir>/mix/<mixture>)"
+        )
+    try:
+        found = json.loads(path.read_bytes())
+    except json.JSONDecodeError as error:
+        raise MixtureError(f"{path} is not valid JSON ({error}); re-run the mix stage") from None
+    if not isinstance(found, dict) or found.get("format") != MIXTURE_FORMAT:
+        shown = found.get("format") if isinstance(found, dict) else None
+        raise MixtureError(
+            f"{path} has format {shown!r}, not {MIXTURE_FORMAT!r}; re-run the mix stage with this version"
+        )
+    for key in MANIFEST_KEYS:
+        if key not in found:
+            raise MixtureError(f"{path} lacks {key!r}; re-run the mix stage")
+    tokenizer = folder / found["tokenizer"].get("file", TOKENIZER_FILE)
+    if not tokenizer.is_file():
+        raise MixtureError(f"no tokenizer at {tokenizer}; the manifest names it, re-run the mix stage")
+    return found
+
+
+def tokenizer_path(folder: Path, found: dict) -> Path:
+    """The tokenizer file of a mixture folder, as its manifest (``found``) names it."""
+    return folder / found["tokenizer"].get("file", TOKENIZER_FILE)
+
+
+def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dict:
+    """Write a mixture folder (the mix stage's ``<run>/mix/<mixture>/``) as nanoGPT's files:
+    ``train.bin`` and ``val.bin`` (flat uint16 tokens, documents separated by the end-of-document
+    id), ``tokenizer.json``, ``meta.json`` (vocabulary size, special ids, what each file holds,
+    the documents and tokens per licence) and the mixture's dataset card ``README.md``.
+
+    With ``verify``, every shard's sha256 is checked against the mixture's manifest first, so a
+    changed or truncated shard stops the export. The mixture folder may be remote (an fsspec URL);
+    ``out_dir`` is a local folder. Returns the content of ``meta.json``."""
+    if not is_local(out_dir):
+        raise ValueError(
+            f"{out_dir}: the export writes memory-mapped .bin files to a local folder; "
+            "export to a local folder, then copy it (e.g. with your object store's CLI)"
+        )
+    mixture_dir, out_dir = as_path(mixture_dir), as_path(out_dir)
+    from pipeline.formats.mixture import CARD_FILE, read_manifest, tokenizer_path
+
+    manifest = read_manifest(mixture_dir)
+    if verify:
+        for entry in [*manifest["train"], *manifest["validation"]]:
+            path = mixture_dir / entry["file"]
+            if not path.is_file() or file_sha256(path) != entry["sha256"]:
+                raise ValueError(f"{path} is missing or differs from the manifest (sha256); run the mix stage again")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for name, split in (("train.bin", "train"), ("val.bin", "validation")):
+        files[name] = export_bin([mixture_dir / e["file"] for e in manifest[split]], out_dir / name)
+        files[name]["bytes_of_text"] = sum(e["bytes"] for e in manifest[split])
+    with atomic_path(out_dir / "tokenizer.json") as tmp:
+        tmp.write_bytes(tokenizer_path(mixture_dir, manifest).read_bytes())
+    card = mixture_dir / CARD_FILE
+    if card.is_file():  # the dataset card goes with the data
+        with atomic_path(out_dir / CARD_FILE) as tmp:
+            tmp.write_bytes(card.read_bytes())
+    meta = {
+        "mixture": manifest["mixture"],
+        "dtype": "uint16",
+        **{k: v for k, v in manifest["tokenizer"].items() if k not in ("file", "dtype")},
+        "files": files,
+        **({"licences": manifest["licences"]} if "licences" in manifest else {}),
+    }
+    with atomic_path(out_dir / "meta.json") as tmp:
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return meta

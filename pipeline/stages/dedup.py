@@ -1,0 +1,499 @@
+"""The `dedup` and `lines` stages: their units of work and the order they run in.
+
+:func:`run_dedup` and :func:`run_lines` run a whole stage. They hand every list of units to
+``run_units`` (``pipeline.stages.units``: by default one after the other in this process; the
+Prefect flows in ``flows.dedup`` submit each as a task), so a stage runs, and is tested, with or
+without Prefect, and writes the same files either way. :func:`deduplicate_shards` is the finding
+of duplicates alone, on any list of document files.
+
+    dedup, in <stage>/intermediate (P: dedup.partitions band-key partitions, or more for a
+    corpus of more than P x 6.5M band rows, :func:`partitions_for`; "per group": up to P units,
+    one per million pairs or two million edges, each over a group of shards, shard s in unit
+    s % units, each shard's files its own):
+    sign_shard           per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
+    find_candidates      per partition  verify/pairs/shard-<S>/part-<P>   (pipeline.dedup.routed)
+    measure_first        per group      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
+    measure_second       per group      verify/measured/second-<T>: the edges, with the first's
+    seed_components      per group      components/large-0000/...: the edges, both ways round
+    large_stars, small_stars  per group, in rounds until a round changes nothing
+                                        components/large-<r>, small-<r> (pipeline.dedup.components)
+    label_components     per group      components/labels/shard-<S>: doc, component
+    cluster_edges        once           members.parquet: the keep rule over the components;
+                                        similarity/pairs/shard-<S>/members: each member's kept doc
+    measure_first, measure_second  per group, again: similarity/measured/..., similarity/forward/...
+    assemble             once           <stage>/clusters.parquet
+    remove_duplicates    per shard      <stage>/docs, <stage>/removed
+
+    lines:
+    count_lines       per shard      counts/part-<P>/<shard>
+    find_frequent     per partition  frequent/part-<P>.parquet, then frequent.parquet
+    cut_lines         per shard      <stage>/docs (and removed: documents left blank)
+
+The steps per shard of both stages (sign_shard, remove_duplicates, count_lines, cut_lines) are
+short, so they are handed over in blocks of up to 16 shards (``pipeline.stages.units.in_blocks``):
+one unit per block, which runs its shards one at a time.
+
+The shingle sets are read where they are: each verification and similarity hop reads each
+signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
+the corpus. Connected components run in rounds, each unit holding the edges of its shards'
+documents. Every unit reports ``bytes_read`` and the finding sums them per step. The
+keep rule and the clusters table are still made by one unit each, over the clustered documents
+(a few columns per document, no shingle sets and no edges).
+
+The intermediate folder is reused when it was made from the same input shards (by sha256) and
+settings, so a re-run only redoes what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.config import RunConfig
+from pipeline.dedup.clusters import (
+    CLUSTERS_SCHEMA,
+    KeepRule,
+    ShingleLookup,
+    dedup_step,
+    finish_clusters,
+    members_of_components,
+    similarity_pairs,
+)
+from pipeline.dedup.components import (
+    MAX_ROUNDS,
+    combined_fingerprint,
+    component_labels,
+    large_star,
+    seed_edges,
+    small_star,
+)  # the unit functions below run these shard by shard, over groups of shards
+from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
+from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, signatures_for_shard
+from pipeline.dedup.minhash import MinHashParams
+from pipeline.dedup.routed import first_hop, route_pairs, second_hop
+from pipeline.formats.documents import RunLayout, StageDir
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parquet, scan_parquet
+from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
+from pipeline.stages.registry import scoped_filters
+from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
+from pipeline.stages.units import RunUnits, in_blocks, in_process
+
+STAGE = "dedup"
+LINES_STAGE = "lines"
+LARGEST_CLUSTERS = 10
+EXAMPLE_CHARS = 300
+# The two routed passes: verification of the candidate pairs, similarity with the kept document.
+VERIFY, SIMILARITY = "verify", "similarity"
+# Work of one unit of a step across shards: pairs measured (several seconds), edges in a round.
+PAIRS_PER_UNIT = 1_000_000
+EDGES_PER_UNIT = 2_000_000
+
+
+def signature_path(work: Path, shard: int) -> Path:
+    return as_path(work) / "signatures" / f"shard-{shard:05d}.parquet"
+
+
+def sign_shard(in_path: Path, shard: int, work: Path, params: MinHashParams, partitions: int) -> dict:
+    """Shard ``shard``'s signature file and its band keys, split by partition."""
+    signatures = signature_path(work, shard)
+    counts = signatures_for_shard(in_path, signatures, params, shard=shard)
+    partition_band_keys([signatures], as_path(work) / "bands", partitions)
+    opened = parquet_file(in_path)
+    text_columns = ["id", "text"] + ([params.score_column] if params.score_column else [])
+    band_columns = ["doc", "exact_hash", "words", "band_keys"]
+    read = parquet_bytes(opened.metadata, text_columns) + parquet_bytes(parquet_file(signatures).metadata, band_columns)
+    return {"unit": f"signatures-{shard:05d}", **counts, "bytes_read": read}
+
+
+def find_candidates(partition: int, work: Path) -> dict:
+    """Partition ``partition``'s candidate pairs, routed to the shard of their first document."""
+    folder = as_path(work) / "bands" / f"part-{partition:04d}"
+    files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
+    pairs = candidate_pairs(files)
+    route_pairs(pairs, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}")
+    read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
+    return {"unit": f"candidates-{partition:04d}", "pairs": pairs.height, "bytes_read": read}
+
+
+def _hop_dirs(work: Path, step: str) -> tuple[Path, Path, Path]:
+    root = as_path(work) / step
+    return root / "pairs", root / "forward", root / "measured"
+
+
+def units_for(items: int, per_unit: int, most: int) -> int:
+    """How many units a step that works across shards runs as: one per ``per_unit`` items (pairs,
+    edges), at least 1 and at most ``most`` (dedup.partitions). A unit works through its shards one
+    at a time, so its memory is bounded by a shard however many it has; fewer units only save
+    each task's fixed cost on a cluster (about half a second on a 2-worker Dask LocalCluster)."""
+    return max(1, min(most, -(-items // per_unit)))
+
+
+def shard_groups(shards: int, units: int) -> list[list[int]]:
+    """Shards ``0..shards-1`` dealt into ``min(units, shards)`` groups (shard s to group s % units):
+    the work of one unit of a step that runs shard by shard."""
+    return [list(range(g, shards, units)) for g in range(min(units, shards))]
+
+
+def _summed(unit: str, counts: list[dict]) -> dict:
+    total: dict = {"unit": unit}
+    for found in counts:
+        for key, value in found.items():
+            total[key] = total.get(key, 0) + value
+    return total
+
+
+def measure_first(step: str, part: int, shards: list[int], work: Path, threshold: float | None) -> dict:
+    """The first routed hop of ``step`` (verify or similarity) for each shard of ``shards``."""
+    pairs, forward, measured = _hop_dirs(work, step)
+    return _summed(
+        f"{step}-first-{part:04d}",
+        [
+            first_hop(s, pairs, signature_path(work, s), forward, measured / f"first-{s:05d}.parquet", threshold)
+            for s in shards
+        ],
+    )
+
+
+def measure_second(step: str, part: int, shards: list[int], work: Path, threshold: float | None) -> dict:
+    """The second routed hop of ``step`` for each shard of ``shards``."""
+    _, forward, measured = _hop_dirs(work, step)
+    return _summed(
+        f"{step}-second-{part:04d}",
+        [
+            second_hop(s, forward, signature_path(work, s), measured / f"second-{s:05d}.parquet", threshold)
+            for s in shards
+        ],
+    )
+
+
+def _measured_files(work: Path, step: str) -> list[Path]:
+    return sorted((as_path(work) / step / "measured").glob("*.parquet"))
+
+
+def _components_root(work: Path) -> Path:
+    return as_path(work) / "components"
+
+
+def _labels_path(work: Path, shard: int) -> Path:
+    return _components_root(work) / "labels" / f"shard-{shard:05d}.parquet"
+
+
+def seed_components(part: int, shards: list[int], work: Path) -> dict:
+    """The verified edges of each shard of ``shards`` into the first round of components."""
+    _, _, measured = _hop_dirs(work, VERIFY)
+    return _summed(
+        f"components-seed-{part:04d}",
+        [
+            seed_edges(
+                s, [measured / f"first-{s:05d}.parquet", measured / f"second-{s:05d}.parquet"], _components_root(work)
+            )
+            for s in shards
+        ],
+    )
+
+
+def large_stars(round_: int, part: int, shards: list[int], work: Path) -> dict:
+    """Round ``round_``'s Large-Star for each shard of ``shards``."""
+    return _summed(f"large-{round_:04d}-{part:04d}", [large_star(round_, s, _components_root(work)) for s in shards])
+
+
+def small_stars(round_: int, part: int, shards: list[int], work: Path) -> dict:
+    """Round ``round_``'s Small-Star for each shard of ``shards``."""
+    return _summed(f"small-{round_:04d}-{part:04d}", [small_star(round_, s, _components_root(work)) for s in shards])
+
+
+def label_components(round_: int, part: int, shards: list[int], work: Path) -> dict:
+    """The component of each document of each shard of ``shards``, from round ``round_``."""
+    root = _components_root(work)
+    return _summed(f"components-{part:04d}", [component_labels(round_, s, root, _labels_path(work, s)) for s in shards])
+
+
+def find_components(work: Path, groups: list[list[int]], run_units: RunUnits) -> dict:
+    """Connected components of the verified edges, in rounds of units over ``groups`` of shards
+    (``pipeline.dedup.components``), until a round changes nothing; returns the rounds run and
+    the bytes read."""
+    jobs = list(enumerate(groups))
+    seeded = run_units(None, seed_components, [(g, shards, work) for g, shards in jobs])
+    read = _total(seeded, "bytes_read")
+    previous = None
+    for round_ in range(MAX_ROUNDS):
+        stars = run_units(None, large_stars, [(round_, g, shards, work) for g, shards in jobs])
+        read += _total(stars, "bytes_read")
+        now = combined_fingerprint(stars)
+        if now == previous:
+            break
+        previous = now
+        read += _total(run_units(None, small_stars, [(round_, g, shards, work) for g, shards in jobs]), "bytes_read")
+    else:
+        raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
+    labelled = run_units(None, label_components, [(round_, g, shards, work) for g, shards in jobs])
+    return {"rounds": round_ + 1, "bytes_read": read + _total(labelled, "bytes_read")}
+
+
+def cluster_edges(work: Path, shards: int, rule: KeepRule) -> dict:
+    """The keep rule over the components (``members.parquet``); each member that is neither kept
+    nor an exact copy is routed, with its kept document, to be measured."""
+    files = [_labels_path(work, s) for s in range(shards)]
+    components = pl.concat([read_parquet(f) for f in files])
+    lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
+    members = members_of_components(components, lookup, rule)
+    write_parquet(members.to_arrow(), as_path(work) / "members.parquet")
+    measure = similarity_pairs(members)
+    route_pairs(measure, as_path(work) / SIMILARITY / "pairs", "members")
+    read = sum(parquet_bytes(parquet_file(f).metadata) for f in files) + lookup.bytes_read
+    return {"unit": "clusters", "pairs": measure.height, "bytes_read": read}
+
+
+def assemble(work: Path, out_path: Path) -> dict:
+    """The clusters table: the members with their measured similarity to the kept document."""
+    members_path = as_path(work) / "members.parquet"
+    files = _measured_files(work, SIMILARITY)
+    measured = (
+        pl.concat([read_parquet(f) for f in files])
+        if files
+        else pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "jaccard": pl.Float64})
+    )
+    clusters = finish_clusters(read_parquet(members_path), measured)
+    write_parquet(clusters.to_arrow().cast(CLUSTERS_SCHEMA), out_path)
+    read = parquet_bytes(parquet_file(members_path).metadata) + sum(
+        parquet_bytes(parquet_file(f).metadata) for f in files
+    )
+    removed = clusters.filter(~pl.col("kept"))
+    return {
+        "unit": "assemble",
+        "clusters": int(clusters["cluster"].n_unique()) if clusters.height else 0,
+        "docs_in_clusters": clusters.height,
+        "removed": removed.height,
+        "removed_exact": int(removed["exact"].sum()) if removed.height else 0,
+        "removed_near": int((~removed["exact"]).sum()) if removed.height else 0,
+        "bytes_read": read,
+    }
+
+
+def _total(parts: list[dict], key: str) -> int:
+    return sum(int(part.get(key, 0)) for part in parts)
+
+
+def find_duplicates(
+    inputs: Sequence[Path],
+    work: Path,
+    params: MinHashParams,
+    partitions: int,
+    rule: KeepRule,
+    out_path: Path,
+    run_units: RunUnits = in_process,
+) -> dict:
+    """Every step from document shards to the clusters table at ``out_path`` (layout in the
+    module docstring; shard numbers follow ``inputs``' order). Returns the finding: counts of
+    documents, shingles, candidate pairs, edges, false positives, clusters and removals, and the
+    bytes read per step."""
+    if partitions < 1:
+        raise ValueError(f"partitions must be at least 1, got {partitions}")
+    work = as_path(work)
+    signed = in_blocks(
+        run_units,
+        "dedup signatures",
+        sign_shard,
+        [(path, shard, work, params, partitions) for shard, path in enumerate(inputs)],
+    )
+    candidates = run_units("dedup candidates", find_candidates, [(p, work) for p in range(partitions)])
+    threshold = params.threshold
+    n = len(inputs)
+    groups = list(enumerate(shard_groups(n, units_for(_total(candidates, "pairs"), PAIRS_PER_UNIT, partitions))))
+    verified = run_units("dedup verify", measure_first, [(VERIFY, g, s, work, threshold) for g, s in groups])
+    verified_far = run_units(None, measure_second, [(VERIFY, g, s, work, threshold) for g, s in groups])
+    edges = _total(verified, "kept") + _total(verified_far, "kept")
+    components = find_components(work, shard_groups(n, units_for(edges, EDGES_PER_UNIT, partitions)), run_units)
+    (clustered,) = run_units(None, cluster_edges, [(work, n, rule)])
+    groups = list(enumerate(shard_groups(n, units_for(clustered["pairs"], PAIRS_PER_UNIT, partitions))))
+    similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None) for g, s in groups])
+    similar_far = run_units(None, measure_second, [(SIMILARITY, g, s, work, None) for g, s in groups])
+    (assembled,) = run_units(None, assemble, [(work, out_path)])
+    pairs = _total(verified, "pairs")
+    return {
+        "docs": _total(signed, "docs"),
+        "docs_without_words": _total(signed, "docs_without_words"),
+        "shingles": _total(signed, "shingles"),
+        "candidate_pairs": pairs,
+        "edges": edges,
+        "false_positives": pairs - edges,
+        **{k: v for k, v in assembled.items() if k not in ("unit", "bytes_read")},
+        "bands_rows": list(params.lsh) if params.near else None,
+        "component_rounds": components["rounds"],
+        "bytes_read": {
+            "signatures": _total(signed, "bytes_read"),
+            "candidates": _total(candidates, "bytes_read"),
+            "verify": _total(verified, "bytes_read") + _total(verified_far, "bytes_read"),
+            "components": components["bytes_read"],
+            "clusters": clustered["bytes_read"],
+            "similarity": _total(similar, "bytes_read") + _total(similar_far, "bytes_read"),
+            "assemble": assembled["bytes_read"],
+        },
+    }
+
+
+def deduplicate_shards(
+    doc_paths: Sequence[Path],
+    work_dir: Path,
+    params: MinHashParams = MinHashParams(),
+    partitions: int = 8,
+    rule: KeepRule = "first",
+) -> pl.DataFrame:
+    """:func:`find_duplicates` in this process, into ``work_dir`` (the clusters table at
+    ``work_dir/clusters.parquet``), and the clusters table it wrote."""
+    out = as_path(work_dir) / "clusters.parquet"
+    find_duplicates(doc_paths, work_dir, params, partitions, rule, out)
+    return read_parquet(out)
+
+
+def remove_duplicates(
+    in_path: Path, shard: int, stage: StageDir, clusters: Path, threshold: float, batch_docs: int
+) -> dict:
+    """Shard ``shard``'s documents less its duplicates (its rows of the clusters table only:
+    ``doc = shard << SHARD_BITS | row``), and its removed records."""
+    mine = (
+        scan_parquet([clusters])
+        .filter(pl.col("doc").is_between(shard << SHARD_BITS, ((shard + 1) << SHARD_BITS) - 1))
+        .collect()
+    )
+    return shard_unit(STAGE, in_path, stage, dedup_step(mine, threshold, shard=shard), batch_docs)
+
+
+def largest_clusters(clusters: pl.LazyFrame, inputs: list[Path], n: int = LARGEST_CLUSTERS) -> list[dict]:
+    """The ``n`` largest clusters: size, the kept document and one removed one, with their text
+    (read lazily: only the cluster column of the whole table, and the rows of the top clusters)."""
+    top = (
+        clusters.group_by("cluster")
+        .agg(pl.len().alias("size"))
+        .sort(["size", "cluster"], descending=[True, False])
+        .head(n)
+        .collect()
+    )
+    if top.height == 0:
+        return []
+    members = clusters.join(top.lazy(), on="cluster").sort("cluster", "doc").collect()
+    wanted = members.group_by("cluster", maintain_order=True).agg(
+        pl.col("kept_id").first(),
+        pl.col("id").filter(~pl.col("kept")).first().alias("removed_id"),
+        pl.col("jaccard").filter(~pl.col("kept")).min().alias("min_jaccard"),
+        pl.col("size").first(),
+    )
+    ids = set(wanted["kept_id"].to_list()) | set(wanted["removed_id"].drop_nulls().to_list())
+    texts = dict(scan_parquet(inputs).filter(pl.col("id").is_in(list(ids))).select("id", "text").collect().iter_rows())
+    return [
+        {
+            "cluster": row["cluster"],
+            "size": row["size"],
+            "kept_id": row["kept_id"],
+            "kept_text": texts.get(row["kept_id"], "")[:EXAMPLE_CHARS],
+            "removed_id": row["removed_id"],
+            "removed_text": texts.get(row["removed_id"], "")[:EXAMPLE_CHARS],
+            "min_jaccard": row["min_jaccard"],
+        }
+        for row in wanted.sort("size", "cluster", descending=[True, False]).iter_rows(named=True)
+    ]
+
+
+# Band-key rows per partition, at most, before the stage uses more partitions than dedup.partitions:
+# a partition's candidates task grew by about 230 bytes per row in the million-document benchmark
+# (223 MiB for 1.0M rows), so 6.5M rows is about 1.5 GB.
+BAND_ROWS_PER_PARTITION = 6_500_000
+
+
+def partitions_for(documents: int, params: MinHashParams, least: int) -> int:
+    """Band-key partitions for ``documents``: ``least`` (dedup.partitions), or more, so that no
+    partition holds more than :data:`BAND_ROWS_PER_PARTITION` rows (a row per band and one for the
+    exact hash per document). The clusters do not depend on the number of partitions."""
+    rows = documents * ((params.lsh[0] if params.near else 0) + 1)
+    return max(least, -(-rows // BAND_ROWS_PER_PARTITION))
+
+
+def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+    """Remove exact and near duplicates from the shards of ``previous``; write and return the
+    stage's stats."""
+    settings = config.dedup
+    params = settings.minhash_params()
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(STAGE).make()
+    remove_temporaries(stage.root)
+    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    work = stage.root / "intermediate"
+    clusters = stage.root / "clusters.parquet"
+    if reusable_work(stage, inputs, settings.model_dump(mode="json")) and clusters.exists():
+        finding = read_json(work / "finding.json")
+    else:
+        documents = read_json(layout.stage(previous).stats)["docs_out"]
+        partitions = partitions_for(documents, params, settings.partitions)
+        finding = find_duplicates(inputs, work, params, partitions, settings.keep, clusters, run_units)
+        finding["partitions"] = partitions
+        write_json(finding, work / "finding.json")
+        mark_work_done(stage, inputs, settings.model_dump(mode="json"))
+    parts = in_blocks(
+        run_units,
+        STAGE,
+        remove_duplicates,
+        [(path, shard, stage, clusters, settings.threshold, config.batch_docs) for shard, path in enumerate(inputs)],
+    )
+    return finish_stage(
+        STAGE,
+        previous,
+        config,
+        sorted(parts, key=lambda part: part["unit"]),
+        dedup=finding,
+        largest_clusters=largest_clusters(scan_parquet([clusters]), inputs),
+    )
+
+
+def count_lines(in_path: Path, work: Path, partitions: int) -> dict:
+    line_counts_for_shard(in_path, as_path(work) / "counts", partitions)
+    return {"unit": in_path.stem}
+
+
+def find_frequent(partition: int, work: Path, max_docs: int) -> dict:
+    frequent = frequent_lines(as_path(work) / "counts" / f"part-{partition:04d}", max_docs)
+    write_parquet(frequent.to_arrow(), as_path(work) / "frequent" / f"part-{partition:04d}.parquet")
+    return {"unit": f"frequent-{partition:04d}", "frequent_lines": frequent.height}
+
+
+def cut_lines(in_path: Path, stage: StageDir, frequent: Path, sources: list[str] | None, batch_docs: int) -> dict:
+    hashes = read_parquet(frequent)["line_hash"].to_numpy() if frequent.exists() else np.zeros(0, np.uint64)
+    step = scoped_filters([RepeatedLines(hashes)], sources, LINES_STAGE)
+    return shard_unit(LINES_STAGE, in_path, stage, step, batch_docs)
+
+
+def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+    """Cut lines found in more than ``lines.max_docs`` documents from the shards of ``previous``;
+    write and return the stage's stats."""
+    settings = config.lines
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(LINES_STAGE).make()
+    remove_temporaries(stage.root)
+    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    work = stage.root / "intermediate"
+    frequent = work / "frequent.parquet"
+    if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and frequent.exists()):
+        # Lines are counted over all documents; they are cut only from the sources in scope.
+        in_blocks(run_units, "lines count", count_lines, [(path, work, settings.partitions) for path in inputs])
+        found = run_units(
+            "lines frequent", find_frequent, [(p, work, settings.max_docs) for p in range(settings.partitions)]
+        )
+        tables = [read_parquet(work / "frequent" / f"part-{p:04d}.parquet") for p in range(settings.partitions)]
+        write_parquet(pl.concat(tables).sort("line_hash").to_arrow(), frequent)
+        write_json({"frequent_lines": sum(f["frequent_lines"] for f in found)}, work / "finding.json")
+        mark_work_done(stage, inputs, settings.model_dump(mode="json"))
+    parts = in_blocks(
+        run_units,
+        LINES_STAGE,
+        cut_lines,
+        [(path, stage, frequent, settings.sources, config.batch_docs) for path in inputs],
+    )
+    return finish_stage(
+        LINES_STAGE,
+        previous,
+        config,
+        sorted(parts, key=lambda part: part["unit"]),
+        lines=read_json(work / "finding.json"),
+    )

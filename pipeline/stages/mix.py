@@ -1,0 +1,819 @@
+"""The `mix` stage: the curated pool's documents in groups, a held-out validation split per group
+kept clean of near-duplicates, and each configured mixture of the training side as token shards.
+
+Nothing is encoded again: the tokenize stage wrote every curated document's tokens, so the token
+counts per document are exact, and a mixture's shards are gathered from those shards (a copy per
+repeat of an upsampled document). No table of every document is built in one process: the units
+below work through blocks of shards (one per 16 shards, at most ``mix.partitions``) and write
+per-shard files under
+``mix/intermediate/``; the caller keeps only figures per group (pipeline.mix.shards explains how
+each part of the plan is computed in pieces and still equals the whole-pool plan). In order::
+
+    scan_block        per block of shards   ids, source, lang, licence, tokens, bytes, group of each document
+    block_matches     per block             documents near-duplicating an excluded text
+    block_windows     per block             documents sharing a 13-token window with an excluded text
+    split_candidates  per block             held-out candidates, capped per group; the caller caps
+                                            their union (pipeline.mix.plan.split_validation)
+    block_texts       per block             the validation documents' texts
+    block_matches     per block             training documents near-duplicating a validation one
+    shard_sides       per block             each document's group and side; counts per group; a
+                                            histogram of the sampling keys of the training side
+    (plan)            in the caller         per mixture: weights, epoch caps, and per group the one
+                                            sampling bucket where its remainder runs out
+    bucket_documents  per block             the documents of those buckets (only when there are any)
+    route_copies      per block             each mixture's repeats per document; every copy to write,
+                                            routed by key range
+    concat_files      one per file          documents.parquet, each mixture's plan.parquet
+    cut_ranges        per split and group   the writing order, range by range, cut into output shards
+    write_shard       per output shard      gather the tokens: <mixture>/{train,validation}/*.arrow
+
+Before the split, documents that are, near-duplicate or contain text of the configured ``exclude``
+files (a downstream task, an evaluation set shared by several runs) leave the pool, by three rules
+in this order: the same id as a row of a file with an ``id`` column (``reference_id``); MinHash and
+exact Jaccard at ``contamination_threshold`` (``reference_near_duplicate``); a shared window of
+``exclude_ngram`` tokens that is not common text, or half of one text's windows (``reference_window``;
+see :mod:`pipeline.decontaminate`). A document leaves by the first rule that takes it. The windows
+judged common go into every mixture folder, so that the check of the mixture
+(:func:`pipeline.decontaminate.check_contamination`) judges as the exclusion did.
+
+Outputs in ``<run>/mix/``: ``documents.parquet`` (every document's group and side: train,
+validation, contaminated or excluded, the rule and the validation or reference text that put it there),
+``removed/{contaminated,excluded}.parquet`` (REMOVED_SCHEMA), and per mixture a
+self-contained folder ``<mixture>/`` (pipeline.formats.mixture) with ``manifest.json``,
+``tokenizer.json``, ``plan.parquet`` (repeats per training document), the shards and, written
+last, the dataset card ``README.md`` (pipeline.stages.card). The
+per-shard files of the units are in ``intermediate/`` (scan, pool, plan, copies, ordered ranges),
+made again by every run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from pipeline.config import RESERVED_MIXTURE_NAMES, MixtureConfig, RunConfig
+from pipeline.decontaminate import WindowIndex, window_containment
+from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, read_reference_texts
+from pipeline.dedup.minhash import MinHashParams
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import (
+    LICENCE,
+    MIX_CONTAMINATED,
+    MIX_EXCLUDED,
+    MIX_EXCLUDED_ID,
+    MIX_EXCLUDED_WINDOW,
+    MIX_NEAR_ID,
+    MIX_RULE,
+    REMOVED_SCHEMA,
+    RunLayout,
+    licence_series,
+)
+from pipeline.formats.ledger import LedgerError, add_counts
+from pipeline.formats.manifest import record_stage
+from pipeline.formats.mixture import (
+    COMMON_WINDOWS_FILE,
+    MANIFEST_FILE,
+    PLAN_FILE,
+    TOKENIZER_FILE,
+    group_file_stem,
+    manifest,
+    shard_entry,
+    shard_file,
+    tokenizer_entry,
+)
+from pipeline.formats.step import removed_frame
+from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
+from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree
+from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
+from pipeline.mix.plan import (
+    OTHER,
+    EpochCaps,
+    cap_epochs,
+    explicit_weights,
+    report_from_counts,
+    small_groups,
+    split_validation,
+    temperature_weights,
+)
+from pipeline.mix.shards import (
+    PLAN_SCHEMA,
+    SPLITS,
+    block_texts,
+    bucket_documents,
+    concat_files,
+    crossing_buckets,
+    cut_ranges,
+    group_documents,
+    group_tokens,
+    partial_layers,
+    piece_rows,
+    range_count,
+    route_copies,
+    shard_file_name,
+    shard_sides,
+    split_candidates,
+    sum_histograms,
+)
+from pipeline.stages.card import write_cards
+from pipeline.stages.shard import mark_work_done, reusable_work
+from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process
+
+STAGE = "mix"
+_EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
+# Why a document left the pool: the rule, the text that put it there, and the rule's measure
+# (Jaccard; shared windows; null for an id).
+CAUSES_SCHEMA = {"id": pl.String, "reference_id": pl.String, "value": pl.Float64, "rule": pl.String}
+SCAN_SCHEMA = {
+    "id": pl.String,
+    "source": pl.String,
+    "lang": pl.String,
+    LICENCE: pl.String,
+    "tokens": pl.Int64,
+    "bytes": pl.Int64,
+    "shard": pl.Int32,
+    "row": pl.Int64,
+}
+
+
+def scan_shard(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
+    """One row per document of a curated shard: id, source, lang, licence, tokens (its token count,
+    end token included), bytes (UTF-8 bytes of its text), shard (``number``) and row."""
+    columns = [c for c in ("id", "source", "lang", LICENCE, "text") if c in _columns(docs_path)]
+    docs = read_parquet(docs_path, columns=columns)
+    _, offsets = read_token_shard(token_path)
+    if docs.height != offsets.height or not docs["id"].equals(offsets["doc_id"], check_names=False):
+        raise LedgerError(
+            f"stage {STAGE}: {token_path.name} does not hold the documents of {docs_path} "
+            "in order; run the tokenize stage again"
+        )
+    lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * docs.height, dtype=pl.String)
+    return pl.DataFrame(
+        {
+            "id": docs["id"],
+            "source": docs["source"],
+            "lang": lang,
+            LICENCE: licence_series(docs),
+            "tokens": offsets["doc_tokens"],
+            "bytes": docs["text"].str.len_bytes(),
+            "shard": [number] * docs.height,
+            "row": np.arange(docs.height),
+        },
+        schema=SCAN_SCHEMA,
+    )
+
+
+def scan_block(
+    unit: str, jobs: list[tuple[int, Path, Path, Path]], by: list[str], merge: dict | None, listed: pl.Series
+) -> dict:
+    """Scan a block of shards (``(number, docs, token shard, scan file)`` each): write each shard's
+    scan rows with the group ``group_by`` and ``merge`` give them; return the block's documents,
+    tokens per group and the ids among them that an ``exclude`` file lists."""
+    found = {"documents": 0, "groups": {}, "listed": []}
+    for number, docs_path, token_path, out in jobs:
+        scan = scan_shard(number, docs_path, token_path)
+        scan = scan.with_columns(group_documents(scan, by, merge))
+        write_parquet(scan.to_arrow(), out)
+        found["documents"] += scan.height
+        add_counts(found["groups"], group_tokens(scan))
+        found["listed"].append(scan["id"].filter(scan["id"].is_in(listed.implode())))
+    found["listed"] = pl.concat([pl.Series("id", [], dtype=pl.String), *found["listed"]])
+    return found
+
+
+def _columns(path: Path) -> list[str]:
+    return parquet_file(path).schema_arrow.names
+
+
+def block_matches(unit: str, docs_paths: list[Path], index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
+    """The documents of a block of shards (but those in ``skip``) that near-duplicate a text of
+    ``index``."""
+    found = [_EMPTY_MATCHES]
+    for path in docs_paths:
+        docs = read_parquet(path, columns=["id", "text"]).filter(~pl.col("id").is_in(skip.implode()))
+        found.append(index.matches(docs["id"], docs["text"]))
+    return pl.concat(found)
+
+
+def _matches(
+    run_units: RunUnits, what: str, inputs: list[Path], units: list[range], index: ReferenceIndex, skip: pl.Series
+) -> pl.DataFrame:
+    jobs = [(f"{what}-{u:04d}", [inputs[s] for s in block], index, skip) for u, block in enumerate(units)]
+    return pl.concat([_EMPTY_MATCHES, *run_units(None, block_matches, jobs)])
+
+
+def block_windows(unit: str, token_paths: list[Path], index: WindowIndex) -> pl.DataFrame:
+    """``id, window``: every window of a block of token shards' documents that is in ``index``."""
+    found = [pl.DataFrame(schema={"id": pl.String, "window": pl.Int64})]
+    for path in token_paths:
+        tokens, offsets = read_token_shard(path)
+        ends = offsets["doc_tokens"].to_numpy().astype(np.int64) - 1
+        hits = index.hits(tokens, offsets["doc_start"].to_numpy(), ends)
+        found.append(pl.DataFrame({"id": offsets["doc_id"].gather(hits["doc"].to_numpy()), "window": hits["window"]}))
+    return pl.concat(found)
+
+
+def _causes(frame: pl.DataFrame, rule: str, value: str | None) -> pl.DataFrame:
+    return frame.select(
+        pl.col("id"),
+        pl.col("reference_id"),
+        (pl.col(value) if value else pl.lit(None)).cast(pl.Float64).alias("value"),
+        pl.lit(rule, pl.String).alias("rule"),
+    )
+
+
+def _exclusions(
+    run_units: RunUnits,
+    config: RunConfig,
+    listed: pl.Series,
+    inputs: list[Path],
+    token_paths: list[Path],
+    units: list[range],
+    tokenizer_path: Path,
+    params: MinHashParams,
+) -> tuple[pl.DataFrame, dict, pl.DataFrame | None]:
+    """The pool documents that leave before the split (CAUSES_SCHEMA), by id (``listed``: the pool's
+    ids that an exclude file lists, found by the scan), by near-duplicate, then by shared window;
+    what the rules found, for the stats; and the windows judged common (``hash, documents``; None
+    without the window rule), recorded in every mixture folder."""
+    settings = config.mix
+    reference = read_reference_texts(settings.exclude)
+    by_id = pl.DataFrame({"id": listed}).with_columns(reference_id=pl.col("id"))
+    causes = [_causes(by_id, MIX_EXCLUDED_ID, None)]
+    index = ReferenceIndex(reference["id"], reference["text"], params)
+    near = _best_match(_matches(run_units, "exclude", inputs, units, index, by_id["id"]))
+    causes.append(_causes(near, MIX_EXCLUDED, "jaccard"))
+    summary = {"texts": reference.height, "by_id": by_id.height, "near_duplicate": near.height}
+    if settings.exclude_ngram:
+        windows = WindowIndex.from_texts(
+            reference["id"], reference["text"], load_tokenizer(tokenizer_path), settings.exclude_ngram
+        )
+        jobs = [(f"windows-{u:04d}", [token_paths[s] for s in block], windows) for u, block in enumerate(units)]
+        hits = pl.concat(run_units(None, block_windows, jobs))
+        found, counts, common = window_containment(hits, windows, settings.common_window_docs)
+        taken = pl.concat([by_id["id"], near["id"]])
+        contained = found.filter((pl.col("windows") > 0) & ~pl.col("id").is_in(taken.implode()))
+        causes.append(_causes(contained, MIX_EXCLUDED_WINDOW, "windows"))
+        summary.update(
+            {
+                **windows.summary(),
+                "common_window_docs": settings.common_window_docs,
+                **counts,
+                "window": contained.height,
+            }
+        )
+    else:
+        common = None
+    return pl.concat(causes), summary, common
+
+
+def _best_match(matches: pl.DataFrame) -> pl.DataFrame:
+    """One row per document: its most similar reference text (ties: the smallest reference id)."""
+    return matches.sort(["id", "jaccard", "reference_id"], descending=[False, True, False]).unique(
+        "id", keep="first", maintain_order=True
+    )
+
+
+def write_shard(
+    unit: str, pieces: list[tuple[str, int, int]], token_paths: list[Path], out_path: Path, group: str, record: Path
+) -> dict:
+    """Gather one output shard from its ordered pieces (pipeline.mix.shards.cut_ranges), then write
+    its part record ``record`` (a shard with a record is complete, so a run killed midway redoes
+    only the shards without one); return the record."""
+    entry = {"unit": unit, **gather_token_shard(_pieces(piece_rows(pieces), token_paths), out_path, group)}
+    write_json(entry, record)
+    return entry
+
+
+def _pieces(rows: pl.DataFrame, token_paths: list[Path]) -> list[tuple[Path, np.ndarray]]:
+    """Runs of rows from one source shard, in order: ``(token shard path, row numbers)``."""
+    shard = rows["shard"].to_numpy()
+    row = rows["row"].to_numpy()
+    breaks = np.flatnonzero(np.diff(shard)) + 1
+    return [
+        (token_paths[int(shard[lo])], row[lo:hi])
+        for lo, hi in zip([0, *breaks.tolist()], [*breaks.tolist(), len(shard)])
+    ]
+
+
+def _weights(mixture: MixtureConfig, sizes: dict[str, int]) -> dict[str, float]:
+    try:
+        if mixture.weights is not None:
+            return explicit_weights(mixture.weights, sizes, mixture.default_weight)
+        return temperature_weights(sizes, mixture.temperature or 1.0)
+    except ValueError as error:
+        raise ConfigError(f"mix.mixtures[{mixture.name}]: {error}") from None
+
+
+def _unit(mixture: str, file: str) -> str:
+    """The part-record name of a mixture's output file: ``main.train.news-0000``."""
+    return f"{mixture}.{file.replace('/', '.').removesuffix('.arrow')}"
+
+
+def _check_group_files(groups: list[str]) -> None:
+    stems: dict[str, str] = {}
+    for group in groups:
+        other = stems.setdefault(group_file_stem(group), group)
+        if other != group:
+            raise ConfigError(
+                f"mix: groups {other!r} and {group!r} would share the file name "
+                f"{group_file_stem(group)!r}; rename one with mix.merge"
+            )
+
+
+def _empty_report(mixture: MixtureConfig) -> dict:
+    """The report of a mixture that nothing reached (an empty pool, or all of it held out)."""
+    return {
+        "budget_tokens": mixture.budget_tokens or 0,
+        "max_epochs": mixture.max_epochs,
+        "tokens_allocated": 0,
+        "tokens_taken": 0,
+        "shortfall_tokens": mixture.budget_tokens or 0,
+        "groups": {},
+    }
+
+
+_NO_GROUP = {
+    "documents_available": 0,
+    "tokens_available": 0,
+    "tokens_allocated": 0,
+    "tokens_taken": 0,
+    "documents_taken": 0,
+    "epochs": 0.0,
+    "effective_weight": 0.0,
+    "target_weight": 0.0,
+    "capped": False,
+}
+
+
+def _write_mixture(
+    run_units: RunUnits,
+    mixture: MixtureConfig,
+    report: dict,
+    by_group: dict,
+    shards: dict[str, dict[str, list[dict]]],
+    config: RunConfig,
+    stage_root: Path,
+    parts: Path,
+    token_paths: list[Path],
+    tokenizer_path: Path,
+    common: pl.DataFrame | None = None,
+    licences: dict[str, dict] | None = None,
+) -> dict:
+    """Write one mixture's shards (``shards[split][group]``: the output shards of
+    pipeline.mix.shards.cut_ranges, in order) and its manifest; return the manifest. ``report``:
+    the plan's figures (pipeline.mix.plan.report_from_counts); ``by_group``: the documents,
+    tokens and bytes per group and side. ``common``: the windows the exclusion judged common
+    text, written as ``common_windows.parquet`` for the contamination check
+    (pipeline.decontaminate.check_contamination). ``licences``: per group, what
+    :func:`mixture_licences` gives; the manifest keeps them per group and in total."""
+    folder = stage_root / mixture.name
+    jobs = [
+        (group, shard_file(split, group, number), shard)
+        for split in ("train", "validation")
+        for group in sorted(shards[split])
+        for number, shard in enumerate(shards[split][group])
+    ]
+    todo = []
+    for group, file, shard in jobs:
+        unit = _unit(mixture.name, file)
+        if not (parts / f"{unit}.json").exists():
+            todo.append((unit, shard["pieces"], token_paths, folder / file, group, parts / f"{unit}.json"))
+    run_units(f"{STAGE} {mixture.name}", write_shard, todo)
+    entries = {}
+    for group, file, shard in jobs:
+        entry = read_json(parts / f"{_unit(mixture.name, file)}.json")
+        if entry["documents"] != shard["documents"] or entry["tokens"] != shard["tokens"]:
+            raise LedgerError(
+                f"stage {STAGE}: {mixture.name}/{file} holds {entry['documents']} documents and "
+                f"{entry['tokens']} tokens; the plan has {shard['documents']} and {shard['tokens']}"
+            )
+        entries[file] = shard_entry(file, group, entry["documents"], entry["tokens"], shard["bytes"], entry["sha256"])
+
+    tokenizer = load_tokenizer(tokenizer_path)
+    write_bytes(as_path(tokenizer_path).read_bytes(), folder / TOKENIZER_FILE)
+    groups = {}
+    for name in sorted(set(report["groups"]) | {g for g, sides in by_group.items() if "validation" in sides}):
+        held = by_group.get(name, {}).get("validation", {})
+        groups[name] = {
+            **report["groups"].get(name, _NO_GROUP),
+            "validation_documents": int(held.get("documents", 0)),
+            "validation_tokens": int(held.get("tokens", 0)),
+            "validation_bytes": int(held.get("bytes", 0)),
+            "contaminated_documents": int(by_group.get(name, {}).get("contaminated", {}).get("documents", 0)),
+            "licences": (licences or {}).get(name, {}),
+        }
+    licences_in_all: dict = {}
+    for figures in groups.values():
+        add_counts(licences_in_all, figures["licences"])
+    found = manifest(
+        mixture.name,
+        config.seed,
+        tokenizer_entry(tokenizer, folder / TOKENIZER_FILE),
+        groups,
+        [entries[file] for _, file, _ in jobs if file.startswith("train/")],
+        [entries[file] for _, file, _ in jobs if file.startswith("validation/")],
+        weighting=(
+            {"weights": mixture.weights, "default_weight": mixture.default_weight}
+            if mixture.weights is not None
+            else {"temperature": mixture.temperature or 1.0}
+        ),
+        **{key: value for key, value in report.items() if key != "groups"},
+        licences=dict(sorted(licences_in_all.items())),
+    )
+    if common is not None:
+        write_parquet(common.to_arrow(), folder / COMMON_WINDOWS_FILE)
+        found["decontamination"] = {
+            "ngram": config.mix.exclude_ngram,
+            "common_window_docs": config.mix.common_window_docs,
+            "common_windows": common.height,
+            "common_windows_file": COMMON_WINDOWS_FILE,
+        }
+    write_json(found, folder / MANIFEST_FILE)
+    return found
+
+
+def mixture_licences(taken: dict, pool: dict) -> dict[str, dict[str, dict[str, int]]]:
+    """Per group and licence, what a mixture takes (``documents_taken``, ``tokens_taken``: tokens
+    of every copy) and holds out (``validation_documents``, ``validation_tokens``). ``taken``: the
+    mixture's figures per group from pipeline.mix.shards.route_copies; ``pool``: the documents
+    and tokens per group, side and licence from pipeline.mix.shards.shard_sides."""
+    found: dict = {}
+    for group, figures in taken.items():
+        for licence, used in figures.get("licences", {}).items():
+            if used["documents"]:
+                mine = found.setdefault(group, {}).setdefault(licence, dict(_NO_LICENCE))
+                mine.update(documents_taken=int(used["documents"]), tokens_taken=int(used["tokens"]))
+    for group, sides in pool.items():
+        for licence, held in sides.get("validation", {}).items():
+            mine = found.setdefault(group, {}).setdefault(licence, dict(_NO_LICENCE))
+            mine.update(validation_documents=int(held["documents"]), validation_tokens=int(held["tokens"]))
+    return {group: dict(sorted(by.items())) for group, by in sorted(found.items())}
+
+
+_NO_LICENCE = {"documents_taken": 0, "tokens_taken": 0, "validation_documents": 0, "validation_tokens": 0}
+
+
+def pool_licences(pool: dict) -> dict[str, dict[str, dict[str, int]]]:
+    """Documents and tokens per licence and side (train, validation, contaminated, excluded) of the
+    stage's pool, summed over groups."""
+    found: dict = {}
+    for sides in pool.values():
+        for side, by in sides.items():
+            for licence, figures in by.items():
+                add_counts(found.setdefault(licence, {}), {side: figures})
+    return {licence: dict(sorted(found[licence].items())) for licence in sorted(found)}
+
+
+def _plan_mixture(mixture: MixtureConfig, by_group: dict) -> tuple[EpochCaps | None, dict[str, int]]:
+    """A mixture's epoch caps over the training tokens per group (None when there are none)."""
+    sizes = {g: sides["train"]["tokens"] for g, sides in sorted(by_group.items()) if "train" in sides}
+    if not sum(sizes.values()):
+        return None, sizes
+    weights = _weights(mixture, sizes)
+    return cap_epochs(weights, sizes, mixture.budget_tokens or sum(sizes.values()), mixture.max_epochs), sizes
+
+
+def _layers(layers: dict[str, dict]) -> dict[tuple[str, int], int]:
+    """Key ranges per (group, copy) of a mixture's training copies."""
+    ranges = {}
+    for group, layer in layers.items():
+        for copy in range(layer["full"]):
+            ranges[(group, copy)] = range_count(layer["group_documents"])
+        if layer["bucket"] is not None:
+            ranges[(group, layer["full"])] = range_count(layer["partial_documents"])
+    return ranges
+
+
+def _unit_count(shards: int, partitions: int) -> int:
+    """Units of a step across shards: one per JOBS_PER_BLOCK shards, at most ``mix.partitions``
+    (each step's units pay a cluster's fixed cost per task; a unit's memory is that of a shard)."""
+    return min(partitions, -(-shards // JOBS_PER_BLOCK))
+
+
+def _documents_schema() -> pa.Schema:
+    """The columns of ``documents.parquet`` (for a pool with no shard)."""
+    fields = {**SCAN_SCHEMA, "group": pl.String, "split": pl.String, MIX_RULE: pl.String, MIX_NEAR_ID: pl.String}
+    return pl.DataFrame(schema={k: v for k, v in fields.items() if k not in ("shard", "row")}).to_arrow().schema
+
+
+def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+    """Split, decontaminate and mix the documents of stage ``previous`` (tokenized by the tokenize
+    stage) into ``<run>/mix``; write and return the stage's stats."""
+    settings = config.mix
+    layout = RunLayout(config.run_dir)
+    stage = layout.stage(STAGE)
+    for folder in (stage.root, stage.removed, stage.parts):
+        folder.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(stage.root)
+    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    tokenize_stats = read_json(layout.stage("tokenize").stats)
+    token_paths = [layout.stage("tokenize").root / "shards" / f"{p.stem}.arrow" for p in inputs]
+    tokenizer_path = as_path(tokenize_stats["tokenizer"]["path"])
+    made_from = {
+        "mix": settings.model_dump(mode="json", exclude={"partitions"}),
+        "seed": config.seed,
+        "tokenizer": tokenize_stats["tokenizer"]["sha256"],
+        "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed],
+        "exclude": [file_sha256(Path(path)) for path in settings.exclude],
+    }  # their content, not their names
+    if not reusable_work(stage, inputs, made_from):  # other inputs or settings: no mixture is reusable
+        configured = {m.name for m in settings.mixtures}
+        for child in stage.root.iterdir():  # mixture folders only: a configured name, or one with a plan
+            if (
+                child.is_dir()
+                and child.name not in RESERVED_MIXTURE_NAMES
+                and (child.name in configured or (child / PLAN_FILE).exists())
+            ):
+                remove_tree(child)
+    work = stage.root / "intermediate"
+    remove_tree(work)  # this stage's own files of an earlier run
+    scans = [work / "scan" / shard_file_name(s) for s in range(len(inputs))]
+    pools = [work / "pool" / shard_file_name(s) for s in range(len(inputs))]
+    units = blocks(len(inputs), _unit_count(len(inputs), settings.partitions))
+
+    # Scan: each shard's documents, token counts and groups, in a file of its own.
+    listed = read_reference_ids(settings.exclude) if settings.exclude else pl.Series("id", [], dtype=pl.String)
+    scanned = run_units(
+        None,
+        scan_block,
+        [
+            (
+                f"scan-{u:04d}",
+                [(s, inputs[s], token_paths[s], scans[s]) for s in block],
+                settings.group_by,
+                settings.merge,
+                listed,
+            )
+            for u, block in enumerate(units)
+        ],
+    )
+    handed_over = read_json(layout.stage(previous).stats)["docs_out"]
+    found_docs = sum(found["documents"] for found in scanned)
+    if found_docs != handed_over:
+        raise LedgerError(
+            f"stage {STAGE}: found {found_docs} tokenized documents, but stage {previous} handed over {handed_over}"
+        )
+    totals: dict = {}
+    for found in scanned:
+        add_counts(totals, found["groups"])
+    renamed = {name: OTHER for name in small_groups(totals, settings.min_share)}
+    _check_group_files(sorted({renamed.get(group, group) for group in totals}))
+    params = MinHashParams(
+        ngram=config.dedup.ngram,
+        num_perm=config.dedup.num_perm,
+        seed=config.dedup.seed,
+        threshold=settings.contamination_threshold,
+    )
+    # Documents near a reference text (a downstream task, a shared evaluation set) leave the pool
+    # before anything else, so that neither side of the split holds them.
+    excluded, exclusion, common = pl.DataFrame(schema=CAUSES_SCHEMA), {}, None
+    if settings.exclude:
+        listed_found = pl.concat([found["listed"] for found in scanned]) if scanned else listed.clear()
+        excluded, exclusion, common = _exclusions(
+            run_units, config, listed_found, inputs, token_paths, units, tokenizer_path, params
+        )
+
+    # The validation split: each block's candidates, capped per group again over their union.
+    fraction, cap = settings.validation_fraction, settings.validation_max_docs
+    found = run_units(
+        None,
+        split_candidates,
+        [
+            (f"split-{u:04d}", [scans[s] for s in block], renamed, excluded["id"], fraction, cap, config.seed)
+            for u, block in enumerate(units)
+        ],
+    )
+    candidates = pl.concat([pl.DataFrame(schema={"id": pl.String, "group": pl.String, "shard": pl.Int32}), *found])
+    _, validation_ids = split_validation(candidates, fraction, cap, config.seed)
+
+    contaminated = _EMPTY_MATCHES
+    if settings.decontaminate and len(validation_ids):
+        holding = candidates.filter(pl.col("id").is_in(validation_ids.implode()))["shard"].unique().sort().to_list()
+        jobs = [
+            (f"texts-{u:04d}", [inputs[holding[i]] for i in block], validation_ids)
+            for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), settings.partitions)))
+        ]
+        held_docs = pl.concat(run_units(None, block_texts, jobs))
+        index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
+        skip = pl.concat([validation_ids, excluded["id"]])
+        contaminated = _best_match(_matches(run_units, "contaminated", inputs, units, index, skip))
+    causes = pl.concat([excluded, _causes(contaminated, MIX_CONTAMINATED, "jaccard")])
+
+    # Each document's group and side, per shard; the counts and the sampling keys' histogram.
+    sides = run_units(
+        None,
+        shard_sides,
+        [
+            (
+                f"sides-{u:04d}",
+                [scans[s] for s in block],
+                [pools[s] for s in block],
+                renamed,
+                causes,
+                validation_ids,
+                config.seed,
+            )
+            for u, block in enumerate(units)
+        ],
+    )
+    counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "licences": {}, "tokens_in": 0}
+    for side in sides:
+        add_counts(counts, {k: side[k] for k in ("splits", "rules", "groups", "licences", "tokens_in")})
+    histogram = sum_histograms([side["histogram"] for side in sides])
+    removed_rows = [side["removed"] for side in sides if side["removed"] is not None]
+    thresholds = {
+        MIX_EXCLUDED_ID: None,
+        MIX_EXCLUDED: settings.contamination_threshold,
+        MIX_EXCLUDED_WINDOW: 1.0,
+        MIX_CONTAMINATED: settings.contamination_threshold,
+    }
+    for side in ("excluded", "contaminated"):
+        dropped = (
+            pl.concat(removed_rows).filter(pl.col("split") == side)
+            if removed_rows
+            else pl.DataFrame(schema={"id": pl.String, "source": pl.String, "lang": pl.String, MIX_RULE: pl.String})
+        ).join(causes.select("id", "value"), on="id", how="left")
+        threshold = dropped[MIX_RULE].replace_strict(thresholds, return_dtype=pl.Float64)
+        removed = removed_frame(dropped, STAGE, dropped[MIX_RULE], dropped["value"], threshold)
+        write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), stage.removed / f"{side}.parquet")
+
+    # Each mixture's plan: epoch caps from the totals, then the one sampling bucket per group
+    # where the running total passes the group's remainder, resolved document by document.
+    planned = {m.name: _plan_mixture(m, counts["groups"]) for m in settings.mixtures}
+    wanted = set()
+    for caps, sizes in planned.values():
+        if caps is not None:
+            rests = {g: caps.tokens_taken[g] % sizes[g] for g in sizes}
+            wanted |= {(g, bucket) for g, (bucket, _) in crossing_buckets(histogram, rests).items()}
+    fetched = pl.DataFrame(schema={"id": pl.String, "group": pl.String, "tokens": pl.Int64, "bucket": pl.Int64})
+    if wanted:
+        ask = pl.DataFrame(sorted(wanted), schema={"group": pl.String, "bucket": pl.Int64}, orient="row")
+        fetched = pl.concat(
+            [
+                fetched,
+                *run_units(
+                    None,
+                    bucket_documents,
+                    [(f"bucket-{u:04d}", [pools[s] for s in block], ask) for u, block in enumerate(units)],
+                ),
+            ]
+        )
+    layers: dict[str, dict | None] = {}
+    for name, (caps, sizes) in planned.items():
+        if caps is None:
+            layers[name] = None
+            continue
+        layers[name] = partial_layers(caps.tokens_taken, sizes, histogram, fetched, config.seed)
+
+    # Route every copy to write by key range, and write each mixture's plan per shard.
+    for mixture in settings.mixtures:
+        (stage.root / mixture.name).mkdir(parents=True, exist_ok=True)
+    plan_paths = {name: [work / "plan" / name / shard_file_name(s) for s in range(len(inputs))] for name in layers}
+    held_by_group = {
+        g: sides_["validation"]["documents"] for g, sides_ in counts["groups"].items() if "validation" in sides_
+    }
+    validation_ranges = {(g, 0): range_count(n) for g, n in held_by_group.items()}
+    ranges = {name: _layers(layer) if layer else {} for name, layer in layers.items()}
+    routed = {name: [work / "copies" / name / f"unit-{u:04d}.parquet" for u in range(len(units))] for name in layers}
+    routed_held = [work / "copies-validation" / f"unit-{u:04d}.parquet" for u in range(len(units))]
+    taken_by = run_units(
+        None,
+        route_copies,
+        [
+            (
+                f"route-{u:04d}",
+                [pools[s] for s in block],
+                layers,
+                ranges,
+                config.seed,
+                {name: [paths[s] for s in block] for name, paths in plan_paths.items()},
+                {name: paths[u] for name, paths in routed.items()},
+                routed_held[u],
+                validation_ranges,
+            )
+            for u, block in enumerate(units)
+        ],
+    )
+    taken = {}
+    for found in taken_by:
+        add_counts(taken, found)
+    for name, layer in layers.items():
+        for group, figures in (layer or {}).items():
+            counted = taken.get(name, {}).get(group, {"tokens": 0, "documents": 0})
+            if (counted["tokens"], counted["documents"]) != (figures["tokens"], figures["documents"]):
+                raise LedgerError(
+                    f"stage {STAGE}: mixture {name}, group {group}: the plan takes {figures['tokens']} tokens of "
+                    f"{figures['documents']} documents, the shards {counted['tokens']} of {counted['documents']}"
+                )
+
+    # documents.parquet and each plan.parquet, one file each from the per-shard pieces.
+    run_units(
+        None,
+        concat_files,
+        [("documents", pools, _documents_schema(), stage.root / "documents.parquet")]
+        + [(f"plan-{name}", plan_paths[name], PLAN_SCHEMA, stage.root / name / PLAN_FILE) for name in layers],
+    )
+
+    # The writing order and the output shards of each split and group.
+    orders = [
+        (name, group, [(copy, count) for (g, copy), count in sorted(ranges[name].items()) if g == group], routed[name])
+        for name in layers
+        for group in sorted({g for g, _ in ranges[name]})
+    ] + [(None, group, [(0, validation_ranges[(group, 0)])], routed_held) for group in sorted(held_by_group)]
+    cuts = run_units(
+        None,
+        cut_ranges,
+        [
+            (
+                f"order-{name or 'validation'}-{group_file_stem(group)}",
+                group,
+                copies,
+                files,
+                (work / "ordered" / name if name else work / "ordered-validation") / group_file_stem(group),
+                settings.shard_tokens,
+            )
+            for name, group, copies, files in orders
+        ],
+    )
+    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in layers} | {None: {}}
+    for (name, group, _, _), shards in zip(orders, cuts):
+        output[name][group] = shards
+
+    manifests = {}
+    for mixture in settings.mixtures:
+        caps, sizes = planned[mixture.name]
+        if caps is None:
+            report = _empty_report(mixture)
+        else:
+            figures = layers[mixture.name]
+            report = report_from_counts(
+                {g: counts["groups"][g]["train"]["documents"] for g in sizes},
+                caps,
+                {g: figures[g]["tokens"] for g in sizes},
+                {g: figures[g]["documents"] for g in sizes},
+            )
+        manifests[mixture.name] = _write_mixture(
+            run_units,
+            mixture,
+            report,
+            counts["groups"],
+            {"train": output[mixture.name], "validation": output[None]},
+            config,
+            stage.root,
+            stage.parts,
+            token_paths,
+            tokenizer_path,
+            common,
+            licences=mixture_licences(taken.get(mixture.name, {}), counts["licences"]),
+        )
+    mark_work_done(stage, inputs, made_from)
+
+    by_side = counts["splits"]
+    if sum(by_side.values()) != handed_over:
+        raise LedgerError(f"stage {STAGE}: {by_side} documents by side != {handed_over} handed over")
+    train, held = by_side["train"], by_side["validation"]
+    removed_counts = dict(sorted(counts["rules"].items()))
+    if sum(removed_counts.values()) != by_side["contaminated"] + by_side["excluded"]:
+        raise LedgerError(
+            f"stage {STAGE}: {removed_counts} documents by rule != "
+            f"{by_side['contaminated'] + by_side['excluded']} removed"
+        )
+    stats = {
+        "stage": STAGE,
+        "docs_in": handed_over,
+        "docs_out": train + held,
+        "removed": removed_counts,
+        "quarantined": {},
+        "train_documents": train,
+        "validation_documents": held,
+        "exclusion": exclusion,
+        "tokens_in": counts["tokens_in"],
+        "groups": sorted(counts["groups"]),
+        "licences": pool_licences(counts["licences"]),
+        "mixtures": {
+            name: {
+                "folder": str(stage.root / name),
+                "budget_tokens": m["budget_tokens"],
+                "tokens_taken": m["tokens_taken"],
+                "shortfall_tokens": m["shortfall_tokens"],
+                "train_shards": len(m["train"]),
+                "validation_shards": len(m["validation"]),
+                "licences": {licence: figures["tokens_taken"] for licence, figures in m["licences"].items()},
+                "groups": {
+                    g: {
+                        k: v[k]
+                        for k in ("tokens_available", "tokens_taken", "epochs", "effective_weight", "validation_tokens")
+                    }
+                    for g, v in m["groups"].items()
+                },
+            }
+            for name, m in manifests.items()
+        },
+    }
+    write_json(stats, stage.stats)
+    record_stage(config, STAGE, stats)
+    write_cards(config.run_dir)  # each mixture's README.md, from the files written above
+    return stats

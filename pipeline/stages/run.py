@@ -1,0 +1,180 @@
+"""A finished run directory, read back for the report and for inspection.
+
+Only the run's own files are read: ``manifest.json`` (the config and the stages that ran), each
+stage's ``stats.json``, ``docs/``, ``removed/`` and ``quarantine/`` Parquet files, the dedup
+clusters and the mix stage's documents and plans. A stage whose folder is missing did not run
+(it was disabled); nothing here assumes any stage besides ``source``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.config import RunConfig
+from pipeline.formats.configfile import ConfigError, validate_model
+from pipeline.formats.documents import REMOVED_SCHEMA, RunLayout
+from pipeline.formats.mixture import MANIFEST_FILE, PLAN_FILE
+from pipeline.io.storage import as_path, parquet_file, read_parquet, scan_parquet
+from pipeline.stages.registry import STAGES, document_stages
+
+# Every stage a run can have, in run order.
+ALL_STAGES = ("source", *STAGES)
+
+
+class NotARunError(FileNotFoundError):
+    """The folder is not a run directory (no manifest.json)."""
+
+
+def _read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@dataclass
+class RunFiles:
+    """The files of one run directory, loaded lazily."""
+
+    root: Path
+    manifest: dict = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, run_dir: str | Path) -> RunFiles:
+        root = as_path(run_dir)
+        layout = RunLayout(root)
+        if not layout.manifest.is_file():
+            raise NotARunError(f"{str(root)!r} holds no manifest.json; pass the run directory of `curate run`")
+        return cls(root, _read_json(layout.manifest))
+
+    # ---- what ran ---------------------------------------------------------------------------
+
+    @cached_property
+    def stats(self) -> dict[str, dict]:
+        """Each finished stage's stats.json, in run order."""
+        found = {}
+        for stage in ALL_STAGES:
+            path = self.root / stage / "stats.json"
+            if path.is_file():
+                found[stage] = _read_json(path)
+        return found
+
+    @property
+    def stages(self) -> list[str]:
+        return list(self.stats)
+
+    @property
+    def document_stages(self) -> list[str]:
+        """The stages that wrote documents, in run order."""
+        return document_stages(self.stats)
+
+    def previous(self, stage: str) -> str | None:
+        """The document stage whose output ``stage`` read (None for source)."""
+        if stage == "source":
+            return None
+        order = list(ALL_STAGES)
+        before = [s for s in self.document_stages if order.index(s) < order.index(stage)]
+        return before[-1] if before else None
+
+    @property
+    def last_document_stage(self) -> str | None:
+        stages = self.document_stages
+        return stages[-1] if stages else None
+
+    @cached_property
+    def _config(self) -> tuple[RunConfig | None, str | None]:
+        try:
+            return validate_model(RunConfig, self.manifest.get("config", {})), None
+        except (ConfigError, ValueError) as error:
+            return None, str(error)
+
+    @property
+    def config(self) -> RunConfig | None:
+        """The run's config as recorded in the manifest (None if it no longer validates, e.g. a
+        model file named there is gone; :attr:`config_error` says why)."""
+        return self._config[0]
+
+    @property
+    def config_error(self) -> str | None:
+        return self._config[1]
+
+    @property
+    def seed(self) -> int:
+        return int(self.manifest.get("config", {}).get("seed", 0) or 0)
+
+    # ---- files ------------------------------------------------------------------------------
+
+    def docs_files(self, stage: str) -> list[Path]:
+        return sorted((self.root / stage / "docs").glob("*.parquet"))
+
+    def doc_columns(self, stage: str) -> list[str]:
+        files = self.docs_files(stage)
+        return parquet_file(files[0]).schema_arrow.names if files else []
+
+    def scan_docs(self, stage: str, columns: list[str] | None = None) -> pl.LazyFrame | None:
+        """The stage's output documents, lazily (None when it has no docs file)."""
+        files = self.docs_files(stage)
+        if not files:
+            return None
+        frame = scan_parquet(files)
+        if columns is not None:
+            present = set(self.doc_columns(stage))
+            frame = frame.select([c for c in columns if c in present])
+        return frame
+
+    def docs_by_id(self, stage: str, ids: list[str], columns: list[str] | None = None) -> pl.DataFrame:
+        """The documents of ``ids`` in the stage's output (those it kept), in file order."""
+        frame = self.scan_docs(stage, columns)
+        if frame is None or not ids:
+            return pl.DataFrame(schema={"id": pl.String, "text": pl.String})
+        return frame.filter(pl.col("id").is_in(list(ids))).collect()
+
+    def texts(self, stage: str | None, ids: list[str]) -> dict[str, str]:
+        """``{id: text}`` of documents in the output of ``stage``."""
+        if stage is None or not ids:
+            return {}
+        found = self.docs_by_id(stage, ids, ["id", "text"])
+        return dict(zip(found["id"].to_list(), found["text"].to_list()))
+
+    def removed(self, stage: str) -> pl.DataFrame:
+        """Every document the stage removed (REMOVED_SCHEMA), in file order."""
+        files = sorted((self.root / stage / "removed").glob("*.parquet"))
+        frames = [read_parquet(f) for f in files]
+        frames = [f for f in frames if f.height]
+        if not frames:
+            return pl.from_arrow(REMOVED_SCHEMA.empty_table())
+        return pl.concat(frames, how="vertical_relaxed")
+
+    def quarantine(self) -> pl.DataFrame | None:
+        files = sorted((self.root / "source" / "quarantine").glob("*.parquet"))
+        frames = [read_parquet(f) for f in files]
+        frames = [f for f in frames if f.height]
+        return pl.concat(frames, how="vertical_relaxed") if frames else None
+
+    def clusters(self) -> pl.DataFrame | None:
+        path = self.root / "dedup" / "clusters.parquet"
+        return read_parquet(path) if path.is_file() else None
+
+    def mix_documents(self) -> pl.DataFrame | None:
+        path = self.root / "mix" / "documents.parquet"
+        return read_parquet(path) if path.is_file() else None
+
+    def mixture_names(self) -> list[str]:
+        names = list(self.stats.get("mix", {}).get("mixtures", {}))
+        return [n for n in names if (self.root / "mix" / n / MANIFEST_FILE).is_file()]
+
+    def mixture_manifest(self, name: str) -> dict:
+        return _read_json(self.root / "mix" / name / MANIFEST_FILE)
+
+    def plan(self, name: str) -> pl.DataFrame | None:
+        path = self.root / "mix" / name / PLAN_FILE
+        return read_parquet(path) if path.is_file() else None
+
+    def text_bytes(self, stage: str) -> int | None:
+        """UTF-8 bytes of the text of the stage's output documents (None: no docs files)."""
+        frame = self.scan_docs(stage, ["text"])
+        if frame is None:
+            return None
+        return int(frame.select(pl.col("text").str.len_bytes().sum()).collect().item() or 0)
