@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 LID    := .cache/models/lid.176.ftz
 
-.PHONY: setup browser demo test test-fast lint format clean
+.PHONY: setup browser demo test test-fast lint format docs clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed: set PYTHON=python3.11"'
@@ -43,7 +43,18 @@ browser:
 	echo "installing Debian's chromium for the report's browser test"; \
 	$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
 
-test: setup browser
+# The docs site (mkdocs.yml, docs/), built strictly: a broken link or anchor fails it. `make test`
+# builds it too, into .venv/site-check (not with --quiet, which hides the warnings --strict counts).
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(BIN)/mkdocs build --strict -d site
+
+test: setup browser $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(VENV)/site-check
 	$(BIN)/python -m pytest -q
 
 # The tests that start no Prefect server (the library, the trainer, the configs): a quick check
