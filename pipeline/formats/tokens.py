@@ -1,24 +1,11 @@
-"""Tokenizer training and tokenized Arrow shards the trainer memory-maps.
+"""Token shards, the tokenized Arrow files the trainer memory-maps, and the special tokens every
+tokenizer of :mod:`pipeline.tokenizer` shares: this module reads them, checks them, gathers
+documents from them into new shards and exports them for nanoGPT.
 
-Tokenizers
-----------
-:func:`train_tokenizer` trains one of two kinds with the ``tokenizers`` library and saves its
-``tokenizer.json``:
-
-* ``"bpe"`` (the default, for causal language models): byte-level BPE as in GPT-2: the GPT-2
-  split regex and byte-to-unicode mapping (``ByteLevel`` pre-tokenizer, no prefix space) and the
-  ``ByteLevel`` decoder, no normalizer. All 256 byte symbols are in the vocabulary, so there is no
-  unknown token and every text decodes back to exactly itself.
-* ``"wordpiece"`` (for a masked-LM objective): BERT's cleanup normalizer (cased: no lowercasing,
-  no accent stripping), BERT's pre-tokenizer (whitespace and punctuation), ``##`` continuations
-  and ``<|unk|>`` for words it cannot spell. It loses the text's layout: runs of whitespace and
-  newlines become one space, control characters are dropped, every punctuation mark is split
-  off and the decoder guesses the spaces around it (``"3.14 (twice)"`` comes back as
-  ``"3. 14 ( twice )"``), and a word longer than 100 characters or holding a character never seen
-  in training becomes ``<|unk|>``.
-
-Both kinds share the special tokens and their ids, so code that needs the end-of-document or
-padding id never asks which kind it has:
+Special tokens
+--------------
+Both kinds of tokenizer (BPE and WordPiece) share the special tokens and their ids, so code that
+needs the end-of-document or padding id never asks which kind it has:
 
 ====  =================  =========================================================
  id   token              role
@@ -35,18 +22,6 @@ one table is simpler than two and ``<|`` hardly occurs in prose. It may still oc
 tokenizers): shards are encoded with ``encode_special_tokens`` on, so a literal
 ``<|endoftext|>`` in a document is encoded as ordinary text and the end-of-document id appears
 in a shard only where this module put it.
-
-Determinism. The same texts and settings give the same ``tokenizer.json`` bytes, in any process
-and with any number of threads (checked with ``RAYON_NUM_THREADS=1`` and 2; no setting is
-needed): BPE training sorts its alphabet and breaks ties between merges by token id. WordPiece
-training in ``tokenizers`` (up to at least 0.23) is *not* deterministic on its own
-(huggingface/tokenizers#1794): it creates the ``##x`` continuation tokens while iterating a hash
-map with a per-process random seed, so their ids, and through tie-breaking even the merges,
-change from run to run, and no setting or environment variable fixes it. :func:`train_tokenizer`
-therefore declares every ``##x`` token in sorted order before training (as special tokens, which
-fixes their ids, then turns them back into ordinary vocabulary entries). That needs the texts'
-characters before training starts, so the texts are spooled to a temporary Arrow file beside
-``out_path`` while their characters are collected, and the trainer reads the spool.
 
 Shard layout
 ------------
@@ -79,15 +54,6 @@ Why one batch of lists, rather than fixed token chunks plus a second offsets fil
 * The per-document offsets then come for free (the list offsets), in the same file: one file,
   one sha256, nothing to keep in step. ``pl.read_ipc(path)`` or ``pyarrow.ipc.open_file(path)``
   read it as a plain table, one row per document, with no project code.
-
-The writer holds two batches of texts and each document's id and length in memory, never the
-shard's tokens: those are spooled to a raw temporary file and memory-mapped back when the record
-batch is written.
-
-Throughput (20,000 demo-corpus news documents, 40 MB, 9.8M tokens, 8,192-token BPE, two
-cores): writing the shard ran at 7.0 MB/s, bare ``encode_batch`` at 6.6 MB/s (ratio 1.05-1.07)
-and bare ``encode_batch_fast`` at 7.3 MB/s (ratio 0.93-0.97). Encoding dominates; turning ids
-into numpy costs about 5% of one core's encoding time and runs while the next batch encodes.
 """
 
 from __future__ import annotations
