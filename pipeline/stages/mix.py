@@ -617,6 +617,10 @@ def _renamed_groups(scanned: list[dict], min_share: float) -> dict[str, str]:
 def _contamination_params(config: RunConfig) -> MinHashParams:
     """The MinHash parameters of the near-duplicate rules: the dedup stage's shingles and
     permutations, at ``mix.contamination_threshold``."""
+    # Not the dedup config's minhash_params(): these rules share only dedup's shingles and
+    # permutations, at their own threshold with the LSH layout derived for it (dedup's recall,
+    # bands, rows, exact and near would change what they find); ReferenceIndex, below the config,
+    # takes this plain parameter set.
     return MinHashParams(
         ngram=config.dedup.ngram,
         num_perm=config.dedup.num_perm,
