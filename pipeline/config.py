@@ -299,6 +299,10 @@ class DedupConfig(_Strict):
     def minhash_params(self):
         from pipeline.dedup.minhash import MinHashParams
 
+        # A copy of this model's fields, on purpose: pipeline.dedup sits below the config and may not
+        # import it, its units hand this frozen, hashable set to worker processes, and benchmarks and
+        # tests build it without a config (with fields no config sets: scheme, shingle_hash,
+        # keep_signature); it also checks and derives the LSH layout.
         return MinHashParams(
             ngram=self.ngram,
             num_perm=self.num_perm,

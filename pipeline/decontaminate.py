@@ -286,8 +286,35 @@ def window_containment(
     if not 0.0 < copy_coverage <= 1.0:
         raise ValueError(f"copy_coverage={copy_coverage}; it is a share of a text's windows in (0, 1]")
     hits = hits.select(pl.col("id").cast(pl.String), pl.col("window").cast(pl.Int64))
-    # Rule 1: the share of each text's distinct windows that each document holds.
-    shared = (
+    shared = _text_coverage(hits, index)
+    copies = shared.filter(pl.col("coverage") >= copy_coverage)
+    frequent = _common_windows(hits, copies["id"], index, common_window_docs, common)
+    recorded = pl.DataFrame(
+        {
+            "hash": pl.Series(index.hashes[frequent["window"].to_numpy()], dtype=pl.UInt64),
+            "documents": frequent["documents"].cast(pl.Int64),
+        }
+    )
+    marked = hits.with_columns(common=pl.col("window").is_in(frequent["window"].implode()))
+    documents = _containment_documents(marked, shared, index, copy_coverage)
+    contaminated = documents.filter(pl.col("windows") > 0)
+    return (
+        documents,
+        {
+            "common_windows": recorded.height,
+            "copies": copies.height,
+            "contaminated_documents": contaminated.height,
+            "contaminated_windows": int(contaminated["windows"].sum()),
+            "common_window_documents": documents.height - contaminated.height,
+        },
+        recorded,
+    )
+
+
+def _text_coverage(hits: pl.DataFrame, index: WindowIndex) -> pl.DataFrame:
+    """Rule 1: per document, the largest share of one text's distinct windows it holds (``id,
+    text, shared, size, coverage``; ties: the smaller text row)."""
+    return (
         hits.unique()
         .join(index.owners, on="window", how="inner")
         .group_by("id", "text")
@@ -301,22 +328,27 @@ def window_containment(
         .sort(["id", "coverage", "text"], descending=[False, True, False])
         .unique("id", keep="first", maintain_order=True)
     )
-    copies = shared.filter(pl.col("coverage") >= copy_coverage)
-    # Rule 2: document frequency over the documents that are not copies.
-    others = hits.filter(~pl.col("id").is_in(copies["id"].implode()))
+
+
+def _common_windows(
+    hits: pl.DataFrame, copies: pl.Series, index: WindowIndex, common_window_docs: int, common: np.ndarray | None
+) -> pl.DataFrame:
+    """Rule 2: ``window, documents`` of the common windows, by document frequency over the
+    documents that are not copies (``copies``), or listed in ``common``; sorted by window."""
+    others = hits.filter(~pl.col("id").is_in(copies.implode()))
     frequency = others.group_by("window").agg(documents=pl.col("id").n_unique())
     is_common = pl.col("documents") > common_window_docs
     if common is not None and len(common):
         known = np.flatnonzero(np.isin(index.hashes, np.asarray(common, dtype=np.uint64)))
         is_common = is_common | pl.col("window").is_in(pl.Series(known, dtype=pl.Int64).implode())
-    frequent = frequency.filter(is_common).sort("window")
-    recorded = pl.DataFrame(
-        {
-            "hash": pl.Series(index.hashes[frequent["window"].to_numpy()], dtype=pl.UInt64),
-            "documents": frequent["documents"].cast(pl.Int64),
-        }
-    )
-    marked = hits.with_columns(common=pl.col("window").is_in(frequent["window"].implode()))
+    return frequency.filter(is_common).sort("window")
+
+
+def _containment_documents(
+    marked: pl.DataFrame, shared: pl.DataFrame, index: WindowIndex, copy_coverage: float
+) -> pl.DataFrame:
+    """One row per document with a hit (CONTAINMENT_SCHEMA), from its hits marked common or not
+    and its coverage (:func:`_text_coverage`); a copy counts all its shared windows."""
     per_doc = marked.group_by("id").agg(
         windows=(~pl.col("common")).sum().cast(pl.Int64),
         common_windows=pl.col("common").sum().cast(pl.Int64),
@@ -342,23 +374,11 @@ def window_containment(
         text=pl.when(pl.col("is_copy")).then(pl.col("copy")).otherwise(pl.col("best")),
     )
     names = pl.DataFrame({"text": np.arange(len(index.ids), dtype=np.int64), "reference_id": index.ids})
-    documents = (
+    return (
         documents.join(names, on="text", how="left")
         .with_columns(pl.col("coverage").fill_null(0.0))
         .sort("id")
         .select(list(CONTAINMENT_SCHEMA))
-    )
-    contaminated = documents.filter(pl.col("windows") > 0)
-    return (
-        documents,
-        {
-            "common_windows": recorded.height,
-            "copies": copies.height,
-            "contaminated_documents": contaminated.height,
-            "contaminated_windows": int(contaminated["windows"].sum()),
-            "common_window_documents": documents.height - contaminated.height,
-        },
-        recorded,
     )
 
 
@@ -404,13 +424,44 @@ def check_contamination(
     started = time.perf_counter()
     folder = as_path(mixture_dir)
     manifest = read_manifest(folder)
+    tokenizer = _mixture_tokenizer(folder, manifest, tokenizer)
+    frame = _text_frame(texts)
+    index = WindowIndex.from_texts(frame["id"], frame["text"], tokenizer, ngram)
+    all_hits, checked = _training_hits(folder, manifest, index)
+    recorded = _recorded_common_windows(folder, manifest, ngram)
+    documents, summary, _ = window_containment(all_hits.select("id", "window"), index, common_window_docs, recorded)
+    documents = documents.join(all_hits.select("id", "group").unique("id"), on="id", how="left")
+    groups = _group_counts(documents, checked)
+    sets = _set_counts(documents, texts, frame["id"])
+    shown = documents.filter(pl.col("windows") > 0).head(examples)
+    return {
+        **index.summary(),
+        "common_window_docs": common_window_docs,
+        "documents_checked": sum(c["documents"] for c in checked.values()),
+        "tokens_checked": sum(c["tokens"] for c in checked.values()),
+        **summary,
+        "groups": groups,
+        **({"sets": sets} if sets else {}),
+        "examples": shown.select("id", "group", "reference_id", "windows").to_dicts(),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def _mixture_tokenizer(folder: Path, manifest: dict, tokenizer: Tokenizer | Path | None) -> Tokenizer:
+    """The tokenizer given (loaded from a path), or the mixture's when None; checked to be the
+    mixture's."""
     if tokenizer is None:
         tokenizer = load_tokenizer(tokenizer_path(folder, manifest))
     elif not isinstance(tokenizer, Tokenizer):
         tokenizer = load_tokenizer(tokenizer)
     _same_tokenizer(tokenizer, folder, manifest)
-    frame = _text_frame(texts)
-    index = WindowIndex.from_texts(frame["id"], frame["text"], tokenizer, ngram)
+    return tokenizer
+
+
+def _training_hits(folder: Path, manifest: dict, index: WindowIndex) -> tuple[pl.DataFrame, dict]:
+    """``(hits, checked)``: ``id, window, group`` of every window of the index in the mixture's
+    training shards, each document counted once however often it is repeated; and per group the
+    documents and tokens (end tokens apart) checked."""
     seen: set[str] = set()
     hits, checked = [], {}
     for entry in manifest.get("train", []):
@@ -438,12 +489,22 @@ def check_contamination(
     all_hits = (
         pl.concat(hits) if hits else pl.DataFrame(schema={"id": pl.String, "window": pl.Int64, "group": pl.String})
     )
+    return all_hits, checked
+
+
+def _recorded_common_windows(folder: Path, manifest: dict, ngram: int) -> np.ndarray | None:
+    """The hashes of the windows the mix stage judged common over the whole pool, when its
+    exclusion used windows of ``ngram`` tokens; else None."""
     decontamination = manifest.get("decontamination") or {}
     recorded = None
     if decontamination.get("ngram") == ngram and decontamination.get("common_windows_file"):
         recorded = pl.read_parquet(folder / decontamination["common_windows_file"])["hash"].to_numpy()
-    documents, summary, _ = window_containment(all_hits.select("id", "window"), index, common_window_docs, recorded)
-    documents = documents.join(all_hits.select("id", "group").unique("id"), on="id", how="left")
+    return recorded
+
+
+def _group_counts(documents: pl.DataFrame, checked: dict) -> dict:
+    """Per group checked: its documents and tokens, and its contaminated documents and windows and
+    documents with only common windows."""
     groups = {}
     for group in sorted(checked):
         mine = documents.filter(pl.col("group") == group)
@@ -454,9 +515,15 @@ def check_contamination(
             "contaminated_windows": int(dirty["windows"].sum()),
             "common_window_documents": mine.height - dirty.height,
         }
+    return groups
+
+
+def _set_counts(documents: pl.DataFrame, texts, ids: pl.Series) -> dict:
+    """Per set of ``texts`` (its ``set`` column; none without one): its texts, and the contaminated
+    documents and windows whose closest text (``ids``: the texts' ids) is of that set."""
     sets = {}
     if isinstance(texts, pl.DataFrame) and "set" in texts.columns:
-        named = pl.DataFrame({"reference_id": frame["id"], "set": texts["set"].cast(pl.String)})
+        named = pl.DataFrame({"reference_id": ids, "set": texts["set"].cast(pl.String)})
         dirty = documents.filter(pl.col("windows") > 0).join(
             named.unique("reference_id"), on="reference_id", how="left"
         )
@@ -467,15 +534,4 @@ def check_contamination(
                 "contaminated_documents": mine.height,
                 "contaminated_windows": int(mine["windows"].sum()),
             }
-    shown = documents.filter(pl.col("windows") > 0).head(examples)
-    return {
-        **index.summary(),
-        "common_window_docs": common_window_docs,
-        "documents_checked": sum(c["documents"] for c in checked.values()),
-        "tokens_checked": sum(c["tokens"] for c in checked.values()),
-        **summary,
-        "groups": groups,
-        **({"sets": sets} if sets else {}),
-        "examples": shown.select("id", "group", "reference_id", "windows").to_dicts(),
-        "seconds": round(time.perf_counter() - started, 3),
-    }
+    return sets

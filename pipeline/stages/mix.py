@@ -48,13 +48,14 @@ made again by every run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.config import RESERVED_MIXTURE_NAMES, MixtureConfig, RunConfig
+from pipeline.config import RESERVED_MIXTURE_NAMES, MixConfig, MixtureConfig, RunConfig
 from pipeline.decontaminate import WindowIndex, window_containment
 from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, read_reference_texts
 from pipeline.dedup.minhash import MinHashParams
@@ -69,6 +70,7 @@ from pipeline.formats.documents import (
     MIX_RULE,
     REMOVED_SCHEMA,
     RunLayout,
+    StageDir,
     licence_series,
 )
 from pipeline.formats.ledger import LedgerError, add_counts
@@ -499,28 +501,67 @@ def _documents_schema() -> pa.Schema:
     return pl.DataFrame(schema={k: v for k, v in fields.items() if k not in ("shard", "row")}).to_arrow().schema
 
 
-def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
-    """Split, decontaminate and mix the documents of stage ``previous`` (tokenized by the tokenize
-    stage) into ``<run>/mix``; write and return the stage's stats."""
-    settings = config.mix
-    layout = RunLayout(config.run_dir)
+@dataclass(frozen=True)
+class _Pool:
+    """The stage's input shards and the files its units write per shard: ``inputs`` (the curated
+    documents), ``token_paths`` (their token shards), the tokenize stage's tokenizer, ``scans``
+    and ``pools`` (per-shard files under ``work``), ``units`` (the blocks of shards each step's
+    units work through)."""
+
+    inputs: list[Path]
+    token_paths: list[Path]
+    tokenizer_path: Path
+    tokenizer_sha256: str
+    work: Path
+    scans: list[Path]
+    pools: list[Path]
+    units: list[range]
+
+
+def _open_stage(layout: RunLayout) -> StageDir:
+    """The stage's folders, made, without the temporary files of a run that was killed."""
     stage = layout.stage(STAGE)
     for folder in (stage.root, stage.removed, stage.parts):
         folder.mkdir(parents=True, exist_ok=True)
     remove_temporaries(stage.root)
+    return stage
+
+
+def _pool_files(layout: RunLayout, stage: StageDir, previous: str, partitions: int) -> _Pool:
+    """The curated shards of stage ``previous``, their token shards and tokenizer (the tokenize
+    stage's), and the per-shard files of this stage's units."""
     inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
     tokenize_stats = read_json(layout.stage("tokenize").stats)
-    token_paths = [layout.stage("tokenize").root / "shards" / f"{p.stem}.arrow" for p in inputs]
-    tokenizer_path = as_path(tokenize_stats["tokenizer"]["path"])
-    made_from = {
+    work = stage.root / "intermediate"
+    return _Pool(
+        inputs=inputs,
+        token_paths=[layout.stage("tokenize").root / "shards" / f"{p.stem}.arrow" for p in inputs],
+        tokenizer_path=as_path(tokenize_stats["tokenizer"]["path"]),
+        tokenizer_sha256=tokenize_stats["tokenizer"]["sha256"],
+        work=work,
+        scans=[work / "scan" / shard_file_name(s) for s in range(len(inputs))],
+        pools=[work / "pool" / shard_file_name(s) for s in range(len(inputs))],
+        units=blocks(len(inputs), _unit_count(len(inputs), partitions)),
+    )
+
+
+def _work_made_from(config: RunConfig, tokenizer_sha256: str) -> dict:
+    """What the stage's work is made from besides its input shards: the settings, the seed, the
+    tokenizer, the MinHash parameters and the exclude files."""
+    settings = config.mix
+    return {
         "mix": settings.model_dump(mode="json", exclude={"partitions"}),
         "seed": config.seed,
-        "tokenizer": tokenize_stats["tokenizer"]["sha256"],
+        "tokenizer": tokenizer_sha256,
         "minhash": [config.dedup.ngram, config.dedup.num_perm, config.dedup.seed],
         "exclude": [file_sha256(Path(path)) for path in settings.exclude],
     }  # their content, not their names
+
+
+def _remove_stale_mixtures(stage: StageDir, inputs: list[Path], made_from: dict, mixtures: list[MixtureConfig]) -> None:
+    """Remove the mixture folders of an earlier run made from other inputs or settings."""
     if not reusable_work(stage, inputs, made_from):  # other inputs or settings: no mixture is reusable
-        configured = {m.name for m in settings.mixtures}
+        configured = {m.name for m in mixtures}
         for child in stage.root.iterdir():  # mixture folders only: a configured name, or one with a plan
             if (
                 child.is_dir()
@@ -528,13 +569,11 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
                 and (child.name in configured or (child / PLAN_FILE).exists())
             ):
                 remove_tree(child)
-    work = stage.root / "intermediate"
-    remove_tree(work)  # this stage's own files of an earlier run
-    scans = [work / "scan" / shard_file_name(s) for s in range(len(inputs))]
-    pools = [work / "pool" / shard_file_name(s) for s in range(len(inputs))]
-    units = blocks(len(inputs), _unit_count(len(inputs), settings.partitions))
 
-    # Scan: each shard's documents, token counts and groups, in a file of its own.
+
+def _scan_pool(run_units: RunUnits, pool: _Pool, settings: MixConfig) -> tuple[list[dict], pl.Series]:
+    """Scan: each shard's documents, token counts and groups, in a file of its own. Return what
+    each block found and the ids that the exclude files list."""
     listed = read_reference_ids(settings.exclude) if settings.exclude else pl.Series("id", [], dtype=pl.String)
     scanned = run_units(
         None,
@@ -542,93 +581,163 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
         [
             (
                 f"scan-{u:04d}",
-                [(s, inputs[s], token_paths[s], scans[s]) for s in block],
+                [(s, pool.inputs[s], pool.token_paths[s], pool.scans[s]) for s in block],
                 settings.group_by,
                 settings.merge,
                 listed,
             )
-            for u, block in enumerate(units)
+            for u, block in enumerate(pool.units)
         ],
     )
+    return scanned, listed
+
+
+def _documents_handed_over(layout: RunLayout, previous: str, scanned: list[dict]) -> int:
+    """The documents stage ``previous`` handed over, checked against those the scan found."""
     handed_over = read_json(layout.stage(previous).stats)["docs_out"]
     found_docs = sum(found["documents"] for found in scanned)
     if found_docs != handed_over:
         raise LedgerError(
             f"stage {STAGE}: found {found_docs} tokenized documents, but stage {previous} handed over {handed_over}"
         )
+    return handed_over
+
+
+def _renamed_groups(scanned: list[dict], min_share: float) -> dict[str, str]:
+    """The groups under ``min_share`` of the pool's tokens, renamed OTHER; no two groups left may
+    share a file name."""
     totals: dict = {}
     for found in scanned:
         add_counts(totals, found["groups"])
-    renamed = {name: OTHER for name in small_groups(totals, settings.min_share)}
+    renamed = {name: OTHER for name in small_groups(totals, min_share)}
     _check_group_files(sorted({renamed.get(group, group) for group in totals}))
-    params = MinHashParams(
+    return renamed
+
+
+def _contamination_params(config: RunConfig) -> MinHashParams:
+    """The MinHash parameters of the near-duplicate rules: the dedup stage's shingles and
+    permutations, at ``mix.contamination_threshold``."""
+    # Not the dedup config's minhash_params(): these rules share only dedup's shingles and
+    # permutations, at their own threshold with the LSH layout derived for it (dedup's recall,
+    # bands, rows, exact and near would change what they find); ReferenceIndex, below the config,
+    # takes this plain parameter set.
+    return MinHashParams(
         ngram=config.dedup.ngram,
         num_perm=config.dedup.num_perm,
         seed=config.dedup.seed,
-        threshold=settings.contamination_threshold,
+        threshold=config.mix.contamination_threshold,
     )
-    # Documents near a reference text (a downstream task, a shared evaluation set) leave the pool
-    # before anything else, so that neither side of the split holds them.
+
+
+def _exclude_references(
+    run_units: RunUnits,
+    config: RunConfig,
+    pool: _Pool,
+    scanned: list[dict],
+    listed: pl.Series,
+    params: MinHashParams,
+) -> tuple[pl.DataFrame, dict, pl.DataFrame | None]:
+    """Documents near a reference text (a downstream task, a shared evaluation set) leave the pool
+    before anything else, so that neither side of the split holds them: see :func:`_exclusions`
+    (nothing leaves without ``mix.exclude``)."""
     excluded, exclusion, common = pl.DataFrame(schema=CAUSES_SCHEMA), {}, None
-    if settings.exclude:
+    if config.mix.exclude:
         listed_found = pl.concat([found["listed"] for found in scanned]) if scanned else listed.clear()
         excluded, exclusion, common = _exclusions(
-            run_units, config, listed_found, inputs, token_paths, units, tokenizer_path, params
+            run_units, config, listed_found, pool.inputs, pool.token_paths, pool.units, pool.tokenizer_path, params
         )
+    return excluded, exclusion, common
 
-    # The validation split: each block's candidates, capped per group again over their union.
+
+def _validation_split(
+    run_units: RunUnits, config: RunConfig, pool: _Pool, renamed: dict[str, str], excluded: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.Series]:
+    """The validation split: each block's candidates, capped per group again over their union.
+    Return the candidates (``id, group, shard``) and the ids held out."""
+    settings = config.mix
     fraction, cap = settings.validation_fraction, settings.validation_max_docs
     found = run_units(
         None,
         split_candidates,
         [
-            (f"split-{u:04d}", [scans[s] for s in block], renamed, excluded["id"], fraction, cap, config.seed)
-            for u, block in enumerate(units)
+            (f"split-{u:04d}", [pool.scans[s] for s in block], renamed, excluded["id"], fraction, cap, config.seed)
+            for u, block in enumerate(pool.units)
         ],
     )
     candidates = pl.concat([pl.DataFrame(schema={"id": pl.String, "group": pl.String, "shard": pl.Int32}), *found])
     _, validation_ids = split_validation(candidates, fraction, cap, config.seed)
+    return candidates, validation_ids
 
-    contaminated = _EMPTY_MATCHES
-    if settings.decontaminate and len(validation_ids):
-        holding = candidates.filter(pl.col("id").is_in(validation_ids.implode()))["shard"].unique().sort().to_list()
-        jobs = [
-            (f"texts-{u:04d}", [inputs[holding[i]] for i in block], validation_ids)
-            for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), settings.partitions)))
-        ]
-        held_docs = pl.concat(run_units(None, block_texts, jobs))
-        index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
-        skip = pl.concat([validation_ids, excluded["id"]])
-        contaminated = _best_match(_matches(run_units, "contaminated", inputs, units, index, skip))
-    causes = pl.concat([excluded, _causes(contaminated, MIX_CONTAMINATED, "jaccard")])
 
-    # Each document's group and side, per shard; the counts and the sampling keys' histogram.
-    sides = run_units(
+def _validation_near_duplicates(
+    run_units: RunUnits,
+    settings: MixConfig,
+    pool: _Pool,
+    candidates: pl.DataFrame,
+    validation_ids: pl.Series,
+    excluded: pl.DataFrame,
+    params: MinHashParams,
+) -> pl.DataFrame:
+    """The documents that near-duplicate a validation document (its best match each), which leave
+    the training side; none without ``mix.decontaminate`` or a validation document."""
+    if not (settings.decontaminate and len(validation_ids)):
+        return _EMPTY_MATCHES
+    holding = candidates.filter(pl.col("id").is_in(validation_ids.implode()))["shard"].unique().sort().to_list()
+    jobs = [
+        (f"texts-{u:04d}", [pool.inputs[holding[i]] for i in block], validation_ids)
+        for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), settings.partitions)))
+    ]
+    held_docs = pl.concat(run_units(None, block_texts, jobs))
+    index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
+    skip = pl.concat([validation_ids, excluded["id"]])
+    return _best_match(_matches(run_units, "contaminated", pool.inputs, pool.units, index, skip))
+
+
+def _shard_sides(
+    run_units: RunUnits,
+    pool: _Pool,
+    renamed: dict[str, str],
+    causes: pl.DataFrame,
+    validation_ids: pl.Series,
+    seed: int,
+) -> list[dict]:
+    """Each document's group and side, per shard (see pipeline.mix.shards.shard_sides)."""
+    return run_units(
         None,
         shard_sides,
         [
             (
                 f"sides-{u:04d}",
-                [scans[s] for s in block],
-                [pools[s] for s in block],
+                [pool.scans[s] for s in block],
+                [pool.pools[s] for s in block],
                 renamed,
                 causes,
                 validation_ids,
-                config.seed,
+                seed,
             )
-            for u, block in enumerate(units)
+            for u, block in enumerate(pool.units)
         ],
     )
+
+
+def _side_counts(sides: list[dict]) -> dict:
+    """The documents per side and per rule, the figures per group and licence, and the tokens in,
+    summed over the blocks."""
     counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "licences": {}, "tokens_in": 0}
     for side in sides:
         add_counts(counts, {k: side[k] for k in ("splits", "rules", "groups", "licences", "tokens_in")})
-    histogram = sum_histograms([side["histogram"] for side in sides])
+    return counts
+
+
+def _write_removed(sides: list[dict], causes: pl.DataFrame, contamination_threshold: float, removed_dir: Path) -> None:
+    """``removed/{excluded,contaminated}.parquet`` (REMOVED_SCHEMA): each removed document with its
+    rule, the rule's measure and its threshold."""
     removed_rows = [side["removed"] for side in sides if side["removed"] is not None]
     thresholds = {
         MIX_EXCLUDED_ID: None,
-        MIX_EXCLUDED: settings.contamination_threshold,
+        MIX_EXCLUDED: contamination_threshold,
         MIX_EXCLUDED_WINDOW: 1.0,
-        MIX_CONTAMINATED: settings.contamination_threshold,
+        MIX_CONTAMINATED: contamination_threshold,
     }
     for side in ("excluded", "contaminated"):
         dropped = (
@@ -638,11 +747,14 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
         ).join(causes.select("id", "value"), on="id", how="left")
         threshold = dropped[MIX_RULE].replace_strict(thresholds, return_dtype=pl.Float64)
         removed = removed_frame(dropped, STAGE, dropped[MIX_RULE], dropped["value"], threshold)
-        write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), stage.removed / f"{side}.parquet")
+        write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), removed_dir / f"{side}.parquet")
 
-    # Each mixture's plan: epoch caps from the totals, then the one sampling bucket per group
-    # where the running total passes the group's remainder, resolved document by document.
-    planned = {m.name: _plan_mixture(m, counts["groups"]) for m in settings.mixtures}
+
+def _crossing_bucket_documents(
+    run_units: RunUnits, planned: dict[str, tuple[EpochCaps | None, dict[str, int]]], histogram, pool: _Pool
+) -> pl.DataFrame:
+    """The documents (``id, group, tokens, bucket``) of the sampling buckets where a group's
+    remainder runs out, in any mixture."""
     wanted = set()
     for caps, sizes in planned.values():
         if caps is not None:
@@ -657,49 +769,92 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
                 *run_units(
                     None,
                     bucket_documents,
-                    [(f"bucket-{u:04d}", [pools[s] for s in block], ask) for u, block in enumerate(units)],
+                    [(f"bucket-{u:04d}", [pool.pools[s] for s in block], ask) for u, block in enumerate(pool.units)],
                 ),
             ]
         )
+    return fetched
+
+
+def _plan_layers(
+    run_units: RunUnits,
+    planned: dict[str, tuple[EpochCaps | None, dict[str, int]]],
+    histogram,
+    pool: _Pool,
+    seed: int,
+) -> dict[str, dict | None]:
+    """Each mixture's plan from its epoch caps: the one sampling bucket per group where the running
+    total passes the group's remainder, resolved document by document (None: nothing to take)."""
+    fetched = _crossing_bucket_documents(run_units, planned, histogram, pool)
     layers: dict[str, dict | None] = {}
     for name, (caps, sizes) in planned.items():
         if caps is None:
             layers[name] = None
             continue
-        layers[name] = partial_layers(caps.tokens_taken, sizes, histogram, fetched, config.seed)
+        layers[name] = partial_layers(caps.tokens_taken, sizes, histogram, fetched, seed)
+    return layers
 
-    # Route every copy to write by key range, and write each mixture's plan per shard.
-    for mixture in settings.mixtures:
-        (stage.root / mixture.name).mkdir(parents=True, exist_ok=True)
-    plan_paths = {name: [work / "plan" / name / shard_file_name(s) for s in range(len(inputs))] for name in layers}
-    held_by_group = {
-        g: sides_["validation"]["documents"] for g, sides_ in counts["groups"].items() if "validation" in sides_
-    }
-    validation_ranges = {(g, 0): range_count(n) for g, n in held_by_group.items()}
-    ranges = {name: _layers(layer) if layer else {} for name, layer in layers.items()}
-    routed = {name: [work / "copies" / name / f"unit-{u:04d}.parquet" for u in range(len(units))] for name in layers}
-    routed_held = [work / "copies-validation" / f"unit-{u:04d}.parquet" for u in range(len(units))]
+
+@dataclass(frozen=True)
+class _Routes:
+    """Where the copies go: ``plan_paths`` (each mixture's plan, per shard), ``ranges`` (key ranges
+    per (group, copy) of each mixture's training copies), ``held_by_group`` and
+    ``validation_ranges`` (the validation side's documents and key ranges per group), ``routed``
+    and ``routed_held`` (the copies each unit routes, per mixture and for validation)."""
+
+    plan_paths: dict[str, list[Path]]
+    held_by_group: dict[str, int]
+    validation_ranges: dict[tuple[str, int], int]
+    ranges: dict[str, dict[tuple[str, int], int]]
+    routed: dict[str, list[Path]]
+    routed_held: list[Path]
+
+
+def _copy_routes(pool: _Pool, layers: dict[str, dict | None], groups: dict) -> _Routes:
+    """The key ranges and the per-shard and per-unit files of every mixture's copies."""
+    work, units = pool.work, pool.units
+    held_by_group = {g: sides_["validation"]["documents"] for g, sides_ in groups.items() if "validation" in sides_}
+    return _Routes(
+        plan_paths={
+            name: [work / "plan" / name / shard_file_name(s) for s in range(len(pool.inputs))] for name in layers
+        },
+        held_by_group=held_by_group,
+        validation_ranges={(g, 0): range_count(n) for g, n in held_by_group.items()},
+        ranges={name: _layers(layer) if layer else {} for name, layer in layers.items()},
+        routed={name: [work / "copies" / name / f"unit-{u:04d}.parquet" for u in range(len(units))] for name in layers},
+        routed_held=[work / "copies-validation" / f"unit-{u:04d}.parquet" for u in range(len(units))],
+    )
+
+
+def _route_copies(run_units: RunUnits, pool: _Pool, layers: dict[str, dict | None], routes: _Routes, seed: int) -> dict:
+    """Route every copy to write by key range, and write each mixture's plan per shard; return what
+    each mixture takes, per group (and licence)."""
     taken_by = run_units(
         None,
         route_copies,
         [
             (
                 f"route-{u:04d}",
-                [pools[s] for s in block],
+                [pool.pools[s] for s in block],
                 layers,
-                ranges,
-                config.seed,
-                {name: [paths[s] for s in block] for name, paths in plan_paths.items()},
-                {name: paths[u] for name, paths in routed.items()},
-                routed_held[u],
-                validation_ranges,
+                routes.ranges,
+                seed,
+                {name: [paths[s] for s in block] for name, paths in routes.plan_paths.items()},
+                {name: paths[u] for name, paths in routes.routed.items()},
+                routes.routed_held[u],
+                routes.validation_ranges,
             )
-            for u, block in enumerate(units)
+            for u, block in enumerate(pool.units)
         ],
     )
     taken = {}
     for found in taken_by:
         add_counts(taken, found)
+    return taken
+
+
+def _check_taken(taken: dict, layers: dict[str, dict | None]) -> None:
+    """The copies routed, checked against each mixture's plan, group by group."""
     for name, layer in layers.items():
         for group, figures in (layer or {}).items():
             counted = taken.get(name, {}).get(group, {"tokens": 0, "documents": 0})
@@ -709,20 +864,34 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
                     f"{figures['documents']} documents, the shards {counted['tokens']} of {counted['documents']}"
                 )
 
-    # documents.parquet and each plan.parquet, one file each from the per-shard pieces.
+
+def _write_documents_and_plans(run_units: RunUnits, pool: _Pool, stage_root: Path, routes: _Routes) -> None:
+    """documents.parquet and each plan.parquet, one file each from the per-shard pieces."""
     run_units(
         None,
         concat_files,
-        [("documents", pools, _documents_schema(), stage.root / "documents.parquet")]
-        + [(f"plan-{name}", plan_paths[name], PLAN_SCHEMA, stage.root / name / PLAN_FILE) for name in layers],
+        [("documents", pool.pools, _documents_schema(), stage_root / "documents.parquet")]
+        + [
+            (f"plan-{name}", routes.plan_paths[name], PLAN_SCHEMA, stage_root / name / PLAN_FILE)
+            for name in routes.plan_paths
+        ],
     )
 
-    # The writing order and the output shards of each split and group.
+
+def _cut_output_shards(
+    run_units: RunUnits, routes: _Routes, work: Path, shard_tokens: int
+) -> dict[str | None, dict[str, list[dict]]]:
+    """The writing order and the output shards of each split and group: per mixture (None: the
+    validation side, shared by all) and group, its output shards in order."""
+    ranges = routes.ranges
     orders = [
-        (name, group, [(copy, count) for (g, copy), count in sorted(ranges[name].items()) if g == group], routed[name])
-        for name in layers
+        (name, group, [(copy, count) for (g, copy), count in sorted(ranges[name].items()) if g == group], routed)
+        for name, routed in routes.routed.items()
         for group in sorted({g for g, _ in ranges[name]})
-    ] + [(None, group, [(0, validation_ranges[(group, 0)])], routed_held) for group in sorted(held_by_group)]
+    ] + [
+        (None, group, [(0, routes.validation_ranges[(group, 0)])], routes.routed_held)
+        for group in sorted(routes.held_by_group)
+    ]
     cuts = run_units(
         None,
         cut_ranges,
@@ -733,28 +902,48 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
                 copies,
                 files,
                 (work / "ordered" / name if name else work / "ordered-validation") / group_file_stem(group),
-                settings.shard_tokens,
+                shard_tokens,
             )
             for name, group, copies, files in orders
         ],
     )
-    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in layers} | {None: {}}
+    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in routes.routed} | {None: {}}
     for (name, group, _, _), shards in zip(orders, cuts):
         output[name][group] = shards
+    return output
 
+
+def _mixture_report(
+    mixture: MixtureConfig, planned: tuple[EpochCaps | None, dict[str, int]], figures: dict | None, groups: dict
+) -> dict:
+    """A mixture's figures (pipeline.mix.plan.report_from_counts), or those of an empty one."""
+    caps, sizes = planned
+    if caps is None:
+        return _empty_report(mixture)
+    return report_from_counts(
+        {g: groups[g]["train"]["documents"] for g in sizes},
+        caps,
+        {g: figures[g]["tokens"] for g in sizes},
+        {g: figures[g]["documents"] for g in sizes},
+    )
+
+
+def _write_mixtures(
+    run_units: RunUnits,
+    config: RunConfig,
+    stage: StageDir,
+    pool: _Pool,
+    planned: dict[str, tuple[EpochCaps | None, dict[str, int]]],
+    layers: dict[str, dict | None],
+    counts: dict,
+    taken: dict,
+    output: dict[str | None, dict[str, list[dict]]],
+    common: pl.DataFrame | None,
+) -> dict[str, dict]:
+    """Write each mixture's folder (:func:`_write_mixture`); return their manifests by name."""
     manifests = {}
-    for mixture in settings.mixtures:
-        caps, sizes = planned[mixture.name]
-        if caps is None:
-            report = _empty_report(mixture)
-        else:
-            figures = layers[mixture.name]
-            report = report_from_counts(
-                {g: counts["groups"][g]["train"]["documents"] for g in sizes},
-                caps,
-                {g: figures[g]["tokens"] for g in sizes},
-                {g: figures[g]["documents"] for g in sizes},
-            )
+    for mixture in config.mix.mixtures:
+        report = _mixture_report(mixture, planned[mixture.name], layers[mixture.name], counts["groups"])
         manifests[mixture.name] = _write_mixture(
             run_units,
             mixture,
@@ -764,24 +953,61 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
             config,
             stage.root,
             stage.parts,
-            token_paths,
-            tokenizer_path,
+            pool.token_paths,
+            pool.tokenizer_path,
             common,
             licences=mixture_licences(taken.get(mixture.name, {}), counts["licences"]),
         )
-    mark_work_done(stage, inputs, made_from)
+    return manifests
 
+
+def _removed_counts(counts: dict, handed_over: int) -> dict[str, int]:
+    """The documents removed per rule, checked: every document handed over has a side, and every
+    removed one a rule."""
     by_side = counts["splits"]
     if sum(by_side.values()) != handed_over:
         raise LedgerError(f"stage {STAGE}: {by_side} documents by side != {handed_over} handed over")
-    train, held = by_side["train"], by_side["validation"]
     removed_counts = dict(sorted(counts["rules"].items()))
     if sum(removed_counts.values()) != by_side["contaminated"] + by_side["excluded"]:
         raise LedgerError(
             f"stage {STAGE}: {removed_counts} documents by rule != "
             f"{by_side['contaminated'] + by_side['excluded']} removed"
         )
-    stats = {
+    return removed_counts
+
+
+def _mixture_stats(folder: Path, found: dict) -> dict:
+    """What the stage's stats say of one mixture, from its manifest."""
+    return {
+        "folder": str(folder),
+        "budget_tokens": found["budget_tokens"],
+        "tokens_taken": found["tokens_taken"],
+        "shortfall_tokens": found["shortfall_tokens"],
+        "train_shards": len(found["train"]),
+        "validation_shards": len(found["validation"]),
+        "licences": {licence: figures["tokens_taken"] for licence, figures in found["licences"].items()},
+        "groups": {
+            g: {
+                k: v[k] for k in ("tokens_available", "tokens_taken", "epochs", "effective_weight", "validation_tokens")
+            }
+            for g, v in found["groups"].items()
+        },
+    }
+
+
+def _stage_stats(
+    handed_over: int,
+    counts: dict,
+    removed_counts: dict[str, int],
+    exclusion: dict,
+    manifests: dict[str, dict],
+    stage_root: Path,
+) -> dict:
+    """The stage's stats: its ledger, the exclusion's findings, the pool's groups and licences, and
+    each mixture's figures."""
+    by_side = counts["splits"]
+    train, held = by_side["train"], by_side["validation"]
+    return {
         "stage": STAGE,
         "docs_in": handed_over,
         "docs_out": train + held,
@@ -793,26 +1019,49 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
         "tokens_in": counts["tokens_in"],
         "groups": sorted(counts["groups"]),
         "licences": pool_licences(counts["licences"]),
-        "mixtures": {
-            name: {
-                "folder": str(stage.root / name),
-                "budget_tokens": m["budget_tokens"],
-                "tokens_taken": m["tokens_taken"],
-                "shortfall_tokens": m["shortfall_tokens"],
-                "train_shards": len(m["train"]),
-                "validation_shards": len(m["validation"]),
-                "licences": {licence: figures["tokens_taken"] for licence, figures in m["licences"].items()},
-                "groups": {
-                    g: {
-                        k: v[k]
-                        for k in ("tokens_available", "tokens_taken", "epochs", "effective_weight", "validation_tokens")
-                    }
-                    for g, v in m["groups"].items()
-                },
-            }
-            for name, m in manifests.items()
-        },
+        "mixtures": {name: _mixture_stats(stage_root / name, m) for name, m in manifests.items()},
     }
+
+
+def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+    """Split, decontaminate and mix the documents of stage ``previous`` (tokenized by the tokenize
+    stage) into ``<run>/mix``; write and return the stage's stats."""
+    settings = config.mix
+    layout = RunLayout(config.run_dir)
+    stage = _open_stage(layout)
+    pool = _pool_files(layout, stage, previous, settings.partitions)
+    made_from = _work_made_from(config, pool.tokenizer_sha256)
+    _remove_stale_mixtures(stage, pool.inputs, made_from, settings.mixtures)
+    remove_tree(pool.work)  # this stage's own files of an earlier run
+
+    scanned, listed = _scan_pool(run_units, pool, settings)
+    handed_over = _documents_handed_over(layout, previous, scanned)
+    renamed = _renamed_groups(scanned, settings.min_share)
+    params = _contamination_params(config)
+    excluded, exclusion, common = _exclude_references(run_units, config, pool, scanned, listed, params)
+    candidates, validation_ids = _validation_split(run_units, config, pool, renamed, excluded)
+    contaminated = _validation_near_duplicates(run_units, settings, pool, candidates, validation_ids, excluded, params)
+    causes = pl.concat([excluded, _causes(contaminated, MIX_CONTAMINATED, "jaccard")])
+
+    sides = _shard_sides(run_units, pool, renamed, causes, validation_ids, config.seed)
+    counts = _side_counts(sides)
+    histogram = sum_histograms([side["histogram"] for side in sides])
+    _write_removed(sides, causes, settings.contamination_threshold, stage.removed)
+
+    planned = {m.name: _plan_mixture(m, counts["groups"]) for m in settings.mixtures}
+    layers = _plan_layers(run_units, planned, histogram, pool, config.seed)
+    for mixture in settings.mixtures:
+        (stage.root / mixture.name).mkdir(parents=True, exist_ok=True)
+    routes = _copy_routes(pool, layers, counts["groups"])
+    taken = _route_copies(run_units, pool, layers, routes, config.seed)
+    _check_taken(taken, layers)
+    _write_documents_and_plans(run_units, pool, stage.root, routes)
+    output = _cut_output_shards(run_units, routes, pool.work, settings.shard_tokens)
+    manifests = _write_mixtures(run_units, config, stage, pool, planned, layers, counts, taken, output, common)
+    mark_work_done(stage, pool.inputs, made_from)
+
+    removed_counts = _removed_counts(counts, handed_over)
+    stats = _stage_stats(handed_over, counts, removed_counts, exclusion, manifests, stage.root)
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats)
     write_cards(config.run_dir)  # each mixture's README.md, from the files written above

@@ -196,6 +196,8 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
     # Outputs of an earlier, different reading of this unit must not outlive it.
     for stale in [*stage.docs.glob(f"{unit.name}-*.parquet"), *stage.quarantine.glob(f"{unit.name}.parquet")]:
         stale.unlink()
+    # The readers (pipeline.io, below the config) take this plain set of limits, which has defaults
+    # for callers without a run config and a JSON-document limit that no config sets.
     limits = ReadLimits(batch_docs=config.batch_docs, max_doc_bytes=config.max_doc_bytes)
     ledger = Ledger(STAGE)
     writer = ShardWriter(stage.docs, unit.name, DOC_SCHEMA, config.shard_docs, config.shard_bytes)
