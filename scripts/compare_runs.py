@@ -9,14 +9,21 @@ TOML, HTML, Markdown) are compared with each run's own folder path replaced by `
 name their files by absolute path). Left out of the JSON compared: records of wall time, speed and
 the moment a run started (``timing``, ``seconds``, ``*_s`` such as ``tokens_per_s``, ``started``,
 ``finished``, ``elapsed``, ``*_at``); left out whole: files that only describe one machine's run
-(Prefect's database in ``.prefect/``, logs). Checkpoints and CSV logs are compared as bytes, so
-their timing columns show as differences. Prints each differing file and exits with 1 if any
-differ; prints how many files matched and exits with 0 otherwise.
+(Prefect's database in ``.prefect/``, logs, TensorBoard event files, whose names hold the moment
+and the host). CSV files are compared without their timing columns (``tokens_per_s``); an HTML
+report without its wall-time sentences (``Wall time ...``). Checkpoints (``.pt``) are compared by
+what they hold, when torch is installed: every tensor's dtype, shape and bytes, every other value,
+timings left out and folder paths replaced as in text; their ``.pt.sha256`` files, digests of the
+bytes with the timings in them, are then left out. Prints each differing file and exits with 1 if
+any differ; prints how many files matched and exits with 0 otherwise.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import importlib.util
+import io
 import json
 import re
 import sys
@@ -24,6 +31,8 @@ from pathlib import Path
 
 TEXT = {".json", ".toml", ".html", ".md", ".txt", ".csv"}
 SKIP = {".log", ".db", ".sqlite", ".lock", ".pid"}
+SKIP_NAMES = re.compile(r"^events\.out\.tfevents\.")
+WALL_TIME = re.compile(r"Wall time[^<]*")
 TIMING = re.compile(r"^timing$|(^|_)(seconds|started|finished|elapsed|wall|duration|time|timestamp)$|_at$|_s$")
 
 
@@ -35,25 +44,83 @@ def _without_timing(value):
     return value
 
 
+def _without_timing_columns(text: str) -> str:
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        return text
+    keep = [i for i, name in enumerate(rows[0]) if not TIMING.search(name)]
+    return "\n".join(",".join(row[i] for i in keep if i < len(row)) for row in rows)
+
+
+def _local_text(text: str, root: Path) -> str:
+    return text.replace(str(root.resolve()), "<run>").replace(str(root), "<run>")
+
+
+def _checkpoint_digest(path: Path, root: Path) -> str | None:
+    """A digest of what a checkpoint holds, timings left out; None when torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    parts: list[bytes] = []
+
+    def walk(value, key: str) -> None:
+        if TIMING.search(key.rsplit(".", 1)[-1]):
+            return
+        if isinstance(value, dict):
+            for name in sorted(value, key=str):
+                walk(value[name], f"{key}.{name}")
+        elif isinstance(value, list | tuple):
+            for i, item in enumerate(value):
+                walk(item, f"{key}[{i}]")
+        elif isinstance(value, torch.Tensor):
+            tensor = value.detach().cpu().contiguous()
+            parts.append(f"{key} {tensor.dtype} {tuple(tensor.shape)}".encode())
+            parts.append(tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+        else:
+            parts.append(f"{key} {_local_text(repr(value), root)}".encode())
+
+    walk(torch.load(path, map_location="cpu", weights_only=False), "")
+    return hashlib.sha256(b"\n".join(parts)).hexdigest()
+
+
 def digest(path: Path, root: Path) -> str:
+    if path.suffix == ".pt":
+        found = _checkpoint_digest(path, root)
+        if found is not None:
+            return found
     data = path.read_bytes()
     if path.suffix in TEXT:
-        text = data.decode("utf-8", errors="replace").replace(str(root.resolve()), "<run>").replace(str(root), "<run>")
+        text = _local_text(data.decode("utf-8", errors="replace"), root)
         if path.suffix == ".json":
             try:
                 text = json.dumps(_without_timing(json.loads(text)), sort_keys=True)
             except json.JSONDecodeError:
                 pass
+        elif path.suffix == ".csv":
+            text = _without_timing_columns(text)
+        elif path.suffix == ".html":
+            text = WALL_TIME.sub("Wall time", text)
         data = text.encode()
     return hashlib.sha256(data).hexdigest()
 
 
+def _compared(path: Path, root: Path) -> bool:
+    relative = path.relative_to(root)
+    if not path.is_file() or path.suffix in SKIP or SKIP_NAMES.match(path.name):
+        return False
+    if any(part.startswith(".") for part in relative.parts):
+        return False
+    # A checkpoint's digest file holds the sha256 of bytes that include its timings.
+    return not (path.name.endswith(".pt.sha256") and path.with_suffix("").is_file() and _has_torch())
+
+
+def _has_torch() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
 def files(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): digest(p, root)
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.suffix not in SKIP and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    }
+    return {str(p.relative_to(root)): digest(p, root) for p in sorted(root.rglob("*")) if _compared(p, root)}
 
 
 def main(argv: list[str]) -> int:

@@ -32,3 +32,30 @@ def test_paths_and_timings_are_set_aside_and_a_changed_number_is_not(tmp_path, c
     (changed / "mix" / "extra.json").write_text("{}")
     assert compare_runs.main([str(before), str(changed)]) == 1
     assert "only in" in capsys.readouterr().out
+
+
+def _training(root: Path, seconds: float, weight: float) -> Path:
+    import torch
+
+    (root / "tb").mkdir(parents=True)
+    (root / "tb" / f"events.out.tfevents.{int(seconds)}.host").write_bytes(str(seconds).encode())
+    (root / "metrics.csv").write_text(f"step,loss,tokens_per_s\n10,2.5,{1000 / seconds}\n")
+    checkpoint = {"model": {"w": torch.full((2, 2), weight), "step": torch.tensor(3)}, "wall_time_s": seconds}
+    checkpoint["config"] = {"out_dir": str(root), "lr": 1e-3}
+    torch.save(checkpoint, root / "step-000010.pt")
+    (root / "step-000010.pt.sha256").write_text(str(seconds))
+    (root / "report.html").write_text(f"<p>Wall time of the last invocation: {seconds} min.</p><p>loss 2.5</p>")
+    return root
+
+
+def test_checkpoints_csv_logs_and_reports_are_compared_without_their_timings(tmp_path, capsys):
+    before = _training(tmp_path / "before" / "train", 3.0, 0.5)
+    after = _training(tmp_path / "after" / "train", 7.0, 0.5)
+    assert compare_runs.main([str(before), str(after)]) == 0
+    assert "3 files identical" in capsys.readouterr().out  # metrics.csv, the checkpoint, the report
+    changed = _training(tmp_path / "changed" / "train", 3.0, 0.25)
+    assert compare_runs.main([str(before), str(changed)]) == 1
+    assert "differs: step-000010.pt" in capsys.readouterr().out
+    (changed / "metrics.csv").write_text("step,loss,tokens_per_s\n10,2.6,1000\n")
+    assert compare_runs.main([str(before), str(changed)]) == 1
+    assert "differs: metrics.csv" in capsys.readouterr().out
