@@ -25,7 +25,7 @@ from trainer.data import open_mixture
 from trainer.generate import generate_text, load_model
 from trainer.train import evaluate, learning_rate, load_checkpoint, main, read_metrics, train
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
