@@ -160,7 +160,8 @@ _SHARED: dict[Path, Path] = {}
 
 def shared_mixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One tiny mixture for the whole test session (built on first use); tests that change it
-    work on a copy. Each test module wraps it in its own ``mixture_dir`` fixture."""
+    work on a copy. ``tests/trainer/conftest.py`` gives it to the trainer's tests as the
+    ``mixture_dir`` fixture; the train flow's test calls it directly."""
     key = tmp_path_factory.getbasetemp()
     if key not in _SHARED:
         _SHARED[key] = build_mixture(tmp_path_factory.mktemp("mix") / "main")

@@ -27,7 +27,7 @@ from pipeline.formats.tokens import (
 )
 from pipeline.tokenizer import train_tokenizer, write_token_shard
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 WORDS = (
     "the quick brown fox jumps over lazy dogs while seven wizards quietly judge boxing matches "

@@ -30,7 +30,7 @@ from pipeline.lang.model import DEFAULT_LID_MODEL, LID_MODEL_SHA256, fetch_lid_m
 from pipeline.stages import registry as steps
 from pipeline.stages.registry import lang_step
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Ordinary sentences of 10 to 20 words (or the same length in scripts written without spaces).
 SENTENCES = {

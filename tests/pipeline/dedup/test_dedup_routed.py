@@ -16,7 +16,7 @@ from pipeline.dedup.lsh import candidate_pairs, shard_of
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import first_hop, route_pairs, second_hop
 from pipeline.stages.dedup import deduplicate_shards, find_duplicates
-from tests.test_dedup import edit_words, make_vocabulary, random_text, write_shards
+from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_text, write_shards
 
 LOOSE = MinHashParams(num_perm=64, bands=64, rows=1, threshold=0.8)  # many false positives
 

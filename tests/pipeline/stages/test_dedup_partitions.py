@@ -12,7 +12,7 @@ from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.documents import RunLayout
 from pipeline.io.writer import write_json
 from tests.helpers import run_units, source_config, write_jsonl
-from tests.test_dedup import edit_words, make_vocabulary, random_text
+from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_text
 
 
 def test_partitions_grow_past_the_configured_ones_only_for_a_large_corpus():

@@ -224,7 +224,7 @@ def test_the_commands_refuse_each_others_configs_before_any_work(tmp_path):
 
     from flows.cli import app
 
-    root = Path(__file__).resolve().parents[1] / "configs"
+    root = Path(__file__).resolve().parents[2] / "configs"
     for command, config, message in (
         ("sweep", root / "experiment.toml", "has no [sweep] section"),
         ("experiment", root / "sweep-demo.toml", "budget_tokens"),

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from report import UnknownDocument, inspect_document
-from tests.test_report import NEWSLETTER, curated_run
+from tests.report.test_report import NEWSLETTER, curated_run
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 

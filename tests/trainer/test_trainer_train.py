@@ -19,18 +19,13 @@ import torch.nn.functional as F
 
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.tokens import read_token_shard
-from tests.trainer_fixtures import shared_mixture, toml_text, train_config_dict
+from tests.trainer_fixtures import toml_text, train_config_dict
 from trainer.config import TrainConfig, load_train_config, parse_train_config
 from trainer.data import open_mixture
 from trainer.generate import generate_text, load_model
 from trainer.train import evaluate, learning_rate, load_checkpoint, main, read_metrics, train
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="session")
-def mixture_dir(tmp_path_factory):
-    return shared_mixture(tmp_path_factory)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def config(mixture: Path, out_dir: Path, **overrides) -> TrainConfig:

@@ -12,16 +12,11 @@ import pytest
 import torch
 
 from pipeline.formats.configfile import ConfigError
-from tests.trainer_fixtures import shared_mixture, toml_text, train_config_dict
+from tests.trainer_fixtures import toml_text, train_config_dict
 from trainer.checkpoints import save_checkpoint
 from trainer.config import parse_train_config
 from trainer.generate import load_model
 from trainer.train import load_checkpoint, main, read_metrics, train
-
-
-@pytest.fixture(scope="session")
-def mixture_dir(tmp_path_factory):
-    return shared_mixture(tmp_path_factory)
 
 
 def config(mixture: Path, out_dir: Path, **overrides):

@@ -21,7 +21,7 @@ from pipeline.formats.documents import StageDir
 from pipeline.formats.manifest import LOCK_NAME, RunDirInUse, check_run_dir, run_lock
 from pipeline.stages.shard import remove_unlisted
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -333,7 +333,7 @@ def test_every_shipped_experiment_config_is_valid():
     from experiment.config import load_experiment
     from trainer.config import parse_train_config
 
-    configs = sorted((Path(__file__).parent.parent / "configs").glob("experiment*.toml"))
+    configs = sorted((Path(__file__).parents[2] / "configs").glob("experiment*.toml"))
     assert len(configs) >= 5
     for path in configs:
         config = load_experiment(path)

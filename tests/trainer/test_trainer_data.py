@@ -12,14 +12,9 @@ import torch
 
 from pipeline.formats.tokens import load_tokenizer, read_token_shard
 from pipeline.tokenizer import train_tokenizer, write_token_shard
-from tests.trainer_fixtures import copy_mixture, group_texts, shared_mixture
+from tests.trainer_fixtures import copy_mixture, group_texts
 from trainer.data import MixtureError, TokenStream, TrainLoader, bits_per_byte, open_mixture, validation_batches
 from trainer.model import IGNORE_INDEX
-
-
-@pytest.fixture(scope="session")
-def mixture_dir(tmp_path_factory):
-    return shared_mixture(tmp_path_factory)
 
 
 def _manifest(path):

@@ -10,6 +10,7 @@ import json
 import math
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ import pytest
 from scipy import stats
 
 import flows.experiment as experiment_module
-from experiment.config import EvalSetConfig, curation_config, parse_experiment
+from experiment.config import EvalSetConfig, ExperimentConfig, curation_config, parse_experiment
 from experiment.heldout import heldout_texts, read_eval_set, trained_on
 from experiment.results import data_efficiency, heldout_scores
 from experiment.statistics import compare, fit_power_law, holm, spread, tokens_to_reach
@@ -78,14 +79,38 @@ def _config(tmp_path, **overrides):
     return parse_experiment(data)
 
 
-def test_tiny_experiment_end_to_end(tmp_path):
-    config = _config(tmp_path, languages={"variants": ["full", "full-t2"]})
+@dataclass(frozen=True)
+class TinyExperiment:
+    """One run of the tiny experiment: its config, what ``experiment_flow`` returned, and the
+    demo corpus's held-out texts."""
+
+    config: ExperimentConfig
+    results: dict
+    texts: pl.DataFrame
+
+    @property
+    def out(self) -> Path:
+        return self.config.out_dir
+
+    @property
+    def clean_sets(self) -> list[str]:
+        return sorted(set(self.texts.filter(pl.col("clean"))["set"]))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, prefect_server) -> TinyExperiment:
+    """The tiny experiment, run once for every test below that reads it (the last of them runs it
+    a second time, side by side, in the same folder)."""
+    config = _config(tmp_path_factory.mktemp("tiny"), languages={"variants": ["full", "full-t2"]})
     results = experiment_flow(config)
     texts = pl.read_parquet(config.corpus_dir / "heldout" / "texts.parquet")
-    clean_sets = sorted(set(texts.filter(pl.col("clean"))["set"]))
+    return TinyExperiment(config, results, texts)
+
+
+def test_results_json_holds_every_run_and_its_heldout_scores(tiny):
+    results, clean_sets = tiny.results, tiny.clean_sets
     assert clean_sets == ["dialogues", "news", "web"]
-    out = config.out_dir
-    assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
+    assert json.loads((tiny.out / "results.json").read_text()) == json.loads(json.dumps(results))
     for name in ("raw", "full"):
         for seed in ("0", "1"):
             run = results["runs"][name][seed]
@@ -93,11 +118,16 @@ def test_tiny_experiment_end_to_end(tmp_path):
             # The headline is the mean of the clean sets' bits per byte; junk stands apart.
             assert run["heldout_bpb"] == pytest.approx(np.mean([run[f"heldout_bpb/{s}"] for s in clean_sets]))
             assert run["heldout_bpb/junk"] > 0
+    assert results["metrics"]["heldout_bpb"]["raw"]["n"] == 2
     assert set(results["transfer"]) == {"random", "bag-of-words", "raw", "full", "full-t2"}
-    # Every held-out document scored whole by every model; bits per byte per language from them,
-    # and the temperature family (full at T = 1 against full-t2) compared on both averages.
-    scores = pl.read_parquet(out / "scores" / "raw" / "seed-0.parquet")
-    assert scores["id"].sort().to_list() == texts["id"].sort().to_list()
+
+
+def test_every_heldout_document_is_scored_and_the_temperatures_compared_per_language(tiny):
+    """Every held-out document scored whole by every model; bits per byte per language from them,
+    and the temperature family (full at T = 1 against full-t2) compared on both averages."""
+    results = tiny.results
+    scores = pl.read_parquet(tiny.out / "scores" / "raw" / "seed-0.parquet")
+    assert scores["id"].sort().to_list() == tiny.texts["id"].sort().to_list()
     assert (scores["tokens"] > 0).all() and (scores["nats"] > 0).all()
     languages = results["languages"]
     assert languages["high_resource"] == ["en"] and languages["low_resource"]
@@ -110,8 +140,12 @@ def test_tiny_experiment_end_to_end(tmp_path):
         ("lang_bpb/low-resource", "full-t2", "full"),
         ("lang_bpb/high-resource", "full-t2", "full"),
     }
-    # Label efficiency: dev split apart from the pool, draws per size (one at "all"), the learning
-    # rate chosen among the configured ones, the same draws for every model of a seed.
+
+
+def test_label_efficiency_draws_the_same_examples_for_every_model_of_a_seed(tiny):
+    """Label efficiency: dev split apart from the pool, draws per size (one at "all"), the learning
+    rate chosen among the configured ones, the same draws for every model of a seed."""
+    results, out = tiny.results, tiny.out
     assert results["task"]["sizes"] == {"probe": ["10", "all"], "finetune": ["10", "all"], "bow": ["10", "all"]}
     assert (results["task"]["pool_examples"], results["task"]["dev_examples"]) == (20, 10)
     runs = {name: json.loads((out / "transfer" / name / "seed-1.json").read_text()) for name in ("raw", "random")}
@@ -119,9 +153,6 @@ def test_tiny_experiment_end_to_end(tmp_path):
     assert len(runs["raw"]["probe"]["0"]["draws"]) == 1 and len(runs["raw"]["finetune"]["10"]["draws"]) == 1
     assert all(d["lr"] in (3e-4, 1e-3) and 1 <= d["steps"] <= 4 for d in runs["raw"]["finetune"]["10"]["draws"])
     assert len(runs["raw"]["probe"]["10"]["correct"]) == runs["raw"]["test_examples"] == 20
-    # Each held-out and accuracy comparison also has a paired bootstrap over seeds and test items.
-    tested_items = [c for c in results["comparisons"] if c["metric"] == "heldout_bpb" or "_accuracy@" in c["metric"]]
-    assert all(c["bootstrap"]["items"] > 0 for c in tested_items if c["a"] in ("full", "full-t2", "raw"))
     bow = json.loads((out / "transfer" / "bag-of-words" / "seed-1.json").read_text())
     assert set(bow["bow"]) == {"10", "0"} and "probe" not in bow
     gains = results["metrics"]["probe_gain@10"]["raw"]["by_seed"]
@@ -129,9 +160,15 @@ def test_tiny_experiment_end_to_end(tmp_path):
     assert gains["1"] == pytest.approx(accuracy["raw"]["by_seed"]["1"] - accuracy["random"]["by_seed"]["1"])
     efficiency = [c for c in results["comparisons"] if c["family"] == "label efficiency"]
     assert {(c["metric"], c["a"]) for c in efficiency} >= {("probe_gain@10_vs_all", "raw @ 10")}
-    assert results["metrics"]["heldout_bpb"]["raw"]["n"] == 2
-    # Every comparison tested once, Holm within its family: no set's single group again, no loss
-    # beside its accuracy; each with its interval.
+
+
+def test_every_comparison_is_tested_once_with_holm_within_its_family(tiny):
+    """Every comparison tested once, Holm within its family: no set's single group again, no loss
+    beside its accuracy; each with its interval."""
+    results = tiny.results
+    # Each held-out and accuracy comparison also has a paired bootstrap over seeds and test items.
+    tested_items = [c for c in results["comparisons"] if c["metric"] == "heldout_bpb" or "_accuracy@" in c["metric"]]
+    assert all(c["bootstrap"]["items"] > 0 for c in tested_items if c["a"] in ("full", "full-t2", "raw"))
     tested = [c for c in results["comparisons"] if c["p"] is not None]
     assert tested and all(
         c["family_size"] == results["families"][c["family"]] and c["p_holm"] >= c["p"] for c in tested
@@ -147,18 +184,23 @@ def test_tiny_experiment_end_to_end(tmp_path):
     assert all(c["ci95"][0] <= c["difference"] <= c["ci95"][1] for c in tested)
     assert not [c for c in results["comparisons"] if "_loss@" in c["metric"] or c["metric"] == "heldout_bpb/news/news"]
 
-    # Held-out provenance: every set, where it came from, and its documents.
-    heldout = results["heldout"]
+
+def test_heldout_provenance_names_every_set_its_source_and_its_documents(tiny):
+    """Held-out provenance: every set, where it came from, and its documents."""
+    heldout, clean_sets = tiny.results["heldout"], tiny.clean_sets
     assert set(heldout["sets"]) == {*clean_sets, "junk"} and heldout["clean_sets"] == clean_sets
-    for name, count in texts.group_by("set").len().iter_rows():
+    for name, count in tiny.texts.group_by("set").len().iter_rows():
         assert heldout["sets"][name]["documents"] == count
     assert heldout["sets"]["junk"]["clean"] is False
-    assert heldout["sets"]["news"]["sha256"] == file_sha256(config.corpus_dir / "heldout" / "texts.parquet")
+    assert heldout["sets"]["news"]["sha256"] == file_sha256(tiny.config.corpus_dir / "heldout" / "texts.parquet")
 
-    # One evaluation folder, the same bytes for every variant: each run evaluated exactly it.
+
+def test_every_run_is_evaluated_on_the_same_heldout_shards(tiny):
+    """One evaluation folder, the same bytes for every variant: each run evaluated exactly it."""
+    out, heldout = tiny.out, tiny.results["heldout"]
     manifest = json.loads((out / "heldout" / "manifest.json").read_text())
     assert {e["group"] for e in manifest["validation"]} == set(
-        texts.select(pl.col("set") + "/" + pl.col("group")).to_series()
+        tiny.texts.select(pl.col("set") + "/" + pl.col("group")).to_series()
     )
     for entry in manifest["validation"]:
         assert file_sha256(out / "heldout" / entry["file"]) == entry["sha256"] == heldout["shards"][entry["group"]]
@@ -168,9 +210,13 @@ def test_tiny_experiment_end_to_end(tmp_path):
             assert summary["config"]["eval_mixtures"] == {"heldout": str(out / "heldout")}
             assert set(summary["final_eval"]["heldout"]["groups"]) == {e["group"] for e in manifest["validation"]}
 
-    # One tokenizer: every variant's mixture, and the held-out folder, name the same sha256.
+
+def test_every_mixture_and_the_heldout_folder_name_one_tokenizer(tiny):
+    """One tokenizer: every variant's mixture, and the held-out folder, name the same sha256."""
+    results, out = tiny.results, tiny.out
+    manifest = json.loads((out / "heldout" / "manifest.json").read_text())
     tokenizer_sha = file_sha256(out / "tokenizer.json")
-    assert manifest["tokenizer"]["sha256"] == tokenizer_sha == heldout["tokenizer_sha256"]
+    assert manifest["tokenizer"]["sha256"] == tokenizer_sha == results["heldout"]["tokenizer_sha256"]
     for name in ("raw", "full"):
         mixture = json.loads(
             (
@@ -184,7 +230,9 @@ def test_tiny_experiment_end_to_end(tmp_path):
         )
         assert mixture["tokenizer"]["sha256"] == tokenizer_sha == results["curation"][name]["tokenizer_sha256"]
 
-    # The contamination check ran on every mixture trained on and found nothing.
+
+def test_the_contamination_check_ran_on_every_mixture_trained_on_and_found_nothing(tiny):
+    results = tiny.results
     efficiency_runs = {"raw-3k", "raw-12k", "full-3k", "full-12k"}
     assert set(results["contamination"]) == {"raw", "full", "full-t2", *efficiency_runs}
     for name, check in results["contamination"].items():
@@ -198,7 +246,10 @@ def test_tiny_experiment_end_to_end(tmp_path):
         assert check["documents_checked"] == plan.height
         assert check["tokens_checked"] == (plan["tokens"] - 1).sum()
 
-    # What each variant trained on: its tokens, bytes, epochs and kinds (from the labels).
+
+def test_curation_cuts_the_junk_and_the_unknown_licences_each_variant_trained_on(tiny):
+    """What each variant trained on: its tokens, bytes, epochs and kinds (from the labels)."""
+    results = tiny.results
     for name in ("raw", "full"):
         info = results["curation"][name]
         used = info["trained_on"]
@@ -224,8 +275,10 @@ def test_tiny_experiment_end_to_end(tmp_path):
     }
     assert unknown["full"] < unknown["raw"]
 
-    # The report shows results.json's numbers.
-    page = (out / "report" / "index.html").read_text()
+
+def test_the_report_shows_the_numbers_of_results_json(tiny):
+    results = tiny.results
+    page = (tiny.out / "report" / "index.html").read_text()
     assert "Licences of the tokens trained on" in page and 'data-json="results.json#curation.raw.licences.' in page
     shown = re.findall(r'data-json="results\.json#([^"]+)">([^<]*)<', page)
     assert len(shown) > 20
@@ -237,7 +290,9 @@ def test_tiny_experiment_end_to_end(tmp_path):
         digits = len(text.split(".")[1]) if "." in text else 0
         assert abs(float(text.replace(",", "")) - value) <= 0.5 * 10**-digits + 1e-12, (path, text, value)
 
-    # The runs differ as their curation says.
+
+def test_the_runs_differ_as_their_curation_says(tiny):
+    results, out = tiny.results, tiny.out
     raw_run = json.loads((out / "curation" / "raw" / "manifest.json").read_text())
     full_run = json.loads((out / "curation" / "lang+filter+dedup+lines+quality" / "manifest.json").read_text())
     assert not {"lang", "filter", "dedup", "lines"} & set(raw_run["stages"])
@@ -252,10 +307,13 @@ def test_tiny_experiment_end_to_end(tmp_path):
     )
     assert len({run["tokens"] for name in results["variants"] for run in results["runs"][name].values()}) == 1
 
-    # Decontamination: no training document of any mixture is a task text or a near copy of one,
-    # nor a clean held-out document; what the exclusion removed is recorded with its rule and text.
-    # (The junk set is kept out by lineage only: a cookie banner of one template is on many sites.)
-    task = pl.read_parquet(config.corpus_dir / "heldout" / "task.parquet")
+
+def test_no_mixture_holds_a_task_text_or_a_clean_heldout_document(tiny):
+    """Decontamination: no training document of any mixture is a task text or a near copy of one,
+    nor a clean held-out document; what the exclusion removed is recorded with its rule and text.
+    (The junk set is kept out by lineage only: a cookie banner of one template is on many sites.)"""
+    out = tiny.out
+    task = pl.read_parquet(tiny.config.corpus_dir / "heldout" / "task.parquet")
     reference = pl.read_parquet(out / "heldout" / "texts.parquet").filter(pl.col("clean"))
     index = ReferenceIndex(pl.concat([task["id"], reference["id"]]), pl.concat([task["text"], reference["text"]]))
     tokenizer = load_tokenizer(out / "tokenizer.json")
@@ -268,10 +326,13 @@ def test_tiny_experiment_end_to_end(tmp_path):
         excluded = documents.filter(pl.col("split") == "excluded")
         assert excluded["rule"].null_count() == 0 and excluded["near_id"].null_count() == 0
 
-    # Memorization of the corpus's canaries, per variant and seed: every canary long enough is
-    # scored, the views of each mixture match its plan, and each curated variant is compared with
-    # raw at each planted count (no direction expected for canaries planted once).
-    canaries = pl.read_parquet(config.corpus_dir / "heldout" / "canaries.parquet")
+
+def test_every_canary_is_scored_and_each_curated_variant_compared_with_raw_per_count(tiny):
+    """Memorization of the corpus's canaries, per variant and seed: every canary long enough is
+    scored, the views of each mixture match its plan, and each curated variant is compared with
+    raw at each planted count (no direction expected for canaries planted once)."""
+    results, out = tiny.results, tiny.out
+    canaries = pl.read_parquet(tiny.config.corpus_dir / "heldout" / "canaries.parquet")
     # The source stage reads a canary as written, so the tokenizer's sample can leave it out by text.
     source = pl.scan_parquet(sorted((out / "curation" / "source").glob("source/docs/*.parquet"))).collect()
     planted = canaries.filter(pl.col("occurrences") > 0)["text"]
@@ -312,8 +373,12 @@ def test_tiny_experiment_end_to_end(tmp_path):
         if n != "1" and abs(seen[0] - seen[1]) > 0.1 * max(seen):
             assert f"{seen[0]:.2f} times on average" in c["expected"]
 
-    # Data efficiency: raw and full again at 3k and 12k tokens (pretraining only, their mixtures
-    # checked for contamination too), three points per variant and seed, each fitted.
+
+def test_data_efficiency_trains_three_budgets_per_variant_and_fits_each(tiny):
+    """Data efficiency: raw and full again at 3k and 12k tokens (pretraining only, their mixtures
+    checked for contamination too), three points per variant and seed, each fitted."""
+    results = tiny.results
+    memo = results["memorization"]
     efficiency = results["data_efficiency"]
     assert efficiency["budgets"] == [3000, 6000, 12000] and efficiency["reference"] == "raw"
     assert efficiency["runs"]["full"] == {"3000": "full-3k", "6000": "full", "12000": "full-12k"}
@@ -330,8 +395,13 @@ def test_tiny_experiment_end_to_end(tmp_path):
             )
     assert set(efficiency["multiplier"]) == {"full"}
 
-    # Run side by side (parallel_runs = 2: a process per run, a core each), pretraining and
-    # transfer give what they gave one after the other; the curation runs are reused.
+
+def test_runs_side_by_side_give_what_they_gave_one_after_the_other(tiny):
+    """Run side by side (parallel_runs = 2: a process per run, a core each), pretraining and
+    transfer give what they gave one after the other; the curation runs are reused. It removes and
+    writes again the run's train, transfer and memorization folders, so it comes after every other
+    test of the tiny experiment."""
+    config, results, out = tiny.config, tiny.results, tiny.out
     for folder in ("train", "transfer", "memorization"):
         shutil.rmtree(out / folder)
     again = experiment_flow(config.model_copy(update={"parallel_runs": 2}))
