@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flows.demo import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
+from demo.config import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
 from pipeline.config import RunConfig, load_config, parse_config
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.ledger import LedgerError

@@ -88,7 +88,7 @@ def _build_corpus(corpus: Path, config: ExperimentConfig) -> dict:
 def _base_curation(config: ExperimentConfig) -> tuple[dict, Path | None]:
     """The curation settings variants derive from, and the demo corpus folder (demo only)."""
     if config.demo:
-        from flows.demo import DEMO_CORPUS_DIR, demo_config
+        from demo.config import DEMO_CORPUS_DIR, demo_config
 
         corpus = config.corpus_dir or (
             DEMO_CORPUS_DIR
