@@ -419,7 +419,8 @@ def _study(config: Path, command: str, quiet: bool):
         parsed = load_experiment(config)
         parsed.require(command)
     configure_prefect(parsed.out_dir, quiet=quiet)
-    from flows.experiment import ContaminationError, experiment_flow
+    from experiment.prepare import ContaminationError
+    from flows.experiment import experiment_flow
     from flows.runners import shared_api
     from flows.sweep import sweep_flow
 
