@@ -217,19 +217,15 @@ def inspect_command(
 ) -> None:
     """Show a document's way through the stages (source, language, filter verdicts, dedup, lines,
     mix), or without DOC_ID the run's documents and tokens per licence."""
-    import json
-
     from pipeline.stages.run import NotARunError
     from report import UnknownDocument, inspect_document
-    from report.console import CONTROL, print_inspection, print_licences
+    from report.console import print_inspection, print_licences, printable_json
     from report.inspect import run_licences
 
     with _failing_on(UnknownDocument, NotARunError):
         found = inspect_document(run_dir, doc_id) if doc_id is not None else run_licences(run_dir)
     if as_json:
-        # JSON escapes C0 controls itself; DEL, C1 controls and bidi overrides become \uXXXX too.
-        text = json.dumps(found, indent=1, ensure_ascii=False, default=str)
-        typer.echo(CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}", text))
+        typer.echo(printable_json(found))
         return
     if doc_id is None:
         print_licences(stdout, found)

@@ -9,6 +9,7 @@ control character reaches the terminal.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -36,6 +37,13 @@ def printable_data(value):
     if isinstance(value, (list, tuple)):
         return [printable_data(v) for v in value]
     return value
+
+
+def printable_json(value) -> str:
+    """``value`` (a lookup) as indented JSON with every character a terminal acts on escaped."""
+    # JSON escapes C0 controls itself; DEL, C1 controls and bidi overrides become \uXXXX too.
+    text = json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    return CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 
 def _value(value, digits: int = 4) -> str:
