@@ -142,9 +142,9 @@ print(json.dumps({"seconds": wall, "cpu_seconds": cpu, "docs": len(docs),
 
 
 def run_config(min_score: float = 0.5, scoped: bool = False):
-    """The demo's config (``flows.demo.demo_config``) over the benchmark's corpus: lang
+    """The demo's config (``demo.config.demo_config``) over the benchmark's corpus: lang
     ``min_score`` as given, the filters on every source unless ``scoped`` (the demo's scope)."""
-    from flows.demo import demo_config
+    from demo.config import demo_config
     from pipeline.config import parse_config
 
     data = demo_config(CORPUS_DIR, RUN_DIR, seed=SEED)

@@ -150,8 +150,8 @@ def run_once(kind: str, docs: int) -> dict:
     from flows.runtime import configure_prefect
 
     configure_prefect(WORK / f"prefect-{docs}-{kind}", quiet=True)  # before Prefect is imported
+    from demo.config import demo_config
     from flows.curate import curate_flow
-    from flows.demo import demo_config
     from flows.runners import Runner, running_on, shared_api
     from pipeline.config import parse_config
 

@@ -47,4 +47,6 @@ Modules, in the order a build uses them:
     writers    the files: news JSONL, dialogues Parquet, WARC web pages (PageRenderer), notes,
                labels.parquet, the canaries table
     corpus     build_demo_corpus: the whole build, corpus.json last, stale files removed
+    config     where the demo's corpus and run go (DEMO_CORPUS_DIR, DEMO_RUN_DIR) and the curation
+               config of the demo (demo_config, = configs/demo.toml)
 """

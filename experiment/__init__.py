@@ -1,7 +1,8 @@
 """The experiment: curated vs raw mixtures of one raw pool, trained alike, compared on held-out
 loss and on transfer to a downstream task, over several seeds.
 
-This package holds what needs neither Prefect nor torch; ``flows.experiment`` runs it.
+This package holds what needs no Prefect (torch only through the trainer, imported by the runs
+that train or score a model: ``runs``); ``flows.experiment`` runs it, a task per run.
 
 Modules:
 
@@ -18,6 +19,14 @@ Modules:
                 law of loss against tokens (fit_power_law, tokens_to_reach)
     results     each run's metrics (held-out, transfer, memorization, languages), data_efficiency,
                 the families of comparisons, results.json (summarize)
+    prepare     what every run starts from, step by step: the corpus, held-out sets, task, quality
+                model and canaries (gather_inputs), the curation configs, the pool's tokenizer, the
+                evaluation folder, the protected texts, the contamination check (check_mixtures,
+                ContaminationError), Prepared
+    runs        one run as a task runs it: train_config, pretrain, transfer, measure_memorization,
+                score_documents
+    collect     what the runs left gathered into results.json: curation summaries, curves, the
+                canaries' header (experiment_results, save_results)
 
 Variants. Each variant names the document stages it runs after ``source`` (any of lang, filter,
 dedup, lines; ``quality`` adds the fastText quality filter) and how its training mixture is

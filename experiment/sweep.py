@@ -8,6 +8,10 @@ and without the token embedding.
 Every run of one seed starts from the same initialization for a given model size whatever the
 variant, and reads its own variant's mixture of exactly its budget; the grid is the same for every
 variant, so variants are compared cell by cell.
+
+The sweep's runs (:func:`sweep_runs`, longest first), what each variant's curation kept
+(:func:`sweep_curation`), and results.json with what the runs took (:func:`save_sweep_results`)
+are here too; ``flows.sweep`` runs them.
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ from experiment.heldout import EVAL_MIXTURE
 from experiment.results import run_metrics
 from experiment.scaling import compare_scaling_laws
 from experiment.statistics import spread
+from pipeline.config import RunConfig
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.mixture import MANIFEST_FILE
+from pipeline.io.writer import read_json, write_json
 
 COUNTS = ("non_embedding", "total")  # how N is counted: without the token embedding (Kaplan), with it
 KIND = "sweep"  # results.json's "kind", so a sweep and an experiment never share one folder's files
@@ -238,3 +247,67 @@ def residuals(fit: dict, cells: list[dict], variant: str, count: str, metric: st
 def rms(values) -> float:
     array = np.asarray(list(values), dtype=np.float64)
     return float(np.sqrt(np.mean(array**2))) if array.size else float("nan")
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep's runs and files
+
+
+def refuse_experiment_folder(config: ExperimentConfig) -> None:
+    """A :class:`ConfigError` when ``out_dir`` holds an experiment's results (a sweep and an
+    experiment never share a folder's files)."""
+    results_path = config.out_dir / "results.json"
+    if results_path.exists() and read_json(results_path).get("kind") != KIND:
+        raise ConfigError(
+            f"out_dir: {config.out_dir} holds an experiment's results; give the sweep an out_dir of its own"
+        )
+
+
+def sweep_runs(config: ExperimentConfig, runs: dict[str, RunConfig], heldout: Path) -> dict[tuple[str, int], tuple]:
+    """Every run of the grid by ``(name, seed)``: its :class:`Cell` and its training config, on its
+    variant's mixture of its budget. The longest runs come first, so that runs side by side end
+    together (the matmuls' parameters, the head's included, times the tokens)."""
+    from trainer.config import parse_train_config
+
+    planned = {}
+    vocab = config.tokenizer.vocab_size
+    for cell in sorted(
+        grid(config), key=lambda c: -c.tokens * c.model.n_embd * (12 * c.model.n_layer * c.model.n_embd + vocab)
+    ):
+        mixture = RunLayout(runs[cell.mixture].run_dir).root / "mix" / cell.mixture
+        planned[(cell.name, cell.seed)] = (cell, parse_train_config(train_data(config, cell, mixture, heldout)))
+    return planned
+
+
+def sweep_curation(config: ExperimentConfig, runs: dict[str, RunConfig]) -> dict[str, dict]:
+    """Per variant of the sweep: what its curation kept (the funnel) and, per budget, the tokens its
+    pool holds, the tokens its mixture takes and the most epochs of any group."""
+    info = {}
+    for name in config.sweep_names():
+        mixtures = {budget: f"{name}-{budget_label(budget)}" for budget in config.sweep.tokens}
+        layout = RunLayout(runs[mixtures[config.sweep.tokens[0]]].run_dir)
+        stages = read_json(layout.manifest)["stages"]
+        budgets = {}
+        for budget, mixture in mixtures.items():
+            manifest = read_json(layout.root / "mix" / mixture / MANIFEST_FILE)
+            budgets[str(budget)] = {
+                "mixture": str(layout.root / "mix" / mixture),
+                "tokens_available": sum(g["tokens_available"] for g in manifest["groups"].values()),
+                "tokens_taken": manifest["tokens_taken"],
+                "max_epochs": max(g["epochs"] for g in manifest["groups"].values()),
+            }
+        info[name] = {
+            "run_dir": str(layout.root),
+            "funnel": {stage: {"docs_in": s["docs_in"], "docs_out": s["docs_out"]} for stage, s in stages.items()},
+            "budgets": budgets,
+        }
+    return info
+
+
+def save_sweep_results(config: ExperimentConfig, results: dict, timing: dict, summaries: dict) -> None:
+    """``out_dir/results.json``: ``results`` with ``timing``, the steps' times and what the runs
+    took when they ran (``summaries``: each cell's training summary)."""
+    timing["training_runs_s"] = sum(s["wall_time_s"] for s in summaries.values())
+    timing["parallel_runs"] = config.parallel_runs
+    results["timing"] = timing
+    write_json(results, config.out_dir / "results.json")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
@@ -23,9 +22,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from flows.demo import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
+from demo.config import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
 from pipeline.config import RunConfig, load_config, parse_config
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.ledger import LedgerError
@@ -71,18 +69,10 @@ class BarProgress:
             self._bar = None
 
 
-# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts ANSI sequences),
-# DEL, and the bidirectional overrides that reorder what is shown.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """``text`` safe to show: control characters (newlines and tabs aside) written as escapes, ``\\x1b``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", str(text))
-
-
 def _fail(message: str, code: int = 2) -> None:
     from rich.markup import escape
+
+    from report.console import printable
 
     console.print(f"[red]error:[/red] {escape(printable(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -122,83 +112,12 @@ def _failing_on(*errors: type[Exception], where=None) -> Iterator[None]:
         )
 
 
-def _print_funnel(stats: dict[str, dict]) -> None:
-    table = Table(title="documents through the stages")
-    for column in ("stage", "in", "out", "removed", "quarantined", "top reasons"):
-        table.add_column(column, justify="left" if column in ("stage", "top reasons") else "right")
-    for stage, counts in stats.items():
-        reasons = sorted({**counts["removed"], **counts["quarantined"]}.items(), key=lambda kv: -kv[1])
-        table.add_row(
-            stage,
-            str(counts["docs_in"]),
-            str(counts["docs_out"]),
-            str(sum(counts["removed"].values())),
-            str(sum(counts["quarantined"].values())),
-            ", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-",
-        )
-    stdout.print(table)
-
-
-def _print_mixtures(stats: dict) -> None:
-    """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens."""
-    removed = stats["removed"]
-    table = Table(
-        title=f"mixtures ({stats['train_documents']} training and {stats['validation_documents']} "
-        f"validation documents; dropped: {removed.get('validation_near_duplicate', 0)} "
-        f"near-duplicates of validation; for excluded texts {removed.get('reference_id', 0)} "
-        f"by id, {removed.get('reference_near_duplicate', 0)} near-duplicates, "
-        f"{removed.get('reference_window', 0)} by a shared window)"
-    )
-    for column in ("mixture", "group", "tokens available", "tokens taken", "epochs", "weight", "validation tokens"):
-        table.add_column(column, justify="left" if column in ("mixture", "group") else "right")
-    for name, mixture in stats["mixtures"].items():
-        for group, row in mixture["groups"].items():
-            table.add_row(
-                name,
-                group,
-                f"{row['tokens_available']:,}",
-                f"{row['tokens_taken']:,}",
-                f"{row['epochs']:.2f}",
-                f"{row['effective_weight']:.3f}",
-                f"{row['validation_tokens']:,}",
-            )
-        table.add_row(name, "all", "", f"{mixture['tokens_taken']:,}", "", "", "", style="bold")
-    stdout.print(table)
-
-
 def _where(path) -> str:
     """A run path as the user can find it: absolute when local, the URL otherwise."""
     from pipeline.io.storage import as_path, is_local
 
     path = as_path(path)
     return str(path.resolve()) if is_local(path) else str(path)
-
-
-def _print_counts(stats: dict, run_dir) -> None:
-    table = Table(title="source stage: documents per source")
-    for column in ("source", "files", "in", "out", "quarantined", "quarantined by reason"):
-        table.add_column(column, justify="left" if column in ("source", "quarantined by reason") else "right")
-    for name, counts in stats["sources"].items():
-        reasons = ", ".join(f"{reason} {n}" for reason, n in counts["quarantined"].items())
-        table.add_row(
-            name,
-            str(counts["files"]),
-            str(counts["docs_in"]),
-            str(counts["docs_out"]),
-            str(sum(counts["quarantined"].values())),
-            reasons or "-",
-        )
-    table.add_row(
-        "all",
-        "",
-        str(stats["docs_in"]),
-        str(stats["docs_out"]),
-        str(sum(stats["quarantined"].values())),
-        "",
-        style="bold",
-    )
-    stdout.print(table)
-    stdout.print(f"run directory: {_where(run_dir)}", highlight=False, soft_wrap=True)
 
 
 RunnerOption = typer.Option(
@@ -242,13 +161,15 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
         with _failing_on(ConfigError, LedgerError, FileNotFoundError, RunnerError, where=config.run_dir):
             with running_on(runner or LOCAL) as ready, reporting(progress):
                 stats = curate_flow(config, ready)
-    _print_funnel(stats)
-    if "mix" in stats:
-        _print_mixtures(stats["mix"])
+    from report.console import print_funnel, print_licences, print_mixtures, print_sources
     from report.inspect import licence_table
 
-    _print_licences(licence_table(stats))
-    _print_counts(stats["source"], config.run_dir)
+    print_funnel(stdout, stats)
+    if "mix" in stats:
+        print_mixtures(stdout, stats["mix"])
+    print_licences(stdout, licence_table(stats))
+    print_sources(stdout, stats["source"])
+    stdout.print(f"run directory: {_where(config.run_dir)}", highlight=False, soft_wrap=True)
     _build_report(config.run_dir, after_run=True)
     return stats
 
@@ -286,175 +207,6 @@ def report(
         _build_report(run_dir)
 
 
-def _printable_data(value):
-    """``value`` (a lookup's dict, list or scalar) with every string made :func:`printable`."""
-    if isinstance(value, str):
-        return printable(value)
-    if isinstance(value, dict):
-        return {_printable_data(k): _printable_data(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_printable_data(v) for v in value]
-    return value
-
-
-def _value(value, digits: int = 4) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.{digits}g}"
-    return str(value)
-
-
-def _print_inspection(found: dict) -> None:
-    """A document's way through the stages, for a person (see report.inspect)."""
-    from rich.markup import escape
-    from rich.panel import Panel
-
-    found = _printable_data(found)  # ids, texts and reasons come from the data: no escapes reach the terminal
-    source = found.get("source") or {}
-    where = source.get("path") or source.get("file") or ""
-    position = (
-        f" line {source['line']}"
-        if source.get("line") is not None
-        else f" byte {source['offset']}"
-        if source.get("offset") is not None
-        else ""
-    )
-    lines = [
-        found["id"],
-        f"fate: {found['fate']}",
-        f"licence: {found.get('licence', 'unknown')}",
-        f"source: {source.get('source')}  input: {where}{position}"
-        + (f"  (own id {source['own_id']!r}, field {source.get('id_field')})" if source.get("own_id") else ""),
-    ]
-    if source.get("shard"):
-        lines.append(
-            f"stored: {source['shard']} row {source.get('row')}; {source.get('chars', 0):,} characters, "
-            f"{source.get('bytes', 0):,} bytes" + (f"; url {source['url']}" if source.get("url") else "")
-        )
-    if source.get("meta"):
-        lines.append(f"meta: {source['meta']}")
-    if found.get("quarantine"):
-        record = found["quarantine"]
-        lines.append(
-            f"quarantined: {record.get('reason')} {record.get('detail') or ''}; "
-            f"first bytes: {(record.get('sample') or '')[:120]!r}"
-        )
-    stdout.print(Panel(escape("\n".join(lines)), title="document", expand=False), highlight=False)
-
-    stages = Table(title="stages")
-    for column in ("stage", "status", "detail"):
-        stages.add_column(column)
-    for entry in found.get("stages", []):
-        style = {"removed": "red", "quarantined": "red", "not reached": "dim"}.get(entry["status"], "")
-        stages.add_row(escape(entry["stage"]), escape(entry["status"]), escape(entry.get("detail", "")), style=style)
-    stdout.print(stages)
-
-    lang = found.get("lang")
-    if lang:
-        stdout.print(
-            f"lang: {lang.get('lang')} score {_value(lang.get('score'))} (minimum {_value(lang.get('threshold'))}"
-            f"{', keep ' + ', '.join(lang['keep']) if lang.get('keep') else ''})"
-            + (f" -> removed: {lang['rule']}" if lang.get("rule") else " -> kept"),
-            highlight=False,
-            markup=False,
-        )
-    flt = found.get("filter")
-    if flt:
-        if not flt.get("in_scope", True):
-            stdout.print(
-                "filter: the document's source is not in filter.sources; it passed through",
-                highlight=False,
-                markup=False,
-            )
-        else:
-            rules = Table(title="filter rules, measured again on the text as it entered the filter stage")
-            for column in ("rule", "value", "removes when", "verdict"):
-                rules.add_column(column, justify="right" if column == "value" else "left")
-            for rule in flt.get("rules", []):
-                verdict = (
-                    "fires" + (" (first: removes it)" if rule["rule"] == flt.get("first_rule") else "")
-                    if rule["fires"]
-                    else "passes"
-                )
-                rules.add_row(
-                    escape(rule["rule"]),
-                    _value(rule["value"]),
-                    escape(f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}"),
-                    verdict,
-                    style="red" if rule["fires"] else "",
-                )
-            stdout.print(rules)
-            for error in flt.get("errors", []):
-                stdout.print(f"filter: not measured: {error}", highlight=False, markup=False)
-            if flt.get("first_rule") and not any(r["rule"] == flt["first_rule"] for r in flt.get("rules", [])):
-                stdout.print(f"filter: removed as {flt['first_rule']}", highlight=False, markup=False)
-            if flt.get("text_changed"):
-                stdout.print(
-                    f"filter: the filters rewrote the text ({flt.get('chars_in', 0):,} -> "
-                    f"{flt.get('chars_after', 0):,} characters; PII replacements: "
-                    f"{flt.get('pii_replacements', 0)})",
-                    highlight=False,
-                    markup=False,
-                )
-    dedup = found.get("dedup")
-    if dedup is not None:
-        if not dedup.get("in_cluster"):
-            stdout.print("dedup: unique (in no duplicate cluster)", highlight=False, markup=False)
-        else:
-            role = (
-                "the kept document"
-                if dedup["kept"]
-                else (
-                    f"{'an exact' if dedup['exact'] else 'a near'} duplicate of {dedup['kept_id']} "
-                    f"(Jaccard {_value(dedup['jaccard'], 3)})"
-                )
-            )
-            stdout.print(
-                f"dedup: cluster {dedup['cluster']} of {dedup['cluster_size']} documents "
-                f"({dedup['removed_exact']} exact and {dedup['removed_near']} near copies removed); "
-                f"this is {role}",
-                highlight=False,
-                markup=False,
-            )
-    lines_cut = found.get("lines")
-    if lines_cut is not None:
-        if not lines_cut.get("in_scope", True):
-            stdout.print(
-                "lines: the document's source is not in lines.sources; unchanged", highlight=False, markup=False
-            )
-        else:
-            stdout.print(
-                f"lines: {lines_cut['lines_cut']} repeated lines cut ({lines_cut['chars_cut']:,} characters)"
-                + (", leaving it blank: removed" if lines_cut.get("left_blank") else ""),
-                highlight=False,
-                markup=False,
-            )
-            for line in lines_cut.get("cut", []):
-                stdout.print(f"  - {line[:120]}", highlight=False, markup=False)
-    if found.get("tokens") is not None:
-        stdout.print(f"tokenize: {found['tokens']:,} tokens", highlight=False, markup=False)
-    mix = found.get("mix")
-    if mix:
-        stdout.print(
-            f"mix: group {mix['group']}, {mix['side']} side" + (f" ({mix['cause']})" if mix.get("cause") else ""),
-            highlight=False,
-            markup=False,
-        )
-        for name, taken in mix.get("mixtures", {}).items():
-            repeats = taken.get("repeats")
-            stdout.print(
-                f"  mixture {name}: "
-                + (
-                    f"taken {repeats} time{'s' if repeats != 1 else ''}"
-                    if repeats is not None
-                    else taken.get("note", "")
-                ),
-                highlight=False,
-                markup=False,
-            )
-
-
 @app.command("inspect")
 def inspect_command(
     run_dir: str = typer.Argument(..., help="a run directory, or its URL"),
@@ -465,47 +217,20 @@ def inspect_command(
 ) -> None:
     """Show a document's way through the stages (source, language, filter verdicts, dedup, lines,
     mix), or without DOC_ID the run's documents and tokens per licence."""
-    import json
-
     from pipeline.stages.run import NotARunError
     from report import UnknownDocument, inspect_document
+    from report.console import print_inspection, print_licences, printable_json
     from report.inspect import run_licences
 
     with _failing_on(UnknownDocument, NotARunError):
         found = inspect_document(run_dir, doc_id) if doc_id is not None else run_licences(run_dir)
     if as_json:
-        # JSON escapes C0 controls itself; DEL, C1 controls and bidi overrides become \uXXXX too.
-        text = json.dumps(found, indent=1, ensure_ascii=False, default=str)
-        typer.echo(_CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}", text))
+        typer.echo(printable_json(found))
         return
     if doc_id is None:
-        _print_licences(found)
+        print_licences(stdout, found)
         return
-    _print_inspection(found)
-
-
-def _print_licences(found: dict) -> None:
-    """The run's counts per licence (report.inspect.run_licences), as a table."""
-    from rich.markup import escape
-
-    found = _printable_data(found)
-    rows = found["licences"]
-    mixtures = sorted({m for row in rows.values() for m in row["mixtures"]})
-    tokens = any(row["tokens"] is not None for row in rows.values())
-    table = Table(title=f"licences (curated: the output of {found['stage']})")
-    table.add_column("licence")
-    for column in ["read", "removed by rule", "curated", *(["tokens"] if tokens else [])]:
-        table.add_column(column, justify="right")
-    for mixture in mixtures:
-        table.add_column(f"{mixture} tokens", justify="right")
-    for name, row in rows.items():
-        cells = [row["read"], row["removed_by_rule"], row["curated"], *([row["tokens"]] if tokens else [])]
-        cells += [row["mixtures"].get(m, 0) for m in mixtures]
-        table.add_row(escape(name), *(_value(v) for v in cells))
-    if not rows:
-        stdout.print("This run recorded no licences (made before licences were kept).")
-        return
-    stdout.print(table)
+    print_inspection(stdout, found)
 
 
 @app.command()
@@ -638,20 +363,6 @@ def export(
         )
 
 
-def _print_training(summary: dict) -> None:
-    final = summary["final"]
-    table = Table(
-        title=f"held-out loss after {summary['steps']} steps, {summary['tokens']:,} tokens "
-        f"({summary['parameters']:,} parameters, {summary['tokens_per_s'] or 0:,.0f} tokens/s)"
-    )
-    for column in ("group", "loss", "bits per byte", "tokens evaluated"):
-        table.add_column(column, justify="left" if column == "group" else "right")
-    for group, result in final["groups"].items():
-        table.add_row(group, f"{result['loss']:.4f}", f"{result['bpb']:.4f}", f"{result['tokens']:,}")
-    table.add_row("all", f"{final['loss']:.4f}", f"{final['bpb']:.4f}", "", style="bold")
-    stdout.print(table)
-
-
 @app.command()
 def train(
     config: Path = typer.Argument(..., help="TOML config of the training run (see configs/train-demo.toml)"),
@@ -670,7 +381,9 @@ def train(
 
     with _failing_on(ConfigError, MixtureError, FileNotFoundError):
         summary = train_flow(parsed, resume)
-    _print_training(summary)
+    from report.console import print_training
+
+    print_training(stdout, summary)
     stdout.print(f"out_dir: {parsed.out_dir}", highlight=False, soft_wrap=True)
 
 
@@ -702,7 +415,8 @@ def _study(config: Path, command: str, quiet: bool):
         parsed = load_experiment(config)
         parsed.require(command)
     configure_prefect(parsed.out_dir, quiet=quiet)
-    from flows.experiment import ContaminationError, experiment_flow
+    from experiment.prepare import ContaminationError
+    from flows.experiment import experiment_flow
     from flows.runners import shared_api
     from flows.sweep import sweep_flow
 
@@ -715,14 +429,6 @@ def _study(config: Path, command: str, quiet: bool):
         return parsed, (experiment_flow if command == "experiment" else sweep_flow)(parsed)
 
 
-def _print_outputs(out_dir: Path) -> None:
-    stdout.print(
-        f"results: {out_dir / 'results.json'}\nreport: {out_dir / 'report' / 'index.html'}",
-        highlight=False,
-        soft_wrap=True,
-    )
-
-
 @app.command()
 def experiment(
     config: Path = typer.Argument(..., help="TOML config of the experiment (see configs/experiment.toml)"),
@@ -732,45 +438,10 @@ def experiment(
     held-out sets no curation chose and on transfer to a downstream task; writes results.json and a
     report."""
     parsed, results = _study(config, "experiment", quiet)
-    table = Table(
-        title=f"experiment: mean ± std over {len(results['seeds'])} seeds ({results['timing']['total_s'] / 60:.1f} min)"
-    )
-    junk = [f"heldout_bpb/{name}" for name, info in results["heldout"]["sets"].items() if not info["clean"]]
-    # Transfer at the fewest and the most labels of each method (the report has every size).
-    sizes = (results.get("task") or {}).get("sizes", {})
-    ends = [
-        f"{method}_accuracy@{size}"
-        for method in ("probe", "finetune", "bow")
-        for size in dict.fromkeys(sizes.get(method, [])[:1] + sizes.get(method, [])[-1:])
-    ]
-    shown = [
-        "heldout_bpb",
-        *junk,
-        *[m for m in ("lang_bpb/low-resource",) if m in results["metrics"]],
-        *[m for m in ends if m in results["metrics"]],
-    ]
-    table.add_column("model")
-    for metric in shown:
-        header = metric.replace("_accuracy@", " acc @").replace("lang_bpb/low-resource", "low-resource bpb")
-        table.add_column(header.replace("heldout_bpb/", "").replace("heldout_bpb", "held-out bpb"), justify="right")
-    models = [name for name in ("random", "bag-of-words") if name in results.get("transfer", {})]
-    for name in [*models, *results["variants"]]:
-        cells = []
-        for metric in shown:
-            value = results["metrics"].get(metric, {}).get(name)
-            cells.append("-" if not value or value["mean"] is None else f"{value['mean']:.3f} ± {value['std']:.3f}")
-        table.add_row(name, *cells)
-    stdout.print(table)
-    for comparison in results["comparisons"]:
-        if comparison["metric"] == "heldout_bpb" or comparison["contradicts_expectation"]:
-            stdout.print(
-                ("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
-                + comparison["sentence"],
-                highlight=False,
-                soft_wrap=True,
-                markup=False,
-            )
-    _print_outputs(parsed.out_dir)
+    from report.console import print_experiment, print_outputs
+
+    print_experiment(stdout, results)
+    print_outputs(stdout, parsed.out_dir)
 
 
 @app.command()
@@ -782,51 +453,10 @@ def sweep(
     L(N, D) = E + A / N^alpha + B / D^beta, and compare the compute-optimal frontiers; writes
     results.json and a report."""
     parsed, results = _study(config, "sweep", quiet)
-    count = results["headline"]
-    fits = results["fits"][count]
-    table = Table(title=f"sweep: {len(results['runs'])} runs ({results['timing']['total_s'] / 60:.1f} min), N {count}")
-    for column in ("variant", "E", "alpha", "beta", "RMS residual"):
-        table.add_column(column, justify="left" if column == "variant" else "right")
-    from experiment.sweep import residuals, rms
-    from report.sweep import multiple
+    from report.console import print_outputs, print_sweep
 
-    for variant in results["variants"]:
-        entry = fits["variants"][variant]
-        fitted = residuals(entry["fit"], results["cells"], variant, count, results["metric"])
-        table.add_row(
-            variant,
-            *(
-                f"{entry['fit'][name]:.3f} ({entry['intervals'][name][0]:.3f} to {entry['intervals'][name][1]:.3f})"
-                + (" at its bound" if name in entry["at_bounds"] else "")
-                for name in ("E", "alpha", "beta")
-            ),
-            f"{rms(r['residual'] for r in fitted):.4f}",
-        )
-    stdout.print(table)
-    for variant, entry in fits["comparisons"].items():
-        cells = entry["cells"]
-        stdout.print(
-            f"{variant} - {fits['reference']} over the {cells['cells']} cells: {cells['mean_difference']:+.4f} "
-            f"({cells['interval'][0]:+.4f} to {cells['interval'][1]:+.4f}), lower in {cells['better']}; tokens "
-            f"{fits['reference']} needs for its loss at {entry['data_multiplier'][0]['tokens']:,.0f}: "
-            + ", ".join(f"N={row['params']:,.0f} {multiple(row['multiplier'])}" for row in entry["data_multiplier"]),
-            highlight=False,
-            soft_wrap=True,
-            markup=False,
-        )
-        for point in entry["frontier"]:
-            low, high = (multiple(v) for v in point["multiplier_interval"])
-            stdout.print(
-                f"{variant} vs {fits['reference']} at {point['flops']:.2g} FLOPs: frontier loss "
-                f"{point['loss_difference']:+.4f} ({point['loss_interval'][0]:+.4f} to "
-                f"{point['loss_interval'][1]:+.4f}), "
-                f"{fits['reference']} needs {multiple(point['compute_multiplier'])} the compute ({low} to {high})"
-                + (" (extrapolated)" if point["multiplier_extrapolated"] else ""),
-                highlight=False,
-                soft_wrap=True,
-                markup=False,
-            )
-    _print_outputs(parsed.out_dir)
+    print_sweep(stdout, results)
+    print_outputs(stdout, parsed.out_dir)
 
 
 @app.command("demo-corpus")

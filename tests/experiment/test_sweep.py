@@ -189,7 +189,7 @@ def test_a_sweep_of_the_users_corpus_needs_no_task(tmp_path):
     held-out sets alone."""
     import polars as pl
 
-    import flows.experiment as experiment_module
+    import experiment.prepare as prepare_module
     from experiment.heldout import heldout_texts, read_eval_set
 
     curation = tmp_path / "curation.toml"
@@ -198,12 +198,12 @@ def test_a_sweep_of_the_users_corpus_needs_no_task(tmp_path):
     held.write_text('{"text": "a held-out text"}\n{"text": "another one"}\n')
     data = {key: value for key, value in _data(tmp_path).items() if key not in ("demo", "demo_docs", "corpus_dir")}
     config = parse_experiment({**data, "curation": str(curation), "eval_sets": [{"name": "mine", "path": str(held)}]})
-    assert experiment_module._task_file(config, None) is None
+    assert prepare_module.task_file(config, None) is None
     config.require("sweep")
     with pytest.raises(ConfigError, match="task.path"):  # an experiment of the same config needs one
         config.model_copy(update={"budget_tokens": 100}).require("experiment")
     texts = heldout_texts([read_eval_set(config.eval_sets[0])])
-    path, protected = experiment_module._protected(config, texts, None)
+    path, protected = prepare_module.write_protected(config, texts, None)
     assert protected["set"].to_list() == ["mine", "mine"] and pl.read_parquet(path).height == 2
     without_sweep = {key: value for key, value in data.items() if key != "sweep"}
     with pytest.raises(ConfigError, match="task.path"):

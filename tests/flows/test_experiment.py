@@ -18,12 +18,13 @@ import polars as pl
 import pytest
 from scipy import stats
 
-import flows.experiment as experiment_module
+import experiment.prepare as prepare_module
 from experiment.config import EvalSetConfig, ExperimentConfig, curation_config, parse_experiment
 from experiment.heldout import heldout_texts, read_eval_set, trained_on
+from experiment.prepare import ContaminationError
 from experiment.results import data_efficiency, heldout_scores
 from experiment.statistics import compare, fit_power_law, holm, spread, tokens_to_reach
-from flows.experiment import ContaminationError, experiment_flow
+from flows.experiment import experiment_flow
 from pipeline.dedup.contamination import ReferenceIndex
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.tokens import decode_documents, file_sha256, load_tokenizer
@@ -441,12 +442,12 @@ def test_a_leak_stops_the_experiment(tmp_path, monkeypatch):
         },
     }
     monkeypatch.setattr(
-        experiment_module, "check_contamination", lambda mixture, texts, tokenizer, **settings: found[mixture.name]
+        prepare_module, "check_contamination", lambda mixture, texts, tokenizer, **settings: found[mixture.name]
     )
-    monkeypatch.setattr(experiment_module, "load_tokenizer", lambda path: None)
+    monkeypatch.setattr(prepare_module, "load_tokenizer", lambda path: None)
     runs = {name: type("Run", (), {"run_dir": tmp_path / name})() for name in found}  # efficiency runs too
     with pytest.raises(ContaminationError, match=r"13-token window .*\(dedup 3\)"):
-        experiment_module._check_contamination(
+        prepare_module.check_mixtures(
             config,
             config.all_variants(),
             runs,
@@ -566,9 +567,9 @@ def test_user_canaries_need_their_columns(tmp_path):
     pl.DataFrame({"id": ["a"], "text": ["some words"]}).write_parquet(path)
     config = _config(tmp_path, memorization={"canaries": str(path), "prefix_tokens": 4, "suffix_tokens": 4})
     with pytest.raises(ConfigError, match="lacks the column\\(s\\) occurrences"):
-        experiment_module._canaries(config, None)
+        prepare_module.canaries_file(config, None)
     pl.DataFrame({"id": ["a"], "text": ["some words"], "occurrences": [0]}).write_parquet(path)
-    assert experiment_module._canaries(config, None) == path
+    assert prepare_module.canaries_file(config, None) == path
 
 
 def test_power_law_fit_recovers_known_parameters():

@@ -17,9 +17,9 @@ import pytest
 from distributed import Client
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from demo.config import demo_config
 from demo.corpus import build_demo_corpus
 from flows.curate import curate_flow
-from flows.demo import demo_config
 from flows.runners import Runner, RunnerError, check_storage, running_on
 from pipeline.config import parse_config
 from pipeline.formats.manifest import LOCK_NAME

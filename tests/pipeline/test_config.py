@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from demo.config import demo_config
 from flows.cli import app
-from flows.demo import demo_config
 from pipeline.config import load_config
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import StageDir

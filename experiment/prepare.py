@@ -1,0 +1,334 @@
+"""What every training run of an experiment or a sweep starts from, step by step (the flow runs the
+curation runs between them): the demo corpus, the held-out sets and where they came from, the
+task, the quality model and the canaries (:func:`gather_inputs`); the curation config of the raw
+pool and of each set of stages (:func:`source_curation`, :func:`variant_curations`); the one
+tokenizer, trained on a seeded sample of the raw pool that holds no held-out text
+(:func:`pool_tokenizer`); the held-out sets' token shards (:func:`eval_folder`); the protected texts
+every pool excludes (:func:`write_protected`); and the contamination check of every training
+mixture (:func:`check_mixtures`, :class:`ContaminationError` on a leak). :class:`Prepared` holds
+what they made.
+
+Each step writes its file under ``out_dir`` once and finds it there when it runs again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from experiment.config import ExperimentConfig, VariantConfig, curation_config
+from experiment.heldout import (
+    contamination_total,
+    heldout_texts,
+    protected_texts,
+    read_eval_set,
+    tokenizer_sample,
+    write_eval_folder,
+)
+from pipeline.config import RunConfig, load_config
+from pipeline.decontaminate import check_contamination
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.tokens import file_sha256, load_tokenizer
+from pipeline.io.writer import read_json, write_json, write_parquet
+from pipeline.stages.registry import last_document_stage
+from pipeline.tokenizer import train_tokenizer
+
+
+class ContaminationError(RuntimeError):
+    """A training mixture shares token windows with held-out or task text."""
+
+
+@dataclass
+class Inputs:
+    """What the curation runs start from: the curation settings variants derive from, the demo
+    corpus (demo only), the task, the held-out sets, the quality model and the canaries."""
+
+    base: dict
+    corpus: Path | None
+    task_path: Path | None  # None: a sweep of the user's corpus with no task
+    texts_path: Path
+    texts: pl.DataFrame
+    origins: dict
+    quality: Path | None
+    canaries_path: Path | None
+
+
+@dataclass
+class Prepared:
+    """What every training run of an experiment or a sweep starts from: the held-out sets and
+    their token shards, the one tokenizer, each variant's curation run (its mixture within), and
+    the contamination check of every mixture."""
+
+    corpus: Path | None
+    task_path: Path | None  # None: a sweep of the user's corpus with no task
+    texts_path: Path
+    texts: pl.DataFrame
+    origins: dict
+    canaries_path: Path | None
+    tokenizer_path: Path
+    heldout: Path
+    eval_manifest: dict
+    runs: dict[str, RunConfig]
+    contamination: dict
+
+
+def gather_inputs(config: ExperimentConfig) -> Inputs:
+    """``out_dir`` made; the corpus (demo), the task, the held-out sets, the quality model and the
+    canaries, in that order."""
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    base, corpus = base_curation(config)
+    task_path = task_file(config, corpus)
+    texts_path, texts, origins = heldout_sets(config, corpus)
+    quality = quality_model(config, corpus)
+    canaries_path = canaries_file(config, corpus)
+    return Inputs(base, corpus, task_path, texts_path, texts, origins, quality, canaries_path)
+
+
+def build_corpus(corpus: Path, config: ExperimentConfig) -> dict:
+    """Build (or find) the demo corpus, its held-out sets and its task."""
+    from demo.corpus import build_demo_corpus
+
+    return build_demo_corpus(
+        corpus,
+        docs=config.demo_docs,
+        seed=0,
+        task_train_docs=config.task.train_docs,
+        task_test_docs=config.task.test_docs,
+    )
+
+
+def base_curation(config: ExperimentConfig) -> tuple[dict, Path | None]:
+    """The curation settings variants derive from, and the demo corpus folder (demo only)."""
+    if config.demo:
+        from demo.config import DEMO_CORPUS_DIR, demo_config
+
+        corpus = config.corpus_dir or (
+            DEMO_CORPUS_DIR
+            if config.demo_docs == 20_000
+            else DEMO_CORPUS_DIR.with_name(f"demo-corpus-{config.demo_docs}-0")
+        )
+        build_corpus(corpus, config)
+        return demo_config(corpus), corpus
+    return load_config(config.curation).model_dump(mode="json", exclude={"run_dir"}), None
+
+
+def corpus_file(corpus: Path, name: str) -> Path:
+    path = corpus / "heldout" / name
+    if not path.is_file():
+        raise ConfigError(
+            f"the demo corpus at {corpus} has no heldout/{name}; it was built by an older version: "
+            "delete the folder and run again to rebuild it"
+        )
+    return path
+
+
+def task_file(config: ExperimentConfig, corpus: Path | None) -> Path | None:
+    """The downstream task: the user's file, or the demo corpus's (its articles and their copies
+    entered no pool); None for a sweep of the user's corpus that names none."""
+    if config.task.path is not None:
+        return config.task.path
+    return corpus_file(corpus, "task.parquet") if corpus is not None else None
+
+
+def heldout_sets(config: ExperimentConfig, corpus: Path | None) -> tuple[Path, pl.DataFrame, dict]:
+    """``out_dir/heldout/texts.parquet``: the demo corpus's held-out sets and the user's; their
+    texts and where each set came from."""
+    frames, origins = [], {}
+    if corpus is not None:
+        path = corpus_file(corpus, "texts.parquet")
+        frames.append(pl.read_parquet(path))
+        manifest = corpus / "heldout" / "manifest.json"
+        chosen = read_json(manifest) if manifest.is_file() else {}
+        for name in frames[0]["set"].unique().sort().to_list():
+            origins[name] = {
+                "file": str(path),
+                "sha256": file_sha256(path),
+                "origin": "demo corpus",
+                "how": chosen.get("how", "fixed when the corpus was built, before any curation"),
+                "seed": chosen.get("seed"),
+            }
+    for spec in config.eval_sets:
+        frames.append(read_eval_set(spec))
+        origins[spec.name] = {
+            "file": str(spec.path),
+            "sha256": file_sha256(Path(spec.path)),
+            "origin": "eval_sets",
+            "how": "the user's file, as given",
+        }
+    texts = heldout_texts(frames)
+    path = config.out_dir / "heldout" / "texts.parquet"
+    if not path.exists() or not pl.read_parquet(path).equals(texts):
+        write_parquet(texts.to_arrow(), path)
+    return path, texts, origins
+
+
+def canaries_file(config: ExperimentConfig, corpus: Path | None) -> Path | None:
+    """The canaries whose memorization is measured: the user's file, the demo corpus's, or none."""
+    if not config.memorization.enabled:
+        return None
+    if config.memorization.canaries is not None:
+        path = config.memorization.canaries
+        try:
+            columns = pl.read_parquet_schema(path)
+        except (OSError, pl.exceptions.PolarsError) as error:
+            raise ConfigError(f"memorization.canaries: {path} is not a Parquet file ({error})") from None
+        missing = [c for c in ("id", "text", "occurrences") if c not in columns]
+        if missing:
+            raise ConfigError(
+                f"memorization.canaries: {path} lacks the column(s) {', '.join(missing)}; it needs id, "
+                "text and occurrences (0 for a control canary), and optionally pool_ids"
+            )
+        return path
+    return corpus_file(corpus, "canaries.parquet") if corpus is not None else None
+
+
+def quality_model(config: ExperimentConfig, corpus: Path | None) -> Path | None:
+    """The fastText quality model, when a variant uses it: the config's ``quality_model``, or with
+    the demo one trained here (``out_dir/quality``) on the demo corpus (demo_training_texts)."""
+    if not any(v.quality for v in config.variants):
+        return None
+    if config.quality_model is not None:
+        return config.quality_model
+    from pipeline.filters.quality import demo_training_texts, train_quality_classifier
+
+    out = config.out_dir / "quality"
+    if not (out / "model.json").exists() and not any(out.glob("*.bin")):
+        positives, negatives = demo_training_texts(corpus, config.seed)
+        train_quality_classifier(positives, negatives, out, seed=config.seed)
+    return out
+
+
+def source_curation(config: ExperimentConfig, inputs: Inputs) -> dict:
+    """The curation config of the raw pool: the source stage alone, in ``curation/source``."""
+    return curation_config(
+        inputs.base, [VariantConfig(name="source")], config, config.out_dir / "curation" / "source", None, [], None
+    )
+
+
+def variant_curations(
+    config: ExperimentConfig,
+    variants: list[VariantConfig],
+    inputs: Inputs,
+    tokenizer_path: Path,
+    protected_path: Path,
+) -> Iterator[tuple[list[VariantConfig], dict]]:
+    """Per set of stages of ``variants``, in config order: the variants it serves and its curation
+    config (``curation/<stages>``, a mixture per variant, the protected texts excluded), each made
+    when the one before has run."""
+    for key, group in config.curations(variants).items():
+        yield (
+            group,
+            curation_config(
+                inputs.base,
+                group,
+                config,
+                config.out_dir / "curation" / key,
+                tokenizer_path,
+                [protected_path],
+                inputs.quality,
+            ),
+        )
+
+
+def final_documents(run: RunConfig) -> pl.DataFrame:
+    """The documents of a curation run's last document stage."""
+    layout = RunLayout(run.run_dir)
+    last = last_document_stage(read_json(layout.manifest)["stages"])
+    return pl.scan_parquet(sorted(layout.stage(last).docs.glob("*.parquet"))).collect()
+
+
+def pool_tokenizer(config: ExperimentConfig, source_run: RunConfig, inputs: Inputs) -> Path:
+    """``out_dir/tokenizer.json``, trained once on a seeded sample of the raw pool (``source_run``'s
+    documents) that holds no held-out text and no canary."""
+    tokenizer_path = config.out_dir / "tokenizer.json"
+    if not tokenizer_path.exists():
+        # The canaries are probes, not text to learn merges from: left out like the held-out texts.
+        left_out = (
+            inputs.texts
+            if inputs.canaries_path is None
+            else pl.concat(
+                [inputs.texts.select("id", "text"), pl.read_parquet(inputs.canaries_path, columns=["id", "text"])]
+            )
+        )
+        sample = tokenizer_sample(final_documents(source_run), left_out, config.tokenizer.sample_docs, config.seed)
+        train_tokenizer(sample["text"], tokenizer_path, vocab_size=config.tokenizer.vocab_size)
+    return tokenizer_path
+
+
+def eval_folder(
+    config: ExperimentConfig, texts_path: Path, texts: pl.DataFrame, tokenizer_path: Path
+) -> tuple[Path, dict]:
+    """The held-out sets' token shards and manifest (mixture format, validation only), written
+    once for these texts and this tokenizer."""
+    folder = config.out_dir / "heldout"
+    manifest_path = folder / "manifest.json"
+    made_from = {"texts_sha256": file_sha256(texts_path), "tokenizer_sha256": file_sha256(tokenizer_path)}
+    if manifest_path.exists():
+        manifest = read_json(manifest_path)
+        if manifest.get("made_from") == made_from:
+            return folder, manifest
+    manifest = write_eval_folder(texts, tokenizer_path, folder, config.seed)
+    manifest["made_from"] = made_from
+    write_json(manifest, manifest_path)
+    return folder, manifest
+
+
+def write_protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path | None) -> tuple[Path, pl.DataFrame]:
+    """``out_dir/heldout/protected.parquet``: the clean held-out sets and the task's texts
+    (:func:`experiment.heldout.protected_texts`), every pool's ``mix.exclude``."""
+    task = (
+        pl.read_parquet(task_path, columns=["id", "text"])
+        if task_path is not None
+        else pl.DataFrame(schema={"id": pl.String, "text": pl.String})
+    )
+    protected = protected_texts(texts, task)
+    path = config.out_dir / "heldout" / "protected.parquet"
+    if not path.exists() or not pl.read_parquet(path).equals(protected):
+        write_parquet(protected.to_arrow(), path)
+    return path, protected
+
+
+def junk_texts(texts: pl.DataFrame) -> pl.DataFrame:
+    """The held-out sets that are not clean (the junk), which the check reports apart."""
+    return texts.filter(~pl.col("clean")).select("id", "text", "set")
+
+
+def check_mixtures(
+    config: ExperimentConfig,
+    variants: list[VariantConfig],
+    runs: dict[str, RunConfig],
+    protected: pl.DataFrame,
+    tokenizer_path: Path,
+    junk: pl.DataFrame | None = None,
+) -> dict:
+    """The contamination check on each of ``variants``' training mixture against the protected texts
+    (and, reported apart, against the junk sets); ``contamination.json``; a
+    :class:`ContaminationError` naming the variants when any training document shares a window
+    with a protected text."""
+    tokenizer = load_tokenizer(tokenizer_path)
+    settings = {
+        "ngram": config.decontamination.window_tokens or 13,
+        "common_window_docs": config.decontamination.common_window_docs,
+    }
+    counts = {}
+    for variant in variants:
+        mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
+        counts[variant.name] = check_contamination(mixture, protected, tokenizer, **settings)
+        if junk is not None and junk.height:
+            found = check_contamination(mixture, junk, tokenizer, **settings)
+            counts[variant.name]["junk"] = {
+                key: found[key] for key in ("texts", "contaminated_documents", "contaminated_windows", "common_windows")
+            }
+    write_json(counts, config.out_dir / "contamination.json")
+    leaks = {name: contamination_total(check) for name, check in counts.items()}
+    if any(leaks.values()):
+        named = ", ".join(f"{name} {n}" for name, n in leaks.items() if n)
+        raise ContaminationError(
+            f"training documents share a {settings['ngram']}-token window with held-out or task text "
+            f"({named}); see {config.out_dir / 'contamination.json'} and fix the exclusion before training"
+        )
+    return counts

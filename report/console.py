@@ -1,0 +1,453 @@
+"""What the CLI prints on a terminal: the run's tables (documents through the stages, the mixtures,
+the documents per source, the licences), a document's inspection (:mod:`report.inspect`), the
+training's held-out losses, and the experiment's and the sweep's results.
+
+Every printer takes the data and the rich :class:`~rich.console.Console` to print on. Text that
+comes from the data (ids, texts, reasons, licence names) is made :func:`printable` first, so no
+control character reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts ANSI sequences),
+# DEL, and the bidirectional overrides that reorder what is shown.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to show: control characters (newlines and tabs aside) written as escapes, ``\\x1b``."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", str(text))
+
+
+def printable_data(value):
+    """``value`` (a lookup's dict, list or scalar) with every string made :func:`printable`."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable_data(k): printable_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable_data(v) for v in value]
+    return value
+
+
+def printable_json(value) -> str:
+    """``value`` (a lookup) as indented JSON with every character a terminal acts on escaped."""
+    # JSON escapes C0 controls itself; DEL, C1 controls and bidi overrides become \uXXXX too.
+    text = json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    return CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+def _value(value, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.{digits}g}"
+    return str(value)
+
+
+def print_funnel(out: Console, stats: dict[str, dict]) -> None:
+    """Documents in and out of each stage of a run, with the top reasons for what left."""
+    table = Table(title="documents through the stages")
+    for column in ("stage", "in", "out", "removed", "quarantined", "top reasons"):
+        table.add_column(column, justify="left" if column in ("stage", "top reasons") else "right")
+    for stage, counts in stats.items():
+        reasons = sorted({**counts["removed"], **counts["quarantined"]}.items(), key=lambda kv: -kv[1])
+        table.add_row(
+            stage,
+            str(counts["docs_in"]),
+            str(counts["docs_out"]),
+            str(sum(counts["removed"].values())),
+            str(sum(counts["quarantined"].values())),
+            ", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-",
+        )
+    out.print(table)
+
+
+def print_mixtures(out: Console, stats: dict) -> None:
+    """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens."""
+    removed = stats["removed"]
+    table = Table(
+        title=f"mixtures ({stats['train_documents']} training and {stats['validation_documents']} "
+        f"validation documents; dropped: {removed.get('validation_near_duplicate', 0)} "
+        f"near-duplicates of validation; for excluded texts {removed.get('reference_id', 0)} "
+        f"by id, {removed.get('reference_near_duplicate', 0)} near-duplicates, "
+        f"{removed.get('reference_window', 0)} by a shared window)"
+    )
+    for column in ("mixture", "group", "tokens available", "tokens taken", "epochs", "weight", "validation tokens"):
+        table.add_column(column, justify="left" if column in ("mixture", "group") else "right")
+    for name, mixture in stats["mixtures"].items():
+        for group, row in mixture["groups"].items():
+            table.add_row(
+                name,
+                group,
+                f"{row['tokens_available']:,}",
+                f"{row['tokens_taken']:,}",
+                f"{row['epochs']:.2f}",
+                f"{row['effective_weight']:.3f}",
+                f"{row['validation_tokens']:,}",
+            )
+        table.add_row(name, "all", "", f"{mixture['tokens_taken']:,}", "", "", "", style="bold")
+    out.print(table)
+
+
+def print_sources(out: Console, stats: dict) -> None:
+    """The source stage's documents per source: files, in, out and quarantined by reason."""
+    table = Table(title="source stage: documents per source")
+    for column in ("source", "files", "in", "out", "quarantined", "quarantined by reason"):
+        table.add_column(column, justify="left" if column in ("source", "quarantined by reason") else "right")
+    for name, counts in stats["sources"].items():
+        reasons = ", ".join(f"{reason} {n}" for reason, n in counts["quarantined"].items())
+        table.add_row(
+            name,
+            str(counts["files"]),
+            str(counts["docs_in"]),
+            str(counts["docs_out"]),
+            str(sum(counts["quarantined"].values())),
+            reasons or "-",
+        )
+    table.add_row(
+        "all",
+        "",
+        str(stats["docs_in"]),
+        str(stats["docs_out"]),
+        str(sum(stats["quarantined"].values())),
+        "",
+        style="bold",
+    )
+    out.print(table)
+
+
+def print_licences(out: Console, found: dict) -> None:
+    """The run's counts per licence (report.inspect.run_licences), as a table."""
+    found = printable_data(found)
+    rows = found["licences"]
+    mixtures = sorted({m for row in rows.values() for m in row["mixtures"]})
+    tokens = any(row["tokens"] is not None for row in rows.values())
+    table = Table(title=f"licences (curated: the output of {found['stage']})")
+    table.add_column("licence")
+    for column in ["read", "removed by rule", "curated", *(["tokens"] if tokens else [])]:
+        table.add_column(column, justify="right")
+    for mixture in mixtures:
+        table.add_column(f"{mixture} tokens", justify="right")
+    for name, row in rows.items():
+        cells = [row["read"], row["removed_by_rule"], row["curated"], *([row["tokens"]] if tokens else [])]
+        cells += [row["mixtures"].get(m, 0) for m in mixtures]
+        table.add_row(escape(name), *(_value(v) for v in cells))
+    if not rows:
+        out.print("This run recorded no licences (made before licences were kept).")
+        return
+    out.print(table)
+
+
+def print_inspection(out: Console, found: dict) -> None:
+    """A document's way through the stages, for a person (see report.inspect)."""
+    found = printable_data(found)  # ids, texts and reasons come from the data: no escapes reach the terminal
+    out.print(Panel(escape("\n".join(_document_lines(found))), title="document", expand=False), highlight=False)
+    out.print(_stages_table(found.get("stages", [])))
+    if found.get("lang"):
+        _print_lang(out, found["lang"])
+    if found.get("filter"):
+        _print_filter(out, found["filter"])
+    if found.get("dedup") is not None:
+        _print_dedup(out, found["dedup"])
+    if found.get("lines") is not None:
+        _print_lines(out, found["lines"])
+    if found.get("tokens") is not None:
+        out.print(f"tokenize: {found['tokens']:,} tokens", highlight=False, markup=False)
+    if found.get("mix"):
+        _print_mix(out, found["mix"])
+
+
+def _document_lines(found: dict) -> list[str]:
+    """The document's panel: its id, fate, licence, where it was read and stored, its quarantine."""
+    source = found.get("source") or {}
+    where = source.get("path") or source.get("file") or ""
+    position = (
+        f" line {source['line']}"
+        if source.get("line") is not None
+        else f" byte {source['offset']}"
+        if source.get("offset") is not None
+        else ""
+    )
+    lines = [
+        found["id"],
+        f"fate: {found['fate']}",
+        f"licence: {found.get('licence', 'unknown')}",
+        f"source: {source.get('source')}  input: {where}{position}"
+        + (f"  (own id {source['own_id']!r}, field {source.get('id_field')})" if source.get("own_id") else ""),
+    ]
+    if source.get("shard"):
+        lines.append(
+            f"stored: {source['shard']} row {source.get('row')}; {source.get('chars', 0):,} characters, "
+            f"{source.get('bytes', 0):,} bytes" + (f"; url {source['url']}" if source.get("url") else "")
+        )
+    if source.get("meta"):
+        lines.append(f"meta: {source['meta']}")
+    if found.get("quarantine"):
+        record = found["quarantine"]
+        lines.append(
+            f"quarantined: {record.get('reason')} {record.get('detail') or ''}; "
+            f"first bytes: {(record.get('sample') or '')[:120]!r}"
+        )
+    return lines
+
+
+def _stages_table(entries: list[dict]) -> Table:
+    stages = Table(title="stages")
+    for column in ("stage", "status", "detail"):
+        stages.add_column(column)
+    for entry in entries:
+        style = {"removed": "red", "quarantined": "red", "not reached": "dim"}.get(entry["status"], "")
+        stages.add_row(escape(entry["stage"]), escape(entry["status"]), escape(entry.get("detail", "")), style=style)
+    return stages
+
+
+def _print_lang(out: Console, lang: dict) -> None:
+    out.print(
+        f"lang: {lang.get('lang')} score {_value(lang.get('score'))} (minimum {_value(lang.get('threshold'))}"
+        f"{', keep ' + ', '.join(lang['keep']) if lang.get('keep') else ''})"
+        + (f" -> removed: {lang['rule']}" if lang.get("rule") else " -> kept"),
+        highlight=False,
+        markup=False,
+    )
+
+
+def _print_filter(out: Console, flt: dict) -> None:
+    if not flt.get("in_scope", True):
+        out.print(
+            "filter: the document's source is not in filter.sources; it passed through",
+            highlight=False,
+            markup=False,
+        )
+        return
+    out.print(_rules_table(flt))
+    for error in flt.get("errors", []):
+        out.print(f"filter: not measured: {error}", highlight=False, markup=False)
+    if flt.get("first_rule") and not any(r["rule"] == flt["first_rule"] for r in flt.get("rules", [])):
+        out.print(f"filter: removed as {flt['first_rule']}", highlight=False, markup=False)
+    if flt.get("text_changed"):
+        out.print(
+            f"filter: the filters rewrote the text ({flt.get('chars_in', 0):,} -> "
+            f"{flt.get('chars_after', 0):,} characters; PII replacements: "
+            f"{flt.get('pii_replacements', 0)})",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _rules_table(flt: dict) -> Table:
+    """Every filter rule measured again: its value, when it removes, whether it fires."""
+    rules = Table(title="filter rules, measured again on the text as it entered the filter stage")
+    for column in ("rule", "value", "removes when", "verdict"):
+        rules.add_column(column, justify="right" if column == "value" else "left")
+    for rule in flt.get("rules", []):
+        verdict = (
+            "fires" + (" (first: removes it)" if rule["rule"] == flt.get("first_rule") else "")
+            if rule["fires"]
+            else "passes"
+        )
+        rules.add_row(
+            escape(rule["rule"]),
+            _value(rule["value"]),
+            escape(f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}"),
+            verdict,
+            style="red" if rule["fires"] else "",
+        )
+    return rules
+
+
+def _print_dedup(out: Console, dedup: dict) -> None:
+    if not dedup.get("in_cluster"):
+        out.print("dedup: unique (in no duplicate cluster)", highlight=False, markup=False)
+        return
+    role = (
+        "the kept document"
+        if dedup["kept"]
+        else (
+            f"{'an exact' if dedup['exact'] else 'a near'} duplicate of {dedup['kept_id']} "
+            f"(Jaccard {_value(dedup['jaccard'], 3)})"
+        )
+    )
+    out.print(
+        f"dedup: cluster {dedup['cluster']} of {dedup['cluster_size']} documents "
+        f"({dedup['removed_exact']} exact and {dedup['removed_near']} near copies removed); "
+        f"this is {role}",
+        highlight=False,
+        markup=False,
+    )
+
+
+def _print_lines(out: Console, lines_cut: dict) -> None:
+    if not lines_cut.get("in_scope", True):
+        out.print("lines: the document's source is not in lines.sources; unchanged", highlight=False, markup=False)
+        return
+    out.print(
+        f"lines: {lines_cut['lines_cut']} repeated lines cut ({lines_cut['chars_cut']:,} characters)"
+        + (", leaving it blank: removed" if lines_cut.get("left_blank") else ""),
+        highlight=False,
+        markup=False,
+    )
+    for line in lines_cut.get("cut", []):
+        out.print(f"  - {line[:120]}", highlight=False, markup=False)
+
+
+def _print_mix(out: Console, mix: dict) -> None:
+    out.print(
+        f"mix: group {mix['group']}, {mix['side']} side" + (f" ({mix['cause']})" if mix.get("cause") else ""),
+        highlight=False,
+        markup=False,
+    )
+    for name, taken in mix.get("mixtures", {}).items():
+        repeats = taken.get("repeats")
+        out.print(
+            f"  mixture {name}: "
+            + (f"taken {repeats} time{'s' if repeats != 1 else ''}" if repeats is not None else taken.get("note", "")),
+            highlight=False,
+            markup=False,
+        )
+
+
+def print_training(out: Console, summary: dict) -> None:
+    """A training run's final held-out loss and bits per byte, per group and overall."""
+    final = summary["final"]
+    table = Table(
+        title=f"held-out loss after {summary['steps']} steps, {summary['tokens']:,} tokens "
+        f"({summary['parameters']:,} parameters, {summary['tokens_per_s'] or 0:,.0f} tokens/s)"
+    )
+    for column in ("group", "loss", "bits per byte", "tokens evaluated"):
+        table.add_column(column, justify="left" if column == "group" else "right")
+    for group, result in final["groups"].items():
+        table.add_row(group, f"{result['loss']:.4f}", f"{result['bpb']:.4f}", f"{result['tokens']:,}")
+    table.add_row("all", f"{final['loss']:.4f}", f"{final['bpb']:.4f}", "", style="bold")
+    out.print(table)
+
+
+def print_outputs(out: Console, out_dir: Path) -> None:
+    """Where an experiment's or a sweep's results.json and report are."""
+    out.print(
+        f"results: {out_dir / 'results.json'}\nreport: {out_dir / 'report' / 'index.html'}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def print_experiment(out: Console, results: dict) -> None:
+    """The experiment's results.json in short: mean ± std over seeds of the headline metrics per
+    model, then the held-out comparisons and any that contradict the expectation."""
+    out.print(_experiment_table(results))
+    for comparison in results["comparisons"]:
+        if comparison["metric"] == "heldout_bpb" or comparison["contradicts_expectation"]:
+            out.print(
+                ("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
+                + comparison["sentence"],
+                highlight=False,
+                soft_wrap=True,
+                markup=False,
+            )
+
+
+def _experiment_metrics(results: dict) -> list[str]:
+    """The metrics the table shows: held-out bits per byte, each junk set's, the low-resource
+    languages', and transfer at the fewest and the most labels of each method."""
+    junk = [f"heldout_bpb/{name}" for name, info in results["heldout"]["sets"].items() if not info["clean"]]
+    # Transfer at the fewest and the most labels of each method (the report has every size).
+    sizes = (results.get("task") or {}).get("sizes", {})
+    ends = [
+        f"{method}_accuracy@{size}"
+        for method in ("probe", "finetune", "bow")
+        for size in dict.fromkeys(sizes.get(method, [])[:1] + sizes.get(method, [])[-1:])
+    ]
+    return [
+        "heldout_bpb",
+        *junk,
+        *[m for m in ("lang_bpb/low-resource",) if m in results["metrics"]],
+        *[m for m in ends if m in results["metrics"]],
+    ]
+
+
+def _experiment_table(results: dict) -> Table:
+    table = Table(
+        title=f"experiment: mean ± std over {len(results['seeds'])} seeds ({results['timing']['total_s'] / 60:.1f} min)"
+    )
+    shown = _experiment_metrics(results)
+    table.add_column("model")
+    for metric in shown:
+        header = metric.replace("_accuracy@", " acc @").replace("lang_bpb/low-resource", "low-resource bpb")
+        table.add_column(header.replace("heldout_bpb/", "").replace("heldout_bpb", "held-out bpb"), justify="right")
+    models = [name for name in ("random", "bag-of-words") if name in results.get("transfer", {})]
+    for name in [*models, *results["variants"]]:
+        cells = []
+        for metric in shown:
+            value = results["metrics"].get(metric, {}).get(name)
+            cells.append("-" if not value or value["mean"] is None else f"{value['mean']:.3f} ± {value['std']:.3f}")
+        table.add_row(name, *cells)
+    return table
+
+
+def print_sweep(out: Console, results: dict) -> None:
+    """The sweep's results.json in short: each variant's fitted E, alpha and beta with their
+    intervals and the fit's RMS residual, then each variant against the reference, over the cells
+    and along the compute-optimal frontier."""
+    out.print(_fit_table(results))
+    fits = results["fits"][results["headline"]]
+    for variant, entry in fits["comparisons"].items():
+        _print_sweep_comparison(out, variant, entry, fits["reference"])
+
+
+def _fit_table(results: dict) -> Table:
+    from experiment.sweep import residuals, rms
+
+    count = results["headline"]
+    fits = results["fits"][count]
+    table = Table(title=f"sweep: {len(results['runs'])} runs ({results['timing']['total_s'] / 60:.1f} min), N {count}")
+    for column in ("variant", "E", "alpha", "beta", "RMS residual"):
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    for variant in results["variants"]:
+        entry = fits["variants"][variant]
+        fitted = residuals(entry["fit"], results["cells"], variant, count, results["metric"])
+        table.add_row(
+            variant,
+            *(
+                f"{entry['fit'][name]:.3f} ({entry['intervals'][name][0]:.3f} to {entry['intervals'][name][1]:.3f})"
+                + (" at its bound" if name in entry["at_bounds"] else "")
+                for name in ("E", "alpha", "beta")
+            ),
+            f"{rms(r['residual'] for r in fitted):.4f}",
+        )
+    return table
+
+
+def _print_sweep_comparison(out: Console, variant: str, entry: dict, reference: str) -> None:
+    from report.sweep import multiple
+
+    cells = entry["cells"]
+    out.print(
+        f"{variant} - {reference} over the {cells['cells']} cells: {cells['mean_difference']:+.4f} "
+        f"({cells['interval'][0]:+.4f} to {cells['interval'][1]:+.4f}), lower in {cells['better']}; tokens "
+        f"{reference} needs for its loss at {entry['data_multiplier'][0]['tokens']:,.0f}: "
+        + ", ".join(f"N={row['params']:,.0f} {multiple(row['multiplier'])}" for row in entry["data_multiplier"]),
+        highlight=False,
+        soft_wrap=True,
+        markup=False,
+    )
+    for point in entry["frontier"]:
+        low, high = (multiple(v) for v in point["multiplier_interval"])
+        out.print(
+            f"{variant} vs {reference} at {point['flops']:.2g} FLOPs: frontier loss "
+            f"{point['loss_difference']:+.4f} ({point['loss_interval'][0]:+.4f} to "
+            f"{point['loss_interval'][1]:+.4f}), "
+            f"{reference} needs {multiple(point['compute_multiplier'])} the compute ({low} to {high})"
+            + (" (extrapolated)" if point["multiplier_extrapolated"] else ""),
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
