@@ -351,6 +351,325 @@ def _lower_is_better(metric: str) -> bool:
     return "bpb" in metric or "loss" in metric
 
 
+def _pretraining_metrics(summaries: dict[str, dict[int, dict]], eval_groups: dict[str, dict]) -> dict:
+    """Per variant and seed (a string), the held-out numbers of its pretraining run and what the run
+    took (tokens, steps, time, throughput, parameters)."""
+    return {
+        name: {
+            str(seed): {
+                **run_metrics(summary, eval_groups),
+                "tokens": summary["tokens"],
+                "steps": summary["steps"],
+                "train_time_s": summary["train_time_s"],
+                "tokens_per_s": summary["tokens_per_s"],
+                "parameters": summary["parameters"],
+            }
+            for seed, summary in seeds.items()
+        }
+        for name, seeds in summaries.items()
+    }
+
+
+def _per_seed(results: dict[str, dict], measure) -> dict[str, dict[str, dict]]:
+    """``measure`` of each model's result per seed, the seeds as strings."""
+    return {name: {str(seed): measure(result) for seed, result in seeds.items()} for name, seeds in results.items()}
+
+
+def _spread_metrics(tables: tuple[dict[str, dict[str, dict]], ...]) -> dict[str, dict[str, dict]]:
+    """``{metric: {model: spread over seeds}}`` of every table of per-model, per-seed numbers."""
+    metrics: dict[str, dict[str, dict]] = {}
+    for table in tables:
+        for name, seeds in table.items():
+            keys = sorted({key for values in seeds.values() for key in values})
+            for key in keys:
+                metrics.setdefault(key, {})[name] = spread({seed: values.get(key) for seed, values in seeds.items()})
+    return metrics
+
+
+class _Comparisons:
+    """The comparisons made so far between the models' spreads in ``metrics``, in the order made."""
+
+    def __init__(self, metrics: dict[str, dict[str, dict]]):
+        self.metrics = metrics
+        self.made: list[dict] = []
+
+    def add(
+        self,
+        metric: str,
+        a: str,
+        b: str,
+        expected: bool | None,
+        why: str,
+        a_label: str | None = None,
+        b_label: str | None = None,
+        b_metric: str | None = None,
+        family: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        """``a``'s ``metric`` against ``b``'s ``b_metric`` (default: the same), when both were
+        measured; ``expected`` the direction expected (None: no difference, OPEN: none), ``why``
+        the expectation in words."""
+        metrics = self.metrics
+        b_metric = b_metric or metric
+        if a not in metrics.get(metric, {}) or b not in metrics.get(b_metric, {}):
+            return
+        lower = _lower_is_better(metric)
+        name = name or (metric if b_metric == metric else metric.replace("finetune_", "finetune_vs_probe_"))
+        self.made.append(
+            {
+                "metric": name,
+                "a": a_label or a,
+                "b": b_label or b,
+                "family": family or _family(name),
+                **compare(metrics[metric][a], metrics[b_metric][b], lower),
+                "expected": why,
+                "_expected": expected,
+                "_sides": (metric, a, b_metric, b, lower, name),
+            }
+        )
+
+
+def _held_out_measures(metrics: dict[str, dict]) -> list[str]:
+    """The held-out measures Holm's family covers, each test once. A set's only group is the set
+    itself, and a transfer's cross-entropy says what its accuracy says: both are reported, not
+    tested again."""
+    groups_of = Counter(m.split("/")[1] for m in metrics if m.startswith("heldout_bpb/") and m.count("/") == 2)
+    return [m for m in metrics if m.startswith("heldout_bpb") and (m.count("/") < 2 or groups_of[m.split("/")[1]] > 1)]
+
+
+def _held_out_against(
+    comparisons: _Comparisons,
+    config: ExperimentConfig,
+    held_out: list[str],
+    junk: set[str],
+    curated: str,
+    other: str,
+    family: str | None = None,
+) -> None:
+    """``curated`` (more curation) against ``other``, on every held-out measure: expected lower
+    on the clean sets, higher on the junk its curation removes."""
+    by_name = {v.name: v for v in config.variants}
+    a, b = (curated, other) if family is None else (other, curated)  # leave-one-out: a lacks a step
+    mixing_only = by_name[a].curation_key == by_name[b].curation_key
+    for metric in held_out:
+        on_junk = bool(metric.split("/")[1:2]) and metric.split("/")[1] in junk
+        if mixing_only:
+            # The same documents mixed otherwise: sets of several languages and sources give no
+            # direction to expect (the languages family has one).
+            comparisons.add(
+                metric, a, b, OPEN, f"{a} and {b} mix the same curated documents differently", family=family
+            )
+            continue
+        why = (
+            f"curation ({curated}) removes junk, so its loss on junk is higher"
+            if on_junk
+            else f"more curation ({curated}) gives lower held-out loss than {other}"
+        )
+        comparisons.add(metric, a, b, (not on_junk) == (a == curated), why, family=family)
+
+
+def _held_out_comparisons(comparisons: _Comparisons, config: ExperimentConfig, heldout: dict) -> None:
+    """Every variant against the baseline, and each leave-one-out variant against the pipeline it
+    leaves a step out of (``ablation_of``), on every held-out measure."""
+    held_out = _held_out_measures(comparisons.metrics)
+    junk = {name for name, info in heldout["sets"].items() if not info["clean"]}
+    for name in [v.name for v in config.variants]:
+        if name != config.baseline_name:
+            _held_out_against(comparisons, config, held_out, junk, name, config.baseline_name)
+    for variant in config.variants:
+        if variant.ablation_of is not None:
+            _held_out_against(comparisons, config, held_out, junk, variant.ablation_of, variant.name, "leave-one-out")
+
+
+def _memorized_against(comparisons: _Comparisons, planted: list[str], views: dict, a: str, b: str) -> None:
+    """``a`` against ``b`` at every planted count: expected alike where they train on the canaries
+    alike (or they are planted once), else less memorization for fewer views."""
+    for metric in planted:
+        n = metric.rsplit("/", 1)[1]
+        seen_a = views.get(a, {}).get(n, {}).get("mean_views")
+        seen_b = views.get(b, {}).get(n, {}).get("mean_views")
+        if n == "1" or seen_a is None or seen_b is None or math.isclose(seen_a, seen_b, rel_tol=0.1):
+            shown = "" if seen_a is None or seen_b is None else f" ({seen_a:.2f} and {seen_b:.2f} views)"
+            comparisons.add(
+                metric,
+                a,
+                b,
+                None,
+                f"{a} and {b} train on a canary planted {n} times alike{shown}, so they memorize it alike",
+                family="memorization",
+            )
+        else:
+            comparisons.add(
+                metric,
+                a,
+                b,
+                seen_a < seen_b,
+                f"{a} trains on a canary planted {n} times {seen_a:.2f} times on "
+                f"average, {b} {seen_b:.2f} times: more views, more memorization",
+                family="memorization",
+            )
+
+
+def _memorization_comparisons(comparisons: _Comparisons, config: ExperimentConfig, canaries: dict | None) -> None:
+    """Memorization: each variant against the baseline, and each leave-one-out variant against the
+    pipeline it leaves a step out of, at every planted count. The expected direction follows the
+    training views (how many times a mixture trained on a canary, summed over its copies): fewer
+    views, less memorization; a canary planted once is expected alike, as are equal views."""
+    views = (canaries or {}).get("trained", {})
+    planted = sorted(
+        (
+            m
+            for m in comparisons.metrics
+            if m.startswith("memorization/exposure/") and m != "memorization/exposure/control"
+        ),
+        key=lambda m: int(m.rsplit("/", 1)[1]),
+    )
+    for name in [v.name for v in config.variants]:
+        if name != config.baseline_name:
+            _memorized_against(comparisons, planted, views, name, config.baseline_name)
+    for variant in config.variants:
+        if variant.ablation_of is not None:
+            _memorized_against(comparisons, planted, views, variant.name, variant.ablation_of)
+
+
+def _language_comparisons(comparisons: _Comparisons, config: ExperimentConfig) -> None:
+    """Languages: each variant of the temperature family against its first, on the macro-average
+    over the low-resource languages and over the high-resource ones."""
+    family = {v.name: v for v in config.variants if v.name in config.languages.variants}
+    if not family:
+        return
+    reference = family[config.languages.variants[0]]
+    for name in config.languages.variants[1:]:
+        hotter, colder = (
+            family[name].sampling_temperature > reference.sampling_temperature,
+            family[name].sampling_temperature < reference.sampling_temperature,
+        )
+        for metric, expected, why in (
+            (
+                "lang_bpb/low-resource",
+                hotter if hotter or colder else None,
+                "upsampling the low-resource languages",
+            ),
+            ("lang_bpb/high-resource", colder if hotter or colder else None, "fewer tokens of the high-resource"),
+        ):
+            comparisons.add(
+                metric,
+                name,
+                reference.name,
+                expected,
+                f"a higher sampling temperature lowers the loss of the languages it upsamples and raises "
+                f"that of the high-resource ones ({why})",
+                family="languages",
+            )
+
+
+def _label_efficiency(comparisons: _Comparisons, names: list[str], task_info: dict) -> None:
+    """Label efficiency: each variant's gain in accuracy over random initialization, seed by seed
+    (``<method>_gain@<size>``, added to the metrics), at the fewest labels against the most
+    (expected larger with few labels)."""
+    metrics = comparisons.metrics
+    for method in ("probe", "finetune"):
+        sizes = [size for size in task_info.get("sizes", {}).get(method, []) if f"{method}_accuracy@{size}" in metrics]
+        for size in sizes:
+            accuracy = metrics[f"{method}_accuracy@{size}"]
+            if "random" not in accuracy:
+                continue
+            for name in names:
+                if name in accuracy:
+                    paired = paired_difference(accuracy[name], accuracy["random"])
+                    if paired:
+                        metrics.setdefault(f"{method}_gain@{size}", {})[name] = spread(paired)
+        if len(sizes) >= 2:
+            few, most = f"{method}_gain@{sizes[0]}", f"{method}_gain@{sizes[-1]}"
+            for name in names:
+                comparisons.add(
+                    few,
+                    name,
+                    name,
+                    True,
+                    "pretraining helps most with few labels: its gain over random initialization is larger "
+                    f"with {sizes[0]} labelled examples than with {sizes[-1]}",
+                    f"{name} @ {sizes[0]}",
+                    f"{name} @ {sizes[-1]}",
+                    b_metric=most,
+                    name=f"{method}_gain@{sizes[0]}_vs_{sizes[-1]}",
+                )
+
+
+def _transfer_comparisons(comparisons: _Comparisons, names: list[str], transfer_keys: list[str]) -> None:
+    """Each variant pretrained against random initialization on every transfer measure, and
+    fine-tuning against probing for every model."""
+    for name in names:
+        for metric in transfer_keys:
+            comparisons.add(metric, name, "random", True, "pretraining helps over random initialization")
+    for name in ["random", *names]:
+        for metric in [m for m in transfer_keys if m.startswith("finetune_")]:
+            comparisons.add(
+                metric,
+                name,
+                name,
+                True,
+                "fine-tuning beats a linear probe",
+                f"{name} fine-tuned",
+                f"{name} probed",
+                b_metric=metric.replace("finetune_", "probe_"),
+            )
+
+
+def _conclude(c: dict, metrics: dict[str, dict], scores: dict, transfer: dict) -> None:
+    """One comparison, Holm-adjusted: its bootstrap over seeds and items (where the measure keeps
+    its items), whether it goes against the expectation, and its sentence."""
+    metric, a, b_metric, b, lower, name = c.pop("_sides")
+    if metric == b_metric:
+        sides = [_item_values(metric, model, scores, transfer) for model in (a, b)]
+        if sides[0] is not None and sides[1] is not None:
+            c["bootstrap"] = _paired_bootstrap(*sides)
+    expected = c.pop("_expected")
+    # expected None: no difference expected, so any significant one goes against it; OPEN: no
+    # direction expected, so none does
+    c["contradicts_expectation"] = bool(
+        c["significant"] and expected is not OPEN and (expected is None or c["better"] is not expected)
+    )
+    shown = metric if b_metric == metric or "_gain@" in name else metric.replace("finetune_", "")
+    c["sentence"] = sentence(
+        shown,
+        c["a"],
+        c["b"],
+        metrics[metric][a],
+        metrics[b_metric][b],
+        c,
+        lower,
+        digits=4 if "bpb" in metric else 3,
+    )
+
+
+def _comparisons(
+    config: ExperimentConfig,
+    metrics: dict[str, dict],
+    heldout: dict,
+    canaries: dict | None,
+    transfer: dict[str, dict[int, dict]],
+    task_info: dict,
+    scores: dict,
+) -> list[dict]:
+    """Every comparison of the families, Holm-corrected within each family, with its conclusion
+    (:func:`_conclude`); adds the label-efficiency gains to ``metrics``."""
+    names = [v.name for v in config.variants]
+    comparisons = _Comparisons(metrics)
+    _held_out_comparisons(comparisons, config, heldout)
+    _memorization_comparisons(comparisons, config, canaries)
+    _language_comparisons(comparisons, config)
+    transfer_keys = [m for m in metrics if "_accuracy@" in m]
+    _label_efficiency(comparisons, names, task_info)
+    _transfer_comparisons(comparisons, names, transfer_keys)
+    made = comparisons.made
+    for family in dict.fromkeys(c["family"] for c in made):
+        holm([c for c in made if c["family"] == family])
+    for c in made:
+        _conclude(c, metrics, scores, transfer)
+    return made
+
+
 def summarize(
     config: ExperimentConfig,
     curation: dict,
@@ -370,252 +689,19 @@ def summarize(
     contamination check's counts per variant (``contamination``), and what ``memorization`` (per
     variant and seed, a memorization task's result) measured on the ``canaries`` (what they are, how
     often each variant saw them)."""
-    baseline = config.baseline_name
-    names = [v.name for v in config.variants]
-    eval_groups = eval_manifest["groups"]
-    per_run = {
-        name: {
-            str(seed): {
-                **run_metrics(summary, eval_groups),
-                "tokens": summary["tokens"],
-                "steps": summary["steps"],
-                "train_time_s": summary["train_time_s"],
-                "tokens_per_s": summary["tokens_per_s"],
-                "parameters": summary["parameters"],
-            }
-            for seed, summary in seeds.items()
-        }
-        for name, seeds in summaries.items()
-    }
-    per_transfer = {
-        name: {str(seed): transfer_metrics(result) for seed, result in seeds.items()}
-        for name, seeds in transfer.items()
-    }
-    per_memorization = {
-        name: {str(seed): memorization_metrics(result) for seed, result in seeds.items()}
-        for name, seeds in (memorization or {}).items()
-    }
-    per_language = {
-        name: {str(seed): language_metrics(frame, config.languages.high_resource) for seed, frame in seeds.items()}
-        for name, seeds in (scores or {}).items()
-    }
-    metrics: dict[str, dict[str, dict]] = {}
-    for table in (per_run, per_transfer, per_memorization, per_language):
-        for name, seeds in table.items():
-            keys = sorted({key for values in seeds.values() for key in values})
-            for key in keys:
-                metrics.setdefault(key, {})[name] = spread({seed: values.get(key) for seed, values in seeds.items()})
-
-    comparisons = []
-
-    def add(
-        metric: str,
-        a: str,
-        b: str,
-        expected: bool | None,
-        why: str,
-        a_label: str | None = None,
-        b_label: str | None = None,
-        b_metric: str | None = None,
-        family: str | None = None,
-        name: str | None = None,
-    ) -> None:
-        b_metric = b_metric or metric
-        if a not in metrics.get(metric, {}) or b not in metrics.get(b_metric, {}):
-            return
-        lower = _lower_is_better(metric)
-        name = name or (metric if b_metric == metric else metric.replace("finetune_", "finetune_vs_probe_"))
-        comparisons.append(
-            {
-                "metric": name,
-                "a": a_label or a,
-                "b": b_label or b,
-                "family": family or _family(name),
-                **compare(metrics[metric][a], metrics[b_metric][b], lower),
-                "expected": why,
-                "_expected": expected,
-                "_sides": (metric, a, b_metric, b, lower, name),
-            }
-        )
-
-    # The family Holm corrects over: each test once. A set's only group is the set itself, and a
-    # transfer's cross-entropy says what its accuracy says: both are reported, not tested again.
-    groups_of = Counter(m.split("/")[1] for m in metrics if m.startswith("heldout_bpb/") and m.count("/") == 2)
-    held_out = [
-        m for m in metrics if m.startswith("heldout_bpb") and (m.count("/") < 2 or groups_of[m.split("/")[1]] > 1)
-    ]
-    junk = {name for name, info in heldout["sets"].items() if not info["clean"]}
-    by_name = {v.name: v for v in config.variants}
-
-    def held_out_against(curated: str, other: str, family: str | None = None) -> None:
-        """``curated`` (more curation) against ``other``, on every held-out measure: expected lower
-        on the clean sets, higher on the junk its curation removes."""
-        a, b = (curated, other) if family is None else (other, curated)  # leave-one-out: a lacks a step
-        mixing_only = by_name[a].curation_key == by_name[b].curation_key
-        for metric in held_out:
-            on_junk = bool(metric.split("/")[1:2]) and metric.split("/")[1] in junk
-            if mixing_only:
-                # The same documents mixed otherwise: sets of several languages and sources give no
-                # direction to expect (the languages family has one).
-                add(metric, a, b, OPEN, f"{a} and {b} mix the same curated documents differently", family=family)
-                continue
-            why = (
-                f"curation ({curated}) removes junk, so its loss on junk is higher"
-                if on_junk
-                else f"more curation ({curated}) gives lower held-out loss than {other}"
-            )
-            add(metric, a, b, (not on_junk) == (a == curated), why, family=family)
-
-    for name in names:
-        if name != baseline:
-            held_out_against(name, baseline)
-    for variant in config.variants:
-        if variant.ablation_of is not None:
-            held_out_against(variant.ablation_of, variant.name, family="leave-one-out")
-    # Memorization: each variant against the baseline, and each leave-one-out variant against the
-    # pipeline it leaves a step out of, at every planted count. The expected direction follows the
-    # training views (how many times a mixture trained on a canary, summed over its copies): fewer
-    # views, less memorization; a canary planted once is expected alike, as are equal views.
-    views = (canaries or {}).get("trained", {})
-    planted = sorted(
-        (m for m in metrics if m.startswith("memorization/exposure/") and m != "memorization/exposure/control"),
-        key=lambda m: int(m.rsplit("/", 1)[1]),
-    )
-
-    def memorized_against(a: str, b: str) -> None:
-        for metric in planted:
-            n = metric.rsplit("/", 1)[1]
-            seen_a = views.get(a, {}).get(n, {}).get("mean_views")
-            seen_b = views.get(b, {}).get(n, {}).get("mean_views")
-            if n == "1" or seen_a is None or seen_b is None or math.isclose(seen_a, seen_b, rel_tol=0.1):
-                shown = "" if seen_a is None or seen_b is None else f" ({seen_a:.2f} and {seen_b:.2f} views)"
-                add(
-                    metric,
-                    a,
-                    b,
-                    None,
-                    f"{a} and {b} train on a canary planted {n} times alike{shown}, so they memorize it alike",
-                    family="memorization",
-                )
-            else:
-                add(
-                    metric,
-                    a,
-                    b,
-                    seen_a < seen_b,
-                    f"{a} trains on a canary planted {n} times {seen_a:.2f} times on "
-                    f"average, {b} {seen_b:.2f} times: more views, more memorization",
-                    family="memorization",
-                )
-
-    for name in names:
-        if name != baseline:
-            memorized_against(name, baseline)
-    for variant in config.variants:
-        if variant.ablation_of is not None:
-            memorized_against(variant.name, variant.ablation_of)
-    # Languages: each variant of the temperature family against its first, on the macro-average over
-    # the low-resource languages and over the high-resource ones.
-    family = {v.name: v for v in config.variants if v.name in config.languages.variants}
-    if family:
-        reference = family[config.languages.variants[0]]
-        for name in config.languages.variants[1:]:
-            hotter, colder = (
-                family[name].sampling_temperature > reference.sampling_temperature,
-                family[name].sampling_temperature < reference.sampling_temperature,
-            )
-            for metric, expected, why in (
-                (
-                    "lang_bpb/low-resource",
-                    hotter if hotter or colder else None,
-                    "upsampling the low-resource languages",
-                ),
-                ("lang_bpb/high-resource", colder if hotter or colder else None, "fewer tokens of the high-resource"),
-            ):
-                add(
-                    metric,
-                    name,
-                    reference.name,
-                    expected,
-                    f"a higher sampling temperature lowers the loss of the languages it upsamples and raises "
-                    f"that of the high-resource ones ({why})",
-                    family="languages",
-                )
-    transfer_keys = [m for m in metrics if "_accuracy@" in m]
-    # Label efficiency: each variant's gain in accuracy over random initialization, seed by seed,
-    # at the fewest labels against the most (expected larger with few labels).
+    high_resource = config.languages.high_resource
+    per_run = _pretraining_metrics(summaries, eval_manifest["groups"])
+    per_transfer = _per_seed(transfer, transfer_metrics)
+    per_memorization = _per_seed(memorization or {}, memorization_metrics)
+    per_language = _per_seed(scores or {}, lambda frame: language_metrics(frame, high_resource))
+    metrics = _spread_metrics((per_run, per_transfer, per_memorization, per_language))
     task_info = transfer_summary(transfer)
-    for method in ("probe", "finetune"):
-        sizes = [size for size in task_info.get("sizes", {}).get(method, []) if f"{method}_accuracy@{size}" in metrics]
-        for size in sizes:
-            accuracy = metrics[f"{method}_accuracy@{size}"]
-            if "random" not in accuracy:
-                continue
-            for name in names:
-                if name in accuracy:
-                    paired = paired_difference(accuracy[name], accuracy["random"])
-                    if paired:
-                        metrics.setdefault(f"{method}_gain@{size}", {})[name] = spread(paired)
-        if len(sizes) >= 2:
-            few, most = f"{method}_gain@{sizes[0]}", f"{method}_gain@{sizes[-1]}"
-            for name in names:
-                add(
-                    few,
-                    name,
-                    name,
-                    True,
-                    "pretraining helps most with few labels: its gain over random initialization is larger "
-                    f"with {sizes[0]} labelled examples than with {sizes[-1]}",
-                    f"{name} @ {sizes[0]}",
-                    f"{name} @ {sizes[-1]}",
-                    b_metric=most,
-                    name=f"{method}_gain@{sizes[0]}_vs_{sizes[-1]}",
-                )
-    for name in names:
-        for metric in transfer_keys:
-            add(metric, name, "random", True, "pretraining helps over random initialization")
-    for name in ["random", *names]:
-        for metric in [m for m in transfer_keys if m.startswith("finetune_")]:
-            add(
-                metric,
-                name,
-                name,
-                True,
-                "fine-tuning beats a linear probe",
-                f"{name} fine-tuned",
-                f"{name} probed",
-                b_metric=metric.replace("finetune_", "probe_"),
-            )
-    for family in dict.fromkeys(c["family"] for c in comparisons):
-        holm([c for c in comparisons if c["family"] == family])
-    for c in comparisons:
-        metric, a, b_metric, b, lower, name = c.pop("_sides")
-        if metric == b_metric:
-            sides = [_item_values(metric, model, scores or {}, transfer) for model in (a, b)]
-            if sides[0] is not None and sides[1] is not None:
-                c["bootstrap"] = _paired_bootstrap(*sides)
-        expected = c.pop("_expected")
-        # expected None: no difference expected, so any significant one goes against it; OPEN: no
-        # direction expected, so none does
-        c["contradicts_expectation"] = bool(
-            c["significant"] and expected is not OPEN and (expected is None or c["better"] is not expected)
-        )
-        shown = metric if b_metric == metric or "_gain@" in name else metric.replace("finetune_", "")
-        c["sentence"] = sentence(
-            shown,
-            c["a"],
-            c["b"],
-            metrics[metric][a],
-            metrics[b_metric][b],
-            c,
-            lower,
-            digits=4 if "bpb" in metric else 3,
-        )
+    comparisons = _comparisons(config, metrics, heldout, canaries, transfer, task_info, scores or {})
     return {
         "format": "curate.experiment/1",
         "config": config.model_dump(mode="json"),
-        "baseline": baseline,
-        "variants": names,
+        "baseline": config.baseline_name,
+        "variants": [v.name for v in config.variants],
         "seeds": list(config.seeds),
         "curation": curation,
         "heldout": heldout,

@@ -263,6 +263,41 @@ def compare_scaling_laws(
     - ``variants[name]["curve"]``, with budgets ``curve`` given: the frontier at each (for a
       plot), the same figures as ``optimal`` with no comparison made at them."""
     names = list(runs)
+    data = _same_grid(runs)
+    n, d, _ = data[names[0]]
+    logs = {name: tuple(np.log(v) for v in data[name]) for name in names}
+    fits = {name: fit_scaling_law(*data[name], delta=delta) for name in names}
+    starts = {name: _starts_near(fit) for name, fit in fits.items()}
+    draws, picks = _paired_draws(logs, starts, n, d, resamples, seed, delta)
+    budgets = np.asarray(list(flops), dtype=np.float64)
+    grid = {"params": [float(n.min()), float(n.max())], "tokens": [float(d.min()), float(d.max())]}
+    variants = _variant_summaries(fits, draws, budgets, curve, level, grid)
+    compared = names[1:]
+    sizes = np.unique(n)
+    comparison_level = 1.0 - (1.0 - level) / max(1, len(compared) * (len(budgets) + len(sizes) + 1))
+    comparisons = {
+        name: _against_reference(data, fits, draws, picks, name, names[0], budgets, comparison_level)
+        for name in compared
+    }
+    return _json_numbers(
+        {
+            "reference": names[0],
+            "level": level,
+            "comparison_level": comparison_level,
+            "resamples": resamples,
+            "flops": budgets.tolist(),
+            "variants": variants,
+            "comparisons": comparisons,
+        }
+    )
+
+
+def _same_grid(
+    runs: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each variant's runs as arrays (:func:`_checked`); a ValueError unless every variant has the
+    first one's grid (its sizes and tokens in the same order)."""
+    names = list(runs)
     data = {name: _checked(*runs[name]) for name in names}
     n, d, _ = data[names[0]]
     for name in names[1:]:
@@ -271,13 +306,24 @@ def compare_scaling_laws(
                 f"compare_scaling_laws: {name}'s runs are not the same grid (sizes and tokens in the same "
                 f"order) as {names[0]}'s; a paired comparison needs the same cells"
             )
-    logs = {name: tuple(np.log(v) for v in data[name]) for name in names}
-    fits = {name: fit_scaling_law(*data[name], delta=delta) for name in names}
-    starts = {}
-    for name, fit in fits.items():
-        start = np.array([np.log(fit.A), np.log(fit.B), np.log(fit.E), fit.alpha, fit.beta])
-        shifts = ([0.0, 0.0, 0.0, 0.1, 0.0], [0.0, 0.0, 0.0, 0.0, 0.1], [1.0, 1.0, -0.5, 0.0, 0.0])
-        starts[name] = [start, *(start + np.array(shift) for shift in shifts)]
+    return data
+
+
+def _starts_near(fit: ScalingFit) -> list[np.ndarray]:
+    """The bootstrap's starts for a variant: its fit on all runs, and three starts near it."""
+    start = np.array([np.log(fit.A), np.log(fit.B), np.log(fit.E), fit.alpha, fit.beta])
+    shifts = ([0.0, 0.0, 0.0, 0.1, 0.0], [0.0, 0.0, 0.0, 0.0, 0.1], [1.0, 1.0, -0.5, 0.0, 0.0])
+    return [start, *(start + np.array(shift) for shift in shifts)]
+
+
+def _paired_draws(
+    logs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], starts: dict[str, list[np.ndarray]],
+    n: np.ndarray, d: np.ndarray, resamples: int, seed: int, delta: float,
+) -> tuple[dict[str, list[ScalingFit]], list[np.ndarray]]:  # fmt: skip
+    """``resamples`` paired bootstrap fits of every variant (each on the same grid positions, drawn
+    with replacement; a draw with fewer than two sizes or two budgets is drawn again), and the
+    positions of each draw."""
+    names = list(logs)
     rng = np.random.default_rng(seed)
     draws: dict[str, list[ScalingFit]] = {name: [] for name in names}
     picks = []
@@ -290,42 +336,48 @@ def compare_scaling_laws(
             log_n, log_d, log_l = logs[name]
             theta, value = _fit_from(starts[name], log_n[pick], log_d[pick], log_l[pick], delta)
             draws[name].append(_as_fit(theta, value, len(n)))
-    budgets = np.asarray(list(flops), dtype=np.float64)
-    grid = {"params": [float(n.min()), float(n.max())], "tokens": [float(d.min()), float(d.max())]}
-    variants = {name: _variant_summary(fits[name], draws[name], budgets, level, grid) for name in names}
+    return draws, picks
+
+
+def _variant_summaries(
+    fits: dict[str, ScalingFit], draws: dict[str, list[ScalingFit]], budgets: np.ndarray,
+    curve: Sequence[float], level: float, grid: dict,
+) -> dict[str, dict]:  # fmt: skip
+    """:func:`_variant_summary` of every variant at ``budgets``, with its frontier at each budget
+    of ``curve`` (``curve``) when some are given."""
+    variants = {name: _variant_summary(fits[name], draws[name], budgets, level, grid) for name in fits}
     if len(curve):
         dense = np.asarray(list(curve), dtype=np.float64)
-        for name in names:
+        for name in fits:
             variants[name]["curve"] = _variant_summary(fits[name], draws[name], dense, level, grid)["optimal"]
-    compared = names[1:]
-    sizes = np.unique(n)
-    comparison_level = 1.0 - (1.0 - level) / max(1, len(compared) * (len(budgets) + len(sizes) + 1))
+    return variants
+
+
+def _against_reference(
+    data: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], fits: dict[str, ScalingFit],
+    draws: dict[str, list[ScalingFit]], picks: list[np.ndarray], name: str, reference: str,
+    budgets: np.ndarray, level: float,
+) -> dict:  # fmt: skip
+    """Variant ``name`` against ``reference`` (``comparisons[name]`` of :func:`compare_scaling_laws`):
+    the fits' differences and frontier (:func:`_comparison`), the cells and the data multiplier."""
+    n, d, _ = data[reference]
     reach = (float((6.0 * n * d).min()), float((6.0 * n * d).max()))
-    comparisons = {}
-    for name in compared:
-        found = _comparison(fits[name], fits[names[0]], draws[name], draws[names[0]], budgets, comparison_level, reach)
-        difference = data[name][2] - data[names[0]][2]
-        found["cells"] = {
-            "mean_difference": float(difference.mean()),
-            "interval": _percentiles([difference[pick].mean() for pick in picks], comparison_level),
-            "better": int((difference < 0).sum()),
-            "cells": len(difference),
-        }
-        found["data_multiplier"] = _data_multipliers(
-            fits[name], fits[names[0]], draws[name], draws[names[0]], sizes, d, comparison_level
-        )
-        comparisons[name] = found
-    return _json_numbers(
-        {
-            "reference": names[0],
-            "level": level,
-            "comparison_level": comparison_level,
-            "resamples": resamples,
-            "flops": budgets.tolist(),
-            "variants": variants,
-            "comparisons": comparisons,
-        }
-    )
+    fit, reference_fit, own, reference_draws = fits[name], fits[reference], draws[name], draws[reference]
+    found = _comparison(fit, reference_fit, own, reference_draws, budgets, level, reach)
+    found["cells"] = _cells(data[name][2] - data[reference][2], picks, level)
+    found["data_multiplier"] = _data_multipliers(fit, reference_fit, own, reference_draws, np.unique(n), d, level)
+    return found
+
+
+def _cells(difference: np.ndarray, picks: list[np.ndarray], level: float) -> dict:
+    """The data, no fit: the mean over grid cells of the variant's loss minus the reference's, its
+    bootstrap interval over the draws' positions, and how many cells the variant is lower in."""
+    return {
+        "mean_difference": float(difference.mean()),
+        "interval": _percentiles([difference[pick].mean() for pick in picks], level),
+        "better": int((difference < 0).sum()),
+        "cells": len(difference),
+    }
 
 
 def _json_numbers(value):

@@ -899,22 +899,46 @@ def _licences(run: RunFiles) -> str:
 
 
 def _mixtures(run: RunFiles) -> str:
-    out = []
+    """The tokens and mixtures section: the tokenizer, the mix stage's counts, each mixture's groups,
+    the effective weights and the documents the mix dropped."""
     tok = run.stats.get("tokenize")
-    if tok:
-        info = tok.get("tokenizer", {})
-        out.append(
-            f"<p>Tokenize: {num(tok.get('tokens'), 'tokenize.tokens')} tokens in "
-            f"{num(tok.get('docs_out'), 'tokenize.docs_out')} documents, vocabulary "
-            f"{num(info.get('vocab_size'), 'tokenize.tokenizer.vocab_size')} "
-            f"(tokenizer sha256 <code>{esc(str(info.get('sha256', ''))[:16])}…</code>).</p>"
-        )
+    out = [_tokenize_line(tok)] if tok else []
     mix = run.stats.get("mix")
     if not mix:
         out.append('<p class="note">The mix stage did not run.</p>')
         return "".join(out)
+    out.append(_mix_cards(mix))
+    for name, summary in mix.get("mixtures", {}).items():
+        manifest = {}
+        path = run.root / "mix" / name / "manifest.json"
+        if path.is_file():
+            manifest = run.mixture_manifest(name)
+        out.append(_mixture_head(name, summary, manifest))
+        out.append(_mixture_groups(name, summary, manifest))
+    weights = _effective_weights(mix)
+    if weights:
+        out.append(_weights_plot(weights, list(mix.get("mixtures", {}))))
+    removed = run.removed("mix")
+    if removed.height:
+        out.append(_mix_removed(run, mix, removed))
+    return "".join(out)
+
+
+def _tokenize_line(tok: dict) -> str:
+    """The tokenize stage's tokens, documents and tokenizer."""
+    info = tok.get("tokenizer", {})
+    return (
+        f"<p>Tokenize: {num(tok.get('tokens'), 'tokenize.tokens')} tokens in "
+        f"{num(tok.get('docs_out'), 'tokenize.docs_out')} documents, vocabulary "
+        f"{num(info.get('vocab_size'), 'tokenize.tokenizer.vocab_size')} "
+        f"(tokenizer sha256 <code>{esc(str(info.get('sha256', ''))[:16])}…</code>).</p>"
+    )
+
+
+def _mix_cards(mix: dict) -> str:
+    """The mix stage's training and validation documents, what it dropped and the pool's tokens."""
     contaminated = _total(mix.get("removed"))
-    out.append(
+    return (
         '<div class="cards">'
         f'<div class="card">{num(mix.get("train_documents"), "mix.train_documents")}'
         '<span class="label">training documents</span></div>'
@@ -925,107 +949,112 @@ def _mixtures(run: RunFiles) -> str:
         f'<div class="card">{num(mix.get("tokens_in"), "mix.tokens_in")}'
         '<span class="label">tokens in the pool</span></div></div>'
     )
+
+
+def _mixture_head(name: str, summary: dict, manifest: dict) -> str:
+    """A mixture's heading and line: its weighting, epoch cap, budget, tokens taken and shards."""
+    weighting = manifest.get("weighting", {})
+    how = (
+        f"temperature {weighting['temperature']}"
+        if "temperature" in weighting
+        else f"weights {weighting.get('weights')}"
+        if weighting
+        else ""
+    )
+    base = f"mix.mixtures.{name}"
+    return (
+        f"<h3>mixture {esc(name)}</h3><p>{esc(how)}; epoch cap "
+        f"{esc(fmt(manifest.get('max_epochs'), 2))}; budget "
+        f"{num(summary.get('budget_tokens'), f'{base}.budget_tokens')} tokens, taken "
+        f"{num(summary.get('tokens_taken'), f'{base}.tokens_taken')}, shortfall "
+        f"{num(summary.get('shortfall_tokens'), f'{base}.shortfall_tokens')}; "
+        f"{num(summary.get('train_shards'), f'{base}.train_shards')} training and "
+        f"{num(summary.get('validation_shards'), f'{base}.validation_shards')} validation shards.</p>"
+    )
+
+
+MIXTURE_COLUMNS = [
+    "group",
+    "docs available",
+    "tokens available",
+    "docs taken",
+    "tokens taken",
+    "epochs",
+    "target weight",
+    "effective weight",
+    "capped",
+    "validation docs",
+    "validation tokens",
+    "contaminated",
+]
+
+
+def _mixture_groups(name: str, summary: dict, manifest: dict) -> str:
+    """A mixture's table of groups: documents and tokens available and taken, epochs, weights,
+    validation and contaminated documents (from the mix stats and the mixture's manifest)."""
+    ref = f"mix/{name}/manifest.json#groups"
+    base = f"mix.mixtures.{name}"
+    rows = []
+    for group, row in summary.get("groups", {}).items():
+        full = manifest.get("groups", {}).get(group, {})
+        g = f"{base}.groups.{group}"
+        rows.append(
+            [
+                esc(group),
+                num(full.get("documents_available"), json_ref=f"{ref}.{group}.documents_available"),
+                num(row.get("tokens_available"), f"{g}.tokens_available"),
+                num(full.get("documents_taken"), json_ref=f"{ref}.{group}.documents_taken"),
+                num(row.get("tokens_taken"), f"{g}.tokens_taken"),
+                num(row.get("epochs"), f"{g}.epochs", digits=2),
+                num(full.get("target_weight"), json_ref=f"{ref}.{group}.target_weight", digits=3),
+                num(row.get("effective_weight"), f"{g}.effective_weight", digits=3),
+                fmt(full.get("capped")) if "capped" in full else "–",
+                num(full.get("validation_documents"), json_ref=f"{ref}.{group}.validation_documents"),
+                num(row.get("validation_tokens"), f"{g}.validation_tokens"),
+                num(full.get("contaminated_documents"), json_ref=f"{ref}.{group}.contaminated_documents"),
+            ]
+        )
+    return table(MIXTURE_COLUMNS, rows, numeric=set(range(1, 12)))
+
+
+def _effective_weights(mix: dict) -> dict[str, dict[str, float]]:
+    """``{group: {mixture: effective weight}}`` over the mix stage's mixtures."""
     weights: dict[str, dict[str, float]] = {}
     for name, summary in mix.get("mixtures", {}).items():
-        manifest = {}
-        path = run.root / "mix" / name / "manifest.json"
-        if path.is_file():
-            manifest = run.mixture_manifest(name)
-        ref = f"mix/{name}/manifest.json#groups"
-        weighting = manifest.get("weighting", {})
-        how = (
-            f"temperature {weighting['temperature']}"
-            if "temperature" in weighting
-            else f"weights {weighting.get('weights')}"
-            if weighting
-            else ""
-        )
-        base = f"mix.mixtures.{name}"
-        out.append(
-            f"<h3>mixture {esc(name)}</h3><p>{esc(how)}; epoch cap "
-            f"{esc(fmt(manifest.get('max_epochs'), 2))}; budget "
-            f"{num(summary.get('budget_tokens'), f'{base}.budget_tokens')} tokens, taken "
-            f"{num(summary.get('tokens_taken'), f'{base}.tokens_taken')}, shortfall "
-            f"{num(summary.get('shortfall_tokens'), f'{base}.shortfall_tokens')}; "
-            f"{num(summary.get('train_shards'), f'{base}.train_shards')} training and "
-            f"{num(summary.get('validation_shards'), f'{base}.validation_shards')} validation shards.</p>"
-        )
-        rows = []
         for group, row in summary.get("groups", {}).items():
-            full = manifest.get("groups", {}).get(group, {})
-            g = f"{base}.groups.{group}"
             weights.setdefault(group, {})[name] = row.get("effective_weight", 0.0)
-            rows.append(
-                [
-                    esc(group),
-                    num(full.get("documents_available"), json_ref=f"{ref}.{group}.documents_available"),
-                    num(row.get("tokens_available"), f"{g}.tokens_available"),
-                    num(full.get("documents_taken"), json_ref=f"{ref}.{group}.documents_taken"),
-                    num(row.get("tokens_taken"), f"{g}.tokens_taken"),
-                    num(row.get("epochs"), f"{g}.epochs", digits=2),
-                    num(full.get("target_weight"), json_ref=f"{ref}.{group}.target_weight", digits=3),
-                    num(row.get("effective_weight"), f"{g}.effective_weight", digits=3),
-                    fmt(full.get("capped")) if "capped" in full else "–",
-                    num(full.get("validation_documents"), json_ref=f"{ref}.{group}.validation_documents"),
-                    num(row.get("validation_tokens"), f"{g}.validation_tokens"),
-                    num(full.get("contaminated_documents"), json_ref=f"{ref}.{group}.contaminated_documents"),
-                ]
-            )
-        out.append(
-            table(
-                [
-                    "group",
-                    "docs available",
-                    "tokens available",
-                    "docs taken",
-                    "tokens taken",
-                    "epochs",
-                    "target weight",
-                    "effective weight",
-                    "capped",
-                    "validation docs",
-                    "validation tokens",
-                    "contaminated",
-                ],
-                rows,
-                numeric=set(range(1, 12)),
-            )
-        )
-    if weights:
-        groups = sorted(weights)
-        names = list(mix.get("mixtures", {}))
-        out.append(
-            plots.grouped_bars(
-                "weights",
-                "effective weight per group",
-                groups,
-                {n: [weights[g].get(n, 0.0) for g in groups] for n in names},
-                "share of the mixture's training tokens",
-            )
-        )
-    removed = run.removed("mix")
-    if removed.height:
-        documents = run.mix_documents()
-        picked = _sample(removed, EXAMPLES, run.seed)
-        texts = run.texts(run.previous("mix"), picked["id"].to_list())
-        partner = {}
-        if documents is not None and MIX_NEAR_ID in documents.columns:
-            near = documents.filter(pl.col("id").is_in(picked["id"].implode())).select("id", MIX_RULE, MIX_NEAR_ID)
-            partner = {i: (MIX_CAUSES.get(rule, rule), other) for i, rule, other in near.iter_rows() if other}
-        counts = mix.get("removed", {})
-        out.append(
-            _rule_blocks(
-                "mix",
-                list(counts),
-                counts,
-                {
-                    r: _removed_examples(run, "mix", picked, r, texts, partner)
-                    for r in picked["rule"].unique().to_list()
-                },
-                {},
-            )
-        )
-    return "".join(out)
+    return weights
+
+
+def _weights_plot(weights: dict[str, dict[str, float]], names: list[str]) -> str:
+    """Bars of each group's effective weight per mixture of ``names``."""
+    groups = sorted(weights)
+    return plots.grouped_bars(
+        "weights",
+        "effective weight per group",
+        groups,
+        {n: [weights[g].get(n, 0.0) for g in groups] for n in names},
+        "share of the mixture's training tokens",
+    )
+
+
+def _mix_removed(run: RunFiles, mix: dict, removed: pl.DataFrame) -> str:
+    """The mix stage's dropped documents per rule, with seeded examples and what caused each."""
+    documents = run.mix_documents()
+    picked = _sample(removed, EXAMPLES, run.seed)
+    texts = run.texts(run.previous("mix"), picked["id"].to_list())
+    partner = {}
+    if documents is not None and MIX_NEAR_ID in documents.columns:
+        near = documents.filter(pl.col("id").is_in(picked["id"].implode())).select("id", MIX_RULE, MIX_NEAR_ID)
+        partner = {i: (MIX_CAUSES.get(rule, rule), other) for i, rule, other in near.iter_rows() if other}
+    counts = mix.get("removed", {})
+    return _rule_blocks(
+        "mix",
+        list(counts),
+        counts,
+        {r: _removed_examples(run, "mix", picked, r, texts, partner) for r in picked["rule"].unique().to_list()},
+        {},
+    )
 
 
 # ---- quarantine ------------------------------------------------------------------------------

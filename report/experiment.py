@@ -583,33 +583,66 @@ def _comparisons(results: dict, select) -> str:
 
 
 def render(results: dict) -> str:
+    """The experiment's report page of ``results`` (results.json's content) as a string."""
     from report.build import CSS
 
-    variants = results["variants"]
-    baseline = results["baseline"]
-    heldout = results["heldout"]
-    sets = sorted(heldout["sets"])
-    clean = [f"heldout_bpb/{s}" for s in heldout["clean_sets"]]
-    junk = [f"heldout_bpb/{s}" for s in sets if s not in heldout["clean_sets"]]
-    held_metrics = [m for m in ["heldout_bpb", *clean, *junk] if m in results["metrics"]]
-    group_metrics = sorted(m for m in results["metrics"] if m.startswith("heldout_bpb/") and m.count("/") == 2)
-    transferred = {name for name, seeds in results.get("transfer", {}).items() if seeds}
-    models = ["random", *(v for v in variants if v in transferred)]
-    config = results["config"]
-    timing = results.get("timing", {})
-    headline = [c for c in results["comparisons"] if c["metric"] in ("heldout_bpb", *junk)]
-    contradicted = [c for c in results["comparisons"] if c["contradicts_expectation"]]
-    findings = "".join(f"<li>{esc(c['sentence'])}</li>" for c in headline)
-    flagged = "".join(f"<li>{esc(c['sentence'])}</li>" for c in contradicted) or "<li>none</li>"
-    budget = f'<span class="num" data-json="results.json#config.budget_tokens">{fmt(config["budget_tokens"])}</span>'
     parts = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
         "<meta name=viewport content='width=device-width, initial-scale=1'>",
         f"<title>experiment report</title><style>{CSS}</style></head><body>",
+        *_page_header(results),
+        "</header><main>",
+        *_findings(results),
+        "<section id=variants><h2>Variants</h2>",
+        _curation_table(results),
+        _kinds_table(results),
+        _licences_table(results),
+        "</section>",
+        "<section id=sets><h2>Held-out sets and decontamination</h2>",
+        _heldout_table(results),
+        "<h3>Contamination check: training documents sharing a token window with held-out or task text</h3>",
+        _contamination_table(results),
+        "</section>",
+        *_heldout_loss(results),
+        "<section id=curves><h2>Training and held-out curves</h2>",
+        _curves(results),
+        "</section>",
+        _efficiency(results),
+        _memorization(results),
+        _languages(results),
+        _transfer(results, _transfer_models(results)),
+        *_all_comparisons(results),
+        "</section></main></body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _junk_metrics(results: dict) -> list[str]:
+    """``heldout_bpb/<set>`` of every held-out set that is not clean, sets in name order."""
+    heldout = results["heldout"]
+    return [f"heldout_bpb/{s}" for s in sorted(heldout["sets"]) if s not in heldout["clean_sets"]]
+
+
+def _transfer_models(results: dict) -> list[str]:
+    """Random initialization, then the variants that have transfer results, in variant order."""
+    transferred = {name for name, seeds in results.get("transfer", {}).items() if seeds}
+    return ["random", *(v for v in results["variants"] if v in transferred)]
+
+
+def _page_header(results: dict) -> list[str]:
+    """The header's lines (its closing tag apart): the title, what was trained and measured, the
+    wall time and the navigation."""
+    variants = results["variants"]
+    heldout = results["heldout"]
+    sets = sorted(heldout["sets"])
+    config = results["config"]
+    timing = results.get("timing", {})
+    budget = f'<span class="num" data-json="results.json#config.budget_tokens">{fmt(config["budget_tokens"])}</span>'
+    return [
         "<header><h1>What curation buys: curated vs raw mixtures</h1>",
         f"<p>{len(variants)} variants of one raw pool, each trained on {budget} tokens with the same model "
         f"and schedule, over {len(results['seeds'])} seeds ({', '.join(map(str, results['seeds']))}); "
-        f"baseline <b>{esc(baseline)}</b>. Held-out loss is measured on {len(sets)} held-out sets "
+        f"baseline <b>{esc(results['baseline'])}</b>. Held-out loss is measured on {len(sets)} held-out sets "
         f"({fmt(heldout['documents'])} documents, raw: chosen before any curation, never rewritten by it) that "
         "every variant's pool was decontaminated against; the headline is the mean over the clean sets "
         f"({esc(', '.join(heldout['clean_sets']))}), the junk is reported on its own. Every variant uses one "
@@ -628,7 +661,18 @@ def render(results: dict) -> str:
         + ("<a href='#memorization'>memorization</a>" if results.get("memorization") else "")
         + ("<a href='#languages'>languages</a>" if results.get("languages") else "")
         + "<a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
-        "</header><main>",
+    ]
+
+
+def _findings(results: dict) -> list[str]:
+    """The findings section: how comparisons are tested, the headline sentences and those against
+    the expectation."""
+    junk = _junk_metrics(results)
+    headline = [c for c in results["comparisons"] if c["metric"] in ("heldout_bpb", *junk)]
+    contradicted = [c for c in results["comparisons"] if c["contradicts_expectation"]]
+    findings = "".join(f"<li>{esc(c['sentence'])}</li>" for c in headline)
+    flagged = "".join(f"<li>{esc(c['sentence'])}</li>" for c in contradicted) or "<li>none</li>"
+    return [
         "<section id=findings><h2>Findings</h2><p class=note>Runs of one seed share their initialization and batch "
         "order, so two variants are compared seed by seed: Student's t on the per-seed differences (n − 1 degrees "
         "of freedom), with a 95% confidence interval; a difference is significant when its p-value, Holm-adjusted "
@@ -639,16 +683,17 @@ def render(results: dict) -> str:
         + f") is below {results.get('alpha', 0.05)}, so noise calls a difference anywhere in a family at most 5% "
         "of the time.</p>",
         f"<ul>{findings}</ul><h3>Results against the expectation</h3><ul>{flagged}</ul></section>",
-        "<section id=variants><h2>Variants</h2>",
-        _curation_table(results),
-        _kinds_table(results),
-        _licences_table(results),
-        "</section>",
-        "<section id=sets><h2>Held-out sets and decontamination</h2>",
-        _heldout_table(results),
-        "<h3>Contamination check: training documents sharing a token window with held-out or task text</h3>",
-        _contamination_table(results),
-        "</section>",
+    ]
+
+
+def _heldout_loss(results: dict) -> list[str]:
+    """The held-out loss section: the headline, each set (clean, then junk) and each group, per
+    variant."""
+    variants = results["variants"]
+    clean = [f"heldout_bpb/{s}" for s in results["heldout"]["clean_sets"]]
+    held_metrics = [m for m in ["heldout_bpb", *clean, *_junk_metrics(results)] if m in results["metrics"]]
+    group_metrics = sorted(m for m in results["metrics"] if m.startswith("heldout_bpb/") and m.count("/") == 2)
+    return [
         "<section id=heldout><h2>Held-out loss (bits per byte; lower is better)</h2>",
         _metric_table(
             results,
@@ -669,13 +714,13 @@ def render(results: dict) -> str:
         "<h3>Per group</h3>",
         _metric_table(results, group_metrics, variants, 4, lambda m: m.split("/", 1)[1]),
         "</section>",
-        "<section id=curves><h2>Training and held-out curves</h2>",
-        _curves(results),
-        "</section>",
-        _efficiency(results),
-        _memorization(results),
-        _languages(results),
-        _transfer(results, models),
+    ]
+
+
+def _all_comparisons(results: dict) -> list[str]:
+    """The section of every comparison (its closing tag apart): held-out loss against the baseline,
+    leave-one-out (when any), pretrained against random, fine-tuning against probing."""
+    return [
         "<section id=comparisons><h2>All comparisons</h2>",
         "<h3>Held-out loss against the baseline</h3>",
         _comparisons(results, lambda c: c["metric"].startswith("heldout_bpb") and c["family"] != "leave-one-out"),
@@ -691,9 +736,7 @@ def render(results: dict) -> str:
         _comparisons(results, lambda c: c["b"] == "random"),
         "<h3>Fine-tuning against probing</h3>",
         _comparisons(results, lambda c: c["metric"].startswith("finetune_vs_probe")),
-        "</section></main></body></html>",
     ]
-    return "\n".join(parts)
 
 
 def write_results_page(out_dir: str | Path, render_page) -> Path:

@@ -153,28 +153,57 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
     if row is None:
         record = _quarantined(run, doc_id)
         if record is not None:
-            return {
-                "id": doc_id,
-                "fate": f"quarantined by the source stage: {record['reason']}",
-                "removed_by": {"stage": "source", "rule": record["reason"], "value": None, "threshold": None},
-                "quarantine": record,
-                "source": {
-                    "source": record["source"],
-                    "file": record["file"],
-                    "line": record["line"],
-                    "offset": record["offset"],
-                },
-                "stages": [{"stage": "source", "status": "quarantined", "detail": record["reason"]}],
-            }
+            return _quarantined_result(doc_id, record)
         raise UnknownDocument(doc_id, _suggest(run, doc_id))
+    result = _source_result(run, doc_id, row, shard, index)
+    last_stage, last_shard = _follow_stages(run, doc_id, row, shard, result)
+    if result["removed_by"] is None and "tokenize" in run.stats:
+        _add_tokens(run, doc_id, last_shard, result)
+    if result["removed_by"] is None and "mix" in run.stats:
+        _add_mix(run, doc_id, result)
+    removed_by = result["removed_by"]
+    if removed_by is None:
+        result["fate"] = f"curated: in the output of {last_stage}" + (
+            f", {result['mix']['side']} side of the mix" if result.get("mix") else ""
+        )
+    else:
+        result["fate"] = f"removed by the {removed_by['stage']} stage: {_removal_line(removed_by)}"
+    return result
 
+
+def _quarantined_result(doc_id: str, record: dict) -> dict:
+    """The lookup of an id the source stage quarantined: its quarantine record and why."""
+    return {
+        "id": doc_id,
+        "fate": f"quarantined by the source stage: {record['reason']}",
+        "removed_by": {"stage": "source", "rule": record["reason"], "value": None, "threshold": None},
+        "quarantine": record,
+        "source": {
+            "source": record["source"],
+            "file": record["file"],
+            "line": record["line"],
+            "offset": record["offset"],
+        },
+        "stages": [{"stage": "source", "status": "quarantined", "detail": record["reason"]}],
+    }
+
+
+def _meta(row: dict):
+    """The row's meta, parsed from JSON where it parses (else as written); None without one."""
+    if not row.get("meta"):
+        return None
+    try:
+        return json.loads(row["meta"])
+    except ValueError:
+        return row["meta"]
+
+
+def _source_result(run: RunFiles, doc_id: str, row: dict, shard: str, index: int) -> dict:
+    """The lookup as the source stage leaves it: the licence, where the document came from (input
+    file and position, the unit's files, shard and row) and its text's size and preview; every
+    later stage's entry still empty."""
     text = row["text"]
-    meta = None
-    if row.get("meta"):
-        try:
-            meta = json.loads(row["meta"])
-        except ValueError:
-            meta = row["meta"]
+    meta = _meta(row)
     files = _unit_files(run, shard)
     position = _input_position(run, row["source"], doc_id)
     if "file" in position:
@@ -183,7 +212,7 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
             position["path"] = matching[0]
     elif len(files) == 1:
         position["path"] = files[0]
-    result: dict = {
+    return {
         "id": doc_id,
         "licence": row.get(LICENCE) or UNKNOWN,
         "source": {
@@ -209,6 +238,11 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
         "mix": None,
     }
 
+
+def _follow_stages(run: RunFiles, doc_id: str, row: dict, shard: str, result: dict) -> tuple[str, str]:
+    """Each document stage after the source into ``result``: what it measured, and whether it kept
+    or removed the document (stages after a removal: not reached). Returns the last stage that kept
+    it and the shard it is in there."""
     last_row, last_stage, last_shard = row, "source", shard
     for stage in run.stages[1:]:
         if stage in ("tokenize", "mix"):
@@ -235,40 +269,39 @@ def inspect_document(run_dir: str | Path, doc_id: str) -> dict:
         else:
             entry.update(status="missing", detail="in neither the stage's documents nor its removed files")
         result["stages"].append(entry)
+    return last_stage, last_shard
 
-    if result["removed_by"] is None and "tokenize" in run.stats:
-        result["tokens"] = _tokens(run, last_shard, doc_id)
-        result["stages"].append(
-            {
-                "stage": "tokenize",
-                "status": "kept",
-                "detail": f"{result['tokens']} tokens" if result["tokens"] is not None else "",
-            }
-        )
-    if result["removed_by"] is None and "mix" in run.stats:
-        result["mix"] = _mix(run, doc_id)
-        side = (result["mix"] or {}).get("side")
-        left = side in ("excluded", "contaminated")
-        if left:
-            removed = _removed_row(run, "mix", doc_id)
-            result["removed_by"] = {
-                "stage": "mix",
-                "rule": removed["rule"] if removed else result["mix"]["rule"],
-                "value": removed["value"] if removed else None,
-                "threshold": removed["threshold"] if removed else None,
-            }
-        detail = f"group {result['mix'].get('group')}, {side}" if result["mix"] else ""
-        if result["mix"] and result["mix"]["cause"]:
-            detail += f": {result['mix']['cause']}"
-        result["stages"].append({"stage": "mix", "status": "removed" if left else "kept", "detail": detail})
-    removed_by = result["removed_by"]
-    if removed_by is None:
-        result["fate"] = f"curated: in the output of {last_stage}" + (
-            f", {result['mix']['side']} side of the mix" if result.get("mix") else ""
-        )
-    else:
-        result["fate"] = f"removed by the {removed_by['stage']} stage: {_removal_line(removed_by)}"
-    return result
+
+def _add_tokens(run: RunFiles, doc_id: str, shard: str | None, result: dict) -> None:
+    """The document's tokens (in ``shard`` of the last document stage) into ``result``."""
+    result["tokens"] = _tokens(run, shard, doc_id)
+    result["stages"].append(
+        {
+            "stage": "tokenize",
+            "status": "kept",
+            "detail": f"{result['tokens']} tokens" if result["tokens"] is not None else "",
+        }
+    )
+
+
+def _add_mix(run: RunFiles, doc_id: str, result: dict) -> None:
+    """Where the mix put the document into ``result``: its group and side, and for a document that
+    left the pool (excluded, contaminated) the rule that took it out."""
+    result["mix"] = _mix(run, doc_id)
+    side = (result["mix"] or {}).get("side")
+    left = side in ("excluded", "contaminated")
+    if left:
+        removed = _removed_row(run, "mix", doc_id)
+        result["removed_by"] = {
+            "stage": "mix",
+            "rule": removed["rule"] if removed else result["mix"]["rule"],
+            "value": removed["value"] if removed else None,
+            "threshold": removed["threshold"] if removed else None,
+        }
+    detail = f"group {result['mix'].get('group')}, {side}" if result["mix"] else ""
+    if result["mix"] and result["mix"]["cause"]:
+        detail += f": {result['mix']['cause']}"
+    result["stages"].append({"stage": "mix", "status": "removed" if left else "kept", "detail": detail})
 
 
 def run_licences(run_dir: str | Path) -> dict:
