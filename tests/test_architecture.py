@@ -1,8 +1,9 @@
-"""The architecture holds: the import contracts of pyproject.toml pass (docs/architecture.md), and an
-import against a layer breaks them."""
+"""The architecture holds: the import contracts of pyproject.toml pass (docs/architecture.md), an
+import against a layer breaks them, and no function outside benchmarks/ runs past 100 lines."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -14,6 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("flows", "report", "experiment", "demo", "trainer", "pipeline")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+# A longer function is a sequence of steps that should have names (benchmarks/ aside).
+MAX_FUNCTION_LINES = 100
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess:
@@ -74,3 +77,16 @@ def test_an_import_against_the_architecture_breaks_a_contract(tmp_path, module, 
     assert result.returncode != 0, result.stdout
     broken = [row for row in result.stdout.splitlines() if row.endswith("BROKEN")]
     assert any(row.startswith(contract) for row in broken), result.stdout
+
+
+def test_no_function_runs_past_100_lines():
+    long = []
+    for package in (*PACKAGES, "tests", "scripts"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > MAX_FUNCTION_LINES:
+                        long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "functions over 100 lines (split them into named steps):\n" + "\n".join(long)
