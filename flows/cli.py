@@ -176,7 +176,7 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
 
 def _build_report(run_dir, after_run: bool = False):
     """Write the run's HTML report and print where it is (after a run, a failure only warns)."""
-    from report import build_report
+    from report.build import build_report
 
     try:
         path = build_report(run_dir)
@@ -218,9 +218,8 @@ def inspect_command(
     """Show a document's way through the stages (source, language, filter verdicts, dedup, lines,
     mix), or without DOC_ID the run's documents and tokens per licence."""
     from pipeline.stages.run import NotARunError
-    from report import UnknownDocument, inspect_document
     from report.console import print_inspection, print_licences, printable_json
-    from report.inspect import run_licences
+    from report.inspect import UnknownDocument, inspect_document, run_licences
 
     with _failing_on(UnknownDocument, NotARunError):
         found = inspect_document(run_dir, doc_id) if doc_id is not None else run_licences(run_dir)

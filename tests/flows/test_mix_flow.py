@@ -23,7 +23,8 @@ from pipeline.formats.mixture import export_mixture
 from pipeline.formats.tokens import decode_documents, load_tokenizer
 from pipeline.stages.mix import run_mix
 from pipeline.stages.registry import enabled_stages, last_document_stage
-from report import build_report, inspect_document
+from report.build import build_report
+from report.inspect import inspect_document
 from tests.helpers import mix_config, source_config, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

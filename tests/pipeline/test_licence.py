@@ -16,7 +16,7 @@ from pipeline.formats.mixture import export_mixture
 from pipeline.licence import LicenceRule, declared, licence_of
 from pipeline.stages.card import write_cards
 from pipeline.stages.run import RunFiles
-from report import build_report
+from report.build import build_report
 from tests.helpers import check_card, html_page, mix_config, run_units, source_config, write_jsonl, write_warc
 
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from report import UnknownDocument, inspect_document
+from report.inspect import UnknownDocument, inspect_document
 from tests.report.test_report import NEWSLETTER, curated_run
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -176,7 +176,7 @@ def hostile_lookup() -> dict:
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_inspect_prints_markup_as_written_and_escapes_control_characters(monkeypatch, tmp_path, as_json):
-    import report
+    import report.inspect as report
 
     monkeypatch.setattr(report, "inspect_document", lambda run_dir, doc_id: hostile_lookup())
     result = CliRunner().invoke(app, ["inspect", str(tmp_path), HOSTILE] + (["--json"] if as_json else []))
@@ -191,7 +191,7 @@ def test_inspect_prints_markup_as_written_and_escapes_control_characters(monkeyp
 
 
 def test_an_unknown_id_with_markup_and_escapes_is_one_plain_line(monkeypatch, tmp_path):
-    import report
+    import report.inspect as report
 
     def unknown(run_dir, doc_id):
         raise UnknownDocument(doc_id, [HOSTILE])

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from flows.artifacts import artifact_key, publish_stage
 from flows.cli import app
 from flows.curate import curate_flow
-from report import build_report
+from report.build import build_report
 from report.html import esc, word_diff
 from tests.helpers import source_config, write_jsonl
 

@@ -44,7 +44,8 @@ from pipeline.io.writer import (
 )
 from pipeline.stages.registry import DOCUMENT_STAGES
 from pipeline.stages.shard import check_stage_outputs
-from report import build_report, inspect_document
+from report.build import build_report
+from report.inspect import inspect_document
 from tests.report.test_report import write_corpus
 from trainer.config import parse_train_config
 from trainer.data import MixtureError, open_mixture
