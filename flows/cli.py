@@ -403,6 +403,30 @@ def generate(
     stdout.print(prompt + text, highlight=False, soft_wrap=True, markup=False)
 
 
+@app.command("eval")
+def evaluate(
+    checkpoint: Path = typer.Argument(..., help="a training out_dir (its newest checkpoint) or a checkpoint file"),
+    tasks: list[Path] = typer.Option(..., "--tasks", help="a JSON lines or Parquet file of items; repeat for more"),
+    json_out: Path | None = typer.Option(None, "--json", help="also write the results as JSON here"),
+    device: str = typer.Option("cpu", help="cpu, cuda, mps"),
+    batch: int = typer.Option(32, min=1, help="choices scored at a time"),
+) -> None:
+    """Score multiple-choice items by likelihood (each choice as the continuation of its context):
+    accuracy, per-byte accuracy, centred accuracy and the gold choice's bits per byte, per task."""
+    from pipeline.formats.choices import ChoiceItemsError
+    from pipeline.io.writer import write_json
+    from report.console import print_choice_results
+    from trainer.checkpoints import CheckpointError
+    from trainer.likelihood import ChoiceScoringError, evaluate_checkpoint
+
+    with _failing_on(ChoiceItemsError, ChoiceScoringError, CheckpointError, FileNotFoundError):
+        results = evaluate_checkpoint(checkpoint, tasks, device=device, batch=batch)
+    print_choice_results(results, stdout)
+    if json_out is not None:
+        write_json(results, json_out)
+        stdout.print(f"results: {json_out}", highlight=False, markup=False)
+
+
 def _study(config: Path, command: str, quiet: bool):
     """``curate experiment`` or ``curate sweep``: the config read and checked for the command (one
     line and exit 2 before Prefect starts), then its flow; returns the config and the results."""

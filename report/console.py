@@ -451,3 +451,33 @@ def _print_sweep_comparison(out: Console, variant: str, entry: dict, reference: 
             soft_wrap=True,
             markup=False,
         )
+
+
+def _with_interval(value: float, interval: list[float] | None) -> str:
+    return f"{value:.3f}" if interval is None else f"{value:.3f} ({interval[0]:.3f} to {interval[1]:.3f})"
+
+
+def print_choice_results(results: dict, out) -> None:
+    """The table of ``curate eval``: each task's accuracies (centred: 0 is chance), the gold
+    choice's bits per byte and its margin, with 95% intervals; CORE's aggregate below."""
+    table = Table(title=f"{results['checkpoint']} (step {results['step']}): likelihood-scored tasks")
+    for column in ("task", "items", "chance", "acc", "acc_norm", "centred acc_norm", "gold bpb", "margin bpb"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for task, m in results["tasks"].items():
+        table.add_row(
+            printable(task),
+            f"{m['items']:,}" + (f" ({m['truncated']} cut)" if m["truncated"] else ""),
+            f"{m['chance']:.3f}",
+            *(
+                _with_interval(m[key], m[key + "_ci"])
+                for key in ("acc", "acc_norm", "centred_acc_norm", "gold_bpb", "margin_bpb")
+            ),
+        )
+    out.print(table)
+    aggregate = results["aggregate"]
+    out.print(
+        f"CORE (mean centred acc_norm over {aggregate['tasks']} tasks): {aggregate['core']:.3f}; "
+        f"mean gold bits per byte: {aggregate['gold_bpb']:.3f}",
+        highlight=False,
+        markup=False,
+    )

@@ -1,0 +1,126 @@
+"""Multiple-choice items scored by likelihood: one row per item, in JSON lines or Parquet.
+
+    id        string, unique            the item's id
+    task      string                    the task it belongs to (a file may hold several)
+    context   string                    the text the choices continue (may be empty)
+    choices   list of strings, >= 2     the candidate continuations, as they follow the context
+    gold      integer, 0-based          the index of the right choice
+    group     string, optional          a subset to report apart (a topic, a source)
+    lang      string, optional          the language of the item
+
+A choice is written as it follows the context, with its leading space where one belongs
+(``context = "The capital of France is"``, ``choices = [" Paris", " Rome"]``): the evaluator scores
+it as the continuation of the context, the cloze formulation of OLMES and lighteval, which small
+models can do (the lettered multiple-choice one works only at scale).
+
+:func:`read_choice_items` is the one reader: it checks every item and raises
+:class:`ChoiceItemsError` with one line naming the file and the item on the first problem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.io.storage import as_path
+from pipeline.io.writer import write_bytes, write_parquet
+
+REQUIRED = {"id": pl.String, "task": pl.String, "context": pl.String, "choices": pl.List(pl.String), "gold": pl.Int64}
+OPTIONAL = {"group": pl.String, "lang": pl.String}
+SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".parquet")
+
+
+class ChoiceItemsError(ValueError):
+    """A file of multiple-choice items that cannot be scored; the message is one line."""
+
+
+def _read_frame(path: Path) -> pl.DataFrame:
+    name = path.name.lower()
+    try:
+        if name.endswith(".parquet"):
+            return pl.read_parquet(path)
+        if name.endswith((".jsonl", ".json", ".jsonl.gz")):
+            return pl.read_ndjson(path, infer_schema_length=None)
+    except (pl.exceptions.PolarsError, OSError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ChoiceItemsError(
+            f"{path}: cannot be read as {'Parquet' if name.endswith('.parquet') else 'JSON lines'}: {first}"
+        ) from None
+    raise ChoiceItemsError(f"{path}: give a JSON lines ({', '.join(SUFFIXES[:3])}) or Parquet file of items")
+
+
+def _typed(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
+    missing = [column for column in REQUIRED if column not in frame.columns]
+    if missing:
+        raise ChoiceItemsError(
+            f"{path}: the items lack the column(s) {', '.join(missing)}; every item needs {', '.join(REQUIRED)}"
+        )
+    wanted = {**REQUIRED, **{k: v for k, v in OPTIONAL.items() if k in frame.columns}}
+    try:
+        return frame.select([pl.col(name).cast(dtype, strict=True) for name, dtype in wanted.items()])
+    except pl.exceptions.PolarsError:
+        for name, dtype in wanted.items():
+            try:
+                frame.select(pl.col(name).cast(dtype, strict=True))
+            except pl.exceptions.PolarsError:
+                raise ChoiceItemsError(f"{path}: column {name!r} must hold {dtype}") from None
+        raise
+
+
+def _check_items(items: pl.DataFrame, path: Path) -> None:
+    """The first item that cannot be scored, named by its row and id."""
+    checks = [
+        (pl.col("id").is_null(), "has no id"),
+        (pl.col("id").is_duplicated(), "repeats an id of another item"),
+        (pl.col("task").is_null() | (pl.col("task").str.len_chars() == 0), "names no task"),
+        (pl.col("context").is_null(), "has no context (use an empty string for none)"),
+        (pl.col("choices").is_null() | (pl.col("choices").list.len() < 2), "has fewer than 2 choices"),
+        (
+            pl.col("choices").list.eval(pl.element().is_null() | (pl.element().str.len_chars() == 0)).list.any(),
+            "has an empty choice",
+        ),
+        (
+            pl.col("gold").is_null() | (pl.col("gold") < 0) | (pl.col("gold") >= pl.col("choices").list.len()),
+            "has a gold index outside its choices",
+        ),
+    ]
+    for condition, problem in checks:
+        bad = items.with_row_index("row").filter(condition.fill_null(True))
+        if bad.height:
+            row, item = bad["row"][0], bad["id"][0]
+            gold = (
+                f" (gold {bad['gold'][0]}, {bad['choices'][0].len() if bad['choices'][0] is not None else 0} choices)"
+            )
+            raise ChoiceItemsError(
+                f"{path}: item {item!r} (line {row + 1}) {problem}" + (gold if "gold" in problem else "")
+            )
+
+
+def read_choice_items(path) -> pl.DataFrame:
+    """The items of ``path`` (JSON lines or Parquet), checked: the columns of the module docstring,
+    ``group`` and ``lang`` null where the file has none. Raises :class:`ChoiceItemsError`."""
+    path = as_path(path)
+    if not path.is_file():
+        raise ChoiceItemsError(f"{path}: no such file of items")
+    frame = _read_frame(path)
+    if frame.height == 0:
+        raise ChoiceItemsError(f"{path}: holds no items")
+    items = _typed(frame, path)
+    _check_items(items, path)
+    for name, dtype in OPTIONAL.items():
+        if name not in items.columns:
+            items = items.with_columns(pl.lit(None, dtype=dtype).alias(name))
+    return items.select([*REQUIRED, *OPTIONAL])
+
+
+def write_choice_items(items: pl.DataFrame, path: Path) -> Path:
+    """Write ``items`` (the columns of the module docstring) atomically, as Parquet when the name
+    ends with ``.parquet``, else as JSON lines."""
+    path = Path(path)
+    frame = items.select([c for c in [*REQUIRED, *OPTIONAL] if c in items.columns])
+    if path.name.endswith(".parquet"):
+        write_parquet(frame.to_arrow(), path)
+    else:
+        write_bytes(frame.write_ndjson().encode("utf-8"), path)
+    return path

@@ -1,0 +1,169 @@
+"""trainer.likelihood: choices scored as continuations, as the model's own loss says, in any
+batch, with long contexts cut from the left; the metrics; and `curate eval` on a checkpoint."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+
+import polars as pl
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from flows.cli import app
+from pipeline.formats.choices import write_choice_items
+from pipeline.formats.tokens import load_tokenizer, special_ids
+from pipeline.tokenizer import train_tokenizer
+from trainer.checkpoints import CHECKPOINT_FORMAT, save_checkpoint
+from trainer.likelihood import (
+    ChoiceScoringError,
+    choice_loglikelihoods,
+    choice_metrics,
+    encode_pair,
+)
+from trainer.model import GPT, GPTConfig
+
+WORDS = "the council met on monday to discuss the new budget and the plan for schools roads and parks".split()
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    texts = [" ".join(WORDS[i:] + WORDS[:i]) for i in range(len(WORDS))] * 5
+    path = train_tokenizer(texts, tmp_path_factory.mktemp("tok") / "tokenizer.json", vocab_size=320)
+    return load_tokenizer(path)
+
+
+@pytest.fixture(scope="module")
+def model(tokenizer):
+    torch.manual_seed(0)
+    config = GPTConfig(vocab_size=tokenizer.get_vocab_size(), block_size=24, n_layer=1, n_head=2, n_embd=16)
+    return GPT(config).eval()
+
+
+def _items(rows) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"group": None, "lang": None, **row} for row in rows],
+        schema={
+            "id": pl.String,
+            "task": pl.String,
+            "context": pl.String,
+            "choices": pl.List(pl.String),
+            "gold": pl.Int64,
+            "group": pl.String,
+            "lang": pl.String,
+        },
+    )
+
+
+ITEMS = [
+    {
+        "id": "a",
+        "task": "t1",
+        "context": "the council met on",
+        "choices": [" monday", " budget", " roads and parks"],
+        "gold": 0,
+    },
+    {"id": "b", "task": "t1", "context": "the new ", "choices": ["budget", "plan"], "gold": 1},
+    {"id": "c", "task": "t2", "context": "", "choices": ["schools", "the council"], "gold": 0},
+]
+
+
+def _sequence_loglik(model, ids: list[int]) -> float:
+    """Summed log-likelihood of ids[1:] given what precedes each, from the model's own loss."""
+    idx = torch.tensor([ids[:-1]])
+    _, loss = model(idx, torch.tensor([ids[1:]]))
+    return -loss.item() * (len(ids) - 1)
+
+
+def test_a_choice_scores_its_continuation_as_the_model_s_loss_says(model, tokenizer):
+    eod = special_ids(tokenizer)["eod"]
+    items = _items(ITEMS)
+    scores = choice_loglikelihoods(model, tokenizer, items, batch=3)
+    assert scores.height == 7 and not scores["truncated"].any()
+    for row, choice, loglik, tokens in scores.select("row", "choice", "loglik", "tokens").iter_rows():
+        context, text = ITEMS[row]["context"], ITEMS[row]["choices"][choice]
+        context_ids, continuation_ids = encode_pair(tokenizer, context, text)
+        whole = _sequence_loglik(model, [eod, *context_ids, *continuation_ids])
+        prefix = _sequence_loglik(model, [eod, *context_ids]) if context_ids else 0.0
+        assert tokens == len(continuation_ids)
+        assert loglik == pytest.approx(whole - prefix, abs=1e-4)
+    # the same numbers in batches of one (padding never leaks into a row)
+    alone = choice_loglikelihoods(model, tokenizer, items, batch=1)
+    assert alone["loglik"].to_list() == pytest.approx(scores["loglik"].to_list(), abs=1e-5)
+
+
+def test_the_context_s_trailing_space_moves_to_the_continuation(tokenizer):
+    assert encode_pair(tokenizer, "the new ", "budget") == encode_pair(tokenizer, "the new", " budget")
+
+
+def test_a_long_context_is_cut_from_the_left_and_counted(model, tokenizer):
+    eod = special_ids(tokenizer)["eod"]
+    long = " ".join(WORDS * 3)
+    scores = choice_loglikelihoods(model, tokenizer, _items([{**ITEMS[0], "context": long}]))
+    assert scores["truncated"].all()
+    context_ids, continuation_ids = encode_pair(tokenizer, long, " monday")
+    kept = [eod, *context_ids, *continuation_ids][-(model.config.block_size + 1) :]
+    expected = _sequence_loglik(model, kept) - _sequence_loglik(model, kept[: -len(continuation_ids)])
+    assert scores["loglik"][0] == pytest.approx(expected, abs=1e-4)
+    metrics = choice_metrics(scores, _items([{**ITEMS[0], "context": long}]))
+    assert metrics["tasks"]["t1"]["truncated"] == 1
+
+
+def test_a_choice_longer_than_the_window_is_refused_by_name(model, tokenizer):
+    with pytest.raises(
+        ChoiceScoringError, match=r"item 'a': choice 0 is \d+ tokens, longer than the model's window of 24"
+    ):
+        choice_loglikelihoods(model, tokenizer, _items([{**ITEMS[0], "choices": [" ".join(WORDS * 3), "x"]}]))
+
+
+def test_accuracies_centred_accuracy_and_the_gold_bits_per_byte():
+    items = _items(
+        [
+            {"id": "a", "task": "t", "context": "", "choices": ["aa", "b"], "gold": 0},
+            {"id": "b", "task": "t", "context": "", "choices": ["aa", "b"], "gold": 1},
+        ]
+    )
+    # Item a: "aa" (gold) wins summed (-1 > -2) and per byte (-0.5 > -2). Item b: "aa" wins summed
+    # (-2 > -3) and per byte (-1 > -3), so its gold "b" loses both ways: each accuracy is 1 of 2.
+    scores = pl.DataFrame(
+        {
+            "row": [0, 0, 1, 1],
+            "choice": [0, 1, 0, 1],
+            "loglik": [-1.0, -2.0, -2.0, -3.0],
+            "tokens": [1, 1, 1, 1],
+            "bytes": [2, 1, 2, 1],
+            "truncated": [False] * 4,
+        }
+    )
+    m = choice_metrics(scores, items)["tasks"]["t"]
+    assert m["items"] == 2 and m["chance"] == 0.5
+    assert m["acc"] == 0.5 and m["acc_norm"] == 0.5 and m["centred_acc"] == 0.0
+    bits = 1 / math.log(2)
+    gold = [1.0 / 2 * bits, 3.0 * bits]  # a: 1 nat over 2 bytes; b: 3 nats over 1 byte
+    assert m["gold_bpb"] == pytest.approx(sum(gold) / 2)
+    wrong = [2.0 * bits, 2.0 / 2 * bits]
+    assert m["margin_bpb"] == pytest.approx(((wrong[0] - gold[0]) + (wrong[1] - gold[1])) / 2)
+    assert 0.0 <= m["acc_ci"][0] <= 0.5 <= m["acc_ci"][1] <= 1.0
+
+
+def test_curate_eval_scores_a_checkpoint_and_names_a_bad_item(tmp_path, model, tokenizer):
+    out = tmp_path / "train"
+    state = {"format": CHECKPOINT_FORMAT, "step": 7, "model_config": asdict(model.config), "model": model.state_dict()}
+    save_checkpoint(out, state, keep_last=1)
+    tokenizer.save(str(out / "tokenizer.json"))
+    items = write_choice_items(_items(ITEMS), tmp_path / "items.jsonl")
+    result = CliRunner().invoke(app, ["eval", str(out), "--tasks", str(items), "--json", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    assert "likelihood-scored tasks" in result.output and "CORE" in result.output
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["step"] == 7 and set(saved["tasks"]) == {"t1", "t2"} and saved["files"][0]["items"] == 3
+    direct = choice_metrics(choice_loglikelihoods(model, tokenizer, _items(ITEMS)), _items(ITEMS))
+    assert saved["tasks"]["t1"]["gold_bpb"] == pytest.approx(direct["tasks"]["t1"]["gold_bpb"], abs=1e-6)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**ITEMS[0], "gold": 5}) + "\n")
+    result = CliRunner().invoke(app, ["eval", str(out), "--tasks", str(items), "--tasks", str(bad)])
+    assert result.exit_code == 2
+    assert "item 'a' (line 1) has a gold index outside its choices" in result.output
+    assert "Traceback" not in result.output

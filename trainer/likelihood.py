@@ -1,0 +1,231 @@
+"""Multiple-choice items scored by likelihood: each choice's summed log-probability as the
+continuation of its context (the cloze formulation of OLMES and lighteval, the one small models
+can do), and the metrics the field reads from it.
+
+Encoding follows lm-evaluation-harness, so that its numbers and these can be compared: trailing
+spaces of the context move to the start of the continuation, the pair is encoded whole, and the
+continuation's tokens are those after the context's own. The model sees the end-of-document token
+first, as every document starts in training. A context too long for the model's window is cut
+from the left (as lm-eval does), and the results count how many items were cut; a continuation
+longer than the window is an error naming the item.
+
+Per task (DCLM's CORE, OLMES, DataDecide):
+
+    acc            the gold choice has the highest summed log-likelihood (a tie goes to the
+                   first of the tied choices)
+    acc_norm       ... the highest log-likelihood per byte of the choice (lengths differ)
+    centred_acc    (acc - chance) / (1 - chance), chance = the mean of 1 / choices over items;
+                   0 is guessing, 1 is every item right (centred_acc_norm likewise)
+    gold_bpb       bits per byte of the gold choice, -log2 p(gold | context) / bytes: the
+                   continuous measure, which ranks data recipes more reliably than accuracy at
+                   small scale (DataDecide); lower is better
+    margin_bpb     the best wrong choice's bits per byte minus the gold's: above 0 when the gold
+                   choice is likelier per byte than every wrong one
+
+with 95% intervals over items (Wilson's score interval for the accuracies, the normal one with
+the standard error of the mean for the continuous measures). Over tasks: ``core`` (the mean centred
+accuracy, per-byte normalized, CORE's aggregate) and the mean ``gold_bpb``.
+
+Every row runs without gradients, in batches of similar lengths, deterministically.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer
+
+from pipeline.formats.choices import read_choice_items
+from pipeline.formats.tokens import file_sha256, special_ids
+from trainer.model import GPT
+
+Z95 = 1.959963984540054
+
+
+class ChoiceScoringError(ValueError):
+    """An item the model cannot score (its continuation does not fit the window); one line."""
+
+
+def encode_pair(tokenizer: Tokenizer, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    """The context's and the continuation's token ids, as lm-evaluation-harness splits them."""
+    spaces = len(context) - len(context.rstrip(" "))
+    if spaces:
+        context, continuation = context[:-spaces], context[-spaces:] + continuation
+    whole = tokenizer.encode(context + continuation, add_special_tokens=False).ids
+    context_ids = tokenizer.encode(context, add_special_tokens=False).ids if context else []
+    continuation_ids = whole[len(context_ids) :]
+    if not continuation_ids:  # the pair merged into the context's last token
+        continuation_ids = tokenizer.encode(continuation, add_special_tokens=False).ids
+    return context_ids, continuation_ids
+
+
+def _requests(
+    items: pl.DataFrame, tokenizer: Tokenizer, block_size: int
+) -> list[tuple[int, int, list[int], int, bool]]:
+    """``(item row, choice, tokens, continuation length, cut)`` per choice: ``[eod, context,
+    continuation]`` cut from the left to ``block_size + 1`` tokens (``cut`` when it was longer)."""
+    eod = special_ids(tokenizer)["eod"]
+    encoder = Tokenizer.from_str(tokenizer.to_str())
+    encoder.encode_special_tokens = True  # a literal "<|endoftext|>" is text, as in the shards
+    rows = []
+    for row, (item, context, choices) in enumerate(items.select("id", "context", "choices").iter_rows()):
+        for choice, text in enumerate(choices):
+            context_ids, continuation_ids = encode_pair(encoder, context, text)
+            if len(continuation_ids) > block_size:
+                raise ChoiceScoringError(
+                    f"item {item!r}: choice {choice} is {len(continuation_ids)} tokens, longer than the "
+                    f"model's window of {block_size}; shorten it"
+                )
+            tokens = [eod, *context_ids, *continuation_ids]
+            rows.append((row, choice, tokens[-(block_size + 1) :], len(continuation_ids), len(tokens) > block_size + 1))
+    return rows
+
+
+@torch.no_grad()
+def choice_loglikelihoods(model: GPT, tokenizer: Tokenizer, items: pl.DataFrame, batch: int = 32) -> pl.DataFrame:
+    """One row per item and choice: ``row`` (the item's), ``choice``, ``loglik`` (summed natural
+    log-probability of the choice's tokens given the context), ``tokens``, ``bytes`` (UTF-8 bytes
+    of the choice as written), ``truncated`` (the context was cut from the left)."""
+    model.eval()
+    block = model.config.block_size
+    eod = special_ids(tokenizer)["eod"]
+    requests = _requests(items, tokenizer, block)
+    loglik = np.zeros(len(requests), dtype=np.float64)
+    device = next(model.parameters()).device
+    order = sorted(range(len(requests)), key=lambda i: -len(requests[i][2]))  # similar lengths batch together
+    for start in range(0, len(order), batch):
+        chosen = order[start : start + batch]
+        width = max(len(requests[i][2]) for i in chosen) - 1
+        inputs = torch.full((len(chosen), width), eod, dtype=torch.long)
+        for line, index in enumerate(chosen):
+            tokens = requests[index][2]
+            inputs[line, : len(tokens) - 1] = torch.tensor(tokens[:-1])
+        logits, _ = model(inputs.to(device))
+        logprobs = F.log_softmax(logits.float(), dim=-1).cpu()
+        for line, index in enumerate(chosen):
+            tokens, length = requests[index][2], requests[index][3]
+            positions = torch.arange(len(tokens) - 1 - length, len(tokens) - 1)
+            targets = torch.tensor(tokens[-length:])
+            loglik[index] = logprobs[line, positions, targets].double().sum().item()
+    choices = items["choices"].to_list()
+    return pl.DataFrame(
+        {
+            "row": [r[0] for r in requests],
+            "choice": [r[1] for r in requests],
+            "loglik": loglik,
+            "tokens": [r[3] for r in requests],
+            "bytes": [len(choices[r[0]][r[1]].encode("utf-8")) for r in requests],
+            "truncated": [r[4] for r in requests],
+        },
+        schema={
+            "row": pl.Int64,
+            "choice": pl.Int64,
+            "loglik": pl.Float64,
+            "tokens": pl.Int64,
+            "bytes": pl.Int64,
+            "truncated": pl.Boolean,
+        },
+    )
+
+
+def _interval(mean: float, se: float) -> list[float]:
+    return [mean - Z95 * se, mean + Z95 * se]
+
+
+def _wilson(share: float, n: int) -> list[float]:
+    """Wilson's 95% score interval of a share of n items: inside [0, 1], and not of zero width
+    when every item (or none) is right, as the normal approximation would be."""
+    z2 = Z95 * Z95
+    centre = (share + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z95 * math.sqrt(share * (1 - share) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return [centre - half, centre + half]
+
+
+def _item_scores(scores: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
+    """Per item: whether the gold choice wins by summed and by per-byte log-likelihood, its chance
+    rate, the gold choice's bits per byte and the margin over the best wrong choice."""
+    gold = items.select(pl.int_range(pl.len()).alias("row"), "gold", "task")
+    frame = scores.join(gold, on="row").with_columns(
+        bpb=-pl.col("loglik") / math.log(2) / pl.col("bytes"), is_gold=pl.col("choice") == pl.col("gold")
+    )
+    return (
+        frame.group_by("row", maintain_order=True)
+        .agg(
+            pl.col("task").first(),
+            acc=pl.col("choice").get(pl.col("loglik").arg_max()) == pl.col("gold").first(),
+            acc_norm=pl.col("choice").get(pl.col("bpb").arg_min()) == pl.col("gold").first(),
+            chance=1.0 / pl.len(),
+            gold_bpb=pl.col("bpb").filter(pl.col("is_gold")).first(),
+            best_wrong_bpb=pl.col("bpb").filter(~pl.col("is_gold")).min(),
+            truncated=pl.col("truncated").any(),
+        )
+        .with_columns(margin_bpb=pl.col("best_wrong_bpb") - pl.col("gold_bpb"))
+    )
+
+
+def _task_metrics(per_item: pl.DataFrame) -> dict:
+    """The metrics of the module docstring for one task's items, with 95% intervals."""
+    n = per_item.height
+    chance = float(per_item["chance"].mean())
+    found: dict = {"items": n, "chance": chance, "truncated": int(per_item["truncated"].sum())}
+    for name in ("acc", "acc_norm"):
+        value = float(per_item[name].cast(pl.Float64).mean())
+        interval = _wilson(value, n)
+        found[name], found[f"{name}_ci"] = value, interval
+        centred = [(v - chance) / (1 - chance) for v in (value, *interval)]
+        found[f"centred_{name}"], found[f"centred_{name}_ci"] = centred[0], centred[1:]
+    for name in ("gold_bpb", "margin_bpb"):
+        values = per_item[name].to_numpy()
+        mean = float(values.mean())
+        found[name] = mean
+        found[f"{name}_ci"] = _interval(mean, float(values.std(ddof=1)) / math.sqrt(n)) if n > 1 else None
+    return found
+
+
+def choice_metrics(scores: pl.DataFrame, items: pl.DataFrame) -> dict:
+    """``{"tasks": {task: metrics}, "aggregate": {"core", "gold_bpb", "tasks"}}`` from
+    :func:`choice_loglikelihoods`' rows for ``items``."""
+    per_item = _item_scores(scores, items)
+    tasks = {task: _task_metrics(per_item.filter(pl.col("task") == task)) for task in sorted(set(per_item["task"]))}
+    return {
+        "tasks": tasks,
+        "aggregate": {
+            "tasks": len(tasks),
+            "core": float(np.mean([m["centred_acc_norm"] for m in tasks.values()])),
+            "gold_bpb": float(np.mean([m["gold_bpb"] for m in tasks.values()])),
+        },
+    }
+
+
+def evaluate_checkpoint(checkpoint: Path, paths: list[Path], device: str = "cpu", batch: int = 32) -> dict:
+    """:func:`evaluate_choices` with the model and tokenizer of a training out_dir (its newest
+    checkpoint) or of one checkpoint file; the result names the checkpoint and its step."""
+    from trainer.generate import load_model
+
+    for path in paths:  # every file checked before the model loads
+        read_choice_items(path)
+    model, tokenizer, info = load_model(checkpoint, device)
+    results = evaluate_choices(model, tokenizer, paths, batch=batch)
+    return {"checkpoint": str(checkpoint), "step": info.get("step"), **results}
+
+
+def evaluate_choices(model: GPT, tokenizer: Tokenizer, paths: list[Path], batch: int = 32) -> dict:
+    """Score every items file of ``paths`` (read and checked first, all of them, before any
+    scoring) and return the metrics with each file's path, sha256 and item count."""
+    loaded = [(Path(path), read_choice_items(path)) for path in paths]
+    items = pl.concat([frame for _, frame in loaded], how="vertical")
+    duplicated = items.filter(pl.col("id").is_duplicated())
+    if duplicated.height:
+        raise ChoiceScoringError(
+            f"item id {duplicated['id'][0]!r} is in more than one of the files; ids must be unique"
+        )
+    results = choice_metrics(choice_loglikelihoods(model, tokenizer, items, batch=batch), items)
+    results["files"] = [
+        {"path": str(path), "sha256": file_sha256(path), "items": frame.height} for path, frame in loaded
+    ]
+    return results
