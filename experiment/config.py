@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from pipeline.config import DEFAULT_FILTERS, EXCLUDE_SUFFIXES, _existing_file, _Strict
 from pipeline.formats.configfile import ConfigError, read_toml, validate_model
+from pipeline.formats.task import load_task
 
 DOCUMENT_STEPS = ("lang", "filter", "dedup", "lines")
 DEMO_SETS = ("news", "dialogues", "web", "junk")
@@ -147,7 +148,10 @@ class TaskConfig(_Strict):
     @field_validator("path")
     @classmethod
     def _task_exists(cls, value):
-        return _existing_file(value, "task.path", "a Parquet file with id, text, label, split columns")
+        _existing_file(value, "task.path", "a Parquet file with id, text, label, split columns")
+        if value is not None:  # the whole file checked now, not when its first transfer run starts
+            load_task(Path(value).expanduser())
+        return value
 
     @field_validator("sizes")
     @classmethod

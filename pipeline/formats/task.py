@@ -38,15 +38,20 @@ SALT_DEV = 0x00444556  # "DEV": the dev split's order, apart from the draws
 
 
 def load_task(path: Path) -> pl.DataFrame:
-    """A task file, checked: the columns of the module docstring, unique ids, non-empty texts,
-    both splits present and every test label seen in training."""
+    """A task file, checked: the columns of the module docstring, unique ids, non-empty texts and
+    labels, both splits present, at least 2 classes in training and every test label seen there.
+    Raises ValueError (FileNotFoundError for no file) with one line."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(
             f"no task file at {path}; make one with demo_topic_task() or write "
             "id, text, label, split columns to Parquet"
         )
-    task = pl.read_parquet(path)
+    try:
+        task = pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, OSError) as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(f"{path}: not a Parquet file of id, text, label, split columns ({first})") from None
     missing = [c for c in TASK_COLUMNS if c not in task.columns]
     if missing:
         raise ValueError(f"{path}: the task lacks columns {missing} (it has {task.columns})")
@@ -61,6 +66,15 @@ def load_task(path: Path) -> pl.DataFrame:
         raise ValueError(
             f"{path}: split values must be {SPLITS}, and optionally {OPTIONAL_SPLITS} "
             f"(found {sorted(task['split'].unique())})"
+        )
+    unlabelled = task.filter(pl.col("label").is_null() | (pl.col("label").str.strip_chars() == ""))
+    if unlabelled.height:
+        raise ValueError(f"{path}: {unlabelled.height} rows have no label (first: {unlabelled['id'][0]!r})")
+    classes = sorted(task.filter(pl.col("split") == "train")["label"].unique().to_list())
+    if len(classes) < 2:
+        raise ValueError(
+            f"{path}: the train split has {len(classes)} class ({', '.join(map(repr, classes))}); "
+            "a classification task needs at least 2"
         )
     unseen = set(task.filter(pl.col("split") == "test")["label"]) - set(
         task.filter(pl.col("split") == "train")["label"]
