@@ -5,6 +5,7 @@ tokens with the tokens it needs to reach a loss."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -54,6 +55,7 @@ def compare(a: dict, b: dict, lower_is_better: bool) -> dict:
         "ci95": None,
         "better": None,
         "paired": False,
+        "test": None,
     }
     if a["mean"] is None or b["mean"] is None:
         return empty
@@ -85,13 +87,48 @@ def compare(a: dict, b: dict, lower_is_better: bool) -> dict:
     }
     if df is None:
         return result
-    if stderr == 0:  # every seed shows exactly the same difference: no spread to test against
-        t, p, half = None, (0.0 if difference != 0 else 1.0), 0.0
-    else:
-        t = difference / stderr
-        p = float(2 * stats.t.sf(abs(t), df))
-        half = float(stats.t.ppf(0.975, df) * stderr)
-    return {**result, "t": t, "p": p, "ci95": [difference - half, difference + half]}
+    if stderr == 0:
+        # Every seed shows exactly the same difference (accuracy over a few hundred items moves in
+        # steps of one item, so seeds agree often): a t-test has no spread to divide by, and the
+        # difference has no interval. The exact randomization test still holds.
+        p = exact_p(a, b, paired) if difference != 0 else 1.0
+        return {**result, "p": p, "test": "exact" if p is not None else None}
+    t = difference / stderr
+    p = float(2 * stats.t.sf(abs(t), df))
+    half = float(stats.t.ppf(0.975, df) * stderr)
+    return {**result, "t": t, "p": p, "ci95": [difference - half, difference + half], "test": "t"}
+
+
+EXACT_MAX_ARRANGEMENTS = 200_000
+
+
+def exact_p(a: dict, b: dict, paired: bool) -> float | None:
+    """The two-sided p-value of the exact randomization test of ``a`` against ``b``: paired, every
+    sign of every seed's difference (Fisher's sign-flip test); unpaired, every split of the pooled
+    values into groups of the two sizes. The share of arrangements whose difference is at least as
+    large as the one seen; None past :data:`EXACT_MAX_ARRANGEMENTS`. With n paired seeds that
+    all agree, it is 2 / 2^n: 0.5 for two seeds, 0.25 for three, so two or three seeds never make
+    an identical difference significant, as a t-test's p = 0 would."""
+    if paired:
+        seeds = sorted(a["by_seed"])
+        d = np.array([a["by_seed"][s] - b["by_seed"][s] for s in seeds])
+        if 2**d.size > EXACT_MAX_ARRANGEMENTS:
+            return None
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=d.size)))
+        means = np.abs(signs @ d) / d.size
+        return float(np.mean(means >= abs(d.mean()) - 1e-12))
+    values = np.array([*a["by_seed"].values(), *b["by_seed"].values()])
+    n_a = len(a["by_seed"])
+    if math.comb(values.size, n_a) > EXACT_MAX_ARRANGEMENTS:
+        return None
+    observed = abs(values[:n_a].mean() - values[n_a:].mean())
+    total = values.sum()
+    count = arrangements = 0
+    for chosen in itertools.combinations(range(values.size), n_a):
+        first = values[list(chosen)].sum()
+        arrangements += 1
+        count += abs(first / n_a - (total - first) / (values.size - n_a)) >= observed - 1e-12
+    return count / arrangements
 
 
 BOOTSTRAP_REPLICATES = 2000
@@ -187,15 +224,15 @@ def sentence(
     )
     if comparison["p"] is None:
         return f"{head} ({a['n']} and {b['n']} seeds: too few for a test); no verdict."
-    low, high = comparison["ci95"]
+    if comparison["ci95"] is None:  # no spread: the exact randomization test
+        interval = "no interval: the same difference on every seed; "
+        test = "exact " + ("sign-flip" if comparison.get("paired") else "permutation") + " test, "
+    else:
+        low, high = comparison["ci95"]
+        interval = f"95% CI {_number(low, digits)} to {_number(high, digits)}; "
+        test = f"t = {comparison['t']:.2f} at {comparison['df']:.3g} df, "
     head += (
-        f" (95% CI {_number(low, digits)} to {_number(high, digits)}; {a['n']} and {b['n']} seeds, {pairing}, "
-        + (
-            f"t = {comparison['t']:.2f} at {comparison['df']:.3g} df, "
-            if comparison["t"] is not None
-            else "the same difference on every seed, "
-        )
-        + f"{_p_text(comparison['p'])}, "
+        f" ({interval}{a['n']} and {b['n']} seeds, {pairing}, {test}" + f"{_p_text(comparison['p'])}, "
         f"Holm-adjusted over the {comparison['family_size']} comparisons of its family, "
         f"{comparison['family']}: {_p_text(comparison['p_holm'])})"
     )
