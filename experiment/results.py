@@ -311,7 +311,8 @@ def memorization_metrics(result: dict) -> dict[str, float]:
 # (the clean sets' mean held-out loss of each variant against the baseline, the question the
 # experiment is built for), the held-out sets and groups one by one, each leave-one-out variant
 # against the pipeline it leaves a step out of (``ablation_of``), pretrained against random
-# initialization, and fine-tuning against probing. Correcting the headline for the exploratory
+# initialization, each variant's transfer against the baseline's, every probe against the bag of
+# words, and fine-tuning against probing. Correcting the headline for the exploratory
 # per-set tests as well would leave three seeds (2 degrees of freedom) unable to answer it.
 FAMILIES = (
     "headline",
@@ -319,6 +320,8 @@ FAMILIES = (
     "leave-one-out",
     "memorization",
     "transfer",
+    "transfer vs baseline",
+    "transfer vs bag of words",
     "label efficiency",
     "languages",
     "fine-tuning vs probing",
@@ -596,12 +599,39 @@ def _label_efficiency(comparisons: _Comparisons, names: list[str], task_info: di
                 )
 
 
-def _transfer_comparisons(comparisons: _Comparisons, names: list[str], transfer_keys: list[str]) -> None:
-    """Each variant pretrained against random initialization on every transfer measure, and
-    fine-tuning against probing for every model."""
+def _transfer_comparisons(comparisons: _Comparisons, names: list[str], transfer_keys: list[str], baseline: str) -> None:
+    """Each variant pretrained against random initialization on every transfer measure, each
+    variant against the baseline (the question the experiment exists to answer), every model's
+    probe against the bag of words on the same labels, and fine-tuning against probing for every
+    model."""
     for name in names:
         for metric in transfer_keys:
             comparisons.add(metric, name, "random", True, "pretraining helps over random initialization")
+    for name in names:
+        if name != baseline:
+            for metric in [m for m in transfer_keys if not m.startswith("bow_")]:
+                comparisons.add(
+                    metric,
+                    name,
+                    baseline,
+                    True,
+                    f"curation improves transfer over {baseline}",
+                    family="transfer vs baseline",
+                )
+    for name in ["random", *names]:
+        for metric in [m for m in transfer_keys if m.startswith("probe_")]:
+            comparisons.add(
+                metric,
+                name,
+                "bag-of-words",
+                OPEN,
+                "a linear probe of the model against a bag of words trained on the same labels",
+                f"{name} probed",
+                "bag of words",
+                b_metric=metric.replace("probe_", "bow_"),
+                family="transfer vs bag of words",
+                name=metric.replace("probe_", "probe_vs_bow_"),
+            )
     for name in ["random", *names]:
         for metric in [m for m in transfer_keys if m.startswith("finetune_")]:
             comparisons.add(
@@ -661,7 +691,7 @@ def _comparisons(
     _language_comparisons(comparisons, config)
     transfer_keys = [m for m in metrics if "_accuracy@" in m]
     _label_efficiency(comparisons, names, task_info)
-    _transfer_comparisons(comparisons, names, transfer_keys)
+    _transfer_comparisons(comparisons, names, transfer_keys, config.baseline_name)
     made = comparisons.made
     for family in dict.fromkeys(c["family"] for c in made):
         holm([c for c in made if c["family"] == family])

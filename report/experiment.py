@@ -539,7 +539,7 @@ def _comparisons(results: dict, select) -> str:
         else:
             verdict = "no difference shown"
         flag = ' <span class="warn">(contradicts the expectation)</span>' if c["contradicts_expectation"] else ""
-        ci = c.get("ci95") or [None, None]
+        ci = c.get("ci95")
         boot = c.get("bootstrap")
         rows.append(
             [
@@ -547,7 +547,12 @@ def _comparisons(results: dict, select) -> str:
                 esc(c["a"]),
                 esc(c["b"]),
                 _num(f"{ref}.difference", c["difference"], 4),
-                f"{_num(f'{ref}.ci95.0', ci[0], 4)} to {_num(f'{ref}.ci95.1', ci[1], 4)}",
+                (
+                    f"{_num(f'{ref}.ci95.0', ci[0], 4)} to {_num(f'{ref}.ci95.1', ci[1], 4)}"
+                    if ci
+                    else _num(f"{ref}.ci95", None)
+                    + (" (the same on every seed: exact test)" if c.get("test") == "exact" else "")
+                ),
                 (
                     f"{_num(f'{ref}.bootstrap.ci95.0', boot['ci95'][0], 4)} to "
                     f"{_num(f'{ref}.bootstrap.ci95.1', boot['ci95'][1], 4)} "

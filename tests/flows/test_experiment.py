@@ -182,7 +182,17 @@ def test_every_comparison_is_tested_once_with_holm_within_its_family(tiny):
     # A variant with ablation_of is also compared with that variant, in a family of its own.
     ablation = [c for c in results["comparisons"] if c["family"] == "leave-one-out"]
     assert ablation and {(c["a"], c["b"]) for c in ablation} == {("full-t2", "full")}
-    assert all(c["ci95"][0] <= c["difference"] <= c["ci95"][1] for c in tested)
+    # an interval for every t-test; none where the seeds agree exactly (the exact test's p instead)
+    assert all(c["ci95"][0] <= c["difference"] <= c["ci95"][1] for c in tested if c["test"] == "t")
+    assert all(c["ci95"] is None and c["p"] >= 0.25 for c in tested if c["test"] == "exact")
+    # transfer: every curated variant against the baseline, and every probe against the bag of words
+    assert {(c["a"], c["b"]) for c in results["comparisons"] if c["family"] == "transfer vs baseline"} == {
+        ("full", "raw"),
+        ("full-t2", "raw"),
+    }
+    against_bow = [c for c in results["comparisons"] if c["family"] == "transfer vs bag of words"]
+    assert {c["a"] for c in against_bow} == {"random probed", "raw probed", "full probed", "full-t2 probed"}
+    assert all(c["b"] == "bag of words" and c["metric"].startswith("probe_vs_bow_accuracy@") for c in against_bow)
     assert not [c for c in results["comparisons"] if "_loss@" in c["metric"] or c["metric"] == "heldout_bpb/news/news"]
 
 
@@ -706,8 +716,15 @@ def test_eval_set_names_and_non_demo_need_held_out_text(tmp_path):
         _config(tmp_path, eval_sets=[{"name": "news", "path": str(path)}])
     curation = tmp_path / "curation.toml"
     curation.write_text("")
-    task = tmp_path / "task.parquet"
-    task.write_text("")
+    task = tmp_path / "task.parquet"  # a valid task: the file is checked with the config
+    pl.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "text": ["w x", "y z", "w y", "x z"],
+            "label": ["p", "q"] * 2,
+            "split": ["train"] * 2 + ["test"] * 2,
+        }
+    ).write_parquet(task)
     with pytest.raises(ConfigError, match="eval_sets: name at least one held-out file"):
         _config(tmp_path, demo=False, curation=str(curation), task={"path": str(task)})
 
