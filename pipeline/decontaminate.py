@@ -56,9 +56,9 @@ from tokenizers import Tokenizer
 
 from pipeline.formats.hashing import fmix64
 from pipeline.formats.mixture import read_manifest, tokenizer_path
-from pipeline.formats.tokens import load_tokenizer, read_token_shard
+from pipeline.formats.tokens import load_tokenizer, read_token_shard, shard_encoder
 from pipeline.io.storage import as_path
-from pipeline.tokenizer import TEXT_BATCH, shard_encoder
+from pipeline.tokenizer import TEXT_BATCH
 
 WINDOW_TOKENS = 13  # GPT-3's contamination study (Brown et al. 2020, appendix C)
 COMMON_WINDOW_DOCS = 10  # a window in more pool documents than this is common text, not contamination

@@ -62,6 +62,7 @@ from pipeline.formats.tokens import (
     SPECIAL_TOKENS,
     UNK_TOKEN,
     file_sha256,
+    shard_encoder,
     special_ids,
     token_dtype,
     token_shard_entry,
@@ -236,16 +237,6 @@ def _read_spool(spool: Path) -> Iterator[list[str]]:
     with pa.memory_map(str(spool), "r") as source:
         for batch in ipc.open_stream(source):
             yield batch.column(0).to_pylist()
-
-
-def shard_encoder(tokenizer: Tokenizer) -> Tokenizer:
-    """A copy of ``tokenizer`` that encodes special-token strings in the text as plain text, and
-    neither pads nor truncates."""
-    encoder = Tokenizer.from_str(tokenizer.to_str())
-    encoder.encode_special_tokens = True
-    encoder.no_padding()
-    encoder.no_truncation()
-    return encoder
 
 
 def write_token_shard(

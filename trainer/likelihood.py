@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer
 
 from pipeline.formats.choices import read_choice_items
-from pipeline.formats.tokens import file_sha256, special_ids
+from pipeline.formats.tokens import file_sha256, shard_encoder, special_ids
 from trainer.model import GPT
 
 Z95 = 1.959963984540054
@@ -70,8 +70,7 @@ def _requests(
     """``(item row, choice, tokens, continuation length, cut)`` per choice: ``[eod, context,
     continuation]`` cut from the left to ``block_size + 1`` tokens (``cut`` when it was longer)."""
     eod = special_ids(tokenizer)["eod"]
-    encoder = Tokenizer.from_str(tokenizer.to_str())
-    encoder.encode_special_tokens = True  # a literal "<|endoftext|>" is text, as in the shards
+    encoder = shard_encoder(tokenizer)  # a literal "<|endoftext|>" is text, as in the shards
     rows = []
     for row, (item, context, choices) in enumerate(items.select("id", "context", "choices").iter_rows()):
         for choice, text in enumerate(choices):
@@ -207,17 +206,22 @@ def evaluate_checkpoint(checkpoint: Path, paths: list[Path], device: str = "cpu"
     checkpoint) or of one checkpoint file; the result names the checkpoint and its step."""
     from trainer.generate import load_model
 
-    for path in paths:  # every file checked before the model loads
-        read_choice_items(path)
+    loaded = read_choice_files(paths)  # every file checked before the model loads
     model, tokenizer, info = load_model(checkpoint, device)
-    results = evaluate_choices(model, tokenizer, paths, batch=batch)
+    results = evaluate_choices(model, tokenizer, loaded, batch=batch)
     return {"checkpoint": str(checkpoint), "step": info.get("step"), **results}
 
 
-def evaluate_choices(model: GPT, tokenizer: Tokenizer, paths: list[Path], batch: int = 32) -> dict:
-    """Score every items file of ``paths`` (read and checked first, all of them, before any
-    scoring) and return the metrics with each file's path, sha256 and item count."""
-    loaded = [(Path(path), read_choice_items(path)) for path in paths]
+def read_choice_files(paths: list[Path]) -> list[tuple[Path, pl.DataFrame]]:
+    """Each items file of ``paths`` with its items, read and checked (:func:`read_choice_items`)."""
+    return [(Path(path), read_choice_items(path)) for path in paths]
+
+
+def evaluate_choices(
+    model: GPT, tokenizer: Tokenizer, loaded: list[tuple[Path, pl.DataFrame]], batch: int = 32
+) -> dict:
+    """Score the items of ``loaded`` (:func:`read_choice_files`) and return the metrics with each
+    file's path, sha256 and item count."""
     items = pl.concat([frame for _, frame in loaded], how="vertical")
     duplicated = items.filter(pl.col("id").is_duplicated())
     if duplicated.height:

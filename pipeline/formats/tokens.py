@@ -375,3 +375,13 @@ def export_bin(shard_paths: Sequence[Path], out_path: Path) -> dict:
         "sha256": digest,
         "shards": [path.name for path in paths],
     }
+
+
+def shard_encoder(tokenizer: Tokenizer) -> Tokenizer:
+    """A copy of ``tokenizer`` that encodes special-token strings in the text as plain text, and
+    neither pads nor truncates."""
+    encoder = Tokenizer.from_str(tokenizer.to_str())
+    encoder.encode_special_tokens = True
+    encoder.no_padding()
+    encoder.no_truncation()
+    return encoder
