@@ -33,6 +33,8 @@ TEXT = {".json", ".toml", ".html", ".md", ".txt", ".csv"}
 SKIP = {".log", ".db", ".sqlite", ".lock", ".pid"}
 SKIP_NAMES = re.compile(r"^events\.out\.tfevents\.")
 WALL_TIME = re.compile(r"Wall time[^<]*")
+# Checkpoints are compared by what they hold when torch can open them, else as bytes.
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 TIMING = re.compile(r"^timing$|(^|_)(seconds|started|finished|elapsed|wall|duration|time|timestamp)$|_at$|_s$")
 
 
@@ -56,12 +58,10 @@ def _local_text(text: str, root: Path) -> str:
     return text.replace(str(root.resolve()), "<run>").replace(str(root), "<run>")
 
 
-def _checkpoint_digest(path: Path, root: Path) -> str | None:
-    """A digest of what a checkpoint holds, timings left out; None when torch is not installed."""
-    try:
-        import torch
-    except ImportError:
-        return None
+def _checkpoint_digest(path: Path, root: Path) -> str:
+    """A digest of what a checkpoint holds, timings left out (torch is installed)."""
+    import torch
+
     parts: list[bytes] = []
 
     def walk(value, key: str) -> None:
@@ -85,10 +85,8 @@ def _checkpoint_digest(path: Path, root: Path) -> str | None:
 
 
 def digest(path: Path, root: Path) -> str:
-    if path.suffix == ".pt":
-        found = _checkpoint_digest(path, root)
-        if found is not None:
-            return found
+    if path.suffix == ".pt" and HAS_TORCH:
+        return _checkpoint_digest(path, root)
     data = path.read_bytes()
     if path.suffix in TEXT:
         text = _local_text(data.decode("utf-8", errors="replace"), root)
@@ -112,11 +110,7 @@ def _compared(path: Path, root: Path) -> bool:
     if any(part.startswith(".") for part in relative.parts):
         return False
     # A checkpoint's digest file holds the sha256 of bytes that include its timings.
-    return not (path.name.endswith(".pt.sha256") and path.with_suffix("").is_file() and _has_torch())
-
-
-def _has_torch() -> bool:
-    return importlib.util.find_spec("torch") is not None
+    return not (HAS_TORCH and path.name.endswith(".pt.sha256") and path.with_suffix("").is_file())
 
 
 def files(root: Path) -> dict[str, str]:
