@@ -71,4 +71,6 @@ def _one_line(error: ValidationError, model: type[BaseModel]) -> str:
     message = first["msg"].removeprefix("Value error, ")
     if isinstance(first.get("input"), dict):  # a whole section: the message names the key in it
         return f"{key}: {message}"
+    if str(first.get("input")) in message:  # the message names what it got (a file's path)
+        return f"{key}: {message}"
     return f"{key}: {message} (got {first.get('input')!r})"

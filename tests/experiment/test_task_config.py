@@ -54,6 +54,7 @@ def test_a_bad_task_file_stops_the_config_in_one_line(tmp_path, frame, message):
     with pytest.raises(ConfigError, match=message) as caught:
         parse_experiment(_config(tmp_path, path))
     assert str(caught.value).startswith("task.path: ") and "\n" not in str(caught.value)
+    assert str(caught.value).count(str(path)) == 1  # the file named once
 
 
 def test_a_file_that_is_not_parquet_is_named(tmp_path):
