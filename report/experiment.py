@@ -724,7 +724,8 @@ def _heldout_loss(results: dict) -> list[str]:
 
 def _all_comparisons(results: dict) -> list[str]:
     """The section of every comparison (its closing tag apart): held-out loss against the baseline,
-    leave-one-out (when any), pretrained against random, fine-tuning against probing."""
+    leave-one-out (when any), pretrained against random, transfer against the baseline and against
+    the bag of words (when any), fine-tuning against probing."""
     return [
         "<section id=comparisons><h2>All comparisons</h2>",
         "<h3>Held-out loss against the baseline</h3>",
@@ -739,6 +740,15 @@ def _all_comparisons(results: dict) -> list[str]:
         ),
         "<h3>Pretrained against random initialization</h3>",
         _comparisons(results, lambda c: c["b"] == "random"),
+        *(
+            part
+            for family, heading in (
+                ("transfer vs baseline", "Transfer: each variant against the baseline"),
+                ("transfer vs bag of words", "Transfer: each probe against the bag of words on the same labels"),
+            )
+            if any(c.get("family") == family for c in results["comparisons"])
+            for part in (f"<h3>{heading}</h3>", _comparisons(results, lambda c, family=family: c["family"] == family))
+        ),
         "<h3>Fine-tuning against probing</h3>",
         _comparisons(results, lambda c: c["metric"].startswith("finetune_vs_probe")),
     ]

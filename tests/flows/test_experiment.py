@@ -291,6 +291,10 @@ def test_the_report_shows_the_numbers_of_results_json(tiny):
     results = tiny.results
     page = (tiny.out / "report" / "index.html").read_text()
     assert "Licences of the tokens trained on" in page and 'data-json="results.json#curation.raw.licences.' in page
+    exact = [c for c in results["comparisons"] if c["test"] == "exact"]
+    assert page.count("(the same on every seed: exact test)") == len(exact)
+    assert "Transfer: each variant against the baseline" in page
+    assert "Transfer: each probe against the bag of words on the same labels" in page
     shown = re.findall(r'data-json="results\.json#([^"]+)">([^<]*)<', page)
     assert len(shown) > 20
     for path, text in shown:
