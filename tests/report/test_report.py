@@ -396,8 +396,13 @@ def test_each_stage_publishes_its_prefect_artifacts(run):
     _, stats = run
     keys = [artifact_key(stage, what) for stage in stats for what in ("summary", "rules")]
     assert all(re.fullmatch(r"[a-z0-9-]+", key) for key in keys)
+    wanted = ArtifactFilter(key=ArtifactFilterKey(any_=keys))
+    found: list = []
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
+        # The server answers at most a page (200) at a time, and every run in the session
+        # publishes under the same keys: read every page, or this run's may be past the first.
+        while page := client.read_artifacts(artifact_filter=wanted, offset=len(found), limit=200):
+            found += page
     by_key: dict[str, list] = {}
     for artifact in found:
         by_key.setdefault(artifact.key, []).append(artifact)
