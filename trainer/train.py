@@ -382,7 +382,12 @@ def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] 
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.utils.deterministic.fill_uninitialized_memory = False
     try:
-        return _train(config, resume, log if processes.main else None, processes, device)
+        result = _train(config, resume, log if processes.main else None, processes, device)
+        if processes.distributed:
+            # Every rank reaches here before any tears the group down: a rank that leaves while
+            # another's gloo work is still in flight aborts the other at exit.
+            dist.barrier()
+        return result
     finally:
         if device.type == "cpu":  # as the caller had them
             torch.use_deterministic_algorithms(before[0], warn_only=before[1])
