@@ -36,10 +36,11 @@ def refuse_sweep_folder(config: ExperimentConfig) -> None:
 
 def experiment_results(config: ExperimentConfig, prepared: Prepared, models: dict[str, dict]) -> dict:
     """results.json's content (timing aside) from what was prepared and every run's result
-    (``models``: ``{kind: {model: {seed: result}}}``, kind pretrain, transfer, and memorization and
-    scores when they ran)."""
+    (``models``: ``{kind: {model: {seed: result}}}``, kind pretrain, transfer, and memorization,
+    scores and tasks when they ran)."""
     summaries, transfer = models["pretrain"], models["transfer"]
     memorization, scores = models.get("memorization", {}), models.get("scores", {})
+    tasks = models.get("tasks", {})
     curation = curation_info(config, prepared.runs, prepared.corpus)
     curves = training_curves(config, summaries, prepared.eval_manifest)
     return summarize(
@@ -56,6 +57,11 @@ def experiment_results(config: ExperimentConfig, prepared: Prepared, models: dic
         scores={
             name: {seed: pl.read_parquet(result["path"]) for seed, result in seeds.items()}
             for name, seeds in scores.items()
+        },
+        tasks=tasks or None,
+        task_items={
+            name: {seed: pl.read_parquet(config.out_dir / "tasks" / name / f"seed-{seed}.parquet") for seed in seeds}
+            for name, seeds in tasks.items()
         },
     )
 
@@ -182,6 +188,8 @@ def save_results(config: ExperimentConfig, results: dict, timing: dict, models: 
     timing["transfer_runs_s"] = sum(t.get("seconds", 0.0) for runs in transfer.values() for t in runs.values())
     timing["memorization_runs_s"] = sum(m.get("seconds", 0.0) for runs in memorization.values() for m in runs.values())
     timing["scoring_runs_s"] = sum(m.get("seconds", 0.0) for runs in scores.values() for m in runs.values())
+    tasks = models.get("tasks", {})
+    timing["task_runs_s"] = sum(m.get("seconds", 0.0) for runs in tasks.values() for m in runs.values())
     timing["parallel_runs"] = config.parallel_runs
     results["timing"] = timing
     write_json(results, config.out_dir / "results.json")

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from pipeline.config import DEFAULT_FILTERS, EXCLUDE_SUFFIXES, _existing_file, _Strict
+from pipeline.formats.choices import read_choice_items
 from pipeline.formats.configfile import ConfigError, read_toml, validate_model
 from pipeline.formats.task import load_task
 
@@ -170,6 +171,42 @@ class TaskConfig(_Strict):
         return self
 
 
+class ChoiceTasksConfig(_Strict):
+    """Multiple-choice tasks scored by likelihood (trainer.likelihood) on every pretrained model:
+    the built-in ones (experiment.tasks: continuation, cloze and minimal pairs from the clean
+    held-out sets, the classification task in context at each of ``shots``) and the user's
+    ``[[eval_tasks]]``. Each variant is compared with the baseline on every task (family
+    ``tasks``)."""
+
+    enabled: bool = True
+    builtin: bool = True  # build the tasks of experiment.tasks from the held-out sets and the task
+    items: int = Field(default=300, ge=10)  # per built-in task, at most
+    shots: list[int] = Field(default_factory=lambda: [0, 1, 3, 5])  # the classification task in context
+    batch: int = Field(default=32, ge=1)
+
+    @field_validator("shots")
+    @classmethod
+    def _shots(cls, value):
+        if any(k < 0 for k in value) or len(set(value)) != len(value):
+            raise ValueError("shots must be distinct numbers of labelled examples in the prompt (0: none)")
+        return value
+
+
+class EvalTaskConfig(_Strict):
+    """A file of the user's multiple-choice items (pipeline.formats.choices), scored on every
+    pretrained model beside the built-in tasks; its contexts and right answers are excluded from
+    every pool and checked for contamination like the held-out sets."""
+
+    path: Path
+
+    @field_validator("path")
+    @classmethod
+    def _items_valid(cls, value):
+        _existing_file(value, "eval_tasks.path", "a JSON-lines or Parquet file of multiple-choice items")
+        read_choice_items(Path(value).expanduser())  # every item checked now, before any work
+        return value
+
+
 class MemorizationConfig(_Strict):
     """Memorization of planted canaries (trainer.memorization): with ``demo``, the demo corpus's
     (``heldout/canaries.parquet``); otherwise ``canaries``, a Parquet file with ``id``, ``text``,
@@ -317,6 +354,8 @@ class ExperimentConfig(_Strict):
     decontamination: DecontaminationConfig = Field(default_factory=DecontaminationConfig)
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     task: TaskConfig = Field(default_factory=TaskConfig)
+    choice_tasks: ChoiceTasksConfig = Field(default_factory=ChoiceTasksConfig)
+    eval_tasks: list[EvalTaskConfig] = Field(default_factory=list)  # the user's multiple-choice items
     memorization: MemorizationConfig = Field(default_factory=MemorizationConfig)
     efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
     languages: LanguagesConfig = Field(default_factory=LanguagesConfig)

@@ -222,12 +222,15 @@ def trained_on(documents: pl.DataFrame, plan: pl.DataFrame, labels: pl.DataFrame
 
 
 TASK_SET = "task"  # the set name of the downstream task's texts in the protected texts
+EVAL_TASKS_SET = "eval_tasks"  # ... and of the user's multiple-choice items
 
 
-def protected_texts(heldout: pl.DataFrame, task: pl.DataFrame) -> pl.DataFrame:
+def protected_texts(heldout: pl.DataFrame, task: pl.DataFrame, items: pl.DataFrame | None = None) -> pl.DataFrame:
     """``id, text, set`` of the texts no training document may share a token window with: the
-    clean held-out sets and the task's texts (ids ``task/<id>``). Every pool is decontaminated
-    against them (``mix.exclude``) and every mixture is checked against them.
+    clean held-out sets, the task's texts (ids ``task/<id>``) and the user's multiple-choice
+    ``items`` (each context followed by its right answer, ids ``eval_tasks/<id>``; the built-in
+    tasks are made of the held-out and task texts). Every pool is decontaminated against them
+    (``mix.exclude``) and every mixture is checked against them.
 
     Junk sets are not among them: they are kept out of the pools by lineage (the corpus never
     writes them or their copies into a pool), while the templates they were made from are the
@@ -238,7 +241,16 @@ def protected_texts(heldout: pl.DataFrame, task: pl.DataFrame) -> pl.DataFrame:
     tasks = task.select(
         id=pl.lit(f"{TASK_SET}/") + pl.col("id").cast(pl.String), text=pl.col("text"), set=pl.lit(TASK_SET)
     )
-    return pl.concat([clean, tasks]).sort(["set", "id"])
+    frames = [clean, tasks]
+    if items is not None and items.height:
+        frames.append(
+            items.select(
+                id=pl.lit(f"{EVAL_TASKS_SET}/") + pl.col("id"),
+                text=pl.col("context") + pl.col("choices").list.get(pl.col("gold")),
+                set=pl.lit(EVAL_TASKS_SET),
+            )
+        )
+    return pl.concat(frames).sort(["set", "id"])
 
 
 def contamination_total(check: dict) -> int:

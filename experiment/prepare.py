@@ -28,10 +28,13 @@ from experiment.heldout import (
     tokenizer_sample,
     write_eval_folder,
 )
+from experiment.tasks import write_built_tasks
 from pipeline.config import RunConfig, load_config
 from pipeline.decontaminate import check_contamination
+from pipeline.formats.choices import read_choice_items
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
+from pipeline.formats.task import load_task
 from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.stages.registry import last_document_stage
@@ -74,6 +77,7 @@ class Prepared:
     eval_manifest: dict
     runs: dict[str, RunConfig]
     contamination: dict
+    choice_tasks: list[Path]  # the multiple-choice items files every pretrained model is scored on
 
 
 def gather_inputs(config: ExperimentConfig) -> Inputs:
@@ -277,15 +281,49 @@ def eval_folder(
     return folder, manifest
 
 
+def choice_task_files(
+    config: ExperimentConfig, texts: pl.DataFrame, task_path: Path | None, tokenizer_path: Path, block_size: int
+) -> list[Path]:
+    """The multiple-choice items every pretrained model is scored on: the built-in tasks
+    (experiment.tasks, from the held-out ``texts`` and the task; ``out_dir/tasks/items/<task>.jsonl``),
+    each choice at most half of ``block_size`` tokens, then the user's ``[[eval_tasks]]``; none
+    when ``choice_tasks.enabled`` is false. An item id in two files is a :class:`ConfigError`."""
+    if not config.choice_tasks.enabled:
+        return []
+    tasks = config.choice_tasks
+    paths = []
+    if tasks.builtin:
+        tokenizer = load_tokenizer(tokenizer_path)
+
+        def fits(choice: str) -> bool:
+            return len(tokenizer.encode(" " + choice, add_special_tokens=False).ids) <= block_size // 2
+
+        task = load_task(task_path) if task_path is not None else None
+        folder = config.out_dir / "tasks" / "items"
+        paths += write_built_tasks(folder, texts, task, tasks.items, tasks.shots, config.seed, fits)
+    paths += [Path(spec.path) for spec in config.eval_tasks]
+    seen: dict[str, Path] = {}
+    for path in paths:
+        for item in read_choice_items(path)["id"].to_list():
+            if item in seen:
+                raise ConfigError(
+                    f"eval_tasks: the item id {item!r} is in {seen[item]} and in {path}; give every item its own id"
+                )
+            seen[item] = path
+    return paths
+
+
 def write_protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path | None) -> tuple[Path, pl.DataFrame]:
-    """``out_dir/heldout/protected.parquet``: the clean held-out sets and the task's texts
-    (:func:`experiment.heldout.protected_texts`), every pool's ``mix.exclude``."""
+    """``out_dir/heldout/protected.parquet``: the clean held-out sets, the task's texts and the
+    user's multiple-choice items (:func:`experiment.heldout.protected_texts`), every pool's
+    ``mix.exclude``."""
     task = (
         pl.read_parquet(task_path, columns=["id", "text"])
         if task_path is not None
         else pl.DataFrame(schema={"id": pl.String, "text": pl.String})
     )
-    protected = protected_texts(texts, task)
+    items = [read_choice_items(spec.path) for spec in config.eval_tasks]
+    protected = protected_texts(texts, task, pl.concat(items) if items else None)
     path = config.out_dir / "heldout" / "protected.parquet"
     if not path.exists() or not pl.read_parquet(path).equals(protected):
         write_parquet(protected.to_arrow(), path)

@@ -22,6 +22,7 @@ from experiment.statistics import (
     spread,
     tokens_to_reach,
 )
+from experiment.task_results import AGGREGATES, COMPARED, task_item_values, task_metrics, tasks_info
 
 
 def _size_label(size: str) -> str:
@@ -108,10 +109,12 @@ def transfer_metrics(results: dict) -> dict[str, float]:
     return metrics
 
 
-def _item_values(metric: str, model: str, scores: dict, transfer: dict):
+def _item_values(metric: str, model: str, scores: dict, transfer: dict, task_items: dict):
     """``(seed -> per-item numerators, item ids, denominators, strata)`` behind ``metric`` for
     ``model``, for :func:`bootstrap_ratio_difference`; None when the measure has no items kept
     (a held-out group, a loss) or the model has none."""
+    if metric.startswith("task"):
+        return task_item_values(metric, task_items.get(model))
     if metric == "heldout_bpb" or (metric.startswith("heldout_bpb/") and metric.count("/") == 1):
         runs = scores.get(model)
         if not runs:
@@ -325,6 +328,8 @@ FAMILIES = (
     "label efficiency",
     "languages",
     "fine-tuning vs probing",
+    "task aggregates",
+    "tasks",
 )
 
 
@@ -334,6 +339,10 @@ OPEN = "open"  # a comparison with no expected direction: nothing it finds goes 
 def _family(metric: str) -> str:
     if metric == "heldout_bpb":
         return "headline"
+    if metric.startswith("tasks/"):
+        return "task aggregates"
+    if metric.startswith("task/"):
+        return "tasks"
     if metric.startswith("memorization/"):
         return "memorization"
     if metric.startswith("lang_bpb/"):
@@ -351,6 +360,8 @@ def _lower_is_better(metric: str) -> bool:
     """Lower held-out loss is better; for memorization, less of it (a higher suffix loss)."""
     if metric.startswith("memorization/"):
         return not metric.startswith("memorization/suffix_loss")
+    if "margin" in metric:  # the gold choice's lead over the best wrong one
+        return False
     return "bpb" in metric or "loss" in metric
 
 
@@ -646,12 +657,26 @@ def _transfer_comparisons(comparisons: _Comparisons, names: list[str], transfer_
             )
 
 
-def _conclude(c: dict, metrics: dict[str, dict], scores: dict, transfer: dict) -> None:
+def _task_comparisons(comparisons: _Comparisons, names: list[str], baseline: str) -> None:
+    """Each variant against the baseline on the tasks' aggregates (CORE's mean centred accuracy,
+    the mean gold bits per byte) and on every task's per-byte accuracy and gold bits per byte."""
+    metrics = comparisons.metrics
+    per_task = [m for m in metrics if m.startswith("task/") and m.count("/") == 2 and m.rsplit("/", 1)[1] in COMPARED]
+    for name in names:
+        if name == baseline:
+            continue
+        for metric in [*[m for m in AGGREGATES if m in metrics], *per_task]:
+            comparisons.add(
+                metric, name, baseline, True, f"curation improves what the model knows of text over {baseline}"
+            )
+
+
+def _conclude(c: dict, metrics: dict[str, dict], scores: dict, transfer: dict, task_items: dict) -> None:
     """One comparison, Holm-adjusted: its bootstrap over seeds and items (where the measure keeps
     its items), whether it goes against the expectation, and its sentence."""
     metric, a, b_metric, b, lower, name = c.pop("_sides")
     if metric == b_metric:
-        sides = [_item_values(metric, model, scores, transfer) for model in (a, b)]
+        sides = [_item_values(metric, model, scores, transfer, task_items) for model in (a, b)]
         if sides[0] is not None and sides[1] is not None:
             c["bootstrap"] = _paired_bootstrap(*sides)
     expected = c.pop("_expected")
@@ -681,6 +706,7 @@ def _comparisons(
     transfer: dict[str, dict[int, dict]],
     task_info: dict,
     scores: dict,
+    task_items: dict,
 ) -> list[dict]:
     """Every comparison of the families, Holm-corrected within each family, with its conclusion
     (:func:`_conclude`); adds the label-efficiency gains to ``metrics``."""
@@ -692,11 +718,12 @@ def _comparisons(
     transfer_keys = [m for m in metrics if "_accuracy@" in m]
     _label_efficiency(comparisons, names, task_info)
     _transfer_comparisons(comparisons, names, transfer_keys, config.baseline_name)
+    _task_comparisons(comparisons, names, config.baseline_name)
     made = comparisons.made
     for family in dict.fromkeys(c["family"] for c in made):
         holm([c for c in made if c["family"] == family])
     for c in made:
-        _conclude(c, metrics, scores, transfer)
+        _conclude(c, metrics, scores, transfer, task_items)
     return made
 
 
@@ -712,21 +739,29 @@ def summarize(
     memorization: dict[str, dict[int, dict]] | None = None,
     canaries: dict | None = None,
     scores: dict[str, dict[int, pl.DataFrame]] | None = None,
+    tasks: dict[str, dict[int, dict]] | None = None,
+    task_items: dict[str, dict[int, pl.DataFrame]] | None = None,
 ) -> dict:
     """results.json: every run's numbers, their spread over seeds, and the comparisons with the
     sentence each supports (and whether it goes against the expectation); the held-out sets'
     provenance (``heldout``, :func:`experiment.heldout.heldout_provenance`), the
     contamination check's counts per variant (``contamination``), and what ``memorization`` (per
     variant and seed, a memorization task's result) measured on the ``canaries`` (what they are, how
-    often each variant saw them)."""
+    often each variant saw them), and what the multiple-choice ``tasks`` measured (per variant and
+    seed, experiment.runs.score_tasks' result; ``task_items`` its per-item scores)."""
     high_resource = config.languages.high_resource
     per_run = _pretraining_metrics(summaries, eval_manifest["groups"])
     per_transfer = _per_seed(transfer, transfer_metrics)
     per_memorization = _per_seed(memorization or {}, memorization_metrics)
     per_language = _per_seed(scores or {}, lambda frame: language_metrics(frame, high_resource))
-    metrics = _spread_metrics((per_run, per_transfer, per_memorization, per_language))
+    per_task = _per_seed(tasks or {}, task_metrics)
+    metrics = _spread_metrics((per_run, per_transfer, per_memorization, per_language, per_task))
     task_info = transfer_summary(transfer)
-    comparisons = _comparisons(config, metrics, heldout, canaries, transfer, task_info, scores or {})
+    comparisons = _comparisons(
+        config, metrics, heldout, canaries, transfer, task_info, scores or {}, {
+            name: {str(seed): frame for seed, frame in seeds.items()} for name, seeds in (task_items or {}).items()
+        }
+    )  # fmt: skip
     return {
         "format": "curate.experiment/1",
         "config": config.model_dump(mode="json"),
@@ -741,6 +776,7 @@ def summarize(
         "task": task_info,
         "memorization": {**(canaries or {}), "runs": per_memorization} if memorization else None,
         "languages": _languages_info(config, scores) if scores else None,
+        "tasks": {**tasks_info(tasks), "runs": per_task} if tasks else None,
         "data_efficiency": data_efficiency(config, per_run) or None,
         "metrics": metrics,
         "alpha": ALPHA,

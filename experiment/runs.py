@@ -2,7 +2,8 @@
 (:func:`pretrain`, its training config from :func:`train_config`), transfer to the downstream task
 (:func:`transfer`: label-efficiency curves of a pretrained model, of the same architecture not
 pretrained, or of the bag-of-words reference), memorization of the planted canaries
-(:func:`measure_memorization`), and every held-out document scored whole (:func:`score_documents`).
+(:func:`measure_memorization`), every held-out document scored whole (:func:`score_documents`), and
+the multiple-choice tasks scored by likelihood (:func:`score_tasks`).
 
 Each run writes one file under ``out_dir`` (its folder: :func:`train_folder`) and returns what it
 wrote; a run whose file is there already reads it back. Torch and the trainer are imported by the
@@ -216,3 +217,26 @@ def score_documents(checkpoint: Path, tokenizer_path: Path, texts_path: Path, ou
     ).with_columns(tokens=pl.Series(tokens, dtype=pl.Int64), nats=pl.Series(nats, dtype=pl.Float64))
     write_parquet(frame.to_arrow(), out_path)
     return {"path": str(out_path), "documents": frame.height, "seconds": time.perf_counter() - started}
+
+
+def score_tasks(checkpoint: Path, task_paths: list[Path], batch: int, out_path: Path) -> dict:
+    """Every multiple-choice item of ``task_paths`` scored by likelihood by one pretrained model
+    (trainer.likelihood): ``tasks/<variant>/seed-<s>.json``, the metrics per task (and group) with
+    each file's sha256, and beside it ``.parquet``, per item whether the gold choice won (by sum
+    and per byte), its bits per byte and margin, which the paired bootstrap over seeds and items
+    reads."""
+    from trainer.generate import load_model
+    from trainer.likelihood import read_choice_files, score_choices
+
+    items_path = out_path.with_suffix(".parquet")
+    if out_path.exists() and items_path.exists():
+        return read_json(out_path)
+    started = time.perf_counter()
+    loaded = read_choice_files(task_paths)
+    model, tokenizer, info = load_model(checkpoint)
+    results, per_item = score_choices(model, tokenizer, loaded, batch=batch)
+    write_parquet(per_item.to_arrow(), items_path)
+    results = {"checkpoint": str(checkpoint), "step": info.get("step"), **results}
+    results["seconds"] = time.perf_counter() - started
+    write_json(results, out_path)
+    return results

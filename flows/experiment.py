@@ -21,6 +21,9 @@ Steps, all under ``out_dir``::
     memorization/<variant>/seed-<s>.json  extraction and exposure of the planted canaries
     scores/<variant>/seed-<s>.parquet     every held-out document's loss, scored whole (per
                           language bits per byte; the bootstrap over test items)
+    tasks/items/<task>.jsonl          the built-in multiple-choice tasks (experiment.tasks), from
+                          the held-out sets and the task's articles
+    tasks/<variant>/seed-<s>.json     every task scored by likelihood (and .parquet, per item)
     results.json, report/index.html
 
 Each step is skipped when its output is complete (curation runs resume; training resumes from
@@ -46,6 +49,7 @@ from experiment.config import ExperimentConfig, VariantConfig
 from experiment.prepare import (
     Prepared,
     check_mixtures,
+    choice_task_files,
     eval_folder,
     gather_inputs,
     junk_texts,
@@ -61,6 +65,7 @@ from experiment.runs import (
     pretrain,
     pretraining_configs,
     score_documents,
+    score_tasks,
     shared_model_shape,
     train_folder,
     transfer,
@@ -68,6 +73,7 @@ from experiment.runs import (
 from flows.curate import curate_flow
 from pipeline.config import RunConfig, parse_config
 from pipeline.formats.manifest import open_run
+from trainer.config import ModelSection
 
 
 @task(name="experiment-pretrain", cache_policy=NO_CACHE, task_run_name="pretrain-{variant}-seed{seed}")
@@ -112,6 +118,12 @@ def scores_task(
 ) -> dict:
     """Every held-out document scored whole by one pretrained model (experiment.runs.score_documents)."""
     return score_documents(checkpoint, tokenizer_path, texts_path, out_path)
+
+
+@task(name="experiment-tasks", cache_policy=NO_CACHE, task_run_name="tasks-{variant}-seed{seed}")
+def tasks_task(variant: str, seed: int, checkpoint: Path, task_paths: list[Path], batch: int, out_path: Path) -> dict:
+    """The multiple-choice tasks scored by one pretrained model (experiment.runs.score_tasks)."""
+    return score_tasks(checkpoint, task_paths, batch, out_path)
 
 
 def _worker_threads(threads: int) -> None:
@@ -225,6 +237,8 @@ def prepare(config: ExperimentConfig, variants: list[VariantConfig], timing: dic
     tokenizer_path = pool_tokenizer(config, source_run, inputs)
     heldout, eval_manifest = eval_folder(config, inputs.texts_path, inputs.texts, tokenizer_path)
     protected_path, protected = write_protected(config, inputs.texts, inputs.task_path)
+    block_size = ModelSection(**(config.train.get("model") or {})).block_size
+    choice_tasks = choice_task_files(config, inputs.texts, inputs.task_path, tokenizer_path, block_size)
     runs: dict[str, RunConfig] = {}
     for group, data in variant_curations(config, variants, inputs, tokenizer_path, protected_path):
         run = _curate(data)
@@ -237,7 +251,7 @@ def prepare(config: ExperimentConfig, variants: list[VariantConfig], timing: dic
     timing["contamination_check_s"] = time.perf_counter() - tick
     return Prepared(
         inputs.corpus, inputs.task_path, inputs.texts_path, inputs.texts, inputs.origins, inputs.canaries_path,
-        tokenizer_path, heldout, eval_manifest, runs, contamination,
+        tokenizer_path, heldout, eval_manifest, runs, contamination, choice_tasks,
     )  # fmt: skip
 
 
@@ -279,6 +293,17 @@ def _scores_parameters(config: ExperimentConfig, prepared: Prepared, name: str, 
     )
 
 
+def _tasks_parameters(config: ExperimentConfig, prepared: Prepared, name: str, seed: int) -> dict:
+    return dict(
+        variant=name,
+        seed=seed,
+        checkpoint=train_folder(config.out_dir, name, seed),
+        task_paths=prepared.choice_tasks,
+        batch=config.choice_tasks.batch,
+        out_path=config.out_dir / "tasks" / name / f"seed-{seed}.json",
+    )
+
+
 def _train_and_transfer(config: ExperimentConfig, prepared: Prepared) -> dict[str, dict[str, dict[int, dict]]]:
     """Every pretraining run (the data-efficiency runs pretrain only), then the transfer runs, the
     memorization of the canaries and the scores of the held-out documents (see :func:`_run_models`)."""
@@ -295,6 +320,8 @@ def _train_and_transfer(config: ExperimentConfig, prepared: Prepared) -> dict[st
             partial(_memorization_parameters, config, prepared),
             set(variants),
         )
+    if prepared.choice_tasks:
+        followups["tasks"] = (tasks_task, partial(_tasks_parameters, config, prepared), set(variants))
     if config.languages.enabled:
         followups["scores"] = (scores_task, partial(_scores_parameters, config, prepared), set(variants))
     return _run_models(

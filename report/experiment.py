@@ -521,6 +521,52 @@ def _efficiency(results: dict) -> str:
     )
 
 
+def _tasks(results: dict) -> str:
+    """The multiple-choice tasks scored by likelihood: the aggregates per variant, then per task its
+    items, chance rate and each variant's per-byte accuracy and gold bits per byte (mean ± seed
+    std), and the comparisons of both families."""
+    info = results.get("tasks")
+    if not info:
+        return ""
+    variants = [v for v in results["variants"] if v in info["runs"]]
+    rows = []
+    for task, entry in info["tasks"].items():
+        ref = f"results.json#tasks.tasks.{task}"
+        rows.append(
+            [
+                esc(task),
+                _num(f"{ref}.items", entry["items"]) + (f" ({entry['truncated']} cut)" if entry["truncated"] else ""),
+                _num(f"{ref}.chance", entry["chance"], 3),
+                *(_value(results, f"task/{task}/acc_norm", v) for v in variants),
+                *(_value(results, f"task/{task}/gold_bpb", v) for v in variants),
+            ]
+        )
+    columns = [f"acc_norm {v}" for v in variants] + [f"gold bpb {v}" for v in variants]
+    files = ", ".join(f"{esc(Path(f['path']).name)} <code>{esc(f['sha256'][:12])}</code>" for f in info["files"])
+    return (
+        "<section id=tasks><h2>Tasks scored by likelihood</h2><p class=note>Each item's choices are scored as "
+        "continuations of its context by the pretrained model (no gradient step): acc_norm, the share of "
+        "items whose right choice has the highest log-likelihood per byte (chance: the column beside it); "
+        "gold bpb, the right choice's bits per byte (lower is better), the continuous measure that ranks data "
+        "recipes more reliably at small scale. CORE is the mean over tasks of the accuracy centred on chance "
+        "(0 is guessing). Built from the held-out sets and the task's articles, which no pool holds; "
+        f"files: {files}.</p>"
+        + _metric_table(
+            results,
+            ["tasks/core", "tasks/gold_bpb"],
+            variants,
+            3,
+            lambda m: "CORE (mean centred acc_norm)" if m == "tasks/core" else "mean gold bpb",
+        )
+        + table(["task", "items", "chance", *columns], rows, numeric=set(range(1, 3 + len(columns))))
+        + "<h3>Comparisons: the aggregates (Holm over the task aggregates family)</h3>"
+        + _comparisons(results, lambda c: c["family"] == "task aggregates")
+        + "<h3>Comparisons: each task (Holm over the tasks family)</h3>"
+        + _comparisons(results, lambda c: c["family"] == "tasks")
+        + "</section>"
+    )
+
+
 def _metric_table(results: dict, metrics: list[str], models: list[str], digits: int, label) -> str:
     rows = [[esc(model)] + [_value(results, metric, model, digits) for metric in metrics] for model in models]
     return table(["model", *[label(m) for m in metrics]], rows, numeric=set(range(1, len(metrics) + 1)))
@@ -615,6 +661,7 @@ def render(results: dict) -> str:
         _efficiency(results),
         _memorization(results),
         _languages(results),
+        _tasks(results),
         _transfer(results, _transfer_models(results)),
         *_all_comparisons(results),
         "</section></main></body></html>",
@@ -665,6 +712,7 @@ def _page_header(results: dict) -> list[str]:
         + ("<a href='#efficiency'>data efficiency</a>" if results.get("data_efficiency") else "")
         + ("<a href='#memorization'>memorization</a>" if results.get("memorization") else "")
         + ("<a href='#languages'>languages</a>" if results.get("languages") else "")
+        + ("<a href='#tasks'>tasks</a>" if results.get("tasks") else "")
         + "<a href='#transfer'>transfer</a><a href='#comparisons'>all comparisons</a></nav>",
     ]
 

@@ -145,17 +145,20 @@ def _wilson(share: float, n: int) -> list[float]:
     return [centre - half, centre + half]
 
 
-def _item_scores(scores: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
-    """Per item: whether the gold choice wins by summed and by per-byte log-likelihood, its chance
-    rate, the gold choice's bits per byte and the margin over the best wrong choice."""
-    gold = items.select(pl.int_range(pl.len()).alias("row"), "gold", "task")
+def item_scores(scores: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
+    """Per item (``id, task, group``): whether the gold choice wins by summed and by per-byte
+    log-likelihood, its chance rate, the gold choice's bits per byte and the margin over the best
+    wrong choice, and whether its context was cut."""
+    gold = items.select(pl.int_range(pl.len()).alias("row"), "id", "task", "group", "gold")
     frame = scores.join(gold, on="row").with_columns(
         bpb=-pl.col("loglik") / math.log(2) / pl.col("bytes"), is_gold=pl.col("choice") == pl.col("gold")
     )
     return (
         frame.group_by("row", maintain_order=True)
         .agg(
+            pl.col("id").first(),
             pl.col("task").first(),
+            pl.col("group").first(),
             acc=pl.col("choice").get(pl.col("loglik").arg_max()) == pl.col("gold").first(),
             acc_norm=pl.col("choice").get(pl.col("bpb").arg_min()) == pl.col("gold").first(),
             chance=1.0 / pl.len(),
@@ -164,6 +167,7 @@ def _item_scores(scores: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
             truncated=pl.col("truncated").any(),
         )
         .with_columns(margin_bpb=pl.col("best_wrong_bpb") - pl.col("gold_bpb"))
+        .drop("row", "best_wrong_bpb")
     )
 
 
@@ -187,10 +191,23 @@ def _task_metrics(per_item: pl.DataFrame) -> dict:
 
 
 def choice_metrics(scores: pl.DataFrame, items: pl.DataFrame) -> dict:
+    """:func:`metrics_of` the :func:`item_scores` of :func:`choice_loglikelihoods`' rows for ``items``."""
+    return metrics_of(item_scores(scores, items))
+
+
+def metrics_of(per_item: pl.DataFrame) -> dict:
     """``{"tasks": {task: metrics}, "aggregate": {"core", "gold_bpb", "tasks"}}`` from
-    :func:`choice_loglikelihoods`' rows for ``items``."""
-    per_item = _item_scores(scores, items)
-    tasks = {task: _task_metrics(per_item.filter(pl.col("task") == task)) for task in sorted(set(per_item["task"]))}
+    :func:`item_scores`; a task whose items name groups has each group's metrics too
+    (``groups``)."""
+    tasks = {}
+    for task in sorted(set(per_item["task"])):
+        part = per_item.filter(pl.col("task") == task)
+        tasks[task] = _task_metrics(part)
+        named = part.filter(pl.col("group").is_not_null())
+        if named.height:
+            tasks[task]["groups"] = {
+                group: _task_metrics(named.filter(pl.col("group") == group)) for group in sorted(set(named["group"]))
+            }
     return {
         "tasks": tasks,
         "aggregate": {
@@ -220,16 +237,24 @@ def read_choice_files(paths: list[Path]) -> list[tuple[Path, pl.DataFrame]]:
 def evaluate_choices(
     model: GPT, tokenizer: Tokenizer, loaded: list[tuple[Path, pl.DataFrame]], batch: int = 32
 ) -> dict:
-    """Score the items of ``loaded`` (:func:`read_choice_files`) and return the metrics with each
-    file's path, sha256 and item count."""
+    """The metrics of :func:`score_choices`."""
+    return score_choices(model, tokenizer, loaded, batch)[0]
+
+
+def score_choices(
+    model: GPT, tokenizer: Tokenizer, loaded: list[tuple[Path, pl.DataFrame]], batch: int = 32
+) -> tuple[dict, pl.DataFrame]:
+    """Score the items of ``loaded`` (:func:`read_choice_files`): the metrics with each file's
+    path, sha256 and item count, and the :func:`item_scores` behind them."""
     items = pl.concat([frame for _, frame in loaded], how="vertical")
     duplicated = items.filter(pl.col("id").is_duplicated())
     if duplicated.height:
         raise ChoiceScoringError(
             f"item id {duplicated['id'][0]!r} is in more than one of the files; ids must be unique"
         )
-    results = choice_metrics(choice_loglikelihoods(model, tokenizer, items, batch=batch), items)
+    per_item = item_scores(choice_loglikelihoods(model, tokenizer, items, batch=batch), items)
+    results = metrics_of(per_item)
     results["files"] = [
         {"path": str(path), "sha256": file_sha256(path), "items": frame.height} for path, frame in loaded
     ]
-    return results
+    return results, per_item

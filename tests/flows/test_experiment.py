@@ -54,6 +54,7 @@ def _config(tmp_path, **overrides):
             "finetune": {"min_steps": 2, "max_steps": 4, "eval_every": 2, "warmup_steps": 1},
         },
         "memorization": {"prefix_tokens": 6, "suffix_tokens": 8},
+        "choice_tasks": {"items": 12, "shots": [0, 1]},
         "efficiency": {"budgets": [3000, 12000], "variants": ["raw", "full"]},
         "variants": [
             {"name": "raw"},
@@ -194,6 +195,36 @@ def test_every_comparison_is_tested_once_with_holm_within_its_family(tiny):
     assert {c["a"] for c in against_bow} == {"random probed", "raw probed", "full probed", "full-t2 probed"}
     assert all(c["b"] == "bag of words" and c["metric"].startswith("probe_vs_bow_accuracy@") for c in against_bow)
     assert not [c for c in results["comparisons"] if "_loss@" in c["metric"] or c["metric"] == "heldout_bpb/news/news"]
+
+
+def test_every_variant_and_seed_is_scored_on_every_task_and_compared_with_the_baseline(tiny):
+    """The built-in tasks: every variant and seed scored on every item, each task's file named
+    with its sha256, every item made of held-out or task text (which no pool holds), and each
+    curated variant compared with raw on every task, with the bootstrap over seeds and items."""
+    results, texts = tiny.results, tiny.texts
+    info = results["tasks"]
+    names = set(info["tasks"])
+    assert {"continuation-news", "continuation-dialogues", "cloze-news", "topic-0shot", "topic-1shot"} <= names
+    for entry in info["files"]:
+        assert file_sha256(Path(entry["path"])) == entry["sha256"]
+    items = pl.concat([pl.read_ndjson(entry["path"]) for entry in info["files"]])
+    clean = texts.filter(pl.col("clean"))["text"].to_list()
+    for row in items.filter(~pl.col("task").str.starts_with("topic-")).iter_rows(named=True):
+        assert any(row["context"] + row["choices"][row["gold"]] in text for text in clean), row["id"]
+    for variant in ("raw", "full", "full-t2"):
+        for seed in ("0", "1"):
+            run = info["runs"][variant][seed]
+            assert all(0 <= run[f"task/{t}/acc_norm"] <= 1 and run[f"task/{t}/gold_bpb"] > 0 for t in names)
+            per_item = pl.read_parquet(tiny.out / "tasks" / variant / f"seed-{seed}.parquet")
+            assert per_item.height == items.height == sum(t["items"] for t in info["tasks"].values())
+    per_task = [c for c in results["comparisons"] if c["family"] == "tasks"]
+    assert {(c["a"], c["b"]) for c in per_task} == {("full", "raw"), ("full-t2", "raw")}
+    assert {c["metric"] for c in per_task} == {f"task/{t}/{m}" for t in names for m in ("acc_norm", "gold_bpb")}
+    assert all(c["bootstrap"]["items"] == info["tasks"][c["metric"].split("/")[1]]["items"] for c in per_task)
+    aggregates = [c for c in results["comparisons"] if c["family"] == "task aggregates"]
+    assert {c["metric"] for c in aggregates} == {"tasks/core", "tasks/gold_bpb"}
+    page = (tiny.out / "report" / "index.html").read_text()
+    assert "<section id=tasks>" in page and "CORE (mean centred acc_norm)" in page
 
 
 def test_heldout_provenance_names_every_set_its_source_and_its_documents(tiny):
