@@ -53,7 +53,14 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	$(BIN)/mkdocs build --strict -d site
 
-test: setup browser $(DOCS_STAMP)
+# lm-evaluation-harness, the optional extra `curate eval` runs task YAMLs through; its adapter's
+# tests compare it with the built-in evaluator, so `make test` installs it.
+LMEVAL_STAMP := $(VENV)/.installed-lm-eval
+$(LMEVAL_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[lm-eval]'
+	touch $(LMEVAL_STAMP)
+
+test: setup browser $(DOCS_STAMP) $(LMEVAL_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(VENV)/site-check
 	$(BIN)/python -m pytest -q
 

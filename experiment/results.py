@@ -83,6 +83,8 @@ def transfer_summary(transfer: dict[str, dict[int, dict]]) -> dict:
         "dev_examples": first.get("dev_examples"),
         "test_examples": first.get("test_examples"),
         "labels": first.get("labels"),
+        "chance": first.get("chance"),
+        "majority": first.get("majority"),
         "draws": settings.get("draws"),
         "finetune_draws": settings.get("finetune_draws") if "finetune" in sizes else None,
         "sizes": {method: sizes[method] for method in TRANSFER_METHODS if method in sizes},
@@ -99,12 +101,15 @@ TRANSFER_METHODS = ("probe", "finetune", "bow")  # bow: the bag-of-words referen
 
 
 def transfer_metrics(results: dict) -> dict[str, float]:
-    """``probe_accuracy@50``, ``finetune_loss@all``, ``bow_accuracy@10``, ... of one transfer result
-    (each size's mean over its draws)."""
+    """``probe_accuracy@50``, ``finetune_loss@all``, ``bow_accuracy@10``, ``probe_balacc@10`` (the
+    balanced accuracy, reported beside the accuracy and not tested again), ... of one transfer
+    result (each size's mean over its draws)."""
     metrics = {}
     for method in TRANSFER_METHODS:
         for size, scores in results.get(method, {}).items():
             metrics[f"{method}_accuracy@{_size_label(size)}"] = scores["accuracy"]
+            if "balanced_accuracy" in scores:
+                metrics[f"{method}_balacc@{_size_label(size)}"] = scores["balanced_accuracy"]
             metrics[f"{method}_loss@{_size_label(size)}"] = scores["loss"]
     return metrics
 

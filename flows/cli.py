@@ -406,25 +406,54 @@ def generate(
 @app.command("eval")
 def evaluate(
     checkpoint: Path = typer.Argument(..., help="a training out_dir (its newest checkpoint) or a checkpoint file"),
-    tasks: list[Path] = typer.Option(..., "--tasks", help="a JSON lines or Parquet file of items; repeat for more"),
+    tasks: list[Path] = typer.Option(
+        ..., "--tasks", help="a JSON lines or Parquet file of items, or an lm-eval task YAML; repeat for more"
+    ),
     json_out: Path | None = typer.Option(None, "--json", help="also write the results as JSON here"),
     device: str = typer.Option("cpu", help="cpu, cuda, mps"),
     batch: int = typer.Option(32, min=1, help="choices scored at a time"),
 ) -> None:
     """Score multiple-choice items by likelihood (each choice as the continuation of its context):
-    accuracy, per-byte accuracy, centred accuracy and the gold choice's bits per byte, per task."""
+    accuracy, per-byte accuracy, centred accuracy and the gold choice's bits per byte, per task.
+    Task YAMLs of lm-evaluation-harness (local data files) run through it, on the same model."""
     from pipeline.formats.choices import ChoiceItemsError
     from pipeline.io.writer import write_json
-    from report.console import print_choice_results
+    from report.console import print_choice_results, print_lm_eval_results
     from trainer.checkpoints import CheckpointError
     from trainer.likelihood import ChoiceScoringError, evaluate_checkpoint
 
-    with _failing_on(ChoiceItemsError, ChoiceScoringError, CheckpointError, FileNotFoundError):
-        results = evaluate_checkpoint(checkpoint, tasks, device=device, batch=batch)
-    print_choice_results(results, stdout)
+    yamls = [path for path in tasks if path.suffix in (".yaml", ".yml")]
+    items = [path for path in tasks if path not in yamls]
+    results: dict = {}
+    with _failing_on(ChoiceItemsError, ChoiceScoringError, CheckpointError, FileNotFoundError, ValueError):
+        if items:
+            results = evaluate_checkpoint(checkpoint, items, device=device, batch=batch)
+        if yamls:
+            results["lm_eval"] = _lm_eval(checkpoint, yamls, device, batch)
+    if items:
+        print_choice_results(results, stdout)
+    if yamls:
+        print_lm_eval_results(results["lm_eval"], stdout)
     if json_out is not None:
         write_json(results, json_out)
         stdout.print(f"results: {json_out}", highlight=False, markup=False)
+
+
+def _lm_eval(checkpoint: Path, yamls: list[Path], device: str, batch: int) -> dict:
+    """lm-eval's results for task YAMLs on a checkpoint (trainer.harness): per task, its metrics."""
+    missing = [str(path) for path in yamls if not path.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{missing[0]}: no such task YAML")
+    try:
+        from trainer.harness import evaluate_yaml_tasks
+    except ImportError:
+        raise ValueError(
+            "lm-eval is not installed, and task YAMLs run through it: pip install -e '.[lm-eval]'"
+        ) from None
+    found = evaluate_yaml_tasks(checkpoint, yamls, device=device, batch=batch)
+    if found is None:
+        raise ValueError("lm-eval returned no results")
+    return {"results": found["results"], "n_samples": found.get("n-samples", {})}
 
 
 def _study(config: Path, command: str, quiet: bool):

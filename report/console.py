@@ -481,3 +481,20 @@ def print_choice_results(results: dict, out) -> None:
         highlight=False,
         markup=False,
     )
+
+
+def print_lm_eval_results(results: dict, out) -> None:
+    """The lm-eval part of ``curate eval``: each task's samples and its metrics (value ± standard
+    error) as lm-eval reports them."""
+    table = Table(title="lm-evaluation-harness tasks (on this checkpoint, through trainer.harness)")
+    for column in ("task", "samples", "metric", "value"):
+        table.add_column(column, justify="left" if column in ("task", "metric") else "right")
+    for task, metrics in results["results"].items():
+        for key, value in metrics.items():
+            if not isinstance(value, (int, float)) or "_stderr" in key or key == "sample_len":
+                continue
+            name = key.split(",")[0]
+            stderr = metrics.get(key.replace(name, f"{name}_stderr", 1))
+            shown = f"{value:.4f}" + (f" ± {stderr:.4f}" if isinstance(stderr, (int, float)) else "")
+            table.add_row(printable(task), f"{metrics.get('sample_len', '')}", printable(name), shown)
+    out.print(table)

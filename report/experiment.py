@@ -78,6 +78,9 @@ def _label_curves(results: dict, models: list[str]) -> str:
                 color = _color(results, model)
                 ax.plot(x, mean, style, color=color, marker="o", ms=3, lw=1.2, label=model)
                 ax.fill_between(x, low, high, color=color, alpha=0.15, lw=0)
+            for key, style, label in (("chance", ":", "chance"), ("majority", "-.", "majority class")):
+                if info.get(key) is not None:
+                    ax.axhline(info[key], color="#999999", ls=style, lw=1, label=label if ax is axes[0] else None)
             ax.set_xscale("log")
             ax.set_xlabel("labelled examples")
             ax.set_ylabel("test accuracy")
@@ -86,12 +89,24 @@ def _label_curves(results: dict, models: list[str]) -> str:
     return to_svg(fig, "label-efficiency", "test accuracy against labelled examples")
 
 
+def _lines(info: dict) -> str:
+    """The lines accuracy is read against: chance and the majority class's share of the test split."""
+    if info.get("chance") is None:
+        return ""
+    return (
+        '<p>Chance (one over the classes): <span class="num" data-json="results.json#task.chance">'
+        f'{fmt(info["chance"], 3)}</span>; always the majority class: <span class="num" '
+        f'data-json="results.json#task.majority">{fmt(info["majority"], 3)}</span> of the test split.</p>'
+    )
+
+
 def _transfer(results: dict, models: list[str]) -> str:
     """The label-efficiency curves, accuracy and cross-entropy tables, and what the task was."""
     info = results.get("task") or {}
     accuracy = [m for m in results["metrics"] if m.startswith(("probe_accuracy@", "finetune_accuracy@"))]
     losses = [m for m in results["metrics"] if m.startswith(("probe_loss@", "finetune_loss@"))]
     reference = [m for m in results["metrics"] if m.startswith("bow_accuracy@")]
+    balanced = [m for m in results["metrics"] if "_balacc@" in m]
     gains = [m for m in results["metrics"] if "_gain@" in m]
     shown = [*models, *(["bag-of-words"] if reference else [])]
     draws = info.get("draws")
@@ -119,7 +134,14 @@ def _transfer(results: dict, models: list[str]) -> str:
         "of a few settings gives, not what one could choose blind.</p>"
         + _label_curves(results, models)
         + "<h3>Test accuracy (mean over seeds ± std)</h3>"
+        + _lines(info)
         + _metric_table(results, accuracy + reference, shown, 3, lambda m: m.replace("_accuracy@", " @ "))
+        + (
+            "<h3>Balanced test accuracy (the mean of the classes' recalls; mean over seeds ± std)</h3>"
+            + _metric_table(results, balanced, shown, 3, lambda m: m.replace("_balacc@", " @ "))
+            if balanced
+            else ""
+        )
         + (
             "<h3>Gain in accuracy over random initialization, seed by seed</h3>"
             + _metric_table(results, gains, models[1:], 3, lambda m: m.replace("_gain@", " @ "))

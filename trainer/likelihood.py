@@ -64,53 +64,81 @@ def encode_pair(tokenizer: Tokenizer, context: str, continuation: str) -> tuple[
     return context_ids, continuation_ids
 
 
-def _requests(
-    items: pl.DataFrame, tokenizer: Tokenizer, block_size: int
-) -> list[tuple[int, int, list[int], int, bool]]:
-    """``(item row, choice, tokens, continuation length, cut)`` per choice: ``[eod, context,
-    continuation]`` cut from the left to ``block_size + 1`` tokens (``cut`` when it was longer)."""
+def _encoded(
+    tokenizer: Tokenizer, pairs: list[tuple[str, str]], block_size: int, label
+) -> list[tuple[list[int], int, bool]]:
+    """``(tokens, continuation length, cut)`` per ``(context, continuation)`` pair: ``[eod, context,
+    continuation]`` cut from the left to ``block_size + 1`` tokens (``cut`` when it was longer). A
+    continuation longer than the window is a :class:`ChoiceScoringError` naming ``label(k)``."""
     eod = special_ids(tokenizer)["eod"]
     encoder = shard_encoder(tokenizer)  # a literal "<|endoftext|>" is text, as in the shards
     rows = []
-    for row, (item, context, choices) in enumerate(items.select("id", "context", "choices").iter_rows()):
-        for choice, text in enumerate(choices):
-            context_ids, continuation_ids = encode_pair(encoder, context, text)
-            if len(continuation_ids) > block_size:
-                raise ChoiceScoringError(
-                    f"item {item!r}: choice {choice} is {len(continuation_ids)} tokens, longer than the "
-                    f"model's window of {block_size}; shorten it"
-                )
-            tokens = [eod, *context_ids, *continuation_ids]
-            rows.append((row, choice, tokens[-(block_size + 1) :], len(continuation_ids), len(tokens) > block_size + 1))
+    for k, (context, continuation) in enumerate(pairs):
+        context_ids, continuation_ids = encode_pair(encoder, context, continuation)
+        if len(continuation_ids) > block_size:
+            raise ChoiceScoringError(
+                f"{label(k)} is {len(continuation_ids)} tokens, longer than the model's window of "
+                f"{block_size}; shorten it"
+            )
+        tokens = [eod, *context_ids, *continuation_ids]
+        rows.append((tokens[-(block_size + 1) :], len(continuation_ids), len(tokens) > block_size + 1))
     return rows
 
 
 @torch.no_grad()
-def choice_loglikelihoods(model: GPT, tokenizer: Tokenizer, items: pl.DataFrame, batch: int = 32) -> pl.DataFrame:
-    """One row per item and choice: ``row`` (the item's), ``choice``, ``loglik`` (summed natural
-    log-probability of the choice's tokens given the context), ``tokens``, ``bytes`` (UTF-8 bytes
-    of the choice as written), ``truncated`` (the context was cut from the left)."""
+def pair_loglikelihoods(
+    model: GPT, tokenizer: Tokenizer, pairs: list[tuple[str, str]], batch: int = 32, label=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per ``(context, continuation)`` pair: the continuation's summed natural log-probability
+    given the context, whether greedy decoding would produce it (every token the argmax), its
+    tokens, and whether the context was cut from the left to fit the window. Rows of similar
+    length are batched together; ``label(k)`` names pair k in an error."""
     model.eval()
     block = model.config.block_size
     eod = special_ids(tokenizer)["eod"]
-    requests = _requests(items, tokenizer, block)
+    requests = _encoded(tokenizer, pairs, block, label or (lambda k: f"continuation {k}"))
     loglik = np.zeros(len(requests), dtype=np.float64)
+    greedy = np.zeros(len(requests), dtype=bool)
     device = next(model.parameters()).device
-    order = sorted(range(len(requests)), key=lambda i: -len(requests[i][2]))  # similar lengths batch together
+    order = sorted(range(len(requests)), key=lambda i: -len(requests[i][0]))  # similar lengths batch together
     for start in range(0, len(order), batch):
         chosen = order[start : start + batch]
-        width = max(len(requests[i][2]) for i in chosen) - 1
+        width = max(len(requests[i][0]) for i in chosen) - 1
         inputs = torch.full((len(chosen), width), eod, dtype=torch.long)
         for line, index in enumerate(chosen):
-            tokens = requests[index][2]
+            tokens = requests[index][0]
             inputs[line, : len(tokens) - 1] = torch.tensor(tokens[:-1])
         logits, _ = model(inputs.to(device))
         logprobs = F.log_softmax(logits.float(), dim=-1).cpu()
         for line, index in enumerate(chosen):
-            tokens, length = requests[index][2], requests[index][3]
+            tokens, length = requests[index][0], requests[index][1]
             positions = torch.arange(len(tokens) - 1 - length, len(tokens) - 1)
             targets = torch.tensor(tokens[-length:])
-            loglik[index] = logprobs[line, positions, targets].double().sum().item()
+            rows = logprobs[line, positions]
+            loglik[index] = rows[torch.arange(length), targets].double().sum().item()
+            greedy[index] = bool((rows.argmax(-1) == targets).all())
+    lengths = np.array([r[1] for r in requests], dtype=np.int64)
+    cut = np.array([r[2] for r in requests], dtype=bool)
+    return loglik, greedy, lengths, cut
+
+
+def choice_loglikelihoods(model: GPT, tokenizer: Tokenizer, items: pl.DataFrame, batch: int = 32) -> pl.DataFrame:
+    """One row per item and choice: ``row`` (the item's), ``choice``, ``loglik`` (summed natural
+    log-probability of the choice's tokens given the context), ``tokens``, ``bytes`` (UTF-8 bytes
+    of the choice as written), ``truncated`` (the context was cut from the left)."""
+    where = [
+        (row, choice, item, context, text)
+        for row, (item, context, choices) in enumerate(items.select("id", "context", "choices").iter_rows())
+        for choice, text in enumerate(choices)
+    ]
+    loglik, _, lengths, cut = pair_loglikelihoods(
+        model,
+        tokenizer,
+        [(context, text) for *_, context, text in where],
+        batch,
+        label=lambda k: f"item {where[k][2]!r}: choice {where[k][1]}",
+    )
+    requests = [(row, choice, None, int(n), bool(c)) for (row, choice, *_), n, c in zip(where, lengths, cut)]
     choices = items["choices"].to_list()
     return pl.DataFrame(
         {

@@ -118,8 +118,13 @@ def features(model: GPT, tokens: torch.Tensor, lengths: torch.Tensor, batch: int
 
 
 def _scores(logits: torch.Tensor, targets: torch.Tensor) -> dict:
+    """Accuracy, balanced accuracy (the mean over the classes present of each one's recall: what a
+    classifier that always answers the majority class cannot inflate) and cross-entropy."""
+    right = (logits.argmax(1) == targets).float()
+    recalls = [right[targets == c].mean() for c in targets.unique()]
     return {
-        "accuracy": float((logits.argmax(1) == targets).float().mean()),
+        "accuracy": float(right.mean()),
+        "balanced_accuracy": float(torch.stack(recalls).mean()),
         "loss": float(F.cross_entropy(logits.float(), targets)),
     }
 
@@ -281,6 +286,7 @@ def _mean_over_draws(draws: list[dict]) -> dict:
     return {
         "n": draws[0]["n"],
         "accuracy": sum(d["accuracy"] for d in draws) / len(draws),
+        "balanced_accuracy": sum(d["balanced_accuracy"] for d in draws) / len(draws),
         "loss": sum(d["loss"] for d in draws) / len(draws),
         "correct": [sum(column) / len(draws) for column in zip(*correct, strict=True)],
         "draws": draws,
@@ -302,13 +308,17 @@ def _draws(pool: pl.DataFrame, sizes: Sequence[int], seed: int, settings: Transf
 
 
 def _described(settings: TransferSettings, classes: list[str], pool, dev, test, **curves) -> dict:
-    """A transfer result: its settings, the classes, the split sizes and the curves."""
+    """A transfer result: its settings, the classes, the split sizes, the lines to read accuracy
+    against (chance, 1 / classes; the majority class's share of the test split, what always
+    answering it scores) and the curves."""
     return {
         "settings": asdict(settings),
         "labels": classes,
         "pool_examples": int(pool.height),
         "dev_examples": int(dev.height),
         "test_examples": int(test.height),
+        "chance": 1.0 / len(classes),
+        "majority": float(test["label"].value_counts()["count"].max() / test.height),
         **curves,
     }
 

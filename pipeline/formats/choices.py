@@ -19,6 +19,7 @@ models can do (the lettered multiple-choice one works only at scale).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -124,3 +125,37 @@ def write_choice_items(items: pl.DataFrame, path: Path) -> Path:
     else:
         write_bytes(frame.write_ndjson().encode("utf-8"), path)
     return path
+
+
+def lm_eval_task_yaml(items_path: Path, task: str) -> str:
+    """An lm-evaluation-harness task YAML that scores the items file ``items_path`` as
+    ``task``: each item's context, its choices as written (the delimiter is empty: a choice
+    carries its own leading space), the gold index; accuracy and accuracy normalized by length."""
+    data = json.dumps(str(Path(items_path).resolve()))
+    split = "train"  # lm-eval reads the file as one split of the json builder
+    return (
+        f"task: {json.dumps(task)}\n"
+        "dataset_path: json\n"
+        "dataset_kwargs:\n"
+        f"  data_files:\n    {split}: {data}\n"
+        f"test_split: {split}\n"
+        "output_type: multiple_choice\n"
+        "doc_to_text: context\n"
+        "doc_to_choice: choices\n"
+        "doc_to_target: gold\n"
+        'target_delimiter: ""\n'
+        "metric_list:\n"
+        "  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
+        "  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n"
+    )
+
+
+def write_lm_eval_task(items_path: Path, out_path: Path, task: str | None = None) -> Path:
+    """:func:`lm_eval_task_yaml` of a JSON-lines items file, written to ``out_path``; ``task``
+    defaults to ``curate_`` and the file's name without its suffix."""
+    items_path = Path(items_path)
+    if not items_path.name.endswith((".jsonl", ".json")):
+        raise ChoiceItemsError(f"{items_path}: lm-eval reads JSON lines here; write the items as .jsonl")
+    name = task or "curate_" + items_path.name.split(".")[0].replace("-", "_")
+    write_bytes(lm_eval_task_yaml(items_path, name).encode("utf-8"), Path(out_path))
+    return Path(out_path)

@@ -167,3 +167,84 @@ def test_curate_eval_scores_a_checkpoint_and_names_a_bad_item(tmp_path, model, t
     assert result.exit_code == 2
     assert "item 'a' (line 1) has a gold index outside its choices" in result.output
     assert "Traceback" not in result.output
+
+
+# ---- the lm-evaluation-harness adapter (trainer.harness) ---------------------------------------
+
+
+def _checkpoint(tmp_path, model, tokenizer):
+    out = tmp_path / "train"
+    state = {"format": CHECKPOINT_FORMAT, "step": 3, "model_config": asdict(model.config), "model": model.state_dict()}
+    save_checkpoint(out, state, keep_last=1)
+    tokenizer.save(str(out / "tokenizer.json"))
+    return out
+
+
+def test_lm_eval_scores_an_items_file_as_the_built_in_evaluator_does(tmp_path, model, tokenizer):
+    pytest.importorskip("lm_eval")
+    from pipeline.formats.choices import write_lm_eval_task
+    from trainer.harness import evaluate_yaml_tasks
+
+    out = _checkpoint(tmp_path, model, tokenizer)
+    items = write_choice_items(_items(ITEMS), tmp_path / "items.jsonl")
+    yaml = write_lm_eval_task(items, tmp_path / "yaml" / "items.yaml")
+    found = evaluate_yaml_tasks(out, [yaml], log_samples=True)
+    samples = sorted(found["samples"]["curate_items"], key=lambda s: s["doc_id"])
+    theirs = [resp[0][0] for s in samples for resp in s["resps"]]
+    ours = choice_loglikelihoods(model, tokenizer, _items(ITEMS))["loglik"].to_list()
+    assert theirs == pytest.approx(ours, abs=1e-4)
+    # every pair lm-eval asked for is the context and the choice as the items file writes them
+    assert [tuple(a) for s in samples for a in s["arguments"]] == [
+        (row["context"], choice) for row in ITEMS for choice in row["choices"]
+    ]
+    direct = choice_metrics(choice_loglikelihoods(model, tokenizer, _items(ITEMS)), _items(ITEMS))
+    accuracy = sum(m["acc"] * m["items"] for m in direct["tasks"].values()) / len(ITEMS)
+    assert found["results"]["curate_items"]["acc,none"] == pytest.approx(accuracy)
+
+
+def test_lm_eval_rolling_and_generation_match_the_scorer_and_greedy_decoding(tmp_path, model, tokenizer):
+    pytest.importorskip("lm_eval")
+    from lm_eval.api.instance import Instance
+
+    from trainer.harness import CurateLM
+    from trainer.scoring import document_losses
+
+    lm = CurateLM(str(_checkpoint(tmp_path, model, tokenizer)))
+    text = " ".join(WORDS * 3)  # longer than the window: scored in windows, each token once
+    rolling = lm.loglikelihood_rolling([Instance("loglikelihood_rolling", {}, (text,), 0)])
+    ids = tokenizer.encode(text, add_special_tokens=False).ids
+    nats, tokens = document_losses(model, [ids], special_ids(tokenizer)["eod"])
+    assert tokens[0] == len(ids) > model.config.block_size
+    assert rolling == pytest.approx([-nats[0]], abs=1e-4)
+    eod = special_ids(tokenizer)["eod"]
+    idx = torch.tensor([[eod, *tokenizer.encode("the council").ids]])
+    greedy = model.generate(idx, 12, temperature=0.0, eod_id=eod)[0, idx.size(1) :].tolist()
+    whole = tokenizer.decode(greedy[: greedy.index(eod)] if eod in greedy else greedy, skip_special_tokens=False)
+    stop = whole[len(whole) // 2 :][:3]  # a string the greedy text holds: generation stops before it
+    made = lm.generate_until(
+        [
+            Instance("generate_until", {}, ("the council", {"until": [stop], "max_gen_toks": 12}), 0),
+            Instance("generate_until", {}, ("the council", {"until": [], "max_gen_toks": 12}), 1),
+        ]
+    )
+    assert made == [whole.split(stop, 1)[0], whole] and stop and stop not in made[0]
+
+
+def test_curate_eval_runs_a_task_yaml_through_lm_eval(tmp_path, model, tokenizer):
+    pytest.importorskip("lm_eval")
+    from pipeline.formats.choices import write_lm_eval_task
+
+    out = _checkpoint(tmp_path, model, tokenizer)
+    items = write_choice_items(_items(ITEMS), tmp_path / "items.jsonl")
+    yaml = write_lm_eval_task(items, tmp_path / "items.yaml", task="mine")
+    result = CliRunner().invoke(
+        app, ["eval", str(out), "--tasks", str(items), "--tasks", str(yaml), "--json", str(tmp_path / "r.json")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "lm-evaluation-harness tasks" in result.output and "mine" in result.output
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["lm_eval"]["results"]["mine"]["acc,none"] == pytest.approx(
+        sum(saved["tasks"][t]["acc"] * saved["tasks"][t]["items"] for t in saved["tasks"]) / len(ITEMS)
+    )
+    result = CliRunner().invoke(app, ["eval", str(out), "--tasks", str(tmp_path / "none.yaml")])
+    assert result.exit_code == 2 and "no such task YAML" in result.output and "Traceback" not in result.output

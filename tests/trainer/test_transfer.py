@@ -226,3 +226,15 @@ def test_transfer_runs_only_for_the_variants_named(monkeypatch):
     ran.clear()
     experiment._run_models(config, pretraining, lambda name, seed: {"model": name}, transferred=set())
     assert ran == []
+
+
+def test_balanced_accuracy_does_not_reward_answering_the_majority_class():
+    from trainer.transfer import _scores
+
+    targets = torch.tensor([0, 0, 0, 0, 0, 0, 1, 2])
+    always_zero = torch.tensor([[1.0, 0.0, 0.0]] * 8)
+    scores = _scores(always_zero, targets)
+    assert scores["accuracy"] == pytest.approx(0.75)
+    assert scores["balanced_accuracy"] == pytest.approx(1 / 3)  # recalls 1, 0, 0
+    perfect = torch.nn.functional.one_hot(targets, 3).float()
+    assert _scores(perfect, targets)["balanced_accuracy"] == pytest.approx(1.0)
