@@ -108,15 +108,23 @@ def pair_loglikelihoods(
         for line, index in enumerate(chosen):
             tokens = requests[index][0]
             inputs[line, : len(tokens) - 1] = torch.tensor(tokens[:-1])
-        logits, _ = model(inputs.to(device))
-        logprobs = F.log_softmax(logits.float(), dim=-1).cpu()
-        for line, index in enumerate(chosen):
-            tokens, length = requests[index][0], requests[index][1]
-            positions = torch.arange(len(tokens) - 1 - length, len(tokens) - 1)
-            targets = torch.tensor(tokens[-length:])
-            rows = logprobs[line, positions]
-            loglik[index] = rows[torch.arange(length), targets].double().sum().item()
-            greedy[index] = bool((rows.argmax(-1) == targets).all())
+        # The head and the softmax only where a continuation token is predicted: most positions
+        # are context, and the head over the vocabulary costs as much as the blocks.
+        hidden = model.hidden_states(inputs.to(device))
+        lines = torch.cat([torch.full((requests[i][1],), line) for line, i in enumerate(chosen)])
+        positions = torch.cat(
+            [torch.arange(len(requests[i][0]) - 1 - requests[i][1], len(requests[i][0]) - 1) for i in chosen]
+        )
+        targets = torch.cat([torch.tensor(requests[i][0][-requests[i][1] :]) for i in chosen])
+        logprobs = F.log_softmax(model.lm_head(hidden[lines.to(device), positions.to(device)]).float(), dim=-1).cpu()
+        picked = logprobs[torch.arange(len(targets)), targets].double()
+        hits = logprobs.argmax(-1) == targets
+        start_row = 0
+        for index in chosen:
+            length = requests[index][1]
+            loglik[index] = picked[start_row : start_row + length].sum().item()
+            greedy[index] = bool(hits[start_row : start_row + length].all())
+            start_row += length
     lengths = np.array([r[1] for r in requests], dtype=np.int64)
     cut = np.array([r[2] for r in requests], dtype=bool)
     return loglik, greedy, lengths, cut
