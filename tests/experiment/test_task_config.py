@@ -62,3 +62,54 @@ def test_a_file_that_is_not_parquet_is_named(tmp_path):
     path.write_text("id,text,label,split\n")
     with pytest.raises(ConfigError, match=r"not a Parquet file of id, text, label, split columns"):
         parse_experiment(_config(tmp_path, path))
+
+
+def _items(path, rows) -> None:
+    import json
+
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+ITEM = {"id": "q1", "task": "mine", "context": "The sky is", "choices": [" blue", " loud"], "gold": 0}
+
+
+def test_eval_tasks_are_checked_with_the_config_and_protected_from_every_pool(tmp_path):
+    from experiment.heldout import protected_texts
+
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    _items(good, [ITEM, {**ITEM, "id": "q2", "gold": 1}])
+    _items(bad, [ITEM, {**ITEM, "id": "q2", "gold": 2}])
+    data = {k: v for k, v in _config(tmp_path, "unused").items() if k != "task"}
+    config = parse_experiment({**data, "eval_tasks": [{"path": str(good)}]})
+    assert [spec.path for spec in config.eval_tasks] == [good]
+    with pytest.raises(ConfigError) as caught:
+        parse_experiment({**data, "eval_tasks": [{"path": str(bad)}]})
+    message = str(caught.value)
+    assert message.startswith("eval_tasks[0].path: ") and "\n" not in message
+    assert f"{bad}: item 'q2' (line 2) has a gold index outside its choices" in message
+    with pytest.raises(ConfigError, match="no file at"):
+        parse_experiment({**data, "eval_tasks": [{"path": str(tmp_path / "none.jsonl")}]})
+    # each item's context followed by its right answer joins the texts no pool may share a window with
+    from pipeline.formats.choices import read_choice_items
+
+    empty = pl.DataFrame(schema={"id": pl.String, "text": pl.String, "set": pl.String, "clean": pl.Boolean})
+    task = pl.DataFrame(schema={"id": pl.String, "text": pl.String})
+    protected = protected_texts(empty, task, read_choice_items(good))
+    assert protected.rows() == [
+        ("eval_tasks/q1", "The sky is blue", "eval_tasks"),
+        ("eval_tasks/q2", "The sky is loud", "eval_tasks"),
+    ]
+
+
+def test_an_item_id_in_two_task_files_stops_before_any_work(tmp_path):
+    from experiment.prepare import choice_task_files
+
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _items(first, [ITEM])
+    _items(second, [{**ITEM, "context": "Grass is"}])
+    data = {k: v for k, v in _config(tmp_path, "unused").items() if k != "task"}
+    config = parse_experiment(
+        {**data, "choice_tasks": {"builtin": False}, "eval_tasks": [{"path": str(first)}, {"path": str(second)}]}
+    )
+    with pytest.raises(ConfigError, match=r"the item id 'q1' is in .*a\.jsonl and in .*b\.jsonl"):
+        choice_task_files(config, None, None, tmp_path / "unused.json", 256)
