@@ -20,6 +20,7 @@ from pipeline.io.writer import atomic_path, read_json
 from report.html import esc, fmt, table
 from report.plots import STYLE, _figure, to_svg
 
+ONE_ANSWER = 0.9  # a model giving one answer to this share of a task's items is flagged
 PALETTE = ["#3b6ea8", "#d98b3a", "#4f9a5b", "#b8463f", "#7d5ba6", "#8c6d46", "#c25b9a", "#5f6b78"]
 
 
@@ -559,6 +560,7 @@ def _tasks(results: dict) -> str:
                 esc(task),
                 _num(f"{ref}.items", entry["items"]) + (f" ({entry['truncated']} cut)" if entry["truncated"] else ""),
                 _num(f"{ref}.chance", entry["chance"], 3),
+                _num(f"{ref}.majority", entry.get("majority"), 3),
                 *(_value(results, f"task/{task}/acc_norm", v) for v in variants),
                 *(_value(results, f"task/{task}/gold_bpb", v) for v in variants),
             ]
@@ -580,12 +582,34 @@ def _tasks(results: dict) -> str:
             3,
             lambda m: "CORE (mean centred acc_norm)" if m == "tasks/core" else "mean gold bpb",
         )
-        + table(["task", "items", "chance", *columns], rows, numeric=set(range(1, 3 + len(columns))))
+        + table(["task", "items", "chance", "majority", *columns], rows, numeric=set(range(1, 4 + len(columns))))
+        + _one_answer(results, info, variants)
         + "<h3>Comparisons: the aggregates (Holm over the task aggregates family)</h3>"
         + _comparisons(results, lambda c: c["family"] == "task aggregates")
         + "<h3>Comparisons: each task (Holm over the tasks family)</h3>"
         + _comparisons(results, lambda c: c["family"] == "tasks")
         + "</section>"
+    )
+
+
+def _one_answer(results: dict, info: dict, variants: list[str]) -> str:
+    """A note naming the tasks where a variant's model gave one answer to most items (its
+    accuracy is then the share of items that answer is right for, whatever the item says)."""
+    flagged = []
+    for task in info["tasks"]:
+        shares = {
+            v: results["metrics"].get(f"task/{task}/top_answer_share", {}).get(v, {}).get("mean") for v in variants
+        }
+        same = [v for v, share in shares.items() if share is not None and share >= ONE_ANSWER]
+        if same:
+            flagged.append(f"{esc(task)} ({', '.join(esc(v) for v in same)})")
+    if not flagged:
+        return ""
+    return (
+        f"<p class=note>One answer to at least {ONE_ANSWER:.0%} of the items (mean over seeds): "
+        + "; ".join(flagged)
+        + ". Such a model scores what always answering that choice scores: it ranks the answers by "
+        "their own likelihood, not by the item.</p>"
     )
 
 

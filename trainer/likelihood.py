@@ -21,6 +21,11 @@ Per task (DCLM's CORE, OLMES, DataDecide):
                    small scale (DataDecide); lower is better
     margin_bpb     the best wrong choice's bits per byte minus the gold's: above 0 when the gold
                    choice is likelier per byte than every wrong one
+    majority       the accuracy of always giving the most common right answer (the majority
+                   class, where the choices are a fixed set of labels; near 0 where every item
+                   has answers of its own)
+    top_answer_share  how often the model gave its own most common answer: 1.0 is one answer
+                   whatever the item, a model that knows only the labels' prior
 
 with 95% intervals over items (Wilson's score interval for the accuracies, the normal one with
 the standard error of the mean for the continuous measures). Over tasks: ``core`` (the mean centred
@@ -184,8 +189,9 @@ def _wilson(share: float, n: int) -> list[float]:
 def item_scores(scores: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
     """Per item (``id, task, group``): whether the gold choice wins by summed and by per-byte
     log-likelihood, its chance rate, the gold choice's bits per byte and the margin over the best
-    wrong choice, and whether its context was cut."""
-    gold = items.select(pl.int_range(pl.len()).alias("row"), "id", "task", "group", "gold")
+    wrong choice, whether its context was cut, and the texts of the gold choice and of the one
+    chosen per byte (``gold_text``, ``answer``: what the constant-answer lines read)."""
+    gold = items.select(pl.int_range(pl.len()).alias("row"), "id", "task", "group", "gold", "choices")
     frame = scores.join(gold, on="row").with_columns(
         bpb=-pl.col("loglik") / math.log(2) / pl.col("bytes"), is_gold=pl.col("choice") == pl.col("gold")
     )
@@ -201,6 +207,8 @@ def item_scores(scores: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
             gold_bpb=pl.col("bpb").filter(pl.col("is_gold")).first(),
             best_wrong_bpb=pl.col("bpb").filter(~pl.col("is_gold")).min(),
             truncated=pl.col("truncated").any(),
+            gold_text=pl.col("choices").first().list.get(pl.col("gold").first()),
+            answer=pl.col("choices").first().list.get(pl.col("choice").get(pl.col("bpb").arg_min())),
         )
         .with_columns(margin_bpb=pl.col("best_wrong_bpb") - pl.col("gold_bpb"))
         .drop("row", "best_wrong_bpb")
@@ -212,6 +220,12 @@ def _task_metrics(per_item: pl.DataFrame) -> dict:
     n = per_item.height
     chance = float(per_item["chance"].mean())
     found: dict = {"items": n, "chance": chance, "truncated": int(per_item["truncated"].sum())}
+    # The constant-answer lines: always answering the most common right answer (the majority
+    # class, where the choices are a fixed set of labels), and how often the model gave its own
+    # most common answer (1.0: one answer whatever the item, as a model that only knows the labels'
+    # prior does).
+    found["majority"] = float(per_item["gold_text"].value_counts()["count"].max() / n)
+    found["top_answer_share"] = float(per_item["answer"].value_counts()["count"].max() / n)
     for name in ("acc", "acc_norm"):
         value = float(per_item[name].cast(pl.Float64).mean())
         interval = _wilson(value, n)

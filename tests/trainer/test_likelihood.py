@@ -248,3 +248,27 @@ def test_curate_eval_runs_a_task_yaml_through_lm_eval(tmp_path, model, tokenizer
     )
     result = CliRunner().invoke(app, ["eval", str(out), "--tasks", str(tmp_path / "none.yaml")])
     assert result.exit_code == 2 and "no such task YAML" in result.output and "Traceback" not in result.output
+
+
+def test_the_constant_answer_lines_show_a_model_that_gives_one_answer():
+    labels = [" business", " sport", " tech"]
+    gold = [0, 0, 1, 2]  # business is the most common right answer: always answering it scores 0.5
+    items = _items(
+        [{"id": f"q{k}", "task": "topic", "context": "x", "choices": labels, "gold": g} for k, g in enumerate(gold)]
+    )
+    rows = []
+    for row in range(len(gold)):  # the model likes " sport" best on every item
+        for choice in range(3):
+            rows.append(
+                {
+                    "row": row,
+                    "choice": choice,
+                    "loglik": -1.0 if choice == 1 else -9.0,
+                    "tokens": 1,
+                    "bytes": 6,
+                    "truncated": False,
+                }
+            )
+    m = choice_metrics(pl.DataFrame(rows), items)["tasks"]["topic"]
+    assert m["majority"] == pytest.approx(0.5) and m["top_answer_share"] == pytest.approx(1.0)
+    assert m["acc_norm"] == pytest.approx(0.25)  # right only where sport is
