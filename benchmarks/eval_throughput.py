@@ -123,10 +123,11 @@ def main() -> None:
                     seconds, their_results, samples = _lm_eval(checkpoint, yamls)
                     theirs.append(seconds)
                 print(f"repeat {repeat} {side}: {seconds:.2f} s", flush=True)
+        tasks = {path: pl.read_ndjson(path)["task"][0] for path in items}
     theirs_logliks = []
     names = {}
     for path in items:
-        task = pl.read_ndjson(path)["task"][0]
+        task = tasks[path]
         name = "curate_" + path.stem.replace("-", "_")
         names[task] = name
         for sample in sorted(samples[name], key=lambda s: s["doc_id"]):

@@ -142,7 +142,8 @@ def training_curves(config: ExperimentConfig, summaries: dict, eval_manifest: di
 def curve_row(row: dict, summary: dict, eval_groups: dict) -> dict:
     """A metrics.csv row for the curves: step, tokens, training loss, own validation and held-out
     bits per byte (the headline: every evaluation reads the same tokens of each group as the last,
-    whose token counts weigh the groups)."""
+    whose token counts weigh the groups), and the curve items' scores where the run had them
+    (``tasks_core``, ``tasks_gold_bpb``, ``task_acc_norm/<task>``, ``task_gold_bpb/<task>``)."""
     final = summary.get("final_eval", {}).get(EVAL_MIXTURE, {}).get("groups", {})
     groups = {
         g: {"bpb": row.get(f"{EVAL_MIXTURE}_bpb/{g}"), "tokens": v.get("tokens")}
@@ -153,6 +154,7 @@ def curve_row(row: dict, summary: dict, eval_groups: dict) -> dict:
     return {
         **{key: row.get(key) for key in ("step", "tokens_seen", "train_loss", "val_bpb")},
         "heldout_bpb": scores.get("heldout_bpb"),
+        **{key: value for key, value in row.items() if key.startswith("task") and value is not None},
     }
 
 

@@ -31,7 +31,7 @@ from experiment.heldout import (
 from experiment.tasks import write_built_tasks
 from pipeline.config import RunConfig, load_config
 from pipeline.decontaminate import check_contamination
-from pipeline.formats.choices import read_choice_items
+from pipeline.formats.choices import read_choice_items, write_choice_items
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.task import load_task
@@ -78,6 +78,7 @@ class Prepared:
     runs: dict[str, RunConfig]
     contamination: dict
     choice_tasks: list[Path]  # the multiple-choice items files every pretrained model is scored on
+    curve_tasks: Path | None  # the items every pretraining run scores at each evaluation
 
 
 def gather_inputs(config: ExperimentConfig) -> Inputs:
@@ -311,6 +312,20 @@ def choice_task_files(
                 )
             seen[item] = path
     return paths
+
+
+def curve_task_file(config: ExperimentConfig, task_files: list[Path]) -> Path | None:
+    """``out_dir/tasks/curve-items.jsonl``: the first ``choice_tasks.curve_items`` items of each
+    task of ``task_files``, which every pretraining run scores at each evaluation (None: no
+    curves)."""
+    if not task_files or not config.choice_tasks.curve_items:
+        return None
+    items = pl.concat([read_choice_items(path) for path in task_files])
+    chosen = items.filter(pl.int_range(pl.len()).over("task") < config.choice_tasks.curve_items)
+    path = config.out_dir / "tasks" / "curve-items.jsonl"
+    if not path.exists() or not read_choice_items(path).equals(chosen):
+        write_choice_items(chosen, path)
+    return path
 
 
 def write_protected(config: ExperimentConfig, texts: pl.DataFrame, task_path: Path | None) -> tuple[Path, pl.DataFrame]:

@@ -22,7 +22,16 @@ from experiment.statistics import (
     spread,
     tokens_to_reach,
 )
-from experiment.task_results import AGGREGATES, COMPARED, task_item_values, task_metrics, tasks_info
+from experiment.task_results import (
+    AGGREGATES,
+    COMPARED,
+    MONOTONIC,
+    SNR,
+    task_item_values,
+    task_metrics,
+    task_signal,
+    tasks_info,
+)
 
 
 def _size_label(size: str) -> str:
@@ -781,7 +790,14 @@ def summarize(
         "task": task_info,
         "memorization": {**(canaries or {}), "runs": per_memorization} if memorization else None,
         "languages": _languages_info(config, scores) if scores else None,
-        "tasks": {**tasks_info(tasks), "runs": per_task} if tasks else None,
+        "tasks": {
+            **tasks_info(tasks),
+            "runs": per_task,
+            "signal": task_signal(metrics, curves or {}, [v.name for v in config.variants], config.baseline_name),
+            "thresholds": {"monotonicity": MONOTONIC, "snr": SNR},
+        }
+        if tasks
+        else None,
         "data_efficiency": data_efficiency(config, per_run) or None,
         "metrics": metrics,
         "alpha": ALPHA,

@@ -34,11 +34,18 @@ def train_folder(out: Path, model: str, seed: int) -> Path:
 
 
 def train_config(
-    config: ExperimentConfig, mixture: Path, out_dir: Path, seed: int, heldout: Path, budget: int | None = None
+    config: ExperimentConfig,
+    mixture: Path,
+    out_dir: Path,
+    seed: int,
+    heldout: Path,
+    budget: int | None = None,
+    curve_tasks: Path | None = None,
 ):
     """The trainer's config of one pretraining run: the experiment's ``[train]`` on ``mixture``,
-    evaluated on the held-out sets, trained to ``budget`` (default: the experiment's) tokens unless
-    ``[train]`` names its steps or tokens."""
+    evaluated on the held-out sets (and scored on the ``curve_tasks`` items at every evaluation),
+    trained to ``budget`` (default: the experiment's) tokens unless ``[train]`` names its steps or
+    tokens."""
     from trainer.config import parse_train_config
 
     data = {
@@ -47,6 +54,7 @@ def train_config(
         "out_dir": str(out_dir),
         "seed": seed,
         "eval_mixtures": {EVAL_MIXTURE: str(heldout)},
+        "eval_tasks": [str(curve_tasks)] if curve_tasks is not None else [],
     }
     if data.get("max_steps") is None and data.get("max_tokens") is None:
         data["max_tokens"] = budget or config.budget_tokens
@@ -58,15 +66,22 @@ def shared_model_shape(config: ExperimentConfig, heldout: Path) -> dict:
     return train_config(config, heldout, config.out_dir / "unused", 0, heldout).model.model_dump()
 
 
-def pretraining_configs(config: ExperimentConfig, runs: dict[str, RunConfig], heldout: Path) -> dict:
+def pretraining_configs(
+    config: ExperimentConfig, runs: dict[str, RunConfig], heldout: Path, curve_tasks: Path | None = None
+) -> dict:
     """Every pretraining run's training config by ``(variant, seed)``: each variant's (the
-    data-efficiency runs included) on its mixture, over the seeds."""
+    data-efficiency runs included) on its mixture, over the seeds; the variants' own (not the
+    data-efficiency runs') score ``curve_tasks`` at every evaluation."""
+    own = {v.name for v in config.variants}
     configs = {}
     for variant in config.all_variants():  # the data-efficiency runs pretrain only
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
         for seed in config.seeds:
             folder = train_folder(config.out_dir, variant.name, seed)
-            configs[(variant.name, seed)] = train_config(config, mixture, folder, seed, heldout, variant.budget_tokens)
+            curves = curve_tasks if variant.name in own else None
+            configs[(variant.name, seed)] = train_config(
+                config, mixture, folder, seed, heldout, variant.budget_tokens, curves
+            )
     return configs
 
 

@@ -77,3 +77,69 @@ def tasks_info(results: dict[str, dict[int, dict]]) -> dict | None:
         },
         "files": some["files"],
     }
+
+
+# Signal per task (FineWeb and FineWeb-2's task selection): a measure carries signal at this scale
+# when it improves monotonically over training and the gap between recipes stands above the
+# spread over seeds.
+MONOTONIC = 0.5  # Spearman's rho between step and score, at least
+SNR = 2.0  # a variant's gap over the baseline, over the seeds' standard deviation, at least
+
+
+def _curve_key(measure: str) -> str:
+    """The metrics.csv column of a measure: ``task/<t>/acc_norm`` -> ``task_acc_norm/<t>``,
+    ``tasks/core`` -> ``tasks_core``."""
+    if measure.startswith("tasks/"):
+        return measure.replace("/", "_")
+    _, task, name = measure.split("/")
+    return f"task_{name}/{task}"
+
+
+def _monotonicity(rows: list[dict], key: str, lower: bool) -> float | None:
+    """Spearman's rho between step and the curve's score, signed so that improving is positive;
+    0 for a constant score; None with fewer than three points."""
+    from scipy import stats
+
+    points = [(row["step"], row[key]) for row in rows if row.get(key) is not None]
+    if len(points) < 3:
+        return None
+    values = [value for _, value in points]
+    if max(values) == min(values):
+        return 0.0
+    rho = float(stats.spearmanr([step for step, _ in points], values).statistic)
+    return -rho if lower else rho
+
+
+def task_signal(metrics: dict, curves: dict, variants: list[str], baseline: str) -> dict:
+    """Per measure (the aggregates, each task's ``acc_norm`` and ``gold_bpb``): ``monotonicity``,
+    the mean over every variant's and seed's curve (the curve items) of :func:`_monotonicity`;
+    ``spread``, the mean over variants of the seeds' standard deviation of the final score (every
+    item); per variant other than the baseline its ``gap`` over the baseline (positive: better)
+    and ``snr``, the gap over the spread; and ``signal``, whether the measure is monotonic
+    (:data:`MONOTONIC`) and some variant's SNR reaches :data:`SNR`."""
+    measures = [m for m in AGGREGATES if m in metrics]
+    measures += [m for m in metrics if m.startswith("task/") and m.count("/") == 2 and m.rsplit("/", 1)[1] in COMPARED]
+    found = {}
+    for measure in measures:
+        lower = "bpb" in measure
+        values = metrics[measure]
+        runs = [rows for name in variants for rows in curves.get(name, {}).values()]
+        rhos = [r for r in (_monotonicity(rows, _curve_key(measure), lower) for rows in runs) if r is not None]
+        spreads = [values[v]["std"] for v in variants if v in values and values[v]["n"] > 1]
+        spread = float(np.mean(spreads)) if spreads else None
+        gaps = {}
+        for name in variants:
+            if name != baseline and name in values and baseline in values:
+                gap = values[name]["mean"] - values[baseline]["mean"]
+                gap = -gap if lower else gap
+                gaps[name] = {"gap": gap, "snr": gap / spread if spread else None}
+        monotonicity = float(np.mean(rhos)) if rhos else None
+        best = max((g["snr"] for g in gaps.values() if g["snr"] is not None), default=None)
+        found[measure] = {
+            "monotonicity": monotonicity,
+            "curves": len(rhos),
+            "spread": spread,
+            "variants": gaps,
+            "signal": bool(monotonicity is not None and monotonicity >= MONOTONIC and best is not None and best >= SNR),
+        }
+    return found

@@ -50,6 +50,7 @@ from experiment.prepare import (
     Prepared,
     check_mixtures,
     choice_task_files,
+    curve_task_file,
     eval_folder,
     gather_inputs,
     junk_texts,
@@ -252,6 +253,7 @@ def prepare(config: ExperimentConfig, variants: list[VariantConfig], timing: dic
     return Prepared(
         inputs.corpus, inputs.task_path, inputs.texts_path, inputs.texts, inputs.origins, inputs.canaries_path,
         tokenizer_path, heldout, eval_manifest, runs, contamination, choice_tasks,
+        curve_task_file(config, choice_tasks),
     )  # fmt: skip
 
 
@@ -310,7 +312,9 @@ def _train_and_transfer(config: ExperimentConfig, prepared: Prepared) -> dict[st
     model_shape = shared_model_shape(config, prepared.heldout)
     pretraining = {
         key: dict(variant=key[0], seed=key[1], train_config=train_config)
-        for key, train_config in pretraining_configs(config, prepared.runs, prepared.heldout).items()
+        for key, train_config in pretraining_configs(
+            config, prepared.runs, prepared.heldout, prepared.curve_tasks
+        ).items()
     }
     variants = [v.name for v in config.variants]
     followups = {}

@@ -584,11 +584,90 @@ def _tasks(results: dict) -> str:
         )
         + table(["task", "items", "chance", "majority", *columns], rows, numeric=set(range(1, 4 + len(columns))))
         + _one_answer(results, info, variants)
+        + _task_curves(results)
+        + _signal_table(results, info)
         + "<h3>Comparisons: the aggregates (Holm over the task aggregates family)</h3>"
         + _comparisons(results, lambda c: c["family"] == "task aggregates")
         + "<h3>Comparisons: each task (Holm over the tasks family)</h3>"
         + _comparisons(results, lambda c: c["family"] == "tasks")
         + "</section>"
+    )
+
+
+def _task_curves(results: dict) -> str:
+    """CORE and the mean gold bits per byte of the curve items against training tokens, per
+    variant, each seed a thin line; nothing when the runs scored no curve items."""
+    curves = results.get("curves", {})
+    keys = [("tasks_core", "CORE (mean centred acc_norm)"), ("tasks_gold_bpb", "mean gold bits per byte")]
+    if not any(row.get("tasks_core") is not None for runs in curves.values() for rows in runs.values() for row in rows):
+        return ""
+    with matplotlib.rc_context(STYLE):
+        fig = _figure(9.0, 3.2)
+        axes = fig.subplots(1, 2)
+        for name in results["variants"]:
+            for k, rows in enumerate(curves.get(name, {}).values()):
+                for ax, (key, _) in zip(axes, keys, strict=True):
+                    points = [(r["tokens_seen"], r[key]) for r in rows if r.get(key) is not None]
+                    if points:
+                        ax.plot(*zip(*points), color=_color(results, name), lw=1, alpha=0.8, marker="o", ms=2,
+                                label=name if k == 0 else None)  # fmt: skip
+        for ax, (_, title) in zip(axes, keys, strict=True):
+            ax.set_xlabel("training tokens")
+            ax.set_title(f"{title}, curve items", loc="left")
+        axes[0].axhline(0, color="#999999", ls=":", lw=1)
+        axes[0].legend(frameon=False, fontsize=8)
+    return "<h3>Over training (the curve items, scored at every evaluation)</h3>" + to_svg(
+        fig, "task-curves", "task scores over training"
+    )
+
+
+def _signal_table(results: dict, info: dict) -> str:
+    """Which measures carry signal at this scale: monotonicity over training, the seeds' spread,
+    each variant's gap over the baseline and its ratio to the spread."""
+    signal = info.get("signal") or {}
+    if not signal:
+        return ""
+    thresholds = info.get("thresholds", {})
+    variants = sorted({v for entry in signal.values() for v in entry["variants"]}, key=results["variants"].index)
+    rows = []
+    for measure, entry in signal.items():
+        ref = f"results.json#tasks.signal.{measure}"
+        rows.append(
+            [
+                esc(measure),
+                _num(f"{ref}.monotonicity", entry["monotonicity"], 2),
+                _num(f"{ref}.spread", entry["spread"], 4),
+                *(
+                    f"{_num(f'{ref}.variants.{v}.gap', entry['variants'][v]['gap'], 4)} "
+                    f"(SNR {_num(f'{ref}.variants.{v}.snr', entry['variants'][v]['snr'], 1)})"
+                    if v in entry["variants"]
+                    else "–"
+                    for v in variants
+                ),
+                "signal" if entry["signal"] else "noise",
+            ]
+        )
+    carried = [esc(m) for m, e in signal.items() if e["signal"]]
+    return (
+        "<h3>Which measures carry signal at this scale</h3><p class=note>After FineWeb's task selection: "
+        "monotonicity is Spearman's rho between training step and score on the curve items (mean over every "
+        f"variant's and seed's curve; positive is improving), at least {thresholds.get('monotonicity')}; the "
+        "spread is the seeds' standard deviation of the final score on every item (mean over variants); a "
+        f"variant's gap over the baseline (positive: better) over that spread is its SNR, at least "
+        f"{thresholds.get('snr')} for some variant. Carrying signal: "
+        + (", ".join(carried) if carried else "none")
+        + ".</p>"
+        + table(
+            [
+                "measure",
+                "monotonicity",
+                "seed spread",
+                *[f"{v} − {results['baseline']} (SNR)" for v in variants],
+                "verdict",
+            ],
+            rows,
+            numeric=set(range(1, 3 + len(variants))),
+        )
     )
 
 

@@ -52,7 +52,14 @@ def _local_folder(value):
 
 # Keys that change what is logged or kept, never what is computed: a run may resume with other
 # values of these.
-BOOKKEEPING_KEYS = ("log_interval", "eval_interval", "checkpoint_interval", "keep_last", "eval_mixtures")
+BOOKKEEPING_KEYS = (
+    "log_interval",
+    "eval_interval",
+    "checkpoint_interval",
+    "keep_last",
+    "eval_mixtures",
+    "eval_tasks",
+)
 
 
 class _Strict(BaseModel):
@@ -138,6 +145,10 @@ class TrainConfig(_Strict):
     # mixture format whose validation shards are read (its train list may be empty), e.g. a
     # reference set shared by the runs of an experiment. Logged as <name>_loss, <name>_bpb/<group>.
     eval_mixtures: dict[str, Annotated[Path, Field(strict=False)]] = Field(default_factory=dict)
+    # Multiple-choice items files (pipeline.formats.choices) scored by likelihood at every
+    # evaluation (trainer.likelihood, on the first process): logged as task_acc_norm/<task>,
+    # task_gold_bpb/<task>, tasks_core and tasks_gold_bpb, the curves of what the model knows.
+    eval_tasks: list[Annotated[Path, Field(strict=False)]] = Field(default_factory=list)
 
     @field_validator("mixture", "out_dir", mode="before")
     @classmethod

@@ -48,12 +48,14 @@ from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import polars as pl
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from pipeline.formats.configfile import ConfigError
+from pipeline.formats.tokens import load_tokenizer
 from pipeline.io.writer import atomic_path, write_json
 from trainer.checkpoints import (  # noqa: F401
     CHECKPOINT_DIR,
@@ -274,6 +276,7 @@ class Metrics:
         groups: list[str],
         resumed_step: int | None,
         extra_groups: dict[str, list[str]] | None = None,
+        tasks: list[str] | None = None,
     ):
         self.path = out_dir / "metrics.csv"
         self.columns = [
@@ -294,6 +297,9 @@ class Metrics:
                 *[f"{name}_loss/{g}" for g in names],
                 *[f"{name}_bpb/{g}" for g in names],
             ]
+        if tasks:
+            self.columns += ["tasks_core", "tasks_gold_bpb"]
+            self.columns += [f"task_{m}/{t}" for t in tasks for m in ("acc_norm", "gold_bpb")]
         self.columns.append("tokens_per_s")
         kept: list[dict] = []
         if resumed_step is not None and self.path.is_file():
@@ -429,6 +435,7 @@ class Run:
     metrics: Metrics | None
     total_steps: int
     tokens_per_step: int
+    task_items: pl.DataFrame | None = None  # eval_tasks' items, scored at every evaluation (main process)
 
 
 def _open_data(config: TrainConfig) -> tuple[Mixture, dict[str, Mixture]]:
@@ -499,6 +506,7 @@ def _setup(
         model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
     metrics = None
+    task_items = _task_items(config) if processes.main else None
     if processes.main:
         out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(out_dir / "tokenizer.json") as tmp:
@@ -508,6 +516,7 @@ def _setup(
             mixture.validation_groups,
             progress.step if checkpoint_path else None,
             {name: extra.validation_groups for name, extra in extra_sets.items()},
+            sorted(set(task_items["task"])) if task_items is not None else None,
         )
     run = Run(
         config,
@@ -528,6 +537,7 @@ def _setup(
         metrics,
         config.total_steps(processes.world_size),
         config.tokens_per_step(processes.world_size),
+        task_items,
     )
     say(
         f"{raw_model.num_parameters():,} parameters, {run.total_steps} steps of {run.tokens_per_step:,} tokens, "
@@ -585,6 +595,31 @@ class LossWindow:
         return result
 
 
+def _task_items(config: TrainConfig) -> pl.DataFrame | None:
+    """The items of ``eval_tasks``, read and checked once (None without any)."""
+    if not config.eval_tasks:
+        return None
+    from trainer.likelihood import read_choice_files
+
+    return pl.concat([frame for _, frame in read_choice_files(config.eval_tasks)])
+
+
+def _task_row(run: Run) -> dict:
+    """The eval tasks scored by the model as it is now (trainer.likelihood), its training mode
+    kept: ``tasks_core``, ``tasks_gold_bpb`` and per task ``task_acc_norm/<task>``,
+    ``task_gold_bpb/<task>``."""
+    from trainer.likelihood import choice_loglikelihoods, choice_metrics
+
+    was_training = run.raw_model.training
+    tokenizer = load_tokenizer(run.mixture.tokenizer_path)
+    found = choice_metrics(choice_loglikelihoods(run.raw_model, tokenizer, run.task_items), run.task_items)
+    run.raw_model.train(was_training)
+    row = {"tasks_core": found["aggregate"]["core"], "tasks_gold_bpb": found["aggregate"]["gold_bpb"]}
+    for task, m in found["tasks"].items():
+        row[f"task_acc_norm/{task}"], row[f"task_gold_bpb/{task}"] = m["acc_norm"], m["gold_bpb"]
+    return row
+
+
 def _evaluate_all(run: Run) -> tuple[dict, dict[str, dict]]:
     """The mixture's validation groups and every extra evaluation set."""
     final = evaluate(run.eval_model, run.mixture, run.config, run.device, run.processes)
@@ -619,6 +654,9 @@ def _log_row(run: Run, window: LossWindow, lr: float, logging: bool, evaluating:
             for group, values in result["groups"].items():
                 row[f"{name}_loss/{group}"], row[f"{name}_bpb/{group}"] = values["loss"], values["bpb"]
             say(f"step {step}: {name} loss {result['loss']:.4f}, {result['bpb']:.4f} bits per byte")
+        if run.task_items is not None:
+            row.update(_task_row(run))
+            say(f"step {step}: tasks CORE {row['tasks_core']:.4f}, gold {row['tasks_gold_bpb']:.4f} bits per byte")
     if run.metrics is not None:
         run.metrics.write(row)
     return evaluated

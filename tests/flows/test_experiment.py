@@ -223,8 +223,25 @@ def test_every_variant_and_seed_is_scored_on_every_task_and_compared_with_the_ba
     assert all(c["bootstrap"]["items"] == info["tasks"][c["metric"].split("/")[1]]["items"] for c in per_task)
     aggregates = [c for c in results["comparisons"] if c["family"] == "task aggregates"]
     assert {c["metric"] for c in aggregates} == {"tasks/core", "tasks/gold_bpb"}
+    # curves: every variant's run scores the curve items at each evaluation (the data-efficiency
+    # runs do not); the signal table reads them
+    for variant in ("raw", "full", "full-t2"):
+        rows = [r for r in results["curves"][variant]["0"] if r.get("tasks_core") is not None]
+        assert len(rows) >= 2 and all(f"task_gold_bpb/{t}" in rows[-1] for t in names)
+    assert not any(r.get("tasks_core") is not None for r in results["curves"]["raw-3k"]["0"])
+    signal = info["signal"]
+    assert set(signal) == {"tasks/core", "tasks/gold_bpb"} | {
+        f"task/{t}/{m}" for t in names for m in ("acc_norm", "gold_bpb")
+    }
+    for entry in signal.values():
+        assert entry["curves"] == 6 and -1 <= entry["monotonicity"] <= 1
+        assert set(entry["variants"]) == {"full", "full-t2"}
+    core = signal["tasks/core"]["variants"]["full"]
+    metric = results["metrics"]["tasks/core"]
+    assert core["gap"] == pytest.approx(metric["full"]["mean"] - metric["raw"]["mean"])
     page = (tiny.out / "report" / "index.html").read_text()
     assert "<section id=tasks>" in page and "CORE (mean centred acc_norm)" in page
+    assert "Which measures carry signal at this scale" in page and "chart-task-curves" in page
 
 
 def test_heldout_provenance_names_every_set_its_source_and_its_documents(tiny):

@@ -301,3 +301,29 @@ def test_extra_eval_sets_are_evaluated_and_logged(mixture_dir, tmp_path):
     rows = read_metrics(tmp_path / "out")
     evaluated = [row for row in rows if row.get("val_bpb")]
     assert evaluated and all(row["reference_bpb"] == row["val_bpb"] for row in evaluated)
+
+
+def test_eval_tasks_are_scored_at_every_evaluation_without_changing_the_training(mixture_dir, tmp_path):
+    """Items files scored at every evaluation: logged per task and in aggregate, equal to scoring
+    the final checkpoint, and the training itself (dropout on) the same as without them."""
+    from pipeline.formats.choices import write_choice_items
+    from tests.trainer.test_likelihood import _items
+    from trainer.likelihood import evaluate_checkpoint
+
+    items = write_choice_items(
+        _items(
+            [
+                {"id": "a", "task": "t1", "context": "the", "choices": [" cat", " dog", " of"], "gold": 2},
+                {"id": "b", "task": "t2", "context": "", "choices": ["hello there", "there hello"], "gold": 0},
+            ]
+        ),
+        tmp_path / "items.jsonl",
+    )
+    plain = train(config(mixture_dir, tmp_path / "plain", model={"dropout": 0.1}), log=None)
+    scored = train(config(mixture_dir, tmp_path / "scored", model={"dropout": 0.1}, eval_tasks=[str(items)]), log=None)
+    assert scored["final"]["loss"] == plain["final"]["loss"]
+    rows = [row for row in read_metrics(tmp_path / "scored") if row.get("val_bpb") is not None]
+    assert len(rows) >= 2 and all(row["tasks_core"] is not None and row["task_gold_bpb/t2"] > 0 for row in rows)
+    final = evaluate_checkpoint(tmp_path / "scored", [items])
+    assert rows[-1]["task_gold_bpb/t1"] == pytest.approx(final["tasks"]["t1"]["gold_bpb"], rel=1e-9)
+    assert rows[-1]["tasks_core"] == pytest.approx(final["aggregate"]["core"], rel=1e-9)
