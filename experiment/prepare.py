@@ -31,7 +31,13 @@ from experiment.heldout import (
 from experiment.tasks import write_built_tasks
 from pipeline.config import RunConfig, load_config
 from pipeline.decontaminate import check_contamination
-from pipeline.formats.choices import read_choice_items, write_choice_items
+from pipeline.formats.choices import (
+    lm_eval_task_name,
+    lm_eval_task_yaml,
+    read_choice_items,
+    write_choice_items,
+    write_lm_eval_task,
+)
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.task import load_task
@@ -286,8 +292,9 @@ def choice_task_files(
     config: ExperimentConfig, texts: pl.DataFrame, task_path: Path | None, tokenizer_path: Path, block_size: int
 ) -> list[Path]:
     """The multiple-choice items every pretrained model is scored on: the built-in tasks
-    (experiment.tasks, from the held-out ``texts`` and the task; ``out_dir/tasks/items/<task>.jsonl``),
-    each choice at most half of ``block_size`` tokens, then the user's ``[[eval_tasks]]``; none
+    (experiment.tasks, from the held-out ``texts`` and the task; ``out_dir/tasks/items/<task>.jsonl``
+    and the lm-eval task YAML beside it), each choice at most half of ``block_size`` tokens, then
+    the user's ``[[eval_tasks]]``; none
     when ``choice_tasks.enabled`` is false. An item id in two files is a :class:`ConfigError`."""
     if not config.choice_tasks.enabled:
         return []
@@ -301,7 +308,12 @@ def choice_task_files(
 
         task = load_task(task_path) if task_path is not None else None
         folder = config.out_dir / "tasks" / "items"
-        paths += write_built_tasks(folder, texts, task, tasks.items, tasks.shots, config.seed, fits)
+        built = write_built_tasks(folder, texts, task, tasks.items, tasks.shots, config.seed, fits)
+        for path in built:  # the same tasks for lm-evaluation-harness (curate eval --tasks <task>.yaml)
+            yaml = path.with_suffix(".yaml")
+            if not yaml.exists() or yaml.read_text() != lm_eval_task_yaml(path, lm_eval_task_name(path)):
+                write_lm_eval_task(path, yaml, lm_eval_task_name(path))
+        paths += built
     paths += [Path(spec.path) for spec in config.eval_tasks]
     seen: dict[str, Path] = {}
     for path in paths:

@@ -150,12 +150,17 @@ def lm_eval_task_yaml(items_path: Path, task: str) -> str:
     )
 
 
+def lm_eval_task_name(items_path: Path) -> str:
+    """The lm-eval task name of an items file: ``curate_`` and its name without the suffix."""
+    return "curate_" + Path(items_path).name.split(".")[0].replace("-", "_")
+
+
 def write_lm_eval_task(items_path: Path, out_path: Path, task: str | None = None) -> Path:
     """:func:`lm_eval_task_yaml` of a JSON-lines items file, written to ``out_path``; ``task``
     defaults to ``curate_`` and the file's name without its suffix."""
     items_path = Path(items_path)
     if not items_path.name.endswith((".jsonl", ".json")):
         raise ChoiceItemsError(f"{items_path}: lm-eval reads JSON lines here; write the items as .jsonl")
-    name = task or "curate_" + items_path.name.split(".")[0].replace("-", "_")
+    name = task or lm_eval_task_name(items_path)
     write_bytes(lm_eval_task_yaml(items_path, name).encode("utf-8"), Path(out_path))
     return Path(out_path)

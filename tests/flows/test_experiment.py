@@ -223,6 +223,16 @@ def test_every_variant_and_seed_is_scored_on_every_task_and_compared_with_the_ba
     assert all(c["bootstrap"]["items"] == info["tasks"][c["metric"].split("/")[1]]["items"] for c in per_task)
     aggregates = [c for c in results["comparisons"] if c["family"] == "task aggregates"]
     assert {c["metric"] for c in aggregates} == {"tasks/core", "tasks/gold_bpb"}
+    # the same tasks as lm-eval task YAMLs: lm-eval on a checkpoint gives the built-in accuracy
+    lm_eval = pytest.importorskip("lm_eval")
+    from trainer.harness import evaluate_yaml_tasks
+
+    yaml = tiny.out / "tasks" / "items" / "continuation-news.yaml"
+    assert yaml.is_file() and lm_eval
+    found = evaluate_yaml_tasks(tiny.out / "train" / "raw" / "seed-0", [yaml])["results"]
+    scored = json.loads((tiny.out / "tasks" / "raw" / "seed-0.json").read_text())["tasks"]["continuation-news"]
+    assert found["curate_continuation_news"]["acc,none"] == pytest.approx(scored["acc"])
+    assert found["curate_continuation_news"]["acc_norm,none"] == pytest.approx(scored["acc_norm"])
     # curves: every variant's run scores the curve items at each evaluation (the data-efficiency
     # runs do not); the signal table reads them
     for variant in ("raw", "full", "full-t2"):
