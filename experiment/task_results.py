@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-TASK_MEASURES = ("acc", "acc_norm", "centred_acc_norm", "gold_bpb", "margin_bpb", "top_answer_share")
+TASK_MEASURES = ("acc", "acc_norm", "acc_pmi", "centred_acc_norm", "gold_bpb", "margin_bpb", "top_answer_share")
 COMPARED = ("acc_norm", "gold_bpb")  # per task: the accuracy (per byte) and the continuous measure
 AGGREGATES = ("tasks/core", "tasks/gold_bpb")
 

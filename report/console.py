@@ -461,7 +461,17 @@ def print_choice_results(results: dict, out) -> None:
     """The table of ``curate eval``: each task's accuracies (centred: 0 is chance), the gold
     choice's bits per byte and its margin, with 95% intervals; CORE's aggregate below."""
     table = Table(title=f"{results['checkpoint']} (step {results['step']}): likelihood-scored tasks")
-    for column in ("task", "items", "chance", "acc", "acc_norm", "centred acc_norm", "gold bpb", "margin bpb"):
+    for column in (
+        "task",
+        "items",
+        "chance",
+        "acc",
+        "acc_norm",
+        "acc_pmi",
+        "centred acc_norm",
+        "gold bpb",
+        "margin bpb",
+    ):
         table.add_column(column, justify="left" if column == "task" else "right")
     for task, m in results["tasks"].items():
         table.add_row(
@@ -470,7 +480,7 @@ def print_choice_results(results: dict, out) -> None:
             f"{m['chance']:.3f}",
             *(
                 _with_interval(m[key], m[key + "_ci"])
-                for key in ("acc", "acc_norm", "centred_acc_norm", "gold_bpb", "margin_bpb")
+                for key in ("acc", "acc_norm", "acc_pmi", "centred_acc_norm", "gold_bpb", "margin_bpb")
             ),
         )
     out.print(table)

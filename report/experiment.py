@@ -562,15 +562,18 @@ def _tasks(results: dict) -> str:
                 _num(f"{ref}.chance", entry["chance"], 3),
                 _num(f"{ref}.majority", entry.get("majority"), 3),
                 *(_value(results, f"task/{task}/acc_norm", v) for v in variants),
+                *(_value(results, f"task/{task}/acc_pmi", v) for v in variants),
                 *(_value(results, f"task/{task}/gold_bpb", v) for v in variants),
             ]
         )
-    columns = [f"acc_norm {v}" for v in variants] + [f"gold bpb {v}" for v in variants]
+    columns = [f"{m} {v}" for m in ("acc_norm", "acc_pmi", "gold bpb") for v in variants]
     files = ", ".join(f"{esc(Path(f['path']).name)} <code>{esc(f['sha256'][:12])}</code>" for f in info["files"])
     return (
         "<section id=tasks><h2>Tasks scored by likelihood</h2><p class=note>Each item's choices are scored as "
         "continuations of its context by the pretrained model (no gradient step): acc_norm, the share of "
         "items whose right choice has the highest log-likelihood per byte (chance: the column beside it); "
+        "acc_pmi, the highest over the choice's own likelihood without the context (what the item adds to a "
+        "model's preference for some answers, reported, not tested); "
         "gold bpb, the right choice's bits per byte (lower is better), the continuous measure that ranks data "
         "recipes more reliably at small scale. CORE is the mean over tasks of the accuracy centred on chance "
         "(0 is guessing). Built from the held-out sets and the task's articles, which no pool holds; "

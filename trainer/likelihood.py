@@ -14,6 +14,10 @@ Per task (DCLM's CORE, OLMES, DataDecide):
     acc            the gold choice has the highest summed log-likelihood (a tie goes to the
                    first of the tied choices)
     acc_norm       ... the highest log-likelihood per byte of the choice (lengths differ)
+    acc_pmi        ... the highest log-likelihood over the choice's own without the context (the
+                   pointwise mutual information, lm-eval's acc_mutual_info; Holtzman et al. 2021):
+                   what is left when a model's preference for some answers whatever the item
+                   (a label's prior) is taken out
     centred_acc    (acc - chance) / (1 - chance), chance = the mean of 1 / choices over items;
                    0 is guessing, 1 is every item right (centred_acc_norm likewise)
     gold_bpb       bits per byte of the gold choice, -log2 p(gold | context) / bytes: the
@@ -137,8 +141,10 @@ def pair_loglikelihoods(
 
 def choice_loglikelihoods(model: GPT, tokenizer: Tokenizer, items: pl.DataFrame, batch: int = 32) -> pl.DataFrame:
     """One row per item and choice: ``row`` (the item's), ``choice``, ``loglik`` (summed natural
-    log-probability of the choice's tokens given the context), ``tokens``, ``bytes`` (UTF-8 bytes
-    of the choice as written), ``truncated`` (the context was cut from the left)."""
+    log-probability of the choice's tokens given the context), ``unconditional`` (the same with no
+    context: after the end-of-document token alone, each distinct choice scored once), ``tokens``,
+    ``bytes`` (UTF-8 bytes of the choice as written), ``truncated`` (the context was cut from the
+    left)."""
     where = [
         (row, choice, item, context, text)
         for row, (item, context, choices) in enumerate(items.select("id", "context", "choices").iter_rows())
@@ -152,12 +158,16 @@ def choice_loglikelihoods(model: GPT, tokenizer: Tokenizer, items: pl.DataFrame,
         label=lambda k: f"item {where[k][2]!r}: choice {where[k][1]}",
     )
     requests = [(row, choice, None, int(n), bool(c)) for (row, choice, *_), n, c in zip(where, lengths, cut)]
+    distinct = list(dict.fromkeys(text for *_, text in where))
+    alone, _, _, _ = pair_loglikelihoods(model, tokenizer, [("", text) for text in distinct], batch)
+    unconditional = dict(zip(distinct, alone.tolist()))
     choices = items["choices"].to_list()
     return pl.DataFrame(
         {
             "row": [r[0] for r in requests],
             "choice": [r[1] for r in requests],
             "loglik": loglik,
+            "unconditional": [unconditional[text] for *_, text in where],
             "tokens": [r[3] for r in requests],
             "bytes": [len(choices[r[0]][r[1]].encode("utf-8")) for r in requests],
             "truncated": [r[4] for r in requests],
@@ -166,6 +176,7 @@ def choice_loglikelihoods(model: GPT, tokenizer: Tokenizer, items: pl.DataFrame,
             "row": pl.Int64,
             "choice": pl.Int64,
             "loglik": pl.Float64,
+            "unconditional": pl.Float64,
             "tokens": pl.Int64,
             "bytes": pl.Int64,
             "truncated": pl.Boolean,
@@ -203,6 +214,8 @@ def item_scores(scores: pl.DataFrame, items: pl.DataFrame) -> pl.DataFrame:
             pl.col("group").first(),
             acc=pl.col("choice").get(pl.col("loglik").arg_max()) == pl.col("gold").first(),
             acc_norm=pl.col("choice").get(pl.col("bpb").arg_min()) == pl.col("gold").first(),
+            acc_pmi=pl.col("choice").get((pl.col("loglik") - pl.col("unconditional")).arg_max())
+            == pl.col("gold").first(),
             chance=1.0 / pl.len(),
             gold_bpb=pl.col("bpb").filter(pl.col("is_gold")).first(),
             best_wrong_bpb=pl.col("bpb").filter(~pl.col("is_gold")).min(),
@@ -226,7 +239,7 @@ def _task_metrics(per_item: pl.DataFrame) -> dict:
     # prior does).
     found["majority"] = float(per_item["gold_text"].value_counts()["count"].max() / n)
     found["top_answer_share"] = float(per_item["answer"].value_counts()["count"].max() / n)
-    for name in ("acc", "acc_norm"):
+    for name in ("acc", "acc_norm", "acc_pmi"):
         value = float(per_item[name].cast(pl.Float64).mean())
         interval = _wilson(value, n)
         found[name], found[f"{name}_ci"] = value, interval

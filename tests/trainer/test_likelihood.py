@@ -89,6 +89,10 @@ def test_a_choice_scores_its_continuation_as_the_model_s_loss_says(model, tokeni
         prefix = _sequence_loglik(model, [eod, *context_ids]) if context_ids else 0.0
         assert tokens == len(continuation_ids)
         assert loglik == pytest.approx(whole - prefix, abs=1e-4)
+    # without its context: the choice after the end-of-document token alone
+    for row, choice, unconditional in scores.select("row", "choice", "unconditional").iter_rows():
+        alone_ids = tokenizer.encode(ITEMS[row]["choices"][choice], add_special_tokens=False).ids
+        assert unconditional == pytest.approx(_sequence_loglik(model, [eod, *alone_ids]), abs=1e-4)
     # the same numbers in batches of one (padding never leaks into a row)
     alone = choice_loglikelihoods(model, tokenizer, items, batch=1)
     assert alone["loglik"].to_list() == pytest.approx(scores["loglik"].to_list(), abs=1e-5)
@@ -132,6 +136,7 @@ def test_accuracies_centred_accuracy_and_the_gold_bits_per_byte():
             "row": [0, 0, 1, 1],
             "choice": [0, 1, 0, 1],
             "loglik": [-1.0, -2.0, -2.0, -3.0],
+            "unconditional": [-1.0, -4.0, -1.0, -4.0],  # PMI: a 0 vs 2, b -1 vs 1; "b" wins both
             "tokens": [1, 1, 1, 1],
             "bytes": [2, 1, 2, 1],
             "truncated": [False] * 4,
@@ -140,6 +145,7 @@ def test_accuracies_centred_accuracy_and_the_gold_bits_per_byte():
     m = choice_metrics(scores, items)["tasks"]["t"]
     assert m["items"] == 2 and m["chance"] == 0.5
     assert m["acc"] == 0.5 and m["acc_norm"] == 0.5 and m["centred_acc"] == 0.0
+    assert m["acc_pmi"] == 0.5
     bits = 1 / math.log(2)
     gold = [1.0 / 2 * bits, 3.0 * bits]  # a: 1 nat over 2 bytes; b: 3 nats over 1 byte
     assert m["gold_bpb"] == pytest.approx(sum(gold) / 2)
@@ -264,6 +270,7 @@ def test_the_constant_answer_lines_show_a_model_that_gives_one_answer():
                     "row": row,
                     "choice": choice,
                     "loglik": -1.0 if choice == 1 else -9.0,
+                    "unconditional": -1.0 if choice == 1 else (-9.5 if choice == gold[row] else -8.0),
                     "tokens": 1,
                     "bytes": 6,
                     "truncated": False,
@@ -272,3 +279,5 @@ def test_the_constant_answer_lines_show_a_model_that_gives_one_answer():
     m = choice_metrics(pl.DataFrame(rows), items)["tasks"]["topic"]
     assert m["majority"] == pytest.approx(0.5) and m["top_answer_share"] == pytest.approx(1.0)
     assert m["acc_norm"] == pytest.approx(0.25)  # right only where sport is
+    # taking each answer's own likelihood out leaves what the item adds: the gold one everywhere
+    assert m["acc_pmi"] == pytest.approx(1.0)
