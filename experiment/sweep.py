@@ -27,6 +27,7 @@ from experiment.heldout import EVAL_MIXTURE
 from experiment.results import run_metrics
 from experiment.scaling import compare_scaling_laws
 from experiment.statistics import spread
+from experiment.task_results import AGGREGATES, COMPARED, decision_accuracy, final_task_metrics
 from pipeline.config import RunConfig
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
@@ -148,7 +149,7 @@ def summarize_sweep(
     order = {cell: k for k, cell in enumerate(grid(config))}
     for cell, summary in sorted(summaries.items(), key=lambda item: order[item[0]]):
         counts = parameter_counts(summary)
-        metrics = run_metrics(summary, eval_groups)
+        metrics = {**run_metrics(summary, eval_groups), **final_task_metrics(summary)}
         config_used = summary["config"]
         runs.append(
             {
@@ -187,6 +188,11 @@ def summarize_sweep(
                 "parameters": first["parameters"],
                 "flops": first["flops"],
                 metric: values,
+                "metrics": {
+                    key: float(np.mean([r["metrics"][key] for r in seeds]))
+                    for key in first["metrics"]
+                    if all(r["metrics"].get(key) is not None for r in seeds)
+                },
             }
         )
     names = config.sweep_names()
@@ -220,6 +226,7 @@ def summarize_sweep(
         "runs": runs,
         "cells": cells,
         "fits": fits,
+        "proxy": _proxy(cells, names, sweep.parameters),
         "how": (
             f"L(N, D) = E + A / N^alpha + B / D^beta fitted per variant to the mean over seeds of each run's {metric} "
             "(held-out bits per byte, the mean over the clean held-out sets): Huber loss (delta 1e-3) on log L, "
@@ -263,10 +270,24 @@ def refuse_experiment_folder(config: ExperimentConfig) -> None:
         )
 
 
-def sweep_runs(config: ExperimentConfig, runs: dict[str, RunConfig], heldout: Path) -> dict[tuple[str, int], tuple]:
+def _proxy(cells: list[dict], names: list[str], count: str) -> dict:
+    """Which small cells order the variants as the largest does, per metric: held-out bits per
+    byte, and where the runs scored the curve items, the tasks' aggregates and each task's
+    ``acc_norm`` and ``gold_bpb`` (experiment.task_results.decision_accuracy)."""
+    measured = set.intersection(*(set(c["metrics"]) for c in cells)) if cells else set()
+    metrics = ["heldout_bpb", *[m for m in AGGREGATES if m in measured]]
+    metrics += sorted(m for m in measured if m.startswith("task/") and m.rsplit("/", 1)[1] in COMPARED)
+    table = [{**c, "parameters": c["parameters"][count], "flops": c["flops"][count]} for c in cells]
+    return decision_accuracy(table, [m for m in metrics if m in measured], names)
+
+
+def sweep_runs(
+    config: ExperimentConfig, runs: dict[str, RunConfig], heldout: Path, curve_tasks: Path | None = None
+) -> dict[tuple[str, int], tuple]:
     """Every run of the grid by ``(name, seed)``: its :class:`Cell` and its training config, on its
-    variant's mixture of its budget. The longest runs come first, so that runs side by side end
-    together (the matmuls' parameters, the head's included, times the tokens)."""
+    variant's mixture of its budget, scoring ``curve_tasks`` at its evaluations (the proxy
+    table's task metrics). The longest runs come first, so that runs side by side end together
+    (the matmuls' parameters, the head's included, times the tokens)."""
     from trainer.config import parse_train_config
 
     planned = {}
@@ -275,7 +296,9 @@ def sweep_runs(config: ExperimentConfig, runs: dict[str, RunConfig], heldout: Pa
         grid(config), key=lambda c: -c.tokens * c.model.n_embd * (12 * c.model.n_layer * c.model.n_embd + vocab)
     ):
         mixture = RunLayout(runs[cell.mixture].run_dir).root / "mix" / cell.mixture
-        planned[(cell.name, cell.seed)] = (cell, parse_train_config(train_data(config, cell, mixture, heldout)))
+        data = train_data(config, cell, mixture, heldout)
+        data["eval_tasks"] = [str(curve_tasks)] if curve_tasks is not None else []
+        planned[(cell.name, cell.seed)] = (cell, parse_train_config(data))
     return planned
 
 

@@ -143,3 +143,59 @@ def task_signal(metrics: dict, curves: dict, variants: list[str], baseline: str)
             "signal": bool(monotonicity is not None and monotonicity >= MONOTONIC and best is not None and best >= SNR),
         }
     return found
+
+
+def final_task_metrics(summary: dict) -> dict[str, float]:
+    """A training run's curve-item scores at its last evaluation (its summary's ``final_tasks``) as
+    results metrics: ``tasks/core``, ``tasks/gold_bpb``, ``task/<task>/acc_norm``, ``.../gold_bpb``."""
+    found = {}
+    for key, value in (summary.get("final_tasks") or {}).items():
+        if key in ("tasks_core", "tasks_gold_bpb"):
+            found[key.replace("_", "/", 1)] = value
+        elif key.startswith("task_"):
+            name, task = key[len("task_") :].split("/", 1)
+            found[f"task/{task}/{name}"] = value
+    return found
+
+
+def decision_accuracy(cells: list[dict], metrics: list[str], variants: list[str]) -> dict:
+    """Proxy validity (DataDecide, Magnusson et al. 2025): the largest cell of the grid (the
+    largest model at the largest budget) is the target; at every cell, per metric, the share of
+    variant pairs ordered as at the target (a tie counts half; a pair tied at the target is left
+    out). ``cells``: ``{"variant", "model", "budget", "flops", "parameters", "metrics": {metric:
+    mean over seeds}}``, ``parameters`` and ``flops`` as numbers (N as the sweep's headline counts
+    it)."""
+    from itertools import combinations
+
+    by_cell: dict[tuple, dict[str, dict]] = {}
+    for cell in cells:
+        by_cell.setdefault((cell["model"], cell["budget"]), {})[cell["variant"]] = cell
+    target = max(by_cell, key=lambda k: (next(iter(by_cell[k].values()))["parameters"], k[1]))
+    pairs = list(combinations(variants, 2))
+    found: dict[str, list[dict]] = {}
+    for metric in metrics:
+        lower = "bpb" in metric or "loss" in metric
+        goal = by_cell[target]
+        rows = []
+        for key, sides in sorted(by_cell.items(), key=lambda item: next(iter(item[1].values()))["flops"]):
+            scores = []
+            for a, b in pairs:
+                values = [sides.get(v, {}).get("metrics", {}).get(metric) for v in (a, b)]
+                aims = [goal.get(v, {}).get("metrics", {}).get(metric) for v in (a, b)]
+                if None in values or None in aims or aims[0] == aims[1]:
+                    continue
+                better = (values[0] < values[1]) if lower else (values[0] > values[1])
+                aimed = (aims[0] < aims[1]) if lower else (aims[0] > aims[1])
+                scores.append(0.5 if values[0] == values[1] else float(better == aimed))
+            rows.append(
+                {
+                    "model": key[0],
+                    "budget": key[1],
+                    "flops": next(iter(sides.values()))["flops"],
+                    "target": key == target,
+                    "pairs": len(scores),
+                    "accuracy": float(np.mean(scores)) if scores else None,
+                }
+            )
+        found[metric] = rows
+    return {"target": {"model": target[0], "budget": target[1]}, "pairs": len(pairs), "metrics": found}

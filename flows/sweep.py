@@ -36,7 +36,7 @@ def sweep_flow(config: ExperimentConfig) -> dict:
     prepared = prepare(config, config.sweep_variants(), timing)
 
     tick = time.perf_counter()
-    runs = sweep_runs(config, prepared.runs, prepared.heldout)
+    runs = sweep_runs(config, prepared.runs, prepared.heldout, prepared.curve_tasks)
     pretraining = {
         key: dict(variant=cell.name, seed=cell.seed, train_config=train_config)
         for key, (cell, train_config) in runs.items()

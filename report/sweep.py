@@ -365,6 +365,60 @@ def _contamination_table(results: dict) -> str:
     return table(["mixture", "training documents sharing a window", "common windows (reported apart)"], rows, {1, 2})
 
 
+PROXY_PLOTTED = ("heldout_bpb", "tasks/core", "tasks/gold_bpb")
+
+
+def _proxy(results: dict) -> str:
+    """Proxy validity: per metric, the share of variant pairs each cell orders as the largest cell
+    does (a table over the cells by compute, and the plotted aggregates)."""
+    proxy = results.get("proxy")
+    if not proxy or not proxy["metrics"]:
+        return ""
+    metrics = list(proxy["metrics"])
+    cells = proxy["metrics"][metrics[0]]
+    header = ["metric", *[f"{c['model']} @ {fmt(c['budget'])}" + (" (target)" if c["target"] else "") for c in cells]]
+    rows = [
+        [esc(m)]
+        + [_num(f"proxy.metrics.{m}.{k}.accuracy", row["accuracy"], 2) for k, row in enumerate(proxy["metrics"][m])]
+        for m in metrics
+    ]
+    below = {
+        m: [r["accuracy"] for r in rows_ if not r["target"] and r["accuracy"] is not None]
+        for m, rows_ in proxy["metrics"].items()
+    }
+    ranked = sorted(((float(np.mean(v)), m) for m, v in below.items() if v), reverse=True)
+    sentence = (
+        f"Over the cells below the target, {esc(ranked[0][1])} orders the variants as the target does most often "
+        f"(mean decision accuracy {ranked[0][0]:.2f})"
+        + (f", {esc(ranked[-1][1])} least often ({ranked[-1][0]:.2f})" if len(ranked) > 1 else "")
+        + f"; {proxy['pairs']} variant pair(s), so each cell's accuracy moves in steps of 1/{proxy['pairs']}."
+        if ranked
+        else ""
+    )
+    with matplotlib.rc_context(STYLE):
+        fig = _figure(5.5, 3.2)
+        ax = fig.subplots()
+        for k, metric in enumerate(m for m in PROXY_PLOTTED if m in proxy["metrics"]):
+            points = [(r["flops"], r["accuracy"]) for r in proxy["metrics"][metric] if r["accuracy"] is not None]
+            if points:
+                ax.plot(*zip(*points), marker="o", ms=3, lw=1, color=PALETTE[k], label=metric)
+        ax.set_xscale("log")
+        ax.set_xlabel("compute of the cell (6 N D)")
+        ax.set_ylabel("decision accuracy")
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend(frameon=False, fontsize=8)
+    return (
+        "<section id=proxy><h2>Which small runs pick the large run's winner</h2><p class=note>DataDecide's "
+        "decision accuracy (Magnusson et al. 2025): the largest model at the largest budget is the target; at "
+        "every cell, the share of variant pairs it orders as the target does, per metric (held-out bits per "
+        "byte, and the curve items' task scores at each run's last evaluation). A tie counts half.</p>"
+        f"<p>{sentence}</p>"
+        + to_svg(fig, "proxy", "decision accuracy against compute")
+        + table(header, rows, numeric=set(range(1, len(header))))
+        + "</section>"
+    )
+
+
 def render(results: dict) -> str:
     from report.build import CSS
 
@@ -405,7 +459,9 @@ def render(results: dict) -> str:
         f"{timing.get('parallel_runs', 1)} at a time; fits {fmt(timing.get('fits_s', 0), 0)} s); runs finished "
         "earlier are reused, not timed again.</p>",
         "<nav><a href='#findings'>findings</a><a href='#loss'>loss against tokens</a><a href='#frontier'>frontier</a>"
-        "<a href='#fits'>fits</a><a href='#runs'>runs</a><a href='#curation'>curation</a></nav>",
+        "<a href='#fits'>fits</a>"
+        + ("<a href='#proxy'>proxy validity</a>" if results.get("proxy") else "")
+        + "<a href='#runs'>runs</a><a href='#curation'>curation</a></nav>",
         "</header><main>",
         "<section id=findings><h2>Findings</h2>",
         f"<p class=note>Intervals on differences are paired bootstrap percentiles at level "
@@ -433,6 +489,7 @@ def render(results: dict) -> str:
         _fit_table(results, other),
         _optimal_table(results, other),
         "</section>",
+        _proxy(results),
         "<section id=runs><h2>Every run</h2>",
         _runs_table(results),
         "</section>",

@@ -436,6 +436,7 @@ class Run:
     total_steps: int
     tokens_per_step: int
     task_items: pl.DataFrame | None = None  # eval_tasks' items, scored at every evaluation (main process)
+    last_tasks: dict | None = None  # their scores at the latest evaluation (the summary's final_tasks)
 
 
 def _open_data(config: TrainConfig) -> tuple[Mixture, dict[str, Mixture]]:
@@ -655,7 +656,8 @@ def _log_row(run: Run, window: LossWindow, lr: float, logging: bool, evaluating:
                 row[f"{name}_loss/{group}"], row[f"{name}_bpb/{group}"] = values["loss"], values["bpb"]
             say(f"step {step}: {name} loss {result['loss']:.4f}, {result['bpb']:.4f} bits per byte")
         if run.task_items is not None:
-            row.update(_task_row(run))
+            run.last_tasks = _task_row(run)
+            row.update(run.last_tasks)
             say(f"step {step}: tasks CORE {row['tasks_core']:.4f}, gold {row['tasks_gold_bpb']:.4f} bits per byte")
     if run.metrics is not None:
         run.metrics.write(row)
@@ -709,6 +711,7 @@ def _summary(run: Run, final: dict, extra_final: dict[str, dict]) -> dict:
         "device": run.device.type,
         "final": final,
         "final_eval": extra_final,
+        **({"final_tasks": run.last_tasks} if run.last_tasks is not None else {}),
         "wall_time_s": progress.wall_before + time.perf_counter() - run.started,
         "train_time_s": train_time,
         "tokens_per_s": progress.tokens_seen / train_time if train_time else None,
@@ -747,6 +750,8 @@ def _train(
             _save(run)
     # Nothing left to train (a finished run, resumed): evaluate for the summary.
     final, extra_final = evaluated if evaluated is not None else _evaluate_all(run)
+    if run.task_items is not None and run.last_tasks is None:
+        run.last_tasks = _task_row(run)
 
     summary = _summary(run, final, extra_final)
     if processes.main:

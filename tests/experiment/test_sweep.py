@@ -153,9 +153,19 @@ def test_tiny_sweep_end_to_end(tmp_path):
         assert fits["comparison_level"] == pytest.approx(1 - 0.05 / (3 + 2 + 1))  # budgets, sizes, cells
         assert len(fits["comparisons"]["full"]["data_multiplier"]) == 2
 
+    # Proxy validity: every cell against the largest, per metric; the runs scored the curve items
+    proxy = results["proxy"]
+    largest = max(config.sweep.models, key=lambda m: m.n_layer * m.n_embd**2).name
+    assert proxy["target"] == {"model": largest, "budget": max(config.sweep.tokens)} and proxy["pairs"] == 1
+    assert {"heldout_bpb", "tasks/core", "tasks/gold_bpb"} <= set(proxy["metrics"])
+    for rows in proxy["metrics"].values():
+        assert len(rows) == 6 and [r["flops"] for r in rows] == sorted(r["flops"] for r in rows)
+        assert all(r["accuracy"] == 1.0 for r in rows if r["target"] and r["pairs"])
+    assert all("tasks/core" in run["metrics"] for run in results["runs"])
+
     # The report shows results.json's numbers.
     page = (out / "report" / "index.html").read_text()
-    assert page.count("<figure") == 2
+    assert page.count("<figure") == 3  # loss against tokens, the frontier, proxy validity
     shown = re.findall(r'data-json="results\.json#([^"]+)">([^<]*)<', page)
     assert len(shown) > 100
     for path, text in shown:
@@ -231,3 +241,26 @@ def test_the_commands_refuse_each_others_configs_before_any_work(tmp_path):
     ):
         result = CliRunner().invoke(app, [command, str(config), "--quiet"])
         assert result.exit_code == 2 and message in result.output, (command, result.output)
+
+
+def test_decision_accuracy_counts_the_pairs_each_cell_orders_as_the_largest():
+    from experiment.task_results import decision_accuracy
+
+    # three variants; at the target (n=2, 200 tokens) a < b < c in loss; the small cell orders a
+    # and b the other way (1 of 3 pairs wrong) and ties b and c (half a pair)
+    losses = {(1, 100): {"a": 3.0, "b": 2.5, "c": 2.5}, (2, 200): {"a": 1.0, "b": 2.0, "c": 3.0}}
+    cells = [
+        {"variant": v, "model": f"m{n}", "budget": d, "parameters": n, "flops": 6 * n * d, "metrics": {"x_bpb": loss}}
+        for (n, d), by_variant in losses.items()
+        for v, loss in by_variant.items()
+    ]
+    found = decision_accuracy(cells, ["x_bpb"], ["a", "b", "c"])
+    assert found["target"] == {"model": "m2", "budget": 200} and found["pairs"] == 3
+    small, target = found["metrics"]["x_bpb"]
+    assert small["accuracy"] == pytest.approx((0 + 0 + 0.5) / 3)  # a-b wrong, a-c wrong (3.0 > 2.5), b-c tie
+    assert target["target"] and target["accuracy"] == 1.0
+    # higher is better for an accuracy: the same numbers read the other way round
+    flipped = [{**c, "metrics": {"x_acc": c["metrics"]["x_bpb"]}} for c in cells]
+    assert decision_accuracy(flipped, ["x_acc"], ["a", "b", "c"])["metrics"]["x_acc"][0]["accuracy"] == pytest.approx(
+        0.5 / 3
+    )

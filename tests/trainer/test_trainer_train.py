@@ -327,3 +327,4 @@ def test_eval_tasks_are_scored_at_every_evaluation_without_changing_the_training
     final = evaluate_checkpoint(tmp_path / "scored", [items])
     assert rows[-1]["task_gold_bpb/t1"] == pytest.approx(final["tasks"]["t1"]["gold_bpb"], rel=1e-9)
     assert rows[-1]["tasks_core"] == pytest.approx(final["aggregate"]["core"], rel=1e-9)
+    assert scored["final_tasks"]["tasks_core"] == rows[-1]["tasks_core"] and "final_tasks" not in plain
