@@ -13,17 +13,21 @@ from scipy import stats
 
 
 def spread(values: dict | list) -> dict:
-    """Mean, sample standard deviation (0 for one value), min, max and n of the seeds' values;
-    ``values`` maps seed -> value (a list counts its positions as seeds). ``by_seed`` keeps them,
-    for paired comparisons."""
+    """Mean, sample standard deviation (0 for one value), min, max, n and the mean's 95%
+    t-interval (n - 1 degrees of freedom; None for one value) of the seeds' values; ``values``
+    maps seed -> value (a list counts its positions as seeds). ``by_seed`` keeps them, for paired
+    comparisons."""
     items = values.items() if isinstance(values, dict) else enumerate(values)
     by_seed = {str(seed): float(v) for seed, v in items if v is not None and math.isfinite(v)}
     array = np.asarray(list(by_seed.values()), dtype=np.float64)
     if array.size == 0:
-        return {"mean": None, "std": None, "min": None, "max": None, "n": 0, "by_seed": {}}
+        return {"mean": None, "std": None, "min": None, "max": None, "n": 0, "ci95": None, "by_seed": {}}
+    mean, std = float(array.mean()), float(array.std(ddof=1)) if array.size > 1 else 0.0
+    half = float(stats.t.ppf(0.975, array.size - 1)) * std / math.sqrt(array.size) if array.size > 1 else None
     return {
-        "mean": float(array.mean()),
-        "std": float(array.std(ddof=1)) if array.size > 1 else 0.0,
+        "mean": mean,
+        "std": std,
+        "ci95": [mean - half, mean + half] if half is not None else None,
         "min": float(array.min()),
         "max": float(array.max()),
         "n": int(array.size),

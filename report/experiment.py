@@ -544,10 +544,36 @@ def _efficiency(results: dict) -> str:
     )
 
 
+def _with_ci(results: dict, metric: str, model: str, digits: int = 3) -> str:
+    """A seed mean with its 95% t-interval (both from results.json)."""
+    entry = results["metrics"].get(metric, {}).get(model)
+    if not entry or entry["mean"] is None:
+        return "–"
+    ref = f"results.json#metrics.{metric}.{model}"
+    shown = f'<span class="num" data-json="{esc(ref)}.mean">{esc(fmt(entry["mean"], digits))}</span>'
+    ci = entry.get("ci95")
+    if ci:
+        shown += (
+            f' [<span class="num" data-json="{esc(ref)}.ci95.0">{esc(fmt(ci[0], digits))}</span>, '
+            f'<span class="num" data-json="{esc(ref)}.ci95.1">{esc(fmt(ci[1], digits))}</span>]'
+        )
+    return shown
+
+
+def _verdict(results: dict, metric: str, model: str) -> str:
+    """The Holm-adjusted verdict of ``model`` against the baseline on ``metric``, where tested."""
+    for i, c in enumerate(results["comparisons"]):
+        if c["metric"] == metric and c["a"] == model and c["b"] == results["baseline"]:
+            word = ("better" if c["better"] else "worse") if c["significant"] else "no difference shown"
+            return f"{esc(word)} (p<sub>Holm</sub> {_num(f'results.json#comparisons.{i}.p_holm', c['p_holm'], 3)})"
+    return "–"
+
+
 def _tasks(results: dict) -> str:
-    """The multiple-choice tasks scored by likelihood: the aggregates per variant, then per task its
-    items, chance rate and each variant's per-byte accuracy and gold bits per byte (mean ± seed
-    std), and the comparisons of both families."""
+    """The multiple-choice tasks scored by likelihood: the aggregates per variant, then per task
+    and variant its items, chance and majority lines, per-byte accuracy, centred accuracy and gold
+    bits per byte (seed means with 95% t-intervals) with the verdicts against the baseline, the
+    curves, the signal table and the comparisons of both families."""
     info = results.get("tasks")
     if not info:
         return ""
@@ -555,37 +581,58 @@ def _tasks(results: dict) -> str:
     rows = []
     for task, entry in info["tasks"].items():
         ref = f"results.json#tasks.tasks.{task}"
-        rows.append(
-            [
-                esc(task),
-                _num(f"{ref}.items", entry["items"]) + (f" ({entry['truncated']} cut)" if entry["truncated"] else ""),
-                _num(f"{ref}.chance", entry["chance"], 3),
-                _num(f"{ref}.majority", entry.get("majority"), 3),
-                *(_value(results, f"task/{task}/acc_norm", v) for v in variants),
-                *(_value(results, f"task/{task}/acc_pmi", v) for v in variants),
-                *(_value(results, f"task/{task}/gold_bpb", v) for v in variants),
-            ]
-        )
-    columns = [f"{m} {v}" for m in ("acc_norm", "acc_pmi", "gold bpb") for v in variants]
+        for k, v in enumerate(variants):
+            rows.append(
+                [
+                    esc(task) if k == 0 else "",
+                    (
+                        _num(f"{ref}.items", entry["items"])
+                        + (f" ({entry['truncated']} cut)" if entry["truncated"] else "")
+                    )
+                    if k == 0
+                    else "",
+                    _num(f"{ref}.chance", entry["chance"], 3) if k == 0 else "",
+                    _num(f"{ref}.majority", entry.get("majority"), 3) if k == 0 else "",
+                    esc(v),
+                    _with_ci(results, f"task/{task}/acc_norm", v),
+                    _with_ci(results, f"task/{task}/centred_acc_norm", v),
+                    _with_ci(results, f"task/{task}/acc_pmi", v),
+                    _with_ci(results, f"task/{task}/gold_bpb", v),
+                    _verdict(results, f"task/{task}/acc_norm", v),
+                    _verdict(results, f"task/{task}/gold_bpb", v),
+                ]
+            )
+    columns = [
+        "task", "items", "chance", "majority", "variant", "acc_norm", "centred acc_norm", "acc_pmi", "gold bpb",
+        "acc_norm vs baseline", "gold bpb vs baseline",
+    ]  # fmt: skip
     files = ", ".join(f"{esc(Path(f['path']).name)} <code>{esc(f['sha256'][:12])}</code>" for f in info["files"])
     return (
         "<section id=tasks><h2>Tasks scored by likelihood</h2><p class=note>Each item's choices are scored as "
         "continuations of its context by the pretrained model (no gradient step): acc_norm, the share of "
-        "items whose right choice has the highest log-likelihood per byte (chance: the column beside it); "
+        "items whose right choice has the highest log-likelihood per byte (chance and majority, always the most "
+        "common right answer, beside it; each number the mean over seeds with its 95% t-interval); "
         "acc_pmi, the highest over the choice's own likelihood without the context (what the item adds to a "
         "model's preference for some answers, reported, not tested); "
         "gold bpb, the right choice's bits per byte (lower is better), the continuous measure that ranks data "
         "recipes more reliably at small scale. CORE is the mean over tasks of the accuracy centred on chance "
         "(0 is guessing). Built from the held-out sets and the task's articles, which no pool holds; "
         f"files: {files}.</p>"
-        + _metric_table(
-            results,
-            ["tasks/core", "tasks/gold_bpb"],
-            variants,
-            3,
-            lambda m: "CORE (mean centred acc_norm)" if m == "tasks/core" else "mean gold bpb",
+        + table(
+            ["variant", "CORE (mean centred acc_norm)", "vs baseline", "mean gold bpb", "vs baseline"],
+            [
+                [
+                    esc(v),
+                    _with_ci(results, "tasks/core", v),
+                    _verdict(results, "tasks/core", v),
+                    _with_ci(results, "tasks/gold_bpb", v),
+                    _verdict(results, "tasks/gold_bpb", v),
+                ]
+                for v in variants
+            ],
+            numeric={1, 3},
         )
-        + table(["task", "items", "chance", "majority", *columns], rows, numeric=set(range(1, 4 + len(columns))))
+        + table(columns, rows, numeric={1, 2, 3, 5, 6, 7, 8})
         + _one_answer(results, info, variants)
         + _task_curves(results)
         + _signal_table(results, info)
