@@ -101,6 +101,13 @@ def _spread_over_texts(candidates: list[list[dict]], items: int, rng: np.random.
     return chosen
 
 
+def _candidates(texts: pl.DataFrame, find) -> tuple[list[dict], list[list[dict]]]:
+    """The rows of ``texts`` (id, text, lang) and, per text, the candidate items ``find(index,
+    row, text, units)`` returns for it."""
+    rows = texts.select("id", "text", "lang").to_dicts()
+    return rows, [find(t, row, row["text"], units(row["text"])) for t, row in enumerate(rows)]
+
+
 def _shuffled(gold: str, others: list[str], rng: np.random.Generator) -> tuple[list[str], int]:
     choices = [gold, *others]
     order = rng.permutation(len(choices)).tolist()
@@ -123,12 +130,10 @@ def continuation_items(texts: pl.DataFrame, task: str, items: int, seed: int, fi
     Sets of several languages draw their wrong endings within the language (``group``); every
     ending ``fits``."""
     rng = _rng(seed, task)
-    rows = texts.select("id", "text", "lang").to_dicts()
-    by_lang = len({row["lang"] for row in rows}) > 1
+    by_lang = texts["lang"].n_unique() > 1
     endings: dict[str, list[tuple[int, str]]] = {}  # stratum -> (text index, ending)
-    candidates: list[list[dict]] = []
-    for t, row in enumerate(rows):
-        text, spans = row["text"], units(row["text"])
+
+    def find(t: int, row: dict, text: str, spans: list[tuple[int, int]]) -> list[dict]:
         found = []
         for i in range(1, len(spans)):
             ending = text[spans[i][0] : spans[i][1]]
@@ -136,7 +141,9 @@ def continuation_items(texts: pl.DataFrame, task: str, items: int, seed: int, fi
                 endings.setdefault(_stratum(row, by_lang), []).append((t, ending))
                 start = _context_start(text, spans, i, CONTEXT_BYTES)
                 found.append({"text": t, "unit": i, "context": text[start : spans[i][0]], "gold": ending})
-        candidates.append(found)
+        return found
+
+    rows, candidates = _candidates(texts, find)
     out = []
     for chosen in _spread_over_texts(candidates, items, rng):
         row = rows[chosen["text"]]
@@ -185,10 +192,8 @@ def _frame(items: list[dict]) -> pl.DataFrame:
 def cloze_items(texts: pl.DataFrame, task: str, items: int, seed: int, fits: Fits = _always) -> pl.DataFrame:
     """``task``'s last-word cloze items from ``texts`` (English): see the module docstring."""
     rng = _rng(seed, task)
-    rows = texts.select("id", "text", "lang").to_dicts()
-    candidates: list[list[dict]] = []
-    for t, row in enumerate(rows):
-        text, spans = row["text"], units(row["text"])
+
+    def find(t: int, row: dict, text: str, spans: list[tuple[int, int]]) -> list[dict]:
         found = []
         for i, (a, b) in enumerate(spans):
             sentence = text[a:b]
@@ -203,7 +208,9 @@ def cloze_items(texts: pl.DataFrame, task: str, items: int, seed: int, fits: Fit
             others = sorted(w for w in words if _WORD.match(w) and len(w) >= 3 and w.lower() != target.lower())
             if len(others) >= CHOICES - 1 and fits(target):
                 found.append({"text": t, "unit": i, "context": context, "gold": target, "others": others})
-        candidates.append(found)
+        return found
+
+    rows, candidates = _candidates(texts, find)
     out = []
     for chosen in _spread_over_texts(candidates, items, rng):
         pool = chosen["others"]
@@ -231,10 +238,8 @@ def _swapped(sentence: str, rng: np.random.Generator) -> str | None:
 def pair_items(texts: pl.DataFrame, task: str, items: int, seed: int, fits: Fits = _always) -> pl.DataFrame:
     """``task``'s minimal pairs from ``texts`` (English): see the module docstring."""
     rng = _rng(seed, task)
-    rows = texts.select("id", "text", "lang").to_dicts()
-    candidates: list[list[dict]] = []
-    for t, row in enumerate(rows):
-        text, spans = row["text"], units(row["text"])
+
+    def find(t: int, row: dict, text: str, spans: list[tuple[int, int]]) -> list[dict]:
         found = []
         for i in range(1, len(spans)):
             sentence = text[spans[i][0] : spans[i][1]]
@@ -242,7 +247,9 @@ def pair_items(texts: pl.DataFrame, task: str, items: int, seed: int, fits: Fits
             if PAIR_WORDS[0] <= words <= PAIR_WORDS[1] and "\n" not in sentence and fits(sentence):
                 start = _context_start(text, spans, i, CONTEXT_BYTES // 2)
                 found.append({"text": t, "unit": i, "context": text[start : spans[i][0]], "gold": sentence})
-        candidates.append(found)
+        return found
+
+    rows, candidates = _candidates(texts, find)
     out = []
     for chosen in _spread_over_texts(candidates, items, rng):
         broken = _swapped(chosen["gold"], rng)
