@@ -41,6 +41,7 @@ Every row runs without gradients, in batches of similar lengths, deterministical
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -60,13 +61,19 @@ class ChoiceScoringError(ValueError):
     """An item the model cannot score (its continuation does not fit the window); one line."""
 
 
-def encode_pair(tokenizer: Tokenizer, context: str, continuation: str) -> tuple[list[int], list[int]]:
-    """The context's and the continuation's token ids, as lm-evaluation-harness splits them."""
+def encode_pair(
+    tokenizer: Tokenizer, context: str, continuation: str, known: dict | None = None
+) -> tuple[list[int], list[int]]:
+    """The context's and the continuation's token ids, as lm-evaluation-harness splits them;
+    ``known`` keeps contexts already encoded (an item's choices share one)."""
     spaces = len(context) - len(context.rstrip(" "))
     if spaces:
         context, continuation = context[:-spaces], context[-spaces:] + continuation
     whole = tokenizer.encode(context + continuation, add_special_tokens=False).ids
-    context_ids = tokenizer.encode(context, add_special_tokens=False).ids if context else []
+    known = {} if known is None else known
+    if context not in known:
+        known[context] = tokenizer.encode(context, add_special_tokens=False).ids if context else []
+    context_ids = known[context]
     continuation_ids = whole[len(context_ids) :]
     if not continuation_ids:  # the pair merged into the context's last token
         continuation_ids = tokenizer.encode(continuation, add_special_tokens=False).ids
@@ -81,9 +88,10 @@ def _encoded(
     continuation longer than the window is a :class:`ChoiceScoringError` naming ``label(k)``."""
     eod = special_ids(tokenizer)["eod"]
     encoder = shard_encoder(tokenizer)  # a literal "<|endoftext|>" is text, as in the shards
-    rows = []
+    rows: list[tuple[list[int], int, bool]] = []
+    known: dict[str, list[int]] = {}
     for k, (context, continuation) in enumerate(pairs):
-        context_ids, continuation_ids = encode_pair(encoder, context, continuation)
+        context_ids, continuation_ids = encode_pair(encoder, context, continuation, known)
         if len(continuation_ids) > block_size:
             raise ChoiceScoringError(
                 f"{label(k)} is {len(continuation_ids)} tokens, longer than the model's window of "
@@ -94,46 +102,133 @@ def _encoded(
     return rows
 
 
+@dataclass
+class _Row:
+    """One row of a forward pass: its input tokens, and per request it scores the row positions
+    whose outputs predict the request's continuation tokens and those tokens. A packed row holds
+    one context and several continuations after it (``prefix`` tokens shared, then each
+    continuation's block, ``blocks``); a plain row one request, causal from position 0."""
+
+    tokens: list[int]
+    reads: list[tuple[int, list[int], list[int]]]
+    prefix: int = 0
+    blocks: list[tuple[int, int]] | None = None
+
+
+def _plain(index: int, tokens: list[int], length: int) -> _Row:
+    return _Row(tokens[:-1], [(index, list(range(len(tokens) - 1 - length, len(tokens) - 1)), tokens[-length:])])
+
+
+def _packed(indices: list[int], requests: list[tuple[list[int], int, bool]]) -> _Row:
+    """The requests (of one context, none cut) in one row: ``[eod, context]`` once, then each
+    continuation but its last token, each at the positions it has alone and seeing only the
+    context and itself. The context's last output predicts every continuation's first token."""
+    first = requests[indices[0]]
+    prefix = first[0][: len(first[0]) - first[1]]
+    tokens, reads, blocks = list(prefix), [], []
+    for index in indices:
+        continuation = requests[index][0][len(prefix) :]
+        start = len(tokens)
+        tokens += continuation[:-1]
+        blocks.append((start, len(tokens)))
+        reads.append((index, [len(prefix) - 1, *range(start, len(tokens))], continuation))
+    return _Row(tokens, reads, len(prefix), blocks)
+
+
+def _pieces(indices: list[int], requests: list[tuple[list[int], int, bool]], most: int) -> list[list[int]]:
+    """``indices`` (requests of one context) in runs whose packed row stays within ``most``
+    tokens (the context and at least one continuation each): many short continuations of one
+    context, as the choices scored without any, do not make one row of quadratic attention."""
+    pieces, current, size = [], [], 0
+    for index in indices:
+        tokens, length, _ = requests[index]
+        if current and size + length - 1 > most:
+            pieces.append(current)
+            current, size = [], 0
+        if not current:
+            size = len(tokens) - length
+        current.append(index)
+        size += length - 1
+    return pieces + ([current] if current else [])
+
+
+def _layout(rows: list[_Row], width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions (B, width) and the attention mask (B, 1, width, width) of packed rows; padding
+    sees only itself."""
+    positions = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros(len(rows), 1, width, width, dtype=torch.bool)
+    causal = torch.ones(width, width, dtype=torch.bool).tril()
+    for line, row in enumerate(rows):
+        mask[line, 0, : row.prefix, : row.prefix] = causal[: row.prefix, : row.prefix]
+        positions[line, : row.prefix] = torch.arange(row.prefix)
+        for start, end in row.blocks:
+            mask[line, 0, start:end, : row.prefix] = True
+            mask[line, 0, start:end, start:end] = causal[: end - start, : end - start]
+            positions[line, start:end] = torch.arange(row.prefix, row.prefix + end - start)
+        pad = torch.arange(len(row.tokens), width)
+        mask[line, 0, pad, pad] = True
+    return positions, mask
+
+
+def _score_rows(model: GPT, rows: list[_Row], eod: int, budget: int, loglik: np.ndarray, greedy: np.ndarray) -> None:
+    """Run ``rows`` in batches of about ``budget`` tokens, longest first, and fill each request's
+    summed log-likelihood and greedy flag. The head and the softmax run only where a continuation
+    token is predicted: most positions are context, and the head over the vocabulary costs as
+    much as the blocks."""
+    device = next(model.parameters()).device
+    rows = sorted(rows, key=lambda row: -len(row.tokens))
+    start = 0
+    while start < len(rows):
+        width = len(rows[start].tokens)
+        chosen = rows[start : start + max(1, budget // max(width, 1))]
+        start += len(chosen)
+        inputs = torch.full((len(chosen), width), eod, dtype=torch.long)
+        for line, row in enumerate(chosen):
+            inputs[line, : len(row.tokens)] = torch.tensor(row.tokens)
+        if chosen[0].blocks is None:
+            hidden = model.hidden_states(inputs.to(device))
+        else:
+            positions, mask = _layout(chosen, width)
+            hidden = model.hidden_states(inputs.to(device), positions.to(device), mask.to(device))
+        reads = [(line, read) for line, row in enumerate(chosen) for read in row.reads]
+        lines = torch.cat([torch.full((len(read[1]),), line) for line, read in reads])
+        at = torch.cat([torch.tensor(read[1]) for _, read in reads])
+        targets = torch.cat([torch.tensor(read[2]) for _, read in reads])
+        logprobs = F.log_softmax(model.lm_head(hidden[lines.to(device), at.to(device)]).float(), dim=-1).cpu()
+        picked = logprobs[torch.arange(len(targets)), targets].double()
+        hits = logprobs.argmax(-1) == targets
+        offset = 0
+        for _, (index, _, tokens) in reads:
+            loglik[index] = picked[offset : offset + len(tokens)].sum().item()
+            greedy[index] = bool(hits[offset : offset + len(tokens)].all())
+            offset += len(tokens)
+
+
 @torch.no_grad()
 def pair_loglikelihoods(
     model: GPT, tokenizer: Tokenizer, pairs: list[tuple[str, str]], batch: int = 32, label=None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per ``(context, continuation)`` pair: the continuation's summed natural log-probability
     given the context, whether greedy decoding would produce it (every token the argmax), its
-    tokens, and whether the context was cut from the left to fit the window. Rows of similar
-    length are batched together; ``label(k)`` names pair k in an error."""
+    tokens, and whether the context was cut from the left to fit the window. Pairs that share a
+    context (an item's choices) run it once, packed in one row (:func:`_packed`), unless one of
+    them had to be cut; rows of similar length are batched together, about ``batch`` windows of
+    tokens at a time. ``label(k)`` names pair k in an error."""
     model.eval()
     block = model.config.block_size
     eod = special_ids(tokenizer)["eod"]
     requests = _encoded(tokenizer, pairs, block, label or (lambda k: f"continuation {k}"))
+    shared: dict[tuple, list[int]] = {}
+    for index, ((context, _), (tokens, length, cut)) in enumerate(zip(pairs, requests)):
+        key = (context, tuple(tokens[: len(tokens) - length])) if not cut else ("cut", index)
+        shared.setdefault(key, []).append(index)
+    groups = [piece for indices in shared.values() for piece in _pieces(indices, requests, 2 * block)]
+    packed = [_packed(indices, requests) for indices in groups if len(indices) > 1]
+    plain = [_plain(i, *requests[i][:2]) for indices in groups if len(indices) == 1 for i in indices]
     loglik = np.zeros(len(requests), dtype=np.float64)
     greedy = np.zeros(len(requests), dtype=bool)
-    device = next(model.parameters()).device
-    order = sorted(range(len(requests)), key=lambda i: -len(requests[i][0]))  # similar lengths batch together
-    for start in range(0, len(order), batch):
-        chosen = order[start : start + batch]
-        width = max(len(requests[i][0]) for i in chosen) - 1
-        inputs = torch.full((len(chosen), width), eod, dtype=torch.long)
-        for line, index in enumerate(chosen):
-            tokens = requests[index][0]
-            inputs[line, : len(tokens) - 1] = torch.tensor(tokens[:-1])
-        # The head and the softmax only where a continuation token is predicted: most positions
-        # are context, and the head over the vocabulary costs as much as the blocks.
-        hidden = model.hidden_states(inputs.to(device))
-        lines = torch.cat([torch.full((requests[i][1],), line) for line, i in enumerate(chosen)])
-        positions = torch.cat(
-            [torch.arange(len(requests[i][0]) - 1 - requests[i][1], len(requests[i][0]) - 1) for i in chosen]
-        )
-        targets = torch.cat([torch.tensor(requests[i][0][-requests[i][1] :]) for i in chosen])
-        logprobs = F.log_softmax(model.lm_head(hidden[lines.to(device), positions.to(device)]).float(), dim=-1).cpu()
-        picked = logprobs[torch.arange(len(targets)), targets].double()
-        hits = logprobs.argmax(-1) == targets
-        start_row = 0
-        for index in chosen:
-            length = requests[index][1]
-            loglik[index] = picked[start_row : start_row + length].sum().item()
-            greedy[index] = bool(hits[start_row : start_row + length].all())
-            start_row += length
+    _score_rows(model, plain, eod, batch * block, loglik, greedy)
+    _score_rows(model, packed, eod, batch * block, loglik, greedy)
     lengths = np.array([r[1] for r in requests], dtype=np.int64)
     cut = np.array([r[2] for r in requests], dtype=bool)
     return loglik, greedy, lengths, cut

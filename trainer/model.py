@@ -79,7 +79,10 @@ class SelfAttention(nn.Module):
         self.proj.residual = True  # scaled at init, see GPT._init_weights
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """``mask`` (B, 1, T, T), True where a position may attend, replaces the causal mask."""
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         # (B, T, C) -> (B, H, T, D)
@@ -88,7 +91,12 @@ class SelfAttention(nn.Module):
             cos, sin = rotary
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         y = F.scaled_dot_product_attention(
-            q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal
+            q,
+            k,
+            v,
+            attn_mask=mask,
+            dropout_p=self.dropout if self.training else 0.0,
+            is_causal=self.causal and mask is None,
         )
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.proj(y))
@@ -114,8 +122,8 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x: torch.Tensor, rotary) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x), rotary)
+    def forward(self, x: torch.Tensor, rotary, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), rotary, mask)
         return x + self.mlp(self.ln_2(x))
 
 
@@ -179,21 +187,35 @@ class GPT(nn.Module):
             loss = F.cross_entropy(logits.view(B * T, -1).float(), targets.reshape(B * T), ignore_index=ignore_index)
         return logits, loss
 
-    def hidden_states(self, idx: torch.Tensor) -> torch.Tensor:
+    def hidden_states(
+        self, idx: torch.Tensor, positions: torch.Tensor | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The last block's output after the final LayerNorm, ``(B, T, n_embd)``: what the head
-        reads, and the features a downstream classifier (trainer.transfer) reads."""
+        reads, and the features a downstream classifier (trainer.transfer) reads.
+
+        ``positions`` (B, T) and ``mask`` (B, 1, T, T; True where a token may attend) lay out
+        several sequences in one row, as the likelihood scorer packs a context and its choices:
+        each token then has its own position (below ``block_size``) and sees what the mask lets
+        it see; the row itself may be longer than the window."""
         T = idx.shape[1]
-        if T > self.config.block_size:
+        if positions is None and T > self.config.block_size:
             raise ValueError(f"a window of {T} tokens is longer than block_size {self.config.block_size}")
+        if positions is not None and int(positions.max()) >= self.config.block_size:
+            raise ValueError(f"a position of {int(positions.max())} is past block_size {self.config.block_size}")
         x = self.wte(idx)
         rotary = None
         if self.wpe is not None:
-            x = x + self.wpe(torch.arange(T, device=idx.device))
-        else:
+            x = x + self.wpe(torch.arange(T, device=idx.device) if positions is None else positions)
+        elif positions is None:
             rotary = (self.rope_cos[:T].to(x.dtype), self.rope_sin[:T].to(x.dtype))
+        else:  # (B, 1, T, D): each row its own positions, the same for every head
+            rotary = (
+                self.rope_cos[positions].unsqueeze(1).to(x.dtype),
+                self.rope_sin[positions].unsqueeze(1).to(x.dtype),
+            )
         x = self.drop(x)
         for block in self.blocks:
-            x = block(x, rotary)
+            x = block(x, rotary, mask)
         return self.ln_f(x)
 
     def configure_optimizer(

@@ -281,3 +281,26 @@ def test_the_constant_answer_lines_show_a_model_that_gives_one_answer():
     assert m["acc_norm"] == pytest.approx(0.25)  # right only where sport is
     # taking each answer's own likelihood out leaves what the item adds: the gold one everywhere
     assert m["acc_pmi"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("positions", ["rope", "learned"])
+def test_choices_packed_after_their_shared_context_score_as_each_alone(tokenizer, positions):
+    """An item's choices run in one row after one copy of the context (each at its own positions,
+    seeing only the context and itself): the same log-likelihoods and greedy flags as each pair
+    scored in a row of its own."""
+    from trainer.likelihood import pair_loglikelihoods
+
+    torch.manual_seed(1)
+    config = GPTConfig(
+        vocab_size=tokenizer.get_vocab_size(), block_size=24, n_layer=2, n_head=2, n_embd=16, positions=positions
+    )
+    model = GPT(config).eval()
+    pairs = [("the council met on", c) for c in (" monday", " the new budget", " roads", " parks and schools")]
+    pairs += [("", "the plan"), ("", "budget"), ("the new", " plan")]
+    # more choices of one context than one packed row of twice the window holds: split over rows
+    pairs += [("the", f" {' '.join(WORDS[k : k + 6])}") for k in range(12)]
+    together = pair_loglikelihoods(model, tokenizer, pairs)
+    alone = [pair_loglikelihoods(model, tokenizer, [pair]) for pair in pairs]
+    assert together[0] == pytest.approx([a[0][0] for a in alone], abs=1e-5)
+    assert together[1].tolist() == [bool(a[1][0]) for a in alone]
+    assert together[2].tolist() == [int(a[2][0]) for a in alone]
