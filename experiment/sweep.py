@@ -131,6 +131,35 @@ def parameter_counts(summary: dict) -> dict[str, int]:
     return {"total": int(summary["parameters"]), "non_embedding": int(summary["parameters"] - embedding)}
 
 
+def _cells(runs: list[dict], metric: str) -> list[dict]:
+    """Per variant, model and budget: its runs' tokens, N and compute, the spread over seeds of
+    ``metric``, and the mean over seeds of every metric all its runs measured (``metrics``)."""
+    cells = []
+    keyed: dict[tuple, list[dict]] = {}
+    for run in runs:
+        keyed.setdefault((run["variant"], run["model"], run["budget"]), []).append(run)
+    for (variant, model, budget), seeds in keyed.items():
+        values = spread({str(r["seed"]): r["metrics"].get(metric) for r in seeds})
+        first = seeds[0]
+        cells.append(
+            {
+                "variant": variant,
+                "model": model,
+                "budget": budget,
+                "tokens": first["tokens"],
+                "parameters": first["parameters"],
+                "flops": first["flops"],
+                metric: values,
+                "metrics": {
+                    key: float(np.mean([r["metrics"][key] for r in seeds]))
+                    for key in first["metrics"]
+                    if all(r["metrics"].get(key) is not None for r in seeds)
+                },
+            }
+        )
+    return cells
+
+
 def summarize_sweep(
     config: ExperimentConfig,
     summaries: dict[Cell, dict],
@@ -172,29 +201,7 @@ def summarize_sweep(
                 "wall_time_s": summary.get("wall_time_s"),
             }
         )
-    cells = []
-    keyed: dict[tuple, list[dict]] = {}
-    for run in runs:
-        keyed.setdefault((run["variant"], run["model"], run["budget"]), []).append(run)
-    for (variant, model, budget), seeds in keyed.items():
-        values = spread({str(r["seed"]): r["metrics"].get(metric) for r in seeds})
-        first = seeds[0]
-        cells.append(
-            {
-                "variant": variant,
-                "model": model,
-                "budget": budget,
-                "tokens": first["tokens"],
-                "parameters": first["parameters"],
-                "flops": first["flops"],
-                metric: values,
-                "metrics": {
-                    key: float(np.mean([r["metrics"][key] for r in seeds]))
-                    for key in first["metrics"]
-                    if all(r["metrics"].get(key) is not None for r in seeds)
-                },
-            }
-        )
+    cells = _cells(runs, metric)
     names = config.sweep_names()
     fits = {}
     for count in COUNTS:
