@@ -7,7 +7,9 @@ topic task zero-shot and with 3 examples) built from BBC News articles of the ``
 in the demo's text package (:func:`demo.real_text.read_bbc`), :data:`ITEMS` per task. Model: the
 demo experiment's shape (4 layers, 4 heads, width 96, window 256; about 0.83M parameters), its
 weights seeded (scoring time does not depend on training), with a 4,096-token BPE trained on the
-same articles. Both sides score every choice of every item; :data:`REPEATS` times each,
+same articles. Both sides score every choice of every item after its context and alone (for
+the built-in ``acc_pmi`` and lm-eval's ``acc_mutual_info``, which the task YAMLs ask for), and
+compute accuracy and accuracy normalized by length; :data:`REPEATS` times each,
 alternating which goes first; medians count. lm-eval's side is timed from ``simple_evaluate`` to
 its return (its task building, request construction and metrics included: what a user of lm-eval
 waits for), the built-in side from reading the items files to the metrics.
@@ -15,7 +17,7 @@ waits for), the built-in side from reading the items files to the metrics.
 The last line printed is one JSON object: ``speed_ratio`` is lm-eval's wall time over the
 built-in one's (above 1: the built-in evaluator is faster); ``max_loglik_difference`` the largest
 difference of a choice's log-likelihood between the two, and ``acc_agreement`` the share of tasks
-whose accuracy is the same on both.
+whose accuracy and PMI accuracy are the same on both.
 """
 
 from __future__ import annotations
@@ -131,9 +133,14 @@ def main() -> None:
         name = "curate_" + path.stem.replace("-", "_")
         names[task] = name
         for sample in sorted(samples[name], key=lambda s: s["doc_id"]):
-            theirs_logliks += [resp[0][0] for resp in sample["resps"]]
+            choices = len(sample["doc"]["choices"])  # then the same choices alone
+            theirs_logliks += [resp[0][0] for resp in sample["resps"][:choices]]
     difference = max(abs(a - b) for a, b in zip(logliks, theirs_logliks, strict=True))
-    agree = [results["tasks"][task]["acc"] == their_results[name]["acc,none"] for task, name in names.items()]
+    agree = [
+        results["tasks"][task]["acc"] == their_results[name]["acc,none"]
+        and results["tasks"][task]["acc_pmi"] == their_results[name]["acc_mutual_info,none"]
+        for task, name in names.items()
+    ]
     choices = len(logliks)
     built, harness = statistics.median(ours), statistics.median(theirs)
     print(f"{'task':<24}{'items':>7}{'acc (ours)':>12}{'acc (lm-eval)':>15}")

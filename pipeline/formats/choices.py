@@ -130,7 +130,9 @@ def write_choice_items(items: pl.DataFrame, path: Path) -> Path:
 def lm_eval_task_yaml(items_path: Path, task: str) -> str:
     """An lm-evaluation-harness task YAML that scores the items file ``items_path`` as
     ``task``: each item's context, its choices as written (the delimiter is empty: a choice
-    carries its own leading space), the gold index; accuracy and accuracy normalized by length."""
+    carries its own leading space), the gold index; accuracy, accuracy normalized by length, and
+    the accuracy of each choice's log-likelihood over its own without the context (lm-eval's
+    ``acc_mutual_info``, :mod:`trainer.likelihood`'s ``acc_pmi``)."""
     data = json.dumps(str(Path(items_path).resolve()))
     split = "train"  # lm-eval reads the file as one split of the json builder
     return (
@@ -147,6 +149,7 @@ def lm_eval_task_yaml(items_path: Path, task: str) -> str:
         "metric_list:\n"
         "  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
         "  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n"
+        "  - metric: acc_mutual_info\n    aggregation: mean\n    higher_is_better: true\n"
     )
 
 

@@ -196,16 +196,21 @@ def test_lm_eval_scores_an_items_file_as_the_built_in_evaluator_does(tmp_path, m
     yaml = write_lm_eval_task(items, tmp_path / "yaml" / "items.yaml")
     found = evaluate_yaml_tasks(out, [yaml], log_samples=True)
     samples = sorted(found["samples"]["curate_items"], key=lambda s: s["doc_id"])
-    theirs = [resp[0][0] for s in samples for resp in s["resps"]]
-    ours = choice_loglikelihoods(model, tokenizer, _items(ITEMS))["loglik"].to_list()
-    assert theirs == pytest.approx(ours, abs=1e-4)
-    # every pair lm-eval asked for is the context and the choice as the items file writes them
-    assert [tuple(a) for s in samples for a in s["arguments"]] == [
+    # per item lm-eval asks for each choice after the context, then (acc_mutual_info) alone
+    width = [len(row["choices"]) for row in ITEMS]
+    theirs = [resp[0][0] for s, k in zip(samples, width) for resp in s["resps"][:k]]
+    alone = [resp[0][0] for s, k in zip(samples, width) for resp in s["resps"][k:]]
+    scores = choice_loglikelihoods(model, tokenizer, _items(ITEMS))
+    assert theirs == pytest.approx(scores["loglik"].to_list(), abs=1e-4)
+    assert alone == pytest.approx(scores["unconditional"].to_list(), abs=1e-4)
+    assert [tuple(a) for s, k in zip(samples, width) for a in s["arguments"][:k]] == [
         (row["context"], choice) for row in ITEMS for choice in row["choices"]
     ]
     direct = choice_metrics(choice_loglikelihoods(model, tokenizer, _items(ITEMS)), _items(ITEMS))
     accuracy = sum(m["acc"] * m["items"] for m in direct["tasks"].values()) / len(ITEMS)
     assert found["results"]["curate_items"]["acc,none"] == pytest.approx(accuracy)
+    pmi = sum(m["acc_pmi"] * m["items"] for m in direct["tasks"].values()) / len(ITEMS)
+    assert found["results"]["curate_items"]["acc_mutual_info,none"] == pytest.approx(pmi)
 
 
 def test_lm_eval_rolling_and_generation_match_the_scorer_and_greedy_decoding(tmp_path, model, tokenizer):
