@@ -294,8 +294,8 @@ def choice_task_files(
     """The multiple-choice items every pretrained model is scored on: the built-in tasks
     (experiment.tasks, from the held-out ``texts`` and the task; ``out_dir/tasks/items/<task>.jsonl``
     and the lm-eval task YAML beside it), each choice at most half of ``block_size`` tokens, then
-    the user's ``[[eval_tasks]]``; none
-    when ``choice_tasks.enabled`` is false. An item id in two files is a :class:`ConfigError`."""
+    the user's ``[[eval_tasks]]``; none when ``choice_tasks.enabled`` is false. An item id in two
+    files is a :class:`ConfigError`."""
     if not config.choice_tasks.enabled:
         return []
     tasks = config.choice_tasks

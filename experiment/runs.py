@@ -21,7 +21,7 @@ from experiment.config import ExperimentConfig
 from experiment.heldout import EVAL_MIXTURE
 from pipeline.config import RunConfig
 from pipeline.formats.documents import RunLayout
-from pipeline.formats.tokens import load_tokenizer
+from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.writer import read_json, write_json, write_parquet
 
 RANDOM = "random"  # the transfer baseline: the same architecture, not pretrained
@@ -239,13 +239,15 @@ def score_tasks(checkpoint: Path, task_paths: list[Path], batch: int, out_path: 
     (trainer.likelihood): ``tasks/<variant>/seed-<s>.json``, the metrics per task (and group) with
     each file's sha256, and beside it ``.parquet``, per item whether the gold choice won (by sum
     and per byte), its bits per byte and margin, which the paired bootstrap over seeds and items
-    reads."""
+    reads. A result for other items (a task file changed) is scored again."""
     from trainer.generate import load_model
     from trainer.likelihood import read_choice_files, score_choices
 
     items_path = out_path.with_suffix(".parquet")
     if out_path.exists() and items_path.exists():
-        return read_json(out_path)
+        found = read_json(out_path)
+        if [entry["sha256"] for entry in found["files"]] == [file_sha256(path) for path in task_paths]:
+            return found  # scored on these very items already; other items are scored again
     started = time.perf_counter()
     loaded = read_choice_files(task_paths)
     model, tokenizer, info = load_model(checkpoint)
