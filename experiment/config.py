@@ -181,8 +181,8 @@ class ChoiceTasksConfig(_Strict):
     enabled: bool = True
     builtin: bool = True  # build the tasks of experiment.tasks from the held-out sets and the task
     items: int = Field(default=300, ge=10)  # per built-in task, at most
-    # items per task (the first of each file) scored at every evaluation of the training runs: the
-    # curves over training steps and the signal table (monotonicity); 0: none
+    # items per task (a seeded sample of each) scored at every evaluation of the training runs:
+    # the curves over training steps and the signal table (monotonicity); 0: none
     curve_items: int = Field(default=50, ge=0)
     shots: list[int] = Field(default_factory=lambda: [0, 1, 3, 5])  # the classification task in context
     batch: int = Field(default=32, ge=1)

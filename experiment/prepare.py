@@ -40,11 +40,14 @@ from pipeline.formats.choices import (
 )
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
+from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.task import load_task
 from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.stages.registry import last_document_stage
 from pipeline.tokenizer import train_tokenizer
+
+SALT_CURVES = 0x43555256  # "CURV": the curve items' sample
 
 
 class ContaminationError(RuntimeError):
@@ -327,13 +330,19 @@ def choice_task_files(
 
 
 def curve_task_file(config: ExperimentConfig, task_files: list[Path]) -> Path | None:
-    """``out_dir/tasks/curve-items.jsonl``: the first ``choice_tasks.curve_items`` items of each
-    task of ``task_files``, which every pretraining run scores at each evaluation (None: no
+    """``out_dir/tasks/curve-items.jsonl``: ``choice_tasks.curve_items`` items of each task of
+    ``task_files``, a seeded sample (by the hash of each item's id, so a file in label order gives
+    every label its share), which every pretraining run scores at each evaluation (None: no
     curves)."""
     if not task_files or not config.choice_tasks.curve_items:
         return None
     items = pl.concat([read_choice_items(path) for path in task_files])
-    chosen = items.filter(pl.int_range(pl.len()).over("task") < config.choice_tasks.curve_items)
+    order = pl.Series(seeded_id_hash(items["id"], config.seed, SALT_CURVES))
+    chosen = (
+        items.with_columns(_order=order)
+        .filter(pl.col("_order").rank("ordinal").over("task") <= config.choice_tasks.curve_items)
+        .drop("_order")
+    )
     path = config.out_dir / "tasks" / "curve-items.jsonl"
     if not path.exists() or not read_choice_items(path).equals(chosen):
         write_choice_items(chosen, path)

@@ -113,3 +113,21 @@ def test_an_item_id_in_two_task_files_stops_before_any_work(tmp_path):
     )
     with pytest.raises(ConfigError, match=r"the item id 'q1' is in .*a\.jsonl and in .*b\.jsonl"):
         choice_task_files(config, None, None, tmp_path / "unused.json", 256)
+
+
+def test_the_curve_items_are_a_seeded_sample_of_every_task_not_its_first_rows(tmp_path):
+    """A task file in label order (as a test split often is): the curve items still hold every
+    label, each task gives curve_items of them, and the sample is the same run after run."""
+    from experiment.prepare import curve_task_file
+
+    path = tmp_path / "sorted.jsonl"
+    labels = [" a", " b", " c"]
+    _items(
+        path,
+        [{"id": f"q{k:03d}", "task": "sorted", "context": "x", "choices": labels, "gold": k // 40} for k in range(120)],
+    )
+    data = {k: v for k, v in _config(tmp_path, "unused").items() if k != "task"}
+    config = parse_experiment({**data, "choice_tasks": {"builtin": False, "curve_items": 30}})
+    curve = pl.read_ndjson(curve_task_file(config, [path]))
+    assert curve.height == 30 and set(curve["gold"]) == {0, 1, 2}
+    assert pl.read_ndjson(curve_task_file(config, [path])).equals(curve)
