@@ -399,7 +399,7 @@ def test_each_stage_publishes_its_prefect_artifacts(run):
     wanted = ArtifactFilter(key=ArtifactFilterKey(any_=keys))
     found: list = []
     with get_client(sync_client=True) as client:
-        # The server answers at most a page (200) at a time, and every run in the session
+        # The server answers at most a page (200) at a time, and every run of the test suite
         # publishes under the same keys: read every page, or this run's may be past the first.
         while page := client.read_artifacts(artifact_filter=wanted, offset=len(found), limit=200):
             found += page
