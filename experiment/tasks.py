@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipeline.formats.choices import read_choice_items, write_choice_items
+from pipeline.formats.choices import OPTIONAL, REQUIRED, read_choice_items, write_choice_items
 from pipeline.formats.hashing import seeded_id_hash
 
 CONTEXT_BYTES = 480  # a context's bytes at most (whole sentences): with the ending, ~200 tokens
@@ -177,16 +177,7 @@ def _item(task: str, row: dict, unit: int, context: str, choices: list[str], gol
 
 
 def _frame(items: list[dict]) -> pl.DataFrame:
-    schema = {
-        "id": pl.String,
-        "task": pl.String,
-        "context": pl.String,
-        "choices": pl.List(pl.String),
-        "gold": pl.Int64,
-        "group": pl.String,
-        "lang": pl.String,
-    }
-    return pl.DataFrame(items, schema=schema)
+    return pl.DataFrame(items, schema={**REQUIRED, **OPTIONAL})
 
 
 def cloze_items(texts: pl.DataFrame, task: str, items: int, seed: int, fits: Fits = _always) -> pl.DataFrame:

@@ -52,6 +52,7 @@ import polars as pl
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from tokenizers import Tokenizer
 from torch.nn.parallel import DistributedDataParallel
 
 from pipeline.formats.configfile import ConfigError
@@ -436,6 +437,7 @@ class Run:
     total_steps: int
     tokens_per_step: int
     task_items: pl.DataFrame | None = None  # eval_tasks' items, scored at every evaluation (main process)
+    task_tokenizer: Tokenizer | None = None  # the mixture's, which scores them
     last_tasks: dict | None = None  # their scores at the latest evaluation (the summary's final_tasks)
 
 
@@ -539,6 +541,7 @@ def _setup(
         config.total_steps(processes.world_size),
         config.tokens_per_step(processes.world_size),
         task_items,
+        load_tokenizer(mixture.tokenizer_path) if task_items is not None else None,
     )
     say(
         f"{raw_model.num_parameters():,} parameters, {run.total_steps} steps of {run.tokens_per_step:,} tokens, "
@@ -612,8 +615,8 @@ def _task_row(run: Run) -> dict:
     from trainer.likelihood import choice_loglikelihoods, choice_metrics
 
     was_training = run.raw_model.training
-    tokenizer = load_tokenizer(run.mixture.tokenizer_path)
-    found = choice_metrics(choice_loglikelihoods(run.raw_model, tokenizer, run.task_items), run.task_items)
+    scores = choice_loglikelihoods(run.raw_model, run.task_tokenizer, run.task_items)
+    found = choice_metrics(scores, run.task_items)
     run.raw_model.train(was_training)
     row = {"tasks_core": found["aggregate"]["core"], "tasks_gold_bpb": found["aggregate"]["gold_bpb"]}
     for task, m in found["tasks"].items():
