@@ -39,3 +39,10 @@ def test_no_difference_is_p_one_and_spread_seeds_keep_the_paired_t_test():
     found = compare(spread(x), spread(y), lower_is_better=True)
     assert found["test"] == "t" and found["p"] == pytest.approx(stats.ttest_rel(x, y).pvalue)
     assert found["ci95"][0] < found["difference"] < found["ci95"][1]
+
+
+def test_a_spread_carries_the_t_interval_of_its_mean():
+    found = spread({"0": 1.0, "1": 2.0, "2": 4.0})
+    half = stats.t.ppf(0.975, 2) * found["std"] / 3**0.5
+    assert found["ci95"] == pytest.approx([7 / 3 - half, 7 / 3 + half])
+    assert spread({"0": 1.0})["ci95"] is None and spread({})["ci95"] is None

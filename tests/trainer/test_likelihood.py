@@ -309,3 +309,28 @@ def test_choices_packed_after_their_shared_context_score_as_each_alone(tokenizer
     assert together[0] == pytest.approx([a[0][0] for a in alone], abs=1e-5)
     assert together[1].tolist() == [bool(a[1][0]) for a in alone]
     assert together[2].tolist() == [int(a[2][0]) for a in alone]
+
+
+def test_items_that_name_a_group_get_each_group_s_metrics(model, tokenizer):
+    rows = [{**ITEMS[0], "id": f"g{k}", "group": ["x", "y"][k % 2]} for k in range(4)]
+    rows.append({**ITEMS[1], "id": "none"})  # no group: in the task's numbers, in no group's
+    items = _items(rows)
+    found = choice_metrics(choice_loglikelihoods(model, tokenizer, items), items)["tasks"]["t1"]
+    assert found["items"] == 5 and set(found["groups"]) == {"x", "y"}
+    assert found["groups"]["x"]["items"] == found["groups"]["y"]["items"] == 2
+    alone = choice_metrics(choice_loglikelihoods(model, tokenizer, items[[0, 2]]), items[[0, 2]])["tasks"]["t1"]
+    assert found["groups"]["x"]["gold_bpb"] == pytest.approx(alone["gold_bpb"])
+
+
+def test_an_experiment_s_task_result_is_read_back_only_for_the_same_items(tmp_path, model, tokenizer):
+    from experiment.runs import score_tasks
+
+    out = _checkpoint(tmp_path, model, tokenizer)
+    items = write_choice_items(_items(ITEMS), tmp_path / "items.jsonl")
+    result = tmp_path / "tasks" / "seed-0.json"
+    first = score_tasks(out, [items], 8, result)
+    assert result.with_suffix(".parquet").is_file()
+    assert score_tasks(out, [items], 8, result) == first  # read back, not scored again
+    write_choice_items(_items(ITEMS[:2]), items)  # the items changed: scored again
+    again = score_tasks(out, [items], 8, result)
+    assert again["files"][0]["items"] == 2 and set(again["tasks"]) == {"t1"}
