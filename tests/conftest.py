@@ -1,6 +1,14 @@
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property-based tests are reproducible: the same examples on every machine and every run (no
+# example database, no clock deadline on shared, noisy cores).
+settings.register_profile(
+    "curate", derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("curate")
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
