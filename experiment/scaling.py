@@ -42,6 +42,9 @@ PARAMETERS = ("E", "A", "B", "alpha", "beta")
 # bits, narrow enough that a fit the runs do not determine (E falling towards 0 when the loss is far
 # from any floor) stays a finite number that says it sits at its bound.
 BOUNDS = ((-30.0, 60.0), (-30.0, 60.0), (-20.0, 5.0), (1e-3, 5.0), (1e-3, 5.0))
+# A term of the law under this share of every run's predicted loss is not determined by the runs
+# (ScalingFit.at_bounds): a tenth of the Huber loss's delta, well under the noise of a real run.
+NEGLIGIBLE_SHARE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -104,15 +107,30 @@ class ScalingFit:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return np.where(gap > 0, (self.B / np.where(gap > 0, gap, 1.0)) ** (1.0 / self.beta), np.inf)
 
-    def at_bounds(self) -> list[str]:
-        """The parameters the fit left at a bound of its search (:data:`BOUNDS`): the runs do not
-        determine them, and what follows from them (the optimum, the frontier) is the bound's."""
+    def at_bounds(self, params=None, tokens=None) -> list[str]:
+        """The parameters the runs do not determine: left at a bound of the search (:data:`BOUNDS`),
+        or, given the runs' ``params`` and ``tokens`` (their ranges suffice), in a term of the law
+        under :data:`NEGLIGIBLE_SHARE` of every run's predicted loss (E, A and alpha, or B and beta):
+        no run can tell such a term from its bound, and L-BFGS stops wherever its gradient, which
+        scales with the term, falls under the tolerance, a point that differs from CPU to CPU. What
+        follows from them (the optimum, the frontier) is the bound's, not the runs'."""
         values = {"A": np.log(self.A), "B": np.log(self.B), "E": np.log(self.E), "alpha": self.alpha, "beta": self.beta}
-        return [
+        found = {
             name
             for name, (low, high) in zip(("A", "B", "E", "alpha", "beta"), BOUNDS)
             if min(abs(values[name] - low), abs(values[name] - high)) < 1e-6 * max(1.0, abs(low), abs(high))
-        ]
+        }
+        if params is not None and tokens is not None:
+            n, d = (np.asarray(v, dtype=np.float64).ravel() for v in (params, tokens))
+            n, d = np.repeat(n, len(d)), np.tile(d, len(n))  # every pairing of the ranges' values
+            with np.errstate(over="ignore", divide="ignore"):
+                terms = {("E",): np.full_like(n, self.E), ("A", "alpha"): self.A / n**self.alpha,
+                         ("B", "beta"): self.B / d**self.beta}  # fmt: skip
+                loss = self.predict(n, d)
+            for names, term in terms.items():
+                if np.all(term / loss < NEGLIGIBLE_SHARE):
+                    found.update(names)
+        return [name for name in ("A", "B", "E", "alpha", "beta") if name in found]
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -242,7 +260,8 @@ def compare_scaling_laws(
     variants is measured on the same cells. Returns:
 
     - ``variants[name]``: ``fit`` (:meth:`ScalingFit.as_dict`), ``at_bounds`` (the parameters
-      left at a bound of the search, :meth:`ScalingFit.at_bounds`), ``intervals`` per parameter at
+      the runs do not determine: at a bound of the search, or in a term too small to matter on the
+      grid, :meth:`ScalingFit.at_bounds`), ``intervals`` per parameter at
       ``level``, and per budget of ``flops`` its ``optimal`` N and D, D / N and the loss on the
       frontier, each with its interval;
     - ``comparisons[name]`` for every variant after the first: at each budget the difference of
@@ -419,7 +438,8 @@ def _variant_summary(fit: ScalingFit, draws: list[ScalingFit], budgets: np.ndarr
                 ),
             }
         )
-    return {"fit": fit.as_dict(), "at_bounds": fit.at_bounds(), "intervals": intervals, "optimal": optimal}
+    undetermined = fit.at_bounds(grid["params"], grid["tokens"])
+    return {"fit": fit.as_dict(), "at_bounds": undetermined, "intervals": intervals, "optimal": optimal}
 
 
 def _data_multipliers(
