@@ -418,7 +418,7 @@ def _fit_table(results: dict) -> Table:
             variant,
             *(
                 f"{entry['fit'][name]:.3f} ({entry['intervals'][name][0]:.3f} to {entry['intervals'][name][1]:.3f})"
-                + (" at its bound" if name in entry["at_bounds"] else "")
+                + (" undetermined" if name in entry["at_bounds"] else "")
                 for name in ("E", "alpha", "beta")
             ),
             f"{rms(r['residual'] for r in fitted):.4f}",

@@ -154,7 +154,7 @@ def _fit_table(results: dict, count: str) -> str:
             cells.append(
                 f"{_num(f'{ref}.fit.{name}', entry['fit'][name], 3, sci)} "
                 f"({_num(f'{at}.0', low, 3, sci)} to {_num(f'{at}.1', high, 3, sci)})"
-                + (" <b>at its bound</b>" if name in entry.get("at_bounds", []) else "")
+                + (" <b>undetermined</b>" if name in entry.get("at_bounds", []) else "")
             )
         fitted = residuals(entry["fit"], results["cells"], variant, count, results["metric"])
         cells.append(_num(f"{ref}.fit.runs", entry["fit"]["runs"], 0))
@@ -451,9 +451,9 @@ def render(results: dict) -> str:
         "and a cosine schedule of its own length. Held-out loss is the experiment's: bits per byte on held-out "
         "sets no curation chose, the mean over the clean sets, one tokenizer for every run. N counts "
         f"{esc(COUNT_LABEL[count])} (the other count's fits are further down).</p>",
-        f"<p class=note>{esc(results['how'])} A parameter <b>at its bound</b> is one the runs do not determine "
-        "(E falls to its floor when the loss is still far from any); the optimum and the frontier then follow "
-        "from the bound, not from the runs.</p>",
+        f"<p class=note>{esc(results['how'])} A parameter marked <b>undetermined</b> is one the runs do not "
+        "determine: at a bound of the search, or in a term under 1e-4 of every run's loss (E, when the loss is "
+        "still far from any floor); the optimum and the frontier then follow from the bound, not from the runs.</p>",
         f"<p>Wall time of the last invocation: {fmt(timing.get('total_s', 0) / 60, 1)} min (curation "
         f"{fmt(timing.get('curation_s', 0) / 60, 1)}, training {fmt(timing.get('training_s', 0) / 60, 1)}, "
         f"{timing.get('parallel_runs', 1)} at a time; fits {fmt(timing.get('fits_s', 0), 0)} s); runs finished "
