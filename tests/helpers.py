@@ -174,6 +174,9 @@ def check_card(folder: Path) -> None:
     }
 
 
+URL_ATTRIBUTES = {"href", "src", "action", "formaction", "xlink:href", "poster", "data"}
+
+
 class _Elements(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -205,10 +208,10 @@ def render_markdown(text: str, tables: bool = True) -> _Elements:
 
 
 def live_markup(elements: _Elements, allowed: set[str]) -> list:
-    """The elements outside ``allowed``, event-handler attributes and script URLs: what text a
-    writer was given must never become."""
+    """The elements outside ``allowed``, event-handler attributes and script URLs (in a link's,
+    an image's or a form's address): what text a writer was given must never become."""
     found = [tag for tag, _ in elements.tags if tag not in allowed]
     for _, attrs in elements.tags:
         found += [k for k in attrs if k.startswith("on")]
-        found += [v for v in attrs.values() if v and "javascript:" in v.lower()]
+        found += [v for k, v in attrs.items() if k in URL_ATTRIBUTES and "javascript:" in (v or "").lower()]
     return found
