@@ -69,12 +69,18 @@ class BarProgress:
             self._bar = None
 
 
+def _say(out: Console, text: str) -> None:
+    from report.console import say
+
+    say(out, text)
+
+
 def _fail(message: str, code: int = 2) -> None:
-    from rich.markup import escape
+    from rich.text import Text
 
     from report.console import printable
 
-    console.print(f"[red]error:[/red] {escape(printable(message))}", highlight=False, soft_wrap=True)
+    console.print(Text.assemble(("error:", "red"), " ", printable(message)), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -169,7 +175,7 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
         print_mixtures(stdout, stats["mix"])
     print_licences(stdout, licence_table(stats))
     print_sources(stdout, stats["source"])
-    stdout.print(f"run directory: {_where(config.run_dir)}", highlight=False, soft_wrap=True)
+    _say(stdout, f"run directory: {_where(config.run_dir)}")
     _build_report(config.run_dir, after_run=True)
     return stats
 
@@ -183,14 +189,17 @@ def _build_report(run_dir, after_run: bool = False):
     except Exception as error:
         if not after_run:
             raise
-        console.print(
-            f"[yellow]warning:[/yellow] the report could not be built ({type(error).__name__}: {error}); "
-            f"run `curate report {run_dir}` to try again",
-            highlight=False,
-            soft_wrap=True,
+        from rich.text import Text
+
+        from report.console import printable
+
+        why = printable(
+            f"the report could not be built ({type(error).__name__}: {error}); "
+            f"run `curate report {run_dir}` to try again"
         )
+        console.print(Text.assemble(("warning:", "yellow"), " ", why), highlight=False, soft_wrap=True)
         return None
-    stdout.print(f"report: {_where(path)}", highlight=False, soft_wrap=True)
+    _say(stdout, f"report: {_where(path)}")
     return path
 
 
@@ -297,12 +306,11 @@ def train_quality(
         _fail("train-quality: pass --demo-corpus DIR, or --run-dir with --positive and --negative sources")
     summary = train_quality_classifier(positives, negatives, out, seed=seed, langs=langs)
     held = summary["held_out"]
-    stdout.print(
+    _say(
+        stdout,
         f"quality classifier: {len(positives)} reference and {len(negatives)} raw documents; "
         f"held-out precision {held['precision']:.3f}, recall {held['recall']:.3f}, "
         f"F1 {held['f1']:.3f}; saved in {out.resolve()}",
-        highlight=False,
-        soft_wrap=True,
     )
 
 
@@ -338,11 +346,10 @@ def train_tokenizer_command(
     path = train_tokenizer(
         sample["text"], out / "tokenizer.json" if out.suffix != ".json" else out, kind=kind, vocab_size=vocab_size
     )
-    stdout.print(
+    _say(
+        stdout,
         f"{kind} tokenizer, {vocab_size} tokens, trained on {sample.height} documents of stage {stage}: "
         f"{path.resolve()}",
-        highlight=False,
-        soft_wrap=True,
     )
 
 
@@ -357,9 +364,7 @@ def export(
     with _failing_on(FileNotFoundError, ValueError):
         meta = export_mixture(mixture_dir, out)
     for name, entry in meta["files"].items():
-        stdout.print(
-            f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)", highlight=False, soft_wrap=True
-        )
+        _say(stdout, f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)")
 
 
 @app.command()
@@ -383,7 +388,7 @@ def train(
     from report.console import print_training
 
     print_training(stdout, summary)
-    stdout.print(f"out_dir: {parsed.out_dir}", highlight=False, soft_wrap=True)
+    _say(stdout, f"out_dir: {parsed.out_dir}")
 
 
 @app.command()
@@ -400,7 +405,7 @@ def generate(
 
     with _failing_on(FileNotFoundError, ValueError):
         text = generate_text(checkpoint, prompt, max_tokens=max_tokens, temperature=temperature, top_k=top_k, seed=seed)
-    stdout.print(prompt + text, highlight=False, soft_wrap=True, markup=False)
+    _say(stdout, prompt + text)
 
 
 @app.command("eval")
@@ -436,7 +441,7 @@ def evaluate(
         print_lm_eval_results(results["lm_eval"], stdout)
     if json_out is not None:
         write_json(results, json_out)
-        stdout.print(f"results: {json_out}", highlight=False, markup=False)
+        _say(stdout, f"results: {json_out}")
 
 
 def _lm_eval(checkpoint: Path, yamls: list[Path], device: str, batch: int) -> dict:
@@ -521,7 +526,7 @@ def demo_corpus(
     from demo.corpus import build_demo_corpus
 
     summary = build_demo_corpus(out, docs=docs, seed=seed)
-    stdout.print(f"demo corpus: {summary['docs']} documents in {out.resolve()}", highlight=False)
+    _say(stdout, f"demo corpus: {summary['docs']} documents in {out.resolve()}")
 
 
 @app.command()
@@ -545,6 +550,6 @@ def demo(
     run_dir = run_dir or (
         DEMO_RUN_DIR if docs == 20_000 and seed == 0 else DEMO_RUN_DIR.with_name(f"demo-{docs}-{seed}")
     )
-    console.print(f"building the demo corpus ({docs} documents, seed {seed}) in {corpus_dir}", highlight=False)
+    _say(console, f"building the demo corpus ({docs} documents, seed {seed}) in {corpus_dir}")
     build_demo_corpus(corpus_dir, docs=docs, seed=seed)
     _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen)

@@ -3,29 +3,39 @@ the documents per source, the licences), a document's inspection (:mod:`report.i
 training's held-out losses, and the experiment's and the sweep's results.
 
 Every printer takes the data and the rich :class:`~rich.console.Console` to print on. Text that
-comes from the data (ids, texts, reasons, licence names) is made :func:`printable` first, so no
-control character reaches the terminal.
+comes from the data or the config (ids, texts, reasons, file, group, source and licence names)
+reaches the terminal as :func:`shown` (a table's cells and titles) or through :func:`say` (a line):
+rich's markup (``[g]``) and emoji codes stay text, and no control character reaches the terminal.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
-# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts ANSI sequences),
-# DEL, and the bidirectional overrides that reorder what is shown.
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+from pipeline.formats.escape import CONTROL, visible
 
 
 def printable(text: str) -> str:
     """``text`` safe to show: control characters (newlines and tabs aside) written as escapes, ``\\x1b``."""
-    return CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", str(text))
+    return visible(text, keep="\n\t")
+
+
+def shown(text) -> Text:
+    """A name, id, reason or title from the data as a table cell, header or title shows it: a rich
+    Text (never read as markup or emoji), its control characters, line breaks too, as escapes."""
+    return Text(visible(text))
+
+
+def say(out: Console, text: str) -> None:
+    """Print ``text`` (a line with names or text from the data in it) as it is: no markup, no
+    emoji, no highlighting, control characters (but line breaks and tabs) as escapes."""
+    out.print(Text(printable(text)), highlight=False, soft_wrap=True)
 
 
 def printable_data(value):
@@ -43,7 +53,7 @@ def printable_json(value) -> str:
     """``value`` (a lookup) as indented JSON with every character a terminal acts on escaped."""
     # JSON escapes C0 controls itself; DEL, C1 controls and bidi overrides become \uXXXX too.
     text = json.dumps(value, indent=1, ensure_ascii=False, default=str)
-    return CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+    return CONTROL.sub(lambda m: m[0] if m[0] == "\n" else f"\\u{ord(m[0]):04x}", text)
 
 
 def _value(value, digits: int = 4) -> str:
@@ -62,12 +72,12 @@ def print_funnel(out: Console, stats: dict[str, dict]) -> None:
     for stage, counts in stats.items():
         reasons = sorted({**counts["removed"], **counts["quarantined"]}.items(), key=lambda kv: -kv[1])
         table.add_row(
-            stage,
+            shown(stage),
             str(counts["docs_in"]),
             str(counts["docs_out"]),
             str(sum(counts["removed"].values())),
             str(sum(counts["quarantined"].values())),
-            ", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-",
+            shown(", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-"),
         )
     out.print(table)
 
@@ -87,15 +97,15 @@ def print_mixtures(out: Console, stats: dict) -> None:
     for name, mixture in stats["mixtures"].items():
         for group, row in mixture["groups"].items():
             table.add_row(
-                name,
-                group,
+                shown(name),
+                shown(group),
                 f"{row['tokens_available']:,}",
                 f"{row['tokens_taken']:,}",
                 f"{row['epochs']:.2f}",
                 f"{row['effective_weight']:.3f}",
                 f"{row['validation_tokens']:,}",
             )
-        table.add_row(name, "all", "", f"{mixture['tokens_taken']:,}", "", "", "", style="bold")
+        table.add_row(shown(name), "all", "", f"{mixture['tokens_taken']:,}", "", "", "", style="bold")
     out.print(table)
 
 
@@ -107,12 +117,12 @@ def print_sources(out: Console, stats: dict) -> None:
     for name, counts in stats["sources"].items():
         reasons = ", ".join(f"{reason} {n}" for reason, n in counts["quarantined"].items())
         table.add_row(
-            name,
+            shown(name),
             str(counts["files"]),
             str(counts["docs_in"]),
             str(counts["docs_out"]),
             str(sum(counts["quarantined"].values())),
-            reasons or "-",
+            shown(reasons or "-"),
         )
     table.add_row(
         "all",
@@ -128,22 +138,21 @@ def print_sources(out: Console, stats: dict) -> None:
 
 def print_licences(out: Console, found: dict) -> None:
     """The run's counts per licence (report.inspect.run_licences), as a table."""
-    found = printable_data(found)
     rows = found["licences"]
     mixtures = sorted({m for row in rows.values() for m in row["mixtures"]})
     tokens = any(row["tokens"] is not None for row in rows.values())
-    table = Table(title=f"licences (curated: the output of {found['stage']})")
+    table = Table(title=shown(f"licences (curated: the output of {found['stage']})"))
     table.add_column("licence")
     for column in ["read", "removed by rule", "curated", *(["tokens"] if tokens else [])]:
         table.add_column(column, justify="right")
     for mixture in mixtures:
-        table.add_column(f"{mixture} tokens", justify="right")
+        table.add_column(shown(f"{mixture} tokens"), justify="right")
     for name, row in rows.items():
         cells = [row["read"], row["removed_by_rule"], row["curated"], *([row["tokens"]] if tokens else [])]
         cells += [row["mixtures"].get(m, 0) for m in mixtures]
-        table.add_row(escape(name), *(_value(v) for v in cells))
+        table.add_row(shown(name), *(_value(v) for v in cells))
     if not rows:
-        out.print("This run recorded no licences (made before licences were kept).")
+        say(out, "This run recorded no licences (made before licences were kept).")
         return
     out.print(table)
 
@@ -151,7 +160,7 @@ def print_licences(out: Console, found: dict) -> None:
 def print_inspection(out: Console, found: dict) -> None:
     """A document's way through the stages, for a person (see report.inspect)."""
     found = printable_data(found)  # ids, texts and reasons come from the data: no escapes reach the terminal
-    out.print(Panel(escape("\n".join(_document_lines(found))), title="document", expand=False), highlight=False)
+    out.print(Panel(Text("\n".join(_document_lines(found))), title="document", expand=False), highlight=False)
     out.print(_stages_table(found.get("stages", [])))
     if found.get("lang"):
         _print_lang(out, found["lang"])
@@ -162,7 +171,7 @@ def print_inspection(out: Console, found: dict) -> None:
     if found.get("lines") is not None:
         _print_lines(out, found["lines"])
     if found.get("tokens") is not None:
-        out.print(f"tokenize: {found['tokens']:,} tokens", highlight=False, markup=False)
+        say(out, f"tokenize: {found['tokens']:,} tokens")
     if found.get("mix"):
         _print_mix(out, found["mix"])
 
@@ -207,40 +216,37 @@ def _stages_table(entries: list[dict]) -> Table:
         stages.add_column(column)
     for entry in entries:
         style = {"removed": "red", "quarantined": "red", "not reached": "dim"}.get(entry["status"], "")
-        stages.add_row(escape(entry["stage"]), escape(entry["status"]), escape(entry.get("detail", "")), style=style)
+        stages.add_row(shown(entry["stage"]), shown(entry["status"]), shown(entry.get("detail", "")), style=style)
     return stages
 
 
 def _print_lang(out: Console, lang: dict) -> None:
-    out.print(
+    say(
+        out,
         f"lang: {lang.get('lang')} score {_value(lang.get('score'))} (minimum {_value(lang.get('threshold'))}"
         f"{', keep ' + ', '.join(lang['keep']) if lang.get('keep') else ''})"
         + (f" -> removed: {lang['rule']}" if lang.get("rule") else " -> kept"),
-        highlight=False,
-        markup=False,
     )
 
 
 def _print_filter(out: Console, flt: dict) -> None:
     if not flt.get("in_scope", True):
-        out.print(
+        say(
+            out,
             "filter: the document's source is not in filter.sources; it passed through",
-            highlight=False,
-            markup=False,
         )
         return
     out.print(_rules_table(flt))
     for error in flt.get("errors", []):
-        out.print(f"filter: not measured: {error}", highlight=False, markup=False)
+        say(out, f"filter: not measured: {error}")
     if flt.get("first_rule") and not any(r["rule"] == flt["first_rule"] for r in flt.get("rules", [])):
-        out.print(f"filter: removed as {flt['first_rule']}", highlight=False, markup=False)
+        say(out, f"filter: removed as {flt['first_rule']}")
     if flt.get("text_changed"):
-        out.print(
+        say(
+            out,
             f"filter: the filters rewrote the text ({flt.get('chars_in', 0):,} -> "
             f"{flt.get('chars_after', 0):,} characters; PII replacements: "
             f"{flt.get('pii_replacements', 0)})",
-            highlight=False,
-            markup=False,
         )
 
 
@@ -256,9 +262,9 @@ def _rules_table(flt: dict) -> Table:
             else "passes"
         )
         rules.add_row(
-            escape(rule["rule"]),
+            shown(rule["rule"]),
             _value(rule["value"]),
-            escape(f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}"),
+            shown(f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}"),
             verdict,
             style="red" if rule["fires"] else "",
         )
@@ -267,7 +273,7 @@ def _rules_table(flt: dict) -> Table:
 
 def _print_dedup(out: Console, dedup: dict) -> None:
     if not dedup.get("in_cluster"):
-        out.print("dedup: unique (in no duplicate cluster)", highlight=False, markup=False)
+        say(out, "dedup: unique (in no duplicate cluster)")
         return
     role = (
         "the kept document"
@@ -277,42 +283,38 @@ def _print_dedup(out: Console, dedup: dict) -> None:
             f"(Jaccard {_value(dedup['jaccard'], 3)})"
         )
     )
-    out.print(
+    say(
+        out,
         f"dedup: cluster {dedup['cluster']} of {dedup['cluster_size']} documents "
         f"({dedup['removed_exact']} exact and {dedup['removed_near']} near copies removed); "
         f"this is {role}",
-        highlight=False,
-        markup=False,
     )
 
 
 def _print_lines(out: Console, lines_cut: dict) -> None:
     if not lines_cut.get("in_scope", True):
-        out.print("lines: the document's source is not in lines.sources; unchanged", highlight=False, markup=False)
+        say(out, "lines: the document's source is not in lines.sources; unchanged")
         return
-    out.print(
+    say(
+        out,
         f"lines: {lines_cut['lines_cut']} repeated lines cut ({lines_cut['chars_cut']:,} characters)"
         + (", leaving it blank: removed" if lines_cut.get("left_blank") else ""),
-        highlight=False,
-        markup=False,
     )
     for line in lines_cut.get("cut", []):
-        out.print(f"  - {line[:120]}", highlight=False, markup=False)
+        say(out, f"  - {line[:120]}")
 
 
 def _print_mix(out: Console, mix: dict) -> None:
-    out.print(
+    say(
+        out,
         f"mix: group {mix['group']}, {mix['side']} side" + (f" ({mix['cause']})" if mix.get("cause") else ""),
-        highlight=False,
-        markup=False,
     )
     for name, taken in mix.get("mixtures", {}).items():
         repeats = taken.get("repeats")
-        out.print(
+        say(
+            out,
             f"  mixture {name}: "
             + (f"taken {repeats} time{'s' if repeats != 1 else ''}" if repeats is not None else taken.get("note", "")),
-            highlight=False,
-            markup=False,
         )
 
 
@@ -326,17 +328,16 @@ def print_training(out: Console, summary: dict) -> None:
     for column in ("group", "loss", "bits per byte", "tokens evaluated"):
         table.add_column(column, justify="left" if column == "group" else "right")
     for group, result in final["groups"].items():
-        table.add_row(group, f"{result['loss']:.4f}", f"{result['bpb']:.4f}", f"{result['tokens']:,}")
+        table.add_row(shown(group), f"{result['loss']:.4f}", f"{result['bpb']:.4f}", f"{result['tokens']:,}")
     table.add_row("all", f"{final['loss']:.4f}", f"{final['bpb']:.4f}", "", style="bold")
     out.print(table)
 
 
 def print_outputs(out: Console, out_dir: Path) -> None:
     """Where an experiment's or a sweep's results.json and report are."""
-    out.print(
+    say(
+        out,
         f"results: {out_dir / 'results.json'}\nreport: {out_dir / 'report' / 'index.html'}",
-        highlight=False,
-        soft_wrap=True,
     )
 
 
@@ -346,12 +347,10 @@ def print_experiment(out: Console, results: dict) -> None:
     out.print(_experiment_table(results))
     for comparison in results["comparisons"]:
         if comparison["metric"] == "heldout_bpb" or comparison["contradicts_expectation"]:
-            out.print(
+            say(
+                out,
                 ("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
                 + comparison["sentence"],
-                highlight=False,
-                soft_wrap=True,
-                markup=False,
             )
 
 
@@ -382,14 +381,16 @@ def _experiment_table(results: dict) -> Table:
     table.add_column("model")
     for metric in shown:
         header = metric.replace("_accuracy@", " acc @").replace("lang_bpb/low-resource", "low-resource bpb")
-        table.add_column(header.replace("heldout_bpb/", "").replace("heldout_bpb", "held-out bpb"), justify="right")
+        table.add_column(
+            shown(header.replace("heldout_bpb/", "").replace("heldout_bpb", "held-out bpb")), justify="right"
+        )
     models = [name for name in ("random", "bag-of-words") if name in results.get("transfer", {})]
     for name in [*models, *results["variants"]]:
         cells = []
         for metric in shown:
             value = results["metrics"].get(metric, {}).get(name)
             cells.append("-" if not value or value["mean"] is None else f"{value['mean']:.3f} ± {value['std']:.3f}")
-        table.add_row(name, *cells)
+        table.add_row(shown(name), *cells)
     return table
 
 
@@ -415,7 +416,7 @@ def _fit_table(results: dict) -> Table:
         entry = fits["variants"][variant]
         fitted = residuals(entry["fit"], results["cells"], variant, count, results["metric"])
         table.add_row(
-            variant,
+            shown(variant),
             *(
                 f"{entry['fit'][name]:.3f} ({entry['intervals'][name][0]:.3f} to {entry['intervals'][name][1]:.3f})"
                 + (" undetermined" if name in entry["at_bounds"] else "")
@@ -430,26 +431,22 @@ def _print_sweep_comparison(out: Console, variant: str, entry: dict, reference: 
     from report.sweep import multiple
 
     cells = entry["cells"]
-    out.print(
+    say(
+        out,
         f"{variant} - {reference} over the {cells['cells']} cells: {cells['mean_difference']:+.4f} "
         f"({cells['interval'][0]:+.4f} to {cells['interval'][1]:+.4f}), lower in {cells['better']}; tokens "
         f"{reference} needs for its loss at {entry['data_multiplier'][0]['tokens']:,.0f}: "
         + ", ".join(f"N={row['params']:,.0f} {multiple(row['multiplier'])}" for row in entry["data_multiplier"]),
-        highlight=False,
-        soft_wrap=True,
-        markup=False,
     )
     for point in entry["frontier"]:
         low, high = (multiple(v) for v in point["multiplier_interval"])
-        out.print(
+        say(
+            out,
             f"{variant} vs {reference} at {point['flops']:.2g} FLOPs: frontier loss "
             f"{point['loss_difference']:+.4f} ({point['loss_interval'][0]:+.4f} to "
             f"{point['loss_interval'][1]:+.4f}), "
             f"{reference} needs {multiple(point['compute_multiplier'])} the compute ({low} to {high})"
             + (" (extrapolated)" if point["multiplier_extrapolated"] else ""),
-            highlight=False,
-            soft_wrap=True,
-            markup=False,
         )
 
 
@@ -460,7 +457,7 @@ def _with_interval(value: float, interval: list[float] | None) -> str:
 def print_choice_results(results: dict, out) -> None:
     """The table of ``curate eval``: each task's accuracies (centred: 0 is chance), the gold
     choice's bits per byte and its margin, with 95% intervals; CORE's aggregate below."""
-    table = Table(title=f"{results['checkpoint']} (step {results['step']}): likelihood-scored tasks")
+    table = Table(title=shown(f"{results['checkpoint']} (step {results['step']}): likelihood-scored tasks"))
     for column in (
         "task",
         "items",
@@ -475,7 +472,7 @@ def print_choice_results(results: dict, out) -> None:
         table.add_column(column, justify="left" if column == "task" else "right")
     for task, m in results["tasks"].items():
         table.add_row(
-            printable(task),
+            shown(task),
             f"{m['items']:,}" + (f" ({m['truncated']} cut)" if m["truncated"] else ""),
             f"{m['chance']:.3f}",
             *(
@@ -485,11 +482,10 @@ def print_choice_results(results: dict, out) -> None:
         )
     out.print(table)
     aggregate = results["aggregate"]
-    out.print(
+    say(
+        out,
         f"CORE (mean centred acc_norm over {aggregate['tasks']} tasks): {aggregate['core']:.3f}; "
         f"mean gold bits per byte: {aggregate['gold_bpb']:.3f}",
-        highlight=False,
-        markup=False,
     )
 
 
@@ -505,6 +501,6 @@ def print_lm_eval_results(results: dict, out) -> None:
                 continue
             name = key.split(",")[0]
             stderr = metrics.get(key.replace(name, f"{name}_stderr", 1))
-            shown = f"{value:.4f}" + (f" ± {stderr:.4f}" if isinstance(stderr, (int, float)) else "")
-            table.add_row(printable(task), f"{metrics.get('sample_len', '')}", printable(name), shown)
+            value_text = f"{value:.4f}" + (f" ± {stderr:.4f}" if isinstance(stderr, (int, float)) else "")
+            table.add_row(shown(task), f"{metrics.get('sample_len', '')}", shown(name), value_text)
     out.print(table)

@@ -11,6 +11,8 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from pipeline.formats.escape import visible
+
 COLORS = {
     "kept": "#3b6ea8",
     "removed": "#d98b3a",
@@ -27,6 +29,13 @@ STYLE = {
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
 }
+
+
+def chart_text(text) -> str:
+    """A label from the data (a group's or a language's name) as a chart shows it: control
+    characters as escapes (``\\x1b``), each ``$`` escaped so that matplotlib draws it rather than
+    reading mathtext (a name with ``$\\frac$`` in it would stop the chart)."""
+    return visible(text).replace("$", "\\$")
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -79,6 +88,7 @@ def funnel_chart(
         left.barh(y, lost, left=docs_out, color=COLORS["removed"], label="removed")
         starts = [a + b for a, b in zip(docs_out, lost)]
         left.barh(y, quarantined, left=starts, color=COLORS["quarantined"], label="quarantined")
+        stages = [chart_text(stage) for stage in stages]
         left.set_yticks(y, stages)
         left.set_xlabel("documents")
         left.set_title("documents per stage", loc="left")
@@ -106,8 +116,8 @@ def grouped_bars(
         base = list(range(len(labels)))[::-1]
         for k, (label, values) in enumerate(series.items()):
             ys = [b + (len(series) - 1 - k) * height - 0.4 + height / 2 for b in base]
-            axis.barh(ys, values, height=height, color=palette[k % len(palette)], label=label)
-        axis.set_yticks(base, labels)
+            axis.barh(ys, values, height=height, color=palette[k % len(palette)], label=chart_text(label))
+        axis.set_yticks(base, [chart_text(label) for label in labels])
         axis.set_xlabel(xlabel)
         if log:
             axis.set_xscale("symlog")
@@ -127,7 +137,7 @@ def column_chart(
         fig = _figure(7.5, 2.8)
         axis = fig.subplots()
         axis.bar(range(len(labels)), values, color=COLORS["bar"])
-        axis.set_xticks(range(len(labels)), labels)
+        axis.set_xticks(range(len(labels)), [chart_text(label) for label in labels])
         axis.set_xlabel(xlabel)
         axis.set_ylabel(ylabel)
         if log and any(values):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pyarrow as pa
@@ -171,3 +172,46 @@ def check_card(folder: Path) -> None:
     assert {row[0]: (number(row[7]), number(row[8])) for row in rows} == {
         group: (g["documents_taken"], g["tokens_taken"]) for group, g in manifest["groups"].items()
     }
+
+
+URL_ATTRIBUTES = {"href", "src", "action", "formaction", "xlink:href", "poster", "data"}
+
+
+class _Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse_html(page: str) -> _Elements:
+    """The elements (tag, attributes) and the text of an HTML page or fragment."""
+    parser = _Elements()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def render_markdown(text: str, tables: bool = True) -> _Elements:
+    """Markdown rendered as CommonMark renders it (raw HTML passed through, as CommonMark allows;
+    with GFM's tables, as the Hugging Face Hub and GitHub render them), then parsed."""
+    from markdown_it import MarkdownIt
+
+    renderer = MarkdownIt("commonmark")
+    return parse_html((renderer.enable("table") if tables else renderer).render(text))
+
+
+def live_markup(elements: _Elements, allowed: set[str]) -> list:
+    """The elements outside ``allowed``, event-handler attributes and script URLs (in a link's,
+    an image's or a form's address): what text a writer was given must never become."""
+    found = [tag for tag, _ in elements.tags if tag not in allowed]
+    for _, attrs in elements.tags:
+        found += [k for k in attrs if k.startswith("on")]
+        found += [v for k, v in attrs.items() if k in URL_ATTRIBUTES and "javascript:" in (v or "").lower()]
+    return found

@@ -10,4 +10,6 @@ their column names and keys live.
     mixture     a mixture folder: its manifest, shard files, tokenizer, export for nanoGPT
     task        a downstream task's items: the file, its splits, class-balanced subsets
     hashing     stable hashes shared by every stage (fmix64, seeded_id_hash)
+    escape      names from the data as Markdown (inline text, code spans, table cells) and with
+                their control characters visible: the one escaper of each medium
 """

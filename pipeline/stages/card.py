@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from pipeline.formats.documents import UNKNOWN
+from pipeline.formats.escape import cell, code, code_block, inline
 from pipeline.formats.mixture import CARD_FILE
 from pipeline.io.writer import write_text
 from pipeline.licence import licence_parts
@@ -106,13 +107,10 @@ def _n(value) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def _cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _table(headers: list[str], rows: list[list]) -> str:
+    """A Markdown table of rendered cells (user text in them already :func:`inline` or :func:`code`)."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -155,7 +153,7 @@ def render_card(run: RunFiles, name: str) -> str:
 def _title(run: RunFiles, name: str) -> str:
     """The mixture's name and its sources (not the run folder's name: the card of the same run
     made in another folder is the same)."""
-    sources = [src.get("name") for src in _config(run).get("sources", [])]
+    sources = [str(src.get("name")) for src in _config(run).get("sources", [])]
     return f"mixture {name}" + (f" of {', '.join(sources)}" if sources else "")
 
 
@@ -163,9 +161,9 @@ def _summary(run: RunFiles, name: str, mixture: dict) -> str:
     tokens = mixture.get("tokens_taken", 0)
     groups = len(mixture["groups"])
     return (
-        f"# {_title(run, name)}\n\n"
+        f"# {inline(_title(run, name))}\n\n"
         f"A pretraining mixture of {_n(tokens)} training tokens in {groups} group(s), written by this run's mix "
-        f"stage as token shards (format `{mixture.get('format')}`), with a held-out validation split. Budget "
+        f"stage as token shards (format {code(mixture.get('format'))}), with a held-out validation split. Budget "
         f"{_n(mixture.get('budget_tokens'))} tokens, shortfall {_n(mixture.get('shortfall_tokens'))}; seed "
         f"{_n(mixture.get('seed'))}. Every figure below is read from the run's files.\n" + _languages_line(run)
     )
@@ -176,9 +174,9 @@ def _languages_line(run: RunFiles) -> str:
         return ""
     listed, others = card_languages(run.stats.get(run.last_document_stage or "", {}).get("languages", {}))
     line = f"\nLanguages of the curated documents (lang stage), each at least {MIN_LANGUAGE_SHARE:.1%} of them: "
-    line += ", ".join(listed) or "none"
+    line += inline(", ".join(listed)) or "none"
     if others:
-        line += f"; {len(others)} more below that share ({', '.join(others)})"
+        line += f"; {len(others)} more below that share ({inline(', '.join(others))})"
     return line + ".\n"
 
 
@@ -189,7 +187,7 @@ def _licences(mixture: dict) -> str:
     tokens = sum(v.get("tokens_taken", 0) for v in licences.values())
     rows = [
         [
-            f"`{licence}`",
+            code(licence),
             _n(v.get("documents_taken")),
             _n(v.get("tokens_taken")),
             _share(v.get("tokens_taken", 0), tokens),
@@ -201,7 +199,7 @@ def _licences(mixture: dict) -> str:
     per_group = []
     for group, figures in mixture["groups"].items():
         for licence, v in figures.get("licences", {}).items():
-            per_group.append([group, f"`{licence}`", _n(v.get("documents_taken")), _n(v.get("tokens_taken"))])
+            per_group.append([inline(group), code(licence), _n(v.get("documents_taken")), _n(v.get("tokens_taken"))])
     return (
         "## Licences\n\nEach document's licence as its source declared it or its record named it (SPDX; "
         "`LicenseRef-` for a licence outside the SPDX list; `unknown` where the input named none). Training "
@@ -228,11 +226,11 @@ def _sources(run: RunFiles) -> str:
     for src in _config(run).get("sources", []):
         counts = source_stats.get("sources", {}).get(src.get("name"), {})
         licence, field = src.get("licence", UNKNOWN), src.get("licence_field")
-        declared = f"field `{field}`, else `{licence}`" if field else f"`{licence}`"
+        declared = f"field {code(field)}, else {code(licence)}" if field else code(licence)
         rows.append(
             [
-                src.get("name"),
-                src.get("reader"),
+                inline(src.get("name")),
+                inline(src.get("reader")),
                 _n(counts.get("files")),
                 _n(counts.get("docs_in")),
                 _n(counts.get("docs_out")),
@@ -240,7 +238,7 @@ def _sources(run: RunFiles) -> str:
             ]
         )
     inputs = run.manifest.get("inputs", [])
-    listed = [[f"`{i.get('path')}`", _n(i.get("bytes")), f"`{i.get('sha256')}`"] for i in inputs[:LISTED_INPUTS]]
+    listed = [[inline(i.get("path")), _n(i.get("bytes")), code(i.get("sha256"))] for i in inputs[:LISTED_INPUTS]]
     more = (
         f"\n{len(inputs) - LISTED_INPUTS:,} more input files are listed with their checksums in the run's "
         "`manifest.json` (`inputs`).\n"
@@ -248,7 +246,7 @@ def _sources(run: RunFiles) -> str:
         else ""
     )
     read = source_stats.get("licences", {})
-    by_licence = [[f"`{k}`", _n(v.get("docs_out"))] for k, v in read.items()]
+    by_licence = [[code(k), _n(v.get("docs_out"))] for k, v in read.items()]
     return (
         "## Sources\n\n"
         + _table(["source", "reader", "files", "records", "documents read", "licence"], rows)
@@ -270,19 +268,19 @@ def _steps(run: RunFiles) -> str:
         removed = sorted(stats.get("removed", {}).items(), key=lambda item: (-item[1], item[0]))
         quarantined = sum(stats.get("quarantined", {}).values())
         line = (
-            f"\n### {stage}\n\n{_n(stats.get('docs_in'))} documents in, {_n(stats.get('docs_out'))} out, "
+            f"\n### {inline(stage)}\n\n{_n(stats.get('docs_in'))} documents in, {_n(stats.get('docs_out'))} out, "
             f"{_n(sum(n for _, n in removed))} removed"
             + (f", {_n(quarantined)} quarantined (unreadable records)" if quarantined else "")
             + ".\n"
         )
         if removed:
-            rows = [[f"`{rule}`", _n(n), _share(n, stats.get("docs_in", 0))] for rule, n in removed[:TOP_RULES]]
+            rows = [[code(rule), _n(n), _share(n, stats.get("docs_in", 0))] for rule, n in removed[:TOP_RULES]]
             line += "\n" + _table(["rule", "documents", "share of the stage's input"], rows)
             if len(removed) > TOP_RULES:
                 line += f"\nand {len(removed) - TOP_RULES} more rules (the stage's `stats.json`).\n"
         settings = config.get(stage) if stage != "source" else None
         if settings is not None:
-            line += "\nConfig:\n\n```json\n" + json.dumps(settings, indent=1) + "\n```\n"
+            line += "\nConfig:\n\n" + code_block(json.dumps(settings, indent=1), "json")
         out.append(line)
     return "".join(out)
 
@@ -290,7 +288,7 @@ def _steps(run: RunFiles) -> str:
 def _groups(mixture: dict) -> str:
     rows = [
         [
-            group,
+            inline(group),
             _n(g.get("documents_available")),
             _n(g.get("tokens_available")),
             _n(g.get("target_weight")),
@@ -306,7 +304,7 @@ def _groups(mixture: dict) -> str:
     how = (
         f"temperature {weighting['temperature']}"
         if "temperature" in weighting
-        else f"weights {weighting.get('weights')} (default {weighting.get('default_weight')})"
+        else f"weights {_weights(weighting.get('weights'))} (default {weighting.get('default_weight')})"
     )
     return f"## Groups\n\nWeighted by {how}, at most {_n(mixture.get('max_epochs'))} epochs per group.\n\n" + _table(
         [
@@ -324,13 +322,19 @@ def _groups(mixture: dict) -> str:
     )
 
 
+def _weights(weights) -> str:
+    """A mixture's explicit weights, ``group weight`` each (group names as Markdown text)."""
+    return ", ".join(f"{inline(group)} {weight}" for group, weight in (weights or {}).items()) or "none"
+
+
 def _tokenizer(run: RunFiles, mixture: dict) -> str:
     tok = mixture.get("tokenizer", {})
     given = _config(run).get("tokenize", {})
     kind = given.get("kind") if not given.get("tokenizer") else None
     return (
-        f"## Tokenizer\n\n`{tok.get('file')}` ({kind or 'given'}), vocabulary {_n(tok.get('vocab_size'))}, "
-        f"token dtype {tok.get('dtype')}, end-of-document id {tok.get('eod_id')}; SHA-256 `{tok.get('sha256')}`. "
+        f"## Tokenizer\n\n{code(tok.get('file'))} ({inline(kind or 'given')}), vocabulary "
+        f"{_n(tok.get('vocab_size'))}, token dtype {inline(tok.get('dtype'))}, end-of-document id "
+        f"{tok.get('eod_id')}; SHA-256 {code(tok.get('sha256'))}. "
         "Every mixture of the run and its validation split use this one tokenizer.\n"
     )
 
@@ -368,13 +372,14 @@ def _held_out(run: RunFiles, mixture: dict) -> str:
     if decon:
         lines.append(
             f" Windows of {decon.get('ngram')} tokens in more than {decon.get('common_window_docs')} documents were "
-            f"judged common text ({_n(decon.get('common_windows'))}, in `{decon.get('common_windows_file')}`)."
+            f"judged common text ({_n(decon.get('common_windows'))}, in {code(decon.get('common_windows_file'))})."
         )
     return "".join(lines) + "\n"
 
 
 def _versions(manifest: dict) -> str:
-    rows = [[name, version or "not installed"] for name, version in manifest.get("versions", {}).items()]
+    versions = manifest.get("versions", {}).items()
+    rows = [[inline(name), inline(version or "not installed")] for name, version in versions]
     return "## Versions\n\n" + _table(["package", "version"], rows)
 
 
@@ -392,10 +397,10 @@ def _limitations(run: RunFiles, mixture: dict) -> str:
     parts = {part for licence in licences for part in licence_parts(licence)}
     refs = sorted(p for p in parts if p.startswith("LicenseRef-"))
     if refs:
-        items.append(f"Licences outside the SPDX list, kept as the inputs named them: {', '.join(refs)}.")
+        items.append(f"Licences outside the SPDX list, kept as the inputs named them: {inline(', '.join(refs))}.")
     restricted = sorted(p for p in parts if "CC" in p.split("-") and {"NC", "ND"} & set(p.split("-")))
     if restricted:
-        items.append(f"Some documents carry non-commercial or no-derivatives terms: {', '.join(restricted)}.")
+        items.append(f"Some documents carry non-commercial or no-derivatives terms: {inline(', '.join(restricted))}.")
     if parts - {UNKNOWN}:
         items.append(
             "Licences are what the inputs state; the pipeline does not verify them, and a page's licence link "
@@ -403,7 +408,7 @@ def _limitations(run: RunFiles, mixture: dict) -> str:
         )
     repeated = [g for g, v in mixture["groups"].items() if (v.get("epochs") or 0) > 1]
     if repeated:
-        items.append(f"Groups repeated more than once in the training side: {', '.join(repeated)}.")
+        items.append(f"Groups repeated more than once in the training side: {inline(', '.join(repeated))}.")
     if mixture.get("shortfall_tokens"):
         items.append(f"The mixture fell {_n(mixture['shortfall_tokens'])} tokens short of its budget (epoch caps).")
     config = _config(run)
@@ -411,7 +416,7 @@ def _limitations(run: RunFiles, mixture: dict) -> str:
         scope = config.get("filter", {}).get("sources")
         if "filter" in run.stats and scope is not None:
             items.append(
-                f"The quality filters applied to the sources {', '.join(scope)} only; other sources were not "
+                f"The quality filters applied to the sources {inline(', '.join(scope))} only; other sources were not "
                 "quality-filtered."
             )
         if "filter" not in run.stats:

@@ -1,0 +1,54 @@
+"""Names from the data in the terminal's tables and lines and in the report's charts: shown as
+text, never read as rich markup, emoji codes, ANSI escapes or mathtext."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from report.console import print_mixtures, print_sources, say
+from report.plots import column_chart, grouped_bars
+from tests.helpers import parse_html
+
+GROUP = "[g]<b> [bold]x[/bold] :warning: \x1b[31mred\nnext"
+SHOWN = "[g]<b> [bold]x[/bold] :warning: \\x1b[31mred\\nnext"
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, width=300, force_terminal=True, color_system=None), buffer
+
+
+def _group(tokens: int) -> dict:
+    return {"tokens_available": tokens, "tokens_taken": tokens, "epochs": 1.0, "effective_weight": 1.0,
+            "validation_tokens": 0}  # fmt: skip
+
+
+def test_tables_show_names_as_they_are():
+    out, buffer = _console()
+    stats = {"train_documents": 1, "validation_documents": 0, "removed": {},
+             "mixtures": {"main": {"groups": {GROUP: _group(5)}, "tokens_taken": 5}}}  # fmt: skip
+    print_mixtures(out, stats)
+    counts = {"files": 1, "docs_in": 1, "docs_out": 1, "quarantined": {"bad [json]\x1b[0m": 0}}
+    print_sources(out, {"sources": {"s[x]": counts}, "docs_in": 1, "docs_out": 1, "quarantined": {}})
+    printed = buffer.getvalue()
+    assert SHOWN in printed and "s[x]" in printed and "bad [json]\\x1b[0m 0" in printed
+    assert "\x1b" not in printed and "⚠" not in printed
+
+
+def test_a_line_is_printed_as_it_is():
+    out, buffer = _console()
+    say(out, f"run directory: /tmp/{GROUP}")
+    assert buffer.getvalue() == "run directory: /tmp/[g]<b> [bold]x[/bold] :warning: \\x1b[31mred\nnext\n"
+
+
+def test_chart_labels_are_drawn_as_text():
+    labels = ["a$\\frac$b", "\x1b[31m<script>x</script>", "$x$"]
+    for svg in (
+        grouped_bars("g", "title", labels, {"n": [1, 2, 3]}, "documents"),
+        column_chart("c", "title", labels, [1, 2, 3], "x", "y"),
+    ):
+        drawn = "".join(parse_html(svg).text)
+        assert "a$\\frac$b" in drawn and "\\x1b[31m<script>x</script>" in drawn and "$x$" in drawn
+        assert "\x1b" not in svg and "script" not in [tag for tag, _ in parse_html(svg).tags]
