@@ -215,3 +215,38 @@ def live_markup(elements: _Elements, allowed: set[str]) -> list:
         found += [k for k in attrs if k.startswith("on")]
         found += [v for k, v in attrs.items() if k in URL_ATTRIBUTES and "javascript:" in (v or "").lower()]
     return found
+
+
+def curate_in_process(config: RunConfig) -> dict[str, dict]:
+    """Every enabled stage of ``config`` in order, by its library calls without Prefect (what
+    flows.curate runs); each stage's stats by name."""
+    from pipeline.formats.manifest import open_run, record_stage
+    from pipeline.io.writer import write_json
+    from pipeline.stages.dedup import run_dedup, run_lines
+    from pipeline.stages.mix import run_mix
+    from pipeline.stages.registry import REGISTRY, build_step, enabled_stages
+    from pipeline.stages.shard import check_stage_outputs, finish_stage, shard_unit
+    from pipeline.stages.source import drop_repeated_ids
+    from pipeline.stages.tokenize import run_tokenize
+
+    open_run(config)
+    layout = RunLayout(config.run_dir)
+    source = layout.stage("source")
+    parts = drop_repeated_ids(source, run_units(config), config.sources)
+    stats = {"source": {**check_stage_outputs("source", source, parts).to_dict(), "units": len(parts)}}
+    write_json(stats["source"], source.stats)
+    record_stage(config, "source", stats["source"])
+    previous = "source"
+    whole = {"dedup": run_dedup, "lines": run_lines, "tokenize": run_tokenize, "mix": run_mix}
+    for name in enabled_stages(config):
+        if REGISTRY[name].kind == "shard":
+            stage = layout.stage(name).make()
+            step = build_step(name, config)
+            inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+            shard_parts = [shard_unit(name, path, stage, step, config.batch_docs) for path in inputs]
+            stats[name] = finish_stage(name, previous, config, shard_parts)
+        else:
+            stats[name] = whole[name](previous, config)
+        if REGISTRY[name].documents:
+            previous = name
+    return stats

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import polars as pl
 
+from pipeline.formats.documents import blank_text
 from pipeline.formats.step import DocFilter, FilterOutput, StepResult, removed_frame
 
 STAGE = "filter"
@@ -54,7 +55,7 @@ def walk_filters(
 
 def left_blank(docs: pl.DataFrame) -> pl.Series:
     """Whether the filters' rewrites left each document's text blank."""
-    return docs["text"].str.contains(r"^[\s\p{Z}]*$").fill_null(True)
+    return blank_text(docs["text"]).fill_null(True)
 
 
 def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STAGE) -> StepResult:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.io.storage import AnyPath, as_path
 
@@ -95,6 +96,28 @@ def mix_cause(rule: str | None, near_id: str | None) -> str | None:
     if rule is None:
         return None
     return f"{MIX_CAUSES.get(rule, rule)} {near_id}" if near_id else MIX_CAUSES.get(rule, rule)
+
+
+# Why the source stage quarantines a record whose text or id no later step could use.
+EMPTY_TEXT = "empty_text"
+INVALID_ID = "invalid_id"
+# A text is blank when it holds no character a reader sees: nothing but whitespace, separators
+# (Zs, Zl, Zp) and control or format characters (Cc: \x00-\x1f, \x7f-\x9f, so \v, \x1c-\x1f and
+# U+0085; Cf: zero-width spaces and joiners, U+FEFF, soft hyphens). Python's str.isspace and
+# RE2's \s miss most of them. The same pattern in Arrow (RE2) and polars (Rust regex).
+BLANK_TEXT = r"^[\s\p{Z}\p{Cc}\p{Cf}]*$"
+# A control character (Cc) in an id: NUL cannot be passed on a command line at all (`curate inspect
+# <id>`), and the others (tabs, line breaks, escapes) break the id apart in a shell or a terminal.
+CONTROL_IN_ID = r"\p{Cc}"
+
+
+def blank_text(text: pa.Array | pa.ChunkedArray | pl.Series) -> pa.Array | pa.ChunkedArray | pl.Series:
+    """Whether each text is blank (:data:`BLANK_TEXT`): Arrow booleans for Arrow text (the source
+    stage checks every reader's records with it), a polars Series for a Series (the filter stage
+    checks what its rewrites left); null stays null."""
+    if isinstance(text, pl.Series):
+        return text.str.contains(BLANK_TEXT)
+    return pc.match_substring_regex(text, BLANK_TEXT)
 
 
 # Columns the `lang` stage adds to the document schema; later stages keep them.

@@ -1,7 +1,10 @@
 """Parquet reader: streams row batches and maps columns onto the raw-record schema, vectorized.
 
-Parquet string columns may hold bytes that are not UTF-8 (writers do not check); such a row is
-quarantined as ``invalid_utf8``, naming its column, and the rest of its batch is read."""
+Text may come in any of Arrow's string layouts: dictionary-encoded (as pandas categoricals and
+``pq.write_table`` of a dictionary column write it), ``large_string`` or ``string_view``; each is
+read as plain text (:func:`plain_strings`) before any check. Parquet string columns may hold
+bytes that are not UTF-8 (writers do not check); such a row is quarantined as ``invalid_utf8``,
+naming its column, and the rest of its batch is read."""
 
 from __future__ import annotations
 
@@ -16,8 +19,26 @@ import pyarrow.parquet as pq
 from pipeline.io.records import RAW_SCHEMA, RawBatchBuilder, ReadLimits
 
 
+def plain_strings(column: pa.Array) -> pa.Array:
+    """``column`` with dictionary encoding undone and ``large_string`` or ``string_view`` text as
+    plain ``string``; other columns as they are. Casts do not check UTF-8, so a bad value stays
+    in its own rows (a dictionary's bad entry would otherwise fail every row that uses it)."""
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    if pa.types.is_large_string(column.type) or pa.types.is_string_view(column.type):
+        column = column.cast(pa.string())
+    return column
+
+
+def _plain_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    columns = [plain_strings(column) for column in batch.columns]
+    if all(new is old for new, old in zip(columns, batch.columns)):
+        return batch
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
 def _column(batch: pa.RecordBatch, dotted: str) -> pa.Array | None:
-    """The column ``a`` or struct field ``a.b``; None if absent."""
+    """The column ``a`` or struct field ``a.b`` (as :func:`plain_strings`); None if absent."""
     head, *rest = dotted.split(".")
     if head not in batch.schema.names:
         return None
@@ -26,7 +47,7 @@ def _column(batch: pa.RecordBatch, dotted: str) -> pa.Array | None:
         if not pa.types.is_struct(column.type) or column.type.get_field_index(name) < 0:
             return None
         column = pc.struct_field(column, name)
-    return column
+    return plain_strings(column)
 
 
 def _as_string(column: pa.Array | None, rows: int) -> pa.Array:
@@ -58,6 +79,7 @@ def read_parquet(
     try:
         parquet = pq.ParquetFile(path)
         for batch in parquet.iter_batches(batch_size=limits.batch_docs):
+            batch = _plain_batch(batch)
             lines = pa.array(range(row + 1, row + batch.num_rows + 1), pa.int64())
             row += batch.num_rows
             invalid = _invalid_utf8(batch, lines, _used_columns(batch, text_field, id_field, url_field, meta_fields))
@@ -103,8 +125,7 @@ def _invalid_utf8(batch: pa.RecordBatch, lines: pa.Array, names: list[str]) -> t
     out = RawBatchBuilder(len(bad_rows))
     for i, name in sorted(bad_rows.items()):
         column = batch.column(name)
-        is_text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
-        raw = column[i].cast(pa.binary()).as_py() if is_text else None
+        raw = column[i].cast(pa.binary()).as_py() if pa.types.is_string(column.type) else None
         out.bad("invalid_utf8", f"invalid UTF-8 in column {name!r}", raw, lines[i].as_py())
     mask = pa.array([i in bad_rows for i in range(batch.num_rows)])
     return mask, out.flush()
@@ -134,12 +155,10 @@ def _map_batch(
         reason = pa.array(["missing_text"] * rows, pa.string())
         detail = pa.array([f"no column {text_field!r}"] * rows, pa.string())
         text = pa.nulls(rows, pa.string())
-    elif not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
+    elif not pa.types.is_string(text.type):
         reason = pa.array(["text_not_string"] * rows, pa.string())
         detail = pa.array([f"column {text_field!r} is {text.type}"] * rows, pa.string())
         text = pa.nulls(rows, pa.string())
-    else:
-        text = text.cast(pa.string())
     own_id = None
     if id_field is not None:
         own_id = _as_string(_column(batch, id_field), rows)

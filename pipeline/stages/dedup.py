@@ -63,6 +63,7 @@ from pipeline.dedup.clusters import (
     similarity_pairs,
 )
 from pipeline.dedup.components import (
+    COMPONENTS_SCHEMA,
     MAX_ROUNDS,
     combined_fingerprint,
     component_labels,
@@ -237,7 +238,7 @@ def cluster_edges(work: Path, shards: int, rule: KeepRule) -> dict:
     """The keep rule over the components (``members.parquet``); each member that is neither kept
     nor an exact copy is routed, with its kept document, to be measured."""
     files = [_labels_path(work, s) for s in range(shards)]
-    components = pl.concat([read_parquet(f) for f in files])
+    components = pl.concat([pl.from_arrow(COMPONENTS_SCHEMA.empty_table()), *(read_parquet(f) for f in files)])
     lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
     members = members_of_components(components, lookup, rule)
     write_parquet(members.to_arrow(), as_path(work) / "members.parquet")
@@ -453,7 +454,9 @@ def count_lines(in_path: Path, work: Path, partitions: int) -> dict:
 
 
 def find_frequent(partition: int, work: Path, max_docs: int) -> dict:
-    frequent = frequent_lines(as_path(work) / "counts" / f"part-{partition:04d}", max_docs)
+    counts = as_path(work) / "counts" / f"part-{partition:04d}"
+    # No folder: no shard had lines to count (a stage of no documents).
+    frequent = frequent_lines(counts if counts.exists() else [], max_docs)
     write_parquet(frequent.to_arrow(), as_path(work) / "frequent" / f"part-{partition:04d}.parquet")
     return {"unit": f"frequent-{partition:04d}", "frequent_lines": frequent.height}
 

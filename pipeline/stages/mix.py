@@ -125,6 +125,7 @@ from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process
 
 STAGE = "mix"
 _EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
+_EMPTY_WINDOWS = pl.DataFrame(schema={"id": pl.String, "window": pl.Int64})
 # Why a document left the pool: the rule, the text that put it there, and the rule's measure
 # (Jaccard; shared windows; null for an id).
 CAUSES_SCHEMA = {"id": pl.String, "reference_id": pl.String, "value": pl.Float64, "rule": pl.String}
@@ -208,7 +209,7 @@ def _matches(
 
 def block_windows(unit: str, token_paths: list[Path], index: WindowIndex) -> pl.DataFrame:
     """``id, window``: every window of a block of token shards' documents that is in ``index``."""
-    found = [pl.DataFrame(schema={"id": pl.String, "window": pl.Int64})]
+    found = [_EMPTY_WINDOWS]
     for path in token_paths:
         tokens, offsets = read_token_shard(path)
         ends = offsets["doc_tokens"].to_numpy().astype(np.int64) - 1
@@ -253,7 +254,7 @@ def _exclusions(
             reference["id"], reference["text"], load_tokenizer(tokenizer_path), settings.exclude_ngram
         )
         jobs = [(f"windows-{u:04d}", [token_paths[s] for s in block], windows) for u, block in enumerate(units)]
-        hits = pl.concat(run_units(None, block_windows, jobs))
+        hits = pl.concat([_EMPTY_WINDOWS, *run_units(None, block_windows, jobs)])
         found, counts, common = window_containment(hits, windows, settings.common_window_docs)
         taken = pl.concat([by_id["id"], near["id"]])
         contained = found.filter((pl.col("windows") > 0) & ~pl.col("id").is_in(taken.implode()))

@@ -9,6 +9,7 @@ record names the same input bytes.
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +20,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.config import RunConfig, SourceConfig
-from pipeline.formats.documents import DOC_SCHEMA, LICENCE, QUARANTINE_SCHEMA, UNKNOWN, StageDir
+from pipeline.formats.documents import (
+    CONTROL_IN_ID,
+    DOC_SCHEMA,
+    EMPTY_TEXT,
+    INVALID_ID,
+    LICENCE,
+    QUARANTINE_SCHEMA,
+    UNKNOWN,
+    StageDir,
+    blank_text,
+)
 from pipeline.formats.ledger import Ledger
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
@@ -36,7 +47,6 @@ STAGE = "source"
 REPEATED_IDS = "repeated_ids_dropped"
 # Folders of small text files are read this many files to a unit.
 TEXT_FILES_PER_UNIT = 2000
-_BLANK = r"^[\s\p{Z}]*$"
 
 
 @dataclass(frozen=True)
@@ -114,13 +124,14 @@ def split_batch(
     checks = [
         (pc.is_null(text), "missing_text"),
         (pc.greater(pc.binary_length(text), max_doc_bytes), "too_large"),
-        (pc.match_substring_regex(text, _BLANK), "empty_text"),
+        (blank_text(text), EMPTY_TEXT),
         (pc.match_substring(text, "\x00"), "nul_bytes"),
     ]
     for failed, why in checks:
         reason = pc.if_else(pc.and_(pc.is_null(reason), pc.fill_null(failed, False)), why, reason)
     file_col = pc.fill_null(batch.column("file"), rel)
     ids = _document_ids(batch, source, file_col)
+    reason, detail = _unusable_ids(ids, reason, batch.column("detail"))
 
     # An input id seen before in this unit: quarantine the repeat, never overwrite silently.
     # (Ids derived from file and position cannot repeat.)
@@ -133,11 +144,7 @@ def split_batch(
                 seen_ids.add(doc_id)
         repeated = pa.array(repeated)
         reason = pc.if_else(repeated, "duplicate_id", reason)
-        detail = pc.if_else(
-            repeated, pc.binary_join_element_wise("id ", ids, " seen before", ""), batch.column("detail")
-        )
-    else:
-        detail = batch.column("detail")
+        detail = pc.if_else(repeated, pc.binary_join_element_wise("id ", ids, " seen before", ""), detail)
 
     keep = pc.is_null(reason)
     sample = pc.coalesce(batch.column("sample"), pc.utf8_slice_codeunits(text, 0, SAMPLE_BYTES))
@@ -169,6 +176,27 @@ def normalize_line_endings(text: pa.Array) -> pa.Array:
     if data is None or not (np.frombuffer(data, np.uint8) == ord("\r")).any():
         return text
     return pc.replace_substring(pc.replace_substring(text, "\r\n", "\n"), "\r", "\n")
+
+
+def _unusable_ids(ids: pa.Array, reason: pa.Array, detail: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """``reason`` and ``detail`` with :data:`INVALID_ID` for each record not yet quarantined whose
+    id holds a control character (a NUL, a tab, a line break, an escape, U+0085: see
+    pipeline.formats.documents.CONTROL_IN_ID), which an id a person types or passes on a command
+    line (``curate inspect <id>``) cannot hold. Such records are rare: only theirs are looked at
+    one by one, to name the character."""
+    bad = pc.and_(pc.is_null(reason), pc.fill_null(pc.match_substring_regex(ids, CONTROL_IN_ID), False))
+    if not pc.any(bad).as_py():
+        return reason, detail
+    why: list[str | None] = [None] * len(ids)
+    for i in np.flatnonzero(bad.to_numpy(zero_copy_only=False)):
+        doc_id = ids[i].as_py()
+        char = next(c for c in doc_id if unicodedata.category(c) == "Cc")
+        why[i] = (
+            f"id {doc_id!r} holds the control character U+{ord(char):04X}, which no id may hold (it cannot "
+            "be typed or passed to curate inspect); remove it from the input's ids, or from the file name "
+            "for ids made of it"
+        )
+    return pc.if_else(bad, INVALID_ID, reason), pc.coalesce(pa.array(why, pa.string()), detail)
 
 
 def _document_ids(batch: pa.RecordBatch, source: str, file_col: pa.Array) -> pa.Array:

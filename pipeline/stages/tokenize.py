@@ -39,6 +39,9 @@ from pipeline.tokenizer import train_tokenizer, write_token_shard
 STAGE = "tokenize"
 _SALT = 0x70C3  # keys of the tokenizer sample, apart from other seeded uses of the ids
 _TOP = 1 << 64
+# The sample's frames when a stage has no shards to draw from (no documents).
+_NO_KEYS = {"id": pl.String, "key": pl.UInt64}
+_NO_TEXTS = {"id": pl.String, "text": pl.String}
 
 
 def _keys(path: Path, seed: int) -> pl.DataFrame:
@@ -60,7 +63,7 @@ def sample_texts(in_path: Path, seed: int, last: tuple[int, str]) -> pl.DataFram
     at = pl.lit(key, dtype=pl.UInt64)
     chosen = keys.filter((pl.col("key") < at) | ((pl.col("key") == at) & (pl.col("id") <= last_id)))
     if chosen.height == 0:
-        return pl.DataFrame(schema={"id": pl.String, "text": pl.String})
+        return pl.DataFrame(schema=_NO_TEXTS)
     texts = pl.from_arrow(parquet_file(in_path).read(columns=["id", "text"]))
     return texts.with_columns(pl.col("id").cast(pl.String)).filter(pl.col("id").is_in(chosen["id"].implode()))
 
@@ -76,11 +79,16 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
     """``id, text`` of the ``sample_docs`` documents of ``inputs`` with the smallest keys (module
     docstring), sorted by id."""
     bound = sample_bound(sample_docs, total)
-    found = pl.concat(in_blocks(run_units, None, sample_candidates, [(p, seed, bound) for p in inputs]))
+
+    def candidates(under: int) -> pl.DataFrame:
+        found = in_blocks(run_units, None, sample_candidates, [(p, seed, under) for p in inputs])
+        return pl.concat([pl.DataFrame(schema=_NO_KEYS), *found])
+
+    found = candidates(bound)
     if found.height < min(sample_docs, total) and bound < _TOP:  # ten standard deviations short: all
-        found = pl.concat(in_blocks(run_units, None, sample_candidates, [(p, seed, _TOP) for p in inputs]))
+        found = candidates(_TOP)
     if found.height == 0:
-        return pl.DataFrame(schema={"id": pl.String, "text": pl.String})
+        return pl.DataFrame(schema=_NO_TEXTS)
     chosen = found.sort("key", "id").head(sample_docs)
     last = (int(chosen["key"][-1]), chosen["id"][-1])
     sample = pl.concat(in_blocks(run_units, None, sample_texts, [(p, seed, last) for p in inputs]))

@@ -70,6 +70,13 @@ def test_a_document_left_blank_by_a_rewrite_is_removed():
     assert result.kept["text"].to_list() == ["keep me"]
 
 
+def test_a_rewrite_that_leaves_only_control_or_format_characters_leaves_the_document_blank():
+    # (the source stage's definition of an empty text: pipeline.formats.documents.blank_text)
+    result = apply_filters(docs("x\n\x0b", "x\n\u200b\x1f", "x\n\x85 ", "x\nkept\x1f"), [DropLinesWithX()])
+    assert result.removed["rule"].to_list() == [EMPTY_AFTER_REWRITE] * 3
+    assert result.kept["text"].to_list() == ["kept\x1f"]
+
+
 def test_pii_counts_go_to_stats_in_total_and_per_source():
     batch = pl.DataFrame(
         {

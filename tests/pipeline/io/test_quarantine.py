@@ -421,3 +421,65 @@ def test_a_json_document_over_the_bound_or_broken_is_quarantined_once(tmp_path, 
     assert [p["ledger"]["docs_out"] for p in parts] == [0, 0, 1]
     bad = quarantine_of(config).sort("file")
     assert "jq -c" in bad["detail"][0] and "neither JSON lines nor one JSON document" in bad["detail"][1]
+
+
+# Texts with no character but whitespace (Zs, Zl, Zp, and the controls \t\n\v\f\r\x1c-\x1f\x85)
+# or control and format characters (Cc, Cf): nothing a reader sees.
+BLANK_TEXTS = ["\x0b", "\x85", "\x1c\x1d\x1e\x1f", "\u200b\u2060 \u2028\u2029", "\x0c\u00a0\u3000\x7f", "\u00ad\x01"]
+VISIBLE_TEXTS = ["\x0bx", "\u200b\u0301", "\x1f."]  # one character a reader sees each
+
+
+@pytest.mark.parametrize("reader", ["jsonl", "parquet", "text", "wet"])
+def test_a_text_of_only_whitespace_control_or_format_characters_is_empty_in_every_reader(tmp_path, reader):
+    texts = BLANK_TEXTS + VISIBLE_TEXTS
+    folder = tmp_path / "in"
+    if reader == "jsonl":
+        write_jsonl(folder / "a.jsonl", [{"text": t} for t in texts])
+    elif reader == "parquet":
+        write_parquet_file(folder / "a.parquet", {"text": texts})
+    elif reader == "text":
+        folder.mkdir()
+        for i, text in enumerate(texts):
+            (folder / f"{i:02d}.txt").write_text(text, newline="")
+    else:
+        write_warc(
+            folder / "a.warc.wet.gz", [], conversions=[(f"https://e.example/{i}", t) for i, t in enumerate(texts)]
+        )
+    config = source_config(tmp_path, [{"name": "s", "reader": reader, "paths": [str(folder)]}])
+    assert run_units(config)[0]["ledger"]["quarantined"] == {"empty_text": len(BLANK_TEXTS)}
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet")
+    assert sorted(docs["text"].to_list()) == sorted(VISIBLE_TEXTS)
+
+
+CONTROL_IDS = ["a\x00b", "tab\there", "line\nbreak", "esc\x1b[31m", "next\x85line", "del\x7f"]
+
+
+@pytest.mark.parametrize("reader", ["jsonl", "parquet"])
+def test_an_id_holding_a_nul_or_other_control_character_is_quarantined_as_invalid_id(tmp_path, reader):
+    ids = ["fine", *CONTROL_IDS, "zero\u200bwidth"]  # a format character is not a control: kept
+    texts = [f"document {i}" for i in range(len(ids))]
+    if reader == "jsonl":
+        path = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": t} for i, t in zip(ids, texts)])
+    else:
+        path = write_parquet_file(tmp_path / "in.parquet", {"id": ids, "text": texts})
+    config = source_config(tmp_path, [{"name": "s", "reader": reader, "paths": [str(path)], "id_field": "id"}])
+    assert run_units(config)[0]["ledger"]["quarantined"] == {"invalid_id": len(CONTROL_IDS)}
+    bad = quarantine_of(config).sort("line")
+    assert bad["line"].to_list() == list(range(2, 2 + len(CONTROL_IDS)))
+    assert bad["detail"][0].startswith("id 's/a\\x00b' holds the control character U+0000")
+    docs = pl.read_parquet(RunLayout(config.run_dir).stage("source").docs / "*.parquet")
+    assert sorted(docs["id"].to_list()) == ["s/fine", "s/zero\u200bwidth"]
+
+
+def test_a_text_file_whose_name_holds_a_control_character_is_quarantined_as_invalid_id(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ok.txt").write_text("fine")
+    (notes / "tab\there.txt").write_text("a note")
+    (notes / "bell\x07.txt").write_text("another note")
+    config = source_config(tmp_path, [{"name": "t", "reader": "text", "paths": [str(notes)]}])
+    assert run_units(config)[0]["ledger"]["quarantined"] == {"invalid_id": 2}
+    assert sorted(quarantine_of(config)["file"].to_list()) == [
+        str(notes / "bell\x07.txt"),
+        str(notes / "tab\there.txt"),
+    ]

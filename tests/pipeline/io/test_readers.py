@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.formats.documents import DOC_SCHEMA, RunLayout
@@ -179,3 +181,37 @@ def test_every_reader_turns_windows_and_old_mac_line_ends_into_newlines(tmp_path
     config = source_config(tmp_path, [{"name": "s", "reader": reader, "paths": [str(folder)]}])
     run_units(config)
     assert docs_of(config)["text"].to_list() == [LF_TEXT]
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        lambda values: pa.array(values).dictionary_encode(),  # as pandas categoricals are written
+        lambda values: pa.array(values, pa.large_string()),
+        lambda values: pa.array(values, pa.string_view()),
+    ],
+    ids=["dictionary", "large_string", "string_view"],
+)
+def test_parquet_text_and_id_columns_in_any_string_layout_are_read_as_text(tmp_path, layout):
+    path = tmp_path / "p.parquet"
+    texts = ["first text", "second text", "first text"]
+    pq.write_table(
+        pa.table({"id": layout(["a", "b", "c"]), "text": layout(texts), "tag": layout(["x", "y", "x"])}), path
+    )
+    assert pq.read_schema(path).field("text").type == layout(texts).type  # read back in that layout
+    config = source_config(tmp_path, [{"name": "pq", "reader": "parquet", "paths": [str(path)], "id_field": "id"}])
+    assert run_units(config)[0]["ledger"]["quarantined"] == {}
+    docs = docs_of(config)
+    assert docs["id"].to_list() == ["pq/a", "pq/b", "pq/c"] and docs["text"].to_list() == texts
+    assert [json.loads(m) for m in docs["meta"]] == [{"tag": "x"}, {"tag": "y"}, {"tag": "x"}]
+
+
+def test_parquet_dictionary_text_with_invalid_utf8_quarantines_only_its_rows(tmp_path):
+    values = pa.array([b"good text", b"caf\xe9 au lait"], pa.binary())
+    dictionary = pa.Array.from_buffers(pa.string(), len(values), values.buffers())  # unchecked UTF-8
+    text = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0, 0], pa.int32()), dictionary)
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"text": text}), path)
+    config = source_config(tmp_path, [{"name": "pq", "reader": "parquet", "paths": [str(path)]}])
+    assert run_units(config)[0]["ledger"]["quarantined"] == {"invalid_utf8": 1}
+    assert quarantine_of(config)["line"].to_list() == [2] and docs_of(config).height == 3

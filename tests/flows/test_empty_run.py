@@ -1,0 +1,58 @@
+"""A run with no document left: `curate run` as a user runs it, every stage completes with zero
+counts (in a subprocess, with its own temporary Prefect server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.formats.documents import RunLayout
+from pipeline.stages.registry import REGISTRY
+from tests.helpers import html_page, write_jsonl, write_warc
+
+pytestmark = pytest.mark.flow  # starts a Prefect server of its own (about half a minute)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_run_whose_every_record_is_quarantined_completes_with_zero_counts_in_every_stage(tmp_path):
+    # WARC files given to the Parquet reader, and JSON lines without a text field: every record
+    # is quarantined, so no stage after source has a document.
+    write_warc(tmp_path / "web" / "crawl.warc.gz", [("https://w.example/1", "text/html", html_page("T", ["A page."]))])
+    write_jsonl(tmp_path / "notes" / "a.jsonl", [{"id": f"n{i}", "title": "no text"} for i in range(3)])
+    config = tmp_path / "run.toml"
+    config.write_text(
+        f'run_dir = "{tmp_path / "run"}"\n'
+        f'[[sources]]\nname = "web"\nreader = "parquet"\npaths = ["{tmp_path / "web" / "crawl.warc.gz"}"]\n'
+        f'[[sources]]\nname = "notes"\nreader = "jsonl"\npaths = ["{tmp_path / "notes"}"]\n'
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(tmp_path / "prefect")}
+    env.pop("PREFECT_API_URL", None)  # its own temporary server, not the test session's
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("curate")), "run", "--quiet", str(config)],
+        cwd=ROOT,  # where the language-ID model is found (.cache)
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "Traceback" not in output and "Error" not in output
+
+    layout = RunLayout(tmp_path / "run")
+    stats = {name: json.loads(layout.stage(name).stats.read_text()) for name in REGISTRY}
+    assert stats["source"]["docs_in"] == 4 and stats["source"]["docs_out"] == 0
+    assert stats["source"]["quarantined"] == {"unreadable_file": 1, "missing_text": 3}
+    for name in REGISTRY:
+        if name != "source":
+            assert (stats[name]["docs_in"], stats[name]["docs_out"]) == (0, 0), name
+            assert stats[name]["removed"] == {} and stats[name]["quarantined"] == {}, name
+    assert stats["tokenize"]["tokens"] == 0
+    manifest = json.loads(layout.manifest.read_text())
+    assert set(manifest["stages"]) == set(REGISTRY)
