@@ -376,15 +376,19 @@ def train(
     """Pretrain a GPT on a mixture (continues from out_dir's last checkpoint when there is one)."""
     from flows.runtime import configure_prefect
     from trainer.config import load_train_config
-    from trainer.data import MixtureError
 
-    with _failing_on(ConfigError):
+    # Every check a user can fail (the config, the mixture's files, the model's memory, the
+    # checkpoint to resume), before Prefect starts: one line and exit 2 within seconds.
+    with _failing_on(ConfigError, FileNotFoundError):
         parsed = load_train_config(config)
+        from trainer.train import preflight  # torch: after the config's own checks
+
+        preflight(parsed, resume)
     configure_prefect(parsed.out_dir, quiet=quiet)
     from flows.train import train_flow
 
-    with _failing_on(ConfigError, MixtureError, FileNotFoundError):
-        summary = train_flow(parsed, resume)
+    with _failing_on(ConfigError, FileNotFoundError):
+        summary = train_flow(parsed, resume, verified=True)
     from report.console import print_training
 
     print_training(stdout, summary)

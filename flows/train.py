@@ -11,14 +11,21 @@ from trainer.config import TrainConfig
 
 
 @task(name="pretrain", cache_policy=NO_CACHE, task_run_name="pretrain-{config.out_dir.name}")
-def pretrain_task(config: TrainConfig, resume: bool = False) -> dict:
+def pretrain_task(config: TrainConfig, resume: bool = False, verified: bool = False) -> dict:
+    from trainer.checkpoints import WARNING
     from trainer.train import train
 
     logger = get_run_logger()
-    return train(config, resume=resume, log=logger.info)
+
+    def log(line: str) -> None:  # warnings at WARNING, so that --quiet still shows them
+        (logger.warning if line.startswith(WARNING) else logger.info)(line)
+
+    return train(config, resume=resume, log=log, verified=verified)
 
 
 @flow(name="train", validate_parameters=False)
-def train_flow(config: TrainConfig, resume: bool = False) -> dict:
-    """Train as ``config`` says (continuing from its out_dir's checkpoint, if any); return the summary."""
-    return pretrain_task(config, resume)
+def train_flow(config: TrainConfig, resume: bool = False, verified: bool = False) -> dict:
+    """Train as ``config`` says (continuing from its out_dir's checkpoint, if any); return the
+    summary. ``verified``: trainer.train.preflight passed just before (its checks are not
+    repeated at length)."""
+    return pretrain_task(config, resume, verified)

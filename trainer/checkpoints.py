@@ -35,6 +35,8 @@ CHECKPOINT_FORMAT = "curate.checkpoint/1"
 CHECKPOINT_DIR = "checkpoints"
 LATEST = "latest"
 CHECKSUM_SUFFIX = ".sha256"
+# How the trainer's log lines that are warnings begin (a log that has levels logs them as such).
+WARNING = "warning: "
 
 _CHECKPOINT = re.compile(r"step-(\d+)\.pt")
 # The temporaries atomic_path makes of the files above: ".<name>.tmp-<pid>".
@@ -145,13 +147,14 @@ def checkpoint_problem(path: Path) -> str | None:
     return None
 
 
-def _load(path: Path) -> tuple[dict | None, str | None]:
-    """(checkpoint, None), or (None, why it cannot be used)."""
+def _load(path: Path, mmap: bool = False) -> tuple[dict | None, str | None]:
+    """(checkpoint, None), or (None, why it cannot be used); ``mmap``: its tensors memory-mapped
+    from the file rather than read (for a look at its config)."""
     problem = checkpoint_problem(path)
     if problem is not None:
         return None, problem
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as error:  # noqa: BLE001 - whatever the unpickler says, the file is unusable
         lines = str(error).strip().splitlines()
         return None, f"does not load ({type(error).__name__}{': ' + lines[0] if lines else ''})"
@@ -186,23 +189,26 @@ def checkpoint_candidates(out_dir: Path) -> tuple[list[Path], list[str]]:
     return [named, *older], []
 
 
-def load_latest_checkpoint(out_dir: Path, say: Callable[[str], None] | None = None) -> tuple[Path, dict] | None:
+def load_latest_checkpoint(
+    out_dir: Path, say: Callable[[str], None] | None = None, mmap: bool = False
+) -> tuple[Path, dict] | None:
     """The newest checkpoint of ``out_dir`` that passes its checks and loads: (path, checkpoint);
-    None if there is none at all. Each one skipped is named to ``say`` with the reason; if there
-    are checkpoints but none loads, a CheckpointError names every one."""
+    None if there is none at all. Each one skipped is named to ``say`` with the reason (a line
+    that starts with :data:`WARNING`); if there are checkpoints but none loads, a CheckpointError
+    names every one. ``mmap``: the tensors memory-mapped, not read."""
     candidates, notes = checkpoint_candidates(out_dir)
     say = say or (lambda line: None)
     for note in notes:
-        say(f"warning: {note}")
+        say(f"{WARNING}{note}")
     skipped: list[tuple[Path, str]] = []
     for path in candidates:
-        checkpoint, problem = _load(path)
+        checkpoint, problem = _load(path, mmap)
         if problem is not None:
-            say(f"warning: skipping checkpoint {path}: {problem}")
+            say(f"{WARNING}skipping checkpoint {path}: {problem}")
             skipped.append((path, problem))
             continue
         if skipped:
-            say(f"warning: using the older checkpoint {path.name}, not {skipped[0][0].name} ({skipped[0][1]})")
+            say(f"{WARNING}using the older checkpoint {path.name}, not {skipped[0][0].name} ({skipped[0][1]})")
         return path, checkpoint
     if skipped:
         folder = Path(out_dir) / CHECKPOINT_DIR

@@ -2,8 +2,8 @@
 
 Every key has a default but ``mixture`` and ``out_dir``; a problem stops the run with one line
 (``pipeline.config.ConfigError``) naming the key and the fix. Values are strict: ``lr = "3e-4"``
-or ``compile = 1`` is an error, not a guess. Relative paths are resolved from the current
-working directory. An example, the CPU demo::
+or ``compile = 1`` is an error, not a guess, and so is a number that is not finite (``lr = inf``).
+Relative paths are resolved from the current working directory. An example, the CPU demo::
 
     mixture = "runs/demo/mix/main"
     out_dir = "runs/demo/train/main"
@@ -63,7 +63,8 @@ BOOKKEEPING_KEYS = (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # No inf or nan anywhere: TOML spells them (lr = inf), and such a run trains on NaN weights.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class ModelSection(_Strict):

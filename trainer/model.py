@@ -52,6 +52,18 @@ class GPTConfig:
             raise ValueError(f"objective must be 'causal' or 'masked', not {self.objective!r}")
 
 
+def parameter_count(config: GPTConfig) -> int:
+    """The parameters :class:`GPT` builds for ``config`` (the tied head counted once), counted
+    without building it: per block two LayerNorms, ``qkv`` and the attention's projection
+    (``4 C^2``), the MLP (``8 C^2``); the token embedding, the learned position table if any,
+    the final LayerNorm; biases (``11 C`` a block, ``C`` a LayerNorm) when ``bias``."""
+    c = config.n_embd
+    block = 12 * c * c + 2 * c + (11 * c if config.bias else 0)
+    final_norm = 2 * c if config.bias else c
+    positions = config.block_size * c if config.positions == "learned" else 0
+    return config.n_layer * block + config.vocab_size * c + positions + final_norm
+
+
 def rotary_tables(head_size: int, length: int, base: float = 10_000.0) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of the rotation angles, each ``(length, head_size)``: channel pair ``i`` of
     position ``t`` turns by ``t * base ** (-2i / head_size)`` (RoFormer, eq. 15)."""

@@ -69,6 +69,7 @@ from trainer.checkpoints import (  # noqa: F401
 from trainer.checkpoints import save_checkpoint as _save_checkpoint  # a module global: benchmarks time it
 from trainer.config import BOOKKEEPING_KEYS, OptimSection, TrainConfig, load_train_config
 from trainer.data import Mixture, MixtureError, TrainLoader, bits_per_byte, open_mixture, validation_batches
+from trainer.memory import check_memory
 from trainer.model import GPT, IGNORE_INDEX, GPTConfig
 
 # --------------------------------------------------------------------------------------------
@@ -140,11 +141,15 @@ def _start_processes(config: TrainConfig) -> tuple[Processes, torch.device]:
     return processes, device
 
 
-def _autocast(config: TrainConfig, device: torch.device):
+def _bf16(config: TrainConfig, device: torch.device) -> bool:
     """bfloat16 autocast on CUDA for dtype 'auto' or 'bfloat16' (and on the CPU for 'bfloat16');
     float32 otherwise. Weights and optimizer state stay float32."""
-    bf16 = config.dtype == "bfloat16" or (config.dtype == "auto" and device.type == "cuda")
-    return torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
+    return config.dtype == "bfloat16" or (config.dtype == "auto" and device.type == "cuda")
+
+
+def _autocast(config: TrainConfig, device: torch.device):
+    """The autocast context of :func:`_bf16`."""
+    return torch.autocast(device.type, dtype=torch.bfloat16) if _bf16(config, device) else nullcontext()
 
 
 # --------------------------------------------------------------------------------------------
@@ -367,13 +372,17 @@ def log_line(line: str) -> None:
     print(line, flush=True)
 
 
-def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] | None = log_line) -> dict:
+def train(
+    config: TrainConfig, resume: bool = False, log: Callable[[str], None] | None = log_line, verified: bool = False
+) -> dict:
     """Train as ``config`` says; return the summary (also written to ``out_dir/summary.json``).
 
     If ``out_dir`` holds a checkpoint, the run continues from it, provided it was made by the same
     config (else a ConfigError); ``resume=True`` additionally requires one. Under torchrun, each
     process calls this; only rank 0 writes files and logs. ``log`` gets one line per event
-    (None: silent).
+    (None: silent; a warning's line starts with ``trainer.checkpoints.WARNING``). ``verified``:
+    :func:`preflight` passed just before, so the shards' checksums are not computed again. A loss
+    that is not finite stops the run at once with TrainingDiverged, saving nothing.
     """
     processes, device = _start_processes(config)
     # On the CPU, ask for deterministic kernels (a kernel without one warns) so that a resumed run
@@ -389,7 +398,7 @@ def train(config: TrainConfig, resume: bool = False, log: Callable[[str], None] 
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.utils.deterministic.fill_uninitialized_memory = False
     try:
-        result = _train(config, resume, log if processes.main else None, processes, device)
+        result = _train(config, resume, log if processes.main else None, processes, device, verified)
         if processes.distributed:
             # Every rank reaches here before any tears the group down: a rank that leaves while
             # another's gloo work is still in flight aborts the other at exit.
@@ -439,12 +448,13 @@ class Run:
     task_items: pl.DataFrame | None = None  # eval_tasks' items, scored at every evaluation (main process)
     task_tokenizer: Tokenizer | None = None  # the mixture's, which scores them
     last_tasks: dict | None = None  # their scores at the latest evaluation (the summary's final_tasks)
+    last_checkpoint: Path | None = None  # the newest good one: resumed from or written
 
 
-def _open_data(config: TrainConfig) -> tuple[Mixture, dict[str, Mixture]]:
+def _open_data(config: TrainConfig, verify_checksums: bool = True) -> tuple[Mixture, dict[str, Mixture]]:
     """The training mixture and the extra evaluation sets, which must share its tokenizer."""
-    mixture = open_mixture(config.mixture)
-    extra_sets = {name: open_mixture(path) for name, path in config.eval_mixtures.items()}
+    mixture = open_mixture(config.mixture, verify_checksums)
+    extra_sets = {name: open_mixture(path, verify_checksums) for name, path in config.eval_mixtures.items()}
     for name, extra in extra_sets.items():
         if extra.manifest["tokenizer"]["sha256"] != mixture.manifest["tokenizer"]["sha256"]:
             raise ConfigError(
@@ -454,31 +464,34 @@ def _open_data(config: TrainConfig) -> tuple[Mixture, dict[str, Mixture]]:
     return mixture, extra_sets
 
 
-def _setup(
-    config: TrainConfig, resume: bool, say: Callable[[str], None], processes: Processes, device: torch.device
-) -> Run:
-    """Data, model, optimizer and loader, resumed from the latest good checkpoint of ``out_dir``
-    when there is one; rank 0's outputs opened."""
-    started = time.perf_counter()
-    mixture, extra_sets = _open_data(config)
-    out_dir = config.out_dir
-    if processes.main:
-        for stale in remove_checkpoint_temporaries(out_dir):
-            say(f"removed {stale}, left by a checkpoint write that was killed")
-    checkpoint_path, checkpoint = load_latest_checkpoint(out_dir, say) or (None, None)
-    if resume and checkpoint_path is None:
-        raise ConfigError(
-            f"out_dir: nothing to resume, {out_dir / CHECKPOINT_DIR} holds no checkpoint; run without --resume to start"
-        )
-    if checkpoint is not None:
-        _check_same_run(checkpoint, config, mixture, checkpoint_path)
+@dataclass
+class Inputs:
+    """What a run starts from, every check a user can fail passed (:func:`_checked_inputs`)."""
 
-    torch.manual_seed(config.seed)  # the same initial weights in every process
-    model_config = GPTConfig(vocab_size=mixture.vocab_size, **config.model.model_dump())
-    raw_model = GPT(model_config).to(device)
-    optimizer = raw_model.configure_optimizer(
-        config.optim.weight_decay, config.optim.lr, (config.optim.beta1, config.optim.beta2), device.type
-    )
+    mixture: Mixture
+    extra_sets: dict[str, Mixture]
+    loader: TrainLoader
+    model_config: GPTConfig
+    task_items: pl.DataFrame | None
+    checkpoint_path: Path | None
+    checkpoint: dict | None
+
+
+def _checked_inputs(
+    config: TrainConfig,
+    resume: bool,
+    say: Callable[[str], None] | None,
+    processes: Processes,
+    device: torch.device,
+    verify_checksums: bool = True,
+    mmap: bool = False,
+) -> Inputs:
+    """The data, the loader, the model's shape and the checkpoint to resume from, checked in the
+    order a user can fail them, before anything big is allocated: the mixture and the eval sets
+    (files, checksums, tokenizer), enough windows for a micro batch, the eval tasks' items, the
+    memory the model needs (trainer.memory), and the checkpoint (it loads, and was made by this
+    config on this mixture). Each failure is a ConfigError with one line."""
+    mixture, extra_sets = _open_data(config, verify_checksums)
     loader = TrainLoader(
         mixture,
         config.model.block_size,
@@ -487,6 +500,54 @@ def _setup(
         config.model.objective,
         processes.rank,
         processes.world_size,
+    )
+    task_items = _task_items(config) if processes.main else None
+    model_config = GPTConfig(vocab_size=mixture.vocab_size, **config.model.model_dump())
+    check_memory(model_config, config.batch.micro_batch, _bf16(config, device), device)
+    checkpoint_path, checkpoint = load_latest_checkpoint(config.out_dir, say, mmap=mmap) or (None, None)
+    if resume and checkpoint_path is None:
+        raise ConfigError(
+            f"out_dir: nothing to resume, {config.out_dir / CHECKPOINT_DIR} holds no checkpoint; "
+            "run without --resume to start"
+        )
+    if checkpoint is not None:
+        _check_same_run(checkpoint, config, mixture, checkpoint_path)
+    return Inputs(mixture, extra_sets, loader, model_config, task_items, checkpoint_path, checkpoint)
+
+
+def preflight(config: TrainConfig, resume: bool = False) -> None:
+    """Every check of a run's start that a user can fail (:func:`_checked_inputs`), in this one
+    process, allocating nothing big and writing nothing: run it before handing the run to a
+    scheduler (``curate train`` does, before the Prefect flow starts), so that a missing shard or a
+    model too big is one line within seconds. The checkpoint is memory-mapped, not loaded."""
+    processes = Processes()
+    _checked_inputs(config, resume, None, processes, _device(config, processes), mmap=True)
+
+
+def _setup(
+    config: TrainConfig,
+    resume: bool,
+    say: Callable[[str], None],
+    processes: Processes,
+    device: torch.device,
+    verify_checksums: bool = True,
+) -> Run:
+    """Data, model, optimizer and loader, resumed from the latest good checkpoint of ``out_dir``
+    when there is one; rank 0's outputs opened."""
+    started = time.perf_counter()
+    out_dir = config.out_dir
+    if processes.main:
+        for stale in remove_checkpoint_temporaries(out_dir):
+            say(f"removed {stale}, left by a checkpoint write that was killed")
+    inputs = _checked_inputs(config, resume, say, processes, device, verify_checksums)
+    mixture, extra_sets, loader, model_config = inputs.mixture, inputs.extra_sets, inputs.loader, inputs.model_config
+    checkpoint_path, checkpoint, task_items = inputs.checkpoint_path, inputs.checkpoint, inputs.task_items
+    del inputs
+
+    torch.manual_seed(config.seed)  # the same initial weights in every process
+    raw_model = GPT(model_config).to(device)
+    optimizer = raw_model.configure_optimizer(
+        config.optim.weight_decay, config.optim.lr, (config.optim.beta1, config.optim.beta2), device.type
     )
     torch.manual_seed(config.seed + processes.rank)  # dropout differs between processes
     random.seed(config.seed + processes.rank)
@@ -509,7 +570,6 @@ def _setup(
         model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
     metrics = None
-    task_items = _task_items(config) if processes.main else None
     if processes.main:
         out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(out_dir / "tokenizer.json") as tmp:
@@ -542,6 +602,7 @@ def _setup(
         config.tokens_per_step(processes.world_size),
         task_items,
         load_tokenizer(mixture.tokenizer_path) if task_items is not None else None,
+        last_checkpoint=checkpoint_path,
     )
     say(
         f"{raw_model.num_parameters():,} parameters, {run.total_steps} steps of {run.tokens_per_step:,} tokens, "
@@ -550,9 +611,10 @@ def _setup(
     return run
 
 
-def _step(run: Run, lr: float) -> torch.Tensor:
+def _step(run: Run, lr: float) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One optimizer step at ``lr``: ``grad_accum`` micro steps (gradients all-reduced on the last
-    only), gradient clipping, AdamW. Returns the step's mean loss (a tensor, not synchronized)."""
+    only), gradient clipping, AdamW. Returns the step's mean loss and the gradients' global norm
+    before clipping (None without clipping); tensors, not synchronized."""
     for group in run.optimizer.param_groups:
         group["lr"] = lr
     grad_accum = run.config.batch.grad_accum
@@ -566,11 +628,59 @@ def _step(run: Run, lr: float) -> torch.Tensor:
                 _, loss = run.model(inputs, targets)
             (loss / grad_accum).backward()
         step_loss += loss.detach()
+    norm = None
     if run.config.optim.grad_clip > 0:
-        torch.nn.utils.clip_grad_norm_(run.raw_model.parameters(), run.config.optim.grad_clip)
+        norm = torch.nn.utils.clip_grad_norm_(run.raw_model.parameters(), run.config.optim.grad_clip)
     run.optimizer.step()
     run.optimizer.zero_grad(set_to_none=True)
-    return step_loss / grad_accum
+    return step_loss / grad_accum, norm
+
+
+class TrainingDiverged(ConfigError):
+    """The loss (or the gradients, or the weights) stopped being finite; the run stopped without
+    saving, and the message (one line) says at which step and what to change."""
+
+
+def _stop_if_diverged(run: Run, lr: float, loss: torch.Tensor, norm: torch.Tensor | None) -> None:
+    """Raise TrainingDiverged when this step's loss or gradient norm, on any process, is not
+    finite (the weights AdamW just updated with them are then garbage): before anything is logged
+    or saved, so the last checkpoint written stays the last good one."""
+    loss_ok = torch.isfinite(loss)
+    norm_ok = torch.isfinite(norm) if norm is not None else loss_ok
+    bad = (~(loss_ok & norm_ok)).float()
+    if run.processes.distributed:
+        dist.all_reduce(bad, op=dist.ReduceOp.MAX)
+    if not bad.item():
+        return
+    if not loss_ok.item():
+        _diverged(run, lr, f"the training loss is {loss.item()}")
+    if not norm_ok.item():
+        _diverged(run, lr, f"the gradient norm is {norm.item()}")
+    _diverged(run, lr, "the training loss of another process is not finite")
+
+
+def _weights_finite(run: Run) -> bool:
+    """Whether every weight is finite (checked before a checkpoint is written)."""
+    params = [p.detach() for p in run.raw_model.parameters()]
+    return bool(torch.stack([torch.isfinite(p).all() for p in params]).all())
+
+
+def _diverged(run: Run, lr: float, what: str) -> None:
+    """Stop the run: one line with the step, what is not finite, where the last good checkpoint
+    is, the likely causes and the fix."""
+    if run.metrics is not None:
+        run.metrics.close()
+    optim = run.config.optim
+    kept = run.last_checkpoint
+    raise TrainingDiverged(
+        f"step {run.progress.step}: {what}, so training stopped and saved nothing "
+        f"({f'the checkpoint before, {kept}, is kept' if kept else 'no checkpoint was written'}); "
+        f"likely causes: a learning rate too high (lr {lr:.3g} at this step, optim.lr {optim.lr:g}), "
+        f"too short a warmup (optim.warmup_steps {optim.warmup_steps}), "
+        f"{'no gradient clipping (optim.grad_clip 0), ' if optim.grad_clip == 0 else ''}"
+        "or bad tokens in the mixture; lower optim.lr or raise optim.warmup_steps, and train again "
+        "in a new out_dir"
+    )
 
 
 @dataclass
@@ -695,6 +805,7 @@ def _save(run: Run) -> None:
         },
         run.config.keep_last,
     )
+    run.last_checkpoint = path
     run.say(f"step {progress.step}: saved {path.name}")
 
 
@@ -725,9 +836,14 @@ def _summary(run: Run, final: dict, extra_final: dict[str, dict]) -> dict:
 
 
 def _train(
-    config: TrainConfig, resume: bool, log: Callable[[str], None] | None, processes: Processes, device: torch.device
+    config: TrainConfig,
+    resume: bool,
+    log: Callable[[str], None] | None,
+    processes: Processes,
+    device: torch.device,
+    verified: bool = False,
 ) -> dict:
-    run = _setup(config, resume, log or (lambda line: None), processes, device)
+    run = _setup(config, resume, log or (lambda line: None), processes, device, verify_checksums=not verified)
     progress = run.progress
     window = LossWindow(torch.zeros((), device=device))
     evaluated = None
@@ -735,8 +851,9 @@ def _train(
     while progress.step < run.total_steps:
         tick = time.perf_counter()
         lr = learning_rate(progress.step, run.total_steps, config.optim)
-        loss = _step(run, lr)
+        loss, norm = _step(run, lr)
         progress.step += 1
+        _stop_if_diverged(run, lr, loss, norm)
         progress.tokens_seen += run.tokens_per_step
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # so that the step's time is its GPU time, not its launch time
@@ -750,6 +867,8 @@ def _train(
         if logging or evaluating:
             evaluated = _log_row(run, window, lr, logging, evaluating) or evaluated
         if progress.step % config.checkpoint_interval == 0 or done:
+            if not _weights_finite(run):  # a non-finite update from a finite loss, unclipped
+                _diverged(run, lr, "a weight is not finite")
             _save(run)
     # Nothing left to train (a finished run, resumed): evaluate for the summary.
     final, extra_final = evaluated if evaluated is not None else _evaluate_all(run)

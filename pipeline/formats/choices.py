@@ -24,6 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.formats.configfile import ConfigError
 from pipeline.io.storage import as_path
 from pipeline.io.writer import write_bytes, write_parquet
 
@@ -32,8 +33,9 @@ OPTIONAL = {"group": pl.String, "lang": pl.String}
 SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".parquet")
 
 
-class ChoiceItemsError(ValueError):
-    """A file of multiple-choice items that cannot be scored; the message is one line."""
+class ChoiceItemsError(ConfigError):
+    """A file of multiple-choice items that cannot be scored; the message is one line (a user's
+    error: a ConfigError, so every command stops on it with that line)."""
 
 
 def _read_frame(path: Path) -> pl.DataFrame:

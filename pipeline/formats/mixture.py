@@ -25,6 +25,7 @@ import json
 import re
 from pathlib import Path
 
+from pipeline.formats.configfile import ConfigError
 from pipeline.formats.tokens import export_bin, file_sha256
 from pipeline.io.storage import as_path, is_local
 from pipeline.io.writer import atomic_path
@@ -39,8 +40,9 @@ SPLITS = ("train", "validation")
 MANIFEST_KEYS = ("tokenizer", "groups", "train", "validation")
 
 
-class MixtureError(ValueError):
-    """A mixture folder that cannot be read; the message is one line naming the file and the fix."""
+class MixtureError(ConfigError):
+    """A mixture folder that cannot be read; the message is one line naming the file and the fix
+    (a user's error: a ConfigError, so every command stops on it with that line)."""
 
 
 def group_file_stem(group: str) -> str:

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from trainer.model import GPT, IGNORE_INDEX, GPTConfig, apply_rotary, mask_tokens, rotary_tables
+from trainer.model import GPT, IGNORE_INDEX, GPTConfig, apply_rotary, mask_tokens, parameter_count, rotary_tables
 
 
 def tiny(**overrides) -> GPT:
@@ -89,6 +89,15 @@ def test_weight_tying_and_parameter_count():
     _, loss = model(torch.randint(0, 97, (1, 8)), torch.randint(0, 97, (1, 8)))
     loss.backward()
     assert model.wte.weight.grad is not None
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [{}, {"bias": True}, {"positions": "learned"}, {"bias": True, "positions": "learned", "n_layer": 3}],
+)
+def test_parameter_count_without_building_the_model_is_the_models(shape):
+    config = GPTConfig(vocab_size=97, block_size=16, n_head=2, n_embd=32, **{"n_layer": 2, **shape})
+    assert parameter_count(config) == GPT(config).num_parameters(non_embedding=False)
 
 
 def test_init_scales_residual_projections():
