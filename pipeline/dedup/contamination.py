@@ -60,7 +60,7 @@ class _Signed:
             self.offsets = self.offsets - self.offsets[0]
         else:
             self.offsets = np.zeros(self.count + 1, np.int64)
-            self.values = np.zeros(0, np.uint32)
+            self.values = np.zeros(0, np.uint64)
         matrix = np.concatenate(keys, axis=1) if keys else np.zeros((self.count, 0), np.uint64)
         has_words = self.words > 0
         rows = np.flatnonzero(has_words)

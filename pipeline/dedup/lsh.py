@@ -52,6 +52,7 @@ from pipeline.dedup.minhash import (
     polynomial_shingle_hashes,
     sha1_shingle_hashes,
     shingle_sets,
+    signature_hashes,
 )
 from pipeline.dedup.normalize import combine_word_hashes, words
 from pipeline.io.storage import as_path, is_path, parquet_file, read_parquet, read_table
@@ -115,7 +116,7 @@ def signature_schema(params: MinHashParams) -> pa.Schema:
         fields += [
             pa.field("shingles", pa.int32(), nullable=False),
             pa.field("band_keys", pa.list_(pa.uint64(), bands), nullable=False),
-            pa.field("shingle_set", pa.large_list(pa.uint32()), nullable=False),
+            pa.field("shingle_set", pa.large_list(pa.uint64()), nullable=False),
         ]
         if params.keep_signature:
             value = pa.uint32() if params.scheme == "affine32" else pa.uint64()
@@ -150,17 +151,18 @@ def _signature_batch(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) -
     if not params.near:
         return columns
     if params.shingle_hash == "sha1":
-        hashes, offsets = sha1_shingle_hashes(found, params.ngram)
+        hashes, offsets = sha1_shingle_hashes(found, params.ngram, wide=True)
     else:
-        hashes, offsets = polynomial_shingle_hashes(found.hashes, found.doc_offsets, params.ngram)
+        hashes, offsets = polynomial_shingle_hashes(found.hashes, found.doc_offsets, params.ngram, wide=True)
     sets, set_offsets = shingle_sets(hashes, offsets)
-    # The minimum over a set equals the minimum over the shingles with repeats: permute the set.
-    signatures = minhash_signatures(sets, set_offsets, params.num_perm, params.seed, params.scheme)
+    # The signatures permute the 32-bit hashes (the low halves), datasketch's; the minimum over
+    # them is the same with repeats or without, so the 64-bit set's low halves do.
+    signatures = minhash_signatures(signature_hashes(sets), set_offsets, params.num_perm, params.seed, params.scheme)
     bands, rows = params.lsh
     columns["shingles"] = np.diff(set_offsets).astype(np.int32)
     columns["band_keys"] = band_keys(signatures, bands, rows)
     columns["shingle_set"] = pa.LargeListArray.from_arrays(
-        pa.array(set_offsets, pa.int64()), pa.array(sets, pa.uint32())
+        pa.array(set_offsets, pa.int64()), pa.array(sets, pa.uint64())
     )
     if params.keep_signature:
         columns["signature"] = signatures
