@@ -117,6 +117,17 @@ def test_normalization_folds_case_width_punctuation_and_splits_unspaced_scripts(
     assert split_words(["Hello, World"]) == [["hello", "world"]]
 
 
+def test_letters_and_marks_compose_whatever_invisible_characters_or_capitals_sat_between():
+    """A zero-width space or soft hyphen between a letter and its mark is deleted before NFKC
+    composes them, and a capital with a mark whose lowercase composes (W + ring: only the small
+    w has a precomposed form) normalizes as the precomposed small letter does: the same word."""
+    texts = ["cafe\u200b\u0301", "café", "caf\u00ade\u0301", "W\u030a", "\u1e98", "\u0300\u00ad\u059a"]
+    normalized = normalize_text(texts).to_list()
+    assert normalized[:3] == ["café"] * 3 and normalized[3:5] == ["\u1e98"] * 2
+    assert normalize_text(normalized).to_list() == normalized
+    assert len(set(exact_hash(texts[:3]).tolist())) == 1 and exact_hash(texts[3:5]).tolist()[0] == exact_hash(["ẘ"])[0]
+
+
 def test_exact_hash_equal_exactly_when_normalized_text_is():
     hashes = exact_hash(MIXED_TEXTS)
     assert hashes.dtype == np.uint64 and len(hashes) == len(MIXED_TEXTS)
