@@ -208,30 +208,28 @@ def _shared_values(left: np.ndarray, right: np.ndarray, nl: np.ndarray, nr: np.n
     differ from the left value in the bits the tag leaves out (a few 64-bit values in 2^40), the
     next ones with the same tag are looked at too."""
     pairs = len(nl)
-    shared = np.zeros(pairs, dtype=np.int64)
     if not (len(left) and len(right)):
-        return shared
+        return np.zeros(pairs, dtype=np.int64)
     pair_bits = max(int(pairs - 1).bit_length(), 1)
     value_bits = 8 * left.dtype.itemsize
     kept_bits = min(value_bits, 64 - pair_bits)
     pair = np.arange(pairs, dtype=np.uint64)
     pair_of_left = np.repeat(pair, nl)
-    left, right = left.astype(np.uint64), right.astype(np.uint64)
+    left, right = left.astype(np.uint64, copy=False), right.astype(np.uint64, copy=False)
     drop, tag_shift = np.uint64(value_bits - kept_bits), np.uint64(kept_bits)
     tagged_left = (pair_of_left << tag_shift) | (left >> drop)
     tagged_right = (np.repeat(pair, nr) << tag_shift) | (right >> drop)
-    found = np.searchsorted(tagged_right, tagged_left)
-    hit = np.zeros(len(left), dtype=bool)
-    look = np.flatnonzero(found < len(right))
+    found = np.minimum(np.searchsorted(tagged_right, tagged_left), len(right) - 1)
+    same_tag = tagged_right[found] == tagged_left
+    hit = same_tag & (right[found] == left)
+    look = np.flatnonzero(same_tag & ~hit)  # same tag, other value: a later right value may be it
     while len(look):
-        at = found[look]
-        same_tag = tagged_right[at] == tagged_left[look]
-        look, at = look[same_tag], at[same_tag]
-        equal = right[at] == left[look]
-        hit[look[equal]] = True
-        look = look[~equal]  # same tag, other value: the next right value may be the one
         found[look] += 1
         look = look[found[look] < len(right)]
+        look = look[tagged_right[found[look]] == tagged_left[look]]
+        equal = right[found[look]] == left[look]
+        hit[look[equal]] = True
+        look = look[~equal]
     return np.bincount(pair_of_left[hit].astype(np.int64), minlength=pairs)
 
 
