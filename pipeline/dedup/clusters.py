@@ -12,11 +12,13 @@
                                                   of a shard and records each one's rule and value
 
 Verification computes the Jaccard similarity of the two documents' shingle sets exactly (sorted
-distinct 32-bit shingle hashes kept in the signature files), not the MinHash estimate, so LSH false
-positives are dropped. The sets are of 32-bit hashes: two documents of 1,000 shingles each have
-about one chance in 2,000 that two different shingles share a hash, which then moves their
-similarity by about 0.001. Pairs found through the exact hash have similarity 1.0 by construction
-and are not looked up.
+distinct 64-bit shingle hashes kept in the signature files), not the MinHash estimate, so LSH false
+positives are dropped. The hashes are 64-bit, not the signatures' 32: two unrelated documents
+shorter than a shingle (one shingle each) share a 32-bit hash about once in 100,000 such
+documents, and their equal signatures and equal 32-bit sets made them near duplicates at
+Jaccard 1.0; with 64 bits two different shingles share a hash about once in 2^64 pairs, so a
+pair at 1.0 has the same shingles. Pairs found through the exact hash have similarity 1.0 by
+construction and are not looked up.
 
 :class:`ShingleLookup` reads only the Parquet row groups (1,024 documents) of the signature
 files that hold the documents asked for. :func:`verify_pairs` and :func:`cluster_table` verify and

@@ -12,8 +12,8 @@ looked up against it::
 
 A pair is reported when the two texts share the exact hash of their normalized text, or when a
 band of their signatures agrees and their exact Jaccard similarity reaches ``params.threshold``.
-Texts with no words (after normalization) never match. Memory: about 1.3 KB of shingles per 2 KB
-reference document, plus the batch being looked up.
+Texts with no words (after normalization) never match. Memory: about 3 KB of 64-bit shingle hashes
+per 2 KB reference document, plus the batch being looked up.
 """
 
 from __future__ import annotations

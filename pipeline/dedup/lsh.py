@@ -10,8 +10,10 @@ and memory is bounded by a shard or a partition, never the corpus::
 
 Signature file (one per document shard, zstd Parquet, row groups of ``ROW_GROUP_ROWS`` rows,
 rows in the shard's order; key-value metadata ``dedup.params`` (JSON) and ``dedup.shard``; about
-1.3 KB per 2 KB news article, nearly all of it the shingle set; made at 12,000 to 15,000 such
-documents a second on one core, Parquet reading and writing included):
+3.3 KB per 2.2 KB news article (``benchmarks/dedup_stage.py``), nearly all of it the shingle set
+of 64-bit hashes (1.7 KB when it held the 32-bit ones, which verification must not trust, see
+``pipeline.dedup.clusters``); made at 12,000 to 15,000 such documents a second on one core,
+Parquet reading and writing included):
 
     doc          int64    document number: shard << 32 | row in the shard (its global order)
     id           string   the document's id
@@ -21,7 +23,7 @@ documents a second on one core, Parquet reading and writing included):
     score        float64  the ``params.score_column`` value, only when one is named
     shingles     int32    distinct shingles                               } only when
     band_keys    fixed_size_list<uint64>[bands]                            } params.near
-    shingle_set  large_list<uint32>: the distinct shingle hashes, sorted   }
+    shingle_set  large_list<uint64>: the distinct shingle hashes, sorted   }
     signature    fixed_size_list<uint32 | uint64>[num_perm], only with params.keep_signature
 
 Band-key partition file (``<out_dir>/part-<p:04d>/<signature file name>``), sorted by band, key,

@@ -3,17 +3,24 @@
 Shingles are word n-grams of the normalized text (:mod:`pipeline.dedup.normalize`): ``ngram``
 consecutive words (5 by default, as FineWeb's MinHash dedup uses); a document of
 fewer than ``ngram`` words has one shingle made of all its words, and a document with no words has
-none. Each shingle is hashed to 32 bits by one of two functions (``shingle_hash``):
+none. Each shingle is hashed to 64 bits by one of two functions (``shingle_hash``), and the low 32
+bits of that hash are the 32-bit hash the signatures permute (datasketch's hashes are 32-bit):
 
 * ``"polynomial"`` (the default): the n-gram's 64-bit word hashes combined by Horner's rule
   (``h = h * K + word``, modulo 2^64), plus the n-gram's length, through the MurmurHash3
-  finalizer; the top 32 bits. Computed with numpy for every shingle of a batch, stable across
-  library versions.
-* ``"sha1"``: datasketch's default, ``datasketch.hashfunc.sha1_hash32`` of the shingle's words
-  joined by single spaces, UTF-8 encoded: one SHA-1 call per shingle in Python, which costs more
+  finalizer, rotated by 32 bits (so the low half is the finalizer's top 32 bits). Computed with
+  numpy for every shingle of a batch, stable across library versions.
+* ``"sha1"``: datasketch's default: SHA-1 of the shingle's words joined by single spaces, UTF-8
+  encoded, its first 8 bytes read little-endian; the low half is
+  ``datasketch.hashfunc.sha1_hash32``. One SHA-1 call per shingle in Python, which costs more
   than everything else together (see ``sha1_shingle_hashes``). Kept so that signatures can be
   checked against ``datasketch.MinHash`` shingle by shingle, and for sketches that must match ones
   made with datasketch's defaults.
+
+Verification compares the 64-bit hashes (the signature files' shingle sets), never the 32-bit
+ones: a document shorter than ``ngram`` words has one shingle, and among 100,000 such documents
+two unrelated ones share its 32-bit hash about once (n^2 / 2^33), which made their sets equal
+and their Jaccard similarity 1.0. With 64 bits that takes some 4 billion of them.
 
 Signatures apply datasketch's permutations to the shingle hashes and keep each permutation's
 minimum per document (:func:`minhash_signatures`), for all documents of a batch in a few numpy
