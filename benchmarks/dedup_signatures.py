@@ -5,8 +5,9 @@ The input is the demo corpus' news articles (``demo``, built once under
 same as new text, since every document is processed on its own.
 
 * ours: :func:`pipeline.dedup.lsh.signature_batch` from the raw texts, so everything a signature
-  file holds: normalization, word hashes, exact hash, shingle hashes, sorted shingle sets,
-  128 signatures (datasketch's affine32 scheme) and the LSH band keys. Twice: with the default
+  file holds: normalization, word hashes, exact hash, 64-bit shingle hashes, sorted shingle sets,
+  128 signatures (datasketch's affine32 scheme, over the hashes' 32-bit low halves) and the LSH
+  band keys. Twice: with the default
   polynomial shingle hash, and with datasketch's SHA-1 shingle hash.
 * datasketch: ``MinHash.bulk(shingles, num_perm=128, seed=1)`` (its defaults: affine32, SHA-1)
   over the same shingles (our words, joined by spaces, UTF-8), built beforehand and not timed.
@@ -48,6 +49,7 @@ from pipeline.dedup.minhash import (  # noqa: E402
     polynomial_shingle_hashes,
     sha1_shingle_hashes,
     shingle_sets,
+    signature_hashes,
 )
 from pipeline.dedup.normalize import combine_word_hashes, prepare_texts, words  # noqa: E402
 
@@ -115,10 +117,11 @@ def main() -> None:
     steps["word_hashes"], found = best(lambda: words(texts, prepared), REPEATS)[1:]
     steps["exact_hash"], _ = best(lambda: combine_word_hashes(found.hashes, found.doc_offsets), REPEATS)[1:]
     steps["shingle_hashes"], (hashes, offsets) = best(
-        lambda: polynomial_shingle_hashes(found.hashes, found.doc_offsets, params.ngram), REPEATS
+        lambda: polynomial_shingle_hashes(found.hashes, found.doc_offsets, params.ngram, wide=True), REPEATS
     )[1:]
     steps["shingle_sets"], (sets, set_offsets) = best(lambda: shingle_sets(hashes, offsets), REPEATS)[1:]
-    steps["permutations"], signatures = best(lambda: minhash_signatures(sets, set_offsets, 128, 1), REPEATS)[1:]
+    low = signature_hashes(sets)
+    steps["permutations"], signatures = best(lambda: minhash_signatures(low, set_offsets, 128, 1), REPEATS)[1:]
     steps["band_keys"], _ = best(lambda: band_keys(signatures, bands, rows), REPEATS)[1:]
     steps["sha1_shingle_hashes"], (sha1_hashes, sha1_offsets) = best(lambda: sha1_shingle_hashes(found, 5), 1)[1:]
 

@@ -34,7 +34,7 @@ HTML turned into text by :func:`pipeline.io.warc.read_warc`), the empty ones lef
 
 **Ground truth.** Every pair of documents whose exact Jaccard similarity reaches
 :data:`THRESHOLD`, on the shingles our stage compares (``shingle_hashes`` and ``shingle_sets``
-with the default ``MinHashParams``: word 5-grams of the normalized text, 32-bit hashes): one
+with the default ``MinHashParams``: word 5-grams of the normalized text, 64-bit hashes): one
 sparse product ``A @ A.T`` of the documents x shingles incidence matrix (shingles of a single
 document left out: they add to no intersection) gives every intersection, and
 ``|A n B| / (|A| + |B| - |A n B|)`` the similarity. The true clusters are the connected components
@@ -401,7 +401,7 @@ class Shingles:
         from pipeline.dedup.minhash import MinHashParams, shingle_hashes, shingle_sets
 
         params = MinHashParams()
-        hashes, offsets = shingle_hashes(texts, params.ngram, params.shingle_hash)
+        hashes, offsets = shingle_hashes(texts, params.ngram, params.shingle_hash, wide=True)
         self.values, self.offsets = shingle_sets(hashes, offsets)
         self.sizes = np.diff(self.offsets)
         self.n = len(self.sizes)

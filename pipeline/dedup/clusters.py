@@ -12,11 +12,13 @@
                                                   of a shard and records each one's rule and value
 
 Verification computes the Jaccard similarity of the two documents' shingle sets exactly (sorted
-distinct 32-bit shingle hashes kept in the signature files), not the MinHash estimate, so LSH false
-positives are dropped. The sets are of 32-bit hashes: two documents of 1,000 shingles each have
-about one chance in 2,000 that two different shingles share a hash, which then moves their
-similarity by about 0.001. Pairs found through the exact hash have similarity 1.0 by construction
-and are not looked up.
+distinct 64-bit shingle hashes kept in the signature files), not the MinHash estimate, so LSH false
+positives are dropped. The hashes are 64-bit, not the signatures' 32: two unrelated documents
+shorter than a shingle (one shingle each) share a 32-bit hash about once in 100,000 such
+documents, and their equal signatures and equal 32-bit sets made them near duplicates at
+Jaccard 1.0; with 64 bits two different shingles share a hash about once in 2^64 pairs, so a
+pair at 1.0 has the same shingles. Pairs found through the exact hash have similarity 1.0 by
+construction and are not looked up.
 
 :class:`ShingleLookup` reads only the Parquet row groups (1,024 documents) of the signature
 files that hold the documents asked for. :func:`verify_pairs` and :func:`cluster_table` verify and
@@ -172,12 +174,15 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def jaccard_of_pairs(values: np.ndarray, offsets: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Exact Jaccard similarity of sets ``left[i]`` and ``right[i]`` (indices into ``offsets``;
-    set ``k`` is ``values[offsets[k]:offsets[k + 1]]``, distinct and sorted uint32). Vectorized:
-    every value is tagged with its pair's number in the high bits, which keeps the left sets, all
-    pairs in a row, sorted, and the right ones too; one binary search of the left tags in the
-    right ones counts the shared values. Two empty sets have similarity 0."""
+    set ``k`` is ``values[offsets[k]:offsets[k + 1]]``, distinct and sorted, uint32 or uint64).
+    Vectorized, :data:`VALUES_PER_STEP` values at a time: every value is tagged with its pair's
+    number in the high bits and the value's top bits below (all of a 32-bit value), which keeps
+    the left sets, all pairs in a row, sorted, and the right ones too; one binary search of the
+    left tags in the right ones finds each value's place, and the full values there count the
+    shared ones. Two empty sets have similarity 0."""
     left = np.asarray(left, dtype=np.int64)
     right = np.asarray(right, dtype=np.int64)
+    values = np.asarray(values)
     counts = np.diff(offsets)
     size_left, size_right = counts[left], counts[right]
     result = np.zeros(len(left), dtype=np.float64)
@@ -186,30 +191,57 @@ def jaccard_of_pairs(values: np.ndarray, offsets: np.ndarray, left: np.ndarray, 
     while begin < len(left):
         base = work[begin - 1] if begin else 0
         end = max(int(np.searchsorted(work, base + VALUES_PER_STEP, side="right")), begin + 1)
+        end = min(end, begin + PAIRS_PER_STEP)
         lo, ro = left[begin:end], right[begin:end]
         nl, nr = size_left[begin:end], size_right[begin:end]
-        pair = np.arange(end - begin, dtype=np.uint64)
-        pair_of_left = np.repeat(pair, nl)
-        tagged_left = (pair_of_left << np.uint64(32)) | values[_ranges(offsets[lo], nl)].astype(np.uint64)
-        tagged_right = (np.repeat(pair, nr) << np.uint64(32)) | values[_ranges(offsets[ro], nr)].astype(np.uint64)
-        shared = np.zeros(end - begin, dtype=np.int64)
-        if len(tagged_left) and len(tagged_right):
-            found = np.minimum(np.searchsorted(tagged_right, tagged_left), len(tagged_right) - 1)
-            hit = tagged_right[found] == tagged_left
-            shared = np.bincount(pair_of_left[hit].astype(np.int64), minlength=end - begin)
+        shared = _shared_values(values[_ranges(offsets[lo], nl)], values[_ranges(offsets[ro], nr)], nl, nr)
         union = nl + nr - shared
         result[begin:end] = np.where(union > 0, shared / np.maximum(union, 1), 0.0)
         begin = end
     return result
 
 
+def _shared_values(left: np.ndarray, right: np.ndarray, nl: np.ndarray, nr: np.ndarray) -> np.ndarray:
+    """How many values each pair's left and right sets share: pair ``i``'s sets are the next
+    ``nl[i]`` values of ``left`` and the next ``nr[i]`` of ``right``, each sorted and distinct.
+
+    A value's tag is its pair's number in the high bits and the value's top bits in the rest; the
+    binary search finds the first right value of the pair with the same tag, and, where those
+    differ from the left value in the bits the tag leaves out (a few 64-bit values in 2^40), the
+    next ones with the same tag are looked at too."""
+    pairs = len(nl)
+    if not (len(left) and len(right)):
+        return np.zeros(pairs, dtype=np.int64)
+    pair_bits = max(int(pairs - 1).bit_length(), 1)
+    value_bits = 8 * left.dtype.itemsize
+    kept_bits = min(value_bits, 64 - pair_bits)
+    pair = np.arange(pairs, dtype=np.uint64)
+    pair_of_left = np.repeat(pair, nl)
+    left, right = left.astype(np.uint64, copy=False), right.astype(np.uint64, copy=False)
+    drop, tag_shift = np.uint64(value_bits - kept_bits), np.uint64(kept_bits)
+    tagged_left = (pair_of_left << tag_shift) | (left >> drop)
+    tagged_right = (np.repeat(pair, nr) << tag_shift) | (right >> drop)
+    found = np.minimum(np.searchsorted(tagged_right, tagged_left), len(right) - 1)
+    same_tag = tagged_right[found] == tagged_left
+    hit = same_tag & (right[found] == left)
+    look = np.flatnonzero(same_tag & ~hit)  # same tag, other value: a later right value may be it
+    while len(look):
+        found[look] += 1
+        look = look[found[look] < len(right)]
+        look = look[tagged_right[found[look]] == tagged_left[look]]
+        equal = right[found[look]] == left[look]
+        hit[look[equal]] = True
+        look = look[~equal]
+    return np.bincount(pair_of_left[hit].astype(np.int64), minlength=pairs)
+
+
 def set_arrays(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(values, offsets from 0) of a ``large_list<uint32>`` column of shingle sets, the form
+    """(values, offsets from 0) of a ``large_list`` column of shingle sets (``uint64``), the form
     :func:`jaccard_of_pairs` takes."""
     if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_list(pa.uint32()))
+        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_list(pa.uint64()))
         if isinstance(column, pa.ChunkedArray):
-            column = column.chunk(0) if column.num_chunks else pa.array([], pa.large_list(pa.uint32()))
+            column = column.chunk(0) if column.num_chunks else pa.array([], pa.large_list(pa.uint64()))
     offsets = column.offsets.to_numpy().astype(np.int64)
     values = column.values.to_numpy()
     return values[offsets[0] : offsets[-1]], offsets - offsets[0]

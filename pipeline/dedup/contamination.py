@@ -12,8 +12,8 @@ looked up against it::
 
 A pair is reported when the two texts share the exact hash of their normalized text, or when a
 band of their signatures agrees and their exact Jaccard similarity reaches ``params.threshold``.
-Texts with no words (after normalization) never match. Memory: about 1.3 KB of shingles per 2 KB
-reference document, plus the batch being looked up.
+Texts with no words (after normalization) never match. Memory: about 3 KB of 64-bit shingle hashes
+per 2 KB reference document, plus the batch being looked up.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class _Signed:
             self.offsets = self.offsets - self.offsets[0]
         else:
             self.offsets = np.zeros(self.count + 1, np.int64)
-            self.values = np.zeros(0, np.uint32)
+            self.values = np.zeros(0, np.uint64)
         matrix = np.concatenate(keys, axis=1) if keys else np.zeros((self.count, 0), np.uint64)
         has_words = self.words > 0
         rows = np.flatnonzero(has_words)

@@ -10,8 +10,10 @@ and memory is bounded by a shard or a partition, never the corpus::
 
 Signature file (one per document shard, zstd Parquet, row groups of ``ROW_GROUP_ROWS`` rows,
 rows in the shard's order; key-value metadata ``dedup.params`` (JSON) and ``dedup.shard``; about
-1.3 KB per 2 KB news article, nearly all of it the shingle set; made at 12,000 to 15,000 such
-documents a second on one core, Parquet reading and writing included):
+3.3 KB per 2.2 KB news article (``benchmarks/dedup_stage.py``), nearly all of it the shingle set
+of 64-bit hashes (1.7 KB when it held the 32-bit ones, which verification must not trust, see
+``pipeline.dedup.clusters``); made at 12,000 to 15,000 such documents a second on one core,
+Parquet reading and writing included):
 
     doc          int64    document number: shard << 32 | row in the shard (its global order)
     id           string   the document's id
@@ -21,7 +23,7 @@ documents a second on one core, Parquet reading and writing included):
     score        float64  the ``params.score_column`` value, only when one is named
     shingles     int32    distinct shingles                               } only when
     band_keys    fixed_size_list<uint64>[bands]                            } params.near
-    shingle_set  large_list<uint32>: the distinct shingle hashes, sorted   }
+    shingle_set  large_list<uint64>: the distinct shingle hashes, sorted   }
     signature    fixed_size_list<uint32 | uint64>[num_perm], only with params.keep_signature
 
 Band-key partition file (``<out_dir>/part-<p:04d>/<signature file name>``), sorted by band, key,
@@ -52,6 +54,7 @@ from pipeline.dedup.minhash import (
     polynomial_shingle_hashes,
     sha1_shingle_hashes,
     shingle_sets,
+    signature_hashes,
 )
 from pipeline.dedup.normalize import combine_word_hashes, words
 from pipeline.io.storage import as_path, is_path, parquet_file, read_parquet, read_table
@@ -115,7 +118,7 @@ def signature_schema(params: MinHashParams) -> pa.Schema:
         fields += [
             pa.field("shingles", pa.int32(), nullable=False),
             pa.field("band_keys", pa.list_(pa.uint64(), bands), nullable=False),
-            pa.field("shingle_set", pa.large_list(pa.uint32()), nullable=False),
+            pa.field("shingle_set", pa.large_list(pa.uint64()), nullable=False),
         ]
         if params.keep_signature:
             value = pa.uint32() if params.scheme == "affine32" else pa.uint64()
@@ -150,17 +153,18 @@ def _signature_batch(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) -
     if not params.near:
         return columns
     if params.shingle_hash == "sha1":
-        hashes, offsets = sha1_shingle_hashes(found, params.ngram)
+        hashes, offsets = sha1_shingle_hashes(found, params.ngram, wide=True)
     else:
-        hashes, offsets = polynomial_shingle_hashes(found.hashes, found.doc_offsets, params.ngram)
+        hashes, offsets = polynomial_shingle_hashes(found.hashes, found.doc_offsets, params.ngram, wide=True)
     sets, set_offsets = shingle_sets(hashes, offsets)
-    # The minimum over a set equals the minimum over the shingles with repeats: permute the set.
-    signatures = minhash_signatures(sets, set_offsets, params.num_perm, params.seed, params.scheme)
+    # The signatures permute the 32-bit hashes (the low halves), datasketch's; the minimum over
+    # them is the same with repeats or without, so the 64-bit set's low halves do.
+    signatures = minhash_signatures(signature_hashes(sets), set_offsets, params.num_perm, params.seed, params.scheme)
     bands, rows = params.lsh
     columns["shingles"] = np.diff(set_offsets).astype(np.int32)
     columns["band_keys"] = band_keys(signatures, bands, rows)
     columns["shingle_set"] = pa.LargeListArray.from_arrays(
-        pa.array(set_offsets, pa.int64()), pa.array(sets, pa.uint32())
+        pa.array(set_offsets, pa.int64()), pa.array(sets, pa.uint64())
     )
     if params.keep_signature:
         columns["signature"] = signatures

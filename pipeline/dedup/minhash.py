@@ -3,17 +3,24 @@
 Shingles are word n-grams of the normalized text (:mod:`pipeline.dedup.normalize`): ``ngram``
 consecutive words (5 by default, as FineWeb's MinHash dedup uses); a document of
 fewer than ``ngram`` words has one shingle made of all its words, and a document with no words has
-none. Each shingle is hashed to 32 bits by one of two functions (``shingle_hash``):
+none. Each shingle is hashed to 64 bits by one of two functions (``shingle_hash``), and the low 32
+bits of that hash are the 32-bit hash the signatures permute (datasketch's hashes are 32-bit):
 
 * ``"polynomial"`` (the default): the n-gram's 64-bit word hashes combined by Horner's rule
   (``h = h * K + word``, modulo 2^64), plus the n-gram's length, through the MurmurHash3
-  finalizer; the top 32 bits. Computed with numpy for every shingle of a batch, stable across
-  library versions.
-* ``"sha1"``: datasketch's default, ``datasketch.hashfunc.sha1_hash32`` of the shingle's words
-  joined by single spaces, UTF-8 encoded: one SHA-1 call per shingle in Python, which costs more
+  finalizer, rotated by 32 bits (so the low half is the finalizer's top 32 bits). Computed with
+  numpy for every shingle of a batch, stable across library versions.
+* ``"sha1"``: datasketch's default: SHA-1 of the shingle's words joined by single spaces, UTF-8
+  encoded, its first 8 bytes read little-endian; the low half is
+  ``datasketch.hashfunc.sha1_hash32``. One SHA-1 call per shingle in Python, which costs more
   than everything else together (see ``sha1_shingle_hashes``). Kept so that signatures can be
   checked against ``datasketch.MinHash`` shingle by shingle, and for sketches that must match ones
   made with datasketch's defaults.
+
+Verification compares the 64-bit hashes (the signature files' shingle sets), never the 32-bit
+ones: a document shorter than ``ngram`` words has one shingle, and among 100,000 such documents
+two unrelated ones share its 32-bit hash about once (n^2 / 2^33), which made their sets equal
+and their Jaccard similarity 1.0. With 64 bits that takes some 4 billion of them.
 
 Signatures apply datasketch's permutations to the shingle hashes and keep each permutation's
 minimum per document (:func:`minhash_signatures`), for all documents of a batch in a few numpy
@@ -180,9 +187,11 @@ def _shingle_layout(word_counts: np.ndarray, ngram: int) -> tuple[np.ndarray, np
 
 
 def polynomial_shingle_hashes(
-    word_hashes: np.ndarray, word_offsets: np.ndarray, ngram: int
+    word_hashes: np.ndarray, word_offsets: np.ndarray, ngram: int, wide: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """32-bit hashes of every shingle from the 64-bit hashes of the words (see module docstring).
+    """Hashes of every shingle from the 64-bit hashes of the words (see module docstring): the
+    32-bit ones (uint32), or with ``wide`` the 64-bit ones (uint64), whose low half is the 32-bit
+    hash (the finalizer's output rotated by 32 bits).
 
     The hash of the n words from every position of the flat word array is computed with n
     contiguous passes (Horner's rule over shifted views); each document's shingles are then picked
@@ -190,7 +199,7 @@ def polynomial_shingle_hashes(
     counts = np.diff(word_offsets)
     first_word, size, offsets = _shingle_layout(counts, ngram)
     if len(first_word) == 0:
-        return np.zeros(0, np.uint32), offsets
+        return np.zeros(0, np.uint64 if wide else np.uint32), offsets
     total_words = len(word_hashes)
     h = np.empty(len(first_word), dtype=np.uint64)
     full = size == ngram
@@ -211,40 +220,57 @@ def polynomial_shingle_hashes(
                 rolling = np.where(j < length, rolling * _SHINGLE_K + term, rolling)
             h[short] = rolling
         h = fmix64(h + size.astype(np.uint64) * _GOLDEN)
+    if wide:
+        return (h << _U64(32)) | (h >> _U64(32)), offsets
     return (h >> _U64(32)).astype(np.uint32), offsets
 
 
-def sha1_shingle_hashes(found: Words, ngram: int) -> tuple[np.ndarray, np.ndarray]:
+def sha1_shingle_hashes(found: Words, ngram: int, wide: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``datasketch.hashfunc.sha1_hash32`` of every shingle: SHA-1 of the shingle's words joined
-    by single spaces, UTF-8; its first 4 bytes read little-endian. One SHA-1 call per shingle in
-    Python; each shingle is a slice of the batch's normalized text, found with numpy."""
+    by single spaces, UTF-8; its first 4 bytes read little-endian (uint32), or with ``wide`` its
+    first 8 (uint64, whose low half is the 32-bit hash). One SHA-1 call per shingle in Python;
+    each shingle is a slice of the batch's normalized text, found with numpy."""
     first_word, size, offsets = _shingle_layout(found.counts, ngram)
     text, word_starts, word_ends = found.joined_bytes()
     view = memoryview(text)
     sha1 = hashlib.sha1
     lo = word_starts[first_word].tolist()
     hi = word_ends[first_word + size - 1].tolist()
-    digests = b"".join([sha1(view[a:b]).digest()[:4] for a, b in zip(lo, hi)])
+    width = 8 if wide else 4
+    digests = b"".join([sha1(view[a:b]).digest()[:width] for a, b in zip(lo, hi)])
+    if wide:
+        return np.frombuffer(digests, dtype="<u8").astype(np.uint64), offsets
     return np.frombuffer(digests, dtype="<u4").astype(np.uint32), offsets
 
 
 def shingle_hashes(
-    texts: Texts, ngram: int = 5, shingle_hash: ShingleHash = "polynomial"
+    texts: Texts, ngram: int = 5, shingle_hash: ShingleHash = "polynomial", wide: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(hashes, offsets)``: uint32 hashes of every document's shingles, in order, flat;
-    ``hashes[offsets[d]:offsets[d + 1]]`` are document ``d``'s (repeats included)."""
+    """``(hashes, offsets)``: hashes of every document's shingles, in order, flat;
+    ``hashes[offsets[d]:offsets[d + 1]]`` are document ``d``'s (repeats included). uint32 (what
+    the signatures permute), or with ``wide`` uint64 (what verification compares; the low half is
+    the 32-bit hash, :func:`signature_hashes`)."""
     found = words(texts)
     if shingle_hash == "sha1":
-        return sha1_shingle_hashes(found, ngram)
-    return polynomial_shingle_hashes(found.hashes, found.doc_offsets, ngram)
+        return sha1_shingle_hashes(found, ngram, wide)
+    return polynomial_shingle_hashes(found.hashes, found.doc_offsets, ngram, wide)
+
+
+def signature_hashes(wide: np.ndarray) -> np.ndarray:
+    """The 32-bit shingle hashes (uint32) that MinHash permutes, from the 64-bit ones: their low
+    halves."""
+    return (np.asarray(wide, dtype=np.uint64) & MAX_HASH_32).astype(np.uint32)
 
 
 def shingle_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each document's distinct shingle hashes, sorted: ``(values, offsets)`` like the input.
-    Sorted a few ten thousand at a time (document number in the high bits of the sort key)."""
+    """Each document's distinct shingle hashes, sorted: ``(values, offsets)`` like the input
+    (uint32 or uint64, as given). Sorted a few thousand at a time (document number in the high
+    bits of the sort key)."""
     offsets = np.asarray(offsets, dtype=np.int64)
+    hashes = np.asarray(hashes)
     counts = np.diff(offsets)
     docs = len(counts)
+    sort = _sorted_within_documents_32 if hashes.dtype == np.uint32 else _sorted_within_documents_64
     values, set_counts = [], np.zeros(docs, np.int64)
     first = 0
     while first < docs:
@@ -252,16 +278,35 @@ def shingle_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, n
         stop = min(max(stop, first + 1), docs)
         lo, hi = offsets[first], offsets[stop]
         local = np.repeat(np.arange(stop - first, dtype=np.uint64), counts[first:stop])
-        keys = np.sort((local << _U64(32)) | hashes[lo:hi].astype(np.uint64))
-        distinct = np.ones(len(keys), dtype=bool)
-        distinct[1:] = keys[1:] != keys[:-1]
-        keys = keys[distinct]
-        set_counts[first:stop] = np.bincount((keys >> _U64(32)).astype(np.int64), minlength=stop - first)
-        values.append((keys & MAX_HASH_32).astype(np.uint32))
+        local, ordered = sort(local, hashes[lo:hi])
+        distinct = np.ones(len(ordered), dtype=bool)
+        distinct[1:] = (ordered[1:] != ordered[:-1]) | (local[1:] != local[:-1])
+        set_counts[first:stop] = np.bincount(local[distinct].astype(np.int64), minlength=stop - first)
+        values.append(ordered[distinct])
         first = stop
     set_offsets = np.zeros(docs + 1, np.int64)
     np.cumsum(set_counts, out=set_offsets[1:])
-    return (np.concatenate(values) if values else np.zeros(0, np.uint32)), set_offsets
+    return (np.concatenate(values) if values else np.zeros(0, hashes.dtype)), set_offsets
+
+
+def _sorted_within_documents_32(local: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(local, hashes)`` sorted by document (``local``, non-decreasing), then hash: one sort of
+    the document in the high 32 bits and the hash in the low 32."""
+    keys = np.sort((local << _U64(32)) | hashes.astype(np.uint64))
+    return keys >> _U64(32), (keys & MAX_HASH_32).astype(np.uint32)
+
+
+def _sorted_within_documents_64(local: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`_sorted_within_documents_32` for 64-bit hashes: one argsort of the document in
+    the high bits and the hash's top bits below it; hashes that tie on those bits (rare) and end
+    up out of order send the piece to an exact two-key sort."""
+    shift = _U64(max(int(local[-1]).bit_length(), 1)) if len(local) else _U64(1)
+    order = np.argsort((local << (_U64(64) - shift)) | (hashes >> shift))
+    ordered = hashes[order]
+    if np.any((ordered[1:] < ordered[:-1]) & (local[1:] == local[:-1])):
+        order = np.lexsort((hashes, local))
+        ordered = hashes[order]
+    return local, ordered
 
 
 # --- signatures -------------------------------------------------------------------------------

@@ -2,10 +2,11 @@
 
 Two documents are compared on their *normalized* text, defined as:
 
-1. Unicode NFKC (full-width letters, ligatures, compatibility forms and non-breaking spaces fold to
-   their plain forms), then lowercase (Python's full Unicode case mapping); invisible format
-   characters that sit inside words (soft hyphen, zero-width space and joiners, word joiner,
-   left-to-right and right-to-left marks, byte-order mark) are deleted.
+1. Invisible format characters that sit inside words (soft hyphen, zero-width space and joiners,
+   word joiner, left-to-right and right-to-left marks, byte-order mark) are deleted; then Unicode
+   NFKC (full-width letters, ligatures, compatibility forms and non-breaking spaces fold to their
+   plain forms), lowercase (Python's full Unicode case mapping) and NFKC again (a lowercased
+   letter may compose with the mark after it).
 2. Punctuation and symbols (Unicode categories P* and S*), control characters and every kind of
    whitespace become word separators; runs of separators collapse to one space.
 3. Scripts written without spaces between words (Han, Hiragana, Katakana, Thai, Lao, Khmer,
@@ -15,7 +16,8 @@ Two documents are compared on their *normalized* text, defined as:
 
 The *words* of a text are then its normalized text split on spaces, and :func:`normalize_text`
 returns the words joined by single spaces. ``"Ｈｅｌｌｏ, World!! 你好"`` normalizes to
-``"hello world 你 好"``.
+``"hello world 你 好"``. Normalizing is idempotent: a normalized text normalizes to itself, so it
+has the words, shingles and exact hash of the text it came from.
 
 How it runs, per batch (measured on 20,000 news articles of 2 KB, one core): NFKC and lowercase run
 in Python's C code, document by document (about 0.15 s for the batch: ASCII documents take a fast
@@ -61,7 +63,7 @@ _NON_ASCII_SEPARATOR = r"[[\p{P}\p{S}\p{Z}\p{Cc}\p{Co}\p{Cn}\p{Cf}]&&[^\x00-\x7f
 # separator becomes spaces (the unmatched group is empty).
 _NON_ASCII_RULES = rf"([{_UNSPACED}]\p{{M}}*)|{_NON_ASCII_SEPARATOR}"
 # Format characters that live inside words: deleted, not turned into separators.
-_INVISIBLE_IN_WORDS = ("\u00ad", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff")
+INVISIBLE_IN_WORDS = ("\u00ad", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff")
 
 _SEPARATOR_BYTES = np.zeros(256, dtype=bool)
 _SEPARATOR_BYTES[:0x21] = True  # control characters and space
@@ -121,10 +123,13 @@ def prepare_texts(texts: Texts) -> pa.LargeStringArray:
         if text.isascii():
             prepared.append(text.lower())
             continue
-        text = unicodedata.normalize("NFKC", text).lower()
-        for char in _INVISIBLE_IN_WORDS:
+        # Invisible characters go first, so that NFKC composes a letter with a mark they separated;
+        # NFKC again after lowercasing, which can leave a letter and a mark that compose
+        # ("W\u030a" lowercases to "w\u030a", which is "\u1e98"). So the result is a fixed point.
+        for char in INVISIBLE_IN_WORDS:
             if char in text:
                 text = text.replace(char, "")
+        text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).lower())
         non_ascii.append(len(prepared))
         prepared.append(text)
     if non_ascii:

@@ -45,7 +45,7 @@ from pipeline.io.writer import write_parquet
 FORWARD_SCHEMA = pa.schema(
     [
         pa.field("doc_a", pa.int64(), nullable=False),
-        pa.field("shingle_set", pa.large_list(pa.uint32()), nullable=False),
+        pa.field("shingle_set", pa.large_list(pa.uint64()), nullable=False),
         pa.field("partners", pa.large_list(pa.int64()), nullable=False),
     ]
 )

@@ -48,6 +48,7 @@ from pipeline.dedup.minhash import (
     recall_bands,
     shingle_hashes,
     shingle_sets,
+    signature_hashes,
 )
 from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, word_hashes
 from pipeline.filters.engine import apply_filters
@@ -84,6 +85,9 @@ def edit_words(rng: random.Random, text: str, edits: int) -> str:
     return " ".join(words)
 
 
+# 64-bit values that differ only in their lowest bits: equal in the top bits a sort or search key keeps.
+NEAR_TIES = np.array([0, 1 << 62, 3 << 62], dtype=np.uint64)
+
 MIXED_TEXTS = [
     "Ｈｅｌｌｏ， World!! 你好世界。 This is a test, isn't it?",
     "hello world 你 好 世 界 this is a test isn t it",
@@ -111,6 +115,17 @@ def test_normalization_folds_case_width_punctuation_and_splits_unspaced_scripts(
     assert normalized[8] == "ünïcödé café naïve résumé fine ligatures and softhyphens"
     assert normalized[9] == "tab separated lines and spaces"
     assert split_words(["Hello, World"]) == [["hello", "world"]]
+
+
+def test_letters_and_marks_compose_whatever_invisible_characters_or_capitals_sat_between():
+    """A zero-width space or soft hyphen between a letter and its mark is deleted before NFKC
+    composes them, and a capital with a mark whose lowercase composes (W + ring: only the small
+    w has a precomposed form) normalizes as the precomposed small letter does: the same word."""
+    texts = ["cafe\u200b\u0301", "café", "caf\u00ade\u0301", "W\u030a", "\u1e98", "\u0300\u00ad\u059a"]
+    normalized = normalize_text(texts).to_list()
+    assert normalized[:3] == ["café"] * 3 and normalized[3:5] == ["\u1e98"] * 2
+    assert normalize_text(normalized).to_list() == normalized
+    assert len(set(exact_hash(texts[:3]).tolist())) == 1 and exact_hash(texts[3:5]).tolist()[0] == exact_hash(["ẘ"])[0]
 
 
 def test_exact_hash_equal_exactly_when_normalized_text_is():
@@ -177,6 +192,41 @@ def test_signatures_equal_datasketch_with_polynomial_shingles(scheme):
         expected = datasketch_minhash(128, 1, scheme, hashfunc=lambda value: value)
         expected.update_batch(hashes[offsets[d] : offsets[d + 1]].tolist())
         assert np.array_equal(signatures[d], expected.hashvalues)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("shingle_hash", ["polynomial", "sha1"])
+def test_signature_files_keep_64_bit_sets_and_permute_their_32_bit_low_halves(shingle_hash, scheme):
+    """Verification compares 64-bit shingle hashes; the signatures stay those of the 32-bit ones
+    (datasketch's, above), whose values are the low halves of the 64-bit ones."""
+    texts = corpus_for_signatures()
+    params = MinHashParams(shingle_hash=shingle_hash, scheme=scheme, keep_signature=True)
+    columns = lsh_module.signature_batch(pa.array(texts, pa.large_string()), params)
+    narrow, offsets = shingle_hashes(texts, 5, shingle_hash)
+    wide, wide_offsets = shingle_hashes(texts, 5, shingle_hash, wide=True)
+    assert wide.dtype == np.uint64 and np.array_equal(offsets, wide_offsets)
+    assert np.array_equal(signature_hashes(wide), narrow)
+    assert np.array_equal(columns["signature"], minhash_signatures(narrow, offsets, 128, 1, scheme))
+    expected = [sorted(set(wide[offsets[d] : offsets[d + 1]].tolist())) for d in range(len(texts))]
+    assert columns["shingle_set"].type == pa.large_list(pa.uint64())
+    assert columns["shingle_set"].to_pylist() == expected
+    assert columns["shingles"].tolist() == [len(s) for s in expected]
+
+
+def test_shingle_sets_of_64_bit_hashes_are_sorted_and_distinct_per_document(monkeypatch):
+    monkeypatch.setattr(minhash_module, "_SHINGLES_PER_SORT", 64)  # many pieces, documents across them
+    rng = np.random.default_rng(5)
+    offsets = np.concatenate([[0], np.cumsum(rng.integers(0, 40, 60))])
+    hashes = rng.integers(0, 2**63, int(offsets[-1]), dtype=np.int64).astype(np.uint64) << np.uint64(1)
+    # Repeats, and values equal but in their lowest bits (ties for the sort key's top bits).
+    hashes[::3] = NEAR_TIES[rng.integers(0, 3, len(hashes[::3]))] | rng.integers(0, 9, len(hashes[::3])).astype(
+        np.uint64
+    )
+    values, set_offsets = shingle_sets(hashes, offsets)
+    assert values.dtype == np.uint64
+    for d in range(len(offsets) - 1):
+        expected = sorted(set(hashes[offsets[d] : offsets[d + 1]].tolist()))
+        assert values[set_offsets[d] : set_offsets[d + 1]].tolist() == expected
 
 
 def test_short_documents_have_one_shingle_of_all_their_words():
@@ -496,9 +546,12 @@ def test_signature_files_do_not_depend_on_batch_size(tmp_path, monkeypatch):
         assert values.equals(pieces[name]) if name == "shingle_set" else np.array_equal(values, pieces[name])
 
 
-def test_jaccard_of_pairs_is_exact():
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_jaccard_of_pairs_is_exact(dtype):
     rng = np.random.default_rng(2)
-    sets = [np.unique(rng.integers(0, 50, rng.integers(0, 30))).astype(np.uint32) for _ in range(40)]
+    sets = [np.unique(rng.integers(0, 50, rng.integers(0, 30))).astype(dtype) for _ in range(40)]
+    if dtype == np.uint64:
+        sets = [np.unique(s | NEAR_TIES[rng.integers(0, 3, len(s))]) for s in sets]
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])])
     values = np.concatenate(sets)
     left, right = rng.integers(0, 40, 300), rng.integers(0, 40, 300)
