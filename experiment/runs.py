@@ -85,9 +85,9 @@ def pretraining_configs(
     return configs
 
 
-def pretrain(training) -> dict:
-    """Pretrain on ``training`` (a TrainConfig; trainer.train), or read back a finished run's
-    summary (refused if it was trained with another config)."""
+def pretrain(training, log=None) -> dict:
+    """Pretrain on ``training`` (a TrainConfig; trainer.train, given ``log``), or read back a
+    finished run's summary (refused if it was trained with another config)."""
     from trainer.train import check_same_config, train
 
     summary_path = training.out_dir / "summary.json"
@@ -95,7 +95,7 @@ def pretrain(training) -> dict:
         summary = read_json(summary_path)
         check_same_config(summary["config"], training, summary_path)
         return summary
-    return train(training, log=None)
+    return train(training, log=log)
 
 
 def transfer(

@@ -72,6 +72,7 @@ from experiment.runs import (
     transfer,
 )
 from flows.curate import curate_flow
+from flows.train import trainer_log
 from pipeline.config import RunConfig, parse_config
 from pipeline.formats.manifest import open_run
 from trainer.config import ModelSection
@@ -79,8 +80,9 @@ from trainer.config import ModelSection
 
 @task(name="experiment-pretrain", cache_policy=NO_CACHE, task_run_name="pretrain-{variant}-seed{seed}")
 def pretrain_task(variant: str, seed: int, train_config) -> dict:
-    """One pretraining run (experiment.runs.pretrain)."""
-    return pretrain(train_config)
+    """One pretraining run (experiment.runs.pretrain); the trainer's warnings (a checkpoint skipped)
+    reach the log, its progress lines do not."""
+    return pretrain(train_config, log=trainer_log(progress=False))
 
 
 @task(name="experiment-transfer", cache_policy=NO_CACHE, task_run_name="transfer-{model_name}-seed{seed}")

@@ -10,17 +10,28 @@ from prefect.cache_policies import NO_CACHE
 from trainer.config import TrainConfig
 
 
-@task(name="pretrain", cache_policy=NO_CACHE, task_run_name="pretrain-{config.out_dir.name}")
-def pretrain_task(config: TrainConfig, resume: bool = False, verified: bool = False) -> dict:
+def trainer_log(progress: bool = True):
+    """The trainer's ``log`` in a task: its warnings at Prefect's WARNING (so that --quiet still
+    shows them), its progress lines at INFO, or not at all (``progress=False``: an experiment's
+    many runs)."""
     from trainer.checkpoints import WARNING
-    from trainer.train import train
 
     logger = get_run_logger()
 
-    def log(line: str) -> None:  # warnings at WARNING, so that --quiet still shows them
-        (logger.warning if line.startswith(WARNING) else logger.info)(line)
+    def log(line: str) -> None:
+        if line.startswith(WARNING):
+            logger.warning(line)
+        elif progress:
+            logger.info(line)
 
-    return train(config, resume=resume, log=log, verified=verified)
+    return log
+
+
+@task(name="pretrain", cache_policy=NO_CACHE, task_run_name="pretrain-{config.out_dir.name}")
+def pretrain_task(config: TrainConfig, resume: bool = False, verified: bool = False) -> dict:
+    from trainer.train import train
+
+    return train(config, resume=resume, log=trainer_log(), verified=verified)
 
 
 @flow(name="train", validate_parameters=False)
