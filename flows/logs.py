@@ -44,6 +44,12 @@ class RunLogHandler(logging.FileHandler):
         if self.baseFilename:
             super().emit(record)
 
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError:
+            self.failed = True
+
     def handleError(self, record: logging.LogRecord) -> None:
         self.failed = True
 
