@@ -43,10 +43,13 @@ TMPFS = _can_mount_tmpfs()
 needs_tmpfs = pytest.mark.skipif(not TMPFS, reason="no user namespaces here to mount a small tmpfs in")
 
 
-def curate(args: list[str], tmp_path: Path, full: tuple[Path, str] | None = None, env: dict | None = None):
-    """Run ``curate ARGS`` without a terminal; with ``full`` = (folder, size), the folder is a tmpfs
-    of that size for the run (its logs/ copied to tmp_path/kept-logs before it goes)."""
-    command = [*CURATE, *args]
+def curate(
+    args: list[str], tmp_path: Path, full: tuple[Path, str] | None = None, env: dict | None = None, prelude: str = ""
+):
+    """Run ``curate ARGS`` without a terminal (after the Python of ``prelude``, in the same process);
+    with ``full`` = (folder, size), the folder is a tmpfs of that size for the run (its logs/ copied to
+    tmp_path/kept-logs before it goes)."""
+    command = [sys.executable, "-c", prelude + CURATE[-1], *args] if prelude else [*CURATE, *args]
     if full is not None:
         folder, size = full
         folder.mkdir(parents=True, exist_ok=True)
@@ -96,9 +99,17 @@ def unknown_mix_group(tmp_path):
     return ["run", str(config), "--quiet"], {}
 
 
-def unreadable_input(tmp_path):
-    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not a parquet file")
-    return ["run", str(run_config(tmp_path, tmp_path / "bad.parquet")), "--quiet"], {}
+# A bug, planted: the dedup stage's entry point raises what no user can cause.
+PLANTED_BUG = (
+    "import pipeline.stages.dedup as units\n"
+    "def planted(*args, **kwargs):\n"
+    "    raise KeyError('a bug the test planted')\n"
+    "units.run_dedup = planted\n"
+)
+
+
+def bug_in_a_stage(tmp_path):
+    return ["run", str(run_config(tmp_path, small_input(tmp_path))), "--quiet"], {"prelude": PLANTED_BUG}
 
 
 def prefect_database_full(tmp_path):
@@ -133,11 +144,11 @@ CASES = [
         unknown_mix_group, 2, r"mix\.mixtures\[main\]: mix weights: unknown group 'nosuch'", True, id="mix-weights"
     ),
     pytest.param(
-        unreadable_input,
+        bug_in_a_stage,
         1,
-        r"internal error: ValueError: cannot concat empty list; the traceback is in ",
+        r"internal error: KeyError: 'a bug the test planted'; the traceback is in ",
         True,
-        id="bug-dedup-of-nothing",
+        id="bug-in-a-stage",
     ),
     pytest.param(
         prefect_database_full,
