@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pipeline.config import DEFAULT_FILTERS, EXCLUDE_SUFFIXES, _existing_file, _Strict
+from pipeline.config import DEFAULT_FILTERS, EXCLUDE_SUFFIXES, Weight, _existing_file, _Strict
 from pipeline.formats.choices import read_choice_items
 from pipeline.formats.configfile import ConfigError, ExpandedPath, Seed, read_toml, validate_model
 from pipeline.formats.names import check_component
@@ -22,7 +22,6 @@ DOCUMENT_STEPS = ("lang", "filter", "dedup", "lines")
 DEMO_SETS = ("news", "dialogues", "web", "junk")
 
 Positive = Annotated[float, Field(gt=0)]
-Weight = Annotated[float, Field(ge=0)]
 
 
 def _file_name(value: str, what: str) -> str:

@@ -18,7 +18,7 @@ import functools
 import glob
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -69,6 +69,10 @@ def _plain_name(value: str, what: str) -> str:
             "(letters, digits, _ . - after that)"
         )
     return value
+
+
+# A group's sampling weight: none or more (normalized over the groups).
+Weight = Annotated[float, Field(ge=0)]
 
 
 class _Strict(BaseModel):
@@ -430,7 +434,7 @@ class MixtureConfig(_Strict):
     # Temperature sampling over the groups' token counts (q_i proportional to n_i^(1/T); 1 keeps the
     # natural proportions, about 3.3 is mT5's), or explicit weights per group; neither: T = 1.
     temperature: float | None = Field(default=None, gt=0)
-    weights: dict[str, float] | None = None
+    weights: dict[str, Weight] | None = None
     default_weight: float | None = Field(default=None, ge=0)  # for groups `weights` does not name
     max_epochs: float | None = Field(default=4.0, gt=0)  # UniMax-style cap on repeats per group
     budget_tokens: int | None = Field(default=None, ge=1)  # default: every training token once
