@@ -16,16 +16,17 @@ A mixture folder::
     train/<group>-<nnnn>.arrow    token shards (pipeline.formats.tokens), a group's in number order
     validation/<group>-<nnnn>.arrow
 
-A group's name becomes a file name by :func:`group_file_stem` (``news/en`` -> ``news+en``).
+A group's name becomes a file name by :func:`pipeline.formats.names.group_file_stem` (``news/en`` ->
+``news+en``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from pipeline.formats.configfile import ConfigError
+from pipeline.formats.names import group_file_stem
 from pipeline.formats.tokens import export_bin, file_sha256
 from pipeline.io.storage import as_path, is_local
 from pipeline.io.writer import atomic_path
@@ -43,12 +44,6 @@ MANIFEST_KEYS = ("tokenizer", "groups", "train", "validation")
 class MixtureError(ConfigError):
     """A mixture folder that cannot be read; the message is one line naming the file and the fix
     (a user's error: a ConfigError, so every command stops on it with that line)."""
-
-
-def group_file_stem(group: str) -> str:
-    """A group's name as a file name: every character other than letters, digits, ``_.-`` becomes
-    ``+`` (``news/en`` -> ``news+en``)."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "+", group)
 
 
 def shard_file(split: str, group: str, number: int) -> str:
