@@ -138,6 +138,16 @@ def corrupt_checkpoint(tmp_path):
     return ["train", str(config), "--quiet"], {}
 
 
+def checkpoint_disk_full(tmp_path):
+    """The out_dir fills while the first checkpoint is written (the model's weights and optimizer
+    state are larger than the tmpfs; the metrics and the log fit)."""
+    config = _train_config(tmp_path, max_steps=4, checkpoint_interval=2)
+    return ["train", str(config), "--quiet"], {
+        "full": (tmp_path / "out", "256k"),
+        "env": {"PREFECT_HOME": str(tmp_path / "prefect-home")},
+    }
+
+
 # (case, exit code, what the error line says (a regex), whether it names the run log)
 CASES = [
     pytest.param(
@@ -164,6 +174,14 @@ CASES = [
         r"no space left on the device while writing '.*/run/\w+/docs/web-\d+-\d+\.parquet'; free space there",
         None,
         id="outputs-full",
+        marks=needs_tmpfs,
+    ),
+    pytest.param(
+        checkpoint_disk_full,
+        2,
+        r"no space left on the device while writing '.*/out/checkpoints/step-000002\.pt'; free space there",
+        None,
+        id="train-checkpoint-disk-full",
         marks=needs_tmpfs,
     ),
     pytest.param(corrupt_checkpoint, 2, r"checkpoint .*step-000004\.pt: ", None, id="train-corrupt-checkpoint"),
