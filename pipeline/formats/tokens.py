@@ -52,8 +52,10 @@ Why one batch of lists, rather than fixed token chunks plus a second offsets fil
   ``ipc.open_file`` turn into a zero-copy, read-only ``np.ndarray`` (:func:`read_token_shard`);
   the trainer samples windows from it as nanoGPT does from its ``np.memmap``.
 * The per-document offsets then come for free (the list offsets), in the same file: one file,
-  one sha256, nothing to keep in step. ``pl.read_ipc(path)`` or ``pyarrow.ipc.open_file(path)``
-  read it as a plain table, one row per document, with no project code.
+  one sha256, nothing to keep in step. ``pl.read_ipc(path)``, ``pyarrow.ipc.open_file(path)`` or
+  ``datasets.load_dataset("arrow", data_files=path)`` read it as a plain table, one row per
+  document, with no project code. (``datasets.Dataset.from_file`` reads only the IPC stream
+  format: :mod:`pipeline.formats.hf` writes that, for ``curate export --format hf``.)
 """
 
 from __future__ import annotations
