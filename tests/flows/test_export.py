@@ -15,6 +15,7 @@ import pyarrow.ipc as ipc
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
+from pipeline.formats.hf import write_hf_split
 from pipeline.formats.megatron import write_indexed_dataset
 from pipeline.tokenizer import write_token_shard
 from tests.flows.test_train_errors import curate
@@ -105,7 +106,7 @@ def test_curate_export_megatron_writes_the_indexed_dataset(mixture, tmp_path):
     assert (out / "tokenizer.json").read_bytes() == (mixture / "tokenizer.json").read_bytes()
 
 
-def test_megatron_export_of_a_vocabulary_past_uint16_is_int32(tmp_path):
+def test_exports_of_a_vocabulary_past_uint16_keep_every_id(tmp_path):
     vocab = {"<|endoftext|>": 0, "<|pad|>": 1, "<|mask|>": 2, "<|cls|>": 3, "<|unk|>": 4}
     vocab.update({f"w{i}": i for i in range(5, 70_000)})
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<|unk|>"))
@@ -118,6 +119,11 @@ def test_megatron_export_of_a_vocabulary_past_uint16_is_int32(tmp_path):
     assert dtype == np.int32 and entry["dtype"] == "int32"
     assert [d.tolist() for d in documents] == [[5, 65536, 69999, 0], [7, 0], [4, 65535, 0]]
     assert entry["documents"] == 3 and entry["tokens"] == 9
+    write_hf_split([tmp_path / n for n in ("a.arrow", "empty.arrow", "b.arrow")], tmp_path / "big.arrow")
+    with pa.memory_map(str(tmp_path / "big.arrow"), "r") as source:
+        table = ipc.open_stream(source).read_all()
+    assert table.schema.field("tokens").type.value_type == pa.uint32()
+    assert table.column("tokens").to_pylist() == [[5, 65536, 69999, 0], [7, 0], [4, 65535, 0]]
 
 
 def test_megatron_export_of_an_empty_split(tmp_path):
