@@ -3,7 +3,7 @@
 curate demo                 build the demo corpus and curate it
 curate run CONFIG.toml      run the curation flows of a config
 curate demo-corpus OUT      build a demo corpus only (e.g. --docs 200000 for benchmarks)
-curate export MIXTURE OUT   a mixture as nanoGPT's train.bin / val.bin
+curate export MIXTURE OUT   a mixture for nanoGPT, Megatron-LM or HF datasets (--format)
 curate train CONFIG.toml    pretrain a GPT on a mixture (a Prefect flow run)
 curate generate OUT_DIR     continue a prompt with a trained model
 curate experiment CONFIG    curated vs raw: pretraining and transfer over seeds, with a report
@@ -392,15 +392,28 @@ def train_tokenizer_command(
 @app.command()
 def export(
     mixture_dir: str = typer.Argument(..., help="a mixture folder: <run>/mix/<mixture> (or its URL)"),
-    out: Path = typer.Argument(..., help="folder to write train.bin, val.bin, meta.json, tokenizer.json, README.md"),
+    out: Path = typer.Argument(..., help="folder to write the split files, meta.json, tokenizer.json, README.md"),
+    format: str = typer.Option(
+        "nanogpt",
+        "--format",
+        help="nanogpt: train.bin, val.bin (flat uint16); megatron: train/val .bin + .idx (Megatron-LM, NeMo); "
+        "hf: train.arrow, validation.arrow (datasets.Dataset.from_file)",
+    ),
 ) -> None:
-    """Export a mixture as nanoGPT-style flat uint16 .bin files, for training elsewhere."""
+    """Export a mixture for another trainer: nanoGPT's .bin files, Megatron-LM's indexed dataset,
+    or Arrow streams for Hugging Face datasets."""
     from pipeline.formats.mixture import export_mixture
 
     with _failing_on(FileNotFoundError, ValueError):
-        meta = export_mixture(mixture_dir, out)
+        meta = export_mixture(mixture_dir, out, format=format)
     for name, entry in meta["files"].items():
         _say(stdout, f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)")
+    reading = {
+        "nanogpt": f"nanoGPT reads {out / 'train.bin'} as np.memmap(path, dtype=np.uint16, mode='r')",
+        "megatron": f"Megatron-LM: --train-data-path {out / 'train'} --valid-data-path {out / 'val'}",
+        "hf": f"datasets: Dataset.from_file('{out / 'train.arrow'}')",
+    }
+    _say(stdout, reading[format])
 
 
 @app.command()
