@@ -50,9 +50,19 @@ def test_the_top_licences_and_one_row_summing_the_others(many_licences):
     # The odd-numbered LicenseRefs hold two documents: the eight that follow come first.
     assert list(top)[2:] == [f"LicenseRef-site-{i:03d}" for i in (1, 3, 5, 7, 9, 11, 13, 15)]
     read = stats["source"]["docs_out"] - sum(row["read"] for row in top.values())
-    assert other == {"licences": 110, "read": read, "removed_by_rule": 0, "curated": read, "tokens": None, "mixtures": {}}
+    assert other == {
+        "licences": 110,
+        "read": read,
+        "removed_by_rule": 0,
+        "curated": read,
+        "tokens": None,
+        "mixtures": {},
+    }
     assert top_licences(found["licences"], None) == (found["licences"], None)
-    assert top_licences(dict(list(found["licences"].items())[:10])) == (dict(list(found["licences"].items())[:10]), None)
+    assert top_licences(dict(list(found["licences"].items())[:10])) == (
+        dict(list(found["licences"].items())[:10]),
+        None,
+    )
 
 
 def test_the_printed_licence_table_is_ten_rows_and_other(many_licences):
