@@ -272,7 +272,7 @@ def inspect_command(
         typer.echo(printable_json(found))
         return
     if doc_id is None:
-        print_licences(stdout, found)
+        print_licences(stdout, found, every=True)  # the command that asks for them: every licence
         return
     print_inspection(stdout, found)
 
