@@ -116,8 +116,13 @@ _started_url: str | None = None  # the API of the temporary server this process 
 
 @contextmanager
 def temporary_server() -> Iterator[None]:
-    """Prefect's temporary server for the block, when no PREFECT_API_URL is set (see start_server)."""
-    if os.environ.get("PREFECT_API_URL"):
+    """Prefect's temporary server for the block, when no Prefect API is set (PREFECT_API_URL, in the
+    environment or in Prefect's settings) and none runs in this process (see start_server); a server
+    this block did not start is not its to stop (a test harness's, a caller's)."""
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL
+
+    if os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value() or SubprocessASGIServer().running:
         yield
         return
     server = start_server()
