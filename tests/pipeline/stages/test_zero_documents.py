@@ -57,8 +57,8 @@ def test_a_run_of_shards_of_zero_rows_completes_with_zero_counts(tmp_path):
 
 @pytest.mark.parametrize("stage_name", ["lang", "filter"])
 def test_a_shard_stage_unit_on_a_shard_of_zero_rows_writes_a_shard_of_zero_rows(tmp_path, stage_name):
-    write_jsonl(tmp_path / "a.jsonl", [{"text": SHORT}])  # (the config wants an input to exist)
-    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path)]}])
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": SHORT}])  # (the config wants an input to exist)
+    config = source_config(tmp_path, [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "in")]}])
     shard = tmp_path / "source-00000-0000.parquet"
     pq.write_table(DOC_SCHEMA.empty_table(), shard)
     stage = RunLayout(config.run_dir).stage(stage_name).make()
