@@ -681,7 +681,9 @@ def check_apart(config: RunConfig, source: SourceConfig, files: list[Path]) -> N
                 f"run_dir: {str(run)!r} is inside {str(read[0])!r}, which sources[{source.name}].paths "
                 "reads, so a run would read its own output as input; give a run_dir outside that folder"
             )
-    inside = next((file for file in files if file.resolve().is_relative_to(run)), None)
+    # os.path.realpath, not Path.resolve: a link loop among the inputs (quarantined by the source
+    # stage) resolves as far as it goes instead of raising
+    inside = next((file for file in files if Path(os.path.realpath(file)).is_relative_to(run)), None)
     if inside is not None:
         raise ConfigError(
             f"sources[{source.name}].paths: {str(inside)!r} is inside run_dir {str(run)!r}, where the "
