@@ -75,6 +75,7 @@ from flows.curate import curate_flow
 from flows.train import trainer_log
 from pipeline.config import RunConfig, parse_config
 from pipeline.formats.manifest import open_run
+from pipeline.stages.source import check_readers
 from trainer.config import ModelSection
 
 
@@ -220,6 +221,7 @@ def _run_in_pool(
 
 def _curate(data: dict) -> RunConfig:
     run = parse_config(data)
+    check_readers(run.sources)
     open_run(run)
     curate_flow(run)
     return run
