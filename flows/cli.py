@@ -150,7 +150,8 @@ def _runner(kind: str, address: str | None, workers: int | None):
 def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     from flows.runners import LOCAL, RunnerError, check_storage, running_on
     from flows.runtime import configure_prefect
-    from pipeline.stages.source import QuarantineError, check_readers
+    from pipeline.formats.documents import RunLayout
+    from pipeline.stages.source import QuarantineError, check_quarantine, check_readers
 
     with ExitStack() as held:
         # Before Prefect starts and before anything is written: a source whose reader does not fit
@@ -171,6 +172,7 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
         with _failing_on(*stopping, where=config.run_dir):
             with running_on(runner or LOCAL) as ready, reporting(progress):
                 stats = curate_flow(config, ready)
+            check_quarantine(RunLayout(config.run_dir).stage("source"), config)
     from report.console import print_funnel, print_licences, print_mixtures, print_sources
     from report.inspect import licence_table
 

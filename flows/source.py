@@ -16,7 +16,7 @@ from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.formats.manifest import open_run, record_stage
 from pipeline.io.writer import remove_temporaries, write_json
 from pipeline.stages.shard import check_stage_outputs, merge_groups, remove_unlisted
-from pipeline.stages.source import STAGE, Unit, check_quarantine, drop_repeated_ids, plan_units, source_unit
+from pipeline.stages.source import STAGE, Unit, drop_repeated_ids, plan_units, source_unit
 
 
 @task(name="source-unit", cache_policy=NO_CACHE, task_run_name="source-{unit.name}")
@@ -54,6 +54,4 @@ def source_flow(config: RunConfig) -> dict:
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats, inputs=[f for part in parts for f in part["files"]])
     publish_stage(STAGE, stats)
-    # Last: the stage is complete and recorded, so a run with a raised limit resumes from it.
-    check_quarantine(stage, parts, config)
     return stats

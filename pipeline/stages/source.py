@@ -443,10 +443,13 @@ class QuarantineError(ValueError):
 NAMED_REASONS = 3
 
 
-def check_quarantine(stage: StageDir, parts: list[dict], config: RunConfig) -> None:
-    """After the source stage: raise QuarantineError, with one line, for the first source whose
+def quarantine_problem(stage: StageDir, config: RunConfig) -> str | None:
+    """After the source stage: the one line that fails the run for the first source whose
     quarantined share of its records is more than its ``max_quarantine_fraction`` (the source's,
-    else the run's). The stage's outputs stay as they are, so a run with the limit raised resumes."""
+    else the run's), naming the share, the top reasons each with a file and line, and the setting;
+    None when every source is within its limit. The stage's outputs are left as they are, so a run
+    with the limit raised resumes from them."""
+    parts = [read_json(path) for path in sorted(stage.parts.glob("*.json"))]
     ledgers = merge_groups(parts, "by_source", STAGE)
     for source in config.sources:
         limit = source.max_quarantine_fraction
@@ -458,12 +461,20 @@ def check_quarantine(stage: StageDir, parts: list[dict], config: RunConfig) -> N
         reasons = Counter(ledger["quarantined"]).most_common(NAMED_REASONS)
         where = _first_records(stage, [p for p in parts if p["source"] == source.name], [r for r, _ in reasons])
         named = ", ".join(f"{reason} {n:,} (e.g. {where.get(reason, '?')})" for reason, n in reasons)
-        raise QuarantineError(
+        return (
             f"source {source.name!r}: {quarantined:,} of its {ledger['docs_in']:,} records were quarantined "
             f"({quarantined / ledger['docs_in']:.1%}), more than max_quarantine_fraction = {limit}; "
             f"reasons: {named}; fix the inputs (or the source's reader), or raise max_quarantine_fraction in "
             "its [[sources]] table (1.0 turns the check off) and run again: the source stage is kept"
         )
+    return None
+
+
+def check_quarantine(stage: StageDir, config: RunConfig) -> None:
+    """Raise QuarantineError with :func:`quarantine_problem`'s line, if it has one."""
+    problem = quarantine_problem(stage, config)
+    if problem is not None:
+        raise QuarantineError(problem)
 
 
 def _first_records(stage: StageDir, parts: list[dict], reasons: list[str]) -> dict[str, str]:

@@ -513,14 +513,14 @@ def test_a_source_past_its_quarantine_limit_fails_naming_the_share_reasons_and_a
         {"name": "bad", "reader": "jsonl", "paths": [str(tmp_path / "in")]},
     ]
     config = source_config(tmp_path, sources)
-    parts = run_units(config)
+    run_units(config)
     stage = RunLayout(config.run_dir).stage("source")
     own_limit = source_config(tmp_path, [sources[0], {**sources[1], "max_quarantine_fraction": 0.8}])
     turned_off = source_config(tmp_path, sources, max_quarantine_fraction=1.0)
     lower = source_config(tmp_path, sources, max_quarantine_fraction=0.1)
     monkeypatch.chdir(tmp_path)  # files are named as from where the user runs the command
     with pytest.raises(QuarantineError) as raised:
-        check_quarantine(stage, parts, config)
+        check_quarantine(stage, config)
     assert str(raised.value) == (
         "source 'bad': 8 of its 10 records were quarantined (80.0%), more than max_quarantine_fraction = 0.5; "
         "reasons: invalid_json 6 (e.g. in/a.jsonl:2), missing_text 2 (e.g. in/a.jsonl:8); fix the inputs (or "
@@ -529,7 +529,7 @@ def test_a_source_past_its_quarantine_limit_fails_naming_the_share_reasons_and_a
     )
     # The source's own limit lets it pass, and so does 1.0 (the check off); a lower run limit
     # does not fail the source with nothing quarantined.
-    check_quarantine(stage, parts, own_limit)
-    check_quarantine(stage, parts, turned_off)
+    check_quarantine(stage, own_limit)
+    check_quarantine(stage, turned_off)
     with pytest.raises(QuarantineError, match="source 'bad'.* more than max_quarantine_fraction = 0.1"):
-        check_quarantine(stage, parts, lower)
+        check_quarantine(stage, lower)
