@@ -8,17 +8,25 @@ from __future__ import annotations
 import copy
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pipeline.config import DEFAULT_FILTERS, EXCLUDE_SUFFIXES, _existing_file, _Strict
+from pipeline.config import DEFAULT_FILTERS, EXCLUDE_SUFFIXES, Weight, _existing_file, _Strict
 from pipeline.formats.choices import read_choice_items
-from pipeline.formats.configfile import ConfigError, read_toml, validate_model
+from pipeline.formats.configfile import ConfigError, ExpandedPath, Seed, read_toml, validate_model
+from pipeline.formats.names import check_component
 from pipeline.formats.task import load_task
 
 DOCUMENT_STEPS = ("lang", "filter", "dedup", "lines")
 DEMO_SETS = ("news", "dialogues", "web", "junk")
+
+Positive = Annotated[float, Field(gt=0)]
+
+
+def _file_name(value: str, what: str) -> str:
+    """A name that becomes a folder or file name (a variant's mixture and runs, a set's files)."""
+    return check_component(value, what, [value])
 
 
 class VariantConfig(_Strict):
@@ -28,13 +36,18 @@ class VariantConfig(_Strict):
     stages: list[Literal["lang", "filter", "dedup", "lines"]] = Field(default_factory=list)
     quality: bool = False  # add the fastText quality filter (needs the filter stage)
     temperature: float | None = Field(default=None, gt=0)  # over the groups; None: 1 (natural)
-    weights: dict[str, float] | None = None
+    weights: dict[str, Weight] | None = None
     uniform: bool = False  # every group weighs the same; with max_epochs, UniMax (Chung et al. 2023)
     max_epochs: float | None = Field(default=None, gt=0)  # None: the experiment's
     budget_tokens: int | None = Field(default=None, ge=1)  # None: the experiment's
     # A leave-one-out variant (FineWeb-style ablation) is also compared with the pipeline it leaves
     # a step out of: what removing that step costs, measured inside the pipeline that uses it.
     ablation_of: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_file_name(cls, value):
+        return _file_name(value, "the variant name")
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -63,11 +76,16 @@ class EvalSetConfig(_Strict):
     and id column. Excluded from every pool and evaluated like the demo's held-out sets."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    path: Path
+    path: ExpandedPath
     text_field: str = "text"
     group_field: str | None = None  # default: one group named after the set
     id_field: str | None = None  # default: "<name>:<row>"; a pool document with an equal id is excluded
     clean: bool = True  # clean sets make the headline; others are reported on their own
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_file_name(cls, value):
+        return _file_name(value, "the set name")
 
     @field_validator("path")
     @classmethod
@@ -96,7 +114,7 @@ class FinetuneConfig(_Strict):
 
     sizes: list[int] | None = None  # the labelled-set sizes fine-tuned (None: all of task.sizes; []: none)
     draws: int = Field(default=1, ge=1)  # labelled subsets fine-tuned per size (the first of task.draws)
-    lrs: list[float] = Field(default_factory=lambda: [3e-4, 1e-3], min_length=1)  # backbone; head 10x
+    lrs: list[Positive] = Field(default_factory=lambda: [3e-4, 1e-3], min_length=1)  # backbone; head 10x
     batch: int = Field(default=16, ge=1)
     epochs: float = Field(default=20.0, gt=0)
     min_steps: int = Field(default=20, ge=1)
@@ -106,12 +124,11 @@ class FinetuneConfig(_Strict):
     patience: int = Field(default=3, ge=1)
     weight_decay: float = Field(default=0.01, ge=0)
 
-    @field_validator("lrs")
-    @classmethod
-    def _positive_lrs(cls, value):
-        if any(lr <= 0 for lr in value):
-            raise ValueError("learning rates must be positive")
-        return value
+    @model_validator(mode="after")
+    def _steps_in_order(self):
+        if self.min_steps > self.max_steps:
+            raise ValueError(f"min_steps ({self.min_steps}) is above max_steps ({self.max_steps}); lower it")
+        return self
 
 
 class TaskConfig(_Strict):
@@ -121,16 +138,16 @@ class TaskConfig(_Strict):
     reference line; ``dev_docs`` of the train split (unless the file has a dev split) choose the
     probe's penalty and the fine-tuning learning rate, and stop fine-tuning."""
 
-    path: Path | None = None
+    path: ExpandedPath | None = None
     train_docs: int = Field(default=500, ge=10)  # demo task only
     test_docs: int = Field(default=300, ge=10)  # demo task only
     sizes: list[int] = Field(default_factory=lambda: [10, 25, 50, 100, 0], min_length=1)  # 0: the whole pool
     draws: int = Field(default=3, ge=1)
     dev_docs: int = Field(default=100, ge=0)
     max_tokens: int = Field(default=128, ge=8)
-    probe_l2: list[float] = Field(default_factory=lambda: [1e-3, 1e-2, 1e-1, 1.0], min_length=1)
+    probe_l2: list[Positive] = Field(default_factory=lambda: [1e-3, 1e-2, 1e-1, 1.0], min_length=1)
     bag_of_words: bool = True
-    bow_c: list[float] = Field(default_factory=lambda: [1.0, 10.0, 100.0, 1000.0], min_length=1)
+    bow_c: list[Positive] = Field(default_factory=lambda: [1.0, 10.0, 100.0, 1000.0], min_length=1)
     finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)
     variants: list[str] | None = None  # the variants with transfer runs (None: all)
 
@@ -151,7 +168,7 @@ class TaskConfig(_Strict):
     def _task_exists(cls, value):
         _existing_file(value, "task.path", "a Parquet file with id, text, label, split columns")
         if value is not None:  # the whole file checked now, not when its first transfer run starts
-            load_task(Path(value).expanduser())
+            load_task(Path(value))
         return value
 
     @field_validator("sizes")
@@ -200,13 +217,13 @@ class EvalTaskConfig(_Strict):
     pretrained model beside the built-in tasks; its contexts and right answers are excluded from
     every pool and checked for contamination like the held-out sets."""
 
-    path: Path
+    path: ExpandedPath
 
     @field_validator("path")
     @classmethod
     def _items_valid(cls, value):
         _existing_file(value, "eval_tasks.path", "a JSON-lines or Parquet file of multiple-choice items")
-        read_choice_items(Path(value).expanduser())  # every item checked now, before any work
+        read_choice_items(Path(value))  # every item checked now, before any work
         return value
 
 
@@ -217,7 +234,7 @@ class MemorizationConfig(_Strict):
     alike and put in no pool) and optionally ``pool_ids`` (the pool ids of its occurrences)."""
 
     enabled: bool = True
-    canaries: Path | None = None
+    canaries: ExpandedPath | None = None
     prefix_tokens: int = Field(default=32, ge=1)
     suffix_tokens: int = Field(default=32, ge=1)
 
@@ -281,6 +298,11 @@ class SweepModel(_Strict):
     n_embd: int = Field(ge=1)
     lr: float | None = Field(default=None, gt=0)
 
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_file_name(cls, value):
+        return _file_name(value, "the model name")
+
 
 class SweepConfig(_Strict):
     """A scaling-law sweep (``curate sweep``): every model of ``models`` trained on every token
@@ -342,13 +364,13 @@ class TokenizerConfig(_Strict):
 class ExperimentConfig(_Strict):
     """An experiment (see :mod:`experiment`)."""
 
-    out_dir: Path
+    out_dir: ExpandedPath
     demo: bool = False  # build the demo corpus and curate it with the demo's settings
     demo_docs: int = Field(default=20_000, ge=1000)
-    corpus_dir: Path | None = None  # where the demo corpus is built (default: .cache/demo-corpus...)
-    curation: Path | None = None  # a curation config (sources, stage settings); its run_dir is not used
-    seed: int = 0  # of the curation (splits, samples); training seeds are `seeds`
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    corpus_dir: ExpandedPath | None = None  # where the demo corpus is built (default: .cache/demo-corpus...)
+    curation: ExpandedPath | None = None  # a curation config (sources, stage settings); its run_dir is not used
+    seed: Seed = 0  # of the curation (splits, samples); training seeds are `seeds`
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     budget_tokens: int | None = Field(default=None, ge=1)  # training tokens of every variant
     max_epochs: float = Field(default=50.0, gt=0)  # repeats per group at most (small pools repeat)
     group_by: list[Literal["source", "lang"]] = Field(default_factory=lambda: ["source"], min_length=1)
@@ -363,7 +385,7 @@ class ExperimentConfig(_Strict):
     efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
     languages: LanguagesConfig = Field(default_factory=LanguagesConfig)
     sweep: SweepConfig | None = None  # `curate sweep`: a scaling-law grid over model sizes and budgets
-    quality_model: Path | None = None  # fastText quality model; default with demo: trained on it
+    quality_model: ExpandedPath | None = None  # fastText quality model; default with demo: trained on it
     variants: list[VariantConfig] = Field(min_length=1)
     baseline: str | None = None  # the variant others are compared with; default: the first
     train: dict = Field(default_factory=dict)  # trainer config less mixture, out_dir and seed

@@ -3,7 +3,7 @@
 curate demo                 build the demo corpus and curate it
 curate run CONFIG.toml      run the curation flows of a config
 curate demo-corpus OUT      build a demo corpus only (e.g. --docs 200000 for benchmarks)
-curate export MIXTURE OUT   a mixture as nanoGPT's train.bin / val.bin
+curate export MIXTURE OUT   a mixture for nanoGPT, Megatron-LM or HF datasets (--format)
 curate train CONFIG.toml    pretrain a GPT on a mixture (a Prefect flow run)
 curate generate OUT_DIR     continue a prompt with a trained model
 curate experiment CONFIG    curated vs raw: pretraining and transfer over seeds, with a report
@@ -16,7 +16,7 @@ import errno
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import typer
@@ -102,20 +102,56 @@ def _disk_full(error: OSError) -> str | None:
 def _failing_on(*errors: type[Exception], where=None) -> Iterator[None]:
     """Turn ``errors`` (ones a user can cause) into one line and exit code 2; a LedgerError
     (documents unaccounted for: a bug) exits with 1. A full disk (or quota) is always one line,
-    naming the file being written (or ``where``)."""
+    naming the file being written (or ``where``), and so is a full Prefect database. Inside a run
+    (with a run log, see flows.runtime), any other error is a bug: one line naming the log that
+    holds its traceback, and exit code 1."""
     try:
         yield
     except errors as error:
-        _fail(str(error), 1 if isinstance(error, LedgerError) else 2)
+        _fail(_logged(error, str(error)), 1 if isinstance(error, LedgerError) else 2)
     except OSError as error:
         what = _disk_full(error)
         if what is None:
-            raise
-        path = error.filename or where
-        _fail(
-            f"{what} while writing {str(path) if path is not None else 'the output'!r}; free space there "
-            "(or write elsewhere) and run again: finished work is kept and not redone"
+            _internal_error(error)
+        _fail_disk_full(what, error.filename or where, error)
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as error:
+        _internal_error(error)
+
+
+def _logged(error: Exception, message: str) -> str:
+    """``message``, naming the run log that now holds ``error``'s traceback (inside a run)."""
+    from flows.runtime import log_traceback
+
+    log = log_traceback(error, "the run stopped on this error")
+    return message if log is None else f"{message} (details in {log})"
+
+
+def _fail_disk_full(what: str, path, error: Exception) -> None:
+    where = str(path) if path is not None else "the output"
+    _fail(
+        _logged(
+            error,
+            f"{what} while writing {where!r}; free space there (or write elsewhere) and run again: "
+            "finished work is kept and not redone",
         )
+    )
+
+
+def _internal_error(error: Exception) -> None:
+    """A full Prefect database as one line; else, inside a run, a bug: one line naming the run log
+    with the traceback, and exit code 1 (outside a run the error goes on, traceback and all)."""
+    from flows.runtime import full_database, log_traceback, run_log
+
+    if run_log() is None:
+        raise error
+    database = full_database()
+    if database is not None:
+        _fail_disk_full(DISK_FULL[errno.ENOSPC], database, error)
+    log = log_traceback(error, "the run stopped on this error (a bug)")
+    message = str(error).strip().splitlines()[0] if str(error).strip() else "(no message)"
+    _fail(f"internal error: {type(error).__name__}: {message}; the traceback is in {log or run_log()}", 1)
 
 
 def _where(path) -> str:
@@ -149,7 +185,7 @@ def _runner(kind: str, address: str | None, workers: int | None):
 
 def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     from flows.runners import LOCAL, RunnerError, check_storage, running_on
-    from flows.runtime import configure_prefect
+    from flows.runtime import configure_prefect, temporary_server
     from pipeline.formats.documents import RunLayout
     from pipeline.stages.source import QuarantineError, check_quarantine, check_readers
 
@@ -170,7 +206,7 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
         progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
         stopping = (ConfigError, LedgerError, FileNotFoundError, RunnerError, QuarantineError)
         with _failing_on(*stopping, where=config.run_dir):
-            with running_on(runner or LOCAL) as ready, reporting(progress):
+            with temporary_server(), running_on(runner or LOCAL) as ready, reporting(progress):
                 stats = curate_flow(config, ready)
             check_quarantine(RunLayout(config.run_dir).stage("source"), config)
     from report.console import print_funnel, print_licences, print_mixtures, print_sources
@@ -242,7 +278,7 @@ def inspect_command(
         typer.echo(printable_json(found))
         return
     if doc_id is None:
-        print_licences(stdout, found)
+        print_licences(stdout, found, every=True)  # the command that asks for them: every licence
         return
     print_inspection(stdout, found)
 
@@ -362,15 +398,28 @@ def train_tokenizer_command(
 @app.command()
 def export(
     mixture_dir: str = typer.Argument(..., help="a mixture folder: <run>/mix/<mixture> (or its URL)"),
-    out: Path = typer.Argument(..., help="folder to write train.bin, val.bin, meta.json, tokenizer.json, README.md"),
+    out: Path = typer.Argument(..., help="folder to write the split files, meta.json, tokenizer.json, README.md"),
+    format: str = typer.Option(
+        "nanogpt",
+        "--format",
+        help="nanogpt: train.bin, val.bin (flat uint16); megatron: train/val .bin + .idx (Megatron-LM, NeMo); "
+        "hf: train.arrow, validation.arrow (datasets.Dataset.from_file)",
+    ),
 ) -> None:
-    """Export a mixture as nanoGPT-style flat uint16 .bin files, for training elsewhere."""
+    """Export a mixture for another trainer: nanoGPT's .bin files, Megatron-LM's indexed dataset,
+    or Arrow streams for Hugging Face datasets."""
     from pipeline.formats.mixture import export_mixture
 
     with _failing_on(FileNotFoundError, ValueError):
-        meta = export_mixture(mixture_dir, out)
+        meta = export_mixture(mixture_dir, out, format=format)
     for name, entry in meta["files"].items():
         _say(stdout, f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)")
+    reading = {
+        "nanogpt": f"nanoGPT reads {out / 'train.bin'} as np.memmap(path, dtype=np.uint16, mode='r')",
+        "megatron": f"Megatron-LM: --train-data-path {out / 'train'} --valid-data-path {out / 'val'}",
+        "hf": f"datasets: Dataset.from_file('{out / 'train.arrow'}')",
+    }
+    _say(stdout, reading[format])
 
 
 @app.command()
@@ -390,10 +439,11 @@ def train(
         from trainer.train import preflight  # torch: after the config's own checks
 
         preflight(parsed, resume)
-    configure_prefect(parsed.out_dir, quiet=quiet)
+    configure_prefect(parsed.out_dir, quiet=quiet, command="train")
+    from flows.runtime import temporary_server
     from flows.train import train_flow
 
-    with _failing_on(ConfigError, FileNotFoundError):
+    with _failing_on(ConfigError, FileNotFoundError), temporary_server():
         summary = train_flow(parsed, resume, verified=True)
     from report.console import print_training
 
@@ -481,10 +531,11 @@ def _study(config: Path, command: str, quiet: bool):
     with _failing_on(ConfigError):
         parsed = load_experiment(config)
         parsed.require(command)
-    configure_prefect(parsed.out_dir, quiet=quiet)
+    configure_prefect(parsed.out_dir, quiet=quiet, command=command)
     from experiment.prepare import ContaminationError
     from flows.experiment import experiment_flow
     from flows.runners import shared_api
+    from flows.runtime import temporary_server
     from flows.sweep import sweep_flow
     from pipeline.stages.source import QuarantineError
 
@@ -492,7 +543,7 @@ def _study(config: Path, command: str, quiet: bool):
     # (each worker would otherwise start a temporary server of its own).
     with (
         _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError, QuarantineError),
-        shared_api() if parsed.parallel_runs > 1 else nullcontext(),
+        shared_api() if parsed.parallel_runs > 1 else temporary_server(),
     ):
         return parsed, (experiment_flow if command == "experiment" else sweep_flow)(parsed)
 

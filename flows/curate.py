@@ -18,7 +18,7 @@ from flows.tokenize import tokenize_flow
 from pipeline.config import RunConfig
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import check_run_dir, run_lock
-from pipeline.stages.registry import REGISTRY, enabled_stages
+from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
 from pipeline.stages.source import quarantine_problem
 
 
@@ -45,20 +45,21 @@ FLOWS = {
 }
 
 
-def _stages(config: RunConfig, runner: Runner) -> dict[str, dict]:
-    def on_runner(stage_flow):
-        return stage_flow.with_options(task_runner=runner.task_runner())
+def stage_flow(stage: str, config: RunConfig, runner: Runner = LOCAL) -> dict:
+    """Run one stage of ``config`` (its flow, with its tasks on ``runner``) on the documents of the
+    stage before it (:func:`pipeline.stages.registry.input_stage`); return the stage's stats."""
+    if stage == "source":
+        return source_flow.with_options(task_runner=runner.task_runner())(config)
+    named = (stage,) if REGISTRY[stage].kind == "shard" else ()
+    return FLOWS[stage].with_options(task_runner=runner.task_runner())(*named, input_stage(stage, config), config)
 
-    stats = {"source": on_runner(source_flow)(config)}
+
+def _stages(config: RunConfig, runner: Runner) -> dict[str, dict]:
+    stats = {"source": stage_flow("source", config, runner)}
     # A source past its max_quarantine_fraction: the run stops here, the source stage complete and
     # kept (the caller says why: pipeline.stages.source.check_quarantine).
     if quarantine_problem(RunLayout(config.run_dir).stage("source"), config) is not None:
         return stats
-    previous = "source"  # the documents the next stage reads
     for stage in enabled_stages(config):
-        spec = REGISTRY[stage]
-        named = (stage,) if spec.kind == "shard" else ()
-        stats[stage] = on_runner(FLOWS[stage])(*named, previous, config)
-        if spec.documents:
-            previous = stage
+        stats[stage] = stage_flow(stage, config, runner)
     return stats

@@ -110,25 +110,17 @@ def shared_api() -> Iterator[str]:
     with ExitStack() as stack:
         url = PREFECT_API_URL.value()
         if not url:
-            from prefect.server.api.server import SubprocessASGIServer
+            from flows.runtime import send_logs, start_server
 
-            server = SubprocessASGIServer()
-            server.start(timeout=int(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")))
+            server = start_server()
             stack.callback(server.stop)
-            stack.callback(_send_logs)  # before the server stops
+            stack.callback(send_logs)  # before the server stops
             url = server.api_url
             stack.enter_context(temporary_settings(updates={PREFECT_API_URL: url}))
         previous = os.environ.get("PREFECT_API_URL")
         os.environ["PREFECT_API_URL"] = url
         stack.callback(_restore_env, "PREFECT_API_URL", previous)
         yield url
-
-
-def _send_logs() -> None:
-    """Send the run's logs still queued for the API (they would fail once the server is gone)."""
-    from prefect.logging.handlers import APILogWorker
-
-    APILogWorker.drain_all(timeout=30, at_exit=False)
 
 
 def _restore_env(name: str, value: str | None) -> None:

@@ -4,20 +4,39 @@ Without ``PREFECT_API_URL`` a flow runs on Prefect's temporary local server, ful
 database under ``<run_dir>/.prefect`` (under Prefect's own home, ``~/.prefect``, when the run
 directory is not local: the database is a local SQLite file). With ``PREFECT_API_URL`` set (e.g. to a running
 ``prefect server start``), runs are reported there and show in its UI.
+
+Every record logged in a run, Prefect's tracebacks included, goes to the run log,
+``<run_dir>/logs/<command>-<time>-<pid>.log`` (flows/logging.yml, flows.logs); the terminal gets the
+progress lines and warnings, and a failure is one line from the CLI that names the log.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pipeline.io.storage import is_local
 
 # Two slow cores can take a while to start the temporary server and migrate its database.
 EPHEMERAL_STARTUP_TIMEOUT_S = "300"
+LOGGING_YML = Path(__file__).with_name("logging.yml")
+LOG_FILE_ENV = "PREFECT_LOGGING_HANDLERS_RUN_LOG_FILENAME"
+TERMINAL_LEVEL_ENV = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
+LOGS_DIR = "logs"  # the run logs' folder in a run directory or an out_dir
+DATABASE_FULL = "database or disk is full"  # SQLite's words for SQLITE_FULL
+MIN_FREE_BYTES = 1 << 20  # less than this free beside the database: the disk is full for it
 
 
-def configure_prefect(run_dir: Path | str, quiet: bool = False) -> None:
+class ServerStartError(RuntimeError):
+    """Prefect's temporary server stopped before it answered."""
+
+
+def configure_prefect(run_dir: Path | str, quiet: bool = False, command: str = "curate") -> Path:
+    """Set Prefect up for a run in ``run_dir`` (its database, its logging); return the run log's path."""
     if not os.environ.get("PREFECT_API_URL") and is_local(run_dir):
         home = Path(run_dir).resolve() / ".prefect"
         home.mkdir(parents=True, exist_ok=True)
@@ -25,5 +44,125 @@ def configure_prefect(run_dir: Path | str, quiet: bool = False) -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", EPHEMERAL_STARTUP_TIMEOUT_S)
     os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
+    logs = Path(run_dir).resolve() / LOGS_DIR if is_local(run_dir) else prefect_home() / LOGS_DIR
+    path = logs / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    os.environ["PREFECT_LOGGING_SETTINGS_PATH"] = str(LOGGING_YML)
+    os.environ[LOG_FILE_ENV] = str(path)
     if quiet:
-        os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
+        os.environ[TERMINAL_LEVEL_ENV] = "WARNING"
+    else:
+        os.environ.pop(TERMINAL_LEVEL_ENV, None)
+    return path
+
+
+def prefect_home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+
+
+def _run_log_handler():
+    logs = sys.modules.get("flows.logs")  # loaded by Prefect's logging when flows/logging.yml is in use
+    if logs is None:
+        return None
+    import logging
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logs.RunLogHandler) and handler.baseFilename:
+            return handler
+    return None
+
+
+def run_log() -> Path | None:
+    """The run log this process writes (None where Prefect's logging is not the run's)."""
+    handler = _run_log_handler()
+    return None if handler is None else Path(handler.baseFilename)
+
+
+def log_traceback(error: BaseException, what: str) -> Path | None:
+    """Put ``what`` and ``error``'s traceback in the run log only, not on the terminal; return the
+    log's path, or None when there is no run log or it could not be written (a full disk)."""
+    import logging
+
+    handler = _run_log_handler()
+    if handler is None:
+        return None
+    logging.getLogger("flows.cli").error(what, exc_info=error, extra={"terminal": False})
+    handler.flush()
+    return None if handler.failed else Path(handler.baseFilename)
+
+
+def full_database() -> Path | None:
+    """Prefect's SQLite database when it is the one whose disk is full (after a failure): too little
+    space is left beside it, or the run log says SQLite found it full. None otherwise."""
+    if os.environ.get("PREFECT_API_URL") and os.environ.get("PREFECT_API_URL") != _started_url:
+        return None  # a server of the user's, with a database of its own
+    database = prefect_home() / "prefect.db"
+    try:
+        stats = os.statvfs(database.parent)
+        if stats.f_bavail * stats.f_frsize < MIN_FREE_BYTES:
+            return database
+    except OSError:
+        pass
+    log = run_log()
+    try:
+        if log is not None and DATABASE_FULL in log.read_text(errors="replace"):
+            return database
+    except OSError:
+        pass
+    return None
+
+
+_started_url: str | None = None  # the API of the temporary server this process started
+
+
+@contextmanager
+def temporary_server() -> Iterator[None]:
+    """Prefect's temporary server for the block, when no PREFECT_API_URL is set (see start_server)."""
+    if os.environ.get("PREFECT_API_URL"):
+        yield
+        return
+    server = start_server()
+    try:
+        yield
+    finally:
+        send_logs()  # before the server stops
+        server.stop()
+
+
+def send_logs() -> None:
+    """Send the run's logs still queued for the API (they would fail once the server is gone)."""
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=30, at_exit=False)
+
+
+def start_server():
+    """Start Prefect's temporary server, as Prefect's client would on its first call (and which it
+    then uses), its log records in the run log; return it (``server.api_url``, ``server.stop()``).
+    Raises ServerStartError as soon as the server's process ends, where Prefect would start it
+    again and again until its timeout (minutes, on a full disk)."""
+    import httpx
+    from prefect.server.api.server import SubprocessASGIServer
+
+    global _started_url
+    server = SubprocessASGIServer()  # the one Prefect's client starts and uses, when no API is set
+    if server.running:
+        return server
+    server.port = server.port or server.find_available_port()
+    timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", EPHEMERAL_STARTUP_TIMEOUT_S))
+    server.server_process = process = server._run_uvicorn_command()
+    server.running = True
+    deadline = time.monotonic() + timeout
+    with httpx.Client() as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                server.running, server.server_process = False, None
+                raise ServerStartError(f"Prefect's temporary server exited with code {process.returncode}")
+            try:
+                if client.get(f"{server.api_url}/health").status_code == 200:
+                    _started_url = server.api_url
+                    return server
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+    server.stop()
+    raise ServerStartError(f"Prefect's temporary server did not answer in {timeout:.0f} s")

@@ -4,8 +4,11 @@ A config error stops the run with one line that names the key, the problem and t
 
     sources[0].txt_field: unknown key; did you mean 'text_field'? (allowed: name, reader, ...)
 
-Relative paths (inputs and ``run_dir``) are resolved from the current working directory;
-``run_dir`` may also be the URL of an fsspec file system (``s3://bucket/runs/my-crawl``).
+Every path setting has ``~`` and environment variables (``$DATA``) expanded once, as the config
+is read, before any check. Relative paths (inputs and ``run_dir``) are resolved from the current
+working directory; ``run_dir`` may also be the URL of an fsspec file system
+(``s3://bucket/runs/my-crawl``). Values are strict: ``batch_docs = "4096"`` is an error, not a
+guess; every number has the bounds its meaning gives it.
 """
 
 from __future__ import annotations
@@ -15,11 +18,28 @@ import functools
 import glob
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pipeline.formats.configfile import ConfigError, read_toml, validate_model
+from pipeline.formats.configfile import (
+    ConfigError,
+    ExpandedPath,
+    ExpandedStr,
+    Seed,
+    expand_path,
+    read_toml,
+    validate_model,
+)
+from pipeline.formats.names import (
+    check_component,
+    colliding,
+    group_file_stem,
+    group_files,
+    mixture_files,
+    shown,
+    source_files,
+)
 
 READERS = ("jsonl", "parquet", "warc", "wet", "text")
 
@@ -35,7 +55,7 @@ READER_SUFFIXES = {
 
 def _existing_file(value: Path | None, key: str, what: str) -> Path | None:
     """``value`` if it is None or an existing file; otherwise the one-line error naming the fix."""
-    if value is not None and not Path(value).expanduser().is_file():
+    if value is not None and not Path(value).is_file():
         raise ValueError(f"no file at {str(value)!r}; point {key} at {what}")
     return value
 
@@ -51,8 +71,12 @@ def _plain_name(value: str, what: str) -> str:
     return value
 
 
+# A group's sampling weight: none or more (normalized over the groups).
+Weight = Annotated[float, Field(ge=0)]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class SourceConfig(_Strict):
@@ -60,7 +84,7 @@ class SourceConfig(_Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="short name, used in ids and file names")
     reader: Literal["jsonl", "parquet", "warc", "wet", "text"]
-    paths: list[str] = Field(min_length=1, description="files, folders or globs")
+    paths: list[ExpandedStr] = Field(min_length=1, description="files, folders or globs")
     text_field: str = "text"
     id_field: str | None = None
     url_field: str | None = None
@@ -80,7 +104,7 @@ class SourceConfig(_Strict):
     @field_validator("name")
     @classmethod
     def _plain_source_name(cls, value):
-        return _plain_name(value, "the source name")
+        return check_component(_plain_name(value, "the source name"), "the source name", source_files(value))
 
     @field_validator("licence")
     @classmethod
@@ -120,7 +144,7 @@ class SourceConfig(_Strict):
         """The sorted, de-duplicated files this source reads. Raises ConfigError if none."""
         found: set[Path] = set()
         for pattern in self.paths:
-            path = Path(pattern).expanduser()
+            path = Path(pattern)
             if path.is_dir():
                 found.update(p for p in path.rglob("*") if _is_input(p) and _has_suffix(p, self.reader))
                 continue
@@ -148,7 +172,7 @@ class SourceConfig(_Strict):
         files happen to match."""
         roots = []
         for pattern in self.paths:
-            path = Path(pattern).expanduser().absolute()
+            path = Path(pattern).absolute()
             while not path.is_dir() and path != path.parent:  # a file, or a part with wildcards
                 path = path.parent
             roots.append(str(path))
@@ -160,7 +184,7 @@ class LangConfig(_Strict):
 
     enabled: bool = True
     # A fastText LID model (lid.176.ftz/.bin, GlotLID, OpenLID); default: lid.176.ftz from setup.
-    model: Path | None = None
+    model: ExpandedPath | None = None
     keep: list[str] | None = None  # language codes to keep; None keeps every language
     min_score: float = Field(default=0.0, ge=0.0, le=1.0)
     min_score_by_lang: dict[str, float] = Field(default_factory=dict)
@@ -255,27 +279,59 @@ class FilterConfig(_Strict):
                     try:
                         types[key].validate_python(value, strict=True)
                     except ValidationError as error:
-                        problem = error.errors()[0]["msg"][0].lower() + error.errors()[0]["msg"][1:]
-                        raise ValueError(
-                            f"params.{name}.{key}: {problem}, got {value!r}; write the value "
-                            "as the filter takes it (a number without quotes for a threshold)"
-                        ) from None
+                        first = error.errors()[0]
+                        problem = first["msg"][0].lower() + first["msg"][1:]
+                        fix = (
+                            "give a threshold within those bounds"
+                            if first["type"].startswith(("greater_than", "less_than"))
+                            else "write the value as the filter takes it (a number without quotes for a threshold)"
+                        )
+                        raise ValueError(f"params.{name}.{key}: {problem}, got {value!r}; {fix}") from None
         return self
 
+    @field_validator("params", mode="before")
+    @classmethod
+    def _expanded_paths(cls, value):
+        """A filter's path parameters (the quality filter's model) with ``~`` and variables expanded."""
+        from pipeline.filters.registry import FILTERS
 
-def _parameter_types(name: str) -> dict:
-    """A filter's constructor parameters as pydantic type adapters (those whose types resolve)."""
+        if not isinstance(value, dict):
+            return value
+        expanded = {}
+        for name, params in value.items():
+            paths = _path_parameters(name) if name in FILTERS and isinstance(params, dict) else set()
+            expanded[name] = (
+                {key: expand_path(v) if key in paths else v for key, v in params.items()} if paths else params
+            )
+        return expanded
+
+
+def _parameter_hints(name: str) -> dict:
+    """A filter's constructor parameters and their types, bounds included (pipeline.filters.params);
+    empty when an annotation does not resolve (the filter then checks its values itself)."""
     import typing
-
-    from pydantic import TypeAdapter
 
     from pipeline.filters.registry import FILTERS
 
     try:
-        hints = typing.get_type_hints(FILTERS[name].__init__)
-    except Exception:  # an annotation that does not resolve: leave the value to the filter
+        hints = typing.get_type_hints(FILTERS[name].__init__, include_extras=True)
+    except Exception:
         return {}
-    return {key: TypeAdapter(hint) for key, hint in hints.items() if key != "return"}
+    return {key: hint for key, hint in hints.items() if key != "return"}
+
+
+def _parameter_types(name: str) -> dict:
+    """A filter's constructor parameters as pydantic type adapters (those whose types resolve)."""
+    from pydantic import TypeAdapter
+
+    return {key: TypeAdapter(hint) for key, hint in _parameter_hints(name).items()}
+
+
+def _path_parameters(name: str) -> set[str]:
+    """The parameters of a filter that take a path (``str | Path``)."""
+    import typing
+
+    return {key for key, hint in _parameter_hints(name).items() if Path in typing.get_args(hint)}
 
 
 class DedupConfig(_Strict):
@@ -287,7 +343,7 @@ class DedupConfig(_Strict):
     threshold: float = Field(default=0.8, gt=0.0, le=1.0)  # Jaccard from which documents are duplicates
     ngram: int = Field(default=5, ge=1)  # words per shingle
     num_perm: int = Field(default=128, ge=1)
-    seed: int = 1
+    seed: Seed = 1
     # LSH layout: by default the one whose candidate probability at the threshold is at least
     # `recall` with the least verification work (21 x 6 at 0.8); or set bands and rows together.
     recall: float = Field(default=0.998, gt=0.0, lt=1.0)
@@ -355,7 +411,7 @@ class TokenizeConfig(_Strict):
     enabled: bool = True
     # An existing tokenizer.json (so that several runs share one); default: train one on a seeded
     # sample of the curated documents, saved as <run_dir>/tokenize/tokenizer.json.
-    tokenizer: Path | None = None
+    tokenizer: ExpandedPath | None = None
     kind: Literal["bpe", "wordpiece"] = "bpe"
     vocab_size: int = Field(default=8192, ge=260)
     sample_docs: int = Field(default=50_000, ge=1)
@@ -380,7 +436,7 @@ class MixtureConfig(_Strict):
     # Temperature sampling over the groups' token counts (q_i proportional to n_i^(1/T); 1 keeps the
     # natural proportions, about 3.3 is mT5's), or explicit weights per group; neither: T = 1.
     temperature: float | None = Field(default=None, gt=0)
-    weights: dict[str, float] | None = None
+    weights: dict[str, Weight] | None = None
     default_weight: float | None = Field(default=None, ge=0)  # for groups `weights` does not name
     max_epochs: float | None = Field(default=4.0, gt=0)  # UniMax-style cap on repeats per group
     budget_tokens: int | None = Field(default=None, ge=1)  # default: every training token once
@@ -388,7 +444,7 @@ class MixtureConfig(_Strict):
     @field_validator("name")
     @classmethod
     def _plain_mixture_name(cls, value):
-        return _plain_name(value, "the mixture name")
+        return check_component(_plain_name(value, "the mixture name"), "the mixture name", [value])
 
     @model_validator(mode="after")
     def _one_weighting(self):
@@ -407,7 +463,7 @@ class MixConfig(_Strict):
 
     enabled: bool = True
     group_by: list[Literal["source", "lang"]] = Field(default=["source"], min_length=1)
-    merge: dict[str, str] = Field(default_factory=dict)  # group name -> new name
+    merge: dict[str, str] = Field(default_factory=dict)  # group name -> new name (a file name, see mixture_groups)
     min_share: float = Field(default=0.0, ge=0.0, lt=1.0)  # smaller groups (share of tokens) mix as "other"
     validation_fraction: float = Field(default=0.01, ge=0.0, lt=1.0)  # held out per group
     validation_max_docs: int | None = Field(default=1000, ge=0)  # per group
@@ -417,7 +473,7 @@ class MixConfig(_Strict):
     # Parquet or JSON-lines files with a `text` column (a downstream task, a shared evaluation set):
     # documents that are one of their texts (same `id`), near-duplicate one (Jaccard as above) or
     # share an `exclude_ngram`-token window with one leave the pool before the split.
-    exclude: list[Path] = Field(default_factory=list)
+    exclude: list[ExpandedPath] = Field(default_factory=list)
     exclude_ngram: int = Field(default=13, ge=0)  # tokens per window (GPT-3's 13); 0: no window check
     # A window in more pool documents than this is common text (licences, templates), not
     # contamination: counted and reported, never a reason to exclude.
@@ -438,6 +494,28 @@ class MixConfig(_Strict):
                 )
         return value
 
+    @field_validator("merge")
+    @classmethod
+    def _merged_names(cls, value):
+        for key, name in value.items():  # a group's name is a file name once its '/' are '+'
+            check_component(group_file_stem(name), f"the new name of {key!r}", group_files(name))
+        return value
+
+    def mixture_groups(self, sources: list[str]) -> list[str]:
+        """The mixing groups whose names the config knows (each a file name in the mixture
+        folders): the groups ``group_by`` makes of ``sources`` (a language as a placeholder as long
+        as the longest code: the languages are known once the documents are read), as ``merge``
+        renames them, its targets, and ``other`` when ``min_share`` may make it."""
+        from pipeline.formats.names import LANG_CODE_BYTES
+        from pipeline.mix.plan import GROUP_SEPARATOR, OTHER
+
+        parts = [sources if by == "source" else ["x" * LANG_CODE_BYTES] for by in self.group_by]
+        groups = [""]
+        for values in parts:
+            groups = [f"{group}{GROUP_SEPARATOR if group else ''}{value}" for group in groups for value in values]
+        named = [self.merge.get(group, group) for group in groups] + list(self.merge.values())
+        return list(dict.fromkeys([*named, *([OTHER] if self.min_share > 0 else [])]))
+
     @model_validator(mode="after")
     def _unique_names(self):
         names = [m.name for m in self.mixtures]
@@ -452,7 +530,7 @@ class RunConfig(_Strict):
 
     # A local folder (a Path), or the URL of any fsspec file system (s3://bucket/run) as written.
     run_dir: Path | str
-    seed: int = 0
+    seed: Seed = 0
     sources: list[SourceConfig] = Field(min_length=1)
     lang: LangConfig = Field(default_factory=LangConfig)
     filter: FilterConfig = Field(default_factory=FilterConfig)
@@ -481,10 +559,10 @@ class RunConfig(_Strict):
             raise ValueError("give a local folder or the URL of a file system, such as s3://bucket/run")
         if not str(value).strip():
             raise ValueError("is empty; give the folder the run writes to, such as runs/my-crawl")
-        path = as_path(value)
+        path = as_path(expand_path(value))
         if not is_local(path):
             return str(path)
-        local = Path(path).expanduser()
+        local = Path(path)
         if local.exists() and not local.is_dir():
             raise ValueError(f"{str(path)!r} is a file, not a folder; give a new or empty folder (or a run's folder)")
         for parent in local.absolute().parents:
@@ -527,7 +605,33 @@ class RunConfig(_Strict):
                 raise ValueError(
                     f"{section}.sources names no configured source: {unknown} (sources: {', '.join(names)})"
                 )
+        _check_file_names(self)
         return self
+
+
+def _check_file_names(config: RunConfig) -> None:
+    """Names that meet in one file name: the mix stage's shards carry each group's name, its part
+    records the mixture's and the group's; two groups that map to one file name would write one
+    file. ValueError with one line."""
+    if not (config.mix.enabled and config.tokenize.enabled):
+        return
+    groups = config.mix.mixture_groups([source.name for source in config.sources])
+    pair = colliding(groups)
+    if pair:
+        raise ValueError(
+            f"mix.merge: the groups {pair[0]!r} and {pair[1]!r} would share the file name "
+            f"{group_file_stem(pair[1])!r}; rename one in mix.merge"
+        )
+    for group in groups:
+        check_component(group_file_stem(group), "mix: the group name", group_files(group))
+    for index, mixture in enumerate(config.mix.mixtures):
+        for group in groups:
+            check_component(
+                mixture.name,
+                f"mix.mixtures[{index}].name: the mixture name",
+                mixture_files(mixture.name, group),
+                f" with the group {shown(group)!r}",
+            )
 
 
 def _is_input(path: Path) -> bool:
@@ -545,9 +649,49 @@ def parse_config(data: dict) -> RunConfig:
     """Validate a config mapping; raise ConfigError with one line on the first problem."""
     config = validate_model(RunConfig, data)
     for source in config.sources:
-        source.input_files()  # a missing input stops the run here, before any work
+        files = source.input_files()  # a missing input stops the run here, before any work
+        check_apart(config, source, files)
     check_files(config)
     return config
+
+
+def _read_folder(pattern: str) -> tuple[Path, bool] | None:
+    """The folder a path of a source reads in and whether it reads below that folder's own files
+    (a folder is read recursively, and so is a glob with ``**`` or a wildcard folder); None for a
+    single file."""
+    path = Path(pattern).absolute()
+    if path.is_dir():
+        return path.resolve(), True
+    parts = path.parts
+    wild = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), None)
+    if wild is None:
+        return None
+    rest = parts[wild:]
+    return Path(*parts[:wild]).resolve(), len(rest) > 1 or "**" in rest
+
+
+def check_apart(config: RunConfig, source: SourceConfig, files: list[Path]) -> None:
+    """Refuse a run folder where ``source`` reads (the next run would read this run's output as
+    its input) and an input file inside the run folder (a run replaces files there). Raises
+    ConfigError with one line."""
+    from pipeline.io.storage import is_local
+
+    if not is_local(config.run_dir):
+        return
+    run = Path(config.run_dir).absolute().resolve()
+    for pattern in source.paths:
+        read = _read_folder(pattern)
+        if read is not None and (run == read[0] or (read[1] and run.is_relative_to(read[0]))):
+            raise ConfigError(
+                f"run_dir: {str(run)!r} is inside {str(read[0])!r}, which sources[{source.name}].paths "
+                "reads, so a run would read its own output as input; give a run_dir outside that folder"
+            )
+    inside = next((file for file in files if file.resolve().is_relative_to(run)), None)
+    if inside is not None:
+        raise ConfigError(
+            f"sources[{source.name}].paths: {str(inside)!r} is inside run_dir {str(run)!r}, where the "
+            "run writes; move the inputs out of the run folder, or give another run_dir"
+        )
 
 
 def _first_line(error: BaseException) -> str:

@@ -32,7 +32,7 @@ from pipeline.stages.card import write_cards
 from pipeline.stages.run import RunFiles
 from report import plots
 from report.html import esc, fmt, num, share, snippet, table, word_diff
-from report.inspect import licence_table
+from report.inspect import licence_table, top_licences
 from report.measure import lang_rules, measure_filters, measure_lang, run_filters
 
 EXAMPLES = 5  # removed and near-threshold examples per rule
@@ -844,55 +844,74 @@ def _licences(run: RunFiles) -> str:
     if not run.stats.get("source", {}).get("licences"):
         return '<p class="note">The source stage recorded no licences (a run made before licences were kept).</p>'
     found = licence_table(run.stats)
-    last, licences = found["stage"], found["licences"]
+    last = found["stage"]
     tokens = run.stats.get("tokenize", {}).get("licences")
     mixtures = run.stats.get("mix", {}).get("mixtures", {})
-    rule_stage = run.stats.get("filter", {}).get("licences", {})
-    after = run.stats[last].get("licences", {})
-    rows = []
-    for name, row in licences.items():
-        removed = rule_stage.get(name, {}).get("removed", {})
-        by_rule = [
-            num(n, f"filter.licences.{name}.removed.{rule}")
-            for rule, n in removed.items()
-            if rule.startswith("licence.")
-        ]
-        cells = [
-            f'<span class="id">{esc(name)}</span>',
-            num(row["read"], f"source.licences.{name}.docs_out"),
-            " + ".join(by_rule) or num(0),
-            num(row["curated"], f"{last}.licences.{name}.docs_out") if name in after else num(0),
-            share(row["curated"], row["read"]),
-        ]
-        if tokens:
-            cells.append(num(row["tokens"], f"tokenize.licences.{name}.tokens") if name in tokens else num(0))
-        for mixture in mixtures:
-            taken = row["mixtures"][mixture]
-            cells.append(num(taken, f"mix.mixtures.{mixture}.licences.{name}") if taken else num(0))
-        rows.append(cells)
+    rows = {name: _licence_row(run, last, name, row) for name, row in found["licences"].items()}
     headers = ["licence", "documents read", "removed by licence rules", f"curated ({last})", "kept"]
     headers += ["curated tokens"] if tokens else []
     headers += [f"tokens in {mixture}" for mixture in mixtures]
-    declared = ""
-    config = run.config
-    if config is not None:
-        items = []
-        for src in config.sources:
-            how = f"field <code>{esc(src.licence_field)}</code>, else " if src.licence_field else ""
-            items.append(f"<li>{esc(src.name)}: {how}<code>{esc(src.licence)}</code></li>")
-        declared = f"<p>Where each source's licences come from:</p><ul>{''.join(items)}</ul>"
-        rule = config.filter.licence_rule() if "filter" in run.stats else None
-        if rule is not None:
-            declared += (
-                f"<p>Licence rules of the filter stage: keep {esc(', '.join(rule.keep) if rule.keep else 'any')}; "
-                f"exclude {esc(', '.join(rule.drop) or 'none')}.</p>"
-            )
+    numeric = set(range(1, len(headers)))
+    top, other = top_licences(found["licences"])
+    shown = table(headers, [rows[name] for name in top], numeric=numeric)
+    if other is not None:
+        rest = [cells for name, cells in rows.items() if name not in top]
+        shown += (
+            f"<details><summary>the other {other['licences']:,} licences ({fmt(other['read'])} documents read, "
+            f"{fmt(other['curated'])} curated)</summary>" + table(headers, rest, numeric=numeric) + "</details>"
+        )
     return (
         '<p class="note">Every document carries the licence its source declares or its record names (an SPDX '
         "identifier, <code>LicenseRef-</code> for others, <code>unknown</code> where the input names none; never "
         "guessed). Documents read, removed by the filter stage's licence rules, curated, and the tokens of each "
-        "mixture's training side.</p>" + declared + table(headers, rows, numeric=set(range(1, len(headers))))
+        "mixture's training side"
+        + (f"; the {len(top)} licences with the most documents read first" if other is not None else "")
+        + ".</p>"
+        + _licence_sources(run)
+        + shown
     )
+
+
+def _licence_row(run: RunFiles, last: str, name: str, row: dict) -> list[str]:
+    """A licence's cells, each number naming the stats it comes from."""
+    tokens = run.stats.get("tokenize", {}).get("licences")
+    removed = run.stats.get("filter", {}).get("licences", {}).get(name, {}).get("removed", {})
+    by_rule = [
+        num(n, f"filter.licences.{name}.removed.{rule}") for rule, n in removed.items() if rule.startswith("licence.")
+    ]
+    cells = [
+        f'<span class="id">{esc(name)}</span>',
+        num(row["read"], f"source.licences.{name}.docs_out"),
+        " + ".join(by_rule) or num(0),
+        num(row["curated"], f"{last}.licences.{name}.docs_out")
+        if name in run.stats[last].get("licences", {})
+        else num(0),
+        share(row["curated"], row["read"]),
+    ]
+    if tokens:
+        cells.append(num(row["tokens"], f"tokenize.licences.{name}.tokens") if name in tokens else num(0))
+    for mixture, taken in row["mixtures"].items():
+        cells.append(num(taken, f"mix.mixtures.{mixture}.licences.{name}") if taken else num(0))
+    return cells
+
+
+def _licence_sources(run: RunFiles) -> str:
+    """Where each source's licences come from, and the filter stage's licence rules."""
+    config = run.config
+    if config is None:
+        return ""
+    items = []
+    for src in config.sources:
+        how = f"field <code>{esc(src.licence_field)}</code>, else " if src.licence_field else ""
+        items.append(f"<li>{esc(src.name)}: {how}<code>{esc(src.licence)}</code></li>")
+    declared = f"<p>Where each source's licences come from:</p><ul>{''.join(items)}</ul>"
+    rule = config.filter.licence_rule() if "filter" in run.stats else None
+    if rule is not None:
+        declared += (
+            f"<p>Licence rules of the filter stage: keep {esc(', '.join(rule.keep) if rule.keep else 'any')}; "
+            f"exclude {esc(', '.join(rule.drop) or 'none')}.</p>"
+        )
+    return declared
 
 
 # ---- tokens and mixtures ---------------------------------------------------------------------

@@ -136,24 +136,36 @@ def print_sources(out: Console, stats: dict) -> None:
     out.print(table)
 
 
-def print_licences(out: Console, found: dict) -> None:
-    """The run's counts per licence (report.inspect.run_licences), as a table."""
-    rows = found["licences"]
-    mixtures = sorted({m for row in rows.values() for m in row["mixtures"]})
-    tokens = any(row["tokens"] is not None for row in rows.values())
-    table = Table(title=shown(f"licences (curated: the output of {found['stage']})"))
+def print_licences(out: Console, found: dict, every: bool = False) -> None:
+    """The run's counts per licence (report.inspect.run_licences), as a table: every licence, or
+    (``every`` False) the top ones by documents read and a row summing the others."""
+    from report.inspect import TOP_LICENCES, top_licences
+
+    rows, other = top_licences(found["licences"], None if every else TOP_LICENCES)
+    if not rows:
+        say(out, "This run recorded no licences (made before licences were kept).")
+        return
+    mixtures = sorted({m for row in found["licences"].values() for m in row["mixtures"]})
+    tokens = any(row["tokens"] is not None for row in found["licences"].values())
+    title = f"licences (curated: the output of {found['stage']})"
+    if other is not None:
+        title += f"; the top {len(rows)} of {len(found['licences'])} by documents read"
+    table = Table(title=shown(title))
     table.add_column("licence")
     for column in ["read", "removed by rule", "curated", *(["tokens"] if tokens else [])]:
         table.add_column(column, justify="right")
     for mixture in mixtures:
         table.add_column(shown(f"{mixture} tokens"), justify="right")
+
+    def cells(row: dict) -> list[str]:
+        values = [row["read"], row["removed_by_rule"], row["curated"], *([row["tokens"]] if tokens else [])]
+        return [_value(v) for v in values + [row["mixtures"].get(m, 0) for m in mixtures]]
+
     for name, row in rows.items():
-        cells = [row["read"], row["removed_by_rule"], row["curated"], *([row["tokens"]] if tokens else [])]
-        cells += [row["mixtures"].get(m, 0) for m in mixtures]
-        table.add_row(shown(name), *(_value(v) for v in cells))
-    if not rows:
-        say(out, "This run recorded no licences (made before licences were kept).")
-        return
+        table.add_row(shown(name), *cells(row))
+    if other is not None:
+        table.add_row(f"other ({other['licences']} licences)", *cells(other), style="dim")
+        table.caption = "every licence: curate inspect RUN_DIR (--json), or each stage's stats.json"
     out.print(table)
 
 

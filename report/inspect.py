@@ -19,7 +19,9 @@ and where it ended (``curate inspect RUN DOC_ID`` prints it).
   that left the pool the rule, the text that caused it (``near_id``) and the two in words
   (``cause``), and per mixture how many times it was taken (``plan.parquet`` repeats).
 
-:func:`run_licences` gives the run's counts per licence (``curate inspect RUN`` without an id).
+:func:`run_licences` gives the run's counts per licence (``curate inspect RUN`` without an id);
+:func:`top_licences` cuts that table to the licences with the most documents and one row summing
+the rest, for a table a person reads after every run.
 
 A record the source stage quarantined has no document; an id derived from file and line
 (``<source>/<file>:<line>``) finds it in the quarantine. An id not in the run raises
@@ -44,6 +46,8 @@ from pipeline.stages.run import RunFiles
 from report.measure import measure_filters, measure_lang, run_filters
 
 PREVIEW_CHARS = 300
+# Licences a table shows one by one after a run (real corpora name a hundred or more); the rest are summed.
+TOP_LICENCES = 10
 SUGGESTIONS = 3
 
 
@@ -332,6 +336,24 @@ def licence_table(stats: Mapping[str, dict]) -> dict:
             "mixtures": {m: summary.get("licences", {}).get(name, 0) for m, summary in mixtures.items()},
         }
     return {"stage": last, "licences": found}
+
+
+def top_licences(licences: Mapping[str, dict], top: int | None = TOP_LICENCES) -> tuple[dict[str, dict], dict | None]:
+    """The first ``top`` rows of :func:`licence_table`'s ``licences`` (most documents read first;
+    all when ``top`` is None) and one row summing the others, with ``licences`` (how many it sums),
+    or None when there are no others. The sums are over the same keys as a licence's row."""
+    names = list(licences)
+    if top is None or len(names) <= top:
+        return dict(licences), None
+    rest = [licences[name] for name in names[top:]]
+    mixtures = dict.fromkeys(m for row in rest for m in row["mixtures"])
+    other = {
+        "licences": len(rest),
+        **{key: sum(row[key] for row in rest) for key in ("read", "removed_by_rule", "curated")},
+        "tokens": None if any(row["tokens"] is None for row in rest) else sum(row["tokens"] for row in rest),
+        "mixtures": {m: sum(row["mixtures"].get(m, 0) for row in rest) for m in mixtures},
+    }
+    return {name: licences[name] for name in names[:top]}, other
 
 
 def _removal_line(removed: dict) -> str:

@@ -104,6 +104,16 @@ def run_units(config: RunConfig) -> list[dict]:
     return [source_unit(unit, source, config, stage) for source in config.sources for unit in plan_units(source)]
 
 
+def source_run(config: RunConfig) -> dict:
+    """The source stage as a run makes it (its units, stats.json and the manifest), without
+    Prefect; return its stats."""
+    from pipeline.formats.manifest import open_run
+    from pipeline.stages.source import finish_source
+
+    open_run(config)
+    return finish_source(config, RunLayout(config.run_dir).stage("source"), run_units(config))
+
+
 def tokenized_run(config: RunConfig) -> str:
     """The source stage's outputs (its units and stats) and the tokenize stage's library call,
     without Prefect, so a later stage's library call can run on them; return the name of the last

@@ -21,6 +21,7 @@ A checkpoint stores only tensors and plain containers and loads with ``weights_o
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 import zipfile
 from collections.abc import Callable
@@ -83,9 +84,15 @@ def save_checkpoint(out_dir: Path, state: dict, keep_last: int) -> Path:
     path = folder / checkpoint_name(state["step"])
     # A checksum of an earlier file of this name (a resumed run rewriting it) must not outlive it.
     checksum_path(path).unlink(missing_ok=True)
+    # Serialized in memory, then written by Python: a full disk is then an OSError naming the
+    # file (ENOSPC), where torch.save's own writer reports it as an opaque RuntimeError.
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    data = buffer.getbuffer()
     with atomic_path(path) as tmp:
-        torch.save(state, tmp)
-        digest = file_sha256(tmp)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+        digest = hashlib.sha256(data).hexdigest()
     with atomic_path(checksum_path(path)) as tmp:
         tmp.write_text(f"{digest}  {path.name}\n")
     with atomic_path(folder / LATEST) as tmp:

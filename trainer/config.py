@@ -3,7 +3,8 @@
 Every key has a default but ``mixture`` and ``out_dir``; a problem stops the run with one line
 (``pipeline.config.ConfigError``) naming the key and the fix. Values are strict: ``lr = "3e-4"``
 or ``compile = 1`` is an error, not a guess, and so is a number that is not finite (``lr = inf``).
-Relative paths are resolved from the current working directory. An example, the CPU demo::
+Paths have ``~`` and environment variables (``$DATA``) expanded; relative ones are resolved from the
+current working directory. An example, the CPU demo::
 
     mixture = "runs/demo/mix/main"
     out_dir = "runs/demo/train/main"
@@ -29,7 +30,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pipeline.formats.configfile import ConfigError, read_toml, validate_model
+from pipeline.formats.configfile import ConfigError, ExpandedPath, Seed, expand_path, read_toml, validate_model
 from pipeline.io.storage import is_local
 
 # The trainer memory-maps local mixture folders; said wherever a remote one is given.
@@ -45,9 +46,10 @@ def _local_folder(value):
     mangle it into a local name (s3:/...)."""
     if not isinstance(value, (str, Path)):
         return value  # the type check says what is wrong
+    value = expand_path(value)
     if isinstance(value, str) and not is_local(value):
         raise ValueError(f"{value} is not a local folder; {COPY_MIXTURE_HERE}")
-    return Path(value).expanduser().absolute()
+    return Path(value).absolute()
 
 
 # Keys that change what is logged or kept, never what is computed: a run may resume with other
@@ -127,7 +129,7 @@ class TrainConfig(_Strict):
 
     mixture: Path = Field(strict=False)  # a mixture directory: <run_dir>/mix/<mixture>
     out_dir: Path = Field(strict=False)  # checkpoints, metrics.csv, tb/, summary.json, tokenizer.json
-    seed: int = 0
+    seed: Seed = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda if available
     # auto: bfloat16 autocast on CUDA, float32 on the CPU.
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
@@ -149,7 +151,7 @@ class TrainConfig(_Strict):
     # Multiple-choice items files (pipeline.formats.choices) scored by likelihood at every
     # evaluation (trainer.likelihood, on the first process): logged as task_acc_norm/<task>,
     # task_gold_bpb/<task>, tasks_core and tasks_gold_bpb, the curves of what the model knows.
-    eval_tasks: list[Annotated[Path, Field(strict=False)]] = Field(default_factory=list)
+    eval_tasks: list[ExpandedPath] = Field(default_factory=list)
 
     @field_validator("mixture", "out_dir", mode="before")
     @classmethod

@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.filters.params import Count, Fraction, Length, Ratio
 from pipeline.filters.text import (
     SPACELESS_CHAR_PATTERN,
     flatten,
@@ -219,15 +220,15 @@ class GopherQuality:
 
     def __init__(
         self,
-        min_words: int | None = 50,
-        max_words: int | None = 100_000,
-        min_mean_word_length: float | None = 3,
-        max_mean_word_length: float | None = 10,
-        max_symbol_word_ratio: float | None = 0.1,
-        max_bullet_lines_ratio: float | None = 0.9,
-        max_ellipsis_lines_ratio: float | None = 0.3,
-        min_alpha_words_ratio: float | None = 0.8,
-        min_stop_words: int | None = 2,
+        min_words: Count | None = 50,
+        max_words: Count | None = 100_000,
+        min_mean_word_length: Length | None = 3,
+        max_mean_word_length: Length | None = 10,
+        max_symbol_word_ratio: Ratio | None = 0.1,
+        max_bullet_lines_ratio: Fraction | None = 0.9,
+        max_ellipsis_lines_ratio: Fraction | None = 0.3,
+        min_alpha_words_ratio: Fraction | None = 0.8,
+        min_stop_words: Count | None = 2,
         stop_words: Mapping[str, Sequence[str]] | None = None,
         bullets: Sequence[str] = GOPHER_BULLETS,
     ):
@@ -425,10 +426,10 @@ class GopherRepetition:
 
     def __init__(
         self,
-        dup_line_frac: float | None = 0.30,
-        dup_para_frac: float | None = 0.30,
-        dup_line_char_frac: float | None = 0.20,
-        dup_para_char_frac: float | None = 0.20,
+        dup_line_frac: Fraction | None = 0.30,
+        dup_para_frac: Fraction | None = 0.30,
+        dup_line_char_frac: Fraction | None = 0.20,
+        dup_para_char_frac: Fraction | None = 0.20,
         top_ngram_char_frac: Mapping[int, float | None] | None = None,
         dup_ngram_char_frac: Mapping[int, float | None] | None = None,
     ):
@@ -643,9 +644,9 @@ class C4Quality:
 
     def __init__(
         self,
-        min_sentences: int | None = 3,
-        min_words_per_line: int = 5,
-        max_word_length: int | None = 1000,
+        min_sentences: Count | None = 3,
+        min_words_per_line: Count = 5,
+        max_word_length: Count | None = 1000,
         end_marks: Sequence[str] = C4_END_MARKS,
         remove_citations: bool = True,
         filter_no_terminal_punct: bool = True,
@@ -823,12 +824,12 @@ class FineWebQuality:
 
     def __init__(
         self,
-        line_punct_thr: float | None = 0.12,
+        line_punct_thr: Fraction | None = 0.12,
         line_punct_exclude_zero: bool = False,
-        short_line_thr: float | None = 0.67,
-        short_line_length: int = 30,
-        char_duplicates_ratio: float | None = 0.1,
-        new_line_ratio: float | None = 0.3,
+        short_line_thr: Fraction | None = 0.67,
+        short_line_length: Count = 30,
+        char_duplicates_ratio: Fraction | None = 0.1,
+        new_line_ratio: Ratio | None = 0.3,
         stop_chars: Sequence[str] | None = None,
     ):
         self.line_punct_thr = line_punct_thr

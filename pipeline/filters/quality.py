@@ -78,6 +78,7 @@ import numpy as np
 import orjson
 import polars as pl
 
+from pipeline.filters.params import Fraction, Share
 from pipeline.formats.step import FilterOutput, Rule
 from pipeline.io.quiet import quiet_stderr
 from pipeline.io.warc import read_warc
@@ -456,7 +457,7 @@ class QualityFilter:
 
     name = "quality"
 
-    def __init__(self, model: str | Path, threshold: float | None = 0.5, top_fraction: float | None = None):
+    def __init__(self, model: str | Path, threshold: Fraction | None = 0.5, top_fraction: Share | None = None):
         model_path, info_path = _model_files(Path(model))
         if not model_path.is_file():
             raise FileNotFoundError(

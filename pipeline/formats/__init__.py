@@ -7,7 +7,9 @@ their column names and keys live.
     manifest    a run's manifest.json: config, versions, counts per stage; the run lock
     configfile  a TOML config read and validated, with one-line errors (ConfigError)
     tokens      token shards: the special tokens, dtype, shard metadata, checksums, .bin export
-    mixture     a mixture folder: its manifest, shard files, tokenizer, export for nanoGPT
+    mixture     a mixture folder: its manifest, shard files, tokenizer, export (nanoGPT, megatron, hf)
+    megatron    Megatron-LM's indexed dataset (.bin + .idx, MMIDIDX) written by the export
+    hf          a split as one Arrow stream for Hugging Face datasets' Dataset.from_file
     task        a downstream task's items: the file, its splits, class-balanced subsets
     hashing     stable hashes shared by every stage (fmix64, seeded_id_hash)
     escape      names from the data as Markdown (inline text, code spans, table cells) and with

@@ -1,14 +1,58 @@
 """A config file on disk: reading TOML and validating it against a pydantic model, with errors
-of one line that name the key and the fix (:class:`ConfigError`)."""
+of one line that name the key and the fix (:class:`ConfigError`); the paths it gives, with ``~``
+and environment variables expanded once, as the model reads them (:data:`ExpandedPath`)."""
 
 from __future__ import annotations
 
 import difflib
+import os
+import re
 import tomllib
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+
+# $NAME or ${NAME} in a path.
+_VARIABLE = re.compile(r"\$(?:(\w+)|\{(\w+)\})")
+# A message that starts with the key it is about: ``mix.mixtures[0].name: ...``.
+_KEYED = re.compile(r"^[A-Za-z_][\w.\[\]']*: ")
+# ``scheme://`` at the start: a URL, whose ``~`` is not this machine's home.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def expand_path(value):
+    """A path setting as written, with a leading ``~`` (or ``~user``) and environment variables
+    (``$DATA``, ``${DATA}``) expanded, as a shell would; a URL has its variables expanded only.
+    Anything not a path passes through for the type check to name. ValueError names a variable
+    that is not set (an unset one would become a folder named ``$DATA``)."""
+    if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
+        return value
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        return value
+    if not _URL.match(text):
+        text = os.path.expanduser(text)
+
+    def variable(match: re.Match) -> str:
+        name = match[1] or match[2]
+        if name not in os.environ:
+            raise ValueError(
+                f"the environment variable ${name} in {os.fspath(value)!r} is not set; set it, or write the path out"
+            )
+        return os.environ[name]
+
+    text = _VARIABLE.sub(variable, text)
+    return Path(text) if isinstance(value, Path) else text
+
+
+# A local path setting of a config model: expanded (see expand_path), then a Path; a TOML string
+# is taken although the models are strict.
+ExpandedPath = Annotated[Path, BeforeValidator(expand_path), Field(strict=False)]
+# A random seed: numpy, torch and random all take it.
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+# A path or glob kept as a string (a source's paths), expanded alike.
+ExpandedStr = Annotated[str, BeforeValidator(expand_path)]
 
 
 class ConfigError(ValueError):
@@ -69,8 +113,11 @@ def _one_line(error: ValidationError, model: type[BaseModel]) -> str:
     if first["type"] == "missing":
         return f"{key}: required key is missing; add it to the config"
     message = first["msg"].removeprefix("Value error, ")
+    if not loc and _KEYED.match(message):  # a check of the whole config names its key itself
+        return message
     if isinstance(first.get("input"), dict):  # a whole section: the message names the key in it
         return f"{key}: {message}"
     if str(first.get("input")) in message:  # the message names what it got (a file's path)
         return f"{key}: {message}"
-    return f"{key}: {message} (got {first.get('input')!r})"
+    got = repr(first.get("input"))
+    return f"{key}: {message} (got {got if len(got) <= 60 else got[:40] + '...' + got[-10:]})"

@@ -35,8 +35,9 @@ except ImportError:  # not a POSIX system: runs are not locked
     fcntl = None
 
 LOCK_NAME = ".run.lock"
-# What a run folder may hold before its manifest is written: the lock, and the flows' Prefect home.
-OWN_ENTRIES = (LOCK_NAME, ".prefect")
+# What a run folder may hold before its manifest is written: the lock, the flows' Prefect home and
+# the run logs (flows.runtime).
+OWN_ENTRIES = (LOCK_NAME, ".prefect", "logs")
 # Keys every run manifest has (a mixture's manifest.json, for one, has others).
 MANIFEST_KEYS = ("config", "stages")
 

@@ -1,6 +1,6 @@
 """The mixture folder format, ``curate.mixture/1``: its one owner. The mix stage (flows.mix) and the
 experiment's held-out folder (experiment) write it through these names and this manifest;
-the trainer (trainer.data) and the export (pipeline.formats.tokens.export_mixture) read it through
+the trainer (trainer.data) and the export (:func:`export_mixture`) read it through
 :func:`read_manifest`.
 
 A mixture folder::
@@ -16,16 +16,19 @@ A mixture folder::
     train/<group>-<nnnn>.arrow    token shards (pipeline.formats.tokens), a group's in number order
     validation/<group>-<nnnn>.arrow
 
-A group's name becomes a file name by :func:`group_file_stem` (``news/en`` -> ``news+en``).
+A group's name becomes a file name by :func:`pipeline.formats.names.group_file_stem` (``news/en`` ->
+``news+en``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from pipeline.formats.configfile import ConfigError
+from pipeline.formats.hf import write_hf_split
+from pipeline.formats.megatron import write_indexed_dataset
+from pipeline.formats.names import group_file_stem
 from pipeline.formats.tokens import export_bin, file_sha256
 from pipeline.io.storage import as_path, is_local
 from pipeline.io.writer import atomic_path
@@ -43,12 +46,6 @@ MANIFEST_KEYS = ("tokenizer", "groups", "train", "validation")
 class MixtureError(ConfigError):
     """A mixture folder that cannot be read; the message is one line naming the file and the fix
     (a user's error: a ConfigError, so every command stops on it with that line)."""
-
-
-def group_file_stem(group: str) -> str:
-    """A group's name as a file name: every character other than letters, digits, ``_.-`` becomes
-    ``+`` (``news/en`` -> ``news+en``)."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "+", group)
 
 
 def shard_file(split: str, group: str, number: int) -> str:
@@ -132,23 +129,51 @@ def tokenizer_path(folder: Path, found: dict) -> Path:
     return folder / found["tokenizer"].get("file", TOKENIZER_FILE)
 
 
-def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dict:
-    """Write a mixture folder (the mix stage's ``<run>/mix/<mixture>/``) as nanoGPT's files:
-    ``train.bin`` and ``val.bin`` (flat uint16 tokens, documents separated by the end-of-document
-    id), ``tokenizer.json``, ``meta.json`` (vocabulary size, special ids, what each file holds,
-    the documents and tokens per licence) and the mixture's dataset card ``README.md``.
+def _export_nanogpt(shards: list[Path], out_dir: Path, split: str) -> tuple[str, dict]:
+    name = "train.bin" if split == "train" else "val.bin"
+    return name, export_bin(shards, out_dir / name)
+
+
+def _export_megatron(shards: list[Path], out_dir: Path, split: str) -> tuple[str, dict]:
+    entry = write_indexed_dataset(shards, out_dir / ("train" if split == "train" else "val"))
+    return entry["file"], entry
+
+
+def _export_hf(shards: list[Path], out_dir: Path, split: str) -> tuple[str, dict]:
+    name = f"{split}.arrow"
+    return name, write_hf_split(shards, out_dir / name)
+
+
+# Export format -> writer of one split: (its shards, the out folder, the split) -> (file name, entry).
+EXPORT_FORMATS = {"nanogpt": _export_nanogpt, "megatron": _export_megatron, "hf": _export_hf}
+
+
+def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True, format: str = "nanogpt") -> dict:
+    """Write a mixture folder (the mix stage's ``<run>/mix/<mixture>/``) for another trainer, in
+    ``format`` (one of :data:`EXPORT_FORMATS`):
+
+    * ``nanogpt``: ``train.bin`` and ``val.bin``, flat uint16 tokens, documents separated by the
+      end-of-document id (:func:`pipeline.formats.tokens.export_bin`);
+    * ``megatron``: Megatron-LM's indexed datasets ``train`` and ``val`` (``.bin`` + ``.idx``,
+      one sequence per document; :mod:`pipeline.formats.megatron`);
+    * ``hf``: ``train.arrow`` and ``validation.arrow``, Arrow streams that Hugging Face
+      ``datasets.Dataset.from_file`` memory-maps (:mod:`pipeline.formats.hf`);
+
+    and with each ``tokenizer.json``, ``meta.json`` (the format, vocabulary size, special ids,
+    what each file holds, the documents and tokens per licence) and the mixture's dataset card
+    ``README.md``.
 
     With ``verify``, every shard's sha256 is checked against the mixture's manifest first, so a
     changed or truncated shard stops the export. The mixture folder may be remote (an fsspec URL);
     ``out_dir`` is a local folder. Returns the content of ``meta.json``."""
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"--format: {format!r} is not an export format; use one of {', '.join(EXPORT_FORMATS)}")
     if not is_local(out_dir):
         raise ValueError(
             f"{out_dir}: the export writes memory-mapped .bin files to a local folder; "
             "export to a local folder, then copy it (e.g. with your object store's CLI)"
         )
     mixture_dir, out_dir = as_path(mixture_dir), as_path(out_dir)
-    from pipeline.formats.mixture import CARD_FILE, read_manifest, tokenizer_path
-
     manifest = read_manifest(mixture_dir)
     if verify:
         for entry in [*manifest["train"], *manifest["validation"]]:
@@ -157,10 +182,10 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
                 raise ValueError(f"{path} is missing or differs from the manifest (sha256); run the mix stage again")
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}
-    for name, split in (("train.bin", "train"), ("val.bin", "validation")):
-        files[name] = export_bin([mixture_dir / e["file"] for e in manifest[split]], out_dir / name)
-        files[name]["bytes_of_text"] = sum(e["bytes"] for e in manifest[split])
-    with atomic_path(out_dir / "tokenizer.json") as tmp:
+    for split in SPLITS:
+        name, entry = EXPORT_FORMATS[format]([mixture_dir / e["file"] for e in manifest[split]], out_dir, split)
+        files[name] = {**entry, "bytes_of_text": sum(e["bytes"] for e in manifest[split])}
+    with atomic_path(out_dir / TOKENIZER_FILE) as tmp:
         tmp.write_bytes(tokenizer_path(mixture_dir, manifest).read_bytes())
     card = mixture_dir / CARD_FILE
     if card.is_file():  # the dataset card goes with the data
@@ -168,7 +193,8 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True) -> dic
             tmp.write_bytes(card.read_bytes())
     meta = {
         "mixture": manifest["mixture"],
-        "dtype": "uint16",
+        "format": format,
+        "dtype": next(iter(files.values()))["dtype"],
         **{k: v for k, v in manifest["tokenizer"].items() if k not in ("file", "dtype")},
         "files": files,
         **({"licences": manifest["licences"]} if "licences" in manifest else {}),

@@ -52,8 +52,10 @@ Why one batch of lists, rather than fixed token chunks plus a second offsets fil
   ``ipc.open_file`` turn into a zero-copy, read-only ``np.ndarray`` (:func:`read_token_shard`);
   the trainer samples windows from it as nanoGPT does from its ``np.memmap``.
 * The per-document offsets then come for free (the list offsets), in the same file: one file,
-  one sha256, nothing to keep in step. ``pl.read_ipc(path)`` or ``pyarrow.ipc.open_file(path)``
-  read it as a plain table, one row per document, with no project code.
+  one sha256, nothing to keep in step. ``pl.read_ipc(path)``, ``pyarrow.ipc.open_file(path)`` or
+  ``datasets.load_dataset("arrow", data_files=path)`` read it as a plain table, one row per
+  document, with no project code. (``datasets.Dataset.from_file`` reads only the IPC stream
+  format: :mod:`pipeline.formats.hf` writes that, for ``curate export --format hf``.)
 """
 
 from __future__ import annotations
@@ -281,6 +283,22 @@ def shard_metadata(path: Path) -> dict[str, str]:
     return metadata
 
 
+def read_shard_batch(path: Path) -> pa.RecordBatch:
+    """A shard's one record batch (``doc_id``, ``tokens``), checked: a shard's metadata, one
+    batch, token lists that cover the token buffer. Zero copy from the memory-mapped file (a
+    remote file is read into memory)."""
+    shard_metadata(path)
+    reader = ipc.open_file(open_arrow_file(path))
+    if reader.num_record_batches != 1:
+        raise ValueError(f"{path} has {reader.num_record_batches} record batches; a shard has exactly one")
+    batch = reader.get_batch(0)
+    column = batch.column("tokens")
+    starts = column.offsets.to_numpy()
+    if starts[0] != 0 or starts[-1] != len(column.values):
+        raise ValueError(f"{path}: the token lists do not cover the token buffer; the file is not a shard")
+    return batch
+
+
 def read_token_shard(path: Path) -> tuple[np.ndarray, pl.DataFrame]:
     """Return ``(tokens, offsets)`` of a shard.
 
@@ -289,18 +307,10 @@ def read_token_shard(path: Path) -> tuple[np.ndarray, pl.DataFrame]:
     per document: ``doc_id`` (str or null), ``doc_start`` (int64 index into ``tokens``) and
     ``doc_tokens`` (int32, end token included).
     """
-    shard_metadata(path)
-    source = open_arrow_file(path)
-    reader = ipc.open_file(source)
-    if reader.num_record_batches != 1:
-        raise ValueError(f"{path} has {reader.num_record_batches} record batches; a shard has exactly one")
-    batch = reader.get_batch(0)
+    batch = read_shard_batch(path)
     column = batch.column("tokens")
     starts = column.offsets.to_numpy()
-    values = column.values
-    if starts[0] != 0 or starts[-1] != len(values):
-        raise ValueError(f"{path}: the token lists do not cover the token buffer; the file is not a shard")
-    tokens = values.to_numpy(zero_copy_only=True)
+    tokens = column.values.to_numpy(zero_copy_only=True)
     offsets = pl.DataFrame(
         {
             "doc_id": pl.from_arrow(batch.column("doc_id")),
@@ -327,6 +337,30 @@ def decode_documents(path: Path, tokenizer: Tokenizer) -> list[str]:
     return tokenizer.decode_batch(documents, skip_special_tokens=False)
 
 
+def shards_of_one_tokenizer(shard_paths: Sequence[Path], max_vocab: int | None = None, target: str = "") -> list[dict]:
+    """The metadata of each shard (read from its schema only), checked to come from one
+    tokenizer and, with ``max_vocab``, to have a vocabulary of at most that many tokens (the
+    limit of ``target``, an export format). Raises ValueError naming the shard and the fix."""
+    found, tokenizers = [], set()
+    for path in shard_paths:
+        metadata = shard_metadata(path)
+        vocab_size = int(metadata["vocab_size"])
+        if max_vocab is not None and vocab_size > max_vocab:
+            raise ValueError(
+                f"{path} has a vocabulary of {vocab_size:,} tokens, which does not fit the uint16 "
+                f"of {target} (at most {max_vocab:,}); train a smaller vocabulary or "
+                "export another format (curate export --format megatron or hf)"
+            )
+        tokenizers.add(metadata["tokenizer_sha256"])
+        found.append(metadata)
+    if len(tokenizers) > 1:
+        raise ValueError(
+            f"the shards were written with {len(tokenizers)} different tokenizers; "
+            "export shards of one tokenizer at a time"
+        )
+    return found
+
+
 def export_bin(shard_paths: Sequence[Path], out_path: Path) -> dict:
     """Concatenate the shards' tokens into one flat uint16 ``.bin`` (nanoGPT's ``prepare.py``
     format: ``np.memmap(path, dtype=np.uint16, mode="r")`` reads it back), atomically.
@@ -337,24 +371,8 @@ def export_bin(shard_paths: Sequence[Path], out_path: Path) -> dict:
     """
     out_path = Path(out_path)
     paths = [as_path(p) for p in shard_paths]
-    tokenizers = set()
-    total = 0
-    for path in paths:
-        metadata = shard_metadata(path)
-        vocab_size = int(metadata["vocab_size"])
-        if vocab_size > UINT16_VOCAB:
-            raise ValueError(
-                f"{path} has a vocabulary of {vocab_size:,} tokens, which does not fit the uint16 "
-                f"of nanoGPT's .bin (at most {UINT16_VOCAB:,}); train a smaller vocabulary or "
-                "read the Arrow shards directly"
-            )
-        tokenizers.add(metadata["tokenizer_sha256"])
-        total += int(metadata["tokens"])
-    if len(tokenizers) > 1:
-        raise ValueError(
-            f"the shards were written with {len(tokenizers)} different tokenizers; "
-            "export shards of one tokenizer at a time"
-        )
+    metadata = shards_of_one_tokenizer(paths, UINT16_VOCAB, "nanoGPT's .bin")
+    total = sum(int(m["tokens"]) for m in metadata)
     with atomic_path(out_path) as tmp:
         if total == 0:
             tmp.write_bytes(b"")

@@ -38,6 +38,10 @@ def atomic_path(path: Path) -> Iterator[Path]:
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        if error.filename is None:  # Arrow's write errors name no file: a full disk names this one
+            error.filename = str(path)
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()

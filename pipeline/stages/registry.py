@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import polars as pl
 
-from pipeline.config import RunConfig
+from pipeline.config import FilterConfig, RunConfig
 from pipeline.filters.engine import apply_filters
 from pipeline.filters.registry import build_filters
 from pipeline.formats.documents import licence_series
@@ -129,8 +129,13 @@ def licence_step(rule: LicenceRule, then: Step, stage: str) -> Step:
 
 
 def filter_step(config: RunConfig) -> Step:
-    step = scoped_filters(build_filters(config.filter.filters, config.filter.params), config.filter.sources, "filter")
-    rule = config.filter.licence_rule()
+    return filter_settings_step(config.filter)
+
+
+def filter_settings_step(settings: FilterConfig) -> Step:
+    """The filter stage's step from its settings: the licence rules, then the filters in order."""
+    step = scoped_filters(build_filters(settings.filters, settings.params), settings.sources, "filter")
+    rule = settings.licence_rule()
     return step if rule is None else licence_step(rule, step, "filter")
 
 
@@ -138,6 +143,13 @@ def enabled_stages(config: RunConfig) -> list[str]:
     """The stages after `source` that run, in order; mix needs tokenize (without it, and without a
     [mix] section, the run ends at the curated documents)."""
     return [name for name in STAGES if getattr(config, name).enabled and (name != "mix" or config.tokenize.enabled)]
+
+
+def input_stage(stage: str, config: RunConfig) -> str:
+    """The stage whose documents ``stage`` reads in a run of ``config``: the last document stage
+    that runs before it (``source`` for the first)."""
+    order = list(REGISTRY)
+    return last_document_stage(["source", *(s for s in enabled_stages(config) if order.index(s) < order.index(stage))])
 
 
 def build_step(stage: str, config: RunConfig) -> Step:

@@ -33,6 +33,7 @@ from pipeline.formats.documents import (
     blank_text,
 )
 from pipeline.formats.ledger import Ledger
+from pipeline.formats.manifest import record_stage
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
 from pipeline.io.records import (
@@ -50,7 +51,7 @@ from pipeline.io.text import read_text_files
 from pipeline.io.warc import read_warc
 from pipeline.io.writer import ShardWriter, read_json, write_json, write_parquet
 from pipeline.licence import licence_column
-from pipeline.stages.shard import fingerprint, merge_groups
+from pipeline.stages.shard import check_stage_outputs, fingerprint, merge_groups, remove_unlisted
 
 STAGE = "source"
 # Part-record key: documents a unit lost to ids an earlier input file holds (drop_repeated_ids).
@@ -433,6 +434,30 @@ def _drop_from_unit(stage: StageDir, part: dict, kept_in: dict[str, str], by_uni
     }
     write_json(part, part_path)
     return part
+
+
+def per_source_counts(parts: list[dict]) -> dict[str, dict]:
+    """Each source's ledger, and how many input files it read."""
+    files = Counter(part["source"] for part in parts for _ in part["files"])
+    return {name: {**counts, "files": files[name]} for name, counts in merge_groups(parts, "by_source", STAGE).items()}
+
+
+def finish_source(config: RunConfig, stage: StageDir, parts: list[dict]) -> dict:
+    """The source stage after its units (:func:`source_unit`, one per :func:`plan_units` unit):
+    repeated ids dropped, the ledger checked against the files, ``stats.json`` (with the counts
+    per source and per licence) written and recorded in the manifest; return the stats."""
+    parts = drop_repeated_ids(stage, parts, config.sources)
+    remove_unlisted(stage, parts)
+    ledger = check_stage_outputs(STAGE, stage, parts)
+    stats = {
+        **ledger.to_dict(),
+        "units": len(parts),
+        "sources": per_source_counts(parts),
+        "licences": merge_groups(parts, "by_licence", STAGE),
+    }
+    write_json(stats, stage.stats)
+    record_stage(config, STAGE, stats, inputs=[f for part in parts for f in part["files"]])
+    return stats
 
 
 class QuarantineError(ValueError):

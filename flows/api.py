@@ -1,0 +1,122 @@
+"""Curation from Python: the whole run (:func:`curate`) or one stage (:func:`run_stage`), on the
+same Prefect flows as ``curate run``, and the library's API (``pipeline.api``) under the same roof.
+
+::
+
+    from flows.api import curate, load_config
+
+    run = curate(load_config("configs/demo.toml"))  # every stage; a RunResults
+    run.counts()["filter"]  # docs_in, docs_out, removed by rule, quarantined
+    run.curated()  # the curated documents as a polars frame
+
+Without ``PREFECT_API_URL`` the flows run on Prefect's temporary local server, offline, with its
+database under ``<run_dir>/.prefect`` (``flows.runtime``); Prefect is imported on the first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from flows.runners import LOCAL, Runner, check_storage, running_on
+from flows.runtime import configure_prefect
+from pipeline.api import (
+    ConfigError,
+    Outcome,
+    RunConfig,
+    RunResults,
+    dedup_documents,
+    filter_documents,
+    load_config,
+    read_run,
+)
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.manifest import check_run_dir, open_run, run_lock
+from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
+from pipeline.stages.source import QuarantineError, check_quarantine, check_readers
+
+__all__ = [
+    "ConfigError",
+    "Outcome",
+    "QuarantineError",
+    "RunConfig",
+    "RunResults",
+    "curate",
+    "dedup_documents",
+    "filter_documents",
+    "load_config",
+    "read_run",
+    "run_stage",
+]
+
+
+@contextmanager
+def _prepared(config: RunConfig, runner: Runner, quiet: bool) -> Iterator[Runner]:
+    """What a run needs before its first flow: the run directory checked, locked and its manifest
+    made (a source whose reader does not fit its files, a folder that is not a run, or a run of
+    another config, stops here, before Prefect starts), Prefect configured, and ``runner`` ready."""
+    check_readers(config.sources)
+    check_storage(runner, config.run_dir)
+    check_run_dir(config.run_dir)
+    with run_lock(config.run_dir):
+        open_run(config)
+        configure_prefect(config.run_dir, quiet=quiet)
+        with running_on(runner) as ready:
+            yield ready
+
+
+def curate(config: RunConfig | str | Path | Mapping, runner: Runner | None = None, quiet: bool = True) -> RunResults:
+    """Run every stage of ``config`` (a RunConfig, a TOML path or a dict: :func:`load_config`), as
+    ``curate run`` does, and return the run's results. A finished stage is not run again, so a
+    second call resumes. ``runner`` (``flows.runners.Runner``) says where tasks run: local threads
+    by default; ``quiet`` keeps Prefect's log to warnings. A source whose quarantined share passes
+    its ``max_quarantine_fraction`` raises QuarantineError after the source stage, which is kept.
+
+    Example::
+
+        run = curate({"run_dir": "runs/books", "sources": [
+            {"name": "books", "reader": "jsonl", "paths": ["data/books/"]}]})
+        run.counts()["dedup"]["removed"]  # {"dedup.exact_duplicate": ..., "dedup.near_duplicate": ...}
+    """
+    config = load_config(config)
+    with _prepared(config, runner or LOCAL, quiet) as ready:
+        from flows.curate import curate_flow
+
+        curate_flow(config, ready)
+    check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
+    return read_run(config.run_dir)
+
+
+def run_stage(
+    stage: str, config: RunConfig | str | Path | Mapping, runner: Runner | None = None, quiet: bool = True
+) -> dict:
+    """Run one stage of ``config`` on the documents of the stage before it (which must have run:
+    ``source`` first) and return the stage's stats (as its ``stats.json``). Stages, in order:
+    source, lang, filter, dedup, lines, tokenize, mix; a stage the config turns off is refused.
+
+    Example::
+
+        config = load_config("configs/demo.toml")
+        run_stage("source", config)
+        run_stage("lang", config)
+        run_stage("filter", config)["removed"]  # {rule: documents removed}
+    """
+    config = load_config(config)
+    if stage not in REGISTRY:
+        raise ValueError(f"unknown stage {stage!r}; the stages are {', '.join(REGISTRY)}")
+    if stage != "source" and stage not in enabled_stages(config):
+        raise ConfigError(f"{stage}: the stage is off in this config; set {stage}.enabled = true to run it")
+    previous = input_stage(stage, config) if stage != "source" else None
+    if previous is not None and not RunLayout(config.run_dir).stage(previous).stats.is_file():
+        raise ConfigError(
+            f"{stage} reads the documents of {previous}, which has not run in {str(config.run_dir)!r}; "
+            f"run_stage({previous!r}, config) first, or curate(config)"
+        )
+    with _prepared(config, runner or LOCAL, quiet) as ready:
+        from flows.curate import stage_flow
+
+        stats = stage_flow(stage, config, ready)
+    if stage == "source":
+        check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
+    return stats

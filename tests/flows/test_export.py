@@ -1,0 +1,175 @@
+"""`curate export --format nanogpt|megatron|hf` on a real mixture folder, each output read back
+the way the other trainer reads it, with no code of this project: nanoGPT's ``np.memmap``,
+Megatron-LM's indexed dataset by its published layout (an independent reader below), and
+Hugging Face ``datasets.Dataset.from_file``."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from pipeline.formats.hf import write_hf_split
+from pipeline.formats.megatron import write_indexed_dataset
+from pipeline.tokenizer import write_token_shard
+from tests.flows.test_train_errors import curate
+from tests.trainer_fixtures import shared_mixture
+
+
+@pytest.fixture(scope="module")
+def mixture(tmp_path_factory):
+    return shared_mixture(tmp_path_factory)
+
+
+def _documents(mixture, split: str) -> tuple[list[str], list[np.ndarray], list[str]]:
+    """A split's documents in manifest order, read from its shards with pyarrow alone: ids,
+    token arrays, groups."""
+    manifest = json.loads((mixture / "manifest.json").read_text())
+    ids, tokens, groups = [], [], []
+    for entry in manifest[split]:
+        with pa.memory_map(str(mixture / entry["file"]), "r") as source:
+            table = ipc.open_file(source).read_all()
+        ids += table.column("doc_id").to_pylist()
+        tokens += [np.asarray(row, dtype=np.int64) for row in table.column("tokens").to_pylist()]
+        groups += [entry["group"]] * table.num_rows
+    return ids, tokens, groups
+
+
+# --- Megatron-LM's indexed dataset, read by its published layout -----------------------------
+
+MEGATRON_DTYPES = {
+    1: np.uint8,
+    2: np.int8,
+    3: np.int16,
+    4: np.int32,
+    5: np.int64,
+    6: np.float64,
+    7: np.float32,
+    8: np.uint16,
+}
+
+
+def read_mmidx(prefix) -> tuple[np.dtype, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Megatron-LM's MMIDIDX index and data, from the layout of
+    megatron/core/datasets/indexed_dataset.py: magic b"MMIDIDX\\x00\\x00", uint64 version 1, uint8
+    dtype code, uint64 sequence count, uint64 document count, then int32 sequence lengths, int64
+    sequence pointers (bytes into .bin), int64 document indices. Returns (dtype, lengths,
+    pointers, document indices, the .bin as a memmap)."""
+    idx = np.memmap(f"{prefix}.idx", dtype=np.uint8, mode="r")
+    assert bytes(idx[:9]) == b"MMIDIDX\x00\x00"
+    version, code, sequences, documents = struct.unpack("<QBQQ", bytes(idx[9:34]))
+    assert version == 1
+    dtype = np.dtype(MEGATRON_DTYPES[code])
+    offset = 34
+    lengths = np.frombuffer(idx, dtype=np.int32, count=sequences, offset=offset)
+    offset += lengths.nbytes
+    pointers = np.frombuffer(idx, dtype=np.int64, count=sequences, offset=offset)
+    offset += pointers.nbytes
+    doc_index = np.frombuffer(idx, dtype=np.int64, count=documents, offset=offset)
+    assert offset + doc_index.nbytes == idx.size  # nothing after the document index
+    size = os.path.getsize(f"{prefix}.bin")
+    assert size == lengths.sum(dtype=np.int64) * dtype.itemsize
+    data = np.memmap(f"{prefix}.bin", dtype=dtype, mode="r") if size else np.zeros(0, dtype)  # mmap needs a byte
+    return dtype, lengths, pointers, doc_index, data
+
+
+def _megatron_documents(prefix) -> tuple[np.dtype, list[np.ndarray]]:
+    dtype, lengths, pointers, doc_index, data = read_mmidx(prefix)
+    sequences = [data[p // dtype.itemsize : p // dtype.itemsize + n] for p, n in zip(pointers, lengths)]
+    documents = [np.concatenate(sequences[a:b]).astype(np.int64) for a, b in zip(doc_index[:-1], doc_index[1:])]
+    assert doc_index[0] == 0 and doc_index[-1] == len(sequences)
+    return dtype, documents
+
+
+def test_curate_export_megatron_writes_the_indexed_dataset(mixture, tmp_path):
+    out = tmp_path / "megatron"
+    done, _ = curate(["export", str(mixture), str(out), "--format", "megatron"])
+    assert done.returncode == 0, done.stderr
+    assert f"--train-data-path {out / 'train'} --valid-data-path {out / 'val'}" in done.stdout
+    eod = json.loads((mixture / "manifest.json").read_text())["tokenizer"]["eod_id"]
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["format"] == "megatron" and meta["dtype"] == "uint16"
+    for prefix, split in (("train", "train"), ("val", "validation")):
+        _, expected, _ = _documents(mixture, split)
+        dtype, documents = _megatron_documents(out / prefix)
+        assert dtype == np.uint16
+        assert len(documents) == len(expected) == meta["files"][f"{prefix}.bin"]["documents"] > 0
+        assert all(np.array_equal(d, e) for d, e in zip(documents, expected))
+        assert all(d[-1] == eod for d in documents)  # a document ends with its end-of-document id
+        assert (out / f"{prefix}.bin").stat().st_size == 2 * sum(e.size for e in expected)
+    assert (out / "tokenizer.json").read_bytes() == (mixture / "tokenizer.json").read_bytes()
+
+
+def test_exports_of_a_vocabulary_past_uint16_keep_every_id(tmp_path):
+    vocab = {"<|endoftext|>": 0, "<|pad|>": 1, "<|mask|>": 2, "<|cls|>": 3, "<|unk|>": 4}
+    vocab.update({f"w{i}": i for i in range(5, 70_000)})
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<|unk|>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    write_token_shard(["w5 w65536 w69999", "w7"], tokenizer, tmp_path / "a.arrow", "web")
+    write_token_shard([], tokenizer, tmp_path / "empty.arrow", "web")
+    write_token_shard(["w70000 w65535"], tokenizer, tmp_path / "b.arrow", "web")
+    entry = write_indexed_dataset([tmp_path / n for n in ("a.arrow", "empty.arrow", "b.arrow")], tmp_path / "big")
+    dtype, documents = _megatron_documents(tmp_path / "big")
+    assert dtype == np.int32 and entry["dtype"] == "int32"
+    assert [d.tolist() for d in documents] == [[5, 65536, 69999, 0], [7, 0], [4, 65535, 0]]
+    assert entry["documents"] == 3 and entry["tokens"] == 9
+    write_hf_split([tmp_path / n for n in ("a.arrow", "empty.arrow", "b.arrow")], tmp_path / "big.arrow")
+    with pa.memory_map(str(tmp_path / "big.arrow"), "r") as source:
+        table = ipc.open_stream(source).read_all()
+    assert table.schema.field("tokens").type.value_type == pa.uint32()
+    assert table.column("tokens").to_pylist() == [[5, 65536, 69999, 0], [7, 0], [4, 65535, 0]]
+
+
+def test_megatron_export_of_an_empty_split(tmp_path):
+    entry = write_indexed_dataset([], tmp_path / "none")
+    _, lengths, pointers, doc_index, data = read_mmidx(tmp_path / "none")
+    assert lengths.size == pointers.size == data.size == entry["documents"] == 0 and doc_index.tolist() == [0]
+
+
+# --- Hugging Face datasets ---------------------------------------------------------------------
+
+
+def test_curate_export_hf_is_read_by_dataset_from_file(mixture, tmp_path):
+    out = tmp_path / "hf"
+    done, _ = curate(["export", str(mixture), str(out), "--format", "hf"])
+    assert done.returncode == 0, done.stderr
+    assert f"Dataset.from_file('{out / 'train.arrow'}')" in done.stdout
+    for split in ("train", "validation"):
+        ids, expected, groups = _documents(mixture, split)
+        with pa.memory_map(str(out / f"{split}.arrow"), "r") as source:  # the stream format
+            table = ipc.open_stream(source).read_all()
+        assert table.schema.names == ["doc_id", "group", "tokens"]
+        assert table.schema.field("tokens").type == pa.large_list(pa.field("item", pa.uint16(), nullable=False))
+        assert table.column("doc_id").to_pylist() == ids and table.column("group").to_pylist() == groups
+        assert [np.asarray(t).tolist() for t in table.column("tokens").to_pylist()] == [e.tolist() for e in expected]
+
+    datasets = pytest.importorskip("datasets")  # the reader HF users call, where it is installed
+    train = datasets.Dataset.from_file(str(out / "train.arrow"))
+    ids, expected, _ = _documents(mixture, "train")
+    assert train.num_rows == len(ids) and list(train["doc_id"]) == ids
+    assert str(train.features["tokens"]) == str(datasets.LargeList(datasets.Value("uint16")))
+    assert train[len(ids) - 1]["tokens"] == expected[-1].tolist()
+
+
+def test_curate_export_nanogpt_is_the_default_and_unchanged(mixture, tmp_path):
+    out = tmp_path / "nano"
+    done, _ = curate(["export", str(mixture), str(out)])
+    assert done.returncode == 0, done.stderr
+    for name, split in (("train.bin", "train"), ("val.bin", "validation")):
+        _, expected, _ = _documents(mixture, split)
+        data = np.memmap(out / name, dtype=np.uint16, mode="r")
+        assert np.array_equal(data, np.concatenate(expected))
+    assert json.loads((out / "meta.json").read_text())["format"] == "nanogpt"
+
+
+def test_curate_export_names_the_formats_on_an_unknown_one(mixture, tmp_path):
+    done, _ = curate(["export", str(mixture), str(tmp_path / "x"), "--format", "parquet"])
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith("use one of nanogpt, megatron, hf")
+    assert not (tmp_path / "x").exists()
