@@ -34,12 +34,11 @@ from pipeline.api import (
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import check_run_dir, open_run, run_lock
 from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
-from pipeline.stages.source import QuarantineError, check_quarantine, check_readers
+from pipeline.stages.source import check_quarantine, check_readers
 
 __all__ = [
     "ConfigError",
     "Outcome",
-    "QuarantineError",
     "RunConfig",
     "RunResults",
     "curate",

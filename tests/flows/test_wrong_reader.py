@@ -94,12 +94,12 @@ def test_a_source_past_its_quarantine_limit_fails_after_the_source_stage_and_res
     config.write_text(f'run_dir = "run"\n{OFF}{sources}')
     done, _ = curate(tmp_path, config)
     line = _one_error(done)
-    assert line == (
+    assert line.startswith(
         "error: source 'dump': 12 of its 16 records were quarantined (75.0%), more than max_quarantine_fraction "
         "= 0.5; reasons: invalid_json 12 (e.g. dump/a.jsonl:5); fix the inputs (or the source's reader), or raise "
         "max_quarantine_fraction in its [[sources]] table (1.0 turns the check off) and run again: the source "
         "stage is kept"
-    )
+    ), line
     parts = tmp_path / "run" / "source" / "parts"
     kept = {p.name: p.stat().st_mtime_ns for p in parts.glob("*.json")}
     assert sorted(kept) == ["dump-00000.json", "news-00000.json"]
