@@ -34,6 +34,7 @@ from pipeline.api import (
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import check_run_dir, open_run, run_lock
 from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
+from pipeline.stages.source import check_quarantine, check_readers
 
 __all__ = [
     "ConfigError",
@@ -52,8 +53,9 @@ __all__ = [
 @contextmanager
 def _prepared(config: RunConfig, runner: Runner, quiet: bool) -> Iterator[Runner]:
     """What a run needs before its first flow: the run directory checked, locked and its manifest
-    made (a folder that is not a run, or a run of another config, stops here, before Prefect
-    starts), Prefect configured, and ``runner`` ready."""
+    made (a source whose reader does not fit its files, a folder that is not a run, or a run of
+    another config, stops here, before Prefect starts), Prefect configured, and ``runner`` ready."""
+    check_readers(config.sources)
     check_storage(runner, config.run_dir)
     check_run_dir(config.run_dir)
     with run_lock(config.run_dir):
@@ -67,7 +69,8 @@ def curate(config: RunConfig | str | Path | Mapping, runner: Runner | None = Non
     """Run every stage of ``config`` (a RunConfig, a TOML path or a dict: :func:`load_config`), as
     ``curate run`` does, and return the run's results. A finished stage is not run again, so a
     second call resumes. ``runner`` (``flows.runners.Runner``) says where tasks run: local threads
-    by default; ``quiet`` keeps Prefect's log to warnings.
+    by default; ``quiet`` keeps Prefect's log to warnings. A source whose quarantined share passes
+    its ``max_quarantine_fraction`` raises QuarantineError after the source stage, which is kept.
 
     Example::
 
@@ -80,6 +83,7 @@ def curate(config: RunConfig | str | Path | Mapping, runner: Runner | None = Non
         from flows.curate import curate_flow
 
         curate_flow(config, ready)
+    check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
     return read_run(config.run_dir)
 
 
@@ -111,4 +115,7 @@ def run_stage(
     with _prepared(config, runner or LOCAL, quiet) as ready:
         from flows.curate import stage_flow
 
-        return stage_flow(stage, config, ready)
+        stats = stage_flow(stage, config, ready)
+    if stage == "source":
+        check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
+    return stats

@@ -186,11 +186,15 @@ def _runner(kind: str, address: str | None, workers: int | None):
 def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     from flows.runners import LOCAL, RunnerError, check_storage, running_on
     from flows.runtime import configure_prefect, temporary_server
+    from pipeline.formats.documents import RunLayout
+    from pipeline.stages.source import QuarantineError, check_quarantine, check_readers
 
     with ExitStack() as held:
-        # Before Prefect starts and before anything is written: a folder that is not a run, a run
-        # of another config, or one another run is working in stops here.
+        # Before Prefect starts and before anything is written: a source whose reader does not fit
+        # its files, a folder that is not a run, a run of another config, or one another run is
+        # working in stops here.
         with _failing_on(ConfigError, RunnerError, where=config.run_dir):
+            check_readers(config.sources)
             check_storage(runner or LOCAL, config.run_dir)
             check_run_dir(config.run_dir)
             held.enter_context(run_lock(config.run_dir))
@@ -200,9 +204,11 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
         from flows.progress import Silent, reporting
 
         progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
-        with _failing_on(ConfigError, LedgerError, FileNotFoundError, RunnerError, where=config.run_dir):
+        stopping = (ConfigError, LedgerError, FileNotFoundError, RunnerError, QuarantineError)
+        with _failing_on(*stopping, where=config.run_dir):
             with temporary_server(), running_on(runner or LOCAL) as ready, reporting(progress):
                 stats = curate_flow(config, ready)
+            check_quarantine(RunLayout(config.run_dir).stage("source"), config)
     from report.console import print_funnel, print_licences, print_mixtures, print_sources
     from report.inspect import licence_table
 
@@ -531,11 +537,12 @@ def _study(config: Path, command: str, quiet: bool):
     from flows.runners import shared_api
     from flows.runtime import temporary_server
     from flows.sweep import sweep_flow
+    from pipeline.stages.source import QuarantineError
 
     # With runs in processes of their own, the flow and every worker report to one Prefect API
     # (each worker would otherwise start a temporary server of its own).
     with (
-        _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError),
+        _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError, QuarantineError),
         shared_api() if parsed.parallel_runs > 1 else temporary_server(),
     ):
         return parsed, (experiment_flow if command == "experiment" else sweep_flow)(parsed)

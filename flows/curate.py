@@ -16,14 +16,17 @@ from flows.source import source_flow
 from flows.stages import shard_stage_flow
 from flows.tokenize import tokenize_flow
 from pipeline.config import RunConfig
+from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import check_run_dir, run_lock
 from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
+from pipeline.stages.source import quarantine_problem
 
 
 @flow(name="curate", validate_parameters=False)
 def curate_flow(config: RunConfig, runner: Runner = LOCAL) -> dict[str, dict]:
     """Run every stage of ``config`` with its tasks on ``runner`` (ready: see flows.runners.running_on);
-    return each stage's stats by stage name."""
+    return each stage's stats by stage name. A source past its quarantine limit stops the run after
+    the source stage (pipeline.stages.source.check_quarantine then raises with its line)."""
     check_storage(runner, config.run_dir)
     check_run_dir(config.run_dir)  # a folder that is not a run is refused before the lock is made in it
     with run_lock(config.run_dir):  # a second run on this run_dir stops here (the CLI holds it already)
@@ -52,4 +55,11 @@ def stage_flow(stage: str, config: RunConfig, runner: Runner = LOCAL) -> dict:
 
 
 def _stages(config: RunConfig, runner: Runner) -> dict[str, dict]:
-    return {stage: stage_flow(stage, config, runner) for stage in ["source", *enabled_stages(config)]}
+    stats = {"source": stage_flow("source", config, runner)}
+    # A source past its max_quarantine_fraction: the run stops here, the source stage complete and
+    # kept (the caller says why: pipeline.stages.source.check_quarantine).
+    if quarantine_problem(RunLayout(config.run_dir).stage("source"), config) is not None:
+        return stats
+    for stage in enabled_stages(config):
+        stats[stage] = stage_flow(stage, config, runner)
+    return stats

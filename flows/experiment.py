@@ -74,7 +74,9 @@ from experiment.runs import (
 from flows.curate import curate_flow
 from flows.train import trainer_log
 from pipeline.config import RunConfig, parse_config
+from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import open_run
+from pipeline.stages.source import check_quarantine, check_readers
 from trainer.config import ModelSection
 
 
@@ -220,8 +222,10 @@ def _run_in_pool(
 
 def _curate(data: dict) -> RunConfig:
     run = parse_config(data)
+    check_readers(run.sources)
     open_run(run)
     curate_flow(run)
+    check_quarantine(RunLayout(run.run_dir).stage("source"), run)
     return run
 
 

@@ -98,6 +98,8 @@ class SourceConfig(_Strict):
     # Link headers and HTML), or the name of a WARC or HTTP header.
     licence: str = "unknown"
     licence_field: str | None = Field(default=None, pattern=r"^[^'\[\]\\]+$")
+    # This source's own limit on its share of quarantined records (None: the run's).
+    max_quarantine_fraction: float | None = Field(default=None, ge=0.0, le=1.0)
 
     @field_validator("name")
     @classmethod
@@ -539,6 +541,9 @@ class RunConfig(_Strict):
     # Reading: documents per Arrow batch, and the largest document text accepted.
     batch_docs: int = Field(default=4096, gt=0)
     max_doc_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+    # A source whose share of quarantined records is more than this fails the run after the source
+    # stage, whose outputs are kept (1.0: never); a source's own max_quarantine_fraction overrides it.
+    max_quarantine_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
     # Output shards are cut at whichever limit comes first.
     shard_docs: int = Field(default=50_000, gt=0)
     shard_bytes: int = Field(default=256 * 1024 * 1024, gt=0)

@@ -172,6 +172,22 @@ def config_record(config: RunConfig) -> dict:
     return config.model_dump(mode="json")
 
 
+# Settings that decide only whether a finished stage passes, never what a stage writes: a run
+# resumes with them changed (a source that failed max_quarantine_fraction, with the limit raised).
+CHECK_SETTINGS = ("max_quarantine_fraction",)
+
+
+def _what_is_made(record: dict) -> dict:
+    """A config record without :data:`CHECK_SETTINGS` (the run's and each source's)."""
+    record = {k: v for k, v in record.items() if k not in CHECK_SETTINGS}
+    if isinstance(record.get("sources"), list):
+        record["sources"] = [
+            {k: v for k, v in s.items() if k not in CHECK_SETTINGS} if isinstance(s, dict) else s
+            for s in record["sources"]
+        ]
+    return record
+
+
 def open_run(config: RunConfig) -> dict:
     """Create the run directory's manifest, or check that an existing one is of this config.
 
@@ -181,11 +197,13 @@ def open_run(config: RunConfig) -> dict:
     layout = RunLayout(config.run_dir)
     if layout.manifest.exists():
         manifest = read_json(layout.manifest)
-        if manifest.get("config") != config_record(config):
+        recorded = manifest.get("config")
+        if not isinstance(recorded, dict) or _what_is_made(recorded) != _what_is_made(config_record(config)):
             raise ConfigError(
                 f"run_dir: {str(config.run_dir)!r} holds a run made with another config; "
                 "choose a new run_dir, or delete that folder to start over"
             )
+        manifest["config"] = config_record(config)
         manifest["versions"] = package_versions()
     else:
         layout.root.mkdir(parents=True, exist_ok=True)

@@ -60,6 +60,14 @@ def printable_name(name: str) -> str:
     return os.fsencode(name).decode("utf-8", errors="backslashreplace")
 
 
+def shown_path(path: str | os.PathLike) -> str:
+    """A path as a person finds it from where they ran the command: relative to the current
+    folder when it lies under it, else absolute; as text (:func:`printable_name`)."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute)
+    return printable_name(absolute if relative.startswith("..") else relative)
+
+
 def bad_file_name(name: str) -> tuple[str, str]:
     """The quarantine reason and detail for a file whose name is not valid UTF-8."""
     return INVALID_FILE_NAME, (

@@ -17,6 +17,7 @@ of a WARC source names a WARC or HTTP header, which ``meta`` then keeps.
 
 from __future__ import annotations
 
+import logging
 import re
 import zlib
 from collections.abc import Iterator
@@ -28,9 +29,23 @@ import pyarrow as pa
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from resiliparse.parse.html import HTMLTree
+from warcio import archiveiterator, bufferedreaders
 from warcio.archiveiterator import ArchiveIterator
 
-from pipeline.io.records import RawBatchBuilder, ReadLimits
+from pipeline.io.quiet import captured_writes, route_stderr
+from pipeline.io.records import RawBatchBuilder, ReadLimits, sample_of
+
+# warcio writes its warnings on stderr (a record not followed by its blank line, with kilobytes of
+# the bytes that followed; a gzip member that fails partway): read_warc captures them and
+# quarantines each with its file and offset. What it logs (spaces it replaced in a
+# WARC-Target-URI, whose record is read) is not shown either.
+route_stderr(archiveiterator, bufferedreaders)
+logging.getLogger("warcio").addHandler(logging.NullHandler())
+logging.getLogger("warcio").propagate = False
+# warcio's warning of bytes where the blank line after a record should be.
+_NOT_FOLLOWED = re.compile(
+    r"WARNING: Record not followed by newline[^\n]*\n\s*Offset: (\d+)\n\s*Remainder: ([^\n]*)\n?"
+)
 
 # The meta key where the WARC reader puts a page's rel="license" links.
 LICENCE_LINKS = "licence_links"
@@ -132,13 +147,14 @@ def read_warc(
     at_eof = True
     try:
         size = path.stat().st_size
-        with open(path, "rb") as stream:
+        with open(path, "rb") as stream, captured_writes() as warnings:
             first = stream.read(2)
             gz = bool(first) and GZIP_MAGIC.startswith(first)
             stream.seek(0)
             records = ArchiveIterator(stream)
             try:
                 for record in records:
+                    _quarantine_warnings(out, warnings, next_start)
                     # Another record began, so the one before it is whole.
                     if pending is not None:
                         _emit(out, pending)
@@ -160,6 +176,7 @@ def read_warc(
             except Exception as error:  # warcio raises assorted errors on damaged input
                 problem = f"{type(error).__name__}: {error}"
                 at_eof = stream.tell() >= size
+            _quarantine_warnings(out, warnings, next_start)
         if pending is not None:
             after = _whole_end(path, gz, pending)
             if after is not None:
@@ -171,6 +188,28 @@ def read_warc(
     batch = out.flush()
     if batch is not None:
         yield batch
+
+
+def _quarantine_warnings(out: RawBatchBuilder, warnings: list[str], offset: int) -> None:
+    """What warcio wrote on stderr since the last call, as quarantine records: bytes it skipped
+    between records at the offset it names, anything else at ``offset`` (where the record being
+    read begins)."""
+    if not warnings:
+        return
+    text = "".join(warnings)
+    warnings.clear()
+    for found in _NOT_FOLLOWED.finditer(text):
+        out.bad(
+            "bytes_between_records",
+            "bytes where the blank line after a record should be (its Content-Length is likely wrong); "
+            "warcio skipped this line and read on",
+            sample_of(found.group(2)),
+            None,
+            int(found.group(1)),
+        )
+    rest = _NOT_FOLLOWED.sub("", text).strip()
+    if rest:
+        out.bad("unreadable_record", f"warcio: {' '.join(rest.split())}", None, None, offset)
 
 
 def _emit(out: RawBatchBuilder, read: _Read) -> None:

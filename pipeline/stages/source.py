@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.config import RunConfig, SourceConfig
+from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import (
     CONTROL_IN_ID,
     DOC_SCHEMA,
@@ -35,7 +36,16 @@ from pipeline.formats.ledger import Ledger
 from pipeline.formats.manifest import record_stage
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
-from pipeline.io.records import SAMPLE_BYTES, RawBatchBuilder, ReadLimits, bad_file_name, is_utf8_name, printable_name
+from pipeline.io.records import (
+    SAMPLE_BYTES,
+    RawBatchBuilder,
+    ReadLimits,
+    bad_file_name,
+    is_utf8_name,
+    printable_name,
+    shown_path,
+)
+from pipeline.io.sniff import reader_mismatch, sniff
 from pipeline.io.storage import read_table
 from pipeline.io.text import read_text_files
 from pipeline.io.warc import read_warc
@@ -48,6 +58,9 @@ STAGE = "source"
 REPEATED_IDS = "repeated_ids_dropped"
 # Folders of small text files are read this many files to a unit.
 TEXT_FILES_PER_UNIT = 2000
+# Files of a source whose heads are read to check that its reader fits them (check_readers): every
+# file up to this many, else this many spread evenly over the sorted files, first and last included.
+SNIFFED_FILES = 1000
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,31 @@ def plan_units(source: SourceConfig) -> list[Unit]:
         Unit(source.name, i, tuple(str(f) for f in files[start : start + step]), str(base))
         for i, start in enumerate(range(0, len(files), step))
     ]
+
+
+def sniffed_files(files: list[Path], most: int = SNIFFED_FILES) -> list[Path]:
+    """The files whose heads :func:`check_readers` reads: all, or ``most`` spread evenly."""
+    if len(files) <= most:
+        return files
+    step = (len(files) - 1) / (most - 1)
+    return [files[round(i * step)] for i in range(most)]
+
+
+def check_readers(sources: list[SourceConfig]) -> None:
+    """Stop, before any work, where a source's reader does not fit its files: the first few KB of
+    each file (of :func:`sniffed_files`) say what it is (pipeline.io.sniff). Raises ConfigError
+    with one line naming the source, the first such file, how many more there are, and the fix."""
+    for source in sources:
+        misfits = []
+        checked = sniffed_files(source.input_files())
+        for path in checked:
+            problem = reader_mismatch(source.reader, sniff(path), path.name)
+            if problem is not None:
+                misfits.append((path, problem))
+        if misfits:
+            path, problem = misfits[0]
+            more = f" ({len(misfits)} of the {len(checked)} files checked do not fit)" if len(misfits) > 1 else ""
+            raise ConfigError(f"source {source.name!r}: {shown_path(path)} {problem}{more}")
 
 
 def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[tuple[str, pa.RecordBatch]]:
@@ -420,3 +458,66 @@ def finish_source(config: RunConfig, stage: StageDir, parts: list[dict]) -> dict
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats, inputs=[f for part in parts for f in part["files"]])
     return stats
+
+
+class QuarantineError(ValueError):
+    """A source lost more of its records to quarantine than its max_quarantine_fraction allows."""
+
+
+# Reasons (most records first) that a QuarantineError names, each with a file and line of its own.
+NAMED_REASONS = 3
+
+
+def quarantine_problem(stage: StageDir, config: RunConfig) -> str | None:
+    """After the source stage: the one line that fails the run for the first source whose
+    quarantined share of its records is more than its ``max_quarantine_fraction`` (the source's,
+    else the run's), naming the share, the top reasons each with a file and line, and the setting;
+    None when every source is within its limit. The stage's outputs are left as they are, so a run
+    with the limit raised resumes from them."""
+    parts = [read_json(path) for path in sorted(stage.parts.glob("*.json"))]
+    ledgers = merge_groups(parts, "by_source", STAGE)
+    for source in config.sources:
+        limit = source.max_quarantine_fraction
+        limit = config.max_quarantine_fraction if limit is None else limit
+        ledger = ledgers.get(source.name)
+        quarantined = sum(ledger["quarantined"].values()) if ledger else 0
+        if not quarantined or quarantined / ledger["docs_in"] <= limit:
+            continue
+        reasons = Counter(ledger["quarantined"]).most_common(NAMED_REASONS)
+        where = _first_records(stage, [p for p in parts if p["source"] == source.name], [r for r, _ in reasons])
+        named = ", ".join(f"{reason} {n:,} (e.g. {where.get(reason, '?')})" for reason, n in reasons)
+        return (
+            f"source {source.name!r}: {quarantined:,} of its {ledger['docs_in']:,} records were quarantined "
+            f"({quarantined / ledger['docs_in']:.1%}), more than max_quarantine_fraction = {limit}; "
+            f"reasons: {named}; fix the inputs (or the source's reader), or raise max_quarantine_fraction in "
+            "its [[sources]] table (1.0 turns the check off) and run again: the source stage is kept"
+        )
+    return None
+
+
+def check_quarantine(stage: StageDir, config: RunConfig) -> None:
+    """Raise QuarantineError with :func:`quarantine_problem`'s line, if it has one."""
+    problem = quarantine_problem(stage, config)
+    if problem is not None:
+        raise QuarantineError(problem)
+
+
+def _first_records(stage: StageDir, parts: list[dict], reasons: list[str]) -> dict[str, str]:
+    """For each of ``reasons``, where its first quarantined record is (``file:line``, or
+    ``file@offset`` for record formats), from the units' quarantine files in unit order."""
+    found: dict[str, str] = {}
+    for part in sorted(parts, key=lambda p: p["unit"]):
+        if part["quarantine"] is None:
+            continue
+        table = read_table(stage.quarantine / part["quarantine"], columns=["file", "line", "offset", "reason"])
+        for reason in reasons:
+            at = pc.index(table.column("reason"), reason).as_py()
+            if reason not in found and at >= 0:
+                row = table.slice(at, 1).to_pylist()[0]
+                position = f":{row['line']}" if row["line"] is not None else ""
+                if not position and row["offset"] is not None:
+                    position = f"@{row['offset']}"
+                found[reason] = shown_path(row["file"]) + position
+        if len(found) == len(reasons):
+            break
+    return found

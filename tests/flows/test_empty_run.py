@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.formats.documents import RunLayout
 from pipeline.stages.registry import REGISTRY
-from tests.helpers import html_page, write_jsonl, write_warc
+from tests.helpers import write_jsonl, write_parquet_file
 
 pytestmark = pytest.mark.flow  # starts a Prefect server of its own (about half a minute)
 
@@ -21,14 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_run_whose_every_record_is_quarantined_completes_with_zero_counts_in_every_stage(tmp_path):
-    # WARC files given to the Parquet reader, and JSON lines without a text field: every record
-    # is quarantined, so no stage after source has a document.
-    write_warc(tmp_path / "web" / "crawl.warc.gz", [("https://w.example/1", "text/html", html_page("T", ["A page."]))])
+    # A Parquet file cut before its footer, and JSON lines without a text field: every record is
+    # quarantined (the quarantine limit turned off), so no stage after source has a document.
+    cut = write_parquet_file(tmp_path / "web" / "crawl.parquet", {"text": ["A page.", "Another page."]})
+    cut.write_bytes(cut.read_bytes()[:-10])
     write_jsonl(tmp_path / "notes" / "a.jsonl", [{"id": f"n{i}", "title": "no text"} for i in range(3)])
     config = tmp_path / "run.toml"
     config.write_text(
-        f'run_dir = "{tmp_path / "run"}"\n'
-        f'[[sources]]\nname = "web"\nreader = "parquet"\npaths = ["{tmp_path / "web" / "crawl.warc.gz"}"]\n'
+        f'run_dir = "{tmp_path / "run"}"\nmax_quarantine_fraction = 1.0\n'
+        f'[[sources]]\nname = "web"\nreader = "parquet"\npaths = ["{cut}"]\n'
         f'[[sources]]\nname = "notes"\nreader = "jsonl"\npaths = ["{tmp_path / "notes"}"]\n'
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(tmp_path / "prefect")}

@@ -483,3 +483,53 @@ def test_a_text_file_whose_name_holds_a_control_character_is_quarantined_as_inva
         str(notes / "bell\x07.txt"),
         str(notes / "tab\there.txt"),
     ]
+
+
+def test_warcio_warnings_never_reach_stderr_and_are_quarantined_at_their_offset(tmp_path, capfd):
+    """A record longer than its Content-Length leaves bytes where the blank line after it should
+    be: warcio wrote them (kilobytes) to stderr and read on. They are one quarantine record at
+    warcio's offset; every document is still read."""
+    data, ends, _ = _small_warc(gz=False)
+    stray = b"x" * 5000 + b"\r\n"
+    path = tmp_path / "w.warc"
+    at = ends[2] - 4  # the first response's block ends here, before its \r\n\r\n
+    path.write_bytes(data[:at] + stray + data[at:])
+    rows = warc_rows(path)
+    assert capfd.readouterr().err == ""
+    assert [r["reason"] for r in rows if r["reason"] is None] == [None, None, None]
+    bad = [r for r in rows if r["reason"] is not None]
+    assert [(r["reason"], r["offset"]) for r in bad] == [("bytes_between_records", at)]
+    assert bad[0]["sample"].startswith("b'xxxx") and len(bad[0]["sample"]) <= 200
+
+
+def test_a_source_past_its_quarantine_limit_fails_naming_the_share_reasons_and_a_line(tmp_path, monkeypatch):
+    from pipeline.stages.source import QuarantineError, check_quarantine
+
+    bad_lines = [b"{not json"] * 6 + [json.dumps({"title": "no text"}).encode()] * 2
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "fine"}, *bad_lines, {"text": "fine too"}])
+    write_jsonl(tmp_path / "ok" / "b.jsonl", [{"text": "good"}])
+    sources = [
+        {"name": "ok", "reader": "jsonl", "paths": [str(tmp_path / "ok")]},
+        {"name": "bad", "reader": "jsonl", "paths": [str(tmp_path / "in")]},
+    ]
+    config = source_config(tmp_path, sources)
+    run_units(config)
+    stage = RunLayout(config.run_dir).stage("source")
+    own_limit = source_config(tmp_path, [sources[0], {**sources[1], "max_quarantine_fraction": 0.8}])
+    turned_off = source_config(tmp_path, sources, max_quarantine_fraction=1.0)
+    lower = source_config(tmp_path, sources, max_quarantine_fraction=0.1)
+    monkeypatch.chdir(tmp_path)  # files are named as from where the user runs the command
+    with pytest.raises(QuarantineError) as raised:
+        check_quarantine(stage, config)
+    assert str(raised.value) == (
+        "source 'bad': 8 of its 10 records were quarantined (80.0%), more than max_quarantine_fraction = 0.5; "
+        "reasons: invalid_json 6 (e.g. in/a.jsonl:2), missing_text 2 (e.g. in/a.jsonl:8); fix the inputs (or "
+        "the source's reader), or raise max_quarantine_fraction in its [[sources]] table (1.0 turns the check "
+        "off) and run again: the source stage is kept"
+    )
+    # The source's own limit lets it pass, and so does 1.0 (the check off); a lower run limit
+    # does not fail the source with nothing quarantined.
+    check_quarantine(stage, own_limit)
+    check_quarantine(stage, turned_off)
+    with pytest.raises(QuarantineError, match="source 'bad'.* more than max_quarantine_fraction = 0.1"):
+        check_quarantine(stage, lower)
