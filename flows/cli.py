@@ -29,15 +29,52 @@ from pipeline.formats.configfile import ConfigError
 from pipeline.formats.ledger import LedgerError
 from pipeline.formats.manifest import check_run_dir, open_run, run_lock
 
+# Help text is printed as written: no rich markup, so `pip install -e '.[ray]'` and "[sweep]" keep
+# their brackets; on a wide terminal it uses up to 120 columns.
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},
     help="Curate LLM pretraining data, and prove by training what the curation buys.",
 )
 console = Console(stderr=True)
 # Results go to stdout; piped or in CI they are not squeezed into 80 columns.
 stdout = Console() if sys.stdout.isatty() else Console(width=120)
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars and only warnings from Prefect (for CI).")
+
+
+VERSIONED = ("curate", "torch", "prefect", "polars", "pyarrow")
+
+
+def version_line() -> str:
+    """``curate 0.1.0 (torch 2.13.0, prefect 3.4.0, ...; Python 3.12.3)``: the installed versions."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    others = ", ".join(f"{name} {installed(name)}" for name in VERSIONED[1:])
+    return f"curate {installed('curate')} ({others}; Python {platform.python_version()})"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the versions and exit."
+    ),
+) -> None:
+    """Curate LLM pretraining data, and prove by training what the curation buys."""
 
 
 class BarProgress:
@@ -262,7 +299,7 @@ def report(
 def inspect_command(
     run_dir: str = typer.Argument(..., help="a run directory, or its URL"),
     doc_id: str | None = typer.Argument(
-        None, help="a document id, e.g. news/6c7b9eeba069a1b4 (without one: the run's counts per licence)"
+        None, help="a document id, e.g. news/effdb485efc9d161 (without one: the run's counts per licence)"
     ),
     as_json: bool = typer.Option(False, "--json", help="print the lookup as JSON"),
 ) -> None:

@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 
+from pipeline.formats.configfile import did_you_mean
+
 RUNNERS = ("local", "processes", "dask", "ray")
 CLUSTERS = ("dask", "ray")  # the runners that take an --address
 RAY_MISSING = "--runner ray needs Ray and prefect-ray, an optional extra: pip install -e '.[ray]'"
@@ -53,7 +55,10 @@ class Runner:
 
     def __post_init__(self) -> None:
         if self.kind not in RUNNERS:
-            raise RunnerError(f"--runner {self.kind!r}: choose one of {', '.join(RUNNERS)}")
+            hint = did_you_mean(self.kind, RUNNERS).strip()
+            raise RunnerError(
+                f"--runner {self.kind!r}: choose one of {', '.join(RUNNERS)}" + (f"; {hint}" if hint else "")
+            )
         if self.address and self.kind not in CLUSTERS:
             raise RunnerError("--address names a Dask scheduler or a Ray cluster; use it with --runner dask or ray")
         if self.address and self.workers:

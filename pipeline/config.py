@@ -13,7 +13,6 @@ guess; every number has the bounds its meaning gives it.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import glob
 import os
@@ -27,6 +26,8 @@ from pipeline.formats.configfile import (
     ExpandedPath,
     ExpandedStr,
     Seed,
+    british_keys,
+    did_you_mean,
     expand_path,
     read_toml,
     validate_model,
@@ -77,6 +78,12 @@ Weight = Annotated[float, Field(ge=0)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _license_spelling(cls, data):
+        """``license_field``, ``license`` (and any key spelt "license") name the "licence" key."""
+        return british_keys(data, cls.model_fields)
 
 
 class SourceConfig(_Strict):
@@ -266,15 +273,16 @@ class FilterConfig(_Strict):
 
         for name in [*self.filters, *self.params]:
             if name not in FILTERS:
-                near = difflib.get_close_matches(name, FILTERS, n=1)
-                hint = f"did you mean {near[0]!r}? " if near else ""
-                raise ValueError(f"unknown filter {name!r}; {hint}(known: {', '.join(FILTERS)})")
+                raise ValueError(f"unknown filter {name!r}; {did_you_mean(name, FILTERS)}(known: {', '.join(FILTERS)})")
         for name, params in self.params.items():
             allowed = filter_parameters(name)
             types = _parameter_types(name)
             for key, value in params.items():
                 if key not in allowed:
-                    raise ValueError(f"params.{name}.{key}: unknown parameter (allowed: {', '.join(allowed)})")
+                    raise ValueError(
+                        f"params.{name}.{key}: unknown parameter; {did_you_mean(key, allowed)}"
+                        f"(allowed: {', '.join(allowed)})"
+                    )
                 if key in types:
                     try:
                         types[key].validate_python(value, strict=True)
@@ -603,7 +611,8 @@ class RunConfig(_Strict):
             unknown = sorted(set(getattr(self, section).sources or []) - set(names))
             if unknown:
                 raise ValueError(
-                    f"{section}.sources names no configured source: {unknown} (sources: {', '.join(names)})"
+                    f"{section}.sources names no configured source: {unknown}; "
+                    f"{did_you_mean(unknown[0], names)}(sources: {', '.join(names)})"
                 )
         _check_file_names(self)
         return self

@@ -389,9 +389,9 @@ def _experiment_table(results: dict) -> Table:
     table = Table(
         title=f"experiment: mean ± std over {len(results['seeds'])} seeds ({results['timing']['total_s'] / 60:.1f} min)"
     )
-    shown = _experiment_metrics(results)
+    metrics = _experiment_metrics(results)
     table.add_column("model")
-    for metric in shown:
+    for metric in metrics:
         header = metric.replace("_accuracy@", " acc @").replace("lang_bpb/low-resource", "low-resource bpb")
         table.add_column(
             shown(header.replace("heldout_bpb/", "").replace("heldout_bpb", "held-out bpb")), justify="right"
@@ -399,7 +399,7 @@ def _experiment_table(results: dict) -> Table:
     models = [name for name in ("random", "bag-of-words") if name in results.get("transfer", {})]
     for name in [*models, *results["variants"]]:
         cells = []
-        for metric in shown:
+        for metric in metrics:
             value = results["metrics"].get(metric, {}).get(name)
             cells.append("-" if not value or value["mean"] is None else f"{value['mean']:.3f} ± {value['std']:.3f}")
         table.add_row(shown(name), *cells)

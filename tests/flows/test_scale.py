@@ -161,6 +161,10 @@ def test_a_worker_killed_mid_stage_is_replaced_and_its_unit_redone_to_the_same_o
 def test_runner_choices_fail_early_in_one_line(monkeypatch):
     with pytest.raises(RunnerError, match="choose one of local, processes, dask, ray"):
         Runner("spark")
+    with pytest.raises(
+        RunnerError, match=r"^--runner 'rey': choose one of local, processes, dask, ray; did you mean 'ray'\?$"
+    ):
+        Runner("rey")
     if importlib.util.find_spec("prefect_ray") is None:
         with pytest.raises(RunnerError, match=r"optional extra: pip install -e '\.\[ray\]'"):
             Runner("ray")

@@ -169,16 +169,11 @@ def test_curate_run_prints_counts_per_source_and_the_run_directory(tmp_path, inp
     assert result.exit_code == 2 and "holds a run made with another config" in result.output
 
 
-def test_curate_demo_accounts_for_every_labelled_document(tmp_path, monkeypatch):
+def test_curate_demo_accounts_for_every_labelled_document(demo_run):
     """The demo end to end: per source, the stage's ledger agrees with the corpus's labels."""
-    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
-    corpus, run = tmp_path / "corpus", tmp_path / "run"
-    result = CliRunner().invoke(
-        app, ["demo", "--docs", "1500", "--seed", "3", "--corpus-dir", str(corpus), "--run-dir", str(run), "--quiet"]
-    )
-    assert result.exit_code == 0, result.output
-    assert f"run directory: {run}" in result.output
-    assert "licences (curated: the output of lines)" in result.output and "BSD-3-Clause AND MIT" in result.output
+    _, corpus, run, output = demo_run
+    assert f"run directory: {run}" in output
+    assert "licences (curated: the output of lines)" in output and "BSD-3-Clause AND MIT" in output
     labels = pl.read_parquet(corpus / "labels.parquet")
     stats = json.loads((run / "source" / "stats.json").read_text())
     assert stats["docs_in"] == labels.height

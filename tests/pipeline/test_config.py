@@ -66,9 +66,34 @@ paths = ["IN"]
         ),
         (
             GOOD + "[filter.params.c4_quality]\nmin_word_per_line = 3\n",
-            "params.c4_quality.min_word_per_line: unknown parameter (allowed: ",
+            "filter.params.c4_quality.min_word_per_line: unknown parameter; did you mean 'min_words_per_line'? "
+            "(allowed: ",
         ),
-        (GOOD + '[filter]\nsources = ["webb"]\n', "filter.sources names no configured source: ['webb']"),
+        (
+            GOOD + "[filter.params.gopher_quality]\nmin_word = 3\n",
+            "filter.params.gopher_quality.min_word: unknown parameter; did you mean 'min_words'? (allowed: ",
+        ),
+        (
+            GOOD + '[filter]\nsources = ["webb"]\n',
+            "filter.sources names no configured source: ['webb']; did you mean 'web'? (sources: web)",
+        ),
+        (
+            GOOD.replace('"jsonl"', '"jsonll"'),
+            "sources[0].reader: Input should be 'jsonl', 'parquet', 'warc', 'wet' or 'text' (got 'jsonll'); "
+            "did you mean 'jsonl'?",
+        ),
+        (
+            GOOD + '[dedup]\nkeep = "longst"\n',
+            "dedup.keep: Input should be 'first', 'longest' or 'quality' (got 'longst'); did you mean 'longest'?",
+        ),
+        (
+            GOOD.replace('"jsonl"', '"jsonl"\nlicense_field = "x"\nlicence_field = "y"'),
+            "sources[0]: license_field and licence_field are one key spelt two ways; keep one",
+        ),
+        (
+            GOOD.replace('"jsonl"', '"jsonl"\nlicence_feild = "x"'),
+            "sources[0].licence_feild: unknown key; did you mean 'licence_field'?",
+        ),
         (GOOD + "[lang]\nmin_score = 1.5\n", "lang.min_score: Input should be less than or equal to 1"),
         (
             GOOD + '[lang]\nmodel = "nowhere.ftz"\n',
@@ -85,11 +110,11 @@ paths = ["IN"]
         ),
         (
             GOOD + '[filter.params.gopher_quality]\nmax_symbol_word_ratio = "0.1"\n',
-            "filter: params.gopher_quality.max_symbol_word_ratio: input should be a valid number, got '0.1'",
+            "filter.params.gopher_quality.max_symbol_word_ratio: input should be a valid number, got '0.1'",
         ),
         (
             GOOD + "[filter.params.c4_quality]\nmin_words_per_line = 2.5\n",
-            "filter: params.c4_quality.min_words_per_line: input should be a valid integer, got 2.5",
+            "filter.params.c4_quality.min_words_per_line: input should be a valid integer, got 2.5",
         ),
         (GOOD.replace('run_dir = "RUN"', 'run_dir = ""'), "run_dir: is empty; give the folder the run writes to"),
         (GOOD.replace('run_dir = "RUN"', 'run_dir = "IN"'), "in.jsonl' is a file, not a folder"),
@@ -125,6 +150,24 @@ def test_config_errors_are_one_line_naming_key_problem_and_fix(tmp_path, text, m
         load_config(path)
     assert "\n" not in str(error.value)
     assert message in str(error.value)
+
+
+def test_license_spelt_as_datatrove_hf_and_spdx_spell_it_is_the_licence_key(tmp_path):
+    text = GOOD.replace('"jsonl"', '"jsonl"\nlicense_field = "meta.license"\nlicense = "MIT"')
+    text += '[filter]\nlicenses = ["MIT"]\nexclude_licenses = ["GPL-*"]\n'
+    config = load_config(write(tmp_path, text))
+    assert config.sources[0].licence_field == "meta.license" and config.sources[0].licence == "MIT"
+    assert config.filter.licences == ["MIT"] and config.filter.exclude_licences == ["GPL-*"]
+    british = text.replace("license", "licence").replace("meta.licence", "meta.license")
+    assert load_config(write(tmp_path, british)) == config
+
+
+def test_a_misspelt_stage_of_an_experiment_variant_has_a_suggestion(tmp_path):
+    from experiment.config import VariantConfig
+    from pipeline.formats.configfile import validate_model
+
+    with pytest.raises(ConfigError, match=r"^stages\[1\]: Input should be .*\(got 'dedupe'\); did you mean 'dedup'\?$"):
+        validate_model(VariantConfig, {"name": "v", "stages": ["lang", "dedupe"]})
 
 
 def test_a_good_config_parses_and_a_missing_config_file_is_named(tmp_path):

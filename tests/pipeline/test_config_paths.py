@@ -169,7 +169,7 @@ def test_a_run_dir_beside_its_inputs_is_taken(user):
         ('batch_docs = "4096"\n' + source(), "batch_docs: Input should be a valid integer (got '4096')"),
         (
             source() + "[filter.params.gopher_quality]\nmin_words = -5\n",
-            "filter: params.gopher_quality.min_words: input should be greater than or equal to 0, got -5; "
+            "filter.params.gopher_quality.min_words: input should be greater than or equal to 0, got -5; "
             "give a threshold within those bounds",
         ),
     ],

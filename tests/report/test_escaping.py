@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from report.console import print_mixtures, print_sources, say
+from report.console import print_experiment, print_mixtures, print_sources, say
 from report.plots import column_chart, grouped_bars
 from tests.helpers import parse_html
 
@@ -52,3 +52,31 @@ def test_chart_labels_are_drawn_as_text():
         drawn = "".join(parse_html(svg).text)
         assert "a$\\frac$b" in drawn and "\\x1b[31m<script>x</script>" in drawn and "$x$" in drawn
         assert "\x1b" not in svg and "script" not in [tag for tag, _ in parse_html(svg).tags]
+
+
+def test_the_experiment_table_prints_its_metrics_and_a_variant_named_with_markup():
+    """The summary ``curate experiment`` prints at its end (it stopped there with a TypeError)."""
+    out, buffer = _console()
+    value = {"mean": 3.5, "std": 0.01}
+    results = {
+        "seeds": [0, 1],
+        "timing": {"total_s": 120.0},
+        "heldout": {"sets": {"news": {"clean": True}, "junk": {"clean": False}}},
+        "task": {"sizes": {"probe": [10, 100]}},
+        "metrics": {
+            "heldout_bpb": {"raw": value, "[full]": value},
+            "heldout_bpb/junk": {"raw": value, "[full]": value},
+            "probe_accuracy@10": {"raw": value, "[full]": value},
+            "probe_accuracy@100": {"raw": value, "[full]": None},
+        },
+        "transfer": {},
+        "variants": ["raw", "[full]"],
+        "comparisons": [
+            {"metric": "heldout_bpb", "contradicts_expectation": True, "sentence": "[full] is lower than raw."}
+        ],
+    }
+    print_experiment(out, results)
+    printed = buffer.getvalue()
+    assert "held-out bpb" in printed and "junk" in printed and "probe acc @100" in printed
+    assert "[full]" in printed and "3.500 ± 0.010" in printed
+    assert "[contradicts the expectation] [full] is lower than raw." in printed
