@@ -21,7 +21,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from demo.config import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
 from pipeline.config import RunConfig, load_config, parse_config
@@ -38,35 +37,9 @@ console = Console(stderr=True)
 # Results go to stdout; piped or in CI they are not squeezed into 80 columns.
 stdout = Console() if sys.stdout.isatty() else Console(width=120)
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars and only warnings from Prefect (for CI).")
-
-
-class BarProgress:
-    """A rich progress bar per stage, fed by the flows (see flows.progress)."""
-
-    def __init__(self) -> None:
-        self._bar: Progress | None = None
-        self._task = None
-
-    def start(self, stage: str, total: int) -> None:
-        self._bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        )
-        self._bar.start()
-        self._task = self._bar.add_task(f"{stage}: units", total=total)
-
-    def advance(self, amount: int = 1) -> None:
-        if self._bar is not None:
-            self._bar.advance(self._task, amount)
-
-    def finish(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
+VerboseOption = typer.Option(
+    False, "--verbose", "-v", help="Also Prefect's info lines (task and flow runs); the run log has them anyway."
+)
 
 
 def _say(out: Console, text: str) -> None:
@@ -107,17 +80,24 @@ def _failing_on(*errors: type[Exception], where=None) -> Iterator[None]:
     holds its traceback, and exit code 1."""
     try:
         yield
-    except errors as error:
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as error:
+        from flows.interrupt import raise_if_interrupted
+
+        raise_if_interrupted()  # an error on the way out of a run stopped by Ctrl-C is the stop's
+        _report(error, errors, where)
+
+
+def _report(error: Exception, errors: tuple[type[Exception], ...], where) -> None:
+    if isinstance(error, errors):
         _fail(_logged(error, str(error)), 1 if isinstance(error, LedgerError) else 2)
-    except OSError as error:
+    if isinstance(error, OSError):
         what = _disk_full(error)
         if what is None:
             _internal_error(error)
         _fail_disk_full(what, error.filename or where, error)
-    except (typer.Exit, typer.Abort):
-        raise
-    except Exception as error:
-        _internal_error(error)
+    _internal_error(error)
 
 
 def _logged(error: Exception, message: str) -> str:
@@ -183,9 +163,11 @@ def _runner(kind: str, address: str | None, workers: int | None):
         return Runner(kind, address, workers)
 
 
-def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
-    from flows.runners import LOCAL, RunnerError, check_storage, running_on
-    from flows.runtime import configure_prefect, temporary_server
+def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> dict:
+    from flows.display import RunDisplay, interrupted_line
+    from flows.interrupt import Interrupted, interruptible
+    from flows.runners import LOCAL, RunnerError, check_storage
+    from pipeline.stages.registry import enabled_stages
 
     with ExitStack() as held:
         # Before Prefect starts and before anything is written: a folder that is not a run, a run
@@ -195,14 +177,18 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
             check_run_dir(config.run_dir)
             held.enter_context(run_lock(config.run_dir))
             open_run(config)
-        configure_prefect(config.run_dir, quiet=quiet)
-        from flows.curate import curate_flow
-        from flows.progress import Silent, reporting
+        display = RunDisplay(console, live=console.is_terminal, quiet=quiet)
+        stages = ["source", *enabled_stages(config)]
 
-        progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
-        with _failing_on(ConfigError, LedgerError, FileNotFoundError, RunnerError, where=config.run_dir):
-            with temporary_server(), running_on(runner or LOCAL) as ready, reporting(progress):
-                stats = curate_flow(config, ready)
+        def say_stopped() -> None:
+            display.stop()
+            _say(console, interrupted_line(config.run_dir, stages, display))
+
+        try:
+            with interruptible(say_stopped), display:
+                stats = _curate(config, runner or LOCAL, display, verbose and not quiet)
+        except Interrupted:
+            raise typer.Exit(130) from None
     from report.console import print_funnel, print_licences, print_mixtures, print_sources
     from report.inspect import licence_table
 
@@ -214,6 +200,31 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     _say(stdout, f"run directory: {_where(config.run_dir)}")
     _build_report(config.run_dir, after_run=True)
     return stats
+
+
+def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
+    """The curation flow of ``config`` on ``runner`` (on Prefect's temporary server when no
+    PREFECT_API_URL is set), its progress on ``display`` (flows.display.RunDisplay); Prefect's
+    info lines on the terminal only when ``verbose``."""
+    from flows.runners import RunnerError, running_on
+    from flows.runtime import configure_prefect, temporary_server
+
+    with display.step("importing Prefect"):
+        configure_prefect(config.run_dir, quiet=not verbose)
+        from flows.curate import curate_flow
+        from flows.logs import printing_to
+        from flows.progress import reporting
+
+    failing = _failing_on(ConfigError, LedgerError, FileNotFoundError, RunnerError, where=config.run_dir)
+    with failing, ExitStack() as run:
+        if display.live:
+            run.enter_context(printing_to(console))
+        if not os.environ.get("PREFECT_API_URL"):
+            with display.step("starting Prefect's temporary server"):
+                run.enter_context(temporary_server())
+        ready = run.enter_context(running_on(runner))
+        run.enter_context(reporting(display))
+        return curate_flow(config, ready)
 
 
 def _build_report(run_dir, after_run: bool = False):
@@ -281,6 +292,7 @@ def inspect_command(
 def run(
     config: Path = typer.Argument(..., help="TOML config of the run"),
     quiet: bool = QuietOption,
+    verbose: bool = VerboseOption,
     runner: str = RunnerOption,
     address: str | None = AddressOption,
     workers: int | None = WorkersOption,
@@ -289,7 +301,7 @@ def run(
     chosen = _runner(runner, address, workers)
     with _failing_on(ConfigError):
         parsed = load_config(config)
-    _run(parsed, quiet, chosen)
+    _run(parsed, quiet, chosen, verbose)
 
 
 def _run_training_texts(
@@ -591,6 +603,7 @@ def demo(
     corpus_dir: Path | None = typer.Option(None, help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]"),
     run_dir: Path | None = typer.Option(None, help=f"run directory [default: {DEMO_RUN_DIR}]"),
     quiet: bool = QuietOption,
+    verbose: bool = VerboseOption,
     runner: str = RunnerOption,
     address: str | None = AddressOption,
     workers: int | None = WorkersOption,
@@ -607,4 +620,4 @@ def demo(
     )
     _say(console, f"building the demo corpus ({docs} documents, seed {seed}) in {corpus_dir}")
     build_demo_corpus(corpus_dir, docs=docs, seed=seed)
-    _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen)
+    _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen, verbose)

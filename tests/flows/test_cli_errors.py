@@ -58,11 +58,17 @@ def curate(
             f'cp -r "$0/logs" "{tmp_path / "kept-logs"}" 2>/dev/null; exit $rc'
         )
         command = ["unshare", "-Urm", "sh", "-c", script, str(folder), *command]
+    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=environment(env), timeout=900)
+
+
+def environment(env: dict | None = None) -> dict:
+    """The environment of a ``curate`` process as a user's shell would give it (this checkout on the
+    path, none of the test session's Prefect settings), plus ``env``."""
     environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     for name in ("PREFECT_HOME", "PREFECT_API_URL", "PREFECT_LOGGING_SETTINGS_PATH", "PREFECT_LOGGING_LEVEL"):
         if name not in (env or {}):
             environment.pop(name, None)
-    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=environment, timeout=900)
+    return environment
 
 
 def run_config(tmp_path: Path, source: Path, extra: str = "") -> Path:
