@@ -165,7 +165,6 @@ def _runner(kind: str, address: str | None, workers: int | None):
 
 def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> dict:
     from flows.display import RunDisplay, interrupted_line
-    from flows.interrupt import Interrupted, interruptible
     from flows.runners import LOCAL, RunnerError, check_storage
     from pipeline.stages.registry import enabled_stages
 
@@ -184,11 +183,8 @@ def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> 
             display.stop()
             _say(console, interrupted_line(config.run_dir, stages, display))
 
-        try:
-            with interruptible(say_stopped), display:
-                stats = _curate(config, runner or LOCAL, display, verbose and not quiet)
-        except Interrupted:
-            raise typer.Exit(130) from None
+        with _stoppable(say_stopped), display:
+            stats = _curate(config, runner or LOCAL, display, verbose and not quiet)
     from report.console import print_funnel, print_licences, print_mixtures, print_sources
     from report.inspect import licence_table
 
@@ -200,6 +196,18 @@ def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> 
     _say(stdout, f"run directory: {_where(config.run_dir)}")
     _build_report(config.run_dir, after_run=True)
     return stats
+
+
+@contextmanager
+def _stoppable(say_stopped) -> Iterator[None]:
+    """Ctrl-C in the block (flows.interrupt): ``say_stopped`` prints one line, exit code 130."""
+    from flows.interrupt import Interrupted, interruptible
+
+    try:
+        with interruptible(say_stopped):
+            yield
+    except Interrupted as stopped:
+        raise typer.Exit(stopped.code) from None
 
 
 def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
@@ -449,7 +457,8 @@ def train(
     from flows.runtime import temporary_server
     from flows.train import train_flow
 
-    with _failing_on(ConfigError, FileNotFoundError), temporary_server():
+    resumes = "interrupted; run the same command again to continue from the last checkpoint"
+    with _stoppable(lambda: _say(console, resumes)), _failing_on(ConfigError, FileNotFoundError), temporary_server():
         summary = train_flow(parsed, resume, verified=True)
     from report.console import print_training
 
@@ -547,6 +556,7 @@ def _study(config: Path, command: str, quiet: bool):
     # With runs in processes of their own, the flow and every worker report to one Prefect API
     # (each worker would otherwise start a temporary server of its own).
     with (
+        _stoppable(lambda: _say(console, "interrupted")),
         _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError),
         shared_api() if parsed.parallel_runs > 1 else temporary_server(),
     ):

@@ -19,13 +19,19 @@ from contextlib import contextmanager
 
 GRACE_S = 5.0  # after the first Ctrl-C, the run's time to unwind before the process ends at once
 EXIT_CODE = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _signals = 0  # the Ctrl-Cs the running block (interruptible) has had
 
 
 class Interrupted(BaseException):
-    """The run was interrupted and has said so; exit with EXIT_CODE. (A BaseException, as
-    KeyboardInterrupt is: no handler of errors on the way out reports it as a failure.)"""
+    """The run was interrupted and has said so; exit with ``code`` (128 + the signal's number).
+    (A BaseException, as KeyboardInterrupt is: no handler of errors on the way out reports it as
+    a failure.)"""
+
+    def __init__(self, code: int = EXIT_CODE) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 def raise_if_interrupted() -> None:
@@ -37,9 +43,9 @@ def raise_if_interrupted() -> None:
 
 @contextmanager
 def interruptible(say_stopped: Callable[[], None]) -> Iterator[None]:
-    """Ctrl-C (SIGINT) in the block as the module says; ``say_stopped`` prints the one line (it is
-    called once, from the main thread or, when the process ends at once, from any thread). A
-    SIGINT that ends the block raises :class:`Interrupted` (after ``say_stopped``)."""
+    """Ctrl-C (SIGINT; SIGTERM and SIGHUP alike) in the block as the module says; ``say_stopped``
+    prints the one line (it is called once, from the main thread or, when the process ends at
+    once, from any thread). A signal that ends the block raises :class:`Interrupted` after it."""
     global _signals
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -54,6 +60,8 @@ def interruptible(say_stopped: Callable[[], None]) -> Iterator[None]:
         except Exception:  # a terminal gone (a hang-up): nothing to tell
             pass
 
+    code = [EXIT_CODE]
+
     def stop_now() -> None:
         from flows.runtime import kill_servers
 
@@ -64,20 +72,23 @@ def interruptible(say_stopped: Callable[[], None]) -> Iterator[None]:
                 handler.flush()
             except Exception:
                 pass
-        os._exit(EXIT_CODE)
+        os._exit(code[0])
 
-    def on_sigint(signum, frame) -> None:
+    def on_signal(signum, frame) -> None:
         global _signals
         _signals += 1
         if _signals > 1:
             stop_now()
+        code[0] = 128 + signum
         timer = threading.Timer(GRACE_S, stop_now)
         timer.daemon = True
         timer.start()
         raise KeyboardInterrupt
 
     _signals = 0
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    # SIGTERM (kill) and SIGHUP (the terminal closed) too: the server, in a session of its own,
+    # would outlive a process they ended at once.
+    previous = {number: signal.signal(number, on_signal) for number in STOPPING}
     try:
         yield
     except BaseException:
@@ -85,9 +96,10 @@ def interruptible(say_stopped: Callable[[], None]) -> Iterator[None]:
             raise
         # KeyboardInterrupt, or what Prefect made of it on the way out: the run was interrupted.
         say_once()
-        raise Interrupted() from None
+        raise Interrupted(code[0]) from None
     finally:
-        # Once interrupted, the handler and its timer stay: a second Ctrl-C ends the process at
+        # Once interrupted, the handlers and the timer stay: a second Ctrl-C ends the process at
         # once, and the timer also ends one whose exit would wait for a unit still running.
         if not _signals:
-            signal.signal(signal.SIGINT, previous)
+            for number, handler in previous.items():
+                signal.signal(number, handler)

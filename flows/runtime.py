@@ -12,6 +12,7 @@ progress lines and warnings, and a failure is one line from the CLI that names t
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import time
@@ -212,3 +213,6 @@ def kill_servers() -> None:
     for process in list(_processes):
         if process.poll() is None:
             process.kill()
+
+
+atexit.register(kill_servers)  # one left by an exit that did not unwind (Prefect registers its own too)

@@ -218,10 +218,15 @@ def test_a_good_run_prints_no_traceback_and_no_banner_quiet_or_not(tmp_path):
     quiet = curate(["run", str(config), "--quiet"], tmp_path)
     assert quiet.returncode == 0, quiet.stderr[-3000:]
     assert quiet.stderr == ""
-    loud = curate(["run", str(config)], tmp_path)
+    plain = curate(["run", str(config)], tmp_path)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert re.search(r"^starting Prefect's temporary server: \d+ s$", plain.stderr, re.M), plain.stderr
+    assert re.search(r"^lang: 1 of 1 units, 1 skipped \(done before\) in [\d.]+ s$", plain.stderr, re.M)
+    assert " | INFO " not in plain.stderr  # Prefect's info lines: with --verbose
+    loud = curate(["run", str(config), "--verbose"], tmp_path)
     assert loud.returncode == 0, loud.stderr[-3000:]
-    assert "Finished in state Completed()" in loud.stderr  # Prefect's progress lines stay
+    assert "Finished in state Completed()" in loud.stderr  # Prefect's progress lines
     for noise in ("Traceback", "Starting temporary server", "prefect.io/docs", "View at", "error"):
-        assert noise not in loud.stderr
+        assert noise not in loud.stderr and noise not in plain.stderr
     logs = sorted((tmp_path / "run" / "logs").glob("curate-*.log"))
-    assert len(logs) == 2 and "Beginning flow run" in logs[0].read_text()
+    assert len(logs) == 3 and all("Beginning flow run" in log.read_text() for log in logs)

@@ -103,3 +103,44 @@ def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_the_same_command_resu
     assert sorted(resumed_files) == sorted(whole_files)
     assert [name for name in whole_files if resumed_files[name] != whole_files[name]] == []
     assert any(name.startswith("mix/") for name in whole_files)
+
+
+def test_on_a_terminal_the_run_shows_its_status_at_once_and_log_lines_never_break_the_display(tmp_path):
+    """``curate run --verbose`` on a pseudo-terminal: a status line within seconds (before Prefect
+    is even imported), Prefect's info lines each on a line of its own (never glued to a progress
+    row, as when they were written past rich's live display), no telemetry banner."""
+    import pty
+
+    config = write_run(tmp_path, files=2, docs=50)
+    leader, follower = pty.openpty()
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [*CURATE, "run", str(config), "--verbose"],
+        cwd=REPO,
+        env={**environment(), "TERM": "xterm", "COLUMNS": "120"},
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
+    os.close(follower)
+    seen, first = b"", None
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the run ended
+            break
+        if not chunk:
+            break
+        first = first or time.monotonic() - started
+        seen += chunk
+    os.close(leader)
+    assert process.wait(timeout=60) == 0, seen.decode(errors="replace")[-3000:]
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))
+    assert first is not None and first < 5, first
+    assert "importing Prefect" in text and "starting Prefect's temporary server" in text
+    assert "anonymous usage" not in text and "Traceback" not in text
+    rows = re.split(r"[\r\n]", text)
+    logged = [row for row in rows if " | INFO " in row]
+    assert any("Finished in state Completed()" in row for row in logged)
+    assert [row for row in logged if not re.match(r"\d\d:\d\d:\d\d\.\d{3} \| INFO ", row)] == []
