@@ -21,7 +21,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from demo.config import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
 from pipeline.config import RunConfig, load_config, parse_config
@@ -77,33 +76,9 @@ def _main(
     """Curate LLM pretraining data, and prove by training what the curation buys."""
 
 
-class BarProgress:
-    """A rich progress bar per stage, fed by the flows (see flows.progress)."""
-
-    def __init__(self) -> None:
-        self._bar: Progress | None = None
-        self._task = None
-
-    def start(self, stage: str, total: int) -> None:
-        self._bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        )
-        self._bar.start()
-        self._task = self._bar.add_task(f"{stage}: units", total=total)
-
-    def advance(self, amount: int = 1) -> None:
-        if self._bar is not None:
-            self._bar.advance(self._task, amount)
-
-    def finish(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
+VerboseOption = typer.Option(
+    False, "--verbose", "-v", help="Also Prefect's info lines (task and flow runs); the run log has them anyway."
+)
 
 
 def _say(out: Console, text: str) -> None:
@@ -144,17 +119,24 @@ def _failing_on(*errors: type[Exception], where=None) -> Iterator[None]:
     holds its traceback, and exit code 1."""
     try:
         yield
-    except errors as error:
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as error:
+        from flows.interrupt import raise_if_interrupted
+
+        raise_if_interrupted()  # an error on the way out of a run stopped by Ctrl-C is the stop's
+        _report(error, errors, where)
+
+
+def _report(error: Exception, errors: tuple[type[Exception], ...], where) -> None:
+    if isinstance(error, errors):
         _fail(_logged(error, str(error)), 1 if isinstance(error, LedgerError) else 2)
-    except OSError as error:
+    if isinstance(error, OSError):
         what = _disk_full(error)
         if what is None:
             _internal_error(error)
         _fail_disk_full(what, error.filename or where, error)
-    except (typer.Exit, typer.Abort):
-        raise
-    except Exception as error:
-        _internal_error(error)
+    _internal_error(error)
 
 
 def _logged(error: Exception, message: str) -> str:
@@ -220,11 +202,11 @@ def _runner(kind: str, address: str | None, workers: int | None):
         return Runner(kind, address, workers)
 
 
-def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
-    from flows.runners import LOCAL, RunnerError, check_storage, running_on
-    from flows.runtime import configure_prefect, temporary_server
-    from pipeline.formats.documents import RunLayout
-    from pipeline.stages.source import QuarantineError, check_quarantine, check_readers
+def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> dict:
+    from flows.display import RunDisplay, interrupted_line
+    from flows.runners import LOCAL, RunnerError, check_storage
+    from pipeline.stages.registry import enabled_stages
+    from pipeline.stages.source import check_readers
 
     with ExitStack() as held:
         # Before Prefect starts and before anything is written: a source whose reader does not fit
@@ -236,16 +218,15 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
             check_run_dir(config.run_dir)
             held.enter_context(run_lock(config.run_dir))
             open_run(config)
-        configure_prefect(config.run_dir, quiet=quiet)
-        from flows.curate import curate_flow
-        from flows.progress import Silent, reporting
+        display = RunDisplay(console, live=console.is_terminal, quiet=quiet)
+        stages = ["source", *enabled_stages(config)]
 
-        progress = Silent() if quiet or not sys.stderr.isatty() else BarProgress()
-        stopping = (ConfigError, LedgerError, FileNotFoundError, RunnerError, QuarantineError)
-        with _failing_on(*stopping, where=config.run_dir):
-            with temporary_server(), running_on(runner or LOCAL) as ready, reporting(progress):
-                stats = curate_flow(config, ready)
-            check_quarantine(RunLayout(config.run_dir).stage("source"), config)
+        def say_stopped() -> None:
+            display.stop()
+            _say(console, interrupted_line(config.run_dir, stages, display))
+
+        with _stoppable(say_stopped), display:
+            stats = _curate(config, runner or LOCAL, display, verbose and not quiet)
     from report.console import print_funnel, print_licences, print_mixtures, print_sources
     from report.inspect import licence_table
 
@@ -257,6 +238,49 @@ def _run(config: RunConfig, quiet: bool, runner=None) -> dict:
     _say(stdout, f"run directory: {_where(config.run_dir)}")
     _build_report(config.run_dir, after_run=True)
     return stats
+
+
+@contextmanager
+def _stoppable(say_stopped) -> Iterator[None]:
+    """Ctrl-C in the block (flows.interrupt): ``say_stopped`` prints one line, exit code 130."""
+    from flows.interrupt import Interrupted, interruptible
+
+    try:
+        with interruptible(say_stopped):
+            yield
+    except Interrupted as stopped:
+        raise typer.Exit(stopped.code) from None
+
+
+def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
+    """The curation flow of ``config`` on ``runner`` (on Prefect's temporary server when no
+    PREFECT_API_URL is set), its progress on ``display`` (flows.display.RunDisplay); Prefect's
+    info lines on the terminal only when ``verbose``."""
+    from flows.runners import RunnerError, running_on
+    from flows.runtime import configure_prefect, temporary_server
+
+    with display.step("importing Prefect"):
+        configure_prefect(config.run_dir, quiet=not verbose)
+        from flows.curate import curate_flow
+        from flows.logs import printing_to
+        from flows.progress import reporting
+
+    from pipeline.formats.documents import RunLayout
+    from pipeline.stages.source import QuarantineError, check_quarantine
+
+    stopping = (ConfigError, LedgerError, FileNotFoundError, RunnerError, QuarantineError)
+    failing = _failing_on(*stopping, where=config.run_dir)
+    with failing, ExitStack() as run:
+        if display.live:
+            run.enter_context(printing_to(console))
+        if not os.environ.get("PREFECT_API_URL"):
+            with display.step("starting Prefect's temporary server"):
+                run.enter_context(temporary_server())
+        ready = run.enter_context(running_on(runner))
+        run.enter_context(reporting(display))
+        stats = curate_flow(config, ready)
+        check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
+        return stats
 
 
 def _build_report(run_dir, after_run: bool = False):
@@ -324,6 +348,7 @@ def inspect_command(
 def run(
     config: Path = typer.Argument(..., help="TOML config of the run"),
     quiet: bool = QuietOption,
+    verbose: bool = VerboseOption,
     runner: str = RunnerOption,
     address: str | None = AddressOption,
     workers: int | None = WorkersOption,
@@ -332,7 +357,7 @@ def run(
     chosen = _runner(runner, address, workers)
     with _failing_on(ConfigError):
         parsed = load_config(config)
-    _run(parsed, quiet, chosen)
+    _run(parsed, quiet, chosen, verbose)
 
 
 def _run_training_texts(
@@ -480,7 +505,8 @@ def train(
     from flows.runtime import temporary_server
     from flows.train import train_flow
 
-    with _failing_on(ConfigError, FileNotFoundError), temporary_server():
+    resumes = "interrupted; run the same command again to continue from the last checkpoint"
+    with _stoppable(lambda: _say(console, resumes)), _failing_on(ConfigError, FileNotFoundError), temporary_server():
         summary = train_flow(parsed, resume, verified=True)
     from report.console import print_training
 
@@ -579,6 +605,7 @@ def _study(config: Path, command: str, quiet: bool):
     # With runs in processes of their own, the flow and every worker report to one Prefect API
     # (each worker would otherwise start a temporary server of its own).
     with (
+        _stoppable(lambda: _say(console, "interrupted")),
         _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError, QuarantineError),
         shared_api() if parsed.parallel_runs > 1 else temporary_server(),
     ):
@@ -635,6 +662,7 @@ def demo(
     corpus_dir: Path | None = typer.Option(None, help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]"),
     run_dir: Path | None = typer.Option(None, help=f"run directory [default: {DEMO_RUN_DIR}]"),
     quiet: bool = QuietOption,
+    verbose: bool = VerboseOption,
     runner: str = RunnerOption,
     address: str | None = AddressOption,
     workers: int | None = WorkersOption,
@@ -651,4 +679,4 @@ def demo(
     )
     _say(console, f"building the demo corpus ({docs} documents, seed {seed}) in {corpus_dir}")
     build_demo_corpus(corpus_dir, docs=docs, seed=seed)
-    _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen)
+    _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen, verbose)

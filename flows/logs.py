@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from prefect.logging.handlers import PrefectConsoleHandler
+from rich.text import Text
 
 # A record a handler cannot write (to a full disk, to a stopped server) is not reported on the
 # terminal by the logging module (nor by Prefect's log worker, which follows this flag): the run's
@@ -67,8 +70,35 @@ class TerminalHandler(PrefectConsoleHandler):
             return False
         return super().filter(record)
 
+    def emit(self, record: logging.LogRecord) -> None:
+        live = _live
+        if live is None:
+            super().emit(record)
+            return
+        try:  # styled by this handler's console, printed by the live display's
+            with self.console.capture() as captured:
+                self.console.print(self.format(record), soft_wrap=True)
+            live.print(Text.from_ansi(captured.get().rstrip("\n")), soft_wrap=True)
+        except Exception:
+            self.handleError(record)
+
     def format(self, record: logging.LogRecord) -> str:
         bare = copy.copy(record)  # the run log's handler formats the same record, traceback and all
         bare.exc_info = bare.exc_text = bare.stack_info = None
         bare.msg, bare.args = bare.getMessage().split("\nTraceback (most recent call last)", 1)[0], None
         return super().format(bare)
+
+
+_live = None  # the rich Console of a live display on the terminal, when one is up (see printing_to)
+
+
+@contextmanager
+def printing_to(console) -> Iterator[None]:
+    """Inside the block, the terminal's log lines are printed through ``console`` (a rich Console
+    showing a live display: its progress), above the display, instead of across it."""
+    global _live
+    previous, _live = _live, console
+    try:
+        yield
+    finally:
+        _live = previous

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -10,17 +10,21 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture, as_completed
 
+from pipeline.io.storage import AnyPath
 from pipeline.stages.units import RunUnits, run_block
 
 
 class Progress(Protocol):
-    def start(self, stage: str, total: int) -> None: ...
+    """``start(label, total, skipped)``: a step of ``total`` units under ``label``, ``skipped`` of
+    them found complete from an earlier run (they finish at once); ``advance`` as each finishes."""
+
+    def start(self, stage: str, total: int, skipped: int = 0) -> None: ...
     def advance(self, amount: int = 1) -> None: ...
     def finish(self) -> None: ...
 
 
 class Silent:
-    def start(self, stage: str, total: int) -> None:
+    def start(self, stage: str, total: int, skipped: int = 0) -> None:
         pass
 
     def advance(self, amount: int = 1) -> None:
@@ -48,17 +52,23 @@ def reporting(progress: Progress) -> Iterator[Progress]:
         _current = previous
 
 
-def gather_parts(stage: str, futures: list[PrefectFuture]) -> list[dict]:
+def complete_before(parts: AnyPath, units: Iterable[str]) -> int:
+    """How many of ``units`` have their part record in ``parts`` already (an earlier run's, which
+    the unit will most likely find complete and skip)."""
+    return sum((parts / f"{unit}.json").exists() for unit in units)
+
+
+def gather_parts(stage: str, futures: list[PrefectFuture], skipped: int = 0) -> list[dict]:
     """The units' part records (with progress as they finish), sorted by unit name."""
-    return sorted(gather_in_order(stage, futures), key=lambda part: part["unit"])
+    return sorted(gather_in_order(stage, futures, skipped), key=lambda part: part["unit"])
 
 
-def gather_in_order(label: str | None, futures: list[PrefectFuture]) -> list:
+def gather_in_order(label: str | None, futures: list[PrefectFuture], skipped: int = 0) -> list:
     """The futures' results in the order given, with progress as they finish under ``label``
     (None: no progress shown)."""
     if label is not None:
         progress = current()
-        progress.start(label, len(futures))
+        progress.start(label, len(futures), skipped)
         for _ in as_completed(futures):
             progress.advance()
         progress.finish()

@@ -12,6 +12,7 @@ progress lines and warnings, and a failure is one line from the CLI that names t
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import time
@@ -36,12 +37,14 @@ class ServerStartError(RuntimeError):
 
 
 def configure_prefect(run_dir: Path | str, quiet: bool = False, command: str = "curate") -> Path:
-    """Set Prefect up for a run in ``run_dir`` (its database, its logging); return the run log's path."""
+    """Set Prefect up for a run in ``run_dir`` (its database, its logging, no telemetry); return the
+    run log's path. ``quiet``: the terminal gets Prefect's warnings only, not its info lines."""
     if not os.environ.get("PREFECT_API_URL") and is_local(run_dir):
         home = Path(run_dir).resolve() / ".prefect"
         home.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("PREFECT_HOME", str(home))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")  # the client's telemetry, and its banner on a terminal
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", EPHEMERAL_STARTUP_TIMEOUT_S)
     os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
     logs = Path(run_dir).resolve() / LOGS_DIR if is_local(run_dir) else prefect_home() / LOGS_DIR
@@ -140,12 +143,34 @@ def send_logs() -> None:
     APILogWorker.drain_all(timeout=30, at_exit=False)
 
 
+def _server_process(server):
+    """Prefect's temporary server process (``SubprocessASGIServer._run_uvicorn_command``'s command
+    and environment), in a session of its own: a Ctrl-C at the terminal signals the terminal's
+    foreground process group, and the server must outlive it until the run has stopped and sent
+    its last states and logs; the run stops it (:func:`temporary_server`, :func:`stop_server`)."""
+    import subprocess
+
+    import prefect
+    from prefect.settings import get_current_settings
+
+    command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory"]
+    command += ["prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(server.port)]
+    command += ["--log-level", "error", "--lifespan", "on"]
+    env = {
+        **os.environ,
+        "PREFECT_UI_ENABLED": "0",
+        "PREFECT__SERVER_EPHEMERAL": "1",
+        "PREFECT__SERVER_FINAL": "1",
+        **get_current_settings().to_environment_variables(exclude_unset=True),
+    }
+    return subprocess.Popen(command, env=env, start_new_session=True)
+
+
 def start_server():
     """Start Prefect's temporary server, as Prefect's client would on its first call (and which it
     then uses), its log records in the run log; return it (``server.api_url``, ``server.stop()``).
     Raises ServerStartError as soon as the server's process ends, where Prefect would start it
     again and again until its timeout (minutes, on a full disk)."""
-    import httpx
     from prefect.server.api.server import SubprocessASGIServer
 
     global _started_url
@@ -154,8 +179,21 @@ def start_server():
         return server
     server.port = server.port or server.find_available_port()
     timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", EPHEMERAL_STARTUP_TIMEOUT_S))
-    server.server_process = process = server._run_uvicorn_command()
+    server.server_process = process = _server_process(server)
     server.running = True
+    _processes.add(process)
+    try:
+        _wait_for(server, process, timeout)
+    except BaseException:  # a Ctrl-C while it starts, too: the server is in a session of its own
+        server.stop()
+        raise
+    _started_url = server.api_url
+    return server
+
+
+def _wait_for(server, process, timeout: float) -> None:
+    import httpx
+
     deadline = time.monotonic() + timeout
     with httpx.Client() as client:
         while time.monotonic() < deadline:
@@ -164,10 +202,22 @@ def start_server():
                 raise ServerStartError(f"Prefect's temporary server exited with code {process.returncode}")
             try:
                 if client.get(f"{server.api_url}/health").status_code == 200:
-                    _started_url = server.api_url
-                    return server
+                    return
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
-    server.stop()
     raise ServerStartError(f"Prefect's temporary server did not answer in {timeout:.0f} s")
+
+
+_processes: set = set()  # the temporary servers' processes this process started
+
+
+def kill_servers() -> None:
+    """Kill the temporary servers this process started, at once (a run stopped without unwinding:
+    they are in sessions of their own, and would outlive it)."""
+    for process in list(_processes):
+        if process.poll() is None:
+            process.kill()
+
+
+atexit.register(kill_servers)  # one left by an exit that did not unwind (Prefect registers its own too)

@@ -9,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
-from flows.progress import gather_parts
+from flows.progress import complete_before, gather_parts
 from pipeline.config import RunConfig, SourceConfig
 from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.formats.manifest import open_run
@@ -32,7 +32,9 @@ def source_flow(config: RunConfig) -> dict:
     remove_temporaries(stage.root)
     work = [(unit, source) for source in config.sources for unit in plan_units(source)]
 
-    parts = gather_parts(STAGE, [source_unit_task.submit(unit, source, config, stage) for unit, source in work])
+    skipped = complete_before(stage.parts, [unit.name for unit, _ in work])
+    futures = [source_unit_task.submit(unit, source, config, stage) for unit, source in work]
+    parts = gather_parts(STAGE, futures, skipped)
     stats = finish_source(config, stage, parts)
     publish_stage(STAGE, stats)
     return stats

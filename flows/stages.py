@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
-from flows.progress import gather_parts
+from flows.progress import complete_before, gather_parts
 from pipeline.config import RunConfig
 from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.io.writer import remove_temporaries
@@ -37,6 +37,8 @@ def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
     remove_temporaries(stage.root)
     inputs = sorted(before.docs.glob("*.parquet"))
 
-    parts = gather_parts(stage_name, [shard_task.submit(stage_name, path, stage, config) for path in inputs])
+    skipped = complete_before(stage.parts, [path.stem for path in inputs])
+    futures = [shard_task.submit(stage_name, path, stage, config) for path in inputs]
+    parts = gather_parts(stage_name, futures, skipped)
 
     return publish_stage(stage_name, finish_stage(stage_name, previous, config, parts))

@@ -58,11 +58,17 @@ def curate(
             f'cp -r "$0/logs" "{tmp_path / "kept-logs"}" 2>/dev/null; exit $rc'
         )
         command = ["unshare", "-Urm", "sh", "-c", script, str(folder), *command]
+    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=environment(env), timeout=900)
+
+
+def environment(env: dict | None = None) -> dict:
+    """The environment of a ``curate`` process as a user's shell would give it (this checkout on the
+    path, none of the test session's Prefect settings), plus ``env``."""
     environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     for name in ("PREFECT_HOME", "PREFECT_API_URL", "PREFECT_LOGGING_SETTINGS_PATH", "PREFECT_LOGGING_LEVEL"):
         if name not in (env or {}):
             environment.pop(name, None)
-    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=environment, timeout=900)
+    return environment
 
 
 def run_config(tmp_path: Path, source: Path, extra: str = "") -> Path:
@@ -212,10 +218,15 @@ def test_a_good_run_prints_no_traceback_and_no_banner_quiet_or_not(tmp_path):
     quiet = curate(["run", str(config), "--quiet"], tmp_path)
     assert quiet.returncode == 0, quiet.stderr[-3000:]
     assert quiet.stderr == ""
-    loud = curate(["run", str(config)], tmp_path)
+    plain = curate(["run", str(config)], tmp_path)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert re.search(r"^starting Prefect's temporary server: \d+ s$", plain.stderr, re.M), plain.stderr
+    assert re.search(r"^lang: 1 of 1 units, 1 skipped \(done before\) in [\d.]+ s$", plain.stderr, re.M)
+    assert " | INFO " not in plain.stderr  # Prefect's info lines: with --verbose
+    loud = curate(["run", str(config), "--verbose"], tmp_path)
     assert loud.returncode == 0, loud.stderr[-3000:]
-    assert "Finished in state Completed()" in loud.stderr  # Prefect's progress lines stay
+    assert "Finished in state Completed()" in loud.stderr  # Prefect's progress lines
     for noise in ("Traceback", "Starting temporary server", "prefect.io/docs", "View at", "error"):
-        assert noise not in loud.stderr
+        assert noise not in loud.stderr and noise not in plain.stderr
     logs = sorted((tmp_path / "run" / "logs").glob("curate-*.log"))
-    assert len(logs) == 2 and "Beginning flow run" in logs[0].read_text()
+    assert len(logs) == 3 and all("Beginning flow run" in log.read_text() for log in logs)
