@@ -27,7 +27,8 @@ from demo.config import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
 from pipeline.config import RunConfig, load_config, parse_config
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.ledger import LedgerError
-from pipeline.formats.manifest import check_run_dir, open_run, run_lock
+from pipeline.formats.manifest import check_run_dir, run_lock
+from pipeline.stages.rerun import open_run
 
 app = typer.Typer(
     add_completion=False,

@@ -74,7 +74,7 @@ from experiment.runs import (
 from flows.curate import curate_flow
 from flows.train import trainer_log
 from pipeline.config import RunConfig, parse_config
-from pipeline.formats.manifest import open_run
+from pipeline.stages.rerun import open_run
 from trainer.config import ModelSection
 
 

@@ -13,8 +13,9 @@ from flows.artifacts import publish_stage
 from flows.progress import gather_parts
 from pipeline.config import RunConfig, SourceConfig
 from pipeline.formats.documents import RunLayout, StageDir
-from pipeline.formats.manifest import open_run, record_stage
+from pipeline.formats.manifest import record_stage
 from pipeline.io.writer import remove_temporaries, write_json
+from pipeline.stages.rerun import open_run
 from pipeline.stages.shard import check_stage_outputs, merge_groups, remove_unlisted
 from pipeline.stages.source import STAGE, Unit, drop_repeated_ids, plan_units, source_unit
 

@@ -220,11 +220,12 @@ def live_markup(elements: _Elements, allowed: set[str]) -> list:
 def curate_in_process(config: RunConfig) -> dict[str, dict]:
     """Every enabled stage of ``config`` in order, by its library calls without Prefect (what
     flows.curate runs); each stage's stats by name."""
-    from pipeline.formats.manifest import open_run, record_stage
+    from pipeline.formats.manifest import record_stage
     from pipeline.io.writer import write_json
     from pipeline.stages.dedup import run_dedup, run_lines
     from pipeline.stages.mix import run_mix
     from pipeline.stages.registry import REGISTRY, build_step, enabled_stages
+    from pipeline.stages.rerun import open_run
     from pipeline.stages.shard import check_stage_outputs, finish_stage, shard_unit
     from pipeline.stages.source import drop_repeated_ids
     from pipeline.stages.tokenize import run_tokenize

@@ -14,8 +14,8 @@ import pipeline.io.writer as writer
 from flows.cli import app
 from flows.source import source_flow
 from pipeline.formats.documents import UNKNOWN, RunLayout
-from pipeline.formats.manifest import open_run
 from pipeline.io.writer import TMP_MARK
+from pipeline.stages.rerun import open_run
 from tests.helpers import check_card, html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
