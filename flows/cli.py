@@ -285,12 +285,19 @@ def run(
     runner: str = RunnerOption,
     address: str | None = AddressOption,
     workers: int | None = WorkersOption,
+    plan: bool = typer.Option(
+        False, "--plan", help="print which stages a rerun keeps and which it redoes (and why), and run nothing"
+    ),
 ) -> None:
     """Run the curation flows of CONFIG (on local threads, local processes or a Dask cluster)."""
+    from report.console import print_run_plan
+
     chosen = _runner(runner, address, workers)
     with _failing_on(ConfigError):
         parsed = load_config(config)
-    _run(parsed, quiet, chosen)
+        print_run_plan(stdout, parsed, new_run=plan)
+    if not plan:
+        _run(parsed, quiet, chosen)
 
 
 def _run_training_texts(

@@ -5,7 +5,6 @@ config would; only files this project wrote are removed."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -13,29 +12,12 @@ import pytest
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.stages.rerun import config_changes, plan_run, readers, stage_identities
-from tests.helpers import curate_in_process, source_config, write_jsonl
-
-WORDS = (
-    "the of and to in is that it was for on are with as his they be at one have this from or had by "
-    "word but what some we can out other were all there when up use your how said an each she which do"
-).split()
+from tests.helpers import curate_in_process, near_copies_corpus, source_config, stage_outputs
 
 
 @pytest.fixture
 def corpus(tmp_path) -> Path:
-    """60 English-looking documents, and near copies of 8 of them (one word of 120 changed: a
-    Jaccard similarity of about 0.84 on 5-word shingles, a duplicate at 0.8, not at 0.95)."""
-    rng = random.Random(0)
-    docs = []
-    for _ in range(60):
-        words = [rng.choice(WORDS) for _ in range(120)]
-        docs.append(" ".join(" ".join(words[j : j + 12]).capitalize() + "." for j in range(0, 120, 12)))
-    for text in docs[:8]:
-        words = text.split()
-        words[60] = "changed"
-        docs.append(" ".join(words))
-    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in docs])
-    return tmp_path / "in"
+    return near_copies_corpus(tmp_path / "in")
 
 
 def config(tmp_path, corpus, run="run", **settings):
@@ -43,16 +25,6 @@ def config(tmp_path, corpus, run="run", **settings):
     settings = {"tokenize": {"vocab_size": 300}, "mix": mix, **settings}
     made = source_config(tmp_path, [{"name": "web", "reader": "jsonl", "paths": [str(corpus)]}], **settings)
     return made.model_copy(update={"run_dir": tmp_path / run})
-
-
-def outputs(run_dir: Path) -> dict[str, bytes]:
-    """Every file under the run's stage folders, with the run folder's own path (which part
-    records and stats name) written as <run>."""
-    return {
-        str(p.relative_to(run_dir)): p.read_bytes().replace(str(run_dir).encode(), b"<run>")
-        for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.parent != run_dir
-    }
 
 
 def inodes(run_dir: Path, stage: str) -> dict[str, tuple[int, int]]:
@@ -108,7 +80,7 @@ def test_a_changed_dedup_threshold_reruns_dedup_and_after_to_the_bytes_of_a_fres
     assert not set(inodes(changed.run_dir, "dedup").values()) & set(redone.values())
     fresh = config(tmp_path, corpus, run="fresh", dedup={"threshold": 0.95})
     assert curate_in_process(fresh) == json.loads(json.dumps(again).replace("/run/", "/fresh/"))
-    assert outputs(changed.run_dir) == outputs(fresh.run_dir)
+    assert stage_outputs(changed.run_dir) == stage_outputs(fresh.run_dir)
     assert [str(p) for p in plan_run(changed).stages][0] == "source: kept (same config and inputs)"
     assert {p.action for p in plan_run(changed).stages} == {"kept"}
 
@@ -153,7 +125,7 @@ def test_a_rerun_removes_only_what_the_project_wrote_and_drops_disabled_stages(t
     fresh = config(tmp_path, corpus, run="fresh", tokenize={"enabled": False}, dedup={"threshold": 0.95})
     curate_in_process(fresh.model_copy(update={"lines": changed.lines}))
     notes.unlink()
-    assert outputs(run) == outputs(tmp_path / "fresh")
+    assert stage_outputs(run) == stage_outputs(tmp_path / "fresh")
 
 
 def test_a_run_made_before_reruns_were_recorded_is_refused_naming_the_changed_key(tmp_path, corpus):
