@@ -169,8 +169,8 @@ def plan_run(config: RunConfig) -> RunPlan:
                 upstream = upstream or f"{stage} is no longer enabled"
             continue
         plan = _stage_plan(stage, record, identities[stage], changes, upstream)
-        if plan.action == "reruns":
-            upstream = upstream or f"{stage} reruns"
+        if plan.action in ("reruns", "runs"):
+            upstream = upstream or f"{stage} {plan.action}"
         plans.append(plan)
     return RunPlan(plans, changes)
 

@@ -137,3 +137,45 @@ def test_a_run_made_before_reruns_were_recorded_is_refused_naming_the_changed_ke
     changed = config(tmp_path, corpus, dedup={"enabled": False}, tokenize={"enabled": False}, lang={"min_score": 0.5})
     with pytest.raises(ConfigError, match=r"another config \(lang.min_score: 0.0 -> 0.5 \(read by lang\)\)"):
         plan_run(changed)
+
+
+def test_a_stage_enabled_on_a_rerun_runs_and_the_stages_after_it_rerun(tmp_path, corpus):
+    off = {"enabled": False}
+    curate_in_process(config(tmp_path, corpus, filter=off, tokenize=off))
+    changed = config(tmp_path, corpus, tokenize=off)
+    assert plan_run(changed).lines() == [
+        "changed: filter.enabled: false -> true (read by filter)",
+        "source: kept (same config and inputs)",
+        "lang: kept (same config and inputs)",
+        "filter: runs (not run here before)",
+        "dedup: reruns (its input changes: filter runs)",
+        "lines: reruns (its input changes: filter runs)",
+    ]
+    curate_in_process(changed)
+    fresh = config(tmp_path, corpus, run="fresh", tokenize=off)
+    curate_in_process(fresh)
+    assert stage_outputs(tmp_path / "run") == stage_outputs(tmp_path / "fresh")
+
+
+def test_a_stage_killed_before_it_finished_resumes_or_is_redone_whole(tmp_path, corpus, monkeypatch):
+    import pipeline.stages.dedup as dedup
+
+    off = {"enabled": False}
+    real_finish = dedup.finish_stage
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(dedup, "finish_stage", killed)
+    with pytest.raises(KeyboardInterrupt):
+        curate_in_process(config(tmp_path, corpus, tokenize=off, lines=off))
+    monkeypatch.setattr(dedup, "finish_stage", real_finish)
+    assert any((tmp_path / "run" / "dedup" / "docs").iterdir())  # its units wrote their shards
+    same = config(tmp_path, corpus, tokenize=off, lines=off)
+    assert [str(p) for p in plan_run(same).stages][-1] == "dedup: resumes (same config; it had not finished)"
+
+    changed = config(tmp_path, corpus, tokenize=off, lines=off, dedup={"threshold": 0.95})
+    assert [p.action for p in plan_run(changed).stages] == ["kept", "kept", "kept", "reruns"]
+    curate_in_process(changed)
+    curate_in_process(config(tmp_path, corpus, run="fresh", tokenize=off, lines=off, dedup={"threshold": 0.95}))
+    assert stage_outputs(tmp_path / "run") == stage_outputs(tmp_path / "fresh")
