@@ -32,8 +32,9 @@ from pipeline.api import (
     read_run,
 )
 from pipeline.formats.documents import RunLayout
-from pipeline.formats.manifest import check_run_dir, open_run, run_lock
+from pipeline.formats.manifest import check_run_dir, run_lock
 from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
+from pipeline.stages.rerun import open_run
 from pipeline.stages.source import check_quarantine, check_readers
 
 __all__ = [

@@ -26,7 +26,8 @@ from demo.config import DEMO_CORPUS_DIR, DEMO_RUN_DIR, demo_config
 from pipeline.config import RunConfig, load_config, parse_config
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.ledger import LedgerError
-from pipeline.formats.manifest import check_run_dir, open_run, run_lock
+from pipeline.formats.manifest import check_run_dir, run_lock
+from pipeline.stages.rerun import open_run
 
 # Help text is printed as written: no rich markup, so `pip install -e '.[ray]'` and "[sweep]" keep
 # their brackets; on a wide terminal it uses up to 120 columns.
@@ -352,12 +353,19 @@ def run(
     runner: str = RunnerOption,
     address: str | None = AddressOption,
     workers: int | None = WorkersOption,
+    plan: bool = typer.Option(
+        False, "--plan", help="print which stages a rerun keeps and which it redoes (and why), and run nothing"
+    ),
 ) -> None:
     """Run the curation flows of CONFIG (on local threads, local processes or a Dask cluster)."""
+    from report.console import print_run_plan
+
     chosen = _runner(runner, address, workers)
     with _failing_on(ConfigError):
         parsed = load_config(config)
-    _run(parsed, quiet, chosen, verbose)
+        print_run_plan(stdout, parsed, new_run=plan)
+    if not plan:
+        _run(parsed, quiet, chosen, verbose)
 
 
 def _run_training_texts(

@@ -75,7 +75,7 @@ from flows.curate import curate_flow
 from flows.train import trainer_log
 from pipeline.config import RunConfig, parse_config
 from pipeline.formats.documents import RunLayout
-from pipeline.formats.manifest import open_run
+from pipeline.stages.rerun import open_run
 from pipeline.stages.source import check_quarantine, check_readers
 from trainer.config import ModelSection
 

@@ -12,8 +12,8 @@ from flows.artifacts import publish_stage
 from flows.progress import complete_before, gather_parts
 from pipeline.config import RunConfig, SourceConfig
 from pipeline.formats.documents import RunLayout, StageDir
-from pipeline.formats.manifest import open_run
 from pipeline.io.writer import remove_temporaries
+from pipeline.stages.rerun import open_run
 from pipeline.stages.source import STAGE, Unit, finish_source, plan_units, source_unit
 
 

@@ -64,6 +64,19 @@ def _value(value, digits: int = 4) -> str:
     return str(value)
 
 
+def print_run_plan(out: Console, config, new_run: bool = False) -> None:
+    """What a run of ``config`` does with its run directory (pipeline.stages.rerun.plan_run): each
+    config key that changed, with the stages that read it, then one line per stage, kept or redone
+    and why. A new run prints nothing unless ``new_run``."""
+    from pipeline.stages.rerun import plan_run
+
+    plan = plan_run(config)
+    if plan.new and not new_run:
+        return
+    for line in plan.lines():
+        say(out, line)
+
+
 def print_funnel(out: Console, stats: dict[str, dict]) -> None:
     """Documents in and out of each stage of a run, with the top reasons for what left."""
     table = Table(title="documents through the stages")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import random
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -86,6 +87,39 @@ def write_warc(path: Path, responses: list[tuple[str, str, bytes]], conversions:
     return path
 
 
+COMMON_WORDS = (
+    "the of and to in is that it was for on are with as his they be at one have this from or had by "
+    "word but what some we can out other were all there when up use your how said an each she which do"
+).split()
+
+
+def near_copies_corpus(folder: Path) -> Path:
+    """``folder/a.jsonl``: 60 English-looking documents that every filter keeps, and near copies
+    of 8 of them (one word of 120 changed: a Jaccard similarity of about 0.84 on 5-word shingles, a
+    duplicate at dedup's 0.8, not at 0.95). Returns the folder."""
+    rng = random.Random(0)
+    docs = []
+    for _ in range(60):
+        words = [rng.choice(COMMON_WORDS) for _ in range(120)]
+        docs.append(" ".join(" ".join(words[j : j + 12]).capitalize() + "." for j in range(0, 120, 12)))
+    for text in docs[:8]:
+        words = text.split()
+        words[60] = "changed"
+        docs.append(" ".join(words))
+    write_jsonl(folder / "a.jsonl", [{"text": t} for t in docs])
+    return folder
+
+
+def stage_outputs(run_dir: Path) -> dict[str, bytes]:
+    """Every file under the run's stage folders, with the run folder's own path (which part
+    records and stats name) written as <run>: what two runs of one config in two folders share."""
+    return {
+        str(p.relative_to(run_dir)): p.read_bytes().replace(str(run_dir).encode(), b"<run>")
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and p.parent != run_dir and p.relative_to(run_dir).parts[0] not in (".prefect", "logs", "report")
+    }
+
+
 def source_config(tmp_path: Path, sources: list[dict], **settings) -> RunConfig:
     return parse_config({"run_dir": str(tmp_path / "run"), "sources": sources, **settings})
 
@@ -107,7 +141,7 @@ def run_units(config: RunConfig) -> list[dict]:
 def source_run(config: RunConfig) -> dict:
     """The source stage as a run makes it (its units, stats.json and the manifest), without
     Prefect; return its stats."""
-    from pipeline.formats.manifest import open_run
+    from pipeline.stages.rerun import open_run
     from pipeline.stages.source import finish_source
 
     open_run(config)
@@ -230,11 +264,12 @@ def live_markup(elements: _Elements, allowed: set[str]) -> list:
 def curate_in_process(config: RunConfig) -> dict[str, dict]:
     """Every enabled stage of ``config`` in order, by its library calls without Prefect (what
     flows.curate runs); each stage's stats by name."""
-    from pipeline.formats.manifest import open_run, record_stage
+    from pipeline.formats.manifest import record_stage
     from pipeline.io.writer import write_json
     from pipeline.stages.dedup import run_dedup, run_lines
     from pipeline.stages.mix import run_mix
     from pipeline.stages.registry import REGISTRY, build_step, enabled_stages
+    from pipeline.stages.rerun import open_run
     from pipeline.stages.shard import check_stage_outputs, finish_stage, shard_unit
     from pipeline.stages.source import drop_repeated_ids
     from pipeline.stages.tokenize import run_tokenize

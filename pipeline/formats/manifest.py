@@ -5,6 +5,10 @@ The manifest is also what makes a folder a run: a run writes only into a new fol
 one, or a folder with a run's manifest (:func:`check_run_dir`), since its stages replace files in
 the folders they write. While a run works, it holds ``<run_dir>/.run.lock`` (:func:`run_lock`), so a
 second run on the same folder stops with one line instead of mixing its files into the first's.
+
+For reruns with a changed config (pipeline.stages.rerun), the manifest records under ``made`` each
+stage's identity and the files it wrote, so that a stage's outputs are removed only when they are
+known to be its own.
 """
 
 from __future__ import annotations
@@ -177,7 +181,7 @@ def config_record(config: RunConfig) -> dict:
 CHECK_SETTINGS = ("max_quarantine_fraction",)
 
 
-def _what_is_made(record: dict) -> dict:
+def what_is_made(record: dict) -> dict:
     """A config record without :data:`CHECK_SETTINGS` (the run's and each source's)."""
     record = {k: v for k, v in record.items() if k not in CHECK_SETTINGS}
     if isinstance(record.get("sources"), list):
@@ -188,36 +192,60 @@ def _what_is_made(record: dict) -> dict:
     return record
 
 
-def open_run(config: RunConfig) -> dict:
-    """Create the run directory's manifest, or check that an existing one is of this config.
+def new_manifest(config: RunConfig) -> dict:
+    """The manifest of a run that has written nothing yet."""
+    return {"config": config_record(config), "versions": package_versions(), "inputs": [], "stages": {}, MADE: {}}
 
-    Resuming a run needs the same config: a different one would mix outputs of two configs. A
-    folder that is not a run (see :func:`check_run_dir`) stops here, before anything is written."""
-    check_run_dir(config.run_dir)
-    layout = RunLayout(config.run_dir)
-    if layout.manifest.exists():
-        manifest = read_json(layout.manifest)
-        recorded = manifest.get("config")
-        if not isinstance(recorded, dict) or _what_is_made(recorded) != _what_is_made(config_record(config)):
-            raise ConfigError(
-                f"run_dir: {str(config.run_dir)!r} holds a run made with another config; "
-                "choose a new run_dir, or delete that folder to start over"
-            )
-        manifest["config"] = config_record(config)
-        manifest["versions"] = package_versions()
-    else:
-        layout.root.mkdir(parents=True, exist_ok=True)
-        manifest = {"config": config_record(config), "versions": package_versions(), "inputs": [], "stages": {}}
-    write_json(manifest, layout.manifest)
-    return manifest
+
+# What the manifest records of each stage it began: ``identity`` (the config it reads and the
+# identity of the stage before it, see pipeline.stages.rerun), ``foreign`` (the files its folder
+# held before this project wrote there) and, once it finished, ``files`` (every file it wrote).
+# A manifest without this key was made before reruns were recorded.
+MADE = "made"
+
+
+def stage_files(run_dir, stage: str) -> list[str]:
+    """Every file under the stage's folder, as sorted paths relative to it."""
+    root = RunLayout(run_dir).stage(stage).root
+    if not root.exists():
+        return []
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def own_files(run_dir, stage: str, record: dict) -> list[str]:
+    """The files of the stage's folder that this project wrote there: those the finished stage
+    recorded, or (a stage that never finished) every file there but those it found there first."""
+    here = stage_files(run_dir, stage)
+    if "files" in record:
+        return sorted(set(record["files"]) & set(here))
+    return sorted(set(here) - set(record.get("foreign", [])))
+
+
+def remove_own_outputs(run_dir, stage: str, record: dict) -> list[str]:
+    """Delete the files the stage wrote (:func:`own_files`), then the folders left empty; return
+    the files. A file the project did not write stays, and so does its folder."""
+    root = RunLayout(run_dir).stage(stage).root
+    gone = own_files(run_dir, stage, record)
+    for rel in gone:
+        (root / rel).unlink()
+    if root.exists():
+        folders = [p for p in root.rglob("*") if p.is_dir()]
+        for folder in [*sorted(folders, key=lambda f: len(f.parts), reverse=True), root]:
+            if not any(folder.iterdir()):
+                folder.rmdir()
+    return gone
 
 
 def record_stage(config: RunConfig, stage: str, counts: dict, inputs: list[dict] | None = None) -> dict:
-    """Add a finished stage's counts (and, for the source stage, the input checksums)."""
+    """Add a finished stage's counts (and, for the source stage, the input checksums), and the
+    files it wrote (the last thing it does, so that every file it writes is named)."""
     layout = RunLayout(config.run_dir)
     manifest = read_json(layout.manifest)
     manifest["stages"][stage] = counts
     if inputs is not None:
         manifest["inputs"] = inputs
+    record = manifest.get(MADE, {}).get(stage)
+    if record is not None:  # begun by open_run: what the stage wrote is every file it did not find
+        record["files"] = sorted(set(stage_files(config.run_dir, stage)) - set(record.get("foreign", [])))
     write_json(manifest, layout.manifest)
     return manifest

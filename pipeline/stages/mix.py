@@ -1070,6 +1070,6 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     removed_counts = _removed_counts(counts, handed_over)
     stats = _stage_stats(handed_over, counts, removed_counts, exclusion, manifests, stage.root)
     write_json(stats, stage.stats)
-    record_stage(config, STAGE, stats)
     write_cards(config.run_dir)  # each mixture's README.md, from the files written above
+    record_stage(config, STAGE, stats)  # last: it records every file the stage wrote
     return stats

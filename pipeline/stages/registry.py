@@ -28,6 +28,9 @@ class StageSpec:
     name: str
     kind: str  # source | shard (a step per shard) | corpus (counts over the corpus first) | tokens | mixtures
     documents: bool
+    # The config keys (dotted paths) whose values the stage's outputs depend on: with the identity
+    # of the stage before it, they are the stage's identity (pipeline.stages.rerun).
+    reads: tuple[str, ...] = ()
 
     @property
     def folder(self) -> str:
@@ -41,13 +44,14 @@ class StageSpec:
 REGISTRY = {
     spec.name: spec
     for spec in (
-        StageSpec("source", "source", documents=True),
-        StageSpec("lang", "shard", documents=True),
-        StageSpec("filter", "shard", documents=True),
-        StageSpec("dedup", "corpus", documents=True),
-        StageSpec("lines", "corpus", documents=True),
-        StageSpec("tokenize", "tokens", documents=False),
-        StageSpec("mix", "mixtures", documents=False),
+        StageSpec("source", "source", True, ("sources", "batch_docs", "max_doc_bytes", "shard_docs", "shard_bytes")),
+        StageSpec("lang", "shard", True, ("lang", "batch_docs")),
+        StageSpec("filter", "shard", True, ("filter", "batch_docs")),
+        StageSpec("dedup", "corpus", True, ("dedup", "batch_docs")),
+        StageSpec("lines", "corpus", True, ("lines", "batch_docs")),
+        StageSpec("tokenize", "tokens", False, ("tokenize", "seed", "batch_docs")),
+        # mix measures near copies with dedup's shingles and permutations (pipeline.stages.mix).
+        StageSpec("mix", "mixtures", False, ("mix", "seed", "dedup.ngram", "dedup.num_perm", "dedup.seed")),
     )
 }
 STAGES = tuple(name for name in REGISTRY if name != "source")  # the stages a config turns on or off

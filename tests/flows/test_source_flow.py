@@ -14,8 +14,8 @@ import pipeline.io.writer as writer
 from flows.cli import app
 from flows.source import source_flow
 from pipeline.formats.documents import UNKNOWN, RunLayout
-from pipeline.formats.manifest import open_run
 from pipeline.io.writer import TMP_MARK
+from pipeline.stages.rerun import open_run
 from tests.helpers import check_card, html_page, run_units, source_config, write_jsonl, write_parquet_file, write_warc
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -165,8 +165,10 @@ def test_curate_run_prints_counts_per_source_and_the_run_directory(tmp_path, inp
 
     other = tmp_path / "other.toml"
     other.write_text(config.read_text().replace('"jsonl"', '"jsonl"\nmeta_fields = []', 1))
-    result = CliRunner().invoke(app, ["run", str(other), "--quiet"])
-    assert result.exit_code == 2 and "holds a run made with another config" in result.output
+    result = CliRunner().invoke(app, ["run", str(other), "--quiet"])  # a rerun: source changed, so all stages redo
+    assert result.exit_code == 0, result.output
+    assert "changed: sources[0].meta_fields: null -> [] (read by source)" in result.output
+    assert "source: reruns (sources[0].meta_fields: null -> [])" in result.output
 
 
 def test_curate_demo_accounts_for_every_labelled_document(demo_run):

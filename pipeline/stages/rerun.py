@@ -1,0 +1,207 @@
+"""Reruns: a run directory opened again with a changed config keeps the stages the change does not
+reach and redoes the others.
+
+A stage's identity is the part of the config it reads (``StageSpec.reads`` in the registry) and
+the identity of the stage before it, so a change to a key reaches the stages that read it and every
+stage after them. The manifest records each stage's identity and the files it wrote
+(pipeline.formats.manifest); :func:`open_run` removes the files of the stages to redo (and of
+stages no longer enabled) and nothing else, so the run then ends byte-identical to a fresh run of
+the new config. A stage that is kept still runs: its units find their outputs complete and skip
+them (and redo those whose inputs changed). :func:`plan_run` says what :func:`open_run` will do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from pipeline.config import RunConfig
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import RunLayout
+from pipeline.formats.manifest import (
+    MADE,
+    check_run_dir,
+    config_record,
+    new_manifest,
+    package_versions,
+    remove_own_outputs,
+    stage_files,
+    what_is_made,
+)
+from pipeline.io.writer import read_json, write_json
+from pipeline.stages.registry import REGISTRY, enabled_stages
+
+# Keys that say where the run is, not what it makes.
+_NOT_READ = ("run_dir",)
+
+KEPT = "kept (same config and inputs)"
+
+
+def _value_at(record: dict, path: str):
+    value = record
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def stage_identities(config: RunConfig) -> dict[str, str]:
+    """Each stage that runs with ``config`` (source first), by its identity: a digest of the config
+    keys it reads and of the identity of the stage before it."""
+    record = what_is_made(config_record(config))
+    identities, before = {}, None
+    for stage in ("source", *enabled_stages(config)):
+        reads = {path: _value_at(record, path) for path in REGISTRY[stage].reads}
+        made_of = json.dumps({"stage": stage, "reads": reads, "after": before}, sort_keys=True)
+        identities[stage] = before = hashlib.sha256(made_of.encode()).hexdigest()
+    return identities
+
+
+@dataclass(frozen=True)
+class Change:
+    """A config key whose value differs, as a dotted path (``filter.params.gopher_quality.max_symbol_ratio``)."""
+
+    path: str
+    old: object
+    new: object
+
+    def __str__(self) -> str:
+        return f"{self.path}: {json.dumps(self.old)} -> {json.dumps(self.new)}"
+
+
+def config_changes(old, new, path: str = "") -> list[Change]:
+    """Every key whose value differs between two config records, as deep as both are the same
+    kind of thing (tables key by key, lists of the same length item by item)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        found = []
+        for key in sorted(set(old) | set(new)):
+            if not path and key in _NOT_READ:
+                continue
+            found += config_changes(old.get(key), new.get(key), f"{path}.{key}" if path else key)
+        return found
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [c for i, (a, b) in enumerate(zip(old, new)) for c in config_changes(a, b, f"{path}[{i}]")]
+    return [] if old == new else [Change(path, old, new)]
+
+
+def _covers(read: str, path: str) -> bool:
+    return path == read or path.startswith((f"{read}.", f"{read}[")) or read.startswith(f"{path}.")
+
+
+def readers(path: str) -> list[str]:
+    """The stages that read the config key ``path``, in run order."""
+    return [name for name, spec in REGISTRY.items() if any(_covers(read, path) for read in spec.reads)]
+
+
+def _read_by(change: Change) -> str:
+    return f"{change} (read by {', '.join(readers(change.path)) or 'no stage'})"
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    stage: str
+    action: str  # kept | resumes | reruns | runs | removed
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.stage}: {self.why}"
+
+
+@dataclass
+class RunPlan:
+    """What opening the run directory with a config does: the config keys that changed, and per
+    stage whether its outputs are kept or redone, and why."""
+
+    stages: list[StagePlan]
+    changes: list[Change] = field(default_factory=list)
+    new: bool = False  # no run in the folder yet
+
+    def action(self, stage: str) -> str | None:
+        return next((p.action for p in self.stages if p.stage == stage), None)
+
+    def lines(self) -> list[str]:
+        return [f"changed: {_read_by(change)}" for change in self.changes] + [str(plan) for plan in self.stages]
+
+
+def _legacy_refusal(run_dir, changes: list[Change]) -> ConfigError:
+    named = "; ".join(_read_by(c) for c in changes[:5])
+    more = f" and {len(changes) - 5} more" if len(changes) > 5 else ""
+    return ConfigError(
+        f"run_dir: {str(run_dir)!r} holds a run made with another config ({named}{more}), from before "
+        "reruns were recorded; choose a new run_dir, or delete that folder to start over"
+    )
+
+
+def _stage_plan(stage: str, record: dict | None, identity: str, changes: list[Change], upstream: str | None):
+    if record is None:
+        return StagePlan(stage, "runs", "runs (not run here before)")
+    if record["identity"] == identity:
+        if "files" in record:
+            return StagePlan(stage, "kept", KEPT)
+        return StagePlan(stage, "resumes", "resumes (same config; it had not finished)")
+    read = [str(c) for c in changes if stage in readers(c.path)]
+    if read:
+        return StagePlan(stage, "reruns", f"reruns ({', '.join(read)})")
+    return StagePlan(stage, "reruns", f"reruns (its input changes: {upstream or 'the stages before it'})")
+
+
+def plan_run(config: RunConfig) -> RunPlan:
+    """What :func:`open_run` will do with the run directory, changing nothing. Raises ConfigError
+    with one line for a folder that is not a run, or a run of another config made before reruns
+    were recorded."""
+    check_run_dir(config.run_dir)
+    layout = RunLayout(config.run_dir)
+    identities = stage_identities(config)
+    if not layout.manifest.exists():
+        return RunPlan([StagePlan(s, "runs", "runs (a new run)") for s in identities], new=True)
+    manifest = read_json(layout.manifest)
+    changes = config_changes(what_is_made(manifest["config"]), what_is_made(config_record(config)))
+    made = manifest.get(MADE)
+    if made is None:  # made before reruns were recorded: only the same config resumes it
+        if changes:
+            raise _legacy_refusal(config.run_dir, changes)
+        return RunPlan([StagePlan(s, "kept", KEPT) for s in identities if s in manifest["stages"]])
+    plans, upstream = [], None
+    for stage in REGISTRY:
+        record = made.get(stage)
+        if stage not in identities:
+            if record is not None or stage in manifest["stages"]:
+                plans.append(StagePlan(stage, "removed", "removed (no longer enabled)"))
+                upstream = upstream or f"{stage} is no longer enabled"
+            continue
+        plan = _stage_plan(stage, record, identities[stage], changes, upstream)
+        if plan.action in ("reruns", "runs"):
+            upstream = upstream or f"{stage} {plan.action}"
+        plans.append(plan)
+    return RunPlan(plans, changes)
+
+
+def open_run(config: RunConfig) -> dict:
+    """Create the run directory's manifest, or open an existing run with ``config``: the outputs of
+    the stages :func:`plan_run` redoes or drops are removed (the files the manifest says they
+    wrote, nothing else), and every stage that runs is recorded with its identity and the files
+    its folder holds before it writes there. Returns the manifest."""
+    plan = plan_run(config)
+    layout = RunLayout(config.run_dir)
+    if plan.new:
+        layout.root.mkdir(parents=True, exist_ok=True)
+        manifest = new_manifest(config)
+    else:
+        manifest = read_json(layout.manifest)
+    made = manifest.get(MADE)
+    if made is not None:
+        for step in plan.stages:
+            if step.action in ("reruns", "removed"):
+                record = made.pop(step.stage, None)
+                if record is not None:  # a stage never begun here wrote nothing to remove
+                    remove_own_outputs(config.run_dir, step.stage, record)
+                manifest["stages"].pop(step.stage, None)
+                if step.stage == "source":
+                    manifest["inputs"] = []
+        for stage, identity in stage_identities(config).items():
+            if stage not in made:
+                made[stage] = {"identity": identity, "foreign": stage_files(config.run_dir, stage)}
+    manifest["config"] = config_record(config)
+    manifest["versions"] = package_versions()
+    write_json(manifest, layout.manifest)
+    return manifest

@@ -1,0 +1,69 @@
+"""`curate run` again with a changed dedup threshold: `--plan` says what it will keep and redo, the
+rerun says it as it goes, and the run ends with the bytes of a fresh run of the new config."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.flows.test_cli_errors import curate
+from tests.helpers import near_copies_corpus, stage_outputs
+
+pytestmark = pytest.mark.flow  # each `curate run` starts a Prefect server of its own
+
+
+def write_config(path, run_dir, corpus, threshold: float):
+    path.write_text(
+        f'run_dir = "{run_dir}"\n'
+        f"[dedup]\nthreshold = {threshold}\n"
+        "[tokenize]\nvocab_size = 300\n[mix]\nvalidation_fraction = 0.1\n"
+        f'[[sources]]\nname = "web"\nreader = "jsonl"\npaths = ["{corpus}"]\n'
+    )
+    return path
+
+
+def test_a_changed_dedup_threshold_reruns_dedup_and_after_as_a_fresh_run_would(tmp_path):
+    corpus = near_copies_corpus(tmp_path / "in")
+    run = tmp_path / "run"
+    first = curate(["run", str(write_config(tmp_path / "a.toml", run, corpus, 0.8)), "--quiet"], tmp_path)
+    assert first.returncode == 0, first.stderr
+
+    changed = write_config(tmp_path / "b.toml", run, corpus, 0.95)
+    before = {p: p.stat().st_mtime_ns for p in sorted(run.rglob("*")) if p.is_file()}
+    planned = curate(["run", str(changed), "--plan"], tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    expected = [
+        "changed: dedup.threshold: 0.8 -> 0.95 (read by dedup)",
+        "source: kept (same config and inputs)",
+        "lang: kept (same config and inputs)",
+        "filter: kept (same config and inputs)",
+        "dedup: reruns (dedup.threshold: 0.8 -> 0.95)",
+        "lines: reruns (its input changes: dedup reruns)",
+        "tokenize: reruns (its input changes: dedup reruns)",
+        "mix: reruns (its input changes: dedup reruns)",
+    ]
+    assert planned.stdout.splitlines() == expected
+    assert {p: p.stat().st_mtime_ns for p in sorted(run.rglob("*")) if p.is_file()} == before  # ran nothing
+
+    rerun = curate(["run", str(changed), "--quiet"], tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    assert rerun.stdout.splitlines()[: len(expected)] == expected
+    docs = run / "source" / "docs"
+    assert all(p.stat().st_mtime_ns == before[p] for p in docs.iterdir())  # source kept its shards
+
+    fresh = tmp_path / "fresh"
+    made = curate(["run", str(write_config(tmp_path / "c.toml", fresh, corpus, 0.95)), "--quiet"], tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert stage_outputs(run) == stage_outputs(fresh)
+    shards = [entry["file"] for entry in json.loads((run / "mix" / "main" / "manifest.json").read_text())["train"]]
+    assert shards and all(f"mix/main/{file}" in stage_outputs(run) for file in shards)  # compared above
+    stats = json.loads((run / "dedup" / "stats.json").read_text())
+    assert stats["docs_out"] == stats["docs_in"]  # at 0.95 the near copies stay
+
+    again = curate(["run", str(changed), "--quiet"], tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[:7] == [
+        f"{stage}: kept (same config and inputs)"
+        for stage in ("source", "lang", "filter", "dedup", "lines", "tokenize", "mix")
+    ]

@@ -1,0 +1,181 @@
+"""Reruns with a changed config, by the stages' library calls (no Prefect): the stages the change
+does not reach keep their files, the others are redone, and the run ends as a fresh run of the new
+config would; only files this project wrote are removed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.formats.configfile import ConfigError
+from pipeline.formats.documents import RunLayout
+from pipeline.stages.rerun import config_changes, plan_run, readers, stage_identities
+from tests.helpers import curate_in_process, near_copies_corpus, source_config, stage_outputs
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    return near_copies_corpus(tmp_path / "in")
+
+
+def config(tmp_path, corpus, run="run", **settings):
+    mix = {"validation_fraction": 0.1} if "tokenize" not in settings else {"enabled": False}
+    settings = {"tokenize": {"vocab_size": 300}, "mix": mix, **settings}
+    made = source_config(tmp_path, [{"name": "web", "reader": "jsonl", "paths": [str(corpus)]}], **settings)
+    return made.model_copy(update={"run_dir": tmp_path / run})
+
+
+def inodes(run_dir: Path, stage: str) -> dict[str, tuple[int, int]]:
+    root = RunLayout(run_dir).stage(stage).root
+    return {
+        str(p.relative_to(root)): (p.stat().st_ino, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file() and p.name != "stats.json"  # a kept stage rewrites its stats (same bytes)
+    }
+
+
+def test_changed_keys_are_dotted_paths_with_the_stages_that_read_them():
+    old = {"run_dir": "a", "dedup": {"threshold": 0.8}, "sources": [{"text_field": "text"}], "seed": 0}
+    new = {"run_dir": "b", "dedup": {"threshold": 0.9}, "sources": [{"text_field": "body"}], "seed": 0}
+    assert [str(c) for c in config_changes(old, new)] == [
+        "dedup.threshold: 0.8 -> 0.9",
+        'sources[0].text_field: "text" -> "body"',
+    ]
+    assert readers("dedup.threshold") == ["dedup"]
+    assert readers("dedup.ngram") == ["dedup", "mix"]  # mix measures near copies with dedup's shingles
+    assert readers("seed") == ["tokenize", "mix"]
+    assert readers("dedup") == ["dedup", "mix"]
+
+
+def test_a_stage_identity_changes_with_what_it_reads_and_with_every_stage_before_it(tmp_path, corpus):
+    before = stage_identities(config(tmp_path, corpus))
+    after = stage_identities(config(tmp_path, corpus, filter={"params": {"gopher_quality": {"min_words": 10}}}))
+    assert [s for s in before if before[s] == after[s]] == ["source", "lang"]
+    elsewhere = stage_identities(config(tmp_path, corpus, run="elsewhere"))
+    assert elsewhere == before  # where the run is is no part of what it makes
+
+
+def test_a_changed_dedup_threshold_reruns_dedup_and_after_to_the_bytes_of_a_fresh_run(tmp_path, corpus):
+    first = curate_in_process(config(tmp_path, corpus))
+    changed = config(tmp_path, corpus, dedup={"threshold": 0.95})
+    plan = plan_run(changed)
+    assert plan.lines()[0] == "changed: dedup.threshold: 0.8 -> 0.95 (read by dedup)"
+    assert {p.stage: p.action for p in plan.stages} == {
+        "source": "kept",
+        "lang": "kept",
+        "filter": "kept",
+        "dedup": "reruns",
+        "lines": "reruns",
+        "tokenize": "reruns",
+        "mix": "reruns",
+    }
+    kept = {stage: inodes(changed.run_dir, stage) for stage in ("source", "lang", "filter")}
+    redone = inodes(changed.run_dir, "dedup")
+    again = curate_in_process(changed)
+
+    assert again["dedup"]["docs_out"] > first["dedup"]["docs_out"]  # the near copies stay at 0.95
+    assert {stage: inodes(changed.run_dir, stage) for stage in kept} == kept
+    assert not set(inodes(changed.run_dir, "dedup").values()) & set(redone.values())
+    fresh = config(tmp_path, corpus, run="fresh", dedup={"threshold": 0.95})
+    assert curate_in_process(fresh) == json.loads(json.dumps(again).replace("/run/", "/fresh/"))
+    assert stage_outputs(changed.run_dir) == stage_outputs(fresh.run_dir)
+    assert [str(p) for p in plan_run(changed).stages][0] == "source: kept (same config and inputs)"
+    assert {p.action for p in plan_run(changed).stages} == {"kept"}
+
+
+def test_a_changed_filter_parameter_keeps_source_and_lang(tmp_path, corpus):
+    curate_in_process(config(tmp_path, corpus, dedup={"enabled": False}, tokenize={"enabled": False}))
+    changed = config(
+        tmp_path,
+        corpus,
+        dedup={"enabled": False},
+        tokenize={"enabled": False},
+        filter={"params": {"gopher_quality": {"max_mean_word_length": 3.0}}},
+    )
+    assert [str(p) for p in plan_run(changed).stages] == [
+        "source: kept (same config and inputs)",
+        "lang: kept (same config and inputs)",
+        "filter: reruns (filter.params.gopher_quality: null -> {'max_mean_word_length': 3.0})".replace("'", '"'),
+        "lines: reruns (its input changes: filter reruns)",
+    ]
+    kept = {stage: inodes(changed.run_dir, stage) for stage in ("source", "lang")}
+    filtered = inodes(changed.run_dir, "filter")
+    stats = curate_in_process(changed)
+    assert {stage: inodes(changed.run_dir, stage) for stage in kept} == kept
+    assert not set(inodes(changed.run_dir, "filter").values()) & set(filtered.values())
+    assert stats["filter"]["docs_out"] < stats["filter"]["docs_in"]
+
+
+def test_a_rerun_removes_only_what_the_project_wrote_and_drops_disabled_stages(tmp_path, corpus):
+    curate_in_process(config(tmp_path, corpus, tokenize={"enabled": False}))
+    run = tmp_path / "run"
+    notes = run / "dedup" / "my-notes.txt"
+    notes.write_text("a person's file")
+    changed = config(tmp_path, corpus, tokenize={"enabled": False}, dedup={"threshold": 0.95}, lines={"enabled": False})
+    assert [str(p) for p in plan_run(changed).stages][-1] == "lines: removed (no longer enabled)"
+    curate_in_process(changed)
+    assert notes.read_text() == "a person's file"
+    assert not (run / "lines").exists()
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert set(manifest["stages"]) == set(manifest["made"]) == {"source", "lang", "filter", "dedup"}
+    assert "my-notes.txt" in manifest["made"]["dedup"]["foreign"]
+    assert "my-notes.txt" not in manifest["made"]["dedup"]["files"]
+    fresh = config(tmp_path, corpus, run="fresh", tokenize={"enabled": False}, dedup={"threshold": 0.95})
+    curate_in_process(fresh.model_copy(update={"lines": changed.lines}))
+    notes.unlink()
+    assert stage_outputs(run) == stage_outputs(tmp_path / "fresh")
+
+
+def test_a_run_made_before_reruns_were_recorded_is_refused_naming_the_changed_key(tmp_path, corpus):
+    curate_in_process(config(tmp_path, corpus, dedup={"enabled": False}, tokenize={"enabled": False}))
+    manifest_path = tmp_path / "run" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["made"]  # as a run of an earlier version wrote it
+    manifest_path.write_text(json.dumps(manifest))
+    changed = config(tmp_path, corpus, dedup={"enabled": False}, tokenize={"enabled": False}, lang={"min_score": 0.5})
+    with pytest.raises(ConfigError, match=r"another config \(lang.min_score: 0.0 -> 0.5 \(read by lang\)\)"):
+        plan_run(changed)
+
+
+def test_a_stage_enabled_on_a_rerun_runs_and_the_stages_after_it_rerun(tmp_path, corpus):
+    off = {"enabled": False}
+    curate_in_process(config(tmp_path, corpus, filter=off, tokenize=off))
+    changed = config(tmp_path, corpus, tokenize=off)
+    assert plan_run(changed).lines() == [
+        "changed: filter.enabled: false -> true (read by filter)",
+        "source: kept (same config and inputs)",
+        "lang: kept (same config and inputs)",
+        "filter: runs (not run here before)",
+        "dedup: reruns (its input changes: filter runs)",
+        "lines: reruns (its input changes: filter runs)",
+    ]
+    curate_in_process(changed)
+    fresh = config(tmp_path, corpus, run="fresh", tokenize=off)
+    curate_in_process(fresh)
+    assert stage_outputs(tmp_path / "run") == stage_outputs(tmp_path / "fresh")
+
+
+def test_a_stage_killed_before_it_finished_resumes_or_is_redone_whole(tmp_path, corpus, monkeypatch):
+    import pipeline.stages.dedup as dedup
+
+    off = {"enabled": False}
+    real_finish = dedup.finish_stage
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(dedup, "finish_stage", killed)
+    with pytest.raises(KeyboardInterrupt):
+        curate_in_process(config(tmp_path, corpus, tokenize=off, lines=off))
+    monkeypatch.setattr(dedup, "finish_stage", real_finish)
+    assert any((tmp_path / "run" / "dedup" / "docs").iterdir())  # its units wrote their shards
+    same = config(tmp_path, corpus, tokenize=off, lines=off)
+    assert [str(p) for p in plan_run(same).stages][-1] == "dedup: resumes (same config; it had not finished)"
+
+    changed = config(tmp_path, corpus, tokenize=off, lines=off, dedup={"threshold": 0.95})
+    assert [p.action for p in plan_run(changed).stages] == ["kept", "kept", "kept", "reruns"]
+    curate_in_process(changed)
+    curate_in_process(config(tmp_path, corpus, run="fresh", tokenize=off, lines=off, dedup={"threshold": 0.95}))
+    assert stage_outputs(tmp_path / "run") == stage_outputs(tmp_path / "fresh")
