@@ -412,6 +412,12 @@ def partitions_for(documents: int, params: MinHashParams, least: int) -> int:
     return max(least, -(-rows // BAND_ROWS_PER_PARTITION))
 
 
+# The layout of dedup's intermediate/ (signature files with their 64-bit shingle sets, which the
+# verification compares): work made under another layout (32-bit sets, whose collisions joined
+# unrelated short documents) is redone, not reused.
+WORK_FORMAT = "dedup-work/2"
+
+
 def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
     """Remove exact and near duplicates from the shards of ``previous``; write and return the
     stage's stats."""
@@ -423,7 +429,8 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
     inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
     work = stage.root / "intermediate"
     clusters = stage.root / "clusters.parquet"
-    if reusable_work(stage, inputs, settings.model_dump(mode="json")) and clusters.exists():
+    made_from = {**settings.model_dump(mode="json"), "work_format": WORK_FORMAT}
+    if reusable_work(stage, inputs, made_from) and clusters.exists():
         finding = read_json(work / "finding.json")
     else:
         documents = read_json(layout.stage(previous).stats)["docs_out"]
@@ -431,7 +438,7 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
         finding = find_duplicates(inputs, work, params, partitions, settings.keep, clusters, run_units)
         finding["partitions"] = partitions
         write_json(finding, work / "finding.json")
-        mark_work_done(stage, inputs, settings.model_dump(mode="json"))
+        mark_work_done(stage, inputs, made_from)
     parts = in_blocks(
         run_units,
         STAGE,

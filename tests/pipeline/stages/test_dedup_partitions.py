@@ -10,7 +10,7 @@ import random
 import pipeline.stages.dedup as stage
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.documents import RunLayout
-from pipeline.io.writer import write_json
+from pipeline.io.writer import read_json, write_json
 from tests.helpers import run_units, source_config, write_jsonl
 from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_text
 
@@ -61,3 +61,20 @@ def test_more_partitions_for_a_larger_corpus_write_the_same_bytes(tmp_path, monk
     more = _deduplicated(tmp_path, "more")
     assert default["partitions"] == 8 and more["partitions"] == 18
     assert more["files"] == default["files"] and len(default["files"]) >= 5
+
+
+def test_work_of_another_layout_is_redone_not_reused(tmp_path):
+    """A run folder whose dedup work was made under the former layout (32-bit shingle sets, whose
+    collisions joined unrelated short documents; its inputs.json has no work format) is redone on
+    resume, and the same clusters come out; work of this layout is reused."""
+    first = _deduplicated(tmp_path, "run")
+    work = RunLayout(tmp_path / "run" / "run").stage("dedup").root / "intermediate"
+    finding = work / "finding.json"
+    made = read_json(work / "inputs.json")
+    made["settings"].pop("work_format")
+    write_json(made, work / "inputs.json")
+    before = finding.stat().st_mtime_ns
+    again = _deduplicated(tmp_path, "run")
+    assert finding.stat().st_mtime_ns != before and again == first
+    before = finding.stat().st_mtime_ns
+    assert _deduplicated(tmp_path, "run") == first and finding.stat().st_mtime_ns == before
