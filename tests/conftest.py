@@ -1,4 +1,5 @@
 import os
+from contextlib import contextmanager
 
 # One BLAS and one OpenMP thread per test process, set before numpy or torch is imported: the tests'
 # arrays and models are small, and on a busy machine (CI's two cores, other work beside) the
@@ -38,6 +39,26 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.flow)
 
 
+@contextmanager
+def environment_kept():
+    """``os.environ`` as it was before the block: a `curate` command run in this process sets the
+    variables of its run (Prefect's home, its logging settings, the run log's path), which later
+    tests and the processes they start would otherwise inherit."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """Every test leaves the environment as it found it (see environment_kept)."""
+    with environment_kept():
+        yield
+
+
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory, prefect_server):
     """``curate demo`` once for the session, as ``make demo`` runs it but on 1,500 documents: seed 0
@@ -50,7 +71,7 @@ def demo_run(tmp_path_factory, prefect_server):
 
     root = tmp_path_factory.mktemp("demo")
     corpus, run = root / ".cache" / "demo-corpus", root / "runs" / "demo"
-    with pytest.MonkeyPatch.context() as patch:
+    with environment_kept(), pytest.MonkeyPatch.context() as patch:
         patch.setenv("PREFECT_HOME", str(root / "prefect-home"))
         result = CliRunner().invoke(
             app, ["demo", "--docs", "1500", "--corpus-dir", str(corpus), "--run-dir", str(run), "--quiet"]
