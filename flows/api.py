@@ -54,8 +54,9 @@ __all__ = [
 @contextmanager
 def _prepared(config: RunConfig, runner: Runner, quiet: bool) -> Iterator[Runner]:
     """What a run needs before its first flow: the run directory checked, locked and its manifest
-    made (a source whose reader does not fit its files, a folder that is not a run, or a run of
-    another config, stops here, before Prefect starts), Prefect configured, and ``runner`` ready."""
+    made (a source whose reader does not fit its files, or a folder that is not a run, stops
+    here, before Prefect starts; a changed config's stages to redo are cleared, see
+    pipeline.stages.rerun), Prefect configured, and ``runner`` ready."""
     check_readers(config.sources)
     check_storage(runner, config.run_dir)
     check_run_dir(config.run_dir)

@@ -211,8 +211,8 @@ def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> 
 
     with ExitStack() as held:
         # Before Prefect starts and before anything is written: a source whose reader does not fit
-        # its files, a folder that is not a run, a run of another config, or one another run is
-        # working in stops here.
+        # its files, a folder that is not a run, or one another run is working in stops here (a
+        # changed config's stages to redo are cleared by open_run, pipeline.stages.rerun).
         with _failing_on(ConfigError, RunnerError, where=config.run_dir):
             check_readers(config.sources)
             check_storage(runner or LOCAL, config.run_dir)

@@ -102,6 +102,12 @@ def interrupted_line(run_dir, stages: list[str], display: RunDisplay) -> str:
         done = [stage for stage in stages if layout.stage(stage).stats.exists()]
     except OSError:
         done = []
+    current = display.label.split()[0] if display.label else None
+    if current in stages:  # the stages run in order: those after the one at work are not done yet,
+        # whatever stats.json an earlier run of them left
+        done = [stage for stage in stages[: stages.index(current) + 1] if stage in done]
+        if current in done and display.completed < display.total:
+            done.remove(current)
     left = [stage for stage in stages if stage not in done]
     parts = [f"{_listed(done)} {'is' if len(done) == 1 else 'are'} done" if done else "no stage is done"]
     label = display.label

@@ -35,7 +35,7 @@ from pipeline.stages.registry import REGISTRY, enabled_stages
 # Keys that say where the run is, not what it makes.
 _NOT_READ = ("run_dir",)
 
-KEPT = "kept (same config and inputs)"
+KEPT = "kept (same config)"
 
 
 def _value_at(record: dict, path: str):
