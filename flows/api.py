@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from flows.runners import LOCAL, Runner, check_storage, running_on
-from flows.runtime import configure_prefect
+from flows.runtime import configure_prefect, temporary_server
 from pipeline.api import (
     ConfigError,
     Outcome,
@@ -63,7 +63,9 @@ def _prepared(config: RunConfig, runner: Runner, quiet: bool) -> Iterator[Runner
     with run_lock(config.run_dir):
         open_run(config)
         configure_prefect(config.run_dir, quiet=quiet)
-        with running_on(runner) as ready:
+        # The temporary server in a session of its own, stopped on leaving (flows.runtime), as
+        # `curate run` starts it: Ctrl-C in the caller's terminal does not kill it under the run.
+        with temporary_server(), running_on(runner) as ready:
             yield ready
 
 
