@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import shared_api_env
 from tests.trainer_fixtures import build_mixture, toml_text, train_config_dict
 
 CURATE = [sys.executable, "-c", "from flows.cli import app; app()"]
@@ -195,8 +196,12 @@ CASES = [
 
 
 @pytest.mark.parametrize("case, code, message, names_log", CASES)
-def test_a_failure_in_a_flow_is_one_line_and_its_traceback_is_in_the_run_log(tmp_path, case, code, message, names_log):
+def test_a_failure_in_a_flow_is_one_line_and_its_traceback_is_in_the_run_log(
+    tmp_path, prefect_server, case, code, message, names_log
+):
     args, how = case(tmp_path)
+    if case is not prefect_database_full:  # that one fills its own server's database
+        how = {**how, "env": {**shared_api_env(), **how.get("env", {})}}
     result = curate(args, tmp_path, **how)
     lines = result.stderr.strip().splitlines()
     errors = [line for line in lines if line.startswith("error: ")]
@@ -213,9 +218,9 @@ def test_a_failure_in_a_flow_is_one_line_and_its_traceback_is_in_the_run_log(tmp
         assert "Traceback (most recent call last)" in log.read_text()
 
 
-def test_a_good_run_prints_no_traceback_and_no_banner_quiet_or_not(tmp_path):
+def test_a_good_run_prints_no_traceback_and_no_banner_quiet_or_not(tmp_path, prefect_server):
     config = run_config(tmp_path, small_input(tmp_path))
-    quiet = curate(["run", str(config), "--quiet"], tmp_path)
+    quiet = curate(["run", str(config), "--quiet"], tmp_path, env=shared_api_env())  # the session's server
     assert quiet.returncode == 0, quiet.stderr[-3000:]
     assert quiet.stderr == ""
     plain = curate(["run", str(config)], tmp_path)

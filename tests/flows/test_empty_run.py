@@ -13,14 +13,14 @@ import pytest
 
 from pipeline.formats.documents import RunLayout
 from pipeline.stages.registry import REGISTRY
-from tests.helpers import write_jsonl, write_parquet_file
+from tests.helpers import shared_api_env, write_jsonl, write_parquet_file
 
 pytestmark = pytest.mark.flow  # starts a Prefect server of its own (about half a minute)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_run_whose_every_record_is_quarantined_completes_with_zero_counts_in_every_stage(tmp_path):
+def test_a_run_whose_every_record_is_quarantined_completes_with_zero_counts_in_every_stage(tmp_path, prefect_server):
     # A Parquet file cut before its footer, and JSON lines without a text field: every record is
     # quarantined (the quarantine limit turned off), so no stage after source has a document.
     cut = write_parquet_file(tmp_path / "web" / "crawl.parquet", {"text": ["A page.", "Another page."]})
@@ -33,7 +33,7 @@ def test_a_run_whose_every_record_is_quarantined_completes_with_zero_counts_in_e
         f'[[sources]]\nname = "notes"\nreader = "jsonl"\npaths = ["{tmp_path / "notes"}"]\n'
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(tmp_path / "prefect")}
-    env.pop("PREFECT_API_URL", None)  # its own temporary server, not the test session's
+    env.update(shared_api_env())  # the test session's server: no temporary one to start
     done = subprocess.run(
         [str(Path(sys.executable).with_name("curate")), "run", "--quiet", str(config)],
         cwd=ROOT,  # where the language-ID model is found (.cache)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.flows.test_cli_errors import curate
-from tests.helpers import near_copies_corpus, stage_outputs
+from tests.helpers import near_copies_corpus, shared_api_env, stage_outputs
 
 pytestmark = pytest.mark.flow  # each `curate run` starts a Prefect server of its own
 
@@ -23,15 +23,17 @@ def write_config(path, run_dir, corpus, threshold: float):
     return path
 
 
-def test_a_changed_dedup_threshold_reruns_dedup_and_after_as_a_fresh_run_would(tmp_path):
+def test_a_changed_dedup_threshold_reruns_dedup_and_after_as_a_fresh_run_would(tmp_path, prefect_server):
     corpus = near_copies_corpus(tmp_path / "in")
     run = tmp_path / "run"
-    first = curate(["run", str(write_config(tmp_path / "a.toml", run, corpus, 0.8)), "--quiet"], tmp_path)
+    first = curate(
+        ["run", str(write_config(tmp_path / "a.toml", run, corpus, 0.8)), "--quiet"], tmp_path, env=shared_api_env()
+    )
     assert first.returncode == 0, first.stderr
 
     changed = write_config(tmp_path / "b.toml", run, corpus, 0.95)
     before = {p: p.stat().st_mtime_ns for p in sorted(run.rglob("*")) if p.is_file()}
-    planned = curate(["run", str(changed), "--plan"], tmp_path)
+    planned = curate(["run", str(changed), "--plan"], tmp_path, env=shared_api_env())
     assert planned.returncode == 0, planned.stderr
     expected = [
         "changed: dedup.threshold: 0.8 -> 0.95 (read by dedup)",
@@ -46,14 +48,16 @@ def test_a_changed_dedup_threshold_reruns_dedup_and_after_as_a_fresh_run_would(t
     assert planned.stdout.splitlines() == expected
     assert {p: p.stat().st_mtime_ns for p in sorted(run.rglob("*")) if p.is_file()} == before  # ran nothing
 
-    rerun = curate(["run", str(changed), "--quiet"], tmp_path)
+    rerun = curate(["run", str(changed), "--quiet"], tmp_path, env=shared_api_env())
     assert rerun.returncode == 0, rerun.stderr
     assert rerun.stdout.splitlines()[: len(expected)] == expected
     docs = run / "source" / "docs"
     assert all(p.stat().st_mtime_ns == before[p] for p in docs.iterdir())  # source kept its shards
 
     fresh = tmp_path / "fresh"
-    made = curate(["run", str(write_config(tmp_path / "c.toml", fresh, corpus, 0.95)), "--quiet"], tmp_path)
+    made = curate(
+        ["run", str(write_config(tmp_path / "c.toml", fresh, corpus, 0.95)), "--quiet"], tmp_path, env=shared_api_env()
+    )
     assert made.returncode == 0, made.stderr
     assert stage_outputs(run) == stage_outputs(fresh)
     shards = [entry["file"] for entry in json.loads((run / "mix" / "main" / "manifest.json").read_text())["train"]]
@@ -61,9 +65,8 @@ def test_a_changed_dedup_threshold_reruns_dedup_and_after_as_a_fresh_run_would(t
     stats = json.loads((run / "dedup" / "stats.json").read_text())
     assert stats["docs_out"] == stats["docs_in"]  # at 0.95 the near copies stay
 
-    again = curate(["run", str(changed), "--quiet"], tmp_path)
+    again = curate(["run", str(changed), "--quiet"], tmp_path, env=shared_api_env())
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines()[:7] == [
-        f"{stage}: kept (same config)"
-        for stage in ("source", "lang", "filter", "dedup", "lines", "tokenize", "mix")
+        f"{stage}: kept (same config)" for stage in ("source", "lang", "filter", "dedup", "lines", "tokenize", "mix")
     ]

@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import html_page, write_jsonl, write_parquet_file, write_warc
+from tests.helpers import html_page, shared_api_env, write_jsonl, write_parquet_file, write_warc
 
 ROOT = Path(__file__).resolve().parents[2]
 OFF = "".join(f"[{stage}]\nenabled = false\n" for stage in ("lang", "filter", "dedup", "lines", "tokenize", "mix"))
 
 
-def curate(tmp_path: Path, config: Path) -> tuple[subprocess.CompletedProcess, float]:
+def curate(tmp_path: Path, config: Path, shared: bool = False) -> tuple[subprocess.CompletedProcess, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(tmp_path / "prefect")}
-    env.pop("PREFECT_API_URL", None)  # its own temporary server, not the test session's
+    env.pop("PREFECT_API_URL", None)
+    if shared:  # the test session's server (no temporary server of its own to start)
+        env.update(shared_api_env())
     start = time.perf_counter()
     done = subprocess.run(
         [str(Path(sys.executable).with_name("curate")), "run", "--quiet", str(config)],
@@ -82,7 +84,9 @@ def test_a_reader_that_does_not_fit_its_files_stops_the_run_before_prefect_start
 
 
 @pytest.mark.flow  # starts a Prefect server of its own
-def test_a_source_past_its_quarantine_limit_fails_after_the_source_stage_and_resumes_when_raised(tmp_path):
+def test_a_source_past_its_quarantine_limit_fails_after_the_source_stage_and_resumes_when_raised(
+    tmp_path, prefect_server
+):
     lines = [{"text": f"Record {i} is fine."} for i in range(4)] + [b'{"text": "cut'] * 12
     write_jsonl(tmp_path / "dump" / "a.jsonl", lines)
     write_jsonl(tmp_path / "news" / "b.jsonl", [{"text": "All good."}])
@@ -92,7 +96,7 @@ def test_a_source_past_its_quarantine_limit_fails_after_the_source_stage_and_res
         '[[sources]]\nname = "dump"\nreader = "jsonl"\npaths = ["dump"]\n'
     )
     config.write_text(f'run_dir = "run"\n{OFF}{sources}')
-    done, _ = curate(tmp_path, config)
+    done, _ = curate(tmp_path, config, shared=True)
     line = _one_error(done)
     assert line.startswith(
         "error: source 'dump': 12 of its 16 records were quarantined (75.0%), more than max_quarantine_fraction "
@@ -105,7 +109,7 @@ def test_a_source_past_its_quarantine_limit_fails_after_the_source_stage_and_res
     assert sorted(kept) == ["dump-00000.json", "news-00000.json"]
 
     config.write_text(f'run_dir = "run"\n{OFF}{sources}max_quarantine_fraction = 0.8\n')
-    done, _ = curate(tmp_path, config)
+    done, _ = curate(tmp_path, config, shared=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert {p.name: p.stat().st_mtime_ns for p in parts.glob("*.json")} == kept  # resumed, not redone
     assert any("dump" in row and "4" in row for row in done.stdout.splitlines()), done.stdout
