@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import write_jsonl
+from tests.helpers import shared_api_env, write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 SENTENCE = "The library near our house opens early on Saturdays, so I often go there to read the paper."
@@ -19,7 +19,8 @@ SENTENCE = "The library near our house opens early on Saturdays, so I often go t
 def _curate(args: list[str], cwd: Path, env: dict | None = None, prelude: str = "") -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     for name in ("PREFECT_HOME", "PREFECT_API_URL", "PREFECT_LOGGING_SETTINGS_PATH", "PREFECT_LOGGING_LEVEL"):
-        environment.pop(name, None)
+        if name not in (env or {}):
+            environment.pop(name, None)
     code = prelude + "from flows.cli import app; app()"
     return subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, env=environment, timeout=600
@@ -39,9 +40,10 @@ def _own_folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_run_from_another_folder_finds_the_default_model(tmp_path):
+def test_run_from_another_folder_finds_the_default_model(tmp_path, prefect_server):
     folder = _own_folder(tmp_path)
-    done = _curate(["run", "run.toml", "--quiet"], folder, env={"XDG_CACHE_HOME": str(tmp_path / "empty-cache")})
+    env = {"XDG_CACHE_HOME": str(tmp_path / "empty-cache"), **shared_api_env()}
+    done = _curate(["run", "run.toml", "--quiet"], folder, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     stats = json.loads((folder / "runs" / "mine" / "lang" / "stats.json").read_text())
     assert stats["docs_in"] == 5 and stats["docs_out"] == 5

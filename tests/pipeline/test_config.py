@@ -355,11 +355,14 @@ def test_curate_run_on_a_run_dir_in_use_stops_with_one_line(held_run_dir, tmp_pa
 )
 def test_a_full_disk_is_one_line_naming_the_path_and_the_fix(tmp_path, monkeypatch, error):
     import pipeline.formats.manifest
+    import pipeline.stages.rerun
 
     def full(*args, **kwargs):
         raise error
 
+    # The manifest's first write, when the run opens (before Prefect starts), fails.
     monkeypatch.setattr(pipeline.formats.manifest, "write_json", full)
+    monkeypatch.setattr(pipeline.stages.rerun, "write_json", full)
     result = CliRunner().invoke(app, ["run", str(write(tmp_path, GOOD)), "--quiet"])
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1
