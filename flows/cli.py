@@ -260,7 +260,8 @@ def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
     from flows.runners import RunnerError, running_on
     from flows.runtime import configure_prefect, temporary_server
 
-    with display.step("importing Prefect"):
+    # (a full disk while making .prefect or logs/ is one line, as everywhere in the run)
+    with _failing_on(where=config.run_dir), display.step("importing Prefect"):
         configure_prefect(config.run_dir, quiet=not verbose)
         from flows.curate import curate_flow
         from flows.logs import printing_to
@@ -509,7 +510,8 @@ def train(
         from trainer.train import preflight  # torch: after the config's own checks
 
         preflight(parsed, resume)
-    configure_prefect(parsed.out_dir, quiet=quiet, command="train")
+    with _failing_on(where=parsed.out_dir):
+        configure_prefect(parsed.out_dir, quiet=quiet, command="train")
     from flows.runtime import temporary_server
     from flows.train import train_flow
 
@@ -602,7 +604,8 @@ def _study(config: Path, command: str, quiet: bool):
     with _failing_on(ConfigError):
         parsed = load_experiment(config)
         parsed.require(command)
-    configure_prefect(parsed.out_dir, quiet=quiet, command=command)
+    with _failing_on(where=parsed.out_dir):
+        configure_prefect(parsed.out_dir, quiet=quiet, command=command)
     from experiment.prepare import ContaminationError
     from flows.experiment import experiment_flow
     from flows.runners import shared_api

@@ -372,6 +372,24 @@ def test_a_full_disk_is_one_line_naming_the_path_and_the_fix(tmp_path, monkeypat
     assert "Traceback" not in result.output
 
 
+def test_a_full_disk_while_prefect_is_set_up_is_one_line(tmp_path, monkeypatch):
+    """The disk fills after the manifest is written, as Prefect's folder is made: one line too."""
+    import flows.runtime
+
+    where = str(tmp_path / "run" / ".prefect")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), where)
+
+    monkeypatch.setattr(flows.runtime, "configure_prefect", full)
+    result = CliRunner().invoke(app, ["run", str(write(tmp_path, GOOD)), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        f"error: no space left on the device while writing '{where}'; free space there (or write elsewhere) "
+        "and run again: finished work is kept and not redone"
+    )
+
+
 def test_every_shipped_experiment_config_is_valid():
     """The experiment configs in configs/ parse, with their trainer sections, as a user runs them."""
     from pathlib import Path
