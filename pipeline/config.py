@@ -34,7 +34,7 @@ from pipeline.formats.configfile import (
 )
 from pipeline.formats.names import (
     check_component,
-    colliding,
+    check_group_names,
     group_file_stem,
     group_files,
     mixture_files,
@@ -625,14 +625,7 @@ def _check_file_names(config: RunConfig) -> None:
     if not (config.mix.enabled and config.tokenize.enabled):
         return
     groups = config.mix.mixture_groups([source.name for source in config.sources])
-    pair = colliding(groups)
-    if pair:
-        raise ValueError(
-            f"mix.merge: the groups {pair[0]!r} and {pair[1]!r} would share the file name "
-            f"{group_file_stem(pair[1])!r}; rename one in mix.merge"
-        )
-    for group in groups:
-        check_component(group_file_stem(group), "mix: the group name", group_files(group))
+    check_group_names(groups)
     for index, mixture in enumerate(config.mix.mixtures):
         for group in groups:
             check_component(

@@ -94,3 +94,16 @@ def colliding(names: list[str], mapping=group_file_stem) -> tuple[str, str] | No
         if other != name:
             return other, name
     return None
+
+
+def check_group_names(groups: list[str]) -> None:
+    """Mixing groups make distinct file names that fit one path component (:func:`group_files`);
+    otherwise ValueError with one line that names the groups and the fix (mix.merge)."""
+    pair = colliding(groups)
+    if pair:
+        raise ValueError(
+            f"mix.merge: the groups {pair[0]!r} and {pair[1]!r} would share the file name "
+            f"{group_file_stem(pair[1])!r}; rename one in mix.merge"
+        )
+    for group in groups:
+        check_component(group_file_stem(group), "mix: the group name", group_files(group))

@@ -86,7 +86,7 @@ from pipeline.formats.mixture import (
     shard_file,
     tokenizer_entry,
 )
-from pipeline.formats.names import check_component, colliding, group_files
+from pipeline.formats.names import check_group_names
 from pipeline.formats.step import removed_frame
 from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
 from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree
@@ -319,17 +319,10 @@ def _unit(mixture: str, file: str) -> str:
 def _check_group_files(groups: list[str]) -> None:
     """The groups found (their languages are known only now) make distinct file names that fit
     the file system: the config checked those it could name."""
-    pair = colliding(groups)
-    if pair:
-        raise ConfigError(
-            f"mix: groups {pair[0]!r} and {pair[1]!r} would share the file name "
-            f"{group_file_stem(pair[1])!r}; rename one with mix.merge"
-        )
-    for group in groups:
-        try:
-            check_component(group_file_stem(group), "mix: the group name", group_files(group))
-        except ValueError as error:
-            raise ConfigError(f"{error} (with mix.merge)") from None
+    try:
+        check_group_names(groups)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _empty_report(mixture: MixtureConfig) -> dict:
