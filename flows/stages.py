@@ -14,13 +14,12 @@ from flows.progress import complete_before, gather_parts
 from pipeline.config import RunConfig
 from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.io.writer import remove_temporaries
-from pipeline.stages.registry import build_step
-from pipeline.stages.shard import finish_stage, shard_unit
+from pipeline.stages.shard import finish_stage, stage_unit
 
 
 @task(name="shard-unit", cache_policy=NO_CACHE, task_run_name="{stage_name}-{in_path.stem}")
 def shard_task(stage_name: str, in_path: Path, stage: StageDir, config: RunConfig) -> dict:
-    return shard_unit(stage_name, in_path, stage, build_step(stage_name, config), config.batch_docs)
+    return stage_unit(stage_name, in_path, stage, config)
 
 
 @flow(

@@ -268,9 +268,9 @@ def curate_in_process(config: RunConfig) -> dict[str, dict]:
     from pipeline.io.writer import write_json
     from pipeline.stages.dedup import run_dedup, run_lines
     from pipeline.stages.mix import run_mix
-    from pipeline.stages.registry import REGISTRY, build_step, enabled_stages
+    from pipeline.stages.registry import REGISTRY, enabled_stages
     from pipeline.stages.rerun import open_run
-    from pipeline.stages.shard import check_stage_outputs, finish_stage, shard_unit
+    from pipeline.stages.shard import check_stage_outputs, finish_stage, stage_unit
     from pipeline.stages.source import drop_repeated_ids
     from pipeline.stages.tokenize import run_tokenize
 
@@ -286,9 +286,8 @@ def curate_in_process(config: RunConfig) -> dict[str, dict]:
     for name in enabled_stages(config):
         if REGISTRY[name].kind == "shard":
             stage = layout.stage(name).make()
-            step = build_step(name, config)
             inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
-            shard_parts = [shard_unit(name, path, stage, step, config.batch_docs) for path in inputs]
+            shard_parts = [stage_unit(name, path, stage, config) for path in inputs]
             stats[name] = finish_stage(name, previous, config, shard_parts)
         else:
             stats[name] = whole[name](previous, config)

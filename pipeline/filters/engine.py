@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from pipeline.formats.documents import blank_text
-from pipeline.formats.step import DocFilter, FilterOutput, StepResult, removed_frame
+from pipeline.formats.step import DocFilter, FilterOutput, Rule, StepResult, removed_frame
 
 STAGE = "filter"
 # A document whose text the filters' rewrites (line removals) left blank is removed by this rule.
@@ -58,38 +59,65 @@ def left_blank(docs: pl.DataFrame) -> pl.Series:
     return blank_text(docs["text"]).fill_null(True)
 
 
-def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STAGE) -> StepResult:
-    """Run ``filters`` in order over ``docs`` (:func:`walk_filters`: every rule measured on the
-    text as it entered the stage, rewrites applied in order). Every document is measured by every
-    rule, so the stats can count every rule that would fire; a removed document records the first
-    rule that fired, with its measured value and threshold, and one that the rewrites left blank
-    (and no rule removed) is removed by :data:`EMPTY_AFTER_REWRITE`."""
-    n = docs.height
+@dataclass
+class Measurement:
+    """What the filters made of a batch, one row per document in input order: the documents as
+    the rewrites left them (text, and the columns filters add), every measure of every filter
+    (``<filter>.<measure>``, Float64, null where not measured) and each rewrite's per-document
+    counts. The rules' thresholds are applied to it by :func:`decide`; nothing in it depends on
+    a threshold, so it can be stored and decided again (:func:`to_attributes`)."""
+
+    docs: pl.DataFrame
+    values: pl.DataFrame
+    counts: dict[str, pl.Series] = field(default_factory=dict)
+
+
+def measure(docs: pl.DataFrame, filters: list[DocFilter]) -> Measurement:
+    """Every filter's measures, rewrites and counts over ``docs`` (:func:`walk_filters`)."""
+    after = docs
+    values: dict[str, pl.Series] = {}
+    counts: dict[str, pl.Series] = {}
+    for doc_filter, output, current in walk_filters(docs, filters):
+        after = current
+        for column in output.measures.columns:
+            name = f"{doc_filter.name}.{column}"
+            values[name] = output.measures[column].cast(pl.Float64).alias(name)
+        for name, per_doc in output.counts.items():
+            counts[name] = per_doc.alias(name) if name not in counts else counts[name] + per_doc
+    return Measurement(after, pl.DataFrame(list(values.values())), counts)
+
+
+def _first_fired(n: int, rules: list[tuple[Rule, pl.Series]], counts: Counter):
     rule = pl.Series("rule", [None] * n, dtype=pl.Utf8)
     value = pl.Series("value", [None] * n, dtype=pl.Float64)
     threshold = pl.Series("threshold", [None] * n, dtype=pl.Float64)
-    counts: Counter = Counter()
-    current = docs
-    for doc_filter, output, current in walk_filters(docs, filters):
-        for name, per_doc in output.counts.items():
-            by_source = (
-                pl.DataFrame({"source": current["source"], "n": per_doc}).group_by("source").agg(pl.col("n").sum())
-            )
-            counts[name] += int(per_doc.sum())
-            counts.update({f"{name}|{src}": int(k) for src, k in by_source.iter_rows() if k})
-        for filter_rule in doc_filter.rules():
-            fired = output.measures.select(filter_rule.fires(pl.col(filter_rule.measure))).to_series()
-            counts[f"fired|{filter_rule.name}"] += int(fired.sum())
-            first = fired & rule.is_null()
-            if first.any():
-                rule = pl.select(pl.when(first).then(pl.lit(filter_rule.name)).otherwise(rule)).to_series()
-                value = pl.select(
-                    pl.when(first).then(output.measures[filter_rule.measure].cast(pl.Float64)).otherwise(value)
-                ).to_series()
-                threshold = pl.select(
-                    pl.when(first).then(pl.lit(float(filter_rule.threshold))).otherwise(threshold)
-                ).to_series()
+    for filter_rule, measured in rules:
+        fired = measured.to_frame("m").select(filter_rule.fires(pl.col("m"))).to_series()
+        counts[f"fired|{filter_rule.name}"] += int(fired.sum())
+        first = fired & rule.is_null()
+        if first.any():
+            rule = pl.select(pl.when(first).then(pl.lit(filter_rule.name)).otherwise(rule)).to_series()
+            value = pl.select(pl.when(first).then(measured).otherwise(value)).to_series()
+            threshold = pl.select(
+                pl.when(first).then(pl.lit(float(filter_rule.threshold))).otherwise(threshold)
+            ).to_series()
+    return rule, value, threshold
 
+
+def decide(docs: pl.DataFrame, measured: Measurement, filters: list[DocFilter], stage: str = STAGE) -> StepResult:
+    """Apply the rules of ``filters`` to what :func:`measure` found in ``docs``. Every rule is
+    counted where it fires, so the stats can count every rule that would fire; a removed document
+    records the first rule that fired (in filter order), with its measured value and threshold,
+    and one that the rewrites left blank (and no rule removed) is removed by
+    :data:`EMPTY_AFTER_REWRITE`. Raises KeyError for a rule whose measure is not in ``measured``."""
+    counts: Counter = Counter()
+    for name, per_doc in measured.counts.items():
+        by_source = pl.DataFrame({"source": docs["source"], "n": per_doc}).group_by("source").agg(pl.col("n").sum())
+        counts[name] += int(per_doc.sum())
+        counts.update({f"{name}|{src}": int(k) for src, k in by_source.iter_rows() if k})
+    rules = [(r, measured.values[f"{f.name}.{r.measure}"]) for f in filters for r in f.rules()]
+    rule, value, threshold = _first_fired(docs.height, rules, counts)
+    current = measured.docs
     blank = left_blank(current) & rule.is_null()
     if blank.any():
         counts[f"fired|{EMPTY_AFTER_REWRITE}"] += int(blank.sum())
@@ -103,3 +131,57 @@ def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STA
         ),
         counts=counts,
     )
+
+
+def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STAGE) -> StepResult:
+    """Measure ``docs`` with ``filters`` (:func:`measure`: every rule measured on the text as it
+    entered the stage, rewrites applied in order) and :func:`decide` which to remove."""
+    return decide(docs, measure(docs, filters), filters, stage)
+
+
+# The columns of a stored measurement (:func:`to_attributes`) besides ``id``, by prefix.
+MEASURE = "measure:"  # measure:<filter>.<measure>, Float64
+COUNT = "count:"  # count:<name>, a rewrite's count per document
+COLUMN = "column:"  # column:<name>, a column the filters added to (or changed in) the documents
+TEXT = "text"  # the rewritten text, null where unchanged ...
+TEXT_CHANGED = "text_changed"  # ... as this says
+
+
+def to_attributes(docs: pl.DataFrame, measured: Measurement) -> pl.DataFrame:
+    """``measured`` as a frame to store beside ``docs`` (as Dolma's attributes and RedPajama-V2's
+    quality signals): ``id``, every measure and count, the rewritten text where it changed and
+    the columns the filters added. :func:`from_attributes` makes the measurement again from it
+    and the same documents."""
+    after = measured.docs
+    changed = docs["text"].ne_missing(after["text"]).alias(TEXT_CHANGED)
+    added = [
+        after[c].alias(COLUMN + c)
+        for c in after.columns
+        if c not in ("id", "text") and (c not in docs.columns or not after[c].equals(docs[c]))
+    ]
+    return pl.DataFrame(
+        [
+            docs["id"],
+            *(measured.values[c].alias(MEASURE + c) for c in measured.values.columns),
+            *(series.alias(COUNT + name) for name, series in measured.counts.items()),
+            changed,
+            pl.select(pl.when(changed).then(after["text"])).to_series().alias(TEXT).cast(pl.String),
+            *added,
+        ]
+    )
+
+
+def from_attributes(docs: pl.DataFrame, attributes: pl.DataFrame) -> Measurement:
+    """The measurement :func:`to_attributes` stored for ``docs`` (the same documents, in order)."""
+    text = pl.select(pl.when(attributes[TEXT_CHANGED]).then(attributes[TEXT]).otherwise(docs["text"])).to_series()
+    after = docs.with_columns(text.alias("text")) if attributes[TEXT_CHANGED].any() else docs
+    added = [attributes[c].alias(c.removeprefix(COLUMN)) for c in attributes.columns if c.startswith(COLUMN)]
+    if added:
+        after = after.with_columns(added)
+    values = [attributes[c].alias(c.removeprefix(MEASURE)) for c in attributes.columns if c.startswith(MEASURE)]
+    counts = {}
+    for column in attributes.columns:
+        if column.startswith(COUNT):
+            name = column.removeprefix(COUNT)
+            counts[name] = attributes[column].alias(name)
+    return Measurement(after, pl.DataFrame(values), counts)

@@ -217,6 +217,18 @@ class GopherQuality:
     """
 
     name = "gopher_quality"
+    # The parameters that only set a rule's threshold (see pipeline.formats.step.DocFilter).
+    thresholds = (
+        "min_words",
+        "max_words",
+        "min_mean_word_length",
+        "max_mean_word_length",
+        "max_symbol_word_ratio",
+        "max_bullet_lines_ratio",
+        "max_ellipsis_lines_ratio",
+        "min_alpha_words_ratio",
+        "min_stop_words",
+    )
 
     def __init__(
         self,
@@ -423,6 +435,7 @@ class GopherRepetition:
     """
 
     name = "gopher_repetition"
+    thresholds = ("dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac")
 
     def __init__(
         self,
@@ -641,6 +654,7 @@ class C4Quality:
     """
 
     name = "c4_quality"
+    thresholds = ("min_sentences",)
 
     def __init__(
         self,
@@ -821,6 +835,7 @@ class FineWebQuality:
     """
 
     name = "fineweb_quality"
+    thresholds = ("line_punct_thr", "short_line_thr", "char_duplicates_ratio", "new_line_ratio")
 
     def __init__(
         self,

@@ -42,6 +42,7 @@ import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import polars as pl
 
@@ -158,6 +159,7 @@ class PIIScrubber:
     stats per kind and per source, and to each document's ``pii_replacements`` column."""
 
     name: str = "pii"
+    thresholds: ClassVar[tuple[str, ...]] = ()
 
     def rules(self) -> list[Rule]:
         return []

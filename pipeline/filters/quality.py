@@ -456,6 +456,7 @@ class QualityFilter:
     """
 
     name = "quality"
+    thresholds = ("threshold",)
 
     def __init__(self, model: str | Path, threshold: Fraction | None = 0.5, top_fraction: Share | None = None):
         model_path, info_path = _model_files(Path(model))

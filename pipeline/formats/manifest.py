@@ -19,7 +19,7 @@ import platform
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -221,11 +221,12 @@ def own_files(run_dir, stage: str, record: dict) -> list[str]:
     return sorted(set(here) - set(record.get("foreign", [])))
 
 
-def remove_own_outputs(run_dir, stage: str, record: dict) -> list[str]:
-    """Delete the files the stage wrote (:func:`own_files`), then the folders left empty; return
-    the files. A file the project did not write stays, and so does its folder."""
+def remove_own_outputs(run_dir, stage: str, record: dict, keep: Iterable[str] = ()) -> list[str]:
+    """Delete the files the stage wrote (:func:`own_files`) but those in ``keep``, then the folders
+    left empty; return the files. A file the project did not write stays, and so does its folder."""
     root = RunLayout(run_dir).stage(stage).root
-    gone = own_files(run_dir, stage, record)
+    kept = set(keep)
+    gone = [rel for rel in own_files(run_dir, stage, record) if rel not in kept]
     for rel in gone:
         (root / rel).unlink()
     if root.exists():

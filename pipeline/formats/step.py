@@ -57,6 +57,10 @@ class FilterOutput:
 
 class DocFilter(Protocol):
     name: str
+    # The constructor parameters whose only effect is a rule's threshold: a change to them changes
+    # no measure, rewrite or added column, so the filter stage decides again from the measures it
+    # stored instead of measuring (pipeline.stages.attributes).
+    thresholds: tuple[str, ...]
 
     def rules(self) -> list[Rule]: ...
 
@@ -72,6 +76,11 @@ class StepResult:
     kept: pl.DataFrame
     removed: pl.DataFrame  # REMOVED_SCHEMA columns, one row per removed document
     counts: Counter = field(default_factory=Counter)  # extra tallies for stats.json (e.g. rules that fired)
+    # Per-document measurements the stage stores beside its documents (the filter stage's
+    # attributes, pipeline.filters.engine.to_attributes), and whether they were read back from an
+    # earlier run's instead of measured.
+    attributes: pl.DataFrame | None = None
+    reused: bool = False
 
 
 Step = Callable[[pl.DataFrame], StepResult]

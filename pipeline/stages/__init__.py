@@ -2,6 +2,8 @@
 
 registry    which stages exist and in what order, with each shard stage's step
 shard       how a shard stage runs its step over one shard with the ledger; resume
+attributes  the filter stage's stored measurements, from which a changed threshold decides again
+rerun       reruns of a changed config: each stage's identity, what to keep and what to redo
 units       how a stage hands its units to whoever runs them (this process, or Prefect tasks)
 source      the source stage: read, validate, quarantine, shard
 dedup       the dedup and lines stages

@@ -3,20 +3,24 @@ step of each shard stage, built from a run's config (see pipeline.stages.shard).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import polars as pl
 
-from pipeline.config import FilterConfig, RunConfig
-from pipeline.filters.engine import apply_filters
+from pipeline.config import FilterConfig, RunConfig, filter_path_parameters
+from pipeline.filters.engine import apply_filters, decide, from_attributes, measure, to_attributes
 from pipeline.filters.registry import build_filters
-from pipeline.formats.documents import licence_series
+from pipeline.formats.documents import StageDir, licence_series
+from pipeline.formats.manifest import config_record
 from pipeline.formats.step import Step, StepResult, removed_frame
 from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
 from pipeline.lang.model import lid_model_path
 from pipeline.licence import LicenceRule
+from pipeline.stages.attributes import UnitAttributes, measuring_settings
 
 
 @dataclass(frozen=True)
@@ -97,20 +101,44 @@ def lang_step(config: RunConfig) -> Step:
     return step
 
 
-def scoped_filters(filters: list, sources: list[str] | None, stage: str) -> Step:
-    """The step applying ``filters`` to documents of ``sources`` (all when None); documents of
-    other sources pass through unchanged."""
-    if sources is None:
-        return lambda docs: apply_filters(docs, filters, stage)
+class FilterChain:
+    """The step applying ``filters`` to a batch (pipeline.filters.engine): measured, or, where the
+    unit's stored measurements hold the batch (``attributes``, pipeline.stages.attributes), read
+    back from them and decided again with the filters' thresholds. The result carries the batch's
+    measurements for the unit to store."""
 
-    def step(docs: pl.DataFrame) -> StepResult:
+    def __init__(self, filters: list, stage: str, attributes: UnitAttributes | None = None):
+        self.filters, self.stage, self.attributes = filters, stage, attributes
+
+    def __call__(self, docs: pl.DataFrame) -> StepResult:
+        stored = None if self.attributes is None else self.attributes.rows(docs)
+        measured = measure(docs, self.filters) if stored is None else from_attributes(docs, stored)
+        result = decide(docs, measured, self.filters, self.stage)
+        if self.attributes is not None:
+            result.attributes = to_attributes(docs, measured) if stored is None else stored
+            result.reused = stored is not None
+        return result
+
+
+def scoped(step: Step, sources: list[str] | None) -> Step:
+    """``step`` applied to the documents of ``sources`` (all when None); documents of other sources
+    pass through unchanged, after the ones in scope."""
+    if sources is None:
+        return step
+
+    def scoped_step(docs: pl.DataFrame) -> StepResult:
         in_scope = docs["source"].is_in(sources)
-        result = apply_filters(docs.filter(in_scope), filters, stage)
+        result = step(docs.filter(in_scope))
         # Columns a filter adds (e.g. pii_replacements) are null for documents out of scope.
         result.kept = pl.concat([result.kept, docs.filter(~in_scope)], how="diagonal_relaxed")
         return result
 
-    return step
+    return scoped_step
+
+
+def scoped_filters(filters: list, sources: list[str] | None, stage: str) -> Step:
+    """The step applying ``filters`` to documents of ``sources`` (all when None)."""
+    return scoped(lambda docs: apply_filters(docs, filters, stage), sources)
 
 
 def licence_step(rule: LicenceRule, then: Step, stage: str) -> Step:
@@ -132,15 +160,62 @@ def licence_step(rule: LicenceRule, then: Step, stage: str) -> Step:
     return step
 
 
-def filter_step(config: RunConfig) -> Step:
-    return filter_settings_step(config.filter)
+def filter_step(config: RunConfig, attributes: UnitAttributes | None = None) -> Step:
+    return filter_settings_step(config.filter, attributes)
 
 
-def filter_settings_step(settings: FilterConfig) -> Step:
-    """The filter stage's step from its settings: the licence rules, then the filters in order."""
-    step = scoped_filters(build_filters(settings.filters, settings.params), settings.sources, "filter")
+def filter_settings_step(settings: FilterConfig, attributes: UnitAttributes | None = None) -> Step:
+    """The filter stage's step from its settings: the licence rules, then the filters in order
+    (from the unit's stored measurements where they hold the batch)."""
+    chain = FilterChain(build_filters(settings.filters, settings.params), "filter", attributes)
+    step = scoped(chain, settings.sources)
     rule = settings.licence_rule()
     return step if rule is None else licence_step(rule, step, "filter")
+
+
+def named_files(stage: str, config: RunConfig) -> dict[str, list[Path]]:
+    """The files a stage loads whose contents its outputs depend on, by the config key that names
+    them: the language-ID model (``lang.model``, or the default one it finds), each filter's
+    path parameters (the quality model; a folder stands for the files in it), the tokenizer
+    (``tokenize.tokenizer``) and the exclusion lists (``mix.exclude``). A missing file is left out
+    (the run stops on it before any work, pipeline.config.check_files)."""
+    named: dict[str, list[Path]] = {}
+    if stage == "lang":
+        try:
+            named["lang.model"] = [lid_model_path(config.lang.model)]
+        except FileNotFoundError:
+            named["lang.model"] = []
+    elif stage == "filter":
+        for name in config.filter.filters:
+            for key in sorted(filter_path_parameters(name)):
+                value = config.filter.params.get(name, {}).get(key)
+                if value is not None:
+                    path = Path(value)
+                    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+                    named[f"filter.params.{name}.{key}"] = [p for p in files if p.is_file()]
+    elif stage == "tokenize" and config.tokenize.tokenizer is not None:
+        named["tokenize.tokenizer"] = [Path(config.tokenize.tokenizer)]
+    elif stage == "mix" and config.mix.exclude:
+        named["mix.exclude"] = [Path(p) for p in config.mix.exclude if Path(p).is_file()]
+    return named
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256, for this process
+
+
+def _content_digest(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        with path.open("rb") as handle:
+            _DIGESTS[key] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return _DIGESTS[key]
+
+
+def file_contents(stage: str, config: RunConfig) -> dict[str, list[str]]:
+    """The sha256 of each of :func:`named_files`, by key (in the stage's identity, so that a model
+    or tokenizer replaced at the same path redoes the stages that loaded it)."""
+    return {key: [_content_digest(p) for p in paths] for key, paths in named_files(stage, config).items()}
 
 
 def enabled_stages(config: RunConfig) -> list[str]:
@@ -156,5 +231,16 @@ def input_stage(stage: str, config: RunConfig) -> str:
     return last_document_stage(["source", *(s for s in enabled_stages(config) if order.index(s) < order.index(stage))])
 
 
-def build_step(stage: str, config: RunConfig) -> Step:
-    return {"lang": lang_step, "filter": filter_step}[stage](config)
+def unit_attributes(stage_name: str, stage: StageDir, in_path: Path, config: RunConfig) -> UnitAttributes | None:
+    """Where a unit of ``stage_name`` stores its measurements (the filter stage's; None for others)."""
+    if stage_name != "filter" or not config.filter.store_measures:
+        return None
+    settings = {**measuring_settings(config_record(config)), "contents": file_contents("filter", config)}
+    return UnitAttributes(stage, in_path, settings)
+
+
+def build_step(stage: str, config: RunConfig, attributes: UnitAttributes | None = None) -> Step:
+    """The step of a shard stage's unit (with its stored measurements, see :func:`unit_attributes`)."""
+    if stage == "filter":
+        return filter_step(config, attributes)
+    return {"lang": lang_step}[stage](config)

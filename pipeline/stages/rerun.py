@@ -24,13 +24,16 @@ from pipeline.formats.manifest import (
     check_run_dir,
     config_record,
     new_manifest,
+    own_files,
     package_versions,
     remove_own_outputs,
     stage_files,
     what_is_made,
 )
 from pipeline.io.writer import read_json, write_json
-from pipeline.stages.registry import REGISTRY, enabled_stages
+from pipeline.stages.attributes import FOLDER as ATTRIBUTES
+from pipeline.stages.attributes import measuring_settings
+from pipeline.stages.registry import REGISTRY, enabled_stages, file_contents
 
 # Keys that say where the run is, not what it makes.
 _NOT_READ = ("run_dir",)
@@ -45,16 +48,45 @@ def _value_at(record: dict, path: str):
     return value
 
 
+def _digest(made_of: dict) -> str:
+    return hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()
+
+
+def stage_contents(config: RunConfig) -> dict[str, dict[str, list[str]]]:
+    """Each stage that runs with ``config``, by the contents of the files it loads
+    (pipeline.stages.registry.file_contents)."""
+    return {stage: file_contents(stage, config) for stage in ("source", *enabled_stages(config))}
+
+
 def stage_identities(config: RunConfig) -> dict[str, str]:
     """Each stage that runs with ``config`` (source first), by its identity: a digest of the config
-    keys it reads and of the identity of the stage before it."""
+    keys it reads, of the contents of the files it loads, and of the identity of the stage before
+    it."""
     record = what_is_made(config_record(config))
     identities, before = {}, None
-    for stage in ("source", *enabled_stages(config)):
+    for stage, contents in stage_contents(config).items():
         reads = {path: _value_at(record, path) for path in REGISTRY[stage].reads}
-        made_of = json.dumps({"stage": stage, "reads": reads, "after": before}, sort_keys=True)
-        identities[stage] = before = hashlib.sha256(made_of.encode()).hexdigest()
+        made_of = {"stage": stage, "reads": reads, "after": before, **({"files": contents} if contents else {})}
+        identities[stage] = before = _digest(made_of)
     return identities
+
+
+# The stage whose measurements are stored apart from its decisions (pipeline.stages.attributes).
+MEASURING = "filter"
+
+
+def measures_identity(config: RunConfig, identities: dict[str, str]) -> str | None:
+    """The identity of what the filter stage measures with ``config``: its identity without the
+    parameters that only set thresholds (None when the stage does not run, or stores no
+    measurements: ``filter.store_measures``). Two configs with the same one differ only in
+    thresholds, and the stage decides again from what it stored."""
+    if MEASURING not in identities or not config.filter.store_measures:
+        return None
+    order = list(identities)
+    before = identities[order[order.index(MEASURING) - 1]]
+    settings = measuring_settings(what_is_made(config_record(config)))
+    contents = file_contents(MEASURING, config)
+    return _digest({"stage": MEASURING, "measures": settings, "files": contents, "after": before})
 
 
 @dataclass(frozen=True)
@@ -100,7 +132,7 @@ def _read_by(change: Change) -> str:
 @dataclass(frozen=True)
 class StagePlan:
     stage: str
-    action: str  # kept | resumes | reruns | runs | removed
+    action: str  # kept | resumes | redecides | reruns | runs | removed
     why: str
 
     def __str__(self) -> str:
@@ -132,7 +164,23 @@ def _legacy_refusal(run_dir, changes: list[Change]) -> ConfigError:
     )
 
 
-def _stage_plan(stage: str, record: dict | None, identity: str, changes: list[Change], upstream: str | None):
+def _changed_contents(record: dict, contents: dict[str, list[str]], read: list[str]) -> list[str]:
+    """Why the files a stage loads differ from those it was made with, one phrase per key (``read``:
+    the changed config keys the stage reads)."""
+    if "contents" not in record:  # made before the contents were recorded, or with no such file
+        return ["the contents of the files it loads were not recorded"] if contents and not read else []
+    made = record["contents"]
+    return [
+        f"the contents of {key} changed"
+        for key in sorted(set(made) | set(contents))
+        if made.get(key) != contents.get(key)
+    ]
+
+
+def _stage_plan(stage: str, record: dict | None, identity: str, changes: list[Change], upstream: str | None, now):
+    """The plan of one stage (``now``: the contents of the files it loads, and for the filter
+    stage its measures' identity)."""
+    contents, measures = now
     if record is None:
         return StagePlan(stage, "runs", "runs (not run here before)")
     if record["identity"] == identity:
@@ -140,6 +188,9 @@ def _stage_plan(stage: str, record: dict | None, identity: str, changes: list[Ch
             return StagePlan(stage, "kept", KEPT)
         return StagePlan(stage, "resumes", "resumes (same config; it had not finished)")
     read = [str(c) for c in changes if stage in readers(c.path)]
+    read += _changed_contents(record, contents, read)
+    if measures is not None and record.get("measures") == measures:
+        return StagePlan(stage, "redecides", f"re-decides from its stored measurements ({', '.join(read)})")
     if read:
         return StagePlan(stage, "reruns", f"reruns ({', '.join(read)})")
     return StagePlan(stage, "reruns", f"reruns (its input changes: {upstream or 'the stages before it'})")
@@ -162,6 +213,8 @@ def plan_run(config: RunConfig) -> RunPlan:
             raise _legacy_refusal(config.run_dir, changes)
         return RunPlan([StagePlan(s, "kept", KEPT) for s in identities if s in manifest["stages"]])
     plans, upstream = [], None
+    measures = measures_identity(config, identities)
+    contents = stage_contents(config)
     for stage in REGISTRY:
         record = made.get(stage)
         if stage not in identities:
@@ -169,11 +222,17 @@ def plan_run(config: RunConfig) -> RunPlan:
                 plans.append(StagePlan(stage, "removed", "removed (no longer enabled)"))
                 upstream = upstream or f"{stage} is no longer enabled"
             continue
-        plan = _stage_plan(stage, record, identities[stage], changes, upstream)
-        if plan.action in ("reruns", "runs"):
-            upstream = upstream or f"{stage} {plan.action}"
+        now = (contents[stage], measures if stage == MEASURING else None)
+        plan = _stage_plan(stage, record, identities[stage], changes, upstream, now)
+        if plan.action in ("reruns", "runs", "redecides"):
+            upstream = upstream or f"{stage} {'re-decides' if plan.action == 'redecides' else plan.action}"
         plans.append(plan)
     return RunPlan(plans, changes)
+
+
+def _stored_measurements(run_dir, stage: str, record: dict) -> list[str]:
+    """The files of the stage's stored measurements (pipeline.stages.attributes) it wrote."""
+    return [f for f in own_files(run_dir, stage, record) if f.startswith(f"{ATTRIBUTES}/")]
 
 
 def open_run(config: RunConfig) -> dict:
@@ -190,17 +249,26 @@ def open_run(config: RunConfig) -> dict:
         manifest = read_json(layout.manifest)
     made = manifest.get(MADE)
     if made is not None:
+        stored: dict[str, list[str]] = {}  # per stage that re-decides, the measurements it keeps
         for step in plan.stages:
-            if step.action in ("reruns", "removed"):
+            if step.action in ("reruns", "removed", "redecides"):
                 record = made.pop(step.stage, None)
                 if record is not None:  # a stage never begun here wrote nothing to remove
-                    remove_own_outputs(config.run_dir, step.stage, record)
+                    if step.action == "redecides":
+                        stored[step.stage] = _stored_measurements(config.run_dir, step.stage, record)
+                    remove_own_outputs(config.run_dir, step.stage, record, keep=stored.get(step.stage, ()))
                 manifest["stages"].pop(step.stage, None)
                 if step.stage == "source":
                     manifest["inputs"] = []
-        for stage, identity in stage_identities(config).items():
+        identities, contents = stage_identities(config), stage_contents(config)
+        for stage, identity in identities.items():
             if stage not in made:
-                made[stage] = {"identity": identity, "foreign": stage_files(config.run_dir, stage)}
+                here = stage_files(config.run_dir, stage)
+                made[stage] = {"identity": identity, "foreign": sorted(set(here) - set(stored.get(stage, ())))}
+                if contents[stage]:
+                    made[stage]["contents"] = contents[stage]
+                if stage == MEASURING:
+                    made[stage]["measures"] = measures_identity(config, identities)
     manifest["config"] = config_record(config)
     manifest["versions"] = package_versions()
     write_json(manifest, layout.manifest)

@@ -24,6 +24,9 @@ from pipeline.formats.manifest import record_stage
 from pipeline.formats.step import Step, docs_table
 from pipeline.io.storage import as_path, parquet_file, read_table, remove_tree
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
+from pipeline.stages.attributes import FOLDER as ATTRIBUTES
+from pipeline.stages.attributes import UnitAttributes
+from pipeline.stages.registry import build_step, unit_attributes
 
 
 def fingerprint(path: str | Path) -> dict:
@@ -63,8 +66,18 @@ def _grouped(ledgers: dict[str, Ledger], stage: str, kept: pl.DataFrame, removed
         ledger.removed[rule] += n
 
 
-def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batch_docs: int) -> dict:
-    """Run ``step`` over one input shard; return the unit's part record (also in ``parts/``)."""
+def shard_unit(
+    stage_name: str,
+    in_path: Path,
+    stage: StageDir,
+    step: Step,
+    batch_docs: int,
+    attributes: UnitAttributes | None = None,
+) -> dict:
+    """Run ``step`` over one input shard; return the unit's part record (also in ``parts/``). With
+    ``attributes`` (the filter stage's, given to its step too) the step's per-document measurements
+    are stored, or read back where an earlier run stored them for this input
+    (pipeline.stages.attributes)."""
     name = in_path.name
     part_path = stage.parts / f"{in_path.stem}.json"
     files = [fingerprint(in_path)]
@@ -74,6 +87,10 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
             return done
     for stale in (stage.docs / name, stage.removed / name):
         stale.unlink(missing_ok=True)
+    if attributes is not None:
+        attributes.open(files)
+    measured: list[pl.DataFrame] = []
+    reused = True
 
     ledger = Ledger(stage_name)
     by_source: dict[str, Ledger] = {}
@@ -95,6 +112,9 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
             _grouped(by_licence, stage_name, result.kept, result.removed, LICENCE)
             if result.removed.height:
                 removed_parts.append(result.removed)
+            if result.attributes is not None:
+                measured.append(result.attributes)
+                reused = reused and result.reused
             table = docs_table(result.kept)
             if writer is None:
                 writer = stack.enter_context(parquet_stream(stage.docs / name, table.schema))
@@ -102,6 +122,11 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
         if writer is None:  # an empty input shard still gives an (empty) output shard
             empty = step(pl.from_arrow(parquet.schema_arrow.empty_table()))
             write_parquet(docs_table(empty.kept), stage.docs / name)
+            if empty.attributes is not None:
+                measured.append(empty.attributes)
+                reused = reused and empty.reused
+    if attributes is not None:
+        attributes.close(measured, reused)
 
     removed_file = None
     if removed_parts:
@@ -115,6 +140,7 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
         "shards": [{"file": name, "rows": ledger.docs_out}],
         "removed": removed_file,
         "quarantine": None,
+        **({} if attributes is None else {"attributes": attributes.path.name}),
         "ledger": ledger.to_dict(),
         "by_source": {k: v.to_dict() for k, v in sorted(by_source.items())},
         "by_lang": {k: v.to_dict() for k, v in sorted(by_lang.items())},
@@ -125,8 +151,22 @@ def shard_unit(stage_name: str, in_path: Path, stage: StageDir, step: Step, batc
     return part
 
 
+def stage_unit(stage_name: str, in_path: Path, stage: StageDir, config: RunConfig) -> dict:
+    """One unit of the shard stage ``stage_name`` (lang, filter) of a run of ``config``: its step
+    built from the config, with the unit's stored measurements (:func:`shard_unit`)."""
+    attributes = unit_attributes(stage_name, stage, in_path, config)
+    step = build_step(stage_name, config, attributes)
+    return shard_unit(stage_name, in_path, stage, step, config.batch_docs, attributes)
+
+
 # The files a stage writes in each of its folders; nothing else there is ever deleted.
-_OUTPUT_SUFFIX = {"docs": ".parquet", "quarantine": ".parquet", "removed": ".parquet", "parts": ".json"}
+_OUTPUT_SUFFIX = {
+    "docs": ".parquet",
+    "quarantine": ".parquet",
+    "removed": ".parquet",
+    "parts": ".json",
+    ATTRIBUTES: ".parquet",
+}
 
 
 def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
@@ -137,7 +177,14 @@ def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
     listed |= {stage.quarantine / p["quarantine"] for p in parts if p.get("quarantine")}
     listed |= {stage.removed / p["removed"] for p in parts if p.get("removed")}
     listed |= {stage.parts / f"{p['unit']}.json" for p in parts}
-    folders = {"docs": stage.docs, "quarantine": stage.quarantine, "removed": stage.removed, "parts": stage.parts}
+    listed |= {stage.root / ATTRIBUTES / p["attributes"] for p in parts if p.get("attributes")}
+    folders = {
+        "docs": stage.docs,
+        "quarantine": stage.quarantine,
+        "removed": stage.removed,
+        "parts": stage.parts,
+        ATTRIBUTES: stage.root / ATTRIBUTES,
+    }
     stale = [
         f
         for kind, folder in folders.items()

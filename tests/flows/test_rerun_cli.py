@@ -13,10 +13,10 @@ from tests.helpers import near_copies_corpus, shared_api_env, stage_outputs
 pytestmark = pytest.mark.flow  # each `curate run` starts a Prefect server of its own
 
 
-def write_config(path, run_dir, corpus, threshold: float):
+def write_config(path, run_dir, corpus, threshold: float, filter_params: str = ""):
     path.write_text(
         f'run_dir = "{run_dir}"\n'
-        f"[dedup]\nthreshold = {threshold}\n"
+        f"[dedup]\nthreshold = {threshold}\n{filter_params}"
         "[tokenize]\nvocab_size = 300\n[mix]\nvalidation_fraction = 0.1\n"
         f'[[sources]]\nname = "web"\nreader = "jsonl"\npaths = ["{corpus}"]\n'
     )
@@ -70,3 +70,26 @@ def test_a_changed_dedup_threshold_reruns_dedup_and_after_as_a_fresh_run_would(t
     assert again.stdout.splitlines()[:7] == [
         f"{stage}: kept (same config)" for stage in ("source", "lang", "filter", "dedup", "lines", "tokenize", "mix")
     ]
+
+    # A filter threshold: the filter stage decides again from what it measured, through the flows.
+    measured = {p: p.stat().st_mtime_ns for p in (run / "filter" / "attributes").iterdir()}
+    assert measured
+    sentences = "[filter.params.c4_quality]\nmin_sentences = 1\n"
+    redecided = curate(
+        ["run", str(write_config(tmp_path / "d.toml", run, corpus, 0.95, sentences)), "--quiet"],
+        tmp_path,
+        env=shared_api_env(),
+    )
+    assert redecided.returncode == 0, redecided.stderr
+    assert redecided.stdout.splitlines()[3] == (
+        'filter: re-decides from its stored measurements (filter.params.c4_quality: null -> {"min_sentences": 1})'
+    )
+    assert {p: p.stat().st_mtime_ns for p in (run / "filter" / "attributes").iterdir()} == measured
+    fresh = tmp_path / "fresh-sentences"
+    made = curate(
+        ["run", str(write_config(tmp_path / "e.toml", fresh, corpus, 0.95, sentences)), "--quiet"],
+        tmp_path,
+        env=shared_api_env(),
+    )
+    assert made.returncode == 0, made.stderr
+    assert stage_outputs(run) == stage_outputs(fresh)

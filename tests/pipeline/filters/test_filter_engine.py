@@ -171,3 +171,19 @@ def test_gopher_paragraph_and_ellipsis_rules_fire_in_the_default_chain():
     assert result.counts["fired|gopher_repetition.dup_para_frac"] == 1
     # the kept document is C4's cleaned text: the "..." line and the blank line are gone
     assert result.kept["text"].to_list() == ["\n".join(GOOD_LINES)]
+
+
+def test_stored_measurements_decide_as_measuring_again_with_any_threshold():
+    from pipeline.filters.engine import decide, from_attributes, measure, to_attributes
+
+    batch = docs("one two three four", "x\nx\nx", "a b", "fine text here\nx line", "x", "")
+    batch = batch.with_columns(pl.Series("text", ["one two three four", "x\nx\nx", "a b", "fine\nx", "x", None]))
+    stored = to_attributes(batch, measure(batch, [DropLinesWithX(), WordCount(), PIIScrubber()]))
+    assert stored["text_changed"].to_list() == [False, True, False, True, True, False]
+    assert stored["text"].to_list() == [None, "", None, "fine", "", None]
+    for minimum in (1, 3, 5):
+        filters = [DropLinesWithX(), WordCount(minimum=minimum), PIIScrubber()]
+        fresh = apply_filters(batch, filters)
+        again = decide(batch, from_attributes(batch, stored), filters)
+        assert again.kept.equals(fresh.kept) and again.removed.equals(fresh.removed)
+        assert again.counts == fresh.counts

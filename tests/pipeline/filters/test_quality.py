@@ -135,6 +135,13 @@ def test_score_rule_removes_noise_and_keeps_unseen_reference_text(corpus, traine
     # Same scores in a smaller batch, with the model named by its folder.
     assert QualityFilter(out).apply(batch.head(3)).measures["quality_score"].to_list() == scores.head(3).to_list()
     assert QualityFilter(out, threshold=None).rules() == []
+    # The threshold is only a threshold (QualityFilter.thresholds): a rerun decides again from the
+    # stored scores.
+    assert QualityFilter.thresholds == ("threshold",)
+    for threshold in (None, 0.0, 0.9):
+        other = QualityFilter(out, threshold=threshold).apply(batch)
+        assert other.measures.equals(measures) and other.text is None
+        assert other.columns["quality_score"].equals(scores) and not other.counts
 
 
 @pytest.fixture(scope="module")

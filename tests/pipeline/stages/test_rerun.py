@@ -85,19 +85,55 @@ def test_a_changed_dedup_threshold_reruns_dedup_and_after_to_the_bytes_of_a_fres
     assert {p.action for p in plan_run(changed).stages} == {"kept"}
 
 
-def test_a_changed_filter_parameter_keeps_source_and_lang(tmp_path, corpus):
-    curate_in_process(config(tmp_path, corpus, dedup={"enabled": False}, tokenize={"enabled": False}))
-    changed = config(
-        tmp_path,
-        corpus,
-        dedup={"enabled": False},
-        tokenize={"enabled": False},
-        filter={"params": {"gopher_quality": {"max_mean_word_length": 3.0}}},
-    )
+def _no_tokens(**settings) -> dict:
+    return {"dedup": {"enabled": False}, "tokenize": {"enabled": False}, **settings}
+
+
+def test_a_changed_threshold_decides_again_from_the_stored_measurements_to_the_bytes_of_a_fresh_run(
+    tmp_path, corpus, monkeypatch
+):
+    first = curate_in_process(config(tmp_path, corpus, **_no_tokens()))
+    thresholds = {"gopher_quality": {"max_mean_word_length": 3.0}, "c4_quality": {"min_sentences": 1}}
+    changed = config(tmp_path, corpus, **_no_tokens(filter={"params": thresholds}))
     assert [str(p) for p in plan_run(changed).stages] == [
         "source: kept (same config)",
         "lang: kept (same config)",
-        "filter: reruns (filter.params.gopher_quality: null -> {'max_mean_word_length': 3.0})".replace("'", '"'),
+        "filter: re-decides from its stored measurements (filter.params.c4_quality: null -> "
+        '{"min_sentences": 1}, filter.params.gopher_quality: null -> {"max_mean_word_length": 3.0})',
+        "lines: reruns (its input changes: filter re-decides)",
+    ]
+    kept = {stage: inodes(changed.run_dir, stage) for stage in ("source", "lang")}
+    filtered = inodes(changed.run_dir, "filter")
+    measurements = {k: v for k, v in filtered.items() if k.startswith("attributes/")}
+    assert measurements
+
+    def measured(*args, **kwargs):
+        raise AssertionError("the filters measured again")
+
+    monkeypatch.setattr("pipeline.stages.registry.measure", measured)
+    stats = curate_in_process(changed)
+    monkeypatch.undo()
+
+    assert {stage: inodes(changed.run_dir, stage) for stage in kept} == kept
+    now = inodes(changed.run_dir, "filter")
+    assert {k: v for k, v in now.items() if k.startswith("attributes/")} == measurements  # not rewritten
+    assert not set(v for k, v in now.items() if k.startswith("docs/")) & set(filtered.values())
+    assert stats["filter"]["docs_out"] != first["filter"]["docs_out"]
+    fresh = config(tmp_path, corpus, run="fresh", **_no_tokens(filter={"params": thresholds}))
+    assert curate_in_process(fresh) == json.loads(json.dumps(stats).replace("/run/", "/fresh/"))
+    assert stage_outputs(changed.run_dir) == stage_outputs(fresh.run_dir)
+    # and back: the first config's thresholds decide again from the same measurements
+    back = curate_in_process(config(tmp_path, corpus, **_no_tokens()))
+    assert back == first
+    assert {k: v for k, v in inodes(changed.run_dir, "filter").items() if k.startswith("attributes/")} == measurements
+
+
+def test_a_changed_parameter_that_is_not_a_threshold_measures_again(tmp_path, corpus):
+    curate_in_process(config(tmp_path, corpus, **_no_tokens()))
+    marks = {"c4_quality": {"end_marks": [".", "?", "!", '"', ":"]}}
+    changed = config(tmp_path, corpus, **_no_tokens(filter={"params": marks}))
+    assert [str(p) for p in plan_run(changed).stages][2:] == [
+        'filter: reruns (filter.params.c4_quality: null -> {"end_marks": [".", "?", "!", "\\"", ":"]})',
         "lines: reruns (its input changes: filter reruns)",
     ]
     kept = {stage: inodes(changed.run_dir, stage) for stage in ("source", "lang")}
@@ -105,7 +141,9 @@ def test_a_changed_filter_parameter_keeps_source_and_lang(tmp_path, corpus):
     stats = curate_in_process(changed)
     assert {stage: inodes(changed.run_dir, stage) for stage in kept} == kept
     assert not set(inodes(changed.run_dir, "filter").values()) & set(filtered.values())
-    assert stats["filter"]["docs_out"] < stats["filter"]["docs_in"]
+    fresh = config(tmp_path, corpus, run="fresh", **_no_tokens(filter={"params": marks}))
+    assert curate_in_process(fresh) == json.loads(json.dumps(stats).replace("/run/", "/fresh/"))
+    assert stage_outputs(changed.run_dir) == stage_outputs(fresh.run_dir)
 
 
 def test_a_rerun_removes_only_what_the_project_wrote_and_drops_disabled_stages(tmp_path, corpus):
@@ -179,3 +217,34 @@ def test_a_stage_killed_before_it_finished_resumes_or_is_redone_whole(tmp_path, 
     curate_in_process(changed)
     curate_in_process(config(tmp_path, corpus, run="fresh", tokenize=off, lines=off, dedup={"threshold": 0.95}))
     assert stage_outputs(tmp_path / "run") == stage_outputs(tmp_path / "fresh")
+
+
+def test_a_model_replaced_at_the_same_path_reruns_the_stage_that_loads_it(tmp_path, corpus):
+    from pipeline.lang.model import lid_model_path
+
+    model = tmp_path / "models" / "lid.ftz"
+    model.parent.mkdir()
+    model.write_bytes(lid_model_path().read_bytes())
+    settings = _no_tokens(lang={"model": str(model)})
+    curate_in_process(config(tmp_path, corpus, **settings))
+    model.write_bytes(model.read_bytes())  # the same bytes, written again: nothing to redo
+    assert {p.action for p in plan_run(config(tmp_path, corpus, **settings)).stages} == {"kept"}
+    model.write_bytes(model.read_bytes() + b"\0")  # another model at the same path
+    assert [str(p) for p in plan_run(config(tmp_path, corpus, **settings)).stages] == [
+        "source: kept (same config)",
+        "lang: reruns (the contents of lang.model changed)",
+        "filter: reruns (its input changes: lang reruns)",
+        "lines: reruns (its input changes: lang reruns)",
+    ]
+
+
+def test_without_stored_measurements_a_changed_threshold_measures_again(tmp_path, corpus):
+    curate_in_process(config(tmp_path, corpus, **_no_tokens(filter={"store_measures": False})))
+    assert not (tmp_path / "run" / "filter" / "attributes").exists()
+    changed = _no_tokens(filter={"store_measures": False, "params": {"c4_quality": {"min_sentences": 1}}})
+    assert [str(p) for p in plan_run(config(tmp_path, corpus, **changed)).stages][2] == (
+        'filter: reruns (filter.params.c4_quality: null -> {"min_sentences": 1})'
+    )
+    stats = curate_in_process(config(tmp_path, corpus, **changed))
+    fresh = curate_in_process(config(tmp_path, corpus, run="fresh", **changed))
+    assert stats == json.loads(json.dumps(fresh).replace("/fresh/", "/run/"))

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.formats.documents import DOC_SCHEMA, RunLayout
-from pipeline.stages.registry import REGISTRY, build_step
-from pipeline.stages.shard import shard_unit
+from pipeline.stages.registry import REGISTRY
+from pipeline.stages.shard import stage_unit
 from tests.helpers import curate_in_process, source_config, write_jsonl
 
 SHORT = "The cat sat on the mat. It was happy there."  # too short for C4's and Gopher's rules
@@ -62,6 +62,6 @@ def test_a_shard_stage_unit_on_a_shard_of_zero_rows_writes_a_shard_of_zero_rows(
     shard = tmp_path / "source-00000-0000.parquet"
     pq.write_table(DOC_SCHEMA.empty_table(), shard)
     stage = RunLayout(config.run_dir).stage(stage_name).make()
-    part = shard_unit(stage_name, shard, stage, build_step(stage_name, config), config.batch_docs)
+    part = stage_unit(stage_name, shard, stage, config)
     assert part["ledger"]["docs_in"] == 0 and part["ledger"]["docs_out"] == 0 and part["removed"] is None
     assert pq.read_metadata(stage.docs / shard.name).num_rows == 0

@@ -1,0 +1,100 @@
+"""The filter stage's stored measurements: a changed threshold decides again without measuring.
+
+Beside each document shard, the filter stage writes ``filter/attributes/<shard>.parquet`` (as
+Dolma keeps attributes beside documents, and RedPajama-V2 its quality signals): one row per
+document the filters measured, in input order, with every measure of every filter, each rewrite's
+counts, the rewritten text where it changed and the columns the filters added
+(:func:`pipeline.filters.engine.to_attributes`). Its Parquet metadata says what it was measured
+from: the input shard's fingerprint and :func:`measuring_settings`.
+
+A rerun whose config changed only thresholds (each filter's ``thresholds``: parameters that set a
+rule's threshold and nothing else) keeps these files (pipeline.stages.rerun: the filter stage
+"re-decides"); each unit then reads its file back and applies the new thresholds to it, and writes
+the same documents, removals and counts as measuring again would. A file whose input or measuring
+settings differ is measured again and replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.filters.registry import FILTERS
+from pipeline.formats.documents import StageDir
+from pipeline.io.storage import parquet_file, read_parquet
+from pipeline.io.writer import write_parquet
+
+FOLDER = "attributes"
+_METADATA = b"curate.measured_from"
+
+
+def measuring_settings(record: dict) -> dict:
+    """What the filter stage's measurements depend on, from a config record
+    (``RunConfig.model_dump(mode="json")``): its ``filter`` table without the parameters that are
+    only thresholds (a filter's table left empty by that is dropped), and ``batch_docs``."""
+    settings = dict(record.get("filter") or {})
+    params = {}
+    for name, values in sorted((settings.get("params") or {}).items()):
+        only_thresholds = set(getattr(FILTERS.get(name), "thresholds", ()))
+        kept = {key: value for key, value in values.items() if key not in only_thresholds}
+        if kept:
+            params[name] = kept
+    settings["params"] = params
+    return {"filter": settings, "batch_docs": record.get("batch_docs")}
+
+
+class UnitAttributes:
+    """The stored measurements of one unit of the filter stage (input shard ``in_path``).
+
+    :meth:`open` loads the stored file when it was measured from this input with these settings;
+    the stage's step then takes each batch's rows from it (:meth:`rows`) instead of measuring;
+    :meth:`close` writes the unit's measurements unless every batch was read back."""
+
+    def __init__(self, stage: StageDir, in_path: Path, settings: dict):
+        self.path = stage.root / FOLDER / in_path.name
+        self.settings = settings
+        self.files: list[dict] | None = None
+        self.stored: pl.DataFrame | None = None
+        self._next = 0
+
+    def _measured_from(self) -> dict:
+        # the input's contents, not its path: a run folder moved elsewhere keeps its measurements
+        inputs = [{key: f.get(key) for key in ("bytes", "sha256")} for f in self.files or []]
+        return {"inputs": inputs, "settings": self.settings}
+
+    def open(self, files: list[dict]) -> None:
+        """Start the unit whose input has these fingerprints (pipeline.stages.shard.fingerprint)."""
+        self.files, self.stored, self._next = files, None, 0
+        if not self.path.exists():
+            return
+        try:
+            metadata = parquet_file(self.path).schema_arrow.metadata or {}
+            made_from = json.loads(metadata[_METADATA])
+        except Exception:  # unreadable, or not written by this stage: measured again and replaced
+            return
+        if made_from == self._measured_from():
+            self.stored = read_parquet(self.path)
+
+    def rows(self, docs: pl.DataFrame) -> pl.DataFrame | None:
+        """The stored rows of the next batch's documents ``docs``, or None (measure them): batches
+        come in the order they were measured, so the rows are the next ``docs.height``, which must
+        hold the same ids."""
+        if self.stored is None:
+            return None
+        rows = self.stored.slice(self._next, docs.height)
+        if rows.height != docs.height or not rows["id"].equals(docs["id"]):
+            return None
+        self._next += docs.height
+        return rows
+
+    def close(self, batches: list[pl.DataFrame], reused: bool) -> None:
+        """Write the unit's measurements (one frame per batch, in order), unless every one was
+        read back from the stored file (then it stays as it is)."""
+        if reused and self.stored is not None and self._next == self.stored.height:
+            return
+        frames = batches or [pl.DataFrame({"id": pl.Series([], dtype=pl.String)})]
+        table = pl.concat(frames, how="vertical_relaxed").to_arrow()
+        metadata = {_METADATA: json.dumps(self._measured_from(), sort_keys=True).encode()}
+        write_parquet(table.replace_schema_metadata(metadata), self.path)
