@@ -63,9 +63,10 @@ def interruptible(say_stopped: Callable[[], None]) -> Iterator[None]:
     code = [EXIT_CODE]
 
     def stop_now() -> None:
-        from flows.runtime import kill_servers
+        from flows.runtime import kill_servers, kill_workers
 
         say_once()
+        kill_workers()
         kill_servers()
         for handler in logging.getLogger().handlers:
             try:

@@ -83,7 +83,9 @@ class Runner:
         if self.kind == "processes":
             from prefect.task_runners import ProcessPoolTaskRunner
 
-            return ProcessPoolTaskRunner(max_workers=workers)
+            from flows.runtime import ignore_interrupts
+
+            return ProcessPoolTaskRunner(max_workers=workers, initializer=ignore_interrupts)
         if self.kind == "ray":
             # running_on() connected this process to the cluster; the runner uses that connection.
             return _ray_task_runner()()
@@ -149,15 +151,17 @@ def running_on(runner: Runner) -> Iterator[Runner]:
             from distributed import LocalCluster
 
             logging.getLogger("distributed").setLevel(logging.WARNING)  # its scheduler runs in this process
-            cluster = stack.enter_context(
-                LocalCluster(
+            from flows.runtime import interrupts_ignored
+
+            with interrupts_ignored():  # its worker processes leave Ctrl-C to this one (flows.interrupt)
+                cluster = LocalCluster(
                     n_workers=runner.workers or os.cpu_count(),
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
                     silence_logs=logging.WARNING,
                 )
-            )
+            cluster = stack.enter_context(cluster)
             runner = replace(runner, address=cluster.scheduler_address, workers=None)
         elif runner.kind == "dask":
             _check_scheduler(runner.address)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -218,6 +220,52 @@ def kill_servers() -> None:
     for process in list(_processes):
         if process.poll() is None:
             process.kill()
+
+
+def kill_workers() -> None:
+    """Kill this process's other child processes, and theirs, at once: the worker processes of a
+    process pool or of a Dask LocalCluster (a run stopped without unwinding would leave them
+    running their units with no one to hand them to). The temporary servers are left to
+    :func:`kill_servers`."""
+    import psutil
+
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return
+    servers = {process.pid for process in _processes}
+    for server in list(servers):
+        try:
+            servers |= {child.pid for child in psutil.Process(server).children(recursive=True)}
+        except psutil.Error:
+            pass
+    for child in children:
+        if child.pid not in servers:
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+
+
+def ignore_interrupts() -> None:
+    """In a worker process: leave Ctrl-C to the run's main process. A terminal signals its whole
+    process group, workers included; the main process stops the run and its workers, and a
+    worker's own KeyboardInterrupt would only print tracebacks."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def interrupts_ignored() -> Iterator[None]:
+    """Ctrl-C ignored while the block starts processes, which inherit that (a Python process
+    started with SIGINT ignored never raises KeyboardInterrupt); then as it was."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 atexit.register(kill_servers)  # one left by an exit that did not unwind (Prefect registers its own too)

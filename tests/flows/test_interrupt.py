@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.flows.test_cli_errors import CURATE, REPO, WORDS, environment
+from tests.helpers import shared_api_env
 
 pytestmark = pytest.mark.flow
 
@@ -103,6 +104,48 @@ def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_the_same_command_resu
     assert sorted(resumed_files) == sorted(whole_files)
     assert [name for name in whole_files if resumed_files[name] != whole_files[name]] == []
     assert any(name.startswith("mix/") for name in whole_files)
+
+
+@pytest.mark.parametrize("runner", ["processes", "dask"])
+def test_ctrl_c_with_worker_processes_stops_them_all_in_seconds_with_one_line(tmp_path, runner, prefect_server):
+    """The terminal's Ctrl-C reaches the worker processes too (the process pool's, the Dask
+    LocalCluster's): they leave it to the run, which stops them; none outlives it, none prints a
+    traceback. (The run reports to the test session's server: its own is tested above.)"""
+    config = write_run(tmp_path, files=4)
+    run_dir = tmp_path / "run"
+    command = [*CURATE, "run", str(config), "--quiet", "--runner", runner, "--workers", "2"]
+    env = environment(shared_api_env())
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    deadline = time.monotonic() + 600
+    while not list(run_dir.glob("source/parts/*.json")) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()[1].decode()[-3000:]
+    os.killpg(process.pid, signal.SIGINT)
+    sent = time.monotonic()
+    _, err = process.communicate(timeout=300)  # until every process holding its pipes has exited
+    took = time.monotonic() - sent
+    assert process.returncode == 130, err.decode()[-3000:]
+    assert took < STOP_S, f"{took:.1f} s"
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interrupted: "), err.decode()[-3000:]
+    assert running_in_group(process.pid) == []
+
+
+def running_in_group(pgid: int) -> list[tuple[int, list[str]]]:
+    """The processes of a process group that still run (a killed worker whose parent exited first
+    stays a zombie until the system reaps it: dead, so not counted)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append((proc.pid, proc.info["cmdline"]))
+        except (ProcessLookupError, psutil.Error):
+            pass
+    return found
 
 
 def test_on_a_terminal_the_run_shows_its_status_at_once_and_log_lines_never_break_the_display(tmp_path):
