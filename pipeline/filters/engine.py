@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from pipeline.formats.documents import blank_text
@@ -104,7 +105,18 @@ def _first_fired(n: int, rules: list[tuple[Rule, pl.Series]], counts: Counter):
     return rule, value, threshold
 
 
-def decide(docs: pl.DataFrame, measured: Measurement, filters: list[DocFilter], stage: str = STAGE) -> StepResult:
+@dataclass
+class Verdict:
+    """Per document of a batch: the rule that removes it (null: kept), its measured value and
+    threshold; and the stage's tallies (rules that fired, rewrite counts in all and per source)."""
+
+    rule: pl.Series
+    value: pl.Series
+    threshold: pl.Series
+    counts: Counter
+
+
+def judge(docs: pl.DataFrame, measured: Measurement, filters: list[DocFilter]) -> Verdict:
     """Apply the rules of ``filters`` to what :func:`measure` found in ``docs``. Every rule is
     counted where it fires, so the stats can count every rule that would fire; a removed document
     records the first rule that fired (in filter order), with its measured value and threshold,
@@ -117,20 +129,95 @@ def decide(docs: pl.DataFrame, measured: Measurement, filters: list[DocFilter], 
         counts.update({f"{name}|{src}": int(k) for src, k in by_source.iter_rows() if k})
     rules = [(r, measured.values[f"{f.name}.{r.measure}"]) for f in filters for r in f.rules()]
     rule, value, threshold = _first_fired(docs.height, rules, counts)
-    current = measured.docs
-    blank = left_blank(current) & rule.is_null()
+    blank = left_blank(measured.docs) & rule.is_null()
     if blank.any():
         counts[f"fired|{EMPTY_AFTER_REWRITE}"] += int(blank.sum())
         rule = pl.select(pl.when(blank).then(pl.lit(EMPTY_AFTER_REWRITE)).otherwise(rule)).to_series()
         value = pl.select(pl.when(blank).then(pl.lit(0.0)).otherwise(value)).to_series()
-    removed = rule.is_not_null()
+    return Verdict(rule, value, threshold, counts)
+
+
+def result_of(docs: pl.DataFrame, measured: Measurement, verdict: Verdict, stage: str = STAGE) -> StepResult:
+    """The batch's documents kept (as the rewrites left them) and removed, by ``verdict``."""
+    removed = verdict.rule.is_not_null()
     return StepResult(
-        kept=current.filter(~removed),
+        kept=measured.docs.filter(~removed),
         removed=removed_frame(
-            docs.filter(removed), stage, rule.filter(removed), value.filter(removed), threshold.filter(removed)
+            docs.filter(removed),
+            stage,
+            verdict.rule.filter(removed),
+            verdict.value.filter(removed),
+            verdict.threshold.filter(removed),
         ),
-        counts=counts,
+        counts=verdict.counts,
     )
+
+
+def decide(docs: pl.DataFrame, measured: Measurement, filters: list[DocFilter], stage: str = STAGE) -> StepResult:
+    """:func:`judge` the batch and keep or remove its documents accordingly."""
+    return result_of(docs, measured, judge(docs, measured, filters), stage)
+
+
+# ---------------------------------------------------------------------------------------------
+# Filters per group of documents (the filter stage's rules per language): every group is
+# measured and judged with its own filters, and the results put back in the batch's order.
+
+_ROW = "__row"
+
+
+def _rows_of(frame: pl.DataFrame, rows: np.ndarray) -> pl.DataFrame:
+    return frame.with_columns(pl.Series(_ROW, rows, dtype=pl.Int64))
+
+
+def _in_order(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    return pl.concat(frames, how="diagonal_relaxed").sort(_ROW).drop(_ROW)
+
+
+def select(measured: Measurement, rows: np.ndarray) -> Measurement:
+    """The measurement of the documents at ``rows``."""
+    take = pl.Series(rows, dtype=pl.Int64)
+    return Measurement(
+        measured.docs[take],
+        measured.values[take] if measured.values.width else measured.values,
+        {name: series.gather(take) for name, series in measured.counts.items()},
+    )
+
+
+def measure_groups(docs: pl.DataFrame, groups: list[tuple[np.ndarray, list[DocFilter]]]) -> Measurement:
+    """:func:`measure` each group of rows (every row in one group) with its filters; one
+    measurement of the whole batch in its order (a measure or column a group's filters do not
+    make is null there; a count, 0). Every group is measured, an empty one too, so that every
+    batch has the same columns."""
+    parts = [(rows, measure(docs[pl.Series(rows, dtype=pl.Int64)], filters)) for rows, filters in groups]
+    after = _in_order([_rows_of(m.docs, rows) for rows, m in parts])
+    values = _in_order([_rows_of(m.values, rows) for rows, m in parts])
+    counts: dict[str, pl.Series] = {}
+    for rows, m in parts:
+        for name, series in m.counts.items():
+            total = counts.get(name, pl.Series(name, np.zeros(docs.height, dtype=np.int64)))
+            counts[name] = total.scatter(rows, series.cast(total.dtype))
+    return Measurement(after, values, counts)
+
+
+def decide_groups(
+    docs: pl.DataFrame, measured: Measurement, groups: list[tuple[np.ndarray, list[DocFilter]]], stage: str = STAGE
+) -> StepResult:
+    """:func:`judge` each group of rows with its filters and keep or remove every document."""
+    n = docs.height
+    rule = pl.Series("rule", [None] * n, dtype=pl.Utf8)
+    value = pl.Series("value", [None] * n, dtype=pl.Float64)
+    threshold = pl.Series("threshold", [None] * n, dtype=pl.Float64)
+    counts: Counter = Counter()
+    for rows, filters in groups:
+        take = pl.Series(rows, dtype=pl.Int64)
+        verdict = judge(docs[take], select(measured, rows), filters)
+        rule, value, threshold = (
+            rule.scatter(rows, verdict.rule),
+            value.scatter(rows, verdict.value),
+            threshold.scatter(rows, verdict.threshold),
+        )
+        counts.update(verdict.counts)
+    return result_of(docs, measured, Verdict(rule, value, threshold, counts), stage)
 
 
 def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STAGE) -> StepResult:

@@ -72,9 +72,18 @@ C4_POLICY_SUBSTRINGS = (
     "use cookies",
 )
 C4_CITATION_PATTERN = r"\[\d*\]|\[edit\]|\[citation needed\]"
+# What may close a sentence after its terminal: quotes and brackets, in any script (” ’ 」 』 ） »).
+_CLOSERS = r"""["'\p{Pe}\p{Pf}»]"""
+# A line that ends a sentence (C4's rule 2, by default): its last character a Unicode
+# Sentence_Terminal (. ! ? and 。！？ । ॥ ։ ۔ ؟ ። ...), maybe closed by quotes or brackets, or a
+# straight double quote (the reference's own end mark).
+C4_TERMINAL_LINE_PATTERN = rf"""(?:\p{{Sentence_Terminal}}{_CLOSERS}*|")$"""
 # A sentence end inside a line: a run of . ! ? (and closing quotes or brackets) before whitespace
-# or the end of the line ...
-C4_SENTENCE_END_PATTERN = r"""[.!?]+["'”’)\]]*(?:\s|$)"""
+# or the end of the line, or a run of any other sentence terminal (。！？ । ։ ...: scripts that put
+# no space after a sentence, or whose full stop is no abbreviation mark) ...
+C4_SENTENCE_END_PATTERN = (
+    rf"""[.!?]+{_CLOSERS}*(?:\s|$)|[\p{{Sentence_Terminal}}&&[^.!?]]+{_CLOSERS}*"""
+)
 # ... unless it closes an initial or a dotted abbreviation ("J.", "U.S.", "e.g.").
 C4_ABBREVIATION_END_PATTERN = r"""\b(?:\p{L}\.)+["'”’)\]]*(?:\s|$)"""
 # The line ends that made the 2024 FineWeb release (datatrove's FineWebQualityFilter before 0.10
@@ -612,9 +621,12 @@ class C4Quality:
     1. ``lines_removed_too_long_word``: a whitespace token longer than 1000 characters
        (``max_word_length``, c4_utils ``_MAX_WORD_LENGTH``); then Wikipedia-style citations
        (``[1]``, ``[edit]``, ``[citation needed]``) are deleted from the line;
-    2. ``lines_removed_no_terminal_punct``: the line does not end in ``.``, ``?``, ``!`` or ``"``
-       (``end_marks``, c4_utils ``_END_MARKS``; the paper: "a terminal punctuation mark"), or ends
-       in ``...``; blank lines fall here too;
+    2. ``lines_removed_no_terminal_punct``: the line does not end in a terminal punctuation mark
+       (the paper's words), or ends in ``...``; blank lines fall here too. A terminal mark is, by
+       default, a Unicode ``Sentence_Terminal`` (``. ! ?`` and ``。！？ । ॥ ։ ۔ ؟ ።`` ...), maybe
+       closed by quotes or brackets (``.”``, ``。」``), or ``"`` (:data:`C4_TERMINAL_LINE_PATTERN`);
+       ``end_marks`` gives the strings instead (``C4_END_MARKS``: c4_utils ``_END_MARKS``,
+       ``. ? ! "``, which remove every line of a script with terminals of its own);
     3. ``lines_removed_too_few_words``: fewer than 5 whitespace tokens (``min_words_per_line``,
        c4_utils ``_MIN_WORDS_PER_LINE = 5``; a spaceless-script character counts as a token);
     4. a line containing "lorem ipsum" (any case) flags the page (``has_lorem_ipsum``);
@@ -634,7 +646,9 @@ class C4Quality:
     Sentences: the reference counts NLTK Punkt sentences per kept line. Here a kept line has
     ``max(1, k)`` sentences, k being the number of sentence ends in it: a run of ``. ! ?``
     (optionally closed by quotes or brackets) before whitespace or the end of the line, unless it
-    ends an initial or a dotted abbreviation (``J.``, ``U.S.``, ``e.g.``). Unlike Punkt, which
+    ends an initial or a dotted abbreviation (``J.``, ``U.S.``, ``e.g.``), or a run of any other
+    sentence terminal (``。！？ । ։ ۔ ؟`` ...), with or without a space after it (Chinese and
+    Japanese put none, and their full stops end no abbreviation). Unlike Punkt, which
     learned a list of abbreviations, it splits after "Mr." or "etc."; since every kept line counts
     at least once, this only matters for pages with one or two kept lines.
 
@@ -642,7 +656,9 @@ class C4Quality:
 
     * ``min_words_per_line`` is 5 and ``min_sentences`` 3, as in c4_utils; datatrove's defaults
       are 3 and 5;
-    * ``end_marks`` leave out ``'``, as c4_utils and the paper do; datatrove adds it;
+    * terminal marks are every script's (above); c4_utils and datatrove take only ``. ? ! "``
+      (datatrove adds ``'``), so that C4 removed every Chinese, Japanese, Armenian ... line; a
+      line closing its last sentence with ``”`` or ``)`` is kept too;
     * words per line are counted after citations are deleted (c4_utils); datatrove counts before;
     * sentences: datatrove counts spaCy sentencizer sentences (the reference: Punkt); here the
       rule above;
@@ -661,7 +677,7 @@ class C4Quality:
         min_sentences: Count | None = 3,
         min_words_per_line: Count = 5,
         max_word_length: Count | None = 1000,
-        end_marks: Sequence[str] = C4_END_MARKS,
+        end_marks: Sequence[str] | None = None,
         remove_citations: bool = True,
         filter_no_terminal_punct: bool = True,
         filter_javascript: bool = True,
@@ -673,7 +689,7 @@ class C4Quality:
         self.min_sentences = min_sentences
         self.min_words_per_line = min_words_per_line
         self.max_word_length = max_word_length
-        self.end_marks = tuple(end_marks)
+        self.end_marks = None if end_marks is None else tuple(end_marks)
         self.remove_citations = remove_citations
         self.filter_no_terminal_punct = filter_no_terminal_punct
         self.filter_javascript = filter_javascript
@@ -717,9 +733,12 @@ class C4Quality:
 
         cleaned = line.str.replace_all(C4_CITATION_PATTERN, "") if self.remove_citations else line
         frame = frame.with_columns(cleaned.alias("line"))
-        ends_ok = pl.lit(False)
-        for mark in self.end_marks:
-            ends_ok = ends_ok | line.str.ends_with(mark)
+        if self.end_marks is None:
+            ends_ok = line.str.contains(C4_TERMINAL_LINE_PATTERN)
+        else:
+            ends_ok = pl.lit(False)
+            for mark in self.end_marks:
+                ends_ok = ends_ok | line.str.ends_with(mark)
         policy = _regex_alternatives(self.policy_substrings)
         flags = frame.select(
             no_end=(~ends_ok | line.str.ends_with("...")) & self.filter_no_terminal_punct,

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from pipeline.filters.heuristics import (
+    C4_END_MARKS,
     HEURISTIC_FILTERS,
     C4Quality,
     FineWebQuality,
@@ -515,6 +516,31 @@ def test_c4_spaceless_characters_count_as_words():
     docs = ["我们今天去公园.", "我们今.", "We 去公园 today."]  # 7, 3 and 5 words
     out, _ = run(C4Quality(min_sentences=None), docs, lang="zh")
     assert values(out, "lines_kept") == [1, 0, 1]
+
+
+def test_c4_sentences_end_at_every_scripts_terminals_inside_lines_and_at_their_ends():
+    docs = {
+        "zh": "今天天气很好。我们去公园散步了！你想一起去吗？\n公园里有很多人在跑步和打太极拳。",
+        "ja": "量子コンピュータを使うと素因数分解が高速にできる。具体的に何が高速化するのでしょう？\n「これを知るのが本稿の目的です。」",
+        "hy": "Արքաների հովիտը քարքարոտ հովիտ է Եգիպտոսում։ Այնտեղ կառուցվել են դամբարաններ։ Այն հայտնի է։",
+        "hi": "आज मौसम बहुत अच्छा है। हम पार्क में टहलने गए। क्या आप भी चलेंगे?",
+        "ar": "الطقس جميل اليوم. ذهبنا إلى الحديقة للتنزه. هل تريد أن تأتي معنا؟",
+        "en": "The weather is fine today. We walked in the park. Will you come along?",
+    }
+    out, fires = run(C4Quality(), list(docs.values()), lang=list(docs))
+    assert dict(zip(docs, values(out, "sentence_count"))) == {"zh": 4, "ja": 3, "hy": 3, "hi": 3, "ar": 3, "en": 3}
+    assert values(out, "lines_removed_no_terminal_punct") == [0] * len(docs)
+    assert not any(fires["c4_quality.min_sentences"])
+    # The reference's own end marks (ASCII only) remove the lines of the scripts with terminals of their own.
+    reference, fires = run(C4Quality(end_marks=C4_END_MARKS), list(docs.values()), lang=list(docs))
+    assert values(reference, "lines_removed_no_terminal_punct") == [2, 2, 1, 0, 1, 0]
+    assert fires["c4_quality.min_sentences"] == [True, True, True, False, True, False]
+
+
+def test_c4_a_line_may_close_its_sentence_with_quotes_or_brackets():
+    lines = ['He said "hi."', "She left.”", "(It rained.)", "「終わりです。」", "ends with a quote'", "no mark at all"]
+    out, _ = run(C4Quality(min_sentences=None, min_words_per_line=0), lines)
+    assert values(out, "lines_removed_no_terminal_punct") == [0, 0, 0, 0, 1, 1]
 
 
 # ---------------------------------------------------------------------------------------------
