@@ -227,6 +227,20 @@ class LangConfig(_Strict):
 DEFAULT_FILTERS = ["c4_quality", "gopher_quality", "gopher_repetition", "fineweb_quality", "pii"]
 
 
+class LangFilterConfig(_Strict):
+    """``[filter.by_lang.<code>]``: the filter stage for the documents of one language (as the
+    lang stage names it: ``zh`` also takes ``zho_Hans`` and ``cmn_Hani``): its own filters (default:
+    the stage's) and parameters over the stage's, filter by filter."""
+
+    filters: list[str] | None = None
+    params: dict[str, dict[str, float | int | bool | str | list[str]]] = Field(default_factory=dict)
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _expanded_paths(cls, value):
+        return _expanded_filter_paths(value)
+
+
 class FilterConfig(_Strict):
     """The `filter` stage: filters applied in order, with threshold overrides per filter."""
 
@@ -244,6 +258,16 @@ class FilterConfig(_Strict):
     # a rerun with changed thresholds decides again without measuring (about 0.7x the stage's input
     # bytes on web text, most of it the rewritten text); false: a changed threshold measures again.
     store_measures: bool = True
+    # Filters and parameters per language: [filter.by_lang.th] filters = [...], and
+    # [filter.by_lang.zh.params.c4_quality] min_sentences = 2 over [filter.params.c4_quality].
+    by_lang: dict[str, LangFilterConfig] = Field(default_factory=dict)
+
+    def for_lang(self, code: str) -> tuple[list[str], dict[str, dict]]:
+        """The filters and their parameters for the documents of ``code`` (one of ``by_lang``)."""
+        override = self.by_lang[code]
+        names = self.filters if override.filters is None else override.filters
+        params = {name: {**self.params.get(name, {}), **override.params.get(name, {})} for name in names}
+        return names, {name: values for name, values in params.items() if values}
 
     @field_validator("licences", "exclude_licences")
     @classmethod
@@ -273,49 +297,72 @@ class FilterConfig(_Strict):
 
     @model_validator(mode="after")
     def _known_filters_and_params(self):
-        from pipeline.filters.registry import FILTERS, filter_parameters
+        from pipeline.filters.text import parse_lang
 
-        for name in [*self.filters, *self.params]:
-            if name not in FILTERS:
-                raise ValueError(f"unknown filter {name!r}; {did_you_mean(name, FILTERS)}(known: {', '.join(FILTERS)})")
-        for name, params in self.params.items():
-            allowed = filter_parameters(name)
-            types = _parameter_types(name)
-            for key, value in params.items():
-                if key not in allowed:
-                    raise ValueError(
-                        f"params.{name}.{key}: unknown parameter; {did_you_mean(key, allowed)}"
-                        f"(allowed: {', '.join(allowed)})"
-                    )
-                if key in types:
-                    try:
-                        types[key].validate_python(value, strict=True)
-                    except ValidationError as error:
-                        first = error.errors()[0]
-                        problem = first["msg"][0].lower() + first["msg"][1:]
-                        fix = (
-                            "give a threshold within those bounds"
-                            if first["type"].startswith(("greater_than", "less_than"))
-                            else "write the value as the filter takes it (a number without quotes for a threshold)"
-                        )
-                        raise ValueError(f"params.{name}.{key}: {problem}, got {value!r}; {fix}") from None
+        _check_filters(self.filters, self.params, "")
+        seen: dict[str, str] = {}
+        for code in self.by_lang:
+            language = parse_lang(code)[0]
+            if language is None:
+                raise ValueError(f"by_lang.{code}: not a language code; use one the lang stage gives (zh, ja, th)")
+            if language in seen:
+                raise ValueError(f"by_lang: {seen[language]!r} and {code!r} name one language; keep one of them")
+            seen[language] = code
+        for code, override in self.by_lang.items():
+            _check_filters(override.filters or [], override.params, f"by_lang.{code}.")
         return self
 
     @field_validator("params", mode="before")
     @classmethod
     def _expanded_paths(cls, value):
-        """A filter's path parameters (the quality filter's model) with ``~`` and variables expanded."""
-        from pipeline.filters.registry import FILTERS
+        return _expanded_filter_paths(value)
 
-        if not isinstance(value, dict):
-            return value
-        expanded = {}
-        for name, params in value.items():
-            paths = filter_path_parameters(name) if name in FILTERS and isinstance(params, dict) else set()
-            expanded[name] = (
-                {key: expand_path(v) if key in paths else v for key, v in params.items()} if paths else params
+
+def _expanded_filter_paths(value):
+    """A filter's path parameters (the quality filter's model) with ``~`` and variables expanded."""
+    from pipeline.filters.registry import FILTERS
+
+    if not isinstance(value, dict):
+        return value
+    expanded = {}
+    for name, params in value.items():
+        paths = filter_path_parameters(name) if name in FILTERS and isinstance(params, dict) else set()
+        expanded[name] = {key: expand_path(v) if key in paths else v for key, v in params.items()} if paths else params
+    return expanded
+
+
+def _check_filters(filters: list[str], params: dict[str, dict], where: str) -> None:
+    """Every filter named is known and every parameter one its filter takes, of its type and
+    within its bounds. Raises ValueError naming ``<where>params.<filter>.<key>``."""
+    from pipeline.filters.registry import FILTERS, filter_parameters
+
+    for name in [*filters, *params]:
+        if name not in FILTERS:
+            scope = f"{where.rstrip('.')}: " if where else ""
+            raise ValueError(
+                f"{scope}unknown filter {name!r}; {did_you_mean(name, FILTERS)}(known: {', '.join(FILTERS)})"
             )
-        return expanded
+    for name, values in params.items():
+        allowed = filter_parameters(name)
+        types = _parameter_types(name)
+        for key, value in values.items():
+            if key not in allowed:
+                raise ValueError(
+                    f"{where}params.{name}.{key}: unknown parameter; {did_you_mean(key, allowed)}"
+                    f"(allowed: {', '.join(allowed)})"
+                )
+            if key in types:
+                try:
+                    types[key].validate_python(value, strict=True)
+                except ValidationError as error:
+                    first = error.errors()[0]
+                    problem = first["msg"][0].lower() + first["msg"][1:]
+                    fix = (
+                        "give a threshold within those bounds"
+                        if first["type"].startswith(("greater_than", "less_than"))
+                        else "write the value as the filter takes it (a number without quotes for a threshold)"
+                    )
+                    raise ValueError(f"{where}params.{name}.{key}: {problem}, got {value!r}; {fix}") from None
 
 
 def _parameter_hints(name: str) -> dict:

@@ -81,9 +81,7 @@ C4_TERMINAL_LINE_PATTERN = rf"""(?:\p{{Sentence_Terminal}}{_CLOSERS}*|")$"""
 # A sentence end inside a line: a run of . ! ? (and closing quotes or brackets) before whitespace
 # or the end of the line, or a run of any other sentence terminal (。！？ । ։ ...: scripts that put
 # no space after a sentence, or whose full stop is no abbreviation mark) ...
-C4_SENTENCE_END_PATTERN = (
-    rf"""[.!?]+{_CLOSERS}*(?:\s|$)|[\p{{Sentence_Terminal}}&&[^.!?]]+{_CLOSERS}*"""
-)
+C4_SENTENCE_END_PATTERN = rf"""[.!?]+{_CLOSERS}*(?:\s|$)|[\p{{Sentence_Terminal}}&&[^.!?]]+{_CLOSERS}*"""
 # ... unless it closes an initial or a dotted abbreviation ("J.", "U.S.", "e.g.").
 C4_ABBREVIATION_END_PATTERN = r"""\b(?:\p{L}\.)+["'”’)\]]*(?:\s|$)"""
 # The line ends that made the 2024 FineWeb release (datatrove's FineWebQualityFilter before 0.10

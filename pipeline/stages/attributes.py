@@ -33,16 +33,26 @@ _METADATA = b"curate.measured_from"
 def measuring_settings(record: dict) -> dict:
     """What the filter stage's measurements depend on, from a config record
     (``RunConfig.model_dump(mode="json")``): its ``filter`` table without the parameters that are
-    only thresholds (a filter's table left empty by that is dropped), and ``batch_docs``."""
+    only thresholds, the stage's and each language's (``by_lang``), and ``batch_docs``."""
     settings = dict(record.get("filter") or {})
-    params = {}
-    for name, values in sorted((settings.get("params") or {}).items()):
+    settings["params"] = _without_thresholds(settings.get("params"))
+    if settings.get("by_lang"):
+        settings["by_lang"] = {
+            code: {**override, "params": _without_thresholds(override.get("params"))}
+            for code, override in settings["by_lang"].items()
+        }
+    return {"filter": settings, "batch_docs": record.get("batch_docs")}
+
+
+def _without_thresholds(params: dict | None) -> dict:
+    """Filter parameters without those that are only thresholds (a filter left with none, dropped)."""
+    kept_params = {}
+    for name, values in sorted((params or {}).items()):
         only_thresholds = set(getattr(FILTERS.get(name), "thresholds", ()))
         kept = {key: value for key, value in values.items() if key not in only_thresholds}
         if kept:
-            params[name] = kept
-    settings["params"] = params
-    return {"filter": settings, "batch_docs": record.get("batch_docs")}
+            kept_params[name] = kept
+    return kept_params
 
 
 class UnitAttributes:

@@ -9,11 +9,21 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from pipeline.config import FilterConfig, RunConfig, filter_path_parameters
-from pipeline.filters.engine import apply_filters, decide, from_attributes, measure, to_attributes
+from pipeline.filters.engine import (
+    apply_filters,
+    decide,
+    decide_groups,
+    from_attributes,
+    measure,
+    measure_groups,
+    to_attributes,
+)
 from pipeline.filters.registry import build_filters
+from pipeline.filters.text import lang_languages, parse_lang
 from pipeline.formats.documents import StageDir, licence_series
 from pipeline.formats.manifest import config_record
 from pipeline.formats.step import Step, StepResult, removed_frame
@@ -104,16 +114,35 @@ def lang_step(config: RunConfig) -> Step:
 class FilterChain:
     """The step applying ``filters`` to a batch (pipeline.filters.engine): measured, or, where the
     unit's stored measurements hold the batch (``attributes``, pipeline.stages.attributes), read
-    back from them and decided again with the filters' thresholds. The result carries the batch's
+    back from them and decided again with the filters' thresholds. Documents of a language in
+    ``by_lang`` (a language as :func:`~pipeline.filters.text.parse_lang` reads it, by its filters)
+    are measured and judged with that language's filters instead. The result carries the batch's
     measurements for the unit to store."""
 
-    def __init__(self, filters: list, stage: str, attributes: UnitAttributes | None = None):
+    def __init__(self, filters: list, stage: str, attributes: UnitAttributes | None = None, by_lang=None):
         self.filters, self.stage, self.attributes = filters, stage, attributes
+        self.by_lang: dict[str, list] = {parse_lang(code)[0]: f for code, f in (by_lang or {}).items()}
+
+    def groups(self, docs: pl.DataFrame) -> list[tuple[np.ndarray, list]] | None:
+        """The rows of each language with filters of its own, after those of every other language
+        (with the stage's filters); None when no language has its own."""
+        if not self.by_lang:
+            return None
+        langs = lang_languages(docs["lang"]) if "lang" in docs.columns else pl.Series([None] * docs.height)
+        langs = langs.cast(pl.String).to_numpy()
+        own = [(np.flatnonzero(langs == lang), filters) for lang, filters in self.by_lang.items()]
+        others = np.flatnonzero(~np.isin(langs, list(self.by_lang)))
+        return [(others, self.filters), *own]
 
     def __call__(self, docs: pl.DataFrame) -> StepResult:
         stored = None if self.attributes is None else self.attributes.rows(docs)
-        measured = measure(docs, self.filters) if stored is None else from_attributes(docs, stored)
-        result = decide(docs, measured, self.filters, self.stage)
+        groups = self.groups(docs)
+        if groups is None:
+            measured = measure(docs, self.filters) if stored is None else from_attributes(docs, stored)
+            result = decide(docs, measured, self.filters, self.stage)
+        else:
+            measured = measure_groups(docs, groups) if stored is None else from_attributes(docs, stored)
+            result = decide_groups(docs, measured, groups, self.stage)
         if self.attributes is not None:
             result.attributes = to_attributes(docs, measured) if stored is None else stored
             result.reused = stored is not None
@@ -167,7 +196,8 @@ def filter_step(config: RunConfig, attributes: UnitAttributes | None = None) -> 
 def filter_settings_step(settings: FilterConfig, attributes: UnitAttributes | None = None) -> Step:
     """The filter stage's step from its settings: the licence rules, then the filters in order
     (from the unit's stored measurements where they hold the batch)."""
-    chain = FilterChain(build_filters(settings.filters, settings.params), "filter", attributes)
+    by_lang = {code: build_filters(*settings.for_lang(code)) for code in settings.by_lang}
+    chain = FilterChain(build_filters(settings.filters, settings.params), "filter", attributes, by_lang)
     step = scoped(chain, settings.sources)
     rule = settings.licence_rule()
     return step if rule is None else licence_step(rule, step, "filter")
