@@ -248,6 +248,10 @@ class FilterConfig(_Strict):
     filters: list[str] = Field(default_factory=lambda: list(DEFAULT_FILTERS))
     # Sources the filters apply to (None: all); documents of other sources pass through unchanged.
     sources: list[str] | None = None
+    # Languages they apply to (None: all; a document without a language is then in scope), and
+    # languages they leave alone: documents out of scope pass through unchanged.
+    langs: list[str] | None = None
+    exclude_langs: list[str] = Field(default_factory=list)
     params: dict[str, dict[str, float | int | bool | str | list[str]]] = Field(default_factory=dict)
     # Licence rules, before the filters and for every source: keep only documents whose every
     # licence matches one of `licences` (None: any), and drop those with a licence matching one of
@@ -261,6 +265,10 @@ class FilterConfig(_Strict):
     # Filters and parameters per language: [filter.by_lang.th] filters = [...], and
     # [filter.by_lang.zh.params.c4_quality] min_sentences = 2 over [filter.params.c4_quality].
     by_lang: dict[str, LangFilterConfig] = Field(default_factory=dict)
+
+    def scope(self):
+        """The documents the filters apply to (pipeline.filters.scope)."""
+        return _scope("filter", self)
 
     def for_lang(self, code: str) -> tuple[list[str], dict[str, dict]]:
         """The filters and their parameters for the documents of ``code`` (one of ``by_lang``)."""
@@ -316,6 +324,14 @@ class FilterConfig(_Strict):
     @classmethod
     def _expanded_paths(cls, value):
         return _expanded_filter_paths(value)
+
+
+def _scope(stage: str, settings):
+    from pipeline.filters.scope import Scope
+
+    langs = None if settings.langs is None else tuple(settings.langs)
+    sources = None if settings.sources is None else tuple(settings.sources)
+    return Scope(stage, sources, langs, tuple(settings.exclude_langs))
 
 
 def _expanded_filter_paths(value):
@@ -462,6 +478,12 @@ class LinesConfig(_Strict):
     max_docs: int = Field(default=10, ge=1)
     partitions: int = Field(default=8, ge=1)
     sources: list[str] | None = None  # sources it applies to (None: all)
+    langs: list[str] | None = None  # languages it applies to (None: all)
+    exclude_langs: list[str] = Field(default_factory=list)  # languages it leaves alone
+
+    def scope(self):
+        """The documents whose lines are cut (pipeline.filters.scope)."""
+        return _scope("lines", self)
 
 
 class TokenizeConfig(_Strict):

@@ -489,7 +489,7 @@ def _filter_stage(run: RunFiles) -> str:
         ]
     out = [_stage_head(run, "filter")]
     if config is not None:
-        scope = config.filter.sources
+        scope = config.filter.scope()
         rule_note = (
             "Licence rules first, on every source (see Licences); then the filters"
             if licence_rule is not None
@@ -497,7 +497,7 @@ def _filter_stage(run: RunFiles) -> str:
         )
         out.append(
             f'<p class="note">{rule_note}, in order: {esc(", ".join(config.filter.filters) or "none")}; applied to '
-            f"{esc('all sources' if scope is None else 'sources ' + ', '.join(scope))}.</p>"
+            f"{esc(scope.describe('all sources'))}.</p>"
         )
     out += [_rule_table(run, "filter", rules), _per_source(run, "filter")]
     pii = {k: v for k, v in stats.get("counts", {}).items() if k.startswith("pii.") and "|" not in k}
@@ -515,11 +515,11 @@ def _filter_stage(run: RunFiles) -> str:
     elif errors:
         out.append(f'<p class="note warn">Not measured again (could not be rebuilt): {esc("; ".join(errors))}.</p>')
     previous = run.previous("filter")
-    kept = run.scan_docs("filter", ["id", "source"])
+    kept = run.scan_docs("filter", ["id", "source", *(["lang"] if config is not None and config.lang.enabled else [])])
     if config is not None and kept is not None and previous is not None and filters:
         kept = kept.collect()
-        if config.filter.sources is not None:
-            kept = kept.filter(pl.col("source").is_in(config.filter.sources))
+        if not config.filter.scope().everything:
+            kept = kept.filter(config.filter.scope().mask(kept))
         sample_ids = _sample(kept, MEASURE_DOCS, run.seed)["id"].to_list()
         docs = run.docs_by_id(previous, sample_ids)
         measured = measure_filters(docs, filters)
@@ -727,10 +727,10 @@ def _lines_stage(run: RunFiles) -> str:
     out.append('<div class="cards">' + "".join(items) + "</div>")
     config = run.config
     if config is not None:
-        scope = config.lines.sources
+        scope = config.lines.scope()
         out.append(
             f'<p class="note">A line found in more than {config.lines.max_docs} documents is cut from every '
-            f"document of {esc('every source' if scope is None else ', '.join(scope))}; a document left "
+            f"document of {esc(scope.describe('every source'))}; a document left "
             "blank is removed.</p>"
         )
     per_source = [

@@ -256,10 +256,8 @@ def _print_lang(out: Console, lang: dict) -> None:
 
 def _print_filter(out: Console, flt: dict) -> None:
     if not flt.get("in_scope", True):
-        say(
-            out,
-            "filter: the document's source is not in filter.sources; it passed through",
-        )
+        why = flt.get("outside", "its source is not in filter.sources")
+        say(out, f"filter: the document passed through: {why}")
         return
     out.print(_rules_table(flt))
     for error in flt.get("errors", []):
@@ -318,7 +316,8 @@ def _print_dedup(out: Console, dedup: dict) -> None:
 
 def _print_lines(out: Console, lines_cut: dict) -> None:
     if not lines_cut.get("in_scope", True):
-        say(out, "lines: the document's source is not in lines.sources; unchanged")
+        why = lines_cut.get("outside", "its source is not in lines.sources")
+        say(out, f"lines: the document is unchanged: {why}")
         return
     say(
         out,

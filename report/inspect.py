@@ -391,9 +391,9 @@ def _filter(run: RunFiles, entered: dict, kept: dict | None, removed: dict | Non
     if config is None:
         out["errors"].append(f"the run's config could not be read back: {run.config_error}")
         return out
-    scope = config.filter.sources
-    if scope is not None and entered["source"] not in scope:
-        out["in_scope"] = False
+    outside = config.filter.scope().outside(entered["source"], entered.get("lang"))
+    if outside is not None:
+        out["in_scope"], out["outside"] = False, outside
         return out
     filters, errors = run_filters(config)
     out["errors"] = errors
@@ -447,8 +447,8 @@ def _dedup(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None
 
 def _lines(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None) -> dict:
     config = run.config
-    scope = config.lines.sources if config else None
-    out: dict = {"in_scope": scope is None or entered["source"] in scope}
+    outside = config.lines.scope().outside(entered["source"], entered.get("lang")) if config else None
+    out: dict = {"in_scope": outside is None, **({"outside": outside} if outside else {})}
     after = kept["text"] if kept is not None else ""
     left = Counter(after.split("\n"))
     cut = []

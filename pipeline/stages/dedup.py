@@ -75,6 +75,7 @@ from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import first_hop, route_pairs, second_hop
+from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parquet, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
@@ -468,9 +469,9 @@ def find_frequent(partition: int, work: Path, max_docs: int) -> dict:
     return {"unit": f"frequent-{partition:04d}", "frequent_lines": frequent.height}
 
 
-def cut_lines(in_path: Path, stage: StageDir, frequent: Path, sources: list[str] | None, batch_docs: int) -> dict:
+def cut_lines(in_path: Path, stage: StageDir, frequent: Path, scope: Scope, batch_docs: int) -> dict:
     hashes = read_parquet(frequent)["line_hash"].to_numpy() if frequent.exists() else np.zeros(0, np.uint64)
-    step = scoped_filters([RepeatedLines(hashes)], sources, LINES_STAGE)
+    step = scoped_filters([RepeatedLines(hashes)], scope)
     return shard_unit(LINES_STAGE, in_path, stage, step, batch_docs)
 
 
@@ -498,7 +499,7 @@ def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process
         run_units,
         LINES_STAGE,
         cut_lines,
-        [(path, stage, frequent, settings.sources, config.batch_docs) for path in inputs],
+        [(path, stage, frequent, settings.scope(), config.batch_docs) for path in inputs],
     )
     return finish_stage(
         LINES_STAGE,

@@ -23,6 +23,7 @@ from pipeline.filters.engine import (
     to_attributes,
 )
 from pipeline.filters.registry import build_filters
+from pipeline.filters.scope import Scope
 from pipeline.filters.text import lang_languages, parse_lang
 from pipeline.formats.documents import StageDir, licence_series
 from pipeline.formats.manifest import config_record
@@ -149,14 +150,14 @@ class FilterChain:
         return result
 
 
-def scoped(step: Step, sources: list[str] | None) -> Step:
-    """``step`` applied to the documents of ``sources`` (all when None); documents of other sources
-    pass through unchanged, after the ones in scope."""
-    if sources is None:
+def scoped(step: Step, scope: Scope) -> Step:
+    """``step`` applied to the documents in ``scope`` (pipeline.filters.scope); the others pass
+    through unchanged, after the ones in scope."""
+    if scope.everything:
         return step
 
     def scoped_step(docs: pl.DataFrame) -> StepResult:
-        in_scope = docs["source"].is_in(sources)
+        in_scope = scope.mask(docs)
         result = step(docs.filter(in_scope))
         # Columns a filter adds (e.g. pii_replacements) are null for documents out of scope.
         result.kept = pl.concat([result.kept, docs.filter(~in_scope)], how="diagonal_relaxed")
@@ -165,9 +166,9 @@ def scoped(step: Step, sources: list[str] | None) -> Step:
     return scoped_step
 
 
-def scoped_filters(filters: list, sources: list[str] | None, stage: str) -> Step:
-    """The step applying ``filters`` to documents of ``sources`` (all when None)."""
-    return scoped(lambda docs: apply_filters(docs, filters, stage), sources)
+def scoped_filters(filters: list, scope: Scope) -> Step:
+    """The step applying ``filters`` to the documents in ``scope``."""
+    return scoped(lambda docs: apply_filters(docs, filters, scope.stage), scope)
 
 
 def licence_step(rule: LicenceRule, then: Step, stage: str) -> Step:
@@ -198,7 +199,7 @@ def filter_settings_step(settings: FilterConfig, attributes: UnitAttributes | No
     (from the unit's stored measurements where they hold the batch)."""
     by_lang = {code: build_filters(*settings.for_lang(code)) for code in settings.by_lang}
     chain = FilterChain(build_filters(settings.filters, settings.params), "filter", attributes, by_lang)
-    step = scoped(chain, settings.sources)
+    step = scoped(chain, settings.scope())
     rule = settings.licence_rule()
     return step if rule is None else licence_step(rule, step, "filter")
 

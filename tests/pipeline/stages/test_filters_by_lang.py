@@ -97,3 +97,52 @@ def test_a_languages_threshold_changed_decides_again_to_the_bytes_of_a_fresh_run
     fresh = curate_in_process(config("fresh", 0))
     assert again == json.loads(json.dumps(fresh).replace("/fresh/", "/run/"))
     assert stage_outputs(tmp_path / "run") == stage_outputs(tmp_path / "fresh")
+
+
+def test_langs_and_exclude_langs_scope_the_filters_and_the_others_pass_through():
+    from pipeline.filters.scope import Scope
+
+    docs = batch([(THAI, "th"), ("Too short.", "en"), ("Too short.", "eng_Latn"), ("Too short.", None)])
+    only_english = parse_config(
+        {
+            "run_dir": "runs/x",
+            "sources": [{"name": "web", "reader": "jsonl", "paths": ["README.md"]}],
+            "filter": {"langs": ["en"]},
+        }
+    ).filter
+    result = filter_settings_step(only_english)(docs)
+    assert sorted(result.removed["id"]) == ["d1", "d2"]  # eng_Latn is English; no language: out of scope
+    assert result.kept["text"].to_list() == [THAI, "Too short."]  # unchanged
+    no_thai = Scope("filter", exclude_langs=("tha",))
+    assert no_thai.mask(docs).to_list() == [False, True, True, True]
+    assert no_thai.outside("web", "th") == "its language (th) is in filter.exclude_langs"
+    assert Scope("lines", ("news",), ("zh",)).outside("web", "zh") == "its source is not in lines.sources"
+    assert Scope("lines", None, ("zh",)).outside("web", None) == "its language (none) is not in lines.langs"
+    assert Scope("lines", ("web",), ("zh", "ja")).describe() == "sources web; languages zh, ja"
+
+
+def test_the_lines_stage_leaves_a_language_it_excludes_alone(tmp_path):
+    footer = "Share this page with your friends and family today"
+    english = [f"Article {i} is about gardens and the weather in spring.\n{footer}" for i in range(30)]
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in english])
+    config = parse_config(
+        {
+            "run_dir": str(tmp_path / "run"),
+            "sources": [{"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "in")]}],
+            "lang": {"enabled": False},
+            "filter": {"enabled": False},
+            "dedup": {"enabled": False},
+            "tokenize": {"enabled": False},
+            "lines": {"max_docs": 5},
+        }
+    )
+    cut = curate_in_process(config)
+    assert cut["lines"]["counts"]
+    kept = pl.read_parquet(tmp_path / "run" / "lines" / "docs")["text"].to_list()
+    assert not any(footer in t for t in kept)
+    left_alone = config.model_copy(
+        update={"run_dir": tmp_path / "alone", "lines": config.lines.model_copy(update={"langs": ["en"]})}
+    )
+    curate_in_process(left_alone)  # the lang stage is off: no document has a language in lines.langs
+    kept = pl.read_parquet(tmp_path / "alone" / "lines" / "docs")["text"].to_list()
+    assert all(footer in t for t in kept)
