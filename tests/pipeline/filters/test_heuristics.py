@@ -374,10 +374,24 @@ def test_gopher_repetition_overlapping_ngrams_count_once():
 
 
 def test_gopher_repetition_spaceless_text_uses_character_ngrams():
-    out, _ = run(GopherRepetition(), ["中文字" * 30], lang="zh")
+    out, _ = run(GopherRepetition(), ["中文字" * 30], lang=None)  # a spaceless script, no language
     # 2-grams 中文, 文字 (30 each) and 字中 (29): 中文 comes first and covers 60 of 90 characters
     assert values(out, "top_2gram_char_frac") == pytest.approx([60 / 90])
     assert values(out, "top_3gram_char_frac") == [1.0]
+
+
+def test_gopher_repetition_measures_chinese_and_japanese_on_ngrams_as_long_as_words():
+    # Sentences that share the 6-character ending "ができます。" and nothing as long as 5 words.
+    starts = ["東京", "大阪", "京都", "奈良", "札幌", "福岡", "神戸", "横浜", "仙台", "広島", "長崎", "金沢"]
+    text = "".join(f"{a}{b}ができます。" for a, b in zip(starts, reversed(starts)))
+    sizes = {5: 0.15, 9: 0.11}  # 5 words of Japanese: 5 x 1.80 = 9 characters
+    characters, _ = run(GopherRepetition(dup_ngram_char_frac=sizes), [text], lang=None)
+    japanese, fires = run(GopherRepetition(), [text], lang="ja")
+    assert values(characters, "dup_5gram_char_frac")[0] > 0.4  # 5 characters: the shared ending repeats
+    assert values(japanese, "dup_5gram_char_frac") == values(characters, "dup_9gram_char_frac")
+    assert values(japanese, "dup_5gram_char_frac")[0] < 0.15 and not fires["gopher_repetition.dup_5gram_char_frac"][0]
+    chinese, _ = run(GopherRepetition(), ["中文字" * 30], lang="zho_Hans")  # 2 words: 2 x 1.62 -> 3 characters
+    assert values(chinese, "top_2gram_char_frac") == [1.0]
 
 
 def reference_repetition(text: str) -> dict[str, float | None]:
