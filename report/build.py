@@ -892,7 +892,7 @@ def _language_funnel(run: RunFiles) -> str:
                 f"{num(n, f'{stage}.languages.{code}.removed.{rule}')}"
             )
             for stage, ledger in ledgers.items()
-            for rule, n in (ledger or {}).get("removed", {}).items()
+            for rule, n in sorted((ledger or {}).get("removed", {}).items(), key=lambda kv: (-kv[1], kv[0]))
         ]
         return [
             esc(code),
