@@ -33,6 +33,15 @@ from pipeline.stages.run import RunFiles
 from report import plots
 from report.html import esc, fmt, num, share, snippet, table, word_diff
 from report.inspect import licence_table, top_licences
+from report.languages import (
+    ENGLISH,
+    ENGLISH_SHARE,
+    MIN_DOCUMENTS,
+    UNFAIR_SHARE,
+    language_stages,
+    languages_by_documents,
+    unfair_rules,
+)
 from report.measure import lang_rules, measure_filters, measure_lang, run_filters
 
 EXAMPLES = 5  # removed and near-threshold examples per rule
@@ -133,6 +142,12 @@ def render(run: RunFiles) -> str:
             f"<p>{num(source.get('docs_in'), 'source.docs_in')} records read, "
             f"{num(run.stats[last].get('docs_out'), f'{last}.docs_out')} curated documents "
             f"(after stage {esc(last)}); seed {esc(run.seed)}.</p>"
+        )
+    unfair = unfair_rules(run.stats)
+    if unfair:
+        summary += (
+            f'<p class="warn">{fmt(len(unfair))} fairness warning{"s" if len(unfair) != 1 else ""} (a rule that '
+            'removes far more of a language than of English): see <a href="#languages">Languages</a>.</p>'
         )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -826,7 +841,8 @@ def _languages(run: RunFiles) -> str:
     }
     chart = plots.grouped_bars("languages", "documents per language", labels, series, "documents") if labels else ""
     return (
-        f'<p class="note">The language the lang stage detected, for the documents entering it and for the '
+        _fairness(run)
+        + f'<p class="note">The language the lang stage detected, for the documents entering it and for the '
         f"curated documents (the output of {esc(last)}).</p>"
         + chart
         + "<details><summary>all languages</summary>"
@@ -834,6 +850,78 @@ def _languages(run: RunFiles) -> str:
             ["language", "entering lang", "share", f"curated ({last})", "share", "kept"], rows, numeric={1, 2, 3, 4, 5}
         )
         + "</details>"
+        + _language_funnel(run)
+    )
+
+
+def _fairness(run: RunFiles) -> str:
+    """The warnings of report.languages.unfair_rules, or a note of what the check looks for."""
+    found = unfair_rules(run.stats)
+    how = (
+        f"A rule is flagged when it removes more than {float(UNFAIR_SHARE):.0%} of a language's documents that entered "
+        f"its stage while it removes under {float(ENGLISH_SHARE):.0%} of English's ({ENGLISH}); a language with fewer "
+        f"than {MIN_DOCUMENTS} documents into the stage is too few to judge, English too."
+    )
+    if ENGLISH not in {code for stage in language_stages(run.stats) for code in run.stats[stage]["languages"]}:
+        how += " This run has no English documents, so no rule was checked."
+    lines = "".join(f'<p class="warn">warning: {esc(u.line())}</p>' for u in found)
+    return lines + f'<p class="note">{esc(how)}</p>'
+
+
+def _language_funnel(run: RunFiles) -> str:
+    """Per language, documents into the first stage that counts languages, out of each such stage
+    and removed by each rule; the most documents first, past TOP_LANGUAGES under a toggle."""
+    stages = language_stages(run.stats)
+    if not stages:
+        return ""
+    flagged = {(u.stage, u.rule, u.lang) for u in unfair_rules(run.stats)}
+    first, last = stages[0], stages[-1]
+    headers = ["language", f"into {first}", *[f"out of {stage}" for stage in stages], "kept", "removed, by rule"]
+    numeric = set(range(1, len(stages) + 3))
+
+    def row(code: str) -> list[str]:
+        ledgers = {stage: run.stats[stage]["languages"].get(code) for stage in stages}
+        docs_in = (ledgers[first] or {}).get("docs_in", 0)
+        outs = [
+            num(ledger["docs_out"], f"{stage}.languages.{code}.docs_out") if ledger else num(0)
+            for stage, ledger in ledgers.items()
+        ]
+        removed = [
+            ("<span class=warn>{}</span>" if (stage, rule, code) in flagged else "{}").format(
+                f'{esc(stage)}: <span class="id">{esc(rule)}</span> '
+                f"{num(n, f'{stage}.languages.{code}.removed.{rule}')}"
+            )
+            for stage, ledger in ledgers.items()
+            for rule, n in sorted((ledger or {}).get("removed", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+        return [
+            esc(code),
+            num(docs_in, f"{first}.languages.{code}.docs_in") if ledgers[first] else num(0),
+            *outs,
+            share((ledgers[last] or {}).get("docs_out", 0), docs_in),
+            "<br>".join(removed) or "–",
+        ]
+
+    codes = languages_by_documents(run.stats)
+    shown = table(headers, [row(code) for code in codes[:TOP_LANGUAGES]], numeric=numeric)
+    rest = codes[TOP_LANGUAGES:]
+    if rest:
+        into = sum(run.stats[first]["languages"].get(code, {}).get("docs_in", 0) for code in rest)
+        out = sum(run.stats[last]["languages"].get(code, {}).get("docs_out", 0) for code in rest)
+        shown += (
+            f"<details><summary>the other {len(rest):,} languages ({fmt(into)} documents into {esc(first)}, "
+            f"{fmt(out)} out of {esc(last)})</summary>"
+            + table(headers, [row(code) for code in rest], numeric=numeric)
+            + "</details>"
+        )
+    return (
+        "<h3>Each language through the stages</h3>"
+        '<p class="note">Documents of each language (the code the lang stage assigned, <code>und</code> for none) '
+        "into the first stage that counts languages, out of every stage, and removed by each rule (a removed "
+        "document counts under the first rule that fired); rules flagged above are marked"
+        + (f"; the {TOP_LANGUAGES} languages with the most documents first" if rest else "")
+        + ".</p>"
+        + shown
     )
 
 

@@ -1,6 +1,7 @@
 """What the CLI prints on a terminal: the run's tables (documents through the stages, the mixtures,
-the documents per source, the licences), a document's inspection (:mod:`report.inspect`), the
-training's held-out losses, and the experiment's and the sweep's results.
+the documents per source, the licences) and its warnings of rules unfair to a language, a
+document's inspection (:mod:`report.inspect`), the training's held-out losses, and the
+experiment's and the sweep's results.
 
 Every printer takes the data and the rich :class:`~rich.console.Console` to print on. Text that
 comes from the data or the config (ids, texts, reasons, file, group, source and licence names)
@@ -93,6 +94,15 @@ def print_funnel(out: Console, stats: dict[str, dict]) -> None:
             shown(", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-"),
         )
     out.print(table)
+
+
+def print_language_warnings(out: Console, stats: dict[str, dict]) -> None:
+    """One line per rule that removes far more of a language than of English
+    (report.languages.unfair_rules), labelled ``warning:`` as the CLI's warnings are."""
+    from report.languages import unfair_rules
+
+    for unfair in unfair_rules(stats):
+        out.print(Text.assemble(("warning:", "yellow"), " ", shown(unfair.line())), highlight=False, soft_wrap=True)
 
 
 def print_mixtures(out: Console, stats: dict) -> None:
