@@ -265,16 +265,39 @@ class FilterConfig(_Strict):
     # Filters and parameters per language: [filter.by_lang.th] filters = [...], and
     # [filter.by_lang.zh.params.c4_quality] min_sentences = 2 over [filter.params.c4_quality].
     by_lang: dict[str, LangFilterConfig] = Field(default_factory=dict)
+    # The built-in parameters for languages the published rules misread (Thai and Lao mark no
+    # sentence end; Armenian's full stop is often typed ":"): pipeline.filters.profiles.
+    language_profiles: bool = True
 
     def scope(self):
         """The documents the filters apply to (pipeline.filters.scope)."""
         return _scope("filter", self)
 
+    def languages(self) -> list[str]:
+        """The languages with filters or parameters of their own: the built-in profiles' (when on)
+        not named by ``by_lang``, then ``by_lang``'s."""
+        from pipeline.filters.profiles import LANGUAGE_PROFILES
+        from pipeline.filters.text import parse_lang
+
+        own = {parse_lang(code)[0] for code in self.by_lang}
+        built_in = [code for code in LANGUAGE_PROFILES if self.language_profiles and code not in own]
+        return [*built_in, *self.by_lang]
+
     def for_lang(self, code: str) -> tuple[list[str], dict[str, dict]]:
-        """The filters and their parameters for the documents of ``code`` (one of ``by_lang``)."""
-        override = self.by_lang[code]
+        """The filters and their parameters for the documents of ``code`` (one of
+        :meth:`languages`): the stage's, under the built-in profile of the language, under its
+        ``by_lang`` table, parameter by parameter."""
+        from pipeline.filters.profiles import LANGUAGE_PROFILES
+        from pipeline.filters.text import parse_lang
+
+        override = self.by_lang.get(code, LangFilterConfig())
         names = self.filters if override.filters is None else override.filters
-        params = {name: {**self.params.get(name, {}), **override.params.get(name, {})} for name in names}
+        language = parse_lang(code)[0]
+        profile = LANGUAGE_PROFILES.get(language, {}) if self.language_profiles else {}
+        params = {
+            name: {**self.params.get(name, {}), **profile.get(name, {}), **override.params.get(name, {})}
+            for name in names
+        }
         return names, {name: values for name, values in params.items() if values}
 
     @field_validator("licences", "exclude_licences")

@@ -166,7 +166,8 @@ _ROW = "__row"
 
 
 def _rows_of(frame: pl.DataFrame, rows: np.ndarray) -> pl.DataFrame:
-    return frame.with_columns(pl.Series(_ROW, rows, dtype=pl.Int64))
+    row = pl.Series(_ROW, rows, dtype=pl.Int64)
+    return frame.with_columns(row) if frame.width else row.to_frame()  # no measures: no columns, no height
 
 
 def _in_order(frames: list[pl.DataFrame]) -> pl.DataFrame:

@@ -667,7 +667,9 @@ class C4Quality:
        default, a Unicode ``Sentence_Terminal`` (``. ! ?`` and ``。！？ । ॥ ։ ۔ ؟ ።`` ...), maybe
        closed by quotes or brackets (``.”``, ``。」``), or ``"`` (:data:`C4_TERMINAL_LINE_PATTERN`);
        ``end_marks`` gives the strings instead (``C4_END_MARKS``: c4_utils ``_END_MARKS``,
-       ``. ? ! "``, which remove every line of a script with terminals of its own);
+       ``. ? ! "``, which remove every line of a script with terminals of its own), and
+       ``extra_end_marks`` strings that end a line too (Armenian's ``:``, see
+       :data:`~pipeline.filters.profiles.LANGUAGE_PROFILES`);
     3. ``lines_removed_too_few_words``: fewer than 5 whitespace tokens (``min_words_per_line``,
        c4_utils ``_MIN_WORDS_PER_LINE = 5``; a spaceless-script character counts as a token);
     4. a line containing "lorem ipsum" (any case) flags the page (``has_lorem_ipsum``);
@@ -719,6 +721,7 @@ class C4Quality:
         min_words_per_line: Count = 5,
         max_word_length: Count | None = 1000,
         end_marks: Sequence[str] | None = None,
+        extra_end_marks: Sequence[str] = (),
         remove_citations: bool = True,
         filter_no_terminal_punct: bool = True,
         filter_javascript: bool = True,
@@ -731,6 +734,7 @@ class C4Quality:
         self.min_words_per_line = min_words_per_line
         self.max_word_length = max_word_length
         self.end_marks = None if end_marks is None else tuple(end_marks)
+        self.extra_end_marks = tuple(extra_end_marks)
         self.remove_citations = remove_citations
         self.filter_no_terminal_punct = filter_no_terminal_punct
         self.filter_javascript = filter_javascript
@@ -780,6 +784,8 @@ class C4Quality:
             ends_ok = pl.lit(False)
             for mark in self.end_marks:
                 ends_ok = ends_ok | line.str.ends_with(mark)
+        for mark in self.extra_end_marks:
+            ends_ok = ends_ok | line.str.ends_with(mark)
         policy = _regex_alternatives(self.policy_substrings)
         flags = frame.select(
             no_end=(~ends_ok | line.str.ends_with("...")) & self.filter_no_terminal_punct,
@@ -869,7 +875,8 @@ class FineWebQuality:
     * ``line_punct_ratio`` <= 0.12 (``line_punct_thr``; the paper: "fraction of lines ending with
       punctuation <= 0.12"): lines whose last character (no stripping) is a sentence terminal /
       lines. Terminals: Unicode ``Sentence_Terminal`` (``. ! ?``, ``。``, ``।``, ...) by default,
-      or the strings in ``stop_chars``. A document without a non-blank line has ratio 0;
+      or the strings in ``stop_chars``, and those in ``extra_stop_chars`` (Armenian's ``:``).
+      A document without a non-blank line has ratio 0;
     * ``short_line_ratio`` >= 0.67 (``short_line_thr``; the paper: "fraction of lines shorter than
       30 characters >= 0.67"): lines of fewer than ``short_line_length`` = 30 characters / lines;
     * ``char_dup_ratio`` >= 0.1 (``char_duplicates_ratio``; the paper: "fraction of characters in
@@ -906,6 +913,7 @@ class FineWebQuality:
         char_duplicates_ratio: Fraction | None = 0.1,
         new_line_ratio: Ratio | None = 0.3,
         stop_chars: Sequence[str] | None = None,
+        extra_stop_chars: Sequence[str] = (),
     ):
         self.line_punct_thr = line_punct_thr
         self.line_punct_exclude_zero = line_punct_exclude_zero
@@ -914,6 +922,7 @@ class FineWebQuality:
         self.char_duplicates_ratio = char_duplicates_ratio
         self.new_line_ratio = new_line_ratio
         self.stop_chars = None if stop_chars is None else tuple(stop_chars)
+        self.extra_stop_chars = tuple(extra_stop_chars)
 
     def rules(self) -> list[Rule]:
         p = self.name
@@ -935,6 +944,8 @@ class FineWebQuality:
         n_lines = np.bincount(doc, minlength=n)
 
         stops = r"\p{Sentence_Terminal}" if self.stop_chars is None else _regex_alternatives(self.stop_chars)
+        if self.extra_stop_chars:
+            stops = f"(?:{stops}|{_regex_alternatives(self.extra_stop_chars)})"
         ends = lines.str.contains(f"{stops}$").to_numpy()
         line_chars = lines.str.len_chars().to_numpy()
         short = line_chars < self.short_line_length

@@ -197,7 +197,7 @@ def filter_step(config: RunConfig, attributes: UnitAttributes | None = None) -> 
 def filter_settings_step(settings: FilterConfig, attributes: UnitAttributes | None = None) -> Step:
     """The filter stage's step from its settings: the licence rules, then the filters in order
     (from the unit's stored measurements where they hold the batch)."""
-    by_lang = {code: build_filters(*settings.for_lang(code)) for code in settings.by_lang}
+    by_lang = {code: build_filters(*settings.for_lang(code)) for code in settings.languages()}
     chain = FilterChain(build_filters(settings.filters, settings.params), "filter", attributes, by_lang)
     step = scoped(chain, settings.scope())
     rule = settings.licence_rule()
