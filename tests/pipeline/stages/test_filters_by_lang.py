@@ -146,3 +146,32 @@ def test_the_lines_stage_leaves_a_language_it_excludes_alone(tmp_path):
     curate_in_process(left_alone)  # the lang stage is off: no document has a language in lines.langs
     kept = pl.read_parquet(tmp_path / "alone" / "lines" / "docs")["text"].to_list()
     assert all(footer in t for t in kept)
+
+
+def test_the_built_in_profiles_keep_thai_and_armenian_prose_and_can_be_turned_off():
+    armenian = "\n".join(
+        [
+            "Արքաների հովիտը քարքարոտ հովիտ է Եգիպտոսում, որտեղ կառուցվել են դամբարաններ:",
+            "Հովիտը հայտնի է իր գեղեցիկ ու հին դամբարաններով և շատ այցելուներ ունի:",
+            "Այստեղ աշխատում են շատ հնագետներ, ովքեր ուսումնասիրում են պատմությունը:",
+        ]
+        * 2
+    )
+    thai = "\n".join([THAI] * 3)
+    docs = batch([(thai, "th"), (thai, "lo"), (armenian, "hy"), (ENGLISH, "en")]).with_columns(
+        pl.Series("text", [thai, thai.replace("วันนี้", "ມື້ນີ້"), armenian, ENGLISH])
+    )
+    default = filter_settings_step(settings({}))(docs)
+    assert default.kept["id"].to_list() == ["d0", "d1", "d2", "d3"]
+    assert default.kept["text"].to_list()[2] == armenian  # no line dropped for its ':'
+    off = parse_config(
+        {
+            "run_dir": "runs/x",
+            "sources": [{"name": "web", "reader": "jsonl", "paths": ["README.md"]}],
+            "filter": {"filters": ["c4_quality", "gopher_quality"], "language_profiles": False},
+        }
+    ).filter
+    assert filter_settings_step(off)(docs).kept["id"].to_list() == ["d3"]
+    # A by_lang table of a language with a profile overrides it, parameter by parameter.
+    names, params = settings({"th": {"params": {"c4_quality": {"min_sentences": 2}}}}).for_lang("th")
+    assert params["c4_quality"] == {"min_sentences": 2, "filter_no_terminal_punct": False}
