@@ -55,7 +55,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -65,7 +64,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import polars as pl
-from peers import peer_python, rounded
+from peers import demo_documents, peer_python, rounded
 
 DOCS = 100_000
 SEED = 0
@@ -157,33 +156,7 @@ def run_config(min_score: float = 0.5, scoped: bool = False):
 def corpus_docs() -> pl.DataFrame:
     """The documents of the demo corpus as the source stage writes them, with their label
     (``kind``); made once."""
-    from demo.corpus import build_demo_corpus
-    from pipeline.formats.documents import RunLayout
-    from pipeline.stages.source import plan_units, source_unit
-
-    if not DOCS_PATH.exists():
-        print(
-            f"Building the demo corpus ({DOCS} documents) and reading it with the source stage; "
-            "both are reused afterwards",
-            file=sys.stderr,
-        )
-        build_demo_corpus(CORPUS_DIR, docs=DOCS, seed=SEED)
-        config = run_config()
-        stage = RunLayout(config.run_dir).stage("source").make()
-        for source in config.sources:
-            for unit in plan_units(source):
-                source_unit(unit, source, config, stage)
-        docs = pl.read_parquet(str(stage.docs / "*.parquet"))
-        tmp = DOCS_PATH.with_suffix(".tmp")
-        docs.write_parquet(tmp, compression="zstd")
-        tmp.rename(DOCS_PATH)
-        shutil.rmtree(RUN_DIR)
-    docs = pl.read_parquet(DOCS_PATH)
-    # A document's id is "<source>/<key>", key being its label's (see demo.writers).
-    labels = pl.read_parquet(CORPUS_DIR / "labels.parquet").select(
-        id=pl.col("source") + "/" + pl.col("key"), kind="kind"
-    )
-    docs = docs.join(labels, on="id", how="left", maintain_order="left")
+    docs = demo_documents(CORPUS_DIR, RUN_DIR, DOCS, SEED, DOCS_PATH, {"kind": "kind"})
     # Canaries are memorization probes (random words), neither text to keep nor noise to remove.
     docs = docs.filter(pl.col("kind") != "canary")
     unknown = docs.filter(~pl.col("kind").is_in([*NOISE_KINDS, *KEEP_KINDS]))

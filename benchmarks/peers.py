@@ -1,5 +1,6 @@
 """What the benchmarks share: virtualenvs for the peers they compare against (never the
-project's dependencies), and the rounding of their final JSON line.
+project's dependencies), the demo corpus as the source stage reads it, and the rounding of their
+final JSON line.
 
 Each peer gets its own virtualenv under ``.cache/bench-peers/<name>``, made on first use;
 ``PEER_PYTHON`` points a benchmark at another interpreter that has the peer instead.
@@ -35,6 +36,45 @@ def peer_python(name: str, packages: list[str], modules: list[str]) -> str:
             if done.returncode:
                 raise SystemExit(f"peer setup failed: {' '.join(command)}\n{done.stderr[-4000:]}")
     return str(python)
+
+
+def demo_documents(corpus_dir: Path, run_dir: Path, docs: int, seed: int, docs_path: Path, labels: dict):
+    """The documents of the demo corpus (:func:`demo.corpus.build_demo_corpus`, ``docs``
+    documents, ``seed``) as the project's ``source`` stage writes them (run without Prefect, as
+    ``tests.helpers.run_units`` does), with the label columns ``labels`` maps (name in
+    ``labels.parquet`` -> column); corpus and documents (``docs_path``) are made once."""
+    import shutil
+
+    import polars as pl
+
+    from demo.config import demo_config
+    from demo.corpus import build_demo_corpus
+    from pipeline.config import parse_config
+    from pipeline.formats.documents import RunLayout
+    from pipeline.stages.source import plan_units, source_unit
+
+    if not docs_path.exists():
+        print(
+            f"Building the demo corpus ({docs} documents) and reading it with the source stage; "
+            "both are reused afterwards",
+            file=sys.stderr,
+        )
+        build_demo_corpus(corpus_dir, docs=docs, seed=seed)
+        config = parse_config(demo_config(corpus_dir, run_dir, seed=seed))
+        stage = RunLayout(config.run_dir).stage("source").make()
+        for source in config.sources:
+            for unit in plan_units(source):
+                source_unit(unit, source, config, stage)
+        frame = pl.read_parquet(str(stage.docs / "*.parquet"))
+        tmp = docs_path.with_suffix(".tmp")
+        frame.write_parquet(tmp, compression="zstd")
+        tmp.rename(docs_path)
+        shutil.rmtree(run_dir)
+    # A document's id is "<source>/<key>", key being its label's (see demo.writers).
+    label_frame = pl.read_parquet(Path(corpus_dir) / "labels.parquet").select(
+        id=pl.col("source") + "/" + pl.col("key"), **{column: name for name, column in labels.items()}
+    )
+    return pl.read_parquet(docs_path).join(label_frame, on="id", how="left", maintain_order="left")
 
 
 def rounded(value):
