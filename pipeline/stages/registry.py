@@ -126,14 +126,19 @@ class FilterChain:
 
     def groups(self, docs: pl.DataFrame) -> list[tuple[np.ndarray, list]] | None:
         """The rows of each language with filters of its own, after those of every other language
-        (with the stage's filters); None when no language has its own."""
+        (with the stage's filters); None when every document takes the stage's filters. A language
+        with no document in the batch is left out unless its filters are others than the stage's
+        (they would add columns: every batch must have the same)."""
         if not self.by_lang:
             return None
         langs = lang_languages(docs["lang"]) if "lang" in docs.columns else pl.Series([None] * docs.height)
         langs = langs.cast(pl.String).to_numpy()
+        names = [f.name for f in self.filters]
         own = [(np.flatnonzero(langs == lang), filters) for lang, filters in self.by_lang.items()]
-        others = np.flatnonzero(~np.isin(langs, list(self.by_lang)))
-        return [(others, self.filters), *own]
+        own = [(rows, filters) for rows, filters in own if len(rows) or [f.name for f in filters] != names]
+        if not own:
+            return None
+        return [(np.flatnonzero(~np.isin(langs, list(self.by_lang))), self.filters), *own]
 
     def __call__(self, docs: pl.DataFrame) -> StepResult:
         stored = None if self.attributes is None else self.attributes.rows(docs)
