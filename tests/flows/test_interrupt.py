@@ -67,7 +67,7 @@ def stage_files(run_dir: Path) -> dict[str, bytes]:
     }
 
 
-def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_the_same_command_resumes_it(tmp_path):
+def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_the_same_command_resumes_it(tmp_path, prefect_server):
     config = write_run(tmp_path)
     run_dir = tmp_path / "run"
     args = ["run", str(config), "--quiet"]
@@ -99,7 +99,7 @@ def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_the_same_command_resu
     assert resumed.stderr == ""
     shutil.move(run_dir, tmp_path / "resumed")
 
-    whole = run_curate(args, REPO, timeout=900)
+    whole = run_curate(args, REPO, env=shared_api_env(), timeout=900)  # the reference: on the session's server
     assert whole.returncode == 0, whole.stderr[-3000:]
     resumed_files, whole_files = stage_files(tmp_path / "resumed"), stage_files(run_dir)
     assert sorted(resumed_files) == sorted(whole_files)
