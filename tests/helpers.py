@@ -1,4 +1,4 @@
-"""Builders of small real input files for the tests."""
+"""Builders of small real input files for the tests, and a `curate` process as a user runs it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -340,7 +341,7 @@ def run_curate(
     env: dict | None = None,
     prelude: str = "",
     timeout: float = 600,
-    wrapper: list[str] = (),
+    wrapper: Sequence[str] = (),
 ) -> subprocess.CompletedProcess:
     """``curate ARGS`` in a process of its own, run from ``cwd`` without a terminal, with the
     environment of :func:`curate_environment` (``env`` added: ``shared_api_env()`` to report to
