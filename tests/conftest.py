@@ -25,10 +25,15 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 @pytest.fixture(scope="session")
 def prefect_server():
     """One temporary Prefect server (own database) for the whole test session."""
+    from prefect.settings import temporary_settings
     from prefect.testing.utilities import prefect_test_harness
 
-    # Two slow CI cores may need long to start the server and migrate its database.
-    with prefect_test_harness(server_startup_timeout=300):
+    # Two slow CI cores may need long to start the server and migrate its database. No flow-run
+    # heartbeats in this process: a flow run's end waits for its heartbeat thread, which sleeps in
+    # steps of a second, about 0.6 s per flow run (a curation is eight), a quarter of a tiny
+    # sweep's time; nothing here waits long enough for a heartbeat to matter. A `curate` process
+    # a test starts keeps Prefect's default, as a user's does.
+    with prefect_test_harness(server_startup_timeout=300), temporary_settings({"flows.heartbeat_frequency": None}):
         yield
 
 

@@ -1,11 +1,16 @@
-"""Builders of small real input files for the tests."""
+"""Builders of small real input files for the tests, and a `curate` process as a user runs it."""
 
 from __future__ import annotations
 
 import gzip
 import io
 import json
+import os
 import random
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -17,6 +22,8 @@ from warcio.warcwriter import WARCWriter
 from pipeline.config import RunConfig, parse_config
 from pipeline.formats.documents import RunLayout
 from pipeline.stages.source import plan_units, source_unit
+
+REPO = Path(__file__).resolve().parents[1]
 
 PAGE = """<html><head><title>{title}</title><style>body {{color: red}}</style></head>
 <body><nav><a href="/">Home</a> | <a href="/about">About</a> | <a href="/contact">Contact</a></nav>
@@ -306,3 +313,48 @@ def shared_api_env() -> dict[str, str]:
     url = PREFECT_API_URL.value()
     assert url, "shared_api_env needs the prefect_server fixture"
     return {"PREFECT_API_URL": url}
+
+
+# The test session's own Prefect settings, which a user's shell does not have: a ``curate`` process
+# gets them only where a test passes them in ``env``.
+SESSION_SETTINGS = ("PREFECT_HOME", "PREFECT_API_URL", "PREFECT_LOGGING_SETTINGS_PATH", "PREFECT_LOGGING_LEVEL")
+
+
+def curate_environment(env: dict | None = None) -> dict[str, str]:
+    """The environment of a ``curate`` process as a user's shell gives it (this checkout on the
+    path, none of the test session's Prefect settings), plus ``env``."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    for name in SESSION_SETTINGS:
+        if name not in (env or {}):
+            environment.pop(name, None)
+    return environment
+
+
+def curate_command(args: list[str], prelude: str = "") -> list[str]:
+    """The command line of ``curate ARGS`` (after the Python of ``prelude``, in the same process)."""
+    return [sys.executable, "-c", prelude + "from flows.cli import app; app(prog_name='curate')", *args]
+
+
+def run_curate(
+    args: list[str],
+    cwd: Path,
+    env: dict | None = None,
+    prelude: str = "",
+    timeout: float = 600,
+    wrapper: Sequence[str] = (),
+) -> subprocess.CompletedProcess:
+    """``curate ARGS`` in a process of its own, run from ``cwd`` without a terminal, with the
+    environment of :func:`curate_environment` (``env`` added: ``shared_api_env()`` to report to
+    the test session's server), its output as text; ``wrapper`` goes in front of the command (a
+    namespace to run it in). The result's ``seconds`` is how long it took."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*wrapper, *curate_command(args, prelude)],
+        cwd=cwd,
+        env=curate_environment(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    done.seconds = time.perf_counter() - started
+    return done

@@ -10,21 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import shared_api_env, write_jsonl
+from tests.helpers import REPO, run_curate, shared_api_env, write_jsonl
 
-REPO = Path(__file__).resolve().parents[2]
 SENTENCE = "The library near our house opens early on Saturdays, so I often go there to read the paper."
-
-
-def _curate(args: list[str], cwd: Path, env: dict | None = None, prelude: str = "") -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    for name in ("PREFECT_HOME", "PREFECT_API_URL", "PREFECT_LOGGING_SETTINGS_PATH", "PREFECT_LOGGING_LEVEL"):
-        if name not in (env or {}):
-            environment.pop(name, None)
-    code = prelude + "from flows.cli import app; app()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, env=environment, timeout=600
-    )
 
 
 def _own_folder(tmp_path: Path) -> Path:
@@ -43,7 +31,7 @@ def _own_folder(tmp_path: Path) -> Path:
 def test_run_from_another_folder_finds_the_default_model(tmp_path, prefect_server):
     folder = _own_folder(tmp_path)
     env = {"XDG_CACHE_HOME": str(tmp_path / "empty-cache"), **shared_api_env()}
-    done = _curate(["run", "run.toml", "--quiet"], folder, env=env)
+    done = run_curate(["run", "run.toml", "--quiet"], folder, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     stats = json.loads((folder / "runs" / "mine" / "lang" / "stats.json").read_text())
     assert stats["docs_in"] == 5 and stats["docs_out"] == 5
@@ -54,7 +42,7 @@ def test_a_missing_default_model_names_every_place_looked_and_the_fetch(tmp_path
     project = tmp_path / "checkout" / ".cache" / "models"
     cache = tmp_path / "cache"
     prelude = f"import pipeline.lang.model as m, pathlib; m.PROJECT_MODEL_DIR = pathlib.Path({str(project)!r}); "
-    done = _curate(["run", "run.toml", "--quiet"], folder, env={"XDG_CACHE_HOME": str(cache)}, prelude=prelude)
+    done = run_curate(["run", "run.toml", "--quiet"], folder, env={"XDG_CACHE_HOME": str(cache)}, prelude=prelude)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

@@ -13,21 +13,17 @@ EFBIG, which SQLite reports as a disk I/O error, not as a full database.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import shared_api_env
+from tests.helpers import REPO, run_curate, shared_api_env
 from tests.trainer_fixtures import build_mixture, toml_text, train_config_dict
 
-CURATE = [sys.executable, "-c", "from flows.cli import app; app()"]
-REPO = Path(__file__).resolve().parents[2]
 MAX_LINES = 5
 
 
@@ -50,7 +46,7 @@ def curate(
     """Run ``curate ARGS`` without a terminal (after the Python of ``prelude``, in the same process);
     with ``full`` = (folder, size), the folder is a tmpfs of that size for the run (its logs/ copied to
     tmp_path/kept-logs before it goes)."""
-    command = [sys.executable, "-c", prelude + CURATE[-1], *args] if prelude else [*CURATE, *args]
+    wrapper = []
     if full is not None:
         folder, size = full
         folder.mkdir(parents=True, exist_ok=True)
@@ -58,18 +54,8 @@ def curate(
             f'mount -t tmpfs -o size={size} tmpfs "$0" && "$@"; rc=$?; '
             f'cp -r "$0/logs" "{tmp_path / "kept-logs"}" 2>/dev/null; exit $rc'
         )
-        command = ["unshare", "-Urm", "sh", "-c", script, str(folder), *command]
-    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=environment(env), timeout=900)
-
-
-def environment(env: dict | None = None) -> dict:
-    """The environment of a ``curate`` process as a user's shell would give it (this checkout on the
-    path, none of the test session's Prefect settings), plus ``env``."""
-    environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    for name in ("PREFECT_HOME", "PREFECT_API_URL", "PREFECT_LOGGING_SETTINGS_PATH", "PREFECT_LOGGING_LEVEL"):
-        if name not in (env or {}):
-            environment.pop(name, None)
-    return environment
+        wrapper = ["unshare", "-Urm", "sh", "-c", script, str(folder)]
+    return run_curate(args, REPO, env=env, prelude=prelude, timeout=900, wrapper=wrapper)
 
 
 def run_config(tmp_path: Path, source: Path, extra: str = "") -> Path:

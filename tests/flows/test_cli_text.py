@@ -3,20 +3,16 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from importlib.metadata import version
-from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from flows.cli import app
+from tests.helpers import REPO, run_curate
 
-REPO = Path(__file__).resolve().parents[2]
 BRACKETED = re.compile(r"\[[^\[\]]+\]")
 COMMANDS = sorted(typer.main.get_command(app).commands)
 
@@ -52,23 +48,13 @@ def test_every_help_prints_its_bracketed_words(name):
 
 
 def test_run_help_shows_the_ray_extra_in_a_real_process():
-    done = subprocess.run(
-        [sys.executable, "-c", "from flows.cli import app; app()", "run", "--help"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    done = run_curate(["run", "--help"], REPO)
     assert done.returncode == 0
     assert "pip install -e '.[ray]'" in done.stdout
 
 
 def test_version_names_the_package_and_its_main_libraries():
-    done = subprocess.run(
-        [sys.executable, "-c", "from flows.cli import app; app()", "--version"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    done = run_curate(["--version"], REPO)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1

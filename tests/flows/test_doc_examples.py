@@ -5,19 +5,16 @@ CLI prints (the same titles, columns and stages, no notes the CLI does not print
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import typer
 
 from flows.cli import app
+from tests.helpers import REPO, run_curate
 
-REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", REPO / "docs" / "cli.md", REPO / "docs" / "getting-started.md"]
 # Made by `curate train` on the demo's mixture, not by `curate demo`.
 NOT_OF_THE_DEMO = "runs/demo/train"
@@ -58,17 +55,6 @@ def _inspect_help_id() -> str:
     return re.search(r"e\.g\. (\S+)", help_text)[1]
 
 
-def _curate(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from flows.cli import app; app()", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=600,
-    )
-
-
 def test_the_docs_have_demo_examples():
     commands = {words[0] for _, words in EXAMPLES}
     assert {"inspect", "report", "export"} <= commands
@@ -79,13 +65,13 @@ def test_the_docs_have_demo_examples():
 def test_every_demo_example_of_the_docs_runs(demo_run, tmp_path, where, words):
     root = demo_run[0]
     args = [str(tmp_path / "out") if word == "OUT" else word for word in words]
-    done = _curate(args, root)
+    done = run_curate(args, root)
     assert done.returncode == 0, f"{where}\n{done.stdout}{done.stderr}"
 
 
 def test_the_inspect_help_example_is_a_document_of_the_demo(demo_run):
     root, doc_id = demo_run[0], _inspect_help_id()
-    done = _curate(["inspect", "runs/demo", doc_id], root)
+    done = run_curate(["inspect", "runs/demo", doc_id], root)
     assert done.returncode == 0, done.stderr
     assert doc_id in done.stdout and "fate:" in done.stdout
 

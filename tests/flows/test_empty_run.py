@@ -1,23 +1,17 @@
 """A run with no document left: `curate run` as a user runs it, every stage completes with zero
-counts (in a subprocess, with its own temporary Prefect server)."""
+counts (in a process of its own, reporting to the test session's Prefect server)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from pipeline.formats.documents import RunLayout
 from pipeline.stages.registry import REGISTRY
-from tests.helpers import shared_api_env, write_jsonl, write_parquet_file
+from tests.helpers import REPO, run_curate, shared_api_env, write_jsonl, write_parquet_file
 
-pytestmark = pytest.mark.flow  # starts a Prefect server of its own (about half a minute)
-
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.flow
 
 
 def test_a_run_whose_every_record_is_quarantined_completes_with_zero_counts_in_every_stage(tmp_path, prefect_server):
@@ -32,16 +26,8 @@ def test_a_run_whose_every_record_is_quarantined_completes_with_zero_counts_in_e
         f'[[sources]]\nname = "web"\nreader = "parquet"\npaths = ["{cut}"]\n'
         f'[[sources]]\nname = "notes"\nreader = "jsonl"\npaths = ["{tmp_path / "notes"}"]\n'
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(tmp_path / "prefect")}
-    env.update(shared_api_env())  # the test session's server: no temporary one to start
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("curate")), "run", "--quiet", str(config)],
-        cwd=ROOT,  # where the language-ID model is found (.cache)
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    env = {"PREFECT_HOME": str(tmp_path / "prefect"), **shared_api_env()}  # the test session's server
+    done = run_curate(["run", "--quiet", str(config)], REPO, env=env)  # REPO: the language-ID model's .cache
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
     assert "Traceback" not in output and "Error" not in output

@@ -69,7 +69,7 @@ def _config(tmp_path, **overrides):
         ],
         "train": {
             "device": "cpu",
-            "eval_interval": 4,
+            "eval_interval": 12,
             "eval_tokens": 256,
             "log_interval": 2,
             "model": {"block_size": 16, "n_layer": 1, "n_head": 2, "n_embd": 16},

@@ -7,16 +7,14 @@ Hub renders it), the terminal's tables and the HTML report show every name as te
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pipeline.formats.escape import visible
-from tests.helpers import live_markup, parse_html, render_markdown, shared_api_env, write_jsonl
+from tests.helpers import REPO, live_markup, parse_html, render_markdown, run_curate, shared_api_env, write_jsonl
 
 pytestmark = pytest.mark.flow
 
@@ -44,11 +42,8 @@ def _run(tmp_path: Path) -> subprocess.CompletedProcess:
         "[lines]\nenabled = false\n[tokenize]\nvocab_size = 300\n"
         f'[mix]\ngroup_by = ["source"]\nvalidation_fraction = 0.2\n[mix.merge]\n{merge}'
     )
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"), "COLUMNS": "400", **shared_api_env()}
-    curate = Path(sys.executable).with_name("curate")
-    return subprocess.run(
-        [str(curate), "run", str(config), "--quiet"], capture_output=True, text=True, env=env, timeout=600
-    )
+    env = {"PREFECT_HOME": str(tmp_path / "prefect-home"), "COLUMNS": "400", **shared_api_env()}
+    return run_curate(["run", str(config), "--quiet"], REPO, env=env)
 
 
 def test_hostile_names_stay_text_in_the_card_the_terminal_and_the_report(tmp_path, prefect_server):

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.flows.test_cli_errors import CURATE, REPO, WORDS, environment
-from tests.helpers import shared_api_env
+from tests.flows.test_cli_errors import WORDS
+from tests.helpers import REPO, curate_command, curate_environment, run_curate, shared_api_env
 
 pytestmark = pytest.mark.flow
 
@@ -67,12 +67,13 @@ def stage_files(run_dir: Path) -> dict[str, bytes]:
     }
 
 
-def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_the_same_command_resumes_it(tmp_path):
+def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_the_same_command_resumes_it(tmp_path, prefect_server):
     config = write_run(tmp_path)
     run_dir = tmp_path / "run"
-    command = [*CURATE, "run", str(config), "--quiet"]
+    args = ["run", str(config), "--quiet"]
+    command, env = curate_command(args), curate_environment()
     process = subprocess.Popen(
-        command, cwd=REPO, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
     deadline = time.monotonic() + 600
     while not list(run_dir.glob("lang/parts/*.json")) and process.poll() is None and time.monotonic() < deadline:
@@ -93,12 +94,12 @@ def test_ctrl_c_stops_the_run_in_seconds_with_one_line_and_the_same_command_resu
     assert servers_of(run_dir) == []
     assert not (run_dir / "mix").exists()
 
-    resumed = subprocess.run(command, cwd=REPO, env=environment(), capture_output=True, text=True, timeout=900)
+    resumed = run_curate(args, REPO, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert resumed.stderr == ""
     shutil.move(run_dir, tmp_path / "resumed")
 
-    whole = subprocess.run(command, cwd=REPO, env=environment(), capture_output=True, text=True, timeout=900)
+    whole = run_curate(args, REPO, env=shared_api_env(), timeout=900)  # the reference: on the session's server
     assert whole.returncode == 0, whole.stderr[-3000:]
     resumed_files, whole_files = stage_files(tmp_path / "resumed"), stage_files(run_dir)
     assert sorted(resumed_files) == sorted(whole_files)
@@ -113,8 +114,8 @@ def test_ctrl_c_with_worker_processes_stops_them_all_in_seconds_with_one_line(tm
     traceback. (The run reports to the test session's server: its own is tested above.)"""
     config = write_run(tmp_path, files=4)
     run_dir = tmp_path / "run"
-    command = [*CURATE, "run", str(config), "--quiet", "--runner", runner, "--workers", "2"]
-    env = environment(shared_api_env())
+    command = curate_command(["run", str(config), "--quiet", "--runner", runner, "--workers", "2"])
+    env = curate_environment(shared_api_env())
     process = subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
@@ -158,9 +159,9 @@ def test_on_a_terminal_the_run_shows_its_status_at_once_and_log_lines_never_brea
     leader, follower = pty.openpty()
     started = time.monotonic()
     process = subprocess.Popen(
-        [*CURATE, "run", str(config), "--verbose"],
+        curate_command(["run", str(config), "--verbose"]),
         cwd=REPO,
-        env={**environment(), "TERM": "xterm", "COLUMNS": "120"},
+        env={**curate_environment(), "TERM": "xterm", "COLUMNS": "120"},
         stdin=follower,
         stdout=follower,
         stderr=follower,

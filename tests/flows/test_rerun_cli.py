@@ -1,16 +1,22 @@
 """`curate run` again with a changed dedup threshold: `--plan` says what it will keep and redo, the
-rerun says it as it goes, and the run ends with the bytes of a fresh run of the new config."""
+rerun says it as it goes, and the run ends with the bytes of a fresh run of the new config.
+
+Each command that reads what an earlier one left runs in a process of its own, as a user's; the
+first run and the fresh runs compared with are the same command run in this process (typer's
+CliRunner), without a process's start (a few seconds each)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from typer.testing import CliRunner
 
+from flows.cli import app
 from tests.flows.test_cli_errors import curate
 from tests.helpers import near_copies_corpus, shared_api_env, stage_outputs
 
-pytestmark = pytest.mark.flow  # each `curate run` starts a Prefect server of its own
+pytestmark = pytest.mark.flow
 
 
 def write_config(path, run_dir, corpus, threshold: float, filter_params: str = ""):
@@ -23,13 +29,16 @@ def write_config(path, run_dir, corpus, threshold: float, filter_params: str = "
     return path
 
 
+def run_here(config) -> None:
+    """``curate run CONFIG --quiet`` in this process, on the test session's Prefect server."""
+    result = CliRunner().invoke(app, ["run", str(config), "--quiet"])
+    assert result.exit_code == 0, result.output
+
+
 def test_a_changed_dedup_threshold_reruns_dedup_and_after_as_a_fresh_run_would(tmp_path, prefect_server):
     corpus = near_copies_corpus(tmp_path / "in")
     run = tmp_path / "run"
-    first = curate(
-        ["run", str(write_config(tmp_path / "a.toml", run, corpus, 0.8)), "--quiet"], tmp_path, env=shared_api_env()
-    )
-    assert first.returncode == 0, first.stderr
+    run_here(write_config(tmp_path / "a.toml", run, corpus, 0.8))
 
     changed = write_config(tmp_path / "b.toml", run, corpus, 0.95)
     before = {p: p.stat().st_mtime_ns for p in sorted(run.rglob("*")) if p.is_file()}
@@ -55,10 +64,7 @@ def test_a_changed_dedup_threshold_reruns_dedup_and_after_as_a_fresh_run_would(t
     assert all(p.stat().st_mtime_ns == before[p] for p in docs.iterdir())  # source kept its shards
 
     fresh = tmp_path / "fresh"
-    made = curate(
-        ["run", str(write_config(tmp_path / "c.toml", fresh, corpus, 0.95)), "--quiet"], tmp_path, env=shared_api_env()
-    )
-    assert made.returncode == 0, made.stderr
+    run_here(write_config(tmp_path / "c.toml", fresh, corpus, 0.95))
     assert stage_outputs(run) == stage_outputs(fresh)
     shards = [entry["file"] for entry in json.loads((run / "mix" / "main" / "manifest.json").read_text())["train"]]
     assert shards and all(f"mix/main/{file}" in stage_outputs(run) for file in shards)  # compared above
@@ -86,10 +92,5 @@ def test_a_changed_dedup_threshold_reruns_dedup_and_after_as_a_fresh_run_would(t
     )
     assert {p: p.stat().st_mtime_ns for p in (run / "filter" / "attributes").iterdir()} == measured
     fresh = tmp_path / "fresh-sentences"
-    made = curate(
-        ["run", str(write_config(tmp_path / "e.toml", fresh, corpus, 0.95, sentences)), "--quiet"],
-        tmp_path,
-        env=shared_api_env(),
-    )
-    assert made.returncode == 0, made.stderr
+    run_here(write_config(tmp_path / "e.toml", fresh, corpus, 0.95, sentences))
     assert stage_outputs(run) == stage_outputs(fresh)

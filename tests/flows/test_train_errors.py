@@ -6,38 +6,18 @@ server, no flow run, no traceback)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import REPO, run_curate, shared_api_env
 from tests.trainer_fixtures import build_mixture, shared_mixture, toml_text, train_config_dict
 from trainer.config import parse_train_config
 from trainer.train import train
 
-REPO = Path(__file__).resolve().parents[2]
-CURATE = "from flows.cli import app; app(prog_name='curate')"
-
-
-def curate(args: list[str], env: dict | None = None, timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:
-    """``curate ARGS`` in a process of its own (with ``env`` added to the environment, and no
-    Prefect API unless it names one); the result and the seconds it took."""
-    env = {
-        **{key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"},
-        "PYTHONPATH": str(REPO),
-        "COLUMNS": "200",
-        **(env or {}),
-    }
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", CURATE, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
-    )
-    return done, time.perf_counter() - started
+WIDE = {"COLUMNS": "200"}  # a terminal on which no error line wraps
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +172,7 @@ def test_a_fault_is_one_error_line_before_the_flow_starts(fault, message, checkp
     config.write_text(case.toml())
     before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "checkpoints").glob("*")}
 
-    done, seconds = curate(["train", str(config), "--quiet", *case.args])
+    done = run_curate(["train", str(config), "--quiet", *case.args], REPO, env=WIDE, timeout=300)
 
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 2, done.stderr[-3000:]
@@ -202,14 +182,7 @@ def test_a_fault_is_one_error_line_before_the_flow_starts(fault, message, checkp
     assert not (tmp_path / "out" / ".prefect").exists()  # Prefect never started
     after = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "checkpoints").glob("*")}
     assert after == before  # no checkpoint written, none deleted
-    assert seconds < 30, f"{seconds:.1f} s"
-
-
-def _shared_api() -> dict:
-    """The environment that points a ``curate`` process at the test session's Prefect server."""
-    from prefect.settings import PREFECT_API_URL
-
-    return {"PREFECT_API_URL": PREFECT_API_URL.value()}
+    assert done.seconds < 30, f"{done.seconds:.1f} s"
 
 
 @pytest.mark.usefixtures("prefect_server")
@@ -224,7 +197,7 @@ def test_quiet_still_shows_warnings(checkpointed, tmp_path):
     config = tmp_path / "train.toml"
     config.write_text(case.toml())
 
-    done, _ = curate(["train", str(config), "--quiet"], env=_shared_api())
+    done = run_curate(["train", str(config), "--quiet"], REPO, env={**WIDE, **shared_api_env()}, timeout=300)
 
     assert done.returncode == 0, done.stderr[-3000:]
     assert "warning: skipping checkpoint" in done.stderr and "step-000004.pt: empty (0 bytes)" in done.stderr
@@ -248,7 +221,7 @@ def test_a_diverging_flow_stops_with_the_error_line_and_keeps_the_checkpoint_bef
         )
     )
 
-    done, _ = curate(["train", str(config), "--quiet"], env=_shared_api())
+    done = run_curate(["train", str(config), "--quiet"], REPO, env={**WIDE, **shared_api_env()}, timeout=300)
 
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 2, done.stderr[-3000:]

@@ -4,35 +4,21 @@ quarantine fails the run after the source stage, which a run with the limit rais
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import html_page, shared_api_env, write_jsonl, write_parquet_file, write_warc
+from tests.helpers import html_page, run_curate, shared_api_env, write_jsonl, write_parquet_file, write_warc
 
-ROOT = Path(__file__).resolve().parents[2]
 OFF = "".join(f"[{stage}]\nenabled = false\n" for stage in ("lang", "filter", "dedup", "lines", "tokenize", "mix"))
 
 
-def curate(tmp_path: Path, config: Path, shared: bool = False) -> tuple[subprocess.CompletedProcess, float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(tmp_path / "prefect")}
-    env.pop("PREFECT_API_URL", None)
-    if shared:  # the test session's server (no temporary server of its own to start)
-        env.update(shared_api_env())
-    start = time.perf_counter()
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("curate")), "run", "--quiet", str(config)],
-        cwd=tmp_path,  # files are named as from here
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    return done, time.perf_counter() - start
+def curate(tmp_path: Path, config: Path, shared: bool = False) -> subprocess.CompletedProcess:
+    """``curate run --quiet CONFIG`` from ``tmp_path`` (files are named as from there); with
+    ``shared``, reporting to the test session's server (no temporary server of its own to start)."""
+    env = {"PREFECT_HOME": str(tmp_path / "prefect"), **(shared_api_env() if shared else {})}
+    return run_curate(["run", "--quiet", str(config)], tmp_path, env=env)
 
 
 def _one_error(done: subprocess.CompletedProcess) -> str:
@@ -76,11 +62,11 @@ def test_a_reader_that_does_not_fit_its_files_stops_the_run_before_prefect_start
         '[[sources]]\nname = "good"\nreader = "parquet"\npaths = ["good"]\n'
         f'[[sources]]\nname = "web"\nreader = "{reader}"\npaths = ["{paths}"]\n'
     )
-    done, seconds = curate(tmp_path, config)
+    done = curate(tmp_path, config)
     line = _one_error(done)
     assert line.startswith("error: source 'web': ") and message in line, line
     assert not (tmp_path / "run").exists()  # nothing written, Prefect never started
-    assert seconds < 60, f"{seconds:.1f} s"
+    assert done.seconds < 60, f"{done.seconds:.1f} s"
 
 
 @pytest.mark.flow  # starts a Prefect server of its own
@@ -96,7 +82,7 @@ def test_a_source_past_its_quarantine_limit_fails_after_the_source_stage_and_res
         '[[sources]]\nname = "dump"\nreader = "jsonl"\npaths = ["dump"]\n'
     )
     config.write_text(f'run_dir = "run"\n{OFF}{sources}')
-    done, _ = curate(tmp_path, config, shared=True)
+    done = curate(tmp_path, config, shared=True)
     line = _one_error(done)
     assert line.startswith(
         "error: source 'dump': 12 of its 16 records were quarantined (75.0%), more than max_quarantine_fraction "
@@ -109,7 +95,7 @@ def test_a_source_past_its_quarantine_limit_fails_after_the_source_stage_and_res
     assert sorted(kept) == ["dump-00000.json", "news-00000.json"]
 
     config.write_text(f'run_dir = "run"\n{OFF}{sources}max_quarantine_fraction = 0.8\n')
-    done, _ = curate(tmp_path, config, shared=True)
+    done = curate(tmp_path, config, shared=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert {p.name: p.stat().st_mtime_ns for p in parts.glob("*.json")} == kept  # resumed, not redone
     assert any("dump" in row and "4" in row for row in done.stdout.splitlines()), done.stdout

@@ -5,9 +5,7 @@ current folder or the inputs."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -16,8 +14,8 @@ import pytest
 
 from pipeline.config import parse_config
 from pipeline.formats.configfile import ConfigError
+from tests.helpers import run_curate, shared_api_env
 
-REPO = Path(__file__).resolve().parents[2]
 OFF = "[lang]\nenabled = false\n"
 
 
@@ -45,15 +43,7 @@ def curate_run(config: str, user, **env) -> subprocess.CompletedProcess:
     home, work, data = user
     path = work / "run.toml"
     path.write_text(config.replace("DATA", str(data)))
-    environ = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO), **env}
-    return subprocess.run(
-        [sys.executable, "-c", "from flows.cli import app; app()", "run", str(path), "--quiet"],
-        cwd=work,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_curate(["run", str(path), "--quiet"], work, env={"HOME": str(home), **env}, timeout=300)
 
 
 def source(name: str = "web", paths: str = '["DATA"]') -> str:
@@ -220,8 +210,7 @@ def test_the_trainer_and_experiment_configs_expand_their_paths(tmp_path, monkeyp
         )
 
 
-@pytest.mark.flow
-def test_names_at_the_longest_the_config_takes_make_a_whole_run(user):
+def test_names_at_the_longest_the_config_takes_make_a_whole_run(user, prefect_server):
     """The config's limits hold for the file names the run really makes: a source name and a
     mixture name whose part records are exactly 255 bytes run through every stage."""
     _, work, data = user
@@ -236,7 +225,7 @@ def test_names_at_the_longest_the_config_takes_make_a_whole_run(user):
         + f"[lang]\n{off}[filter]\n{off}[dedup]\n{off}[lines]\n{off}[tokenize]\nvocab_size = 300\n"
         + f'[mix]\nvalidation_fraction = 0.2\n[[mix.mixtures]]\nname = "{mixture}"\n'
     )
-    result = curate_run(config, user)
+    result = curate_run(config, user, **shared_api_env())  # the test session's server
     assert result.returncode == 0, result.stderr[-2000:]
     parts = sorted(p.name for p in (work / "run" / "mix" / "parts").glob("*.json"))
     assert max(len(p.encode()) + len(".tmp-") + 1 + 7 for p in parts) == 255  # its temporary at the widest pid
