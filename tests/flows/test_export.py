@@ -18,7 +18,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from pipeline.formats.hf import write_hf_split
 from pipeline.formats.megatron import write_indexed_dataset
 from pipeline.tokenizer import write_token_shard
-from tests.flows.test_train_errors import curate
+from tests.helpers import REPO, run_curate
 from tests.trainer_fixtures import shared_mixture
 
 
@@ -89,7 +89,7 @@ def _megatron_documents(prefix) -> tuple[np.dtype, list[np.ndarray]]:
 
 def test_curate_export_megatron_writes_the_indexed_dataset(mixture, tmp_path):
     out = tmp_path / "megatron"
-    done, _ = curate(["export", str(mixture), str(out), "--format", "megatron"])
+    done = run_curate(["export", str(mixture), str(out), "--format", "megatron"], REPO)
     assert done.returncode == 0, done.stderr
     assert f"--train-data-path {out / 'train'} --valid-data-path {out / 'val'}" in done.stdout
     eod = json.loads((mixture / "manifest.json").read_text())["tokenizer"]["eod_id"]
@@ -137,7 +137,7 @@ def test_megatron_export_of_an_empty_split(tmp_path):
 
 def test_curate_export_hf_is_read_by_dataset_from_file(mixture, tmp_path):
     out = tmp_path / "hf"
-    done, _ = curate(["export", str(mixture), str(out), "--format", "hf"])
+    done = run_curate(["export", str(mixture), str(out), "--format", "hf"], REPO)
     assert done.returncode == 0, done.stderr
     assert f"Dataset.from_file('{out / 'train.arrow'}')" in done.stdout
     for split in ("train", "validation"):
@@ -159,7 +159,7 @@ def test_curate_export_hf_is_read_by_dataset_from_file(mixture, tmp_path):
 
 def test_curate_export_nanogpt_is_the_default_and_unchanged(mixture, tmp_path):
     out = tmp_path / "nano"
-    done, _ = curate(["export", str(mixture), str(out)])
+    done = run_curate(["export", str(mixture), str(out)], REPO)
     assert done.returncode == 0, done.stderr
     for name, split in (("train.bin", "train"), ("val.bin", "validation")):
         _, expected, _ = _documents(mixture, split)
@@ -169,7 +169,7 @@ def test_curate_export_nanogpt_is_the_default_and_unchanged(mixture, tmp_path):
 
 
 def test_curate_export_names_the_formats_on_an_unknown_one(mixture, tmp_path):
-    done, _ = curate(["export", str(mixture), str(tmp_path / "x"), "--format", "parquet"])
+    done = run_curate(["export", str(mixture), str(tmp_path / "x"), "--format", "parquet"], REPO)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith("use one of nanogpt, megatron, hf")
     assert not (tmp_path / "x").exists()
