@@ -77,10 +77,8 @@ class StepResult:
     removed: pl.DataFrame  # REMOVED_SCHEMA columns, one row per removed document
     counts: Counter = field(default_factory=Counter)  # extra tallies for stats.json (e.g. rules that fired)
     # Per-document measurements the stage stores beside its documents (the filter stage's
-    # attributes, pipeline.filters.engine.to_attributes), and whether they were read back from an
-    # earlier run's instead of measured.
+    # attributes, pipeline.filters.engine.to_attributes).
     attributes: pl.DataFrame | None = None
-    reused: bool = False
 
 
 Step = Callable[[pl.DataFrame], StepResult]

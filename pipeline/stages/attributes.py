@@ -68,6 +68,7 @@ class UnitAttributes:
         self.files: list[dict] | None = None
         self.stored: pl.DataFrame | None = None
         self._next = 0
+        self._measured = False  # a batch of the unit was not in the stored file
 
     def _measured_from(self) -> dict:
         # the input's contents, not its path: a run folder moved elsewhere keeps its measurements
@@ -76,7 +77,7 @@ class UnitAttributes:
 
     def open(self, files: list[dict]) -> None:
         """Start the unit whose input has these fingerprints (pipeline.stages.shard.fingerprint)."""
-        self.files, self.stored, self._next = files, None, 0
+        self.files, self.stored, self._next, self._measured = files, None, 0, False
         if not self.path.exists():
             return
         try:
@@ -91,18 +92,17 @@ class UnitAttributes:
         """The stored rows of the next batch's documents ``docs``, or None (measure them): batches
         come in the order they were measured, so the rows are the next ``docs.height``, which must
         hold the same ids."""
-        if self.stored is None:
-            return None
-        rows = self.stored.slice(self._next, docs.height)
-        if rows.height != docs.height or not rows["id"].equals(docs["id"]):
+        rows = None if self.stored is None else self.stored.slice(self._next, docs.height)
+        if rows is None or rows.height != docs.height or not rows["id"].equals(docs["id"]):
+            self._measured = True
             return None
         self._next += docs.height
         return rows
 
-    def close(self, batches: list[pl.DataFrame], reused: bool) -> None:
+    def close(self, batches: list[pl.DataFrame]) -> None:
         """Write the unit's measurements (one frame per batch, in order), unless every one was
         read back from the stored file (then it stays as it is)."""
-        if reused and self.stored is not None and self._next == self.stored.height:
+        if not self._measured and self.stored is not None and self._next == self.stored.height:
             return
         frames = batches or [pl.DataFrame({"id": pl.Series([], dtype=pl.String)})]
         table = pl.concat(frames, how="vertical_relaxed").to_arrow()

@@ -151,7 +151,6 @@ class FilterChain:
             result = decide_groups(docs, measured, groups, self.stage)
         if self.attributes is not None:
             result.attributes = to_attributes(docs, measured) if stored is None else stored
-            result.reused = stored is not None
         return result
 
 

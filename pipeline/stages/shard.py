@@ -90,7 +90,6 @@ def shard_unit(
     if attributes is not None:
         attributes.open(files)
     measured: list[pl.DataFrame] = []
-    reused = True
 
     ledger = Ledger(stage_name)
     by_source: dict[str, Ledger] = {}
@@ -114,7 +113,6 @@ def shard_unit(
                 removed_parts.append(result.removed)
             if result.attributes is not None:
                 measured.append(result.attributes)
-                reused = reused and result.reused
             table = docs_table(result.kept)
             if writer is None:
                 writer = stack.enter_context(parquet_stream(stage.docs / name, table.schema))
@@ -124,9 +122,8 @@ def shard_unit(
             write_parquet(docs_table(empty.kept), stage.docs / name)
             if empty.attributes is not None:
                 measured.append(empty.attributes)
-                reused = reused and empty.reused
     if attributes is not None:
-        attributes.close(measured, reused)
+        attributes.close(measured)
 
     removed_file = None
     if removed_parts:
