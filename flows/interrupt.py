@@ -63,11 +63,11 @@ def interruptible(say_stopped: Callable[[], None]) -> Iterator[None]:
     code = [EXIT_CODE]
 
     def stop_now() -> None:
-        from flows.runtime import kill_servers, kill_workers
+        from flows.runtime import kill_children, kill_servers
 
         say_once()
-        kill_workers()
         kill_servers()
+        kill_children()
         for handler in logging.getLogger().handlers:
             try:
                 handler.flush()

@@ -222,29 +222,21 @@ def kill_servers() -> None:
             process.kill()
 
 
-def kill_workers() -> None:
-    """Kill this process's other child processes, and theirs, at once: the worker processes of a
-    process pool or of a Dask LocalCluster (a run stopped without unwinding would leave them
-    running their units with no one to hand them to). The temporary servers are left to
-    :func:`kill_servers`."""
+def kill_children() -> None:
+    """Kill every process this one started, and theirs, at once: the worker processes of a process
+    pool or of a Dask LocalCluster (a run stopped without unwinding would leave them running their
+    units with no one to hand them to), and whatever is left of the temporary servers."""
     import psutil
 
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
         return
-    servers = {process.pid for process in _processes}
-    for server in list(servers):
+    for child in children:
         try:
-            servers |= {child.pid for child in psutil.Process(server).children(recursive=True)}
+            child.kill()
         except psutil.Error:
             pass
-    for child in children:
-        if child.pid not in servers:
-            try:
-                child.kill()
-            except psutil.Error:
-                pass
 
 
 def ignore_interrupts() -> None:
