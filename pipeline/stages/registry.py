@@ -270,8 +270,15 @@ def unit_attributes(stage_name: str, stage: StageDir, in_path: Path, config: Run
     """Where a unit of ``stage_name`` stores its measurements (the filter stage's; None for others)."""
     if stage_name != "filter" or not config.filter.store_measures:
         return None
-    settings = {**measuring_settings(config_record(config)), "contents": file_contents("filter", config)}
-    return UnitAttributes(stage, in_path, settings)
+    return UnitAttributes(stage, in_path, measured_with(config))
+
+
+def measured_with(config: RunConfig, contents: dict[str, list[str]] | None = None) -> dict:
+    """What the filter stage's measurements depend on (pipeline.stages.attributes.measuring_settings)
+    with the contents of the files its filters load (``contents``: :func:`file_contents`, when
+    known already)."""
+    contents = file_contents("filter", config) if contents is None else contents
+    return {**measuring_settings(config_record(config)), "contents": contents}
 
 
 def build_step(stage: str, config: RunConfig, attributes: UnitAttributes | None = None) -> Step:

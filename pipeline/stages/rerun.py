@@ -32,8 +32,7 @@ from pipeline.formats.manifest import (
 )
 from pipeline.io.writer import read_json, write_json
 from pipeline.stages.attributes import FOLDER as ATTRIBUTES
-from pipeline.stages.attributes import measuring_settings
-from pipeline.stages.registry import REGISTRY, enabled_stages, file_contents
+from pipeline.stages.registry import REGISTRY, enabled_stages, file_contents, measured_with
 
 # Keys that say where the run is, not what it makes.
 _NOT_READ = ("run_dir",)
@@ -58,15 +57,15 @@ def stage_contents(config: RunConfig) -> dict[str, dict[str, list[str]]]:
     return {stage: file_contents(stage, config) for stage in ("source", *enabled_stages(config))}
 
 
-def stage_identities(config: RunConfig) -> dict[str, str]:
+def stage_identities(config: RunConfig, contents: dict[str, dict[str, list[str]]] | None = None) -> dict[str, str]:
     """Each stage that runs with ``config`` (source first), by its identity: a digest of the config
-    keys it reads, of the contents of the files it loads, and of the identity of the stage before
-    it."""
+    keys it reads, of the contents of the files it loads (``contents``: :func:`stage_contents`,
+    when known already), and of the identity of the stage before it."""
     record = what_is_made(config_record(config))
     identities, before = {}, None
-    for stage, contents in stage_contents(config).items():
+    for stage, files in (stage_contents(config) if contents is None else contents).items():
         reads = {path: _value_at(record, path) for path in REGISTRY[stage].reads}
-        made_of = {"stage": stage, "reads": reads, "after": before, **({"files": contents} if contents else {})}
+        made_of = {"stage": stage, "reads": reads, "after": before, **({"files": files} if files else {})}
         identities[stage] = before = _digest(made_of)
     return identities
 
@@ -75,18 +74,17 @@ def stage_identities(config: RunConfig) -> dict[str, str]:
 MEASURING = "filter"
 
 
-def measures_identity(config: RunConfig, identities: dict[str, str]) -> str | None:
+def measures_identity(config: RunConfig, identities: dict[str, str], contents: dict | None = None) -> str | None:
     """The identity of what the filter stage measures with ``config``: its identity without the
     parameters that only set thresholds (None when the stage does not run, or stores no
     measurements: ``filter.store_measures``). Two configs with the same one differ only in
-    thresholds, and the stage decides again from what it stored."""
+    thresholds, and the stage decides again from what it stored. (``contents``: the contents of
+    the files the stage loads, when known already.)"""
     if MEASURING not in identities or not config.filter.store_measures:
         return None
     order = list(identities)
     before = identities[order[order.index(MEASURING) - 1]]
-    settings = measuring_settings(what_is_made(config_record(config)))
-    contents = file_contents(MEASURING, config)
-    return _digest({"stage": MEASURING, "measures": settings, "files": contents, "after": before})
+    return _digest({"stage": MEASURING, "measures": measured_with(config, contents), "after": before})
 
 
 @dataclass(frozen=True)
@@ -147,6 +145,11 @@ class RunPlan:
     stages: list[StagePlan]
     changes: list[Change] = field(default_factory=list)
     new: bool = False  # no run in the folder yet
+    # What the plan was made from, for open_run to record: each stage's identity and the contents
+    # of the files it loads, and the filter stage's measures' identity.
+    identities: dict[str, str] = field(default_factory=dict)
+    contents: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    measures: str | None = None
 
     def action(self, stage: str) -> str | None:
         return next((p.action for p in self.stages if p.stage == stage), None)
@@ -202,19 +205,23 @@ def plan_run(config: RunConfig) -> RunPlan:
     were recorded."""
     check_run_dir(config.run_dir)
     layout = RunLayout(config.run_dir)
-    identities = stage_identities(config)
+    contents = stage_contents(config)
+    identities = stage_identities(config, contents)
+    made_from = {
+        "identities": identities,
+        "contents": contents,
+        "measures": measures_identity(config, identities, contents.get(MEASURING)),
+    }
     if not layout.manifest.exists():
-        return RunPlan([StagePlan(s, "runs", "runs (a new run)") for s in identities], new=True)
+        return RunPlan([StagePlan(s, "runs", "runs (a new run)") for s in identities], new=True, **made_from)
     manifest = read_json(layout.manifest)
     changes = config_changes(what_is_made(manifest["config"]), what_is_made(config_record(config)))
     made = manifest.get(MADE)
     if made is None:  # made before reruns were recorded: only the same config resumes it
         if changes:
             raise _legacy_refusal(config.run_dir, changes)
-        return RunPlan([StagePlan(s, "kept", KEPT) for s in identities if s in manifest["stages"]])
+        return RunPlan([StagePlan(s, "kept", KEPT) for s in identities if s in manifest["stages"]], **made_from)
     plans, upstream = [], None
-    measures = measures_identity(config, identities)
-    contents = stage_contents(config)
     for stage in REGISTRY:
         record = made.get(stage)
         if stage not in identities:
@@ -222,12 +229,12 @@ def plan_run(config: RunConfig) -> RunPlan:
                 plans.append(StagePlan(stage, "removed", "removed (no longer enabled)"))
                 upstream = upstream or f"{stage} is no longer enabled"
             continue
-        now = (contents[stage], measures if stage == MEASURING else None)
+        now = (contents[stage], made_from["measures"] if stage == MEASURING else None)
         plan = _stage_plan(stage, record, identities[stage], changes, upstream, now)
         if plan.action in ("reruns", "runs", "redecides"):
             upstream = upstream or f"{stage} {'re-decides' if plan.action == 'redecides' else plan.action}"
         plans.append(plan)
-    return RunPlan(plans, changes)
+    return RunPlan(plans, changes, **made_from)
 
 
 def _stored_measurements(run_dir, stage: str, record: dict) -> list[str]:
@@ -260,15 +267,14 @@ def open_run(config: RunConfig) -> dict:
                 manifest["stages"].pop(step.stage, None)
                 if step.stage == "source":
                     manifest["inputs"] = []
-        identities, contents = stage_identities(config), stage_contents(config)
-        for stage, identity in identities.items():
+        for stage, identity in plan.identities.items():
             if stage not in made:
                 here = stage_files(config.run_dir, stage)
                 made[stage] = {"identity": identity, "foreign": sorted(set(here) - set(stored.get(stage, ())))}
-                if contents[stage]:
-                    made[stage]["contents"] = contents[stage]
+                if plan.contents[stage]:
+                    made[stage]["contents"] = plan.contents[stage]
                 if stage == MEASURING:
-                    made[stage]["measures"] = measures_identity(config, identities)
+                    made[stage]["measures"] = plan.measures
     manifest["config"] = config_record(config)
     manifest["versions"] = package_versions()
     write_json(manifest, layout.manifest)
