@@ -88,10 +88,17 @@ def measure(docs: pl.DataFrame, filters: list[DocFilter]) -> Measurement:
     return Measurement(after, pl.DataFrame(list(values.values())), counts)
 
 
+def _unjudged(n: int) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """``n`` documents no rule removes: null rule, value and threshold."""
+    return (
+        pl.Series("rule", [None] * n, dtype=pl.Utf8),
+        pl.Series("value", [None] * n, dtype=pl.Float64),
+        pl.Series("threshold", [None] * n, dtype=pl.Float64),
+    )
+
+
 def _first_fired(n: int, rules: list[tuple[Rule, pl.Series]], counts: Counter):
-    rule = pl.Series("rule", [None] * n, dtype=pl.Utf8)
-    value = pl.Series("value", [None] * n, dtype=pl.Float64)
-    threshold = pl.Series("threshold", [None] * n, dtype=pl.Float64)
+    rule, value, threshold = _unjudged(n)
     for filter_rule, measured in rules:
         fired = measured.to_frame("m").select(filter_rule.fires(pl.col("m"))).to_series()
         counts[f"fired|{filter_rule.name}"] += int(fired.sum())
@@ -187,8 +194,8 @@ def select(measured: Measurement, rows: np.ndarray) -> Measurement:
 def measure_groups(docs: pl.DataFrame, groups: list[tuple[np.ndarray, list[DocFilter]]]) -> Measurement:
     """:func:`measure` each group of rows (every row in one group) with its filters; one
     measurement of the whole batch in its order (a measure or column a group's filters do not
-    make is null there; a count, 0). Every group is measured, an empty one too, so that every
-    batch has the same columns."""
+    make is null there; a count, 0). Every group given is measured, an empty one too (the caller
+    leaves out those it need not)."""
     parts = [(rows, measure(docs[pl.Series(rows, dtype=pl.Int64)], filters)) for rows, filters in groups]
     after = _in_order([_rows_of(m.docs, rows) for rows, m in parts])
     values = _in_order([_rows_of(m.values, rows) for rows, m in parts])
@@ -204,10 +211,7 @@ def decide_groups(
     docs: pl.DataFrame, measured: Measurement, groups: list[tuple[np.ndarray, list[DocFilter]]], stage: str = STAGE
 ) -> StepResult:
     """:func:`judge` each group of rows with its filters and keep or remove every document."""
-    n = docs.height
-    rule = pl.Series("rule", [None] * n, dtype=pl.Utf8)
-    value = pl.Series("value", [None] * n, dtype=pl.Float64)
-    threshold = pl.Series("threshold", [None] * n, dtype=pl.Float64)
+    rule, value, threshold = _unjudged(docs.height)
     counts: Counter = Counter()
     for rows, filters in groups:
         take = pl.Series(rows, dtype=pl.Int64)
