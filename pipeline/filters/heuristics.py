@@ -92,10 +92,13 @@ _P = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier of the rolling n-gram hash
 
 # Characters per word of the languages written without spaces whose words were measured: jieba
 # (Chinese) and janome (Japanese) segmentations of the chatterbot-corpus dialogues of those
-# languages (5,802 and 13,093 words). Gopher's repetition rules count n-grams of words; a document
-# of these languages, whose "words" here are its characters, is measured on n-grams of
-# round(n x this) characters instead, so that an n-gram spans about as much text as n words do.
-SPACELESS_CHARS_PER_WORD = {"zh": 1.62, "yue": 1.62, "wuu": 1.62, "ja": 1.80}
+# languages (5,802 and 13,093 words); pythainlp 5.4's newmm segmentation (Thai) of the Thai
+# dialogues, the Thai UDHR specimens of gflanguages and one Thai Common Crawl page (800 words; a
+# character here is one with its combining marks, as pipeline.filters.text counts them; 2.8, 4.1
+# and 3.8 per word in the three). Gopher's repetition rules count n-grams of words; a document of
+# these languages, whose "words" here are its characters, is measured on n-grams of round(n x this)
+# characters instead, so that an n-gram spans about as much text as n words do.
+SPACELESS_CHARS_PER_WORD = {"zh": 1.62, "yue": 1.62, "wuu": 1.62, "ja": 1.80, "th": 3.84}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,13 +436,13 @@ class GopherRepetition:
     occurrences count once. Among equally frequent n-grams the top one is the first to occur. A
     document with fewer than n words has no top n-gram (null) and no duplicate n-grams (0).
 
-    Words in Chinese and Japanese are their characters (module docstring), and an n-gram of
+    Words in Chinese, Japanese and Thai are their characters (module docstring), and an n-gram of
     characters spans far less text than one of words: common endings such as "ができます" repeat in
     any prose. A document of those languages is measured on n-grams of ``round(n x c)`` characters
     for the published n, c the language's characters per word (:data:`SPACELESS_CHARS_PER_WORD`:
-    1.62 for Chinese, 1.80 for Japanese, from jieba and janome segmentations); the rules and their
-    names are unchanged. Other spaceless scripts (Thai, Lao, Khmer ...) keep character n-grams:
-    their words have not been measured.
+    1.62 for Chinese, 1.80 for Japanese, 3.84 for Thai, from jieba, janome and pythainlp
+    segmentations); the rules and their names are unchanged. Other spaceless scripts (Lao, Khmer,
+    Myanmar ...) keep character n-grams: their words have not been measured.
 
     Intentional differences from datatrove 0.10 ``GopherRepetitionFilter``:
 

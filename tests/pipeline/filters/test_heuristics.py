@@ -394,6 +394,18 @@ def test_gopher_repetition_measures_chinese_and_japanese_on_ngrams_as_long_as_wo
     assert values(chinese, "top_2gram_char_frac") == [1.0]
 
 
+def test_gopher_repetition_measures_thai_on_ngrams_as_long_as_words():
+    # Phrases sharing the ending "สามารถทำได้" (10 characters with their marks), nothing of 5 words.
+    starts = ["บ้าน", "เมือง", "ป่า", "ทะเล", "ภูเขา", "แม่น้ำ", "ถนน", "ตลาด", "วัด", "โรงเรียน", "สวน", "นา"]
+    text = " ".join(f"{a}{b}สามารถทำได้" for a, b in zip(starts, reversed(starts)))
+    sizes = {5: 0.15, 19: 0.11}  # 5 words of Thai: round(5 x 3.84) = 19 characters
+    characters, _ = run(GopherRepetition(dup_ngram_char_frac=sizes), [text], lang=None)
+    thai, fires = run(GopherRepetition(), [text], lang="th")
+    assert values(characters, "dup_5gram_char_frac")[0] > 0.4
+    assert values(thai, "dup_5gram_char_frac") == values(characters, "dup_19gram_char_frac")
+    assert not fires["gopher_repetition.dup_5gram_char_frac"][0]
+
+
 def reference_repetition(text: str) -> dict[str, float | None]:
     """A plain reading of the definitions, for ASCII text."""
     ws = [w for w in (t.strip(string.punctuation) for t in text.split()) if w]
