@@ -428,6 +428,51 @@ def train_quality(
     )
 
 
+@app.command()
+def calibrate(
+    run_dir: str = typer.Argument(..., help="a run whose documents are the reference text (`curate run` first)"),
+    reference: list[str] = typer.Option([], help="a source of reference text (repeat it; default: every source)"),
+    stage: str = typer.Option("lang", help="the stage whose documents are read (they need a language)"),
+    config: Path | None = typer.Option(None, help="calibrate this config's filters [default: the run's own]"),
+    english: str = typer.Option("en", help="the language every other is calibrated against"),
+    min_docs: int = typer.Option(50, min=1, help="the fewest reference documents a language needs"),
+    out: Path | None = typer.Option(None, help="write the config fragment here [default: print it]"),
+    force: bool = typer.Option(False, help="replace --out if it exists"),
+) -> None:
+    """Set the filters' thresholds per language from reference text: each removes from a language's
+    reference the share that English's threshold removes from English's (FineWeb-2's way). Prints
+    (or writes) [filter.by_lang.<code>.params.<filter>] tables to add to the config."""
+    from pipeline.config import load_config
+    from pipeline.stages.calibrate import calibrate_run
+    from pipeline.stages.run import NotARunError
+
+    if out is not None and out.exists() and not force:
+        _fail(f"--out: {out} exists; pass --force to replace it, or name another file")
+    with _failing_on(ConfigError, NotARunError):
+        settings = load_config(config) if config is not None else None
+        found = calibrate_run(run_dir, reference or None, stage, english, min_docs, settings)
+    calibration = found.calibration
+    langs = [lang for lang in list(calibration.docs)[1:] if lang not in calibration.skipped]
+    changed = {lang: len(calibration.changes(lang)) for lang in langs}
+    _say(
+        console,
+        f"calibrated {len(langs)} languages against {calibration.docs[calibration.english]} {calibration.english} "
+        f"documents of {', '.join(found.sources)}: "
+        + (", ".join(f"{lang} {n} thresholds" for lang, n in changed.items()) or "none")
+        + (
+            f"; {len(calibration.skipped)} with fewer than {min_docs} documents left as they are"
+            if calibration.skipped
+            else ""
+        ),
+    )
+    if out is None:
+        typer.echo(found.text, nl=False)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(found.text, encoding="utf-8")
+    _say(console, f"config fragment: {out.resolve()} (add its tables to the run's config)")
+
+
 @app.command("train-tokenizer")
 def train_tokenizer_command(
     run_dir: Path = typer.Argument(..., help="a curation run: its curated documents are the sample"),
