@@ -126,6 +126,7 @@ import resource  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -167,6 +168,7 @@ OLD_LAYOUT = (14, 9)
 LOW_RECALL = 0.99
 # datatrove on all the documents unless this is set to fewer (its first documents in read order).
 DATATROVE_DOCS: int | None = None
+TINY_DOCS = 1_500  # the test's corpus (``tiny``)
 PEER_PACKAGES = [
     "datatrove==0.10.1",
     "spacy",
@@ -318,9 +320,9 @@ def write_shards(table: pa.Table, folder: Path) -> list[str]:
     return names
 
 
-def base_shards() -> list[Path]:
+def base_shards(docs: int = CORPUS_DOCS, cache: Path = CACHE) -> list[Path]:
     """The benchmark's document shards (made once): the corpus' documents, shuffled."""
-    folder = CACHE / f"docs-{CORPUS_DOCS}-{SEED}"
+    folder = cache / f"docs-{docs}-{SEED}"
     manifest = folder / "manifest.json"
     if manifest.exists():
         names = json.loads(manifest.read_text())["shards"]
@@ -328,12 +330,9 @@ def base_shards() -> list[Path]:
             return [folder / n for n in names]
     from demo.corpus import build_demo_corpus
 
-    corpus = CACHE / f"corpus-{CORPUS_DOCS}"
-    print(
-        f"Building the demo corpus ({CORPUS_DOCS} documents) and the document shards; reused afterwards",
-        file=sys.stderr,
-    )
-    build_demo_corpus(corpus, docs=CORPUS_DOCS, seed=SEED)
+    corpus = cache / f"corpus-{docs}"
+    print(f"Building the demo corpus ({docs} documents) and the document shards; reused afterwards", file=sys.stderr)
+    build_demo_corpus(corpus, docs=docs, seed=SEED)
     table = corpus_documents(corpus)
     order = np.random.default_rng(SEED).permutation(table.num_rows)
     table = table.take(pa.array(order))
@@ -704,6 +703,16 @@ def subprocess_side(mode: str, out: Path, shards: list[Path]) -> dict:
 # --------------------------------------------------------------------------
 
 
+def verified_edges(work: Path) -> pl.DataFrame:
+    """The pairs our verification found at or above the threshold (``doc_a``, ``doc_b``,
+    ``jaccard``): the routed hops' measured files in the stage's work folder (the layout of
+    pipeline.stages.dedup)."""
+    files = sorted((work / "verify" / "measured").glob("*.parquet"))
+    if not files:
+        raise SystemExit(f"no verified edges under {work / 'verify' / 'measured'}")
+    return pl.concat([pl.read_parquet(p, columns=["doc_a", "doc_b", "jaccard"]) for p in files])
+
+
 def our_band_keys(stage_dir: Path, shard_sizes: list[int]) -> np.ndarray:
     """``(documents, bands)`` band keys from our signature files, rows in the global order."""
     starts = np.concatenate([[0], np.cumsum(shard_sizes)])
@@ -911,11 +920,50 @@ def near_copies_benchmark() -> None:
     print(json.dumps(rounded(result)))
 
 
+def tiny_benchmark() -> None:
+    """Our side only, on a small demo corpus in a temporary folder, read back as ``peers`` reads
+    it (clusters table, verified edges, band keys) and scored against the exact truth: what the
+    test runs, so that a change to the stage's files that ``peers`` reads fails there."""
+    with tempfile.TemporaryDirectory() as scratch:
+        shards = base_shards(TINY_DOCS, Path(scratch))
+        shard_sizes = [pq.ParquetFile(p).metadata.num_rows for p in shards]
+        ids, texts = read_texts(shards)
+        index = {doc_id: i for i, doc_id in enumerate(ids)}
+        sets = Shingles(texts)
+        truth = ground_truth(sets, THRESHOLD)
+        work = Path(scratch) / "work"
+        ours = subprocess_side("ours", work / "ours", shards)
+        clusters = pl.read_parquet(work / "ours" / "stage" / "clusters.parquet")
+        members = np.array([index[i] for i in clusters["id"].to_list()], np.int64)
+        scores = pair_scores(labels_from_members(len(ids), members, clusters["cluster"].to_numpy()), truth["labels"])
+        edges = verified_edges(work / "ours" / "stage")
+        starts = np.concatenate([[0], np.cumsum(shard_sizes)])
+        a, b = (starts[d >> 32] + (d & 0xFFFFFFFF) for d in (edges["doc_a"].to_numpy(), edges["doc_b"].to_numpy()))
+        differ = float(np.abs(sets.jaccard(a, b) - edges["jaccard"].to_numpy()).max()) if edges.height else 0.0
+        keys = our_band_keys(work / "ours" / "stage", shard_sizes)
+    result = {
+        "benchmark": "dedup_stage",
+        "mode": "tiny",
+        "docs": len(ids),
+        "true_pairs": len(truth["a"]),
+        "edges": edges.height,
+        "ours_f1": scores["f1"],
+        "ours_precision": scores["precision"],
+        "ours_recall": scores["recall"],
+        "ours_edge_similarity_max_difference": differ,
+        "band_keys_shape": list(keys.shape),
+        "ours_docs_per_cpu_s": len(ids) / ours["cpu_s"],
+    }
+    print(json.dumps(rounded(result)))
+
+
 def main() -> None:
     if len(sys.argv) == 1:
         near_copies_benchmark()
     elif sys.argv[1:] == ["peers"]:
         peers_benchmark()
+    elif sys.argv[1:] == ["tiny"]:
+        tiny_benchmark()
     else:
         mode, out, shards = sys.argv[1], Path(sys.argv[2]), [Path(p) for p in sys.argv[3:]]
         if mode == "ours-steps":
@@ -957,7 +1005,7 @@ def peers_benchmark() -> None:
     members = np.array([index[i] for i in clusters["id"].to_list()], np.int64)
     ours_labels = labels_from_members(n, members, clusters["cluster"].to_numpy())
     ours_scores = pair_scores(ours_labels, truth["labels"])
-    edges = pl.concat([pl.read_parquet(p) for p in sorted((work / "ours" / "stage" / "edges").glob("*.parquet"))])
+    edges = verified_edges(work / "ours" / "stage")
 
     # datasketch
     print("datasketch ...", file=sys.stderr)
