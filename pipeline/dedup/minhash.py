@@ -23,8 +23,9 @@ two unrelated ones share its 32-bit hash about once (n^2 / 2^33), which made the
 and their Jaccard similarity 1.0. With 64 bits that takes some 4 billion of them.
 
 Signatures apply datasketch's permutations to the shingle hashes and keep each permutation's
-minimum per document (:func:`minhash_signatures`), for all documents of a batch in a few numpy
-operations over the flat array of hashes (``np.minimum.reduceat`` over the per-document offsets).
+minimum per document (:func:`minhash_signatures`), over the flat array of a batch's hashes and
+the per-document offsets: compiled for affine32 (:mod:`pipeline.dedup.kernels`), with numpy
+(``np.minimum.reduceat``) for legacy.
 Two of datasketch's schemes (``datasketch.minhash``) are reproduced bit for bit:
 
 * ``"affine32"`` (datasketch >= 2.0's default): the 32-bit hash is premixed with the MurmurHash3
@@ -56,6 +57,7 @@ from typing import Literal
 
 import numpy as np
 
+from pipeline.dedup.kernels import affine32_signatures
 from pipeline.dedup.normalize import Texts, Words, words
 from pipeline.formats.hashing import fmix64
 
@@ -73,8 +75,8 @@ _SHINGLE_SEED = _U64(0x5EED_5B1E)
 _BAND_SEED = 0x5EED_BA4D
 _GOLDEN = _U64(0x9E3779B97F4A7C15)
 
-# Permutations are applied to this many shingles at a time: a (num_perm x this) uint32 buffer,
-# 4 MiB at 128 permutations, stays in cache.
+# The legacy scheme's permutations are applied to a quarter of this many shingles at a time: a
+# (num_perm x that) uint64 buffer, 2 MiB at 128 permutations.
 _SHINGLES_PER_STEP = 8192
 _SHINGLES_PER_SORT = 1 << 12
 
@@ -332,7 +334,8 @@ def permutations(num_perm: int, seed: int = 1, scheme: Scheme = "affine32") -> t
 
 
 def fmix32(h: np.ndarray) -> np.ndarray:
-    """The MurmurHash3 32-bit finalizer, as datasketch premixes hashes in the affine32 scheme."""
+    """The MurmurHash3 32-bit finalizer, as datasketch premixes hashes in the affine32 scheme (the
+    compiled kernel's own copy is :mod:`pipeline.dedup.kernels`; the tests hold them equal)."""
     h = h.astype(np.uint32)
     with np.errstate(over="ignore"):
         h = h ^ (h >> np.uint32(16))
@@ -370,22 +373,25 @@ def minhash_signatures(
 
     Returns ``(documents, num_perm)``, uint32 for ``"affine32"``, uint64 for ``"legacy"``, equal
     to datasketch's ``hashvalues``. A document without shingles gets datasketch's empty value
-    (all ``2**32 - 1``). Shingles are processed in fixed steps of a few thousand, whatever the
-    documents' lengths, so memory stays bounded for very long documents."""
+    (all ``2**32 - 1``). affine32 runs compiled (:func:`pipeline.dedup.kernels.affine32_signatures`:
+    each document's minima in registers, about 6x numpy's blocks); legacy with numpy, in fixed
+    steps of a few thousand shingles. Memory stays bounded for very long documents either way."""
     a, b = permutations(num_perm, seed, scheme)
     offsets = np.asarray(offsets, dtype=np.int64)
-    docs = len(offsets) - 1
-    hashes = np.asarray(hashes)
     if scheme == "affine32":
-        dtype = np.uint32
-        hashes = fmix32(hashes)
-    else:
-        dtype = np.uint64
-    signatures = np.full((docs, num_perm), MAX_HASH_32, dtype=dtype)
+        return affine32_signatures(hashes, offsets, a, b)
+    return _legacy_signatures(np.asarray(hashes), offsets, a, b)
+
+
+def _legacy_signatures(hashes: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`minhash_signatures` in the legacy scheme, with numpy: the permutations of a few
+    thousand shingles at a time as one (permutations x shingles) block, reduced per document."""
+    docs, num_perm = len(offsets) - 1, len(a)
+    signatures = np.full((docs, num_perm), MAX_HASH_32, dtype=np.uint64)
     total = int(offsets[-1]) if docs else 0
-    step = _SHINGLES_PER_STEP if scheme == "affine32" else _SHINGLES_PER_STEP // 4
-    buffer = np.empty((num_perm, min(step, max(total, 1))), dtype=dtype)
-    spare = np.empty_like(buffer) if scheme == "legacy" else None
+    step = _SHINGLES_PER_STEP // 4
+    buffer = np.empty((num_perm, min(step, max(total, 1))), dtype=np.uint64)
+    spare = np.empty_like(buffer)
     for lo in range(0, total, step):
         hi = min(lo + step, total)
         # Segments: the step's start plus every document start inside the step.
@@ -393,12 +399,7 @@ def minhash_signatures(
         seg_starts = np.unique(np.concatenate([[lo], inside]))
         seg_docs = np.searchsorted(offsets, seg_starts, side="right") - 1
         block = buffer[:, : hi - lo]
-        if scheme == "affine32":
-            with np.errstate(over="ignore"):
-                np.multiply(a[:, None], hashes[None, lo:hi], out=block)
-                np.add(block, b[:, None], out=block)
-        else:
-            _permute_legacy(hashes[lo:hi], a, b, block, spare[:, : hi - lo])
+        _permute_legacy(hashes[lo:hi], a, b, block, spare[:, : hi - lo])
         mins = np.minimum.reduceat(block, seg_starts - lo, axis=1).T
         signatures[seg_docs] = np.minimum(signatures[seg_docs], mins)
     return signatures
