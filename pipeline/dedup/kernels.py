@@ -7,6 +7,10 @@ temporaries: each function computes exactly what its numpy counterpart in
   128 running minima stay in registers while its shingles stream past, and the loop over the
   permutations is vectorized by LLVM.
 
+* :func:`word_spans`: the words of a batch's prepared UTF-8 bytes (runs of word bytes, never
+  across a document boundary) and their polynomial hashes, in one pass over the bytes, where numpy
+  needs a translated copy, a difference, a prefix sum of the bytes times powers and gathers.
+
 Compiled on first use and cached next to this file (``cache=True``; numba falls back to its user
 cache folder where that is not writable), so a process pays the compilation once per machine.
 """
@@ -52,3 +56,72 @@ def affine32_signatures(hashes: np.ndarray, offsets: np.ndarray, a: np.ndarray, 
     out = np.empty((len(offsets) - 1, len(a)), dtype=np.uint32)
     _affine32_minima(hashes, offsets, np.ascontiguousarray(a, np.uint32), np.ascontiguousarray(b, np.uint32), out)
     return out
+
+
+_M = np.uint64(0x9E3779B97F4A7C15 | 1)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fmix64(h):
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> np.uint64(33))
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_words(data, offsets, in_word):
+    counts = np.zeros(offsets.shape[0] - 1, dtype=np.int64)
+    for d in range(offsets.shape[0] - 1):
+        inside = False
+        n = 0
+        for i in range(offsets[d], offsets[d + 1]):
+            if in_word[data[i]]:
+                if not inside:
+                    n += 1
+                    inside = True
+            else:
+                inside = False
+        counts[d] = n
+    return counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_words(data, offsets, in_word, doc_offsets, hashes, starts, ends):
+    for d in range(offsets.shape[0] - 1):
+        w = doc_offsets[d]
+        i, stop = offsets[d], offsets[d + 1]
+        while i < stop:
+            if not in_word[data[i]]:
+                i += 1
+                continue
+            start = i
+            h = np.uint64(0)
+            power = np.uint64(1)
+            while i < stop and in_word[data[i]]:
+                h += np.uint64(data[i]) * power
+                power *= _M
+                i += 1
+            hashes[w] = _fmix64(h + np.uint64(i - start) * _GOLDEN)
+            starts[w] = start
+            ends[w] = i
+            w += 1
+
+
+def word_spans(data: np.ndarray, offsets: np.ndarray, in_word: np.ndarray):
+    """``(hashes, starts, ends, doc_offsets)`` of the words of ``data`` (uint8, the documents'
+    bytes one after another, ``offsets`` their bounds): a word is a run of bytes that
+    ``in_word`` (bool, 256) marks, inside one document; its hash fmix64(sum_j byte_j * M^j +
+    length * G) over its bytes j = 0, 1, ... (pipeline.dedup.normalize)."""
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    counts = _count_words(data, offsets, in_word)
+    doc_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=doc_offsets[1:])
+    total = int(doc_offsets[-1])
+    hashes = np.empty(total, np.uint64)
+    starts, ends = np.empty(total, np.int64), np.empty(total, np.int64)
+    _fill_words(data, offsets, in_word, doc_offsets, hashes, starts, ends)
+    return hashes, starts, ends, doc_offsets

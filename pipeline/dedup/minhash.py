@@ -57,7 +57,6 @@ from typing import Literal
 
 import numpy as np
 
-from pipeline.dedup.kernels import affine32_signatures
 from pipeline.dedup.normalize import Texts, Words, words
 from pipeline.formats.hashing import fmix64
 
@@ -379,6 +378,8 @@ def minhash_signatures(
     a, b = permutations(num_perm, seed, scheme)
     offsets = np.asarray(offsets, dtype=np.int64)
     if scheme == "affine32":
+        from pipeline.dedup.kernels import affine32_signatures  # numba: imported by the processes that sign
+
         return affine32_signatures(hashes, offsets, a, b)
     return _legacy_signatures(np.asarray(hashes), offsets, a, b)
 

@@ -23,20 +23,19 @@ How it runs, per batch (measured on 20,000 news articles of 2 KB, one core): NFK
 in Python's C code, document by document (about 0.15 s for the batch: ASCII documents take a fast
 path, and NFKC's quick check passes over text that is already normalized); the non-ASCII rules of
 steps 2 and 3 are one polars regular expression over the documents that contain non-ASCII
-characters; the rest works on the UTF-8 bytes of the whole batch at once with numpy, in pieces of
-about 1 MiB: a 256-entry table (``bytes.translate``) marks separator bytes (ASCII whitespace,
-control characters, punctuation and symbols), and words are the runs between them.
+characters; the rest is one compiled pass over the UTF-8 bytes of the whole batch
+(:func:`pipeline.dedup.kernels.word_spans`): a 256-entry table marks separator bytes (ASCII
+whitespace, control characters, punctuation and symbols), and words are the runs between them,
+never across a document's end.
 
-Word hashes (:func:`word_hashes`) are a polynomial hash of each word's bytes modulo 2^64,
-sum_j byte_j * M^j with a fixed odd M, plus the length, finished with the MurmurHash3 64-bit
-finalizer. All words of a piece are hashed from one prefix sum over its bytes
-(``(P[end] - P[start]) * M^-start``), so a byte costs a few contiguous numpy passes (about 0.1 s
-per 10 MB). Like any polynomial hash modulo 2^64 it can be made to collide by crafted words of
-thousands of bytes (Thue-Morse strings); natural text never does, and a collision merges two
-words, nothing worse. The hashes are stable: they depend on the bytes and the constants in this
-file only, never on a library's version. :func:`exact_hash` combines a document's word hashes (an
-odd pseudo-random multiplier per word position, the word count, then the finalizer), so equal
-normalized texts get equal exact hashes.
+Word hashes (:func:`word_hashes`) are a polynomial hash of each word's bytes modulo 2^64, sum_j
+byte_j * M^j with a fixed odd M, plus the length, finished with the MurmurHash3 64-bit finalizer,
+each word hashed as its bytes are read. Like any polynomial hash modulo 2^64 it can be made to
+collide by crafted words of thousands of bytes (Thue-Morse strings); natural text never does, and
+a collision merges two words, nothing worse. The hashes are stable: they depend on the bytes and
+the constants here and in pipeline.dedup.kernels only, never on a library's version.
+:func:`exact_hash` combines a document's word hashes (an odd pseudo-random multiplier per word
+position, the word count, then the finalizer), so equal normalized texts get equal exact hashes.
 """
 
 from __future__ import annotations
@@ -73,14 +72,8 @@ for _char in string.punctuation:  # ASCII punctuation and symbols: all of them a
 _WORD_BYTE_TABLE = bytes((~_SEPARATOR_BYTES).astype(np.uint8))  # byte -> 1 inside a word, 0 between
 
 _U64 = np.uint64
-_FMIX_SHIFT = _U64(33)
-_FMIX_M1 = _U64(0xFF51AFD7ED558CCD)
-_FMIX_M2 = _U64(0xC4CEB9FE1A85EC53)
 _GOLDEN = _U64(0x9E3779B97F4A7C15)
 _WORD_SEED = 0x5EED_0D0C
-
-# Batches are cut into chunks of about this many bytes so that numpy's temporaries stay in cache.
-CHUNK_BYTES = 1 << 20
 
 
 class _Multipliers:
@@ -198,116 +191,17 @@ class Words:
         return [text.split(" ") if text else [] for text in self.joined()]
 
 
-def _pieces(data: np.ndarray, offsets: np.ndarray, piece_bytes: int) -> list[tuple[int, int]]:
-    """Cut the batch's bytes into ranges of about ``piece_bytes`` that never split a word: at
-    document boundaries, and inside a longer document before a separator byte."""
-    total = int(offsets[-1]) if len(offsets) else 0
-    cuts = [0]
-    last = 0
-    doc_ends = offsets[1:]
-    while last < total:
-        target = last + piece_bytes
-        if target >= total:
-            cuts.append(total)
-            break
-        # The last document boundary at or before the target, if it moves us forward.
-        boundary = int(doc_ends[np.searchsorted(doc_ends, target, side="right") - 1]) if doc_ends[0] <= target else 0
-        if boundary > last:
-            cuts.append(boundary)
-            last = boundary
-            continue
-        # One document longer than a piece: cut it before a separator near the target.
-        doc_end = int(doc_ends[np.searchsorted(doc_ends, target, side="left")])
-        cut, window = doc_end, 1 << 12
-        while target < doc_end:
-            ahead = np.flatnonzero(_SEPARATOR_BYTES[data[target : min(target + window, doc_end)]])
-            if len(ahead):
-                cut = target + int(ahead[0])
-                break
-            target += window
-            window *= 2
-        cuts.append(cut)
-        last = cut
-    return list(zip(cuts[:-1], cuts[1:]))
-
-
-def _word_bounds(data: np.ndarray, offsets: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end byte offsets of the words in ``data[lo:hi]`` (relative to ``lo``).
-
-    Word and separator runs alternate, so the positions where "inside a word" changes, with a
-    separator assumed before and after the piece, are start, end, start, end, ..."""
-    in_word = np.frombuffer(b"\0" + data[lo:hi].tobytes().translate(_WORD_BYTE_TABLE) + b"\0", dtype=np.int8)
-    changes = np.flatnonzero(np.diff(in_word))
-    starts, ends = changes[0::2], changes[1::2]
-    # A document that ends inside a word followed by one that starts with a word: split there.
-    inner = np.unique(offsets[(offsets > lo) & (offsets < hi)]) - lo  # (empty documents repeat one)
-    joined = inner[(in_word[inner] == 1) & (in_word[inner + 1] == 1)]
-    if len(joined):
-        starts = np.insert(starts, np.searchsorted(starts, joined), joined)
-        ends = np.insert(ends, np.searchsorted(ends, joined), joined)
-    return starts, ends
-
-
-class _Powers:
-    """M^k and M^-k modulo 2^64 for k < size, grown on demand (M odd, so invertible). The pair is
-    replaced as one tuple, so threads sharing it never see tables of different lengths."""
-
-    M = 0x9E3779B97F4A7C15 | 1
-
-    def __init__(self):
-        self.tables = (np.ones(1, np.uint64), np.ones(1, np.uint64))
-
-    def upto(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        tables = self.tables
-        if n > len(tables[0]):
-            size = max(n, 2 * len(tables[0]), 1 << 16)
-            tables = (self._powers(self.M, size), self._powers(pow(self.M, -1, 1 << 64), size))
-            self.tables = tables
-        return tables
-
-    @staticmethod
-    def _powers(base: int, size: int) -> np.ndarray:
-        steps = np.full(size, base, dtype=np.uint64)
-        steps[0] = 1
-        with np.errstate(over="ignore"):
-            return np.cumprod(steps, dtype=np.uint64)
-
-
-_POWERS = _Powers()
-
-
-def _hash_piece(data: np.ndarray, offsets: np.ndarray, lo: int, hi: int):
-    """Word hashes and byte ranges (absolute) of the words in ``data[lo:hi]``.
-
-    A word's hash is fmix64(sum_j byte_j * M^j + length * G) over its bytes j = 0, 1, ...: a
-    polynomial hash read off one prefix sum of byte_k * M^k over the piece,
-    (P[end] - P[start]) * M^-start, so every byte costs a few contiguous numpy passes."""
-    starts, ends = _word_bounds(data, offsets, lo, hi)
-    if len(starts) == 0:
-        return np.zeros(0, np.uint64), starts + lo, ends + lo
-    n = hi - lo
-    forward, inverse = _POWERS.upto(n + 1)
-    prefix = np.zeros(n + 1, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        np.cumsum(np.multiply(data[lo:hi], forward[:n]), out=prefix[1:])
-        raw = (prefix[ends] - prefix[starts]) * inverse[starts]
-        hashes = fmix64(raw + (ends - starts).astype(np.uint64) * _GOLDEN)
-    return hashes, starts + lo, ends + lo
+_IN_WORD = ~_SEPARATOR_BYTES
 
 
 def words(texts: Texts, prepared: pa.LargeStringArray | None = None) -> Words:
     """Hash the words of every document of a batch (see the module's docstring)."""
+    from pipeline.dedup.kernels import word_spans
+
     if prepared is None:
         prepared = prepare_texts(texts)
     data, offsets = _utf8_buffers(prepared)
-    parts = [_hash_piece(data, offsets, lo, hi) for lo, hi in _pieces(data, offsets, CHUNK_BYTES)]
-    if parts:
-        hashes = np.concatenate([p[0] for p in parts])
-        starts = np.concatenate([p[1] for p in parts])
-        ends = np.concatenate([p[2] for p in parts])
-    else:
-        hashes, starts, ends = np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    doc_offsets = np.searchsorted(starts, offsets).astype(np.int64)
+    hashes, starts, ends, doc_offsets = word_spans(data, offsets, _IN_WORD)
     return Words(hashes=hashes, doc_offsets=doc_offsets, starts=starts, ends=ends, data=data)
 
 

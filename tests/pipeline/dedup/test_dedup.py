@@ -140,17 +140,42 @@ def test_exact_hash_equal_exactly_when_normalized_text_is():
     assert len({a, b, c}) == 3
 
 
-def test_word_hashes_do_not_depend_on_how_the_batch_is_cut(monkeypatch):
+def plain_word_hashes(text: str) -> list[int]:
+    """The module docstring's word hash, read plainly: each run of word bytes of the prepared
+    text, fmix64(sum_j byte_j * M^j + length * G) modulo 2^64, with Python integers."""
+    mask, m, golden = (1 << 64) - 1, 0x9E3779B97F4A7C15 | 1, 0x9E3779B97F4A7C15
+
+    def fmix(h: int) -> int:
+        h ^= h >> 33
+        h = (h * 0xFF51AFD7ED558CCD) & mask
+        h ^= h >> 33
+        h = (h * 0xC4CEB9FE1A85EC53) & mask
+        return h ^ (h >> 33)
+
+    data = normalize_module.prepare_texts([text])[0].as_py().encode()
+    found, word = [], []
+    for byte in [*data, 32]:
+        if normalize_module._IN_WORD[byte]:
+            word.append(byte)
+        elif word:
+            total = sum(b * pow(m, j, 1 << 64) for j, b in enumerate(word))
+            found.append(fmix((total + len(word) * golden) & mask))
+            word = []
+    return found
+
+
+def test_word_hashes_equal_the_plain_reading_whatever_the_batch():
     rng = random.Random(3)
     vocabulary = make_vocabulary(rng, 300)
     texts = [random_text(rng, vocabulary, rng.randint(0, 60)) for _ in range(40)] + MIXED_TEXTS
     texts.insert(5, "x" * 5000)  # one long word
+    texts[7:7] = ["", "...", "ends-with-a-word", "starts the next"]  # documents never share a word
     whole, whole_offsets = word_hashes(texts)
     one_at_a_time = [word_hashes([t])[0] for t in texts]
     assert np.array_equal(whole, np.concatenate(one_at_a_time))
-    monkeypatch.setattr(normalize_module, "CHUNK_BYTES", 7)  # cut inside documents, before separators
-    cut, cut_offsets = word_hashes(texts)
-    assert np.array_equal(whole, cut) and np.array_equal(whole_offsets, cut_offsets)
+    assert [whole[a:b].tolist() for a, b in zip(whole_offsets[:-1], whole_offsets[1:])] == [
+        plain_word_hashes(t) for t in texts
+    ]
     assert split_words(texts) == [t.split(" ") if t else [] for t in normalize_text(texts).to_list()]
 
 
