@@ -122,6 +122,10 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
     a, b = (Path(x) for x in argv)
+    missing = [str(p) for p in (a, b) if not p.is_dir()]
+    if missing:
+        print(f"error: not a run folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
     left, right = files(a), files(b)
     differ = sorted(k for k in left.keys() & right.keys() if left[k] != right[k])
     for name in sorted(left.keys() - right.keys()):

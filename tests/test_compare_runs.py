@@ -59,3 +59,10 @@ def test_checkpoints_csv_logs_and_reports_are_compared_without_their_timings(tmp
     (changed / "metrics.csv").write_text("step,loss,tokens_per_s\n10,2.6,1000\n")
     assert compare_runs.main([str(before), str(changed)]) == 1
     assert "differs: metrics.csv" in capsys.readouterr().out
+
+
+def test_a_folder_that_is_not_there_is_an_error_not_a_match(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    assert compare_runs.main([str(tmp_path / "run"), str(tmp_path / "typo")]) == 2
+    err = capsys.readouterr().err
+    assert "not a run folder" in err and "typo" in err
