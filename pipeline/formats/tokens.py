@@ -139,7 +139,7 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 def write_shard(
     sink: Path | io.BytesIO,
-    doc_ids: list,
+    doc_ids: list | pa.Array,
     offsets: np.ndarray,
     values: np.ndarray,
     group: str,
@@ -202,54 +202,84 @@ def token_shard_entry(
     }
 
 
+class _Source:
+    """One shard a gather reads from: its tokens (memory-mapped), its documents' token offsets
+    (``n + 1``), its ids (an Arrow string array) and the tokenizer it was written with."""
+
+    def __init__(self, path: Path):
+        metadata = shard_metadata(path)
+        self.path = path
+        self.tokenizer = (metadata["tokenizer_sha256"], int(metadata["vocab_size"]), int(metadata["eod_id"]))
+        batch = read_shard_batch(path)
+        column = batch.column("tokens")
+        self.tokens = column.values.to_numpy(zero_copy_only=True)
+        self.offsets = column.offsets.to_numpy()
+        self.doc_ids = batch.column("doc_id")
+
+    @property
+    def documents(self) -> int:
+        return len(self.offsets) - 1
+
+
+def _gathered_rows(
+    rows: Sequence[tuple[Path, np.ndarray]], out_name: str
+) -> tuple[list[_Source], np.ndarray, np.ndarray]:
+    """The sources of a gather, each opened once, and per output document its source (index into
+    them) and its row there; a row outside its shard is an error."""
+    opened: dict[Path, int] = {}
+    piece_source, piece_rows = [], []
+    for path, numbers in rows:
+        path = as_path(path)
+        piece_source.append(opened.setdefault(path, len(opened)))
+        piece_rows.append(np.asarray(numbers, dtype=np.int64).reshape(-1))
+    if not opened:
+        raise ValueError(f"gather_token_shard: no source shard given for {out_name}")
+    sources = [_Source(path) for path in opened]
+    tokenizers = {source.tokenizer for source in sources}
+    if len(tokenizers) > 1:
+        raise ValueError(
+            f"gather_token_shard: {out_name} would mix shards of {len(tokenizers)} tokenizers; "
+            "gather shards of one tokenizer"
+        )
+    source = np.repeat(np.asarray(piece_source, np.int64), [len(r) for r in piece_rows])
+    row = np.concatenate(piece_rows)
+    documents = np.asarray([s.documents for s in sources], np.int64)
+    outside = np.flatnonzero((row < 0) | (row >= documents[source]))
+    if len(outside):
+        bad = sources[int(source[outside[0]])]
+        raise ValueError(
+            f"gather_token_shard: row {int(row[outside[0]])} is outside {bad.path.name} ({bad.documents} documents)"
+        )
+    return sources, source, row
+
+
 def gather_token_shard(rows: Sequence[tuple[Path, np.ndarray]], out_path: Path, group: str) -> dict:
     """Write a shard of documents taken from other shards, without encoding anything again.
 
     ``rows`` lists ``(shard path, row numbers)`` pieces in output order; the documents are
     written in that order, a row as often as it is listed (an upsampled document repeats whole),
     each with its end-of-document token. Every source shard must come from one tokenizer.
-    Returns the same manifest entry as :func:`write_token_shard`."""
+    Returns the same manifest entry as :func:`write_token_shard`.
+
+    Each source is opened once, however many pieces name it; offsets and ids are gathered for
+    all documents at once (numpy, Arrow's ``take``), and the tokens by one slice copy per
+    document: no index array the size of the output."""
     out_path = as_path(out_path)
-    opened: dict[Path, tuple[np.ndarray, pl.DataFrame]] = {}
-    tokenizers = set()
-    pieces = []
-    for path, numbers in rows:
-        path = as_path(path)
-        if path not in opened:
-            metadata = shard_metadata(path)
-            tokenizers.add((metadata["tokenizer_sha256"], int(metadata["vocab_size"]), int(metadata["eod_id"])))
-            opened[path] = read_token_shard(path)
-        pieces.append((path, np.asarray(numbers, dtype=np.int64)))
-    if not tokenizers:
-        raise ValueError(f"gather_token_shard: no source shard given for {out_path.name}")
-    if len(tokenizers) > 1:
-        raise ValueError(
-            f"gather_token_shard: {out_path.name} would mix shards of {len(tokenizers)} tokenizers; "
-            "gather shards of one tokenizer"
-        )
-    tokenizer_hash, vocab_size, eod = tokenizers.pop()
+    sources, source, row = _gathered_rows(rows, out_path.name)
+    tokenizer_hash, vocab_size, eod = sources[0].tokenizer
     dtype = token_dtype(vocab_size)
-    starts, lengths, doc_ids = [], [], []
-    for path, numbers in pieces:
-        _, offsets = opened[path]
-        if numbers.size and (numbers.min() < 0 or numbers.max() >= offsets.height):
-            raise ValueError(
-                f"gather_token_shard: row {int(numbers.max())} is outside {path.name} ({offsets.height} documents)"
-            )
-        starts.append(offsets["doc_start"].to_numpy()[numbers])
-        lengths.append(offsets["doc_tokens"].to_numpy()[numbers].astype(np.int64))
-        doc_ids.extend(offsets["doc_id"].gather(numbers).to_list())
-    out_offsets = np.zeros(len(doc_ids) + 1, np.int64)
-    if doc_ids:
-        np.cumsum(np.concatenate(lengths), out=out_offsets[1:])
+    first = np.zeros(len(sources), np.int64)  # each source's first row in the concatenation
+    np.cumsum([s.documents for s in sources[:-1]], out=first[1:])
+    index = first[source] + row
+    starts = np.concatenate([s.offsets[:-1] for s in sources]).astype(np.int64)[index]
+    lengths = np.concatenate([np.diff(s.offsets) for s in sources]).astype(np.int64)[index]
+    doc_ids = pa.concat_arrays([s.doc_ids for s in sources]).take(pa.array(index, pa.int64()))
+    out_offsets = np.zeros(len(index) + 1, np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
     values = np.empty(int(out_offsets[-1]), dtype)
-    position = 0
-    for (path, _), piece_starts, piece_lengths in zip(pieces, starts, lengths):
-        tokens = opened[path][0]
-        # A slice copy per document: no index arrays the size of the shard.
-        for start, length in zip(piece_starts.tolist(), piece_lengths.tolist()):
-            values[position : position + length] = tokens[start : start + length]
-            position += length
+    tokens = [s.tokens for s in sources]
+    for k, start, length, position in zip(source.tolist(), starts.tolist(), lengths.tolist(), out_offsets.tolist()):
+        values[position : position + length] = tokens[k][start : start + length]
     with atomic_sink(out_path) as out:
         write_shard(out, doc_ids, out_offsets, values, group, tokenizer_hash, vocab_size, eod)
         digest = file_sha256(out)
@@ -259,7 +289,7 @@ def gather_token_shard(rows: Sequence[tuple[Path, np.ndarray]], out_path: Path, 
 
 
 def _shard_batch(
-    doc_ids: list, offsets: np.ndarray, values: np.ndarray, dtype: np.dtype, metadata: dict[str, str]
+    doc_ids: list | pa.Array, offsets: np.ndarray, values: np.ndarray, dtype: np.dtype, metadata: dict[str, str]
 ) -> pa.RecordBatch:
     value_type = pa.from_numpy_dtype(dtype)
     token_values = pa.Array.from_buffers(value_type, values.size, [None, pa.py_buffer(values)])
@@ -270,7 +300,8 @@ def _shard_batch(
         [pa.field("doc_id", pa.string(), nullable=True), pa.field("tokens", tokens.type, nullable=False)],
         metadata=metadata,
     )
-    return pa.record_batch([pa.array(doc_ids, pa.string()), tokens], schema=schema)
+    ids = doc_ids.cast(pa.string()) if isinstance(doc_ids, pa.Array) else pa.array(doc_ids, pa.string())
+    return pa.record_batch([ids, tokens], schema=schema)
 
 
 def shard_metadata(path: Path) -> dict[str, str]:

@@ -20,6 +20,7 @@ from pipeline.formats.tokens import (
     SHARD_FORMAT,
     decode_documents,
     export_bin,
+    gather_token_shard,
     load_tokenizer,
     read_token_shard,
     special_ids,
@@ -315,6 +316,47 @@ def test_export_bin_is_the_concatenated_tokens(tmp_path, bpe):
     assert np.array_equal(data, expected)
     assert out["tokens"] == data.size == sum(e["tokens"] for e in entries)
     assert out["sha256"] == hashlib.sha256((tmp_path / "train.bin").read_bytes()).hexdigest()
+
+
+def test_a_gathered_shard_holds_the_listed_documents_in_order_as_their_sources_do(tmp_path, bpe):
+    _, tok = bpe
+    sources = []
+    for s, n in ((3, 40), (4, 25)):
+        texts = corpus(n, seed=s)
+        write_token_shard([(f"s{s}-{i}", t) for i, t in enumerate(texts)], tok, tmp_path / f"s{s}.arrow", "web")
+        sources.append(tmp_path / f"s{s}.arrow")
+    write_token_shard(["no id here"], tok, tmp_path / "anon.arrow", "web")
+    rng = np.random.default_rng(0)
+    # Pieces that come back to a source, repeat rows (upsampling), are empty or one row long.
+    rows = [(sources[0], rng.integers(0, 40, 7)), (sources[1], np.array([24, 0, 0])), (sources[0], np.array([], int))]
+    rows += [(tmp_path / "anon.arrow", np.array([0])), (sources[1], rng.integers(0, 25, 30)), (sources[0], [39])]
+    entry = gather_token_shard(rows, tmp_path / "out.arrow", "mixed")
+
+    expected_tokens, expected_ids = [], []
+    for path, numbers in rows:  # the plain reading: one document at a time
+        tokens, offsets = read_token_shard(path)
+        for r in np.asarray(numbers, int).tolist():
+            start, length = offsets["doc_start"][r], offsets["doc_tokens"][r]
+            expected_tokens.append(tokens[start : start + length].tolist())
+            expected_ids.append(offsets["doc_id"][r])
+    metadata, batch = read_with_pyarrow(tmp_path / "out.arrow")
+    assert batch.column("doc_id").to_pylist() == expected_ids and expected_ids[10] is None
+    assert batch.column("tokens").to_pylist() == expected_tokens
+    assert metadata["group"] == "mixed" and int(metadata["documents"]) == len(expected_ids) == 42
+    assert entry["documents"] == 42 and entry["tokens"] == sum(map(len, expected_tokens))
+    assert entry["sha256"] == hashlib.sha256((tmp_path / "out.arrow").read_bytes()).hexdigest()
+
+
+def test_a_gather_refuses_rows_outside_a_shard_and_shards_of_two_tokenizers(tmp_path, bpe, wordpiece):
+    write_token_shard(["a b", "c d"], bpe[1], tmp_path / "a.arrow", "web")
+    write_token_shard(["a b"], wordpiece[1], tmp_path / "b.arrow", "web")
+    with pytest.raises(ValueError, match=r"row 2 is outside a.arrow \(2 documents\)"):
+        gather_token_shard([(tmp_path / "a.arrow", [0, 2, 1])], tmp_path / "out.arrow", "web")
+    with pytest.raises(ValueError, match="2 tokenizers"):
+        gather_token_shard([(tmp_path / "a.arrow", [0]), (tmp_path / "b.arrow", [0])], tmp_path / "out.arrow", "web")
+    with pytest.raises(ValueError, match="no source shard"):
+        gather_token_shard([], tmp_path / "out.arrow", "web")
+    assert not (tmp_path / "out.arrow").exists()
 
 
 def test_export_bin_refuses_shards_of_different_tokenizers(tmp_path, bpe, wordpiece):
