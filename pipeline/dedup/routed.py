@@ -81,6 +81,8 @@ def route_pairs(pairs: pl.DataFrame, pairs_dir: Path, name: str) -> int:
 
 def by_shard(frame: pl.DataFrame, column: str) -> Iterator[tuple[int, pl.DataFrame]]:
     """``(shard, rows)`` for each shard of the documents in ``column``, ``frame`` being sorted by it."""
+    if frame.height == 0:
+        return
     shards = shard_of(frame[column].to_numpy())
     bounds = np.flatnonzero(np.diff(shards)) + 1
     for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(shards)]])):

@@ -17,11 +17,15 @@ of duplicates alone, on any list of document files.
     seed_components      per group      components/large-0000/...: the edges, both ways round
     large_stars, small_stars  per group, in rounds until a round changes nothing
                                         components/large-<r>, small-<r> (pipeline.dedup.components)
-    label_components     per group      components/labels/shard-<S>: doc, component
-    cluster_edges        once           members.parquet: the keep rule over the components;
-                                        similarity/pairs/shard-<S>/members: each member's kept doc
+    label_components     per group      components/labels/shard-<S>: doc, component; and each label
+                                        sent to its component's home (the shard of its smallest
+                                        document): components/home/shard-<H>/from-<S>
+    cluster_edges        per group      the keep rule over the components of each home shard H:
+                                        members/shard-<S>/from-<H> (the members in shard S) and
+                                        similarity/pairs/shard-<S>/members-<H>: each member's kept doc
     measure_first, measure_second  per group, again: similarity/measured/..., similarity/forward/...
-    assemble             once           <stage>/clusters.parquet
+    assemble             once           <stage>/clusters.parquet, shard after shard (each shard's
+                                        members with the similarities measured there)
     remove_duplicates    per shard      <stage>/docs, <stage>/removed
 
     lines:
@@ -37,8 +41,9 @@ The shingle sets are read where they are: each verification and similarity hop r
 signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
 the corpus. Connected components run in rounds, each unit holding the edges of its shards'
 documents. Every unit reports ``bytes_read`` and the finding sums them per step. The
-keep rule and the clusters table are still made by one unit each, over the clustered documents
-(a few columns per document, no shingle sets and no edges).
+keep rule runs per home shard, and the clusters table is written shard after shard, a row group
+at a time, so no unit holds more than a shard's clusters however large the corpus (the table is
+one file, written by one unit).
 
 The intermediate folder is reused when it was made from the same input shards (by sha256) and
 settings, so a re-run only redoes what changed.
@@ -51,6 +56,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline.config import RunConfig
 from pipeline.dedup.clusters import (
@@ -74,11 +80,11 @@ from pipeline.dedup.components import (
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.dedup.routed import first_hop, route_pairs, second_hop
+from pipeline.dedup.routed import by_shard, first_hop, route_pairs, second_hop, shard_folder
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parquet, scan_parquet
-from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
+from pipeline.io.writer import parquet_stream, read_json, remove_temporaries, write_json, write_parquet
 from pipeline.stages.registry import scoped_filters
 from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
 from pipeline.stages.units import RunUnits, in_blocks, in_process
@@ -92,6 +98,7 @@ VERIFY, SIMILARITY = "verify", "similarity"
 # Work of one unit of a step across shards: pairs measured (several seconds), edges in a round.
 PAIRS_PER_UNIT = 1_000_000
 EDGES_PER_UNIT = 2_000_000
+DOCS_PER_UNIT = 2_000_000  # documents of clusters through the keep rule
 
 
 def signature_path(work: Path, shard: int) -> Path:
@@ -112,8 +119,7 @@ def sign_shard(in_path: Path, shard: int, work: Path, params: MinHashParams, par
 
 def find_candidates(partition: int, work: Path) -> dict:
     """Partition ``partition``'s candidate pairs, routed to the shard of their first document."""
-    folder = as_path(work) / "bands" / f"part-{partition:04d}"
-    files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
+    files = _parquet_files(as_path(work) / "bands" / f"part-{partition:04d}")
     pairs = candidate_pairs(files)
     route_pairs(pairs, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}")
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
@@ -207,10 +213,29 @@ def small_stars(round_: int, part: int, shards: list[int], work: Path) -> dict:
     return _summed(f"small-{round_:04d}-{part:04d}", [small_star(round_, s, _components_root(work)) for s in shards])
 
 
+def _home_folder(work: Path, shard: int) -> Path:
+    """Where the labels of the components named by a document of ``shard`` (their smallest) go."""
+    return shard_folder(_components_root(work) / "home", shard)
+
+
 def label_components(round_: int, part: int, shards: list[int], work: Path) -> dict:
-    """The component of each document of each shard of ``shards``, from round ``round_``."""
+    """The component of each document of each shard of ``shards``, from round ``round_``; each
+    label is also sent to its component's home, the shard of the component's name (its smallest
+    document), which runs the keep rule over it: components/home/shard-<H>/from-<S>."""
     root = _components_root(work)
-    return _summed(f"components-{part:04d}", [component_labels(round_, s, root, _labels_path(work, s)) for s in shards])
+    counts = []
+    for shard in shards:
+        path = _labels_path(work, shard)
+        found = component_labels(round_, shard, root, path)
+        labels = read_parquet(path)
+        found["bytes_read"] += parquet_bytes(parquet_file(path).metadata)
+        for home, rows in by_shard(labels.sort("component", "doc"), "component"):
+            write_parquet(
+                rows.sort("doc").to_arrow().cast(COMPONENTS_SCHEMA),
+                _home_folder(work, home) / f"from-{shard:05d}.parquet",
+            )
+        counts.append(found)
+    return _summed(f"components-{part:04d}", counts)
 
 
 def find_components(work: Path, groups: list[list[int]], run_units: RunUnits) -> dict:
@@ -232,47 +257,104 @@ def find_components(work: Path, groups: list[list[int]], run_units: RunUnits) ->
     else:
         raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
     labelled = run_units(None, label_components, [(round_, g, shards, work) for g, shards in jobs])
-    return {"rounds": round_ + 1, "bytes_read": read + _total(labelled, "bytes_read")}
+    return {"rounds": round_ + 1, "docs": _total(labelled, "docs"), "bytes_read": read + _total(labelled, "bytes_read")}
 
 
-def cluster_edges(work: Path, shards: int, rule: KeepRule) -> dict:
-    """The keep rule over the components (``members.parquet``); each member that is neither kept
-    nor an exact copy is routed, with its kept document, to be measured."""
-    files = [_labels_path(work, s) for s in range(shards)]
-    components = pl.concat([pl.from_arrow(COMPONENTS_SCHEMA.empty_table()), *(read_parquet(f) for f in files)])
+def _parquet_files(folder: Path) -> list[Path]:
+    folder = as_path(folder)
+    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
+
+
+def _members_folder(work: Path, shard: int) -> Path:
+    return shard_folder(as_path(work) / "members", shard)
+
+
+def cluster_edges(part: int, homes: list[int], work: Path, shards: int, rule: KeepRule) -> dict:
+    """The keep rule over the components whose home is a shard of ``homes``, one home at a time
+    (its memory bounded by one shard's components): each member's row goes to the shard of the
+    member (members/shard-<S>/from-<H>), and each member that is neither kept nor an exact copy is
+    routed, with its kept document, to be measured."""
     lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
-    members = members_of_components(components, lookup, rule)
-    write_parquet(members.to_arrow(), as_path(work) / "members.parquet")
-    measure = similarity_pairs(members)
-    route_pairs(measure, as_path(work) / SIMILARITY / "pairs", "members")
-    read = sum(parquet_bytes(parquet_file(f).metadata) for f in files) + lookup.bytes_read
-    return {"unit": "clusters", "pairs": measure.height, "bytes_read": read}
+    docs = pairs = read = 0
+    for home in homes:
+        files = _parquet_files(_home_folder(work, home))
+        if not files:
+            continue
+        components = pl.concat([read_parquet(f) for f in files]).sort("doc")
+        read += sum(parquet_bytes(parquet_file(f).metadata) for f in files)
+        members = members_of_components(components, lookup, rule)
+        for shard, rows in by_shard(members, "doc"):
+            write_parquet(rows.to_arrow(), _members_folder(work, shard) / f"from-{home:05d}.parquet")
+        measure = similarity_pairs(members)
+        route_pairs(measure, as_path(work) / SIMILARITY / "pairs", f"members-{home:05d}")
+        docs += members.height
+        pairs += measure.height
+    return {"unit": f"clusters-{part:04d}", "docs": docs, "pairs": pairs, "bytes_read": read + lookup.bytes_read}
 
 
-def assemble(work: Path, out_path: Path) -> dict:
-    """The clusters table: the members with their measured similarity to the kept document."""
-    members_path = as_path(work) / "members.parquet"
-    files = _measured_files(work, SIMILARITY)
-    measured = (
-        pl.concat([read_parquet(f) for f in files])
-        if files
-        else pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "jaccard": pl.Float64})
+# Rows of the clusters table written at a time (a Parquet row group): what assembling holds beside
+# one shard's rows, whatever the corpus.
+CLUSTER_ROWS_PER_GROUP = 1 << 16
+
+
+def _shard_clusters(work: Path, shard: int) -> tuple[pa.Table | None, int]:
+    """Shard ``shard``'s rows of the clusters table (its members with their measured similarity to
+    the kept document: measured where the member's shard is, first-<S> and second-<S>), and the
+    bytes read; None when no member of a cluster is in the shard."""
+    files = _parquet_files(_members_folder(work, shard))
+    if not files:
+        return None, 0
+    measured_dir = _hop_dirs(work, SIMILARITY)[2]
+    measured_files = [
+        p
+        for p in (measured_dir / f"first-{shard:05d}.parquet", measured_dir / f"second-{shard:05d}.parquet")
+        if p.exists()
+    ]
+    measured = pl.concat(
+        [pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "jaccard": pl.Float64})]
+        + [read_parquet(f).select("doc_a", "doc_b", "jaccard") for f in measured_files]
     )
-    clusters = finish_clusters(read_parquet(members_path), measured)
-    write_parquet(clusters.to_arrow().cast(CLUSTERS_SCHEMA), out_path)
-    read = parquet_bytes(parquet_file(members_path).metadata) + sum(
-        parquet_bytes(parquet_file(f).metadata) for f in files
-    )
-    removed = clusters.filter(~pl.col("kept"))
-    return {
-        "unit": "assemble",
-        "clusters": int(clusters["cluster"].n_unique()) if clusters.height else 0,
-        "docs_in_clusters": clusters.height,
-        "removed": removed.height,
-        "removed_exact": int(removed["exact"].sum()) if removed.height else 0,
-        "removed_near": int((~removed["exact"]).sum()) if removed.height else 0,
-        "bytes_read": read,
-    }
+    members = pl.concat([read_parquet(f) for f in files]).sort("doc")
+    read = sum(parquet_bytes(parquet_file(f).metadata) for f in files + measured_files)
+    return finish_clusters(members, measured).to_arrow().cast(CLUSTERS_SCHEMA), read
+
+
+def assemble(work: Path, out_path: Path, shards: int) -> dict:
+    """The clusters table, shard after shard in document order (so sorted by ``doc``), written
+    :data:`CLUSTER_ROWS_PER_GROUP` rows at a time."""
+    counts = dict.fromkeys(["clusters", "docs_in_clusters", "removed", "removed_exact", "removed_near"], 0)
+    read = 0
+    pending: list[pa.Table] = []
+    with parquet_stream(out_path, CLUSTERS_SCHEMA) as out:
+        for shard in range(shards):
+            table, shard_read = _shard_clusters(work, shard)
+            read += shard_read
+            if table is None:
+                continue
+            kept, exact = (
+                table.column("kept").to_numpy(zero_copy_only=False),
+                table.column("exact").to_numpy(zero_copy_only=False),
+            )
+            counts["clusters"] += int(kept.sum())  # one kept document per cluster
+            counts["docs_in_clusters"] += table.num_rows
+            counts["removed"] += int((~kept).sum())
+            counts["removed_exact"] += int((~kept & exact).sum())
+            counts["removed_near"] += int((~kept & ~exact).sum())
+            pending.append(table)
+            if sum(t.num_rows for t in pending) >= CLUSTER_ROWS_PER_GROUP:
+                pending = _write_full_groups(out, pending)
+        rest = pa.concat_tables(pending) if pending else CLUSTERS_SCHEMA.empty_table()
+        if rest.num_rows or not counts["docs_in_clusters"]:
+            out.write_table(rest, row_group_size=CLUSTER_ROWS_PER_GROUP)
+    return {"unit": "assemble", **counts, "bytes_read": read}
+
+
+def _write_full_groups(out, pending: list[pa.Table]) -> list[pa.Table]:
+    """Write every whole row group of ``pending``; return what is left (under a group's rows)."""
+    table = pa.concat_tables(pending)
+    whole = table.num_rows - table.num_rows % CLUSTER_ROWS_PER_GROUP
+    out.write_table(table.slice(0, whole), row_group_size=CLUSTER_ROWS_PER_GROUP)
+    return [table.slice(whole)] if whole < table.num_rows else []
 
 
 def _total(parts: list[dict], key: str) -> int:
@@ -309,11 +391,12 @@ def find_duplicates(
     verified_far = run_units(None, measure_second, [(VERIFY, g, s, work, threshold) for g, s in groups])
     edges = _total(verified, "kept") + _total(verified_far, "kept")
     components = find_components(work, shard_groups(n, units_for(edges, EDGES_PER_UNIT, partitions)), run_units)
-    (clustered,) = run_units(None, cluster_edges, [(work, n, rule)])
-    groups = list(enumerate(shard_groups(n, units_for(clustered["pairs"], PAIRS_PER_UNIT, partitions))))
+    homes = enumerate(shard_groups(n, units_for(components["docs"], DOCS_PER_UNIT, partitions)))
+    clustered = run_units(None, cluster_edges, [(g, shards, work, n, rule) for g, shards in homes])
+    groups = list(enumerate(shard_groups(n, units_for(_total(clustered, "pairs"), PAIRS_PER_UNIT, partitions))))
     similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None) for g, s in groups])
     similar_far = run_units(None, measure_second, [(SIMILARITY, g, s, work, None) for g, s in groups])
-    (assembled,) = run_units(None, assemble, [(work, out_path)])
+    (assembled,) = run_units(None, assemble, [(work, out_path, n)])
     pairs = _total(verified, "pairs")
     return {
         "docs": _total(signed, "docs"),
@@ -330,7 +413,7 @@ def find_duplicates(
             "candidates": _total(candidates, "bytes_read"),
             "verify": _total(verified, "bytes_read") + _total(verified_far, "bytes_read"),
             "components": components["bytes_read"],
-            "clusters": clustered["bytes_read"],
+            "clusters": _total(clustered, "bytes_read"),
             "similarity": _total(similar, "bytes_read") + _total(similar_far, "bytes_read"),
             "assemble": assembled["bytes_read"],
         },

@@ -53,6 +53,7 @@ from pipeline.dedup.minhash import (
 from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, word_hashes
 from pipeline.filters.engine import apply_filters
 from pipeline.formats.documents import REMOVED_SCHEMA
+from pipeline.stages import dedup as stage_module
 from pipeline.stages.dedup import deduplicate_shards
 
 HAS_SCHEMES = "scheme" in inspect.signature(MinHash.__init__).parameters
@@ -642,6 +643,29 @@ def test_cluster_jaccard_is_measured_against_the_kept_document(tmp_path, monkeyp
     monkeypatch.setattr(clusters_module, "VALUES_PER_STEP", 50)
     again = cluster_table(edges.reverse(), lookup, "first")
     assert again.equals(clusters)
+
+
+@pytest.mark.parametrize("rule", ["first", "longest", "quality"])
+def test_the_keep_rule_per_home_shard_and_the_table_by_row_groups_give_the_one_process_table(
+    tmp_path, monkeypatch, rule
+):
+    docs, _ = duplicate_corpus(seed=4)
+    scores = [float((7 * i) % 11) for i in range(len(docs))]
+    paths = [
+        write_docs(tmp_path / "docs" / f"d{s}.parquet", docs[s::5], score=scores[s::5]) for s in range(5)
+    ]  # clusters spread over 5 shards, most of them homed in another shard than some members
+    params = MinHashParams(score_column="score")
+    work = tmp_path / "work"
+    monkeypatch.setattr(stage_module, "CLUSTER_ROWS_PER_GROUP", 7)  # several row groups, one cut mid-shard
+    monkeypatch.setattr(stage_module, "DOCS_PER_UNIT", 10)  # homes dealt to several keep-rule units
+    staged = deduplicate_shards(paths, work, params, partitions=3, rule=rule)
+    homes = {p.parent.name for p in (work / "components" / "home").glob("shard-*/*.parquet")}
+    assert len(homes) > 1 and len(list((work / "members").glob("shard-*/*.parquet"))) > len(homes)
+    assert pq.ParquetFile(work / "clusters.parquet").metadata.num_row_groups == -(-staged.height // 7) > 2
+    lookup = ShingleLookup(sorted((work / "signatures").glob("*.parquet")))
+    edges = pl.concat([pl.read_parquet(p) for p in sorted((work / "verify" / "measured").glob("*.parquet"))])
+    assert staged.equals(cluster_table(edges, lookup, rule))
+    assert staged["doc"].is_sorted() and staged.filter(pl.col("kept")).height == staged["cluster"].n_unique()
 
 
 # --- repeated lines ---------------------------------------------------------------------------
