@@ -1,6 +1,7 @@
 """Compiled loops (numba) for the parts of MinHash that numpy can only do through large
-temporaries: each function computes exactly what its numpy counterpart in
-:mod:`pipeline.dedup.minhash` computes, bit for bit, and the tests hold them equal.
+temporaries (the ones numpy did before): each function computes, bit for bit, what its caller's
+docstring (:mod:`pipeline.dedup.normalize`, :mod:`pipeline.dedup.minhash`) defines, and the tests
+hold each to a plain reading of that definition (the minima to datasketch's too).
 
 * :func:`affine32_signatures`: datasketch's affine32 permutations and their minima per document.
   numpy writes a (permutations x shingles) block to memory and reduces it; here each document's
@@ -10,6 +11,10 @@ temporaries: each function computes exactly what its numpy counterpart in
 * :func:`word_spans`: the words of a batch's prepared UTF-8 bytes (runs of word bytes, never
   across a document boundary) and their polynomial hashes, in one pass over the bytes, where numpy
   needs a translated copy, a difference, a prefix sum of the bytes times powers and gathers.
+
+* :func:`polynomial_shingles`: each shingle's 64-bit hash, Horner's rule over its words' hashes,
+  where numpy makes n passes over shifted views of every word position, then gathers each
+  document's shingles and hashes short documents on their own.
 
 Compiled on first use and cached next to this file (``cache=True``; numba falls back to its user
 cache folder where that is not writable), so a process pays the compilation once per machine.
@@ -125,3 +130,32 @@ def word_spans(data: np.ndarray, offsets: np.ndarray, in_word: np.ndarray):
     starts, ends = np.empty(total, np.int64), np.empty(total, np.int64)
     _fill_words(data, offsets, in_word, doc_offsets, hashes, starts, ends)
     return hashes, starts, ends, doc_offsets
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_shingles(word_hashes, word_offsets, ngram, seed, k, offsets, out):
+    for d in range(word_offsets.shape[0] - 1):
+        first, words = word_offsets[d], word_offsets[d + 1] - word_offsets[d]
+        size = min(words, ngram)
+        length = np.uint64(size) * _GOLDEN
+        position = offsets[d]
+        for i in range(offsets[d + 1] - offsets[d]):
+            h = seed
+            for j in range(size):
+                h = h * k + word_hashes[first + i + j]
+            out[position + i] = _fmix64(h + length)
+
+
+def polynomial_shingles(word_hashes: np.ndarray, word_offsets: np.ndarray, ngram: int, seed, k):
+    """``(hashes, offsets)``: the 64-bit hash of each document's every run of ``ngram`` words (of
+    all its words when it has fewer, none when it has none), fmix64(Horner's rule from ``seed``
+    with multiplier ``k`` over the words' hashes + size * G) (pipeline.dedup.minhash)."""
+    word_offsets = np.ascontiguousarray(word_offsets, dtype=np.int64)
+    counts = np.diff(word_offsets)
+    shingles = np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0)
+    offsets = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(shingles, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), np.uint64)
+    hashes = np.ascontiguousarray(word_hashes, dtype=np.uint64)
+    _fill_shingles(hashes, word_offsets, np.int64(ngram), np.uint64(seed), np.uint64(k), offsets, out)
+    return out, offsets

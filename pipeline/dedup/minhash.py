@@ -8,8 +8,8 @@ bits of that hash are the 32-bit hash the signatures permute (datasketch's hashe
 
 * ``"polynomial"`` (the default): the n-gram's 64-bit word hashes combined by Horner's rule
   (``h = h * K + word``, modulo 2^64), plus the n-gram's length, through the MurmurHash3
-  finalizer, rotated by 32 bits (so the low half is the finalizer's top 32 bits). Computed with
-  numpy for every shingle of a batch, stable across library versions.
+  finalizer, rotated by 32 bits (so the low half is the finalizer's top 32 bits). Computed in one
+  compiled pass over a batch (numba), stable across library versions.
 * ``"sha1"``: datasketch's default: SHA-1 of the shingle's words joined by single spaces, UTF-8
   encoded, its first 8 bytes read little-endian; the low half is
   ``datasketch.hashfunc.sha1_hash32``. One SHA-1 call per shingle in Python, which costs more
@@ -194,33 +194,11 @@ def polynomial_shingle_hashes(
     32-bit ones (uint32), or with ``wide`` the 64-bit ones (uint64), whose low half is the 32-bit
     hash (the finalizer's output rotated by 32 bits).
 
-    The hash of the n words from every position of the flat word array is computed with n
-    contiguous passes (Horner's rule over shifted views); each document's shingles are then picked
-    from it, and documents shorter than n words are hashed on their own."""
-    counts = np.diff(word_offsets)
-    first_word, size, offsets = _shingle_layout(counts, ngram)
-    if len(first_word) == 0:
-        return np.zeros(0, np.uint64 if wide else np.uint32), offsets
-    total_words = len(word_hashes)
-    h = np.empty(len(first_word), dtype=np.uint64)
-    full = size == ngram
-    with np.errstate(over="ignore"):
-        if full.any():
-            windows = total_words - ngram + 1
-            rolling = np.full(windows, _SHINGLE_SEED, dtype=np.uint64)
-            for j in range(ngram):
-                rolling *= _SHINGLE_K
-                rolling += word_hashes[j : j + windows]
-            h[full] = rolling[first_word[full]]
-        short = ~full
-        if short.any():
-            first, length = first_word[short], size[short]
-            rolling = np.full(len(first), _SHINGLE_SEED, dtype=np.uint64)
-            for j in range(int(length.max())):
-                term = word_hashes[np.minimum(first + j, total_words - 1)]
-                rolling = np.where(j < length, rolling * _SHINGLE_K + term, rolling)
-            h[short] = rolling
-        h = fmix64(h + size.astype(np.uint64) * _GOLDEN)
+    One compiled pass over the documents (:func:`pipeline.dedup.kernels.polynomial_shingles`),
+    each shingle hashed by Horner's rule over its words' hashes."""
+    from pipeline.dedup.kernels import polynomial_shingles  # numba: imported by the processes that sign
+
+    h, offsets = polynomial_shingles(word_hashes, word_offsets, ngram, _SHINGLE_SEED, _SHINGLE_K)
     if wide:
         return (h << _U64(32)) | (h >> _U64(32)), offsets
     return (h >> _U64(32)).astype(np.uint32), offsets

@@ -165,6 +165,31 @@ def plain_word_hashes(text: str) -> list[int]:
     return found
 
 
+def test_shingle_hashes_equal_the_plain_reading_of_the_formula():
+    """Horner's rule from the seed over each shingle's word hashes, plus size x G, fmix64, rotated
+    by 32 bits; with Python integers, document by document (short and empty documents included)."""
+    mask = (1 << 64) - 1
+    rng = random.Random(8)
+    vocabulary = make_vocabulary(rng, 200)
+    texts = [random_text(rng, vocabulary, n) for n in (0, 1, 4, 5, 6, 40)] + ["", "... !!", "one two"]
+    words_hashes, word_offsets = word_hashes(texts)
+    wide, offsets = minhash_module.polynomial_shingle_hashes(words_hashes, word_offsets, 5, wide=True)
+    narrow, _ = minhash_module.polynomial_shingle_hashes(words_hashes, word_offsets, 5)
+    seed, k, golden = int(minhash_module._SHINGLE_SEED), int(minhash_module._SHINGLE_K), 0x9E3779B97F4A7C15
+    for d in range(len(texts)):
+        ws = words_hashes[word_offsets[d] : word_offsets[d + 1]].tolist()
+        expected = []
+        for start in range(max(len(ws) - 4, 1) if ws else 0):
+            gram = ws[start : start + 5]
+            h = seed
+            for w in gram:
+                h = (h * k + w) & mask
+            h = int(minhash_module.fmix64(np.array([(h + len(gram) * golden) & mask], np.uint64))[0])
+            expected.append(((h << 32) | (h >> 32)) & mask)
+        assert wide[offsets[d] : offsets[d + 1]].tolist() == expected
+        assert narrow[offsets[d] : offsets[d + 1]].tolist() == [h & 0xFFFFFFFF for h in expected]
+
+
 def test_word_hashes_equal_the_plain_reading_whatever_the_batch():
     rng = random.Random(3)
     vocabulary = make_vocabulary(rng, 300)
