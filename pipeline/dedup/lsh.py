@@ -57,7 +57,7 @@ from pipeline.dedup.minhash import (
     signature_hashes,
 )
 from pipeline.dedup.normalize import combine_word_hashes, words
-from pipeline.io.storage import as_path, is_path, parquet_file, read_parquet, read_table
+from pipeline.io.storage import as_path, is_path, parquet_file, parquet_files, read_parquet, read_table
 from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink, write_parquet
 
 EXACT_BAND = -1
@@ -296,7 +296,7 @@ def _partition_files(partition_path: Path | Iterable[Path]) -> list[Path]:
     if is_path(partition_path):
         path = as_path(partition_path)
         if path.is_dir():
-            return sorted(p for p in path.glob("*.parquet") if not p.name.startswith("."))
+            return parquet_files(path)
         if not path.exists():
             raise FileNotFoundError(f"band-key partition not found: {path}")
         return [path]

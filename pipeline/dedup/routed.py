@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs, set_arrays
 from pipeline.dedup.lsh import PAIRS_SCHEMA, shard_of
-from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_table
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table
 from pipeline.io.writer import write_parquet
 
 FORWARD_SCHEMA = pa.schema(
@@ -89,11 +89,6 @@ def by_shard(frame: pl.DataFrame, column: str) -> Iterator[tuple[int, pl.DataFra
         yield int(shards[lo]), frame.slice(int(lo), int(hi - lo))
 
 
-def _files(folder: Path) -> list[Path]:
-    folder = as_path(folder)
-    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
-
-
 def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
     """The files as one table, and the bytes read."""
     tables, read = [], 0
@@ -141,7 +136,7 @@ def first_hop(
     several bands or partitions) count once; a pair found through the exact hash is exact, with
     similarity 1.0. Returns counts: ``pairs`` (distinct), ``kept`` (written to ``out_path``:
     reaching ``threshold``, or all), ``forwarded`` (pairs sent on), ``bytes_read``."""
-    routed, read = _read_all(_files(shard_folder(pairs_dir, shard)), PAIRS_SCHEMA)
+    routed, read = _read_all(parquet_files(shard_folder(pairs_dir, shard)), PAIRS_SCHEMA)
     pairs = (
         pl.from_arrow(routed).group_by("doc_a", "doc_b").agg(pl.col("exact").any()).sort("doc_a", "doc_b")
         if routed.num_rows
@@ -188,7 +183,7 @@ def second_hop(shard: int, forward_dir: Path, signature_path: Path, out_path: Pa
     """Shard ``shard``'s second hop (module docstring): measure the pairs whose ``doc_b`` it holds
     against the sets the first hops sent it, one sending shard at a time. Returns counts:
     ``pairs``, ``kept`` (written to ``out_path``), ``bytes_read``."""
-    files = _files(shard_folder(forward_dir, shard))
+    files = parquet_files(shard_folder(forward_dir, shard))
     read = 0
     partners = []
     for path in files:  # the partners first (a small column), to read this shard's sets once

@@ -129,6 +129,13 @@ def parquet_bytes(
     return total
 
 
+def parquet_files(folder: str | os.PathLike | UPath) -> list[AnyPath]:
+    """The finished Parquet files of ``folder``, sorted (a writer's temporaries start with a dot);
+    none when the folder is not there."""
+    folder = as_path(folder)
+    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
+
+
 def read_parquet(path: str | os.PathLike | UPath, columns: list[str] | None = None) -> pl.DataFrame:
     """A Parquet file as a polars DataFrame (only ``columns``, when given)."""
     path = as_path(path)

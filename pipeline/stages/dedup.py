@@ -83,7 +83,7 @@ from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import by_shard, first_hop, route_pairs, second_hop, shard_folder
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
-from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parquet, scan_parquet
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_parquet, scan_parquet
 from pipeline.io.writer import parquet_stream, read_json, remove_temporaries, write_json, write_parquet
 from pipeline.stages.registry import scoped_filters
 from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
@@ -119,7 +119,7 @@ def sign_shard(in_path: Path, shard: int, work: Path, params: MinHashParams, par
 
 def find_candidates(partition: int, work: Path) -> dict:
     """Partition ``partition``'s candidate pairs, routed to the shard of their first document."""
-    files = _parquet_files(as_path(work) / "bands" / f"part-{partition:04d}")
+    files = parquet_files(as_path(work) / "bands" / f"part-{partition:04d}")
     pairs = candidate_pairs(files)
     route_pairs(pairs, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}")
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
@@ -260,11 +260,6 @@ def find_components(work: Path, groups: list[list[int]], run_units: RunUnits) ->
     return {"rounds": round_ + 1, "docs": _total(labelled, "docs"), "bytes_read": read + _total(labelled, "bytes_read")}
 
 
-def _parquet_files(folder: Path) -> list[Path]:
-    folder = as_path(folder)
-    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
-
-
 def _members_folder(work: Path, shard: int) -> Path:
     return shard_folder(as_path(work) / "members", shard)
 
@@ -277,7 +272,7 @@ def cluster_edges(part: int, homes: list[int], work: Path, shards: int, rule: Ke
     lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
     docs = pairs = read = 0
     for home in homes:
-        files = _parquet_files(_home_folder(work, home))
+        files = parquet_files(_home_folder(work, home))
         if not files:
             continue
         components = pl.concat([read_parquet(f) for f in files]).sort("doc")
@@ -301,7 +296,7 @@ def _shard_clusters(work: Path, shard: int) -> tuple[pa.Table | None, int]:
     """Shard ``shard``'s rows of the clusters table (its members with their measured similarity to
     the kept document: measured where the member's shard is, first-<S> and second-<S>), and the
     bytes read; None when no member of a cluster is in the shard."""
-    files = _parquet_files(_members_folder(work, shard))
+    files = parquet_files(_members_folder(work, shard))
     if not files:
         return None, 0
     measured_dir = _hop_dirs(work, SIMILARITY)[2]
