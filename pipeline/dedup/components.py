@@ -129,9 +129,10 @@ def small_star(round_: int, shard: int, root: Path) -> dict:
     return {"unit": f"small-{round_:04d}-{shard:05d}", "bytes_read": read}
 
 
-def component_labels(round_: int, shard: int, root: Path, out_path: Path) -> dict:
+def component_labels(round_: int, shard: int, root: Path, out_path: Path, homes: Path | None = None) -> dict:
     """Each document of shard ``shard`` in an edge and its component, from round ``round_``'s
-    edges (stars around each component's smallest document)."""
+    edges (stars around each component's smallest document); with ``homes``, each label is also
+    sent to its component's home, the shard of the component's name: homes/shard-<H>/from-<S>."""
     records, read = _read(round_dir(root, "large", round_), shard)
     labels = (
         records.group_by("u")
@@ -140,6 +141,12 @@ def component_labels(round_: int, shard: int, root: Path, out_path: Path) -> dic
         .sort("doc")
     )
     write_parquet(labels.to_arrow().cast(COMPONENTS_SCHEMA), out_path)
+    if homes is not None:
+        for home, rows in by_shard(labels.sort("component", "doc"), "component"):
+            write_parquet(
+                rows.sort("doc").to_arrow().cast(COMPONENTS_SCHEMA),
+                shard_folder(homes, home) / f"from-{shard:05d}.parquet",
+            )
     return {"unit": f"components-{shard:05d}", "docs": labels.height, "bytes_read": read}
 
 

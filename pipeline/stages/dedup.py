@@ -69,7 +69,6 @@ from pipeline.dedup.clusters import (
     similarity_pairs,
 )
 from pipeline.dedup.components import (
-    COMPONENTS_SCHEMA,
     MAX_ROUNDS,
     combined_fingerprint,
     component_labels,
@@ -214,7 +213,8 @@ def small_stars(round_: int, part: int, shards: list[int], work: Path) -> dict:
 
 
 def _home_folder(work: Path, shard: int) -> Path:
-    """Where the labels of the components named by a document of ``shard`` (their smallest) go."""
+    """Where the labels of the components named by a document of ``shard`` (their smallest) go
+    (label_components sends them there)."""
     return shard_folder(_components_root(work) / "home", shard)
 
 
@@ -223,19 +223,10 @@ def label_components(round_: int, part: int, shards: list[int], work: Path) -> d
     label is also sent to its component's home, the shard of the component's name (its smallest
     document), which runs the keep rule over it: components/home/shard-<H>/from-<S>."""
     root = _components_root(work)
-    counts = []
-    for shard in shards:
-        path = _labels_path(work, shard)
-        found = component_labels(round_, shard, root, path)
-        labels = read_parquet(path)
-        found["bytes_read"] += parquet_bytes(parquet_file(path).metadata)
-        for home, rows in by_shard(labels.sort("component", "doc"), "component"):
-            write_parquet(
-                rows.sort("doc").to_arrow().cast(COMPONENTS_SCHEMA),
-                _home_folder(work, home) / f"from-{shard:05d}.parquet",
-            )
-        counts.append(found)
-    return _summed(f"components-{part:04d}", counts)
+    return _summed(
+        f"components-{part:04d}",
+        [component_labels(round_, s, root, _labels_path(work, s), root / "home") for s in shards],
+    )
 
 
 def find_components(work: Path, groups: list[list[int]], run_units: RunUnits) -> dict:
