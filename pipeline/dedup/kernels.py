@@ -8,9 +8,12 @@ hold each to a plain reading of that definition (the minima to datasketch's too)
   128 running minima stay in registers while its shingles stream past, and the loop over the
   permutations is vectorized by LLVM.
 
-* :func:`word_spans`: the words of a batch's prepared UTF-8 bytes (runs of word bytes, never
-  across a document boundary) and their polynomial hashes, in one pass over the bytes, where numpy
-  needs a translated copy, a difference, a prefix sum of the bytes times powers and gathers.
+* :func:`word_hashes`: the words of a batch's prepared UTF-8 bytes (runs of word bytes, never
+  across a document boundary) and their polynomial hashes, in one pass over the bytes without a
+  branch per byte (each byte's term from a table of powers of M, so no byte waits for the power
+  of the one before), where numpy needs a translated copy, a difference, a prefix sum of the
+  bytes times powers and gathers; :func:`word_bounds` their byte ranges, for the callers that
+  need the words' text.
 
 * :func:`polynomial_shingles`: each shingle's 64-bit hash, Horner's rule over its words' hashes,
   where numpy makes n passes over shifted views of every word position, then gathers each
@@ -76,26 +79,56 @@ def _fmix64(h):
     return h ^ (h >> np.uint64(33))
 
 
+_POWERS = 64  # M^0 .. M^63 in a table: the bytes of a word of up to 64 bytes hash independently
+
+
+def _power_table() -> np.ndarray:
+    powers = np.ones(_POWERS, np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(1, _POWERS):
+            powers[j] = powers[j - 1] * _M
+    return powers
+
+
+_POWER_TABLE = _power_table()
+
+
 @numba.njit(cache=True, nogil=True)
-def _count_words(data, offsets, in_word):
-    counts = np.zeros(offsets.shape[0] - 1, dtype=np.int64)
+def _raw_word_hashes(data, offsets, in_word, powers, raw, doc_offsets):
+    """Without a branch per byte: every byte stores the running word's unfinished hash at the next
+    word's slot, which moves on when a word ends. Returns the documents with a word longer than
+    the power table, which these sums got wrong (the caller hashes them again)."""
+    n = 0
+    long_docs = []
+    top = np.uint64(_POWERS - 1)
+    one = np.uint64(1)
     for d in range(offsets.shape[0] - 1):
-        inside = False
-        n = 0
+        h = np.uint64(0)
+        j = np.uint64(0)  # bytes of the running word so far (0 between words)
+        prev = np.uint64(0)
+        longest = np.uint64(0)
         for i in range(offsets[d], offsets[d + 1]):
-            if in_word[data[i]]:
-                if not inside:
-                    n += 1
-                    inside = True
-            else:
-                inside = False
-        counts[d] = n
-    return counts
+            byte = data[i]
+            cur = np.uint64(in_word[byte])
+            raw[n] = h + j * _GOLDEN
+            n += prev & (cur ^ one)
+            keep = np.uint64(0) - cur
+            h = (h + np.uint64(byte) * powers[j & top]) & keep
+            j = (j + one) & keep
+            longest = max(longest, j)
+            prev = cur
+        raw[n] = h + j * _GOLDEN
+        n += prev
+        doc_offsets[d + 1] = n
+        if longest > top + one:
+            long_docs.append(d)
+    return n, long_docs
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_words(data, offsets, in_word, doc_offsets, hashes, starts, ends):
-    for d in range(offsets.shape[0] - 1):
+def _rehash_words(data, offsets, in_word, doc_offsets, docs, raw):
+    """The plain loop (power by power) over the given documents' words."""
+    for d in docs:
         w = doc_offsets[d]
         i, stop = offsets[d], offsets[d + 1]
         while i < stop:
@@ -109,27 +142,67 @@ def _fill_words(data, offsets, in_word, doc_offsets, hashes, starts, ends):
                 h += np.uint64(data[i]) * power
                 power *= _M
                 i += 1
-            hashes[w] = _fmix64(h + np.uint64(i - start) * _GOLDEN)
-            starts[w] = start
-            ends[w] = i
+            raw[w] = h + np.uint64(i - start) * _GOLDEN
             w += 1
 
 
-def word_spans(data: np.ndarray, offsets: np.ndarray, in_word: np.ndarray):
-    """``(hashes, starts, ends, doc_offsets)`` of the words of ``data`` (uint8, the documents'
-    bytes one after another, ``offsets`` their bounds): a word is a run of bytes that
-    ``in_word`` (bool, 256) marks, inside one document; its hash fmix64(sum_j byte_j * M^j +
-    length * G) over its bytes j = 0, 1, ... (pipeline.dedup.normalize)."""
+@numba.njit(cache=True, nogil=True)
+def _finish(values, n):
+    for i in range(n):
+        values[i] = _fmix64(values[i])
+
+
+def word_hashes(data: np.ndarray, offsets: np.ndarray, in_word: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(hashes, doc_offsets)`` of the words of ``data`` (uint8, the documents' bytes one after
+    another, ``offsets`` their bounds): a word is a run of bytes that ``in_word`` (256 entries,
+    1 inside a word) marks, inside one document; its hash fmix64(sum_j byte_j * M^j + length * G)
+    over its bytes j = 0, 1, ... (pipeline.dedup.normalize). One pass over the bytes."""
     data = np.ascontiguousarray(data, dtype=np.uint8)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    counts = _count_words(data, offsets, in_word)
-    doc_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=doc_offsets[1:])
+    in_word = np.ascontiguousarray(in_word, dtype=np.uint8)
+    docs = len(offsets) - 1
+    # A document of b bytes has at most (b + 1) // 2 words; one more slot for the last store.
+    raw = np.empty((len(data) + docs) // 2 + docs + 1, np.uint64)
+    doc_offsets = np.zeros(docs + 1, np.int64)
+    n, long_docs = _raw_word_hashes(data, offsets, in_word, _POWER_TABLE, raw, doc_offsets)
+    if len(long_docs):
+        _rehash_words(data, offsets, in_word, doc_offsets, np.asarray(long_docs, np.int64), raw)
+    _finish(raw, n)
+    return raw[:n].copy(), doc_offsets
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_bounds(data, offsets, in_word, doc_offsets, starts, ends):
+    for d in range(offsets.shape[0] - 1):
+        w = doc_offsets[d]
+        inside = False
+        for i in range(offsets[d], offsets[d + 1]):
+            if in_word[data[i]]:
+                if not inside:
+                    starts[w] = i
+                    inside = True
+            elif inside:
+                ends[w] = i
+                w += 1
+                inside = False
+        if inside:
+            ends[w] = offsets[d + 1]
+
+
+def word_bounds(data: np.ndarray, offsets: np.ndarray, in_word: np.ndarray, doc_offsets: np.ndarray):
+    """``(starts, ends)``: each word's byte range in ``data``, the words :func:`word_hashes` found
+    (``doc_offsets`` its second result)."""
     total = int(doc_offsets[-1])
-    hashes = np.empty(total, np.uint64)
     starts, ends = np.empty(total, np.int64), np.empty(total, np.int64)
-    _fill_words(data, offsets, in_word, doc_offsets, hashes, starts, ends)
-    return hashes, starts, ends, doc_offsets
+    _fill_bounds(
+        np.ascontiguousarray(data, dtype=np.uint8),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        np.ascontiguousarray(in_word, dtype=np.uint8),
+        doc_offsets,
+        starts,
+        ends,
+    )
+    return starts, ends
 
 
 @numba.njit(cache=True, nogil=True)
@@ -159,3 +232,156 @@ def polynomial_shingles(word_hashes: np.ndarray, word_offsets: np.ndarray, ngram
     hashes = np.ascontiguousarray(word_hashes, dtype=np.uint64)
     _fill_shingles(hashes, word_offsets, np.int64(ngram), np.uint64(seed), np.uint64(k), offsets, out)
     return out, offsets
+
+
+_MOST_PER_BUCKET = 64  # a bucket fuller than this (values far from uniform) sorts the piece plainly
+
+
+@numba.njit(cache=True, nogil=True)
+def _sort_distinct(values, lo, hi, width, scratch, ends):
+    """Sorts ``values[lo:hi]`` in place and moves its distinct values to the front; returns where
+    they end. Hashes are uniform, so a pass of bucketing by their top bits (about two values a
+    bucket) leaves only neighbours out of order, which an insertion sort puts right."""
+    n = hi - lo
+    if n < 2:
+        return hi
+    bits = 1
+    while (1 << (bits + 1)) < n:
+        bits += 1
+    buckets = 1 << bits
+    shift = np.uint64(width - bits)
+    ends[: buckets + 1] = 0
+    for i in range(lo, hi):
+        ends[(np.uint64(values[i]) >> shift) + 1] += 1
+    most = 0
+    for b in range(buckets):
+        most = max(most, ends[b + 1])
+        ends[b + 1] += ends[b]
+    if most > _MOST_PER_BUCKET:
+        values[lo:hi].sort()
+    else:
+        for i in range(lo, hi):
+            v = values[i]
+            b = np.uint64(v) >> shift
+            scratch[ends[b]] = v
+            ends[b] += 1
+        for i in range(1, n):
+            v = scratch[i]
+            j = i
+            while j > 0 and scratch[j - 1] > v:
+                scratch[j] = scratch[j - 1]
+                j -= 1
+            scratch[j] = v
+        values[lo:hi] = scratch[:n]
+    m = lo + 1
+    for i in range(lo + 1, hi):
+        v = values[i]
+        if v != values[m - 1]:
+            values[m] = v
+            m += 1
+    return m
+
+
+@numba.njit(cache=True, nogil=True)
+def _distinct_sorted(values, offsets, width, out, out_offsets):
+    longest = 0
+    for d in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    scratch = np.empty(longest, out.dtype)
+    ends = np.empty(longest + 2, np.int64)
+    n = 0
+    for d in range(offsets.shape[0] - 1):
+        lo, hi = offsets[d], offsets[d + 1]
+        out[n : n + hi - lo] = values[lo:hi]
+        n = _sort_distinct(out, n, n + hi - lo, width, scratch, ends)
+        out_offsets[d + 1] = n
+    return n
+
+
+def distinct_sorted(values: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, offsets)``: each document's distinct values ``values[offsets[d]:offsets[d + 1]]``
+    (unsigned integers, best uniform: hashes), sorted, one document after another (the dtype
+    kept)."""
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    values = np.ascontiguousarray(values)
+    out = np.empty(int(offsets[-1] - offsets[0]), values.dtype)
+    out_offsets = np.zeros(len(offsets), np.int64)
+    n = _distinct_sorted(values, offsets, np.int64(values.dtype.itemsize * 8), out, out_offsets)
+    return out[:n].copy(), out_offsets
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_shingle_sets(word_hashes, word_offsets, ngram, seed, k, out, out_offsets):
+    longest = 0
+    for d in range(word_offsets.shape[0] - 1):
+        longest = max(longest, word_offsets[d + 1] - word_offsets[d])
+    scratch = np.empty(longest, np.uint64)
+    ends = np.empty(longest + 2, np.int64)
+    n = 0
+    for d in range(word_offsets.shape[0] - 1):
+        first, words = word_offsets[d], word_offsets[d + 1] - word_offsets[d]
+        size = min(words, ngram)
+        length = np.uint64(size) * _GOLDEN
+        shingles = max(words - ngram + 1, 1) if words else 0
+        for i in range(shingles):
+            h = seed
+            for j in range(size):
+                h = h * k + word_hashes[first + i + j]
+            h = _fmix64(h + length)
+            out[n + i] = (h << np.uint64(32)) | (h >> np.uint64(32))
+        n = _sort_distinct(out, n, n + shingles, 64, scratch, ends)
+        out_offsets[d + 1] = n
+    return n
+
+
+def polynomial_shingle_sets(word_hashes: np.ndarray, word_offsets: np.ndarray, ngram: int, seed, k):
+    """``(values, offsets)``: :func:`distinct_sorted` of :func:`polynomial_shingles`' hashes with
+    their halves swapped (the wide shingle hashes of pipeline.dedup.minhash), in one pass: each
+    document's shingles are hashed, sorted and made distinct while they are in the cache."""
+    word_offsets = np.ascontiguousarray(word_offsets, dtype=np.int64)
+    counts = np.diff(word_offsets)
+    total = int(np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0).sum())
+    out = np.empty(total, np.uint64)
+    out_offsets = np.zeros(len(word_offsets), np.int64)
+    hashes = np.ascontiguousarray(word_hashes, dtype=np.uint64)
+    n = _fill_shingle_sets(hashes, word_offsets, np.int64(ngram), np.uint64(seed), np.uint64(k), out, out_offsets)
+    return out[:n].copy(), out_offsets
+
+
+@numba.njit(cache=True, nogil=True)
+def _combine(hashes, offsets, multipliers, out):
+    for d in range(offsets.shape[0] - 1):
+        lo, hi = offsets[d], offsets[d + 1]
+        total = np.uint64(0)
+        for i in range(lo, hi):
+            total += hashes[i] * multipliers[i - lo]
+        out[d] = _fmix64(total + np.uint64(hi - lo) * _GOLDEN)
+
+
+def combine_hashes(hashes: np.ndarray, offsets: np.ndarray, multipliers: np.ndarray) -> np.ndarray:
+    """One uint64 per document: fmix64(sum_i hashes[i] * multipliers[i] + count * G) over its
+    hashes ``hashes[offsets[d]:offsets[d + 1]]`` in order (``multipliers`` at least as long as
+    the longest document); pipeline.dedup.normalize's exact hash."""
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    out = np.empty(len(offsets) - 1, np.uint64)
+    _combine(np.ascontiguousarray(hashes, np.uint64), offsets, np.ascontiguousarray(multipliers, np.uint64), out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _band_keys(signatures, rows, seeds, out):
+    for d in range(signatures.shape[0]):
+        for band in range(seeds.shape[0]):
+            key = seeds[band]
+            for j in range(band * rows, (band + 1) * rows):
+                key = _fmix64((key ^ np.uint64(signatures[d, j])) * _GOLDEN)
+            out[d, band] = key
+
+
+def band_keys(signatures: np.ndarray, rows: int, seeds: np.ndarray) -> np.ndarray:
+    """``(documents, len(seeds))`` uint64: band ``i``'s key starts at ``seeds[i]`` and takes in
+    each of its ``rows`` signature values v in order as key = fmix64((key ^ v) * G)
+    (pipeline.dedup.minhash)."""
+    out = np.empty((signatures.shape[0], len(seeds)), np.uint64)
+    _band_keys(np.ascontiguousarray(signatures), np.int64(rows), np.ascontiguousarray(seeds, np.uint64), out)
+    return out

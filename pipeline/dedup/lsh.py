@@ -51,7 +51,7 @@ from pipeline.dedup.minhash import (
     MinHashParams,
     band_keys,
     minhash_signatures,
-    polynomial_shingle_hashes,
+    polynomial_shingle_sets,
     sha1_shingle_hashes,
     shingle_sets,
     signature_hashes,
@@ -153,10 +153,9 @@ def _signature_batch(texts: pa.Array | pa.ChunkedArray, params: MinHashParams) -
     if not params.near:
         return columns
     if params.shingle_hash == "sha1":
-        hashes, offsets = sha1_shingle_hashes(found, params.ngram, wide=True)
+        sets, set_offsets = shingle_sets(*sha1_shingle_hashes(found, params.ngram, wide=True))
     else:
-        hashes, offsets = polynomial_shingle_hashes(found.hashes, found.doc_offsets, params.ngram, wide=True)
-    sets, set_offsets = shingle_sets(hashes, offsets)
+        sets, set_offsets = polynomial_shingle_sets(found.hashes, found.doc_offsets, params.ngram)
     # The signatures permute the 32-bit hashes (the low halves), datasketch's; the minimum over
     # them is the same with repeats or without, so the 64-bit set's low halves do.
     signatures = minhash_signatures(signature_hashes(sets), set_offsets, params.num_perm, params.seed, params.scheme)

@@ -77,7 +77,6 @@ _GOLDEN = _U64(0x9E3779B97F4A7C15)
 # The legacy scheme's permutations are applied to a quarter of this many shingles at a time: a
 # (num_perm x that) uint64 buffer, 2 MiB at 128 permutations.
 _SHINGLES_PER_STEP = 8192
-_SHINGLES_PER_SORT = 1 << 12
 
 
 @dataclass(frozen=True)
@@ -243,49 +242,24 @@ def signature_hashes(wide: np.ndarray) -> np.ndarray:
 
 def shingle_sets(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each document's distinct shingle hashes, sorted: ``(values, offsets)`` like the input
-    (uint32 or uint64, as given). Sorted a few thousand at a time (document number in the high
-    bits of the sort key)."""
-    offsets = np.asarray(offsets, dtype=np.int64)
+    (uint32 or uint64, as given). One compiled pass, document by document
+    (:func:`pipeline.dedup.kernels.distinct_sorted`)."""
+    from pipeline.dedup.kernels import distinct_sorted  # numba: imported by the processes that sign
+
     hashes = np.asarray(hashes)
-    counts = np.diff(offsets)
-    docs = len(counts)
-    sort = _sorted_within_documents_32 if hashes.dtype == np.uint32 else _sorted_within_documents_64
-    values, set_counts = [], np.zeros(docs, np.int64)
-    first = 0
-    while first < docs:
-        stop = int(np.searchsorted(offsets, offsets[first] + _SHINGLES_PER_SORT, side="right")) - 1
-        stop = min(max(stop, first + 1), docs)
-        lo, hi = offsets[first], offsets[stop]
-        local = np.repeat(np.arange(stop - first, dtype=np.uint64), counts[first:stop])
-        local, ordered = sort(local, hashes[lo:hi])
-        distinct = np.ones(len(ordered), dtype=bool)
-        distinct[1:] = (ordered[1:] != ordered[:-1]) | (local[1:] != local[:-1])
-        set_counts[first:stop] = np.bincount(local[distinct].astype(np.int64), minlength=stop - first)
-        values.append(ordered[distinct])
-        first = stop
-    set_offsets = np.zeros(docs + 1, np.int64)
-    np.cumsum(set_counts, out=set_offsets[1:])
-    return (np.concatenate(values) if values else np.zeros(0, hashes.dtype)), set_offsets
+    if hashes.dtype not in (np.uint32, np.uint64):
+        raise TypeError(f"shingle hashes are uint32 or uint64, not {hashes.dtype}")
+    return distinct_sorted(hashes, np.asarray(offsets, dtype=np.int64))
 
 
-def _sorted_within_documents_32(local: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(local, hashes)`` sorted by document (``local``, non-decreasing), then hash: one sort of
-    the document in the high 32 bits and the hash in the low 32."""
-    keys = np.sort((local << _U64(32)) | hashes.astype(np.uint64))
-    return keys >> _U64(32), (keys & MAX_HASH_32).astype(np.uint32)
+def polynomial_shingle_sets(
+    word_hashes: np.ndarray, word_offsets: np.ndarray, ngram: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`shingle_sets` of the wide :func:`polynomial_shingle_hashes`, in one compiled pass
+    that hashes, sorts and makes distinct each document's shingles while they are in the cache."""
+    from pipeline.dedup.kernels import polynomial_shingle_sets as sets
 
-
-def _sorted_within_documents_64(local: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """As :func:`_sorted_within_documents_32` for 64-bit hashes: one argsort of the document in
-    the high bits and the hash's top bits below it; hashes that tie on those bits (rare) and end
-    up out of order send the piece to an exact two-key sort."""
-    shift = _U64(max(int(local[-1]).bit_length(), 1)) if len(local) else _U64(1)
-    order = np.argsort((local << (_U64(64) - shift)) | (hashes >> shift))
-    ordered = hashes[order]
-    if np.any((ordered[1:] < ordered[:-1]) & (local[1:] == local[:-1])):
-        order = np.lexsort((hashes, local))
-        ordered = hashes[order]
-    return local, ordered
+    return sets(word_hashes, word_offsets, ngram, _SHINGLE_SEED, _SHINGLE_K)
 
 
 # --- signatures -------------------------------------------------------------------------------
@@ -470,9 +444,6 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     docs, num_perm = signatures.shape
     if bands * rows > num_perm:
         raise ValueError(f"bands x rows ({bands} x {rows}) exceeds the signature length {num_perm}")
-    values = signatures[:, : bands * rows].astype(np.uint64).reshape(docs, bands, rows)
-    keys = np.broadcast_to(fmix64(np.arange(bands, dtype=np.uint64) + _U64(_BAND_SEED)), (docs, bands)).copy()
-    with np.errstate(over="ignore"):
-        for j in range(rows):
-            keys = fmix64((keys ^ values[:, :, j]) * _GOLDEN)
-    return keys
+    from pipeline.dedup.kernels import band_keys as keys  # one compiled pass, no (documents, bands) temporaries
+
+    return keys(signatures, rows, fmix64(np.arange(bands, dtype=np.uint64) + _U64(_BAND_SEED)))

@@ -19,14 +19,14 @@ returns the words joined by single spaces. ``"Ｈｅｌｌｏ, World!! 你好"``
 ``"hello world 你 好"``. Normalizing is idempotent: a normalized text normalizes to itself, so it
 has the words, shingles and exact hash of the text it came from.
 
-How it runs, per batch (measured on 20,000 news articles of 2 KB, one core): NFKC and lowercase run
-in Python's C code, document by document (about 0.15 s for the batch: ASCII documents take a fast
-path, and NFKC's quick check passes over text that is already normalized); the non-ASCII rules of
-steps 2 and 3 are one polars regular expression over the documents that contain non-ASCII
-characters; the rest is one compiled pass over the UTF-8 bytes of the whole batch
-(:func:`pipeline.dedup.kernels.word_spans`): a 256-entry table marks separator bytes (ASCII
-whitespace, control characters, punctuation and symbols), and words are the runs between them,
-never across a document's end.
+How it runs, per batch (measured on 20,000 news articles of 2 KB, one core): ASCII documents (three
+in four) are lowercased by Arrow and never become Python strings; the others go through NFKC and
+lowercase in Python's C code, document by document (NFKC's quick check passes over text that is
+already normalized), then the non-ASCII rules of steps 2 and 3, one polars regular expression, and
+take their places back. The rest is one compiled pass over the UTF-8 bytes of the whole batch
+(:func:`pipeline.dedup.kernels.word_hashes`): a 256-entry table marks word bytes (not ASCII
+whitespace, control characters, punctuation or symbols), and words are the runs of them, never
+across a document's end.
 
 Word hashes (:func:`word_hashes`) are a polynomial hash of each word's bytes modulo 2^64, sum_j
 byte_j * M^j with a fixed odd M, plus the length, finished with the MurmurHash3 64-bit finalizer,
@@ -44,10 +44,12 @@ import string
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.formats.hashing import fmix64
 
@@ -69,7 +71,8 @@ _SEPARATOR_BYTES[:0x21] = True  # control characters and space
 _SEPARATOR_BYTES[0x7F] = True
 for _char in string.punctuation:  # ASCII punctuation and symbols: all of them are Unicode P* or S*
     _SEPARATOR_BYTES[ord(_char)] = True
-_WORD_BYTE_TABLE = bytes((~_SEPARATOR_BYTES).astype(np.uint8))  # byte -> 1 inside a word, 0 between
+_IN_WORD = (~_SEPARATOR_BYTES).astype(np.uint8)  # byte -> 1 inside a word, 0 between
+_WORD_BYTE_TABLE = bytes(_IN_WORD)
 
 _U64 = np.uint64
 _GOLDEN = _U64(0x9E3779B97F4A7C15)
@@ -97,40 +100,43 @@ class _Multipliers:
 _WORD_MULTIPLIERS = _Multipliers(_WORD_SEED)
 
 
-def _as_pylist(texts: Texts) -> list:
+def _as_arrow(texts: Texts) -> pa.Array:
     if isinstance(texts, pl.Series):
-        return texts.to_list()
-    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
-        return texts.to_pylist()
-    return list(texts)
+        texts = texts.to_arrow()
+    elif not isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        texts = pa.array(list(texts), pa.large_string())
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.large_string())
+    return texts.cast(pa.large_string())
 
 
-def prepare_texts(texts: Texts) -> pa.LargeStringArray:
-    """Steps 1 to 3 of the normalization, except the ASCII separators, which stay as they are
-    (the byte-level tokenizer treats them as separators). Nulls become empty strings."""
+def _prepare_non_ascii(texts: list[str]) -> list[str]:
     prepared = []
-    non_ascii = []
-    for text in _as_pylist(texts):
-        if text is None:
-            text = ""
-        if text.isascii():
-            prepared.append(text.lower())
-            continue
+    for text in texts:
         # Invisible characters go first, so that NFKC composes a letter with a mark they separated;
         # NFKC again after lowercasing, which can leave a letter and a mark that compose
         # ("W\u030a" lowercases to "w\u030a", which is "\u1e98"). So the result is a fixed point.
         for char in INVISIBLE_IN_WORDS:
             if char in text:
                 text = text.replace(char, "")
-        text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).lower())
-        non_ascii.append(len(prepared))
-        prepared.append(text)
-    if non_ascii:
-        ruled = pl.Series([prepared[i] for i in non_ascii], dtype=pl.String)
-        ruled = ruled.str.replace_all(_NON_ASCII_RULES, " $1 ").to_list()
-        for i, text in zip(non_ascii, ruled):
-            prepared[i] = text
-    return pa.array(prepared, type=pa.large_string())
+        prepared.append(unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).lower()))
+    return pl.Series(prepared, dtype=pl.String).str.replace_all(_NON_ASCII_RULES, " $1 ").to_list()
+
+
+def prepare_texts(texts: Texts) -> pa.LargeStringArray:
+    """Steps 1 to 3 of the normalization, except the ASCII separators, which stay as they are
+    (the byte-level tokenizer treats them as separators). Nulls become empty strings.
+
+    ASCII documents are lowercased in Arrow and never become Python strings; the others go
+    through Python's NFKC and lowercase and the polars rules, and take their places back."""
+    texts = pc.fill_null(_as_arrow(texts), "")
+    lowered = pc.ascii_lower(texts)
+    non_ascii = pc.invert(pc.string_is_ascii(texts))
+    rows = np.flatnonzero(non_ascii.to_numpy(zero_copy_only=False))
+    if len(rows) == 0:
+        return lowered
+    prepared = pa.array(_prepare_non_ascii(texts.take(pa.array(rows)).to_pylist()), pa.large_string())
+    return pc.replace_with_mask(lowered, non_ascii, prepared)
 
 
 def _utf8_buffers(array: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
@@ -145,14 +151,29 @@ def _utf8_buffers(array: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
 class Words:
     """The words of a batch of documents, as hashes.
 
-    ``hashes[doc_offsets[d]:doc_offsets[d + 1]]`` are document ``d``'s words in order; ``starts``
-    and ``ends`` are each word's byte range in ``data``, the UTF-8 bytes of the prepared texts."""
+    ``hashes[doc_offsets[d]:doc_offsets[d + 1]]`` are document ``d``'s words in order; ``data``
+    and ``offsets`` are the UTF-8 bytes of the prepared texts and each document's range in them;
+    :attr:`starts` and :attr:`ends` are each word's byte range in ``data`` (found when first
+    asked for: signatures from the polynomial shingle hash never need them)."""
 
     hashes: np.ndarray  # uint64, one per word
     doc_offsets: np.ndarray  # int64, documents + 1
-    starts: np.ndarray  # int64 byte offsets into data
-    ends: np.ndarray
     data: np.ndarray  # uint8
+    offsets: np.ndarray  # int64, documents + 1: byte offsets into data
+
+    @cached_property
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        from pipeline.dedup.kernels import word_bounds
+
+        return word_bounds(self.data, self.offsets, _IN_WORD, self.doc_offsets)
+
+    @property
+    def starts(self) -> np.ndarray:
+        return self._bounds[0]
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self._bounds[1]
 
     @property
     def counts(self) -> np.ndarray:
@@ -191,18 +212,15 @@ class Words:
         return [text.split(" ") if text else [] for text in self.joined()]
 
 
-_IN_WORD = ~_SEPARATOR_BYTES
-
-
 def words(texts: Texts, prepared: pa.LargeStringArray | None = None) -> Words:
     """Hash the words of every document of a batch (see the module's docstring)."""
-    from pipeline.dedup.kernels import word_spans
+    from pipeline.dedup.kernels import word_hashes as hash_words
 
     if prepared is None:
         prepared = prepare_texts(texts)
     data, offsets = _utf8_buffers(prepared)
-    hashes, starts, ends, doc_offsets = word_spans(data, offsets, _IN_WORD)
-    return Words(hashes=hashes, doc_offsets=doc_offsets, starts=starts, ends=ends, data=data)
+    hashes, doc_offsets = hash_words(data, offsets, _IN_WORD)
+    return Words(hashes=hashes, doc_offsets=doc_offsets, data=data, offsets=offsets)
 
 
 def word_hashes(texts: Texts) -> tuple[np.ndarray, np.ndarray]:
@@ -215,18 +233,11 @@ def word_hashes(texts: Texts) -> tuple[np.ndarray, np.ndarray]:
 def combine_word_hashes(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """One uint64 per document from its words' hashes, in order (a multiplier per word position,
     the word count, then the finalizer)."""
-    counts = np.diff(offsets)
-    docs = len(counts)
-    if len(hashes) == 0:
-        return fmix64(np.zeros(docs, np.uint64))
-    position = np.arange(len(hashes), dtype=np.int64) - np.repeat(offsets[:-1], counts)
-    multipliers = _WORD_MULTIPLIERS.upto(int(counts.max()) + 1)
-    with np.errstate(over="ignore"):
-        terms = hashes * multipliers[position]
-        sums = np.zeros(docs, dtype=np.uint64)
-        nonempty = counts > 0
-        sums[nonempty] = np.add.reduceat(terms, offsets[:-1][nonempty])
-        return fmix64(sums + counts.astype(np.uint64) * _GOLDEN)
+    from pipeline.dedup.kernels import combine_hashes
+
+    offsets = np.asarray(offsets, dtype=np.int64)
+    longest = int(np.diff(offsets).max()) if len(offsets) > 1 else 0
+    return combine_hashes(hashes, offsets, _WORD_MULTIPLIERS.upto(longest + 1))
 
 
 def exact_hash(texts: Texts) -> np.ndarray:

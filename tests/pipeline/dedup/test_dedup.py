@@ -51,6 +51,7 @@ from pipeline.dedup.minhash import (
     signature_hashes,
 )
 from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, word_hashes
+from pipeline.dedup.normalize import words as find_words
 from pipeline.filters.engine import apply_filters
 from pipeline.formats.documents import REMOVED_SCHEMA
 from pipeline.stages import dedup as stage_module
@@ -195,6 +196,8 @@ def test_word_hashes_equal_the_plain_reading_whatever_the_batch():
     vocabulary = make_vocabulary(rng, 300)
     texts = [random_text(rng, vocabulary, rng.randint(0, 60)) for _ in range(40)] + MIXED_TEXTS
     texts.insert(5, "x" * 5000)  # one long word
+    # Words about the power table's length (64 bytes), alone and among short words.
+    texts += ["y" * n for n in (63, 64, 65, 128, 129)] + ["a " + "z" * 65 + " b " + "w" * 64 + " c"]
     texts[7:7] = ["", "...", "ends-with-a-word", "starts the next"]  # documents never share a word
     whole, whole_offsets = word_hashes(texts)
     one_at_a_time = [word_hashes([t])[0] for t in texts]
@@ -264,20 +267,37 @@ def test_signature_files_keep_64_bit_sets_and_permute_their_32_bit_low_halves(sh
     assert columns["shingles"].tolist() == [len(s) for s in expected]
 
 
-def test_shingle_sets_of_64_bit_hashes_are_sorted_and_distinct_per_document(monkeypatch):
-    monkeypatch.setattr(minhash_module, "_SHINGLES_PER_SORT", 64)  # many pieces, documents across them
+@pytest.mark.parametrize("dtype", [np.uint64, np.uint32])
+def test_shingle_sets_are_sorted_and_distinct_per_document_however_the_values_spread(dtype):
+    """The sort buckets values by their top bits: uniform values, repeats, values equal in all but
+    their lowest bits, and documents whose values all share their top bits (one full bucket, which
+    sorts the document plainly) all come out sorted and distinct."""
     rng = np.random.default_rng(5)
-    offsets = np.concatenate([[0], np.cumsum(rng.integers(0, 40, 60))])
-    hashes = rng.integers(0, 2**63, int(offsets[-1]), dtype=np.int64).astype(np.uint64) << np.uint64(1)
-    # Repeats, and values equal but in their lowest bits (ties for the sort key's top bits).
-    hashes[::3] = NEAR_TIES[rng.integers(0, 3, len(hashes[::3]))] | rng.integers(0, 9, len(hashes[::3])).astype(
-        np.uint64
-    )
+    top = np.iinfo(dtype).max
+    counts = np.concatenate([rng.integers(0, 40, 60), [3_000, 500, 1, 2]])
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    hashes = rng.integers(0, top, int(offsets[-1]), dtype=dtype, endpoint=True)
+    ties = (NEAR_TIES >> np.uint64(64 - 8 * np.dtype(dtype).itemsize)).astype(dtype)
+    hashes[::3] = ties[rng.integers(0, 3, len(hashes[::3]))] | rng.integers(0, 9, len(hashes[::3])).astype(dtype)
+    crowded = slice(offsets[60], offsets[61])  # 3,000 values below 2^12: all in the first bucket
+    hashes[crowded] = rng.integers(0, 1 << 12, counts[60]).astype(dtype)
     values, set_offsets = shingle_sets(hashes, offsets)
-    assert values.dtype == np.uint64
+    assert values.dtype == dtype
     for d in range(len(offsets) - 1):
         expected = sorted(set(hashes[offsets[d] : offsets[d + 1]].tolist()))
         assert values[set_offsets[d] : set_offsets[d + 1]].tolist() == expected
+
+
+def test_polynomial_shingle_sets_are_the_sets_of_the_wide_shingle_hashes():
+    texts = corpus_for_signatures() + ["a a a a a a a a a a a a", "", "one"]
+    found = find_words(texts)
+    wide, offsets = minhash_module.polynomial_shingle_hashes(found.hashes, found.doc_offsets, 5, wide=True)
+    expected_values, expected_offsets = shingle_sets(wide, offsets)
+    values, set_offsets = minhash_module.polynomial_shingle_sets(found.hashes, found.doc_offsets, 5)
+    assert np.array_equal(set_offsets, expected_offsets) and np.array_equal(values, expected_values)
+    assert [values[a:b].tolist() for a, b in zip(set_offsets[:-1], set_offsets[1:])] == [
+        sorted(set(wide[a:b].tolist())) for a, b in zip(offsets[:-1], offsets[1:])
+    ]
 
 
 def test_short_documents_have_one_shingle_of_all_their_words():
