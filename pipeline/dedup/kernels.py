@@ -283,10 +283,16 @@ def _sort_distinct(values, lo, hi, width, scratch, ends):
 
 
 @numba.njit(cache=True, nogil=True)
-def _distinct_sorted(values, offsets, width, out, out_offsets):
+def _longest(offsets):
     longest = 0
     for d in range(offsets.shape[0] - 1):
         longest = max(longest, offsets[d + 1] - offsets[d])
+    return longest
+
+
+@numba.njit(cache=True, nogil=True)
+def _distinct_sorted(values, offsets, width, out, out_offsets):
+    longest = _longest(offsets)
     scratch = np.empty(longest, out.dtype)
     ends = np.empty(longest + 2, np.int64)
     n = 0
@@ -312,9 +318,7 @@ def distinct_sorted(values: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray
 
 @numba.njit(cache=True, nogil=True)
 def _fill_shingle_sets(word_hashes, word_offsets, ngram, seed, k, out, out_offsets):
-    longest = 0
-    for d in range(word_offsets.shape[0] - 1):
-        longest = max(longest, word_offsets[d + 1] - word_offsets[d])
+    longest = _longest(word_offsets)  # a document's shingles are at most its words
     scratch = np.empty(longest, np.uint64)
     ends = np.empty(longest + 2, np.int64)
     n = 0
