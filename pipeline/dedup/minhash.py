@@ -72,7 +72,6 @@ _U64 = np.uint64
 _SHINGLE_K = _U64(0x9FB21C651E98DF25)
 _SHINGLE_SEED = _U64(0x5EED_5B1E)
 _BAND_SEED = 0x5EED_BA4D
-_GOLDEN = _U64(0x9E3779B97F4A7C15)
 
 # The legacy scheme's permutations are applied to a quarter of this many shingles at a time: a
 # (num_perm x that) uint64 buffer, 2 MiB at 128 permutations.

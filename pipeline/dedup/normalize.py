@@ -75,7 +75,6 @@ _IN_WORD = (~_SEPARATOR_BYTES).astype(np.uint8)  # byte -> 1 inside a word, 0 be
 _WORD_BYTE_TABLE = bytes(_IN_WORD)
 
 _U64 = np.uint64
-_GOLDEN = _U64(0x9E3779B97F4A7C15)
 _WORD_SEED = 0x5EED_0D0C
 
 
