@@ -205,18 +205,35 @@ def word_bounds(data: np.ndarray, offsets: np.ndarray, in_word: np.ndarray, doc_
     return starts, ends
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _document_shingles(word_hashes, first, words, ngram, seed, k, out, at):
+    """Writes the shingle hashes of the document whose ``words`` words start at ``first`` to
+    ``out[at:]``; returns how many."""
+    size = min(words, ngram)
+    length = np.uint64(size) * _GOLDEN
+    shingles = max(words - ngram + 1, 1) if words else 0
+    for i in range(shingles):
+        h = seed
+        for j in range(size):
+            h = h * k + word_hashes[first + i + j]
+        out[at + i] = _fmix64(h + length)
+    return shingles
+
+
 @numba.njit(cache=True, nogil=True)
 def _fill_shingles(word_hashes, word_offsets, ngram, seed, k, offsets, out):
     for d in range(word_offsets.shape[0] - 1):
-        first, words = word_offsets[d], word_offsets[d + 1] - word_offsets[d]
-        size = min(words, ngram)
-        length = np.uint64(size) * _GOLDEN
-        position = offsets[d]
-        for i in range(offsets[d + 1] - offsets[d]):
-            h = seed
-            for j in range(size):
-                h = h * k + word_hashes[first + i + j]
-            out[position + i] = _fmix64(h + length)
+        words = word_offsets[d + 1] - word_offsets[d]
+        _document_shingles(word_hashes, word_offsets[d], words, ngram, seed, k, out, offsets[d])
+
+
+def _shingle_offsets(word_offsets: np.ndarray, ngram: int) -> np.ndarray:
+    """Each document's shingle range: ``ngram``-word runs, one of all its words when it has
+    fewer, none when it has none."""
+    counts = np.diff(word_offsets)
+    offsets = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0), out=offsets[1:])
+    return offsets
 
 
 def polynomial_shingles(word_hashes: np.ndarray, word_offsets: np.ndarray, ngram: int, seed, k):
@@ -224,10 +241,7 @@ def polynomial_shingles(word_hashes: np.ndarray, word_offsets: np.ndarray, ngram
     all its words when it has fewer, none when it has none), fmix64(Horner's rule from ``seed``
     with multiplier ``k`` over the words' hashes + size * G) (pipeline.dedup.minhash)."""
     word_offsets = np.ascontiguousarray(word_offsets, dtype=np.int64)
-    counts = np.diff(word_offsets)
-    shingles = np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0)
-    offsets = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(shingles, out=offsets[1:])
+    offsets = _shingle_offsets(word_offsets, ngram)
     out = np.empty(int(offsets[-1]), np.uint64)
     hashes = np.ascontiguousarray(word_hashes, dtype=np.uint64)
     _fill_shingles(hashes, word_offsets, np.int64(ngram), np.uint64(seed), np.uint64(k), offsets, out)
@@ -323,16 +337,10 @@ def _fill_shingle_sets(word_hashes, word_offsets, ngram, seed, k, out, out_offse
     ends = np.empty(longest + 2, np.int64)
     n = 0
     for d in range(word_offsets.shape[0] - 1):
-        first, words = word_offsets[d], word_offsets[d + 1] - word_offsets[d]
-        size = min(words, ngram)
-        length = np.uint64(size) * _GOLDEN
-        shingles = max(words - ngram + 1, 1) if words else 0
-        for i in range(shingles):
-            h = seed
-            for j in range(size):
-                h = h * k + word_hashes[first + i + j]
-            h = _fmix64(h + length)
-            out[n + i] = (h << np.uint64(32)) | (h >> np.uint64(32))
+        words = word_offsets[d + 1] - word_offsets[d]
+        shingles = _document_shingles(word_hashes, word_offsets[d], words, ngram, seed, k, out, n)
+        for i in range(n, n + shingles):  # the wide hash: halves swapped
+            out[i] = (out[i] << np.uint64(32)) | (out[i] >> np.uint64(32))
         n = _sort_distinct(out, n, n + shingles, 64, scratch, ends)
         out_offsets[d + 1] = n
     return n
@@ -343,9 +351,7 @@ def polynomial_shingle_sets(word_hashes: np.ndarray, word_offsets: np.ndarray, n
     their halves swapped (the wide shingle hashes of pipeline.dedup.minhash), in one pass: each
     document's shingles are hashed, sorted and made distinct while they are in the cache."""
     word_offsets = np.ascontiguousarray(word_offsets, dtype=np.int64)
-    counts = np.diff(word_offsets)
-    total = int(np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0).sum())
-    out = np.empty(total, np.uint64)
+    out = np.empty(int(_shingle_offsets(word_offsets, ngram)[-1]), np.uint64)
     out_offsets = np.zeros(len(word_offsets), np.int64)
     hashes = np.ascontiguousarray(word_hashes, dtype=np.uint64)
     n = _fill_shingle_sets(hashes, word_offsets, np.int64(ngram), np.uint64(seed), np.uint64(k), out, out_offsets)
