@@ -17,7 +17,13 @@ hold each to a plain reading of that definition (the minima to datasketch's too)
 
 * :func:`polynomial_shingles`: each shingle's 64-bit hash, Horner's rule over its words' hashes,
   where numpy makes n passes over shifted views of every word position, then gathers each
-  document's shingles and hashes short documents on their own.
+  document's shingles and hashes short documents on their own; :func:`polynomial_shingle_sets`
+  the same hashes sorted and made distinct per document in the same pass
+  (:func:`distinct_sorted` for hashes made elsewhere): a bucket pass on the top bits, then an
+  insertion sort, where numpy sorted the batch with the document number in the key.
+
+* :func:`combine_hashes` (the exact hash) and :func:`band_keys`: loops over each document's
+  values, where numpy built (documents x bands) temporaries once per row.
 
 Compiled on first use and cached next to this file (``cache=True``; numba falls back to its user
 cache folder where that is not writable), so a process pays the compilation once per machine.
