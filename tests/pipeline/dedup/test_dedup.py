@@ -829,3 +829,44 @@ def test_small_buckets_give_every_pair_and_large_ones_a_star(tmp_path):
     assert not any(100 < a and a < 100 + big for a, _ in pairs)  # no pair among the large bucket's others
     assert pairs[(7, 8)] and pairs[(7, 9)] and (8, 9) not in pairs
     assert len(pairs) == 3 + (big - 1) + 2
+
+
+def _candidate_pairs_plainly(keys: pl.DataFrame) -> pl.DataFrame:
+    """candidate_pairs read plainly in polars: buckets by (band, key), all pairs of a small
+    near-duplicate bucket, a star of each other bucket on its first document, one row per pair."""
+    bucket = ["band", "key"]
+    ranked = keys.sort(["band", "key", "doc"]).with_columns(
+        size=pl.len().over(bucket), doc_a=pl.col("doc").first().over(bucket)
+    )
+    small = (pl.col("band") != EXACT_BAND) & (pl.col("size") <= lsh_module.ALL_PAIRS_BUCKET)
+    star = ranked.filter(~small & (pl.col("doc") != pl.col("doc_a"))).select("band", "doc_a", doc_b="doc")
+    members = ranked.filter(small).select("band", "key", "doc")
+    every = members.join(members, on=bucket, suffix="_b").filter(pl.col("doc") < pl.col("doc_b"))
+    both = pl.concat([star, every.select("band", doc_a="doc", doc_b="doc_b")])
+    pairs = both.group_by(["doc_a", "doc_b"]).agg(exact=(pl.col("band") == EXACT_BAND).any())
+    return pairs.sort(["doc_a", "doc_b"]).select(
+        pl.col("doc_a").cast(pl.Int64), pl.col("doc_b").cast(pl.Int64), "exact"
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_candidate_pairs_are_those_of_the_plain_reading(tmp_path, seed):
+    """Random band keys over several files (buckets of 1 to 30 documents, the exact band among
+    them, pairs that meet in several bands): the same pairs, order and exact flags as a plain
+    polars reading of the rule."""
+    rng = np.random.default_rng(seed)
+    files = []
+    for f in range(3):
+        n = int(rng.integers(0, 400))
+        band = rng.integers(EXACT_BAND, 4, n).astype(np.int16)
+        key = rng.integers(0, 1 + int(rng.integers(1, 40)), n).astype(np.uint64)
+        doc = (f << 32) + rng.choice(1000, n, replace=False).astype(np.int64)
+        frame = pl.DataFrame({"band": band, "key": key, "doc": doc}).unique(["band", "doc"]).sort("band", "key", "doc")
+        path = tmp_path / f"part-{f}.parquet"
+        pq.write_table(frame.to_arrow().cast(lsh_module.BAND_KEYS_SCHEMA), path)
+        files.append(path)
+    expected = _candidate_pairs_plainly(pl.concat([pl.read_parquet(p) for p in files]))
+    got = candidate_pairs(files)
+    assert got.schema == expected.schema
+    assert got.equals(expected)
+    assert candidate_pairs([]).height == 0 and candidate_pairs([]).schema == expected.schema
