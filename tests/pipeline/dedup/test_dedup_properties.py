@@ -91,3 +91,21 @@ def test_shingle_count_is_the_word_count_less_the_shingle_size_plus_one(texts, n
         assert np.array_equal(signature_hashes(wide), narrow)
         again, _ = shingle_hashes(normalized, ngram, shingle_hash, wide=True)
         assert again.tobytes() == wide.tobytes()
+
+
+def test_the_non_ascii_rules_in_two_passes_give_what_one_pass_with_a_group_gave():
+    """Every code point (surrogates aside), alone, after a letter, between a letter and a mark and
+    twice in a row: the two passes of split_non_ascii match the one-pass rule they replaced
+    (an unspaced character with its marks, or a separator, in one alternation)."""
+    import polars as pl
+
+    from pipeline.dedup.normalize import _UNSPACED, split_non_ascii
+
+    one_pass = rf"([{_UNSPACED}]\p{{M}}*)|[[\p{{P}}\p{{S}}\p{{Z}}\p{{Cc}}\p{{Co}}\p{{Cn}}\p{{Cf}}]&&[^\x00-\x7f]]"
+    chars = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    texts = pl.Series([f"{c}a{c}\u0301{c}{c}\u3099b" for c in chars], dtype=pl.String)
+    expected = texts.str.replace_all(one_pass, " $1 ")
+    got = split_non_ascii(texts)
+    assert got.equals(expected)
+    # the case the separator class leaves out on purpose: a Han radical is a symbol (So) and a word
+    assert unicodedata.category("\u2e80") == "So" and split_non_ascii(pl.Series(["a\u2e80b"])).item() == "a \u2e80 b"
