@@ -58,6 +58,11 @@ included) over the timed part; docs/s per core is documents over CPU seconds.
   the connected components of the candidate pairs (scipy). No verification: datasketch's
   candidates are its answer. Documents without shingles are not inserted (their empty sketches
   would all collide).
+* rensa 0.5.0 (Rust, in its own virtualenv, one thread): ``RMinHash.from_token_sets`` over the
+  same prebuilt shingles as datasketch, then its ``RMinHashLSH`` with :data:`RENSA_BANDS` bands
+  (``insert_many``, ``query_all``), each candidate pair kept where the sketches' estimated Jaccard
+  reaches the threshold (the check its ``RMinHashDeduplicator`` makes), and the connected
+  components of the kept pairs (scipy).
 * datatrove 0.10.1: its four MinHash stages (``MinhashDedupSignature``, ``MinhashDedupBuckets``,
   ``MinhashDedupCluster`` with ``save_cluster_id``, ``MinhashDedupFilter`` with
   ``load_cluster_ids``, kept and removed documents written as zstd Parquet) with FineWeb's
@@ -69,8 +74,8 @@ included) over the timed part; docs/s per core is documents over CPU seconds.
   Its clusters are read back from the cluster ids its filter stage writes into each document's
   metadata (-1: in no cluster).
 
-Headlines: ``speed_ratio_vs_datasketch`` (ours, the clusters table, against datasketch's
-signatures + LSH + components) and ``speed_ratio_vs_datatrove`` (ours, clusters table and the
+Headlines: ``speed_ratio_vs_datasketch`` and ``speed_ratio_vs_rensa`` (ours, the clusters table,
+against each one's signatures + LSH + components) and ``speed_ratio_vs_datatrove`` (ours, clusters table and the
 filtering step, against datatrove's four stages); ``clusters_speed_ratio_vs_datatrove`` compares
 the clusters only (ours against datatrove's first three stages).
 
@@ -232,6 +237,61 @@ for name, pipeline, tasks in stages:
     report["cpu_s"][name], report["wall_s"][name] = cpu() - c, time.perf_counter() - w
 report["peak_rss_mib"] = int(re.search(r"VmHWM:\s+(\d+) kB", open("/proc/self/status").read()).group(1)) / 1024
 print(json.dumps(report))
+"""
+
+
+RENSA_PACKAGES = ["rensa==0.5.0", "numpy", "scipy"]
+RENSA_BANDS = 16  # 16 bands x 8 rows of its 128 slots: a candidate probability of 0.98 at 0.8
+
+# Run by rensa's interpreter: argv = [JSON list of each document's words joined by spaces, output
+# folder, threshold, permutations, bands]; the shingles are built before the clock starts, as
+# datasketch's are; writes labels.npy and pairs.npy, prints one JSON line.
+RENSA_SCRIPT = r"""
+import json, re, resource, sys, time
+from importlib.metadata import version
+
+import numpy as np
+from rensa import RMinHash, RMinHashLSH
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+words, out = json.load(open(sys.argv[1], encoding="utf-8")), sys.argv[2]
+threshold, num_perm, bands = float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+shingles = []
+for text in words:
+    w = text.split()
+    shingles.append([" ".join(w[i : i + 5]) for i in range(max(1, len(w) - 4))] if w else [])
+present = [i for i, s in enumerate(shingles) if s]
+shingles = [shingles[i] for i in present]
+
+
+def cpu():
+    return time.process_time()
+
+
+c, w = cpu(), time.perf_counter()
+sketches = RMinHash.from_token_sets(shingles, num_perm, 1)
+sketch_cpu = cpu() - c
+lsh = RMinHashLSH(threshold, num_perm, bands)
+lsh.insert_many(sketches, 0)
+left, right, candidates = [], [], 0
+for key, found in enumerate(lsh.query_all(sketches)):
+    for other in found:
+        if other > key:
+            candidates += 1
+            if sketches[key].jaccard(sketches[other]) >= threshold:  # RMinHashDeduplicator's check
+                left.append(present[key])
+                right.append(present[other])
+a, b, n = np.array(left, np.int64), np.array(right, np.int64), len(words)
+graph = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n)).tocsr()
+labels = connected_components(graph, directed=False)[1]
+cpu_all, wall_all = cpu() - c, time.perf_counter() - w
+np.save(f"{out}/labels.npy", labels.astype(np.int64))
+np.save(f"{out}/pairs.npy", np.stack([a, b]))
+peak = int(re.search(r"VmHWM:\s+(\d+) kB", open("/proc/self/status").read()).group(1)) / 1024
+print(json.dumps({"version": version("rensa"), "docs": n, "docs_with_shingles": len(present), "cpu_s": cpu_all,
+                  "wall_s": wall_all, "sketch_cpu_s": sketch_cpu, "candidate_pairs": candidates,
+                  "pairs_kept": len(a), "bands": bands, "rows": num_perm // bands, "peak_rss_mib": peak}))
 """
 
 
@@ -688,6 +748,25 @@ def datatrove_side(shards: list[Path], out_dir: Path, limit: int | None) -> dict
     }
 
 
+def rensa_side(shards: list[Path], out_dir: Path) -> dict:
+    """rensa's R-MinHash + its LSH over the same shingles as datasketch's (our words, five by five),
+    in its own virtualenv with one thread; returns its report, its labels and its kept pairs."""
+    from pipeline.dedup.normalize import words
+
+    python = peer_python("rensa-stage", RENSA_PACKAGES, ["rensa", "numpy", "scipy"])
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
+    _, texts = read_texts(shards)
+    (out_dir / "words.json").write_text(json.dumps([" ".join(w) for w in words(texts).strings()]), encoding="utf-8")
+    command = [python, "-c", RENSA_SCRIPT, str(out_dir / "words.json"), str(out_dir), str(THRESHOLD)]
+    done = subprocess.run([*command, str(NUM_PERM), str(RENSA_BANDS)], capture_output=True, text=True, cwd=ROOT)
+    return {
+        "report": last_json(done, "rensa"),
+        "labels": np.load(out_dir / "labels.npy"),
+        "pairs": np.load(out_dir / "pairs.npy"),
+    }
+
+
 def subprocess_side(mode: str, out: Path, shards: list[Path]) -> dict:
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), mode, str(out), *map(str, shards)],
@@ -1014,6 +1093,11 @@ def peers_benchmark() -> None:
     sketch_pairs = np.load(work / "datasketch" / "pairs.npy")
     sketch_scores = pair_scores(sketch_labels, truth["labels"])
 
+    # rensa
+    print("rensa ...", file=sys.stderr)
+    rensa = rensa_side(shards, work / "rensa")
+    rensa_scores = pair_scores(rensa["labels"], truth["labels"])
+
     # datatrove (all documents, or its first DATATROVE_DOCS in read order)
     print("datatrove ...", file=sys.stderr)
     trove_docs = min(DATATROVE_DOCS or n, n)
@@ -1031,6 +1115,7 @@ def peers_benchmark() -> None:
     # Where the errors are
     ours_recall_bins = true_pair_recall(truth, ours_labels)
     sketch_recall_bins = true_pair_recall(truth, sketch_labels)
+    rensa_recall_bins = true_pair_recall(truth, rensa["labels"])
     trove_recall_bins = true_pair_recall(trove_truth, trove_labels)
     starts = np.concatenate([[0], np.cumsum(shard_sizes)])
 
@@ -1040,6 +1125,7 @@ def peers_benchmark() -> None:
     ours_edge_similarity = sets.jaccard(rows_of(edges["doc_a"].to_numpy()), rows_of(edges["doc_b"].to_numpy()))
     ours_edges_differ = float(np.abs(ours_edge_similarity - edges["jaccard"].to_numpy()).max()) if edges.height else 0.0
     sketch_similarity = sets.jaccard(sketch_pairs[0], sketch_pairs[1])
+    rensa_similarity = sets.jaccard(rensa["pairs"][0], rensa["pairs"][1])
     trove_a, trove_b = trove["pairs"]
     trove_similarity = sets.jaccard(trove_a, trove_b)
 
@@ -1088,6 +1174,7 @@ def peers_benchmark() -> None:
     ours_rate = n / ours["cpu_s"]
     ours_full_rate = n / (ours["cpu_s"] + ours["apply_cpu_s"])
     sketch_rate = sketch["docs"] / sketch["cpu_s"]
+    rensa_rate = rensa["report"]["docs"] / rensa["report"]["cpu_s"]
     trove_rate = trove_docs / trove_cpu
     trove_clusters_rate = trove_docs / trove_cpu_clusters
     rows_out = [
@@ -1117,6 +1204,15 @@ def peers_benchmark() -> None:
             sketch_rate,
             sketch["peak_rss_mib"],
             sketch_scores,
+        ),
+        (
+            "rensa R-MinHash+LSH",
+            rensa["report"]["docs"],
+            rensa["report"]["cpu_s"],
+            rensa["report"]["wall_s"],
+            rensa_rate,
+            rensa["report"]["peak_rss_mib"],
+            rensa_scores,
         ),
         (
             "datatrove stages 1-3",
@@ -1157,6 +1253,7 @@ def peers_benchmark() -> None:
     for name, bins in (
         ("ours", ours_recall_bins),
         ("datasketch", sketch_recall_bins),
+        ("rensa", rensa_recall_bins),
         ("datatrove", trove_recall_bins),
     ):
         print(f"  {name:11} " + "  ".join(f"{k}: {v['found']}/{v['pairs']}" for k, v in bins.items()))
@@ -1175,6 +1272,7 @@ def peers_benchmark() -> None:
     print("methods' own pairs by exact similarity:")
     print(f"  ours verified edges {edges.height}: {bin_counts(ours_edge_similarity)}")
     print(f"  datasketch candidates {len(sketch_similarity)}: {bin_counts(sketch_similarity)}")
+    print(f"  rensa pairs kept {len(rensa_similarity)}: {bin_counts(rensa_similarity)}")
     print(f"  datatrove duplicate pairs {len(trove_similarity)}: {bin_counts(trove_similarity)}")
     print(f"memory, ours (clusters table + filtering step), shards of {MEMORY_SHARD_DOCS}, {PARTITIONS} partitions:")
     for size, run in memory.items():
@@ -1219,6 +1317,18 @@ def peers_benchmark() -> None:
         "datasketch_f1": sketch_scores["f1"],
         "datasketch_candidate_pairs": sketch["candidate_pairs"],
         "datasketch_candidates_below_threshold": int((sketch_similarity < THRESHOLD).sum()),
+        "rensa_version": rensa["report"]["version"],
+        "rensa_layout": f"{rensa['report']['bands']} bands x {rensa['report']['rows']} rows, "
+        "candidates kept at estimated Jaccard >= threshold",
+        "rensa_cpu_s": rensa["report"]["cpu_s"],
+        "rensa_sketch_cpu_s": rensa["report"]["sketch_cpu_s"],
+        "rensa_docs_per_s_per_core": rensa_rate,
+        "rensa_precision": rensa_scores["precision"],
+        "rensa_recall": rensa_scores["recall"],
+        "rensa_f1": rensa_scores["f1"],
+        "rensa_candidate_pairs": rensa["report"]["candidate_pairs"],
+        "rensa_pairs_below_threshold": int((rensa_similarity < THRESHOLD).sum()),
+        "rensa_peak_rss_mib": rensa["report"]["peak_rss_mib"],
         "datatrove_version": trove["report"]["version"],
         "datatrove_docs": trove_docs,
         "datatrove_config": f"{trove['report']['n_grams']}-grams, {trove['report']['buckets']} buckets x "
@@ -1236,6 +1346,7 @@ def peers_benchmark() -> None:
         "datatrove_read_order_check": bool(trove_index_check),
         "datatrove_peak_rss_mib": trove["report"]["peak_rss_mib"],
         "speed_ratio_vs_datasketch": ours_rate / sketch_rate,
+        "speed_ratio_vs_rensa": ours_rate / rensa_rate,
         "speed_ratio_vs_datatrove": ours_full_rate / trove_rate,
         "clusters_speed_ratio_vs_datatrove": ours_rate / trove_clusters_rate,
         "ours_true_pairs_missed": missed_pairs["true_pairs_missed"],
@@ -1248,6 +1359,7 @@ def peers_benchmark() -> None:
         "true_pair_recall_by_similarity": {
             "ours": ours_recall_bins,
             "datasketch": sketch_recall_bins,
+            "rensa": rensa_recall_bins,
             "datatrove": trove_recall_bins,
         },
         "lsh_candidate_probability": lsh_probability,
