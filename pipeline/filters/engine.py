@@ -97,19 +97,37 @@ def _unjudged(n: int) -> tuple[pl.Series, pl.Series, pl.Series]:
     )
 
 
+def _fired(rule: Rule, measured: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Rule.fires` in numpy, and the measure as float64: never on a null; a NaN is above
+    every threshold, as polars compares it."""
+    values = measured.cast(pl.Float64).to_numpy()  # a null is NaN here
+    with np.errstate(invalid="ignore"):
+        fired = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[rule.op](
+            values, rule.threshold
+        )
+    if rule.op in (">", ">="):
+        nan = np.isnan(values)
+        if nan.any():
+            fired |= nan & ~measured.is_null().to_numpy()
+    return fired, values
+
+
 def _first_fired(n: int, rules: list[tuple[Rule, pl.Series]], counts: Counter):
-    rule, value, threshold = _unjudged(n)
-    for filter_rule, measured in rules:
-        fired = measured.to_frame("m").select(filter_rule.fires(pl.col("m"))).to_series()
+    first = np.full(n, len(rules), dtype=np.int64)  # each document's first rule that fired (len(rules): none)
+    value = np.zeros(n)
+    for k, (filter_rule, measured) in enumerate(rules):
+        fired, values = _fired(filter_rule, measured)
         counts[f"fired|{filter_rule.name}"] += int(fired.sum())
-        first = fired & rule.is_null()
-        if first.any():
-            rule = pl.select(pl.when(first).then(pl.lit(filter_rule.name)).otherwise(rule)).to_series()
-            value = pl.select(pl.when(first).then(measured).otherwise(value)).to_series()
-            threshold = pl.select(
-                pl.when(first).then(pl.lit(float(filter_rule.threshold))).otherwise(threshold)
-            ).to_series()
-    return rule, value, threshold
+        now = fired & (first == len(rules))
+        first[now] = k
+        value[now] = values[now]
+    unjudged = first == len(rules)
+    if unjudged.all():
+        return _unjudged(n)
+    names = pl.Series("rule", [r.name for r, _ in rules] + [None], dtype=pl.Utf8)
+    thresholds = pl.Series("threshold", [float(r.threshold) for r, _ in rules] + [None], dtype=pl.Float64)
+    value = pl.Series("value", value, dtype=pl.Float64).scatter(np.flatnonzero(unjudged), None)
+    return names.gather(first), value, thresholds.gather(first)
 
 
 @dataclass

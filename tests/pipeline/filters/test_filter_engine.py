@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -187,3 +188,48 @@ def test_stored_measurements_decide_as_measuring_again_with_any_threshold():
         again = decide(batch, from_attributes(batch, stored), filters)
         assert again.kept.equals(fresh.kept) and again.removed.equals(fresh.removed)
         assert again.counts == fresh.counts
+
+
+def _first_fired_plainly(n, rules):
+    """The first rule that fires per document, read plainly in polars (Rule.fires, when/then)."""
+    rule = pl.Series("rule", [None] * n, dtype=pl.Utf8)
+    value = pl.Series("value", [None] * n, dtype=pl.Float64)
+    threshold = pl.Series("threshold", [None] * n, dtype=pl.Float64)
+    fired_counts = {}
+    for filter_rule, measured in rules:
+        fired = measured.to_frame("m").select(filter_rule.fires(pl.col("m"))).to_series()
+        fired_counts[f"fired|{filter_rule.name}"] = int(fired.sum())
+        first = fired & rule.is_null()
+        rule = pl.select(pl.when(first).then(pl.lit(filter_rule.name)).otherwise(rule)).to_series()
+        value = pl.select(pl.when(first).then(measured).otherwise(value)).to_series()
+        threshold = pl.select(
+            pl.when(first).then(pl.lit(float(filter_rule.threshold))).otherwise(threshold)
+        ).to_series()
+    return (rule, value, threshold), fired_counts
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_first_rule_fired_is_that_of_the_plain_reading(seed):
+    """Every operator, thresholds met exactly, nulls (never fire) and NaNs (above every threshold,
+    as polars compares them), measures of Float64 and of integers."""
+    from collections import Counter
+
+    from pipeline.filters.engine import _first_fired
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    rules = []
+    for k in range(6):
+        values = rng.integers(0, 6, n).astype(np.float64)
+        series = pl.Series(values).cast(pl.Int64) if k == 5 else pl.Series(values)
+        if k != 5:
+            series = series.scatter(rng.choice(n, 30, replace=False), None)
+            series = series.scatter(rng.choice(n, 10, replace=False), float("nan"))
+        rules.append((Rule(f"f.r{k}", f"r{k}", ("<", "<=", ">", ">=")[k % 4], float(rng.integers(1, 5))), series))
+    counts = Counter()
+    got = _first_fired(n, rules, counts)
+    expected, expected_counts = _first_fired_plainly(n, rules)
+    for a, b in zip(got, expected):
+        assert a.dtype == b.dtype and a.equals(b), a.name
+    assert dict(counts) == expected_counts
+    assert all(s.equals(e) for s, e in zip(_first_fired(n, rules[:0], Counter()), _first_fired_plainly(n, [])[0]))
