@@ -93,9 +93,8 @@ CLUSTERS_SCHEMA = pa.schema(
     ]
 )
 
-# Pairs verified per step, and shingle values compared per step: these bound the temporaries.
+# Pairs verified per step: this bounds the rows read and the temporaries.
 PAIRS_PER_STEP = 50_000
-VALUES_PER_STEP = 1 << 22
 
 
 class ShingleLookup:
@@ -163,76 +162,16 @@ class ShingleLookup:
         return pa.concat_tables(pieces)
 
 
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + n)`` for every (s, n), vectorized."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    ends = np.cumsum(lengths)
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
-
-
 def jaccard_of_pairs(values: np.ndarray, offsets: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Exact Jaccard similarity of sets ``left[i]`` and ``right[i]`` (indices into ``offsets``;
-    set ``k`` is ``values[offsets[k]:offsets[k + 1]]``, distinct and sorted, uint32 or uint64).
-    Vectorized, :data:`VALUES_PER_STEP` values at a time: every value is tagged with its pair's
-    number in the high bits and the value's top bits below (all of a 32-bit value), which keeps
-    the left sets, all pairs in a row, sorted, and the right ones too; one binary search of the
-    left tags in the right ones finds each value's place, and the full values there count the
-    shared ones. Two empty sets have similarity 0."""
-    left = np.asarray(left, dtype=np.int64)
-    right = np.asarray(right, dtype=np.int64)
-    values = np.asarray(values)
-    counts = np.diff(offsets)
-    size_left, size_right = counts[left], counts[right]
-    result = np.zeros(len(left), dtype=np.float64)
-    work = np.cumsum(size_left + size_right)
-    begin = 0
-    while begin < len(left):
-        base = work[begin - 1] if begin else 0
-        end = max(int(np.searchsorted(work, base + VALUES_PER_STEP, side="right")), begin + 1)
-        end = min(end, begin + PAIRS_PER_STEP)
-        lo, ro = left[begin:end], right[begin:end]
-        nl, nr = size_left[begin:end], size_right[begin:end]
-        shared = _shared_values(values[_ranges(offsets[lo], nl)], values[_ranges(offsets[ro], nr)], nl, nr)
-        union = nl + nr - shared
-        result[begin:end] = np.where(union > 0, shared / np.maximum(union, 1), 0.0)
-        begin = end
-    return result
+    set ``k`` is ``values[offsets[k]:offsets[k + 1]]``, distinct and sorted, uint32 or uint64):
+    one compiled merge of the two sets per pair (:func:`pipeline.dedup.kernels.pair_jaccard`),
+    where numpy tagged every value with its pair's number and binary-searched the left sets' values
+    in the right ones (8-9 times as long on 400,000 pairs of demo signature sets). Two empty sets
+    have similarity 0."""
+    from pipeline.dedup.kernels import pair_jaccard  # numba: imported by the processes that measure
 
-
-def _shared_values(left: np.ndarray, right: np.ndarray, nl: np.ndarray, nr: np.ndarray) -> np.ndarray:
-    """How many values each pair's left and right sets share: pair ``i``'s sets are the next
-    ``nl[i]`` values of ``left`` and the next ``nr[i]`` of ``right``, each sorted and distinct.
-
-    A value's tag is its pair's number in the high bits and the value's top bits in the rest; the
-    binary search finds the first right value of the pair with the same tag, and, where those
-    differ from the left value in the bits the tag leaves out (a few 64-bit values in 2^40), the
-    next ones with the same tag are looked at too."""
-    pairs = len(nl)
-    if not (len(left) and len(right)):
-        return np.zeros(pairs, dtype=np.int64)
-    pair_bits = max(int(pairs - 1).bit_length(), 1)
-    value_bits = 8 * left.dtype.itemsize
-    kept_bits = min(value_bits, 64 - pair_bits)
-    pair = np.arange(pairs, dtype=np.uint64)
-    pair_of_left = np.repeat(pair, nl)
-    left, right = left.astype(np.uint64, copy=False), right.astype(np.uint64, copy=False)
-    drop, tag_shift = np.uint64(value_bits - kept_bits), np.uint64(kept_bits)
-    tagged_left = (pair_of_left << tag_shift) | (left >> drop)
-    tagged_right = (np.repeat(pair, nr) << tag_shift) | (right >> drop)
-    found = np.minimum(np.searchsorted(tagged_right, tagged_left), len(right) - 1)
-    same_tag = tagged_right[found] == tagged_left
-    hit = same_tag & (right[found] == left)
-    look = np.flatnonzero(same_tag & ~hit)  # same tag, other value: a later right value may be it
-    while len(look):
-        found[look] += 1
-        look = look[found[look] < len(right)]
-        look = look[tagged_right[found[look]] == tagged_left[look]]
-        equal = right[found[look]] == left[look]
-        hit[look[equal]] = True
-        look = look[~equal]
-    return np.bincount(pair_of_left[hit].astype(np.int64), minlength=pairs)
+    return pair_jaccard(np.asarray(values), np.asarray(offsets), np.asarray(left), np.asarray(right))
 
 
 def set_arrays(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:

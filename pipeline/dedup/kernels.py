@@ -401,3 +401,35 @@ def band_keys(signatures: np.ndarray, rows: int, seeds: np.ndarray) -> np.ndarra
     out = np.empty((signatures.shape[0], len(seeds)), np.uint64)
     _band_keys(np.ascontiguousarray(signatures), np.int64(rows), np.ascontiguousarray(seeds, np.uint64), out)
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _pair_jaccard(values, offsets, left, right, out):
+    for i in range(left.shape[0]):
+        a, a_end = offsets[left[i]], offsets[left[i] + 1]
+        b, b_end = offsets[right[i]], offsets[right[i] + 1]
+        union = (a_end - a) + (b_end - b)
+        shared = 0
+        while a < a_end and b < b_end:  # a merge without a branch per step
+            x, y = values[a], values[b]
+            shared += x == y
+            a += x <= y
+            b += y <= x
+        union -= shared
+        out[i] = shared / union if union > 0 else 0.0
+
+
+def pair_jaccard(values: np.ndarray, offsets: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """float64 per pair: |A n B| / |A u B| of sets ``left[i]`` and ``right[i]`` (set ``k`` is
+    ``values[offsets[k]:offsets[k + 1]]``, sorted and distinct), 0 for two empty sets; one merge of
+    the two sets per pair (pipeline.dedup.clusters.jaccard_of_pairs)."""
+    left = np.ascontiguousarray(left, dtype=np.int64)
+    out = np.empty(len(left), np.float64)
+    _pair_jaccard(
+        np.ascontiguousarray(values),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        left,
+        np.ascontiguousarray(right, dtype=np.int64),
+        out,
+    )
+    return out
