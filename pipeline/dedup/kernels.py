@@ -25,6 +25,10 @@ hold each to a plain reading of that definition (the minima to datasketch's too)
 * :func:`combine_hashes` (the exact hash) and :func:`band_keys`: loops over each document's
   values, where numpy built (documents x bands) temporaries once per row.
 
+* :func:`pair_jaccard`: verification's exact Jaccard similarity, one merge of each pair's two
+  sorted sets, where numpy tagged every value with its pair's number and binary-searched one set's
+  values in the other's.
+
 Compiled on first use and cached next to this file (``cache=True``; numba falls back to its user
 cache folder where that is not writable), so a process pays the compilation once per machine.
 """
