@@ -235,7 +235,7 @@ def chromium() -> str:
             return found
     pytest.fail(
         "chromium is not installed; install it with `apt-get install -y --no-install-recommends chromium` "
-        "(.ci/run does this before `make test`)"
+        "(`make test` installs it where it can: run the suite with `make test`)"
     )
 
 
