@@ -3,6 +3,7 @@ in order; the first rule that fires removes a document, and all are counted."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,8 +74,30 @@ class Measurement:
     counts: dict[str, pl.Series] = field(default_factory=dict)
 
 
+class _BatchMemo(threading.local):
+    values: dict | None = None
+
+
+_BATCH_MEMO = _BatchMemo()
+
+
+def batch_memo() -> dict | None:
+    """While :func:`measure` runs a batch's filters on this thread, a dict in which filters keep
+    what several of them compute from the same text (the Gopher filters' words); None otherwise.
+    It is emptied when the batch is measured, so nothing outlives the batch."""
+    return _BATCH_MEMO.values
+
+
 def measure(docs: pl.DataFrame, filters: list[DocFilter]) -> Measurement:
     """Every filter's measures, rewrites and counts over ``docs`` (:func:`walk_filters`)."""
+    outer, _BATCH_MEMO.values = _BATCH_MEMO.values, {}
+    try:
+        return _measure(docs, filters)
+    finally:
+        _BATCH_MEMO.values = outer
+
+
+def _measure(docs: pl.DataFrame, filters: list[DocFilter]) -> Measurement:
     after = docs
     values: dict[str, pl.Series] = {}
     counts: dict[str, pl.Series] = {}

@@ -29,13 +29,13 @@ pair.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.filters.engine import batch_memo
 from pipeline.filters.params import Count, Fraction, Length, Ratio
 from pipeline.filters.text import (
     SPACELESS_CHAR_PATTERN,
@@ -191,26 +191,20 @@ class _Words:
             array.flags.writeable = False  # shared by the filters that measure the same text
 
 
-class _LastWords(threading.local):
-    """The words of the last text split on this thread (see :func:`_words_of`)."""
-
-    text: pl.Series | None = None
-    words: _Words | None = None
-
-
-_LAST_WORDS = _LastWords()
-
-
 def _words_of(text: pl.Series) -> _Words:
     """The words of ``text``. Every filter measures the text as it entered the stage, so the Gopher
-    quality and repetition filters split the same text one after the other: the words of the last
-    text split on this thread are kept and given again for an equal text (a comparison of the
-    bytes, much cheaper than splitting them; the word splitting was a third of the filters' time)."""
-    last = _LAST_WORDS
-    if last.text is not None and len(last.text) == len(text) and last.text.equals(text):
-        return last.words
+    quality and repetition filters split the same text one after the other: while a batch is
+    measured (:func:`pipeline.filters.engine.batch_memo`) the split is kept and given again for an
+    equal text (a comparison of the bytes, much cheaper than splitting them; the word splitting was
+    a third of the filters' time)."""
+    memo = batch_memo()
+    if memo is None:
+        return _Words(text)
+    kept = memo.get("gopher_words")
+    if kept is not None and len(kept[0]) == len(text) and kept[0].equals(text):
+        return kept[1]
     words = _Words(text)
-    last.text, last.words = text, words
+    memo["gopher_words"] = (text, words)
     return words
 
 

@@ -233,3 +233,36 @@ def test_the_first_rule_fired_is_that_of_the_plain_reading(seed):
         assert a.dtype == b.dtype and a.equals(b), a.name
     assert dict(counts) == expected_counts
     assert all(s.equals(e) for s, e in zip(_first_fired(n, rules[:0], Counter()), _first_fired_plainly(n, [])[0]))
+
+
+def test_the_gopher_filters_share_their_words_within_a_batch_and_keep_nothing_after(monkeypatch):
+    """While a batch is measured the Gopher quality and repetition filters split its text once, and
+    measure what each measures alone; the memo is gone once the batch is measured."""
+    from pipeline.filters import heuristics
+    from pipeline.filters.engine import batch_memo, measure
+
+    texts = [
+        "The cat sat on the mat. " * 20,
+        "Home | News | Sport | Weather\nA line of words that ends here.",
+        "",
+        "你好世界。" * 30,
+        "Buy now! Buy now! Buy now!",
+    ]
+    docs = pl.DataFrame({"id": [str(i) for i in range(len(texts))], "text": texts, "lang": ["en"] * 4 + [None]})
+    splits = []
+    original = heuristics._Words.__init__
+
+    def counting(self, text):
+        splits.append(len(text))
+        original(self, text)
+
+    monkeypatch.setattr(heuristics._Words, "__init__", counting)
+    filters = [heuristics.GopherQuality(), heuristics.GopherRepetition()]
+    measured = measure(docs, filters)
+    assert splits == [len(texts)]  # one split for both filters
+    assert batch_memo() is None
+    for doc_filter in filters:
+        alone = doc_filter.apply(docs).measures
+        for column in alone.columns:
+            assert measured.values[f"{doc_filter.name}.{column}"].equals(alone[column].cast(pl.Float64))
+    assert len(splits) == 3  # outside a measured batch, each filter splits for itself
