@@ -302,6 +302,20 @@ def _partition_files(partition_path: Path | Iterable[Path]) -> list[Path]:
     return [as_path(p) for p in partition_path]
 
 
+def _by_bucket(band: np.ndarray, key: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows sorted by (band, key, doc). Each band-key file is sorted so, and the files of a
+    partition hold the shards' documents in order, so two stable sorts (by key, then by band) leave
+    each bucket's documents in order: about 4 times faster than sorting on the three columns; where
+    a bucket's documents are not (files given in another order), the three-column sort."""
+    order = np.argsort(key, kind="stable")
+    order = order[np.argsort(band[order], kind="stable")]
+    sorted_doc = doc[order]
+    same = (band[order][1:] == band[order][:-1]) & (key[order][1:] == key[order][:-1])
+    if not np.all(sorted_doc[1:][same] > sorted_doc[:-1][same]):
+        order = np.lexsort((doc, key, band))
+    return band[order], key[order], doc[order]
+
+
 def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
     """Pairs of documents that share a band key in one partition (a folder of band-key files, one
     file, or a list of files): ``doc_a < doc_b``, ``exact`` when they share the exact hash.
@@ -319,8 +333,7 @@ def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
         np.concatenate([t.column(c).to_numpy() for t in tables]) if tables else np.zeros(0, dtype)
         for c, dtype in (("band", np.int16), ("key", np.uint64), ("doc", np.int64))
     )
-    order = np.lexsort((doc, key, band))
-    band, key, doc = band[order], key[order], doc[order]
+    band, key, doc = _by_bucket(band, key, doc)
     n = len(doc)
     # buckets: runs of one (band, key); each row's bucket, its size and the row of its first document
     new = np.ones(n, dtype=bool)

@@ -871,3 +871,29 @@ def test_candidate_pairs_are_those_of_the_plain_reading(tmp_path, seed):
     assert got.schema == expected.schema
     assert got.equals(expected)
     assert candidate_pairs([]).height == 0 and candidate_pairs([]).schema == expected.schema
+
+
+def test_candidate_pairs_do_not_depend_on_the_order_of_the_files(tmp_path):
+    """The files of a partition in reverse shard order (a bucket's documents then out of order in
+    the concatenation): the same pairs as in shard order."""
+    rng = np.random.default_rng(11)
+    files = []
+    for f in range(4):
+        n = 300
+        frame = (
+            pl.DataFrame(
+                {
+                    "band": rng.integers(EXACT_BAND, 3, n).astype(np.int16),
+                    "key": rng.integers(0, 25, n).astype(np.uint64),
+                    "doc": (f << 32) + rng.choice(500, n, replace=False).astype(np.int64),
+                }
+            )
+            .unique(["band", "doc"])
+            .sort("band", "key", "doc")
+        )
+        path = tmp_path / f"part-{f}.parquet"
+        pq.write_table(frame.to_arrow().cast(lsh_module.BAND_KEYS_SCHEMA), path)
+        files.append(path)
+    expected = _candidate_pairs_plainly(pl.concat([pl.read_parquet(p) for p in files]))
+    assert candidate_pairs(files).equals(expected)
+    assert candidate_pairs(files[::-1]).equals(expected)
