@@ -821,7 +821,7 @@ class C4Quality:
             policy=line.str.contains(f"(?i){policy}") & self.filter_policy,
             sentences=(
                 line.str.count_matches(C4_SENTENCE_END_PATTERN).cast(pl.Int64)
-                - line.str.count_matches(C4_ABBREVIATION_END_PATTERN).cast(pl.Int64)
+                - pl.lit(_abbreviation_ends(frame.get_column("line")))
             ).clip(lower_bound=1),
         )
         f = {c: flags.get_column(c).fill_null(False).to_numpy() for c in flags.columns if c != "sentences"}
@@ -872,6 +872,19 @@ class C4Quality:
             text=rebuilt,
             counts={k: pl.Series(k, v.astype(np.int64)) for k, v in line_counts.items()},
         )
+
+
+def _abbreviation_ends(lines: pl.Series) -> pl.Series:
+    """``count_matches(C4_ABBREVIATION_END_PATTERN)`` of each line (Int64), counted only on the lines
+    with a letter before a full stop, which every match holds: the pattern's Unicode word boundary
+    sends the regular expression engine to its slow path on non-ASCII text (a quarter of the lines
+    of the demo hold such a stop; their count took 0.134 CPU s of C4's 0.235 on 20,000 documents)."""
+    out = np.zeros(len(lines), dtype=np.int64)
+    rows = np.flatnonzero(lines.str.contains(r"\p{L}\.").fill_null(False).to_numpy())
+    if len(rows):
+        found = lines.gather(rows).str.count_matches(C4_ABBREVIATION_END_PATTERN).fill_null(0)
+        out[rows] = found.to_numpy()
+    return pl.Series("abbreviation_ends", out)
 
 
 def _fewer_tokens_than(line: pl.Expr, k: int) -> pl.Expr:

@@ -642,3 +642,30 @@ def test_measures_are_float64_in_input_order(name):
     assert reversed_out.measures.reverse().equals(out.measures)
     empty = filt.apply(batch([], lang=[]))
     assert empty.measures.height == 0 and empty.measures.columns == out.measures.columns
+
+
+def test_abbreviation_ends_are_counted_as_the_pattern_counts_them_on_every_line():
+    """Counted only on the lines with a letter before a full stop: the same counts as the pattern
+    over every line (initials, dotted abbreviations closed by quotes, letters of any script, lines
+    without a stop, empty lines)."""
+    from pipeline.filters.heuristics import C4_ABBREVIATION_END_PATTERN, _abbreviation_ends
+
+    lines = pl.Series(
+        [
+            "J. R. R. Tolkien wrote it.",
+            "See e.g. i.e. the U.S. and the U.K.",
+            'He said "A.B." then left.',
+            "Él dijo é. y á. también.",
+            "Ж.Д. вокзал. Конец.",
+            "東京は日本の首都です。",
+            "",
+            "no stop here",
+            "3.14 is not a letter stop",
+            "x.\ty.\nz.",
+        ]
+        * 3
+    )
+    expected = lines.str.count_matches(C4_ABBREVIATION_END_PATTERN).cast(pl.Int64)
+    got = _abbreviation_ends(lines)
+    assert got.dtype == pl.Int64 and got.to_list() == expected.to_list()
+    assert sum(got.to_list()) > 10
