@@ -200,12 +200,30 @@ def _words_of(text: pl.Series) -> _Words:
     memo = batch_memo()
     if memo is None:
         return _Words(text)
-    kept = memo.get("gopher_words")
+    words = _kept_words(text)
+    if words is None:
+        words = _Words(text)
+        memo["gopher_words"] = (text, words)
+    return words
+
+
+def _kept_words(text: pl.Series) -> _Words | None:
+    """The words of ``text`` if this batch's memo holds them (see :func:`_words_of`)."""
+    memo = batch_memo()
+    kept = memo.get("gopher_words") if memo is not None else None
     if kept is not None and len(kept[0]) == len(text) and kept[0].equals(text):
         return kept[1]
-    words = _Words(text)
-    memo["gopher_words"] = (text, words)
-    return words
+    return None
+
+
+def _word_counts(text: pl.Series) -> np.ndarray:
+    """Words per document: from the Gopher filters' split of this text where the batch holds one,
+    else counted without building the words (40% of the FineWeb filter's time on 20,000 demo
+    documents)."""
+    kept = _kept_words(text)
+    if kept is not None:
+        return kept.counts
+    return pl.DataFrame({"text": text}).select(word_count(pl.col("text"))).to_series().to_numpy()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -993,7 +1011,6 @@ class FineWebQuality:
         stats = pl.DataFrame({"text": text}).select(
             newlines=pl.col("text").str.count_matches("\n", literal=True),
             chars=pl.col("text").str.len_chars(),
-            words=word_count(pl.col("text")),
         )
         newlines = stats.get_column("newlines").to_numpy().astype(np.float64)
 
@@ -1010,7 +1027,7 @@ class FineWebQuality:
                         _per_doc(doc[dup], n, line_chars[dup].astype(np.float64)),
                         stats.get_column("chars").to_numpy() - newlines,
                     ),
-                    "new_line_ratio": _ratio(newlines, stats.get_column("words").to_numpy()),
+                    "new_line_ratio": _ratio(newlines, _word_counts(text)),
                 }
             )
         )

@@ -257,12 +257,12 @@ def test_the_gopher_filters_share_their_words_within_a_batch_and_keep_nothing_af
         original(self, text)
 
     monkeypatch.setattr(heuristics._Words, "__init__", counting)
-    filters = [heuristics.GopherQuality(), heuristics.GopherRepetition()]
+    filters = [heuristics.GopherQuality(), heuristics.GopherRepetition(), heuristics.FineWebQuality()]
     measured = measure(docs, filters)
-    assert splits == [len(texts)]  # one split for both filters
+    assert splits == [len(texts)]  # one split for the three filters (FineWeb counts the words)
     assert batch_memo() is None
     for doc_filter in filters:
         alone = doc_filter.apply(docs).measures
         for column in alone.columns:
             assert measured.values[f"{doc_filter.name}.{column}"].equals(alone[column].cast(pl.Float64))
-    assert len(splits) == 3  # outside a measured batch, each filter splits for itself
+    assert len(splits) == 3  # outside a measured batch, each Gopher filter splits for itself
