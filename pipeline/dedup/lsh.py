@@ -309,10 +309,11 @@ def _by_bucket(band: np.ndarray, key: np.ndarray, doc: np.ndarray) -> tuple[np.n
     a bucket's documents are not (files given in another order), the three-column sort."""
     order = np.argsort(key, kind="stable")
     order = order[np.argsort(band[order], kind="stable")]
-    sorted_doc = doc[order]
-    same = (band[order][1:] == band[order][:-1]) & (key[order][1:] == key[order][:-1])
-    if not np.all(sorted_doc[1:][same] > sorted_doc[:-1][same]):
-        order = np.lexsort((doc, key, band))
+    by_band, by_key, by_doc = band[order], key[order], doc[order]
+    same = (by_band[1:] == by_band[:-1]) & (by_key[1:] == by_key[:-1])
+    if np.all(by_doc[1:][same] > by_doc[:-1][same]):
+        return by_band, by_key, by_doc
+    order = np.lexsort((doc, key, band))
     return band[order], key[order], doc[order]
 
 
