@@ -198,18 +198,16 @@ def _words_of(text: pl.Series) -> _Words:
     equal text (a comparison of the bytes, much cheaper than splitting them; the word splitting was
     about a third of the filters' time, profiled)."""
     memo = batch_memo()
-    if memo is None:
-        return _Words(text)
-    words = _kept_words(text)
+    words = _kept_words(memo, text)
     if words is None:
         words = _Words(text)
-        memo["gopher_words"] = (text, words)
+        if memo is not None:
+            memo["gopher_words"] = (text, words)
     return words
 
 
-def _kept_words(text: pl.Series) -> _Words | None:
-    """The words of ``text`` if this batch's memo holds them (see :func:`_words_of`)."""
-    memo = batch_memo()
+def _kept_words(memo: dict | None, text: pl.Series) -> _Words | None:
+    """The words of ``text`` if the batch's memo holds them (see :func:`_words_of`)."""
     kept = memo.get("gopher_words") if memo is not None else None
     if kept is not None and len(kept[0]) == len(text) and kept[0].equals(text):
         return kept[1]
@@ -220,7 +218,7 @@ def _word_counts(text: pl.Series) -> np.ndarray:
     """Words per document: from the Gopher filters' split of this text where the batch holds one,
     else counted without building the words (40% of the FineWeb filter's time on 20,000 demo
     documents)."""
-    kept = _kept_words(text)
+    kept = _kept_words(batch_memo(), text)
     if kept is not None:
         return kept.counts
     return pl.DataFrame({"text": text}).select(word_count(pl.col("text"))).to_series().to_numpy()
