@@ -850,22 +850,34 @@ def _candidate_pairs_plainly(keys: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _band_key_files(folder, rng, rows: list[int], bands: int, keys: list[int], docs: int) -> list:
+    """One band-key file per shard (``rows[f]`` rows of shard f, bands ``EXACT_BAND`` to
+    ``bands - 1``, keys below ``keys[f]``, distinct documents below ``docs``), each sorted as
+    partition_band_keys writes it."""
+    files = []
+    for f, (n, k) in enumerate(zip(rows, keys)):
+        frame = pl.DataFrame(
+            {
+                "band": rng.integers(EXACT_BAND, bands, n).astype(np.int16),
+                "key": rng.integers(0, k, n).astype(np.uint64),
+                "doc": (f << 32) + rng.choice(docs, n, replace=False).astype(np.int64),
+            }
+        )
+        path = folder / f"part-{f}.parquet"
+        frame = frame.unique(["band", "doc"]).sort("band", "key", "doc")
+        pq.write_table(frame.to_arrow().cast(lsh_module.BAND_KEYS_SCHEMA), path)
+        files.append(path)
+    return files
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_candidate_pairs_are_those_of_the_plain_reading(tmp_path, seed):
     """Random band keys over several files (buckets of 1 to 30 documents, the exact band among
     them, pairs that meet in several bands): the same pairs, order and exact flags as a plain
     polars reading of the rule."""
     rng = np.random.default_rng(seed)
-    files = []
-    for f in range(3):
-        n = int(rng.integers(0, 400))
-        band = rng.integers(EXACT_BAND, 4, n).astype(np.int16)
-        key = rng.integers(0, 1 + int(rng.integers(1, 40)), n).astype(np.uint64)
-        doc = (f << 32) + rng.choice(1000, n, replace=False).astype(np.int64)
-        frame = pl.DataFrame({"band": band, "key": key, "doc": doc}).unique(["band", "doc"]).sort("band", "key", "doc")
-        path = tmp_path / f"part-{f}.parquet"
-        pq.write_table(frame.to_arrow().cast(lsh_module.BAND_KEYS_SCHEMA), path)
-        files.append(path)
+    rows = [int(rng.integers(0, 400)) for _ in range(3)]
+    files = _band_key_files(tmp_path, rng, rows, 4, [1 + int(rng.integers(1, 40)) for _ in range(3)], 1000)
     expected = _candidate_pairs_plainly(pl.concat([pl.read_parquet(p) for p in files]))
     got = candidate_pairs(files)
     assert got.schema == expected.schema
@@ -876,24 +888,7 @@ def test_candidate_pairs_are_those_of_the_plain_reading(tmp_path, seed):
 def test_candidate_pairs_do_not_depend_on_the_order_of_the_files(tmp_path):
     """The files of a partition in reverse shard order (a bucket's documents then out of order in
     the concatenation): the same pairs as in shard order."""
-    rng = np.random.default_rng(11)
-    files = []
-    for f in range(4):
-        n = 300
-        frame = (
-            pl.DataFrame(
-                {
-                    "band": rng.integers(EXACT_BAND, 3, n).astype(np.int16),
-                    "key": rng.integers(0, 25, n).astype(np.uint64),
-                    "doc": (f << 32) + rng.choice(500, n, replace=False).astype(np.int64),
-                }
-            )
-            .unique(["band", "doc"])
-            .sort("band", "key", "doc")
-        )
-        path = tmp_path / f"part-{f}.parquet"
-        pq.write_table(frame.to_arrow().cast(lsh_module.BAND_KEYS_SCHEMA), path)
-        files.append(path)
+    files = _band_key_files(tmp_path, np.random.default_rng(11), [300] * 4, 3, [25] * 4, 500)
     expected = _candidate_pairs_plainly(pl.concat([pl.read_parquet(p) for p in files]))
     assert candidate_pairs(files).equals(expected)
     assert candidate_pairs(files[::-1]).equals(expected)
