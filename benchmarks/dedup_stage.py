@@ -252,7 +252,7 @@ RENSA_BANDS = 16  # 16 bands x 8 rows of its 128 slots: a candidate probability 
 # folder, threshold, permutations, bands]; the shingles are built before the clock starts, as
 # datasketch's are; writes labels.npy and pairs.npy, prints one JSON line.
 RENSA_SCRIPT = r"""
-import json, re, resource, sys, time
+import json, re, sys, time
 from importlib.metadata import version
 
 import numpy as np
@@ -269,14 +269,9 @@ for text in words:
 present = [i for i, s in enumerate(shingles) if s]
 shingles = [shingles[i] for i in present]
 
-
-def cpu():
-    return time.process_time()
-
-
-c, w = cpu(), time.perf_counter()
+c, w = time.process_time(), time.perf_counter()
 sketches = RMinHash.from_token_sets(shingles, num_perm, 1)
-sketch_cpu = cpu() - c
+sketch_cpu = time.process_time() - c
 lsh = RMinHashLSH(threshold, num_perm, bands)
 lsh.insert_many(sketches, 0)
 left, right, candidates = [], [], 0
@@ -290,7 +285,7 @@ for key, found in enumerate(lsh.query_all(sketches)):
 a, b, n = np.array(left, np.int64), np.array(right, np.int64), len(words)
 graph = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n)).tocsr()
 labels = connected_components(graph, directed=False)[1]
-cpu_all, wall_all = cpu() - c, time.perf_counter() - w
+cpu_all, wall_all = time.process_time() - c, time.perf_counter() - w
 np.save(f"{out}/labels.npy", labels.astype(np.int64))
 np.save(f"{out}/pairs.npy", np.stack([a, b]))
 peak = int(re.search(r"VmHWM:\s+(\d+) kB", open("/proc/self/status").read()).group(1)) / 1024
@@ -775,15 +770,15 @@ def datatrove_side(shards: list[Path], out_dir: Path, limit: int | None) -> dict
     }
 
 
-def rensa_side(shards: list[Path], out_dir: Path) -> dict:
-    """rensa's R-MinHash + its LSH over the same shingles as datasketch's (our words, five by five),
-    in its own virtualenv with one thread; returns its report, its labels and its kept pairs."""
+def rensa_side(texts: pa.ChunkedArray, out_dir: Path) -> dict:
+    """rensa's R-MinHash + its LSH over the same shingles as datasketch's (our words of ``texts``,
+    five by five), in its own virtualenv with one thread; returns its report, its labels and its
+    kept pairs."""
     from pipeline.dedup.normalize import words
 
     python = peer_python("rensa-stage", RENSA_PACKAGES, ["rensa", "numpy", "scipy"])
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
-    _, texts = read_texts(shards)
     (out_dir / "words.json").write_text(json.dumps([" ".join(w) for w in words(texts).strings()]), encoding="utf-8")
     command = [python, "-c", RENSA_SCRIPT, str(out_dir / "words.json"), str(out_dir), str(THRESHOLD)]
     done = subprocess.run([*command, str(NUM_PERM), str(RENSA_BANDS)], capture_output=True, text=True, cwd=ROOT)
@@ -1133,7 +1128,7 @@ def peers_benchmark() -> None:
 
     # rensa
     print("rensa ...", file=sys.stderr)
-    rensa = rensa_side(shards, work / "rensa")
+    rensa = rensa_side(texts, work / "rensa")  # the texts read above
     rensa_scores = pair_scores(rensa["labels"], truth["labels"])
 
     # datatrove (all documents, or its first DATATROVE_DOCS in read order)
