@@ -120,26 +120,11 @@ def _unjudged(n: int) -> tuple[pl.Series, pl.Series, pl.Series]:
     )
 
 
-def _fired(rule: Rule, measured: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """:meth:`Rule.fires` in numpy, and the measure as float64: never on a null; a NaN is above
-    every threshold, as polars compares it."""
-    values = measured.cast(pl.Float64).to_numpy()  # a null is NaN here
-    with np.errstate(invalid="ignore"):
-        fired = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[rule.op](
-            values, rule.threshold
-        )
-    if rule.op in (">", ">="):
-        nan = np.isnan(values)
-        if nan.any():
-            fired |= nan & ~measured.is_null().to_numpy()
-    return fired, values
-
-
 def _first_fired(n: int, rules: list[tuple[Rule, pl.Series]], counts: Counter):
     first = np.full(n, len(rules), dtype=np.int64)  # each document's first rule that fired (len(rules): none)
     value = np.zeros(n)
     for k, (filter_rule, measured) in enumerate(rules):
-        fired, values = _fired(filter_rule, measured)
+        fired, values = filter_rule.fired(measured)
         counts[f"fired|{filter_rule.name}"] += int(fired.sum())
         now = fired & (first == len(rules))
         first[now] = k

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -41,6 +42,20 @@ class Rule:
             self.op
         ]
         return broken.fill_null(False)
+
+    def fired(self, measured: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`fires` over a Series of the measure, in numpy (no polars expression per rule):
+        where it fires, and the values as float64 (a null as NaN). Never on a null; a NaN is above
+        every threshold, as polars compares it."""
+        values = measured.cast(pl.Float64).to_numpy()
+        compare = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[self.op]
+        with np.errstate(invalid="ignore"):
+            broken = compare(values, self.threshold)
+        if self.op in (">", ">="):
+            nan = np.isnan(values)
+            if nan.any():
+                broken |= nan & ~measured.is_null().to_numpy()
+        return broken, values
 
 
 @dataclass
