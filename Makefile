@@ -60,14 +60,18 @@ $(LMEVAL_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[lm-eval]'
 	touch $(LMEVAL_STAMP)
 
+# The tests run in one worker process per core, at most 4 (pytest-xdist), each test file in one
+# worker, so a file's module fixtures (a tiny experiment, a demo run) are built once.
+PYTEST_WORKERS := -n auto --maxprocesses 4 --dist loadfile
+
 test: setup browser $(DOCS_STAMP) $(LMEVAL_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(VENV)/site-check
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
 
 # The tests that start no Prefect server (the library, the trainer, the configs): a quick check
 # while working; `make test` is the whole suite.
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not flow"
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS) -m "not flow"
 
 # ruff, pinned, for the linter and the formatter (configured in pyproject.toml).
 DEV_STAMP := $(VENV)/.installed-dev
