@@ -8,6 +8,12 @@ hold each to a plain reading of that definition (the minima to datasketch's too)
   128 running minima stay in registers while its shingles stream past, and the loop over the
   permutations is vectorized by LLVM.
 
+* :func:`prepared_lengths` and :func:`fill_prepared`: the normalization's steps 1 to 3 over a
+  batch's UTF-8 bytes, ASCII lowercased and every other code point replaced by its form from a
+  table (:func:`pipeline.dedup.normalize.prepared_alone`), where each non-ASCII document became a
+  Python string for NFKC and lowercase and went through two polars regular expressions;
+  :func:`unknown_code_points` finds the code points the table does not hold yet.
+
 * :func:`word_hashes`: the words of a batch's prepared UTF-8 bytes (runs of word bytes, never
   across a document boundary) and their polynomial hashes, in one pass over the bytes without a
   branch per byte (each byte's term from a table of powers of M, so no byte waits for the power
@@ -436,4 +442,138 @@ def pair_jaccard(values: np.ndarray, offsets: np.ndarray, left: np.ndarray, righ
         np.ascontiguousarray(right, dtype=np.int64),
         out,
     )
+    return out
+
+
+# Code point table values of pipeline.dedup.normalize's preparation: >= 0 is an entry of the pool
+# of prepared forms; these two are not.
+UNKNOWN = -1  # not looked at yet
+IN_CONTEXT = -2  # what it becomes depends on its neighbours: the document is prepared in Python
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _code_point(data, i, stop):
+    """``(code point, bytes)`` of the UTF-8 sequence at ``data[i]`` (a byte >= 0x80), or
+    ``(-1, 1)`` where it is not a valid one (a stray or missing continuation byte, an overlong
+    form, a surrogate, past U+10FFFF)."""
+    lead = np.int64(data[i])
+    if lead < 0xC2:
+        return -1, 1
+    if lead < 0xE0:
+        n, cp, least = 2, lead & 0x1F, 0x80
+    elif lead < 0xF0:
+        n, cp, least = 3, lead & 0x0F, 0x800
+    elif lead < 0xF5:
+        n, cp, least = 4, lead & 0x07, 0x10000
+    else:
+        return -1, 1
+    if i + n > stop:
+        return -1, 1
+    for k in range(1, n):
+        byte = np.int64(data[i + k])
+        if byte & 0xC0 != 0x80:
+            return -1, 1
+        cp = (cp << 6) | (byte & 0x3F)
+    if cp < least or 0xD800 <= cp <= 0xDFFF or cp > 0x10FFFF:
+        return -1, 1
+    return cp, n
+
+
+@numba.njit(cache=True, nogil=True)
+def _unknown_code_points(data, offsets, table, out):
+    n = 0
+    for d in range(offsets.shape[0] - 1):
+        i, stop = offsets[d], offsets[d + 1]
+        while i < stop:
+            if data[i] < 0x80:
+                i += 1
+                continue
+            cp, size = _code_point(data, i, stop)
+            if cp >= 0 and table[cp] == UNKNOWN:
+                out[n] = cp
+                n += 1
+            i += size
+    return n
+
+
+def unknown_code_points(data: np.ndarray, offsets: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """The distinct code points of the documents' UTF-8 bytes that ``table`` holds as
+    :data:`UNKNOWN`, sorted."""
+    out = np.empty(len(data), np.int64)
+    n = _unknown_code_points(data, offsets, table, out)
+    return np.unique(out[:n])
+
+
+@numba.njit(cache=True, nogil=True)
+def _prepared_lengths(data, offsets, table, pool_offsets, lengths):
+    for d in range(offsets.shape[0] - 1):
+        i, stop = offsets[d], offsets[d + 1]
+        length = 0
+        while i < stop:
+            if data[i] < 0x80:
+                length += 1
+                i += 1
+                continue
+            cp, size = _code_point(data, i, stop)
+            entry = table[cp] if cp >= 0 else IN_CONTEXT
+            if entry < 0:
+                length = -1
+                break
+            length += pool_offsets[entry + 1] - pool_offsets[entry]
+            i += size
+        lengths[d] = length
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_prepared(data, offsets, table, pool, pool_offsets, lower, out, out_offsets, own, own_offsets, own_rows):
+    k = 0  # the next of the documents prepared elsewhere
+    for d in range(offsets.shape[0] - 1):
+        at = out_offsets[d]
+        if k < own_rows.shape[0] and own_rows[k] == d:
+            for j in range(own_offsets[k], own_offsets[k + 1]):
+                out[at] = own[j]
+                at += 1
+            k += 1
+            continue
+        i, stop = offsets[d], offsets[d + 1]
+        while i < stop:
+            byte = data[i]
+            if byte < 0x80:
+                out[at] = lower[byte]
+                at += 1
+                i += 1
+                continue
+            cp, size = _code_point(data, i, stop)
+            entry = table[cp]
+            for j in range(pool_offsets[entry], pool_offsets[entry + 1]):
+                out[at] = pool[j]
+                at += 1
+            i += size
+
+
+def prepared_lengths(data: np.ndarray, offsets: np.ndarray, table: np.ndarray, pool_offsets: np.ndarray) -> np.ndarray:
+    """int64 per document: the bytes of its prepared text, each ASCII byte one and each other
+    code point its entry's in the pool (``pool_offsets``), or -1 where a code point is
+    :data:`IN_CONTEXT` or the bytes are not valid UTF-8."""
+    lengths = np.empty(len(offsets) - 1, np.int64)
+    _prepared_lengths(data, offsets, table, pool_offsets, lengths)
+    return lengths
+
+
+def fill_prepared(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    table: np.ndarray,
+    pool: np.ndarray,
+    pool_offsets: np.ndarray,
+    lower: np.ndarray,
+    out_offsets: np.ndarray,
+    own: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> np.ndarray:
+    """The prepared texts' bytes (``out_offsets`` from :func:`prepared_lengths`): each ASCII byte
+    through ``lower`` (256 entries), each other code point its pool entry; the documents of
+    ``own = (rows, bytes, offsets)`` (rows sorted) are those bytes instead."""
+    out = np.empty(int(out_offsets[-1]), np.uint8)
+    rows, own_data, own_offsets = own
+    _fill_prepared(data, offsets, table, pool, pool_offsets, lower, out, out_offsets, own_data, own_offsets, rows)
     return out

@@ -109,3 +109,75 @@ def test_the_non_ascii_rules_in_two_passes_give_what_one_pass_with_a_group_gave(
     assert got.equals(expected)
     # the case the separator class leaves out on purpose: a Han radical is a symbol (So) and a word
     assert unicodedata.category("\u2e80") == "So" and split_non_ascii(pl.Series(["a\u2e80b"])).item() == "a \u2e80 b"
+
+
+def _prepared_in_python(texts: list[str]) -> list[str]:
+    """Steps 1 to 3 on each whole text in Python (NFKC, lowercase, NFKC, the polars rules): the
+    path prepare_texts keeps for the documents whose characters depend on their neighbours."""
+    from pipeline.dedup.normalize import _prepare_non_ascii
+
+    return _prepare_non_ascii(texts)
+
+
+def test_only_marks_are_second_characters_of_a_canonical_composition():
+    """prepared_alone takes the characters NFKC may join to the one before as the combining marks
+    and the Hangul jamo; this Python's Unicode data holds no other canonical pair, and no other
+    character of a nonzero combining class."""
+    from pipeline.dedup.normalize import _composes
+
+    seconds = set()
+    for code in range(sys.maxunicode + 1):
+        decomposition = unicodedata.decomposition(chr(code))
+        if decomposition and not decomposition.startswith("<") and len(decomposition.split()) == 2:
+            seconds.add(chr(int(decomposition.split()[1], 16)))
+    assert len(seconds) > 50 and all(_composes(char) for char in seconds)
+    assert all(_composes(chr(c)) for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c)))
+    # the Hangul vowels and final consonants compose by rule: U+1100 U+1161 U+11A8 is one syllable
+    assert unicodedata.normalize("NFKC", "\u1100\u1161\u11a8") == "\uac01"
+
+
+def test_compiled_preparation_gives_the_python_bytes_for_every_code_point():
+    """Every non-ASCII code point (surrogates aside) after an ASCII capital, between two ASCII
+    letters and twice in a row: the compiled pass (each character's form learned alone) gives the
+    bytes of the whole-text Python preparation. It fails without the rules of prepared_alone: the
+    Lao U+0ECE is a mark to the regex engine (Unicode 15) but unassigned in Python's 14, and the
+    lunate capital sigma U+03F9 lowercases by its place in the word once NFKC has made it a sigma."""
+    from pipeline.dedup.normalize import prepare_texts
+
+    chars = [chr(c) for c in range(0x80, sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    texts = [f"A{c}b{c}{c} Z" for c in chars]
+    assert prepare_texts(texts).to_pylist() == _prepared_in_python(texts)
+
+
+# Characters whose form depends on their neighbours, or that make others': capital sigmas (and
+# what NFKC makes one of), marks (the regex engine's too), Hangul jamo, invisible characters.
+TRICKY = list("ΣσςΑβΓϹ\U0001d6ba\u0301\u0308\u0ece\u0e31\u0e48\u3099가\u1100\u1161\u11a8ㄱㅏ漢かカไລ")
+TRICKY += list("ＡＢｃ１，。\u00a0\u2019…™ﬁİĲéÉßẞ\ufdfa\u2e80\uf900\U0001f600") + list(INVISIBLE_IN_WORDS)
+PREPARED_TEXTS = st.lists(
+    st.lists(st.one_of(st.sampled_from(TRICKY), st.sampled_from("aZ9 .,-\n'"), PIECES), max_size=30).map("".join),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=200)
+@given(PREPARED_TEXTS)
+def test_compiled_preparation_gives_the_python_bytes_in_any_context(texts):
+    from pipeline.dedup.normalize import prepare_texts
+
+    assert prepare_texts(texts).to_pylist() == _prepared_in_python(texts)
+
+
+def test_threads_learning_code_points_at_once_prepare_what_one_thread_does():
+    """The table of prepared forms is shared by the threads of a process and grows under a lock:
+    threads that meet new code points at the same time prepare what Python does."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipeline.dedup.normalize import prepare_texts
+
+    blocks = [
+        [f"Ab{chr(c)}{chr(c + 1)} z" for c in range(start, start + 3000)] for start in range(0x4E00, 0x9000, 2000)
+    ]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda block: prepare_texts(block).to_pylist(), blocks))
+    assert got == [_prepared_in_python(block) for block in blocks]
