@@ -174,7 +174,8 @@ class _Preparations:
     def __init__(self):
         self.table: np.ndarray | None = None
         self._forms: list[bytes] = []
-        self._pool = (np.zeros(0, np.uint8), np.zeros(1, np.int64))
+        # Read-only bytes, as the pool is once learned: one compiled variant of the kernels.
+        self._pool = (np.frombuffer(b"", np.uint8), np.zeros(1, np.int64))
         self._lock = threading.Lock()
 
     def pool_for(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -228,7 +229,7 @@ def prepare_texts(texts: Texts) -> pa.LargeStringArray:
     table, pool, pool_offsets = _PREPARATIONS.pool_for(data, offsets)
     lengths = prepared_lengths(data, offsets, table, pool_offsets)
     rows = np.flatnonzero(lengths < 0)
-    own_data, own_offsets = np.zeros(0, np.uint8), np.zeros(1, np.int64)
+    own_data, own_offsets = np.zeros(0, np.uint8), np.zeros(1, np.int64)  # writable, as Arrow's
     if len(rows):
         own = pa.array(_prepare_non_ascii(texts.take(pa.array(rows)).to_pylist()), pa.large_string())
         own_data, own_offsets = _utf8_buffers(own)
