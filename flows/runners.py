@@ -81,11 +81,9 @@ class Runner:
 
             return ThreadPoolTaskRunner(max_workers=workers)
         if self.kind == "processes":
-            from prefect.task_runners import ProcessPoolTaskRunner
+            from flows.runtime import process_pool_task_runner
 
-            from flows.runtime import ignore_interrupts
-
-            return ProcessPoolTaskRunner(max_workers=workers, initializer=ignore_interrupts)
+            return process_pool_task_runner(workers)
         if self.kind == "ray":
             # running_on() connected this process to the cluster; the runner uses that connection.
             return _ray_task_runner()()

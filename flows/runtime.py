@@ -13,6 +13,8 @@ progress lines and warnings, and a failure is one line from the CLI that names t
 from __future__ import annotations
 
 import atexit
+import multiprocessing.context
+import multiprocessing.resource_tracker
 import os
 import signal
 import sys
@@ -242,8 +244,57 @@ def kill_children() -> None:
 def ignore_interrupts() -> None:
     """In a worker process: leave Ctrl-C to the run's main process. A terminal signals its whole
     process group, workers included; the main process stops the run and its workers, and a
-    worker's own KeyboardInterrupt would only print tracebacks."""
+    worker's own KeyboardInterrupt would only print tracebacks. A worker of
+    :func:`process_pool_task_runner` starts with Ctrl-C blocked; ignored now, it is unblocked."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+class _BlockedSpawnProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process that starts with Ctrl-C blocked: the spawning thread blocks SIGINT while
+    it starts the process, which inherits the mask (exec keeps it), then restores its own; any
+    other thread of this process still takes a Ctrl-C meanwhile. (The standard library starts its
+    resource tracker the same way, so the tracker is started before.) So a Ctrl-C that comes while the new
+    interpreter imports its modules, before any initializer of its own can run, stays pending
+    instead of raising KeyboardInterrupt there and printing a traceback."""
+
+    def start(self) -> None:
+        # The resource tracker first: starting it unblocks SIGINT in this thread, whatever the mask.
+        multiprocessing.resource_tracker.ensure_running()
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            super().start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+class BlockedSpawnContext(multiprocessing.context.SpawnContext):
+    """The spawn start method, with each process started as :class:`_BlockedSpawnProcess`."""
+
+    Process = _BlockedSpawnProcess
+
+
+def process_pool_task_runner(max_workers: int):
+    """Prefect's process pool task runner, its workers started with Ctrl-C blocked
+    (:class:`BlockedSpawnContext`) and then ignoring it (:func:`ignore_interrupts`). The pool
+    starts a worker when a task is submitted, from whichever thread submits it, so the context
+    goes on the pool itself (Prefect fixes the spawn start method when it makes the pool)."""
+    from prefect.task_runners import ProcessPoolTaskRunner
+
+    global _ProcessPoolTaskRunner
+    if _ProcessPoolTaskRunner is None:
+
+        class _Runner(ProcessPoolTaskRunner):
+            def __enter__(self):
+                super().__enter__()
+                self._executor._mp_context = BlockedSpawnContext()
+                return self
+
+        _ProcessPoolTaskRunner = _Runner
+    return _ProcessPoolTaskRunner(max_workers=max_workers, initializer=ignore_interrupts)
+
+
+_ProcessPoolTaskRunner = None
 
 
 @contextmanager

@@ -1,0 +1,39 @@
+"""A process pool's workers and the terminal's Ctrl-C, which reaches every process of the
+foreground group: a worker still starting (its interpreter importing modules, before any
+initializer of its own runs) must not die of it with a traceback. The Ctrl-C test of a whole run
+(tests/flows/test_interrupt.py) met that only when the machine was busy enough to slow a
+worker's start; here the signal is sent while the worker starts, every time."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+
+from flows.runtime import BlockedSpawnContext, process_pool_task_runner
+
+
+def _started_and_interrupted(context) -> int:
+    """The exit code of a spawned process sent SIGINT as soon as it is started (it sleeps for half
+    a second: the signal comes while it starts or sleeps)."""
+    process = context.Process(target=time.sleep, args=(0.5,))
+    process.start()
+    os.kill(process.pid, signal.SIGINT)
+    process.join(120)
+    return process.exitcode
+
+
+def test_a_worker_started_with_ctrl_c_blocked_outlives_a_ctrl_c_during_its_start():
+    assert _started_and_interrupted(BlockedSpawnContext()) == 0
+    # the plain spawn method: the same Ctrl-C ends the process
+    assert _started_and_interrupted(multiprocessing.get_context("spawn")) != 0
+    # the starting thread's own mask is as it was
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
+def test_the_process_pool_runner_starts_its_workers_so():
+    runner = process_pool_task_runner(2)
+    with runner:
+        assert isinstance(runner._executor._mp_context, BlockedSpawnContext)
+    assert type(runner.duplicate()) is type(runner)  # each stage's flow enters a duplicate
