@@ -253,10 +253,11 @@ def ignore_interrupts() -> None:
 class _BlockedSpawnProcess(multiprocessing.context.SpawnProcess):
     """A spawned process that starts with Ctrl-C blocked: the spawning thread blocks SIGINT while
     it starts the process, which inherits the mask (exec keeps it), then restores its own; any
-    other thread of this process still takes a Ctrl-C meanwhile. (The standard library starts its
-    resource tracker the same way, so the tracker is started before.) So a Ctrl-C that comes while the new
-    interpreter imports its modules, before any initializer of its own can run, stays pending
-    instead of raising KeyboardInterrupt there and printing a traceback."""
+    other thread of this process still takes a Ctrl-C meanwhile. So a Ctrl-C that comes while the
+    new interpreter imports its modules, before any initializer of its own can run, stays pending
+    instead of raising KeyboardInterrupt there and printing a traceback. (The standard library
+    starts its resource tracker the same way and unblocks SIGINT after, so the tracker is started
+    first.)"""
 
     def start(self) -> None:
         # The resource tracker first: starting it unblocks SIGINT in this thread, whatever the mask.
