@@ -39,6 +39,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -84,6 +85,13 @@ _REF_CHARS = re.compile(r"[^A-Za-z0-9.-]+")
 _OPERATOR = re.compile(r"\s+(AND|OR)\s+", re.I)
 
 
+# license_expression's parser is not thread-safe: threads that parse at once with a fresh
+# Licensing (its tokenizer is built on first use) got wrong answers, 78 of 480 in a test, and the
+# caches below kept them for the process (a source stage on local threads once wrote
+# "LicenseRef-BSD-3-Clause-AND-MIT" for "BSD-3-Clause AND MIT", where Dask's processes did not).
+_PARSING = threading.Lock()
+
+
 @lru_cache(maxsize=1)
 def _licensing():
     from license_expression import get_spdx_licensing
@@ -93,15 +101,16 @@ def _licensing():
 
 def _parse(value: str):
     """``value`` as a parsed SPDX expression whose every licence is on the SPDX list or a
-    ``LicenseRef-``; None otherwise."""
-    licensing = _licensing()
-    try:
-        parsed = licensing.parse(value, validate=False)
-    except Exception:  # a string the expression parser cannot read
-        return None
-    if parsed is None or any(not _REF_ID.match(key) for key in licensing.unknown_license_keys(parsed)):
-        return None
-    return parsed
+    ``LicenseRef-``; None otherwise. One thread at a time (:data:`_PARSING`)."""
+    with _PARSING:
+        licensing = _licensing()
+        try:
+            parsed = licensing.parse(value, validate=False)
+        except Exception:  # a string the expression parser cannot read
+            return None
+        if parsed is None or any(not _REF_ID.match(key) for key in licensing.unknown_license_keys(parsed)):
+            return None
+        return parsed
 
 
 @lru_cache(maxsize=65536)

@@ -322,3 +322,27 @@ def test_a_dropped_licence_leaves_the_ledger_and_every_mixture_and_the_card_says
     assert "licence: CC-BY-NC-4.0" in printed
     table = CliRunner().invoke(app, ["inspect", str(config.run_dir)]).output
     assert "CC-BY-NC-4.0" in table and "removed by rule" in table
+
+
+def test_threads_reading_licences_at_once_read_what_one_thread_reads():
+    """license_expression's parser is not thread-safe: threads that parse at once with a fresh
+    Licensing got wrong answers (78 of 480 before the lock), which the caches then kept."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipeline import licence
+
+    values = ["BSD-3-Clause AND MIT", "MIT", "Apache-2.0 OR MIT", "GPL-3.0-only AND CC-BY-4.0", "CC-BY-SA-4.0"] * 8
+    expected = [licence.spdx(value) for value in values]
+    for _ in range(10):
+        licence._licensing.cache_clear()
+        licence.spdx.cache_clear()
+        start = threading.Barrier(4)
+
+        def read(chunk: list[str], start: threading.Barrier = start) -> list[str | None]:
+            start.wait()
+            return [licence.spdx(value) for value in chunk]
+
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(read, [values[i::4] for i in range(4)]))
+        assert got == [expected[i::4] for i in range(4)]
