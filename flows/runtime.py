@@ -13,6 +13,7 @@ progress lines and warnings, and a failure is one line from the CLI that names t
 from __future__ import annotations
 
 import atexit
+import functools
 import multiprocessing.context
 import multiprocessing.resource_tracker
 import os
@@ -280,22 +281,22 @@ def process_pool_task_runner(max_workers: int):
     (:class:`BlockedSpawnContext`) and then ignoring it (:func:`ignore_interrupts`). The pool
     starts a worker when a task is submitted, from whichever thread submits it, so the context
     goes on the pool itself (Prefect fixes the spawn start method when it makes the pool)."""
+    return _blocked_spawn_runner()(max_workers=max_workers, initializer=ignore_interrupts)
+
+
+@functools.cache
+def _blocked_spawn_runner() -> type:
+    """The runner class of :func:`process_pool_task_runner`, made on first use (Prefect is
+    imported only by the runs that use it)."""
     from prefect.task_runners import ProcessPoolTaskRunner
 
-    global _ProcessPoolTaskRunner
-    if _ProcessPoolTaskRunner is None:
+    class _Runner(ProcessPoolTaskRunner):
+        def __enter__(self):
+            super().__enter__()
+            self._executor._mp_context = BlockedSpawnContext()
+            return self
 
-        class _Runner(ProcessPoolTaskRunner):
-            def __enter__(self):
-                super().__enter__()
-                self._executor._mp_context = BlockedSpawnContext()
-                return self
-
-        _ProcessPoolTaskRunner = _Runner
-    return _ProcessPoolTaskRunner(max_workers=max_workers, initializer=ignore_interrupts)
-
-
-_ProcessPoolTaskRunner = None
+    return _Runner
 
 
 @contextmanager
