@@ -499,7 +499,7 @@ def _unknown_code_points(data, offsets, table, out):
 def unknown_code_points(data: np.ndarray, offsets: np.ndarray, table: np.ndarray) -> np.ndarray:
     """The distinct code points of the documents' UTF-8 bytes that ``table`` holds as
     :data:`UNKNOWN`, sorted."""
-    out = np.empty(len(data), np.int64)
+    out = np.empty(len(data) // 2 + 1, np.int64)  # a non-ASCII code point takes two bytes or more
     n = _unknown_code_points(data, offsets, table, out)
     return np.unique(out[:n])
 
