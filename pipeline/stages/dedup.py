@@ -11,16 +11,18 @@ of duplicates alone, on any list of document files.
     one per million pairs or two million edges, each over a group of shards, shard s in unit
     s % units, each shard's files its own):
     sign_shard           per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
-    find_candidates      per partition  verify/pairs/shard-<S>/part-<P>   (pipeline.dedup.routed)
+    find_candidates      per partition  verify/pairs/shard-<S>/part-<P>, S the shard of a pair's later
+                                        document (pipeline.dedup.routed)
     measure_first        per group      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
     measure_second       per group      verify/measured/second-<T>: the edges, with the first's
     seed_components      per group      components/large-0000/...: the edges, both ways round
     large_stars, small_stars  per group, in rounds until a round changes nothing
                                         components/large-<r>, small-<r> (pipeline.dedup.components)
     label_components     per group      components/labels/shard-<S>: doc, component; and each label
-                                        sent to its component's home (the shard of its smallest
-                                        document): components/home/shard-<H>/from-<S>
-    cluster_edges        per group      the keep rule over the components of each home shard H:
+                                        sent to its component's home (one per million edges,
+                                        up to P; chosen by a hash of the component, so the homes
+                                        share the components evenly): components/home/home-<H>/from-<S>
+    cluster_edges        per home       the keep rule over the components of home H:
                                         members/shard-<S>/from-<H> (the members in shard S) and
                                         similarity/pairs/shard-<S>/members-<H>: each member's kept doc
     measure_first, measure_second  per group, again: similarity/measured/..., similarity/forward/...
@@ -40,10 +42,10 @@ one unit per block, which runs its shards one at a time.
 The shingle sets are read where they are: each verification and similarity hop reads each
 signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
 the corpus. Connected components run in rounds, each unit holding the edges of its shards'
-documents. Every unit reports ``bytes_read`` and the finding sums them per step. The
-keep rule runs per home shard, and the clusters table is written shard after shard, a row group
-at a time, so no unit holds more than a shard's clusters however large the corpus (the table is
-one file, written by one unit).
+documents. Every unit reports ``bytes_read`` and the finding sums them per step. The keep rule
+runs per home (the components dealt to the homes by a hash of their name), and the
+clusters table is written shard after shard, a row group at a time, so no unit holds more than a
+shard's clusters however large the corpus (the table is one file, written by one unit).
 
 The intermediate folder is reused when it was made from the same input shards (by sha256) and
 settings, so a re-run only redoes what changed.
@@ -72,6 +74,7 @@ from pipeline.dedup.components import (
     MAX_ROUNDS,
     combined_fingerprint,
     component_labels,
+    home_folder,
     large_star,
     seed_edges,
     small_star,
@@ -97,7 +100,9 @@ VERIFY, SIMILARITY = "verify", "similarity"
 # Work of one unit of a step across shards: pairs measured (several seconds), edges in a round.
 PAIRS_PER_UNIT = 1_000_000
 EDGES_PER_UNIT = 2_000_000
-DOCS_PER_UNIT = 2_000_000  # documents of clusters through the keep rule
+# Documents of clusters one keep-rule unit (one home) takes, at most about: the unit grew by 81 MiB
+# for 310,289 clustered documents in one home (the million-document demo corpus).
+DOCS_PER_UNIT = 1_000_000
 
 
 def signature_path(work: Path, shard: int) -> Path:
@@ -117,10 +122,17 @@ def sign_shard(in_path: Path, shard: int, work: Path, params: MinHashParams, par
 
 
 def find_candidates(partition: int, work: Path) -> dict:
-    """Partition ``partition``'s candidate pairs, routed to the shard of their first document."""
+    """Partition ``partition``'s candidate pairs, routed to the shard of their later document: the
+    pairs are written the other way round (``doc_a`` the later document), since the first hop runs
+    where ``doc_a`` is. A document is the later one of few pairs a band (at most
+    ``ALL_PAIRS_BUCKET - 1``: a large bucket pairs each member with its first document only) but
+    the earlier one of a whole bucket's, so by the later document the pairs spread evenly over the
+    shards, where by the earlier one they pile up where a corpus's first copies are (in the
+    100k-document demo run, one shard of 13 received 63% of the pairs)."""
     files = parquet_files(as_path(work) / "bands" / f"part-{partition:04d}")
     pairs = candidate_pairs(files)
-    route_pairs(pairs, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}")
+    later_first = pairs.select(doc_a="doc_b", doc_b="doc_a", exact="exact")
+    route_pairs(later_first, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}")
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
     return {"unit": f"candidates-{partition:04d}", "pairs": pairs.height, "bytes_read": read}
 
@@ -212,27 +224,27 @@ def small_stars(round_: int, part: int, shards: list[int], work: Path) -> dict:
     return _summed(f"small-{round_:04d}-{part:04d}", [small_star(round_, s, _components_root(work)) for s in shards])
 
 
-def _home_folder(work: Path, shard: int) -> Path:
-    """Where the labels of the components named by a document of ``shard`` (their smallest) go
-    (label_components sends them there)."""
-    return shard_folder(_components_root(work) / "home", shard)
+def _home_folder(work: Path, home: int) -> Path:
+    """Where the labels of the components of home ``home`` go (label_components sends them there)."""
+    return home_folder(_components_root(work) / "home", home)
 
 
-def label_components(round_: int, part: int, shards: list[int], work: Path) -> dict:
+def label_components(round_: int, part: int, shards: list[int], work: Path, homes: int) -> dict:
     """The component of each document of each shard of ``shards``, from round ``round_``; each
-    label is also sent to its component's home, the shard of the component's name (its smallest
-    document), which runs the keep rule over it: components/home/shard-<H>/from-<S>."""
+    label is also sent to its component's home, one of ``homes`` by a hash of the component's name
+    (``pipeline.dedup.components.home_of``), which runs the keep rule over it:
+    components/home/home-<H>/from-<S>."""
     root = _components_root(work)
     return _summed(
         f"components-{part:04d}",
-        [component_labels(round_, s, root, _labels_path(work, s), root / "home") for s in shards],
+        [component_labels(round_, s, root, _labels_path(work, s), root / "home", homes) for s in shards],
     )
 
 
-def find_components(work: Path, groups: list[list[int]], run_units: RunUnits) -> dict:
+def find_components(work: Path, groups: list[list[int]], run_units: RunUnits, homes: int = 1) -> dict:
     """Connected components of the verified edges, in rounds of units over ``groups`` of shards
-    (``pipeline.dedup.components``), until a round changes nothing; returns the rounds run and
-    the bytes read."""
+    (``pipeline.dedup.components``), until a round changes nothing, each component's labels sent
+    to one of ``homes``; returns the rounds run and the bytes read."""
     jobs = list(enumerate(groups))
     seeded = run_units(None, seed_components, [(g, shards, work) for g, shards in jobs])
     read = _total(seeded, "bytes_read")
@@ -247,7 +259,7 @@ def find_components(work: Path, groups: list[list[int]], run_units: RunUnits) ->
         read += _total(run_units(None, small_stars, [(round_, g, shards, work) for g, shards in jobs]), "bytes_read")
     else:
         raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
-    labelled = run_units(None, label_components, [(round_, g, shards, work) for g, shards in jobs])
+    labelled = run_units(None, label_components, [(round_, g, shards, work, homes) for g, shards in jobs])
     return {"rounds": round_ + 1, "docs": _total(labelled, "docs"), "bytes_read": read + _total(labelled, "bytes_read")}
 
 
@@ -256,10 +268,10 @@ def _members_folder(work: Path, shard: int) -> Path:
 
 
 def cluster_edges(part: int, homes: list[int], work: Path, shards: int, rule: KeepRule) -> dict:
-    """The keep rule over the components whose home is a shard of ``homes``, one home at a time
-    (its memory bounded by one shard's components): each member's row goes to the shard of the
-    member (members/shard-<S>/from-<H>), and each member that is neither kept nor an exact copy is
-    routed, with its kept document, to be measured."""
+    """The keep rule over the components of each home of ``homes``, one home at a time (its
+    memory bounded by one home's components, about :data:`DOCS_PER_UNIT` documents at most): each
+    member's row goes to the shard of the member (members/shard-<S>/from-<H>), and each member that
+    is neither kept nor an exact copy is routed, with its kept document, to be measured."""
     lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
     docs = pairs = read = 0
     for home in homes:
@@ -376,9 +388,12 @@ def find_duplicates(
     verified = run_units("dedup verify", measure_first, [(VERIFY, g, s, work, threshold) for g, s in groups])
     verified_far = run_units(None, measure_second, [(VERIFY, g, s, work, threshold) for g, s in groups])
     edges = _total(verified, "kept") + _total(verified_far, "kept")
-    components = find_components(work, shard_groups(n, units_for(edges, EDGES_PER_UNIT, partitions)), run_units)
-    homes = enumerate(shard_groups(n, units_for(components["docs"], DOCS_PER_UNIT, partitions)))
-    clustered = run_units(None, cluster_edges, [(g, shards, work, n, rule) for g, shards in homes])
+    # One keep-rule unit per home; the edges bound the clustered documents (at most one new a
+    # component an edge, and one more to start it), the count known before the components are.
+    homes = units_for(edges, DOCS_PER_UNIT, partitions)
+    groups = shard_groups(n, units_for(edges, EDGES_PER_UNIT, partitions))
+    components = find_components(work, groups, run_units, homes)
+    clustered = run_units(None, cluster_edges, [(home, [home], work, n, rule) for home in range(homes)])
     groups = list(enumerate(shard_groups(n, units_for(_total(clustered, "pairs"), PAIRS_PER_UNIT, partitions))))
     similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None) for g, s in groups])
     similar_far = run_units(None, measure_second, [(SIMILARITY, g, s, work, None) for g, s in groups])

@@ -705,7 +705,7 @@ def test_the_keep_rule_per_home_shard_and_the_table_by_row_groups_give_the_one_p
     monkeypatch.setattr(stage_module, "CLUSTER_ROWS_PER_GROUP", 7)  # several row groups, one cut mid-shard
     monkeypatch.setattr(stage_module, "DOCS_PER_UNIT", 10)  # homes dealt to several keep-rule units
     staged = deduplicate_shards(paths, work, params, partitions=3, rule=rule)
-    homes = {p.parent.name for p in (work / "components" / "home").glob("shard-*/*.parquet")}
+    homes = {p.parent.name for p in (work / "components" / "home").glob("home-*/*.parquet")}
     assert len(homes) > 1 and len(list((work / "members").glob("shard-*/*.parquet"))) > len(homes)
     assert pq.ParquetFile(work / "clusters.parquet").metadata.num_row_groups == -(-staged.height // 7) > 2
     lookup = ShingleLookup(sorted((work / "signatures").glob("*.parquet")))

@@ -76,8 +76,11 @@ def test_routed_hops_measure_what_one_lookup_measures(tmp_path):
     assert np.allclose(routed["jaccard"].to_numpy(), reference["jaccard"].to_numpy(), rtol=0, atol=1e-12)
     assert (routed["jaccard"] < 0.8).sum() > 100  # the false positives were measured too
 
-    # The stage's edges: those that reach the threshold, counted once each.
-    edges = measured(work / "verify" / "measured")
+    # The stage's edges: those that reach the threshold, counted once each (measured where the later
+    # document is, so written later document first).
+    later_first = measured(work / "verify" / "measured")
+    assert (later_first["doc_a"] > later_first["doc_b"]).all()
+    edges = later_first.select(doc_a="doc_b", doc_b="doc_a", jaccard="jaccard", exact="exact").sort("doc_a", "doc_b")
     assert edges.equals(verify_pairs(pairs, lookup, threshold=0.8).sort("doc_a", "doc_b"))
     assert finding["candidate_pairs"] == pairs.height
     assert finding["edges"] == edges.height and finding["false_positives"] == pairs.height - edges.height
@@ -86,20 +89,26 @@ def test_routed_hops_measure_what_one_lookup_measures(tmp_path):
 
 
 def test_a_set_is_sent_once_per_shard_whatever_its_partners(tmp_path):
-    """One article in shard 0 and six near copies of it in shard 1: shard 0 sends the article's set
-    to shard 1 once, with its six partners."""
+    """Verification runs where a pair's later document is: six near copies of an article in shard 0
+    and the article in shard 1, so shard 1 sends the article's set to shard 0 once, with its six
+    partners. The similarity pass runs where the kept document is: the article in shard 0 and six
+    copies in shard 1, so shard 0 sends the kept article's set to shard 1 once, with six partners."""
     rng = random.Random(4)
     vocabulary = make_vocabulary(rng)
     article = random_text(rng, vocabulary, 300)
-    shard0 = [("article", article), ("other", random_text(rng, vocabulary, 300))]
-    shard1 = [(f"copy-{i}", edit_words(rng, article, 1)) for i in range(6)]
-    paths = write_shards(tmp_path / "a", shard0, 1) + write_shards(tmp_path / "b", shard1, 1)
+    copies = [(f"copy-{i}", edit_words(rng, article, 1)) for i in range(6)]
+    other = ("other", random_text(rng, vocabulary, 300))
+
+    paths = write_shards(tmp_path / "a", copies, 1) + write_shards(tmp_path / "b", [("article", article), other], 1)
     clusters = deduplicate_shards(paths, tmp_path / "work", MinHashParams(), partitions=3)
-    assert sorted(clusters["id"].to_list()) == sorted(["article"] + [d[0] for d in shard1])
-    sent = pq.read_table(tmp_path / "work" / "verify" / "forward" / "shard-00001" / "from-00000.parquet")
+    assert sorted(clusters["id"].to_list()) == sorted(["article"] + [d[0] for d in copies])
+    sent = pq.read_table(tmp_path / "work" / "verify" / "forward" / "shard-00000" / "from-00001.parquet")
     assert sent.num_rows == 1 and len(sent.column("partners")[0]) == 6
-    # The similarity pass sends the kept article's set the same way.
-    sent = pq.read_table(tmp_path / "work" / "similarity" / "forward" / "shard-00001" / "from-00000.parquet")
+
+    paths = write_shards(tmp_path / "c", [("article", article), other], 1) + write_shards(tmp_path / "d", copies, 1)
+    clusters = deduplicate_shards(paths, tmp_path / "work2", MinHashParams(), partitions=3)
+    assert clusters.filter(pl.col("kept"))["id"].to_list() == ["article"] and clusters.height == 7
+    sent = pq.read_table(tmp_path / "work2" / "similarity" / "forward" / "shard-00001" / "from-00000.parquet")
     assert sent.num_rows == 1 and len(sent.column("partners")[0]) == 6
 
 
