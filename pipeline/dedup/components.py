@@ -1,31 +1,39 @@
 """Connected components of the verified edges without one unit that holds them all: the
 alternating Large-Star and Small-Star rounds of Kiveris et al. (2014, "Connected Components in
-MapReduce and Beyond"), one function call per shard per half-round (the dedup stage groups the
-calls into units, pipeline.stages.dedup), the edges routed between half-rounds to the shard of the
-document they are keyed by.
+MapReduce and Beyond"), one function call per bucket per half-round (the dedup stage groups the
+calls into units, pipeline.stages.dedup), the edges routed between half-rounds to the bucket of
+the key they are keyed by.
 
-    seed_edges(S)       the verified edges of shard S's files, both ways round, routed by key:
-                        large-0000/shard-<T>/from-<S>.parquet
-    large_star(r, S)    per key u of shard S, with m the smallest of u and its neighbours: an edge
+The rounds run on keys, not document numbers: a document's key is a bijective 64-bit hash of its
+number (:func:`key_of`, undone by :func:`doc_of`), and a record goes to bucket ``key % buckets``
+(one bucket per document shard). The rounds gather each component around its smallest key, so
+ordered by key the hubs fall anywhere; ordered by document number they were the first copies,
+which a corpus holds in a few shards (in the million-document demo run, the records keyed by one
+shard grew with the corpus's cluster sizes while the shards stayed the same size).
+
+    seed_edges(S)       the verified edges of shard S's files, both ways round, as keys, routed by
+                        key: large-0000/bucket-<B>/from-<S>.parquet
+    large_star(r, B)    per key u of bucket B, with m the smallest of u and its neighbours: an edge
                         (v, m) for every neighbour v > u; routed by the larger end (v):
-                        small-<r>/shard-<T>/from-<S>.parquet
-    small_star(r, S)    per key u of shard S, with N its smaller neighbours and m the smallest of
+                        small-<r>/bucket-<C>/from-<B>.parquet
+    small_star(r, B)    per key u of bucket B, with N its smaller neighbours and m the smallest of
                         N and u: an edge (v, m) for every v in N and u but m; routed both ways
-                        round: large-<r+1>/shard-<T>/from-<S>.parquet
-    component_labels(r, S)  once round r's edges are those of round r - 1: each document of shard
-                        S and its component (its smallest document), components/shard-<S>.parquet;
-                        and each label sent to its component's home (home_of: a hash of the
-                        component), where the keep rule runs over the whole component
+                        round: large-<r+1>/bucket-<C>/from-<B>.parquet
+    component_labels(r, B)  once round r's edges are those of round r - 1: each document of
+                        bucket B and its component (named by its member of smallest key),
+                        labels/bucket-<B>.parquet; and each label sent to its component's home
+                        (home_of), where the keep rule runs over the whole component and names it
+                        by its smallest document
 
-Both steps keep each component connected and its smallest document in it; a round that changes
-nothing leaves every component a star around its smallest document, and the rounds reach it
-after O(log^2 n) of them (Kiveris et al.). Each large-star unit reports a fingerprint of its
-edges (their number and a sum of their hashes), so the run stops when a round's fingerprint
-equals the round before's. Memory per unit is bounded by the edges keyed by one shard's
-documents; the labels do not depend on the order of the edges.
+Both steps keep each component connected and its smallest key in it; a round that changes
+nothing leaves every component a star around its smallest key, and the rounds reach it after
+O(log^2 n) of them (Kiveris et al.). Each large-star unit reports a fingerprint of its edges
+(their number and a sum of their hashes), so the run stops when a round's fingerprint equals the
+round before's. Memory per unit is bounded by the edges keyed by one bucket's keys; the labels do
+not depend on the order of the edges.
 
-Record files (``EDGE_SCHEMA``): ``u`` the document the record is keyed by (and routed to the shard
-of), ``v`` the other end.
+Record files (``EDGE_SCHEMA``): ``u`` the key the record is keyed by (and routed to the bucket
+of), ``v`` the other end (keys as int64, compared as int64).
 """
 
 from __future__ import annotations
@@ -36,7 +44,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.dedup.routed import by_shard, shard_folder
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parquet
 from pipeline.io.writer import write_parquet
 
@@ -52,17 +59,54 @@ def round_dir(root: Path, step: str, round_: int) -> Path:
     return as_path(root) / f"{step}-{round_:04d}"
 
 
-def _route(records: pl.DataFrame, folder: Path, sender: int) -> None:
-    """Write ``u, v`` records to ``folder/shard-<shard of u>/from-<sender>.parquet`` (sorted)."""
+def bucket_folder(root: Path, bucket: int) -> Path:
+    return as_path(root) / f"bucket-{bucket:05d}"
+
+
+_INVERSE_1 = pow(0xBF58476D1CE4E5B9, -1, 1 << 64)
+_INVERSE_2 = pow(0x94D049BB133111EB, -1, 1 << 64)
+
+
+def key_of(docs: np.ndarray) -> np.ndarray:
+    """Each document number's key: splitmix64's finalizer (a bijection of 64-bit words), as int64."""
+    return _mix(np.asarray(docs, dtype=np.int64).view(np.uint64)).view(np.int64)
+
+
+def _unshift(x: np.ndarray, shift: int) -> np.ndarray:
+    """The inverse of ``x ^ (x >> shift)``."""
+    y = x.copy()
+    for s in range(shift, 64, shift):
+        y ^= x >> np.uint64(s)
+    return y
+
+
+def doc_of(keys: np.ndarray) -> np.ndarray:
+    """The document number of each key (:func:`key_of` undone)."""
+    x = np.asarray(keys, dtype=np.int64).view(np.uint64)
+    with np.errstate(over="ignore"):
+        x = _unshift(x, 31) * np.uint64(_INVERSE_2)
+        x = _unshift(x, 27) * np.uint64(_INVERSE_1)
+    return _unshift(x, 30).view(np.int64)
+
+
+def _route(records: pl.DataFrame, folder: Path, sender: int, buckets: int) -> None:
+    """Write ``u, v`` records to ``folder/bucket-<u % buckets>/from-<sender>.parquet`` (sorted)."""
     if records.height == 0:
         return
-    for shard, part in by_shard(records.unique().sort("u", "v"), "u"):
-        write_parquet(part.to_arrow().cast(EDGE_SCHEMA), shard_folder(folder, shard) / f"from-{sender:05d}.parquet")
+    records = records.unique()
+    bucket = (records["u"].to_numpy().view(np.uint64) % np.uint64(buckets)).astype(np.int64)
+    for (to_bucket,), part in (
+        records.with_columns(bucket=pl.Series(bucket)).partition_by("bucket", as_dict=True).items()
+    ):
+        write_parquet(
+            part.drop("bucket").sort("u", "v").to_arrow().cast(EDGE_SCHEMA),
+            bucket_folder(folder, int(to_bucket)) / f"from-{sender:05d}.parquet",
+        )
 
 
-def _read(folder: Path, shard: int) -> tuple[pl.DataFrame, int]:
-    """The distinct records routed to ``shard`` in ``folder``, and the bytes read."""
-    here = shard_folder(folder, shard)
+def _read(folder: Path, bucket: int) -> tuple[pl.DataFrame, int]:
+    """The distinct records routed to ``bucket`` in ``folder``, and the bytes read."""
+    here = bucket_folder(folder, bucket)
     files = sorted(p for p in here.glob("*.parquet") if not p.name.startswith(".")) if here.exists() else []
     frames = [read_parquet(f) for f in files]
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
@@ -93,22 +137,23 @@ def fingerprint(records: pl.DataFrame) -> tuple[int, int]:
     return once.height, int(hashes.sum(dtype=np.uint64)) if len(hashes) else 0
 
 
-def seed_edges(shard: int, edge_files: list[Path], root: Path) -> dict:
-    """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round, into round 0."""
+def seed_edges(shard: int, edge_files: list[Path], root: Path, buckets: int = 1) -> dict:
+    """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round and as keys, into
+    round 0's ``buckets`` buckets."""
     frames = [read_parquet(f, columns=["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists()]
     read = sum(parquet_bytes(parquet_file(f).metadata, ["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists())
-    edges = (
-        pl.concat(frames).select(u="doc_a", v="doc_b")
-        if frames
-        else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
+    edges = pl.concat(frames) if frames else pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64})
+    keys = pl.DataFrame(
+        {"u": key_of(edges["doc_a"].to_numpy()), "v": key_of(edges["doc_b"].to_numpy())},
+        schema={"u": pl.Int64, "v": pl.Int64},
     )
-    _route(_both_ways(edges), round_dir(root, "large", 0), shard)
+    _route(_both_ways(keys), round_dir(root, "large", 0), shard, buckets)
     return {"unit": f"components-seed-{shard:05d}", "bytes_read": read}
 
 
-def large_star(round_: int, shard: int, root: Path) -> dict:
-    """Round ``round_``'s Large-Star for the documents of shard ``shard`` (module docstring)."""
-    records, read = _read(round_dir(root, "large", round_), shard)
+def large_star(round_: int, bucket: int, root: Path, buckets: int = 1) -> dict:
+    """Round ``round_``'s Large-Star for the keys of bucket ``bucket`` (module docstring)."""
+    records, read = _read(round_dir(root, "large", round_), bucket)
     count, hashes = fingerprint(records)
     smallest = records.group_by("u").agg(m=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
     out = (
@@ -116,19 +161,19 @@ def large_star(round_: int, shard: int, root: Path) -> dict:
         .join(smallest, on="u")
         .select(pl.col("v").alias("u"), pl.col("m").alias("v"))  # keyed by the larger end, v
     )
-    _route(out, round_dir(root, "small", round_), shard)
-    return {"unit": f"large-{round_:04d}-{shard:05d}", "edges": count, "hash": hashes, "bytes_read": read}
+    _route(out, round_dir(root, "small", round_), bucket, buckets)
+    return {"unit": f"large-{round_:04d}-{bucket:05d}", "edges": count, "hash": hashes, "bytes_read": read}
 
 
-def small_star(round_: int, shard: int, root: Path) -> dict:
-    """Round ``round_``'s Small-Star for the documents of shard ``shard`` (module docstring); its
+def small_star(round_: int, bucket: int, root: Path, buckets: int = 1) -> dict:
+    """Round ``round_``'s Small-Star for the keys of bucket ``bucket`` (module docstring); its
     records are keyed by their larger end."""
-    records, read = _read(round_dir(root, "small", round_), shard)
+    records, read = _read(round_dir(root, "small", round_), bucket)
     smallest = records.group_by("u").agg(m=pl.col("v").min())  # v < u always
     linked = pl.concat([records.select("u", "v"), smallest.select("u", v="u")]).join(smallest, on="u")
     out = linked.filter(pl.col("v") != pl.col("m")).select(u="v", v="m")
-    _route(_both_ways(out), round_dir(root, "large", round_ + 1), shard)
-    return {"unit": f"small-{round_:04d}-{shard:05d}", "bytes_read": read}
+    _route(_both_ways(out), round_dir(root, "large", round_ + 1), bucket, buckets)
+    return {"unit": f"small-{round_:04d}-{bucket:05d}", "bytes_read": read}
 
 
 def home_folder(homes: Path, home: int) -> Path:
@@ -137,36 +182,42 @@ def home_folder(homes: Path, home: int) -> Path:
 
 def home_of(components: np.ndarray, homes: int) -> np.ndarray:
     """The home (``0..homes-1``) of each component, by a hash of its name: components spread
-    evenly over the homes. Homed at their name's own shard instead, they pile up where a corpus's
-    first copies are (in the 100k-document demo run one shard of 13 was home to 69% of the
-    clustered documents)."""
+    evenly over the homes. Homed at the shard of their smallest document instead, they piled up
+    where a corpus's first copies are (in the 100k-document demo run one shard of 13 was home to
+    69% of the clustered documents)."""
     mixed = _mix(np.asarray(components, dtype=np.int64).view(np.uint64))
     return (mixed % np.uint64(homes)).astype(np.int64)
 
 
 def component_labels(
-    round_: int, shard: int, root: Path, out_path: Path, homes: Path | None = None, home_count: int = 1
+    round_: int, bucket: int, root: Path, out_path: Path, homes: Path | None = None, home_count: int = 1
 ) -> dict:
-    """Each document of shard ``shard`` in an edge and its component, from round ``round_``'s
-    edges (stars around each component's smallest document); with ``homes``, each label is also
-    sent to its component's home (:func:`home_of`, one of ``home_count``), which runs the keep
-    rule over the component: homes/home-<H>/from-<S>, sorted by ``doc``."""
-    records, read = _read(round_dir(root, "large", round_), shard)
-    labels = (
-        records.group_by("u")
-        .agg(component=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
-        .select(doc="u", component="component")
-        .sort("doc")
-    )
+    """Each document of bucket ``bucket`` in an edge and its component, from round ``round_``'s
+    edges (stars around each component's smallest key), the component named by its member of
+    smallest key; with ``homes``, each label is also sent to its component's home (:func:`home_of`,
+    one of ``home_count``), which runs the keep rule over the component:
+    homes/home-<H>/from-<B>, sorted by ``doc``."""
+    records, read = _read(round_dir(root, "large", round_), bucket)
+    hubs = records.group_by("u").agg(hub=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
+    labels = pl.DataFrame(
+        {"doc": doc_of(hubs["u"].to_numpy()), "component": doc_of(hubs["hub"].to_numpy())},
+        schema={"doc": pl.Int64, "component": pl.Int64},
+    ).sort("doc")
     write_parquet(labels.to_arrow().cast(COMPONENTS_SCHEMA), out_path)
     if homes is not None and labels.height:
         home = pl.Series("home", home_of(labels["component"].to_numpy(), home_count))
         for (to_home,), rows in labels.with_columns(home).partition_by("home", as_dict=True).items():
             write_parquet(
                 rows.drop("home").to_arrow().cast(COMPONENTS_SCHEMA),
-                home_folder(homes, int(to_home)) / f"from-{shard:05d}.parquet",
+                home_folder(homes, int(to_home)) / f"from-{bucket:05d}.parquet",
             )
-    return {"unit": f"components-{shard:05d}", "docs": labels.height, "bytes_read": read}
+    return {"unit": f"components-{bucket:05d}", "docs": labels.height, "bytes_read": read}
+
+
+def named_by_smallest(labels: pl.DataFrame) -> pl.DataFrame:
+    """``doc, component`` labels of whole components with each component named by its smallest
+    document (the rounds name it by its member of smallest key)."""
+    return labels.with_columns(component=pl.col("doc").min().over("component"))
 
 
 def combined_fingerprint(parts: list[dict]) -> tuple[int, int]:

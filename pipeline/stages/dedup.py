@@ -15,10 +15,12 @@ of duplicates alone, on any list of document files.
                                         document (pipeline.dedup.routed)
     measure_first        per group      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
     measure_second       per group      verify/measured/second-<T>: the edges, with the first's
-    seed_components      per group      components/large-0000/...: the edges, both ways round
-    large_stars, small_stars  per group, in rounds until a round changes nothing
+    seed_components      per group      components/large-0000/...: the edges, both ways round, as
+                                        keys (a hash of the document), routed to buckets of keys
+                                        (one per 50,000 edges, at most one per shard)
+    large_stars, small_stars  per group of buckets, in rounds until a round changes nothing
                                         components/large-<r>, small-<r> (pipeline.dedup.components)
-    label_components     per group      components/labels/shard-<S>: doc, component; and each label
+    label_components     per group of buckets  components/labels/bucket-<B>: doc, component; and each label
                                         sent to its component's home (one per million edges,
                                         up to P; chosen by a hash of the component, so the homes
                                         share the components evenly): components/home/home-<H>/from-<S>
@@ -76,6 +78,7 @@ from pipeline.dedup.components import (
     component_labels,
     home_folder,
     large_star,
+    named_by_smallest,
     seed_edges,
     small_star,
 )  # the unit functions below run these shard by shard, over groups of shards
@@ -103,6 +106,10 @@ EDGES_PER_UNIT = 2_000_000
 # Documents of clusters one keep-rule unit (one home) takes, at most about: the unit grew by 81 MiB
 # for 310,289 clustered documents in one home (the million-document demo corpus).
 DOCS_PER_UNIT = 1_000_000
+# Verified edges per bucket of the component rounds: what one call of a half-round holds (both ways
+# round, about 100,000 records); a round writes a file per pair of buckets, so buckets are sized by
+# the edges rather than one per shard.
+EDGES_PER_BUCKET = 50_000
 
 
 def signature_path(work: Path, shard: int) -> Path:
@@ -140,6 +147,12 @@ def find_candidates(partition: int, work: Path) -> dict:
 def _hop_dirs(work: Path, step: str) -> tuple[Path, Path, Path]:
     root = as_path(work) / step
     return root / "pairs", root / "forward", root / "measured"
+
+
+def buckets_for(edges: int, shards: int) -> int:
+    """Buckets of the component rounds for ``edges`` verified edges: one per
+    :data:`EDGES_PER_BUCKET`, at least 1 and at most one per shard."""
+    return max(1, min(shards, -(-edges // EDGES_PER_BUCKET)))
 
 
 def units_for(items: int, per_unit: int, most: int) -> int:
@@ -196,32 +209,38 @@ def _components_root(work: Path) -> Path:
     return as_path(work) / "components"
 
 
-def _labels_path(work: Path, shard: int) -> Path:
-    return _components_root(work) / "labels" / f"shard-{shard:05d}.parquet"
+def _labels_path(work: Path, bucket: int) -> Path:
+    return _components_root(work) / "labels" / f"bucket-{bucket:05d}.parquet"
 
 
-def seed_components(part: int, shards: list[int], work: Path) -> dict:
-    """The verified edges of each shard of ``shards`` into the first round of components."""
+def seed_components(part: int, shards: list[int], work: Path, buckets: int) -> dict:
+    """The verified edges of each shard of ``shards`` into the first round of components, routed to
+    ``buckets`` buckets of keys."""
     _, _, measured = _hop_dirs(work, VERIFY)
     return _summed(
         f"components-seed-{part:04d}",
         [
             seed_edges(
-                s, [measured / f"first-{s:05d}.parquet", measured / f"second-{s:05d}.parquet"], _components_root(work)
+                s,
+                [measured / f"first-{s:05d}.parquet", measured / f"second-{s:05d}.parquet"],
+                _components_root(work),
+                buckets,
             )
             for s in shards
         ],
     )
 
 
-def large_stars(round_: int, part: int, shards: list[int], work: Path) -> dict:
-    """Round ``round_``'s Large-Star for each shard of ``shards``."""
-    return _summed(f"large-{round_:04d}-{part:04d}", [large_star(round_, s, _components_root(work)) for s in shards])
+def large_stars(round_: int, part: int, buckets: list[int], work: Path, count: int) -> dict:
+    """Round ``round_``'s Large-Star for each bucket of ``buckets`` (of ``count``)."""
+    root = _components_root(work)
+    return _summed(f"large-{round_:04d}-{part:04d}", [large_star(round_, b, root, count) for b in buckets])
 
 
-def small_stars(round_: int, part: int, shards: list[int], work: Path) -> dict:
-    """Round ``round_``'s Small-Star for each shard of ``shards``."""
-    return _summed(f"small-{round_:04d}-{part:04d}", [small_star(round_, s, _components_root(work)) for s in shards])
+def small_stars(round_: int, part: int, buckets: list[int], work: Path, count: int) -> dict:
+    """Round ``round_``'s Small-Star for each bucket of ``buckets`` (of ``count``)."""
+    root = _components_root(work)
+    return _summed(f"small-{round_:04d}-{part:04d}", [small_star(round_, b, root, count) for b in buckets])
 
 
 def _home_folder(work: Path, home: int) -> Path:
@@ -229,37 +248,43 @@ def _home_folder(work: Path, home: int) -> Path:
     return home_folder(_components_root(work) / "home", home)
 
 
-def label_components(round_: int, part: int, shards: list[int], work: Path, homes: int) -> dict:
-    """The component of each document of each shard of ``shards``, from round ``round_``; each
+def label_components(round_: int, part: int, buckets: list[int], work: Path, homes: int) -> dict:
+    """The component of each document of each bucket of ``buckets``, from round ``round_``; each
     label is also sent to its component's home, one of ``homes`` by a hash of the component's name
     (``pipeline.dedup.components.home_of``), which runs the keep rule over it:
-    components/home/home-<H>/from-<S>."""
+    components/home/home-<H>/from-<B>."""
     root = _components_root(work)
     return _summed(
         f"components-{part:04d}",
-        [component_labels(round_, s, root, _labels_path(work, s), root / "home", homes) for s in shards],
+        [component_labels(round_, b, root, _labels_path(work, b), root / "home", homes) for b in buckets],
     )
 
 
-def find_components(work: Path, groups: list[list[int]], run_units: RunUnits, homes: int = 1) -> dict:
-    """Connected components of the verified edges, in rounds of units over ``groups`` of shards
-    (``pipeline.dedup.components``), until a round changes nothing, each component's labels sent
+def find_components(
+    work: Path, groups: list[list[int]], run_units: RunUnits, homes: int = 1, buckets: int | None = None
+) -> dict:
+    """Connected components of the verified edges, in rounds of units (``pipeline.dedup.components``):
+    the seed over ``groups`` of shards, the rounds over ``buckets`` buckets of keys (default one
+    per shard) dealt to as many units, until a round changes nothing, each component's labels sent
     to one of ``homes``; returns the rounds run and the bytes read."""
-    jobs = list(enumerate(groups))
-    seeded = run_units(None, seed_components, [(g, shards, work) for g, shards in jobs])
+    shards = sum(len(group) for group in groups)
+    buckets = shards if buckets is None else buckets
+    seeded = run_units(None, seed_components, [(g, group, work, buckets) for g, group in enumerate(groups)])
+    jobs = list(enumerate(shard_groups(buckets, len(groups))))
     read = _total(seeded, "bytes_read")
     previous = None
     for round_ in range(MAX_ROUNDS):
-        stars = run_units(None, large_stars, [(round_, g, shards, work) for g, shards in jobs])
+        stars = run_units(None, large_stars, [(round_, g, owned, work, buckets) for g, owned in jobs])
         read += _total(stars, "bytes_read")
         now = combined_fingerprint(stars)
         if now == previous:
             break
         previous = now
-        read += _total(run_units(None, small_stars, [(round_, g, shards, work) for g, shards in jobs]), "bytes_read")
+        smalls = run_units(None, small_stars, [(round_, g, owned, work, buckets) for g, owned in jobs])
+        read += _total(smalls, "bytes_read")
     else:
         raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
-    labelled = run_units(None, label_components, [(round_, g, shards, work, homes) for g, shards in jobs])
+    labelled = run_units(None, label_components, [(round_, g, owned, work, homes) for g, owned in jobs])
     return {"rounds": round_ + 1, "docs": _total(labelled, "docs"), "bytes_read": read + _total(labelled, "bytes_read")}
 
 
@@ -278,7 +303,7 @@ def cluster_edges(part: int, homes: list[int], work: Path, shards: int, rule: Ke
         files = parquet_files(_home_folder(work, home))
         if not files:
             continue
-        components = pl.concat([read_parquet(f) for f in files]).sort("doc")
+        components = named_by_smallest(pl.concat([read_parquet(f) for f in files])).sort("doc")
         read += sum(parquet_bytes(parquet_file(f).metadata) for f in files)
         members = members_of_components(components, lookup, rule)
         for shard, rows in by_shard(members, "doc"):
@@ -392,7 +417,7 @@ def find_duplicates(
     # component an edge, and one more to start it), the count known before the components are.
     homes = units_for(edges, DOCS_PER_UNIT, partitions)
     groups = shard_groups(n, units_for(edges, EDGES_PER_UNIT, partitions))
-    components = find_components(work, groups, run_units, homes)
+    components = find_components(work, groups, run_units, homes, buckets_for(edges, n))
     clustered = run_units(None, cluster_edges, [(home, [home], work, n, rule) for home in range(homes)])
     groups = list(enumerate(shard_groups(n, units_for(_total(clustered, "pairs"), PAIRS_PER_UNIT, partitions))))
     similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None) for g, s in groups])

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from pipeline.dedup.clusters import connected_components
+from pipeline.dedup.components import doc_of, key_of, named_by_smallest
 from pipeline.dedup.lsh import SHARD_BITS, shard_of
 from pipeline.io.writer import write_parquet
 from pipeline.stages.dedup import find_components, shard_groups
@@ -24,7 +25,9 @@ def docs_in_shards(count: int, shards: int, rng: random.Random) -> list[int]:
     return docs
 
 
-def components_in_rounds(tmp_path, edges: list[tuple[int, int]], shards: int) -> tuple[pl.DataFrame, int]:
+def components_in_rounds(
+    tmp_path, edges: list[tuple[int, int]], shards: int, buckets: int | None = None
+) -> tuple[pl.DataFrame, int]:
     """Write the edges as the verification would (each in the file of its first document's
     shard), find the components in rounds, and return them with the number of rounds."""
     frame = pl.DataFrame(
@@ -35,9 +38,9 @@ def components_in_rounds(tmp_path, edges: list[tuple[int, int]], shards: int) ->
     for s in range(shards):
         mine = frame.filter(pl.Series(shard_of(frame["doc_a"].to_numpy()) == s))
         write_parquet(mine.to_arrow(), measured / f"first-{s:05d}.parquet")
-    found = find_components(tmp_path, shard_groups(shards, 3), in_process)  # 5 shards: 3 units
+    found = find_components(tmp_path, shard_groups(shards, 3), in_process, buckets=buckets)  # 5 shards: 3 units
     labels = pl.concat([pl.read_parquet(p) for p in sorted((tmp_path / "components" / "labels").glob("*.parquet"))])
-    return labels.sort("doc"), found["rounds"]
+    return named_by_smallest(labels).sort("doc"), found["rounds"]
 
 
 def reference(edges: list[tuple[int, int]]) -> pl.DataFrame:
@@ -60,19 +63,20 @@ def graphs(rng: random.Random, shards: int) -> dict[str, list[tuple[int, int]]]:
     }
 
 
-@pytest.mark.parametrize("shards", [1, 5])
-def test_components_in_rounds_equal_scipys(tmp_path, shards):
-    """One graph of a long chain, a star, a clique, random edges and links between them."""
+@pytest.mark.parametrize(("shards", "buckets"), [(1, None), (5, None), (5, 2), (5, 7)])
+def test_components_in_rounds_equal_scipys(tmp_path, shards, buckets):
+    """One graph of a long chain, a star, a clique, random edges and links between them; the rounds
+    in one bucket of keys per shard, or in fewer or more."""
     rng = random.Random(shards)
     edges = [e for part in graphs(rng, shards).values() for e in part]
     expected = reference(edges)
     assert expected["component"].n_unique() > 100
-    found, rounds = components_in_rounds(tmp_path / "given", edges, shards)
+    found, rounds = components_in_rounds(tmp_path / "given", edges, shards, buckets)
     assert found.equals(expected)
     assert rounds < 30
     # The edges in another order, each the other way round: the same labels.
     shuffled = [(b, a) for a, b in rng.sample(edges, len(edges))]
-    again, _ = components_in_rounds(tmp_path / "shuffled", shuffled, shards)
+    again, _ = components_in_rounds(tmp_path / "shuffled", shuffled, shards, buckets)
     assert again.equals(expected)
 
 
@@ -98,3 +102,17 @@ def test_units_follow_the_work_up_to_the_partitions():
     assert units_for(0, 1000, 8) == 1 and units_for(1000, 1000, 8) == 1 and units_for(1001, 1000, 8) == 2
     assert units_for(10**9, 1000, 8) == 8
     assert shard_groups(5, 2) == [[0, 2, 4], [1, 3]] and shard_groups(2, 8) == [[0], [1]]
+
+
+def test_keys_are_a_bijection_of_document_numbers():
+    """The rounds order documents by key; the labels turn keys back into document numbers."""
+    rng = np.random.default_rng(0)
+    docs = np.concatenate(
+        [rng.integers(-(1 << 63), (1 << 63) - 1, 10_000, dtype=np.int64), [0, 1, -1, (1 << 63) - 1, -(1 << 63)]]
+    )
+    keys = key_of(docs)
+    assert np.array_equal(doc_of(keys), docs)
+    assert len(np.unique(keys)) == len(np.unique(docs))
+    # Consecutive document numbers (one shard's rows) get keys spread over the whole range.
+    rows = key_of(np.arange(1 << 32, (1 << 32) + 1000, dtype=np.int64))
+    assert (rows < 0).mean() == pytest.approx(0.5, abs=0.1) and not np.all(np.diff(rows) > 0)
