@@ -6,7 +6,7 @@ the key they are keyed by.
 
 The rounds run on keys, not document numbers: a document's key is a bijective 64-bit hash of its
 number (:func:`key_of`, undone by :func:`doc_of`), and a record goes to bucket ``key % buckets``
-(one bucket per document shard). The rounds gather each component around its smallest key, so
+(the dedup stage sizes the buckets by the edges). The rounds gather each component around its smallest key, so
 ordered by key the hubs fall anywhere; ordered by document number they were the first copies,
 which a corpus holds in a few shards (in the million-document demo run, the records keyed by one
 shard grew with the corpus's cluster sizes while the shards stayed the same size).

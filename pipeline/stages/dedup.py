@@ -20,10 +20,11 @@ of duplicates alone, on any list of document files.
                                         (one per 50,000 edges, at most one per shard)
     large_stars, small_stars  per group of buckets, in rounds until a round changes nothing
                                         components/large-<r>, small-<r> (pipeline.dedup.components)
-    label_components     per group of buckets  components/labels/bucket-<B>: doc, component; and each label
-                                        sent to its component's home (one per million edges,
+    label_components     per group of buckets
+                                        components/labels/bucket-<B>: doc, component; and each
+                                        label sent to its component's home (one per million edges,
                                         up to P; chosen by a hash of the component, so the homes
-                                        share the components evenly): components/home/home-<H>/from-<S>
+                                        share the components evenly): components/home/home-<H>/from-<B>
     cluster_edges        per home       the keep rule over the components of home H:
                                         members/shard-<S>/from-<H> (the members in shard S) and
                                         similarity/pairs/shard-<S>/members-<H>: each member's kept doc
@@ -43,11 +44,12 @@ one unit per block, which runs its shards one at a time.
 
 The shingle sets are read where they are: each verification and similarity hop reads each
 signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
-the corpus. Connected components run in rounds, each unit holding the edges of its shards'
-documents. Every unit reports ``bytes_read`` and the finding sums them per step. The keep rule
-runs per home (the components dealt to the homes by a hash of their name), and the
-clusters table is written shard after shard, a row group at a time, so no unit holds more than a
-shard's clusters however large the corpus (the table is one file, written by one unit).
+the corpus. Connected components run in rounds, each unit holding the edges keyed by its
+buckets of hashed document numbers, one bucket at a time. Every unit reports ``bytes_read`` and
+the finding sums them per step. The keep rule runs per home (the components dealt to the homes
+by a hash of their name), and the clusters table is written shard after shard, a row group at a
+time, so no unit holds more than a shard's clusters however large the corpus (the table is one
+file, written by one unit).
 
 The intermediate folder is reused when it was made from the same input shards (by sha256) and
 settings, so a re-run only redoes what changed.
@@ -81,7 +83,7 @@ from pipeline.dedup.components import (
     named_by_smallest,
     seed_edges,
     small_star,
-)  # the unit functions below run these shard by shard, over groups of shards
+)  # the unit functions below run these shard by shard (or bucket by bucket), over groups
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
@@ -103,8 +105,8 @@ VERIFY, SIMILARITY = "verify", "similarity"
 # Work of one unit of a step across shards: pairs measured (several seconds), edges in a round.
 PAIRS_PER_UNIT = 1_000_000
 EDGES_PER_UNIT = 2_000_000
-# Documents of clusters one keep-rule unit (one home) takes, at most about: the unit grew by 81 MiB
-# for 310,289 clustered documents in one home (the million-document demo corpus).
+# Verified edges whose components one keep-rule unit (one home) takes: the unit grew by 81 MiB for
+# the 310,289 clustered documents of 453,225 edges in one home (the million-document demo corpus).
 DOCS_PER_UNIT = 1_000_000
 # Verified edges per bucket of the component rounds: what one call of a half-round holds (both ways
 # round, about 100,000 records); a round writes a file per pair of buckets, so buckets are sized by
@@ -294,7 +296,7 @@ def _members_folder(work: Path, shard: int) -> Path:
 
 def cluster_edges(part: int, homes: list[int], work: Path, shards: int, rule: KeepRule) -> dict:
     """The keep rule over the components of each home of ``homes``, one home at a time (its
-    memory bounded by one home's components, about :data:`DOCS_PER_UNIT` documents at most): each
+    memory bounded by one home's components, those of about :data:`DOCS_PER_UNIT` edges): each
     member's row goes to the shard of the member (members/shard-<S>/from-<H>), and each member that
     is neither kept nor an exact copy is routed, with its kept document, to be measured."""
     lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
@@ -413,8 +415,9 @@ def find_duplicates(
     verified = run_units("dedup verify", measure_first, [(VERIFY, g, s, work, threshold) for g, s in groups])
     verified_far = run_units(None, measure_second, [(VERIFY, g, s, work, threshold) for g, s in groups])
     edges = _total(verified, "kept") + _total(verified_far, "kept")
-    # One keep-rule unit per home; the edges bound the clustered documents (at most one new a
-    # component an edge, and one more to start it), the count known before the components are.
+    # One keep-rule unit per home, sized by the edges, which are known before the components are: a
+    # component of k documents has at least k - 1 edges, so a home holds at most twice as many
+    # documents as its components have edges (about as many in the demo runs).
     homes = units_for(edges, DOCS_PER_UNIT, partitions)
     groups = shard_groups(n, units_for(edges, EDGES_PER_UNIT, partitions))
     components = find_components(work, groups, run_units, homes, buckets_for(edges, n))
