@@ -2,17 +2,17 @@
 alternating Large-Star and Small-Star rounds of Kiveris et al. (2014, "Connected Components in
 MapReduce and Beyond"), one function call per bucket per half-round (the dedup stage groups the
 calls into units, pipeline.stages.dedup), the edges routed between half-rounds to the bucket of
-the key they are keyed by.
+the document they are keyed by.
 
-The rounds run on keys, not document numbers: a document's key is a bijective 64-bit hash of its
-number (:func:`key_of`, undone by :func:`doc_of`), and a record goes to bucket ``key % buckets``
-(the dedup stage sizes the buckets by the edges). The rounds gather each component around its smallest key, so
-ordered by key the hubs fall anywhere; ordered by document number they were the first copies,
-which a corpus holds in a few shards (in the million-document demo run, the records keyed by one
-shard grew with the corpus's cluster sizes while the shards stayed the same size).
+A record keyed by document ``u`` goes to bucket ``u % buckets`` (the dedup stage sizes the
+buckets by the edges), not to the shard of ``u``: the rounds gather each component around its
+smallest document, and a corpus's first copies sit in a few shards, so by shard those few held
+most of the records (in the million-document demo run, the records keyed by one shard grew with
+the corpus's cluster sizes while the shards stayed the same size); the remainder of a document
+number (``shard << 32 | row``) spreads them by row.
 
-    seed_edges(S)       the verified edges of shard S's files, both ways round, as keys, routed by
-                        key: large-0000/bucket-<B>/from-<S>.parquet
+    seed_edges(S)       the verified edges of shard S's files, both ways round, routed by key:
+                        large-0000/bucket-<B>/from-<S>.parquet
     large_star(r, B)    per key u of bucket B, with m the smallest of u and its neighbours: an edge
                         (v, m) for every neighbour v > u; routed by the larger end (v):
                         small-<r>/bucket-<C>/from-<B>.parquet
@@ -20,20 +20,19 @@ shard grew with the corpus's cluster sizes while the shards stayed the same size
                         N and u: an edge (v, m) for every v in N and u but m; routed both ways
                         round: large-<r+1>/bucket-<C>/from-<B>.parquet
     component_labels(r, B)  once round r's edges are those of round r - 1: each document of
-                        bucket B and its component (named by its member of smallest key),
+                        bucket B and its component (its smallest document),
                         labels/bucket-<B>.parquet; and each label sent to its component's home
-                        (home_of), where the keep rule runs over the whole component and names it
-                        by its smallest document
+                        (home_of), where the keep rule runs over the whole component
 
-Both steps keep each component connected and its smallest key in it; a round that changes
-nothing leaves every component a star around its smallest key, and the rounds reach it after
+Both steps keep each component connected and its smallest document in it; a round that changes
+nothing leaves every component a star around its smallest document, and the rounds reach it after
 O(log^2 n) of them (Kiveris et al.). Each large-star unit reports a fingerprint of its edges
 (their number and a sum of their hashes), so the run stops when a round's fingerprint equals the
-round before's. Memory per unit is bounded by the edges keyed by one bucket's keys; the labels do
-not depend on the order of the edges.
+round before's. Memory per unit is bounded by the edges keyed by one bucket's documents; the
+labels do not depend on the order of the edges.
 
-Record files (``EDGE_SCHEMA``): ``u`` the key the record is keyed by (and routed to the bucket
-of), ``v`` the other end (keys as int64, compared as int64).
+Record files (``EDGE_SCHEMA``): ``u`` the document the record is keyed by (and routed to the
+bucket of), ``v`` the other end.
 """
 
 from __future__ import annotations
@@ -63,38 +62,12 @@ def bucket_folder(root: Path, bucket: int) -> Path:
     return as_path(root) / f"bucket-{bucket:05d}"
 
 
-_INVERSE_1 = pow(0xBF58476D1CE4E5B9, -1, 1 << 64)
-_INVERSE_2 = pow(0x94D049BB133111EB, -1, 1 << 64)
-
-
-def key_of(docs: np.ndarray) -> np.ndarray:
-    """Each document number's key: splitmix64's finalizer (a bijection of 64-bit words), as int64."""
-    return _mix(np.asarray(docs, dtype=np.int64).view(np.uint64)).view(np.int64)
-
-
-def _unshift(x: np.ndarray, shift: int) -> np.ndarray:
-    """The inverse of ``x ^ (x >> shift)``."""
-    y = x.copy()
-    for s in range(shift, 64, shift):
-        y ^= x >> np.uint64(s)
-    return y
-
-
-def doc_of(keys: np.ndarray) -> np.ndarray:
-    """The document number of each key (:func:`key_of` undone)."""
-    x = np.asarray(keys, dtype=np.int64).view(np.uint64)
-    with np.errstate(over="ignore"):
-        x = _unshift(x, 31) * np.uint64(_INVERSE_2)
-        x = _unshift(x, 27) * np.uint64(_INVERSE_1)
-    return _unshift(x, 30).view(np.int64)
-
-
 def _route(records: pl.DataFrame, folder: Path, sender: int, buckets: int) -> None:
     """Write ``u, v`` records to ``folder/bucket-<u % buckets>/from-<sender>.parquet`` (sorted)."""
     if records.height == 0:
         return
     records = records.unique()
-    bucket = (records["u"].to_numpy().view(np.uint64) % np.uint64(buckets)).astype(np.int64)
+    bucket = records["u"].to_numpy() % buckets
     for (to_bucket,), part in (
         records.with_columns(bucket=pl.Series(bucket)).partition_by("bucket", as_dict=True).items()
     ):
@@ -138,21 +111,21 @@ def fingerprint(records: pl.DataFrame) -> tuple[int, int]:
 
 
 def seed_edges(shard: int, edge_files: list[Path], root: Path, buckets: int = 1) -> dict:
-    """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round and as keys, into
-    round 0's ``buckets`` buckets."""
+    """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round, into round 0's
+    ``buckets`` buckets."""
     frames = [read_parquet(f, columns=["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists()]
     read = sum(parquet_bytes(parquet_file(f).metadata, ["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists())
-    edges = pl.concat(frames) if frames else pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64})
-    keys = pl.DataFrame(
-        {"u": key_of(edges["doc_a"].to_numpy()), "v": key_of(edges["doc_b"].to_numpy())},
-        schema={"u": pl.Int64, "v": pl.Int64},
+    edges = (
+        pl.concat(frames).select(u="doc_a", v="doc_b")
+        if frames
+        else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
     )
-    _route(_both_ways(keys), round_dir(root, "large", 0), shard, buckets)
+    _route(_both_ways(edges), round_dir(root, "large", 0), shard, buckets)
     return {"unit": f"components-seed-{shard:05d}", "bytes_read": read}
 
 
 def large_star(round_: int, bucket: int, root: Path, buckets: int = 1) -> dict:
-    """Round ``round_``'s Large-Star for the keys of bucket ``bucket`` (module docstring)."""
+    """Round ``round_``'s Large-Star for the documents of bucket ``bucket`` (module docstring)."""
     records, read = _read(round_dir(root, "large", round_), bucket)
     count, hashes = fingerprint(records)
     smallest = records.group_by("u").agg(m=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
@@ -166,7 +139,7 @@ def large_star(round_: int, bucket: int, root: Path, buckets: int = 1) -> dict:
 
 
 def small_star(round_: int, bucket: int, root: Path, buckets: int = 1) -> dict:
-    """Round ``round_``'s Small-Star for the keys of bucket ``bucket`` (module docstring); its
+    """Round ``round_``'s Small-Star for the documents of bucket ``bucket`` (module docstring); its
     records are keyed by their larger end."""
     records, read = _read(round_dir(root, "small", round_), bucket)
     smallest = records.group_by("u").agg(m=pl.col("v").min())  # v < u always
@@ -193,16 +166,16 @@ def component_labels(
     round_: int, bucket: int, root: Path, out_path: Path, homes: Path | None = None, home_count: int = 1
 ) -> dict:
     """Each document of bucket ``bucket`` in an edge and its component, from round ``round_``'s
-    edges (stars around each component's smallest key), the component named by its member of
-    smallest key; with ``homes``, each label is also sent to its component's home (:func:`home_of`,
-    one of ``home_count``), which runs the keep rule over the component:
-    homes/home-<H>/from-<B>, sorted by ``doc``."""
+    edges (stars around each component's smallest document); with ``homes``, each label is also
+    sent to its component's home (:func:`home_of`, one of ``home_count``), which runs the keep
+    rule over the component: homes/home-<H>/from-<B>, sorted by ``doc``."""
     records, read = _read(round_dir(root, "large", round_), bucket)
-    hubs = records.group_by("u").agg(hub=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
-    labels = pl.DataFrame(
-        {"doc": doc_of(hubs["u"].to_numpy()), "component": doc_of(hubs["hub"].to_numpy())},
-        schema={"doc": pl.Int64, "component": pl.Int64},
-    ).sort("doc")
+    labels = (
+        records.group_by("u")
+        .agg(component=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
+        .select(doc="u", component="component")
+        .sort("doc")
+    )
     write_parquet(labels.to_arrow().cast(COMPONENTS_SCHEMA), out_path)
     if homes is not None and labels.height:
         home = pl.Series("home", home_of(labels["component"].to_numpy(), home_count))
@@ -212,12 +185,6 @@ def component_labels(
                 home_folder(homes, int(to_home)) / f"from-{bucket:05d}.parquet",
             )
     return {"unit": f"components-{bucket:05d}", "docs": labels.height, "bytes_read": read}
-
-
-def named_by_smallest(labels: pl.DataFrame) -> pl.DataFrame:
-    """``doc, component`` labels of whole components with each component named by its smallest
-    document (the rounds name it by its member of smallest key)."""
-    return labels.with_columns(component=pl.col("doc").min().over("component"))
 
 
 def combined_fingerprint(parts: list[dict]) -> tuple[int, int]:

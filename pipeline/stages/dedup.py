@@ -15,9 +15,9 @@ of duplicates alone, on any list of document files.
                                         document (pipeline.dedup.routed)
     measure_first        per group      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
     measure_second       per group      verify/measured/second-<T>: the edges, with the first's
-    seed_components      per group      components/large-0000/...: the edges, both ways round, as
-                                        keys (a hash of the document), routed to buckets of keys
-                                        (one per 50,000 edges, at most one per shard)
+    seed_components      per group      components/large-0000/...: the edges, both ways round,
+                                        routed to buckets of documents (doc % buckets; one bucket
+                                        per 50,000 edges, at most one per shard)
     large_stars, small_stars  per group of buckets, in rounds until a round changes nothing
                                         components/large-<r>, small-<r> (pipeline.dedup.components)
     label_components     per group of buckets
@@ -44,8 +44,8 @@ one unit per block, which runs its shards one at a time.
 
 The shingle sets are read where they are: each verification and similarity hop reads each
 signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
-the corpus. Connected components run in rounds, each unit holding the edges keyed by its
-buckets of hashed document numbers, one bucket at a time. Every unit reports ``bytes_read`` and
+the corpus. Connected components run in rounds, each unit holding the edges keyed by the
+documents of its buckets, one bucket at a time. Every unit reports ``bytes_read`` and
 the finding sums them per step. The keep rule runs per home (the components dealt to the homes
 by a hash of their name), and the clusters table is written shard after shard, a row group at a
 time, so no unit holds more than a shard's clusters however large the corpus (the table is one
@@ -80,7 +80,6 @@ from pipeline.dedup.components import (
     component_labels,
     home_folder,
     large_star,
-    named_by_smallest,
     seed_edges,
     small_star,
 )  # the unit functions below run these shard by shard (or bucket by bucket), over groups
@@ -217,7 +216,7 @@ def _labels_path(work: Path, bucket: int) -> Path:
 
 def seed_components(part: int, shards: list[int], work: Path, buckets: int) -> dict:
     """The verified edges of each shard of ``shards`` into the first round of components, routed to
-    ``buckets`` buckets of keys."""
+    ``buckets`` buckets of documents."""
     _, _, measured = _hop_dirs(work, VERIFY)
     return _summed(
         f"components-seed-{part:04d}",
@@ -266,7 +265,7 @@ def find_components(
     work: Path, groups: list[list[int]], run_units: RunUnits, homes: int = 1, buckets: int | None = None
 ) -> dict:
     """Connected components of the verified edges, in rounds of units (``pipeline.dedup.components``):
-    the seed over ``groups`` of shards, the rounds over ``buckets`` buckets of keys (default one
+    the seed over ``groups`` of shards, the rounds over ``buckets`` buckets of documents (default one
     per shard) dealt to as many units, until a round changes nothing, each component's labels sent
     to one of ``homes``; returns the rounds run and the bytes read."""
     shards = sum(len(group) for group in groups)
@@ -305,7 +304,7 @@ def cluster_edges(part: int, homes: list[int], work: Path, shards: int, rule: Ke
         files = parquet_files(_home_folder(work, home))
         if not files:
             continue
-        components = named_by_smallest(pl.concat([read_parquet(f) for f in files])).sort("doc")
+        components = pl.concat([read_parquet(f) for f in files]).sort("doc")
         read += sum(parquet_bytes(parquet_file(f).metadata) for f in files)
         members = members_of_components(components, lookup, rule)
         for shard, rows in by_shard(members, "doc"):

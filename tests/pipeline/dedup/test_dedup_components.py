@@ -11,7 +11,6 @@ import polars as pl
 import pytest
 
 from pipeline.dedup.clusters import connected_components
-from pipeline.dedup.components import doc_of, key_of, named_by_smallest
 from pipeline.dedup.lsh import SHARD_BITS, shard_of
 from pipeline.io.writer import write_parquet
 from pipeline.stages.dedup import find_components, shard_groups
@@ -40,7 +39,7 @@ def components_in_rounds(
         write_parquet(mine.to_arrow(), measured / f"first-{s:05d}.parquet")
     found = find_components(tmp_path, shard_groups(shards, 3), in_process, buckets=buckets)  # 5 shards: 3 units
     labels = pl.concat([pl.read_parquet(p) for p in sorted((tmp_path / "components" / "labels").glob("*.parquet"))])
-    return named_by_smallest(labels).sort("doc"), found["rounds"]
+    return labels.sort("doc"), found["rounds"]
 
 
 def reference(edges: list[tuple[int, int]]) -> pl.DataFrame:
@@ -102,17 +101,3 @@ def test_units_follow_the_work_up_to_the_partitions():
     assert units_for(0, 1000, 8) == 1 and units_for(1000, 1000, 8) == 1 and units_for(1001, 1000, 8) == 2
     assert units_for(10**9, 1000, 8) == 8
     assert shard_groups(5, 2) == [[0, 2, 4], [1, 3]] and shard_groups(2, 8) == [[0], [1]]
-
-
-def test_keys_are_a_bijection_of_document_numbers():
-    """The rounds order documents by key; the labels turn keys back into document numbers."""
-    rng = np.random.default_rng(0)
-    docs = np.concatenate(
-        [rng.integers(-(1 << 63), (1 << 63) - 1, 10_000, dtype=np.int64), [0, 1, -1, (1 << 63) - 1, -(1 << 63)]]
-    )
-    keys = key_of(docs)
-    assert np.array_equal(doc_of(keys), docs)
-    assert len(np.unique(keys)) == len(np.unique(docs))
-    # Consecutive document numbers (one shard's rows) get keys spread over the whole range.
-    rows = key_of(np.arange(1 << 32, (1 << 32) + 1000, dtype=np.int64))
-    assert (rows < 0).mean() == pytest.approx(0.5, abs=0.1) and not np.all(np.diff(rows) > 0)

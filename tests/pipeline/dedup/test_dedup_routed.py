@@ -11,6 +11,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
+import pipeline.stages.dedup as stage_module
 from pipeline.dedup.clusters import ShingleLookup, cluster_table, verify_pairs
 from pipeline.dedup.lsh import candidate_pairs, shard_of
 from pipeline.dedup.minhash import MinHashParams
@@ -156,3 +157,33 @@ def test_no_pairs_no_clusters(tmp_path):
     finding = find_duplicates(paths, tmp_path / "work", MinHashParams(), 4, "first", tmp_path / "clusters.parquet")
     assert pl.read_parquet(tmp_path / "clusters.parquet").height == 0
     assert finding["candidate_pairs"] == finding["edges"] == finding["clusters"] == 0
+
+
+def test_the_work_spreads_over_the_copies_shards_not_the_originals(tmp_path, monkeypatch):
+    """Forty articles in shard 0 and three near copies of each spread over shards 1 to 4 (a
+    corpus's first copies sit in its first shards): verification runs where the later document of
+    each pair is, so shard 0 gets no pairs; and the component rounds, whose records go to buckets
+    by the remainder of the document number rather than by shard, do not gather them all in one
+    bucket, though each component's records gather around its original."""
+    rng = random.Random(7)
+    vocabulary = make_vocabulary(rng)
+    articles = [(f"a{i}", random_text(rng, vocabulary, 200)) for i in range(40)]
+    copies: list[list[tuple[str, str]]] = [[] for _ in range(4)]
+    for i, (name, text) in enumerate(articles):
+        for c in range(3):
+            copies[(i + c) % 4].append((f"{name}-copy{c}", edit_words(rng, text, 1)))
+    paths = write_shards(tmp_path / "s0", articles, 1)
+    paths += [write_shards(tmp_path / f"s{s + 1}", docs, 1)[0] for s, docs in enumerate(copies)]
+    monkeypatch.setattr(stage_module, "EDGES_PER_BUCKET", 10)  # a bucket per shard
+    clusters = deduplicate_shards(paths, tmp_path / "work", MinHashParams(), partitions=3)
+    assert clusters.filter(pl.col("kept"))["id"].sort().to_list() == sorted(name for name, _ in articles)
+    work = tmp_path / "work"
+    routed = {p.parent.name for p in (work / "verify" / "pairs").glob("shard-*/*.parquet")}
+    assert routed == {"shard-00001", "shard-00002", "shard-00003", "shard-00004"}
+    # The last round: stars around each component's smallest document, half the records keyed by
+    # an original (all in shard 0).
+    last = sorted((work / "components").glob("large-*"))[-1]
+    records = {
+        b.name: sum(pq.ParquetFile(f).metadata.num_rows for f in b.glob("*.parquet")) for b in last.glob("bucket-*")
+    }
+    assert len(records) == 5 and max(records.values()) < 0.3 * sum(records.values())
