@@ -20,8 +20,15 @@ def _started_and_interrupted(context) -> int:
     (A signal that comes before the child has replaced itself with a new interpreter meets the
     handler it inherited from this process and is lost, so one signal alone was not enough: the
     plain spawned process of the test below outlived one that came that early.)"""
-    process = context.Process(target=time.sleep, args=(0.5,))
-    process.start()
+    # As from a terminal: this process handles Ctrl-C, so its children do not start with it ignored
+    # (a process that ignores SIGINT hands that to the processes it starts, and a test run in
+    # worker processes may be one: a fresh-clone run found the plain child below outliving it).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = context.Process(target=time.sleep, args=(0.5,))
+        process.start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     deadline = time.monotonic() + 60
     while process.exitcode is None and time.monotonic() < deadline:
         try:
