@@ -20,14 +20,17 @@ def _started_and_interrupted(context) -> int:
     (A signal that comes before the child has replaced itself with a new interpreter meets the
     handler it inherited from this process and is lost, so one signal alone was not enough: the
     plain spawned process of the test below outlived one that came that early.)"""
-    # As from a terminal: this process handles Ctrl-C, so its children do not start with it ignored
-    # (a process that ignores SIGINT hands that to the processes it starts, and a test run in
-    # worker processes may be one: a fresh-clone run found the plain child below outliving it).
+    # As from a terminal: this process handles Ctrl-C and does not block it, so its children do
+    # not start with it ignored or blocked (a process hands both to the processes it starts, and a
+    # test run in worker processes may have either: a fresh-clone run found the plain child below
+    # outliving it).
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         process = context.Process(target=time.sleep, args=(0.5,))
         process.start()
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGINT, previous)
     deadline = time.monotonic() + 60
     while process.exitcode is None and time.monotonic() < deadline:
@@ -41,11 +44,12 @@ def _started_and_interrupted(context) -> int:
 
 
 def test_a_worker_started_with_ctrl_c_blocked_outlives_a_ctrl_c_during_its_start():
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     assert _started_and_interrupted(BlockedSpawnContext()) == 0
     # the plain spawn method: the same Ctrl-C ends the process
     assert _started_and_interrupted(multiprocessing.get_context("spawn")) != 0
     # the starting thread's own mask is as it was
-    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == before
 
 
 def test_the_process_pool_runner_starts_its_workers_so():
