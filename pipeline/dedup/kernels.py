@@ -5,8 +5,8 @@ hold each to a plain reading of that definition (the minima to datasketch's too)
 
 * :func:`affine32_signatures`: datasketch's affine32 permutations and their minima per document.
   numpy writes a (permutations x shingles) block to memory and reduces it; here each document's
-  128 running minima stay in registers while its shingles stream past, and the loop over the
-  permutations is vectorized by LLVM.
+  128 running minima stay in the cache while its shingles stream past four at a time, and the
+  loop over the permutations is vectorized by LLVM.
 
 * :func:`prepared_lengths` and :func:`fill_prepared`: the normalization's steps 1 to 3 over a
   batch's UTF-8 bytes, ASCII lowercased and every other code point replaced by its form from a
@@ -58,16 +58,28 @@ def _fmix32(h):
 
 @numba.njit(cache=True, nogil=True)
 def _affine32_minima(hashes, offsets, a, b, out):
+    """Four shingles at a time: each permutation's multiplier, offset and running minimum are
+    loaded and stored once for the four (once per shingle, the loads and stores were as many as
+    the arithmetic: 1.4x slower)."""
     num_perm = a.shape[0]
     acc = np.empty(num_perm, dtype=np.uint32)
     for d in range(offsets.shape[0] - 1):
         acc[:] = _MAX32
-        for i in range(offsets[d], offsets[d + 1]):
+        i, stop = offsets[d], offsets[d + 1]
+        while i + 4 <= stop:
+            h0, h1 = _fmix32(hashes[i]), _fmix32(hashes[i + 1])
+            h2, h3 = _fmix32(hashes[i + 2]), _fmix32(hashes[i + 3])
+            for k in range(num_perm):
+                ak, bk = a[k], b[k]
+                low = min(np.uint32(ak * h0 + bk), np.uint32(ak * h1 + bk))
+                high = min(np.uint32(ak * h2 + bk), np.uint32(ak * h3 + bk))
+                acc[k] = min(acc[k], min(low, high))
+            i += 4
+        while i < stop:
             h = _fmix32(hashes[i])
             for k in range(num_perm):
-                v = np.uint32(a[k] * h + b[k])
-                if v < acc[k]:
-                    acc[k] = v
+                acc[k] = min(acc[k], np.uint32(a[k] * h + b[k]))
+            i += 1
         out[d, :] = acc
 
 
