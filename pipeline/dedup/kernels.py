@@ -12,7 +12,9 @@ hold each to a plain reading of that definition (the minima to datasketch's too)
   batch's UTF-8 bytes, ASCII lowercased and every other code point replaced by its form from a
   table (:func:`pipeline.dedup.normalize.prepared_alone`), where each non-ASCII document became a
   Python string for NFKC and lowercase and went through two polars regular expressions;
-  :func:`unknown_code_points` finds the code points the table does not hold yet.
+  :func:`unknown_code_points` finds the code points the table does not hold yet;
+  :func:`prepared_word_hashes` hashes the words of what :func:`fill_prepared` would write as it
+  makes each byte, without writing it (the signatures never read the prepared text).
 
 * :func:`word_hashes`: the words of a batch's prepared UTF-8 bytes (runs of word bytes, never
   across a document boundary) and their polynomial hashes, in one pass over the bytes without a
@@ -561,6 +563,97 @@ def _fill_prepared(data, offsets, table, pool, pool_offsets, lower, out, out_off
                 out[at] = pool[j]
                 at += 1
             i += size
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _word_byte(byte, h, j, prev, n, longest, raw, in_word, powers):
+    """One byte of prepared text into :func:`_raw_word_hashes`' running word, without a branch."""
+    cur = np.uint64(in_word[byte])
+    raw[n] = h + j * _GOLDEN
+    n += np.int64(prev & (cur ^ np.uint64(1)))
+    keep = np.uint64(0) - cur
+    h = (h + np.uint64(byte) * powers[j & np.uint64(_POWERS - 1)]) & keep
+    j = (j + np.uint64(1)) & keep
+    return h, j, cur, n, max(longest, j)
+
+
+@numba.njit(cache=True, nogil=True)
+def _prepared_word_hashes(
+    data, offsets, table, pool, pool_offsets, lower, in_word, powers, own, own_offsets, own_rows, raw, doc_offsets
+):
+    """:func:`_fill_prepared` and :func:`_raw_word_hashes` in one pass: each prepared byte goes
+    into the running word as it is made, never to memory. Returns the words found and the
+    documents with a word longer than the power table (their hashes are wrong; their count and
+    places are right)."""
+    n = 0
+    long_docs = []
+    k = 0  # the next of the documents prepared elsewhere
+    for d in range(offsets.shape[0] - 1):
+        h = np.uint64(0)
+        j = np.uint64(0)
+        prev = np.uint64(0)
+        longest = np.uint64(0)
+        if k < own_rows.shape[0] and own_rows[k] == d:
+            for i in range(own_offsets[k], own_offsets[k + 1]):
+                h, j, prev, n, longest = _word_byte(own[i], h, j, prev, n, longest, raw, in_word, powers)
+            k += 1
+        else:
+            i, stop = offsets[d], offsets[d + 1]
+            while i < stop:
+                byte = data[i]
+                if byte < 0x80:
+                    h, j, prev, n, longest = _word_byte(lower[byte], h, j, prev, n, longest, raw, in_word, powers)
+                    i += 1
+                    continue
+                cp, size = _code_point(data, i, stop)
+                entry = table[cp]
+                for e in range(pool_offsets[entry], pool_offsets[entry + 1]):
+                    h, j, prev, n, longest = _word_byte(pool[e], h, j, prev, n, longest, raw, in_word, powers)
+                i += size
+        raw[n] = h + j * _GOLDEN
+        n += np.int64(prev)
+        doc_offsets[d + 1] = n
+        if longest > np.uint64(_POWERS):
+            long_docs.append(d)
+    return n, long_docs
+
+
+def prepared_word_hashes(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    table: np.ndarray,
+    pool: np.ndarray,
+    pool_offsets: np.ndarray,
+    lower: np.ndarray,
+    in_word: np.ndarray,
+    prepared_bytes: int,
+    own: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(hashes, doc_offsets, long_docs)``: :func:`word_hashes` of what :func:`fill_prepared`
+    would write (``prepared_bytes`` of it in all), without writing it; ``long_docs`` are the
+    documents with a word longer than 64 bytes, whose hashes the caller replaces (their number
+    and places are right)."""
+    docs = len(offsets) - 1
+    rows, own_data, own_offsets = own
+    raw = np.empty((prepared_bytes + docs) // 2 + docs + 1, np.uint64)
+    doc_offsets = np.zeros(docs + 1, np.int64)
+    n, long_docs = _prepared_word_hashes(
+        data,
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        table,
+        pool,
+        pool_offsets,
+        lower,
+        np.ascontiguousarray(in_word, dtype=np.uint8),
+        _POWER_TABLE,
+        own_data,
+        own_offsets,
+        rows,
+        raw,
+        doc_offsets,
+    )
+    _finish(raw, n)
+    return raw[:n].copy(), doc_offsets, np.asarray(long_docs, np.int64)
 
 
 def prepared_lengths(data: np.ndarray, offsets: np.ndarray, table: np.ndarray, pool_offsets: np.ndarray) -> np.ndarray:

@@ -28,10 +28,11 @@ the text is joined to its neighbour by NFKC or by the rule of step 3 (combining 
 or lowercased by its place (the capital sigma); a document holding one goes through Python's NFKC
 and lowercase and the polars rules as a whole text. A test runs every code point through both.
 On 25,000 demo documents (39% of them not ASCII, 8% of those prepared in Python) the compiled
-pass took 0.086-0.103 CPU s where Python's took 0.156-0.181. The words are then one more compiled
-pass (:func:`pipeline.dedup.kernels.word_hashes`): a 256-entry table marks word bytes (not ASCII
-whitespace, control characters, punctuation or symbols), and words are the runs of them, never
-across a document's end.
+pass took 0.086-0.103 CPU s where Python's took 0.156-0.181. The words are the runs of word bytes
+(a 256-entry table marks them: not ASCII whitespace, control characters, punctuation or symbols),
+never across a document's end; :func:`words` hashes them as the pass makes each prepared byte
+(:func:`pipeline.dedup.kernels.prepared_word_hashes`), without writing the prepared text, which it
+makes only when asked for (:attr:`Words.data`).
 
 Word hashes (:func:`word_hashes`) are a polynomial hash of each word's bytes modulo 2^64, sum_j
 byte_j * M^j with a fixed odd M, plus the length, finished with the MurmurHash3 64-bit finalizer,
@@ -222,25 +223,37 @@ def prepare_texts(texts: Texts) -> pa.LargeStringArray:
     learned once per code point). The documents that hold a character whose form does (combining
     marks, Hangul jamo, the capital sigma) go through Python's NFKC and lowercase and the polars
     rules as whole texts, and take their places back."""
-    from pipeline.dedup.kernels import fill_prepared, prepared_lengths
+    from pipeline.dedup.kernels import fill_prepared
 
-    texts = pc.fill_null(_as_arrow(texts), "")
-    data, offsets = _utf8_buffers(texts)
-    table, pool, pool_offsets = _PREPARATIONS.pool_for(data, offsets)
-    lengths = prepared_lengths(data, offsets, table, pool_offsets)
-    rows = np.flatnonzero(lengths < 0)
-    own_data, own_offsets = np.zeros(0, np.uint8), np.zeros(1, np.int64)  # writable, as Arrow's
-    if len(rows):
-        own = pa.array(_prepare_non_ascii(texts.take(pa.array(rows)).to_pylist()), pa.large_string())
-        own_data, own_offsets = _utf8_buffers(own)
-        own_offsets = own_offsets - own_offsets[0]
-        lengths[rows] = np.diff(own_offsets)
-    out_offsets = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=out_offsets[1:])
-    out = fill_prepared(
-        data, offsets, table, pool, pool_offsets, _ASCII_LOWER, out_offsets, (rows, own_data, own_offsets)
-    )
-    return pa.LargeStringArray.from_buffers(len(lengths), pa.py_buffer(out_offsets), pa.py_buffer(out))
+    plan = _Preparation(texts)
+    out = fill_prepared(plan.data, plan.offsets, *plan.pool, _ASCII_LOWER, plan.out_offsets, plan.own)
+    return pa.LargeStringArray.from_buffers(len(plan.lengths), pa.py_buffer(plan.out_offsets), pa.py_buffer(out))
+
+
+class _Preparation:
+    """What :func:`prepare_texts` needs to know about a batch before it writes the prepared bytes:
+    the batch's UTF-8 buffers, the table and pool of prepared forms, each document's prepared
+    length and where it starts, and the documents prepared in Python, as ``(rows, bytes,
+    offsets)``."""
+
+    def __init__(self, texts: Texts):
+        from pipeline.dedup.kernels import prepared_lengths
+
+        self.texts = pc.fill_null(_as_arrow(texts), "")
+        self.data, self.offsets = _utf8_buffers(self.texts)
+        table, pool, pool_offsets = _PREPARATIONS.pool_for(self.data, self.offsets)
+        self.pool = (table, pool, pool_offsets)
+        self.lengths = prepared_lengths(self.data, self.offsets, table, pool_offsets)
+        rows = np.flatnonzero(self.lengths < 0)
+        own_data, own_offsets = np.zeros(0, np.uint8), np.zeros(1, np.int64)  # writable, as Arrow's
+        if len(rows):
+            own = pa.array(_prepare_non_ascii(self.texts.take(pa.array(rows)).to_pylist()), pa.large_string())
+            own_data, own_offsets = _utf8_buffers(own)
+            own_offsets = own_offsets - own_offsets[0]
+            self.lengths[rows] = np.diff(own_offsets)
+        self.own = (rows, own_data, own_offsets)
+        self.out_offsets = np.zeros(len(self.lengths) + 1, np.int64)
+        np.cumsum(self.lengths, out=self.out_offsets[1:])
 
 
 def _utf8_buffers(array: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
@@ -256,14 +269,31 @@ class Words:
     """The words of a batch of documents, as hashes.
 
     ``hashes[doc_offsets[d]:doc_offsets[d + 1]]`` are document ``d``'s words in order; ``data``
-    and ``offsets`` are the UTF-8 bytes of the prepared texts and each document's range in them;
-    :attr:`starts` and :attr:`ends` are each word's byte range in ``data`` (found when first
-    asked for: signatures from the polynomial shingle hash never need them)."""
+    and ``offsets`` are the UTF-8 bytes of the prepared texts and each document's range in them
+    (prepared from ``texts`` when first asked for, where they were not given); :attr:`starts` and
+    :attr:`ends` are each word's byte range in ``data`` (found when first asked for: signatures
+    from the polynomial shingle hash never need them, nor the prepared bytes)."""
 
     hashes: np.ndarray  # uint64, one per word
     doc_offsets: np.ndarray  # int64, documents + 1
-    data: np.ndarray  # uint8
-    offsets: np.ndarray  # int64, documents + 1: byte offsets into data
+    texts: pa.LargeStringArray  # the documents
+    prepared: pa.LargeStringArray | None = None  # their prepared texts (prepare_texts)
+
+    @cached_property
+    def _buffers(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.prepared is None:
+            self.prepared = prepare_texts(self.texts)
+        return _utf8_buffers(self.prepared)
+
+    @property
+    def data(self) -> np.ndarray:
+        """uint8: the prepared texts' bytes, one after another."""
+        return self._buffers[0]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64, documents + 1: each document's byte range in :attr:`data`."""
+        return self._buffers[1]
 
     @cached_property
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -317,14 +347,28 @@ class Words:
 
 
 def words(texts: Texts, prepared: pa.LargeStringArray | None = None) -> Words:
-    """Hash the words of every document of a batch (see the module's docstring)."""
+    """Hash the words of every document of a batch (see the module's docstring). Without
+    ``prepared`` (:func:`prepare_texts` of ``texts``), the texts are prepared and their words
+    hashed in one compiled pass that never writes the prepared bytes
+    (:func:`pipeline.dedup.kernels.prepared_word_hashes`)."""
+    from pipeline.dedup.kernels import prepared_word_hashes
     from pipeline.dedup.kernels import word_hashes as hash_words
 
-    if prepared is None:
-        prepared = prepare_texts(texts)
-    data, offsets = _utf8_buffers(prepared)
-    hashes, doc_offsets = hash_words(data, offsets, _IN_WORD)
-    return Words(hashes=hashes, doc_offsets=doc_offsets, data=data, offsets=offsets)
+    if prepared is not None:
+        data, offsets = _utf8_buffers(prepared)
+        hashes, doc_offsets = hash_words(data, offsets, _IN_WORD)
+        return Words(hashes, doc_offsets, pc.fill_null(_as_arrow(texts), ""), prepared)
+    plan = _Preparation(texts)
+    hashes, doc_offsets, long_docs = prepared_word_hashes(
+        plan.data, plan.offsets, *plan.pool, _ASCII_LOWER, _IN_WORD, int(plan.out_offsets[-1]), plan.own
+    )
+    if len(long_docs):  # a word longer than the one-pass hash's table: those documents again, plainly
+        again = words(plan.texts.take(pa.array(long_docs)), prepare_texts(plan.texts.take(pa.array(long_docs))))
+        starts = doc_offsets[long_docs]
+        counts = np.diff(again.doc_offsets)
+        places = np.repeat(starts - again.doc_offsets[:-1], counts) + np.arange(len(again.hashes))
+        hashes[places] = again.hashes
+    return Words(hashes, doc_offsets, plan.texts)
 
 
 def word_hashes(texts: Texts) -> tuple[np.ndarray, np.ndarray]:

@@ -168,6 +168,20 @@ def test_compiled_preparation_gives_the_python_bytes_in_any_context(texts):
     assert prepare_texts(texts).to_pylist() == _prepared_in_python(texts)
 
 
+@settings(max_examples=200)
+@given(PREPARED_TEXTS, st.integers(0, 80))
+def test_words_in_one_pass_are_the_words_of_the_prepared_bytes(texts, long_word):
+    """words() prepares and hashes in one compiled pass that never writes the prepared bytes; it
+    finds the words and hashes that hashing the prepared bytes does, with words about the power
+    table's 64 bytes among them (ASCII and not) and documents prepared in Python."""
+    from pipeline.dedup.normalize import prepare_texts, words
+
+    texts = [*texts, "é" * long_word + " ab", "x" * long_word + "\u0301 Σ", ""]
+    once, twice = words(texts), words(texts, prepare_texts(texts))
+    assert np.array_equal(once.hashes, twice.hashes) and np.array_equal(once.doc_offsets, twice.doc_offsets)
+    assert once.data.tobytes() == twice.data.tobytes() and np.array_equal(once.offsets, twice.offsets)
+
+
 def test_threads_learning_code_points_at_once_prepare_what_one_thread_does():
     """The table of prepared forms is shared by the threads of a process and grows under a lock:
     threads that meet new code points at the same time prepare what Python does."""
