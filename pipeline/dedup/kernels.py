@@ -236,17 +236,28 @@ def word_bounds(data: np.ndarray, offsets: np.ndarray, in_word: np.ndarray, doc_
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _shingle_hash(word_hashes, at, size, seed, k):
+    """The hash of the ``size`` words from ``word_hashes[at]`` on: Horner's rule, the size, fmix64."""
+    h = seed
+    for j in range(size):
+        h = h * k + word_hashes[at + j]
+    return _fmix64(h + np.uint64(size) * _GOLDEN)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _shingle_count(words, ngram):
+    """A document's shingles: its ``ngram``-word runs, one of all its words when it has fewer."""
+    return max(words - ngram + 1, 1) if words else 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _document_shingles(word_hashes, first, words, ngram, seed, k, out, at):
     """Writes the shingle hashes of the document whose ``words`` words start at ``first`` to
     ``out[at:]``; returns how many."""
     size = min(words, ngram)
-    length = np.uint64(size) * _GOLDEN
-    shingles = max(words - ngram + 1, 1) if words else 0
+    shingles = _shingle_count(words, ngram)
     for i in range(shingles):
-        h = seed
-        for j in range(size):
-            h = h * k + word_hashes[first + i + j]
-        out[at + i] = _fmix64(h + length)
+        out[at + i] = _shingle_hash(word_hashes, first + i, size, seed, k)
     return shingles
 
 
@@ -281,45 +292,68 @@ def polynomial_shingles(word_hashes: np.ndarray, word_offsets: np.ndarray, ngram
 _MOST_PER_BUCKET = 64  # a bucket fuller than this (values far from uniform) sorts the piece plainly
 
 
-@numba.njit(cache=True, nogil=True)
-def _sort_distinct(values, lo, hi, width, scratch, ends):
-    """Sorts ``values[lo:hi]`` in place and moves its distinct values to the front; returns where
-    they end. Hashes are uniform, so a pass of bucketing by their top bits (about two values a
-    bucket) leaves only neighbours out of order, which an insertion sort puts right."""
-    n = hi - lo
-    if n < 2:
-        return hi
+@numba.njit(cache=True, nogil=True, inline="always")
+def _bucket_bits(n):
+    """Bits of the top-bit buckets for ``n`` values: about two values a bucket."""
     bits = 1
     while (1 << (bits + 1)) < n:
         bits += 1
-    buckets = 1 << bits
+    return bits
+
+
+@numba.njit(cache=True, nogil=True)
+def _sort_distinct(values, lo, hi, width, scratch, ends):
+    """Sorts ``values[lo:hi]`` and moves its distinct values to the front; returns where they end.
+    Hashes are uniform, so a pass of bucketing by their top bits (about two values a bucket)
+    leaves only neighbours out of order, which an insertion sort puts right."""
+    n = hi - lo
+    if n < 2:
+        return hi
+    bits = _bucket_bits(n)
     shift = np.uint64(width - bits)
-    ends[: buckets + 1] = 0
+    ends[: (1 << bits) + 1] = 0
     for i in range(lo, hi):
         ends[(np.uint64(values[i]) >> shift) + 1] += 1
+    return _sort_counted(values, lo, hi, bits, shift, scratch, ends)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sort_counted(values, lo, hi, bits, shift, scratch, ends):
+    """:func:`_sort_distinct` once ``ends[b + 1]`` holds how many values of ``values[lo:hi]`` are
+    in bucket ``b`` (their top ``bits`` bits, ``value >> shift``): scattered to ``scratch`` by
+    bucket, put right there by an insertion sort, and written back distinct."""
+    n = hi - lo
+    if n < 2:
+        return hi
     most = 0
-    for b in range(buckets):
+    for b in range(1 << bits):
         most = max(most, ends[b + 1])
         ends[b + 1] += ends[b]
-    if most > _MOST_PER_BUCKET:
+    if most > _MOST_PER_BUCKET:  # values far from uniform: sorted plainly
         values[lo:hi].sort()
-    else:
-        for i in range(lo, hi):
+        m = lo + 1
+        for i in range(lo + 1, hi):
             v = values[i]
-            b = np.uint64(v) >> shift
-            scratch[ends[b]] = v
-            ends[b] += 1
-        for i in range(1, n):
-            v = scratch[i]
-            j = i
-            while j > 0 and scratch[j - 1] > v:
-                scratch[j] = scratch[j - 1]
-                j -= 1
-            scratch[j] = v
-        values[lo:hi] = scratch[:n]
-    m = lo + 1
-    for i in range(lo + 1, hi):
+            if v != values[m - 1]:
+                values[m] = v
+                m += 1
+        return m
+    for i in range(lo, hi):
         v = values[i]
+        b = np.uint64(v) >> shift
+        scratch[ends[b]] = v
+        ends[b] += 1
+    for i in range(1, n):
+        v = scratch[i]
+        j = i
+        while j > 0 and scratch[j - 1] > v:
+            scratch[j] = scratch[j - 1]
+            j -= 1
+        scratch[j] = v
+    values[lo] = scratch[0]
+    m = lo + 1
+    for i in range(1, n):
+        v = scratch[i]
         if v != values[m - 1]:
             values[m] = v
             m += 1
@@ -362,16 +396,27 @@ def distinct_sorted(values: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray
 
 @numba.njit(cache=True, nogil=True)
 def _fill_shingle_sets(word_hashes, word_offsets, ngram, seed, k, out, out_offsets):
+    """Per document, one pass hashes its shingles (:func:`_document_shingles`' hashes with their
+    halves swapped) and counts them into the top-bit buckets, then :func:`_sort_counted`."""
     longest = _longest(word_offsets)  # a document's shingles are at most its words
     scratch = np.empty(longest, np.uint64)
     ends = np.empty(longest + 2, np.int64)
+    half = np.uint64(32)
     n = 0
     for d in range(word_offsets.shape[0] - 1):
-        words = word_offsets[d + 1] - word_offsets[d]
-        shingles = _document_shingles(word_hashes, word_offsets[d], words, ngram, seed, k, out, n)
-        for i in range(n, n + shingles):  # the wide hash: halves swapped
-            out[i] = (out[i] << np.uint64(32)) | (out[i] >> np.uint64(32))
-        n = _sort_distinct(out, n, n + shingles, 64, scratch, ends)
+        first = word_offsets[d]
+        words = word_offsets[d + 1] - first
+        size = min(words, ngram)
+        shingles = _shingle_count(words, ngram)
+        bits = _bucket_bits(shingles)
+        shift = np.uint64(64 - bits)
+        ends[: (1 << bits) + 1] = 0
+        for i in range(shingles):
+            h = _shingle_hash(word_hashes, first + i, size, seed, k)
+            v = (h << half) | (h >> half)  # the wide hash: halves swapped
+            out[n + i] = v
+            ends[(v >> shift) + 1] += 1
+        n = _sort_counted(out, n, n + shingles, bits, shift, scratch, ends)
         out_offsets[d + 1] = n
     return n
 
