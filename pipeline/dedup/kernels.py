@@ -12,7 +12,7 @@ hold each to a plain reading of that definition (the minima to datasketch's too)
   batch's UTF-8 bytes, ASCII lowercased and every other code point replaced by its form from a
   table (:func:`pipeline.dedup.normalize.prepared_alone`), where each non-ASCII document became a
   Python string for NFKC and lowercase and went through two polars regular expressions;
-  :func:`unknown_code_points` finds the code points the table does not hold yet;
+  :func:`prepared_lengths` also finds the code points the table does not hold yet;
   :func:`prepared_word_hashes` hashes the words of what :func:`fill_prepared` would write as it
   makes each byte, without writing it (the signatures never read the prepared text).
 
@@ -508,6 +508,7 @@ def pair_jaccard(values: np.ndarray, offsets: np.ndarray, left: np.ndarray, righ
 # of prepared forms; these two are not.
 UNKNOWN = -1  # not looked at yet
 IN_CONTEXT = -2  # what it becomes depends on its neighbours: the document is prepared in Python
+UNKNOWN_LENGTH = -2  # prepared_lengths' length of a document that holds a code point not yet learned
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -539,35 +540,13 @@ def _code_point(data, i, stop):
 
 
 @numba.njit(cache=True, nogil=True)
-def _unknown_code_points(data, offsets, table, out):
+def _prepared_lengths(data, offsets, table, pool_offsets, rows, lengths, unknown):
+    """The lengths of documents ``rows``; returns how many code points it wrote to ``unknown``."""
     n = 0
-    for d in range(offsets.shape[0] - 1):
-        i, stop = offsets[d], offsets[d + 1]
-        while i < stop:
-            if data[i] < 0x80:
-                i += 1
-                continue
-            cp, size = _code_point(data, i, stop)
-            if cp >= 0 and table[cp] == UNKNOWN:
-                out[n] = cp
-                n += 1
-            i += size
-    return n
-
-
-def unknown_code_points(data: np.ndarray, offsets: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """The distinct code points of the documents' UTF-8 bytes that ``table`` holds as
-    :data:`UNKNOWN`, sorted."""
-    out = np.empty(len(data) // 2 + 1, np.int64)  # a non-ASCII code point takes two bytes or more
-    n = _unknown_code_points(data, offsets, table, out)
-    return np.unique(out[:n])
-
-
-@numba.njit(cache=True, nogil=True)
-def _prepared_lengths(data, offsets, table, pool_offsets, lengths):
-    for d in range(offsets.shape[0] - 1):
+    for d in rows:
         i, stop = offsets[d], offsets[d + 1]
         length = 0
+        learn = False
         while i < stop:
             if data[i] < 0x80:
                 length += 1
@@ -575,12 +554,20 @@ def _prepared_lengths(data, offsets, table, pool_offsets, lengths):
                 continue
             cp, size = _code_point(data, i, stop)
             entry = table[cp] if cp >= 0 else IN_CONTEXT
-            if entry < 0:
+            # Unknown, or learned by another thread since the caller took the pool: to learn. The
+            # rest of the document is read for the others it holds.
+            if entry == UNKNOWN or entry >= pool_offsets.shape[0] - 1:
+                unknown[n] = cp
+                n += 1
+                learn = True
+            elif entry < 0:
                 length = -1
                 break
-            length += pool_offsets[entry + 1] - pool_offsets[entry]
+            else:
+                length += pool_offsets[entry + 1] - pool_offsets[entry]
             i += size
-        lengths[d] = length
+        lengths[d] = length if length < 0 or not learn else UNKNOWN_LENGTH
+    return n
 
 
 @numba.njit(cache=True, nogil=True)
@@ -701,13 +688,20 @@ def prepared_word_hashes(
     return raw[:n].copy(), doc_offsets, np.asarray(long_docs, np.int64)
 
 
-def prepared_lengths(data: np.ndarray, offsets: np.ndarray, table: np.ndarray, pool_offsets: np.ndarray) -> np.ndarray:
-    """int64 per document: the bytes of its prepared text, each ASCII byte one and each other
-    code point its entry's in the pool (``pool_offsets``), or -1 where a code point is
-    :data:`IN_CONTEXT` or the bytes are not valid UTF-8."""
-    lengths = np.empty(len(offsets) - 1, np.int64)
-    _prepared_lengths(data, offsets, table, pool_offsets, lengths)
-    return lengths
+def prepared_lengths(
+    data: np.ndarray, offsets: np.ndarray, table: np.ndarray, pool_offsets: np.ndarray, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(lengths, unknown)``: int64 per document (of ``rows``, by default all; the others' -1):
+    the bytes of its prepared text, each ASCII byte one and each other code point its entry's in
+    the pool (``pool_offsets``), or -1 where a code point is :data:`IN_CONTEXT` or the bytes are
+    not valid UTF-8, or :data:`UNKNOWN_LENGTH` where a code point is :data:`UNKNOWN` (to measure
+    again once learned); ``unknown`` the distinct code points found :data:`UNKNOWN`, sorted."""
+    docs = len(offsets) - 1
+    rows = np.arange(docs, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    lengths = np.full(docs, -1, np.int64)
+    unknown = np.empty(len(data) // 2 + 1, np.int64)  # a non-ASCII code point takes two bytes or more
+    n = _prepared_lengths(data, offsets, table, pool_offsets, rows, lengths, unknown)
+    return lengths, np.unique(unknown[:n])
 
 
 def fill_prepared(

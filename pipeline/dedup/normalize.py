@@ -179,14 +179,20 @@ class _Preparations:
         self._pool = (np.frombuffer(b"", np.uint8), np.zeros(1, np.int64))
         self._lock = threading.Lock()
 
-    def pool_for(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(table, pool, pool_offsets)`` holding every code point of the documents."""
-        from pipeline.dedup.kernels import IN_CONTEXT, UNKNOWN, unknown_code_points
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(table, pool, pool_offsets)`` as they are: entries are only ever added, so what they
+        hold stays true."""
+        from pipeline.dedup.kernels import UNKNOWN
 
         with self._lock:
             if self.table is None:
                 self.table = np.full(sys.maxunicode + 1, UNKNOWN, np.int32)
-        found = unknown_code_points(data, offsets, self.table)  # outside the lock: other threads go on
+            return self.table, *self._pool
+
+    def learn(self, found: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`snapshot` once the code points ``found`` are learned."""
+        from pipeline.dedup.kernels import IN_CONTEXT, UNKNOWN
+
         with self._lock:
             found = found[self.table[found] == UNKNOWN]  # another thread may have learned some since
             if len(found):
@@ -237,13 +243,17 @@ class _Preparation:
     offsets)``."""
 
     def __init__(self, texts: Texts):
-        from pipeline.dedup.kernels import prepared_lengths
+        from pipeline.dedup.kernels import UNKNOWN_LENGTH, prepared_lengths
 
         self.texts = pc.fill_null(_as_arrow(texts), "")
         self.data, self.offsets = _utf8_buffers(self.texts)
-        table, pool, pool_offsets = _PREPARATIONS.pool_for(self.data, self.offsets)
+        table, pool, pool_offsets = _PREPARATIONS.snapshot()
+        self.lengths, unknown = prepared_lengths(self.data, self.offsets, table, pool_offsets)
+        if len(unknown):  # learned outside the pass (other threads go on), then measured again
+            table, pool, pool_offsets = _PREPARATIONS.learn(unknown)
+            again = np.flatnonzero(self.lengths == UNKNOWN_LENGTH)
+            self.lengths[again] = prepared_lengths(self.data, self.offsets, table, pool_offsets, again)[0][again]
         self.pool = (table, pool, pool_offsets)
-        self.lengths = prepared_lengths(self.data, self.offsets, table, pool_offsets)
         rows = np.flatnonzero(self.lengths < 0)
         own_data, own_offsets = np.zeros(0, np.uint8), np.zeros(1, np.int64)  # writable, as Arrow's
         if len(rows):
