@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.io.storage import as_path, parquet_bytes, parquet_file, read_parquet
+from pipeline.io.storage import as_path, parquet_files, read_parquet_counted
 from pipeline.io.writer import write_parquet
 
 EDGE_SCHEMA = pa.schema([pa.field("u", pa.int64(), nullable=False), pa.field("v", pa.int64(), nullable=False)])
@@ -79,12 +79,8 @@ def _route(records: pl.DataFrame, folder: Path, sender: int, buckets: int) -> No
 
 def _read(folder: Path, bucket: int) -> tuple[pl.DataFrame, int]:
     """The distinct records routed to ``bucket`` in ``folder``, and the bytes read."""
-    here = bucket_folder(folder, bucket)
-    files = sorted(p for p in here.glob("*.parquet") if not p.name.startswith(".")) if here.exists() else []
-    frames = [read_parquet(f) for f in files]
-    read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
-    records = pl.concat(frames).unique() if frames else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
-    return records, read
+    records, read = read_parquet_counted(parquet_files(bucket_folder(folder, bucket)))
+    return (records.unique() if records is not None else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})), read
 
 
 def _both_ways(edges: pl.DataFrame) -> pl.DataFrame:
@@ -113,12 +109,9 @@ def fingerprint(records: pl.DataFrame) -> tuple[int, int]:
 def seed_edges(shard: int, edge_files: list[Path], root: Path, buckets: int = 1) -> dict:
     """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round, into round 0's
     ``buckets`` buckets."""
-    frames = [read_parquet(f, columns=["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists()]
-    read = sum(parquet_bytes(parquet_file(f).metadata, ["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists())
+    edges, read = read_parquet_counted([f for f in edge_files if as_path(f).exists()], ["doc_a", "doc_b"])
     edges = (
-        pl.concat(frames).select(u="doc_a", v="doc_b")
-        if frames
-        else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
+        edges.select(u="doc_a", v="doc_b") if edges is not None else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
     )
     _route(_both_ways(edges), round_dir(root, "large", 0), shard, buckets)
     return {"unit": f"components-seed-{shard:05d}", "bytes_read": read}

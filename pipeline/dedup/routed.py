@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs, set_arrays
 from pipeline.dedup.lsh import PAIRS_SCHEMA, shard_of
-from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files
+from pipeline.io.storage import as_path, parquet_files, read_table_counted
 from pipeline.io.writer import write_parquet
 
 FORWARD_SCHEMA = pa.schema(
@@ -89,19 +89,11 @@ def by_shard(frame: pl.DataFrame, column: str) -> Iterator[tuple[int, pl.DataFra
         yield int(shards[lo]), frame.slice(int(lo), int(hi - lo))
 
 
-def _read_file(path: Path, columns: list[str] | None = None) -> tuple[pa.Table, int]:
-    """A Parquet file's ``columns`` (default: all) and the bytes read, the file opened once: a
-    hop reads a few small files from every other shard, and opening each twice (once for the table,
-    once for its footer) was about a fifth of the second hop's time at 1M documents."""
-    opened = parquet_file(path)
-    return opened.read(columns=columns), parquet_bytes(opened.metadata, columns)
-
-
 def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
     """The files as one table, and the bytes read."""
     tables, read = [], 0
     for path in paths:
-        table, size = _read_file(path)
+        table, size = read_table_counted(path)
         tables.append(table.cast(schema))
         read += size
     return (pa.concat_tables(tables) if tables else schema.empty_table()), read
@@ -196,7 +188,7 @@ def second_hop(shard: int, forward_dir: Path, signature_path: Path, out_path: Pa
     read = 0
     partners = []
     for path in files:  # the partners first (a small column), to read this shard's sets once
-        table, size = _read_file(path, ["partners"])
+        table, size = read_table_counted(path, ["partners"])
         partners.append(table.column("partners"))
         read += size
     frames: list[pl.DataFrame] = []
@@ -208,7 +200,7 @@ def second_hop(shard: int, forward_dir: Path, signature_path: Path, out_path: Pa
         docs = sets.column("doc").to_numpy()
         own_values, own_offsets = set_arrays(sets.column("shingle_set"))
         for path, column in zip(files, partners):
-            sent, size = _read_file(path, ["doc_a", "shingle_set"])
+            sent, size = read_table_counted(path, ["doc_a", "shingle_set"])
             read += size
             sent_values, sent_offsets = set_arrays(sent.column("shingle_set"))
             counts = np.diff(_list_offsets(column))

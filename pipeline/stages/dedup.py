@@ -89,7 +89,15 @@ from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import by_shard, first_hop, route_pairs, second_hop, shard_folder
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
-from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_parquet, scan_parquet
+from pipeline.io.storage import (
+    as_path,
+    parquet_bytes,
+    parquet_file,
+    parquet_files,
+    read_parquet,
+    read_parquet_counted,
+    scan_parquet,
+)
 from pipeline.io.writer import parquet_stream, read_json, remove_temporaries, write_json, write_parquet
 from pipeline.stages.registry import scoped_filters
 from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
@@ -293,27 +301,22 @@ def _members_folder(work: Path, shard: int) -> Path:
     return shard_folder(as_path(work) / "members", shard)
 
 
-def cluster_edges(part: int, homes: list[int], work: Path, shards: int, rule: KeepRule) -> dict:
-    """The keep rule over the components of each home of ``homes``, one home at a time (its
-    memory bounded by one home's components, those of about :data:`DOCS_PER_UNIT` edges): each
-    member's row goes to the shard of the member (members/shard-<S>/from-<H>), and each member that
-    is neither kept nor an exact copy is routed, with its kept document, to be measured."""
+def cluster_edges(home: int, work: Path, shards: int, rule: KeepRule) -> dict:
+    """The keep rule over the components of home ``home`` (its memory bounded by one home's
+    components, those of about :data:`DOCS_PER_UNIT` edges): each member's row goes to the shard
+    of the member (members/shard-<S>/from-<H>), and each member that is neither kept nor an exact
+    copy is routed, with its kept document, to be measured."""
+    unit = f"clusters-{home:04d}"
+    components, read = read_parquet_counted(parquet_files(_home_folder(work, home)))
+    if components is None:
+        return {"unit": unit, "docs": 0, "pairs": 0, "bytes_read": 0}
     lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
-    docs = pairs = read = 0
-    for home in homes:
-        files = parquet_files(_home_folder(work, home))
-        if not files:
-            continue
-        components = pl.concat([read_parquet(f) for f in files]).sort("doc")
-        read += sum(parquet_bytes(parquet_file(f).metadata) for f in files)
-        members = members_of_components(components, lookup, rule)
-        for shard, rows in by_shard(members, "doc"):
-            write_parquet(rows.to_arrow(), _members_folder(work, shard) / f"from-{home:05d}.parquet")
-        measure = similarity_pairs(members)
-        route_pairs(measure, as_path(work) / SIMILARITY / "pairs", f"members-{home:05d}")
-        docs += members.height
-        pairs += measure.height
-    return {"unit": f"clusters-{part:04d}", "docs": docs, "pairs": pairs, "bytes_read": read + lookup.bytes_read}
+    members = members_of_components(components.sort("doc"), lookup, rule)
+    for shard, rows in by_shard(members, "doc"):
+        write_parquet(rows.to_arrow(), _members_folder(work, shard) / f"from-{home:05d}.parquet")
+    measure = similarity_pairs(members)
+    route_pairs(measure, as_path(work) / SIMILARITY / "pairs", f"members-{home:05d}")
+    return {"unit": unit, "docs": members.height, "pairs": measure.height, "bytes_read": read + lookup.bytes_read}
 
 
 # Rows of the clusters table written at a time (a Parquet row group): what assembling holds beside
@@ -334,13 +337,14 @@ def _shard_clusters(work: Path, shard: int) -> tuple[pa.Table | None, int]:
         for p in (measured_dir / f"first-{shard:05d}.parquet", measured_dir / f"second-{shard:05d}.parquet")
         if p.exists()
     ]
-    measured = pl.concat(
-        [pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "jaccard": pl.Float64})]
-        + [read_parquet(f).select("doc_a", "doc_b", "jaccard") for f in measured_files]
+    measured, measured_read = read_parquet_counted(measured_files)
+    measured = (
+        measured.select("doc_a", "doc_b", "jaccard")
+        if measured is not None
+        else pl.DataFrame(schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "jaccard": pl.Float64})
     )
-    members = pl.concat([read_parquet(f) for f in files]).sort("doc")
-    read = sum(parquet_bytes(parquet_file(f).metadata) for f in files + measured_files)
-    return finish_clusters(members, measured).to_arrow().cast(CLUSTERS_SCHEMA), read
+    members, members_read = read_parquet_counted(files)
+    return finish_clusters(members.sort("doc"), measured).to_arrow().cast(CLUSTERS_SCHEMA), members_read + measured_read
 
 
 def assemble(work: Path, out_path: Path, shards: int) -> dict:
@@ -420,7 +424,7 @@ def find_duplicates(
     homes = units_for(edges, DOCS_PER_UNIT, partitions)
     groups = shard_groups(n, units_for(edges, EDGES_PER_UNIT, partitions))
     components = find_components(work, groups, run_units, homes, buckets_for(edges, n))
-    clustered = run_units(None, cluster_edges, [(home, [home], work, n, rule) for home in range(homes)])
+    clustered = run_units(None, cluster_edges, [(home, work, n, rule) for home in range(homes)])
     groups = list(enumerate(shard_groups(n, units_for(_total(clustered, "pairs"), PAIRS_PER_UNIT, partitions))))
     similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None) for g, s in groups])
     similar_far = run_units(None, measure_second, [(SIMILARITY, g, s, work, None) for g, s in groups])
