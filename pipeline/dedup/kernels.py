@@ -123,6 +123,18 @@ def _power_table() -> np.ndarray:
 _POWER_TABLE = _power_table()
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _word_byte(byte, h, j, prev, n, longest, raw, in_word, powers):
+    """One byte of prepared text into :func:`_raw_word_hashes`' running word, without a branch."""
+    cur = np.uint64(in_word[byte])
+    raw[n] = h + j * _GOLDEN
+    n += np.int64(prev & (cur ^ np.uint64(1)))
+    keep = np.uint64(0) - cur
+    h = (h + np.uint64(byte) * powers[j & np.uint64(_POWERS - 1)]) & keep
+    j = (j + np.uint64(1)) & keep
+    return h, j, cur, n, max(longest, j)
+
+
 @numba.njit(cache=True, nogil=True)
 def _raw_word_hashes(data, offsets, in_word, powers, raw, doc_offsets):
     """Without a branch per byte: every byte stores the running word's unfinished hash at the next
@@ -130,27 +142,17 @@ def _raw_word_hashes(data, offsets, in_word, powers, raw, doc_offsets):
     the power table, which these sums got wrong (the caller hashes them again)."""
     n = 0
     long_docs = []
-    top = np.uint64(_POWERS - 1)
-    one = np.uint64(1)
     for d in range(offsets.shape[0] - 1):
         h = np.uint64(0)
         j = np.uint64(0)  # bytes of the running word so far (0 between words)
         prev = np.uint64(0)
         longest = np.uint64(0)
         for i in range(offsets[d], offsets[d + 1]):
-            byte = data[i]
-            cur = np.uint64(in_word[byte])
-            raw[n] = h + j * _GOLDEN
-            n += prev & (cur ^ one)
-            keep = np.uint64(0) - cur
-            h = (h + np.uint64(byte) * powers[j & top]) & keep
-            j = (j + one) & keep
-            longest = max(longest, j)
-            prev = cur
+            h, j, prev, n, longest = _word_byte(data[i], h, j, prev, n, longest, raw, in_word, powers)
         raw[n] = h + j * _GOLDEN
-        n += prev
+        n += np.int64(prev)
         doc_offsets[d + 1] = n
-        if longest > top + one:
+        if longest > np.uint64(_POWERS):
             long_docs.append(d)
     return n, long_docs
 
@@ -595,18 +597,6 @@ def _fill_prepared(data, offsets, table, pool, pool_offsets, lower, out, out_off
                 out[at] = pool[j]
                 at += 1
             i += size
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _word_byte(byte, h, j, prev, n, longest, raw, in_word, powers):
-    """One byte of prepared text into :func:`_raw_word_hashes`' running word, without a branch."""
-    cur = np.uint64(in_word[byte])
-    raw[n] = h + j * _GOLDEN
-    n += np.int64(prev & (cur ^ np.uint64(1)))
-    keep = np.uint64(0) - cur
-    h = (h + np.uint64(byte) * powers[j & np.uint64(_POWERS - 1)]) & keep
-    j = (j + np.uint64(1)) & keep
-    return h, j, cur, n, max(longest, j)
 
 
 @numba.njit(cache=True, nogil=True)

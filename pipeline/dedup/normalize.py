@@ -373,7 +373,8 @@ def words(texts: Texts, prepared: pa.LargeStringArray | None = None) -> Words:
         plan.data, plan.offsets, *plan.pool, _ASCII_LOWER, _IN_WORD, int(plan.out_offsets[-1]), plan.own
     )
     if len(long_docs):  # a word longer than the one-pass hash's table: those documents again, plainly
-        again = words(plan.texts.take(pa.array(long_docs)), prepare_texts(plan.texts.take(pa.array(long_docs))))
+        long_texts = plan.texts.take(pa.array(long_docs))
+        again = words(long_texts, prepare_texts(long_texts))
         starts = doc_offsets[long_docs]
         counts = np.diff(again.doc_offsets)
         places = np.repeat(starts - again.doc_offsets[:-1], counts) + np.arange(len(again.hashes))
