@@ -48,7 +48,8 @@ Arrow, BLAS pinned to one); what a side spends is its CPU time (user + system, c
 included) over the timed part; docs/s per core is documents over CPU seconds.
 
 * ours: :func:`pipeline.stages.dedup.deduplicate_shards` end to end (signature files from the
-  document shards, band keys in :data:`PARTITIONS` partitions, candidate pairs, exact-Jaccard
+  document shards, band keys in the partitions the stage takes with :data:`PARTITIONS` as
+  dedup.partitions (one per million band rows up to it), candidate pairs, exact-Jaccard
   verification, components, keep rule "first"): the clusters table. Then, timed apart, the
   stage's last step: :func:`pipeline.dedup.clusters.dedup_step` over each shard, the kept
   documents and the removed rows written as Parquet. Best of :data:`OUR_REPEATS` runs. Then the
@@ -93,7 +94,7 @@ at verification);
 ``ours_recall_if_buckets_all_pairs`` is the recall with those pairs added.
 
 **Memory.** Our whole stage (clusters table and filtering step) at 50,000, 100,000 and 200,000
-documents, shards of :data:`MEMORY_SHARD_DOCS` documents, :data:`PARTITIONS` partitions: peak
+documents, shards of :data:`MEMORY_SHARD_DOCS` documents, :data:`PARTITIONS` as dedup.partitions: peak
 RSS of the subprocess (``VmHWM``), its RSS after imports, and each step's own peak (the peak is
 started over, ``/proc/self/clear_refs``, as each step function is called). The larger corpora
 repeat the documents with every word of repeat r suffixed by a tag of its own (``"word" ->
@@ -601,6 +602,14 @@ def peak_tracking_units(peaks: dict[str, float]):
     return run_units
 
 
+def stage_partitions(shards: list[Path], params) -> int:
+    """The band-key partitions the stage takes for ``shards`` (``partitions_for`` over their
+    documents, :data:`PARTITIONS` as dedup.partitions), as ``run_dedup`` does."""
+    from pipeline.stages.dedup import partitions_for
+
+    return partitions_for(sum(pq.ParquetFile(s).metadata.num_rows for s in shards), params, PARTITIONS)
+
+
 def warm_up(work_dir: Path, shard: Path, params) -> float:
     """The stage run once over the first :data:`WARM_UP_DOCS` documents of ``shard`` (what a
     process pays once: numba's import and the loading of its compiled loops, first calls); its
@@ -613,9 +622,9 @@ def warm_up(work_dir: Path, shard: Path, params) -> float:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     pq.write_table(pq.read_table(shard).slice(0, WARM_UP_DOCS), folder / shard.name)
-    find_duplicates(
-        [folder / shard.name], folder / "stage", params, PARTITIONS, "first", folder / "c.parquet", in_process
-    )
+    inputs = [folder / shard.name]
+    partitions = stage_partitions(inputs, params)
+    find_duplicates(inputs, folder / "stage", params, partitions, "first", folder / "c.parquet", in_process, PARTITIONS)
     shutil.rmtree(folder)
     return cpu_seconds() - c
 
@@ -636,9 +645,10 @@ def run_ours(work_dir: Path, shards: list[Path], steps: bool = False, warm: bool
     rss_start = rss_mib("VmRSS")
     peaks: dict[str, float] = {}
     run_units = peak_tracking_units(peaks) if steps else in_process
+    partitions = stage_partitions(shards, params)
     c, w = cpu_seconds(), time.perf_counter()
     out = work_dir / "stage" / "clusters.parquet"
-    find_duplicates(shards, work_dir / "stage", params, PARTITIONS, "first", out, run_units)
+    find_duplicates(shards, work_dir / "stage", params, partitions, "first", out, run_units, PARTITIONS)
     clusters = pl.read_parquet(out)
     cpu_clusters, wall_clusters = cpu_seconds() - c, time.perf_counter() - w
     rss_clusters = max([rss_mib(), *peaks.values()])
@@ -676,6 +686,7 @@ def run_ours(work_dir: Path, shards: list[Path], steps: bool = False, warm: bool
                 "peak_rss_mib": max([rss_mib(), rss_clusters, *peaks.values()]),
                 "bands": params.lsh[0],
                 "rows": params.lsh[1],
+                "partitions": partitions,
             }
         )
     )
@@ -895,7 +906,10 @@ def run_layout(work_dir: Path, shards: list[Path], params) -> dict:
     shutil.rmtree(work_dir, ignore_errors=True)
     gc.collect()
     c, w = cpu_seconds(), time.perf_counter()
-    finding = find_duplicates(shards, work_dir, params, PARTITIONS, "first", work_dir / "clusters.parquet", timed_units)
+    partitions = stage_partitions(shards, params)
+    finding = find_duplicates(
+        shards, work_dir, params, partitions, "first", work_dir / "clusters.parquet", timed_units, PARTITIONS
+    )
     cpu, wall = cpu_seconds() - c, time.perf_counter() - w
     counts = {key: finding[key] for key in ("candidate_pairs", "edges", "false_positives")}
     clusters = pl.read_parquet(work_dir / "clusters.parquet")
@@ -942,7 +956,7 @@ def near_copies_benchmark() -> None:
         "near_copies_per_article": NEAR_COPIES,
         "edit_rates": list(NEAR_EDIT_RATES),
         "shards": len(shards),
-        "partitions": PARTITIONS,
+        "dedup_partitions": PARTITIONS,
         "threshold": THRESHOLD,
         "num_perm": NUM_PERM,
         "true_pairs_at_threshold": len(truth["a"]),
@@ -1316,10 +1330,12 @@ def peers_benchmark() -> None:
     print(f"  datasketch candidates {len(sketch_similarity)}: {bin_counts(sketch_similarity)}")
     print(f"  rensa pairs kept {len(rensa_similarity)}: {bin_counts(rensa_similarity)}")
     print(f"  datatrove duplicate pairs {len(trove_similarity)}: {bin_counts(trove_similarity)}")
-    print(f"memory, ours (clusters table + filtering step), shards of {MEMORY_SHARD_DOCS}, {PARTITIONS} partitions:")
+    print(
+        f"memory, ours (clusters table + filtering step), shards of {MEMORY_SHARD_DOCS}, dedup.partitions {PARTITIONS}:"
+    )
     for size, run in memory.items():
         print(
-            f"  {size:7d} docs: peak RSS {run['peak_rss_mib']:6.0f} MiB "
+            f"  {size:7d} docs, {run['partitions']} partitions: peak RSS {run['peak_rss_mib']:6.0f} MiB "
             f"(after imports {run['rss_after_imports_mib']:.0f}, "
             f"clusters table {run['peak_rss_clusters_mib']:.0f}); {run['cpu_s']:.1f} CPU s, "
             f"{size / run['cpu_s']:,.0f} docs/s/core; removed {run['removed']}"
@@ -1329,7 +1345,8 @@ def peers_benchmark() -> None:
     result = {
         "docs": n,
         "shards": len(shards),
-        "partitions": PARTITIONS,
+        "partitions": ours["partitions"],
+        "dedup_partitions": PARTITIONS,
         "threshold": THRESHOLD,
         "num_perm": NUM_PERM,
         "bands": bands,

@@ -6,8 +6,8 @@ Prefect flows in ``flows.dedup`` submit each as a task), so a stage runs, and is
 without Prefect, and writes the same files either way. :func:`deduplicate_shards` is the finding
 of duplicates alone, on any list of document files.
 
-    dedup, in <stage>/intermediate (P: dedup.partitions band-key partitions, or more for a
-    corpus of more than P x 6.5M band rows, :func:`partitions_for`; "per group": up to P units,
+    dedup, in <stage>/intermediate (P band-key partitions, :func:`partitions_for`: one per 1M
+    band rows up to dedup.partitions, more past 6.5M rows each; "per group": up to P units,
     one per million pairs or two million edges, each over a group of shards, shard s in unit
     s % units, each shard's files its own):
     sign_shard           per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
@@ -397,13 +397,17 @@ def find_duplicates(
     rule: KeepRule,
     out_path: Path,
     run_units: RunUnits = in_process,
+    most_units: int | None = None,
 ) -> dict:
     """Every step from document shards to the clusters table at ``out_path`` (layout in the
-    module docstring; shard numbers follow ``inputs``' order). Returns the finding: counts of
-    documents, shingles, candidate pairs, edges, false positives, clusters and removals, and the
-    bytes read per step."""
+    module docstring; shard numbers follow ``inputs``' order), with ``partitions`` band-key
+    partitions. Each step that works across shards runs as units sized by its work, at most
+    ``partitions`` or ``most_units`` (dedup.partitions), whichever is larger. Returns the finding:
+    counts of documents, shingles, candidate pairs, edges, false positives, clusters and removals,
+    and the bytes read per step."""
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
+    most = max(partitions, most_units or 0)
     work = as_path(work)
     signed = in_blocks(
         run_units,
@@ -414,18 +418,18 @@ def find_duplicates(
     candidates = run_units("dedup candidates", find_candidates, [(p, work) for p in range(partitions)])
     threshold = params.threshold
     n = len(inputs)
-    groups = list(enumerate(shard_groups(n, units_for(_total(candidates, "pairs"), PAIRS_PER_UNIT, partitions))))
+    groups = list(enumerate(shard_groups(n, units_for(_total(candidates, "pairs"), PAIRS_PER_UNIT, most))))
     verified = run_units("dedup verify", measure_first, [(VERIFY, g, s, work, threshold) for g, s in groups])
     verified_far = run_units(None, measure_second, [(VERIFY, g, s, work, threshold) for g, s in groups])
     edges = _total(verified, "kept") + _total(verified_far, "kept")
     # One keep-rule unit per home, sized by the edges, which are known before the components are: a
     # component of k documents has at least k - 1 edges, so a home holds at most twice as many
     # documents as its components have edges (about as many in the demo runs).
-    homes = units_for(edges, DOCS_PER_UNIT, partitions)
-    groups = shard_groups(n, units_for(edges, EDGES_PER_UNIT, partitions))
+    homes = units_for(edges, DOCS_PER_UNIT, most)
+    groups = shard_groups(n, units_for(edges, EDGES_PER_UNIT, most))
     components = find_components(work, groups, run_units, homes, buckets_for(edges, n))
     clustered = run_units(None, cluster_edges, [(home, work, n, rule) for home in range(homes)])
-    groups = list(enumerate(shard_groups(n, units_for(_total(clustered, "pairs"), PAIRS_PER_UNIT, partitions))))
+    groups = list(enumerate(shard_groups(n, units_for(_total(clustered, "pairs"), PAIRS_PER_UNIT, most))))
     similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None) for g, s in groups])
     similar_far = run_units(None, measure_second, [(SIMILARITY, g, s, work, None) for g, s in groups])
     (assembled,) = run_units(None, assemble, [(work, out_path, n)])
@@ -514,18 +518,25 @@ def largest_clusters(clusters: pl.LazyFrame, inputs: list[Path], n: int = LARGES
     ]
 
 
+# Band-key rows a partition holds when the corpus is small enough to need fewer than
+# dedup.partitions: its candidates unit is sized by the work, as the steps after it are (about 230
+# MiB and half a second here for a million rows), so a small corpus pays no fixed cost per file and
+# per task for partitions of a few thousand rows.
+BAND_ROWS_PER_UNIT = 1_000_000
 # Band-key rows per partition, at most, before the stage uses more partitions than dedup.partitions:
 # a partition's candidates task grew by about 230 bytes per row in the million-document benchmark
 # (223 MiB for 1.0M rows), so 6.5M rows is about 1.5 GB.
 BAND_ROWS_PER_PARTITION = 6_500_000
 
 
-def partitions_for(documents: int, params: MinHashParams, least: int) -> int:
-    """Band-key partitions for ``documents``: ``least`` (dedup.partitions), or more, so that no
-    partition holds more than :data:`BAND_ROWS_PER_PARTITION` rows (a row per band and one for the
-    exact hash per document). The clusters do not depend on the number of partitions."""
+def partitions_for(documents: int, params: MinHashParams, most: int) -> int:
+    """Band-key partitions for ``documents``: one per :data:`BAND_ROWS_PER_UNIT` rows (a row per
+    band and one for the exact hash per document), at least 1 and at most ``most``
+    (dedup.partitions), as the units of the steps after it; and more than ``most`` when a
+    partition would hold more than :data:`BAND_ROWS_PER_PARTITION` rows. The clusters do not
+    depend on the number of partitions."""
     rows = documents * ((params.lsh[0] if params.near else 0) + 1)
-    return max(least, -(-rows // BAND_ROWS_PER_PARTITION))
+    return max(units_for(rows, BAND_ROWS_PER_UNIT, most), -(-rows // BAND_ROWS_PER_PARTITION))
 
 
 # The layout of dedup's intermediate/ (signature files with their 64-bit shingle sets, which the
@@ -551,7 +562,9 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
     else:
         documents = read_json(layout.stage(previous).stats)["docs_out"]
         partitions = partitions_for(documents, params, settings.partitions)
-        finding = find_duplicates(inputs, work, params, partitions, settings.keep, clusters, run_units)
+        finding = find_duplicates(
+            inputs, work, params, partitions, settings.keep, clusters, run_units, most_units=settings.partitions
+        )
         finding["partitions"] = partitions
         write_json(finding, work / "finding.json")
         mark_work_done(stage, inputs, made_from)

@@ -1,6 +1,8 @@
 """The dedup stage's band-key partitions follow the corpus (pipeline.stages.dedup.partitions_for):
-dedup.partitions at least, more when a partition would hold more than BAND_ROWS_PER_PARTITION rows;
-the stage's outputs are the same bytes either way."""
+one per BAND_ROWS_PER_UNIT rows up to dedup.partitions, more when a partition would hold more than
+BAND_ROWS_PER_PARTITION rows; the stage's outputs are the same bytes either way, and the steps
+after the candidates still take up to dedup.partitions units when a small corpus has one
+partition."""
 
 from __future__ import annotations
 
@@ -12,13 +14,17 @@ from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.documents import RunLayout
 from pipeline.io.writer import read_json, write_json
 from tests.helpers import run_units, source_config, write_jsonl
-from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_text
+from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_text, write_docs
 
 
 def test_partitions_grow_past_the_configured_ones_only_for_a_large_corpus():
     near = MinHashParams()  # 21 bands: 22 rows per document with the exact hash
     bands = near.lsh[0]
-    assert stage.partitions_for(1_000_000, near, 8) == 8  # 22M rows: 4 partitions' worth
+    assert stage.partitions_for(0, near, 8) == 1
+    assert stage.partitions_for(20_000, near, 8) == 1  # 440,000 rows: one unit's worth
+    assert stage.partitions_for(100_000, near, 8) == 3  # 2.2M rows
+    assert stage.partitions_for(100_000, near, 2) == 2  # dedup.partitions caps the units by work
+    assert stage.partitions_for(1_000_000, near, 8) == 8  # 22M rows: 22 units' worth, 4 partitions' at most
     assert stage.partitions_for(666_000_000, near, 8) == -(-666_000_000 * (bands + 1) // stage.BAND_ROWS_PER_PARTITION)
     assert stage.partitions_for(666_000_000, near, 8) > 2_000
     assert stage.partitions_for(10**9, MinHashParams(near=False), 8) == 154  # the exact hash alone
@@ -56,11 +62,34 @@ def _deduplicated(tmp_path, name: str) -> dict[str, str]:
 
 
 def test_more_partitions_for_a_larger_corpus_write_the_same_bytes(tmp_path, monkeypatch):
-    default = _deduplicated(tmp_path, "default")
-    monkeypatch.setattr(stage, "BAND_ROWS_PER_PARTITION", 100)  # 80 documents x 22 rows: 18 partitions
+    default = _deduplicated(tmp_path, "default")  # 80 documents x 22 rows: one partition
+    monkeypatch.setattr(stage, "BAND_ROWS_PER_UNIT", 300)  # 6 units' worth, under dedup.partitions (8)
+    by_work = _deduplicated(tmp_path, "by-work")
+    monkeypatch.setattr(stage, "BAND_ROWS_PER_PARTITION", 100)  # 18 partitions, past dedup.partitions
     more = _deduplicated(tmp_path, "more")
-    assert default["partitions"] == 8 and more["partitions"] == 18
-    assert more["files"] == default["files"] and len(default["files"]) >= 5
+    assert (default["partitions"], by_work["partitions"], more["partitions"]) == (1, 6, 18)
+    assert more["files"] == by_work["files"] == default["files"] and len(default["files"]) >= 5
+
+
+def test_one_partition_leaves_the_later_steps_their_units(tmp_path, monkeypatch):
+    """A corpus of one partition's band rows still runs the steps after the candidates as up to
+    dedup.partitions units when their work asks for them (here the keep rule's homes)."""
+    paths = []
+    rng = random.Random(3)
+    vocabulary = make_vocabulary(rng)
+    for s in range(4):
+        rows = []
+        for i in range(10):
+            text = random_text(rng, vocabulary, 80)
+            rows += [(f"s{s}-{i}", text), (f"s{s}-{i}-near", edit_words(rng, text, 1))]
+        paths.append(write_docs(tmp_path / "docs" / f"d{s}.parquet", rows))
+    monkeypatch.setattr(stage, "DOCS_PER_UNIT", 5)  # 40 edges: 8 homes' worth
+    homes = {}
+    for name, most in (("one", None), ("eight", 8)):
+        work = tmp_path / name
+        stage.find_duplicates(paths, work, MinHashParams(), 1, "first", work / "clusters.parquet", most_units=most)
+        homes[name] = len(list((work / "components" / "home").glob("home-*")))
+    assert homes == {"one": 1, "eight": 8}
 
 
 def test_work_of_another_layout_is_redone_not_reused(tmp_path):
