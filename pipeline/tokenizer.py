@@ -49,6 +49,7 @@ import json
 import unicodedata
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import chain, repeat
 from pathlib import Path
 from typing import Literal
@@ -239,13 +240,40 @@ def _read_spool(spool: Path) -> Iterator[list[str]]:
             yield batch.column(0).to_pylist()
 
 
+@dataclass(frozen=True)
+class ShardEncoding:
+    """What writing a token shard takes from a tokenizer, made once (:func:`shard_encoding`): the
+    encoder (:func:`pipeline.formats.tokens.shard_encoder`), the vocabulary's size, the id type,
+    the end-of-document id and the tokenizer's sha256. Making it costs about 0.03 s for an
+    8,192-token BPE (copying and hashing the tokenizer's JSON), which a curated shard of a few
+    hundred documents took again and again."""
+
+    encoder: Tokenizer
+    vocab_size: int
+    dtype: np.dtype
+    eod: int
+    tokenizer_sha256: str
+
+
+def shard_encoding(tokenizer: Tokenizer) -> ShardEncoding:
+    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+    return ShardEncoding(
+        shard_encoder(tokenizer),
+        vocab_size,
+        token_dtype(vocab_size),
+        special_ids(tokenizer)["eod"],
+        tokenizer_sha256(tokenizer),
+    )
+
+
 def write_token_shard(
-    texts: Iterable, tokenizer: Tokenizer, out_path: Path, group: str, batch_size: int = 1024
+    texts: Iterable, tokenizer: Tokenizer | ShardEncoding, out_path: Path, group: str, batch_size: int = 1024
 ) -> dict:
     """Encode ``texts`` and write them as one tokenized shard at ``out_path``, atomically.
 
     ``texts`` yields texts, ``(id, text)`` pairs or Arrow batches with ``text`` (and ``id``)
-    columns. Documents are encoded in batches of ``batch_size`` with ``encode_batch_fast`` (the
+    columns; ``tokenizer`` is a tokenizer or its :class:`ShardEncoding`, made once for many
+    shards. Documents are encoded in batches of ``batch_size`` with ``encode_batch_fast`` (the
     ids of ``encode_batch``, without the character offsets a shard does not keep; plain
     ``encode_batch`` where the library lacks it), no special tokens added by the tokenizer, and
     the end-of-document id is appended to each. The layout is in the module docstring. Returns
@@ -258,11 +286,9 @@ def write_token_shard(
     included, and ``sha256`` is the file's. Same inputs, same bytes.
     """
     out_path = as_path(out_path)
-    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
-    dtype = token_dtype(vocab_size)
-    eod = special_ids(tokenizer)["eod"]
-    tokenizer_hash = tokenizer_sha256(tokenizer)
-    encoder = shard_encoder(tokenizer)
+    made = tokenizer if isinstance(tokenizer, ShardEncoding) else shard_encoding(tokenizer)
+    encoder, vocab_size, dtype, eod = made.encoder, made.vocab_size, made.dtype, made.eod
+    tokenizer_hash = made.tokenizer_sha256
     # The same ids as encode_batch, a little sooner (5-10% less encoding time here).
     encode = getattr(encoder, "encode_batch_fast", encoder.encode_batch)
     doc_ids: list = []

@@ -18,10 +18,13 @@ documents, every document is in the sample.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
 from pathlib import Path
 
 import polars as pl
+from tokenizers import Tokenizer
 
 from pipeline.config import RunConfig
 from pipeline.formats.documents import LICENCE, RunLayout, licence_series
@@ -29,12 +32,12 @@ from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.ledger import LedgerError, add_counts
 from pipeline.formats.manifest import record_stage
 from pipeline.formats.tokens import load_tokenizer, read_token_shard, tokenizer_sha256
-from pipeline.io.storage import parquet_file
+from pipeline.io.storage import as_path, parquet_file
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.licence import licence_counts
 from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.stages.units import RunUnits, in_blocks, in_process
-from pipeline.tokenizer import train_tokenizer, write_token_shard
+from pipeline.tokenizer import ShardEncoding, shard_encoding, train_tokenizer, write_token_shard
 
 STAGE = "tokenize"
 _SALT = 0x70C3  # keys of the tokenizer sample, apart from other seeded uses of the ids
@@ -97,12 +100,35 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
     return sample.sort("id")
 
 
+# The shard encodings this process made, by the sha256 of their tokenizer file's bytes (a rerun
+# that trains another tokenizer gets another one); the few last ones are kept.
+_ENCODINGS: dict[str, ShardEncoding] = {}
+_ENCODINGS_KEPT = 4
+_ENCODINGS_LOCK = threading.Lock()
+
+
+def _shard_encoding(tokenizer_path: Path) -> ShardEncoding:
+    """The :class:`ShardEncoding` of the tokenizer file at ``tokenizer_path``, made once per
+    process (the tokenizer's file is read each time, and its bytes decide)."""
+    data = as_path(tokenizer_path).read_bytes()
+    key = hashlib.sha256(data).hexdigest()
+    with _ENCODINGS_LOCK:
+        made = _ENCODINGS.get(key)
+    if made is None:
+        made = shard_encoding(Tokenizer.from_str(data.decode("utf-8")))
+        with _ENCODINGS_LOCK:
+            while len(_ENCODINGS) >= _ENCODINGS_KEPT:
+                del _ENCODINGS[next(iter(_ENCODINGS))]
+            _ENCODINGS[key] = made
+    return made
+
+
 def tokenize_shard(in_path: Path, tokenizer_path: Path, out_dir: Path, batch_docs: int, record: Path) -> dict:
     """One curated shard as a token shard; its part record (with documents and tokens per
     licence) is written after the shard."""
     out = out_dir / f"{in_path.stem}.arrow"
     batches = parquet_file(in_path).iter_batches(batch_size=batch_docs, columns=["id", "text"])
-    entry = write_token_shard(batches, load_tokenizer(tokenizer_path), out, group=in_path.stem)
+    entry = write_token_shard(batches, _shard_encoding(tokenizer_path), out, group=in_path.stem)
     entry = {"unit": in_path.stem, **entry, "file": out.name, "licences": shard_licences(in_path, out)}
     write_json(entry, record)
     return entry

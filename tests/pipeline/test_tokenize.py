@@ -429,3 +429,23 @@ def test_the_tokenizer_sample_is_the_smallest_keys_whatever_the_shards(tmp_path,
     assert sample["id"].to_list() == expected
     # All of them when the sample is as large as the pool.
     assert stage.draw_sample(_shards(tmp_path / "all", ids, 3), 9000, len(ids), 3, in_process).height == 5000
+
+
+def test_a_stage_shard_is_encoded_by_the_tokenizer_file_as_it_is_now(tmp_path, bpe, wordpiece):
+    """The tokenize stage makes a tokenizer's encoder once per process and file content: a shard
+    written with it is the shard written from the tokenizer itself, and a tokenizer file replaced
+    at the same path (a rerun that trains another) encodes the next shard, not the one made before."""
+    from pipeline.stages.tokenize import tokenize_shard
+
+    docs = tmp_path / "web-00000.parquet"
+    texts = corpus(90, seed=6)
+    pl.DataFrame({"id": [f"d{i}" for i in range(len(texts))], "text": texts}).write_parquet(docs)
+    path = tmp_path / "tokenizer.json"
+    for source, tok in (bpe, wordpiece, bpe):
+        path.write_bytes(source.read_bytes())
+        out = tmp_path / f"out-{tok.get_vocab_size()}"
+        entry = tokenize_shard(docs, path, out, 32, out / "record.json")
+        direct = write_token_shard(
+            list(zip([f"d{i}" for i in range(len(texts))], texts)), tok, tmp_path / "d.arrow", docs.stem
+        )
+        assert entry["sha256"] == direct["sha256"] and entry["tokenizer_sha256"] == tokenizer_sha256(tok)
