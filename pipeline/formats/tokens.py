@@ -95,13 +95,20 @@ UINT16_VOCAB = 1 << 16  # ids 0..65535 fit uint16
 # Tokenizers
 
 
-def load_tokenizer(path: Path) -> Tokenizer:
-    """Load a ``tokenizer.json`` (or the one inside the folder ``path``)."""
+def tokenizer_file(path: Path) -> Path:
+    """The ``tokenizer.json`` at ``path`` (or the one inside the folder ``path``); raises
+    FileNotFoundError where there is none."""
     path = as_path(path)
     if path.is_dir():
         path = path / "tokenizer.json"
     if not path.is_file():
         raise FileNotFoundError(f"no tokenizer at {path}; train one with train_tokenizer()")
+    return path
+
+
+def load_tokenizer(path: Path) -> Tokenizer:
+    """Load a ``tokenizer.json`` (or the one inside the folder ``path``)."""
+    path = tokenizer_file(path)
     if not is_local(path):
         return Tokenizer.from_str(path.read_text(encoding="utf-8"))
     return Tokenizer.from_file(str(path))

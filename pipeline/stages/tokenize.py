@@ -31,8 +31,8 @@ from pipeline.formats.documents import LICENCE, RunLayout, licence_series
 from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.ledger import LedgerError, add_counts
 from pipeline.formats.manifest import record_stage
-from pipeline.formats.tokens import load_tokenizer, read_token_shard, tokenizer_sha256
-from pipeline.io.storage import as_path, parquet_file
+from pipeline.formats.tokens import load_tokenizer, read_token_shard, tokenizer_file, tokenizer_sha256
+from pipeline.io.storage import parquet_file
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.licence import licence_counts
 from pipeline.stages.shard import mark_work_done, reusable_work
@@ -108,9 +108,10 @@ _ENCODINGS_LOCK = threading.Lock()
 
 
 def _shard_encoding(tokenizer_path: Path) -> ShardEncoding:
-    """The :class:`ShardEncoding` of the tokenizer file at ``tokenizer_path``, made once per
-    process (the tokenizer's file is read each time, and its bytes decide)."""
-    data = as_path(tokenizer_path).read_bytes()
+    """The :class:`ShardEncoding` of the tokenizer at ``tokenizer_path`` (a ``tokenizer.json`` or
+    a folder holding one), made once per process (the file is read each time, and its bytes
+    decide)."""
+    data = tokenizer_file(tokenizer_path).read_bytes()
     key = hashlib.sha256(data).hexdigest()
     with _ENCODINGS_LOCK:
         made = _ENCODINGS.get(key)

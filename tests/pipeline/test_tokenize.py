@@ -440,11 +440,12 @@ def test_a_stage_shard_is_encoded_by_the_tokenizer_file_as_it_is_now(tmp_path, b
     docs = tmp_path / "web-00000.parquet"
     texts = corpus(90, seed=6)
     pl.DataFrame({"id": [f"d{i}" for i in range(len(texts))], "text": texts}).write_parquet(docs)
-    path = tmp_path / "tokenizer.json"
-    for source, tok in (bpe, wordpiece, bpe):
+    path = tmp_path / "tokenizer" / "tokenizer.json"
+    path.parent.mkdir()
+    for (source, tok), given in ((bpe, path), (wordpiece, path), (bpe, path.parent)):  # the file, or its folder
         path.write_bytes(source.read_bytes())
         out = tmp_path / f"out-{tok.get_vocab_size()}"
-        entry = tokenize_shard(docs, path, out, 32, out / "record.json")
+        entry = tokenize_shard(docs, given, out, 32, out / "record.json")
         direct = write_token_shard(
             list(zip([f"d{i}" for i in range(len(texts))], texts)), tok, tmp_path / "d.arrow", docs.stem
         )
