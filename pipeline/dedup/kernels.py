@@ -541,15 +541,24 @@ def _code_point(data, i, stop):
     return cp, n
 
 
+_HIGH_BITS = np.uint64(0x8080808080808080)  # the lead bit of each of 8 bytes: none set, all ASCII
+
+
 @numba.njit(cache=True, nogil=True)
-def _prepared_lengths(data, offsets, table, pool_offsets, rows, lengths, unknown):
-    """The lengths of documents ``rows``; returns how many code points it wrote to ``unknown``."""
+def _prepared_lengths(data, words8, offsets, table, pool_offsets, rows, lengths, unknown):
+    """The lengths of documents ``rows``; returns how many code points it wrote to ``unknown``.
+    ``words8`` is ``data`` read 8 bytes at a time: 8 ASCII bytes at a multiple of 8 are counted at
+    once."""
     n = 0
     for d in rows:
         i, stop = offsets[d], offsets[d + 1]
         length = 0
         learn = False
         while i < stop:
+            if i & 7 == 0 and i + 8 <= stop and words8[i >> 3] & _HIGH_BITS == 0:
+                length += 8
+                i += 8
+                continue
             if data[i] < 0x80:
                 length += 1
                 i += 1
@@ -690,7 +699,8 @@ def prepared_lengths(
     rows = np.arange(docs, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     lengths = np.full(docs, -1, np.int64)
     unknown = np.empty(len(data) // 2 + 1, np.int64)  # a non-ASCII code point takes two bytes or more
-    n = _prepared_lengths(data, offsets, table, pool_offsets, rows, lengths, unknown)
+    words8 = data[: len(data) // 8 * 8].view(np.uint64)
+    n = _prepared_lengths(data, words8, offsets, table, pool_offsets, rows, lengths, unknown)
     return lengths, np.unique(unknown[:n])
 
 

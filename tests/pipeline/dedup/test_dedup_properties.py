@@ -149,6 +149,23 @@ def test_compiled_preparation_gives_the_python_bytes_for_every_code_point():
     assert prepare_texts(texts).to_pylist() == _prepared_in_python(texts)
 
 
+def test_ascii_runs_counted_eight_bytes_at_a_time_give_the_python_bytes():
+    """The lengths pass counts 8 ASCII bytes at once where they start at a multiple of 8 of the
+    batch's buffer: runs of every length from every offset, against and between non-ASCII
+    characters (one that prepares longer, one in context, one unknown so far), give the bytes of
+    the Python preparation."""
+    from pipeline.dedup.normalize import prepare_texts
+
+    texts = [
+        "x" * lead + "Ab.CDeFgHiJ KLmNoP"[:run] + other + "QrStUvWxYz 0123456789"[:tail]
+        for lead in range(9)
+        for run in (0, 7, 8, 9, 16, 17)
+        for other in ("", "é", "\ufdfa", "Σ", "\U0001d6ba")
+        for tail in (0, 8, 15)
+    ]
+    assert prepare_texts(texts).to_pylist() == _prepared_in_python(texts)
+
+
 # Characters whose form depends on their neighbours, or that make others': capital sigmas (and
 # what NFKC makes one of), marks (the regex engine's too), Hangul jamo, invisible characters.
 TRICKY = list("ΣσςΑβΓϹ\U0001d6ba\u0301\u0308\u0ece\u0e31\u0e48\u3099가\u1100\u1161\u11a8ㄱㅏ漢かカไລ")
