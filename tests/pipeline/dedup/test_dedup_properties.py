@@ -152,8 +152,8 @@ def test_compiled_preparation_gives_the_python_bytes_for_every_code_point():
 def test_ascii_runs_counted_eight_bytes_at_a_time_give_the_python_bytes():
     """The lengths pass counts 8 ASCII bytes at once where they start at a multiple of 8 of the
     batch's buffer: runs of every length from every offset, against and between non-ASCII
-    characters (one that prepares longer, one in context, one unknown so far), give the bytes of
-    the Python preparation."""
+    characters (two and four bytes long, one that prepares much longer, a capital sigma whose form
+    depends on its neighbours), give the bytes of the Python preparation."""
     from pipeline.dedup.normalize import prepare_texts
 
     texts = [
