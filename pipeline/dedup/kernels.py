@@ -135,6 +135,14 @@ def _word_byte(byte, h, j, prev, n, longest, raw, in_word, powers):
     return h, j, cur, n, max(longest, j)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _end_words(h, j, prev, n, longest, raw):
+    """A document's end in :func:`_word_byte`'s running state: its last word, if it ends in one,
+    counted. Returns the words so far and whether a word was longer than the power table."""
+    raw[n] = h + j * _GOLDEN
+    return n + np.int64(prev), longest > np.uint64(_POWERS)
+
+
 @numba.njit(cache=True, nogil=True)
 def _raw_word_hashes(data, offsets, in_word, powers, raw, doc_offsets):
     """Without a branch per byte: every byte stores the running word's unfinished hash at the next
@@ -149,10 +157,9 @@ def _raw_word_hashes(data, offsets, in_word, powers, raw, doc_offsets):
         longest = np.uint64(0)
         for i in range(offsets[d], offsets[d + 1]):
             h, j, prev, n, longest = _word_byte(data[i], h, j, prev, n, longest, raw, in_word, powers)
-        raw[n] = h + j * _GOLDEN
-        n += np.int64(prev)
+        n, too_long = _end_words(h, j, prev, n, longest, raw)
         doc_offsets[d + 1] = n
-        if longest > np.uint64(_POWERS):
+        if too_long:
             long_docs.append(d)
     return n, long_docs
 
@@ -641,10 +648,9 @@ def _prepared_word_hashes(
                 for e in range(pool_offsets[entry], pool_offsets[entry + 1]):
                     h, j, prev, n, longest = _word_byte(pool[e], h, j, prev, n, longest, raw, in_word, powers)
                 i += size
-        raw[n] = h + j * _GOLDEN
-        n += np.int64(prev)
+        n, too_long = _end_words(h, j, prev, n, longest, raw)
         doc_offsets[d + 1] = n
-        if longest > np.uint64(_POWERS):
+        if too_long:
             long_docs.append(d)
     return n, long_docs
 
