@@ -18,9 +18,8 @@ documents, every document is in the sample.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import math
-import threading
 from pathlib import Path
 
 import polars as pl
@@ -100,28 +99,16 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
     return sample.sort("id")
 
 
-# The shard encodings this process made, by the sha256 of their tokenizer file's bytes (a rerun
-# that trains another tokenizer gets another one); the few last ones are kept.
-_ENCODINGS: dict[str, ShardEncoding] = {}
-_ENCODINGS_KEPT = 4
-_ENCODINGS_LOCK = threading.Lock()
-
-
 def _shard_encoding(tokenizer_path: Path) -> ShardEncoding:
     """The :class:`ShardEncoding` of the tokenizer at ``tokenizer_path`` (a ``tokenizer.json`` or
-    a folder holding one), made once per process (the file is read each time, and its bytes
-    decide)."""
-    data = tokenizer_file(tokenizer_path).read_bytes()
-    key = hashlib.sha256(data).hexdigest()
-    with _ENCODINGS_LOCK:
-        made = _ENCODINGS.get(key)
-    if made is None:
-        made = shard_encoding(Tokenizer.from_str(data.decode("utf-8")))
-        with _ENCODINGS_LOCK:
-            while len(_ENCODINGS) >= _ENCODINGS_KEPT:
-                del _ENCODINGS[next(iter(_ENCODINGS))]
-            _ENCODINGS[key] = made
-    return made
+    a folder holding one), made once per process and tokenizer: the file is read each time, and
+    its text decides (a rerun that trains another tokenizer at the same path gets its own)."""
+    return _encoding_of(tokenizer_file(tokenizer_path).read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=4)
+def _encoding_of(tokenizer_json: str) -> ShardEncoding:
+    return shard_encoding(Tokenizer.from_str(tokenizer_json))
 
 
 def tokenize_shard(in_path: Path, tokenizer_path: Path, out_dir: Path, batch_docs: int, record: Path) -> dict:
