@@ -1,4 +1,5 @@
-"""WARC and WET reader (warcio), with HTML turned into text by resiliparse.
+"""WARC and WET reader (FastWARC, with warcio where a file or a record needs it), with HTML turned
+into text by resiliparse.
 
 Documents are the records that carry content: ``response`` and ``resource`` records (HTML is
 extracted to plain text, ``text/plain`` is taken as it is) and WET ``conversion`` records.
@@ -13,19 +14,33 @@ date, the HTTP status and the content type, and a record's licence links where i
 ``href`` of every element of an HTML page with ``rel="license"``. A source reads them as each page's
 licence with ``licence_field = "licence_links"`` (pipeline.licence); any other ``licence_field``
 of a WARC source names a WARC or HTTP header, which ``meta`` then keeps.
+
+FastWARC (Resiliparse's WARC parser, in C++) reads a file about four times faster than warcio, but
+like warcio it reads a damaged file without a word, and it parses headers its own way. So a record
+it reads is taken only once its framing is checked against the bytes (its block followed by the
+record separator; in a gzip file, its member's size as the gzip trailer states it) and only where
+the fields read from it are the ones warcio would give (plain ASCII values, no HTTP transfer or
+content encoding, an ``HTTP/1.x`` status line); any other record is read by warcio at its offset.
+A file whose framing does not check out from some record on (an ARC file, bytes between records, a
+cut) is read by warcio, as it always was, from that record on.
 """
 
 from __future__ import annotations
 
+import io
 import logging
+import mmap
+import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import pyarrow as pa
+from fastwarc.warc import ArchiveIterator as FastIterator
+from fastwarc.warc import WarcRecordType
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from resiliparse.parse.html import HTMLTree
@@ -87,15 +102,37 @@ def _plain_text(tree: HTMLTree, main_content: bool) -> str:
     )
 
 
-def _is_content(record) -> bool:
-    uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-    return record.rec_type in CONTENT_RECORDS and not uri.startswith("metadata://")
+@dataclass
+class _View:
+    """What a document is made from, read from a record by warcio or FastWARC alike."""
+
+    rec_type: str | None
+    warc: Callable[[str], str | None]  # a WARC header's value by name
+    http: Callable[[str], str | None] | None  # an HTTP header's value by name; None without HTTP headers
+    http_pairs: Sequence[tuple[str, str]]  # every HTTP header, in order
+    status: str | None  # the HTTP status code as the status line gives it
+    payload: Callable[[], object]  # the payload's reader (after any HTTP encoding is undone)
 
 
-def _content_type(record) -> tuple[str, str | None]:
+def _warcio_view(record) -> _View:
+    http = record.http_headers
+    return _View(
+        record.rec_type,
+        record.rec_headers.get_header,
+        None if http is None else http.get_header,
+        () if http is None else http.headers,
+        None if http is None else http.get_statuscode(),
+        record.content_stream,
+    )
+
+
+def _is_content(rec_type: str | None, uri: str | None) -> bool:
+    return rec_type in CONTENT_RECORDS and not (uri or "").startswith("metadata://")
+
+
+def _content_type(view: _View) -> tuple[str, str | None]:
     """The payload's media type and charset, from the HTTP headers (or the WARC headers)."""
-    headers = record.http_headers if record.http_headers is not None else record.rec_headers
-    value = (headers.get_header("Content-Type") or "").lower()
+    value = ((view.http or view.warc)("Content-Type") or "").lower()
     media, _, params = value.partition(";")
     charset = None
     for param in params.split(";"):
@@ -132,14 +169,32 @@ def read_warc(
 ) -> Iterator[pa.RecordBatch]:
     """Yield raw-record batches from one WARC or WET file (gzip or plain).
 
-    warcio reads a cut file without complaint, so wholeness is checked here: every record but
-    the last is whole (another record followed it); the last must end where the file ends (its
-    gzip member complete, or its block followed by the record separator). Where the file is cut,
-    the records before the cut are kept and the cut record, whatever it was, is quarantined once
-    as ``truncated_file`` at its offset; bytes after the last whole record that do not start a
+    warcio and FastWARC read a cut file without complaint, so wholeness is checked here: every
+    record but the last is whole (another record followed it); the last must end where the file
+    ends (its gzip member complete, or its block followed by the record separator). Where the file
+    is cut, the records before the cut are kept and the cut record, whatever it was, is quarantined
+    once as ``truncated_file`` at its offset; bytes after the last whole record that do not start a
     record are quarantined once as ``unreadable_file``. ``header_fields``: WARC or HTTP headers
     whose value each document's ``meta`` keeps under the header's name (a licence header, say)."""
     out = RawBatchBuilder(limits.batch_docs)
+
+    def read(view: _View) -> tuple:
+        return _read_record(view, html_main_content, limits.max_doc_bytes, header_fields)
+
+    resume = yield from _read_fast(path, out, read, header_fields)
+    if resume is not None:
+        yield from _read_checked(path, out, read, resume)
+    batch = out.flush()
+    if batch is not None:
+        yield batch
+
+
+def _read_checked(
+    path: Path, out: RawBatchBuilder, read: Callable[[_View], tuple], skip_before: int
+) -> Iterator[pa.RecordBatch]:
+    """Read the file with warcio, checking every record's wholeness and quarantining what is not
+    (:func:`read_warc`); records that begin before ``skip_before`` were read already and give
+    nothing."""
     pending: _Read | None = None
     whole_end = 0  # where the bytes after the last whole record begin
     next_start = 0  # where the record after the last one read begins
@@ -160,8 +215,11 @@ def read_warc(
                         _emit(out, pending)
                         whole_end, pending = next_start, None
                     fields = None
-                    if _is_content(record):
-                        fields = _read_record(record, html_main_content, limits.max_doc_bytes, header_fields)
+                    # records.offset is where this record begins (read before the record is).
+                    if records.offset >= skip_before and _is_content(
+                        record.rec_type, record.rec_headers.get_header("WARC-Target-URI")
+                    ):
+                        fields = read(_warcio_view(record))
                     # The offset is known once the record is read (warcio reads it to its end).
                     offset = records.get_record_offset()
                     end = offset + records.get_record_length()
@@ -185,9 +243,204 @@ def read_warc(
         _check_rest(out, path, gz, whole_end, size, problem, at_eof)
     except OSError as error:
         out.bad("unreadable_file", f"{type(error).__name__}: {error}", None, None, whole_end)
-    batch = out.flush()
-    if batch is not None:
-        yield batch
+
+
+SEPARATOR = RECORD_END["warc"]
+HTTP_SCHEMES = ("http:", "https:")
+# FastWARC's record types (flags, by their value) that are documents.
+FAST_TYPES = {
+    int(WarcRecordType.response): "response",
+    int(WarcRecordType.resource): "resource",
+    int(WarcRecordType.conversion): "conversion",
+}
+
+
+@dataclass
+class _Framed:
+    """A record FastWARC read in a gzip file, kept back until its member's end is known."""
+
+    offset: int
+    size: int  # its bytes uncompressed (headers, block and separator) modulo 2**32, as gzip keeps it
+    fields: tuple | None
+
+
+def _read_fast(
+    path: Path, out: RawBatchBuilder, read: Callable[[_View], tuple], header_fields: tuple[str, ...]
+) -> Generator[pa.RecordBatch, None, int | None]:
+    """Read with FastWARC the records whose framing checks out against the file's bytes, from the
+    first on; return the offset from which warcio must read the rest (None where nothing is
+    left, 0 where FastWARC read nothing that counts).
+
+    In a plain file a record is whole where its headers' blank line, ``Content-Length`` bytes and
+    the separator are there and the next record begins right after them. In a gzip file each
+    record must be a gzip member of its own whose size, as the member's trailer states it, is the
+    record's headers, block and separator, and the last member must end with the file."""
+    whole_end = 0
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as stream:
+            head = stream.read(8)
+            gz = head[:2] == GZIP_MAGIC
+            if not gz and not head.startswith(b"WARC/"):
+                return 0  # an ARC file, or not a WARC at all: warcio says which
+            stream.seek(0)
+            body = None if gz else mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                # FastWARC is given the open file: given a path, it goes by the name's extension.
+                records = iter(FastIterator(stream, parse_http=True, auto_decode="none", fsspec_args=False))
+                pending: _Framed | None = None
+                while True:
+                    try:
+                        record = next(records, None)
+                    except OSError:  # FastWARC's word for a damaged stream
+                        break
+                    if record is None:
+                        break
+                    offset = record.stream_pos
+                    if pending is not None:  # the member before this one ends here
+                        if offset <= pending.offset or _member_size(stream, offset) != pending.size:
+                            break
+                        _emit(out, _Read(pending.offset, offset, "warc", pending.fields))
+                        whole_end, pending = offset, None
+                    if offset != whole_end:
+                        break
+                    # The block's length as the WARC headers give it (FastWARC's content_length
+                    # is what follows the HTTP headers, where it parsed them).
+                    length = record.headers.get("Content-Length") or ""
+                    if not (length.isascii() and length.isdigit()):
+                        break
+                    fields = _fast_fields(path, offset, record, int(length), read, header_fields)
+                    if fields is False:
+                        break
+                    if gz:
+                        pending = _Framed(offset, (_header_size(record) + int(length) + 4) % 2**32, fields)
+                    else:
+                        headers_end = body.find(SEPARATOR, offset)
+                        end = headers_end + 4 + int(length) + 4
+                        if headers_end < 0 or body[end - 4 : end] != SEPARATOR:
+                            break
+                        _emit(out, _Read(offset, end, "warc", fields))
+                        whole_end = end
+                    if out.full:
+                        yield out.flush()
+                if (
+                    pending is not None
+                    and pending.offset == whole_end
+                    and _member_size(stream, size) == pending.size
+                    and _whole_end(path, gz, _Read(pending.offset, size, "warc", None)) == size
+                ):
+                    _emit(out, _Read(pending.offset, size, "warc", pending.fields))
+                    whole_end = size
+            finally:
+                if body is not None:
+                    body.close()
+    except (OSError, ValueError, zlib.error):  # unreadable, empty (mmap) or not gzip after all
+        return whole_end  # warcio reads from here and says why
+    return None if whole_end == size else whole_end
+
+
+def _member_size(stream, end: int) -> int:
+    """The size of the gzip member that ends at ``end``, as its trailer states it (modulo 2**32)."""
+    return int.from_bytes(os.pread(stream.fileno(), 4, end - 4), "little") if end >= 4 else -1
+
+
+def _header_size(record) -> int:
+    """The bytes of a record's WARC headers and the blank line after them, as FastWARC writes
+    them back (which matches the file where the headers are plainly written; where it does not,
+    the member's size does not match and warcio reads the file from there)."""
+    sink = io.BytesIO()
+    return record.headers.write(sink)
+
+
+def _fast_fields(
+    path: Path, offset: int, record, length: int, read: Callable[[_View], tuple], header_fields: tuple[str, ...]
+):
+    """The record's document fields (``None`` for a record that is not a document), read from
+    FastWARC's record where its values are the ones warcio would give, else by warcio at the
+    record's offset; ``False`` where warcio cannot read it there either."""
+    warc = _first_values(record.headers.astuples())
+    rec_type, uri = warc.get("warc-type"), _warcio_uri(warc.get("warc-target-uri"))
+    if uri is not None:
+        warc["warc-target-uri"] = uri
+    if not _is_content(rec_type, uri):
+        return None
+    view = _fast_view(record, rec_type, uri, length, warc, header_fields)
+    if view is not None:
+        return read(view)
+    try:
+        with open(path, "rb") as stream, captured_writes():
+            stream.seek(offset)
+            return read(_warcio_view(next(iter(ArchiveIterator(stream)))))
+    except Exception:  # warcio raises assorted errors on damaged input
+        return False
+
+
+def _warcio_uri(uri: str | None) -> str | None:
+    """A WARC-Target-URI as warcio gives it: without the angle brackets some writers (wget) put
+    around it, spaces percent-encoded."""
+    if uri is not None and uri.startswith("<") and uri.endswith(">"):
+        uri = uri[1:-1]
+    return uri.replace(" ", "%20") if uri is not None and " " in uri else uri
+
+
+def _first_values(pairs) -> dict[str, str]:
+    """Each header's first value by its lower-cased name, as warcio's ``get_header`` finds it."""
+    found: dict[str, str] = {}
+    for name, value in pairs:
+        found.setdefault(name.lower(), value)
+    return found
+
+
+# The WARC and HTTP headers a document is made from; the HTTP encodings that warcio undoes.
+_WARC_READ = ("warc-type", "warc-target-uri", "warc-record-id", "warc-date", "content-type")
+_HTTP_READ = ("content-type", "link")
+_ENCODINGS = ("content-encoding", "transfer-encoding")
+
+
+def _fast_view(
+    record, rec_type: str, uri: str | None, length: int, warc: dict[str, str], header_fields: tuple[str, ...]
+):
+    """A view of a FastWARC record where its fields are certainly warcio's, else None: the record
+    type as FastWARC parsed it, HTTP headers where (and only where) warcio parses them, ASCII values
+    in every header read (FastWARC and warcio decode other bytes differently), no HTTP encoding to
+    undo and an ``HTTP/1.x`` status line."""
+    if FAST_TYPES.get(int(record.record_type)) != rec_type:
+        return None
+    # warcio parses a response's HTTP headers where its URI is http(s) and its block not empty.
+    http_expected = rec_type == "response" and (uri or "").startswith(HTTP_SCHEMES) and length > 0
+    if record.is_http != http_expected:
+        return None
+    folded = [name.lower() for name in header_fields]
+    if not all(warc.get(name, "").isascii() for name in (*_WARC_READ, *folded)):
+        return None
+    http = None
+    pairs: tuple = ()
+    status = None
+    if http_expected:
+        headers = record.http_headers
+        if headers is None:  # cut before its HTTP headers end
+            return None
+        pairs = headers.astuples()
+        http = _first_values(pairs)
+        line = headers.status_line or ""
+        if (
+            any(name in http for name in _ENCODINGS)
+            or not line.isascii()
+            or not line.startswith(("HTTP/1.0 ", "HTTP/1.1 "))
+            or line != line.strip()
+            or not all(value.isascii() for name, value in pairs if name.lower() in (*_HTTP_READ, *folded))
+        ):
+            return None
+        status = line.split(" ", 1)[1].strip().split(" ", 1)[0]
+    reader = record.reader
+    return _View(
+        rec_type,
+        lambda name: warc.get(name.lower()),
+        None if http is None else (lambda name: http.get(name.lower())),
+        pairs,
+        status,
+        lambda: reader,
+    )
 
 
 def _quarantine_warnings(out: RawBatchBuilder, warnings: list[str], offset: int) -> None:
@@ -232,14 +485,17 @@ def _whole_end(path: Path, gz: bool, read: _Read) -> int | None:
         stream.seek(read.offset)
         member = zlib.decompressobj(16 + zlib.MAX_WBITS)
         left = read.end - read.offset
-        while left > 0 and not member.eof:
-            chunk = stream.read(min(READ_BLOCK, left))
-            if not chunk:
-                break
-            left -= len(chunk)
-            member.decompress(chunk, READ_BLOCK)
-            while member.unconsumed_tail and not member.eof:  # bounded output, in steps
-                member.decompress(member.unconsumed_tail, READ_BLOCK)
+        try:
+            while left > 0 and not member.eof:
+                chunk = stream.read(min(READ_BLOCK, left))
+                if not chunk:
+                    break
+                left -= len(chunk)
+                member.decompress(chunk, READ_BLOCK)
+                while member.unconsumed_tail and not member.eof:  # bounded output, in steps
+                    member.decompress(member.unconsumed_tail, READ_BLOCK)
+        except zlib.error:  # not a gzip member (a plain record in a gzip file), or a damaged one
+            return None
         return read.end if member.eof and not member.unused_data and left == 0 else None
 
 
@@ -288,12 +544,10 @@ _LINK = re.compile(r'<([^>]*)>((?:\s*;\s*[^;,=\s]+(?:\s*=\s*(?:"[^"]*"|[^;,\s]*)
 _REL = re.compile(r';\s*rel\s*=\s*(?:"([^"]*)"|([^;,\s]*))', re.I)
 
 
-def _licence_header_links(http_headers) -> list[str]:
+def _licence_header_links(http_pairs: Sequence[tuple[str, str]]) -> list[str]:
     """The targets of an HTTP ``Link`` header's ``rel="license"`` links (RFC 8288)."""
-    if http_headers is None:
-        return []
     found = []
-    for name, value in http_headers.headers:
+    for name, value in http_pairs:
         if name.lower() != "link":
             continue
         for target, params in _LINK.findall(value):
@@ -303,31 +557,29 @@ def _licence_header_links(http_headers) -> list[str]:
     return found
 
 
-def _read_record(record, main_content: bool, max_bytes: int, header_fields: tuple[str, ...] = ()) -> tuple:
+def _read_record(view: _View, main_content: bool, max_bytes: int, header_fields: tuple[str, ...] = ()) -> tuple:
     """``("doc", text, id, url, meta)`` or ``("bad", reason, detail, raw bytes)`` for a content record."""
-    headers = record.rec_headers
-    record_id = (headers.get_header("WARC-Record-ID") or "").strip("<>") or None
-    url = headers.get_header("WARC-Target-URI")
-    media, charset = _content_type(record)
-    status = record.http_headers.get_statuscode() if record.http_headers is not None else None
-    status = int(status) if status and status.isdigit() else None
+    record_id = (view.warc("WARC-Record-ID") or "").strip("<>") or None
+    url = view.warc("WARC-Target-URI")
+    media, charset = _content_type(view)
+    status = int(view.status) if view.status and view.status.isdigit() else None
     meta = {
-        "warc_type": record.rec_type,
-        "warc_date": headers.get_header("WARC-Date"),
+        "warc_type": view.rec_type,
+        "warc_date": view.warc("WARC-Date"),
         "content_type": media or None,
         "http_status": status,
     }
     for name in header_fields:
-        value = headers.get_header(name)
-        if value is None and record.http_headers is not None:
-            value = record.http_headers.get_header(name)
+        value = view.warc(name)
+        if value is None and view.http is not None:
+            value = view.http(name)
         if value is not None:
             meta[name] = value
-    links = _licence_header_links(record.http_headers)
-    payload = record.content_stream().read(max_bytes + 1)
+    links = _licence_header_links(view.http_pairs)
+    payload = view.payload().read(max_bytes + 1)
     if len(payload) > max_bytes:
         return "bad", "too_large", f"payload of more than {max_bytes} bytes", payload
-    if record.rec_type == "conversion" or media.startswith("text/plain"):
+    if view.rec_type == "conversion" or media.startswith("text/plain"):
         try:
             text = payload.decode(charset or "utf-8")
         except UnicodeDecodeError as error:
