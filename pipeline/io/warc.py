@@ -27,6 +27,8 @@ cut) is read by warcio, as it always was, from that record on.
 
 from __future__ import annotations
 
+import codecs
+import functools
 import io
 import logging
 import mmap
@@ -77,8 +79,11 @@ def html_to_text(html: bytes, charset: str | None, main_content: bool = True) ->
 
 def read_html(html: bytes, charset: str | None, main_content: bool = True) -> tuple[str, list[str]]:
     """The plain text of an HTML page (:func:`html_to_text`) and its licence links: the ``href`` of
-    every element whose ``rel`` includes ``license``, in page order, each once."""
-    tree = HTMLTree.parse(bytes_to_str(html, charset or detect_encoding(html)))
+    every element whose ``rel`` includes ``license``, in page order, each once. A declared charset
+    that names no encoding Python knows (``utf8mb4``, a cut header) is passed over, as a browser
+    passes it over: the encoding is detected, as for a page that declares none."""
+    known = charset is not None and _is_codec(charset)
+    tree = HTMLTree.parse(bytes_to_str(html, charset if known else detect_encoding(html)))
     links = []
     if tree.document is not None:
         for element in tree.document.query_selector_all("[rel~=license]"):
@@ -86,6 +91,15 @@ def read_html(html: bytes, charset: str | None, main_content: bool = True) -> tu
             if href and href not in links:
                 links.append(href)
     return _plain_text(tree, main_content), links
+
+
+@functools.lru_cache(maxsize=256)
+def _is_codec(name: str) -> bool:
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        return False
+    return True
 
 
 def _plain_text(tree: HTMLTree, main_content: bool) -> str:
@@ -366,7 +380,10 @@ def _fast_fields(
         return None
     view = _fast_view(record, rec_type, uri, length, warc, header_fields)
     if view is not None:
-        return read(view)
+        try:
+            return read(view)
+        except OSError:  # FastWARC failed partway through the payload: warcio reads from here
+            return False
     try:
         with open(path, "rb") as stream, captured_writes():
             stream.seek(offset)
@@ -587,7 +604,10 @@ def _read_record(view: _View, main_content: bool, max_bytes: int, header_fields:
         except LookupError as error:
             return "bad", "unknown_charset", str(error), payload
     elif media.startswith(HTML_TYPES) or (not media and payload.lstrip()[:1] == b"<"):
-        text, in_page = read_html(payload, charset, main_content)
+        try:
+            text, in_page = read_html(payload, charset, main_content)
+        except Exception as error:  # a page the parser or extractor fails on is one bad record
+            return "bad", "unreadable_record", f"HTML: {type(error).__name__}: {error}", payload
         links += [link for link in in_page if link not in links]
     else:
         return "bad", "unsupported_content_type", f"payload is {media or 'of unknown type'}", payload

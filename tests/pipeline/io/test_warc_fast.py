@@ -68,6 +68,7 @@ def crawl_records() -> list[bytes]:
         response(b"https://a.example/image", [b"Content-Type: image/png"], b"\x89PNG\r\n\x1a\n"),
         response(b"https://a.example/bad-utf8", [b"Content-Type: text/plain"], b"caf\xe9"),
         response(b"https://a.example/charset", [b"Content-Type: text/plain; charset=nonesuch"], b"text"),
+        response(b"https://a.example/html-charset", [b"Content-Type: text/html; charset=utf8mb4"]),
         record(b"response", b"https://a.example/empty", b""),
         record(b"response", b"dns:a.example", b"a.example. 60 IN A 192.0.2.1\r\n", content_type=b"text/dns"),
         record(b"Response", b"https://a.example/capital", http_block(b"HTTP/1.1 200 OK", [html], PAGE)),
@@ -116,6 +117,8 @@ def test_every_kind_of_record_reads_as_warcio_reads_it(tmp_path, monkeypatch, gz
     assert '"X-Licence":"cc-by café"' in by_url["https://a.example/utf8"]["meta"]
     assert '"WARC-Licence":"café"' in by_url["https://a.example/latin1"]["meta"]
     assert '"http_status":404' in by_url["https://a.example/nothere"]["meta"]
+    # An HTML page's charset Python does not know is passed over (detected), not a stop.
+    assert "A page of plain words" in by_url["https://a.example/html-charset"]["text"]
     assert [row["reason"] for row in fast if row["reason"]] == [
         "unsupported_content_type",  # the image
         "invalid_utf8",
@@ -147,7 +150,7 @@ def test_plain_records_are_read_without_warcio(tmp_path, monkeypatch, gz):
     monkeypatch.setattr(warc, "ArchiveIterator", no_warcio)
     assert rows(path) == expected
     # warcinfo, request, capitalised type, metadata:// resource and metadata give nothing.
-    assert len(plain) == 16 and len(expected) == 11
+    assert len(plain) == 17 and len(expected) == 12
 
 
 def test_a_file_gzipped_as_one_stream_reads_as_warcio_reads_it(tmp_path, monkeypatch):
@@ -181,3 +184,46 @@ def test_damage_in_the_middle_is_read_by_warcio_from_the_last_whole_record(tmp_p
         # FastWARC read up to the damaged record; in a gzip file, a member followed by no member
         # FastWARC can read is not known to be whole, so warcio reads from that member.
         assert fast_resume(path) == ends[0 if gz and name == "between" else 1], name
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_a_file_cut_anywhere_reads_as_warcio_reads_it(tmp_path, monkeypatch, gz):
+    """Cuts near every record's end and at every 29th byte between: the same rows as warcio's
+    reading, where FastWARC reads up to the cut and warcio the rest."""
+    # The framing is what a cut tests: the page's bytes stand in for its extracted text.
+    monkeypatch.setattr(warc, "read_html", lambda payload, charset, main_content=True: (repr(payload), []))
+    records = crawl_records()
+    data = write(tmp_path / "whole.warc", records, gz).read_bytes()
+    ends = [len(b"".join(gzip.compress(r, mtime=0) if gz else r for r in records[:n])) for n in range(len(records))]
+    cuts = sorted({cut for end in ends for cut in range(end - 4, end + 5)} | set(range(1, len(data), 29)))
+    path = tmp_path / "cut.warc"
+    wrong = []
+    for cut in (c for c in cuts if 0 < c <= len(data)):
+        path.write_bytes(data[:cut])
+        if rows(path) != warcio_rows(path, monkeypatch):
+            wrong.append(cut)
+    assert len(cuts) > 300 and wrong == []
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_a_page_the_extractor_fails_on_is_one_bad_record(tmp_path, monkeypatch, gz):
+    """It was taken for damage (the file cut there, every later record lost); now it is one
+    quarantine record, and the records after it are read."""
+    html = b"Content-Type: text/html"
+    pages = [response(b"https://a.example/%d" % i, [html], PAGE.replace(b"plain", b"page%d" % i)) for i in range(3)]
+    path = write(tmp_path / "pages.warc", pages, gz)
+    real = warc.read_html
+
+    def fails_on_the_second(payload, charset, main_content=True):
+        if b"page1" in payload:
+            raise ValueError("the extractor gave up")
+        return real(payload, charset, main_content)
+
+    monkeypatch.setattr(warc, "read_html", fails_on_the_second)
+    for read in (rows(path), warcio_rows(path, monkeypatch)):
+        assert [(r["url"], r["reason"]) for r in read] == [
+            ("https://a.example/0", None),
+            (None, "unreadable_record"),
+            ("https://a.example/2", None),
+        ]
+        assert read[1]["detail"] == "HTML: ValueError: the extractor gave up"
