@@ -64,6 +64,11 @@ def crawl_records() -> list[bytes]:
         response(b"https://a.example/odd", [html], status=b"HTTP/1.1 2xx Fine"),
         response(b"https://a.example/icy", [html], status=b"ICY 200 OK"),
         response(b"https://a.example/folded", [b"Content-Type: text/html;", b"  charset=utf-8"]),
+        response(
+            b"https://a.example/spaced",
+            [b"Content-Type :  text/html ; charset=utf-8 \t", b'link:\t<https://x.example/l>;rel="license"  '],
+            extra=(b"WARC-Licence:  a b  ",),
+        ),
         response(b"https://a.example/untyped", [b"Server: tests"]),
         response(b"https://a.example/image", [b"Content-Type: image/png"], b"\x89PNG\r\n\x1a\n"),
         response(b"https://a.example/bad-utf8", [b"Content-Type: text/plain"], b"caf\xe9"),
@@ -119,6 +124,7 @@ def test_every_kind_of_record_reads_as_warcio_reads_it(tmp_path, monkeypatch, gz
     assert '"http_status":404' in by_url["https://a.example/nothere"]["meta"]
     # An HTML page's charset Python does not know is passed over (detected), not a stop.
     assert "A page of plain words" in by_url["https://a.example/html-charset"]["text"]
+    assert '"WARC-Licence":"a b","licence_links":["https://x.example/l"]' in by_url["https://a.example/spaced"]["meta"]
     assert [row["reason"] for row in fast if row["reason"]] == [
         "unsupported_content_type",  # the image
         "invalid_utf8",
@@ -150,7 +156,7 @@ def test_plain_records_are_read_without_warcio(tmp_path, monkeypatch, gz):
     monkeypatch.setattr(warc, "ArchiveIterator", no_warcio)
     assert rows(path) == expected
     # warcinfo, request, capitalised type, metadata:// resource and metadata give nothing.
-    assert len(plain) == 17 and len(expected) == 12
+    assert len(plain) == 18 and len(expected) == 13
 
 
 def test_a_file_gzipped_as_one_stream_reads_as_warcio_reads_it(tmp_path, monkeypatch):
