@@ -167,17 +167,22 @@ def test_a_file_gzipped_as_one_stream_reads_as_warcio_reads_it(tmp_path, monkeyp
     assert rows(path) == warcio_rows(path, monkeypatch)
 
 
+def with_length(record_bytes: bytes, change: int) -> bytes:
+    """The record with its Content-Length (the last WARC header) changed by ``change``."""
+    head, name, rest = record_bytes.partition(b"Content-Length: ")
+    number, _, tail = rest.partition(b"\r\n")
+    return head + name + b"%d\r\n" % (int(number) + change) + tail
+
+
 @pytest.mark.parametrize("gz", [True, False])
 def test_damage_in_the_middle_is_read_by_warcio_from_the_last_whole_record(tmp_path, monkeypatch, gz):
     """A record whose Content-Length is short, one that is longer, bytes between records, a record
     ended by other bytes than its separator, an uncompressed record inside a gzip file: what comes
     before is FastWARC's, the rest warcio's, and the whole equals warcio's reading."""
     records = crawl_records()
-    too_short = records[2].replace(b"Content-Length: ", b"Content-Length: 1")  # longer than the block
-    too_long = records[6].replace(b"Content-Length: 1", b"Content-Length: ")  # shorter
     cases = {
-        "short": records[:4] + [too_short] + records[4:],
-        "long": records[:4] + [too_long] + records[4:],
+        "short": records[:4] + [with_length(records[2], +1000)] + records[4:],  # the block is shorter
+        "long": records[:4] + [with_length(records[6], -10)] + records[4:],  # the block is longer
         "between": records[:4] + [b"stray bytes\r\n"] + records[4:],
         "separator": records[:4] + [records[4][:-4] + b"abcd"] + records[5:],  # the right size, not CRLFs
     }
