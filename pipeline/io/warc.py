@@ -318,12 +318,13 @@ def _read_fast(
                         whole_end, pending = offset, None
                     if offset != whole_end:
                         break
+                    warc = _first_values(record.headers.astuples())
                     # The block's length as the WARC headers give it (FastWARC's content_length
                     # is what follows the HTTP headers, where it parsed them).
-                    length = record.headers.get("Content-Length") or ""
+                    length = warc.get("content-length", "")
                     if not (length.isascii() and length.isdigit()):
                         break
-                    fields = _fast_fields(path, offset, record, int(length), read, header_fields)
+                    fields = _fast_fields(path, offset, record, warc, int(length), read, header_fields)
                     if fields is False:
                         break
                     if gz:
@@ -367,12 +368,18 @@ def _header_size(record) -> int:
 
 
 def _fast_fields(
-    path: Path, offset: int, record, length: int, read: Callable[[_View], tuple], header_fields: tuple[str, ...]
+    path: Path,
+    offset: int,
+    record,
+    warc: dict[str, str],
+    length: int,
+    read: Callable[[_View], tuple],
+    header_fields: tuple[str, ...],
 ):
     """The record's document fields (``None`` for a record that is not a document), read from
-    FastWARC's record where its values are the ones warcio would give, else by warcio at the
-    record's offset; ``False`` where warcio cannot read it there either."""
-    warc = _first_values(record.headers.astuples())
+    FastWARC's record (``warc``: its WARC headers, :func:`_first_values`) where its values are the
+    ones warcio would give, else by warcio at the record's offset; ``False`` where warcio cannot
+    read it there either."""
     rec_type, uri = warc.get("warc-type"), _warcio_uri(warc.get("warc-target-uri"))
     if uri is not None:
         warc["warc-target-uri"] = uri
@@ -414,6 +421,14 @@ _HTTP_READ = ("content-type", "link")
 _ENCODINGS = ("content-encoding", "transfer-encoding")
 
 
+@functools.lru_cache(maxsize=64)
+def _names_read(header_fields: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The WARC and the HTTP headers (lower-cased) a document is made from, ``header_fields``
+    among them."""
+    folded = tuple(name.lower() for name in header_fields)
+    return (*_WARC_READ, *folded), frozenset((*_HTTP_READ, *folded))
+
+
 def _fast_view(
     record, rec_type: str, uri: str | None, length: int, warc: dict[str, str], header_fields: tuple[str, ...]
 ):
@@ -427,8 +442,8 @@ def _fast_view(
     http_expected = rec_type == "response" and (uri or "").startswith(HTTP_SCHEMES) and length > 0
     if record.is_http != http_expected:
         return None
-    folded = [name.lower() for name in header_fields]
-    if not all(warc.get(name, "").isascii() for name in (*_WARC_READ, *folded)):
+    warc_read, http_read = _names_read(header_fields)
+    if not all(warc.get(name, "").isascii() for name in warc_read):
         return None
     http = None
     pairs: tuple = ()
@@ -445,7 +460,7 @@ def _fast_view(
             or not line.isascii()
             or not line.startswith(("HTTP/1.0 ", "HTTP/1.1 "))
             or line != line.strip()
-            or not all(value.isascii() for name, value in pairs if name.lower() in (*_HTTP_READ, *folded))
+            or not all(value.isascii() for name, value in pairs if name.lower() in http_read)
         ):
             return None
         status = line.split(" ", 1)[1].strip().split(" ", 1)[0]
