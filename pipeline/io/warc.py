@@ -36,6 +36,7 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -262,11 +263,7 @@ def _read_checked(
 SEPARATOR = RECORD_END["warc"]
 HTTP_SCHEMES = ("http:", "https:")
 # FastWARC's record types (flags, by their value) that are documents.
-FAST_TYPES = {
-    int(WarcRecordType.response): "response",
-    int(WarcRecordType.resource): "resource",
-    int(WarcRecordType.conversion): "conversion",
-}
+FAST_TYPES = {int(getattr(WarcRecordType, name)): name for name in CONTENT_RECORDS}
 
 
 @dataclass
@@ -298,8 +295,9 @@ def _read_fast(
             if not gz and not head.startswith(b"WARC/"):
                 return 0  # an ARC file, or not a WARC at all: warcio says which
             stream.seek(0)
-            body = None if gz else mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-            try:
+            # The bytes of a plain file, to check each record's framing by (a gzip file's members
+            # are checked by their trailers, read with os.pread).
+            with nullcontext() if gz else mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as body:
                 # FastWARC is given the open file: given a path, it goes by the name's extension.
                 records = iter(FastIterator(stream, parse_http=True, auto_decode="none", fsspec_args=False))
                 pending: _Framed | None = None
@@ -346,9 +344,6 @@ def _read_fast(
                 ):
                     _emit(out, _Read(pending.offset, size, "warc", pending.fields))
                     whole_end = size
-            finally:
-                if body is not None:
-                    body.close()
     except (OSError, ValueError, zlib.error):  # unreadable, empty (mmap) or not gzip after all
         return whole_end  # warcio reads from here and says why
     return None if whole_end == size else whole_end
