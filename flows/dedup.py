@@ -19,9 +19,9 @@ _run_units = units_as_tasks(
     {
         units.sign_shard: ("dedup-signatures", "signatures-{shard}"),
         units.find_candidates: ("dedup-candidates", "candidates-{partition}"),
-        units.measure_first: ("dedup-measure-first", "{step}-first-{part}"),
-        units.measure_second: ("dedup-measure-second", "{step}-second-{part}"),
-        units.seed_components: ("dedup-components-seed", "components-seed-{part}"),
+        units.measure_first: ("dedup-measure-first", "{step}-first-{group}"),
+        units.measure_second: ("dedup-measure-second", "{step}-second-{group}"),
+        units.seed_components: ("dedup-components-seed", "components-seed-{group}"),
         units.large_stars: ("dedup-large-star", "large-star-{round_}-{part}"),
         units.small_stars: ("dedup-small-star", "small-star-{round_}-{part}"),
         units.label_components: ("dedup-components", "components-{part}"),

@@ -11,8 +11,8 @@ most of the records (in the million-document demo run, the records keyed by one 
 the corpus's cluster sizes while the shards stayed the same size); the remainder of a document
 number (``shard << 32 | row``) spreads them by row.
 
-    seed_edges(S)       the verified edges of shard S's files, both ways round, routed by key:
-                        large-0000/bucket-<B>/from-<S>.parquet
+    seed_edges(G)       the verified edges of group G's files (a group of shards), both ways
+                        round, routed by key: large-0000/bucket-<B>/from-<G>.parquet
     large_star(r, B)    per key u of bucket B, with m the smallest of u and its neighbours: an edge
                         (v, m) for every neighbour v > u; routed by the larger end (v):
                         small-<r>/bucket-<C>/from-<B>.parquet
@@ -106,15 +106,15 @@ def fingerprint(records: pl.DataFrame) -> tuple[int, int]:
     return once.height, int(hashes.sum(dtype=np.uint64)) if len(hashes) else 0
 
 
-def seed_edges(shard: int, edge_files: list[Path], root: Path, buckets: int = 1) -> dict:
+def seed_edges(sender: int, edge_files: list[Path], root: Path, buckets: int = 1) -> dict:
     """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round, into round 0's
-    ``buckets`` buckets."""
+    ``buckets`` buckets, as ``from-<sender>`` files."""
     edges, read = read_parquet_counted([f for f in edge_files if as_path(f).exists()], ["doc_a", "doc_b"])
     edges = (
         edges.select(u="doc_a", v="doc_b") if edges is not None else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
     )
-    _route(_both_ways(edges), round_dir(root, "large", 0), shard, buckets)
-    return {"unit": f"components-seed-{shard:05d}", "bytes_read": read}
+    _route(_both_ways(edges), round_dir(root, "large", 0), sender, buckets)
+    return {"unit": f"components-seed-{sender:05d}", "bytes_read": read}
 
 
 def large_star(round_: int, bucket: int, root: Path, buckets: int = 1) -> dict:

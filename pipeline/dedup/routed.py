@@ -1,24 +1,27 @@
 """Exact Jaccard similarity of document pairs, measured where the shingle sets are: the pairs
 travel to the sets, never the sets of a whole corpus to the pairs.
 
-Two hops, each one unit per document shard::
+The shards are dealt into groups of consecutive shards (``group_of[shard]``, a run-wide map
+sized by documents; ``pipeline.stages.dedup.group_shards``); a group is the unit of each hop,
+and files go from group to group, so a hop writes at most groups x groups files whatever the
+number of shards. Two hops::
 
-    route_pairs(pairs, pairs_dir, name)       pairs_dir/shard-<S>/<name>.parquet: the pairs
-                                              whose doc_a is in shard S (PAIRS_SCHEMA)
-    first_hop(S, pairs_dir, signatures S, forward_dir, out, threshold)
-        reads shard S's pairs and, once, the row groups of shard S's signature file that hold
-        their doc_a; measures the pairs whose doc_b is in S too (exact pairs need no sets);
-        sends each other doc_a's set, once per target shard T, with its partners in T, to
-        forward_dir/shard-<T>/from-<S>.parquet (FORWARD_SCHEMA)
-    second_hop(T, forward_dir, signatures T, out, threshold)
-        reads what was sent to shard T and, once, the row groups of T's signature file that hold
-        the partners; measures the rest
+    route_pairs(pairs, pairs_dir, name, group_of)
+        pairs_dir/group-<G>/<name>.parquet: the pairs whose doc_a is in group G (PAIRS_SCHEMA)
+    first_hop(G, pairs_dir, signatures of G, forward_dir, out, threshold, group_of)
+        reads group G's pairs and, once, the row groups of G's signature files that hold their
+        doc_a; measures the pairs whose doc_b is in G too (exact pairs need no sets); sends each
+        other doc_a's set, once per target group T, with its partners in T, to
+        forward_dir/group-<T>/from-<G>.parquet (FORWARD_SCHEMA)
+    second_hop(T, forward_dir, signatures of T, out, threshold)
+        reads what was sent to group T and, once, the row groups of T's signature files that
+        hold the partners; measures the rest
 
 Each hop reads each signature file once at most, so a pass reads at most twice the signature
-files' shingle sets plus the pairs, whatever the number of pairs, partitions or shards: the I/O
-grows with the corpus. (Verifying each partition's pairs against every signature file instead
-reads partitions x corpus.) Memory per unit is bounded by a shard: its pairs, its sets, and the
-sets sent to it, read one sending shard at a time.
+files' shingle sets plus the pairs, whatever the number of pairs, partitions, shards or groups:
+the I/O grows with the corpus. (Verifying each partition's pairs against every signature file
+instead reads partitions x corpus.) Memory per unit is bounded by a group: its pairs, its sets,
+and the sets sent to it, read one sending group at a time.
 
 The dedup stage runs two passes: verification of the LSH candidate pairs (``threshold``: the
 edges that reach it) and the similarity of each clustered document with its cluster's kept
@@ -29,7 +32,7 @@ chunks read, footers aside).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -59,13 +62,18 @@ SIMILARITY_SCHEMA = pa.schema(
 )
 
 
-def shard_folder(root: Path, shard: int) -> Path:
-    return as_path(root) / f"shard-{shard:05d}"
+def group_folder(root: Path, group: int) -> Path:
+    return as_path(root) / f"group-{group:05d}"
 
 
-def route_pairs(pairs: pl.DataFrame, pairs_dir: Path, name: str) -> int:
-    """Write ``pairs`` (``doc_a, doc_b, exact``) as one file per shard of ``doc_a``:
-    ``pairs_dir/shard-<S>/<name>.parquet``, sorted by ``doc_a, doc_b``; shards with no pair get
+def groups_of(docs: np.ndarray, group_of: Sequence[int]) -> np.ndarray:
+    """The group of each document number (``group_of[shard]``)."""
+    return np.asarray(group_of, dtype=np.int64)[shard_of(docs)]
+
+
+def route_pairs(pairs: pl.DataFrame, pairs_dir: Path, name: str, group_of: Sequence[int]) -> int:
+    """Write ``pairs`` (``doc_a, doc_b, exact``) as one file per group of ``doc_a``:
+    ``pairs_dir/group-<G>/<name>.parquet``, sorted by ``doc_a, doc_b``; groups with no pair get
     no file. Returns the number of files written."""
     if pairs.height == 0:
         return 0
@@ -73,20 +81,23 @@ def route_pairs(pairs: pl.DataFrame, pairs_dir: Path, name: str) -> int:
         pl.col("doc_a").cast(pl.Int64), pl.col("doc_b").cast(pl.Int64), pl.col("exact").cast(pl.Boolean)
     ).sort("doc_a", "doc_b")
     written = 0
-    for shard, part in by_shard(table, "doc_a"):
-        write_parquet(part.to_arrow().cast(PAIRS_SCHEMA), shard_folder(pairs_dir, shard) / f"{name}.parquet")
+    for group, part in by_group(table, "doc_a", group_of):
+        write_parquet(part.to_arrow().cast(PAIRS_SCHEMA), group_folder(pairs_dir, group) / f"{name}.parquet")
         written += 1
     return written
 
 
-def by_shard(frame: pl.DataFrame, column: str) -> Iterator[tuple[int, pl.DataFrame]]:
-    """``(shard, rows)`` for each shard of the documents in ``column``, ``frame`` being sorted by it."""
+def by_group(frame: pl.DataFrame, column: str, group_of: Sequence[int]) -> Iterator[tuple[int, pl.DataFrame]]:
+    """``(group, rows)`` for each group of the documents in ``column``, ``frame`` being sorted by
+    it (the groups are consecutive shards, so each group's rows are one slice)."""
     if frame.height == 0:
         return
-    shards = shard_of(frame[column].to_numpy())
-    bounds = np.flatnonzero(np.diff(shards)) + 1
-    for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(shards)]])):
-        yield int(shards[lo]), frame.slice(int(lo), int(hi - lo))
+    groups = groups_of(frame[column].to_numpy(), group_of)
+    if (np.diff(groups) < 0).any():
+        raise ValueError("a group of shards is not a run of consecutive shards")
+    bounds = np.flatnonzero(np.diff(groups)) + 1
+    for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(groups)]])):
+        yield int(groups[lo]), frame.slice(int(lo), int(hi - lo))
 
 
 def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
@@ -117,27 +128,33 @@ def _write_measured(frames: list[pl.DataFrame], threshold: float | None, out_pat
     return found.height
 
 
-def _shard_sets(signature_path: Path, docs: np.ndarray) -> tuple[pa.Table, int]:
-    """``doc, shingle_set`` of ``docs`` (sorted, distinct) from one signature file, and the bytes
-    read (only the row groups that hold them)."""
-    lookup = ShingleLookup([signature_path])
+def _group_sets(signature_paths: Sequence[Path], docs: np.ndarray) -> tuple[pa.Table, int]:
+    """``doc, shingle_set`` of ``docs`` (sorted, distinct) from a group's signature files, and the
+    bytes read (only the row groups that hold them)."""
+    lookup = ShingleLookup(signature_paths)
     if "shingle_set" not in lookup.columns:
         raise ValueError(
-            f"{signature_path}: near-duplicate pairs need shingle sets; the signatures were made with near=False"
+            f"{signature_paths[0]}: near-duplicate pairs need shingle sets; the signatures were made with near=False"
         )
     table = lookup.rows(docs, ["shingle_set"])
     return table, lookup.bytes_read
 
 
 def first_hop(
-    shard: int, pairs_dir: Path, signature_path: Path, forward_dir: Path, out_path: Path, threshold: float | None
+    group: int,
+    pairs_dir: Path,
+    signature_paths: Sequence[Path],
+    forward_dir: Path,
+    out_path: Path,
+    threshold: float | None,
+    group_of: Sequence[int],
 ) -> dict:
-    """Shard ``shard``'s first hop (module docstring): measure the pairs routed to it whose both
+    """Group ``group``'s first hop (module docstring): measure the pairs routed to it whose both
     documents it holds, and send the sets of the others on. Pairs found more than once (in
     several bands or partitions) count once; a pair found through the exact hash is exact, with
     similarity 1.0. Returns counts: ``pairs`` (distinct), ``kept`` (written to ``out_path``:
     reaching ``threshold``, or all), ``forwarded`` (pairs sent on), ``bytes_read``."""
-    routed, read = _read_all(parquet_files(shard_folder(pairs_dir, shard)), PAIRS_SCHEMA)
+    routed, read = _read_all(parquet_files(group_folder(pairs_dir, group)), PAIRS_SCHEMA)
     pairs = (
         pl.from_arrow(routed).group_by("doc_a", "doc_b").agg(pl.col("exact").any()).sort("doc_a", "doc_b")
         if routed.num_rows
@@ -153,10 +170,10 @@ def first_hop(
     forwarded = 0
     if near.height:
         a, b = near["doc_a"].to_numpy(), near["doc_b"].to_numpy()
-        target = shard_of(b)
-        here = target == shard
+        target = groups_of(b, group_of)
+        here = target == group
         needed = np.unique(np.concatenate([a, b[here]]))
-        sets, read_sets = _shard_sets(signature_path, needed)
+        sets, read_sets = _group_sets(signature_paths, needed)
         read += read_sets
         docs = sets.column("doc").to_numpy()
         values, offsets = set_arrays(sets.column("shingle_set"))
@@ -165,8 +182,8 @@ def first_hop(
         frames.append(_measured(local_a, local_b, similarity, np.zeros(len(local_a), bool)))
         away = near.filter(pl.Series(~here)).with_columns(target=pl.Series(target[~here]))
         forwarded = away.height
-        for (to_shard,), group in away.group_by("target", maintain_order=True):
-            partners = group.group_by("doc_a", maintain_order=True).agg(pl.col("doc_b"))
+        for (to_group,), part in away.group_by("target", maintain_order=True):
+            partners = part.group_by("doc_a", maintain_order=True).agg(pl.col("doc_b"))
             rows = np.searchsorted(docs, partners["doc_a"].to_numpy())
             sent = pa.table(
                 {
@@ -175,19 +192,21 @@ def first_hop(
                     "partners": partners["doc_b"].to_arrow().cast(pa.large_list(pa.int64())),
                 }
             ).cast(FORWARD_SCHEMA)
-            write_parquet(sent, shard_folder(forward_dir, int(to_shard)) / f"from-{shard:05d}.parquet")
+            write_parquet(sent, group_folder(forward_dir, int(to_group)) / f"from-{group:05d}.parquet")
     kept = _write_measured(frames, threshold, out_path)
     return {"pairs": pairs.height, "kept": kept, "forwarded": forwarded, "bytes_read": read}
 
 
-def second_hop(shard: int, forward_dir: Path, signature_path: Path, out_path: Path, threshold: float | None) -> dict:
-    """Shard ``shard``'s second hop (module docstring): measure the pairs whose ``doc_b`` it holds
-    against the sets the first hops sent it, one sending shard at a time. Returns counts:
+def second_hop(
+    group: int, forward_dir: Path, signature_paths: Sequence[Path], out_path: Path, threshold: float | None
+) -> dict:
+    """Group ``group``'s second hop (module docstring): measure the pairs whose ``doc_b`` it holds
+    against the sets the first hops sent it, one sending group at a time. Returns counts:
     ``pairs``, ``kept`` (written to ``out_path``), ``bytes_read``."""
-    files = parquet_files(shard_folder(forward_dir, shard))
+    files = parquet_files(group_folder(forward_dir, group))
     read = 0
     partners = []
-    for path in files:  # the partners first (a small column), to read this shard's sets once
+    for path in files:  # the partners first (a small column), to read this group's sets once
         table, size = read_table_counted(path, ["partners"])
         partners.append(table.column("partners"))
         read += size
@@ -195,7 +214,7 @@ def second_hop(shard: int, forward_dir: Path, signature_path: Path, out_path: Pa
     pairs = 0
     if files:
         needed = np.unique(np.concatenate([_flatten(column) for column in partners]))
-        sets, read_sets = _shard_sets(signature_path, needed)
+        sets, read_sets = _group_sets(signature_paths, needed)
         read += read_sets
         docs = sets.column("doc").to_numpy()
         own_values, own_offsets = set_arrays(sets.column("shingle_set"))
@@ -206,7 +225,7 @@ def second_hop(shard: int, forward_dir: Path, signature_path: Path, out_path: Pa
             counts = np.diff(_list_offsets(column))
             a = np.repeat(sent.column("doc_a").to_numpy(), counts)
             b = _flatten(column)
-            # One array of sets: the sent ones, then this shard's, offsets shifted to follow.
+            # One array of sets: the sent ones, then this group's, offsets shifted to follow.
             values = np.concatenate([sent_values, own_values])
             offsets = np.concatenate([sent_offsets, own_offsets[1:] + sent_offsets[-1]])
             left = np.repeat(np.arange(sent.num_rows), counts)

@@ -7,29 +7,31 @@ without Prefect, and writes the same files either way. :func:`deduplicate_shards
 of duplicates alone, on any list of document files.
 
     dedup, in <stage>/intermediate (P band-key partitions, :func:`partitions_for`: one per 1M
-    band rows up to dedup.partitions, more past 6.5M rows each; "per group": up to P units,
-    one per million pairs or two million edges, each over a group of shards, shard s in unit
-    s % units, each shard's files its own):
+    band rows up to dedup.partitions, more past 6.5M rows each; G groups of consecutive shards,
+    :func:`group_shards`: one per 50,000 documents up to dedup.partitions, the unit of every step
+    that routes by document, so such a step writes at most G x G files whatever the number of
+    shards):
     sign_shard           per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
-    find_candidates      per partition  verify/pairs/shard-<S>/part-<P>, S the shard of a pair's later
-                                        document (pipeline.dedup.routed)
-    measure_first        per group      verify/measured/first-<S>, verify/forward/shard-<T>/from-<S>
+    find_candidates      per partition  verify/pairs/group-<G>/part-<P>, G the group of a pair's
+                                        later document (pipeline.dedup.routed)
+    measure_first        per group      verify/measured/first-<G>, verify/forward/group-<T>/from-<G>
     measure_second       per group      verify/measured/second-<T>: the edges, with the first's
     seed_components      per group      components/large-0000/...: the edges, both ways round,
                                         routed to buckets of documents (doc % buckets; one bucket
                                         per 50,000 edges, at most one per shard)
-    large_stars, small_stars  per group of buckets, in rounds until a round changes nothing
+    large_stars, small_stars  per set of buckets (up to P units, one per two million edges), in
+                                        rounds until a round changes nothing:
                                         components/large-<r>, small-<r> (pipeline.dedup.components)
-    label_components     per group of buckets
+    label_components     per set of buckets
                                         components/labels/bucket-<B>: doc, component; and each
                                         label sent to its component's home (one per million edges,
                                         up to P; chosen by a hash of the component, so the homes
                                         share the components evenly): components/home/home-<H>/from-<B>
     cluster_edges        per home       the keep rule over the components of home H:
-                                        members/shard-<S>/from-<H> (the members in shard S) and
-                                        similarity/pairs/shard-<S>/members-<H>: each member's kept doc
+                                        members/group-<G>/from-<H> (the members in group G) and
+                                        similarity/pairs/group-<G>/members-<H>: each member's kept doc
     measure_first, measure_second  per group, again: similarity/measured/..., similarity/forward/...
-    assemble             once           <stage>/clusters.parquet, shard after shard (each shard's
+    assemble             once           <stage>/clusters.parquet, group after group (each group's
                                         members with the similarities measured there)
     remove_duplicates    per shard      <stage>/docs, <stage>/removed
 
@@ -47,8 +49,8 @@ signature file once at most (``pipeline.dedup.routed``), so the bytes a stage re
 the corpus. Connected components run in rounds, each unit holding the edges keyed by the
 documents of its buckets, one bucket at a time. Every unit reports ``bytes_read`` and
 the finding sums them per step. The keep rule runs per home (the components dealt to the homes
-by a hash of their name), and the clusters table is written shard after shard, a row group at a
-time, so no unit holds more than a shard's clusters however large the corpus (the table is one
+by a hash of their name), and the clusters table is written group after group, a row group at a
+time, so no unit holds more than a group's clusters however large the corpus (the table is one
 file, written by one unit).
 
 The intermediate folder is reused when it was made from the same input shards (by sha256) and
@@ -86,7 +88,7 @@ from pipeline.dedup.components import (
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.dedup.routed import by_shard, first_hop, route_pairs, second_hop, shard_folder
+from pipeline.dedup.routed import by_group, first_hop, group_folder, route_pairs, second_hop
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.io.storage import (
@@ -109,8 +111,13 @@ LARGEST_CLUSTERS = 10
 EXAMPLE_CHARS = 300
 # The two routed passes: verification of the candidate pairs, similarity with the kept document.
 VERIFY, SIMILARITY = "verify", "similarity"
-# Work of one unit of a step across shards: pairs measured (several seconds), edges in a round.
-PAIRS_PER_UNIT = 1_000_000
+# Documents into the stage per group of consecutive shards (up to dedup.partitions groups), the
+# unit of the steps that route by document (the hops, the seed of the components, the members): a
+# hop holds the shingle sets of its group's documents that have pairs, and the sets sent to it from
+# one group at a time. Each of these steps writes a file per pair of groups, so fewer, larger
+# groups mean fewer files.
+DOCS_PER_GROUP = 50_000
+# Work of one unit of the component rounds: edges in a round.
 EDGES_PER_UNIT = 2_000_000
 # Verified edges whose components one keep-rule unit (one home) takes: the unit grew by 81 MiB for
 # the 310,289 clustered documents of 453,225 edges in one home (the million-document demo corpus).
@@ -137,18 +144,18 @@ def sign_shard(in_path: Path, shard: int, work: Path, params: MinHashParams, par
     return {"unit": f"signatures-{shard:05d}", **counts, "bytes_read": read}
 
 
-def find_candidates(partition: int, work: Path) -> dict:
-    """Partition ``partition``'s candidate pairs, routed to the shard of their later document: the
-    pairs are written the other way round (``doc_a`` the later document), since the first hop runs
-    where ``doc_a`` is. A document is the later one of few pairs a band (at most
-    ``ALL_PAIRS_BUCKET - 1``: a large bucket pairs each member with its first document only) but
-    the earlier one of a whole bucket's, so by the later document the pairs spread evenly over the
-    shards, where by the earlier one they pile up where a corpus's first copies are (in the
-    100k-document demo run, one shard of 13 received 63% of the pairs)."""
+def find_candidates(partition: int, work: Path, group_of: list[int]) -> dict:
+    """Partition ``partition``'s candidate pairs, routed to the group of their later document (the
+    group of its shard, ``group_of``): the pairs are written the other way round (``doc_a`` the
+    later document), since the first hop runs where ``doc_a`` is. A document is the later one of
+    few pairs a band (at most ``ALL_PAIRS_BUCKET - 1``: a large bucket pairs each member with its
+    first document only) but the earlier one of a whole bucket's, so by the later document the
+    pairs spread evenly over the shards, where by the earlier one they pile up where a corpus's
+    first copies are (in the 100k-document demo run, one shard of 13 received 63% of the pairs)."""
     files = parquet_files(as_path(work) / "bands" / f"part-{partition:04d}")
     pairs = candidate_pairs(files)
     later_first = pairs.select(doc_a="doc_b", doc_b="doc_a", exact="exact")
-    route_pairs(later_first, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}")
+    route_pairs(later_first, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}", group_of)
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
     return {"unit": f"candidates-{partition:04d}", "pairs": pairs.height, "bytes_read": read}
 
@@ -165,17 +172,37 @@ def buckets_for(edges: int, shards: int) -> int:
 
 
 def units_for(items: int, per_unit: int, most: int) -> int:
-    """How many units a step that works across shards runs as: one per ``per_unit`` items (pairs,
-    edges), at least 1 and at most ``most`` (dedup.partitions). A unit works through its shards one
-    at a time, so its memory is bounded by a shard however many it has; fewer units only save
-    each task's fixed cost on a cluster (about half a second on a 2-worker Dask LocalCluster)."""
+    """How many units a step that works across shards runs as: one per ``per_unit`` items (edges,
+    documents of the keep rule), at least 1 and at most ``most`` (dedup.partitions). A unit works
+    through its share one bucket or home at a time, so fewer units only save each task's fixed
+    cost on a cluster (about half a second on a 2-worker Dask LocalCluster)."""
     return max(1, min(most, -(-items // per_unit)))
 
 
 def shard_groups(shards: int, units: int) -> list[list[int]]:
-    """Shards ``0..shards-1`` dealt into ``min(units, shards)`` groups (shard s to group s % units):
-    the work of one unit of a step that runs shard by shard."""
+    """Items ``0..shards-1`` (buckets of the component rounds) dealt into ``min(units, shards)``
+    sets (item i to set i % units): the work of one unit of a step that runs item by item."""
     return [list(range(g, shards, units)) for g in range(min(units, shards))]
+
+
+def group_shards(docs: Sequence[int], count: int) -> list[int]:
+    """The group of each shard (``docs[s]`` documents in shard s): ``count`` runs of consecutive
+    shards of about equal documents (at most one group per shard, at least 1), numbered 0, 1, ...
+    in shard order. A shard goes to the group where its first document falls when the documents
+    are cut into ``count`` equal runs; a group that no shard starts in is dropped."""
+    total = int(sum(docs))
+    count = max(1, min(len(docs), count))
+    before = np.concatenate([[0], np.cumsum(np.asarray(docs, dtype=np.int64))[:-1]]) if len(docs) else np.zeros(0)
+    raw = np.minimum(before * count // max(total, 1), count - 1).astype(np.int64)
+    return np.unique(raw, return_inverse=True)[1].astype(np.int64).tolist()
+
+
+def groups_of_shards(group_of: Sequence[int]) -> list[list[int]]:
+    """The shards of each group, from ``group_of`` (:func:`group_shards`)."""
+    groups: list[list[int]] = [[] for _ in range(max(group_of, default=-1) + 1)]
+    for shard, group in enumerate(group_of):
+        groups[group].append(shard)
+    return groups
 
 
 def _summed(unit: str, counts: list[dict]) -> dict:
@@ -186,32 +213,33 @@ def _summed(unit: str, counts: list[dict]) -> dict:
     return total
 
 
-def measure_first(step: str, part: int, shards: list[int], work: Path, threshold: float | None) -> dict:
-    """The first routed hop of ``step`` (verify or similarity) for each shard of ``shards``."""
+def _signatures(work: Path, shards: Sequence[int]) -> list[Path]:
+    return [signature_path(work, s) for s in shards]
+
+
+def measure_first(
+    step: str, group: int, shards: list[int], work: Path, threshold: float | None, group_of: list[int]
+) -> dict:
+    """The first routed hop of ``step`` (verify or similarity) for group ``group`` (its ``shards``)."""
     pairs, forward, measured = _hop_dirs(work, step)
-    return _summed(
-        f"{step}-first-{part:04d}",
-        [
-            first_hop(s, pairs, signature_path(work, s), forward, measured / f"first-{s:05d}.parquet", threshold)
-            for s in shards
-        ],
+    found = first_hop(
+        group, pairs, _signatures(work, shards), forward, measured / f"first-{group:05d}.parquet", threshold, group_of
     )
+    return {"unit": f"{step}-first-{group:04d}", **found}
 
 
-def measure_second(step: str, part: int, shards: list[int], work: Path, threshold: float | None) -> dict:
-    """The second routed hop of ``step`` for each shard of ``shards``."""
+def measure_second(step: str, group: int, shards: list[int], work: Path, threshold: float | None) -> dict:
+    """The second routed hop of ``step`` for group ``group`` (its ``shards``)."""
     _, forward, measured = _hop_dirs(work, step)
-    return _summed(
-        f"{step}-second-{part:04d}",
-        [
-            second_hop(s, forward, signature_path(work, s), measured / f"second-{s:05d}.parquet", threshold)
-            for s in shards
-        ],
-    )
+    found = second_hop(group, forward, _signatures(work, shards), measured / f"second-{group:05d}.parquet", threshold)
+    return {"unit": f"{step}-second-{group:04d}", **found}
 
 
-def _measured_files(work: Path, step: str) -> list[Path]:
-    return sorted((as_path(work) / step / "measured").glob("*.parquet"))
+def _measured_files(work: Path, step: str, group: int) -> list[Path]:
+    measured = _hop_dirs(work, step)[2]
+    return [
+        p for p in (measured / f"first-{group:05d}.parquet", measured / f"second-{group:05d}.parquet") if p.exists()
+    ]
 
 
 def _components_root(work: Path) -> Path:
@@ -222,22 +250,11 @@ def _labels_path(work: Path, bucket: int) -> Path:
     return _components_root(work) / "labels" / f"bucket-{bucket:05d}.parquet"
 
 
-def seed_components(part: int, shards: list[int], work: Path, buckets: int) -> dict:
-    """The verified edges of each shard of ``shards`` into the first round of components, routed to
+def seed_components(group: int, work: Path, buckets: int) -> dict:
+    """The verified edges of group ``group`` into the first round of components, routed to
     ``buckets`` buckets of documents."""
-    _, _, measured = _hop_dirs(work, VERIFY)
-    return _summed(
-        f"components-seed-{part:04d}",
-        [
-            seed_edges(
-                s,
-                [measured / f"first-{s:05d}.parquet", measured / f"second-{s:05d}.parquet"],
-                _components_root(work),
-                buckets,
-            )
-            for s in shards
-        ],
-    )
+    found = seed_edges(group, _measured_files(work, VERIFY, group), _components_root(work), buckets)
+    return {**found, "unit": f"components-seed-{group:04d}"}
 
 
 def large_stars(round_: int, part: int, buckets: list[int], work: Path, count: int) -> dict:
@@ -270,16 +287,14 @@ def label_components(round_: int, part: int, buckets: list[int], work: Path, hom
 
 
 def find_components(
-    work: Path, groups: list[list[int]], run_units: RunUnits, homes: int = 1, buckets: int | None = None
+    work: Path, groups: int, run_units: RunUnits, homes: int = 1, buckets: int = 1, units: int = 1
 ) -> dict:
     """Connected components of the verified edges, in rounds of units (``pipeline.dedup.components``):
-    the seed over ``groups`` of shards, the rounds over ``buckets`` buckets of documents (default one
-    per shard) dealt to as many units, until a round changes nothing, each component's labels sent
-    to one of ``homes``; returns the rounds run and the bytes read."""
-    shards = sum(len(group) for group in groups)
-    buckets = shards if buckets is None else buckets
-    seeded = run_units(None, seed_components, [(g, group, work, buckets) for g, group in enumerate(groups)])
-    jobs = list(enumerate(shard_groups(buckets, len(groups))))
+    the seed per group (of ``groups``), the rounds over ``buckets`` buckets of documents dealt to
+    ``units`` units, until a round changes nothing, each component's labels sent to one of
+    ``homes``; returns the rounds run and the bytes read."""
+    seeded = run_units(None, seed_components, [(g, work, buckets) for g in range(groups)])
+    jobs = list(enumerate(shard_groups(buckets, units)))
     read = _total(seeded, "bytes_read")
     previous = None
     for round_ in range(MAX_ROUNDS):
@@ -297,47 +312,41 @@ def find_components(
     return {"rounds": round_ + 1, "docs": _total(labelled, "docs"), "bytes_read": read + _total(labelled, "bytes_read")}
 
 
-def _members_folder(work: Path, shard: int) -> Path:
-    return shard_folder(as_path(work) / "members", shard)
+def _members_folder(work: Path, group: int) -> Path:
+    return group_folder(as_path(work) / "members", group)
 
 
-def cluster_edges(home: int, work: Path, shards: int, rule: KeepRule) -> dict:
+def cluster_edges(home: int, work: Path, shards: int, rule: KeepRule, group_of: list[int]) -> dict:
     """The keep rule over the components of home ``home`` (its memory bounded by one home's
-    components, those of about :data:`DOCS_PER_UNIT` edges): each member's row goes to the shard
-    of the member (members/shard-<S>/from-<H>), and each member that is neither kept nor an exact
+    components, those of about :data:`DOCS_PER_UNIT` edges): each member's row goes to the group
+    of the member (members/group-<G>/from-<H>), and each member that is neither kept nor an exact
     copy is routed, with its kept document, to be measured."""
     unit = f"clusters-{home:04d}"
     components, read = read_parquet_counted(parquet_files(_home_folder(work, home)))
     if components is None:
         return {"unit": unit, "docs": 0, "pairs": 0, "bytes_read": 0}
-    lookup = ShingleLookup([signature_path(work, s) for s in range(shards)])
+    lookup = ShingleLookup(_signatures(work, range(shards)))
     members = members_of_components(components.sort("doc"), lookup, rule)
-    for shard, rows in by_shard(members, "doc"):
-        write_parquet(rows.to_arrow(), _members_folder(work, shard) / f"from-{home:05d}.parquet")
+    for group, rows in by_group(members, "doc", group_of):
+        write_parquet(rows.to_arrow(), _members_folder(work, group) / f"from-{home:05d}.parquet")
     measure = similarity_pairs(members)
-    route_pairs(measure, as_path(work) / SIMILARITY / "pairs", f"members-{home:05d}")
+    route_pairs(measure, as_path(work) / SIMILARITY / "pairs", f"members-{home:05d}", group_of)
     return {"unit": unit, "docs": members.height, "pairs": measure.height, "bytes_read": read + lookup.bytes_read}
 
 
 # Rows of the clusters table written at a time (a Parquet row group): what assembling holds beside
-# one shard's rows, whatever the corpus.
+# one group's rows, whatever the corpus.
 CLUSTER_ROWS_PER_GROUP = 1 << 16
 
 
-def _shard_clusters(work: Path, shard: int) -> tuple[pa.Table | None, int]:
-    """Shard ``shard``'s rows of the clusters table (its members with their measured similarity to
-    the kept document: measured where the member's shard is, first-<S> and second-<S>), and the
-    bytes read; None when no member of a cluster is in the shard."""
-    files = parquet_files(_members_folder(work, shard))
+def _group_clusters(work: Path, group: int) -> tuple[pa.Table | None, int]:
+    """Group ``group``'s rows of the clusters table (its members with their measured similarity to
+    the kept document: measured where the member's group is, first-<G> and second-<G>), and the
+    bytes read; None when no member of a cluster is in the group."""
+    files = parquet_files(_members_folder(work, group))
     if not files:
         return None, 0
-    measured_dir = _hop_dirs(work, SIMILARITY)[2]
-    measured_files = [
-        p
-        for p in (measured_dir / f"first-{shard:05d}.parquet", measured_dir / f"second-{shard:05d}.parquet")
-        if p.exists()
-    ]
-    measured, measured_read = read_parquet_counted(measured_files)
+    measured, measured_read = read_parquet_counted(_measured_files(work, SIMILARITY, group))
     measured = (
         measured.select("doc_a", "doc_b", "jaccard")
         if measured is not None
@@ -347,16 +356,16 @@ def _shard_clusters(work: Path, shard: int) -> tuple[pa.Table | None, int]:
     return finish_clusters(members.sort("doc"), measured).to_arrow().cast(CLUSTERS_SCHEMA), members_read + measured_read
 
 
-def assemble(work: Path, out_path: Path, shards: int) -> dict:
-    """The clusters table, shard after shard in document order (so sorted by ``doc``), written
+def assemble(work: Path, out_path: Path, groups: int) -> dict:
+    """The clusters table, group after group in document order (so sorted by ``doc``), written
     :data:`CLUSTER_ROWS_PER_GROUP` rows at a time."""
     counts = dict.fromkeys(["clusters", "docs_in_clusters", "removed", "removed_exact", "removed_near"], 0)
     read = 0
     pending: list[pa.Table] = []
     with parquet_stream(out_path, CLUSTERS_SCHEMA) as out:
-        for shard in range(shards):
-            table, shard_read = _shard_clusters(work, shard)
-            read += shard_read
+        for group in range(groups):
+            table, group_read = _group_clusters(work, group)
+            read += group_read
             if table is None:
                 continue
             kept, exact = (
@@ -402,7 +411,10 @@ def find_duplicates(
     """Every step from document shards to the clusters table at ``out_path`` (layout in the
     module docstring; shard numbers follow ``inputs``' order), with ``partitions`` band-key
     partitions. Each step that works across shards runs as units sized by its work, at most
-    ``partitions`` or ``most_units`` (dedup.partitions), whichever is larger. Returns the finding:
+    ``partitions`` or ``most_units`` (dedup.partitions), whichever is larger: those that route by
+    document one per group of consecutive shards (:func:`group_shards`), a group per
+    :data:`DOCS_PER_GROUP` documents.
+    Returns the finding:
     counts of documents, shingles, candidate pairs, edges, false positives, clusters and removals,
     and the bytes read per step."""
     if partitions < 1:
@@ -415,24 +427,26 @@ def find_duplicates(
         sign_shard,
         [(path, shard, work, params, partitions) for shard, path in enumerate(inputs)],
     )
-    candidates = run_units("dedup candidates", find_candidates, [(p, work) for p in range(partitions)])
+    docs = [found["docs"] for found in signed]
+    group_of = group_shards(docs, units_for(sum(docs), DOCS_PER_GROUP, most))
+    groups = list(enumerate(groups_of_shards(group_of)))
+    candidates = run_units("dedup candidates", find_candidates, [(p, work, group_of) for p in range(partitions)])
     threshold = params.threshold
     n = len(inputs)
-    groups = list(enumerate(shard_groups(n, units_for(_total(candidates, "pairs"), PAIRS_PER_UNIT, most))))
-    verified = run_units("dedup verify", measure_first, [(VERIFY, g, s, work, threshold) for g, s in groups])
+    verified = run_units("dedup verify", measure_first, [(VERIFY, g, s, work, threshold, group_of) for g, s in groups])
     verified_far = run_units(None, measure_second, [(VERIFY, g, s, work, threshold) for g, s in groups])
     edges = _total(verified, "kept") + _total(verified_far, "kept")
     # One keep-rule unit per home, sized by the edges, which are known before the components are: a
     # component of k documents has at least k - 1 edges, so a home holds at most twice as many
     # documents as its components have edges (about as many in the demo runs).
     homes = units_for(edges, DOCS_PER_UNIT, most)
-    groups = shard_groups(n, units_for(edges, EDGES_PER_UNIT, most))
-    components = find_components(work, groups, run_units, homes, buckets_for(edges, n))
-    clustered = run_units(None, cluster_edges, [(home, work, n, rule) for home in range(homes)])
-    groups = list(enumerate(shard_groups(n, units_for(_total(clustered, "pairs"), PAIRS_PER_UNIT, most))))
-    similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None) for g, s in groups])
+    components = find_components(
+        work, len(groups), run_units, homes, buckets_for(edges, n), units_for(edges, EDGES_PER_UNIT, most)
+    )
+    clustered = run_units(None, cluster_edges, [(home, work, n, rule, group_of) for home in range(homes)])
+    similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None, group_of) for g, s in groups])
     similar_far = run_units(None, measure_second, [(SIMILARITY, g, s, work, None) for g, s in groups])
-    (assembled,) = run_units(None, assemble, [(work, out_path, n)])
+    (assembled,) = run_units(None, assemble, [(work, out_path, len(groups))])
     pairs = _total(verified, "pairs")
     return {
         "docs": _total(signed, "docs"),
@@ -540,9 +554,10 @@ def partitions_for(documents: int, params: MinHashParams, most: int) -> int:
 
 
 # The layout of dedup's intermediate/ (signature files with their 64-bit shingle sets, which the
-# verification compares): work made under another layout (32-bit sets, whose collisions joined
-# unrelated short documents) is redone, not reused.
-WORK_FORMAT = "dedup-work/2"
+# verification compares, routed between groups of shards): work made under another layout (32-bit
+# sets, whose collisions joined unrelated short documents; files routed from shard to shard) is
+# redone, not reused.
+WORK_FORMAT = "dedup-work/3"
 
 
 def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:

@@ -704,9 +704,12 @@ def test_the_keep_rule_per_home_shard_and_the_table_by_row_groups_give_the_one_p
     work = tmp_path / "work"
     monkeypatch.setattr(stage_module, "CLUSTER_ROWS_PER_GROUP", 7)  # several row groups, one cut mid-shard
     monkeypatch.setattr(stage_module, "DOCS_PER_UNIT", 10)  # homes dealt to several keep-rule units
+    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", len(docs) // 3 + 1)  # 3 groups of shards
     staged = deduplicate_shards(paths, work, params, partitions=3, rule=rule)
     homes = {p.parent.name for p in (work / "components" / "home").glob("home-*/*.parquet")}
-    assert len(homes) > 1 and len(list((work / "members").glob("shard-*/*.parquet"))) > len(homes)
+    groups = {p.parent.name for p in (work / "members").glob("group-*/*.parquet")}
+    assert len(homes) > 1 and groups == {"group-00000", "group-00001", "group-00002"}
+    assert len(list((work / "members").glob("group-*/*.parquet"))) > len(homes)
     assert pq.ParquetFile(work / "clusters.parquet").metadata.num_row_groups == -(-staged.height // 7) > 2
     lookup = ShingleLookup(sorted((work / "signatures").glob("*.parquet")))
     edges = pl.concat([pl.read_parquet(p) for p in sorted((work / "verify" / "measured").glob("*.parquet"))])

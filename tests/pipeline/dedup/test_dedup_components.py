@@ -1,6 +1,6 @@
 """Connected components in rounds of units per shard (pipeline.dedup.components): the same
 components as scipy's on long chains, stars, cliques and random graphs, whatever the order of the
-edges and the number of shards."""
+edges and the number of shards; and the groups of shards the dedup stage routes to."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from pipeline.dedup.clusters import connected_components
 from pipeline.dedup.lsh import SHARD_BITS, shard_of
 from pipeline.io.writer import write_parquet
-from pipeline.stages.dedup import find_components, shard_groups
+from pipeline.stages.dedup import find_components, group_shards, groups_of_shards, shard_groups
 from pipeline.stages.units import in_process
 
 
@@ -28,7 +28,8 @@ def components_in_rounds(
     tmp_path, edges: list[tuple[int, int]], shards: int, buckets: int | None = None
 ) -> tuple[pl.DataFrame, int]:
     """Write the edges as the verification would (each in the file of its first document's
-    shard), find the components in rounds, and return them with the number of rounds."""
+    shard, a group of one shard), find the components in rounds, and return them with the number
+    of rounds."""
     frame = pl.DataFrame(
         {"doc_a": [min(e) for e in edges], "doc_b": [max(e) for e in edges]},
         schema={"doc_a": pl.Int64, "doc_b": pl.Int64},
@@ -37,7 +38,7 @@ def components_in_rounds(
     for s in range(shards):
         mine = frame.filter(pl.Series(shard_of(frame["doc_a"].to_numpy()) == s))
         write_parquet(mine.to_arrow(), measured / f"first-{s:05d}.parquet")
-    found = find_components(tmp_path, shard_groups(shards, 3), in_process, buckets=buckets)  # 5 shards: 3 units
+    found = find_components(tmp_path, shards, in_process, buckets=buckets or shards, units=3)  # 5 shards: 3 units
     labels = pl.concat([pl.read_parquet(p) for p in sorted((tmp_path / "components" / "labels").glob("*.parquet"))])
     return labels.sort("doc"), found["rounds"]
 
@@ -101,3 +102,18 @@ def test_units_follow_the_work_up_to_the_partitions():
     assert units_for(0, 1000, 8) == 1 and units_for(1000, 1000, 8) == 1 and units_for(1001, 1000, 8) == 2
     assert units_for(10**9, 1000, 8) == 8
     assert shard_groups(5, 2) == [[0, 2, 4], [1, 3]] and shard_groups(2, 8) == [[0], [1]]
+
+
+def test_groups_of_shards_are_runs_of_consecutive_shards_of_about_equal_documents():
+    assert group_shards([10] * 10, 4) == [0, 0, 0, 1, 1, 2, 2, 2, 3, 3]  # runs of 25 documents
+    assert group_shards([10] * 10, 1) == [0] * 10 and group_shards([10] * 4, 9) == [0, 1, 2, 3]
+    assert group_shards([], 5) == [] and group_shards([0, 0, 0], 2) == [0, 0, 0]
+    # A shard far larger than the rest: the groups it spans collapse into one, none left empty.
+    found = group_shards([1, 1, 100, 1, 1, 1], 6)
+    assert found == sorted(found) and set(found) == set(range(max(found) + 1)) and found[2] != found[3]
+    # Shards of uneven sizes: each group about total / groups documents.
+    rng = random.Random(1)
+    docs = [rng.randint(0, 5000) for _ in range(200)]
+    sizes = [sum(docs[s] for s in shards) for shards in groups_of_shards(group_shards(docs, 11))]
+    assert len(sizes) == 11 and max(sizes) <= sum(docs) / 11 + 5000
+    assert groups_of_shards([0, 0, 1, 1, 1, 2]) == [[0, 1], [2, 3, 4], [5]]

@@ -1,6 +1,7 @@
-"""Verification routed by shard (pipeline.dedup.routed): the same edges and similarities as one
-lookup over every signature file, each signature file read once per hop, and the bytes read not
-multiplied by the number of partitions."""
+"""Verification routed between groups of shards (pipeline.dedup.routed): the same edges and
+similarities as one lookup over every signature file, whatever the groups; each signature file
+read once per hop, the bytes read not multiplied by the number of partitions, and the files a hop
+writes bounded by the square of the groups, not of the shards."""
 
 from __future__ import annotations
 
@@ -53,9 +54,12 @@ def signatures(work, shards: int) -> list:
     return [work / "signatures" / f"shard-{s:05d}.parquet" for s in range(shards)]
 
 
-def test_routed_hops_measure_what_one_lookup_measures(tmp_path):
+@pytest.mark.parametrize("group_of", [[0, 1, 2, 3], [0, 0, 1, 1], [0, 0, 0, 0]])
+def test_routed_hops_measure_what_one_lookup_measures(tmp_path, monkeypatch, group_of):
     """With bands of one row, LSH proposes many pairs far below the threshold, across shards: the
-    routed hops give every pair the value one lookup over every file gives, and keep the same edges."""
+    routed hops give every pair the value one lookup over every file gives, and keep the same
+    edges, in groups of one shard, two or four."""
+    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", 240 // (max(group_of) + 1))  # 60 documents a shard
     paths = write_shards(tmp_path / "docs", overlapping_corpus(3), shards=4)
     work = tmp_path / "work"
     finding = find_duplicates(paths, work, LOOSE, 5, "first", work / "clusters.parquet")
@@ -64,13 +68,17 @@ def test_routed_hops_measure_what_one_lookup_measures(tmp_path):
     assert near.height > 200 and (shard_of(near["doc_a"].to_numpy()) != shard_of(near["doc_b"].to_numpy())).sum() > 100
     lookup = ShingleLookup(signatures(work, 4))
 
+    assert len(list((work / "verify" / "measured").glob("first-*.parquet"))) == max(group_of) + 1
+
     # Every pair's value, no threshold: the hops again, into a folder of their own.
-    route_pairs(pairs, tmp_path / "all" / "pairs", "all")
-    for s in range(4):
-        first_hop(s, tmp_path / "all" / "pairs", signatures(work, 4)[s], tmp_path / "all" / "forward",
-                  tmp_path / "all" / "out" / f"first-{s}.parquet", None)  # fmt: skip
-        second_hop(s, tmp_path / "all" / "forward", signatures(work, 4)[s],
-                   tmp_path / "all" / "out" / f"second-{s}.parquet", None)  # fmt: skip
+    route_pairs(pairs, tmp_path / "all" / "pairs", "all", group_of)
+    for g in range(max(group_of) + 1):
+        mine = [signatures(work, 4)[s] for s in range(4) if group_of[s] == g]
+        first_hop(g, tmp_path / "all" / "pairs", mine, tmp_path / "all" / "forward",
+                  tmp_path / "all" / "out" / f"first-{g}.parquet", None, group_of)  # fmt: skip
+    for g in range(max(group_of) + 1):
+        mine = [signatures(work, 4)[s] for s in range(4) if group_of[s] == g]
+        second_hop(g, tmp_path / "all" / "forward", mine, tmp_path / "all" / "out" / f"second-{g}.parquet", None)
     routed = measured(tmp_path / "all" / "out")
     reference = verify_pairs(pairs, lookup, threshold=0.0).sort("doc_a", "doc_b")
     assert routed.select("doc_a", "doc_b", "exact").equals(reference.select("doc_a", "doc_b", "exact"))
@@ -89,28 +97,62 @@ def test_routed_hops_measure_what_one_lookup_measures(tmp_path):
     assert pl.read_parquet(work / "clusters.parquet").equals(cluster_table(edges, lookup, "first"))
 
 
-def test_a_set_is_sent_once_per_shard_whatever_its_partners(tmp_path):
-    """Verification runs where a pair's later document is: six near copies of an article in shard 0
-    and the article in shard 1, so shard 1 sends the article's set to shard 0 once, with its six
-    partners. The similarity pass runs where the kept document is: the article in shard 0 and six
-    copies in shard 1, so shard 0 sends the kept article's set to shard 1 once, with six partners."""
+def test_a_set_is_sent_once_per_group_whatever_its_partners(tmp_path, monkeypatch):
+    """Verification runs where a pair's later document is: six near copies of an article in
+    shards 0 and 1 (group 0) and the article in shard 2 (group 1), so group 1 sends the article's
+    set to group 0 once, with its six partners in two shards. The similarity pass runs where the
+    kept document is: the article in shard 0 (group 0, with five other documents) and six copies
+    in shards 1 and 2 (group 1), so group 0 sends the kept article's set to group 1 once, with six
+    partners."""
     rng = random.Random(4)
     vocabulary = make_vocabulary(rng)
     article = random_text(rng, vocabulary, 300)
     copies = [(f"copy-{i}", edit_words(rng, article, 1)) for i in range(6)]
     other = ("other", random_text(rng, vocabulary, 300))
+    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", 4)  # 8 documents: two groups
 
-    paths = write_shards(tmp_path / "a", copies, 1) + write_shards(tmp_path / "b", [("article", article), other], 1)
+    paths = [write_shards(tmp_path / f"a{s}", copies[3 * s : 3 * s + 3], 1)[0] for s in range(2)]
+    paths += write_shards(tmp_path / "b", [("article", article), other], 1)
     clusters = deduplicate_shards(paths, tmp_path / "work", MinHashParams(), partitions=3)
     assert sorted(clusters["id"].to_list()) == sorted(["article"] + [d[0] for d in copies])
-    sent = pq.read_table(tmp_path / "work" / "verify" / "forward" / "shard-00000" / "from-00001.parquet")
+    forward = tmp_path / "work" / "verify" / "forward"
+    assert [p.relative_to(forward).as_posix() for p in forward.rglob("*.parquet")] == ["group-00000/from-00001.parquet"]
+    sent = pq.read_table(forward / "group-00000" / "from-00001.parquet")
     assert sent.num_rows == 1 and len(sent.column("partners")[0]) == 6
 
-    paths = write_shards(tmp_path / "c", [("article", article), other], 1) + write_shards(tmp_path / "d", copies, 1)
+    others = [(f"other-{i}", random_text(rng, vocabulary, 300)) for i in range(5)]
+    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", 6)  # 12 documents: shard 0, then shards 1 and 2
+    paths = write_shards(tmp_path / "c", [("article", article), *others], 1)
+    paths += [write_shards(tmp_path / f"d{s}", copies[3 * s : 3 * s + 3], 1)[0] for s in range(2)]
     clusters = deduplicate_shards(paths, tmp_path / "work2", MinHashParams(), partitions=3)
     assert clusters.filter(pl.col("kept"))["id"].to_list() == ["article"] and clusters.height == 7
-    sent = pq.read_table(tmp_path / "work2" / "similarity" / "forward" / "shard-00001" / "from-00000.parquet")
+    forward = tmp_path / "work2" / "similarity" / "forward"
+    assert [p.relative_to(forward).as_posix() for p in forward.rglob("*.parquet")] == ["group-00001/from-00000.parquet"]
+    sent = pq.read_table(forward / "group-00001" / "from-00000.parquet")
     assert sent.num_rows == 1 and len(sent.column("partners")[0]) == 6
+
+
+def test_files_grow_with_the_square_of_the_groups_not_of_the_shards(tmp_path, monkeypatch):
+    """Twelve shards whose near copies are spread over all of them: routed from shard to shard,
+    each hop would write a file for nearly every pair of shards (up to 132); in three groups, at
+    most 9 a hop, and the pairs and members files one per group; the clusters table the same as in
+    groups of one shard."""
+    docs = overlapping_corpus(8)
+    paths = write_shards(tmp_path / "docs", docs, shards=12)
+    tables, files = {}, {}
+    for name, per_group in (("shards", 1), ("groups", len(docs) // 3 + 1)):
+        monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", per_group)
+        work = tmp_path / name
+        find_duplicates(paths, work, LOOSE, 2, "first", work / "clusters.parquet", most_units=12)
+        tables[name] = pl.read_parquet(work / "clusters.parquet")
+        files[name] = {
+            folder: len(list((work / folder).rglob("*.parquet")))
+            for folder in ("verify/forward", "similarity/forward", "verify/pairs", "members")
+        }
+    assert tables["groups"].equals(tables["shards"]) and tables["groups"].height == 90
+    assert files["shards"]["verify/forward"] > 60 and files["shards"]["similarity/forward"] > 20
+    assert files["groups"]["verify/forward"] <= 9 and files["groups"]["similarity/forward"] <= 9
+    assert files["groups"]["verify/pairs"] <= 2 * 3 and files["groups"]["members"] <= 3
 
 
 @pytest.mark.parametrize("partitions", [12])
@@ -175,11 +217,12 @@ def test_the_work_spreads_over_the_copies_shards_not_the_originals(tmp_path, mon
     paths = write_shards(tmp_path / "s0", articles, 1)
     paths += [write_shards(tmp_path / f"s{s + 1}", docs, 1)[0] for s, docs in enumerate(copies)]
     monkeypatch.setattr(stage_module, "EDGES_PER_BUCKET", 10)  # a bucket per shard
-    clusters = deduplicate_shards(paths, tmp_path / "work", MinHashParams(), partitions=3)
+    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", 1)  # a group per shard (at most a group per partition)
+    clusters = deduplicate_shards(paths, tmp_path / "work", MinHashParams(), partitions=5)
     assert clusters.filter(pl.col("kept"))["id"].sort().to_list() == sorted(name for name, _ in articles)
     work = tmp_path / "work"
-    routed = {p.parent.name for p in (work / "verify" / "pairs").glob("shard-*/*.parquet")}
-    assert routed == {"shard-00001", "shard-00002", "shard-00003", "shard-00004"}
+    routed = {p.parent.name for p in (work / "verify" / "pairs").glob("group-*/*.parquet")}
+    assert routed == {"group-00001", "group-00002", "group-00003", "group-00004"}
     # The last round: stars around each component's smallest document, half the records keyed by
     # an original (all in shard 0).
     last = sorted((work / "components").glob("large-*"))[-1]
