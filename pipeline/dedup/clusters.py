@@ -152,6 +152,8 @@ class ShingleLookup:
             read_starts = np.concatenate([[0], np.cumsum(read_sizes)])[:-1]
             positions = read_starts[np.searchsorted(needed, groups)] + rows - group_starts[groups]
             pieces.append(table.take(pa.array(positions)))
+            del table  # the whole row groups read: handed back to the system before the next shard's
+            pa.default_memory_pool().release_unused()
         if not pieces:
             schema = parquet_file(next(iter(self._files.values()))[0]).schema_arrow if self._files else None
             return (

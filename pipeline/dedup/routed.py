@@ -176,7 +176,9 @@ def first_hop(
         sets, read_sets = _group_sets(signature_paths, needed)
         read += read_sets
         docs = sets.column("doc").to_numpy()
-        values, offsets = set_arrays(sets.column("shingle_set"))
+        column = sets.column("shingle_set").combine_chunks()  # once: each target's take reads it
+        del sets
+        values, offsets = set_arrays(column)
         local_a, local_b = a[here], b[here]
         similarity = jaccard_of_pairs(values, offsets, np.searchsorted(docs, local_a), np.searchsorted(docs, local_b))
         frames.append(_measured(local_a, local_b, similarity, np.zeros(len(local_a), bool)))
@@ -188,11 +190,13 @@ def first_hop(
             sent = pa.table(
                 {
                     "doc_a": partners["doc_a"].to_arrow(),
-                    "shingle_set": sets.column("shingle_set").take(pa.array(rows)),
+                    "shingle_set": column.take(pa.array(rows)),
                     "partners": partners["doc_b"].to_arrow().cast(pa.large_list(pa.int64())),
                 }
             ).cast(FORWARD_SCHEMA)
             write_parquet(sent, group_folder(forward_dir, int(to_group)) / f"from-{group:05d}.parquet")
+            del sent  # and the writer's buffers: handed back before the next target's
+            pa.default_memory_pool().release_unused()
     kept = _write_measured(frames, threshold, out_path)
     return {"pairs": pairs.height, "kept": kept, "forwarded": forwarded, "bytes_read": read}
 

@@ -86,7 +86,7 @@ from pipeline.dedup.components import (
     small_star,
 )  # the unit functions below run these shard by shard (or bucket by bucket), over groups
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
-from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, signatures_for_shard
+from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, shard_of, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import by_group, first_hop, group_folder, route_pairs, second_hop
 from pipeline.filters.scope import Scope
@@ -377,13 +377,22 @@ def assemble(work: Path, out_path: Path, groups: int) -> dict:
             counts["removed"] += int((~kept).sum())
             counts["removed_exact"] += int((~kept & exact).sum())
             counts["removed_near"] += int((~kept & ~exact).sum())
-            pending.append(table)
+            pending.extend(_by_shard(table))
             if sum(t.num_rows for t in pending) >= CLUSTER_ROWS_PER_GROUP:
                 pending = _write_full_groups(out, pending)
         rest = pa.concat_tables(pending) if pending else CLUSTERS_SCHEMA.empty_table()
         if rest.num_rows or not counts["docs_in_clusters"]:
             out.write_table(rest, row_group_size=CLUSTER_ROWS_PER_GROUP)
     return {"unit": "assemble", **counts, "bytes_read": read}
+
+
+def _by_shard(table: pa.Table) -> list[pa.Table]:
+    """``table`` (sorted by ``doc``) cut into its shards' rows: the table is written from the same
+    pieces whatever the groups, and Parquet's pages depend on the pieces, so its bytes do not
+    depend on the groups either."""
+    shards = shard_of(table.column("doc").to_numpy())
+    bounds = [0, *(np.flatnonzero(np.diff(shards)) + 1).tolist(), table.num_rows]
+    return [table.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
 
 
 def _write_full_groups(out, pending: list[pa.Table]) -> list[pa.Table]:

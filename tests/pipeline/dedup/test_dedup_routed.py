@@ -150,6 +150,10 @@ def test_files_grow_with_the_square_of_the_groups_not_of_the_shards(tmp_path, mo
             for folder in ("verify/forward", "similarity/forward", "verify/pairs", "members")
         }
     assert tables["groups"].equals(tables["shards"]) and tables["groups"].height == 90
+    # The same bytes: the table is written from its shards' rows whatever the groups.
+    assert (tmp_path / "groups" / "clusters.parquet").read_bytes() == (
+        tmp_path / "shards" / "clusters.parquet"
+    ).read_bytes()
     assert files["shards"]["verify/forward"] > 60 and files["shards"]["similarity/forward"] > 20
     assert files["groups"]["verify/forward"] <= 9 and files["groups"]["similarity/forward"] <= 9
     assert files["groups"]["verify/pairs"] <= 2 * 3 and files["groups"]["members"] <= 3
