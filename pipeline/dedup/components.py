@@ -9,16 +9,19 @@ buckets by the edges), not to the shard of ``u``: the rounds gather each compone
 smallest document, and a corpus's first copies sit in a few shards, so by shard those few held
 most of the records (in the million-document demo run, the records keyed by one shard grew with
 the corpus's cluster sizes while the shards stayed the same size); the remainder of a document
-number (``shard << 32 | row``) spreads them by row.
+number (``shard << 32 | row``) spreads them by row. The buckets are dealt to ``units`` units
+(bucket B to unit B % units, the dedup stage's units of a half-round), and records go to the
+unit of their bucket: one file per sender and unit, a row group per bucket (``unit-<U>`` below
+is the unit of bucket C), so a half-round writes buckets x units files, not buckets x buckets.
 
     seed_edges(G)       the verified edges of group G's files (a group of shards), both ways
-                        round, routed by key: large-0000/bucket-<B>/from-<G>.parquet
+                        round, routed by key: large-0000/unit-<U>/from-<G>.parquet
     large_star(r, B)    per key u of bucket B, with m the smallest of u and its neighbours: an edge
                         (v, m) for every neighbour v > u; routed by the larger end (v):
-                        small-<r>/bucket-<C>/from-<B>.parquet
+                        small-<r>/unit-<U>/from-<B>.parquet
     small_star(r, B)    per key u of bucket B, with N its smaller neighbours and m the smallest of
                         N and u: an edge (v, m) for every v in N and u but m; routed both ways
-                        round: large-<r+1>/bucket-<C>/from-<B>.parquet
+                        round: large-<r+1>/unit-<U>/from-<B>.parquet
     component_labels(r, B)  once round r's edges are those of round r - 1: each document of
                         bucket B and its component (its smallest document),
                         labels/bucket-<B>.parquet; and each label sent to its component's home
@@ -32,19 +35,21 @@ round before's. Memory per unit is bounded by the edges keyed by one bucket's do
 labels do not depend on the order of the edges.
 
 Record files (``EDGE_SCHEMA``): ``u`` the document the record is keyed by (and routed to the
-bucket of), ``v`` the other end.
+bucket of), ``v`` the other end; a row group per bucket, the buckets listed in the file's
+metadata (``BUCKETS_KEY``).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.io.storage import as_path, parquet_files, read_parquet_counted
-from pipeline.io.writer import write_parquet
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_parquet_counted
+from pipeline.io.writer import parquet_stream, write_parquet
 
 EDGE_SCHEMA = pa.schema([pa.field("u", pa.int64(), nullable=False), pa.field("v", pa.int64(), nullable=False)])
 COMPONENTS_SCHEMA = pa.schema(
@@ -52,35 +57,54 @@ COMPONENTS_SCHEMA = pa.schema(
 )
 MAX_ROUNDS = 200
 _MASK = (1 << 64) - 1
+# In a record file's metadata: the bucket of each of its row groups, in order.
+BUCKETS_KEY = b"components.buckets"
 
 
 def round_dir(root: Path, step: str, round_: int) -> Path:
     return as_path(root) / f"{step}-{round_:04d}"
 
 
-def bucket_folder(root: Path, bucket: int) -> Path:
-    return as_path(root) / f"bucket-{bucket:05d}"
+def unit_folder(root: Path, unit: int) -> Path:
+    return as_path(root) / f"unit-{unit:05d}"
 
 
-def _route(records: pl.DataFrame, folder: Path, sender: int, buckets: int) -> None:
-    """Write ``u, v`` records to ``folder/bucket-<u % buckets>/from-<sender>.parquet`` (sorted)."""
+def _route(records: pl.DataFrame, folder: Path, sender: int, buckets: int, units: int) -> None:
+    """Write ``u, v`` records to the unit that owns the bucket of ``u`` (bucket ``u % buckets``,
+    owned by unit ``bucket % units``): ``folder/unit-<U>/from-<sender>.parquet``, one row group
+    per bucket (sorted by ``u, v``; the buckets listed in the file's metadata), so a half-round
+    writes senders x units files, not senders x buckets."""
     if records.height == 0:
         return
     records = records.unique()
-    bucket = records["u"].to_numpy() % buckets
-    for (to_bucket,), part in (
-        records.with_columns(bucket=pl.Series(bucket)).partition_by("bucket", as_dict=True).items()
-    ):
-        write_parquet(
-            part.drop("bucket").sort("u", "v").to_arrow().cast(EDGE_SCHEMA),
-            bucket_folder(folder, int(to_bucket)) / f"from-{sender:05d}.parquet",
-        )
+    bucket = pl.Series("bucket", records["u"].to_numpy() % buckets)
+    framed = records.with_columns(bucket).sort("bucket", "u", "v")
+    framed = framed.with_columns(unit=pl.col("bucket") % units)
+    for (to_unit,), part in framed.partition_by("unit", as_dict=True, maintain_order=True).items():
+        counts = part.group_by("bucket", maintain_order=True).len().rows()
+        table = part.select("u", "v").to_arrow().cast(EDGE_SCHEMA)
+        schema = EDGE_SCHEMA.with_metadata({BUCKETS_KEY: json.dumps([int(b) for b, _ in counts])})
+        with parquet_stream(unit_folder(folder, int(to_unit)) / f"from-{sender:05d}.parquet", schema) as out:
+            start = 0
+            for _, rows in counts:
+                out.write_table(table.slice(start, rows), row_group_size=rows)
+                start += rows
 
 
-def _read(folder: Path, bucket: int) -> tuple[pl.DataFrame, int]:
-    """The distinct records routed to ``bucket`` in ``folder``, and the bytes read."""
-    records, read = read_parquet_counted(parquet_files(bucket_folder(folder, bucket)))
-    return (records.unique() if records is not None else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})), read
+def _read(folder: Path, bucket: int, units: int) -> tuple[pl.DataFrame, int]:
+    """The distinct records routed to ``bucket`` in ``folder`` (its row group of each file sent to
+    its unit), and the bytes read."""
+    tables, read = [], 0
+    for path in parquet_files(unit_folder(folder, bucket % units)):
+        opened = parquet_file(path)
+        listed = json.loads(opened.metadata.metadata[BUCKETS_KEY])
+        if bucket in listed:
+            group = listed.index(bucket)
+            tables.append(opened.read_row_group(group).cast(EDGE_SCHEMA))
+            read += parquet_bytes(opened.metadata, None, [group])
+    if not tables:
+        return pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64}), read
+    return pl.from_arrow(pa.concat_tables(tables)).unique(), read
 
 
 def _both_ways(edges: pl.DataFrame) -> pl.DataFrame:
@@ -106,20 +130,20 @@ def fingerprint(records: pl.DataFrame) -> tuple[int, int]:
     return once.height, int(hashes.sum(dtype=np.uint64)) if len(hashes) else 0
 
 
-def seed_edges(sender: int, edge_files: list[Path], root: Path, buckets: int = 1) -> dict:
+def seed_edges(sender: int, edge_files: list[Path], root: Path, buckets: int = 1, units: int = 1) -> dict:
     """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round, into round 0's
     ``buckets`` buckets, as ``from-<sender>`` files."""
     edges, read = read_parquet_counted([f for f in edge_files if as_path(f).exists()], ["doc_a", "doc_b"])
     edges = (
         edges.select(u="doc_a", v="doc_b") if edges is not None else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
     )
-    _route(_both_ways(edges), round_dir(root, "large", 0), sender, buckets)
+    _route(_both_ways(edges), round_dir(root, "large", 0), sender, buckets, units)
     return {"unit": f"components-seed-{sender:05d}", "bytes_read": read}
 
 
-def large_star(round_: int, bucket: int, root: Path, buckets: int = 1) -> dict:
+def large_star(round_: int, bucket: int, root: Path, buckets: int = 1, units: int = 1) -> dict:
     """Round ``round_``'s Large-Star for the documents of bucket ``bucket`` (module docstring)."""
-    records, read = _read(round_dir(root, "large", round_), bucket)
+    records, read = _read(round_dir(root, "large", round_), bucket, units)
     count, hashes = fingerprint(records)
     smallest = records.group_by("u").agg(m=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
     out = (
@@ -127,18 +151,18 @@ def large_star(round_: int, bucket: int, root: Path, buckets: int = 1) -> dict:
         .join(smallest, on="u")
         .select(pl.col("v").alias("u"), pl.col("m").alias("v"))  # keyed by the larger end, v
     )
-    _route(out, round_dir(root, "small", round_), bucket, buckets)
+    _route(out, round_dir(root, "small", round_), bucket, buckets, units)
     return {"unit": f"large-{round_:04d}-{bucket:05d}", "edges": count, "hash": hashes, "bytes_read": read}
 
 
-def small_star(round_: int, bucket: int, root: Path, buckets: int = 1) -> dict:
+def small_star(round_: int, bucket: int, root: Path, buckets: int = 1, units: int = 1) -> dict:
     """Round ``round_``'s Small-Star for the documents of bucket ``bucket`` (module docstring); its
     records are keyed by their larger end."""
-    records, read = _read(round_dir(root, "small", round_), bucket)
+    records, read = _read(round_dir(root, "small", round_), bucket, units)
     smallest = records.group_by("u").agg(m=pl.col("v").min())  # v < u always
     linked = pl.concat([records.select("u", "v"), smallest.select("u", v="u")]).join(smallest, on="u")
     out = linked.filter(pl.col("v") != pl.col("m")).select(u="v", v="m")
-    _route(_both_ways(out), round_dir(root, "large", round_ + 1), bucket, buckets)
+    _route(_both_ways(out), round_dir(root, "large", round_ + 1), bucket, buckets, units)
     return {"unit": f"small-{round_:04d}-{bucket:05d}", "bytes_read": read}
 
 
@@ -156,13 +180,19 @@ def home_of(components: np.ndarray, homes: int) -> np.ndarray:
 
 
 def component_labels(
-    round_: int, bucket: int, root: Path, out_path: Path, homes: Path | None = None, home_count: int = 1
+    round_: int,
+    bucket: int,
+    root: Path,
+    out_path: Path,
+    homes: Path | None = None,
+    home_count: int = 1,
+    units: int = 1,
 ) -> dict:
     """Each document of bucket ``bucket`` in an edge and its component, from round ``round_``'s
     edges (stars around each component's smallest document); with ``homes``, each label is also
     sent to its component's home (:func:`home_of`, one of ``home_count``), which runs the keep
     rule over the component: homes/home-<H>/from-<B>, sorted by ``doc``."""
-    records, read = _read(round_dir(root, "large", round_), bucket)
+    records, read = _read(round_dir(root, "large", round_), bucket, units)
     labels = (
         records.group_by("u")
         .agg(component=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))

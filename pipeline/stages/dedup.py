@@ -18,10 +18,12 @@ of duplicates alone, on any list of document files.
     measure_second       per group      verify/measured/second-<T>: the edges, with the first's
     seed_components      per group      components/large-0000/...: the edges, both ways round,
                                         routed to buckets of documents (doc % buckets; one bucket
-                                        per 50,000 edges, at most one per shard)
+                                        per 50,000 edges, at most one per shard), a file per unit
+                                        of the rounds
     large_stars, small_stars  per set of buckets (up to P units, one per two million edges), in
                                         rounds until a round changes nothing:
-                                        components/large-<r>, small-<r> (pipeline.dedup.components)
+                                        components/large-<r>, small-<r> (pipeline.dedup.components):
+                                        a file per bucket and unit, a row group per bucket
     label_components     per set of buckets
                                         components/labels/bucket-<B>: doc, component; and each
                                         label sent to its component's home (one per million edges,
@@ -250,23 +252,23 @@ def _labels_path(work: Path, bucket: int) -> Path:
     return _components_root(work) / "labels" / f"bucket-{bucket:05d}.parquet"
 
 
-def seed_components(group: int, work: Path, buckets: int) -> dict:
+def seed_components(group: int, work: Path, buckets: int, units: int) -> dict:
     """The verified edges of group ``group`` into the first round of components, routed to
-    ``buckets`` buckets of documents."""
-    found = seed_edges(group, _measured_files(work, VERIFY, group), _components_root(work), buckets)
+    ``buckets`` buckets of documents (dealt to ``units`` units)."""
+    found = seed_edges(group, _measured_files(work, VERIFY, group), _components_root(work), buckets, units)
     return {**found, "unit": f"components-seed-{group:04d}"}
 
 
-def large_stars(round_: int, part: int, buckets: list[int], work: Path, count: int) -> dict:
-    """Round ``round_``'s Large-Star for each bucket of ``buckets`` (of ``count``)."""
+def large_stars(round_: int, part: int, buckets: list[int], work: Path, count: int, units: int) -> dict:
+    """Round ``round_``'s Large-Star for each bucket of ``buckets`` (of ``count``, dealt to ``units``)."""
     root = _components_root(work)
-    return _summed(f"large-{round_:04d}-{part:04d}", [large_star(round_, b, root, count) for b in buckets])
+    return _summed(f"large-{round_:04d}-{part:04d}", [large_star(round_, b, root, count, units) for b in buckets])
 
 
-def small_stars(round_: int, part: int, buckets: list[int], work: Path, count: int) -> dict:
-    """Round ``round_``'s Small-Star for each bucket of ``buckets`` (of ``count``)."""
+def small_stars(round_: int, part: int, buckets: list[int], work: Path, count: int, units: int) -> dict:
+    """Round ``round_``'s Small-Star for each bucket of ``buckets`` (of ``count``, dealt to ``units``)."""
     root = _components_root(work)
-    return _summed(f"small-{round_:04d}-{part:04d}", [small_star(round_, b, root, count) for b in buckets])
+    return _summed(f"small-{round_:04d}-{part:04d}", [small_star(round_, b, root, count, units) for b in buckets])
 
 
 def _home_folder(work: Path, home: int) -> Path:
@@ -274,7 +276,7 @@ def _home_folder(work: Path, home: int) -> Path:
     return home_folder(_components_root(work) / "home", home)
 
 
-def label_components(round_: int, part: int, buckets: list[int], work: Path, homes: int) -> dict:
+def label_components(round_: int, part: int, buckets: list[int], work: Path, homes: int, units: int) -> dict:
     """The component of each document of each bucket of ``buckets``, from round ``round_``; each
     label is also sent to its component's home, one of ``homes`` by a hash of the component's name
     (``pipeline.dedup.components.home_of``), which runs the keep rule over it:
@@ -282,7 +284,7 @@ def label_components(round_: int, part: int, buckets: list[int], work: Path, hom
     root = _components_root(work)
     return _summed(
         f"components-{part:04d}",
-        [component_labels(round_, b, root, _labels_path(work, b), root / "home", homes) for b in buckets],
+        [component_labels(round_, b, root, _labels_path(work, b), root / "home", homes, units) for b in buckets],
     )
 
 
@@ -293,22 +295,23 @@ def find_components(
     the seed per group (of ``groups``), the rounds over ``buckets`` buckets of documents dealt to
     ``units`` units, until a round changes nothing, each component's labels sent to one of
     ``homes``; returns the rounds run and the bytes read."""
-    seeded = run_units(None, seed_components, [(g, work, buckets) for g in range(groups)])
     jobs = list(enumerate(shard_groups(buckets, units)))
+    units = len(jobs)
+    seeded = run_units(None, seed_components, [(g, work, buckets, units) for g in range(groups)])
     read = _total(seeded, "bytes_read")
     previous = None
     for round_ in range(MAX_ROUNDS):
-        stars = run_units(None, large_stars, [(round_, g, owned, work, buckets) for g, owned in jobs])
+        stars = run_units(None, large_stars, [(round_, g, owned, work, buckets, units) for g, owned in jobs])
         read += _total(stars, "bytes_read")
         now = combined_fingerprint(stars)
         if now == previous:
             break
         previous = now
-        smalls = run_units(None, small_stars, [(round_, g, owned, work, buckets) for g, owned in jobs])
+        smalls = run_units(None, small_stars, [(round_, g, owned, work, buckets, units) for g, owned in jobs])
         read += _total(smalls, "bytes_read")
     else:
         raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
-    labelled = run_units(None, label_components, [(round_, g, owned, work, homes) for g, owned in jobs])
+    labelled = run_units(None, label_components, [(round_, g, owned, work, homes, units) for g, owned in jobs])
     return {"rounds": round_ + 1, "docs": _total(labelled, "docs"), "bytes_read": read + _total(labelled, "bytes_read")}
 
 

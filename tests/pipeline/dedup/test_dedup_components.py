@@ -117,3 +117,30 @@ def test_groups_of_shards_are_runs_of_consecutive_shards_of_about_equal_document
     sizes = [sum(docs[s] for s in shards) for shards in groups_of_shards(group_shards(docs, 11))]
     assert len(sizes) == 11 and max(sizes) <= sum(docs) / 11 + 5000
     assert groups_of_shards([0, 0, 1, 1, 1, 2]) == [[0, 1], [2, 3, 4], [5]]
+
+
+def test_a_half_round_writes_a_file_per_sender_and_unit_a_row_group_per_bucket(tmp_path):
+    """Seven buckets dealt to three units: each bucket's call sends at most three files a
+    half-round (one per unit, not one per bucket), each holding a row group per bucket of that
+    unit, listed in its metadata; and the labels are still scipy's."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from pipeline.dedup.components import BUCKETS_KEY
+
+    rng = random.Random(9)
+    edges = [e for part in graphs(rng, 5).values() for e in part]
+    found, _ = components_in_rounds(tmp_path, edges, 5, buckets=7)
+    assert found.equals(reference(edges))
+    rounds = [d for d in (tmp_path / "components").iterdir() if d.name.startswith(("large-", "small-"))]
+    assert len(rounds) > 4
+    for folder in rounds:
+        files = list(folder.glob("unit-*/from-*.parquet"))
+        senders = {f.name for f in files}
+        assert len(files) <= 3 * len(senders) and {f.parent.name for f in files} <= {f"unit-{u:05d}" for u in range(3)}
+        for f in files:
+            metadata = pq.ParquetFile(f).metadata
+            buckets = json.loads(metadata.metadata[BUCKETS_KEY])
+            assert len(buckets) == metadata.num_row_groups and buckets == sorted(set(buckets))
+            assert all(b % 3 == int(f.parent.name.split("-")[1]) for b in buckets)

@@ -5,6 +5,7 @@ writes bounded by the square of the groups, not of the shards."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 import pipeline.stages.dedup as stage_module
 from pipeline.dedup.clusters import ShingleLookup, cluster_table, verify_pairs
+from pipeline.dedup.components import BUCKETS_KEY
 from pipeline.dedup.lsh import candidate_pairs, shard_of
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import first_hop, route_pairs, second_hop
@@ -230,7 +232,9 @@ def test_the_work_spreads_over_the_copies_shards_not_the_originals(tmp_path, mon
     # The last round: stars around each component's smallest document, half the records keyed by
     # an original (all in shard 0).
     last = sorted((work / "components").glob("large-*"))[-1]
-    records = {
-        b.name: sum(pq.ParquetFile(f).metadata.num_rows for f in b.glob("*.parquet")) for b in last.glob("bucket-*")
-    }
+    records: dict[int, int] = {}
+    for f in last.glob("unit-*/*.parquet"):  # a row group per bucket, listed in the file's metadata
+        metadata = pq.ParquetFile(f).metadata
+        for group, bucket in enumerate(json.loads(metadata.metadata[BUCKETS_KEY])):
+            records[bucket] = records.get(bucket, 0) + metadata.row_group(group).num_rows
     assert len(records) == 5 and max(records.values()) < 0.3 * sum(records.values())
