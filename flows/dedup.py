@@ -17,7 +17,7 @@ from pipeline.stages import dedup as units
 
 _run_units = units_as_tasks(
     {
-        units.sign_shard: ("dedup-signatures", "signatures-{shard}"),
+        units.sign_block: ("dedup-signatures", "signatures-block-{first}"),
         units.find_candidates: ("dedup-candidates", "candidates-{partition}"),
         units.measure_first: ("dedup-measure-first", "{step}-first-{group}"),
         units.measure_second: ("dedup-measure-second", "{step}-second-{group}"),

@@ -4,7 +4,7 @@ Each step is a plain function over one shard or one partition, so a flow runs on
 and memory is bounded by a shard or a partition, never the corpus::
 
     signatures_for_shard(docs/shard-00007.parquet, sig/shard-00007.parquet, params, shard=7)
-    partition_band_keys([sig/shard-00007.parquet], bands/, partitions=16)
+    partition_band_keys([sig/shard-00007.parquet], bands/, partitions=16)  # or a block's files, one name
         -> bands/part-0000/shard-00007.parquet ... bands/part-0015/shard-00007.parquet
     candidate_pairs(bands/part-0003)      (reads every shard's file of partition 3)
 
@@ -245,15 +245,21 @@ def read_params(signature_path: Path) -> dict:
     return json.loads(metadata[PARAMS_KEY])
 
 
-def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitions: int) -> list[Path]:
+def partition_band_keys(
+    signature_paths: Sequence[Path], out_dir: Path, partitions: int, name: str | None = None
+) -> list[Path]:
     """Write each signature file's band keys (and exact hashes) as ``partitions`` files, one per
     partition folder ``out_dir/part-<p:04d>/``, named as the signature file; a key goes to
     partition ``key % partitions``. Call it with one signature file per task, or with several.
-    Documents without words are left out: they have nothing to compare."""
+    With ``name``, the files' band keys go to one file per partition, ``part-<p:04d>/<name>``:
+    each file's rows in turn, so with the files given in shard order a bucket's documents stay in
+    order, as :func:`candidate_pairs` reads them. Documents without words are left out: they have
+    nothing to compare."""
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
     out_dir = as_path(out_dir)
     written = []
+    pieces: list[list[pa.Table]] = [[] for _ in range(partitions)]
     for path in map(as_path, signature_paths):
         params = read_params(path)
         names = parquet_file(path).schema_arrow.names
@@ -285,8 +291,16 @@ def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitio
             part = pa.Table.from_arrays(
                 [pa.array(band[lo:hi]), pa.array(key[lo:hi]), pa.array(doc[lo:hi])], schema=BAND_KEYS_SCHEMA
             )
-            target = out_dir / f"part-{p:04d}" / path.name
-            write_parquet(part, target)
+            if name is None:
+                target = out_dir / f"part-{p:04d}" / path.name
+                write_parquet(part, target)
+                written.append(target)
+            else:
+                pieces[p].append(part)
+    if name is not None:
+        for p, parts in enumerate(pieces):
+            target = out_dir / f"part-{p:04d}" / name
+            write_parquet(pa.concat_tables(parts) if parts else BAND_KEYS_SCHEMA.empty_table(), target)
             written.append(target)
     return written
 

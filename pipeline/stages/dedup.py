@@ -11,7 +11,8 @@ of duplicates alone, on any list of document files.
     :func:`group_shards`: one per 50,000 documents up to dedup.partitions, the unit of every step
     that routes by document, so such a step writes at most G x G files whatever the number of
     shards):
-    sign_shard           per shard      signatures/shard-<S>, bands/part-<P>/shard-<S>
+    sign_block           per block of up to 16 shards
+                                        signatures/shard-<S>, bands/part-<P>/block-<first S>
     find_candidates      per partition  verify/pairs/group-<G>/part-<P>, G the group of a pair's
                                         later document (pipeline.dedup.routed)
     measure_first        per group      verify/measured/first-<G>, verify/forward/group-<T>/from-<G>
@@ -42,9 +43,10 @@ of duplicates alone, on any list of document files.
     find_frequent     per partition  frequent/part-<P>.parquet, then frequent.parquet
     cut_lines         per shard      <stage>/docs (and removed: documents left blank)
 
-The steps per shard of both stages (sign_shard, remove_duplicates, count_lines, cut_lines) are
-short, so they are handed over in blocks of up to 16 shards (``pipeline.stages.units.in_blocks``):
-one unit per block, which runs its shards one at a time.
+The steps per shard of both stages (signatures, remove_duplicates, count_lines, cut_lines) are
+short, so they are handed over in blocks of up to 16 shards (``pipeline.stages.units.in_blocks``;
+the signatures' own blocks, :func:`sign_block`): one unit per block, which runs its shards one at
+a time.
 
 The shingle sets are read where they are: each verification and similarity hop reads each
 signature file once at most (``pipeline.dedup.routed``), so the bytes a stage reads grow with
@@ -105,7 +107,7 @@ from pipeline.io.storage import (
 from pipeline.io.writer import parquet_stream, read_json, remove_temporaries, write_json, write_parquet
 from pipeline.stages.registry import scoped_filters
 from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
-from pipeline.stages.units import RunUnits, in_blocks, in_process
+from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_blocks, in_process
 
 STAGE = "dedup"
 LINES_STAGE = "lines"
@@ -134,16 +136,31 @@ def signature_path(work: Path, shard: int) -> Path:
     return as_path(work) / "signatures" / f"shard-{shard:05d}.parquet"
 
 
-def sign_shard(in_path: Path, shard: int, work: Path, params: MinHashParams, partitions: int) -> dict:
-    """Shard ``shard``'s signature file and its band keys, split by partition."""
+def sign_shard(in_path: Path, shard: int, work: Path, params: MinHashParams) -> dict:
+    """Shard ``shard``'s signature file."""
     signatures = signature_path(work, shard)
     counts = signatures_for_shard(in_path, signatures, params, shard=shard)
-    partition_band_keys([signatures], as_path(work) / "bands", partitions)
     opened = parquet_file(in_path)
     text_columns = ["id", "text"] + ([params.score_column] if params.score_column else [])
     band_columns = ["doc", "exact_hash", "words", "band_keys"]
     read = parquet_bytes(opened.metadata, text_columns) + parquet_bytes(parquet_file(signatures).metadata, band_columns)
     return {"unit": f"signatures-{shard:05d}", **counts, "bytes_read": read}
+
+
+def sign_block(jobs: list[tuple[Path, int]], first: int, work: Path, params: MinHashParams, partitions: int) -> list:
+    """The signature files of a block of consecutive shards (``(in_path, shard)`` each, from shard
+    ``first``), one after the other, and the block's band keys split by partition: one file per
+    partition for the whole block, bands/part-<P>/block-<first>, so the step writes blocks x
+    partitions files, not shards x partitions. It holds the block's band keys (22 rows of 18 bytes a
+    document with the default bands)."""
+    signed = [sign_shard(path, shard, work, params) for path, shard in jobs]
+    partition_band_keys(
+        _signatures(work, [shard for _, shard in jobs]),
+        as_path(work) / "bands",
+        partitions,
+        name=f"block-{first:05d}.parquet",
+    )
+    return signed
 
 
 def find_candidates(partition: int, work: Path, group_of: list[int]) -> dict:
@@ -433,12 +450,16 @@ def find_duplicates(
         raise ValueError(f"partitions must be at least 1, got {partitions}")
     most = max(partitions, most_units or 0)
     work = as_path(work)
-    signed = in_blocks(
-        run_units,
-        "dedup signatures",
-        sign_shard,
-        [(path, shard, work, params, partitions) for shard, path in enumerate(inputs)],
-    )
+    spans = blocks(len(inputs), -(-len(inputs) // JOBS_PER_BLOCK))
+    signed = [
+        found
+        for block in run_units(
+            "dedup signatures",
+            sign_block,
+            [([(inputs[s], s) for s in span], span.start, work, params, partitions) for span in spans],
+        )
+        for found in block
+    ]
     docs = [found["docs"] for found in signed]
     group_of = group_shards(docs, units_for(sum(docs), DOCS_PER_GROUP, most))
     groups = list(enumerate(groups_of_shards(group_of)))

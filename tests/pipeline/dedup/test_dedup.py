@@ -548,6 +548,28 @@ def test_verification_drops_lsh_false_positives(tmp_path):
     assert row["jaccard"].item() == pytest.approx(truth, abs=0.01)
 
 
+def test_a_block_of_shards_in_one_band_file_gives_the_same_candidates(tmp_path, monkeypatch):
+    """The band keys of several signature files in one file per partition (a block's, shard after
+    shard) give each partition the same candidate pairs as one file per shard; and the stage,
+    signing in blocks of two shards, the same clusters as in one block."""
+    docs, _ = duplicate_corpus(seed=2)
+    paths = write_shards(tmp_path / "docs", docs, shards=5)
+    signatures = [tmp_path / "sig" / f"shard-{s:05d}.parquet" for s in range(5)]
+    for s, (path, out) in enumerate(zip(paths, signatures)):
+        signatures_for_shard(path, out, MinHashParams(), shard=s)
+    partition_band_keys(signatures, tmp_path / "per-shard", partitions=3)
+    partition_band_keys(signatures[:2], tmp_path / "blocks", partitions=3, name="block-00000.parquet")
+    partition_band_keys(signatures[2:], tmp_path / "blocks", partitions=3, name="block-00002.parquet")
+    for p in range(3):
+        per_shard = candidate_pairs(tmp_path / "per-shard" / f"part-{p:04d}")
+        assert per_shard.height > 0 and candidate_pairs(tmp_path / "blocks" / f"part-{p:04d}").equals(per_shard)
+    one = deduplicate_shards(paths, tmp_path / "one", MinHashParams(), partitions=3)
+    monkeypatch.setattr(stage_module, "JOBS_PER_BLOCK", 2)
+    three = deduplicate_shards(paths, tmp_path / "three", MinHashParams(), partitions=3)
+    assert len(list((tmp_path / "three" / "bands" / "part-0000").glob("block-*.parquet"))) == 3
+    assert one.equals(three) and one.height > 10
+
+
 def test_more_partitions_same_clusters(tmp_path):
     docs, expected = duplicate_corpus(seed=1)
     paths = write_shards(tmp_path / "docs", docs, shards=3)
@@ -556,7 +578,7 @@ def test_more_partitions_same_clusters(tmp_path):
     assert one.equals(many)
     assert found_groups(one) == set(expected)
     band_files = list((tmp_path / "many" / "bands").glob("part-*/*.parquet"))
-    assert len(band_files) == 7 * 3
+    assert len(band_files) == 7  # one block of 3 shards: a file per partition
     keys = pl.concat([pl.read_parquet(f).with_columns(file=pl.lit(f.parent.name)) for f in band_files])
     # Equal keys always in one partition.
     assert keys.group_by(["band", "key"]).agg(pl.col("file").n_unique())["file"].max() == 1
