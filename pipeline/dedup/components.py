@@ -10,18 +10,19 @@ smallest document, and a corpus's first copies sit in a few shards, so by shard 
 most of the records (in the million-document demo run, the records keyed by one shard grew with
 the corpus's cluster sizes while the shards stayed the same size); the remainder of a document
 number (``shard << 32 | row``) spreads them by row. The buckets are dealt to ``units`` units
-(bucket B to unit B % units, the dedup stage's units of a half-round), and records go to the
-unit of their bucket: one file per sender and unit, a row group per bucket (``unit-<U>`` below
-is the unit of bucket C), so a half-round writes buckets x units files, not buckets x buckets.
+(bucket B to unit B % units, the dedup stage's units of a half-round), and records go from unit
+to unit (:class:`Outbox`): one file per sending unit and receiving unit, a row group per bucket
+and call (``unit-<U>`` below is the unit of bucket C, ``<S>`` the sending unit, or the bucket of
+a call made alone), so a half-round writes units x units files, not buckets x buckets.
 
     seed_edges(G)       the verified edges of group G's files (a group of shards), both ways
                         round, routed by key: large-0000/unit-<U>/from-<G>.parquet
     large_star(r, B)    per key u of bucket B, with m the smallest of u and its neighbours: an edge
                         (v, m) for every neighbour v > u; routed by the larger end (v):
-                        small-<r>/unit-<U>/from-<B>.parquet
+                        small-<r>/unit-<U>/from-<S>.parquet
     small_star(r, B)    per key u of bucket B, with N its smaller neighbours and m the smallest of
                         N and u: an edge (v, m) for every v in N and u but m; routed both ways
-                        round: large-<r+1>/unit-<U>/from-<B>.parquet
+                        round: large-<r+1>/unit-<U>/from-<S>.parquet
     component_labels(r, B)  once round r's edges are those of round r - 1: each document of
                         bucket B and its component (its smallest document),
                         labels/bucket-<B>.parquet; and each label sent to its component's home
@@ -35,8 +36,8 @@ round before's. Memory per unit is bounded by the edges keyed by one bucket's do
 labels do not depend on the order of the edges.
 
 Record files (``EDGE_SCHEMA``): ``u`` the document the record is keyed by (and routed to the
-bucket of), ``v`` the other end; a row group per bucket, the buckets listed in the file's
-metadata (``BUCKETS_KEY``).
+bucket of), ``v`` the other end; row groups of one bucket each, their buckets listed in the
+file's metadata (``BUCKETS_KEY``).
 """
 
 from __future__ import annotations
@@ -69,39 +70,57 @@ def unit_folder(root: Path, unit: int) -> Path:
     return as_path(root) / f"unit-{unit:05d}"
 
 
-def _route(records: pl.DataFrame, folder: Path, sender: int, buckets: int, units: int) -> None:
-    """Write ``u, v`` records to the unit that owns the bucket of ``u`` (bucket ``u % buckets``,
-    owned by unit ``bucket % units``): ``folder/unit-<U>/from-<sender>.parquet``, one row group
-    per bucket (sorted by ``u, v``; the buckets listed in the file's metadata), so a half-round
-    writes senders x units files, not senders x buckets."""
-    if records.height == 0:
+class Outbox:
+    """The records one unit sends in one half-round, held until :meth:`send`, then written as one
+    file per unit they go to: ``folder/unit-<U>/from-<sender>.parquet``, where a record keyed by
+    ``u`` goes to bucket ``u % buckets``, owned by unit ``bucket % units``. Each :meth:`add` puts
+    a row group per bucket (sorted by ``u, v``; the buckets listed in order in the file's
+    metadata), so a half-round writes units x units files, not buckets x buckets; a unit holds
+    what it sends in the half-round (about what it read: its buckets' records)."""
+
+    def __init__(self, folder: Path, sender: int, buckets: int, units: int):
+        self.folder, self.sender, self.buckets, self.units = folder, sender, buckets, units
+        self._parts: dict[int, list[tuple[int, pa.Table]]] = {}
+
+    def add(self, records: pl.DataFrame) -> None:
+        if records.height == 0:
+            return
+        records = records.unique()
+        bucket = pl.Series("bucket", records["u"].to_numpy() % self.buckets)
+        framed = records.with_columns(bucket).sort("bucket", "u", "v")
+        for (to_bucket,), part in framed.partition_by("bucket", as_dict=True, maintain_order=True).items():
+            table = part.select("u", "v").to_arrow().cast(EDGE_SCHEMA)
+            self._parts.setdefault(int(to_bucket) % self.units, []).append((int(to_bucket), table))
+
+    def send(self) -> None:
+        for to_unit, parts in sorted(self._parts.items()):
+            schema = EDGE_SCHEMA.with_metadata({BUCKETS_KEY: json.dumps([b for b, _ in parts])})
+            with parquet_stream(unit_folder(self.folder, to_unit) / f"from-{self.sender:05d}.parquet", schema) as out:
+                for _, table in parts:
+                    out.write_table(table, row_group_size=table.num_rows)
+        self._parts.clear()
+
+
+def _route(records: pl.DataFrame, folder: Path, sender: int, buckets: int, units: int, outbox: Outbox | None) -> None:
+    """``records`` into ``outbox``, or, without one, straight to their units' files as ``sender``."""
+    if outbox is not None:
+        outbox.add(records)
         return
-    records = records.unique()
-    bucket = pl.Series("bucket", records["u"].to_numpy() % buckets)
-    framed = records.with_columns(bucket).sort("bucket", "u", "v")
-    framed = framed.with_columns(unit=pl.col("bucket") % units)
-    for (to_unit,), part in framed.partition_by("unit", as_dict=True, maintain_order=True).items():
-        counts = part.group_by("bucket", maintain_order=True).len().rows()
-        table = part.select("u", "v").to_arrow().cast(EDGE_SCHEMA)
-        schema = EDGE_SCHEMA.with_metadata({BUCKETS_KEY: json.dumps([int(b) for b, _ in counts])})
-        with parquet_stream(unit_folder(folder, int(to_unit)) / f"from-{sender:05d}.parquet", schema) as out:
-            start = 0
-            for _, rows in counts:
-                out.write_table(table.slice(start, rows), row_group_size=rows)
-                start += rows
+    alone = Outbox(folder, sender, buckets, units)
+    alone.add(records)
+    alone.send()
 
 
 def _read(folder: Path, bucket: int, units: int) -> tuple[pl.DataFrame, int]:
-    """The distinct records routed to ``bucket`` in ``folder`` (its row group of each file sent to
+    """The distinct records routed to ``bucket`` in ``folder`` (its row groups of each file sent to
     its unit), and the bytes read."""
     tables, read = [], 0
     for path in parquet_files(unit_folder(folder, bucket % units)):
         opened = parquet_file(path)
-        listed = json.loads(opened.metadata.metadata[BUCKETS_KEY])
-        if bucket in listed:
-            group = listed.index(bucket)
-            tables.append(opened.read_row_group(group).cast(EDGE_SCHEMA))
-            read += parquet_bytes(opened.metadata, None, [group])
+        groups = [g for g, b in enumerate(json.loads(opened.metadata.metadata[BUCKETS_KEY])) if b == bucket]
+        if groups:
+            tables.append(opened.read_row_groups(groups).cast(EDGE_SCHEMA))
+            read += parquet_bytes(opened.metadata, None, groups)
     if not tables:
         return pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64}), read
     return pl.from_arrow(pa.concat_tables(tables)).unique(), read
@@ -137,12 +156,15 @@ def seed_edges(sender: int, edge_files: list[Path], root: Path, buckets: int = 1
     edges = (
         edges.select(u="doc_a", v="doc_b") if edges is not None else pl.DataFrame(schema={"u": pl.Int64, "v": pl.Int64})
     )
-    _route(_both_ways(edges), round_dir(root, "large", 0), sender, buckets, units)
+    _route(_both_ways(edges), round_dir(root, "large", 0), sender, buckets, units, None)
     return {"unit": f"components-seed-{sender:05d}", "bytes_read": read}
 
 
-def large_star(round_: int, bucket: int, root: Path, buckets: int = 1, units: int = 1) -> dict:
-    """Round ``round_``'s Large-Star for the documents of bucket ``bucket`` (module docstring)."""
+def large_star(
+    round_: int, bucket: int, root: Path, buckets: int = 1, units: int = 1, outbox: Outbox | None = None
+) -> dict:
+    """Round ``round_``'s Large-Star for the documents of bucket ``bucket`` (module docstring); what
+    it sends goes to ``outbox`` (default: written at once, sent from ``bucket``)."""
     records, read = _read(round_dir(root, "large", round_), bucket, units)
     count, hashes = fingerprint(records)
     smallest = records.group_by("u").agg(m=pl.min_horizontal(pl.col("v").min(), pl.col("u").first()))
@@ -151,18 +173,20 @@ def large_star(round_: int, bucket: int, root: Path, buckets: int = 1, units: in
         .join(smallest, on="u")
         .select(pl.col("v").alias("u"), pl.col("m").alias("v"))  # keyed by the larger end, v
     )
-    _route(out, round_dir(root, "small", round_), bucket, buckets, units)
+    _route(out, round_dir(root, "small", round_), bucket, buckets, units, outbox)
     return {"unit": f"large-{round_:04d}-{bucket:05d}", "edges": count, "hash": hashes, "bytes_read": read}
 
 
-def small_star(round_: int, bucket: int, root: Path, buckets: int = 1, units: int = 1) -> dict:
+def small_star(
+    round_: int, bucket: int, root: Path, buckets: int = 1, units: int = 1, outbox: Outbox | None = None
+) -> dict:
     """Round ``round_``'s Small-Star for the documents of bucket ``bucket`` (module docstring); its
-    records are keyed by their larger end."""
+    records are keyed by their larger end. What it sends goes to ``outbox``, as Large-Star's."""
     records, read = _read(round_dir(root, "small", round_), bucket, units)
     smallest = records.group_by("u").agg(m=pl.col("v").min())  # v < u always
     linked = pl.concat([records.select("u", "v"), smallest.select("u", v="u")]).join(smallest, on="u")
     out = linked.filter(pl.col("v") != pl.col("m")).select(u="v", v="m")
-    _route(_both_ways(out), round_dir(root, "large", round_ + 1), bucket, buckets, units)
+    _route(_both_ways(out), round_dir(root, "large", round_ + 1), bucket, buckets, units, outbox)
     return {"unit": f"small-{round_:04d}-{bucket:05d}", "bytes_read": read}
 
 

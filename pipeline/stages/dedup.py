@@ -24,7 +24,7 @@ of duplicates alone, on any list of document files.
     large_stars, small_stars  per set of buckets (up to P units, one per two million edges), in
                                         rounds until a round changes nothing:
                                         components/large-<r>, small-<r> (pipeline.dedup.components):
-                                        a file per bucket and unit, a row group per bucket
+                                        a file per pair of units, a row group per bucket and call
     label_components     per set of buckets
                                         components/labels/bucket-<B>: doc, component; and each
                                         label sent to its component's home (one per million edges,
@@ -82,10 +82,12 @@ from pipeline.dedup.clusters import (
 )
 from pipeline.dedup.components import (
     MAX_ROUNDS,
+    Outbox,
     combined_fingerprint,
     component_labels,
     home_folder,
     large_star,
+    round_dir,
     seed_edges,
     small_star,
 )  # the unit functions below run these shard by shard (or bucket by bucket), over groups
@@ -277,15 +279,23 @@ def seed_components(group: int, work: Path, buckets: int, units: int) -> dict:
 
 
 def large_stars(round_: int, part: int, buckets: list[int], work: Path, count: int, units: int) -> dict:
-    """Round ``round_``'s Large-Star for each bucket of ``buckets`` (of ``count``, dealt to ``units``)."""
+    """Round ``round_``'s Large-Star for each bucket of ``buckets`` (of ``count``, dealt to
+    ``units``), what they send written at the end, one file per unit it goes to."""
     root = _components_root(work)
-    return _summed(f"large-{round_:04d}-{part:04d}", [large_star(round_, b, root, count, units) for b in buckets])
+    outbox = Outbox(round_dir(root, "small", round_), part, count, units)
+    done = [large_star(round_, b, root, count, units, outbox) for b in buckets]
+    outbox.send()
+    return _summed(f"large-{round_:04d}-{part:04d}", done)
 
 
 def small_stars(round_: int, part: int, buckets: list[int], work: Path, count: int, units: int) -> dict:
-    """Round ``round_``'s Small-Star for each bucket of ``buckets`` (of ``count``, dealt to ``units``)."""
+    """Round ``round_``'s Small-Star for each bucket of ``buckets`` (of ``count``, dealt to
+    ``units``), what they send written at the end, one file per unit it goes to."""
     root = _components_root(work)
-    return _summed(f"small-{round_:04d}-{part:04d}", [small_star(round_, b, root, count, units) for b in buckets])
+    outbox = Outbox(round_dir(root, "large", round_ + 1), part, count, units)
+    done = [small_star(round_, b, root, count, units, outbox) for b in buckets]
+    outbox.send()
+    return _summed(f"small-{round_:04d}-{part:04d}", done)
 
 
 def _home_folder(work: Path, home: int) -> Path:
