@@ -26,7 +26,8 @@ a call made alone), so a half-round writes units x units files, not buckets x bu
     component_labels(r, B)  once round r's edges are those of round r - 1: each document of
                         bucket B and its component (its smallest document),
                         labels/bucket-<B>.parquet; and each label sent to its component's home
-                        (home_of), where the keep rule runs over the whole component
+                        (home_of), where the keep rule runs over the whole component: one file
+                        per sending unit and home (send_home)
 
 Both steps keep each component connected and its smallest document in it; a round that changes
 nothing leaves every component a star around its smallest document, and the rounds reach it after
@@ -211,11 +212,13 @@ def component_labels(
     homes: Path | None = None,
     home_count: int = 1,
     units: int = 1,
+    held: list[pl.DataFrame] | None = None,
 ) -> dict:
     """Each document of bucket ``bucket`` in an edge and its component, from round ``round_``'s
     edges (stars around each component's smallest document); with ``homes``, each label is also
     sent to its component's home (:func:`home_of`, one of ``home_count``), which runs the keep
-    rule over the component: homes/home-<H>/from-<B>, sorted by ``doc``."""
+    rule over the component: homes/home-<H>/from-<B>, sorted by ``doc``; or, with ``held``, kept
+    there for :func:`send_home` to send with the other buckets' of a unit."""
     records, read = _read(round_dir(root, "large", round_), bucket, units)
     labels = (
         records.group_by("u")
@@ -224,14 +227,25 @@ def component_labels(
         .sort("doc")
     )
     write_parquet(labels.to_arrow().cast(COMPONENTS_SCHEMA), out_path)
-    if homes is not None and labels.height:
-        home = pl.Series("home", home_of(labels["component"].to_numpy(), home_count))
-        for (to_home,), rows in labels.with_columns(home).partition_by("home", as_dict=True).items():
-            write_parquet(
-                rows.drop("home").to_arrow().cast(COMPONENTS_SCHEMA),
-                home_folder(homes, int(to_home)) / f"from-{bucket:05d}.parquet",
-            )
+    if held is not None:
+        held.append(labels)
+    elif homes is not None:
+        send_home([labels], homes, home_count, bucket)
     return {"unit": f"components-{bucket:05d}", "docs": labels.height, "bytes_read": read}
+
+
+def send_home(labels: list[pl.DataFrame], homes: Path, home_count: int, sender: int) -> None:
+    """Each label of ``labels`` to its component's home: homes/home-<H>/from-<sender>, one file per
+    home, sorted by ``doc``."""
+    found = pl.concat(labels).sort("doc") if labels else pl.DataFrame()
+    if found.height == 0:
+        return
+    home = pl.Series("home", home_of(found["component"].to_numpy(), home_count))
+    for (to_home,), rows in found.with_columns(home).partition_by("home", as_dict=True).items():
+        write_parquet(
+            rows.drop("home").to_arrow().cast(COMPONENTS_SCHEMA),
+            home_folder(homes, int(to_home)) / f"from-{sender:05d}.parquet",
+        )
 
 
 def combined_fingerprint(parts: list[dict]) -> tuple[int, int]:

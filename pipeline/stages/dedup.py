@@ -29,7 +29,7 @@ of duplicates alone, on any list of document files.
                                         components/labels/bucket-<B>: doc, component; and each
                                         label sent to its component's home (one per million edges,
                                         up to P; chosen by a hash of the component, so the homes
-                                        share the components evenly): components/home/home-<H>/from-<B>
+                                        share the components evenly): components/home/home-<H>/from-<unit>
     cluster_edges        per home       the keep rule over the components of home H:
                                         members/group-<G>/from-<H> (the members in group G) and
                                         similarity/pairs/group-<G>/members-<H>: each member's kept doc
@@ -89,6 +89,7 @@ from pipeline.dedup.components import (
     large_star,
     round_dir,
     seed_edges,
+    send_home,
     small_star,
 )  # the unit functions below run these shard by shard (or bucket by bucket), over groups
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
@@ -306,13 +307,15 @@ def _home_folder(work: Path, home: int) -> Path:
 def label_components(round_: int, part: int, buckets: list[int], work: Path, homes: int, units: int) -> dict:
     """The component of each document of each bucket of ``buckets``, from round ``round_``; each
     label is also sent to its component's home, one of ``homes`` by a hash of the component's name
-    (``pipeline.dedup.components.home_of``), which runs the keep rule over it:
-    components/home/home-<H>/from-<B>."""
+    (``pipeline.dedup.components.home_of``), which runs the keep rule over it: the unit's labels
+    held to the end, then one file per home, components/home/home-<H>/from-<part>."""
     root = _components_root(work)
-    return _summed(
-        f"components-{part:04d}",
-        [component_labels(round_, b, root, _labels_path(work, b), root / "home", homes, units) for b in buckets],
-    )
+    held: list[pl.DataFrame] = []
+    done = [
+        component_labels(round_, b, root, _labels_path(work, b), root / "home", homes, units, held) for b in buckets
+    ]
+    send_home(held, root / "home", homes, part)
+    return _summed(f"components-{part:04d}", done)
 
 
 def find_components(

@@ -122,7 +122,8 @@ def test_groups_of_shards_are_runs_of_consecutive_shards_of_about_equal_document
 def test_a_half_round_writes_a_file_per_pair_of_units_a_row_group_per_bucket(tmp_path):
     """Seven buckets dealt to three units: each unit sends one file a half-round to each unit (not
     one per pair of buckets: up to 9 files, not 49), with a row group per bucket and call, the
-    buckets listed in its metadata; and the labels are still scipy's."""
+    buckets listed in its metadata, and one file of labels to each home; and the labels are still
+    scipy's."""
     import json
 
     import pyarrow.parquet as pq
@@ -146,3 +147,8 @@ def test_a_half_round_writes_a_file_per_pair_of_units_a_row_group_per_bucket(tmp
             buckets = json.loads(metadata.metadata[BUCKETS_KEY])
             assert len(buckets) == metadata.num_row_groups and len(set(buckets)) > 1
             assert all(b % 3 == int(f.parent.name.split("-")[1]) for b in buckets)
+    homes = sorted(
+        f.relative_to(tmp_path / "components" / "home").as_posix()
+        for f in (tmp_path / "components" / "home").rglob("*.parquet")
+    )
+    assert homes == [f"home-00000/from-{u:05d}.parquet" for u in range(3)]
