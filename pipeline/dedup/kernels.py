@@ -482,14 +482,14 @@ def band_keys(signatures: np.ndarray, rows: int, seeds: np.ndarray) -> np.ndarra
 
 
 @numba.njit(cache=True, nogil=True)
-def _pair_jaccard(values, offsets, left, right, out):
+def _pair_jaccard(left_values, left_offsets, right_values, right_offsets, left, right, out):
     for i in range(left.shape[0]):
-        a, a_end = offsets[left[i]], offsets[left[i] + 1]
-        b, b_end = offsets[right[i]], offsets[right[i] + 1]
+        a, a_end = left_offsets[left[i]], left_offsets[left[i] + 1]
+        b, b_end = right_offsets[right[i]], right_offsets[right[i] + 1]
         union = (a_end - a) + (b_end - b)
         shared = 0
         while a < a_end and b < b_end:  # a merge without a branch per step
-            x, y = values[a], values[b]
+            x, y = left_values[a], right_values[b]
             shared += x == y
             a += x <= y
             b += y <= x
@@ -497,19 +497,28 @@ def _pair_jaccard(values, offsets, left, right, out):
         out[i] = shared / union if union > 0 else 0.0
 
 
-def pair_jaccard(values: np.ndarray, offsets: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+def pair_jaccard(
+    values: np.ndarray,
+    offsets: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    right_values: np.ndarray | None = None,
+    right_offsets: np.ndarray | None = None,
+) -> np.ndarray:
     """float64 per pair: |A n B| / |A u B| of sets ``left[i]`` and ``right[i]`` (set ``k`` is
-    ``values[offsets[k]:offsets[k + 1]]``, sorted and distinct), 0 for two empty sets; one merge of
-    the two sets per pair (pipeline.dedup.clusters.jaccard_of_pairs)."""
+    ``values[offsets[k]:offsets[k + 1]]``, sorted and distinct; the right sets from
+    ``right_values, right_offsets`` where given, of the same dtype), 0 for two empty sets; one
+    merge of the two sets per pair (pipeline.dedup.clusters.jaccard_of_pairs)."""
     left = np.ascontiguousarray(left, dtype=np.int64)
     out = np.empty(len(left), np.float64)
-    _pair_jaccard(
-        np.ascontiguousarray(values),
-        np.ascontiguousarray(offsets, dtype=np.int64),
-        left,
-        np.ascontiguousarray(right, dtype=np.int64),
-        out,
-    )
+    values = np.ascontiguousarray(values)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if right_values is None or right_offsets is None:
+        right_values, right_offsets = values, offsets
+    else:
+        right_values = np.ascontiguousarray(right_values, dtype=values.dtype)
+        right_offsets = np.ascontiguousarray(right_offsets, dtype=np.int64)
+    _pair_jaccard(values, offsets, right_values, right_offsets, left, np.ascontiguousarray(right, dtype=np.int64), out)
     return out
 
 

@@ -4,9 +4,11 @@ Each step is a plain function over one shard or one partition, so a flow runs on
 and memory is bounded by a shard or a partition, never the corpus::
 
     signatures_for_shard(docs/shard-00007.parquet, sig/shard-00007.parquet, params, shard=7)
-    partition_band_keys([sig/shard-00007.parquet], bands/, partitions=16)  # or a block's files, one name
+    partition_band_keys([sig/shard-00007.parquet], bands/, partitions=16)
         -> bands/part-0000/shard-00007.parquet ... bands/part-0015/shard-00007.parquet
-    candidate_pairs(bands/part-0003)      (reads every shard's file of partition 3)
+    partition_band_keys([sig/shard-00000.parquet, ...], bands/, 16, name="block-00000.parquet")
+        -> bands/part-0000/block-00000.parquet ...  (a block of shards' files, one per partition)
+    candidate_pairs(bands/part-0003)      (reads every file of partition 3)
 
 Signature file (one per document shard, zstd Parquet, row groups of ``ROW_GROUP_ROWS`` rows,
 rows in the shard's order; key-value metadata ``dedup.params`` (JSON) and ``dedup.shard``; about
@@ -79,7 +81,7 @@ BAND_KEYS_SCHEMA = pa.schema(
     ]
 )
 
-PAIRS_SCHEMA = pa.schema(  # candidate pairs routed by shard (pipeline.dedup.routed)
+PAIRS_SCHEMA = pa.schema(  # candidate pairs routed by group of shards (pipeline.dedup.routed)
     [
         pa.field("doc_a", pa.int64(), nullable=False),
         pa.field("doc_b", pa.int64(), nullable=False),

@@ -229,12 +229,12 @@ def second_hop(
             counts = np.diff(_list_offsets(column))
             a = np.repeat(sent.column("doc_a").to_numpy(), counts)
             b = _flatten(column)
-            # One array of sets: the sent ones, then this group's, offsets shifted to follow.
-            values = np.concatenate([sent_values, own_values])
-            offsets = np.concatenate([sent_offsets, own_offsets[1:] + sent_offsets[-1]])
             left = np.repeat(np.arange(sent.num_rows), counts)
-            right = sent.num_rows + np.searchsorted(docs, b)
-            frames.append(_measured(a, b, jaccard_of_pairs(values, offsets, left, right), np.zeros(len(a), bool)))
+            # The sent sets against this group's, each array as it is (not joined per sender).
+            similarity = jaccard_of_pairs(
+                sent_values, sent_offsets, left, np.searchsorted(docs, b), (own_values, own_offsets)
+            )
+            frames.append(_measured(a, b, similarity, np.zeros(len(a), bool)))
             pairs += len(a)
     kept = _write_measured(frames, threshold, out_path)
     return {"pairs": pairs, "kept": kept, "bytes_read": read}

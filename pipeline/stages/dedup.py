@@ -201,10 +201,10 @@ def units_for(items: int, per_unit: int, most: int) -> int:
     return max(1, min(most, -(-items // per_unit)))
 
 
-def shard_groups(shards: int, units: int) -> list[list[int]]:
-    """Items ``0..shards-1`` (buckets of the component rounds) dealt into ``min(units, shards)``
-    sets (item i to set i % units): the work of one unit of a step that runs item by item."""
-    return [list(range(g, shards, units)) for g in range(min(units, shards))]
+def deal_buckets(buckets: int, units: int) -> list[list[int]]:
+    """Buckets ``0..buckets-1`` of the component rounds dealt into ``min(units, buckets)`` sets
+    (bucket b to set b % units): the work of one unit of a half-round, bucket by bucket."""
+    return [list(range(u, buckets, units)) for u in range(min(units, buckets))]
 
 
 def group_shards(docs: Sequence[int], count: int) -> list[int]:
@@ -325,7 +325,7 @@ def find_components(
     the seed per group (of ``groups``), the rounds over ``buckets`` buckets of documents dealt to
     ``units`` units, until a round changes nothing, each component's labels sent to one of
     ``homes``; returns the rounds run and the bytes read."""
-    jobs = list(enumerate(shard_groups(buckets, units)))
+    jobs = list(enumerate(deal_buckets(buckets, units)))
     units = len(jobs)
     seeded = run_units(None, seed_components, [(g, work, buckets, units) for g in range(groups)])
     read = _total(seeded, "bytes_read")

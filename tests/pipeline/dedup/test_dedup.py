@@ -654,6 +654,12 @@ def test_jaccard_of_pairs_is_exact(dtype):
         a, b = set(sets[i].tolist()), set(sets[j].tolist())
         assert value == (len(a & b) / len(a | b) if a | b else 0.0)  # the same float, not a close one
     assert len(jaccard_of_pairs(values, offsets, left[:0], right[:0])) == 0
+    # The right sets from arrays of their own (the second hop's own sets): the same values.
+    cut = 17
+    own = (values[offsets[cut] :], offsets[cut:] - offsets[cut])
+    mine = (left < cut) & (right >= cut)
+    split = jaccard_of_pairs(values[: offsets[cut]], offsets[: cut + 1], left[mine], right[mine] - cut, own)
+    assert mine.sum() > 50 and np.array_equal(split, got[mine])
 
 
 def test_connected_components_scipy_and_fallback_agree():

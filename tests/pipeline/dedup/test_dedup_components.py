@@ -13,7 +13,7 @@ import pytest
 from pipeline.dedup.clusters import connected_components
 from pipeline.dedup.lsh import SHARD_BITS, shard_of
 from pipeline.io.writer import write_parquet
-from pipeline.stages.dedup import find_components, group_shards, groups_of_shards, shard_groups
+from pipeline.stages.dedup import deal_buckets, find_components, group_shards, groups_of_shards
 from pipeline.stages.units import in_process
 
 
@@ -101,7 +101,7 @@ def test_units_follow_the_work_up_to_the_partitions():
 
     assert units_for(0, 1000, 8) == 1 and units_for(1000, 1000, 8) == 1 and units_for(1001, 1000, 8) == 2
     assert units_for(10**9, 1000, 8) == 8
-    assert shard_groups(5, 2) == [[0, 2, 4], [1, 3]] and shard_groups(2, 8) == [[0], [1]]
+    assert deal_buckets(5, 2) == [[0, 2, 4], [1, 3]] and deal_buckets(2, 8) == [[0], [1]]
 
 
 def test_groups_of_shards_are_runs_of_consecutive_shards_of_about_equal_documents():
