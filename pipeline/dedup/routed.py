@@ -21,7 +21,7 @@ Each hop reads each signature file once at most, so a pass reads at most twice t
 files' shingle sets plus the pairs, whatever the number of pairs, partitions, shards or groups:
 the I/O grows with the corpus. (Verifying each partition's pairs against every signature file
 instead reads partitions x corpus.) Memory per unit is bounded by a group: its pairs, its sets,
-and the sets sent to it, read one sending group at a time.
+and the sets sent to it, read one row group of :data:`FORWARD_ROWS` sent sets at a time.
 
 The dedup stage runs two passes: verification of the LSH candidate pairs (``threshold``: the
 edges that reach it) and the similarity of each clustered document with its cluster's kept
@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs, set_arrays
 from pipeline.dedup.lsh import PAIRS_SCHEMA, shard_of
-from pipeline.io.storage import as_path, parquet_files, read_table_counted
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table_counted
 from pipeline.io.writer import write_parquet
 
 FORWARD_SCHEMA = pa.schema(
@@ -52,6 +52,10 @@ FORWARD_SCHEMA = pa.schema(
         pa.field("partners", pa.large_list(pa.int64()), nullable=False),
     ]
 )
+# Sent sets per row group of a forwarded file: the second hop reads one row group at a time, so its
+# memory holds one (about 1.2 MB of sets in the million-document benchmark), not a sender's file
+# (up to 38 MB there, read whole before).
+FORWARD_ROWS = 1024
 SIMILARITY_SCHEMA = pa.schema(
     [
         pa.field("doc_a", pa.int64(), nullable=False),
@@ -110,22 +114,48 @@ def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
     return (pa.concat_tables(tables) if tables else schema.empty_table()), read
 
 
-def _measured(a: np.ndarray, b: np.ndarray, jaccard: np.ndarray, exact: np.ndarray) -> pl.DataFrame:
-    return pl.DataFrame(
-        {"doc_a": a, "doc_b": b, "jaccard": jaccard, "exact": exact},
-        schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "jaccard": pl.Float64, "exact": pl.Boolean},
-    )
+class _Measured:
+    """Pairs measured by a hop, gathered as arrays (``doc_a, doc_b, jaccard, exact``): numpy
+    throughout, where polars frames per piece and their concatenation, filter and sort held
+    several times the pairs' own bytes at their peak."""
+
+    def __init__(self) -> None:
+        self.pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, a: np.ndarray, b: np.ndarray, jaccard: np.ndarray, exact: np.ndarray) -> None:
+        self.pieces.append(
+            (a.astype(np.int64, copy=False), b.astype(np.int64, copy=False), jaccard.astype(np.float64), exact)
+        )
+
+    def write(self, threshold: float | None, out_path: Path) -> int:
+        """Write the pairs that reach ``threshold`` (every pair when None) to ``out_path``, sorted
+        by ``doc_a, doc_b``; returns how many."""
+        a, b, jaccard, exact = (
+            np.concatenate([piece[i] for piece in self.pieces]) if self.pieces else np.zeros(0, dtype)
+            for i, dtype in enumerate((np.int64, np.int64, np.float64, bool))
+        )
+        if threshold is not None:
+            keep = exact | (jaccard >= threshold)
+            a, b, jaccard, exact = a[keep], b[keep], jaccard[keep], exact[keep]
+        order = np.lexsort((b, a))
+        columns = [a[order], b[order], jaccard[order], exact[order]]
+        write_parquet(pa.Table.from_arrays([pa.array(c) for c in columns], schema=SIMILARITY_SCHEMA), out_path)
+        return len(order)
 
 
-def _write_measured(frames: list[pl.DataFrame], threshold: float | None, out_path: Path) -> int:
-    """Write the pairs that reach ``threshold`` (every pair when None) to ``out_path``; returns
-    how many."""
-    found = pl.concat(frames) if frames else _measured(*(np.zeros(0, t) for t in (np.int64, np.int64, float, bool)))
-    if threshold is not None:
-        found = found.filter(pl.col("exact") | (pl.col("jaccard") >= threshold))
-    found = found.sort("doc_a", "doc_b")
-    write_parquet(found.to_arrow().cast(SIMILARITY_SCHEMA), out_path)
-    return found.height
+def distinct_pairs(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``doc_a, doc_b, exact`` of each distinct pair of ``table`` (``PAIRS_SCHEMA`` rows, a pair
+    found in several bands or partitions more than once), sorted by ``doc_a, doc_b``; a pair is
+    exact when any of its rows is."""
+    a = table.column("doc_a").to_numpy()
+    b = table.column("doc_b").to_numpy()
+    exact = table.column("exact").to_numpy(zero_copy_only=False)
+    order = np.lexsort((b, a))
+    a, b, exact = a[order], b[order], exact[order]
+    first = np.ones(len(a), bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    starts = np.flatnonzero(first)
+    return a[starts], b[starts], (np.logical_or.reduceat(exact, starts) if len(starts) else exact)
 
 
 def _group_sets(signature_paths: Sequence[Path], docs: np.ndarray) -> tuple[pa.Table, int]:
@@ -155,21 +185,13 @@ def first_hop(
     similarity 1.0. Returns counts: ``pairs`` (distinct), ``kept`` (written to ``out_path``:
     reaching ``threshold``, or all), ``forwarded`` (pairs sent on), ``bytes_read``."""
     routed, read = _read_all(parquet_files(group_folder(pairs_dir, group)), PAIRS_SCHEMA)
-    pairs = (
-        pl.from_arrow(routed).group_by("doc_a", "doc_b").agg(pl.col("exact").any()).sort("doc_a", "doc_b")
-        if routed.num_rows
-        else pl.from_arrow(routed)
-    )
-    exact = pairs.filter(pl.col("exact"))
-    near = pairs.filter(~pl.col("exact"))
-    frames = [
-        _measured(
-            exact["doc_a"].to_numpy(), exact["doc_b"].to_numpy(), np.ones(exact.height), np.ones(exact.height, bool)
-        )
-    ]
+    a, b, exact = distinct_pairs(routed)
+    del routed
+    measured = _Measured()
+    measured.add(a[exact], b[exact], np.ones(int(exact.sum())), np.ones(int(exact.sum()), bool))
     forwarded = 0
-    if near.height:
-        a, b = near["doc_a"].to_numpy(), near["doc_b"].to_numpy()
+    a, b = a[~exact], b[~exact]
+    if len(a):
         target = groups_of(b, group_of)
         here = target == group
         needed = np.unique(np.concatenate([a, b[here]]))
@@ -181,40 +203,51 @@ def first_hop(
         values, offsets = set_arrays(column)
         local_a, local_b = a[here], b[here]
         similarity = jaccard_of_pairs(values, offsets, np.searchsorted(docs, local_a), np.searchsorted(docs, local_b))
-        frames.append(_measured(local_a, local_b, similarity, np.zeros(len(local_a), bool)))
-        away = near.filter(pl.Series(~here)).with_columns(target=pl.Series(target[~here]))
-        forwarded = away.height
-        for (to_group,), part in away.group_by("target", maintain_order=True):
-            partners = part.group_by("doc_a", maintain_order=True).agg(pl.col("doc_b"))
-            rows = np.searchsorted(docs, partners["doc_a"].to_numpy())
+        measured.add(local_a, local_b, similarity, np.zeros(len(local_a), bool))
+        # The pairs that go on, by target group, each target's in (doc_a, doc_b) order.
+        away = np.flatnonzero(~here)
+        away = away[np.argsort(target[away], kind="stable")]
+        forwarded = len(away)
+        bounds = np.flatnonzero(np.diff(target[away])) + 1
+        for part in np.split(away, bounds) if len(away) else []:
+            part_a, part_b = a[part], b[part]
+            starts = np.flatnonzero(np.concatenate([[True], part_a[1:] != part_a[:-1]]))
+            senders = part_a[starts]
             sent = pa.table(
-                {
-                    "doc_a": partners["doc_a"].to_arrow(),
-                    "shingle_set": column.take(pa.array(rows)),
-                    "partners": partners["doc_b"].to_arrow().cast(pa.large_list(pa.int64())),
-                }
-            ).cast(FORWARD_SCHEMA)
-            write_parquet(sent, group_folder(forward_dir, int(to_group)) / f"from-{group:05d}.parquet")
+                [
+                    pa.array(senders),
+                    column.take(pa.array(np.searchsorted(docs, senders))),
+                    pa.LargeListArray.from_arrays(
+                        pa.array(np.append(starts, len(part_b)).astype(np.int64)), pa.array(part_b, pa.int64())
+                    ),
+                ],
+                schema=FORWARD_SCHEMA,
+            )
+            to_group = int(target[part[0]])
+            write_parquet(
+                sent, group_folder(forward_dir, to_group) / f"from-{group:05d}.parquet", ["doc_a"], FORWARD_ROWS
+            )
             del sent  # and the writer's buffers: handed back before the next target's
             pa.default_memory_pool().release_unused()
-    kept = _write_measured(frames, threshold, out_path)
-    return {"pairs": pairs.height, "kept": kept, "forwarded": forwarded, "bytes_read": read}
+    kept = measured.write(threshold, out_path)
+    return {"pairs": int(exact.size), "kept": kept, "forwarded": forwarded, "bytes_read": read}
 
 
 def second_hop(
     group: int, forward_dir: Path, signature_paths: Sequence[Path], out_path: Path, threshold: float | None
 ) -> dict:
     """Group ``group``'s second hop (module docstring): measure the pairs whose ``doc_b`` it holds
-    against the sets the first hops sent it, one sending group at a time. Returns counts:
+    against the sets the first hops sent it, one row group of a sending group's file at a time.
+    Returns counts:
     ``pairs``, ``kept`` (written to ``out_path``), ``bytes_read``."""
     files = parquet_files(group_folder(forward_dir, group))
     read = 0
     partners = []
     for path in files:  # the partners first (a small column), to read this group's sets once
         table, size = read_table_counted(path, ["partners"])
-        partners.append(table.column("partners"))
+        partners.append(table.column("partners").combine_chunks())  # one array: sliced per row group below
         read += size
-    frames: list[pl.DataFrame] = []
+    measured = _Measured()
     pairs = 0
     if files:
         needed = np.unique(np.concatenate([_flatten(column) for column in partners]))
@@ -223,20 +256,27 @@ def second_hop(
         docs = sets.column("doc").to_numpy()
         own_values, own_offsets = set_arrays(sets.column("shingle_set"))
         for path, column in zip(files, partners):
-            sent, size = read_table_counted(path, ["doc_a", "shingle_set"])
-            read += size
-            sent_values, sent_offsets = set_arrays(sent.column("shingle_set"))
-            counts = np.diff(_list_offsets(column))
-            a = np.repeat(sent.column("doc_a").to_numpy(), counts)
-            b = _flatten(column)
-            left = np.repeat(np.arange(sent.num_rows), counts)
-            # The sent sets against this group's, each array as it is (not joined per sender).
-            similarity = jaccard_of_pairs(
-                sent_values, sent_offsets, left, np.searchsorted(docs, b), (own_values, own_offsets)
-            )
-            frames.append(_measured(a, b, similarity, np.zeros(len(a), bool)))
-            pairs += len(a)
-    kept = _write_measured(frames, threshold, out_path)
+            opened = parquet_file(path)
+            first = 0
+            for row_group in range(opened.metadata.num_row_groups):  # one at a time: memory bounded by it
+                sent = opened.read_row_group(row_group, columns=["doc_a", "shingle_set"])
+                read += parquet_bytes(opened.metadata, ["doc_a", "shingle_set"], [row_group])
+                mine = column.slice(first, sent.num_rows)
+                first += sent.num_rows
+                sent_values, sent_offsets = set_arrays(sent.column("shingle_set"))
+                counts = np.diff(_list_offsets(mine))
+                a = np.repeat(sent.column("doc_a").to_numpy(), counts)
+                b = _flatten(mine)
+                left = np.repeat(np.arange(sent.num_rows), counts)
+                # The sent sets against this group's, each array as it is (not joined per sender).
+                similarity = jaccard_of_pairs(
+                    sent_values, sent_offsets, left, np.searchsorted(docs, b), (own_values, own_offsets)
+                )
+                measured.add(a, b, similarity, np.zeros(len(a), bool))
+                pairs += len(a)
+                del sent, sent_values, sent_offsets
+                pa.default_memory_pool().release_unused()
+    kept = measured.write(threshold, out_path)
     return {"pairs": pairs, "kept": kept, "bytes_read": read}
 
 

@@ -92,10 +92,19 @@ def remove_temporaries(folder) -> int:
     return len(stale)
 
 
-def write_parquet(table: pa.Table, path: Path) -> None:
-    """Write ``table`` as one zstd Parquet file, atomically. Same table, same bytes."""
+def write_parquet(
+    table: pa.Table, path: Path, use_dictionary: bool | list[str] = True, row_group_size: int | None = None
+) -> None:
+    """Write ``table`` as one zstd Parquet file, atomically. Same table, same bytes.
+    ``use_dictionary``: the columns to try dictionary encoding on (all by default); leave out
+    columns of values that rarely repeat, such as hashes, whose dictionary is built and then
+    thrown away (dedup's forwarded shingle sets: 20% of the write's CPU time, and 1.7 times its
+    memory). ``row_group_size``: rows per row group, for a reader that takes one at a time
+    (default: pyarrow's, about a million rows)."""
     with atomic_sink(path) as sink:
-        pq.write_table(table, sink, compression=PARQUET_COMPRESSION)
+        pq.write_table(
+            table, sink, compression=PARQUET_COMPRESSION, use_dictionary=use_dictionary, row_group_size=row_group_size
+        )
 
 
 @contextmanager

@@ -10,15 +10,17 @@ import random
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import pipeline.dedup.routed as routed_module
 import pipeline.stages.dedup as stage_module
 from pipeline.dedup.clusters import ShingleLookup, cluster_table, verify_pairs
 from pipeline.dedup.components import BUCKETS_KEY
-from pipeline.dedup.lsh import candidate_pairs, shard_of
+from pipeline.dedup.lsh import PAIRS_SCHEMA, candidate_pairs, shard_of
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.dedup.routed import first_hop, route_pairs, second_hop
+from pipeline.dedup.routed import distinct_pairs, first_hop, route_pairs, second_hop
 from pipeline.stages.dedup import deduplicate_shards, find_duplicates
 from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_text, write_shards
 
@@ -60,8 +62,10 @@ def signatures(work, shards: int) -> list:
 def test_routed_hops_measure_what_one_lookup_measures(tmp_path, monkeypatch, group_of):
     """With bands of one row, LSH proposes many pairs far below the threshold, across shards: the
     routed hops give every pair the value one lookup over every file gives, and keep the same
-    edges, in groups of one shard, two or four."""
+    edges, in groups of one shard, two or four; the second hop reading the sent sets a row group
+    of 3 at a time."""
     monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", 240 // (max(group_of) + 1))  # 60 documents a shard
+    monkeypatch.setattr(routed_module, "FORWARD_ROWS", 3)
     paths = write_shards(tmp_path / "docs", overlapping_corpus(3), shards=4)
     work = tmp_path / "work"
     finding = find_duplicates(paths, work, LOOSE, 5, "first", work / "clusters.parquet")
@@ -82,6 +86,8 @@ def test_routed_hops_measure_what_one_lookup_measures(tmp_path, monkeypatch, gro
         mine = [signatures(work, 4)[s] for s in range(4) if group_of[s] == g]
         second_hop(g, tmp_path / "all" / "forward", mine, tmp_path / "all" / "out" / f"second-{g}.parquet", None)
     routed = measured(tmp_path / "all" / "out")
+    sent = list((tmp_path / "all" / "forward").rglob("*.parquet"))
+    assert (max((pq.ParquetFile(p).metadata.num_row_groups for p in sent), default=0) > 1) == (max(group_of) > 0)
     reference = verify_pairs(pairs, lookup, threshold=0.0).sort("doc_a", "doc_b")
     assert routed.select("doc_a", "doc_b", "exact").equals(reference.select("doc_a", "doc_b", "exact"))
     assert np.allclose(routed["jaccard"].to_numpy(), reference["jaccard"].to_numpy(), rtol=0, atol=1e-12)
@@ -97,6 +103,23 @@ def test_routed_hops_measure_what_one_lookup_measures(tmp_path, monkeypatch, gro
     assert finding["edges"] == edges.height and finding["false_positives"] == pairs.height - edges.height
     # And the clusters table equals the one made in this process from the same edges.
     assert pl.read_parquet(work / "clusters.parquet").equals(cluster_table(edges, lookup, "first"))
+
+
+def test_distinct_pairs_count_each_pair_once_exact_if_any_row_is():
+    """A pair found in several bands or partitions comes to a hop once per finding, in no order:
+    the hop measures it once, exact when any finding was (the exact hash's), as polars' group-by
+    gives."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 40, 3_000)
+    b = a + rng.integers(1, 30, 3_000)
+    exact = rng.random(3_000) < 0.1
+    table = pa.table({"doc_a": a, "doc_b": b, "exact": exact}).cast(PAIRS_SCHEMA)
+    got_a, got_b, got_exact = distinct_pairs(table)
+    expected = pl.from_arrow(table).group_by("doc_a", "doc_b").agg(pl.col("exact").any()).sort("doc_a", "doc_b")
+    assert len(got_a) == expected.height < 3_000
+    assert got_a.tolist() == expected["doc_a"].to_list() and got_b.tolist() == expected["doc_b"].to_list()
+    assert got_exact.tolist() == expected["exact"].to_list() and 0 < got_exact.sum() < len(got_a)
+    assert [len(x) for x in distinct_pairs(table.slice(0, 0))] == [0, 0, 0]
 
 
 def test_a_set_is_sent_once_per_group_whatever_its_partners(tmp_path, monkeypatch):
