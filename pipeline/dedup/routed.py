@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs, set_arrays
 from pipeline.dedup.lsh import PAIRS_SCHEMA, shard_of
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table_counted
-from pipeline.io.writer import write_parquet
+from pipeline.io.writer import parquet_stream, write_parquet
 
 FORWARD_SCHEMA = pa.schema(
     [
@@ -212,23 +212,21 @@ def first_hop(
         for part in np.split(away, bounds) if len(away) else []:
             part_a, part_b = a[part], b[part]
             starts = np.flatnonzero(np.concatenate([[True], part_a[1:] != part_a[:-1]]))
-            senders = part_a[starts]
-            sent = pa.table(
-                [
-                    pa.array(senders),
-                    column.take(pa.array(np.searchsorted(docs, senders))),
-                    pa.LargeListArray.from_arrays(
-                        pa.array(np.append(starts, len(part_b)).astype(np.int64)), pa.array(part_b, pa.int64())
-                    ),
-                ],
-                schema=FORWARD_SCHEMA,
-            )
-            to_group = int(target[part[0]])
-            write_parquet(
-                sent, group_folder(forward_dir, to_group) / f"from-{group:05d}.parquet", ["doc_a"], FORWARD_ROWS
-            )
-            del sent  # and the writer's buffers: handed back before the next target's
-            pa.default_memory_pool().release_unused()
+            ends = np.append(starts[1:], len(part_b))
+            path = group_folder(forward_dir, int(target[part[0]])) / f"from-{group:05d}.parquet"
+            with parquet_stream(path, FORWARD_SCHEMA, ["doc_a"]) as out:
+                # FORWARD_ROWS sets at a time: a target may take most of the group's sets.
+                for lo in range(0, len(starts), FORWARD_ROWS):
+                    first, last = starts[lo : lo + FORWARD_ROWS], ends[lo : lo + FORWARD_ROWS]
+                    senders = part_a[first]
+                    partners = pa.LargeListArray.from_arrays(
+                        pa.array(np.append(first, last[-1]) - first[0], pa.int64()),
+                        pa.array(part_b[first[0] : last[-1]], pa.int64()),
+                    )
+                    sets = column.take(pa.array(np.searchsorted(docs, senders)))
+                    out.write_table(pa.table([pa.array(senders), sets, partners], schema=FORWARD_SCHEMA))
+                    del sets
+            pa.default_memory_pool().release_unused()  # the writer's buffers, before the next target's
     kept = measured.write(threshold, out_path)
     return {"pairs": int(exact.size), "kept": kept, "forwarded": forwarded, "bytes_read": read}
 
@@ -238,8 +236,7 @@ def second_hop(
 ) -> dict:
     """Group ``group``'s second hop (module docstring): measure the pairs whose ``doc_b`` it holds
     against the sets the first hops sent it, one row group of a sending group's file at a time.
-    Returns counts:
-    ``pairs``, ``kept`` (written to ``out_path``), ``bytes_read``."""
+    Returns counts: ``pairs``, ``kept`` (written to ``out_path``), ``bytes_read``."""
     files = parquet_files(group_folder(forward_dir, group))
     read = 0
     partners = []

@@ -108,11 +108,13 @@ def write_parquet(
 
 
 @contextmanager
-def parquet_stream(path: Path, schema: pa.Schema) -> Iterator[pq.ParquetWriter]:
+def parquet_stream(
+    path: Path, schema: pa.Schema, use_dictionary: bool | list[str] = True
+) -> Iterator[pq.ParquetWriter]:
     """A Parquet writer for batch-at-a-time output that appears under ``path`` only when closed
-    without error."""
+    without error (``use_dictionary`` as :func:`write_parquet`'s)."""
     with atomic_sink(path) as sink:
-        with pq.ParquetWriter(sink, schema, compression=PARQUET_COMPRESSION) as out:
+        with pq.ParquetWriter(sink, schema, compression=PARQUET_COMPRESSION, use_dictionary=use_dictionary) as out:
             yield out
 
 
