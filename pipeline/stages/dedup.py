@@ -83,6 +83,7 @@ from pipeline.dedup.clusters import (
 from pipeline.dedup.components import (
     MAX_ROUNDS,
     Outbox,
+    Records,
     combined_fingerprint,
     component_labels,
     home_folder,
@@ -310,7 +311,7 @@ def label_components(round_: int, part: int, buckets: list[int], work: Path, hom
     (``pipeline.dedup.components.home_of``), which runs the keep rule over it: the unit's labels
     held to the end, then one file per home, components/home/home-<H>/from-<part>."""
     root = _components_root(work)
-    held: list[pl.DataFrame] = []
+    held: list[Records] = []
     done = [
         component_labels(round_, b, root, _labels_path(work, b), root / "home", homes, units, held) for b in buckets
     ]
