@@ -115,9 +115,9 @@ def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
 
 
 class _Measured:
-    """Pairs measured by a hop, gathered as arrays (``doc_a, doc_b, jaccard, exact``): numpy
-    throughout, where polars frames per piece and their concatenation, filter and sort held
-    several times the pairs' own bytes at their peak."""
+    """Pairs measured by a hop, gathered as arrays (``doc_a, doc_b, jaccard, exact``), filtered,
+    sorted and written in numpy, as the hop's other steps (polars frames before: its group-by of
+    a million-document run's group, 388,536 routed rows, took 52 MiB)."""
 
     def __init__(self) -> None:
         self.pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []

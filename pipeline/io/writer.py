@@ -92,19 +92,10 @@ def remove_temporaries(folder) -> int:
     return len(stale)
 
 
-def write_parquet(
-    table: pa.Table, path: Path, use_dictionary: bool | list[str] = True, row_group_size: int | None = None
-) -> None:
-    """Write ``table`` as one zstd Parquet file, atomically. Same table, same bytes.
-    ``use_dictionary``: the columns to try dictionary encoding on (all by default); leave out
-    columns of values that rarely repeat, such as hashes, whose dictionary is built and then
-    thrown away (dedup's forwarded shingle sets: 20% of the write's CPU time, and 1.7 times its
-    memory). ``row_group_size``: rows per row group, for a reader that takes one at a time
-    (default: pyarrow's, about a million rows)."""
+def write_parquet(table: pa.Table, path: Path) -> None:
+    """Write ``table`` as one zstd Parquet file, atomically. Same table, same bytes."""
     with atomic_sink(path) as sink:
-        pq.write_table(
-            table, sink, compression=PARQUET_COMPRESSION, use_dictionary=use_dictionary, row_group_size=row_group_size
-        )
+        pq.write_table(table, sink, compression=PARQUET_COMPRESSION)
 
 
 @contextmanager
@@ -112,7 +103,10 @@ def parquet_stream(
     path: Path, schema: pa.Schema, use_dictionary: bool | list[str] = True
 ) -> Iterator[pq.ParquetWriter]:
     """A Parquet writer for batch-at-a-time output that appears under ``path`` only when closed
-    without error (``use_dictionary`` as :func:`write_parquet`'s)."""
+    without error. ``use_dictionary``: the columns to try dictionary encoding on (all by default);
+    leave out columns of values that rarely repeat, such as hashes, whose dictionary is built and
+    thrown away (dedup's forwarded shingle sets: a 37.6 MB table written in 0.148 CPU s without
+    against 0.183 with, its writer growing 11 MiB against 19)."""
     with atomic_sink(path) as sink:
         with pq.ParquetWriter(sink, schema, compression=PARQUET_COMPRESSION, use_dictionary=use_dictionary) as out:
             yield out
