@@ -128,9 +128,10 @@ DOCS_PER_GROUP = 50_000
 # Work of one unit of the component rounds: edges in a round.
 EDGES_PER_UNIT = 2_000_000
 # Verified edges whose components one keep-rule unit (one home) takes. The million-document demo
-# corpus' 453,225 edges (310,289 clustered documents): one home of a million edges grew 111-124 MiB
-# (one process, the whole finding), two homes of this size 55-56 each, in the same CPU time and
-# with the same clusters table; on two workers the two run side by side.
+# corpus' 453,225 edges (310,289 clustered documents) in one home (under the former budget of a
+# million edges) grew 111-124 MiB (one process, the whole finding); in two homes at this budget
+# 55-56 each, in the same CPU time and with the same clusters table; two workers run them side by
+# side.
 DOCS_PER_UNIT = 250_000
 # Verified edges per bucket of the component rounds: what one call of a half-round holds (both ways
 # round, about 100,000 records); a round writes a file per pair of buckets, so buckets are sized by
