@@ -93,13 +93,14 @@ def remove_tree(path: str | os.PathLike | UPath) -> None:
 # Readers
 
 
-def parquet_file(path: str | os.PathLike | UPath) -> pq.ParquetFile:
-    """A Parquet file opened for reading (its schema, metadata, row groups and batches)."""
+def parquet_file(path: str | os.PathLike | UPath, metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
+    """A Parquet file opened for reading (its schema, metadata, row groups and batches); with
+    ``metadata``, its footer as read before, not read again."""
     path = as_path(path)
     if is_local(path):
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, metadata=metadata)
     filesystem, where = arrow_filesystem(path)
-    return pq.ParquetFile(where, filesystem=filesystem)
+    return pq.ParquetFile(where, filesystem=filesystem, metadata=metadata)
 
 
 def read_table(path: str | os.PathLike | UPath, columns: list[str] | None = None) -> pa.Table:

@@ -82,6 +82,7 @@ from pipeline.dedup.clusters import (
 )
 from pipeline.dedup.components import (
     MAX_ROUNDS,
+    Footers,
     Outbox,
     Records,
     combined_fingerprint,
@@ -288,7 +289,8 @@ def large_stars(round_: int, part: int, buckets: list[int], work: Path, count: i
     ``units``), what they send written at the end, one file per unit it goes to."""
     root = _components_root(work)
     outbox = Outbox(round_dir(root, "small", round_), part, count, units)
-    done = [large_star(round_, b, root, count, units, outbox) for b in buckets]
+    footers = Footers()  # the unit's files, listed and read once for all its buckets
+    done = [large_star(round_, b, root, count, units, outbox, footers) for b in buckets]
     outbox.send()
     return _summed(f"large-{round_:04d}-{part:04d}", done)
 
@@ -298,7 +300,8 @@ def small_stars(round_: int, part: int, buckets: list[int], work: Path, count: i
     ``units``), what they send written at the end, one file per unit it goes to."""
     root = _components_root(work)
     outbox = Outbox(round_dir(root, "large", round_ + 1), part, count, units)
-    done = [small_star(round_, b, root, count, units, outbox) for b in buckets]
+    footers = Footers()
+    done = [small_star(round_, b, root, count, units, outbox, footers) for b in buckets]
     outbox.send()
     return _summed(f"small-{round_:04d}-{part:04d}", done)
 
@@ -315,8 +318,10 @@ def label_components(round_: int, part: int, buckets: list[int], work: Path, hom
     held to the end, then one file per home, components/home/home-<H>/from-<part>."""
     root = _components_root(work)
     held: list[Records] = []
+    footers = Footers()
     done = [
-        component_labels(round_, b, root, _labels_path(work, b), root / "home", homes, units, held) for b in buckets
+        component_labels(round_, b, root, _labels_path(work, b), root / "home", homes, units, held, footers)
+        for b in buckets
     ]
     send_home(held, root / "home", homes, part)
     return _summed(f"components-{part:04d}", done)

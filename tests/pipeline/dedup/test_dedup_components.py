@@ -4,6 +4,7 @@ edges and the number of shards; and the groups of shards the dedup stage routes 
 
 from __future__ import annotations
 
+import collections
 import random
 
 import numpy as np
@@ -152,3 +153,29 @@ def test_a_half_round_writes_a_file_per_pair_of_units_a_row_group_per_bucket(tmp
         for f in (tmp_path / "components" / "home").rglob("*.parquet")
     )
     assert homes == [f"home-00000/from-{u:05d}.parquet" for u in range(3)]
+
+
+def test_a_unit_reads_each_footer_once_a_half_round(tmp_path, monkeypatch):
+    """Seven buckets on three units: a unit's calls (two or three buckets) read their row groups
+    from the same files, each file's footer read once by the unit, not once per bucket; the labels
+    are still scipy's."""
+    import pipeline.dedup.components as components_module
+
+    opened = collections.Counter()
+    real = components_module.parquet_file
+
+    def counting(path, metadata=None):
+        if metadata is None:  # a footer read from the file
+            opened[str(path)] += 1
+        return real(path, metadata)
+
+    monkeypatch.setattr(components_module, "parquet_file", counting)
+    rng = random.Random(9)
+    edges = [e for part in graphs(rng, 5).values() for e in part]
+    found, rounds = components_in_rounds(tmp_path, edges, 5, buckets=7)
+    assert found.equals(reference(edges))
+    # Each record file is read by one unit in one half-round (its receiver): its footer once. The
+    # last round's large-star files are read twice: by Large-Star, then by the labels.
+    last = f"large-{rounds - 1:04d}"
+    assert opened and all(n == (2 if f"/{last}/" in path else 1) for path, n in opened.items())
+    assert max(opened.values()) == 2
