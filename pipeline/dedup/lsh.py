@@ -4,10 +4,9 @@ Each step is a plain function over one shard or one partition, so a flow runs on
 and memory is bounded by a shard or a partition, never the corpus::
 
     signatures_for_shard(docs/shard-00007.parquet, sig/shard-00007.parquet, params, shard=7)
-    partition_band_keys([sig/shard-00007.parquet], bands/, partitions=16)
-        -> bands/part-0000/shard-00007.parquet ... bands/part-0015/shard-00007.parquet
-    partition_band_keys([sig/shard-00000.parquet, ...], bands/, 16, name="block-00000.parquet")
-        -> bands/part-0000/block-00000.parquet ...  (a block of shards' files, one per partition)
+    partition_band_keys([sig/shard-00000.parquet, ...], bands/, 16, "block-00000.parquet")
+        -> bands/part-0000/block-00000.parquet ... bands/part-0015/block-00000.parquet
+           (a block of shards' band keys, one file per partition)
     candidate_pairs(bands/part-0003)      (reads every file of partition 3)
 
 Signature file (one per document shard, zstd Parquet, row groups of ``ROW_GROUP_ROWS`` rows,
@@ -247,15 +246,12 @@ def read_params(signature_path: Path) -> dict:
     return json.loads(metadata[PARAMS_KEY])
 
 
-def partition_band_keys(
-    signature_paths: Sequence[Path], out_dir: Path, partitions: int, name: str | None = None
-) -> list[Path]:
-    """Write each signature file's band keys (and exact hashes) as ``partitions`` files, one per
-    partition folder ``out_dir/part-<p:04d>/``, named as the signature file; a key goes to
-    partition ``key % partitions``. Call it with one signature file per task, or with several.
-    With ``name``, the files' band keys go to one file per partition, ``part-<p:04d>/<name>``:
-    each file's rows in turn, so with the files given in shard order a bucket's documents stay in
-    order, as :func:`candidate_pairs` reads them. Documents without words are left out: they have
+def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitions: int, name: str) -> list[Path]:
+    """Write the band keys (and exact hashes) of the signature files as ``partitions`` files, one
+    per partition folder: ``out_dir/part-<p:04d>/<name>``; a key goes to partition
+    ``key % partitions``. Each file's rows in turn, so with the files given in shard order a
+    bucket's documents stay in order, as :func:`candidate_pairs` reads them (one signature file
+    named as itself gives that shard's files). Documents without words are left out: they have
     nothing to compare."""
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
@@ -293,17 +289,11 @@ def partition_band_keys(
             part = pa.Table.from_arrays(
                 [pa.array(band[lo:hi]), pa.array(key[lo:hi]), pa.array(doc[lo:hi])], schema=BAND_KEYS_SCHEMA
             )
-            if name is None:
-                target = out_dir / f"part-{p:04d}" / path.name
-                write_parquet(part, target)
-                written.append(target)
-            else:
-                pieces[p].append(part)
-    if name is not None:
-        for p, parts in enumerate(pieces):
-            target = out_dir / f"part-{p:04d}" / name
-            write_parquet(pa.concat_tables(parts) if parts else BAND_KEYS_SCHEMA.empty_table(), target)
-            written.append(target)
+            pieces[p].append(part)
+    for p, parts in enumerate(pieces):
+        target = out_dir / f"part-{p:04d}" / name
+        write_parquet(pa.concat_tables(parts) if parts else BAND_KEYS_SCHEMA.empty_table(), target)
+        written.append(target)
     return written
 
 

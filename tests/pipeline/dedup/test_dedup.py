@@ -531,7 +531,7 @@ def test_verification_drops_lsh_false_positives(tmp_path):
     params = MinHashParams(num_perm=64, bands=64, rows=1, threshold=0.8)
     signatures = tmp_path / "sig" / "shard-00000.parquet"
     signatures_for_shard(path, signatures, params, shard=0)
-    partition_band_keys([signatures], tmp_path / "bands", partitions=1)
+    partition_band_keys([signatures], tmp_path / "bands", 1, signatures.name)
     pairs = candidate_pairs(tmp_path / "bands" / "part-0000")
     assert (0, 1) in set(zip(pairs["doc_a"].to_list(), pairs["doc_b"].to_list()))
     lookup = ShingleLookup([signatures])
@@ -557,9 +557,10 @@ def test_a_block_of_shards_in_one_band_file_gives_the_same_candidates(tmp_path, 
     signatures = [tmp_path / "sig" / f"shard-{s:05d}.parquet" for s in range(5)]
     for s, (path, out) in enumerate(zip(paths, signatures)):
         signatures_for_shard(path, out, MinHashParams(), shard=s)
-    partition_band_keys(signatures, tmp_path / "per-shard", partitions=3)
-    partition_band_keys(signatures[:2], tmp_path / "blocks", partitions=3, name="block-00000.parquet")
-    partition_band_keys(signatures[2:], tmp_path / "blocks", partitions=3, name="block-00002.parquet")
+    for signature in signatures:
+        partition_band_keys([signature], tmp_path / "per-shard", 3, signature.name)
+    partition_band_keys(signatures[:2], tmp_path / "blocks", 3, "block-00000.parquet")
+    partition_band_keys(signatures[2:], tmp_path / "blocks", 3, "block-00002.parquet")
     for p in range(3):
         per_shard = candidate_pairs(tmp_path / "per-shard" / f"part-{p:04d}")
         assert per_shard.height > 0 and candidate_pairs(tmp_path / "blocks" / f"part-{p:04d}").equals(per_shard)
