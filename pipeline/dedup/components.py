@@ -50,6 +50,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.dedup.runs import run_starts, runs
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table_counted
 from pipeline.io.writer import parquet_stream, write_parquet
 
@@ -77,16 +78,13 @@ def _distinct(u: np.ndarray, v: np.ndarray) -> Records:
     """The distinct records, sorted by ``u, v``."""
     order = np.lexsort((v, u))
     u, v = u[order], v[order]
-    first = np.ones(len(u), bool)
-    first[1:] = (u[1:] != u[:-1]) | (v[1:] != v[:-1])
+    first = run_starts(u, v)
     return u[first], v[first]
 
 
 def _runs(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For sorted keys ``u``: where each key's run starts, and its length."""
-    if not len(u):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    starts = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
+    starts = run_starts(u)
     return starts, np.diff(np.append(starts, len(u)))
 
 
@@ -117,8 +115,7 @@ class Outbox:
         bucket = u % self.buckets
         order = np.argsort(bucket, kind="stable")  # each bucket's records stay sorted by u, v
         u, v, bucket = u[order], v[order], bucket[order]
-        bounds = [0, *(np.flatnonzero(np.diff(bucket)) + 1).tolist(), len(u)]
-        for lo, hi in zip(bounds, bounds[1:]):
+        for lo, hi in runs(bucket):
             table = pa.Table.from_arrays([pa.array(u[lo:hi]), pa.array(v[lo:hi])], schema=EDGE_SCHEMA)
             self._parts.setdefault(int(bucket[lo]) % self.units, []).append((int(bucket[lo]), table))
 
@@ -315,8 +312,7 @@ def send_home(labels: list[Records], homes: Path, home_count: int, sender: int) 
     home = home_of(component, home_count)
     order = np.argsort(home, kind="stable")  # each home's labels stay sorted by doc
     doc, component, home = doc[order], component[order], home[order]
-    bounds = [0, *(np.flatnonzero(np.diff(home)) + 1).tolist(), len(doc)]
-    for lo, hi in zip(bounds, bounds[1:]):
+    for lo, hi in runs(home):
         write_parquet(
             pa.Table.from_arrays([pa.array(doc[lo:hi]), pa.array(component[lo:hi])], schema=COMPONENTS_SCHEMA),
             home_folder(homes, int(home[lo])) / f"from-{sender:05d}.parquet",

@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 
 from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs, set_arrays
 from pipeline.dedup.lsh import PAIRS_SCHEMA, shard_of
+from pipeline.dedup.runs import run_starts, runs
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table_counted
 from pipeline.io.writer import parquet_stream, write_parquet
 
@@ -99,9 +100,8 @@ def by_group(frame: pl.DataFrame, column: str, group_of: Sequence[int]) -> Itera
     groups = groups_of(frame[column].to_numpy(), group_of)
     if (np.diff(groups) < 0).any():
         raise ValueError("a group of shards is not a run of consecutive shards")
-    bounds = np.flatnonzero(np.diff(groups)) + 1
-    for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(groups)]])):
-        yield int(groups[lo]), frame.slice(int(lo), int(hi - lo))
+    for lo, hi in runs(groups):
+        yield int(groups[lo]), frame.slice(lo, hi - lo)
 
 
 def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
@@ -152,9 +152,7 @@ def distinct_pairs(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     exact = table.column("exact").to_numpy(zero_copy_only=False)
     order = np.lexsort((b, a))
     a, b, exact = a[order], b[order], exact[order]
-    first = np.ones(len(a), bool)
-    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-    starts = np.flatnonzero(first)
+    starts = run_starts(a, b)
     return a[starts], b[starts], (np.logical_or.reduceat(exact, starts) if len(starts) else exact)
 
 
@@ -208,10 +206,10 @@ def first_hop(
         away = np.flatnonzero(~here)
         away = away[np.argsort(target[away], kind="stable")]
         forwarded = len(away)
-        bounds = np.flatnonzero(np.diff(target[away])) + 1
-        for part in np.split(away, bounds) if len(away) else []:
+        for lo, hi in runs(target[away]):
+            part = away[lo:hi]
             part_a, part_b = a[part], b[part]
-            starts = np.flatnonzero(np.concatenate([[True], part_a[1:] != part_a[:-1]]))
+            starts = run_starts(part_a)
             ends = np.append(starts[1:], len(part_b))
             path = group_folder(forward_dir, int(target[part[0]])) / f"from-{group:05d}.parquet"
             with parquet_stream(path, FORWARD_SCHEMA, ["doc_a"]) as out:

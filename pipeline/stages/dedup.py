@@ -27,7 +27,7 @@ of duplicates alone, on any list of document files.
                                         a file per pair of units, a row group per bucket and call
     label_components     per set of buckets
                                         components/labels/bucket-<B>: doc, component; and each
-                                        label sent to its component's home (one per million edges,
+                                        label sent to its component's home (one per 250,000 edges,
                                         up to P; chosen by a hash of the component, so the homes
                                         share the components evenly): components/home/home-<H>/from-<unit>
     cluster_edges        per home       the keep rule over the components of home H:
@@ -98,6 +98,7 @@ from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, shard_of, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import by_group, first_hop, group_folder, route_pairs, second_hop
+from pipeline.dedup.runs import runs
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.io.storage import (
@@ -432,9 +433,7 @@ def _by_shard(table: pa.Table) -> list[pa.Table]:
     """``table`` (sorted by ``doc``) cut into its shards' rows: the table is written from the same
     pieces whatever the groups, and Parquet's pages depend on the pieces, so its bytes do not
     depend on the groups either."""
-    shards = shard_of(table.column("doc").to_numpy())
-    bounds = [0, *(np.flatnonzero(np.diff(shards)) + 1).tolist(), table.num_rows]
-    return [table.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+    return [table.slice(lo, hi - lo) for lo, hi in runs(shard_of(table.column("doc").to_numpy()))]
 
 
 def _write_full_groups(out, pending: list[pa.Table]) -> list[pa.Table]:

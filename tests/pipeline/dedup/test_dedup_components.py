@@ -179,3 +179,13 @@ def test_a_unit_reads_each_footer_once_a_half_round(tmp_path, monkeypatch):
     last = f"large-{rounds - 1:04d}"
     assert opened and all(n == (2 if f"/{last}/" in path else 1) for path, n in opened.items())
     assert max(opened.values()) == 2
+
+
+def test_runs_of_equal_keys_split_sorted_rows():
+    from pipeline.dedup.runs import run_starts, runs
+
+    u = np.array([1, 1, 1, 2, 5, 5])
+    v = np.array([3, 3, 4, 0, 0, 0])
+    assert run_starts(u).tolist() == [0, 3, 4] and run_starts(u, v).tolist() == [0, 2, 3, 4]
+    assert list(runs(u)) == [(0, 3), (3, 4), (4, 6)]
+    assert run_starts(u[:0]).tolist() == [] and list(runs(u[:0])) == []
