@@ -237,11 +237,12 @@ def second_hop(
     Returns counts: ``pairs``, ``kept`` (written to ``out_path``), ``bytes_read``."""
     files = parquet_files(group_folder(forward_dir, group))
     read = 0
-    partners = []
+    partners, footers = [], []
     for path in files:  # the partners first (a small column), to read this group's sets once
-        table, size = read_table_counted(path, ["partners"])
-        partners.append(table.column("partners").combine_chunks())  # one array: sliced per row group below
-        read += size
+        opened = parquet_file(path)
+        partners.append(opened.read(columns=["partners"]).column("partners").combine_chunks())  # sliced below
+        footers.append(opened.metadata)  # kept: the file is opened again below without reading it
+        read += parquet_bytes(opened.metadata, ["partners"])
     measured = _Measured()
     pairs = 0
     if files:
@@ -250,12 +251,12 @@ def second_hop(
         read += read_sets
         docs = sets.column("doc").to_numpy()
         own_values, own_offsets = set_arrays(sets.column("shingle_set"))
-        for path, column in zip(files, partners):
-            opened = parquet_file(path)
+        for path, column, footer in zip(files, partners, footers):
+            opened = parquet_file(path, footer)
             first = 0
-            for row_group in range(opened.metadata.num_row_groups):  # one at a time: memory bounded by it
+            for row_group in range(footer.num_row_groups):  # one at a time: memory bounded by it
                 sent = opened.read_row_group(row_group, columns=["doc_a", "shingle_set"])
-                read += parquet_bytes(opened.metadata, ["doc_a", "shingle_set"], [row_group])
+                read += parquet_bytes(footer, ["doc_a", "shingle_set"], [row_group])
                 mine = column.slice(first, sent.num_rows)
                 first += sent.num_rows
                 sent_values, sent_offsets = set_arrays(sent.column("shingle_set"))
