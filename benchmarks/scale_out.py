@@ -26,7 +26,9 @@ The last line printed is one JSON object: per size the runs' figures, with
 ``time_per_doc_ratio_largest_vs_smallest`` (local threads' seconds per document at the largest
 size over the smallest: 1.0 is linear growth), ``worker_peak_ratio_largest_vs_smallest`` (the
 Dask workers' peak RSS: 1.0 is flat memory per task) and ``task_growth_ratio_largest_vs_smallest``
-(each task function's growth, where it is 1 MiB or more at the smallest size).
+(each task function's growth, where it is 1 MiB or more at the smallest size); and
+``plan_1b_core_hours``, the 1-billion-document plan from the largest size's stage rates
+(:func:`billion_plan`; per stage in ``plan_1b``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES = [100_000]
 WORKERS = 2
 WORK = ROOT / ".cache" / "bench-scale-out"
+# The 1-billion-document plan (docs/scale.md, "The same plan from the whole flow"): the documents
+# into each stage at 1B, in millions (the 20,000-document demo's keep rates: lang 90%, filter 74%,
+# dedup 61%), and the mean extracted text of the Common Crawl sample tried (697 CC-MAIN-2019-30
+# pages), by which a stage's rate on the demo's shorter texts is scaled.
+PLAN_DOCS_M = {"source": 1000, "lang": 1000, "filter": 900, "dedup": 666, "lines": 408, "tokenize": 408, "mix": 408}
+WEB_TEXT_BYTES = 4127
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
@@ -74,6 +82,45 @@ def stage_seconds(flow_run_id) -> dict[str, float]:
 
 def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+def text_bytes_per_doc(docs: Path) -> float:
+    """The mean UTF-8 bytes of the ``text`` column over a stage's document shards."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    total = count = 0
+    for path in sorted(docs.glob("*.parquet")):
+        for batch in pq.ParquetFile(path).iter_batches(columns=["text"]):
+            total += pc.sum(pc.binary_length(batch.column(0))).as_py() or 0
+            count += batch.num_rows
+    return total / count if count else 0.0
+
+
+def billion_plan(run: dict) -> dict[str, dict]:
+    """Per stage of one run: its demo documents per core-second (the stage's wall seconds times the
+    run's workers as its core time, an upper bound) and the core-hours of the stage at 1B documents,
+    its documents scaled by :data:`WEB_TEXT_BYTES` over the mean text of the stage's input."""
+    plan = {}
+    for name, row in run["stages"].items():
+        if name not in PLAN_DOCS_M or not row["docs_in"] or not row["seconds"] or not row.get("text_bytes_in"):
+            continue
+        rate = row["docs_in"] / (WORKERS * row["seconds"])
+        scaled = PLAN_DOCS_M[name] * 1e6 * WEB_TEXT_BYTES / row["text_bytes_in"]
+        plan[name] = {"docs_per_core_s": round(rate), "core_hours": round(scaled / rate / 3600)}
+    plan["all"] = {"core_hours": sum(stage["core_hours"] for stage in plan.values())}
+    return plan
+
+
+def print_plan(plan: dict[str, dict]) -> None:
+    """The 1B plan of a size's two runs (:func:`billion_plan`) as a table."""
+    local, dask = plan["local"], plan["dask"]
+    print(f"at 1B documents of {WEB_TEXT_BYTES:,} bytes of text: demo docs per core-s and core-hours, local / dask")
+    for name in [name for name in local if name != "all"]:
+        rates = [run[name]["docs_per_core_s"] for run in (local, dask)]
+        hours = [run[name]["core_hours"] for run in (local, dask)]
+        print(f"  {name:10} {rates[0]:7,d} {hours[0]:6,d} {rates[1]:7,d} {hours[1]:6,d}")
+    print(f"  {'all':10} {local['all']['core_hours']:14,d} {dask['all']['core_hours']:14,d}")
 
 
 def _resident_mib(field: str = "VmRSS") -> float:
@@ -190,18 +237,22 @@ def run_once(kind: str, docs: int) -> dict:
     stages, previous = {}, None
     for name, counts in stats.items():
         folder = run_dir / name
+        # source's own documents stand for its input: its input is raw files, HTML among them
+        text_from = run_dir / (previous or name) / "docs"
         row = {
             "docs_in": counts["docs_in"],
             "seconds": round(seconds[name], 2),
             "input_bytes": folder_bytes(run_dir / previous / "docs") if previous else None,
             "bytes_written": folder_bytes(folder),
             "intermediate_bytes": folder_bytes(folder / "intermediate"),
+            "text_bytes_in": round(text_bytes_per_doc(text_from), 1),
         }
         if name == "dedup":
             row["bytes_read_by_step"] = counts["dedup"]["bytes_read"]
             row["component_rounds"] = counts["dedup"]["component_rounds"]
         stages[name] = row
-        previous = name if (folder / "docs").exists() else previous
+        # tokenize keeps an empty docs folder (it writes token shards): mix reads the documents before it
+        previous = name if any((folder / "docs").glob("*.parquet")) else previous
     return {
         "kind": kind,
         "docs": docs,
@@ -259,6 +310,7 @@ def main(sizes: list[int]) -> None:
             "wall_ratio_dask_vs_local": round(dask["wall_s"] / local["wall_s"], 3),
             "identical_files": files - len(differ),
             "differing_files": differ[:10],
+            "plan_1b": {"local": billion_plan(local), "dask": billion_plan(dask)},
         }
         print(f"\n{docs:,} demo documents, {WORKERS} workers each way")
         print(f"{'stage':10} {'docs in':>9} {'local s':>8} {'dask s':>8} {'in B/doc':>9} {'out B/doc':>10}")
@@ -278,6 +330,7 @@ def main(sizes: list[int]) -> None:
             f"{dask['worker_peak_rss_mib']} MiB, flow process {dask['flow_process_peak_rss_mib']} MiB); "
             f"{files} files, {len(differ)} differ"
         )
+        print_plan(results[docs]["plan_1b"])
         top = list(dask["task_growth_mib"].items())[:8]
         print("largest growth of a task over its worker's memory at its start, on Dask (MiB): "
               + ", ".join(f"{name} {grown:.0f}" for name, grown in top))  # fmt: skip
@@ -303,6 +356,7 @@ def main(sizes: list[int]) -> None:
         "flow_peak_ratio_largest_vs_smallest": round(
             largest["local"]["flow_process_peak_rss_mib"] / smallest["local"]["flow_process_peak_rss_mib"], 3
         ),
+        "plan_1b_core_hours": {kind: largest["plan_1b"][kind]["all"]["core_hours"] for kind in ("local", "dask")},
         "differing_files": sum(len(r["differing_files"]) for r in results.values()),
         "by_size": results,
     }
