@@ -27,8 +27,8 @@ The last line printed is one JSON object: per size the runs' figures, with
 size over the smallest: 1.0 is linear growth), ``worker_peak_ratio_largest_vs_smallest`` (the
 Dask workers' peak RSS: 1.0 is flat memory per task) and ``task_growth_ratio_largest_vs_smallest``
 (each task function's growth, where it is 1 MiB or more at the smallest size); and
-``plan_1b_core_hours``, the 1-billion-document plan from the largest size's stage rates
-(:func:`billion_plan`; per stage in ``plan_1b``).
+``plan_1b_core_hours``, the 1-billion-document plan from the largest size's stage rates, all in
+and marginal over the smallest size (:func:`billion_plan`; per stage in ``plan_1b``).
 """
 
 from __future__ import annotations
@@ -97,30 +97,49 @@ def text_bytes_per_doc(docs: Path) -> float:
     return total / count if count else 0.0
 
 
-def billion_plan(run: dict) -> dict[str, dict]:
+def billion_plan(run: dict, smaller: dict | None = None) -> dict[str, dict]:
     """Per stage of one run: its demo documents per core-second (the stage's wall seconds times the
     run's workers as its core time, an upper bound) and the core-hours of the stage at 1B documents,
-    its documents scaled by :data:`WEB_TEXT_BYTES` over the mean text of the stage's input."""
+    its documents scaled by :data:`WEB_TEXT_BYTES` over the mean text of the stage's input. Given
+    a ``smaller`` run of the same kind, also the marginal rate: the documents the larger run added
+    over the seconds they added, which leaves out what a run pays whatever its size (training the
+    tokenizer on its fixed sample, a round of tasks waiting for the one before)."""
     plan = {}
     for name, row in run["stages"].items():
         if name not in PLAN_DOCS_M or not row["docs_in"] or not row["seconds"] or not row.get("text_bytes_in"):
             continue
-        rate = row["docs_in"] / (WORKERS * row["seconds"])
         scaled = PLAN_DOCS_M[name] * 1e6 * WEB_TEXT_BYTES / row["text_bytes_in"]
-        plan[name] = {"docs_per_core_s": round(rate), "core_hours": round(scaled / rate / 3600)}
-    plan["all"] = {"core_hours": sum(stage["core_hours"] for stage in plan.values())}
+        rates = {"": row["docs_in"] / (WORKERS * row["seconds"])}
+        before = (smaller or {}).get("stages", {}).get(name)
+        if before and row["docs_in"] > before["docs_in"] and row["seconds"] > before["seconds"]:
+            added = (row["docs_in"] - before["docs_in"]) / (WORKERS * (row["seconds"] - before["seconds"]))
+            rates["marginal_"] = added
+        plan[name] = {
+            figure: round(value)
+            for prefix, rate in rates.items()
+            for figure, value in ((f"{prefix}docs_per_core_s", rate), (f"{prefix}core_hours", scaled / rate / 3600))
+        }
+    plan["all"] = {
+        key: sum(stage[key] for stage in plan.values())
+        for key in ("core_hours", "marginal_core_hours")
+        if all(key in stage for stage in plan.values())
+    }
     return plan
 
 
 def print_plan(plan: dict[str, dict]) -> None:
-    """The 1B plan of a size's two runs (:func:`billion_plan`) as a table."""
-    local, dask = plan["local"], plan["dask"]
-    print(f"at 1B documents of {WEB_TEXT_BYTES:,} bytes of text: demo docs per core-s and core-hours, local / dask")
-    for name in [name for name in local if name != "all"]:
-        rates = [run[name]["docs_per_core_s"] for run in (local, dask)]
-        hours = [run[name]["core_hours"] for run in (local, dask)]
-        print(f"  {name:10} {rates[0]:7,d} {hours[0]:6,d} {rates[1]:7,d} {hours[1]:6,d}")
-    print(f"  {'all':10} {local['all']['core_hours']:14,d} {dask['all']['core_hours']:14,d}")
+    """The 1B plan of a size's two runs (:func:`billion_plan`) as a table: per runner the demo
+    documents per core-second and the core-hours at 1B, all in and marginal where measured."""
+    runs = [plan["local"], plan["dask"]]
+    keys = [key for key in ("", "marginal_") if all(f"{key}core_hours" in run["all"] for run in runs)]
+    print(f"at 1B documents of {WEB_TEXT_BYTES:,} bytes of text, local then dask: demo docs per core-s, core-hours"
+          + (" (all in, then marginal)" if len(keys) > 1 else ""))  # fmt: skip
+    for name in [name for name in runs[0] if name != "all"]:
+        cells = [
+            f"{run[name][f'{k}docs_per_core_s']:7,d} {run[name][f'{k}core_hours']:6,d}" for run in runs for k in keys
+        ]
+        print(f"  {name:10} " + "  ".join(cells))
+    print(f"  {'all':10} " + "  ".join(f"{run['all'][f'{k}core_hours']:14,d}" for run in runs for k in keys))
 
 
 def _resident_mib(field: str = "VmRSS") -> float:
@@ -310,7 +329,10 @@ def main(sizes: list[int]) -> None:
             "wall_ratio_dask_vs_local": round(dask["wall_s"] / local["wall_s"], 3),
             "identical_files": files - len(differ),
             "differing_files": differ[:10],
-            "plan_1b": {"local": billion_plan(local), "dask": billion_plan(dask)},
+            "plan_1b": {
+                kind: billion_plan(run, results[sizes[0]][kind] if results else None)
+                for kind, run in (("local", local), ("dask", dask))
+            },
         }
         print(f"\n{docs:,} demo documents, {WORKERS} workers each way")
         print(f"{'stage':10} {'docs in':>9} {'local s':>8} {'dask s':>8} {'in B/doc':>9} {'out B/doc':>10}")
@@ -356,7 +378,7 @@ def main(sizes: list[int]) -> None:
         "flow_peak_ratio_largest_vs_smallest": round(
             largest["local"]["flow_process_peak_rss_mib"] / smallest["local"]["flow_process_peak_rss_mib"], 3
         ),
-        "plan_1b_core_hours": {kind: largest["plan_1b"][kind]["all"]["core_hours"] for kind in ("local", "dask")},
+        "plan_1b_core_hours": {kind: largest["plan_1b"][kind]["all"] for kind in ("local", "dask")},
         "differing_files": sum(len(r["differing_files"]) for r in results.values()),
         "by_size": results,
     }

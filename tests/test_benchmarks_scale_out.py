@@ -47,3 +47,19 @@ def test_billion_plan_scales_each_stage_by_its_documents_at_1b_and_web_text_leng
     dedup_rate = 500 / workers
     assert plan["dedup"]["core_hours"] == round(scale_out.PLAN_DOCS_M["dedup"] * 1e6 / dedup_rate / 3600)
     assert plan["all"]["core_hours"] == plan["source"]["core_hours"] + plan["dedup"]["core_hours"]
+
+
+def test_marginal_rate_is_what_the_larger_run_added_and_leaves_out_a_fixed_cost(scale_out):
+    web = scale_out.WEB_TEXT_BYTES
+    # 2 s of fixed cost, then 1,000 documents a second on the run's workers
+    small = {"stages": {"tokenize": {"docs_in": 1_000, "seconds": 3.0, "text_bytes_in": web}}}
+    large = {"stages": {"tokenize": {"docs_in": 10_000, "seconds": 12.0, "text_bytes_in": web}}}
+    plan = scale_out.billion_plan(large, small)["tokenize"]
+    workers = scale_out.WORKERS
+    assert plan["marginal_docs_per_core_s"] == round(1_000 / workers)
+    assert plan["docs_per_core_s"] == round(10_000 / (workers * 12.0)) < plan["marginal_docs_per_core_s"]
+    assert plan["marginal_core_hours"] < plan["core_hours"]
+    # no marginal figure where the smaller run is not smaller, or the stage took no longer
+    assert "marginal_core_hours" not in scale_out.billion_plan(small, large)["tokenize"]
+    assert scale_out.billion_plan(large, small)["all"]["marginal_core_hours"] == plan["marginal_core_hours"]
+    assert "marginal_core_hours" not in scale_out.billion_plan(small, large)["all"]
