@@ -25,6 +25,7 @@ _run_units = units_as_tasks(
         units.large_stars: ("dedup-large-star", "large-star-{round_}-{part}"),
         units.small_stars: ("dedup-small-star", "small-star-{round_}-{part}"),
         units.label_components: ("dedup-components", "components-{part}"),
+        units.home_members: ("dedup-members", "members-{group}"),
         units.cluster_edges: ("dedup-clusters", "clusters-{home}"),
         units.assemble: ("dedup-assemble", "assemble"),
         units.remove_duplicates: ("dedup-remove", "remove-{shard}"),

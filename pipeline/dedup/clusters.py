@@ -340,16 +340,36 @@ def cluster_members(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule =
     return members_of_components(connected_components(edges), lookup, rule)
 
 
+def keep_rule_columns(rule: KeepRule, available: Sequence[str]) -> list[str]:
+    """The columns of the signature files that the members of a cluster need under ``rule``
+    (``available``: the files' columns)."""
+    if rule == "quality" and "score" not in available:
+        raise ValueError("keep rule 'quality' needs a score: set the dedup score_column to a column of the documents")
+    return ["id", "chars", "exact_hash"] + (["score"] if rule == "quality" else [])
+
+
+def with_attributes(components: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule) -> pl.DataFrame:
+    """``components`` (``doc, component``, sorted by ``doc``) with the columns the keep rule
+    needs (:func:`keep_rule_columns`), read from the signature files."""
+    wanted = keep_rule_columns(rule, lookup.columns)
+    attributes = pl.from_arrow(lookup.rows(components["doc"].to_numpy(), wanted))
+    return components.join(attributes, on="doc", how="left")
+
+
 def members_of_components(components: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "first") -> pl.DataFrame:
     """:func:`cluster_members` from ``doc, component`` (the component named by its smallest
     document), however the components were found."""
     if components.height == 0:
         return pl.DataFrame(schema=MEMBERS_SCHEMA)
-    wanted = ["id", "chars", "exact_hash"] + (["score"] if rule == "quality" else [])
-    if rule == "quality" and "score" not in lookup.columns:
-        raise ValueError("keep rule 'quality' needs a score: set the dedup score_column to a column of the documents")
-    attributes = pl.from_arrow(lookup.rows(components["doc"].to_numpy(), wanted))
-    members = choose_kept(components.join(attributes, on="doc", how="left"), rule)
+    return members_of_labelled(with_attributes(components, lookup, rule), rule)
+
+
+def members_of_labelled(labelled: pl.DataFrame, rule: KeepRule = "first") -> pl.DataFrame:
+    """:func:`cluster_members` from ``doc, component`` and the columns the keep rule needs
+    (:func:`with_attributes`): every member of each component, sorted by ``doc``."""
+    if labelled.height == 0:
+        return pl.DataFrame(schema=MEMBERS_SCHEMA)
+    members = choose_kept(labelled, rule)
     kept = members.filter(pl.col("kept")).select(
         pl.col("doc").alias("kept_doc"), pl.col("id").alias("kept_id"), pl.col("exact_hash").alias("kept_hash")
     )

@@ -44,6 +44,7 @@ file's metadata (``BUCKETS_KEY``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -301,22 +302,33 @@ def component_labels(
     return {"unit": f"components-{bucket:05d}", "docs": len(starts), "bytes_read": read}
 
 
-def send_home(labels: list[Records], homes: Path, home_count: int, sender: int) -> None:
-    """Each label (``doc, component``) of ``labels`` to its component's home:
-    homes/home-<H>/from-<sender>, one file per home, sorted by ``doc``."""
+def send_labels(
+    labels: list[Records],
+    receiver: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    folder: Callable[[int], Path],
+    sender: int,
+) -> None:
+    """Each label (``doc, component``) of ``labels`` to its receiver, ``receiver(doc, component)``:
+    ``folder(R)/from-<sender>``, one file per receiver, sorted by ``doc``."""
     doc, component = (np.concatenate(x) for x in zip(*labels)) if labels else _no_records()
     if not len(doc):
         return
     order = np.argsort(doc, kind="stable")
     doc, component = doc[order], component[order]
-    home = home_of(component, home_count)
-    order = np.argsort(home, kind="stable")  # each home's labels stay sorted by doc
-    doc, component, home = doc[order], component[order], home[order]
-    for lo, hi in runs(home):
+    to = receiver(doc, component)
+    order = np.argsort(to, kind="stable")  # each receiver's labels stay sorted by doc
+    doc, component, to = doc[order], component[order], to[order]
+    for lo, hi in runs(to):
         write_parquet(
             pa.Table.from_arrays([pa.array(doc[lo:hi]), pa.array(component[lo:hi])], schema=COMPONENTS_SCHEMA),
-            home_folder(homes, int(home[lo])) / f"from-{sender:05d}.parquet",
+            folder(int(to[lo])) / f"from-{sender:05d}.parquet",
         )
+
+
+def send_home(labels: list[Records], homes: Path, home_count: int, sender: int) -> None:
+    """Each label of ``labels`` to its component's home (:func:`home_of`, one of ``home_count``):
+    homes/home-<H>/from-<sender>, one file per home, sorted by ``doc``."""
+    send_labels(labels, lambda _, component: home_of(component, home_count), lambda h: home_folder(homes, h), sender)
 
 
 def combined_fingerprint(parts: list[dict]) -> tuple[int, int]:

@@ -27,9 +27,14 @@ of duplicates alone, on any list of document files.
                                         a file per pair of units, a row group per bucket and call
     label_components     per set of buckets
                                         components/labels/bucket-<B>: doc, component; and each
-                                        label sent to its component's home (one per 250,000 edges,
-                                        up to P; chosen by a hash of the component, so the homes
-                                        share the components evenly): components/home/home-<H>/from-<unit>
+                                        label sent to the group of its document:
+                                        components/labelled/group-<G>/from-<unit>
+    home_members         per group      the group's labelled documents with the columns the keep
+                                        rule needs (id, chars, exact hash, score), read from its own
+                                        signature files, each sent to its component's home (one
+                                        per 250,000 edges, up to P; chosen by a hash of the
+                                        component, so the homes share the components evenly):
+                                        components/home/home-<H>/from-<G>
     cluster_edges        per home       the keep rule over the components of home H:
                                         members/group-<G>/from-<H> (the members in group G) and
                                         similarity/pairs/group-<G>/members-<H>: each member's kept doc
@@ -53,7 +58,8 @@ signature file once at most (``pipeline.dedup.routed``), so the bytes a stage re
 the corpus. Connected components run in rounds, each unit holding the edges keyed by the
 documents of its buckets, one bucket at a time. Every unit reports ``bytes_read`` and
 the finding sums them per step. The keep rule runs per home (the components dealt to the homes
-by a hash of their name), and the clusters table is written group after group, a row group at a
+by a hash of their name), over columns each group read from its own signature files and sent
+there (so each row group is read once whatever the homes), and the clusters table is written group after group, a row group at a
 time, so no unit holds more than a group's clusters however large the corpus (the table is one
 file, written by one unit).
 
@@ -77,8 +83,9 @@ from pipeline.dedup.clusters import (
     ShingleLookup,
     dedup_step,
     finish_clusters,
-    members_of_components,
+    members_of_labelled,
     similarity_pairs,
+    with_attributes,
 )
 from pipeline.dedup.components import (
     MAX_ROUNDS,
@@ -88,16 +95,17 @@ from pipeline.dedup.components import (
     combined_fingerprint,
     component_labels,
     home_folder,
+    home_of,
     large_star,
     round_dir,
     seed_edges,
-    send_home,
+    send_labels,
     small_star,
 )  # the unit functions below run these shard by shard (or bucket by bucket), over groups
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, shard_of, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.dedup.routed import by_group, first_hop, group_folder, route_pairs, second_hop
+from pipeline.dedup.routed import by_group, first_hop, group_folder, groups_of, route_pairs, second_hop
 from pipeline.dedup.runs import runs
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
@@ -308,33 +316,57 @@ def small_stars(round_: int, part: int, buckets: list[int], work: Path, count: i
 
 
 def _home_folder(work: Path, home: int) -> Path:
-    """Where the labels of the components of home ``home`` go (label_components sends them there)."""
+    """Where the members of the components of home ``home`` go (home_members sends them there)."""
     return home_folder(_components_root(work) / "home", home)
 
 
-def label_components(round_: int, part: int, buckets: list[int], work: Path, homes: int, units: int) -> dict:
+def _labelled_folder(work: Path, group: int) -> Path:
+    """Where the labels of group ``group``'s documents go (label_components sends them there)."""
+    return group_folder(_components_root(work) / "labelled", group)
+
+
+def label_components(round_: int, part: int, buckets: list[int], work: Path, group_of: list[int], units: int) -> dict:
     """The component of each document of each bucket of ``buckets``, from round ``round_``; each
-    label is also sent to its component's home, one of ``homes`` by a hash of the component's name
-    (``pipeline.dedup.components.home_of``), which runs the keep rule over it: the unit's labels
-    held to the end, then one file per home, components/home/home-<H>/from-<part>."""
+    label is also sent to the group of its document (``group_of``: each shard's), which reads the
+    columns the keep rule needs from its own signature files (:func:`home_members`): the unit's
+    labels held to the end, then one file per group, components/labelled/group-<G>/from-<part>."""
     root = _components_root(work)
     held: list[Records] = []
     footers = Footers()
-    done = [
-        component_labels(round_, b, root, _labels_path(work, b), root / "home", homes, units, held, footers)
-        for b in buckets
-    ]
-    send_home(held, root / "home", homes, part)
+    done = [component_labels(round_, b, root, _labels_path(work, b), None, 1, units, held, footers) for b in buckets]
+    send_labels(held, lambda doc, _: groups_of(doc, group_of), lambda g: _labelled_folder(work, g), part)
     return _summed(f"components-{part:04d}", done)
 
 
-def find_components(
-    work: Path, groups: int, run_units: RunUnits, homes: int = 1, buckets: int = 1, units: int = 1
-) -> dict:
+def home_members(group: int, shards: list[int], work: Path, homes: int, rule: KeepRule) -> dict:
+    """The labelled documents of group ``group`` (its ``shards``) with the columns the keep rule
+    needs, read from the group's own signature files (so each row group is read once, whatever
+    the homes), each sent to its component's home, one of ``homes`` by a hash of the component's
+    name (``pipeline.dedup.components.home_of``): components/home/home-<H>/from-<G>, sorted by
+    ``doc``. The homes read to the signature files once each before: a row group holding
+    members of several homes was read once per home."""
+    unit = f"members-{group:04d}"
+    labels, read = read_parquet_counted(parquet_files(_labelled_folder(work, group)))
+    if labels is None:
+        return {"unit": unit, "docs": 0, "bytes_read": 0}
+    lookup = ShingleLookup(_signatures(work, shards))
+    labelled = with_attributes(labels.sort("doc"), lookup, rule)
+    home = home_of(labelled["component"].to_numpy(), homes)
+    order = np.argsort(home, kind="stable")  # each home's rows stay sorted by doc
+    labelled, home = labelled[order], home[order]
+    for lo, hi in runs(home):
+        write_parquet(
+            labelled.slice(lo, hi - lo).to_arrow(), _home_folder(work, int(home[lo])) / f"from-{group:05d}.parquet"
+        )
+    return {"unit": unit, "docs": labelled.height, "bytes_read": read + lookup.bytes_read}
+
+
+def find_components(work: Path, group_of: list[int], run_units: RunUnits, buckets: int = 1, units: int = 1) -> dict:
     """Connected components of the verified edges, in rounds of units (``pipeline.dedup.components``):
-    the seed per group (of ``groups``), the rounds over ``buckets`` buckets of documents dealt to
-    ``units`` units, until a round changes nothing, each component's labels sent to one of
-    ``homes``; returns the rounds run and the bytes read."""
+    the seed per group of shards (``group_of``: each shard's), the rounds over ``buckets`` buckets
+    of documents dealt to ``units`` units, until a round changes nothing, each label sent to the
+    group of its document; returns the rounds run and the bytes read."""
+    groups = max(group_of, default=0) + 1
     jobs = list(enumerate(deal_buckets(buckets, units)))
     units = len(jobs)
     seeded = run_units(None, seed_components, [(g, work, buckets, units) for g in range(groups)])
@@ -351,7 +383,7 @@ def find_components(
         read += _total(smalls, "bytes_read")
     else:
         raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
-    labelled = run_units(None, label_components, [(round_, g, owned, work, homes, units) for g, owned in jobs])
+    labelled = run_units(None, label_components, [(round_, g, owned, work, group_of, units) for g, owned in jobs])
     return {"rounds": round_ + 1, "docs": _total(labelled, "docs"), "bytes_read": read + _total(labelled, "bytes_read")}
 
 
@@ -359,22 +391,22 @@ def _members_folder(work: Path, group: int) -> Path:
     return group_folder(as_path(work) / "members", group)
 
 
-def cluster_edges(home: int, work: Path, shards: int, rule: KeepRule, group_of: list[int]) -> dict:
+def cluster_edges(home: int, work: Path, rule: KeepRule, group_of: list[int]) -> dict:
     """The keep rule over the components of home ``home`` (its memory bounded by one home's
-    components, those of about :data:`DOCS_PER_UNIT` edges): each member's row goes to the group
-    of the member (members/group-<G>/from-<H>), and each member that is neither kept nor an exact
-    copy is routed, with its kept document, to be measured."""
+    components, those of about :data:`DOCS_PER_UNIT` edges; their members' columns sent by
+    :func:`home_members`): each member's row goes to the group of the member
+    (members/group-<G>/from-<H>), and each member that is neither kept nor an exact copy is
+    routed, with its kept document, to be measured."""
     unit = f"clusters-{home:04d}"
-    components, read = read_parquet_counted(parquet_files(_home_folder(work, home)))
-    if components is None:
+    labelled, read = read_parquet_counted(parquet_files(_home_folder(work, home)))
+    if labelled is None:
         return {"unit": unit, "docs": 0, "pairs": 0, "bytes_read": 0}
-    lookup = ShingleLookup(_signatures(work, range(shards)))
-    members = members_of_components(components.sort("doc"), lookup, rule)
+    members = members_of_labelled(labelled.sort("doc"), rule)
     for group, rows in by_group(members, "doc", group_of):
         write_parquet(rows.to_arrow(), _members_folder(work, group) / f"from-{home:05d}.parquet")
     measure = similarity_pairs(members)
     route_pairs(measure, as_path(work) / SIMILARITY / "pairs", f"members-{home:05d}", group_of)
-    return {"unit": unit, "docs": members.height, "pairs": measure.height, "bytes_read": read + lookup.bytes_read}
+    return {"unit": unit, "docs": members.height, "pairs": measure.height, "bytes_read": read}
 
 
 # Rows of the clusters table written at a time (a Parquet row group): what assembling holds beside
@@ -494,10 +526,10 @@ def find_duplicates(
     # component of k documents has at least k - 1 edges, so a home holds at most twice as many
     # documents as its components have edges (about as many in the demo runs).
     homes = units_for(edges, DOCS_PER_UNIT, most)
-    components = find_components(
-        work, len(groups), run_units, homes, buckets_for(edges, n), units_for(edges, EDGES_PER_UNIT, most)
-    )
-    clustered = run_units(None, cluster_edges, [(home, work, n, rule, group_of) for home in range(homes)])
+    rounds = units_for(edges, EDGES_PER_UNIT, most)
+    components = find_components(work, group_of, run_units, buckets_for(edges, n), rounds)
+    homed = run_units(None, home_members, [(g, s, work, homes, rule) for g, s in groups])
+    clustered = run_units(None, cluster_edges, [(home, work, rule, group_of) for home in range(homes)])
     similar = run_units(None, measure_first, [(SIMILARITY, g, s, work, None, group_of) for g, s in groups])
     similar_far = run_units(None, measure_second, [(SIMILARITY, g, s, work, None) for g, s in groups])
     (assembled,) = run_units(None, assemble, [(work, out_path, len(groups))])
@@ -517,7 +549,7 @@ def find_duplicates(
             "candidates": _total(candidates, "bytes_read"),
             "verify": _total(verified, "bytes_read") + _total(verified_far, "bytes_read"),
             "components": components["bytes_read"],
-            "clusters": _total(clustered, "bytes_read"),
+            "clusters": _total(homed, "bytes_read") + _total(clustered, "bytes_read"),
             "similarity": _total(similar, "bytes_read") + _total(similar_far, "bytes_read"),
             "assemble": assembled["bytes_read"],
         },

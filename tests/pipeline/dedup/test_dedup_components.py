@@ -39,7 +39,9 @@ def components_in_rounds(
     for s in range(shards):
         mine = frame.filter(pl.Series(shard_of(frame["doc_a"].to_numpy()) == s))
         write_parquet(mine.to_arrow(), measured / f"first-{s:05d}.parquet")
-    found = find_components(tmp_path, shards, in_process, buckets=buckets or shards, units=3)  # 5 shards: 3 units
+    found = find_components(
+        tmp_path, list(range(shards)), in_process, buckets=buckets or shards, units=3
+    )  # 5 shards: 3 units
     labels = pl.concat([pl.read_parquet(p) for p in sorted((tmp_path / "components" / "labels").glob("*.parquet"))])
     return labels.sort("doc"), found["rounds"]
 
@@ -123,8 +125,8 @@ def test_groups_of_shards_are_runs_of_consecutive_shards_of_about_equal_document
 def test_a_half_round_writes_a_file_per_pair_of_units_a_row_group_per_bucket(tmp_path):
     """Seven buckets dealt to three units: each unit sends one file a half-round to each unit (not
     one per pair of buckets: up to 9 files, not 49), with a row group per bucket and call, the
-    buckets listed in its metadata, and one file of labels to each home; and the labels are still
-    scipy's."""
+    buckets listed in its metadata, and one file of labels to each group of shards; and the labels
+    are still scipy's."""
     import json
 
     import pyarrow.parquet as pq
@@ -148,11 +150,14 @@ def test_a_half_round_writes_a_file_per_pair_of_units_a_row_group_per_bucket(tmp
             buckets = json.loads(metadata.metadata[BUCKETS_KEY])
             assert len(buckets) == metadata.num_row_groups and len(set(buckets)) > 1
             assert all(b % 3 == int(f.parent.name.split("-")[1]) for b in buckets)
-    homes = sorted(
-        f.relative_to(tmp_path / "components" / "home").as_posix()
-        for f in (tmp_path / "components" / "home").rglob("*.parquet")
-    )
-    assert homes == [f"home-00000/from-{u:05d}.parquet" for u in range(3)]
+    # each unit sends each group of shards (here a shard each) one file of its documents' labels
+    labelled = tmp_path / "components" / "labelled"
+    sent = sorted(f.relative_to(labelled).as_posix() for f in labelled.rglob("*.parquet"))
+    assert sent == [f"group-{g:05d}/from-{u:05d}.parquet" for g in range(5) for u in range(3)]
+    for g in range(5):
+        rows = pl.concat([pl.read_parquet(f) for f in sorted((labelled / f"group-{g:05d}").glob("*.parquet"))])
+        assert (shard_of(rows["doc"].to_numpy()) == g).all()
+        assert rows.sort("doc").equals(found.filter(pl.Series(shard_of(found["doc"].to_numpy()) == g)))
 
 
 def test_a_unit_reads_each_footer_once_a_half_round(tmp_path, monkeypatch):

@@ -92,6 +92,34 @@ def test_one_partition_leaves_the_later_steps_their_units(tmp_path, monkeypatch)
     assert homes == {"one": 1, "eight": 8}
 
 
+def test_the_keep_rule_reads_the_signature_files_once_whatever_its_homes(tmp_path, monkeypatch):
+    """Each group of shards reads its own signature rows for its labelled documents and sends them
+    to the homes, so eight homes read what one does (a home that read the signature files itself
+    read each row group once per home with a member in it) and write the same clusters table."""
+    paths = []
+    rng = random.Random(5)
+    vocabulary = make_vocabulary(rng)
+    texts = [random_text(rng, vocabulary, 80) for _ in range(40)]
+    for s in range(4):  # every component has a member in each shard: every row group holds every home's
+        rows = [(f"s{s}-{i}", edit_words(rng, text, 1) if s else text) for i, text in enumerate(texts)]
+        paths.append(write_docs(tmp_path / "docs" / f"d{s}.parquet", rows))
+    found, tables = {}, {}
+    for name, per_home in (("one", 10**9), ("eight", 5)):
+        monkeypatch.setattr(stage, "DOCS_PER_UNIT", per_home)
+        work = tmp_path / name
+        found[name] = stage.find_duplicates(
+            paths, work, MinHashParams(), 1, "first", work / "clusters.parquet", most_units=8
+        )
+        homes = len(list((work / "components" / "home").glob("home-*")))
+        assert homes == {"one": 1, "eight": 8}[name]
+        tables[name] = (work / "clusters.parquet").read_bytes()
+    assert tables["one"] == tables["eight"] and found["one"]["docs_in_clusters"] > 120
+    one, eight = found["one"]["bytes_read"]["clusters"], found["eight"]["bytes_read"]["clusters"]
+    # eight homes' files are more and smaller (4 x 8 here, a page of overhead each), so a little more
+    # to read; when each home read the signature rows itself, eight read 7.3 times what one did
+    assert eight < 2 * one
+
+
 def test_work_of_another_layout_is_redone_not_reused(tmp_path):
     """A run folder whose dedup work was made under the former layout (32-bit shingle sets, whose
     collisions joined unrelated short documents; its inputs.json has no work format) is redone on
