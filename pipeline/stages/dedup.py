@@ -59,9 +59,9 @@ the corpus. Connected components run in rounds, each unit holding the edges keye
 documents of its buckets, one bucket at a time. Every unit reports ``bytes_read`` and
 the finding sums them per step. The keep rule runs per home (the components dealt to the homes
 by a hash of their name), over columns each group read from its own signature files and sent
-there (so each row group is read once whatever the homes), and the clusters table is written group after group, a row group at a
-time, so no unit holds more than a group's clusters however large the corpus (the table is one
-file, written by one unit).
+there (so each row group is read once whatever the homes), and the clusters table is written
+group after group, a row group at a time, so no unit holds more than a group's clusters however
+large the corpus (the table is one file, written by one unit).
 
 The intermediate folder is reused when it was made from the same input shards (by sha256) and
 settings, so a re-run only redoes what changed.
