@@ -32,7 +32,7 @@ of duplicates alone, on any list of document files.
     home_members         per group      the group's labelled documents with the columns the keep
                                         rule needs (id, chars, exact hash, score), read from its own
                                         signature files, each sent to its component's home (one
-                                        per 250,000 edges, up to P; chosen by a hash of the
+                                        per 50,000 edges, up to P; chosen by a hash of the
                                         component, so the homes share the components evenly):
                                         components/home/home-<H>/from-<G>
     cluster_edges        per home       the keep rule over the components of home H:
@@ -138,11 +138,13 @@ DOCS_PER_GROUP = 50_000
 # Work of one unit of the component rounds: edges in a round.
 EDGES_PER_UNIT = 2_000_000
 # Verified edges whose components one keep-rule unit (one home) takes. The million-document demo
-# corpus' 453,225 edges (310,289 clustered documents) in one home (under the former budget of a
-# million edges) grew 111-124 MiB (one process, the whole finding); in two homes at this budget
-# 55-56 each, in the same CPU time and with the same clusters table; two workers run them side by
-# side.
-DOCS_PER_UNIT = 250_000
+# corpus' 453,225 edges (310,289 clustered documents) in one home (a budget of a million edges)
+# grew 111-124 MiB (one process, the whole finding), in two homes (250,000) 58-72 MiB each, in
+# eight (this budget; dedup.partitions caps them there) 26, in the same CPU time (21.3 against
+# 21.7 s) and with the same clusters table. Since each group sends the homes their members'
+# columns, more homes read no more of the signature files; they cost a task each and more,
+# smaller files (groups x homes).
+DOCS_PER_UNIT = 50_000
 # Verified edges per bucket of the component rounds: what one call of a half-round holds (both ways
 # round, about 100,000 records); a round writes a file per pair of buckets, so buckets are sized by
 # the edges rather than one per shard.
