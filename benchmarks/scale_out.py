@@ -7,7 +7,8 @@ what it costs per document as the corpus grows, and whether the two runners writ
 
 Corpus: the demo corpus (``demo``) of each size, built once under ``.cache/`` (not timed).
 At each size the demo config (``configs/demo.toml``'s) runs twice, each in a fresh process and
-into a fresh run directory:
+into a fresh run directory (after one untimed run at the smallest size, which fills numba's cache
+of compiled loops, as any first run after installing does):
 
 * local: Prefect's thread pool, :data:`WORKERS` threads (the default runner);
 * dask: a ``LocalCluster`` of :data:`WORKERS` single-threaded worker processes (``--runner dask``).
@@ -319,6 +320,11 @@ def main(sizes: list[int]) -> None:
     results = {}
     for docs in sizes:
         build_demo_corpus(corpus_dir(docs), docs=docs, seed=0)
+    # Untimed: a first run compiles the MinHash and normalization loops into numba's cache beside
+    # the code (a checkout's first run at 100k paid about 7 s of it in dedup and lines) and reads
+    # the corpus into the page cache; the timed runs below find both warm.
+    in_fresh_process("local", min(sizes))
+    for docs in sizes:
         local = in_fresh_process("local", docs)
         dask = in_fresh_process("dask", docs)
         files, differ = same_outputs(WORK / f"run-{docs}-local", WORK / f"run-{docs}-dask")
