@@ -25,9 +25,10 @@ a call made alone), so a half-round writes units x units files, not buckets x bu
                         round: large-<r+1>/unit-<U>/from-<S>.parquet
     component_labels(r, B)  once round r's edges are those of round r - 1: each document of
                         bucket B and its component (its smallest document),
-                        labels/bucket-<B>.parquet; and each label sent to its component's home
-                        (home_of), where the keep rule runs over the whole component: one file
-                        per sending unit and home (send_home)
+                        labels/bucket-<B>.parquet; the dedup stage sends each label on to the
+                        group of its document (send_labels: one file per sending unit and
+                        group), which sends it to its component's home (home_of), where the keep
+                        rule runs over the whole component
 
 Both steps keep each component connected and its smallest document in it; a round that changes
 nothing leaves every component a star around its smallest document, and the rounds reach it after
@@ -279,26 +280,20 @@ def component_labels(
     bucket: int,
     root: Path,
     out_path: Path,
-    homes: Path | None = None,
-    home_count: int = 1,
     units: int = 1,
     held: list[Records] | None = None,
     footers: Footers | None = None,
 ) -> dict:
     """Each document of bucket ``bucket`` in an edge and its component, from round ``round_``'s
-    edges (stars around each component's smallest document); with ``homes``, each label is also
-    sent to its component's home (:func:`home_of`, one of ``home_count``), which runs the keep
-    rule over the component: homes/home-<H>/from-<B>, sorted by ``doc``; or, with ``held``, kept
-    there for :func:`send_home` to send with the other buckets' of a unit (``footers``: the unit's,
-    :class:`Footers`)."""
+    edges (stars around each component's smallest document), written to ``out_path``; with
+    ``held``, also kept there for :func:`send_labels` to send with the other buckets' of a unit
+    (``footers``: the unit's, :class:`Footers`)."""
     (u, v), read = _read(round_dir(root, "large", round_), bucket, units, footers)
     starts, _ = _runs(u)
     labels = u[starts], np.minimum(v[starts], u[starts])  # doc, component (sorted by doc)
     write_parquet(pa.Table.from_arrays([pa.array(x) for x in labels], schema=COMPONENTS_SCHEMA), out_path)
     if held is not None:
         held.append(labels)
-    elif homes is not None:
-        send_home([labels], homes, home_count, bucket)
     return {"unit": f"components-{bucket:05d}", "docs": len(starts), "bytes_read": read}
 
 
@@ -323,12 +318,6 @@ def send_labels(
             pa.Table.from_arrays([pa.array(doc[lo:hi]), pa.array(component[lo:hi])], schema=COMPONENTS_SCHEMA),
             folder(int(to[lo])) / f"from-{sender:05d}.parquet",
         )
-
-
-def send_home(labels: list[Records], homes: Path, home_count: int, sender: int) -> None:
-    """Each label of ``labels`` to its component's home (:func:`home_of`, one of ``home_count``):
-    homes/home-<H>/from-<sender>, one file per home, sorted by ``doc``."""
-    send_labels(labels, lambda _, component: home_of(component, home_count), lambda h: home_folder(homes, h), sender)
 
 
 def combined_fingerprint(parts: list[dict]) -> tuple[int, int]:

@@ -335,7 +335,7 @@ def label_components(round_: int, part: int, buckets: list[int], work: Path, gro
     root = _components_root(work)
     held: list[Records] = []
     footers = Footers()
-    done = [component_labels(round_, b, root, _labels_path(work, b), None, 1, units, held, footers) for b in buckets]
+    done = [component_labels(round_, b, root, _labels_path(work, b), units, held, footers) for b in buckets]
     send_labels(held, lambda doc, _: groups_of(doc, group_of), lambda g: _labelled_folder(work, g), part)
     return _summed(f"components-{part:04d}", done)
 
@@ -345,8 +345,8 @@ def home_members(group: int, shards: list[int], work: Path, homes: int, rule: Ke
     needs, read from the group's own signature files (so each row group is read once, whatever
     the homes), each sent to its component's home, one of ``homes`` by a hash of the component's
     name (``pipeline.dedup.components.home_of``): components/home/home-<H>/from-<G>, sorted by
-    ``doc``. The homes read to the signature files once each before: a row group holding
-    members of several homes was read once per home."""
+    ``doc``. When each home read these columns from the signature files itself, a row group
+    holding members of several homes was read once per home."""
     unit = f"members-{group:04d}"
     labels, read = read_parquet_counted(parquet_files(_labelled_folder(work, group)))
     if labels is None:
