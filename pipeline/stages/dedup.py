@@ -295,26 +295,29 @@ def seed_components(group: int, work: Path, buckets: int, units: int) -> dict:
     return {**found, "unit": f"components-seed-{group:04d}"}
 
 
-def large_stars(round_: int, part: int, buckets: list[int], work: Path, count: int, units: int) -> dict:
-    """Round ``round_``'s Large-Star for each bucket of ``buckets`` (of ``count``, dealt to
-    ``units``), what they send written at the end, one file per unit it goes to."""
-    root = _components_root(work)
-    outbox = Outbox(round_dir(root, "small", round_), part, count, units)
+def _stars(
+    star, name: str, to: Path, round_: int, part: int, buckets: list[int], work: Path, count: int, units: int
+) -> dict:
+    """One unit of a half-round: ``star`` (Large-Star or Small-Star) for each bucket of
+    ``buckets`` (of ``count``, dealt to ``units``), what they send written to ``to`` at the end,
+    one file per unit it goes to."""
+    outbox = Outbox(to, part, count, units)
     footers = Footers()  # the unit's files, listed and read once for all its buckets
-    done = [large_star(round_, b, root, count, units, outbox, footers) for b in buckets]
+    done = [star(round_, b, _components_root(work), count, units, outbox, footers) for b in buckets]
     outbox.send()
-    return _summed(f"large-{round_:04d}-{part:04d}", done)
+    return _summed(f"{name}-{round_:04d}-{part:04d}", done)
+
+
+def large_stars(round_: int, part: int, buckets: list[int], work: Path, count: int, units: int) -> dict:
+    """Round ``round_``'s Large-Star for each bucket of ``buckets`` (:func:`_stars`)."""
+    to = round_dir(_components_root(work), "small", round_)
+    return _stars(large_star, "large", to, round_, part, buckets, work, count, units)
 
 
 def small_stars(round_: int, part: int, buckets: list[int], work: Path, count: int, units: int) -> dict:
-    """Round ``round_``'s Small-Star for each bucket of ``buckets`` (of ``count``, dealt to
-    ``units``), what they send written at the end, one file per unit it goes to."""
-    root = _components_root(work)
-    outbox = Outbox(round_dir(root, "large", round_ + 1), part, count, units)
-    footers = Footers()
-    done = [small_star(round_, b, root, count, units, outbox, footers) for b in buckets]
-    outbox.send()
-    return _summed(f"small-{round_:04d}-{part:04d}", done)
+    """Round ``round_``'s Small-Star for each bucket of ``buckets`` (:func:`_stars`)."""
+    to = round_dir(_components_root(work), "large", round_ + 1)
+    return _stars(small_star, "small", to, round_, part, buckets, work, count, units)
 
 
 def _home_folder(work: Path, home: int) -> Path:
