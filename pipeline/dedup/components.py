@@ -26,9 +26,9 @@ a call made alone), so a half-round writes units x units files, not buckets x bu
     component_labels(r, B)  once round r's edges are those of round r - 1: each document of
                         bucket B and its component (its smallest document),
                         labels/bucket-<B>.parquet; the dedup stage sends each label on to the
-                        group of its document (send_labels: one file per sending unit and
-                        group), which sends it to its component's home (home_of), where the keep
-                        rule runs over the whole component
+                        group of its document (one file per sending unit and group), which
+                        sends it to its component's home (home_of), where the keep rule runs
+                        over the whole component
 
 Both steps keep each component connected and its smallest document in it; a round that changes
 nothing leaves every component a star around its smallest document, and the rounds reach it after
@@ -45,7 +45,6 @@ file's metadata (``BUCKETS_KEY``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -286,8 +285,8 @@ def component_labels(
 ) -> dict:
     """Each document of bucket ``bucket`` in an edge and its component, from round ``round_``'s
     edges (stars around each component's smallest document), written to ``out_path``; with
-    ``held``, also kept there for :func:`send_labels` to send with the other buckets' of a unit
-    (``footers``: the unit's, :class:`Footers`)."""
+    ``held``, also kept there for the unit to send on with its other buckets' (``footers``: the
+    unit's, :class:`Footers`)."""
     (u, v), read = _read(round_dir(root, "large", round_), bucket, units, footers)
     starts, _ = _runs(u)
     labels = u[starts], np.minimum(v[starts], u[starts])  # doc, component (sorted by doc)
@@ -295,29 +294,6 @@ def component_labels(
     if held is not None:
         held.append(labels)
     return {"unit": f"components-{bucket:05d}", "docs": len(starts), "bytes_read": read}
-
-
-def send_labels(
-    labels: list[Records],
-    receiver: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    folder: Callable[[int], Path],
-    sender: int,
-) -> None:
-    """Each label (``doc, component``) of ``labels`` to its receiver, ``receiver(doc, component)``:
-    ``folder(R)/from-<sender>``, one file per receiver, sorted by ``doc``."""
-    doc, component = (np.concatenate(x) for x in zip(*labels)) if labels else _no_records()
-    if not len(doc):
-        return
-    order = np.argsort(doc, kind="stable")
-    doc, component = doc[order], component[order]
-    to = receiver(doc, component)
-    order = np.argsort(to, kind="stable")  # each receiver's labels stay sorted by doc
-    doc, component, to = doc[order], component[order], to[order]
-    for lo, hi in runs(to):
-        write_parquet(
-            pa.Table.from_arrays([pa.array(doc[lo:hi]), pa.array(component[lo:hi])], schema=COMPONENTS_SCHEMA),
-            folder(int(to[lo])) / f"from-{sender:05d}.parquet",
-        )
 
 
 def combined_fingerprint(parts: list[dict]) -> tuple[int, int]:

@@ -88,6 +88,7 @@ from pipeline.dedup.clusters import (
     with_attributes,
 )
 from pipeline.dedup.components import (
+    COMPONENTS_SCHEMA,
     MAX_ROUNDS,
     Footers,
     Outbox,
@@ -99,13 +100,12 @@ from pipeline.dedup.components import (
     large_star,
     round_dir,
     seed_edges,
-    send_labels,
     small_star,
 )  # the unit functions below run these shard by shard (or bucket by bucket), over groups
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, shard_of, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.dedup.routed import by_group, first_hop, group_folder, groups_of, route_pairs, second_hop
+from pipeline.dedup.routed import by_group, first_hop, group_folder, route_pairs, second_hop
 from pipeline.dedup.runs import runs
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
@@ -339,7 +339,12 @@ def label_components(round_: int, part: int, buckets: list[int], work: Path, gro
     held: list[Records] = []
     footers = Footers()
     done = [component_labels(round_, b, root, _labels_path(work, b), units, held, footers) for b in buckets]
-    send_labels(held, lambda doc, _: groups_of(doc, group_of), lambda g: _labelled_folder(work, g), part)
+    doc, component = (np.concatenate(x) for x in zip(*held)) if held else (np.zeros(0, np.int64),) * 2
+    labels = pl.DataFrame({"doc": doc, "component": component}, schema={"doc": pl.Int64, "component": pl.Int64})
+    for group, rows in by_group(labels.sort("doc"), "doc", group_of):
+        write_parquet(
+            rows.to_arrow().cast(COMPONENTS_SCHEMA), _labelled_folder(work, group) / f"from-{part:05d}.parquet"
+        )
     return _summed(f"components-{part:04d}", done)
 
 
