@@ -17,7 +17,7 @@ import functools
 import glob
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -71,6 +71,11 @@ def _plain_name(value: str, what: str) -> str:
         )
     return value
 
+
+# Each filter's parameters by name (``[filter.params.<filter>]``). A value is any TOML value here
+# (a number, a list, a table): the filter's constructor types it (pipeline.filters.params), and
+# _check_filters checks every value against those types, so an error names the parameter's form.
+FilterParams = dict[str, dict[str, Any]]
 
 # A group's sampling weight: none or more (normalized over the groups).
 Weight = Annotated[float, Field(ge=0)]
@@ -233,7 +238,7 @@ class LangFilterConfig(_Strict):
     the stage's) and parameters over the stage's, filter by filter."""
 
     filters: list[str] | None = None
-    params: dict[str, dict[str, float | int | bool | str | list[str]]] = Field(default_factory=dict)
+    params: FilterParams = Field(default_factory=dict)
 
     @field_validator("params", mode="before")
     @classmethod
@@ -252,7 +257,7 @@ class FilterConfig(_Strict):
     # languages they leave alone: documents out of scope pass through unchanged.
     langs: list[str] | None = None
     exclude_langs: list[str] = Field(default_factory=list)
-    params: dict[str, dict[str, float | int | bool | str | list[str]]] = Field(default_factory=dict)
+    params: FilterParams = Field(default_factory=dict)
     # Licence rules, before the filters and for every source: keep only documents whose every
     # licence matches one of `licences` (None: any), and drop those with a licence matching one of
     # `exclude_licences`. Shell-style patterns ("CC-BY-*"); "unknown" is a licence of its own.
@@ -295,7 +300,7 @@ class FilterConfig(_Strict):
         language = parse_lang(code)[0]
         profile = LANGUAGE_PROFILES.get(language, {}) if self.language_profiles else {}
         params = {
-            name: {**self.params.get(name, {}), **profile.get(name, {}), **override.params.get(name, {})}
+            name: _over(self.params.get(name, {}), profile.get(name, {}), override.params.get(name, {}))
             for name in names
         }
         return names, {name: values for name, values in params.items() if values}
@@ -357,15 +362,31 @@ def _scope(stage: str, settings):
     return Scope(stage, sources, langs, tuple(settings.exclude_langs))
 
 
+def _over(*tables: dict) -> dict:
+    """Filter parameters, each table's over the ones before; a parameter that is a table itself
+    (thresholds per n-gram size, stop words per language) entry by entry."""
+    merged: dict = {}
+    for table in tables:
+        for key, value in table.items():
+            below = merged.get(key)
+            merged[key] = {**below, **value} if isinstance(below, dict) and isinstance(value, dict) else value
+    return merged
+
+
 def _expanded_filter_paths(value):
-    """A filter's path parameters (the quality filter's model) with ``~`` and variables expanded."""
+    """Filter parameters as their filters take them (a filter's ``config_params``: gopher_repetition's
+    ``dup_5gram_char_frac = 0.2`` as ``dup_ngram_char_frac = {5 = 0.2}``), with the path
+    parameters (the quality filter's model) ``~`` and variables expanded."""
     from pipeline.filters.registry import FILTERS
 
     if not isinstance(value, dict):
         return value
     expanded = {}
     for name, params in value.items():
-        paths = filter_path_parameters(name) if name in FILTERS and isinstance(params, dict) else set()
+        known = name in FILTERS and isinstance(params, dict)
+        if known and hasattr(FILTERS[name], "config_params"):
+            params = FILTERS[name].config_params(params)
+        paths = filter_path_parameters(name) if known else set()
         expanded[name] = {key: expand_path(v) if key in paths else v for key, v in params.items()} if paths else params
     return expanded
 
@@ -383,7 +404,7 @@ def _check_filters(filters: list[str], params: dict[str, dict], where: str) -> N
             )
     for name, values in params.items():
         allowed = filter_parameters(name)
-        types = _parameter_types(name)
+        types, hints = _parameter_types(name), _parameter_hints(name)
         for key, value in values.items():
             if key not in allowed:
                 raise ValueError(
@@ -394,14 +415,73 @@ def _check_filters(filters: list[str], params: dict[str, dict], where: str) -> N
                 try:
                     types[key].validate_python(value, strict=True)
                 except ValidationError as error:
-                    first = error.errors()[0]
-                    problem = first["msg"][0].lower() + first["msg"][1:]
-                    fix = (
-                        "give a threshold within those bounds"
-                        if first["type"].startswith(("greater_than", "less_than"))
-                        else "write the value as the filter takes it (a number without quotes for a threshold)"
-                    )
-                    raise ValueError(f"{where}params.{name}.{key}: {problem}, got {value!r}; {fix}") from None
+                    at = f"{where}params.{name}.{key}"
+                    raise ValueError(_parameter_error(at, value, hints[key], error)) from None
+
+
+def _parameter_error(at: str, value, hint, error: ValidationError) -> str:
+    """One line for a parameter value its filter's type (``hint``) refuses: where (an entry of a
+    table parameter by its key), the problem, what was given and how to write it."""
+    first = error.errors()[0]
+    loc, got, form = first["loc"], value, _toml_form(hint)
+    on_key = "[key]" in loc
+    if isinstance(value, dict) and loc and loc[0] in value:  # an entry of a table parameter
+        at, got = f"{at}.{loc[0]}", (loc[0] if on_key else value[loc[0]])
+        form = _toml_form(_table_types(hint)[1])
+    problem = first["msg"][0].lower() + first["msg"][1:]
+    if on_key:
+        fix = f"key each entry as in {_toml_form(hint)}"
+    elif first["type"].startswith(("greater_than", "less_than")):
+        fix = "give a threshold within those bounds"
+    else:
+        fix = f"write it as {form}"
+    return f"{at}: {problem}, got {got!r}; {fix}"
+
+
+def _table_types(hint) -> tuple:
+    """The key and value types of a table parameter's type (``Mapping[K, V] | None``)."""
+    import typing
+
+    options = [a for a in typing.get_args(hint) if a is not type(None)] if _is_union(hint) else [hint]
+    return typing.get_args(options[0])
+
+
+def _toml_form(hint) -> str:
+    """How a value of a filter parameter's type is written in TOML, with an example (the forms
+    docs/config.md lists)."""
+    import typing
+    from collections.abc import Mapping, Sequence
+
+    options = [a for a in typing.get_args(hint) if a is not type(None)] if _is_union(hint) else [hint]
+    if Path in options:
+        return 'a path in quotes ("~/models/quality")'
+    base = options[0]
+    if typing.get_origin(base) is typing.Annotated:
+        base = typing.get_args(base)[0]
+    origin = typing.get_origin(base) or base
+    if origin is bool:
+        return "true or false"
+    if origin is int:
+        return "a whole number without quotes (50)"
+    if origin is float:
+        return "a number without quotes (0.15)"
+    if origin in (Mapping, dict):
+        key_type = typing.get_args(base)[0]
+        if typing.get_origin(key_type) is typing.Annotated:
+            key_type = typing.get_args(key_type)[0]
+        if key_type is int:
+            return "a table of thresholds by n-gram size, 2 words or more ({ 5 = 0.15, 6 = 0.14 })"
+        return 'a table of word lists by language ({ en = ["the", "and"] })'
+    if origin in (Sequence, list, tuple):
+        return 'a list of strings in quotes (["•", "-"])'
+    return 'a string in quotes ("text")'
+
+
+def _is_union(hint) -> bool:
+    import types
+    import typing
+
+    return typing.get_origin(hint) in (typing.Union, types.UnionType)
 
 
 def _parameter_hints(name: str) -> dict:

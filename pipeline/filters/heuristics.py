@@ -29,6 +29,7 @@ pair.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -36,7 +37,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.filters.engine import batch_memo
-from pipeline.filters.params import Count, Fraction, Length, Ratio
+from pipeline.filters.params import Count, Fraction, Length, NgramFractions, Ratio
 from pipeline.filters.text import (
     SPACELESS_CHAR_PATTERN,
     flatten,
@@ -449,6 +450,13 @@ def _regex_alternatives(strings: Sequence[str]) -> str:
 # Gopher repetition
 
 
+# Gopher's n-gram thresholds by size (Table A1).
+TOP_NGRAM_CHAR_FRAC = {2: 0.20, 3: 0.18, 4: 0.16}
+DUP_NGRAM_CHAR_FRAC = {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
+# One size's threshold by its rule's name: dup_5gram_char_frac.
+_PER_SIZE = re.compile(r"(top|dup)_(\d+)gram_char_frac")
+
+
 class GopherRepetition:
     """Gopher's repetition filter (Rae et al. 2021, appendix A.1.1 and Table A1).
 
@@ -499,6 +507,9 @@ class GopherRepetition:
 
     name = "gopher_repetition"
     thresholds = ("dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac")
+    # The thresholds per n-gram size, with their defaults: a size's value is a threshold only, a
+    # size beyond the defaults is measured too.
+    threshold_maps = {"top_ngram_char_frac": TOP_NGRAM_CHAR_FRAC, "dup_ngram_char_frac": DUP_NGRAM_CHAR_FRAC}
 
     def __init__(
         self,
@@ -506,24 +517,44 @@ class GopherRepetition:
         dup_para_frac: Fraction | None = 0.30,
         dup_line_char_frac: Fraction | None = 0.20,
         dup_para_char_frac: Fraction | None = 0.20,
-        top_ngram_char_frac: Mapping[int, float | None] | None = None,
-        dup_ngram_char_frac: Mapping[int, float | None] | None = None,
+        top_ngram_char_frac: NgramFractions | None = None,
+        dup_ngram_char_frac: NgramFractions | None = None,
     ):
         self.dup_line_frac = dup_line_frac
         self.dup_para_frac = dup_para_frac
         self.dup_line_char_frac = dup_line_char_frac
         self.dup_para_char_frac = dup_para_char_frac
-        self.top_ngram_char_frac = dict(
-            {2: 0.20, 3: 0.18, 4: 0.16} if top_ngram_char_frac is None else top_ngram_char_frac
-        )
-        self.dup_ngram_char_frac = dict(
-            {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
-            if dup_ngram_char_frac is None
-            else dup_ngram_char_frac
-        )
+        # The sizes given override their defaults; the others keep them (as datatrove's lists do not).
+        self.top_ngram_char_frac = {**TOP_NGRAM_CHAR_FRAC, **(top_ngram_char_frac or {})}
+        self.dup_ngram_char_frac = {**DUP_NGRAM_CHAR_FRAC, **(dup_ngram_char_frac or {})}
         for n in [*self.top_ngram_char_frac, *self.dup_ngram_char_frac]:
             if int(n) < 2:
                 raise ValueError(f"gopher_repetition: n-gram size {n} is below 2; use sizes 2 and up")
+
+    @staticmethod
+    def config_params(values: dict) -> dict:
+        """A config table's parameters as the constructor takes them: a size's own name
+        (``dup_5gram_char_frac = 0.2``) as its entry of the map (``dup_ngram_char_frac = {5 = 0.2}``),
+        and the map's keys (TOML's are strings) as sizes. Raises ValueError naming a size set both
+        ways."""
+        params: dict = {}
+        for key, value in values.items():
+            if key in GopherRepetition.threshold_maps and isinstance(value, Mapping):
+                value = {int(n) if isinstance(n, str) and n.isdigit() else n: t for n, t in value.items()}
+            params[key] = value
+        for key, value in values.items():
+            per_size = _PER_SIZE.fullmatch(key)
+            if per_size is None:
+                continue
+            kind, n = per_size.group(1), int(per_size.group(2))
+            table = params.setdefault(f"{kind}_ngram_char_frac", {})
+            if not isinstance(table, Mapping):  # a map given as something else: the check names it
+                continue
+            if n in table:
+                raise ValueError(f"gopher_repetition.{key}: {kind}_ngram_char_frac also sets size {n}; set it once")
+            params[f"{kind}_ngram_char_frac"] = {**table, n: value}
+            del params[key]
+        return params
 
     def rules(self) -> list[Rule]:
         p = self.name

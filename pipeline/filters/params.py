@@ -5,6 +5,7 @@ before any work."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from annotated_types import Ge, Interval
@@ -19,3 +20,8 @@ Fraction = Annotated[float, Interval(ge=0, le=1)]
 Ratio = Annotated[float, Ge(0)]
 # A share that must leave something (the top fraction of documents kept): above 0, at most 1.
 Share = Annotated[float, Interval(gt=0, le=1)]
+# A size of word n-gram: 2 words or more.
+NgramSize = Annotated[int, Ge(2)]
+# A threshold per n-gram size (Gopher's repetition rules): ``{5: 0.15}`` sets the 5-gram rule's;
+# the sizes it does not name keep their defaults, and None turns a size's rule off.
+NgramFractions = Mapping[NgramSize, Fraction | None]

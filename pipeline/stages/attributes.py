@@ -50,6 +50,12 @@ def _without_thresholds(params: dict | None) -> dict:
     for name, values in sorted((params or {}).items()):
         only_thresholds = set(getattr(FILTERS.get(name), "thresholds", ()))
         kept = {key: value for key, value in values.items() if key not in only_thresholds}
+        # A table of thresholds by size (gopher_repetition's n-grams) measures its default sizes and
+        # those it adds: only the added sizes are what it measured with.
+        for key, defaults in getattr(FILTERS.get(name), "threshold_maps", {}).items():
+            if isinstance(kept.get(key), dict):
+                added = sorted(int(n) for n in kept.pop(key) if int(n) not in defaults)
+                kept.update({key: added} if added else {})
         if kept:
             kept_params[name] = kept
     return kept_params

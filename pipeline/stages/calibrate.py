@@ -162,6 +162,8 @@ def calibrate(
 
 
 def _toml_value(value) -> str:
+    if isinstance(value, Mapping):  # a table parameter: thresholds by n-gram size, stop words by language
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in value.items()) + " }"
     return json.dumps(value, ensure_ascii=False)  # numbers, booleans, strings and lists of them
 
 

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from demo.corpus import build_demo_corpus
-from pipeline.filters.heuristics import HEURISTIC_FILTERS
+from pipeline.filters.heuristics import HEURISTIC_FILTERS, GopherRepetition
 from pipeline.filters.quality import demo_web_pool
 from pipeline.filters.registry import FILTERS, filter_parameters
 
@@ -67,4 +67,15 @@ def test_the_config_reference_lists_each_filters_thresholds():
         cells = [cell.strip().strip("`") for cell in line.strip().strip("|").split("|")]
         if len(cells) == 2 and cells[0] in FILTERS:
             rows[cells[0]] = tuple(c.strip().strip("`") for c in cells[1].split(","))
-    assert rows == {name: cls.thresholds for name, cls in FILTERS.items() if cls.thresholds}
+    listed = {name: (*cls.thresholds, *getattr(cls, "threshold_maps", ())) for name, cls in FILTERS.items()}
+    assert rows == {name: params for name, params in listed.items() if params}
+
+
+@pytest.mark.parametrize("param", list(GopherRepetition.threshold_maps))
+def test_a_threshold_by_ngram_size_changes_the_rules_and_nothing_measured(pages, param):
+    defaults = GopherRepetition.threshold_maps[param]
+    reference = _output(GopherRepetition(), pages)
+    for sizes in ({n: None for n in defaults}, {n: 0.05 for n in defaults}, {min(defaults): 1.0}):
+        changed = GopherRepetition(**{param: sizes})
+        assert _output(changed, pages) == reference, sizes
+        assert changed.rules() != GopherRepetition().rules()
