@@ -482,11 +482,7 @@ def _filter_stage(run: RunFiles) -> str:
     stats = run.stats["filter"]
     counts = stats.get("removed", {})
     filters, errors = run_filters(config) if config is not None else ([], [])
-    rules = [
-        (r.name, f"{r.measure} {r.op} {fmt(r.threshold, 3 if r.threshold % 1 else 0)}")
-        for f in filters
-        for r in f.rules()
-    ]
+    rules = [(r.name, r.describe(fmt(r.threshold, 3 if r.threshold % 1 else 0))) for f in filters for r in f.rules()]
     rules.append((EMPTY_AFTER_REWRITE, "text blank after line removals"))
     licence_rule = config.filter.licence_rule() if config is not None else None
     if licence_rule is not None:
@@ -571,8 +567,7 @@ def _filter_stage(run: RunFiles) -> str:
             note = f"; every one measured {fmt(values.drop_nulls()[0], 3)}" if same else ""
             near_html[rule.name] = (
                 f"<h4>{esc(head)}; {fmt(measured_n)} had a value; rule: remove when "
-                f"{esc(rule.measure)} {esc(rule.op)} {fmt(rule.threshold, 3)}{esc(note)}</h4>"
-                + _near_examples(examples)
+                f"{esc(rule.describe(fmt(rule.threshold, 3)))}{esc(note)}</h4>" + _near_examples(examples)
             )
     names = list(dict.fromkeys([*[n for n, _ in rules], *counts]))
     out.append(_rule_blocks("filter", names, counts, removed_html, near_html))

@@ -297,7 +297,10 @@ def _rules_table(flt: dict) -> Table:
         rules.add_row(
             shown(rule["rule"]),
             _value(rule["value"]),
-            shown(f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}"),
+            shown(
+                f"{rule['measure']} {rule['op']} {_value(rule['threshold'])}"
+                + (f" ({rule['counts']})" if rule.get("counts") else "")
+            ),
             verdict,
             style="red" if rule["fires"] else "",
         )

@@ -407,6 +407,7 @@ def _filter(run: RunFiles, entered: dict, kept: dict | None, removed: dict | Non
                 "value": _plain(measured.values[rule.name][0]),
                 "op": rule.op,
                 "threshold": float(rule.threshold),
+                "counts": rule.counts,
                 "fires": bool(measured.fires[rule.name][0]),
             }
         )

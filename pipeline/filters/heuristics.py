@@ -331,7 +331,7 @@ class GopherQuality:
             ("alpha_words_ratio", "alpha_words_ratio", "<", self.min_alpha_words_ratio),
             ("stop_words_min", "stop_word_count", "<", self.min_stop_words),
         ]
-        return [Rule(f"{p}.{name}", m, op, float(t)) for name, m, op, t in spec if t is not None]
+        return [Rule(f"{p}.{name}", m, op, float(t), MEASURE_COUNTS[m]) for name, m, op, t in spec if t is not None]
 
     def apply(self, docs: pl.DataFrame) -> FilterOutput:
         text = _texts(docs)
@@ -444,6 +444,44 @@ def _regex_alternatives(strings: Sequence[str]) -> str:
     """A regex group matching any of ``strings`` (nothing at all when there is none)."""
     alternatives = [_regex_literal(s) for s in strings if s]
     return f"(?:{'|'.join(alternatives)})" if alternatives else r"[^\s\S]"
+
+
+# What each measure counts, as the report's rule texts say it (the class docstrings give the detail).
+MEASURE_COUNTS = {
+    # Gopher quality
+    "word_count": "words: whitespace tokens, punctuation stripped; each character in Chinese, Japanese, Thai",
+    "mean_word_length": "characters per word; not measured in scripts without spaces",
+    "hash_to_word_ratio": "'#' per word",
+    "ellipsis_to_word_ratio": "'...' and '…' per word",
+    "bullet_lines_ratio": "share of lines, blank ones included, starting with a bullet",
+    "ellipsis_lines_ratio": "share of lines, blank ones included, ending in '...' or '…'",
+    "alpha_words_ratio": "share of words with a letter",
+    "stop_word_count": "different stop words of the language's list; English's only, by default",
+    # Gopher repetition (the n-gram measures: _repetition_counts)
+    "dup_line_frac": "share of non-empty lines that repeat an earlier line",
+    "dup_para_frac": "share of paragraphs (split at blank lines) that repeat an earlier one",
+    "dup_line_char_frac": "characters of lines that repeat an earlier line / characters of the text",
+    "dup_para_char_frac": "characters of paragraphs that repeat an earlier one / characters of the text",
+    # C4
+    "has_lorem_ipsum": "1 when a line C4 has not dropped by then says 'lorem ipsum'",
+    "has_curly_bracket": "1 when a line C4 has not dropped by then has a '{'",
+    # FineWeb
+    "line_punct_ratio": "share of non-blank lines ending in an end mark",
+    "short_line_ratio": "share of non-blank lines of fewer than 30 characters",
+    "char_dup_ratio": "characters of lines that repeat an earlier line / characters without newlines",
+    "new_line_ratio": "newlines per word",
+}
+
+
+def _repetition_counts(measure: str) -> str:
+    """What a Gopher repetition measure counts (:data:`MEASURE_COUNTS`, and the n-gram ones)."""
+    per_size = _PER_SIZE.fullmatch(measure)
+    if per_size is None:
+        return MEASURE_COUNTS[measure]
+    n = per_size.group(2)
+    if per_size.group(1) == "top":
+        return f"word characters covered by the most frequent {n}-word n-gram / all word characters"
+    return f"word characters covered by {n}-word n-grams that occur twice or more / all word characters"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -566,7 +604,7 @@ class GopherRepetition:
         ]
         spec += [(f"top_{n}gram_char_frac", t) for n, t in sorted(self.top_ngram_char_frac.items())]
         spec += [(f"dup_{n}gram_char_frac", t) for n, t in sorted(self.dup_ngram_char_frac.items())]
-        return [Rule(f"{p}.{m}", m, ">", float(t)) for m, t in spec if t is not None]
+        return [Rule(f"{p}.{m}", m, ">", float(t), _repetition_counts(m)) for m, t in spec if t is not None]
 
     def apply(self, docs: pl.DataFrame) -> FilterOutput:
         text = _texts(docs)
@@ -815,15 +853,26 @@ class C4Quality:
         self.filter_lorem_ipsum = filter_lorem_ipsum
         self.filter_curly_bracket = filter_curly_bracket
 
+    def _sentences_counted(self) -> str:
+        """What ``sentence_count`` counts with these settings: C4 counts after its line removals."""
+        dropped = ["without an end mark"] if self.filter_no_terminal_punct else []
+        dropped.append(f"of fewer than {self.min_words_per_line} words")
+        dropped += ["naming javascript"] if self.filter_javascript else []
+        dropped += ["with a policy phrase"] if self.filter_policy else []
+        return f"sentences, one or more per line, in the lines C4 keeps after dropping those {', '.join(dropped)}"
+
     def rules(self) -> list[Rule]:
         p = self.name
         rules = []
         if self.filter_lorem_ipsum:
-            rules.append(Rule(f"{p}.lorem_ipsum", "has_lorem_ipsum", ">=", 1.0))
+            rules.append(Rule(f"{p}.lorem_ipsum", "has_lorem_ipsum", ">=", 1.0, MEASURE_COUNTS["has_lorem_ipsum"]))
         if self.filter_curly_bracket:
-            rules.append(Rule(f"{p}.curly_bracket", "has_curly_bracket", ">=", 1.0))
+            rules.append(
+                Rule(f"{p}.curly_bracket", "has_curly_bracket", ">=", 1.0, MEASURE_COUNTS["has_curly_bracket"])
+            )
         if self.min_sentences is not None:
-            rules.append(Rule(f"{p}.min_sentences", "sentence_count", "<", float(self.min_sentences)))
+            threshold = float(self.min_sentences)
+            rules.append(Rule(f"{p}.min_sentences", "sentence_count", "<", threshold, self._sentences_counted()))
         return rules
 
     def apply(self, docs: pl.DataFrame) -> FilterOutput:
@@ -1018,7 +1067,7 @@ class FineWebQuality:
             ("char_dup_ratio", ">=", self.char_duplicates_ratio),
             ("new_line_ratio", ">", self.new_line_ratio),
         ]
-        return [Rule(f"{p}.{m}", m, op, float(t)) for m, op, t in spec if t is not None]
+        return [Rule(f"{p}.{m}", m, op, float(t), MEASURE_COUNTS[m]) for m, op, t in spec if t is not None]
 
     def apply(self, docs: pl.DataFrame) -> FilterOutput:
         text = _texts(docs)

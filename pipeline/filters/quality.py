@@ -492,10 +492,12 @@ class QualityFilter:
 
     def rules(self) -> list[Rule]:
         if self.top_fraction is not None:
-            return [Rule(RULE_TOP_FRACTION, measure="quality_margin", op="<", threshold=0.0)]
+            margin = "the score less the cut that keeps the top fraction of the document's language"
+            return [Rule(RULE_TOP_FRACTION, measure="quality_margin", op="<", threshold=0.0, counts=margin)]
         if self.threshold is None:
             return []
-        return [Rule(RULE_SCORE_MIN, measure="quality_score", op="<", threshold=self.threshold)]
+        score = "the classifier's probability that the text is like its reference text"
+        return [Rule(RULE_SCORE_MIN, measure="quality_score", op="<", threshold=self.threshold, counts=score)]
 
     def cut_for(self, langs: pl.Series | None, n: int) -> pl.Series:
         """The ``top_fraction`` cut of each document, by its language."""

@@ -34,6 +34,15 @@ class Rule:
     measure: str  # a column of the filter's measures frame
     op: Op  # remove when ``measure <op> threshold``
     threshold: float
+    # What the measure counts, in a phrase a reader of the report needs to read a value (C4's
+    # sentences are counted after it drops the lines without an end mark).
+    counts: str = field(default="", compare=False)
+
+    def describe(self, threshold: str | None = None) -> str:
+        """When the rule removes, and what its measure counts: ``sentence_count < 3 (sentences
+        in ...)`` (``threshold``: the threshold as the caller formats it)."""
+        shown = f"{self.threshold:g}" if threshold is None else threshold
+        return f"{self.measure} {self.op} {shown}" + (f" ({self.counts})" if self.counts else "")
 
     def fires(self, value: pl.Expr) -> pl.Expr:
         """True where a document breaks this rule (never on a null measurement)."""
