@@ -289,6 +289,12 @@ def to_attributes(docs: pl.DataFrame, measured: Measurement) -> pl.DataFrame:
     )
 
 
+def attribute_columns(filters: list[DocFilter]) -> set[str]:
+    """The columns of a stored measurement that deciding with ``filters`` reads: ``id``, the
+    rewritten text and every rule's measure (a file without one is measured again)."""
+    return {"id", TEXT, TEXT_CHANGED, *(f"{MEASURE}{f.name}.{r.measure}" for f in filters for r in f.rules())}
+
+
 def from_attributes(docs: pl.DataFrame, attributes: pl.DataFrame) -> Measurement:
     """The measurement :func:`to_attributes` stored for ``docs`` (the same documents, in order)."""
     text = pl.select(pl.when(attributes[TEXT_CHANGED]).then(attributes[TEXT]).otherwise(docs["text"])).to_series()

@@ -16,18 +16,28 @@ settings differ is measured again and replaced.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import logging
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.filters.registry import FILTERS
 from pipeline.formats.documents import StageDir
-from pipeline.io.storage import parquet_file, read_parquet
-from pipeline.io.writer import write_parquet
+from pipeline.io.storage import parquet_file
+from pipeline.io.writer import PARQUET_COMPRESSION, write_bytes, write_text
 
 FOLDER = "attributes"
 _METADATA = b"curate.measured_from"
+# Beside each file, its sha256 (as ``sha256sum`` writes it): a file changed after the stage wrote
+# it is measured again, not trusted to decide.
+CHECKSUM_SUFFIX = ".sha256"
+
+_log = logging.getLogger(__name__)
 
 
 def measuring_settings(record: dict) -> dict:
@@ -64,13 +74,18 @@ def _without_thresholds(params: dict | None) -> dict:
 class UnitAttributes:
     """The stored measurements of one unit of the filter stage (input shard ``in_path``).
 
-    :meth:`open` loads the stored file when it was measured from this input with these settings;
-    the stage's step then takes each batch's rows from it (:meth:`rows`) instead of measuring;
-    :meth:`close` writes the unit's measurements unless every batch was read back."""
+    :meth:`open` loads the stored file when it was measured from this input with these settings,
+    its bytes are those its checksum (``<file>.sha256``, written with it) names, and it has every
+    column in ``required`` (set by the stage's step: the columns its filters decide on); the
+    stage's step then takes each batch's rows from it (:meth:`rows`) instead of measuring; a file
+    that fails a check is measured again, with a warning. :meth:`close` writes the unit's
+    measurements and their checksum unless every batch was read back."""
 
     def __init__(self, stage: StageDir, in_path: Path, settings: dict):
         self.path = stage.root / FOLDER / in_path.name
+        self.checksum = self.path.with_name(self.path.name + CHECKSUM_SUFFIX)
         self.settings = settings
+        self.required: set[str] = set()
         self.files: list[dict] | None = None
         self.stored: pl.DataFrame | None = None
         self._next = 0
@@ -91,8 +106,27 @@ class UnitAttributes:
             made_from = json.loads(metadata[_METADATA])
         except Exception:  # unreadable, or not written by this stage: measured again and replaced
             return
-        if made_from == self._measured_from():
-            self.stored = read_parquet(self.path)
+        if made_from != self._measured_from():
+            return
+        data = self.path.read_bytes()
+        why = self._untrusted(data)
+        if why is None:
+            stored = pl.read_parquet(io.BytesIO(data))
+            missing = sorted(self.required - set(stored.columns))
+            if not missing:
+                self.stored = stored
+                return
+            why = f"lack {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''} (written by another version)"
+        _log.warning("filter: the stored measurements %s %s; measuring its documents again", self.path.name, why)
+
+    def _untrusted(self, data: bytes) -> str | None:
+        """Why the stored file's bytes ``data`` are not the ones this stage wrote (None: they are)."""
+        if not self.checksum.exists():
+            return "have no checksum"
+        expected = self.checksum.read_text(encoding="utf-8").split(" ", 1)[0].strip()
+        if hashlib.sha256(data).hexdigest() != expected:
+            return f"do not match their checksum ({self.checksum.name}): the file changed after it was written"
+        return None
 
     def rows(self, docs: pl.DataFrame) -> pl.DataFrame | None:
         """The stored rows of the next batch's documents ``docs``, or None (measure them): batches
@@ -106,11 +140,15 @@ class UnitAttributes:
         return rows
 
     def close(self, batches: list[pl.DataFrame]) -> None:
-        """Write the unit's measurements (one frame per batch, in order), unless every one was
-        read back from the stored file (then it stays as it is)."""
+        """Write the unit's measurements (one frame per batch, in order) and then their checksum,
+        unless every one was read back from the stored file (then both stay as they are)."""
         if not self._measured and self.stored is not None and self._next == self.stored.height:
             return
         frames = batches or [pl.DataFrame({"id": pl.Series([], dtype=pl.String)})]
         table = pl.concat(frames, how="vertical_relaxed").to_arrow()
         metadata = {_METADATA: json.dumps(self._measured_from(), sort_keys=True).encode()}
-        write_parquet(table.replace_schema_metadata(metadata), self.path)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table.replace_schema_metadata(metadata), sink, compression=PARQUET_COMPRESSION)
+        data = sink.getvalue().to_pybytes()
+        write_bytes(data, self.path)
+        write_text(f"{hashlib.sha256(data).hexdigest()}  {self.path.name}\n", self.checksum)

@@ -15,6 +15,7 @@ import polars as pl
 from pipeline.config import FilterConfig, RunConfig, filter_path_parameters
 from pipeline.filters.engine import (
     apply_filters,
+    attribute_columns,
     decide,
     decide_groups,
     from_attributes,
@@ -123,6 +124,10 @@ class FilterChain:
     def __init__(self, filters: list, stage: str, attributes: UnitAttributes | None = None, by_lang=None):
         self.filters, self.stage, self.attributes = filters, stage, attributes
         self.by_lang: dict[str, list] = {parse_lang(code)[0]: f for code, f in (by_lang or {}).items()}
+        if attributes is not None:  # a stored file lacking a column these filters decide on is measured again
+            names = [f.name for f in filters]
+            every_batch = [fs for fs in self.by_lang.values() if [f.name for f in fs] != names]  # see groups()
+            attributes.required = attribute_columns([*filters, *(f for fs in every_batch for f in fs)])
 
     def groups(self, docs: pl.DataFrame) -> list[tuple[np.ndarray, list]] | None:
         """The rows of each language with filters of its own, after those of every other language

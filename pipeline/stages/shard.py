@@ -24,8 +24,8 @@ from pipeline.formats.manifest import record_stage
 from pipeline.formats.step import Step, docs_table
 from pipeline.io.storage import as_path, parquet_file, read_table, remove_tree
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
+from pipeline.stages.attributes import CHECKSUM_SUFFIX, UnitAttributes
 from pipeline.stages.attributes import FOLDER as ATTRIBUTES
-from pipeline.stages.attributes import UnitAttributes
 from pipeline.stages.registry import build_step, unit_attributes
 
 
@@ -162,7 +162,7 @@ _OUTPUT_SUFFIX = {
     "quarantine": ".parquet",
     "removed": ".parquet",
     "parts": ".json",
-    ATTRIBUTES: ".parquet",
+    ATTRIBUTES: (".parquet", CHECKSUM_SUFFIX),
 }
 
 
@@ -175,6 +175,7 @@ def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
     listed |= {stage.removed / p["removed"] for p in parts if p.get("removed")}
     listed |= {stage.parts / f"{p['unit']}.json" for p in parts}
     listed |= {stage.root / ATTRIBUTES / p["attributes"] for p in parts if p.get("attributes")}
+    listed |= {stage.root / ATTRIBUTES / (p["attributes"] + CHECKSUM_SUFFIX) for p in parts if p.get("attributes")}
     folders = {
         "docs": stage.docs,
         "quarantine": stage.quarantine,

@@ -248,3 +248,67 @@ def test_without_stored_measurements_a_changed_threshold_measures_again(tmp_path
     stats = curate_in_process(config(tmp_path, corpus, **changed))
     fresh = curate_in_process(config(tmp_path, corpus, run="fresh", **changed))
     assert stats == json.loads(json.dumps(fresh).replace("/fresh/", "/run/"))
+
+
+def _rewrite_measurements(run_dir: Path, change, checksum: bool) -> Path:
+    """Change the first stored measurements file as a person with pyarrow would (its metadata
+    kept); with ``checksum``, write the checksum of the new bytes beside it (as this project would)."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    path = sorted((run_dir / "filter" / "attributes").glob("*.parquet"))[0]
+    table = change(pq.read_table(path))
+    pq.write_table(table, path)
+    if checksum:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        path.with_name(path.name + ".sha256").write_text(f"{digest}  {path.name}\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "checksum", "said"),
+    [
+        # tampered values: every sentence count 0, which would remove every document at any threshold
+        (
+            lambda t: t.set_column(
+                t.schema.get_field_index("measure:c4_quality.sentence_count"),
+                "measure:c4_quality.sentence_count",
+                __import__("pyarrow").array([0.0] * t.num_rows),
+            ),
+            False,
+            "do not match their checksum",
+        ),
+        # a file of an older version: a measure the filters decide on is missing
+        (
+            lambda t: t.drop_columns(["measure:c4_quality.sentence_count"]),
+            True,
+            "lack measure:c4_quality.sentence_count",
+        ),
+        (lambda t: t, "remove", "have no checksum"),
+    ],
+    ids=["tampered", "missing-column", "no-checksum"],
+)
+def test_a_re_decide_measures_again_from_stored_measurements_it_cannot_trust(
+    tmp_path, corpus, caplog, change, checksum, said
+):
+    curate_in_process(config(tmp_path, corpus, **_no_tokens()))
+    path = _rewrite_measurements(tmp_path / "run", change, checksum is True)
+    if checksum == "remove":
+        path.with_name(path.name + ".sha256").unlink()
+    changed = _no_tokens(filter={"params": {"c4_quality": {"min_sentences": 2}}})
+    assert plan_run(config(tmp_path, corpus, **changed)).action("filter") == "redecides"
+    with caplog.at_level("WARNING"):
+        stats = curate_in_process(config(tmp_path, corpus, **changed))
+    assert f"the stored measurements {path.name} {said}" in caplog.text
+    assert "measuring its documents again" in caplog.text
+    fresh = curate_in_process(config(tmp_path, corpus, run="fresh", **changed))
+    assert stats == json.loads(json.dumps(fresh).replace("/fresh/", "/run/"))
+    assert stage_outputs(tmp_path / "run") == stage_outputs(tmp_path / "fresh")
+    # measured again and stored with its checksum: the next re-decide trusts it without a word
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        curate_in_process(
+            config(tmp_path, corpus, **_no_tokens(filter={"params": {"c4_quality": {"min_sentences": 1}}}))
+        )
+    assert "stored measurements" not in caplog.text
