@@ -124,14 +124,33 @@ def _settings(settings, model: type, section: str):
     )
 
 
+def _check_types(docs: pl.DataFrame) -> None:
+    """Refuse an ``id`` or ``text`` column the stages cannot read as they are: text is a string
+    per document, and an id a string or an integer (read as its decimal digits); anything else
+    (a list of lines, a struct, a float id) raises ValueError naming the column and its type,
+    never a silent cast."""
+    text, ids = docs.schema["text"], docs.schema["id"]
+    if text != pl.String:
+        lines = " (a list of lines: join them, pl.col('text').list.join('\\n'))" if text.is_nested() else ""
+        raise ValueError(
+            f"the documents' text column is {text}, not a string; give each document's text as one string{lines}"
+        )
+    if ids != pl.String and not ids.is_integer():
+        pick = " (one field of it: pl.col('id').struct.field(NAME))" if isinstance(ids, pl.Struct) else ""
+        raise ValueError(
+            f"the documents' id column is {ids}; give each document an id that is a string or an integer{pick}"
+        )
+
+
 def _as_documents(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """``docs`` as the stages read documents: ``id`` and ``text`` as strings, ``source`` and
-    ``licence`` added when missing; returns the frame and the columns added."""
+    """``docs`` as the stages read documents: ``id`` and ``text`` as strings (an integer id as its
+    digits), ``source`` and ``licence`` added when missing; returns the frame and the columns added."""
     if not isinstance(docs, pl.DataFrame):
         raise TypeError(f"give the documents as a polars DataFrame, got {type(docs).__name__}")
     missing = [c for c in ("id", "text") if c not in docs.columns]
     if missing:
         raise ValueError(f"the documents have no {' or '.join(missing)} column; name them id and text")
+    _check_types(docs)
     if docs["id"].null_count() or docs["text"].null_count():
         raise ValueError("some documents have a null id or text; drop them or fill them in first")
     if docs["id"].cast(pl.String).n_unique() != docs.height:

@@ -94,6 +94,33 @@ def test_documents_without_text_or_with_repeated_ids_stop_with_one_line():
         filter_documents({"id": ["a"], "text": ["x"]})
 
 
+@pytest.mark.parametrize(
+    ("column", "values", "message"),
+    [
+        (
+            "text",
+            [["one line.", "another line."]],
+            r"^the documents' text column is List\(String\), not a string; give each document's text as one "
+            r"string \(a list of lines: join them",
+        ),
+        ("text", [{"body": HARBOUR}], r"^the documents' text column is Struct\(\{'body': String\}\), not a string"),
+        ("text", [5], r"^the documents' text column is Int64, not a string"),
+        ("id", [{"name": "a"}], r"^the documents' id column is Struct\(\{'name': String\}\); give each document "),
+        ("id", [1.5], r"^the documents' id column is Float64; give each document an id that is a string or"),
+    ],
+)
+def test_a_text_or_id_column_of_another_type_is_refused_naming_it_not_cast(column, values, message):
+    docs = pl.DataFrame({"id": ["a"], "text": [HARBOUR], column: values})
+    for stage in (filter_documents, dedup_documents):
+        with pytest.raises(ValueError, match=message):
+            stage(docs)
+
+
+def test_an_integer_id_is_read_as_its_digits():
+    kept, _ = filter_documents(pl.DataFrame({"id": [7], "text": [HARBOUR]}), {"filters": []})
+    assert kept["id"].to_list() == ["7"]
+
+
 def test_dedup_documents_removes_exact_and_near_copies_naming_the_kept_one(tmp_path):
     near = HARBOUR.replace("wide river", "broad river")  # one word of about 80 changed
     docs = pl.DataFrame({"id": ["a", "b", "c", "d"], "text": [HARBOUR, LIBRARY, HARBOUR.upper(), near]})
