@@ -312,3 +312,18 @@ def test_a_re_decide_measures_again_from_stored_measurements_it_cannot_trust(
             config(tmp_path, corpus, **_no_tokens(filter={"params": {"c4_quality": {"min_sentences": 1}}}))
         )
     assert "stored measurements" not in caplog.text
+
+
+def test_a_stale_measurements_checksum_goes_with_its_file_and_a_kept_ones_stays(tmp_path):
+    from pipeline.formats.documents import StageDir
+    from pipeline.stages.shard import remove_unlisted
+
+    stage = StageDir(tmp_path / "filter").make()
+    folder = stage.root / "attributes"
+    folder.mkdir()
+    for name in ("kept.parquet", "kept.parquet.sha256", "gone.parquet", "gone.parquet.sha256", "notes.txt"):
+        (folder / name).write_text(name)
+    part = {"unit": "kept", "shards": [], "attributes": "kept.parquet"}
+    removed = remove_unlisted(stage, [part])
+    assert sorted(p.name for p in removed) == ["gone.parquet", "gone.parquet.sha256"]
+    assert sorted(p.name for p in folder.iterdir()) == ["kept.parquet", "kept.parquet.sha256", "notes.txt"]
