@@ -13,6 +13,7 @@ from flows.artifacts import publish_stage
 from flows.progress import complete_before, gather_parts
 from pipeline.config import RunConfig
 from pipeline.formats.documents import RunLayout, StageDir
+from pipeline.io.storage import parquet_files
 from pipeline.io.writer import remove_temporaries
 from pipeline.stages.shard import finish_stage, stage_unit
 
@@ -34,7 +35,7 @@ def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
     before = layout.stage(previous)
     stage = layout.stage(stage_name).make()
     remove_temporaries(stage.root)
-    inputs = sorted(before.docs.glob("*.parquet"))
+    inputs = parquet_files(before.docs)
 
     skipped = complete_before(stage.parts, [path.stem for path in inputs])
     futures = [shard_task.submit(stage_name, path, stage, config) for path in inputs]

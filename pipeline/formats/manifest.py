@@ -209,7 +209,9 @@ def stage_files(run_dir, stage: str) -> list[str]:
     root = RunLayout(run_dir).stage(stage).root
     if not root.exists():
         return []
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    # A link is never the stage's own (its writers rename regular files into place): not listed,
+    # so neither removed nor followed.
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def own_files(run_dir, stage: str, record: dict) -> list[str]:
@@ -230,7 +232,7 @@ def remove_own_outputs(run_dir, stage: str, record: dict, keep: Iterable[str] = 
     for rel in gone:
         (root / rel).unlink()
     if root.exists():
-        folders = [p for p in root.rglob("*") if p.is_dir()]
+        folders = [p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()]
         for folder in [*sorted(folders, key=lambda f: len(f.parts), reverse=True), root]:
             if not any(folder.iterdir()):
                 folder.rmdir()

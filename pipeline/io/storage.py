@@ -151,9 +151,13 @@ def read_parquet_counted(paths: Sequence[str | os.PathLike | UPath], columns: li
 
 def parquet_files(folder: str | os.PathLike | UPath) -> list[AnyPath]:
     """The finished Parquet files of ``folder``, sorted (a writer's temporaries start with a dot);
-    none when the folder is not there."""
+    none when the folder is not there. A local entry that is not a file (a folder, or a link to
+    one, named ``*.parquet``) is no Parquet file and not listed."""
     folder = as_path(folder)
-    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.exists() else []
+    if not folder.exists():
+        return []
+    local = is_local(folder)  # a remote store has no such entries, and a check there is a request
+    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".") and (not local or p.is_file()))
 
 
 def read_parquet(path: str | os.PathLike | UPath, columns: list[str] | None = None) -> pl.DataFrame:

@@ -664,7 +664,7 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
     layout = RunLayout(config.run_dir)
     stage = layout.stage(STAGE).make()
     remove_temporaries(stage.root)
-    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    inputs = parquet_files(layout.stage(previous).docs)
     work = stage.root / "intermediate"
     clusters = stage.root / "clusters.parquet"
     made_from = {**settings.model_dump(mode="json"), "work_format": WORK_FORMAT}
@@ -721,7 +721,7 @@ def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process
     layout = RunLayout(config.run_dir)
     stage = layout.stage(LINES_STAGE).make()
     remove_temporaries(stage.root)
-    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    inputs = parquet_files(layout.stage(previous).docs)
     work = stage.root / "intermediate"
     frequent = work / "frequent.parquet"
     if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and frequent.exists()):

@@ -89,7 +89,7 @@ from pipeline.formats.mixture import (
 from pipeline.formats.names import check_group_names
 from pipeline.formats.step import removed_frame
 from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
-from pipeline.io.storage import as_path, parquet_file, read_parquet, remove_tree
+from pipeline.io.storage import as_path, parquet_file, parquet_files, read_parquet, remove_tree
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
 from pipeline.mix.plan import (
     OTHER,
@@ -530,7 +530,7 @@ def _open_stage(layout: RunLayout) -> StageDir:
 def _pool_files(layout: RunLayout, stage: StageDir, previous: str, partitions: int) -> _Pool:
     """The curated shards of stage ``previous``, their token shards and tokenizer (the tokenize
     stage's), and the per-shard files of this stage's units."""
-    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    inputs = parquet_files(layout.stage(previous).docs)
     tokenize_stats = read_json(layout.stage("tokenize").stats)
     work = stage.root / "intermediate"
     return _Pool(
@@ -565,6 +565,7 @@ def _remove_stale_mixtures(stage: StageDir, inputs: list[Path], made_from: dict,
         for child in stage.root.iterdir():  # mixture folders only: a configured name, or one with a plan
             if (
                 child.is_dir()
+                and not child.is_symlink()  # a link is the user's: never followed, never removed
                 and child.name not in RESERVED_MIXTURE_NAMES
                 and (child.name in configured or (child / PLAN_FILE).exists())
             ):

@@ -19,7 +19,7 @@ from pipeline.config import RunConfig
 from pipeline.formats.configfile import ConfigError, validate_model
 from pipeline.formats.documents import REMOVED_SCHEMA, RunLayout
 from pipeline.formats.mixture import MANIFEST_FILE, PLAN_FILE
-from pipeline.io.storage import as_path, parquet_file, read_parquet, scan_parquet
+from pipeline.io.storage import as_path, parquet_file, parquet_files, read_parquet, scan_parquet
 from pipeline.stages.registry import STAGES, document_stages
 
 # Every stage a run can have, in run order.
@@ -107,7 +107,7 @@ class RunFiles:
     # ---- files ------------------------------------------------------------------------------
 
     def docs_files(self, stage: str) -> list[Path]:
-        return sorted((self.root / stage / "docs").glob("*.parquet"))
+        return parquet_files(self.root / stage / "docs")
 
     def doc_columns(self, stage: str) -> list[str]:
         files = self.docs_files(stage)
@@ -140,7 +140,7 @@ class RunFiles:
 
     def removed(self, stage: str) -> pl.DataFrame:
         """Every document the stage removed (REMOVED_SCHEMA), in file order."""
-        files = sorted((self.root / stage / "removed").glob("*.parquet"))
+        files = parquet_files(self.root / stage / "removed")
         frames = [read_parquet(f) for f in files]
         frames = [f for f in frames if f.height]
         if not frames:
@@ -148,7 +148,7 @@ class RunFiles:
         return pl.concat(frames, how="vertical_relaxed")
 
     def quarantine(self) -> pl.DataFrame | None:
-        files = sorted((self.root / "source" / "quarantine").glob("*.parquet"))
+        files = parquet_files(self.root / "source" / "quarantine")
         frames = [read_parquet(f) for f in files]
         frames = [f for f in frames if f.height]
         return pl.concat(frames, how="vertical_relaxed") if frames else None

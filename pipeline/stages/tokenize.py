@@ -35,7 +35,7 @@ from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.ledger import LedgerError, add_counts
 from pipeline.formats.manifest import record_stage
 from pipeline.formats.tokens import load_tokenizer, read_token_shard, tokenizer_file, tokenizer_sha256
-from pipeline.io.storage import parquet_file
+from pipeline.io.storage import parquet_file, parquet_files
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.licence import licence_counts
 from pipeline.stages.shard import mark_work_done, reusable_work
@@ -140,7 +140,7 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
     layout = RunLayout(config.run_dir)
     stage = layout.stage(STAGE).make()
     remove_temporaries(stage.root)
-    inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+    inputs = parquet_files(layout.stage(previous).docs)
     shards = stage.root / "shards"
     settings = config.tokenize
     made_from = settings.model_dump(mode="json")
