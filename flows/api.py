@@ -34,7 +34,7 @@ from pipeline.api import (
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import check_run_dir, run_lock
 from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
-from pipeline.stages.rerun import open_run
+from pipeline.stages.rerun import open_run, plan_run, redone_before
 from pipeline.stages.source import check_quarantine, check_readers
 
 __all__ = [
@@ -91,6 +91,24 @@ def curate(config: RunConfig | str | Path | Mapping, runner: Runner | None = Non
     return read_run(config.run_dir)
 
 
+def _check_inputs_current(stage: str, config: RunConfig) -> None:
+    """Refuse to run ``stage`` alone where ``config`` changes a stage before it: opening the run
+    would delete that stage's outputs (pipeline.stages.rerun), which this call does not make."""
+    if stage == "source" or not RunLayout(config.run_dir).manifest.exists():
+        return
+    stale = redone_before(plan_run(config), stage)
+    if not stale:
+        return
+    names = [step.stage for step in stale]
+    named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    first = next((step.stage for step in stale if step.action != "removed"), None)
+    fix = f"run_stage({first!r}, config) first, or curate(config)" if first else "run curate(config)"
+    raise ConfigError(
+        f"{stage}: the {named} stage{'s' if len(names) > 1 else ''} in {str(config.run_dir)!r} "
+        f"{'are' if len(names) > 1 else 'is'} out of date for this config ({'; '.join(map(str, stale))}); {fix}"
+    )
+
+
 def run_stage(
     stage: str, config: RunConfig | str | Path | Mapping, runner: Runner | None = None, quiet: bool = True
 ) -> dict:
@@ -116,6 +134,7 @@ def run_stage(
             f"{stage} reads the documents of {previous}, which has not run in {str(config.run_dir)!r}; "
             f"run_stage({previous!r}, config) first, or curate(config)"
         )
+    _check_inputs_current(stage, config)
     with _prepared(config, runner or LOCAL, quiet) as ready:
         from flows.curate import stage_flow
 

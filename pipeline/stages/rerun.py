@@ -237,6 +237,13 @@ def plan_run(config: RunConfig) -> RunPlan:
     return RunPlan(plans, changes, **made_from)
 
 
+def redone_before(plan: RunPlan, stage: str) -> list[StagePlan]:
+    """The stages before ``stage`` that opening the run with the plan's config redoes or removes
+    (all but those kept), in run order: what running ``stage`` alone would delete and not make."""
+    order = list(REGISTRY)
+    return [p for p in plan.stages if order.index(p.stage) < order.index(stage) and p.action != "kept"]
+
+
 def _stored_measurements(run_dir, stage: str, record: dict) -> list[str]:
     """The files of the stage's stored measurements (pipeline.stages.attributes) it wrote."""
     return [f for f in own_files(run_dir, stage, record) if f.startswith(f"{ATTRIBUTES}/")]
