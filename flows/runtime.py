@@ -148,17 +148,36 @@ def send_logs() -> None:
     APILogWorker.drain_all(timeout=30, at_exit=False)
 
 
+# The temporary server's program: ``python -m uvicorn ARGS`` with a thread that ends the server
+# once the process that started it (argv[1]) is gone, even killed outright, with nothing unwound.
+# A watch of the parent's pid, not Linux's PR_SET_PDEATHSIG: that fires when the starting
+# *thread* ends, and works on Linux only.
+_WITH_PARENT = """\
+import os, runpy, sys, threading, time
+parent = int(sys.argv.pop(1))
+def watch():
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(0)
+threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+sys.argv[0] = "uvicorn"
+runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
+"""
+
+
 def _server_process(server):
     """Prefect's temporary server process (``SubprocessASGIServer._run_uvicorn_command``'s command
     and environment), in a session of its own: a Ctrl-C at the terminal signals the terminal's
     foreground process group, and the server must outlive it until the run has stopped and sent
-    its last states and logs; the run stops it (:func:`temporary_server`, :func:`stop_server`)."""
+    its last states and logs; the run stops it (:func:`temporary_server`, :func:`stop_server`).
+    A run killed outright (SIGKILL) stops nothing: the server ends itself (:data:`_WITH_PARENT`)."""
     import subprocess
 
     import prefect
     from prefect.settings import get_current_settings
 
-    command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory"]
+    command = [sys.executable, "-c", _WITH_PARENT, str(os.getpid())]
+    command += ["--app-dir", str(prefect.__module_path__.parent), "--factory"]
     command += ["prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(server.port)]
     command += ["--log-level", "error", "--lifespan", "on"]
     env = {
