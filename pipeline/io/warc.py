@@ -82,16 +82,38 @@ def read_html(html: bytes, charset: str | None, main_content: bool = True) -> tu
     """The plain text of an HTML page (:func:`html_to_text`) and its licence links: the ``href`` of
     every element whose ``rel`` includes ``license``, in page order, each once. A declared charset
     that names no encoding Python knows (``utf8mb4``, a cut header) is passed over, as a browser
-    passes it over: the encoding is detected, as for a page that declares none."""
+    passes it over: the encoding is detected, as for a page that declares none.
+
+    The parsed tree and its nodes are resiliparse objects that may only be freed on the thread that
+    made them, and they never leave this one frame: a sampling profiler (a Dask worker's, every
+    10 ms) holds the frames of the thread it samples, and a frame it holds past its return would
+    keep them until the profiler lets go, on the profiler's thread ("HTMLTreePy is unsendable, but
+    is being dropped on another thread"). So they are dropped here before the frame ends."""
     known = charset is not None and _is_codec(charset)
     tree = HTMLTree.parse(bytes_to_str(html, charset if known else detect_encoding(html)))
-    links = []
-    if tree.document is not None:
-        for element in tree.document.query_selector_all("[rel~=license]"):
-            href = (element.getattr("href") or "").strip()
-            if href and href not in links:
-                links.append(href)
-    return _plain_text(tree, main_content), links
+    element = None
+    try:
+        links = []
+        if tree.document is not None:
+            for element in tree.document.query_selector_all("[rel~=license]"):
+                href = (element.getattr("href") or "").strip()
+                if href and href not in links:
+                    links.append(href)
+        return extract_plain_text(tree, main_content=main_content, **_TEXT_OPTIONS), links
+    finally:
+        del tree, element
+
+
+# How a page's text is extracted: its block structure as line breaks, list items as bullets.
+_TEXT_OPTIONS = {
+    "preserve_formatting": True,
+    "list_bullets": True,
+    "alt_texts": False,
+    "links": False,
+    "form_fields": False,
+    "noscript": False,
+    "comments": False,
+}
 
 
 @functools.lru_cache(maxsize=256)
@@ -101,20 +123,6 @@ def _is_codec(name: str) -> bool:
     except LookupError:
         return False
     return True
-
-
-def _plain_text(tree: HTMLTree, main_content: bool) -> str:
-    return extract_plain_text(
-        tree,
-        preserve_formatting=True,
-        main_content=main_content,
-        list_bullets=True,
-        alt_texts=False,
-        links=False,
-        form_fields=False,
-        noscript=False,
-        comments=False,
-    )
 
 
 @dataclass
