@@ -30,6 +30,7 @@ from pipeline.io.writer import write_text
 from pipeline.licence import LicenceRule
 from pipeline.stages.card import write_cards
 from pipeline.stages.run import RunFiles
+from pipeline.stages.verdicts import STORED, filter_verdicts
 from report import plots
 from report.html import esc, fmt, num, share, snippet, table, word_diff
 from report.inspect import licence_table, top_licences
@@ -42,7 +43,7 @@ from report.languages import (
     languages_by_documents,
     unfair_rules,
 )
-from report.measure import lang_rules, measure_filters, measure_lang, run_filters
+from report.measure import filter_rules, lang_rules, measure_lang
 
 EXAMPLES = 5  # removed and near-threshold examples per rule
 MEASURE_DOCS = 2000  # kept documents measured again per stage, at most
@@ -481,8 +482,8 @@ def _filter_stage(run: RunFiles) -> str:
     config = run.config
     stats = run.stats["filter"]
     counts = stats.get("removed", {})
-    filters, errors = run_filters(config) if config is not None else ([], [])
-    rules = [(r.name, r.describe(fmt(r.threshold, 3 if r.threshold % 1 else 0))) for f in filters for r in f.rules()]
+    described, errors = filter_rules(config) if config is not None else ([], [])
+    rules = [(r.name, text) for r, text in described]
     rules.append((EMPTY_AFTER_REWRITE, "text blank after line removals"))
     licence_rule = config.filter.licence_rule() if config is not None else None
     if licence_rule is not None:
@@ -527,51 +528,70 @@ def _filter_stage(run: RunFiles) -> str:
         out.append(f'<p class="note warn">Not measured again (could not be rebuilt): {esc("; ".join(errors))}.</p>')
     previous = run.previous("filter")
     kept = run.scan_docs("filter", ["id", "source", *(["lang"] if config is not None and config.lang.enabled else [])])
-    if config is not None and kept is not None and previous is not None and filters:
-        kept = kept.collect()
-        if not config.filter.scope().everything:
-            kept = kept.filter(config.filter.scope().mask(kept))
-        sample_ids = _sample(kept, MEASURE_DOCS, run.seed)["id"].to_list()
-        docs = run.docs_by_id(previous, sample_ids)
-        measured = measure_filters(docs, filters)
-        disagree = int(measured.first.is_not_null().sum()) if docs.height else 0
-        head = (
-            f"kept, closest to the threshold, of {fmt(docs.height)} kept documents measured again "
-            f"(a seeded sample of the {fmt(kept.height)} in scope)"
-        )
-        if disagree:
-            out.append(
-                f'<p class="note warn">{fmt(disagree)} of the {fmt(docs.height)} kept documents measured again '
-                "would be removed now: the filters or their settings changed since the run.</p>"
-            )
-        for rule in measured.rules:
-            values = measured.values[rule.name]
-            rows = _closest(values, float(rule.threshold), EXAMPLES) if docs.height else []
-            if not rows:
-                why = "the rule measured none of them" if docs.height else "no kept document to measure"
-                near_html[rule.name] = f'<h4>{esc(head)}</h4><p class="note">{why}</p>'
-                continue
-            measured_n = int(values.is_not_null().sum())
-            same = values.drop_nulls().n_unique() == 1
-            examples = [
-                {
-                    "id": docs["id"][i],
-                    "source": docs["source"][i],
-                    "lang": docs["lang"][i] if "lang" in docs.columns else None,
-                    "value": values[i],
-                    "threshold": rule.threshold,
-                    "text": docs["text"][i],
-                }
-                for i in rows
-            ]
-            note = f"; every one measured {fmt(values.drop_nulls()[0], 3)}" if same else ""
-            near_html[rule.name] = (
-                f"<h4>{esc(head)}; {fmt(measured_n)} had a value; rule: remove when "
-                f"{esc(rule.describe(fmt(rule.threshold, 3)))}{esc(note)}</h4>" + _near_examples(examples)
-            )
+    if config is not None and kept is not None and previous is not None and described:
+        note, near_html = _filter_near(run, config, kept.collect(), previous)
+        out.append(note)
     names = list(dict.fromkeys([*[n for n, _ in rules], *counts]))
     out.append(_rule_blocks("filter", names, counts, removed_html, near_html))
     return "".join(out)
+
+
+def _filter_near(run: RunFiles, config, kept: pl.DataFrame, previous: str) -> tuple[str, dict[str, str]]:
+    """Per rule, the kept documents closest to their threshold (the one of their language), on a
+    seeded sample of the kept documents, judged as the run judged them (from its stored
+    measurements, pipeline.stages.verdicts); and a note saying so, with a warning for any the
+    rules would remove now."""
+    if not config.filter.scope().everything:
+        kept = kept.filter(config.filter.scope().mask(kept))
+    sample_ids = _sample(kept, MEASURE_DOCS, run.seed)["id"].to_list()
+    docs = run.docs_by_id(previous, sample_ids)
+    verdicts = filter_verdicts(run, docs, config.filter)
+    stored = int((verdicts.found == STORED).sum()) if docs.height else 0
+    how = (
+        "as the run stored their measurements"
+        if stored == docs.height
+        else f"{fmt(docs.height - stored)} measured again with the run's settings"
+    )
+    head = (
+        f"kept, closest to the threshold of their language, of {fmt(docs.height)} kept documents "
+        f"(a seeded sample of the {fmt(kept.height)} in scope; {how})"
+    )
+    disagree = int(verdicts.rule.is_not_null().sum()) if docs.height else 0
+    note = ""
+    if disagree:
+        note = (
+            f'<p class="note warn">{fmt(disagree)} of the {fmt(docs.height)} kept documents would be removed '
+            f"by the rules of their language now ({how}): the filters or their settings changed since the run.</p>"
+        )
+    near_html = {}
+    for rule in verdicts.rules:
+        values, thresholds = verdicts.values[rule.name], verdicts.thresholds[rule.name]
+        rows = _closest(values, thresholds, EXAMPLES) if docs.height else []
+        if not rows:
+            why = "the rule measured none of them" if docs.height else "no kept document to measure"
+            near_html[rule.name] = f'<h4>{esc(head)}</h4><p class="note">{why}</p>'
+            continue
+        measured_n = int((values.is_not_null() & thresholds.is_not_null()).sum())
+        same = values.drop_nulls().n_unique() == 1
+        examples = [
+            {
+                "id": docs["id"][i],
+                "source": docs["source"][i],
+                "lang": docs["lang"][i] if "lang" in docs.columns else None,
+                "value": values[i],
+                "threshold": thresholds[i],
+                "text": docs["text"][i],
+            }
+            for i in rows
+        ]
+        limits = sorted(set(thresholds.drop_nulls().to_list()))
+        limit = fmt(limits[0], 3) if len(limits) == 1 else "the threshold of each one's language"
+        every = f"; every one measured {fmt(values.drop_nulls()[0], 3)}" if same else ""
+        near_html[rule.name] = (
+            f"<h4>{esc(head)}; {fmt(measured_n)} had a value; rule: remove when "
+            f"{esc(rule.describe(limit))}{esc(every)}</h4>" + _near_examples(examples)
+        )
+    return note, near_html
 
 
 # ---- dedup -----------------------------------------------------------------------------------

@@ -271,7 +271,7 @@ def _print_filter(out: Console, flt: dict) -> None:
         return
     out.print(_rules_table(flt))
     for error in flt.get("errors", []):
-        say(out, f"filter: not measured: {error}")
+        say(out, f"filter: {error}")
     if flt.get("first_rule") and not any(r["rule"] == flt["first_rule"] for r in flt.get("rules", [])):
         say(out, f"filter: removed as {flt['first_rule']}")
     if flt.get("text_changed"):
@@ -284,8 +284,12 @@ def _print_filter(out: Console, flt: dict) -> None:
 
 
 def _rules_table(flt: dict) -> Table:
-    """Every filter rule measured again: its value, when it removes, whether it fires."""
-    rules = Table(title="filter rules, measured again on the text as it entered the filter stage")
+    """Every filter rule of the document's language: its value, when it removes, whether it fires."""
+    found = "as the run stored them" if flt.get("measured") == "stored" else "measured again"
+    rules = Table(
+        title=f"filter rules ({flt.get('settings', 'the stage settings')}), {found}, "
+        "on the text as it entered the filter stage"
+    )
     for column in ("rule", "value", "removes when", "verdict"):
         rules.add_column(column, justify="right" if column == "value" else "left")
     for rule in flt.get("rules", []):

@@ -11,8 +11,11 @@ and where it ended (``curate inspect RUN DOC_ID`` prints it).
 * ``stages``: per stage that ran, ``status`` (kept, removed, passed through, not reached) and a
   ``detail`` line;
 * ``lang``: language, score, threshold and the rule that removed it, if one did;
-* ``filter``: every rule measured again on the text as it entered the filter stage (value,
-  operator, threshold, whether it fires), the rule that removes it, and what the filters changed;
+* ``filter``: every rule of the document's language (``settings``: the stage's, a
+  ``[filter.by_lang]`` table or a built-in profile) on the text as it entered the filter stage
+  (value, operator, threshold, whether it fires), read from the run's stored measurements
+  (``measured``: ``stored``, or ``measured again`` where the run stored none), the rule that
+  removes it, and what the filters changed;
 * ``dedup``: its cluster (size, the kept document, Jaccard with it, exact) or None;
 * ``lines``: the lines the repeated-line cut took from it;
 * ``tokens``; ``mix``: group, side (train, validation, excluded, contaminated), for a document
@@ -43,7 +46,8 @@ from pipeline.formats.documents import LICENCE, MIX_NEAR_ID, MIX_RULE, UNKNOWN, 
 from pipeline.io.storage import scan_parquet
 from pipeline.stages.registry import last_document_stage
 from pipeline.stages.run import RunFiles
-from report.measure import measure_filters, measure_lang, run_filters
+from pipeline.stages.verdicts import describe_settings, filter_verdicts
+from report.measure import measure_lang
 
 PREVIEW_CHARS = 300
 # Licences a table shows one by one after a run (real corpora name a hundred or more); the rest are summed.
@@ -386,6 +390,8 @@ def _lang(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None)
 
 
 def _filter(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None) -> dict:
+    """The filter stage's verdict on the document, with the rules and thresholds of its language,
+    from the run's stored measurements (measured again with those rules where none are stored)."""
     config = run.config
     out: dict = {"in_scope": True, "rules": [], "first_rule": None, "recorded": removed, "errors": []}
     if config is None:
@@ -395,24 +401,37 @@ def _filter(run: RunFiles, entered: dict, kept: dict | None, removed: dict | Non
     if outside is not None:
         out["in_scope"], out["outside"] = False, outside
         return out
-    filters, errors = run_filters(config)
-    out["errors"] = errors
-    measured = measure_filters(pl.DataFrame([entered]), filters)
-    for rule in measured.rules:
+    if removed is not None and str(removed["rule"]).startswith("licence."):
+        out["first_rule"] = removed["rule"]  # removed by a licence rule, before any filter measured it
+        return out
+    verdicts = filter_verdicts(run, pl.DataFrame([entered]), config.filter)
+    out["errors"] = [f"not measured: {error}" for error in verdicts.errors]
+    out["settings"] = describe_settings(config.filter, verdicts.settings[0])
+    out["measured"] = verdicts.found[0]
+    for rule in verdicts.rules:
+        threshold = verdicts.thresholds[rule.name][0]
+        if threshold is None:  # not a rule of this document's language
+            continue
         out["rules"].append(
             {
                 "rule": rule.name,
-                "filter": measured.filter_of[rule.name],
+                "filter": verdicts.filter_of[rule.name],
                 "measure": rule.measure,
-                "value": _plain(measured.values[rule.name][0]),
+                "value": _plain(verdicts.values[rule.name][0]),
                 "op": rule.op,
-                "threshold": float(rule.threshold),
+                "threshold": float(threshold),
                 "counts": rule.counts,
-                "fires": bool(measured.fires[rule.name][0]),
+                "fires": bool(verdicts.fires[rule.name][0]),
             }
         )
-    out["first_rule"] = measured.first[0]
-    after = measured.text_after[0]
+    out["first_rule"] = verdicts.rule[0]
+    recorded = removed["rule"] if removed is not None else None
+    if out["first_rule"] != recorded:
+        out["errors"].append(
+            f"{out['measured']}, the rules give {out['first_rule'] or 'kept'} where the run recorded "
+            f"{recorded or 'kept'}: the filters or their settings changed since the run"
+        )
+    after = verdicts.text_after[0]
     out["chars_in"] = len(entered["text"])
     out["chars_after"] = len(after) if after is not None else 0
     if kept is not None:

@@ -85,8 +85,13 @@ class RunFiles:
 
     @cached_property
     def _config(self) -> tuple[RunConfig | None, str | None]:
+        record = dict(self.manifest.get("config", {}))
+        mix, tokenize = record.get("mix"), record.get("tokenize")
+        if isinstance(mix, dict) and isinstance(tokenize, dict) and not tokenize.get("enabled", True):
+            # The record names every table, so a default [mix] reads as set: off, as the run left it.
+            record["mix"] = {**mix, "enabled": False}
         try:
-            return validate_model(RunConfig, self.manifest.get("config", {})), None
+            return validate_model(RunConfig, record), None
         except (ConfigError, ValueError) as error:
             return None, str(error)
 

@@ -341,8 +341,8 @@ def test_report_numbers_are_the_runs_and_it_renders_offline_in_chromium(run, tmp
     assert len(parsed.ids) == len(set(parsed.ids)), "ids repeat (several charts on one page)"
     # Document text is escaped (the junk document is one the lang or filter stage removed).
     assert esc(HOSTILE) in page and HOSTILE not in page
-    # Near-threshold examples say how many documents were measured again.
-    assert re.search(r"of [\d,]+ kept documents measured again", page)
+    # Near-threshold examples say how many documents they judged, and from what.
+    assert re.search(r"of [\d,]+ kept documents \(a seeded sample of the [\d,]+ in scope; as the run stored", page)
     assert "kept, closest to the threshold" in page
     # The dedup section shows the largest cluster with a word-level diff of a near copy.
     assert "<ins>changed</ins>" in page

@@ -1,0 +1,185 @@
+"""The filter stage's verdicts on documents of a finished run, as the run decided them: each
+document judged with the filters and thresholds of its language (``[filter.by_lang]`` and the
+built-in profiles, as :class:`pipeline.stages.registry.FilterChain` groups them) on the
+measurements the run stored (``filter/attributes/``, pipeline.stages.attributes), and measured
+again only where none are stored, with the same per-language filters. The views (the report,
+``curate inspect``, the Python API) read verdicts from here, so none of them can disagree with
+the run's ``removed/`` files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from pipeline.config import FilterConfig
+from pipeline.filters.engine import COLUMN, COUNT, MEASURE, TEXT, TEXT_CHANGED, from_attributes, judge, measure
+from pipeline.filters.registry import build_filters
+from pipeline.filters.text import lang_languages, parse_lang
+from pipeline.formats.step import Rule
+from pipeline.io.storage import scan_parquet
+from pipeline.stages.attributes import FOLDER
+from pipeline.stages.run import RunFiles
+
+# How a document's values were found: read from the run's stored measurements, or measured again.
+STORED = "stored"
+MEASURED = "measured again"
+
+
+@dataclass
+class Verdicts:
+    """Per document (rows in the order given) and rule (columns named by rule)."""
+
+    rules: list[Rule]  # every rule of the stage's or a language's filters, the stage's first
+    filter_of: dict[str, str]  # rule name -> filter name
+    values: pl.DataFrame  # Float64, null where a rule does not measure a document
+    thresholds: pl.DataFrame  # Float64, the threshold for the document's language; null: not its rule
+    fires: pl.DataFrame  # Boolean
+    rule: pl.Series  # the rule that removes the document (the first that fired), null when kept
+    value: pl.Series  # its measured value
+    threshold: pl.Series  # its threshold
+    text_after: pl.Series  # the text as the filters' rewrites left it
+    settings: pl.Series  # the by_lang code (or built-in profile) whose settings judged it; null: the stage's
+    found: pl.Series  # STORED or MEASURED
+    errors: list[str] = field(default_factory=list)  # filters that could not be built
+
+
+def settings_key(settings: FilterConfig, lang: pl.Series) -> pl.Series:
+    """Per document language, the code of :meth:`FilterConfig.languages` whose filters judge it
+    (null: the stage's), matched by :func:`~pipeline.filters.text.parse_lang`'s language as the
+    filter stage matches them."""
+    own = {parse_lang(code)[0]: code for code in settings.languages()}
+    return lang_languages(lang).replace_strict(own, default=None, return_dtype=pl.String)
+
+
+def describe_settings(settings: FilterConfig, code: str | None) -> str:
+    """Which settings judge a group of documents, in words."""
+    if code is None:
+        return "the stage's [filter] settings"
+    if code in settings.by_lang:
+        return f"[filter.by_lang.{code}] over the stage's settings"
+    return f"the built-in profile of {code!r} over the stage's settings"
+
+
+def _built(settings: FilterConfig, code: str | None) -> tuple[list, list[str]]:
+    """The filters for ``code``'s documents; a filter that cannot be built (a quality model that
+    is gone) is left out and named in the second list."""
+    names, params = settings.for_lang(code) if code is not None else (settings.filters, settings.params)
+    built, errors = [], []
+    for name in names:
+        try:
+            built.extend(build_filters([name], params))
+        except Exception as error:  # whatever the reason, this filter cannot judge here
+            errors.append(f"{name}: {error}")
+    return built, errors
+
+
+def stored_measurements(run: RunFiles, ids: list[str]) -> pl.DataFrame | None:
+    """The rows of ``ids`` in the run's ``filter/attributes/`` files (None when it has none); a
+    file that cannot be read is left out (its documents are measured again)."""
+    frames = []
+    for path in sorted((run.root / "filter" / FOLDER).glob("*.parquet")):
+        try:
+            found = scan_parquet([path]).filter(pl.col("id").is_in(ids)).collect()
+        except Exception:  # damaged: measured again
+            continue
+        if found.height:
+            frames.append(found)
+    return pl.concat(frames, how="diagonal_relaxed") if frames else None
+
+
+def _needed(filters: list) -> list[str]:
+    return [f"{MEASURE}{f.name}.{r.measure}" for f in filters for r in f.rules()]
+
+
+def _measurement(docs: pl.DataFrame, stored: pl.DataFrame | None, filters: list):
+    """The measurement of ``docs`` (one group): from the stored rows when they hold every document
+    with every measure the filters' rules read, else measured again; and which it was."""
+    if stored is not None and all(c in stored.columns for c in _needed(filters)):
+        rows = docs.select("id").join(stored, on="id", how="left", maintain_order="left")
+        if TEXT_CHANGED in rows.columns and rows[TEXT_CHANGED].null_count() == 0:  # every document stored
+            kept = [c for c in rows.columns if c == "id" or c.startswith((MEASURE, COLUMN, COUNT, TEXT))]
+            return from_attributes(docs, rows.select(kept)), STORED
+    return measure(docs, filters), MEASURED
+
+
+class _Columns:
+    """Per-document series of the whole frame, filled in group by group."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.series: dict[str, pl.Series] = {}
+
+    def put(self, name: str, rows: np.ndarray, values: pl.Series, dtype) -> None:
+        whole = self.series.get(name, pl.Series(name, [None] * self.n, dtype=dtype))
+        self.series[name] = whole.scatter(rows, values.cast(dtype))
+
+    def get(self, name: str, dtype) -> pl.Series:
+        return self.series.get(name, pl.Series(name, [None] * self.n, dtype=dtype))
+
+
+def _judged_group(group: pl.DataFrame, stored, filters: list, rows: np.ndarray, out: _Columns) -> None:
+    """Judge one group of documents (at ``rows`` of the whole) with its filters into ``out``."""
+    measured, how = _measurement(group, stored, filters)
+    verdict = judge(group, measured, filters)
+    for name, series, dtype in (
+        ("rule", verdict.rule, pl.String),
+        ("value", verdict.value, pl.Float64),
+        ("threshold", verdict.threshold, pl.Float64),
+        ("text", measured.docs["text"], pl.String),
+        ("found", pl.Series([how] * group.height), pl.String),
+    ):
+        out.put(name, rows, series, dtype)
+    for f in filters:
+        for r in f.rules():
+            values = measured.values[f"{f.name}.{r.measure}"].cast(pl.Float64)
+            fired, _ = r.fired(values)
+            out.put(f"value|{r.name}", rows, values, pl.Float64)
+            out.put(f"threshold|{r.name}", rows, pl.Series([float(r.threshold)] * group.height), pl.Float64)
+            out.put(f"fires|{r.name}", rows, pl.Series(fired), pl.Boolean)
+
+
+def filter_verdicts(run: RunFiles, docs: pl.DataFrame, settings: FilterConfig | None = None) -> Verdicts:
+    """The filter stage's verdict on ``docs`` (as they entered the stage: ``id``, ``text``,
+    ``source``, ``lang``, ...), each with its language's filters, from the run's stored
+    measurements where they hold it (see the module docstring). ``settings``: the run's
+    ``[filter]`` table (default: the run's config)."""
+    settings = settings if settings is not None else run.config.filter
+    lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * docs.height, dtype=pl.String)
+    keys = settings_key(settings, lang)
+    stored = stored_measurements(run, docs["id"].to_list()) if docs.height else None
+    out = _Columns(docs.height)
+    rules: dict[str, Rule] = {}
+    filter_of: dict[str, str] = {}
+    errors: list[str] = []
+    for code in [None, *dict.fromkeys(k for k in keys.to_list() if k is not None)]:
+        mask = keys.is_null() if code is None else (keys == code).fill_null(False)
+        rows = np.flatnonzero(mask.to_numpy())
+        filters, failed = _built(settings, code)
+        errors += [e for e in failed if e not in errors]
+        for f in filters:
+            for r in f.rules():
+                rules.setdefault(r.name, r)
+                filter_of.setdefault(r.name, f.name)
+        if len(rows):
+            _judged_group(docs[pl.Series(rows, dtype=pl.Int64)], stored, filters, rows, out)
+
+    def per_rule(part: str, dtype) -> pl.DataFrame:
+        return pl.DataFrame([out.get(f"{part}|{name}", dtype).alias(name) for name in rules])
+
+    return Verdicts(
+        rules=list(rules.values()),
+        filter_of=filter_of,
+        values=per_rule("value", pl.Float64),
+        thresholds=per_rule("threshold", pl.Float64),
+        fires=per_rule("fires", pl.Boolean).fill_null(False),
+        rule=out.get("rule", pl.String),
+        value=out.get("value", pl.Float64),
+        threshold=out.get("threshold", pl.Float64),
+        text_after=out.get("text", pl.String),
+        settings=keys.alias("settings"),
+        found=out.get("found", pl.String),
+        errors=errors,
+    )
