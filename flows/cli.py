@@ -329,22 +329,42 @@ def inspect_command(
         None, help="a document id, e.g. news/effdb485efc9d161 (without one: the run's counts per licence)"
     ),
     as_json: bool = typer.Option(False, "--json", help="print the lookup as JSON"),
+    rule: str | None = typer.Option(
+        None, "--rule", help="list the documents this rule removed, e.g. c4_quality.min_sentences (without DOC_ID)"
+    ),
+    limit: int = typer.Option(20, "--limit", min=1, help="with --rule: how many documents to list"),
+    text: bool = typer.Option(False, "--text", help="with DOC_ID: the document's text as each stage left it"),
 ) -> None:
     """Show a document's way through the stages (source, language, filter verdicts, dedup, lines,
-    mix), or without DOC_ID the run's documents and tokens per licence."""
-    from pipeline.stages.run import NotARunError
-    from report.console import print_inspection, print_licences, printable_json
-    from report.inspect import UnknownDocument, inspect_document, run_licences
+    mix), or without DOC_ID the run's documents and tokens per licence; --rule lists what a rule
+    removed, --text a document's text per stage."""
+    from pipeline.stages.run import NotARunError, UnknownRule
+    from report.console import (
+        print_document_texts,
+        print_inspection,
+        print_licences,
+        print_rule_removals,
+        printable_json,
+    )
+    from report.inspect import UnknownDocument, document_texts, inspect_document, rule_removals, run_licences
 
-    with _failing_on(UnknownDocument, NotARunError):
-        found = inspect_document(run_dir, doc_id) if doc_id is not None else run_licences(run_dir)
+    if rule is not None and doc_id is not None:
+        _fail("give a DOC_ID or --rule, not both: --rule lists the documents a rule removed", 2)
+    if text and doc_id is None:
+        _fail("--text shows one document's text: give its DOC_ID (curate inspect RUN DOC_ID --text)", 2)
+    with _failing_on(UnknownDocument, UnknownRule, NotARunError):
+        if rule is not None:
+            found, printer = rule_removals(run_dir, rule, limit), print_rule_removals
+        elif doc_id is None:
+            found, printer = run_licences(run_dir), lambda out, f: print_licences(out, f, every=True)
+        elif text:
+            found, printer = document_texts(run_dir, doc_id), print_document_texts
+        else:
+            found, printer = inspect_document(run_dir, doc_id), print_inspection
     if as_json:
         typer.echo(printable_json(found))
         return
-    if doc_id is None:
-        print_licences(stdout, found, every=True)  # the command that asks for them: every licence
-        return
-    print_inspection(stdout, found)
+    printer(stdout, found)  # without DOC_ID, every licence: the command asks for them
 
 
 @app.command()

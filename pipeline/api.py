@@ -38,7 +38,8 @@ from pipeline.formats.documents import LICENCE, QUARANTINE_SCHEMA, UNKNOWN
 from pipeline.formats.step import empty_removed
 from pipeline.stages.dedup import deduplicate_shards
 from pipeline.stages.registry import filter_settings_step, last_document_stage
-from pipeline.stages.run import RunFiles
+from pipeline.stages.run import RunFiles, UnknownRule
+from pipeline.stages.verdicts import document_texts
 
 __all__ = [
     "ConfigError",
@@ -234,6 +235,8 @@ class RunResults:
         run.stages                    # ["source", "lang", "filter", "dedup", "lines", ...]
         run.counts()["filter"]        # {"docs_in": ..., "docs_out": ..., "removed": {rule: n}, ...}
         run.removed("filter")         # id, source, lang, licence, stage, rule, value, threshold
+        run.removed(rule="c4_quality.min_sentences")  # what one rule removed
+        run.texts("news/n0")          # the document's text as each stage left it
         run.curated()                 # the curated documents as a polars frame
     """
 
@@ -265,18 +268,44 @@ class RunResults:
         keys = ("docs_in", "docs_out", "removed", "quarantined")
         return {stage: {key: stats[key] for key in keys if key in stats} for stage, stats in self.files.stats.items()}
 
-    def removed(self, stage: str | None = None) -> pl.DataFrame:
-        """The documents ``stage`` removed (every stage's, in run order, when None), one row each:
-        ``id``, ``source``, ``lang``, ``licence``, ``stage``, ``rule``, ``value``, ``threshold``.
+    def removed(self, stage: str | None = None, rule: str | None = None) -> pl.DataFrame:
+        """The documents ``stage`` removed (every stage's, in run order, when None), or those
+        ``rule`` removed, one row each: ``id``, ``source``, ``lang``, ``licence``, ``stage``,
+        ``rule``, ``value``, ``threshold``, as the run's ``removed/`` files hold them. A rule that
+        removed nothing raises LookupError naming the rules that did.
 
         Example::
 
             read_run("runs/demo").removed().group_by("stage", "rule").len()
+            read_run("runs/demo").removed(rule="c4_quality.min_sentences").select("id", "value", "threshold")
         """
         if stage is not None and stage not in self.stages:
             raise ValueError(f"stage {stage!r} did not run in {str(self.run_dir)!r} (stages: {', '.join(self.stages)})")
+        if rule is not None:
+            found = self.files.removed_by(rule)
+            if stage is not None and found["stage"][0] != stage:
+                raise UnknownRule(rule, {r: s for r, s in self.files.removed_rules().items() if s == stage})
+            return found
         frames = [self.files.removed(name) for name in ([stage] if stage else self.stages)]
         return pl.concat(frames, how="vertical_relaxed")
+
+    def texts(self, doc_id: str) -> pl.DataFrame:
+        """The document's text as each document stage left it, one row per stage that ran:
+        ``stage``, ``status`` (kept, removed, not reached), ``rule`` (the rule that removed it)
+        and ``text`` (for a document the filter stage removed, the text as the filters' rewrites
+        left it; null where it did not reach the stage). LookupError for an id not in the run.
+
+        Example::
+
+            read_run("runs/demo").texts("news/effdb485efc9d161").select("stage", "text")
+        """
+        found = document_texts(self.files, doc_id)
+        if found is None:
+            raise LookupError(f"no document {doc_id!r} in {str(self.run_dir)!r}; ids are as in its docs/*.parquet")
+        columns = ("stage", "status", "rule", "text")
+        return pl.DataFrame(
+            {c: [entry.get(c) for entry in found] for c in columns}, schema=dict.fromkeys(columns, pl.String)
+        )
 
     def quarantined(self) -> pl.DataFrame:
         """The input records the source stage could not read, with file, line or offset and reason.

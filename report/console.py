@@ -211,6 +211,48 @@ def print_inspection(out: Console, found: dict) -> None:
         _print_mix(out, found["mix"])
 
 
+def print_rule_removals(out: Console, found: dict) -> None:
+    """The documents a rule removed (see report.inspect.rule_removals)."""
+    found = printable_data(found)
+    say(out, f"{found['rule']} ({found['stage']} stage): {found['count']:,} documents removed")
+    table = Table()
+    for column in ("id", "source", "lang", "value", "threshold"):
+        table.add_column(column, justify="right" if column in ("value", "threshold") else "left")
+    for row in found["documents"]:
+        table.add_row(
+            shown(row["id"]),
+            shown(row["source"]),
+            shown(row["lang"] or ""),
+            _value(row["value"]),
+            _value(row["threshold"]),
+        )
+    out.print(table)
+    if len(found["documents"]) < found["count"]:
+        say(out, f"the first {len(found['documents']):,}; --limit N for more, --json for every field")
+
+
+def print_document_texts(out: Console, found: dict) -> None:
+    """A document's text as each stage left it (see report.inspect.document_texts); a stage that
+    left it as the one before is one line."""
+    found = printable_data(found)
+    say(out, found["id"])
+    before = None
+    for entry in found["stages"]:
+        head = f"{entry['stage']}: {entry['status']}" + (f" by {entry['rule']}" if entry.get("rule") else "")
+        text = entry.get("text")
+        if text is None:
+            say(out, head)
+            continue
+        if entry["status"] == "removed":
+            how = {"stored": "as the run stored it", "measured again": "measured again"}.get(entry.get("found"))
+            head += f"; the text as the filters' rewrites left it ({how})" if how else "; the text it removed"
+        if text == before:
+            say(out, f"{head}; text unchanged")
+            continue
+        out.print(Panel(Text(text), title=Text(head), expand=False), highlight=False)
+        before = text
+
+
 def _document_lines(found: dict) -> list[str]:
     """The document's panel: its id, fate, licence, where it was read and stored, its quarantine."""
     source = found.get("source") or {}

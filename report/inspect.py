@@ -22,6 +22,9 @@ and where it ended (``curate inspect RUN DOC_ID`` prints it).
   that left the pool the rule, the text that caused it (``near_id``) and the two in words
   (``cause``), and per mixture how many times it was taken (``plan.parquet`` repeats).
 
+:func:`rule_removals` lists the documents a rule removed (``--rule``), :func:`document_texts` a
+document's text as each stage left it (``--text``).
+
 :func:`run_licences` gives the run's counts per licence (``curate inspect RUN`` without an id);
 :func:`top_licences` cuts that table to the licences with the most documents and one row summing
 the rest, for a table a person reads after every run.
@@ -47,12 +50,14 @@ from pipeline.io.storage import scan_parquet
 from pipeline.stages.registry import last_document_stage
 from pipeline.stages.run import RunFiles
 from pipeline.stages.verdicts import describe_settings, filter_verdicts
+from pipeline.stages.verdicts import document_texts as verdicts_texts
 from report.measure import measure_lang
 
 PREVIEW_CHARS = 300
 # Licences a table shows one by one after a run (real corpora name a hundred or more); the rest are summed.
 TOP_LICENCES = 10
 SUGGESTIONS = 3
+RULE_ROWS = 20  # documents `curate inspect RUN --rule RULE` lists unless told
 
 
 class UnknownDocument(LookupError):
@@ -310,6 +315,32 @@ def _add_mix(run: RunFiles, doc_id: str, result: dict) -> None:
     if result["mix"] and result["mix"]["cause"]:
         detail += f": {result['mix']['cause']}"
     result["stages"].append({"stage": "mix", "status": "removed" if left else "kept", "detail": detail})
+
+
+def rule_removals(run_dir: str | Path, rule: str, limit: int | None = RULE_ROWS) -> dict:
+    """The documents ``rule`` removed in the run (``curate inspect RUN --rule RULE``): ``rule``,
+    ``stage``, ``count`` and ``documents`` (the first ``limit`` in file order, all when None:
+    ``id``, ``source``, ``lang``, ``value``, ``threshold``). Raises
+    :class:`pipeline.stages.run.UnknownRule` naming the rules the run has."""
+    run = RunFiles.open(run_dir)
+    removed = run.removed_by(rule)
+    shown = removed if limit is None else removed.head(limit)
+    documents = [
+        {key: _plain(row[key]) for key in ("id", "source", "lang", "value", "threshold")}
+        for row in shown.iter_rows(named=True)
+    ]
+    return {"rule": rule, "stage": removed["stage"][0], "count": removed.height, "documents": documents}
+
+
+def document_texts(run_dir: str | Path, doc_id: str) -> dict:
+    """The document's text as each document stage left it (``curate inspect RUN DOC --text``):
+    ``id`` and ``stages`` (pipeline.stages.verdicts.document_texts). Raises
+    :class:`UnknownDocument`."""
+    run = RunFiles.open(run_dir)
+    texts = verdicts_texts(run, doc_id)
+    if texts is None:
+        raise UnknownDocument(doc_id, _suggest(run, doc_id))
+    return {"id": doc_id, "stages": texts}
 
 
 def run_licences(run_dir: str | Path) -> dict:

@@ -30,6 +30,15 @@ class NotARunError(FileNotFoundError):
     """The folder is not a run directory (no manifest.json)."""
 
 
+class UnknownRule(LookupError):
+    """No document of the run was removed by that rule; the message lists the rules that removed some."""
+
+    def __init__(self, rule: str, rules: dict[str, str]):
+        self.rule, self.rules = rule, rules
+        known = ", ".join(rules) if rules else "none: the run removed no document"
+        super().__init__(f"no document of this run was removed by {rule!r}; the rules that removed some: {known}")
+
+
 def _read_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -151,6 +160,25 @@ class RunFiles:
         if not frames:
             return pl.from_arrow(REMOVED_SCHEMA.empty_table())
         return pl.concat(frames, how="vertical_relaxed")
+
+    def removed_rules(self) -> dict[str, str]:
+        """Each rule that removed a document in this run, with its stage (in run order; within a
+        stage, the rules by name)."""
+        found = {}
+        for stage in self.stages:
+            files = sorted((self.root / stage / "removed").glob("*.parquet"))
+            if files:
+                rules = scan_parquet(files).select(pl.col("rule").unique()).collect()["rule"]
+                found.update(dict.fromkeys(sorted(rules.drop_nulls().to_list()), stage))
+        return found
+
+    def removed_by(self, rule: str) -> pl.DataFrame:
+        """Every document ``rule`` removed (REMOVED_SCHEMA), in file order; :class:`UnknownRule`
+        when it removed none."""
+        rules = self.removed_rules()
+        if rule not in rules:
+            raise UnknownRule(rule, rules)
+        return self.removed(rules[rule]).filter(pl.col("rule") == rule)
 
     def quarantine(self) -> pl.DataFrame | None:
         files = parquet_files(self.root / "source" / "quarantine")

@@ -183,3 +183,35 @@ def filter_verdicts(run: RunFiles, docs: pl.DataFrame, settings: FilterConfig | 
         found=out.get("found", pl.String),
         errors=errors,
     )
+
+
+def document_texts(run: RunFiles, doc_id: str) -> list[dict] | None:
+    """The document's text as each document stage left it (None when the source stage has no
+    document ``doc_id``): per stage that ran, ``stage``, ``status`` (kept, removed, not reached,
+    missing), ``rule`` (the rule that removed it) and ``text``: the stage's output; for a document
+    the filter stage removed, the text as the filters' rewrites left it (``found`` says whether
+    from the run's stored measurements or measured again); for one another stage removed, the
+    text it removed."""
+    entered = run.docs_by_id("source", [doc_id])
+    if not entered.height:
+        return None
+    texts = [{"stage": "source", "status": "kept", "rule": None, "text": entered["text"][0]}]
+    for stage in run.document_stages[1:]:
+        if texts[-1]["status"] != "kept":
+            texts.append({"stage": stage, "status": "not reached", "rule": None, "text": None})
+            continue
+        kept = run.docs_by_id(stage, [doc_id])
+        removed = run.removed(stage).filter(pl.col("id") == doc_id)
+        if kept.height:
+            texts.append({"stage": stage, "status": "kept", "rule": None, "text": kept["text"][0]})
+            entered = kept
+        elif removed.height:
+            rule = removed["rule"][0]
+            entry = {"stage": stage, "status": "removed", "rule": rule, "text": entered["text"][0]}
+            if stage == "filter" and run.config is not None and not rule.startswith("licence."):
+                verdicts = filter_verdicts(run, entered, run.config.filter)
+                entry.update(text=verdicts.text_after[0], found=verdicts.found[0])
+            texts.append(entry)
+        else:
+            texts.append({"stage": stage, "status": "missing", "rule": None, "text": None})
+    return texts

@@ -5,11 +5,14 @@ document. Runs by the stages' library calls (no Prefect)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
 import pytest
+from typer.testing import CliRunner
 
+from flows.cli import app
 from pipeline.api import read_run
 from pipeline.config import parse_config
 from report.build import build_report
@@ -102,3 +105,43 @@ def test_the_report_finds_no_kept_document_the_rules_of_its_language_would_remov
     page = build_report(run_dir).read_text(encoding="utf-8")
     assert "would be removed" not in page
     assert "sentence_count &lt; 3 (" in page and "de: &lt; 1" in page and "es: &lt; 4" in page
+
+
+def test_a_rule_lists_the_documents_it_removed_in_the_cli_and_the_api(run_dir):
+    result = CliRunner().invoke(app, ["inspect", str(run_dir), "--rule", "c4_quality.min_sentences", "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    assert "c4_quality.min_sentences (filter stage): 6 documents removed" in result.output
+    assert "web/es" in result.output and "--limit N for more" in result.output
+    listed = json.loads(
+        CliRunner().invoke(app, ["inspect", str(run_dir), "--rule", "c4_quality.min_sentences", "--json"]).output
+    )
+    assert listed["count"] == 6 and len(listed["documents"]) == 6
+    assert {(d["lang"], d["threshold"]) for d in listed["documents"]} == {("es", 4.0)}
+    api = read_run(run_dir).removed(rule="c4_quality.min_sentences")
+    assert api["id"].to_list() == [d["id"] for d in listed["documents"]]
+    unknown = CliRunner().invoke(app, ["inspect", str(run_dir), "--rule", "c4_quality.min_sentence"])
+    assert unknown.exit_code == 2
+    assert unknown.output.strip().splitlines() == [
+        "error: no document of this run was removed by 'c4_quality.min_sentence'; the rules that removed some: "
+        "c4_quality.min_sentences"
+    ]
+    with pytest.raises(LookupError, match="rules that removed some: c4_quality.min_sentences"):
+        read_run(run_dir).removed(rule="gopher_quality.min_words")
+
+
+def test_text_shows_the_document_as_each_stage_left_it(run_dir):
+    kept = read_run(run_dir).texts("web/en0")
+    assert kept["stage"].to_list() == ["source", "lang", "filter"]
+    assert kept["status"].to_list() == ["kept"] * 3
+    source, _, filtered = kept["text"].to_list()
+    assert source.endswith("\n" + SHORT) and filtered == source.removesuffix("\n" + SHORT)
+    removed = read_run(run_dir).texts("web/es0")
+    assert removed["status"].to_list() == ["kept", "kept", "removed"]
+    assert removed["rule"][2] == "c4_quality.min_sentences" and SHORT not in removed["text"][2]
+    result = CliRunner().invoke(app, ["inspect", str(run_dir), "web/es0", "--text"])
+    assert result.exit_code == 0, result.output
+    assert "lang: kept; text unchanged" in result.output
+    assert "filter: removed by c4_quality.min_sentences; the text as the filters' rewrites left it" in result.output
+    assert result.output.count(SHORT) == 1  # in the source's text only
+    with pytest.raises(LookupError, match="no document 'web/zz'"):
+        read_run(run_dir).texts("web/zz")
