@@ -309,6 +309,26 @@ def _build_report(run_dir, after_run: bool = False):
     return path
 
 
+@contextmanager
+def _naming_damaged_files(run_dir: str) -> Iterator[None]:
+    """A view (report, inspect) that fails on a file of the run it cannot read (a truncated
+    stats.json or Parquet shard) fails with RunFileError, one line naming the file and the fix."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort, LookupError, FileNotFoundError):  # the user's to fix, as they say
+        raise
+    except Exception:
+        from pipeline.stages.run import damaged_file
+
+        try:
+            damaged = damaged_file(run_dir)
+        except Exception:  # not even listable: the error as it was
+            damaged = None
+        if damaged is None:
+            raise
+        raise damaged from None
+
+
 @app.command()
 def report(
     run_dir: str = typer.Argument(
@@ -316,9 +336,9 @@ def report(
     ),
 ) -> None:
     """Build the run's HTML report (<RUN>/report/index.html) from the run directory alone."""
-    from pipeline.stages.run import NotARunError
+    from pipeline.stages.run import NotARunError, RunFileError
 
-    with _failing_on(NotARunError):
+    with _failing_on(NotARunError, RunFileError), _naming_damaged_files(run_dir):
         _build_report(run_dir)
 
 
@@ -338,7 +358,7 @@ def inspect_command(
     """Show a document's way through the stages (source, language, filter verdicts, dedup, lines,
     mix), or without DOC_ID the run's documents and tokens per licence; --rule lists what a rule
     removed, --text a document's text per stage."""
-    from pipeline.stages.run import NotARunError, UnknownRule
+    from pipeline.stages.run import NotARunError, RunFileError, UnknownRule
     from report.console import (
         print_document_texts,
         print_inspection,
@@ -352,7 +372,7 @@ def inspect_command(
         _fail("give a DOC_ID or --rule, not both: --rule lists the documents a rule removed", 2)
     if text and doc_id is None:
         _fail("--text shows one document's text: give its DOC_ID (curate inspect RUN DOC_ID --text)", 2)
-    with _failing_on(UnknownDocument, UnknownRule, NotARunError):
+    with _failing_on(UnknownDocument, UnknownRule, NotARunError, RunFileError), _naming_damaged_files(run_dir):
         if rule is not None:
             found, printer = rule_removals(run_dir, rule, limit), print_rule_removals
         elif doc_id is None:

@@ -43,6 +43,48 @@ def _read_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+class RunFileError(ValueError):
+    """A file of the run cannot be read (truncated or damaged); the message names it and the fix."""
+
+
+def damaged_file(run_dir: str | Path) -> RunFileError | None:
+    """The first file of the run directory that cannot be read back, as an error naming it and
+    the stage that wrote it (None when every one reads): ``manifest.json``, each stage's
+    ``stats.json`` and every Parquet file's footer. Called after a view fails, to say why."""
+    root = as_path(run_dir)
+    files = [(root / "manifest.json", None)]
+    for stage in ALL_STAGES:
+        folder = root / stage
+        if folder.is_dir():
+            files.append((folder / "stats.json", stage))
+            files += [(path, stage) for path in sorted(folder.rglob("*.parquet")) if not path.name.startswith(".")]
+    for path, stage in files:
+        try:
+            if path.suffix == ".json":
+                if path.is_file():
+                    json.loads(path.read_text(encoding="utf-8"))
+            else:
+                parquet_file(path).metadata  # noqa: B018 (reading the footer is the check)
+        except Exception as error:
+            return RunFileError(_damaged_line(root, path, stage, error))
+    return None
+
+
+def _damaged_line(root: Path, path: Path, stage: str | None, error: Exception) -> str:
+    where = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    why = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if stage is None:
+        fix = "the run's record is lost: run its config again into an empty run_dir"
+    elif path.name == "stats.json":
+        fix = f"run `curate run CONFIG` again: the {stage} stage writes it anew from its files"
+    else:
+        fix = (
+            f"rerun the {stage} stage: delete the {stage}/ folder and run `curate run CONFIG` again "
+            "(the stages before it are kept)"
+        )
+    return f"{str(root)!r}: {where} is damaged or truncated ({why}); {fix}"
+
+
 @dataclass
 class RunFiles:
     """The files of one run directory, loaded lazily."""
@@ -67,7 +109,10 @@ class RunFiles:
         for stage in ALL_STAGES:
             path = self.root / stage / "stats.json"
             if path.is_file():
-                found[stage] = _read_json(path)
+                try:
+                    found[stage] = _read_json(path)
+                except ValueError as error:  # truncated or not JSON: one line naming it and the fix
+                    raise RunFileError(_damaged_line(self.root, path, stage, error)) from None
         return found
 
     @property

@@ -6,6 +6,7 @@ document. Runs by the stages' library calls (no Prefect)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -145,3 +146,20 @@ def test_text_shows_the_document_as_each_stage_left_it(run_dir):
     assert result.output.count(SHORT) == 1  # in the source's text only
     with pytest.raises(LookupError, match="no document 'web/zz'"):
         read_run(run_dir).texts("web/zz")
+
+
+@pytest.mark.parametrize("damaged", ["filter/stats.json", "filter/docs"])
+def test_a_truncated_file_is_one_line_naming_it_and_the_fix(run_dir, tmp_path, damaged):
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    path = copy / damaged
+    if path.is_dir():
+        path = sorted(path.glob("*.parquet"))[0]
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    where = str(path.relative_to(copy))
+    for args in (["report", str(copy)], ["inspect", str(copy), "web/en0"], ["inspect", str(copy), "web/en0", "--text"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and f"{where} is damaged or truncated" in lines[0], result.output
+        assert "curate run CONFIG" in lines[0]
