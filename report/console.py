@@ -328,9 +328,11 @@ def _print_filter(out: Console, flt: dict) -> None:
 def _rules_table(flt: dict) -> Table:
     """Every filter rule of the document's language: its value, when it removes, whether it fires."""
     found = "as the run stored them" if flt.get("measured") == "stored" else "measured again"
-    rules = Table(
-        title=f"filter rules ({flt.get('settings', 'the stage settings')}), {found}, "
-        "on the text as it entered the filter stage"
+    rules = Table(  # a Text: the settings' "[filter.by_lang.de]" is no rich markup
+        title=Text(
+            f"filter rules ({flt.get('settings', 'the stage settings')}), {found}, "
+            "on the text as it entered the filter stage"
+        )
     )
     for column in ("rule", "value", "removes when", "verdict"):
         rules.add_column(column, justify="right" if column == "value" else "left")

@@ -102,6 +102,13 @@ def test_inspect_and_the_api_agree_with_the_removed_files_for_every_document(run
                 assert sentences["value"] == found["removed_by"]["value"]
 
 
+def test_inspect_says_which_settings_judged_a_document(run_dir):
+    result = CliRunner().invoke(app, ["inspect", str(run_dir), "web/de0"])
+    assert result.exit_code == 0, result.output
+    assert "filter rules ([filter.by_lang.de] over the stage's settings)" in result.output
+    assert "sentence_count < 1" in result.output and "fires" not in result.output
+
+
 def test_the_report_finds_no_kept_document_the_rules_of_its_language_would_remove(run_dir):
     page = build_report(run_dir).read_text(encoding="utf-8")
     assert "would be removed" not in page
