@@ -39,7 +39,7 @@ from pipeline.formats.step import empty_removed
 from pipeline.stages.dedup import deduplicate_shards
 from pipeline.stages.registry import filter_settings_step, last_document_stage
 from pipeline.stages.run import RunFiles, UnknownRule
-from pipeline.stages.verdicts import document_texts
+from pipeline.stages.verdicts import document_texts, verdict_table
 
 __all__ = [
     "ConfigError",
@@ -306,6 +306,25 @@ class RunResults:
         return pl.DataFrame(
             {c: [entry.get(c) for entry in found] for c in columns}, schema=dict.fromkeys(columns, pl.String)
         )
+
+    def filter_verdicts(self, ids: list[str]) -> pl.DataFrame:
+        """The filter stage's verdict on the documents ``ids``, as the run decided it: one row per
+        document and rule of its language (``[filter.by_lang]`` and the built-in profiles), with
+        the run's stored measurements (measured again where the run stored none): ``id``,
+        ``lang``, ``settings`` (the language code whose settings judged it; null: the stage's),
+        ``found`` (``stored`` or ``measured again``), ``rule``, ``value``, ``threshold``,
+        ``fires`` and ``removed_by`` (the rule that removed the document, as in ``removed/``;
+        null: kept). A document the stage did not measure (out of its scope, or removed by a
+        licence rule) has one row with ``rule`` null; an id that did not reach the stage, none.
+
+        Example::
+
+            run = read_run("runs/demo")
+            run.filter_verdicts(["news/n0"]).filter(pl.col("fires"))  # the rules it breaks
+        """
+        if not isinstance(ids, (list, tuple)):
+            raise TypeError(f"give the ids as a list of strings, got {type(ids).__name__}")
+        return verdict_table(self.files, list(ids))
 
     def quarantined(self) -> pl.DataFrame:
         """The input records the source stage could not read, with file, line or offset and reason.

@@ -215,3 +215,49 @@ def document_texts(run: RunFiles, doc_id: str) -> list[dict] | None:
         else:
             texts.append({"stage": stage, "status": "missing", "rule": None, "text": None})
     return texts
+
+
+def verdict_table(run: RunFiles, ids: list[str]) -> pl.DataFrame:
+    """The filter stage's verdict on the documents ``ids`` that reached it, one row per document
+    and rule of its language (:func:`filter_verdicts`): ``id``, ``lang``, ``settings`` (the
+    ``by_lang`` code or profile whose settings judged it; null: the stage's), ``found`` (stored or
+    measured again), ``rule``, ``value``, ``threshold``, ``fires`` and ``removed_by`` (the rule
+    that removed the document, null when kept). A document the stage did not measure (outside
+    its sources or languages, or removed by a licence rule) has one row with ``rule`` null and
+    ``removed_by`` its licence rule or null; an id that did not reach the stage has none. Rows
+    come in the order of ``ids``."""
+    previous = run.previous("filter")
+    config = run.config
+    schema = {"id": pl.String, "lang": pl.String, "settings": pl.String, "found": pl.String, "rule": pl.String}
+    schema |= {"value": pl.Float64, "threshold": pl.Float64, "fires": pl.Boolean, "removed_by": pl.String}
+    if previous is None or config is None or "filter" not in run.stats:
+        return pl.DataFrame(schema=schema)
+    docs = run.docs_by_id(previous, ids)
+    if "lang" not in docs.columns:
+        docs = docs.with_columns(pl.lit(None, dtype=pl.String).alias("lang"))
+    licence = run.removed("filter").filter(
+        pl.col("id").is_in(docs["id"].implode()) & pl.col("rule").str.starts_with("licence.")
+    )
+    judged = docs.filter(config.filter.scope().mask(docs) & ~pl.col("id").is_in(licence["id"].implode()))
+    verdicts = filter_verdicts(run, judged, config.filter)
+    frame = judged.select("id", "lang").with_columns(
+        verdicts.settings, verdicts.found, verdicts.rule.alias("removed_by")
+    )
+    rows = [
+        frame.with_columns(
+            pl.lit(rule.name).alias("rule"),
+            verdicts.values[rule.name].alias("value"),
+            verdicts.thresholds[rule.name].alias("threshold"),
+            verdicts.fires[rule.name].alias("fires"),
+        ).filter(pl.col("threshold").is_not_null())  # a rule of the document's language
+        for rule in verdicts.rules
+    ]
+    unjudged = docs.filter(~pl.col("id").is_in(judged["id"].implode())).select("id", "lang")
+    unjudged = unjudged.join(licence.select("id", pl.col("rule").alias("removed_by")), on="id", how="left")
+    frames = [f for f in [*rows, unjudged] if f.height]
+    table = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame({"id": []}, schema={"id": pl.String})
+    table = table.select(
+        pl.col(c).cast(t) if c in table.columns else pl.lit(None, dtype=t).alias(c) for c, t in schema.items()
+    )
+    order = pl.DataFrame({"id": list(dict.fromkeys(ids))}, schema={"id": pl.String}).with_row_index("_doc")
+    return table.join(order, on="id", how="left").sort("_doc", maintain_order=True).drop("_doc")

@@ -82,6 +82,14 @@ def test_inspect_and_the_api_agree_with_the_removed_files_for_every_document(run
     langs = dict(zip(removed["id"], removed["lang"]))
     assert {i.split("/")[1][:2] for i in recorded} == {"es"}  # the run: German kept, Spanish removed
     assert read_run(run_dir).removed("filter").equals(removed)
+    ids = [f"web/{lang}{i}" for i in range(6) for lang in ("de", "es", "en")]
+    verdicts = read_run(run_dir).filter_verdicts(ids)
+    per_doc = verdicts.unique("id", maintain_order=True)
+    assert per_doc["id"].to_list() == ids
+    assert dict(zip(per_doc["id"], per_doc["removed_by"])) == {i: recorded.get(i) for i in ids}
+    sentences = verdicts.filter(pl.col("rule") == "c4_quality.min_sentences")
+    assert dict(zip(sentences["id"], sentences["threshold"])) == {i: {"de": 1, "es": 4, "en": 3}[i[4:6]] for i in ids}
+    assert set(per_doc["settings"]) == {"de", "es", None}
     for i in range(6):
         for lang in ("de", "es", "en"):
             doc_id = f"web/{lang}{i}"
