@@ -736,28 +736,16 @@ class RunConfig(_Strict):
     @classmethod
     def _run_dir(cls, value):
         # A local path becomes a Path as before; a URL stays a string (a Path would turn
-        # memory://x into memory:/x).
-        from pipeline.io.storage import as_path, is_local
+        # memory://x into memory:/x). The checks are those of every output folder: not a file
+        # nor under one, a file system whose package is installed and that takes writes.
+        from pipeline.io.storage import is_local, output_location
 
         if not isinstance(value, (str, os.PathLike)):
             raise ValueError("give a local folder or the URL of a file system, such as s3://bucket/run")
         if not str(value).strip():
             raise ValueError("is empty; give the folder the run writes to, such as runs/my-crawl")
-        path = as_path(expand_path(value))
-        if not is_local(path):
-            return str(path)
-        local = Path(path)
-        if local.exists() and not local.is_dir():
-            raise ValueError(f"{str(path)!r} is a file, not a folder; give a new or empty folder (or a run's folder)")
-        for parent in local.absolute().parents:
-            if parent.exists():
-                if not parent.is_dir():
-                    raise ValueError(
-                        f"{str(parent)!r} is a file, so no folder can be made under it; "
-                        "give a run_dir whose parents are folders"
-                    )
-                break
-        return path
+        path = output_location(expand_path(value), folder=True)
+        return path if is_local(path) else str(path)
 
     @model_validator(mode="after")
     def _source_names(self):

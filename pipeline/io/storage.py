@@ -11,6 +11,12 @@ so code that walks a run directory works on either.
 What pyarrow and polars cannot open by URL goes through the readers here: on a local path they
 make the same calls as before; on a remote one they read through a pyarrow file system over the
 fsspec one, so Parquet reads still fetch only the columns and row groups asked for.
+
+A path a user gives (a CLI argument, a config's ``run_dir``) is read by :func:`location`, and one
+to be written by :func:`output_location`: both keep a URL intact, and they say in one line
+(:class:`LocationError`) when it cannot be used, before any work: a file system whose package is
+not installed or that takes no writes, a URL where only a local path will do, an output that is a
+folder where a file is written (or the reverse), or is under a file.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import re
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import polars as pl
 import pyarrow as pa
@@ -35,12 +42,19 @@ AnyPath = Path | UPath
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # fsspec protocols that name this machine's own files.
 _LOCAL_PROTOCOLS = ("", "file", "local")
+# The hosts of a file URL that mean this machine (RFC 8089: file:///x and file://localhost/x).
+_LOCAL_HOSTS = ("", "localhost")
+
+
+class LocationError(ValueError):
+    """A path or URL that cannot be used as given: one line naming it and what to give instead."""
 
 
 def as_path(path: str | os.PathLike | UPath) -> AnyPath:
     """A path object for ``path``: a :class:`UPath` for a URL with a protocol (``s3://b/run``),
-    a :class:`pathlib.Path` for anything local (``runs/demo``, ``/data/run``, ``file:///data/run``).
-    A relative local path stays relative; a path object passes through unchanged."""
+    a :class:`pathlib.Path` for anything local (``runs/demo``, ``/data/run``, ``file:///data/run``,
+    ``file://localhost/data/run``). A relative local path stays relative; a path object passes
+    through unchanged. A file URL naming another host is a :class:`LocationError`."""
     if isinstance(path, UPath):
         return Path(path.path) if path.protocol in _LOCAL_PROTOCOLS else path
     if isinstance(path, Path):
@@ -48,8 +62,21 @@ def as_path(path: str | os.PathLike | UPath) -> AnyPath:
     text = os.fspath(path)
     if not _URL.match(text):
         return Path(text)
-    url = UPath(text)
-    return Path(url.path) if url.protocol in _LOCAL_PROTOCOLS else url
+    if text.split(":", 1)[0].lower() in _LOCAL_PROTOCOLS:
+        return _file_url(text)
+    return UPath(text)
+
+
+def _file_url(text: str) -> Path:
+    """The local path a ``file://`` (or ``local://``) URL names: its host must be this machine's
+    (fsspec would read ``file://localhost/x`` as the relative path ``localhost/x``)."""
+    url = urlsplit(text)
+    if (url.hostname or "") not in _LOCAL_HOSTS or url.port is not None:
+        raise LocationError(
+            f"{text}: a file URL of the host {url.netloc!r}, not of this machine; give a local path "
+            "(file:///path or file://localhost/path), or the URL of a file system that host serves"
+        )
+    return Path(unquote(url.path))
 
 
 def is_local(path: str | os.PathLike | UPath) -> bool:
@@ -60,6 +87,103 @@ def is_local(path: str | os.PathLike | UPath) -> bool:
 def is_path(value) -> bool:
     """Whether ``value`` names one file or folder (a str or a path object), not several."""
     return isinstance(value, (str, os.PathLike, UPath))
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths a user gives
+
+
+# fsspec protocols that only read (an archive's file systems are found by their class).
+_READ_ONLY = ("http", "https", "github", "git", "reference", "data")
+# Where to write instead, in a refusal.
+_WRITABLE = "a local path or the URL of a file system that takes writes (s3://bucket/...)"
+
+
+def location(value, local: str | None = None) -> AnyPath:
+    """``value`` as a user wrote it (a local path, a ``file://`` URL, or the URL of an fsspec
+    file system) as a path object (:func:`as_path`, the URL kept whole), checked without touching
+    the file system: a URL names a file system fsspec knows, whose package is installed. With
+    ``local`` (why a local path is needed, and what to do: "the export writes memory-mapped files;
+    export to a local folder, then copy it"), a URL is refused. Raises :class:`LocationError`."""
+    if not is_path(value) or not str(value).strip():
+        raise LocationError(f"{value!r} is not a path; give a local path or a URL such as s3://bucket/run")
+    try:
+        path = as_path(value)
+    except LocationError:
+        raise
+    except ValueError:  # upath's "Unsupported filesystem"
+        raise LocationError(
+            f"{value}: no file system is known for {str(value).split(':', 1)[0]}://; give a local path "
+            "or the URL of a file system fsspec knows (s3://bucket/...)"
+        ) from None
+    if is_local(path):
+        return path
+    if local is not None:
+        raise LocationError(f"{value} is a URL; {local}")
+    _filesystem_class(path, str(value))
+    return path
+
+
+def output_location(value, folder: bool, local: str | None = None) -> AnyPath:
+    """:func:`location` for a path to be written: a folder (``folder``) or a file. A URL's file
+    system must take writes; a local path must not be a file where a folder is written (or a
+    folder where a file is), nor be under a file. Only a local path is looked at (no request
+    goes to a remote file system). Raises :class:`LocationError`."""
+    path = location(value, local)
+    if not is_local(path):
+        _check_writable(path, str(value))
+        return path
+    if path.exists():
+        if folder and not path.is_dir():
+            raise LocationError(f"{str(path)!r} is a file, not a folder; give a new or empty folder")
+        if not folder and path.is_dir():
+            raise LocationError(f"{str(path)!r} is a folder, not a file; name the file to write")
+        return path
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                made = "folder" if folder else "file"
+                raise LocationError(
+                    f"{str(parent)!r} is a file, so no {made} can be made under it; "
+                    "give a path whose parents are folders"
+                )
+            break
+    return path
+
+
+def _filesystem_class(path: UPath, shown: str) -> type:
+    """The fsspec class of ``path``'s file system, imported: a missing package is a
+    :class:`LocationError` naming it (and ``shown``, the URL as written)."""
+    import fsspec
+    from fsspec.registry import known_implementations
+
+    try:
+        return fsspec.get_filesystem_class(path.protocol)
+    except ImportError:
+        known = known_implementations.get(path.protocol, {})
+        package = known.get("class", "").split(".")[0]
+        if package and package != "fsspec":
+            needs = f"the package {package}, which is not installed: pip install {package}"
+        else:
+            needs = f"a package that is not installed ({known.get('err', 'see fsspec')})"
+        raise LocationError(
+            f"{shown}: the {path.protocol}:// file system needs {needs}; or give a local path"
+        ) from None
+
+
+def _check_writable(path: UPath, shown: str) -> None:
+    """Refuse a URL (``shown`` as written) whose file system cannot hold files written one by one."""
+    from fsspec.archive import AbstractArchiveFileSystem
+
+    kind = _filesystem_class(path, shown)
+    if issubclass(kind, AbstractArchiveFileSystem):
+        raise LocationError(
+            f"{shown}: {path.protocol}:// reads the files in an archive and cannot write them one by one; "
+            f"give {_WRITABLE}"
+        )
+    protocols = (kind.protocol,) if isinstance(kind.protocol, str) else tuple(kind.protocol)
+    if path.protocol in _READ_ONLY or set(protocols) & set(_READ_ONLY):
+        raise LocationError(f"{shown}: the {path.protocol}:// file system is read-only; give {_WRITABLE}")
 
 
 def arrow_filesystem(path: str | os.PathLike | UPath) -> tuple[pafs.FileSystem, str]:

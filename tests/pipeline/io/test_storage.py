@@ -5,6 +5,7 @@ refuses a remote mixture in one line."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import uuid
 from pathlib import Path
@@ -23,10 +24,13 @@ from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import LOCK_NAME
 from pipeline.formats.mixture import export_mixture
 from pipeline.io.storage import (
+    LocationError,
     arrow_filesystem,
     as_path,
     is_local,
+    location,
     open_arrow_file,
+    output_location,
     parquet_file,
     read_parquet,
     read_table,
@@ -221,9 +225,72 @@ def test_as_path_keeps_local_paths_local_and_urls_remote(tmp_path):
 def test_run_dir_keeps_a_url_as_written(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
     sources = [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "a.jsonl")]}]
-    assert parse_config({"run_dir": "s3://bucket/runs/demo", "sources": sources}).run_dir == "s3://bucket/runs/demo"
+    assert (
+        parse_config({"run_dir": "memory://bucket/runs/demo", "sources": sources}).run_dir
+        == "memory://bucket/runs/demo"
+    )
     config = parse_config({"run_dir": "runs//demo/", "sources": sources})
     assert config.run_dir == Path("runs/demo") and config.model_dump(mode="json")["run_dir"] == "runs/demo"
+
+
+def test_a_file_url_of_this_machine_is_local_and_one_of_another_host_is_refused(tmp_path):
+    # file://localhost/x is /x (RFC 8089); fsspec read it as the relative path localhost/x.
+    assert as_path(f"file://localhost{tmp_path}/run") == tmp_path / "run"
+    assert as_path(f"file://LOCALHOST{tmp_path}/a%20b") == tmp_path / "a b"
+    assert location(f"file://{tmp_path}/run") == tmp_path / "run"
+    for url in ("file://elsewhere/data/run", "file://localhost:8000/data/run"):
+        with pytest.raises(LocationError, match="not of this machine; give a local path") as error:
+            as_path(url)
+        assert "\n" not in str(error.value)
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+    sources = [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "a.jsonl")]}]
+    assert parse_config({"run_dir": f"file://localhost{tmp_path}/run", "sources": sources}).run_dir == tmp_path / "run"
+    with pytest.raises(ConfigError, match="run_dir: file://elsewhere/run: a file URL of the host 'elsewhere'"):
+        parse_config({"run_dir": "file://elsewhere/run", "sources": sources})
+
+
+@pytest.mark.parametrize(
+    "run_dir, says",
+    [
+        ("s3://bucket/run", "the s3:// file system needs the package s3fs, which is not installed: pip install s3fs"),
+        ("http://example.com/run", "the http:// file system is read-only; give a local path or the URL of"),
+        ("https://example.com/run", "the https:// file system is read-only"),
+        ("zip://run::memory://a.zip", "zip:// reads the files in an archive and cannot write them one by one"),
+        ("nosuch://bucket/run", "no file system is known for nosuch://; give a local path"),
+    ],
+)
+def test_a_run_dir_no_run_can_write_is_refused_at_config_time(tmp_path, run_dir, says):
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+    sources = [{"name": "s", "reader": "jsonl", "paths": [str(tmp_path / "a.jsonl")]}]
+    if run_dir.startswith("s3://") and importlib.util.find_spec("s3fs") is not None:
+        pytest.skip("s3fs is installed here")
+    with pytest.raises(ConfigError) as error:
+        parse_config({"run_dir": run_dir, "sources": sources})
+    message = str(error.value)
+    assert message.startswith(f"run_dir: {run_dir}: ") and says in message and "\n" not in message
+
+
+def test_output_locations_are_checked_before_any_work(tmp_path, memory_root):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "folder").mkdir()
+    assert output_location(tmp_path / "new" / "out", folder=True) == tmp_path / "new" / "out"
+    assert output_location(str(tmp_path / "folder"), folder=True) == tmp_path / "folder"
+    assert output_location(str(tmp_path / "file"), folder=False) == tmp_path / "file"  # replacing it: the caller's call
+    refusals = [
+        ((tmp_path / "file", True), f"'{tmp_path / 'file'}' is a file, not a folder; give a new or empty folder"),
+        ((tmp_path / "folder", False), f"'{tmp_path / 'folder'}' is a folder, not a file; name the file to write"),
+        ((tmp_path / "file" / "a" / "b", True), f"'{tmp_path / 'file'}' is a file, so no folder can be made under it"),
+        ((tmp_path / "file" / "r.json", False), f"'{tmp_path / 'file'}' is a file, so no file can be made under it"),
+        (("http://example.com/r.json", False), "http://example.com/r.json: the http:// file system is read-only"),
+    ]
+    for (path, folder), says in refusals:
+        with pytest.raises(LocationError) as error:
+            output_location(path, folder=folder)
+        assert str(error.value).startswith(says) and "\n" not in str(error.value)
+    remote = output_location(f"{memory_root}/out/r.json", folder=False)  # a URL stays a URL
+    assert isinstance(remote, UPath) and str(remote) == f"{memory_root}/out/r.json"
+    with pytest.raises(LocationError, match=f"^{memory_root}/out is a URL; the export needs a local folder$"):
+        output_location(f"{memory_root}/out", folder=True, local="the export needs a local folder")
 
 
 def test_readers_give_the_same_data_local_and_remote(tmp_path, memory_root):
