@@ -182,6 +182,49 @@ def _where(path) -> str:
     return str(path.resolve()) if is_local(path) else str(path)
 
 
+# Why a path must be local, and what to do, in the refusal of a URL there.
+READS_LOCAL = "this command reads a local file or folder: copy it to this machine first, then give its path"
+WRITES_LOCAL = "this command writes a local file or folder: give a local path, then copy what it writes to the URL"
+
+
+def _path(name: str, local: str | None = None):
+    """The typer parser of the path argument or option ``name``: what the user wrote as a local
+    Path or, for a URL, a UPath kept whole (pipeline.io.storage.location; typer's own Path would
+    make memory://b/out the local folder memory:/b/out). With ``local``, a URL is refused. A path
+    that cannot be used is one error line, before the command starts. Such parameters are
+    annotated ``Path`` (typer takes no union); a URL's UPath has the same methods."""
+
+    def parse(value):
+        from pipeline.io.storage import LocationError, location
+
+        try:
+            return location(value, local)
+        except LocationError as error:
+            _fail(f"{name}: {error}")
+
+    return parse
+
+
+def _output(name: str, folder: bool, local: str | None = None):
+    """:func:`_path` for a folder (``folder``) or a file the command writes: also refused up front
+    when it is a file where a folder is written (or the reverse), is under a file, or is on a file
+    system that takes no writes (pipeline.io.storage.output_location)."""
+
+    def parse(value):
+        return _checked_output(name, value, folder, local)
+
+    return parse
+
+
+def _checked_output(name: str, value, folder: bool, local: str | None = None):
+    from pipeline.io.storage import LocationError, output_location
+
+    try:
+        return output_location(value, folder, local)
+    except LocationError as error:
+        _fail(f"{name}: {error}")
+
+
 RunnerOption = typer.Option(
     "local", "--runner", help="where tasks run: local (threads), processes, dask, or ray (pip install -e '.[ray]')"
 )
@@ -331,8 +374,10 @@ def _naming_damaged_files(run_dir: str) -> Iterator[None]:
 
 @app.command()
 def report(
-    run_dir: str = typer.Argument(
-        ..., help="a run directory (made by `curate run` or `curate demo`), or its URL (s3://bucket/run)"
+    run_dir: Path = typer.Argument(
+        ...,
+        parser=_path("RUN_DIR"),
+        help="a run directory (made by `curate run` or `curate demo`), or its URL (s3://bucket/run)",
     ),
 ) -> None:
     """Build the run's HTML report (<RUN>/report/index.html) from the run directory alone."""
@@ -344,7 +389,7 @@ def report(
 
 @app.command("inspect")
 def inspect_command(
-    run_dir: str = typer.Argument(..., help="a run directory, or its URL"),
+    run_dir: Path = typer.Argument(..., parser=_path("RUN_DIR"), help="a run directory, or its URL"),
     doc_id: str | None = typer.Argument(
         None, help="a document id, e.g. news/effdb485efc9d161 (without one: the run's counts per licence)"
     ),
@@ -389,7 +434,7 @@ def inspect_command(
 
 @app.command()
 def run(
-    config: Path = typer.Argument(..., help="TOML config of the run"),
+    config: Path = typer.Argument(..., parser=_path("CONFIG", READS_LOCAL), help="TOML config of the run"),
     quiet: bool = QuietOption,
     verbose: bool = VerboseOption,
     runner: str = RunnerOption,
@@ -438,12 +483,18 @@ def _run_training_texts(
 
 @app.command("train-quality")
 def train_quality(
-    out: Path = typer.Argument(..., help="folder for quality.bin and quality.json"),
-    run_dir: Path | None = typer.Option(None, help="take documents from this run..."),
+    out: Path = typer.Argument(
+        ..., parser=_output("OUT", folder=True, local=WRITES_LOCAL), help="folder for quality.bin and quality.json"
+    ),
+    run_dir: Path | None = typer.Option(
+        None, parser=_path("--run-dir", READS_LOCAL), help="take documents from this run..."
+    ),
     stage: str = typer.Option("lang", help="...at this stage (lang gives per-language cuts)"),
     positive: list[str] = typer.Option([], help="sources of reference (high-quality) text"),
     negative: list[str] = typer.Option([], help="sources of raw text"),
-    demo_corpus: Path | None = typer.Option(None, help="or: a demo corpus (clean news vs web pages)"),
+    demo_corpus: Path | None = typer.Option(
+        None, parser=_path("--demo-corpus", READS_LOCAL), help="or: a demo corpus (clean news vs web pages)"
+    ),
     max_docs: int = typer.Option(50_000, min=10, help="documents per class at most"),
     seed: int = typer.Option(0, help="random seed"),
 ) -> None:
@@ -470,13 +521,21 @@ def train_quality(
 
 @app.command()
 def calibrate(
-    run_dir: str = typer.Argument(..., help="a run whose documents are the reference text (`curate run` first)"),
+    run_dir: Path = typer.Argument(
+        ..., parser=_path("RUN_DIR"), help="a run whose documents are the reference text (`curate run` first)"
+    ),
     reference: list[str] = typer.Option([], help="a source of reference text (repeat it; default: every source)"),
     stage: str = typer.Option("lang", help="the stage whose documents are read (they need a language)"),
-    config: Path | None = typer.Option(None, help="calibrate this config's filters [default: the run's own]"),
+    config: Path | None = typer.Option(
+        None, parser=_path("--config", READS_LOCAL), help="calibrate this config's filters [default: the run's own]"
+    ),
     english: str = typer.Option("en", help="the language every other is calibrated against"),
     min_docs: int = typer.Option(50, min=1, help="the fewest reference documents a language needs"),
-    out: Path | None = typer.Option(None, help="write the config fragment here [default: print it]"),
+    out: Path | None = typer.Option(
+        None,
+        parser=_output("--out", folder=False),
+        help="write the config fragment here, a local path or a URL [default: print it]",
+    ),
     force: bool = typer.Option(False, help="replace --out if it exists"),
 ) -> None:
     """Set the filters' thresholds per language from reference text: each removes from a language's
@@ -508,15 +567,20 @@ def calibrate(
     if out is None:
         typer.echo(found.text, nl=False)
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(found.text, encoding="utf-8")
-    _say(console, f"config fragment: {out.resolve()} (add its tables to the run's config)")
+    from pipeline.io.writer import write_text
+
+    write_text(found.text, out)
+    _say(console, f"config fragment: {_where(out)} (add its tables to the run's config)")
 
 
 @app.command("train-tokenizer")
 def train_tokenizer_command(
-    run_dir: Path = typer.Argument(..., help="a curation run: its curated documents are the sample"),
-    out: Path = typer.Argument(..., help="where to write tokenizer.json"),
+    run_dir: Path = typer.Argument(
+        ..., parser=_path("RUN_DIR", READS_LOCAL), help="a curation run: its curated documents are the sample"
+    ),
+    out: Path = typer.Argument(
+        ..., parser=_path("OUT", WRITES_LOCAL), help="where to write tokenizer.json (a folder, or a .json file)"
+    ),
     kind: str = typer.Option("bpe", help="bpe (byte-level BPE, for GPT) or wordpiece (for masked LM)"),
     vocab_size: int = typer.Option(8192, min=260, help="vocabulary size, special tokens included"),
     sample_docs: int = typer.Option(50_000, min=1, help="documents sampled from the run"),
@@ -530,6 +594,7 @@ def train_tokenizer_command(
     from pipeline.stages.registry import document_stages
     from pipeline.tokenizer import train_tokenizer
 
+    _checked_output("OUT", out, folder=out.suffix != ".json")
     if kind not in ("bpe", "wordpiece"):
         _fail(f"--kind: {kind!r} is not a tokenizer kind; use bpe or wordpiece")
     manifest = run_dir / "manifest.json"
@@ -554,8 +619,14 @@ def train_tokenizer_command(
 
 @app.command()
 def export(
-    mixture_dir: str = typer.Argument(..., help="a mixture folder: <run>/mix/<mixture> (or its URL)"),
-    out: Path = typer.Argument(..., help="folder to write the split files, meta.json, tokenizer.json, README.md"),
+    mixture_dir: Path = typer.Argument(
+        ..., parser=_path("MIXTURE_DIR"), help="a mixture folder: <run>/mix/<mixture> (or its URL)"
+    ),
+    out: Path = typer.Argument(
+        ...,
+        parser=_path("OUT"),  # export_mixture refuses a URL, a file or a path under one before any work
+        help="folder to write the split files, meta.json, tokenizer.json, README.md",
+    ),
     format: str = typer.Option(
         "nanogpt",
         "--format",
@@ -581,7 +652,9 @@ def export(
 
 @app.command()
 def train(
-    config: Path = typer.Argument(..., help="TOML config of the training run (see configs/train-demo.toml)"),
+    config: Path = typer.Argument(
+        ..., parser=_path("CONFIG", READS_LOCAL), help="TOML config of the training run (see configs/train-demo.toml)"
+    ),
     resume: bool = typer.Option(False, help="require a checkpoint in out_dir to continue from"),
     quiet: bool = QuietOption,
 ) -> None:
@@ -612,7 +685,9 @@ def train(
 
 @app.command()
 def generate(
-    checkpoint: Path = typer.Argument(..., help="a training out_dir or one of its checkpoints"),
+    checkpoint: Path = typer.Argument(
+        ..., parser=_path("CHECKPOINT", READS_LOCAL), help="a training out_dir or one of its checkpoints"
+    ),
     prompt: str = typer.Option("", help="text to continue"),
     max_tokens: int = typer.Option(100, min=1, help="tokens to generate at most"),
     temperature: float = typer.Option(0.8, min=0.0, help="0: greedy"),
@@ -629,11 +704,23 @@ def generate(
 
 @app.command("eval")
 def evaluate(
-    checkpoint: Path = typer.Argument(..., help="a training out_dir (its newest checkpoint) or a checkpoint file"),
-    tasks: list[Path] = typer.Option(
-        ..., "--tasks", help="a JSON lines or Parquet file of items, or an lm-eval task YAML; repeat for more"
+    checkpoint: Path = typer.Argument(
+        ...,
+        parser=_path("CHECKPOINT", READS_LOCAL),
+        help="a training out_dir (its newest checkpoint) or a checkpoint file",
     ),
-    json_out: Path | None = typer.Option(None, "--json", help="also write the results as JSON here"),
+    tasks: list[Path] = typer.Option(
+        ...,
+        "--tasks",
+        parser=_path("--tasks", READS_LOCAL),
+        help="a JSON lines or Parquet file of items, or an lm-eval task YAML; repeat for more",
+    ),
+    json_out: Path | None = typer.Option(
+        None,
+        "--json",
+        parser=_output("--json", folder=False),
+        help="also write the results as JSON here (a local path or a URL)",
+    ),
     device: str = typer.Option("cpu", help="cpu, cuda, mps"),
     batch: int = typer.Option(32, min=1, help="choices scored at a time"),
 ) -> None:
@@ -711,7 +798,9 @@ def _study(config: Path, command: str, quiet: bool):
 
 @app.command()
 def experiment(
-    config: Path = typer.Argument(..., help="TOML config of the experiment (see configs/experiment.toml)"),
+    config: Path = typer.Argument(
+        ..., parser=_path("CONFIG", READS_LOCAL), help="TOML config of the experiment (see configs/experiment.toml)"
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Curate variants of one raw pool, pretrain on each over several seeds, and compare them on
@@ -726,7 +815,11 @@ def experiment(
 
 @app.command()
 def sweep(
-    config: Path = typer.Argument(..., help="TOML config with a [sweep] section (see configs/sweep-demo.toml)"),
+    config: Path = typer.Argument(
+        ...,
+        parser=_path("CONFIG", READS_LOCAL),
+        help="TOML config with a [sweep] section (see configs/sweep-demo.toml)",
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Fit scaling laws per variant: train every model size of [sweep] on every token budget, fit
@@ -741,7 +834,9 @@ def sweep(
 
 @app.command("demo-corpus")
 def demo_corpus(
-    out: Path = typer.Argument(DEMO_CORPUS_DIR, help="folder to build the corpus in"),
+    out: Path = typer.Argument(
+        DEMO_CORPUS_DIR, parser=_output("OUT", folder=True, local=WRITES_LOCAL), help="folder to build the corpus in"
+    ),
     docs: int = typer.Option(20_000, min=100, help="documents in the corpus"),
     seed: int = typer.Option(0, help="random seed"),
 ) -> None:
@@ -756,8 +851,14 @@ def demo_corpus(
 def demo(
     docs: int = typer.Option(20_000, min=100, help="documents in the demo corpus"),
     seed: int = typer.Option(0, help="random seed"),
-    corpus_dir: Path | None = typer.Option(None, help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]"),
-    run_dir: Path | None = typer.Option(None, help=f"run directory [default: {DEMO_RUN_DIR}]"),
+    corpus_dir: Path | None = typer.Option(
+        None,
+        parser=_output("--corpus-dir", folder=True, local=WRITES_LOCAL),
+        help=f"where to build the corpus [default: {DEMO_CORPUS_DIR}]",
+    ),
+    run_dir: Path | None = typer.Option(
+        None, parser=_path("--run-dir"), help=f"run directory, or its URL [default: {DEMO_RUN_DIR}]"
+    ),
     quiet: bool = QuietOption,
     verbose: bool = VerboseOption,
     runner: str = RunnerOption,

@@ -30,7 +30,7 @@ from pipeline.formats.hf import write_hf_split
 from pipeline.formats.megatron import write_indexed_dataset
 from pipeline.formats.names import group_file_stem
 from pipeline.formats.tokens import export_bin, file_sha256
-from pipeline.io.storage import as_path, is_local
+from pipeline.io.storage import as_path, output_location
 from pipeline.io.writer import atomic_path
 
 MIXTURE_FORMAT = "curate.mixture/1"
@@ -168,12 +168,14 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True, format
     ``out_dir`` is a local folder. Returns the content of ``meta.json``."""
     if format not in EXPORT_FORMATS:
         raise ValueError(f"--format: {format!r} is not an export format; use one of {', '.join(EXPORT_FORMATS)}")
-    if not is_local(out_dir):
-        raise ValueError(
-            f"{out_dir}: the export writes memory-mapped .bin files to a local folder; "
-            "export to a local folder, then copy it (e.g. with your object store's CLI)"
-        )
-    mixture_dir, out_dir = as_path(mixture_dir), as_path(out_dir)
+    # Before any work: a URL, a file, or a path under a file is one line (a LocationError).
+    out_dir = output_location(
+        out_dir,
+        folder=True,
+        local="the export writes memory-mapped .bin files to a local folder: "
+        "export to a local folder, then copy it (e.g. with your object store's CLI)",
+    )
+    mixture_dir = as_path(mixture_dir)
     manifest = read_manifest(mixture_dir)
     if verify:
         for entry in [*manifest["train"], *manifest["validation"]]:

@@ -7,6 +7,7 @@ import json
 import math
 from dataclasses import asdict
 
+import fsspec
 import polars as pl
 import pytest
 import torch
@@ -173,6 +174,24 @@ def test_curate_eval_scores_a_checkpoint_and_names_a_bad_item(tmp_path, model, t
     assert result.exit_code == 2
     assert "item 'a' (line 1) has a gold index outside its choices" in result.output
     assert "Traceback" not in result.output
+
+
+def test_curate_eval_writes_its_json_to_a_url(tmp_path, monkeypatch, model, tokenizer):
+    # typer's Path made memory://<name>/r.json the local file ./memory:/<name>/r.json.
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "train"
+    state = {"format": CHECKPOINT_FORMAT, "step": 7, "model_config": asdict(model.config), "model": model.state_dict()}
+    save_checkpoint(out, state, keep_last=1)
+    tokenizer.save(str(out / "tokenizer.json"))
+    items = write_choice_items(_items(ITEMS), tmp_path / "items.jsonl")
+    url = f"memory://{tmp_path.name}/results/r.json"
+    result = CliRunner().invoke(app, ["eval", str(out), "--tasks", str(items), "--json", url])
+    assert result.exit_code == 0, result.output
+    assert f"results: {url}" in result.output
+    with fsspec.open(url, "r") as handle:
+        assert json.load(handle)["step"] == 7
+    assert not (tmp_path / "memory:").exists()
+    fsspec.filesystem("memory").rm(f"/{tmp_path.name}", recursive=True)
 
 
 # ---- the lm-evaluation-harness adapter (trainer.harness) ---------------------------------------
