@@ -8,6 +8,8 @@ import difflib
 import os
 import re
 import tomllib
+import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -113,15 +115,30 @@ def _key(loc: tuple) -> str:
 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:
-    """The keys allowed where ``loc`` points, for the 'unknown key' hint."""
+    """The keys allowed where ``loc`` points, for the 'unknown key' hint: the path is walked through
+    sections, lists (an index) and tables keyed by the user (``by_lang.<code>``: any key)."""
+    current = model
     for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        annotation = model.model_fields[part].annotation
-        inner = getattr(annotation, "__args__", (annotation,))[0]
-        if isinstance(inner, type) and issubclass(inner, BaseModel):
-            model = inner
-    return list(model.model_fields)
+        current = _inner(current, part)
+    return list(current.model_fields) if _is_model(current) else []
+
+
+def _is_model(annotation) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _inner(annotation, part):
+    """The type found at ``part`` (a field, an index or a key) inside ``annotation``."""
+    if _is_model(annotation):
+        field = annotation.model_fields.get(part) if isinstance(part, str) else None
+        return None if field is None else field.annotation
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (dict, list, tuple, Mapping, Sequence) and args:
+        return args[-1]  # a list's items, a dict's values
+    for arg in args:  # X | None, a union: the alternative that has parts
+        if _is_model(arg) or typing.get_origin(arg) in (dict, list):
+            return _inner(arg, part)
+    return None
 
 
 def _one_line(error: ValidationError, model: type[BaseModel]) -> str:
@@ -130,6 +147,8 @@ def _one_line(error: ValidationError, model: type[BaseModel]) -> str:
     key = _key(loc)
     if first["type"] == "extra_forbidden":
         allowed = _allowed_keys(model, loc)
+        if not allowed:
+            return f"{key}: unknown key; remove it"
         return f"{key}: unknown key; {did_you_mean(loc[-1], allowed)}(allowed: {', '.join(allowed)})"
     if first["type"] == "missing":
         return f"{key}: required key is missing; add it to the config"
