@@ -219,6 +219,22 @@ class LangConfig(_Strict):
         return value
 
     @model_validator(mode="after")
+    def _language_codes(self):
+        from pipeline.formats.langcodes import code_languages
+
+        if self.keep is not None and not self.keep:
+            raise ValueError(
+                "keep: an empty list keeps no document; omit keep to keep every language, or list the languages to keep"
+            )
+        code_languages(self.keep or [], "keep")
+        code_languages(self.min_score_by_lang, "min_score_by_lang")
+        return self
+
+    def language_settings(self) -> dict[str, list[str]]:
+        """The language codes of the section by key (checked against the model: check_files)."""
+        return {"keep": self.keep or [], "min_score_by_lang": list(self.min_score_by_lang)}
+
+    @model_validator(mode="after")
     def _spans_fit(self):
         if self.sample_spans > self.sample_chars:
             raise ValueError(
@@ -332,18 +348,19 @@ class FilterConfig(_Strict):
         return LicenceRule(self.licences, self.exclude_licences)
 
     @model_validator(mode="after")
-    def _known_filters_and_params(self):
-        from pipeline.filters.text import parse_lang
+    def _language_codes(self):
+        from pipeline.formats.langcodes import code_languages
 
+        code_languages(self.by_lang, "by_lang")
+        return _scope_codes(self)
+
+    def language_settings(self) -> dict[str, list[str]]:
+        """The language codes of the section by key (checked against the model: check_files)."""
+        return {"langs": self.langs or [], "exclude_langs": self.exclude_langs, "by_lang": list(self.by_lang)}
+
+    @model_validator(mode="after")
+    def _known_filters_and_params(self):
         _check_filters(self.filters, self.params, "")
-        seen: dict[str, str] = {}
-        for code in self.by_lang:
-            language = parse_lang(code)[0]
-            if language is None:
-                raise ValueError(f"by_lang.{code}: not a language code; use one the lang stage gives (zh, ja, th)")
-            if language in seen:
-                raise ValueError(f"by_lang: {seen[language]!r} and {code!r} name one language; keep one of them")
-            seen[language] = code
         for code, override in self.by_lang.items():
             _check_filters(override.filters or [], override.params, f"by_lang.{code}.")
         return self
@@ -352,6 +369,25 @@ class FilterConfig(_Strict):
     @classmethod
     def _expanded_paths(cls, value):
         return _expanded_filter_paths(value)
+
+
+def _scope_codes(settings):
+    """A stage's ``langs`` and ``exclude_langs``: codes, each language once, none in both, and
+    ``langs`` not empty (it would leave every document out of the stage's rules)."""
+    from pipeline.formats.langcodes import code_languages
+
+    if settings.langs is not None and not settings.langs:
+        raise ValueError(
+            "langs: an empty list applies the stage's rules to no document; omit langs to apply them to every language"
+        )
+    langs = code_languages(settings.langs or [], "langs")
+    excluded = code_languages(settings.exclude_langs, "exclude_langs")
+    both = next((language for language in langs if language in excluded), None)
+    if both is not None:
+        raise ValueError(
+            f"langs: {langs[both]!r} is also in exclude_langs ({excluded[both]!r}); keep it in one of them"
+        )
+    return settings
 
 
 def _scope(stage: str, settings):
@@ -587,6 +623,14 @@ class LinesConfig(_Strict):
     def scope(self):
         """The documents whose lines are cut (pipeline.filters.scope)."""
         return _scope("lines", self)
+
+    @model_validator(mode="after")
+    def _language_codes(self):
+        return _scope_codes(self)
+
+    def language_settings(self) -> dict[str, list[str]]:
+        """The language codes of the section by key (checked against the model: check_files)."""
+        return {"langs": self.langs or [], "exclude_langs": self.exclude_langs}
 
 
 class TokenizeConfig(_Strict):
@@ -873,10 +917,27 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=16)
-def _load_once(load, path: str, size: int, mtime_ns: int) -> bool:
-    """``load(path)`` once per file version: a model that loaded is not loaded again to check it."""
-    load(path)
-    return True
+def _model_labels(path: str, size: int, mtime_ns: int) -> tuple[str, ...]:
+    """The labels of a language-ID model, loaded once per file version (the model is not kept)."""
+    from pipeline.lang import LanguageIdentifier
+
+    return LanguageIdentifier(path).languages
+
+
+def _check_language_codes(config: RunConfig, labels: tuple[str, ...], model: str) -> None:
+    """Every language code of the stages that run names a language the model gives (its labels,
+    in any spelling pipeline.formats.langcodes reads). Raises ConfigError with one line."""
+    from pipeline.formats.langcodes import check_model_codes
+
+    for section in ("lang", "filter", "lines"):
+        settings = getattr(config, section)
+        if not settings.enabled:
+            continue
+        for key, codes in settings.language_settings().items():
+            try:
+                check_model_codes(codes, f"{section}.{key}", labels, model)
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
 
 
 def check_files(config: RunConfig) -> None:
@@ -884,7 +945,6 @@ def check_files(config: RunConfig) -> None:
     texts), so that a file that is not what its key says stops the run here, with one line, and not
     after stages have written output. Raises ConfigError."""
     if config.lang.enabled:
-        from pipeline.lang import LanguageIdentifier
         from pipeline.lang.model import lid_model_path
 
         try:
@@ -892,12 +952,13 @@ def check_files(config: RunConfig) -> None:
         except FileNotFoundError as error:
             raise ConfigError(f"lang.model: {error}") from None
         try:
-            _load_once(LanguageIdentifier, str(path), *_stamp(path))
+            labels = _model_labels(str(path), *_stamp(path))
         except Exception as error:  # fastText raises ValueError or RuntimeError on a file it cannot read
             raise ConfigError(
                 f"lang.model: {str(path)!r} is not a fastText language-ID model "
                 f"({_first_line(error)}); point lang.model at one, such as lid.176.ftz"
             ) from None
+        _check_language_codes(config, labels, path.name)
     if config.filter.enabled:
         from pipeline.filters.registry import build_filters
 

@@ -38,11 +38,11 @@ than a regex ``extract_all``, which allocates every match.
 
 from __future__ import annotations
 
-import functools
-import re
-
 import numpy as np
 import polars as pl
+
+# Language codes are read in one place (pipeline.formats.langcodes); these names stay importable here.
+from pipeline.formats.langcodes import DEFAULT_SCRIPTS, lang_languages, parse_lang  # noqa: F401
 
 # ISO 15924 codes of scripts written without spaces between words: Han (and its simplified and
 # traditional variants), Japanese (and its kana), Thai, Lao, Khmer, Myanmar, Tibetan, and the
@@ -68,197 +68,6 @@ SPACELESS_SCRIPT_CODES = frozenset(
         "Java",
     }
 )
-# The script a language is written in when its code names none (CLDR's likely script). Languages
-# not listed have no default: their documents are judged by their characters.
-DEFAULT_SCRIPTS: dict[str, str] = {
-    **dict.fromkeys(("zh", "yue", "wuu", "gan", "hak", "hsn", "cjy", "cdo", "lzh"), "Hani"),
-    "ja": "Jpan",
-    "th": "Thai",
-    "lo": "Laoo",
-    "km": "Khmr",
-    "my": "Mymr",
-    "shn": "Mymr",
-    "mnw": "Mymr",
-    "bo": "Tibt",
-    "dz": "Tibt",
-    "ko": "Kore",
-    "el": "Grek",
-    "he": "Hebr",
-    "yi": "Hebr",
-    "hy": "Armn",
-    "ka": "Geor",
-    "xmf": "Geor",
-    "am": "Ethi",
-    "ti": "Ethi",
-    "dv": "Thaa",
-    "bn": "Beng",
-    "as": "Beng",
-    "bpy": "Beng",
-    "pa": "Guru",
-    "gu": "Gujr",
-    "or": "Orya",
-    "ta": "Taml",
-    "te": "Telu",
-    "kn": "Knda",
-    "ml": "Mlym",
-    "si": "Sinh",
-    **dict.fromkeys(("hi", "mr", "ne", "sa", "mai", "new", "gom", "bh", "dty"), "Deva"),
-    **dict.fromkeys(("ar", "fa", "ur", "ps", "sd", "ug", "ckb", "arz", "azb", "pnb", "mzn", "lrc"), "Arab"),
-    **dict.fromkeys(
-        (
-            "ru",
-            "uk",
-            "be",
-            "bg",
-            "mk",
-            "kk",
-            "ky",
-            "tg",
-            "mn",
-            "tt",
-            "ba",
-            "cv",
-            "ce",
-            "os",
-            "av",
-            "sah",
-            "kv",
-            "udm",
-            "myv",
-            "mhr",
-            "mrj",
-            "krc",
-            "lez",
-            "xal",
-            "tyv",
-            "bxr",
-        ),
-        "Cyrl",
-    ),
-    **dict.fromkeys(
-        (
-            "en",
-            "de",
-            "fr",
-            "es",
-            "it",
-            "pt",
-            "nl",
-            "sv",
-            "da",
-            "no",
-            "nb",
-            "nn",
-            "fi",
-            "et",
-            "lv",
-            "lt",
-            "pl",
-            "cs",
-            "sk",
-            "sl",
-            "hr",
-            "bs",
-            "hu",
-            "ro",
-            "tr",
-            "az",
-            "uz",
-            "tk",
-            "id",
-            "ms",
-            "vi",
-            "tl",
-            "sw",
-            "so",
-            "ha",
-            "yo",
-            "ig",
-            "zu",
-            "xh",
-            "af",
-            "eu",
-            "ca",
-            "gl",
-            "oc",
-            "br",
-            "cy",
-            "ga",
-            "gd",
-            "is",
-            "fo",
-            "mt",
-            "sq",
-            "la",
-            "eo",
-            "lb",
-            "fy",
-            "jv",
-            "su",
-            "ceb",
-            "war",
-            "mg",
-            "qu",
-            "ht",
-        ),
-        "Latn",
-    ),
-}
-# ISO 639-1 code -> ISO 639-3 (639-2/T) code.
-ISO639_1_TO_3: dict[str, str] = dict(
-    pair.split(":")
-    for pair in """
-aa:aar ab:abk ae:ave af:afr ak:aka am:amh an:arg ar:ara as:asm av:ava ay:aym az:aze ba:bak be:bel
-bg:bul bi:bis bm:bam bn:ben bo:bod br:bre bs:bos ca:cat ce:che ch:cha co:cos cr:cre cs:ces cu:chu
-cv:chv cy:cym da:dan de:deu dv:div dz:dzo ee:ewe el:ell en:eng eo:epo es:spa et:est eu:eus fa:fas
-ff:ful fi:fin fj:fij fo:fao fr:fra fy:fry ga:gle gd:gla gl:glg gn:grn gu:guj gv:glv ha:hau he:heb
-hi:hin ho:hmo hr:hrv ht:hat hu:hun hy:hye hz:her ia:ina id:ind ie:ile ig:ibo ii:iii ik:ipk io:ido
-is:isl it:ita iu:iku ja:jpn jv:jav ka:kat kg:kon ki:kik kj:kua kk:kaz kl:kal km:khm kn:kan ko:kor
-kr:kau ks:kas ku:kur kv:kom kw:cor ky:kir la:lat lb:ltz lg:lug li:lim ln:lin lo:lao lt:lit lu:lub
-lv:lav mg:mlg mh:mah mi:mri mk:mkd ml:mal mn:mon mr:mar ms:msa mt:mlt my:mya na:nau nb:nob nd:nde
-ne:nep ng:ndo nl:nld nn:nno no:nor nr:nbl nv:nav ny:nya oc:oci oj:oji om:orm or:ori os:oss pa:pan
-pi:pli pl:pol ps:pus pt:por qu:que rm:roh rn:run ro:ron ru:rus rw:kin sa:san sc:srd sd:snd se:sme
-sg:sag si:sin sk:slk sl:slv sm:smo sn:sna so:som sq:sqi sr:srp ss:ssw st:sot su:sun sv:swe sw:swa
-ta:tam te:tel tg:tgk th:tha ti:tir tk:tuk tl:tgl tn:tsn to:ton tr:tur ts:tso tt:tat tw:twi ty:tah
-ug:uig uk:ukr ur:urd uz:uzb ve:ven vi:vie vo:vol wa:wln wo:wol xh:xho yi:yid yo:yor za:zha zh:zho
-zu:zul""".split()
-)
-# Other three-letter codes of a two-letter language: ISO 639-2/B codes, and the individual
-# languages that language-ID models (GlotLID, OpenLID) label for a macrolanguage (Mandarin for
-# Chinese, Standard Arabic, Iranian Persian, ...). Cantonese (yue) and Wu (wuu) stay themselves.
-THREE_LETTER_ALIASES: dict[str, str] = dict(
-    pair.split(":")
-    for pair in """
-alb:sq arm:hy baq:eu bur:my chi:zh cze:cs dut:nl fre:fr geo:ka ger:de gre:el ice:is mac:mk mao:mi
-may:ms per:fa rum:ro slo:sk tib:bo wel:cy cmn:zh arb:ar pes:fa prs:fa zsm:ms ekk:et lvs:lv swh:sw
-plt:mg uzn:uz azj:az khk:mn npi:ne ory:or pbt:ps gaz:om quy:qu ydd:yi kmr:ku ayr:ay gug:gn fil:tl
-""".split()
-)
-_TO_TWO_LETTERS = {three: two for two, three in ISO639_1_TO_3.items()} | THREE_LETTER_ALIASES
-_LANG_CODE = re.compile(r"^([A-Za-z]{2,3})(?:[-_]([A-Za-z0-9]+))*$")
-
-
-@functools.lru_cache(maxsize=4096)
-def parse_lang(code: str | None) -> tuple[str | None, str | None]:
-    """A language code as ``(language, script)``.
-
-    Reads ISO 639-1 (``"en"``), ISO 639-3 or 639-2 (``"eng"``, ``"yue"``, ``"cmn"``), BCP 47
-    (``"zh-Hant-TW"``, ``"sr_Latn"``) and GlotLID/OpenLID labels (``"eng_Latn"``,
-    ``"zho_Hans"``). The language is lowercase and two letters where ISO 639-1 has a code for it
-    (``"eng"`` and ``"eng_Latn"`` give ``"en"``, ``"cmn_Hani"`` gives ``"zh"``), else the code as
-    written; the script is the ISO 15924 subtag in title case, else the language's default
-    (:data:`DEFAULT_SCRIPTS`), else None. ``(None, None)`` for a missing or unreadable code.
-    """
-    if not code:
-        return None, None
-    match = _LANG_CODE.match(code.strip())
-    if match is None:
-        return None, None
-    parts = re.split(r"[-_]", code.strip())
-    language = parts[0].lower()
-    language = _TO_TWO_LETTERS.get(language, language)
-    script = next((p.title() for p in parts[1:] if len(p) == 4 and p.isalpha()), None)
-    return language, script or DEFAULT_SCRIPTS.get(language)
 
 
 def is_spaceless_code(code: str | None) -> bool | None:
@@ -268,13 +77,6 @@ def is_spaceless_code(code: str | None) -> bool | None:
     if script is None or script.startswith("Z"):  # Zyyy (common), Zxxx (unwritten), Zinh, Zzzz
         return None
     return script in SPACELESS_SCRIPT_CODES
-
-
-def lang_languages(lang: pl.Series) -> pl.Series:
-    """:func:`parse_lang`'s language for every code of a Series (parsed once per distinct code)."""
-    lang = lang.cast(pl.String)
-    table = {code: parse_lang(code)[0] for code in lang.drop_nulls().unique().to_list()}
-    return lang.replace_strict(table, default=None, return_dtype=pl.String)
 
 
 def lang_spaceless(lang: pl.Series) -> pl.Series:

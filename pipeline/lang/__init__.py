@@ -59,11 +59,11 @@ import fasttext
 import numpy as np
 import polars as pl
 
+from pipeline.formats.langcodes import UNDETERMINED, lang_languages, parse_lang
 from pipeline.io.quiet import quiet_stderr
 
 DEFAULT_SAMPLE_CHARS = 1000
 DEFAULT_SAMPLE_SPANS = 4
-UNDETERMINED = "und"
 LABEL_PREFIX = "__label__"
 
 RULE_NOT_KEPT = "lang.not_kept"
@@ -189,6 +189,10 @@ def lang_decisions(
       ``min_score_by_lang.get(lang, min_score)``; null where the language is not kept, as no
       score would keep it.
 
+    Codes are matched by language (:func:`pipeline.formats.langcodes.parse_lang`): ``keep =
+    ["eng_Latn"]`` keeps the documents lid.176 labels ``en``, and ``zh`` those GlotLID labels
+    ``cmn_Hani``.
+
     An undetermined document (``und``, score 0) is removed by ``keep`` unless it lists ``und``,
     and by any positive minimum score.
     """
@@ -199,7 +203,9 @@ def lang_decisions(
         if not 0.0 <= score <= 1.0:
             raise ValueError(f"min_score for {code}: {score} is outside [0, 1]")
 
-    lang = pl.col("lang")
+    overrides = {_language(code): score for code, score in overrides.items()}
+    docs = docs.with_columns(_language=pl.coalesce(lang_languages(docs["lang"]), docs["lang"].cast(pl.String)))
+    lang = pl.col("_language")
     value = pl.col("lang_score").cast(pl.Float64)
     if overrides:
         threshold = lang.replace_strict(
@@ -210,7 +216,7 @@ def lang_decisions(
         )
     else:
         threshold = pl.lit(min_score, dtype=pl.Float64)
-    kept_lang = pl.lit(True) if keep is None else lang.is_in(list(keep))
+    kept_lang = pl.lit(True) if keep is None else lang.is_in([_language(code) for code in keep])
     # A null language is never kept by a list, and a null score never reaches a minimum.
     kept_lang = kept_lang.fill_null(False)
     low = (value < threshold).fill_null(True)
@@ -223,3 +229,7 @@ def lang_decisions(
         value=value,
         threshold=pl.when(kept_lang).then(threshold).otherwise(pl.lit(None, dtype=pl.Float64)),
     )
+
+
+def _language(code: str) -> str:
+    return parse_lang(code)[0] or code

@@ -25,6 +25,7 @@ from pipeline.filters.engine import measure
 from pipeline.filters.registry import build_filters
 from pipeline.filters.text import lang_languages, parse_lang
 from pipeline.formats.configfile import ConfigError, validate_model
+from pipeline.formats.langcodes import code_language
 from pipeline.stages.run import RunFiles
 
 DEFAULT_MIN_DOCS = 50
@@ -125,7 +126,10 @@ def calibrate(
     """Calibrate ``settings``' thresholds for every language of ``reference`` (documents with
     ``id``, ``text`` and ``lang``, as the lang stage writes them) against English's
     (``english``: its code), each language with at least ``min_docs`` documents."""
-    english = parse_lang(english)[0] or english
+    try:
+        english = code_language(english, "--english")
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     langs = lang_languages(reference["lang"]) if "lang" in reference.columns else pl.Series([None] * reference.height)
     reference = reference.with_columns(_language=langs)
     counts = reference["_language"].drop_nulls().value_counts(sort=True)

@@ -37,3 +37,111 @@ def test_an_unknown_key_in_a_by_lang_table_is_one_line_with_a_suggestion(tmp_pat
     )
     with pytest.raises(ConfigError, match="filter.by_lang.en.filterz: unknown key"):
         api_load_config(data)  # the Python API raises the same ConfigError, not a KeyError
+
+
+@pytest.mark.parametrize(
+    "sections, message",
+    [
+        (
+            {"lang": {"keep": ["english"]}},
+            "lang.keep: 'english' is not a language code; did you mean 'en'?",
+        ),
+        ({"lang": {"keep": ["englsh"]}}, "lang.keep: 'englsh' is not a language code; did you mean 'en'?"),
+        ({"lang": {"keep": ["xx"]}}, "lang.keep: lid.176.ftz gives no language 'xx'"),
+        ({"lang": {"keep": ["enn"]}}, "lang.keep: lid.176.ftz gives no language 'enn'; did you mean"),
+        (
+            {"lang": {"keep": []}},
+            "lang.keep: an empty list keeps no document; omit keep to keep every language",
+        ),
+        (
+            {"lang": {"keep": ["zh", "cmn_Hani"]}},
+            "lang.keep: 'zh' and 'cmn_Hani' name one language (zh); keep one of them",
+        ),
+        (
+            {"lang": {"min_score_by_lang": {"en": 0.3, "eng_Latn": 0.5}}},
+            "lang.min_score_by_lang: 'en' and 'eng_Latn' name one language (en); keep one of them",
+        ),
+        ({"lang": {"min_score_by_lang": {"englsh": 0.5}}}, "lang.min_score_by_lang: 'englsh' is not a language code"),
+        ({"filter": {"langs": ["englsh"]}}, "filter.langs: 'englsh' is not a language code; did you mean 'en'?"),
+        (
+            {"filter": {"langs": []}},
+            "filter.langs: an empty list applies the stage's rules to no document; omit langs",
+        ),
+        ({"filter": {"exclude_langs": ["zz"]}}, "filter.exclude_langs: lid.176.ftz gives no language 'zz'"),
+        (
+            {"filter": {"langs": ["en"], "exclude_langs": ["eng"]}},
+            "filter.langs: 'en' is also in exclude_langs ('eng'); keep it in one of them",
+        ),
+        (
+            {"filter": {"by_lang": {"es\n": {}}}},
+            "filter.by_lang: 'es\\n' has whitespace or control characters in it; write 'es'",
+        ),
+        (
+            {"filter": {"by_lang": {"deutsch": {}}}},
+            "filter.by_lang: 'deutsch' is not a language code; did you mean 'de'?",
+        ),
+        (
+            {"filter": {"by_lang": {"zh": {}, "zho_Hans": {}}}},
+            "filter.by_lang: 'zh' and 'zho_Hans' name one language (zh); keep one of them",
+        ),
+        ({"lines": {"langs": ["english"]}}, "lines.langs: 'english' is not a language code; did you mean 'en'?"),
+        ({"lines": {"exclude_langs": ["en "]}}, "lines.exclude_langs: 'en ' has whitespace or control characters"),
+    ],
+)
+def test_a_language_code_that_names_nothing_is_refused_with_the_nearest(tmp_path, sections, message):
+    assert message in error_of(config(tmp_path, **sections))
+
+
+def test_aliases_resolve_to_the_code_the_model_gives(tmp_path):
+    # lid.176 labels English "en" and Chinese "zh": the other spellings of them are the same languages.
+    data = config(
+        tmp_path,
+        lang={"keep": ["eng_Latn", "zho_Hans", "und"], "min_score_by_lang": {"eng": 0.5, "cmn_Hani": 0.4}},
+        filter={"langs": ["en-GB", "zh"], "exclude_langs": ["deu"], "by_lang": {"eng_Latn": {}}},
+    )
+    parsed = parse_config(data)
+    assert parsed.lang.keep == ["eng_Latn", "zho_Hans", "und"]  # the config as written
+
+
+def test_the_lang_stage_keeps_by_language_whatever_the_spelling():
+    import polars as pl
+
+    from pipeline.lang import RULE_LOW_SCORE, RULE_NOT_KEPT, lang_decisions
+
+    docs = pl.DataFrame({"lang": ["en", "zh", "de", "eng_Latn", "und"], "lang_score": [0.9, 0.3, 0.9, 0.9, 0.0]})
+    out = lang_decisions(docs, keep=["eng_Latn", "cmn_Hani"], min_score=0.5, min_score_by_lang={"zho_Hans": 0.2})
+    assert out["rule"].to_list() == [None, None, RULE_NOT_KEPT, None, RULE_NOT_KEPT]
+    assert out["threshold"].to_list() == [0.5, 0.2, None, 0.5, None]
+    out = lang_decisions(docs, keep=None, min_score=0.5, min_score_by_lang={"eng": 0.95})
+    assert out["rule"].to_list() == [RULE_LOW_SCORE, RULE_LOW_SCORE, None, RULE_LOW_SCORE, RULE_LOW_SCORE]
+
+
+def test_codes_are_checked_against_the_labels_of_the_model_given(tmp_path, monkeypatch):
+    # A GlotLID-style model labels eng_Latn: "en" and "eng" name it, and the nearest is in its spelling.
+    import pipeline.config as config_module
+
+    labels = ("eng_Latn", "deu_Latn", "zho_Hans", "zho_Hant")
+    monkeypatch.setattr(config_module, "_model_labels", lambda *args: labels)
+    parse_config(config(tmp_path, lang={"keep": ["eng", "zh-Hant"]}, filter={"langs": ["en"], "by_lang": {"de": {}}}))
+    message = error_of(config(tmp_path, lang={"keep": ["fr"]}))
+    assert message.startswith("lang.keep: lid.176.ftz gives no language 'fr'; use one of the 3 languages it gives")
+    assert "did you mean 'eng_Latn'?" in error_of(config(tmp_path, filter={"langs": ["enn"]}))
+
+
+def test_codes_of_a_stage_that_does_not_run_are_not_checked_against_the_model(tmp_path):
+    # An experiment variant turns stages off and keeps the rest of the config.
+    parse_config(config(tmp_path, lang={"enabled": False, "keep": ["tlh"]}, filter={"langs": ["tlh"]}))
+    with pytest.raises(ConfigError, match="lang.keep: 'klingon' is not a language code"):
+        parse_config(config(tmp_path, lang={"enabled": False, "keep": ["klingon"]}))
+
+
+def test_calibrate_english_is_one_line_for_a_code_with_a_newline():
+    import polars as pl
+
+    from pipeline.config import FilterConfig
+    from pipeline.stages.calibrate import calibrate
+
+    reference = pl.DataFrame({"id": ["a"], "text": ["A page."], "lang": ["en"], "source": ["ref"]})
+    with pytest.raises(ConfigError) as error:
+        calibrate(reference, FilterConfig(), english="en\n")
+    assert str(error.value) == "--english: 'en\\n' has whitespace or control characters in it; write 'en'"

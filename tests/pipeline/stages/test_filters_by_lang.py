@@ -66,7 +66,7 @@ def test_a_language_may_run_other_filters():
         ({"th": {"params": {"c4_quality": {"min_sentence": 1}}}}, "filter.by_lang.th.params.c4_quality.min_sentence"),
         ({"th": {"filters": ["c4"]}}, "by_lang.th: unknown filter 'c4'"),
         ({"zh": {}, "zho_Hans": {}}, "'zh' and 'zho_Hans' name one language"),
-        ({"??": {}}, "by_lang.??: not a language code"),
+        ({"??": {}}, "by_lang: '??' is not a language code"),
     ],
 )
 def test_a_wrong_by_lang_table_is_one_line_naming_it(by_lang, message):
