@@ -36,6 +36,7 @@ from pipeline.formats.manifest import check_run_dir, run_lock
 from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
 from pipeline.stages.rerun import open_run, plan_run, redone_before
 from pipeline.stages.source import check_quarantine, check_readers
+from report.emptied import warn_emptied
 
 __all__ = [
     "ConfigError",
@@ -88,7 +89,9 @@ def curate(config: RunConfig | str | Path | Mapping, runner: Runner | None = Non
 
         curate_flow(config, ready)
     check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
-    return read_run(config.run_dir)
+    run = read_run(config.run_dir)
+    warn_emptied(run.counts())  # a stage that kept no document: loud, not a silent success
+    return run
 
 
 def _check_inputs_current(stage: str, config: RunConfig) -> None:
@@ -141,4 +144,5 @@ def run_stage(
         stats = stage_flow(stage, config, ready)
     if stage == "source":
         check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
+    warn_emptied({stage: stats})
     return stats

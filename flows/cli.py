@@ -282,6 +282,9 @@ def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> 
     print_sources(stdout, stats["source"])
     _say(stdout, f"run directory: {_where(config.run_dir)}")
     _build_report(config.run_dir, after_run=True)
+    from report.emptied import print_emptied
+
+    print_emptied(console, stats)  # last, where it is seen: a setting that left nothing to curate
     return stats
 
 

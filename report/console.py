@@ -92,6 +92,7 @@ def print_funnel(out: Console, stats: dict[str, dict]) -> None:
             str(sum(counts["removed"].values())),
             str(sum(counts["quarantined"].values())),
             shown(", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-"),
+            style="bold red" if counts["docs_in"] and not counts["docs_out"] else None,  # kept nothing
         )
     out.print(table)
 
