@@ -257,6 +257,13 @@ class LanguagesConfig(_Strict):
     high_resource: list[str] = Field(default_factory=lambda: ["en"])
     variants: list[str] = Field(default_factory=list)  # the first is the reference
 
+    @model_validator(mode="after")
+    def _language_codes(self):
+        from pipeline.formats.langcodes import code_languages
+
+        code_languages(self.high_resource, "high_resource")  # codes, each language once
+        return self
+
 
 def budget_label(tokens: int) -> str:
     """A token budget as a name: 150000 -> ``150k``, 1200000 -> ``1.2M``."""

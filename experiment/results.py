@@ -32,6 +32,7 @@ from experiment.task_results import (
     task_signal,
     tasks_info,
 )
+from pipeline.formats.langcodes import language_of
 
 
 def _size_label(size: str) -> str:
@@ -266,11 +267,11 @@ def _languages_info(config: ExperimentConfig, scores: dict[str, dict[int, pl.Dat
         .agg(documents=pl.len(), bytes=pl.col("bytes").sum())
         .sort("bytes", descending=True)
     )
-    high = config.languages.high_resource
+    high = {language_of(code) for code in config.languages.high_resource}  # eng and en are one
     by_name = {v.name: v for v in config.variants}
     return {
-        "high_resource": [lang for lang in per["lang"] if lang in high],
-        "low_resource": [lang for lang in per["lang"] if lang not in high],
+        "high_resource": [lang for lang in per["lang"] if language_of(lang) in high],
+        "low_resource": [lang for lang in per["lang"] if language_of(lang) not in high],
         "heldout": {lang: {"documents": docs, "bytes": size} for lang, docs, size in per.iter_rows()},
         "family": {
             name: {"temperature": _json_number(by_name[name].sampling_temperature), "uniform": by_name[name].uniform}
@@ -297,9 +298,10 @@ def language_metrics(documents: pl.DataFrame, high_resource: list[str]) -> dict[
     )
     bpb = {lang: nats / math.log(2) / size for lang, nats, size in per.iter_rows()}
     metrics = {f"lang_bpb/{lang}": value for lang, value in bpb.items()}
+    high = {language_of(code) for code in high_resource}
     for name, chosen in (
-        ("low-resource", [v for lang, v in bpb.items() if lang not in high_resource]),
-        ("high-resource", [v for lang, v in bpb.items() if lang in high_resource]),
+        ("low-resource", [v for lang, v in bpb.items() if language_of(lang) not in high]),
+        ("high-resource", [v for lang, v in bpb.items() if language_of(lang) in high]),
     ):
         if chosen:
             metrics[f"lang_bpb/{name}"] = float(np.mean(chosen))

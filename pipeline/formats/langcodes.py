@@ -261,6 +261,12 @@ def lang_languages(lang: pl.Series) -> pl.Series:
     return lang.replace_strict(table, default=None, return_dtype=pl.String)
 
 
+def language_of(code: str) -> str:
+    """The language of a code (:func:`parse_lang`), or the code itself when it is none (a label
+    of a model of one's own)."""
+    return parse_lang(code)[0] or code
+
+
 def known_languages() -> frozenset[str]:
     """The languages this module knows without a model: ISO 639-1's, the languages with a default
     script, lid.176's, and :data:`UNDETERMINED`."""
@@ -271,7 +277,7 @@ def _label_languages(labels: Iterable[str]) -> dict[str, list[str]]:
     """The labels of a model by language (a label no code names stands for itself)."""
     by_language: dict[str, list[str]] = {}
     for label in labels:
-        by_language.setdefault(parse_lang(label)[0] or label, []).append(label)
+        by_language.setdefault(language_of(label), []).append(label)
     by_language.setdefault(UNDETERMINED, [UNDETERMINED])
     return by_language
 
@@ -337,7 +343,7 @@ def check_model_codes(codes: Iterable[str], key: str, labels: Iterable[str], mod
     labels = list(labels)
     by_language = _label_languages(labels)
     for code in codes:
-        if (parse_lang(code)[0] or code) not in by_language:
+        if language_of(code) not in by_language:
             common = [found[0] for lang in ("en", "de", "fr", "es", "zh") if (found := by_language.get(lang))]
             examples = ", ".join(common or sorted(labels)[:3])
             taken = (

@@ -59,7 +59,8 @@ import fasttext
 import numpy as np
 import polars as pl
 
-from pipeline.formats.langcodes import UNDETERMINED, lang_languages, parse_lang
+from pipeline.formats.langcodes import UNDETERMINED, lang_languages
+from pipeline.formats.langcodes import language_of as _language
 from pipeline.io.quiet import quiet_stderr
 
 DEFAULT_SAMPLE_CHARS = 1000
@@ -229,7 +230,3 @@ def lang_decisions(
         value=value,
         threshold=pl.when(kept_lang).then(threshold).otherwise(pl.lit(None, dtype=pl.Float64)),
     )
-
-
-def _language(code: str) -> str:
-    return parse_lang(code)[0] or code

@@ -145,3 +145,18 @@ def test_calibrate_english_is_one_line_for_a_code_with_a_newline():
     with pytest.raises(ConfigError) as error:
         calibrate(reference, FilterConfig(), english="en\n")
     assert str(error.value) == "--english: 'en\\n' has whitespace or control characters in it; write 'en'"
+
+
+def test_the_experiments_high_resource_languages_are_codes_matched_by_language():
+    import polars as pl
+
+    from experiment.config import LanguagesConfig
+    from experiment.results import language_metrics
+    from pipeline.formats.configfile import validate_model
+
+    with pytest.raises(ConfigError, match=r"^high_resource: 'english' is not a language code; did you mean 'en'\?"):
+        validate_model(LanguagesConfig, {"high_resource": ["english"]})
+    documents = pl.DataFrame({"lang": ["en", "sw"], "clean": [True, True], "bytes": [100, 100], "nats": [69.3, 138.6]})
+    metrics = language_metrics(documents, ["eng"])  # lid.176 labels English "en"
+    assert metrics["lang_bpb/high-resource"] == pytest.approx(metrics["lang_bpb/en"])
+    assert metrics["lang_bpb/low-resource"] == pytest.approx(metrics["lang_bpb/sw"])
