@@ -57,7 +57,8 @@ class EmptiedStage:
         rules = ", ".join(f"{rule} {verb} {n:,} of {self.docs_in:,}" for rule, verb, n in counts)
         settings = self.settings()
         fix = f"; check {' and '.join(settings)} in the config" if settings else ""
-        return f"the {self.stage} stage kept none of the {self.docs_in:,} documents that entered it: {rules}{fix}"
+        entered = f"the {self.docs_in:,} documents" if self.docs_in != 1 else "the 1 document"
+        return f"the {self.stage} stage kept none of {entered} that entered it: {rules}{fix}"
 
 
 def emptied_stages(stats: Mapping[str, dict]) -> list[EmptiedStage]:
