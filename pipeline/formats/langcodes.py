@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import re
 from collections.abc import Iterable
 
@@ -294,8 +295,19 @@ def nearest_code(code: str, labels: Iterable[str] | None = None) -> str | None:
     spellings = {**forms, **labels_by_form, **names}
     if word in spellings:
         return by_language[spellings[word]][0]
-    near = difflib.get_close_matches(word, list(spellings), n=1)
-    return by_language[spellings[near[0]]][0] if near else None
+    near = difflib.get_close_matches(word, list(spellings), n=5)
+    if not near:
+        return None
+    # Of spellings as close, the one that starts as the word does: "enn" is nearer "en" than "nn".
+    best = max(
+        near, key=lambda spelling: (difflib.SequenceMatcher(None, word, spelling).ratio(), _common(word, spelling))
+    )
+    return by_language[spellings[best]][0]
+
+
+def _common(word: str, other: str) -> int:
+    """How many characters ``word`` and ``other`` share at the start."""
+    return len(os.path.commonprefix([word, other]))
 
 
 def _hint(code: str, labels: Iterable[str] | None, codes: str) -> str:

@@ -48,7 +48,7 @@ def test_an_unknown_key_in_a_by_lang_table_is_one_line_with_a_suggestion(tmp_pat
         ),
         ({"lang": {"keep": ["englsh"]}}, "lang.keep: 'englsh' is not a language code; did you mean 'en'?"),
         ({"lang": {"keep": ["xx"]}}, "lang.keep: lid.176.ftz gives no language 'xx'"),
-        ({"lang": {"keep": ["enn"]}}, "lang.keep: lid.176.ftz gives no language 'enn'; did you mean"),
+        ({"lang": {"keep": ["enn"]}}, "lang.keep: lid.176.ftz gives no language 'enn'; did you mean 'en'?"),
         (
             {"lang": {"keep": []}},
             "lang.keep: an empty list keeps no document; omit keep to keep every language",
