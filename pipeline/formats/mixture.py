@@ -23,7 +23,7 @@ A group's name becomes a file name by :func:`pipeline.formats.names.group_file_s
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.hf import write_hf_split
@@ -99,8 +99,9 @@ def manifest(
 
 def read_manifest(folder: Path) -> dict:
     """The manifest of the mixture folder ``folder`` (a local or fsspec path), checked: present,
-    valid JSON, this format, every key, and the tokenizer file it names. A failure raises
-    :class:`MixtureError`."""
+    valid JSON, this format, every key with its type (:func:`check_manifest`), every file it
+    names inside the folder, and the tokenizer file present. A failure raises
+    :class:`MixtureError` with one line."""
     path = folder / MANIFEST_FILE
     if not path.is_file():
         raise MixtureError(
@@ -115,18 +116,88 @@ def read_manifest(folder: Path) -> dict:
         raise MixtureError(
             f"{path} has format {shown!r}, not {MIXTURE_FORMAT!r}; re-run the mix stage with this version"
         )
-    for key in MANIFEST_KEYS:
-        if key not in found:
-            raise MixtureError(f"{path} lacks {key!r}; re-run the mix stage")
-    tokenizer = folder / found["tokenizer"].get("file", TOKENIZER_FILE)
+    check_manifest(found, path)
+    tokenizer = tokenizer_path(folder, found)
     if not tokenizer.is_file():
         raise MixtureError(f"no tokenizer at {tokenizer}; the manifest names it, re-run the mix stage")
     return found
 
 
+# The keys of a shard entry and of the tokenizer entry that readers use, with their JSON types.
+SHARD_KEYS = {"file": str, "group": str, "documents": int, "tokens": int, "bytes": int, "sha256": str}
+TOKENIZER_KEYS = {"sha256": str, "vocab_size": int}
+_TYPE_NAMES = {str: "a string", int: "a whole number >= 0", dict: "an object", list: "a list"}
+
+
+def _typed(value, kind: type) -> bool:
+    if kind is int:  # JSON's true is not a count, nor is a negative number
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, kind)
+
+
+def _check_value(value, kind: type, where: str, path) -> None:
+    if value is None:
+        raise MixtureError(f"{path}: {where} is missing; re-run the mix stage")
+    if not _typed(value, kind):
+        shown = repr(value) if len(repr(value)) <= 40 else f"a {type(value).__name__}"
+        raise MixtureError(f"{path}: {where} is {shown}, not {_TYPE_NAMES[kind]}; re-run the mix stage")
+
+
+def inside_path(name: str, where: str, path) -> str:
+    """``name``, a file name the manifest ``path`` gives at ``where``, checked to stay inside the
+    mixture folder: relative, no ``..`` part, no NUL. A manifest names only the files the mix stage
+    wrote there, so a reader never opens a file outside the folder on a manifest's word."""
+    parts = PurePosixPath(name).parts
+    if not parts or name.startswith("/") or ".." in parts or "\\" in name or "\0" in name:
+        raise MixtureError(
+            f"{path}: {where} is {name!r}, a path outside the mixture folder; "
+            "a manifest names files inside its folder, re-run the mix stage"
+        )
+    return name
+
+
+def check_manifest(found: dict, path) -> None:
+    """Check a mixture manifest's structure (``path``: where it was read, for the message): every
+    key of :data:`MANIFEST_KEYS`, the tokenizer entry's :data:`TOKENIZER_KEYS`, ``groups`` an
+    object, each split a list of shard entries with :data:`SHARD_KEYS`, every file name inside the
+    folder (:func:`inside_path`). Raises :class:`MixtureError` with one line."""
+    for key in MANIFEST_KEYS:
+        if key not in found:
+            raise MixtureError(f"{path} lacks {key!r}; re-run the mix stage")
+    _check_value(found["tokenizer"], dict, "'tokenizer'", path)
+    _check_value(found["groups"], dict, "'groups'", path)
+    for key, kind in TOKENIZER_KEYS.items():
+        _check_value(found["tokenizer"].get(key), kind, f"tokenizer.{key}", path)
+    _check_value(found["tokenizer"].get("file", TOKENIZER_FILE), str, "tokenizer.file", path)
+    inside_path(found["tokenizer"].get("file", TOKENIZER_FILE), "tokenizer.file", path)
+    for split in SPLITS:
+        _check_value(found[split], list, repr(split), path)
+        for number, entry in enumerate(found[split]):
+            _check_value(entry, dict, f"{split}[{number}]", path)
+            for key, kind in SHARD_KEYS.items():
+                _check_value(entry.get(key), kind, f"{split}[{number}].{key}", path)
+            inside_path(entry["file"], f"{split}[{number}].file", path)
+
+
 def tokenizer_path(folder: Path, found: dict) -> Path:
     """The tokenizer file of a mixture folder, as its manifest (``found``) names it."""
     return folder / found["tokenizer"].get("file", TOKENIZER_FILE)
+
+
+def verify_files(folder: Path, found: dict) -> None:
+    """Check the tokenizer file and every shard of the mixture folder ``folder`` against the sha256
+    its manifest ``found`` records: a file changed or truncated since the mix stage raises
+    :class:`MixtureError` naming it."""
+    tokenizer = tokenizer_path(folder, found)
+    if file_sha256(tokenizer) != found["tokenizer"]["sha256"]:
+        raise MixtureError(
+            f"{tokenizer} differs from the manifest's tokenizer (sha256); the shards were written with "
+            "another tokenizer, so run the mix stage again"
+        )
+    for entry in [*found["train"], *found["validation"]]:
+        shard = folder / entry["file"]
+        if not shard.is_file() or file_sha256(shard) != entry["sha256"]:
+            raise MixtureError(f"{shard} is missing or differs from the manifest (sha256); run the mix stage again")
 
 
 def _export_nanogpt(shards: list[Path], out_dir: Path, split: str) -> tuple[str, dict]:
@@ -163,9 +234,10 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True, format
     what each file holds, the documents and tokens per licence) and the mixture's dataset card
     ``README.md``.
 
-    With ``verify``, every shard's sha256 is checked against the mixture's manifest first, so a
-    changed or truncated shard stops the export. The mixture folder may be remote (an fsspec URL);
-    ``out_dir`` is a local folder. Returns the content of ``meta.json``."""
+    With ``verify``, the tokenizer's and every shard's sha256 are checked against the mixture's
+    manifest first (:func:`verify_files`), so a changed or truncated file stops the export. The
+    mixture folder may be remote (an fsspec URL); ``out_dir`` is a local folder. Returns the content
+    of ``meta.json``."""
     if format not in EXPORT_FORMATS:
         raise ValueError(f"--format: {format!r} is not an export format; use one of {', '.join(EXPORT_FORMATS)}")
     # Before any work: a URL, a file, or a path under a file is one line (a LocationError).
@@ -178,10 +250,7 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True, format
     mixture_dir = as_path(mixture_dir)
     manifest = read_manifest(mixture_dir)
     if verify:
-        for entry in [*manifest["train"], *manifest["validation"]]:
-            path = mixture_dir / entry["file"]
-            if not path.is_file() or file_sha256(path) != entry["sha256"]:
-                raise ValueError(f"{path} is missing or differs from the manifest (sha256); run the mix stage again")
+        verify_files(mixture_dir, manifest)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}
     for split in SPLITS:

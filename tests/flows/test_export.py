@@ -17,9 +17,13 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from pipeline.formats.hf import write_hf_split
 from pipeline.formats.megatron import write_indexed_dataset
+from pipeline.formats.mixture import (
+    MixtureError,
+    export_mixture,
+)
 from pipeline.tokenizer import write_token_shard
 from tests.helpers import REPO, run_curate
-from tests.trainer_fixtures import shared_mixture
+from tests.trainer_fixtures import copy_mixture, shared_mixture
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +177,32 @@ def test_curate_export_names_the_formats_on_an_unknown_one(mixture, tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith("use one of nanogpt, megatron, hf")
     assert not (tmp_path / "x").exists()
+
+
+# --- the files an export trusts -----------------------------------------
+
+
+def test_export_refuses_a_tokenizer_that_is_not_the_manifests(mixture, tmp_path):
+    folder = copy_mixture(mixture, tmp_path / "mix")
+    other = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    other.add_tokens(["extra"])
+    other.save(str(folder / "tokenizer.json"))
+    with pytest.raises(MixtureError, match="tokenizer.json differs from the manifest's tokenizer"):
+        export_mixture(folder, tmp_path / "out")
+    assert not (tmp_path / "out" / "tokenizer.json").exists()
+
+
+def test_export_reads_no_file_outside_the_mixture_folder(mixture, tmp_path):
+    folder = copy_mixture(mixture, tmp_path / "runs" / "mix" / "main")
+    (tmp_path / "secret").write_bytes((folder / "validation" / "chat-0000.arrow").read_bytes())
+    found = json.loads((folder / "manifest.json").read_text())
+    found["validation"][0]["file"] = "../../../secret"  # the right sha256: only the path is wrong
+    (folder / "manifest.json").write_text(json.dumps(found))
+    out = tmp_path / "out"
+    done = run_curate(["export", str(folder), str(out)], REPO)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: {folder / 'manifest.json'}: validation[0].file is '../../../secret', a path outside the "
+        "mixture folder; a manifest names files inside its folder, re-run the mix stage"
+    ]
+    assert not (out / "val.bin").exists()

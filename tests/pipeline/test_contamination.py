@@ -256,13 +256,15 @@ def test_check_contamination_zero_when_clean_and_trips_on_a_planted_leak(mixed):
     # Plant a leak that bypasses the exclusion: a near copy of a held-out text in a training shard.
     tokenizer = load_tokenizer(folder / "tokenizer.json")
     leak = _edit(mixed["held"]["t6"], 0.05, random.Random(9))
-    write_token_shard([("planted/leak", leak)], tokenizer, folder / "train" / "leak-0000.arrow", "news")
+    written = write_token_shard([("planted/leak", leak)], tokenizer, folder / "train" / "leak-0000.arrow", "news")
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["train"].append(
         {
             "file": "train/leak-0000.arrow",
             "group": "news",
             "documents": 1,
+            "tokens": written["tokens"],
+            "bytes": len(leak.encode()),
             "sha256": file_sha256(folder / "train" / "leak-0000.arrow"),
         }
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -34,12 +35,20 @@ def _folder(tmp_path, content) -> None:
 
 def test_read_manifest_accepts_a_complete_one(tmp_path):
     entry = shard_entry("train/a-0000.arrow", "a", 2, 10, 40, "0" * 64)
-    found = manifest("main", 0, {"file": "tok.json"}, {"a": {}}, [entry], [], budget_tokens=10)
+    found = manifest(
+        "main", 0, {"file": "tok.json", "sha256": "1" * 64, "vocab_size": 300}, {"a": {}}, [entry], [], budget_tokens=10
+    )
     assert found["format"] == MIXTURE_FORMAT and found["budget_tokens"] == 10
     _folder(tmp_path, found)
     (tmp_path / "tok.json").write_text("{}")
     assert read_manifest(tmp_path) == found
     assert tokenizer_path(tmp_path, found) == tmp_path / "tok.json"
+
+
+_TOKENIZER = {"file": "tokenizer.json", "sha256": "0" * 64, "vocab_size": 300}
+_SHARD = shard_entry("train/a-0000.arrow", "a", 2, 10, 40, "0" * 64)
+_COMPLETE = {"format": MIXTURE_FORMAT, "tokenizer": _TOKENIZER, "groups": {"a": {}}, "train": [_SHARD]}
+_COMPLETE["validation"] = []
 
 
 @pytest.mark.parametrize(
@@ -50,7 +59,7 @@ def test_read_manifest_accepts_a_complete_one(tmp_path):
         ({"format": "curate.mixture/0"}, "format 'curate.mixture/0', not 'curate.mixture/1'"),
         ([1, 2], "format None"),
         ({"format": MIXTURE_FORMAT, "tokenizer": {}, "groups": {}, "train": []}, "lacks 'validation'"),
-        ({"format": MIXTURE_FORMAT, "tokenizer": {}, "groups": {}, "train": [], "validation": []}, "no tokenizer at"),
+        ({**_COMPLETE, "tokenizer": {**_TOKENIZER, "file": "tok.json"}}, "no tokenizer at"),
     ],
 )
 def test_read_manifest_names_what_is_wrong(tmp_path, content, message):
@@ -59,3 +68,31 @@ def test_read_manifest_names_what_is_wrong(tmp_path, content, message):
     with pytest.raises(MixtureError, match=message) as error:
         read_manifest(tmp_path)
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"train": {"file": "train/a-0000.arrow"}}, "'train' is {'file': 'train/a-0000.arrow'}, not a list"),
+        ({"validation": "validation/a-0000.arrow"}, "'validation' is 'validation/a-0000.arrow', not a list"),
+        ({"train": [7]}, "train[0] is 7, not an object"),
+        ({"train": [{k: v for k, v in _SHARD.items() if k != "sha256"}]}, "train[0].sha256 is missing"),
+        ({"train": [{**_SHARD, "tokens": "10"}]}, "train[0].tokens is '10', not a whole number"),
+        ({"train": [{**_SHARD, "documents": True}]}, "train[0].documents is True, not a whole number"),
+        ({"train": [{**_SHARD, "bytes": -1}]}, "train[0].bytes is -1, not a whole number"),
+        ({"groups": ["a"]}, "'groups' is ['a'], not an object"),
+        ({"tokenizer": "tokenizer.json"}, "'tokenizer' is 'tokenizer.json', not an object"),
+        ({"tokenizer": {**_TOKENIZER, "vocab_size": 3.5}}, "tokenizer.vocab_size is 3.5, not a whole number"),
+        ({"train": [{**_SHARD, "file": "../../etc/hostname"}]}, "train[0].file is '../../etc/hostname', a path"),
+        ({"validation": [{**_SHARD, "file": "/etc/hostname"}]}, "validation[0].file is '/etc/hostname', a path"),
+        ({"train": [{**_SHARD, "file": "train/../../x"}]}, "a path outside the mixture folder"),
+        ({"train": [{**_SHARD, "file": ""}]}, "a path outside the mixture folder"),
+        ({"tokenizer": {**_TOKENIZER, "file": "../tokenizer.json"}}, "tokenizer.file is '../tokenizer.json', a path"),
+    ],
+)
+def test_read_manifest_refuses_a_hostile_one_in_one_line(tmp_path, change, message):
+    (tmp_path / "tokenizer.json").write_text("{}")
+    _folder(tmp_path, {**_COMPLETE, **change})
+    with pytest.raises(MixtureError, match=re.escape(message)) as error:
+        read_manifest(tmp_path)
+    assert "\n" not in str(error.value) and str(error.value).endswith("re-run the mix stage")
