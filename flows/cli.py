@@ -646,7 +646,8 @@ def export(
     for name, entry in meta["files"].items():
         _say(stdout, f"{out / name}: {entry['tokens']:,} tokens ({len(entry['shards'])} shards)")
     reading = {
-        "nanogpt": f"nanoGPT reads {out / 'train.bin'} as np.memmap(path, dtype=np.uint16, mode='r')",
+        "nanogpt": f"nanoGPT reads {out / 'train.bin'} as np.memmap(path, dtype=np.uint16, mode='r'), "
+        f"its vocab_size from {out / 'meta.pkl'}",
         "megatron": f"Megatron-LM: --train-data-path {out / 'train'} --valid-data-path {out / 'val'}",
         "hf": f"datasets: Dataset.from_file('{out / 'train.arrow'}')",
     }

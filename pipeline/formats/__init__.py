@@ -8,6 +8,7 @@ their column names and keys live.
     configfile  a TOML config read and validated, with one-line errors (ConfigError)
     tokens      token shards: the special tokens, dtype, shard metadata, checksums, .bin export
     mixture     a mixture folder: its manifest, shard files, tokenizer, export (nanoGPT, megatron, hf)
+    nanogpt     nanoGPT's meta.pkl (vocab_size; stoi/itos of a character vocabulary) for the export
     megatron    Megatron-LM's indexed dataset (.bin + .idx, MMIDIDX) written by the export
     hf          a split as one Arrow stream for Hugging Face datasets' Dataset.from_file
     task        a downstream task's items: the file, its splits, class-balanced subsets

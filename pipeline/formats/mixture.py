@@ -29,7 +29,8 @@ from pipeline.formats.configfile import ConfigError
 from pipeline.formats.hf import write_hf_split
 from pipeline.formats.megatron import write_indexed_dataset
 from pipeline.formats.names import group_file_stem
-from pipeline.formats.tokens import export_bin, file_sha256
+from pipeline.formats.nanogpt import write_meta_pkl
+from pipeline.formats.tokens import export_bin, file_sha256, load_tokenizer
 from pipeline.io.storage import as_path, output_location
 from pipeline.io.writer import atomic_path
 
@@ -232,7 +233,7 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True, format
 
     and with each ``tokenizer.json``, ``meta.json`` (the format, vocabulary size, special ids,
     what each file holds, the documents and tokens per licence) and the mixture's dataset card
-    ``README.md``.
+    ``README.md``; with ``nanogpt``, also nanoGPT's ``meta.pkl`` (:mod:`pipeline.formats.nanogpt`).
 
     With ``verify``, the tokenizer's and every shard's sha256 are checked against the mixture's
     manifest first (:func:`verify_files`), so a changed or truncated file stops the export. The
@@ -258,6 +259,8 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True, format
         files[name] = {**entry, "bytes_of_text": sum(e["bytes"] for e in manifest[split])}
     with atomic_path(out_dir / TOKENIZER_FILE) as tmp:
         tmp.write_bytes(tokenizer_path(mixture_dir, manifest).read_bytes())
+    if format == "nanogpt":  # nanoGPT's train.py takes the vocabulary size from meta.pkl alone
+        write_meta_pkl(load_tokenizer(out_dir / TOKENIZER_FILE), out_dir)
     card = mixture_dir / CARD_FILE
     if card.is_file():  # the dataset card goes with the data
         with atomic_path(out_dir / CARD_FILE) as tmp:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import struct
 
 import numpy as np
@@ -20,6 +21,10 @@ from pipeline.formats.megatron import write_indexed_dataset
 from pipeline.formats.mixture import (
     MixtureError,
     export_mixture,
+    manifest,
+    shard_entry,
+    shard_file,
+    tokenizer_entry,
 )
 from pipeline.tokenizer import write_token_shard
 from tests.helpers import REPO, run_curate
@@ -179,7 +184,76 @@ def test_curate_export_names_the_formats_on_an_unknown_one(mixture, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-# --- the files an export trusts -----------------------------------------
+# --- nanoGPT's meta.pkl, and the files an export trusts -----------------------------------------
+
+
+def _nanogpt_train_py_vocab_size(data_dir) -> int | None:
+    """nanoGPT's train.py, its lines that read the dataset's meta.pkl (meta_vocab_size)."""
+    meta_path = os.path.join(data_dir, "meta.pkl")
+    meta_vocab_size = None
+    if os.path.exists(meta_path):
+        with open(meta_path, "rb") as f:
+            meta = pickle.load(f)
+        meta_vocab_size = meta["vocab_size"]
+    return meta_vocab_size
+
+
+def test_nanogpt_export_has_the_meta_pkl_train_py_reads(mixture, tmp_path):
+    out = tmp_path / "nano"
+    done = run_curate(["export", str(mixture), str(out)], REPO)
+    assert done.returncode == 0, done.stderr
+    vocab_size = Tokenizer.from_file(str(mixture / "tokenizer.json")).get_vocab_size(with_added_tokens=True)
+    assert _nanogpt_train_py_vocab_size(out) == vocab_size == 320
+    # A BPE vocabulary is no character vocabulary: no stoi/itos for sample.py to misread.
+    assert set(pickle.loads((out / "meta.pkl").read_bytes())) == {"vocab_size"}
+    assert "meta.pkl" in done.stdout
+    other = tmp_path / "megatron"
+    assert run_curate(["export", str(mixture), str(other), "--format", "megatron"], REPO).returncode == 0
+    assert not (other / "meta.pkl").exists()
+
+
+def _character_mixture(folder, texts: list[str]):
+    """A mixture folder whose tokenizer is a character vocabulary (as nanoGPT's shakespeare_char)."""
+    chars = sorted(set("".join(texts)))
+    vocab = {token: i for i, token in enumerate(["<|endoftext|>", "<|pad|>", "<|mask|>", "<|cls|>", *chars])}
+    tokenizer = Tokenizer(models.BPE(vocab, merges=[]))
+    tokenizer.add_special_tokens(["<|endoftext|>", "<|pad|>", "<|mask|>", "<|cls|>"])
+    folder.mkdir(parents=True)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    entries = {}
+    for split, docs in (("train", texts[1:]), ("validation", texts[:1])):
+        name = shard_file(split, "web", 0)
+        written = write_token_shard(docs, tokenizer, folder / name, "web")
+        size = sum(len(t.encode()) for t in docs)
+        entries[split] = [shard_entry(name, "web", len(docs), written["tokens"], size, written["sha256"])]
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            manifest(
+                "main",
+                0,
+                tokenizer_entry(tokenizer, folder / "tokenizer.json"),
+                {"web": {}},
+                entries["train"],
+                entries["validation"],
+            )
+        )
+    )
+    return folder
+
+
+def test_nanogpt_export_of_a_character_vocabulary_has_stoi_and_itos(tmp_path):
+    texts = ["First Citizen:\nBefore we proceed", "any further, hear me speak.", "Speak, speak."]
+    folder = _character_mixture(tmp_path / "mix", texts)
+    export_mixture(folder, tmp_path / "out")
+    meta = pickle.loads((tmp_path / "out" / "meta.pkl").read_bytes())
+    assert meta["vocab_size"] == 4 + len(set("".join(texts)))
+    # nanoGPT's sample.py: encode and decode by stoi and itos.
+    stoi, itos = meta["stoi"], meta["itos"]
+    encode = lambda s: [stoi[c] for c in s]  # noqa: E731
+    decode = lambda ids: "".join([itos[i] for i in ids])  # noqa: E731
+    data = np.memmap(tmp_path / "out" / "train.bin", dtype=np.uint16, mode="r").tolist()
+    assert data == encode(texts[1]) + [0] + encode(texts[2]) + [0]
+    assert decode(data) == f"{texts[1]}<|endoftext|>{texts[2]}<|endoftext|>"
 
 
 def test_export_refuses_a_tokenizer_that_is_not_the_manifests(mixture, tmp_path):
