@@ -695,6 +695,8 @@ class MixConfig(_Strict):
     min_share: float = Field(default=0.0, ge=0.0, lt=1.0)  # smaller groups (share of tokens) mix as "other"
     validation_fraction: float = Field(default=0.01, ge=0.0, lt=1.0)  # held out per group
     validation_max_docs: int | None = Field(default=1000, ge=0)  # per group
+    # per group, where it has the documents (a quarter of them at most): text enough to measure
+    validation_min_docs: int = Field(default=10, ge=0)
     # Drop training documents that near-duplicate a validation document (Jaccard >= threshold).
     decontaminate: bool = True
     contamination_threshold: float = Field(default=0.8, gt=0.0, le=1.0)

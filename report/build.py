@@ -1030,6 +1030,7 @@ def _mixtures(run: RunFiles) -> str:
         out.append('<p class="note">The mix stage did not run.</p>')
         return "".join(out)
     out.append(_mix_cards(mix))
+    out.extend(f'<p class="warn">warning: {esc(line)}</p>' for line in mix.get("warnings", []))
     for name, summary in mix.get("mixtures", {}).items():
         manifest = {}
         path = run.root / "mix" / name / "manifest.json"

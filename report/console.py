@@ -107,7 +107,8 @@ def print_language_warnings(out: Console, stats: dict[str, dict]) -> None:
 
 
 def print_mixtures(out: Console, stats: dict) -> None:
-    """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens."""
+    """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens;
+    then the stage's warnings (a validation split too small to measure)."""
     removed = stats["removed"]
     table = Table(
         title=f"mixtures ({stats['train_documents']} training and {stats['validation_documents']} "
@@ -131,6 +132,8 @@ def print_mixtures(out: Console, stats: dict) -> None:
             )
         table.add_row(shown(name), "all", "", f"{mixture['tokens_taken']:,}", "", "", "", style="bold")
     out.print(table)
+    for line in stats.get("warnings", []):
+        out.print(Text.assemble(("warning:", "yellow"), " ", shown(line)), highlight=False, soft_wrap=True)
 
 
 def print_sources(out: Console, stats: dict) -> None:

@@ -25,8 +25,8 @@ Randomness. Every random choice (the validation split, the order in which a grou
 sampled) comes from :func:`seeded_id_hash`, a 64-bit hash of the document id under the seed, never
 from the documents' order or a random generator's state: the same ids and seed give the same
 answer whatever the order of the rows, on any machine and any library version. A document's side
-of the validation split depends on its id and the seed alone (but for the per-group cap), so it
-stays put when other documents come or go. The split and the sampling use different salts, so
+of the validation split depends on its id and the seed alone (but for the per-group cap and
+minimum), so it stays put when other documents come or go. The split and the sampling use different salts, so
 the two are independent.
 """
 
@@ -489,8 +489,78 @@ def _hash_order(ids: pl.Series, keys: np.ndarray) -> np.ndarray:
 # Held-out validation split and decontamination
 
 
+# The most of a group's documents that its minimum of held-out documents (``min_docs``) takes: the
+# rest, three quarters at least, stays for training.
+MIN_DOCS_SHARE = 0.25
+
+
+def validation_counts(
+    held: Mapping[str, int], sizes: Mapping[str, int | None], min_docs: int, max_docs: int | None
+) -> dict[str, int]:
+    """Per group of ``sizes`` (its documents; None: as many as its minimum needs), the documents it
+    holds out: the ``held[group]`` the fraction holds out, raised to ``min_docs`` where the group has
+    the documents for it (at most :data:`MIN_DOCS_SHARE` of them), capped at ``max_docs``."""
+    counts = {}
+    for group, size in sizes.items():
+        floor = min_docs if size is None else min(min_docs, math.floor(size * MIN_DOCS_SHARE))
+        count = max(held.get(group, 0), floor)
+        counts[group] = count if max_docs is None else min(count, max_docs)
+    return counts
+
+
+# Fewer held-out tokens than this, every group together, is too little text to measure a model on
+# (the trainer evaluates up to 65,536 tokens per group).
+MIN_VALIDATION_TOKENS = 10_000
+
+
+def validation_warning(groups: Mapping[str, Mapping[str, int]], min_docs: int) -> str | None:
+    """One line when a validation split is too small to measure: fewer than
+    :data:`MIN_VALIDATION_TOKENS` tokens in all, a group without held-out text, or a group under
+    ``min_docs`` held-out documents; None when it is not. ``groups``: per group its ``documents``
+    (the pool's, to split) and its ``validation_documents`` and ``validation_tokens``."""
+    problems = []
+    documents = sum(g["validation_documents"] for g in groups.values())
+    tokens = sum(g["validation_tokens"] for g in groups.values())
+    if tokens < MIN_VALIDATION_TOKENS:
+        problems.append(f"{documents:,} documents and {tokens:,} tokens in all (under {MIN_VALIDATION_TOKENS:,})")
+    ordered = sorted(groups.items())
+    none = [f"{name} ({g['documents']:,} documents)" for name, g in ordered if not g["validation_documents"]]
+    if none:
+        problems.append(f"no held-out text in {', '.join(none)}")
+    few = [
+        f"{name} ({g['validation_documents']:,} of {g['documents']:,})"
+        for name, g in ordered
+        if 0 < g["validation_documents"] < min_docs
+    ]
+    if few:
+        problems.append(f"under {min_docs} held-out documents in {', '.join(few)}")
+    if not problems:
+        return None
+    return (
+        f"the validation split is too small to measure: {'; '.join(problems)}; raise mix.validation_fraction "
+        "or mix.validation_min_docs, or add documents"
+    )
+
+
+def _check_split_settings(fraction: float, max_docs: int | None, min_docs: int) -> None:
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(f"split_validation: fraction={fraction}; it is the held-out share of each group, in [0, 1)")
+    for name, value in (("max_docs", max_docs), ("min_docs", min_docs)):
+        if (value is not None or name == "min_docs") and (
+            isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0
+        ):
+            shown = "a whole number >= 0, or None" if name == "max_docs" else "a whole number >= 0"
+            raise ValueError(f"split_validation: {name}={value!r}; it must be {shown}")
+
+
 def split_validation(
-    docs: pl.DataFrame, fraction: float, max_docs: int | None, seed: int, group: str = "group"
+    docs: pl.DataFrame,
+    fraction: float,
+    max_docs: int | None,
+    seed: int,
+    group: str = "group",
+    min_docs: int = 0,
+    sizes: Mapping[str, int] | None = None,
 ) -> tuple[pl.Series, pl.Series]:
     """``(train ids, validation ids)``: a held-out validation set per group, made before sampling.
 
@@ -498,16 +568,19 @@ def split_validation(
     :func:`seeded_id_uniform` with the validation salt (uniform in [0, 1), independent of the
     sampling order); so each group holds out about ``fraction`` of its documents (binomially: a
     group of n documents holds out fraction x n +- sqrt(fraction x n) or so), and a document's side
-    depends on its id and the seed only. ``max_docs`` caps a group's validation documents: past it,
-    the ones of smallest hash (so of smallest u; ties by id) stay in validation and the rest return
-    to training (None: no cap).
+    depends on its id and the seed only. A group the fraction leaves with fewer than ``min_docs``
+    held-out documents holds out ``min_docs`` where it has the documents (at most
+    :data:`MIN_DOCS_SHARE` of them; with ``fraction`` 0 there is no split and no minimum), so a
+    small group still has text to measure. ``max_docs`` caps a group's validation documents (None:
+    no cap). Either way a group holds out its documents of smallest hash (so of smallest u; ties by
+    id): the documents ``u < fraction`` selects, and the next ones past them for the minimum.
+
+    ``sizes``: the documents of each group in the whole pool, when ``docs`` are a part of it (the
+    mix stage's candidates); a group it lacks counts as large enough for its whole minimum, so an
+    empty mapping gives every document that any pool holding ``docs`` could hold out. None: the
+    rows of ``docs``.
     Both series are named ``id`` and keep the input's order; every id is in exactly one."""
-    if not 0.0 <= fraction < 1.0:
-        raise ValueError(f"split_validation: fraction={fraction}; it is the held-out share of each group, in [0, 1)")
-    if max_docs is not None and (
-        isinstance(max_docs, bool) or not isinstance(max_docs, numbers.Integral) or max_docs < 0
-    ):
-        raise ValueError(f"split_validation: max_docs={max_docs!r}; it must be a whole number >= 0, or None")
+    _check_split_settings(fraction, max_docs, min_docs)
     for column in ("id", group):
         if column not in docs.columns:
             raise ValueError(f"split_validation: the documents have no {column!r} column; assign groups first")
@@ -515,19 +588,28 @@ def split_validation(
     keys = seeded_id_hash(ids, seed, SALT_VALIDATION)
     _check_unique_ids(ids, keys, "split_validation")
     held = _uniform(keys) < fraction
-    if max_docs is not None and held.any():
-        # Among each group's held-out documents, in order of (u, id), the first max_docs stay.
-        rows = np.flatnonzero(held)
-        candidates = pl.DataFrame(
+    if len(ids) and fraction > 0 and (max_docs is not None or min_docs > 0):
+        frame = pl.DataFrame(
             {
-                "row": rows,
-                "group": docs[group].cast(pl.String).gather(rows),
-                "key": pl.Series(keys[rows], dtype=pl.UInt64),
-                "id": ids.gather(rows),
+                "group": docs[group].cast(pl.String).fill_null(""),
+                "key": pl.Series(keys, dtype=pl.UInt64),
+                "id": ids,
+                "held": held,
             }
+        ).with_row_index("row")
+        found = frame.group_by("group").agg(pl.col("held").sum(), pl.len().alias("size"))
+        in_pool = dict(zip(found["group"], found["size"])) if sizes is None else sizes
+        counts = validation_counts(
+            dict(zip(found["group"], found["held"])),
+            {g: in_pool.get(g) for g in found["group"]},
+            min_docs,
+            max_docs,
         )
-        over = candidates.sort(["key", "id"]).filter(pl.int_range(pl.len()).over("group") >= max_docs)["row"].to_numpy()
-        held[over] = False
+        rank = pl.int_range(pl.len()).over("group")
+        limit = pl.col("group").replace_strict(counts, return_dtype=pl.Int64)
+        chosen = frame.sort(["key", "id"]).filter(rank < limit)["row"].to_numpy()
+        held = np.zeros(len(ids), dtype=bool)
+        held[chosen] = True
     mask = pl.Series(held)
     return ids.filter(~mask), ids.filter(mask)
 

@@ -112,17 +112,25 @@ def split_candidates(
     fraction: float,
     max_docs: int | None,
     seed: int,
-) -> pl.DataFrame:
-    """``id, group, shard``: the held-out documents of a block of shards that can be in the
-    validation set (each shard's own per-group cap applied; the caller caps their union the same
-    way)."""
+    min_docs: int = 0,
+) -> dict:
+    """``{"candidates", "documents"}``: ``id, group, shard`` of the documents of a block of shards
+    that can be in the validation set (per group, those the fraction holds out up to the cap and
+    the ``min_docs`` of smallest hash, over the block so far; the caller splits their union the
+    same way, knowing the groups' sizes), and the documents per group that the split chooses from
+    (the excluded ones apart)."""
     found = pl.DataFrame(schema={"id": pl.String, "group": pl.String, "shard": pl.Int32})
+    documents: dict[str, int] = {}
     for path in scans:
         scan = read_parquet(path, columns=["id", "group", "shard"]).with_columns(pl.col("group").replace(renamed))
-        scan = pl.concat([found, scan.filter(~pl.col("id").is_in(excluded.implode()))])
-        _, held = split_validation(scan, fraction, max_docs, seed)  # the cap over the block so far
+        scan = scan.filter(~pl.col("id").is_in(excluded.implode()))
+        for group, count in scan.group_by("group").len().iter_rows():
+            documents[group] = documents.get(group, 0) + count
+        scan = pl.concat([found, scan])
+        # sizes={}: a block does not know its groups' sizes in the pool, so it keeps every minimum
+        _, held = split_validation(scan, fraction, max_docs, seed, min_docs=min_docs, sizes={})
         found = scan.filter(pl.col("id").is_in(held.implode()))
-    return found
+    return {"candidates": found, "documents": documents}
 
 
 def block_texts(unit: str, docs_paths: list[Path], ids: pl.Series) -> pl.DataFrame:

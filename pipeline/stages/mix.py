@@ -12,8 +12,9 @@ each part of the plan is computed in pieces and still equals the whole-pool plan
     scan_block        per block of shards   ids, source, lang, licence, tokens, bytes, group of each document
     block_matches     per block             documents near-duplicating an excluded text
     block_windows     per block             documents sharing a 13-token window with an excluded text
-    split_candidates  per block             held-out candidates, capped per group; the caller caps
-                                            their union (pipeline.mix.plan.split_validation)
+    split_candidates  per block             held-out candidates per group (the fraction's, capped,
+                                            and the minimum's) and the groups' sizes; the caller
+                                            splits their union (pipeline.mix.plan.split_validation)
     block_texts       per block             the validation documents' texts
     block_matches     per block             training documents near-duplicating a validation one
     shard_sides       per block             each document's group and side; counts per group; a
@@ -100,6 +101,7 @@ from pipeline.mix.plan import (
     small_groups,
     split_validation,
     temperature_weights,
+    validation_warning,
 )
 from pipeline.mix.shards import (
     PLAN_SCHEMA,
@@ -656,17 +658,34 @@ def _validation_split(
     """The validation split: each block's candidates, capped per group again over their union.
     Return the candidates (``id, group, shard``) and the ids held out."""
     settings = config.mix
-    fraction, cap = settings.validation_fraction, settings.validation_max_docs
+    fraction, cap, least = settings.validation_fraction, settings.validation_max_docs, settings.validation_min_docs
     found = run_units(
         None,
         split_candidates,
         [
-            (f"split-{u:04d}", [pool.scans[s] for s in block], renamed, excluded["id"], fraction, cap, config.seed)
+            (
+                f"split-{u:04d}",
+                [pool.scans[s] for s in block],
+                renamed,
+                excluded["id"],
+                fraction,
+                cap,
+                config.seed,
+                least,
+            )
             for u, block in enumerate(pool.units)
         ],
     )
-    candidates = pl.concat([pl.DataFrame(schema={"id": pl.String, "group": pl.String, "shard": pl.Int32}), *found])
-    _, validation_ids = split_validation(candidates, fraction, cap, config.seed)
+    candidates = pl.concat(
+        [
+            pl.DataFrame(schema={"id": pl.String, "group": pl.String, "shard": pl.Int32}),
+            *(block["candidates"] for block in found),
+        ]
+    )
+    sizes: dict[str, int] = {}
+    for block in found:
+        add_counts(sizes, block["documents"])
+    _, validation_ids = split_validation(candidates, fraction, cap, config.seed, min_docs=least, sizes=sizes)
     return candidates, validation_ids
 
 
@@ -1003,9 +1022,11 @@ def _stage_stats(
     exclusion: dict,
     manifests: dict[str, dict],
     stage_root: Path,
+    settings: MixConfig,
 ) -> dict:
-    """The stage's stats: its ledger, the exclusion's findings, the pool's groups and licences, and
-    each mixture's figures."""
+    """The stage's stats: its ledger, the exclusion's findings, the pool's groups and licences,
+    each mixture's figures, and ``warnings``: lines for the user (a validation split too small to
+    measure, :func:`_split_warnings`)."""
     by_side = counts["splits"]
     train, held = by_side["train"], by_side["validation"]
     return {
@@ -1021,7 +1042,29 @@ def _stage_stats(
         "groups": sorted(counts["groups"]),
         "licences": pool_licences(counts["licences"]),
         "mixtures": {name: _mixture_stats(stage_root / name, m) for name, m in manifests.items()},
+        "warnings": _split_warnings(counts["groups"], settings),
     }
+
+
+# The sides of the documents the validation split chose from (the excluded ones left before it).
+_SPLIT_FROM = ("train", "validation", "contaminated")
+
+
+def _split_warnings(groups: dict, settings: MixConfig) -> list[str]:
+    """The warning of a validation split too small to measure (pipeline.mix.plan.validation_warning);
+    none where the config holds nothing out (a fraction or cap of 0)."""
+    if settings.validation_fraction == 0 or settings.validation_max_docs == 0:
+        return []
+    figures = {}
+    for name, sides in groups.items():
+        held = sides.get("validation", {})
+        figures[name] = {
+            "documents": sum(sides.get(side, {}).get("documents", 0) for side in _SPLIT_FROM),
+            "validation_documents": held.get("documents", 0),
+            "validation_tokens": held.get("tokens", 0),
+        }
+    found = validation_warning(figures, settings.validation_min_docs) if figures else None
+    return [f"{STAGE}: {found}"] if found else []
 
 
 def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
@@ -1062,7 +1105,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     mark_work_done(stage, pool.inputs, made_from)
 
     removed_counts = _removed_counts(counts, handed_over)
-    stats = _stage_stats(handed_over, counts, removed_counts, exclusion, manifests, stage.root)
+    stats = _stage_stats(handed_over, counts, removed_counts, exclusion, manifests, stage.root, settings)
     write_json(stats, stage.stats)
     write_cards(config.run_dir)  # each mixture's README.md, from the files written above
     record_stage(config, STAGE, stats)  # last: it records every file the stage wrote

@@ -26,6 +26,7 @@ from pipeline.mix.plan import (
     split_validation,
     temperature_weights,
 )
+from pipeline.mix.shards import split_candidates
 
 M64 = (1 << 64) - 1
 
@@ -444,6 +445,78 @@ def test_split_validation_cap_per_group():
     en_all = sorted(u[i] for i in docs.filter(pl.col("id").is_in(uncapped.implode()) & (pl.col("group") == "en"))["id"])
     assert en_kept == en_all[:50]
     assert split_validation(docs, 0.0, None, seed=4)[1].len() == 0
+
+
+def test_split_validation_holds_out_a_minimum_per_group_where_it_has_the_documents():
+    docs = corpus({"big": 5_000, "mid": 40, "small": 9, "tiny": 3}, seed=3)
+    _, plain = split_validation(docs, 0.01, 1_000, seed=4)
+    _, validation = split_validation(docs, 0.01, 1_000, seed=4, min_docs=10)
+    held = docs.filter(pl.col("id").is_in(validation.implode()))
+    counts = dict(held.group_by("group").len().iter_rows())
+    big = plain.filter(plain.str.starts_with("big")).len()
+    assert big > 10 and counts["big"] == big  # the fraction already holds out more than the minimum
+    # a quarter of its documents at most: 10 of 40, 2 of 9, none of 3
+    assert (counts["mid"], counts["small"], counts.get("tiny", 0)) == (10, 2, 0)
+    # the documents of smallest hash, those the fraction holds out among them
+    u = dict(zip(docs["id"].to_list(), seeded_id_uniform(docs["id"], 4, mix.SALT_VALIDATION)))
+    for group in ("mid", "small"):
+        ids = docs.filter(pl.col("group") == group)["id"].to_list()
+        assert sorted(held.filter(pl.col("group") == group)["id"]) == sorted(sorted(ids, key=u.get)[: counts[group]])
+    assert set(plain.to_list()) <= set(validation.to_list())
+    # the cap still caps; no fraction, no split; no minimum, the split as it was
+    capped = docs.filter(pl.col("id").is_in(split_validation(docs, 0.01, 5, seed=4, min_docs=10)[1].implode()))
+    assert capped.group_by("group").len()["len"].max() == 5
+    assert split_validation(docs, 0.0, None, seed=4, min_docs=10)[1].len() == 0
+    assert split_validation(docs, 0.01, None, seed=4, min_docs=0)[1].equals(
+        split_validation(docs, 0.01, None, seed=4)[1]
+    )
+    with pytest.raises(ValueError, match="min_docs=-1"):
+        split_validation(docs, 0.1, None, seed=0, min_docs=-1)
+
+
+@pytest.mark.parametrize(
+    "fraction, max_docs, min_docs", [(0.01, 1_000, 10), (0.2, 6, 4), (0.05, None, 30), (0.3, 2, 0)]
+)
+def test_the_split_of_block_candidates_is_the_split_of_the_whole_pool(tmp_path, fraction, max_docs, min_docs):
+    docs = corpus({"big": 2_000, "mid": 60, "small": 13, "tiny": 2}, seed=5).sample(fraction=1.0, shuffle=True, seed=2)
+    scans = []
+    for shard in range(12):
+        scans.append(tmp_path / f"scan-{shard:04d}.parquet")
+        part = docs.gather_every(12, offset=shard).with_columns(shard=pl.lit(shard, pl.Int32))
+        part.select("id", "group", "shard").write_parquet(scans[-1])
+    excluded = pl.Series("id", ["mid-000003", "big-000007"])
+    found = [
+        split_candidates(f"split-{b}", scans[b * 5 : b * 5 + 5], {}, excluded, fraction, max_docs, 9, min_docs)
+        for b in range(3)
+    ]
+    candidates = pl.concat([block["candidates"] for block in found])
+    sizes: dict[str, int] = {}
+    for block in found:
+        for group, count in block["documents"].items():
+            sizes[group] = sizes.get(group, 0) + count
+    pool = docs.filter(~pl.col("id").is_in(excluded.implode()))
+    assert sizes == dict(pool.group_by("group").len().iter_rows())
+    _, held = split_validation(candidates, fraction, max_docs, 9, min_docs=min_docs, sizes=sizes)
+    _, expected = split_validation(pool, fraction, max_docs, 9, min_docs=min_docs)
+    assert sorted(held.to_list()) == sorted(expected.to_list())
+
+
+def test_validation_warning_names_what_is_too_small():
+    # The split of 754 real pages: 2 documents, 1,303 tokens, none of the WARC group.
+    groups = {
+        "web": {"documents": 670, "validation_documents": 2, "validation_tokens": 1_303},
+        "warc": {"documents": 84, "validation_documents": 0, "validation_tokens": 0},
+    }
+    assert mix.validation_warning(groups, 10) == (
+        "the validation split is too small to measure: 2 documents and 1,303 tokens in all (under 10,000); "
+        "no held-out text in warc (84 documents); under 10 held-out documents in web (2 of 670); "
+        "raise mix.validation_fraction or mix.validation_min_docs, or add documents"
+    )
+    groups = {
+        "web": {"documents": 670, "validation_documents": 10, "validation_tokens": 8_000},
+        "warc": {"documents": 84, "validation_documents": 10, "validation_tokens": 6_000},
+    }
+    assert mix.validation_warning(groups, 10) is None
 
 
 def test_split_validation_errors():

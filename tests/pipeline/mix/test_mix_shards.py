@@ -116,8 +116,9 @@ def test_the_plan_shard_by_shard_is_the_plan_over_the_whole_pool(tmp_path, monke
     # Groups: the min_share merge over the whole pool's tokens.
     groups = assign_groups(scan, ["source"], min_share=0.1, size_column="tokens")
     assert documents["group"].equals(groups) and set(groups) == {"news", "chat", "other"}
-    # The validation split: the per-group cap over the whole pool.
-    _, held = split_validation(documents.with_columns(groups), 0.2, 6, config.seed)
+    # The validation split: the per-group cap and minimum over the whole pool.
+    least = config.mix.validation_min_docs
+    _, held = split_validation(documents.with_columns(groups), 0.2, 6, config.seed, min_docs=least)
     assert sorted(held) == sorted(documents.filter(pl.col("split") == "validation")["id"])
     assert documents.filter(pl.col("split") == "validation").group_by("group").len()["len"].max() == 6
 

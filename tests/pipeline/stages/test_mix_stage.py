@@ -8,11 +8,13 @@ import random
 from collections import Counter
 
 import polars as pl
+from rich.console import Console
 
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.mixture import read_manifest
 from pipeline.stages.mix import run_mix
 from pipeline.stages.units import in_process
+from report.console import print_mixtures
 from tests.helpers import mix_config, tokenized_run, write_jsonl
 
 WORDS = "river council budget market school harbour winter garden station bridge museum library voted".split()
@@ -82,7 +84,8 @@ def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_
         found = read_manifest(root / name)
         assert found["tokens_taken"] == summary["tokens_taken"] == sum(e["tokens"] for e in found["train"])
         assert sum(e["documents"] for e in found["validation"]) == stats["validation_documents"]
-    assert stats["mixtures"]["flat"]["tokens_taken"] <= 6_000
+    # the budget, each group within half of one document (sample_plan takes whole documents)
+    assert stats["mixtures"]["flat"]["tokens_taken"] <= 6_000 + documents["tokens"].max()
     before = _digest(root)
 
     # Killed midway through writing: one shard's file and record gone, the other mixture's manifest
@@ -112,3 +115,28 @@ def test_a_pool_held_out_whole_gives_empty_mixtures_that_say_so(tmp_path):
         assert found["train"] == [] and found["tokens_taken"] == 0
         assert sum(e["documents"] for e in found["validation"]) == stats["validation_documents"]
         assert pl.read_parquet(root / name / "plan.parquet").height == 0
+
+
+def test_a_small_group_holds_out_its_minimum_and_a_thin_split_warns(tmp_path):
+    """At a fraction of 1%, the 30 documents of chat would hold out none: the minimum holds out 7
+    (a quarter, under validation_min_docs 10); the split, too small to measure, says so in the
+    stage's stats and under the run's mixture table."""
+    config, previous, _ = _run(tmp_path)
+    mix = config.mix.model_copy(update={"validation_fraction": 0.01, "decontaminate": False})
+    stats = run_mix(previous, config.model_copy(update={"mix": mix}))
+    documents = pl.read_parquet(RunLayout(config.run_dir).stage("mix").root / "documents.parquet")
+    held = dict(documents.filter(pl.col("split") == "validation").group_by("group").len().iter_rows())
+    assert held == {"chat": 7, "news": 10}
+    tokens = sum(g["validation_tokens"] for g in stats["mixtures"]["natural"]["groups"].values())
+    assert stats["warnings"] == [
+        f"mix: the validation split is too small to measure: 17 documents and {tokens:,} tokens in all "
+        "(under 10,000); under 10 held-out documents in chat (7 of 30); raise mix.validation_fraction or "
+        "mix.validation_min_docs, or add documents"
+    ]
+    out = Console(record=True, width=300)
+    print_mixtures(out, stats)
+    assert f"warning: {stats['warnings'][0]}" in out.export_text()
+    # A split the config turns off (fraction 0) holds out nothing and warns of nothing.
+    mix = config.mix.model_copy(update={"validation_fraction": 0.0})
+    stats = run_mix(previous, config.model_copy(update={"mix": mix}))
+    assert stats["validation_documents"] == 0 and stats["warnings"] == []
