@@ -126,7 +126,7 @@ def read_manifest(folder: Path) -> dict:
 
 # The keys of a shard entry and of the tokenizer entry that readers use, with their JSON types.
 SHARD_KEYS = {"file": str, "group": str, "documents": int, "tokens": int, "bytes": int, "sha256": str}
-TOKENIZER_KEYS = {"sha256": str, "vocab_size": int}
+TOKENIZER_KEYS = {"sha256": str, "vocab_size": int, "eod_id": int, "pad_id": int, "mask_id": int, "cls_id": int}
 _TYPE_NAMES = {str: "a string", int: "a whole number >= 0", dict: "an object", list: "a list"}
 
 
@@ -167,6 +167,8 @@ def check_manifest(found: dict, path) -> None:
             raise MixtureError(f"{path} lacks {key!r}; re-run the mix stage")
     _check_value(found["tokenizer"], dict, "'tokenizer'", path)
     _check_value(found["groups"], dict, "'groups'", path)
+    for name, figures in found["groups"].items():
+        _check_value(figures, dict, f"groups.{name}", path)
     for key, kind in TOKENIZER_KEYS.items():
         _check_value(found["tokenizer"].get(key), kind, f"tokenizer.{key}", path)
     _check_value(found["tokenizer"].get("file", TOKENIZER_FILE), str, "tokenizer.file", path)
@@ -192,8 +194,8 @@ def verify_files(folder: Path, found: dict) -> None:
     tokenizer = tokenizer_path(folder, found)
     if file_sha256(tokenizer) != found["tokenizer"]["sha256"]:
         raise MixtureError(
-            f"{tokenizer} differs from the manifest's tokenizer (sha256); the shards were written with "
-            "another tokenizer, so run the mix stage again"
+            f"{tokenizer} differs from the manifest's tokenizer (sha256), so it is not the one the shards "
+            "were written with; run the mix stage again"
         )
     for entry in [*found["train"], *found["validation"]]:
         shard = folder / entry["file"]

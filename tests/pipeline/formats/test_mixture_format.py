@@ -33,22 +33,21 @@ def _folder(tmp_path, content) -> None:
     (tmp_path / "manifest.json").write_text(content if isinstance(content, str) else json.dumps(content))
 
 
+_TOKENIZER = {"file": "tokenizer.json", "sha256": "0" * 64, "vocab_size": 300, "eod_id": 0, "pad_id": 1}
+_TOKENIZER.update(mask_id=2, cls_id=3)
+_SHARD = shard_entry("train/a-0000.arrow", "a", 2, 10, 40, "0" * 64)
+_COMPLETE = {"format": MIXTURE_FORMAT, "tokenizer": _TOKENIZER, "groups": {"a": {}}, "train": [_SHARD]}
+_COMPLETE["validation"] = []
+
+
 def test_read_manifest_accepts_a_complete_one(tmp_path):
     entry = shard_entry("train/a-0000.arrow", "a", 2, 10, 40, "0" * 64)
-    found = manifest(
-        "main", 0, {"file": "tok.json", "sha256": "1" * 64, "vocab_size": 300}, {"a": {}}, [entry], [], budget_tokens=10
-    )
+    found = manifest("main", 0, {**_TOKENIZER, "file": "tok.json"}, {"a": {}}, [entry], [], budget_tokens=10)
     assert found["format"] == MIXTURE_FORMAT and found["budget_tokens"] == 10
     _folder(tmp_path, found)
     (tmp_path / "tok.json").write_text("{}")
     assert read_manifest(tmp_path) == found
     assert tokenizer_path(tmp_path, found) == tmp_path / "tok.json"
-
-
-_TOKENIZER = {"file": "tokenizer.json", "sha256": "0" * 64, "vocab_size": 300}
-_SHARD = shard_entry("train/a-0000.arrow", "a", 2, 10, 40, "0" * 64)
-_COMPLETE = {"format": MIXTURE_FORMAT, "tokenizer": _TOKENIZER, "groups": {"a": {}}, "train": [_SHARD]}
-_COMPLETE["validation"] = []
 
 
 @pytest.mark.parametrize(
@@ -81,6 +80,8 @@ def test_read_manifest_names_what_is_wrong(tmp_path, content, message):
         ({"train": [{**_SHARD, "documents": True}]}, "train[0].documents is True, not a whole number"),
         ({"train": [{**_SHARD, "bytes": -1}]}, "train[0].bytes is -1, not a whole number"),
         ({"groups": ["a"]}, "'groups' is ['a'], not an object"),
+        ({"groups": {"a": 3}}, "groups.a is 3, not an object"),
+        ({"tokenizer": {k: v for k, v in _TOKENIZER.items() if k != "eod_id"}}, "tokenizer.eod_id is missing"),
         ({"tokenizer": "tokenizer.json"}, "'tokenizer' is 'tokenizer.json', not an object"),
         ({"tokenizer": {**_TOKENIZER, "vocab_size": 3.5}}, "tokenizer.vocab_size is 3.5, not a whole number"),
         ({"train": [{**_SHARD, "file": "../../etc/hostname"}]}, "train[0].file is '../../etc/hostname', a path"),
