@@ -655,8 +655,9 @@ def _exclude_references(
 def _validation_split(
     run_units: RunUnits, config: RunConfig, pool: _Pool, renamed: dict[str, str], excluded: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.Series]:
-    """The validation split: each block's candidates, capped per group again over their union.
-    Return the candidates (``id, group, shard``) and the ids held out."""
+    """The validation split: each block's candidates, split again over their union with the
+    groups' sizes (the cap and minimum per group of the whole pool). Return the candidates
+    (``id, group, shard``) and the ids held out."""
     settings = config.mix
     fraction, cap, least = settings.validation_fraction, settings.validation_max_docs, settings.validation_min_docs
     found = run_units(
