@@ -741,10 +741,12 @@ def evaluate(
     items = [path for path in tasks if path not in yamls]
     results: dict = {}
     with _failing_on(ChoiceItemsError, ChoiceScoringError, CheckpointError, FileNotFoundError, ValueError):
+        evaluate_yaml_tasks = _lm_eval_checked(yamls) if yamls else None  # before any scoring
         if items:
             results = evaluate_checkpoint(checkpoint, items, device=device, batch=batch)
         if yamls:
-            results["lm_eval"] = _lm_eval(checkpoint, yamls, device, batch)
+            found = evaluate_yaml_tasks(checkpoint, yamls, device=device, batch=batch)
+            results["lm_eval"] = {"results": found["results"], "n_samples": found.get("n-samples", {})}
     if items:
         print_choice_results(results, stdout)
     if yamls:
@@ -754,21 +756,21 @@ def evaluate(
         _say(stdout, f"results: {json_out}")
 
 
-def _lm_eval(checkpoint: Path, yamls: list[Path], device: str, batch: int) -> dict:
-    """lm-eval's results for task YAMLs on a checkpoint (trainer.harness): per task, its metrics."""
+def _lm_eval_checked(yamls: list[Path]):
+    """trainer.harness's evaluate_yaml_tasks, once every task YAML is found and checked (YAML, a
+    task named, local data: trainer.harness.read_task_yaml)."""
     missing = [str(path) for path in yamls if not path.is_file()]
     if missing:
         raise FileNotFoundError(f"{missing[0]}: no such task YAML")
     try:
-        from trainer.harness import evaluate_yaml_tasks
+        from trainer.harness import evaluate_yaml_tasks, read_task_yaml
     except ImportError:
         raise ValueError(
             "lm-eval is not installed, and task YAMLs run through it: pip install -e '.[lm-eval]'"
         ) from None
-    found = evaluate_yaml_tasks(checkpoint, yamls, device=device, batch=batch)
-    if found is None:
-        raise ValueError("lm-eval returned no results")
-    return {"results": found["results"], "n_samples": found.get("n-samples", {})}
+    for path in yamls:
+        read_task_yaml(path)
+    return evaluate_yaml_tasks
 
 
 def _study(config: Path, command: str, quiet: bool):

@@ -16,26 +16,57 @@ text after the end-of-document token in windows of the model's context, each tok
 once, and ``generate_until`` greedy decoding (``temperature`` > 0 samples, seeded) up to
 ``max_gen_toks`` tokens, cut at the first ``until`` string.
 
-Nothing is downloaded: lm-eval and its datasets library are told to stay offline
-(``HF_DATASETS_OFFLINE``, ``HF_HUB_OFFLINE``), so a task whose data is not a local file fails
-with the library's error instead of fetching it.
+Nothing is sent over the network: this module sets the offline settings of lm-eval's libraries
+(:data:`OFFLINE`) before it imports lm-eval, and a task YAML whose dataset is not local (a hub
+dataset, a URL) is refused with one line before anything runs (:func:`read_task_yaml`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-import torch
-from lm_eval.api.model import LM
-from lm_eval.api.registry import register_model
+# datasets, huggingface_hub and transformers read these once, when first imported (datasets
+# otherwise counts each load with a request to S3): set here, before lm-eval imports them.
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_UPDATE_DOWNLOAD_COUNTS": "0",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+}
 
-from pipeline.formats.tokens import shard_encoder, special_ids
-from trainer.generate import load_model
-from trainer.likelihood import pair_loglikelihoods
-from trainer.scoring import document_losses
 
-OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+def stay_offline() -> None:
+    """Set :data:`OFFLINE`; where datasets or huggingface_hub was imported already (it has read
+    the variables), set its flags too."""
+    os.environ.update(OFFLINE)
+    config = sys.modules.get("datasets.config")
+    if config is not None:
+        config.HF_HUB_OFFLINE = config.HF_DATASETS_OFFLINE = True
+        config.HF_UPDATE_DOWNLOAD_COUNTS = False
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = constants.HF_HUB_DISABLE_TELEMETRY = True
+
+
+stay_offline()
+
+import torch  # noqa: E402
+from lm_eval.api.model import LM  # noqa: E402
+from lm_eval.api.registry import register_model  # noqa: E402
+
+from pipeline.formats.tokens import shard_encoder, special_ids  # noqa: E402
+from trainer.generate import load_model  # noqa: E402
+from trainer.likelihood import pair_loglikelihoods  # noqa: E402
+from trainer.scoring import document_losses  # noqa: E402
+
+OFFLINE_FIX = "curate eval is offline: point the YAML at local files"
+
+
+class TaskYamlError(ValueError):
+    """A task YAML that cannot run here (not YAML, no task, data not local); one line."""
 
 
 @register_model("curate")
@@ -98,25 +129,73 @@ def evaluate_yaml_tasks(
 ) -> dict:
     """Run lm-eval task YAMLs (local data files only) on a checkpoint through :class:`CurateLM`:
     lm-eval's result dict (``results`` per task: ``acc,none``, ``acc_norm,none``, their stderr,
-    ...; ``samples`` per task with ``log_samples``). lm-eval's own task library is indexed only
-    with ``include_defaults`` (8 s; its tasks read the Hugging Face hub, which stays offline)."""
+    ...; ``samples`` per task with ``log_samples``). Each YAML is checked first
+    (:func:`read_task_yaml`). lm-eval's own task library is indexed only with ``include_defaults``
+    (8 s; its tasks read the Hugging Face hub, which stays offline)."""
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    for key, value in OFFLINE.items():
-        os.environ.setdefault(key, value)
+    stay_offline()
+    names = [task_name(path) for path in yaml_paths]
     folders = sorted({str(Path(path).resolve().parent) for path in yaml_paths})
     manager = TaskManager(include_path=folders, include_defaults=include_defaults)
-    names = [task_name(path) for path in yaml_paths]
     model = CurateLM(str(checkpoint), device=device, batch_size=batch)
-    return lm_eval.simple_evaluate(
-        model=model, tasks=names, task_manager=manager, log_samples=log_samples, bootstrap_iters=1000
-    )
+    try:
+        return lm_eval.simple_evaluate(
+            model=model, tasks=names, task_manager=manager, log_samples=log_samples, bootstrap_iters=1000
+        )
+    except ConnectionError as error:  # data the checks above could not see (a group's task, a script)
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise TaskYamlError(f"tasks {', '.join(names)} need data from the network ({first}); {OFFLINE_FIX}") from None
+
+
+def read_task_yaml(yaml_path: Path) -> dict:
+    """The config of an lm-eval task YAML (its ``include`` merged, ``!function`` tags unread), as
+    lm-eval reads it, checked: a mapping that names its task, whose dataset is a local one (a
+    packaged builder such as ``json`` on local files, or a local folder). Raises
+    :class:`TaskYamlError` with one line."""
+    import yaml
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    path = Path(yaml_path)
+    usage = "an lm-eval task YAML is a mapping (task:, dataset_path:, doc_to_text:, ...)"
+    try:
+        config = load_yaml(path, resolve_func=False)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(error, "problem", None) or getattr(error, "reason", None) or type(error).__name__
+        raise TaskYamlError(f"{path}: not YAML ({where}{problem}); {usage}") from None
+    except UnicodeDecodeError:
+        raise TaskYamlError(f"{path}: not YAML (not UTF-8 text); {usage}") from None
+    except (ValueError, OSError) as error:  # not a mapping, an include missing or in a cycle
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise TaskYamlError(f"{path}: not an lm-eval task YAML ({first}); {usage}") from None
+    name = config.get("task") if isinstance(config.get("task"), str) else config.get("group")
+    if not isinstance(name, str) or not name:
+        raise TaskYamlError(f"{path}: no 'task:' name; {usage}")
+    _check_local_data(config, name, path)
+    return config
+
+
+def _check_local_data(config: dict, name: str, path: Path) -> None:
+    """Refuse a task whose dataset lm-eval would fetch: a hub name, or data files given as URLs."""
+    from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
+
+    dataset = config.get("dataset_path")
+    if dataset is None:  # a group, or a task of Python code: its own tasks are checked where they run
+        return
+    files = (config.get("dataset_kwargs") or {}).get("data_files") or []
+    files = files.values() if isinstance(files, dict) else [files]
+    named = [str(f) for entry in files for f in (entry if isinstance(entry, list) else [entry])]
+    remote = [f for f in named if "://" in f and not f.startswith("file://")]
+    if remote:
+        raise TaskYamlError(f"{path}: task {name} reads {remote[0]} over the network; {OFFLINE_FIX}")
+    if str(dataset) not in _PACKAGED_DATASETS_MODULES and not Path(str(dataset)).expanduser().exists():
+        raise TaskYamlError(f"{path}: task {name} needs dataset {dataset} from the hub; {OFFLINE_FIX}")
 
 
 def task_name(yaml_path: Path) -> str:
-    """The ``task:`` an lm-eval task YAML names (the first such line)."""
-    for line in Path(yaml_path).read_text(encoding="utf-8").splitlines():
-        if line.startswith("task:"):
-            return line.split(":", 1)[1].strip().strip("'\"")
-    raise ValueError(f"{yaml_path}: no 'task:' line; an lm-eval task YAML names its task")
+    """The task (or group) an lm-eval task YAML names, the YAML checked (:func:`read_task_yaml`)."""
+    config = read_task_yaml(yaml_path)
+    return config["task"] if isinstance(config.get("task"), str) else config["group"]

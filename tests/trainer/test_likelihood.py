@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict
 
 import fsspec
@@ -17,6 +18,7 @@ from flows.cli import app
 from pipeline.formats.choices import write_choice_items
 from pipeline.formats.tokens import load_tokenizer, special_ids
 from pipeline.tokenizer import train_tokenizer
+from tests.helpers import run_curate
 from trainer.checkpoints import CHECKPOINT_FORMAT, save_checkpoint
 from trainer.likelihood import (
     ChoiceScoringError,
@@ -278,6 +280,75 @@ def test_curate_eval_runs_a_task_yaml_through_lm_eval(tmp_path, model, tokenizer
     )
     result = CliRunner().invoke(app, ["eval", str(out), "--tasks", str(tmp_path / "none.yaml")])
     assert result.exit_code == 2 and "no such task YAML" in result.output and "Traceback" not in result.output
+
+
+# A `curate` process whose every attempt to reach another host is written to a log and fails.
+NETWORK_GUARD = """
+import os, socket
+def _refused(*args, **kwargs):
+    with open(os.environ["NETWORK_LOG"], "a") as log:
+        log.write(repr(args[:2]) + "\\n")
+    raise OSError("no network in this test")
+_connect = socket.socket.connect
+def _connect_local(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        _refused(address)
+    return _connect(self, address)
+socket.getaddrinfo = _refused
+socket.socket.connect = _connect_local
+"""
+
+HUB_TASK = (
+    "task: boolq_hub\ndataset_path: super_glue\ndataset_name: boolq\noutput_type: multiple_choice\n"
+    "test_split: validation\ndoc_to_text: passage\ndoc_to_choice: ['no', 'yes']\ndoc_to_target: label\n"
+)
+
+
+def test_curate_eval_sends_nothing_over_the_network(tmp_path, model, tokenizer):
+    """The project's own task YAML runs without a request (datasets counted each load with one to
+    S3), and a YAML naming a hub dataset stops in one line before lm-eval asks the hub."""
+    pytest.importorskip("lm_eval")
+    from pipeline.formats.choices import write_lm_eval_task
+
+    out = _checkpoint(tmp_path, model, tokenizer)
+    items = write_choice_items(_items(ITEMS), tmp_path / "items.jsonl")
+    own = write_lm_eval_task(items, tmp_path / "own" / "items.yaml", task="mine")
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "boolq.yaml").write_text(HUB_TASK)
+    log = tmp_path / "network.log"
+    env = {"NETWORK_LOG": str(log), **{k: "" for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}}
+    done = run_curate(["eval", str(out), "--tasks", str(own)], tmp_path, env=env, prelude=NETWORK_GUARD)
+    assert done.returncode == 0 and "mine" in done.stdout, done.stderr
+    assert not log.exists(), log.read_text()
+    done = run_curate(
+        ["eval", str(out), "--tasks", str(tmp_path / "hub" / "boolq.yaml")], tmp_path, env=env, prelude=NETWORK_GUARD
+    )
+    error = done.stdout + done.stderr
+    assert done.returncode == 2 and len(error.strip().splitlines()) == 1, error
+    assert "task boolq_hub needs dataset super_glue from the hub; curate eval is offline" in error
+    assert not log.exists(), log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("task: x\ndataset_path: [json\n  : : :\n", r"not YAML \(line 3: did not find expected"),
+        ("just some words\n", "not an lm-eval task YAML"),
+        ("\x00 binary", r"not YAML \(.*characters are not allowed"),
+        ("dataset_path: json\n", "no 'task:' name"),
+        (
+            "task: far\ndataset_path: json\ndataset_kwargs:\n  data_files: https://example.com/a.jsonl\n",
+            "task far reads https://example.com/a.jsonl over the network; curate eval is offline",
+        ),
+    ],
+)
+def test_a_task_yaml_that_cannot_run_offline_is_one_line(tmp_path, model, tokenizer, text, problem):
+    pytest.importorskip("lm_eval")
+    yaml = tmp_path / "task.yaml"
+    yaml.write_text(text)
+    result = CliRunner().invoke(app, ["eval", str(_checkpoint(tmp_path, model, tokenizer)), "--tasks", str(yaml)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert re.search(problem, result.output) and str(yaml) in result.output
 
 
 def test_the_constant_answer_lines_show_a_model_that_gives_one_answer():
