@@ -19,6 +19,8 @@ models can do (the lettered multiple-choice one works only at scale).
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 from pathlib import Path
 
@@ -38,19 +40,85 @@ class ChoiceItemsError(ConfigError):
     error: a ConfigError, so every command stops on it with that line)."""
 
 
+# What each column's values must be: a JSON value of another type (1.7, "1" or true as a gold index,
+# 5 as a context) is refused where it is, never cast.
+TYPE_RULES = {
+    "gold": "the 0-based index of the right choice, an integer",
+    "choices": "a list of strings",
+    **{name: "a string" for name in ("id", "task", "context", "group", "lang")},
+}
+
+
+def _type_problem(name: str, value) -> str | None:
+    """What ``value`` of column ``name`` should be, where it is not that (None: it is, or null)."""
+    if value is None or name not in TYPE_RULES:
+        return None
+    if name == "gold":
+        fits = isinstance(value, int) and not isinstance(value, bool)
+    elif name == "choices":
+        fits = isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
+    else:
+        fits = isinstance(value, str)
+    return None if fits else TYPE_RULES[name]
+
+
+def _wrong_type(path: Path, where: str, name: str, value, wanted: str) -> ChoiceItemsError:
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return ChoiceItemsError(f"{path}: {where}: {name} is {shown}; it must be {wanted}")
+
+
+def _read_json_lines(path: Path) -> pl.DataFrame:
+    """The items of a JSON-lines file, each value's type checked where it is (file and line)."""
+    rows, columns = [], {}
+    try:
+        with path.open("rb") as raw:
+            handle = gzip.GzipFile(fileobj=raw) if path.name.lower().endswith(".gz") else raw
+            for number, line in enumerate(io.TextIOWrapper(handle, encoding="utf-8"), 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ChoiceItemsError(
+                        f"{path}: cannot be read as JSON lines: line {number}: {error.msg}"
+                    ) from None
+                if not isinstance(row, dict):
+                    raise ChoiceItemsError(f"{path}: cannot be read as JSON lines: line {number} is not an object")
+                for name, value in row.items():
+                    wanted = _type_problem(name, value)
+                    if wanted is not None:
+                        raise _wrong_type(path, f"line {number}", name, value, wanted)
+                    columns.setdefault(name, None)
+                rows.append(row)
+    except (OSError, UnicodeDecodeError, EOFError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ChoiceItemsError(f"{path}: cannot be read as JSON lines: {first}") from None
+    schema = {name: dtype for name, dtype in {**REQUIRED, **OPTIONAL}.items() if name in columns}
+    try:
+        return pl.DataFrame(rows, schema=schema)
+    except (pl.exceptions.PolarsError, OverflowError):
+        raise ChoiceItemsError(f"{path}: a gold index is too large for a 64-bit integer") from None
+
+
 def _read_frame(path: Path) -> pl.DataFrame:
     name = path.name.lower()
+    if name.endswith((".jsonl", ".json", ".jsonl.gz")):
+        return _read_json_lines(path)
+    if not name.endswith(".parquet"):
+        raise ChoiceItemsError(f"{path}: give a JSON lines ({', '.join(SUFFIXES[:3])}) or Parquet file of items")
     try:
-        if name.endswith(".parquet"):
-            return pl.read_parquet(path)
-        if name.endswith((".jsonl", ".json", ".jsonl.gz")):
-            return pl.read_ndjson(path, infer_schema_length=None)
+        frame = pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ChoiceItemsError(
-            f"{path}: cannot be read as {'Parquet' if name.endswith('.parquet') else 'JSON lines'}: {first}"
-        ) from None
-    raise ChoiceItemsError(f"{path}: give a JSON lines ({', '.join(SUFFIXES[:3])}) or Parquet file of items")
+        raise ChoiceItemsError(f"{path}: cannot be read as Parquet: {first}") from None
+    for column in [c for c in TYPE_RULES if c in frame.columns]:
+        # a column holds one type: its first value that is not null says it
+        first = frame.select(pl.col(column)).with_row_index("row").drop_nulls().head(1).to_dicts()
+        wanted = _type_problem(column, first[0][column]) if first else None
+        if wanted is not None:
+            raise _wrong_type(path, f"row {first[0]['row'] + 1}", column, first[0][column], wanted)
+    return frame
 
 
 def _typed(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
@@ -60,15 +128,7 @@ def _typed(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
             f"{path}: the items lack the column(s) {', '.join(missing)}; every item needs {', '.join(REQUIRED)}"
         )
     wanted = {**REQUIRED, **{k: v for k, v in OPTIONAL.items() if k in frame.columns}}
-    try:
-        return frame.select([pl.col(name).cast(dtype, strict=True) for name, dtype in wanted.items()])
-    except pl.exceptions.PolarsError:
-        for name, dtype in wanted.items():
-            try:
-                frame.select(pl.col(name).cast(dtype, strict=True))
-            except pl.exceptions.PolarsError:
-                raise ChoiceItemsError(f"{path}: column {name!r} must hold {dtype}") from None
-        raise
+    return frame.select([pl.col(name).cast(dtype, strict=True) for name, dtype in wanted.items()])
 
 
 def _check_items(items: pl.DataFrame, path: Path) -> None:

@@ -41,7 +41,7 @@ def test_items_read_back_from_json_lines_and_parquet(tmp_path):
         ({"id": "b"}, r"repeats an id of another item"),
         ({"task": ""}, r"item 'a' \(line 1\) names no task"),
         ({"context": None}, r"item 'a' \(line 1\) has no context"),
-        ({"gold": "first"}, r"column 'gold' must hold Int64"),
+        ({"gold": "first"}, r'line 1: gold is "first"; it must be the 0-based index of the right choice, an integer'),
     ],
 )
 def test_an_item_that_cannot_be_scored_is_named_in_one_line(tmp_path, change, message):
@@ -69,3 +69,29 @@ def test_a_missing_column_an_empty_file_and_another_format_are_one_line_each(tmp
     pl.DataFrame({"id": ["a"]}).write_parquet(tmp_path / "few.parquet")
     with pytest.raises(ChoiceItemsError, match="lack the column"):
         read_choice_items(tmp_path / "few.parquet")
+
+
+@pytest.mark.parametrize(
+    ("change", "shown"),
+    [
+        ({"gold": 1.7}, "gold is 1.7; it must be the 0-based index of the right choice, an integer"),
+        ({"gold": 1.0}, "gold is 1.0; it must be the 0-based index"),
+        ({"gold": "1"}, 'gold is "1"; it must be the 0-based index'),
+        ({"gold": True}, "gold is true; it must be the 0-based index"),
+        ({"context": 5}, "context is 5; it must be a string"),
+        ({"choices": ["x", 5]}, r'choices is \["x", 5\]; it must be a list of strings'),
+        ({"choices": "x y"}, 'choices is "x y"; it must be a list of strings'),
+        ({"id": 7}, "id is 7; it must be a string"),
+    ],
+)
+def test_a_value_of_another_type_is_refused_where_it_is_never_cast(tmp_path, change, shown):
+    """1.7, "1" or true as a gold index and 5 as a context were cast (to 1, 1, 1 and "5"); each is
+    refused, naming the file, the line (the second here) and the field."""
+    path = _jsonl(tmp_path / "items.jsonl", [GOOD[1], {**GOOD[0], **change}])
+    with pytest.raises(ChoiceItemsError, match=f"line 2: {shown}") as caught:
+        read_choice_items(path)
+    assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
+    frame = pl.DataFrame({"gold": [0.0, 1.7], "choices": [["a", "b"], ["a", "b"]]})
+    frame.write_parquet(tmp_path / "items.parquet")
+    with pytest.raises(ChoiceItemsError, match="row 1: gold is 0.0; it must be the 0-based index"):
+        read_choice_items(tmp_path / "items.parquet")
