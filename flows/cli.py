@@ -678,13 +678,25 @@ def train(
     from flows.runtime import temporary_server
     from flows.train import train_flow
 
-    resumes = "interrupted; run the same command again to continue from the last checkpoint"
-    with _stoppable(lambda: _say(console, resumes)), _failing_on(ConfigError, FileNotFoundError), temporary_server():
+    def stopped() -> None:
+        _say(console, training_stopped(parsed.out_dir))
+
+    with _stoppable(stopped), _failing_on(ConfigError, FileNotFoundError), temporary_server():
         summary = train_flow(parsed, resume, verified=True)
     from report.console import print_training
 
     print_training(stdout, summary)
     _say(stdout, f"out_dir: {parsed.out_dir}")
+
+
+def training_stopped(out_dir: Path) -> str:
+    """The line of a training run stopped by Ctrl-C: whether a rerun continues, as the checkpoints
+    in ``out_dir`` (there now) say."""
+    from trainer.checkpoints import checkpoint_candidates
+
+    if checkpoint_candidates(out_dir)[0]:
+        return "interrupted; run the same command again to continue from the last checkpoint"
+    return "interrupted before the first checkpoint: none was written, so the same command again starts over"
 
 
 @app.command()

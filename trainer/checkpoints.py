@@ -166,17 +166,49 @@ def _load(path: Path, mmap: bool = False) -> tuple[dict | None, str | None]:
         lines = str(error).strip().splitlines()
         return None, f"does not load ({type(error).__name__}{': ' + lines[0] if lines else ''})"
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
-        return None, f"not a {CHECKPOINT_FORMAT} checkpoint"
+        return None, f"{NOT_OURS} ({_found(checkpoint)})"
     return checkpoint, None
+
+
+NOT_OURS = "not a curate checkpoint"
+
+
+def _found(checkpoint) -> str:
+    """What a loaded file that is not a checkpoint of this project holds, in a few words."""
+    if not isinstance(checkpoint, dict):
+        return f"a {type(checkpoint).__name__}"
+    if "format" in checkpoint:
+        return f"format {str(checkpoint['format'])[:40]!r}"
+    keys = sorted(map(str, checkpoint))
+    return f"a dict of {', '.join(keys[:6])}{', ...' if len(keys) > 6 else ''}" if keys else "an empty dict"
+
+
+def _foreign(path: Path, problem: str) -> str | None:
+    """What was found, where ``path`` is a file this project did not write (another tool's
+    checkpoint, any other file); None for one of its own checkpoints (a checksum beside it, or its
+    name), damaged."""
+    if problem.startswith(NOT_OURS):
+        return problem.removeprefix(NOT_OURS).strip(" ()")
+    if checksum_path(path).is_file() or _step(path) is not None:
+        return None
+    return problem.replace("not a whole checkpoint archive", "not a PyTorch zip archive")
 
 
 def load_checkpoint(path: Path) -> dict:
     """A checkpoint as saved, with tensors on the CPU, loaded with ``weights_only=True`` after
-    :func:`checkpoint_problem` found nothing wrong; else a CheckpointError."""
-    checkpoint, problem = _load(Path(path))
-    if problem is not None:
-        raise CheckpointError(f"checkpoint {path}: {problem}; delete it, or use another checkpoint")
-    return checkpoint
+    :func:`checkpoint_problem` found nothing wrong; else a CheckpointError: a damaged checkpoint of
+    this project's (delete it), or a file it did not write (not a curate checkpoint)."""
+    path = Path(path)
+    checkpoint, problem = _load(path)
+    if problem is None:
+        return checkpoint
+    foreign = _foreign(path, problem)
+    if foreign is not None:
+        raise CheckpointError(
+            f"{path}: {NOT_OURS} ({foreign}); `curate train` writes {CHECKPOINT_FORMAT} checkpoints: "
+            "give its out_dir or one of its checkpoints/step-NNNNNN.pt"
+        )
+    raise CheckpointError(f"checkpoint {path}: {problem}; delete it, or use another checkpoint")
 
 
 def checkpoint_candidates(out_dir: Path) -> tuple[list[Path], list[str]]:
@@ -220,6 +252,10 @@ def load_latest_checkpoint(
     if skipped:
         folder = Path(out_dir) / CHECKPOINT_DIR
         listed = "; ".join(f"{path.name}: {problem}" for path, problem in skipped)
+        if all(problem.startswith(NOT_OURS) for _, problem in skipped):
+            raise CheckpointError(
+                f"no curate checkpoint in {folder} ({listed}); move these files out, or use another out_dir"
+            )
         raise CheckpointError(
             f"no checkpoint in {folder} loads ({listed}); delete the bad files "
             f"(or the folder, to start over) or restore them from a copy"

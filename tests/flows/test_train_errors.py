@@ -231,3 +231,15 @@ def test_a_diverging_flow_stops_with_the_error_line_and_keeps_the_checkpoint_bef
         "step-000001.pt",
         "step-000001.pt.sha256",
     ]
+
+
+def test_a_stopped_run_says_whether_a_rerun_continues(checkpointed, tmp_path):
+    """Stopped before its first checkpoint, a run has nothing to continue from: its line says a
+    rerun starts over; with a checkpoint written, that a rerun continues from it."""
+    from flows.cli import training_stopped
+
+    fresh = training_stopped(tmp_path / "out")
+    assert "none was written" in fresh and "starts over" in fresh and "continue" not in fresh
+    (tmp_path / "out" / "checkpoints").mkdir(parents=True)  # made at start, before any checkpoint
+    assert training_stopped(tmp_path / "out") == fresh
+    assert "continue from the last checkpoint" in training_stopped(checkpointed[1])

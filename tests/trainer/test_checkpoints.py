@@ -199,3 +199,30 @@ def test_generate_uses_the_newest_checkpoint_that_loads(straight, tmp_path, caps
     _, _, info = load_model(out)
     assert info["step"] == 4
     assert "using the older checkpoint step-000004.pt" in capsys.readouterr().err
+
+
+def test_another_tool_s_checkpoint_is_not_a_curate_checkpoint_and_is_not_to_delete(straight, tmp_path):
+    """A nanoGPT checkpoint, or a file that is no checkpoint at all, given to eval or generate is
+    named for what it is; "delete it" stays the advice for a damaged checkpoint of this project's."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    nanogpt = tmp_path / "ckpt.pt"
+    torch.save({"model": {"w": torch.zeros(2)}, "model_args": {"n_layer": 1}, "iter_num": 5, "config": {}}, nanogpt)
+    other = tmp_path / "model.safetensors"
+    other.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
+    for path, found in [(nanogpt, "a dict of config, iter_num, model, model_args"), (other, "not a PyTorch zip")]:
+        with pytest.raises(ConfigError) as error:
+            load_model(path)
+        message = str(error.value)
+        assert message.startswith(f"{path}: not a curate checkpoint ({found}") and "delete" not in message
+        assert "curate.checkpoint/1" in message and "\n" not in message
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"id": "a", "task": "t", "context": "x", "choices": ["a", "b"], "gold": 0}\n')
+    result = CliRunner().invoke(app, ["eval", str(nanogpt), "--tasks", str(items)])
+    assert result.exit_code == 2 and "not a curate checkpoint" in result.output and "delete" not in result.output
+    damaged = interrupted_copy(straight, tmp_path / "out") / "checkpoints" / "step-000008.pt"
+    corrupt(damaged, "flipped")
+    with pytest.raises(ConfigError, match=r"sha256 .* does not match .*; delete it, or use another checkpoint"):
+        load_model(damaged)
