@@ -34,7 +34,7 @@ from pipeline.formats.documents import LICENCE, RunLayout, licence_series
 from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.ledger import LedgerError, add_counts
 from pipeline.formats.manifest import record_stage
-from pipeline.formats.tokens import load_tokenizer, read_token_shard, tokenizer_file, tokenizer_sha256
+from pipeline.formats.tokens import file_sha256, load_tokenizer, read_token_shard, tokenizer_file, tokenizer_sha256
 from pipeline.io.storage import parquet_file, parquet_files
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.licence import licence_counts
@@ -144,6 +144,8 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
     shards = stage.root / "shards"
     settings = config.tokenize
     made_from = settings.model_dump(mode="json")
+    if settings.tokenizer is not None:  # a tokenizer given by path: its bytes decide, not its name
+        made_from["tokenizer_sha256"] = file_sha256(tokenizer_file(settings.tokenizer))
     if not reusable_work(stage, inputs, made_from):  # other curated documents: start over
         for stale in [*shards.glob("*.arrow"), stage.root / "tokenizer.json"]:
             stale.unlink(missing_ok=True)

@@ -450,3 +450,24 @@ def test_a_stage_shard_is_encoded_by_the_tokenizer_file_as_it_is_now(tmp_path, b
             list(zip([f"d{i}" for i in range(len(texts))], texts)), tok, tmp_path / "d.arrow", docs.stem
         )
         assert entry["sha256"] == direct["sha256"] and entry["tokenizer_sha256"] == tokenizer_sha256(tok)
+
+
+def test_a_tokenizer_replaced_at_its_given_path_tokenizes_the_stage_again(tmp_path, bpe, wordpiece):
+    """A run given a tokenizer by path keys its token shards on the file's bytes, not its name: an
+    experiment that trains its tokenizer again at the same path gets shards of the new one."""
+    from pipeline.stages.tokenize import run_tokenize
+    from tests.helpers import source_config, tokenized_run, write_jsonl
+
+    write_jsonl(tmp_path / "web" / "a.jsonl", [{"id": f"d{i}", "text": t} for i, t in enumerate(corpus(40, seed=2))])
+    given = tmp_path / "tokenizer.json"
+    given.write_bytes(bpe[0].read_bytes())
+    off = {"enabled": False}
+    config = source_config(
+        tmp_path,
+        [{"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "web")], "id_field": "id"}],
+        lang=off, filter=off, dedup=off, lines=off, mix=off, tokenize={"tokenizer": str(given)},
+    )  # fmt: skip
+    tokenized_run(config)
+    given.write_bytes(wordpiece[0].read_bytes())
+    stats = run_tokenize("source", config)
+    assert {entry["tokenizer_sha256"] for entry in stats["shards"]} == {tokenizer_sha256(wordpiece[1])}
