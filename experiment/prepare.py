@@ -13,6 +13,9 @@ Each step writes its file under ``out_dir`` once and finds it there when it runs
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,22 +258,67 @@ def final_documents(run: RunConfig) -> pl.DataFrame:
     return pl.scan_parquet(sorted(layout.stage(last).docs.glob("*.parquet"))).collect()
 
 
+TOKENIZER_RECORD = "tokenizer.made_from.json"  # beside tokenizer.json: what it was trained on
+
+
 def pool_tokenizer(config: ExperimentConfig, source_run: RunConfig, inputs: Inputs) -> Path:
-    """``out_dir/tokenizer.json``, trained once on a seeded sample of the raw pool (``source_run``'s
-    documents) that holds no held-out text and no canary."""
+    """``out_dir/tokenizer.json``, trained on a seeded sample of the raw pool (``source_run``'s
+    documents) that holds no held-out text and no canary, with what it was trained on recorded
+    beside it (:data:`TOKENIZER_RECORD`): trained again when the settings or the sample differ, and
+    a tokenizer.json the experiment did not write is refused (ConfigError), never used."""
     tokenizer_path = config.out_dir / "tokenizer.json"
-    if not tokenizer_path.exists():
-        # The canaries are probes, not text to learn merges from: left out like the held-out texts.
-        left_out = (
-            inputs.texts
-            if inputs.canaries_path is None
-            else pl.concat(
-                [inputs.texts.select("id", "text"), pl.read_parquet(inputs.canaries_path, columns=["id", "text"])]
-            )
+    record_path = config.out_dir / TOKENIZER_RECORD
+    # The canaries are probes, not text to learn merges from: left out like the held-out texts.
+    left_out = (
+        inputs.texts
+        if inputs.canaries_path is None
+        else pl.concat(
+            [inputs.texts.select("id", "text"), pl.read_parquet(inputs.canaries_path, columns=["id", "text"])]
         )
-        sample = tokenizer_sample(final_documents(source_run), left_out, config.tokenizer.sample_docs, config.seed)
-        train_tokenizer(sample["text"], tokenizer_path, vocab_size=config.tokenizer.vocab_size)
+    )
+    sample = tokenizer_sample(final_documents(source_run), left_out, config.tokenizer.sample_docs, config.seed)
+    made_from = {
+        "vocab_size": config.tokenizer.vocab_size,
+        "sample_docs": config.tokenizer.sample_docs,
+        "seed": config.seed,
+        "documents": sample.height,
+        "sample_sha256": _texts_sha256(sample),
+    }
+    record = owned_tokenizer(config)
+    if record and file_sha256(tokenizer_path) == record.get("tokenizer_sha256") and record.get("made_from") == made_from:
+        return tokenizer_path
+    # Trained beside, recorded as written, then moved in: a stop at any point leaves a tokenizer.json
+    # that is either absent or one the record names.
+    with tempfile.TemporaryDirectory(dir=config.out_dir, prefix=".tokenizer-") as folder:
+        trained = train_tokenizer(sample["text"], Path(folder) / "tokenizer.json", vocab_size=made_from["vocab_size"])
+        sha256 = file_sha256(trained)
+        written = [*record.get("written", []), sha256]
+        write_json({"made_from": made_from, "tokenizer_sha256": sha256, "written": written}, record_path)
+        os.replace(trained, tokenizer_path)
     return tokenizer_path
+
+
+def owned_tokenizer(config: ExperimentConfig) -> dict:
+    """The record of ``out_dir/tokenizer.json`` ({} when there is none), checked: a tokenizer.json
+    that the record does not name as written by the experiment is refused (ConfigError)."""
+    tokenizer_path, record_path = config.out_dir / "tokenizer.json", config.out_dir / TOKENIZER_RECORD
+    record = read_json(record_path) if record_path.is_file() else {}
+    if tokenizer_path.exists() and file_sha256(tokenizer_path) not in record.get("written", []):
+        raise ConfigError(
+            f"{tokenizer_path}: a tokenizer this experiment did not write (its {TOKENIZER_RECORD} "
+            f"{'names other files' if record else 'is missing'}); move it out of out_dir, or use another out_dir"
+        )
+    return record if tokenizer_path.exists() else {}
+
+
+def _texts_sha256(documents: pl.DataFrame) -> str:
+    """The sha256 of documents' ids and texts, in their order (each length-prefixed)."""
+    digest = hashlib.sha256()
+    for column in ("id", "text"):
+        for value in documents[column].to_list():
+            data = value.encode("utf-8")
+            digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
 
 
 def eval_folder(

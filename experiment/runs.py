@@ -20,7 +20,9 @@ import polars as pl
 from experiment.config import ExperimentConfig
 from experiment.heldout import EVAL_MIXTURE
 from pipeline.config import RunConfig
+from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
+from pipeline.formats.mixture import MANIFEST_FILE
 from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.writer import read_json, write_json, write_parquet
 
@@ -87,13 +89,21 @@ def pretraining_configs(
 
 def pretrain(training, log=None) -> dict:
     """Pretrain on ``training`` (a TrainConfig; trainer.train, given ``log``), or read back a
-    finished run's summary (refused if it was trained with another config)."""
+    finished run's summary (refused if it was trained with another config or on another mixture:
+    the curation or the tokenizer changed since)."""
     from trainer.train import check_same_config, train
 
     summary_path = training.out_dir / "summary.json"
     if summary_path.exists():
         summary = read_json(summary_path)
         check_same_config(summary["config"], training, summary_path)
+        was, now = summary.get("mixture_manifest_sha256"), file_sha256(Path(training.mixture) / MANIFEST_FILE)
+        if was is not None and was != now:
+            raise ConfigError(
+                f"mixture: {summary_path} was trained on another mixture (manifest sha256 {was[:12]}, now "
+                f"{now[:12]}: its curation or the tokenizer changed); use another out_dir, or delete "
+                f"{summary_path.parent} to train it again"
+            )
         return summary
     return train(training, log=log)
 

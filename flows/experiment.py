@@ -10,7 +10,8 @@ Steps, all under ``out_dir``::
                           raw; their token shards and manifest (mixture format, validation only)
     curation/source/      the source stage alone: the raw pool
     tokenizer.json        one tokenizer for every variant, trained on a seeded sample of the raw
-                          pool less the held-out texts
+                          pool less the held-out texts; tokenizer.made_from.json: what it was
+                          trained on (trained again when that changes)
     curation/<stages>/    one curation run per distinct set of stages, one mixture per variant,
                           the task and the held-out sets excluded (by id, near-duplicates, windows)
     contamination.json    per variant, training documents sharing a 13-token window with a
@@ -27,7 +28,8 @@ Steps, all under ``out_dir``::
     results.json, report/index.html
 
 Each step is skipped when its output is complete (curation runs resume; training resumes from
-its checkpoint; a transfer file is written last), so an interrupted experiment continues.
+its checkpoint; a transfer file is written last), so an interrupted experiment continues; a
+finished pretraining run on a mixture that has changed since is refused, not read back.
 
 What each step computes and writes is in ``experiment.prepare``, ``experiment.runs`` and
 ``experiment.collect``; here are the flow, its tasks and how they are submitted (one after the
@@ -54,6 +56,7 @@ from experiment.prepare import (
     eval_folder,
     gather_inputs,
     junk_texts,
+    owned_tokenizer,
     pool_tokenizer,
     source_curation,
     variant_curations,
@@ -235,6 +238,7 @@ def prepare(config: ExperimentConfig, variants: list[VariantConfig], timing: dic
     per variant, the held-out sets and the task excluded), and the contamination check of every
     mixture (:class:`ContaminationError` on a leak). Adds ``curation_s`` and
     ``contamination_check_s`` to ``timing``."""
+    owned_tokenizer(config)  # a tokenizer.json the experiment did not write: refused before any work
     inputs = gather_inputs(config)
 
     # The raw pool (source stage only) and the one tokenizer, from a seeded sample of it that
