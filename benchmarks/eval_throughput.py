@@ -23,7 +23,6 @@ whose accuracy and PMI accuracy are the same on both.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -98,9 +97,8 @@ def _lm_eval(checkpoint: Path, yamls: list[Path]) -> tuple[float, dict, dict]:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from trainer.harness import OFFLINE, CurateLM, task_name
+    from trainer.harness import CurateLM, task_name  # sets the offline settings, for lm-eval's libraries too
 
-    os.environ.update(OFFLINE)
     model = CurateLM(str(checkpoint))
     manager = TaskManager(include_path=[str(yamls[0].parent)], include_defaults=False)
     started = time.perf_counter()
