@@ -285,7 +285,8 @@ def pool_tokenizer(config: ExperimentConfig, source_run: RunConfig, inputs: Inpu
         "sample_sha256": _texts_sha256(sample),
     }
     record = owned_tokenizer(config)
-    if record and file_sha256(tokenizer_path) == record.get("tokenizer_sha256") and record.get("made_from") == made_from:
+    current = record and file_sha256(tokenizer_path) == record.get("tokenizer_sha256")
+    if current and record.get("made_from") == made_from:
         return tokenizer_path
     # Trained beside, recorded as written, then moved in: a stop at any point leaves a tokenizer.json
     # that is either absent or one the record names.
