@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
+from pipeline.io.owner import RECORD, begin_record, end_record, has_record, remove_written, written_files
 from pipeline.io.storage import as_path, is_local
 from pipeline.io.writer import read_json, write_json
 
@@ -205,38 +206,73 @@ MADE = "made"
 
 
 def stage_files(run_dir, stage: str) -> list[str]:
-    """Every file under the stage's folder, as sorted paths relative to it."""
+    """Every file under the stage's folder (its record of what it wrote aside), as sorted paths
+    relative to it."""
     root = RunLayout(run_dir).stage(stage).root
     if not root.exists():
         return []
-    # A link is never the stage's own (its writers rename regular files into place): not listed,
-    # so neither removed nor followed.
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+    return sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink() and p.name != RECORD  # a link is never the stage's own
+    )
+
+
+def begin_stage_record(run_dir, stage: str) -> None:
+    """Begin the record of the files the stage writes in its folder (pipeline.io.owner), before it
+    writes any: a stage killed midway is then known by what it finished, not by what its folder
+    holds, which may be files put there after."""
+    if is_local(run_dir):
+        begin_record(RunLayout(run_dir).stage(stage).root, f"the run's {stage} stage")
 
 
 def own_files(run_dir, stage: str, record: dict) -> list[str]:
     """The files of the stage's folder that this project wrote there: those the finished stage
-    recorded, or (a stage that never finished) every file there but those it found there first."""
+    recorded and those its folder's record names (a stage at work, or killed midway). A stage
+    begun before such records were kept: every file there but those it found there first."""
     here = stage_files(run_dir, stage)
-    if "files" in record:
-        return sorted(set(record["files"]) & set(here))
-    return sorted(set(here) - set(record.get("foreign", [])))
-
-
-def remove_own_outputs(run_dir, stage: str, record: dict, keep: Iterable[str] = ()) -> list[str]:
-    """Delete the files the stage wrote (:func:`own_files`) but those in ``keep``, then the folders
-    left empty; return the files. A file the project did not write stays, and so does its folder."""
     root = RunLayout(run_dir).stage(stage).root
-    kept = set(keep)
-    gone = [rel for rel in own_files(run_dir, stage, record) if rel not in kept]
-    for rel in gone:
-        (root / rel).unlink()
-    if root.exists():
-        folders = [p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()]
-        for folder in [*sorted(folders, key=lambda f: len(f.parts), reverse=True), root]:
+    if "files" not in record and not has_record(root):
+        return sorted(set(here) - set(record.get("foreign", [])))
+    return sorted((set(record.get("files", [])) | written_files(root)) & set(here))
+
+
+def remove_own_outputs(run_dir, stage: str, record: dict, keep: Iterable[str] = (), under: str = "") -> list[str]:
+    """Delete the files the stage wrote (:func:`own_files`) but those in ``keep`` (with ``under``,
+    only those in that subfolder of the stage's), then the folders they leave empty; return the
+    files. A file the project did not write stays, and so does its folder."""
+    root = RunLayout(run_dir).stage(stage).root
+    prefix = f"{under}/" if under else ""
+    own = [rel for rel in own_files(run_dir, stage, record) if rel.startswith(prefix)]
+    gone = remove_written(root, under=under, keep=keep, also=own) if is_local(root) else []
+    if not is_local(root):  # no records on a remote file system: the recorded files, one by one
+        gone = [rel for rel in own if rel not in set(keep)]
+        for rel in gone:
+            (root / rel).unlink()
+    if not under and root.exists() and not stage_files(run_dir, stage):
+        end_record(root)
+        for folder in [
+            *sorted(
+                (p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()),
+                key=lambda f: len(f.parts),
+                reverse=True,
+            )
+        ]:
             if not any(folder.iterdir()):
                 folder.rmdir()
+        if not any(root.iterdir()):
+            root.rmdir()
     return gone
+
+
+def remove_stage_outputs(run_dir, stage: str, under: str) -> list[str]:
+    """Delete what the stage wrote in its subfolder ``under`` (its intermediate files of an earlier
+    run, a mixture of other settings), by the manifest's record of the stage and its folder's; a
+    file put there by someone else stays. Returns the files deleted."""
+    manifest_path = RunLayout(run_dir).manifest
+    manifest = read_json(manifest_path) if manifest_path.exists() else {}
+    record = manifest.get(MADE, {}).get(stage, {})
+    return remove_own_outputs(run_dir, stage, record, under=under)
 
 
 def record_stage(config: RunConfig, stage: str, counts: dict, inputs: list[dict] | None = None) -> dict:
@@ -248,7 +284,9 @@ def record_stage(config: RunConfig, stage: str, counts: dict, inputs: list[dict]
     if inputs is not None:
         manifest["inputs"] = inputs
     record = manifest.get(MADE, {}).get(stage)
-    if record is not None:  # begun by open_run: what the stage wrote is every file it did not find
-        record["files"] = sorted(set(stage_files(config.run_dir, stage)) - set(record.get("foreign", [])))
+    if record is not None:  # begun by open_run: the files it recorded, taken over from its folder's record
+        record["files"] = own_files(config.run_dir, stage, record)
     write_json(manifest, layout.manifest)
+    if record is not None:
+        end_record(layout.stage(stage).root)
     return manifest

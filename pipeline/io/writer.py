@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.io.owner import note_written
 from pipeline.io.storage import as_path, is_local, put_bytes
 
 PARQUET_COMPRESSION = "zstd"
@@ -38,6 +39,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+        note_written(path)  # into the record of the folder that holds it, if one has
     except OSError as error:
         if error.filename is None:  # Arrow's write errors name no file: a full disk names this one
             error.filename = str(path)

@@ -75,7 +75,7 @@ from pipeline.formats.documents import (
     licence_series,
 )
 from pipeline.formats.ledger import LedgerError, add_counts
-from pipeline.formats.manifest import record_stage
+from pipeline.formats.manifest import record_stage, remove_stage_outputs
 from pipeline.formats.mixture import (
     COMMON_WINDOWS_FILE,
     MANIFEST_FILE,
@@ -90,7 +90,7 @@ from pipeline.formats.mixture import (
 from pipeline.formats.names import check_group_names
 from pipeline.formats.step import removed_frame
 from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
-from pipeline.io.storage import as_path, parquet_file, parquet_files, read_parquet, remove_tree
+from pipeline.io.storage import as_path, parquet_file, parquet_files, read_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
 from pipeline.mix.plan import (
     OTHER,
@@ -560,18 +560,13 @@ def _work_made_from(config: RunConfig, tokenizer_sha256: str) -> dict:
     }  # their content, not their names
 
 
-def _remove_stale_mixtures(stage: StageDir, inputs: list[Path], made_from: dict, mixtures: list[MixtureConfig]) -> None:
-    """Remove the mixture folders of an earlier run made from other inputs or settings."""
+def _remove_stale_mixtures(stage: StageDir, inputs: list[Path], made_from: dict) -> None:
+    """Remove the mixtures of an earlier run made from other inputs or settings: the files the
+    stage wrote in its mixture folders, never a copy someone made beside them."""
     if not reusable_work(stage, inputs, made_from):  # other inputs or settings: no mixture is reusable
-        configured = {m.name for m in mixtures}
-        for child in stage.root.iterdir():  # mixture folders only: a configured name, or one with a plan
-            if (
-                child.is_dir()
-                and not child.is_symlink()  # a link is the user's: never followed, never removed
-                and child.name not in RESERVED_MIXTURE_NAMES
-                and (child.name in configured or (child / PLAN_FILE).exists())
-            ):
-                remove_tree(child)
+        for child in stage.root.iterdir():
+            if child.is_dir() and not child.is_symlink() and child.name not in RESERVED_MIXTURE_NAMES:
+                remove_stage_outputs(stage.root.parent, STAGE, under=child.name)
 
 
 def _scan_pool(run_units: RunUnits, pool: _Pool, settings: MixConfig) -> tuple[list[dict], pl.Series]:
@@ -1076,8 +1071,8 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     stage = _open_stage(layout)
     pool = _pool_files(layout, stage, previous, settings.partitions)
     made_from = _work_made_from(config, pool.tokenizer_sha256)
-    _remove_stale_mixtures(stage, pool.inputs, made_from, settings.mixtures)
-    remove_tree(pool.work)  # this stage's own files of an earlier run
+    _remove_stale_mixtures(stage, pool.inputs, made_from)
+    remove_stage_outputs(config.run_dir, STAGE, under=pool.work.name)  # its own files of an earlier run
 
     scanned, listed = _scan_pool(run_units, pool, settings)
     handed_over = _documents_handed_over(layout, previous, scanned)

@@ -21,6 +21,7 @@ from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import (
     MADE,
+    begin_stage_record,
     check_run_dir,
     config_record,
     new_manifest,
@@ -282,6 +283,8 @@ def open_run(config: RunConfig) -> dict:
                     made[stage]["contents"] = plan.contents[stage]
                 if stage == MEASURING:
                     made[stage]["measures"] = plan.measures
+            # Before the stage writes: what it finishes is recorded, and only that is its own.
+            begin_stage_record(config.run_dir, stage)
     manifest["config"] = config_record(config)
     manifest["versions"] = package_versions()
     write_json(manifest, layout.manifest)

@@ -20,9 +20,9 @@ import pyarrow.compute as pc
 from pipeline.config import RunConfig
 from pipeline.formats.documents import LICENCE, REMOVED_SCHEMA, UNKNOWN, RunLayout, StageDir
 from pipeline.formats.ledger import Ledger, LedgerError
-from pipeline.formats.manifest import record_stage
+from pipeline.formats.manifest import record_stage, remove_stage_outputs
 from pipeline.formats.step import Step, docs_table
-from pipeline.io.storage import as_path, parquet_file, read_table, remove_tree
+from pipeline.io.storage import as_path, parquet_file, read_table
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
 from pipeline.stages.attributes import CHECKSUM_SUFFIX, UnitAttributes
 from pipeline.stages.attributes import FOLDER as ATTRIBUTES
@@ -255,9 +255,9 @@ def reusable_work(stage: StageDir, inputs: list[Path], settings: dict) -> bool:
     work = stage.root / "intermediate"
     if (work / "inputs.json").exists() and read_json(work / "inputs.json") == _made_from(inputs, settings):
         return True
-    remove_tree(work)
-    for part in stage.parts.glob("*.json"):
-        part.unlink()
+    run_dir, name = stage.root.parent, stage.root.name
+    for folder in ("intermediate", stage.parts.name):  # the stage's own files there, nothing else
+        remove_stage_outputs(run_dir, name, under=folder)
     return False
 
 

@@ -219,6 +219,51 @@ def test_a_stage_killed_before_it_finished_resumes_or_is_redone_whole(tmp_path, 
     assert stage_outputs(tmp_path / "run") == stage_outputs(tmp_path / "fresh")
 
 
+def test_files_put_in_a_stage_folder_after_the_stage_was_killed_stay(tmp_path, corpus, monkeypatch):
+    import pipeline.stages.dedup as dedup
+
+    off = {"enabled": False}
+    monkeypatch.setattr(dedup, "finish_stage", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt("killed")))
+    with pytest.raises(KeyboardInterrupt):
+        curate_in_process(config(tmp_path, corpus, tokenize=off, lines=off))
+    monkeypatch.undo()
+    run = tmp_path / "run"
+    mine = {run / "dedup" / "my-notes.txt": b"a person's file", run / "dedup" / "notes" / "mine.txt": b"more"}
+    for path, data in mine.items():  # put there after the kill, before the next run
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+
+    curate_in_process(config(tmp_path, corpus, tokenize=off, lines=off))  # resumes and finishes
+    assert all(path.read_bytes() == data for path, data in mine.items())
+    files = json.loads((run / "manifest.json").read_text())["made"]["dedup"]["files"]
+    assert "my-notes.txt" not in files and "notes/mine.txt" not in files
+
+    monkeypatch.setattr(dedup, "finish_stage", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt("killed")))
+    with pytest.raises(KeyboardInterrupt):  # killed again, on a rerun with another threshold
+        curate_in_process(config(tmp_path, corpus, tokenize=off, lines=off, dedup={"threshold": 0.9}))
+    monkeypatch.undo()
+    curate_in_process(config(tmp_path, corpus, tokenize=off, lines=off, dedup={"threshold": 0.95}))
+    assert all(path.read_bytes() == data for path, data in mine.items())
+
+
+def test_a_mix_rerun_keeps_a_copy_of_a_mixture_made_beside_it(tmp_path, corpus):
+    import shutil
+
+    curate_in_process(config(tmp_path, corpus))
+    mix = tmp_path / "run" / "mix"
+    (name,) = json.loads((mix / "stats.json").read_text())["mixtures"]
+    shutil.copytree(mix / name, mix / f"{name}-backup")
+    copy = {p.relative_to(mix): p.read_bytes() for p in (mix / f"{name}-backup").rglob("*") if p.is_file()}
+    (mix / "intermediate" / "my-notes.txt").write_text("a person's file")
+
+    changed = config(tmp_path, corpus, mix={"validation_fraction": 0.2})
+    assert [str(p) for p in plan_run(changed).stages][-1].startswith("mix: reruns")
+    curate_in_process(changed)
+    assert {p.relative_to(mix): p.read_bytes() for p in (mix / f"{name}-backup").rglob("*") if p.is_file()} == copy
+    assert (mix / "intermediate" / "my-notes.txt").read_text() == "a person's file"
+    assert (mix / name / "manifest.json").read_bytes() != (mix / f"{name}-backup" / "manifest.json").read_bytes()
+
+
 def test_a_model_replaced_at_the_same_path_reruns_the_stage_that_loads_it(tmp_path, corpus):
     from pipeline.lang.model import lid_model_path
 
