@@ -31,7 +31,8 @@ from pipeline.formats.megatron import write_indexed_dataset
 from pipeline.formats.names import group_file_stem
 from pipeline.formats.nanogpt import write_meta_pkl
 from pipeline.formats.tokens import export_bin, file_sha256, load_tokenizer
-from pipeline.io.storage import as_path, output_location
+from pipeline.io.owner import ForeignFolderError, claim, remove_written
+from pipeline.io.storage import as_path, is_local, output_location
 from pipeline.io.writer import atomic_path
 
 MIXTURE_FORMAT = "curate.mixture/1"
@@ -222,6 +223,23 @@ def _export_hf(shards: list[Path], out_dir: Path, split: str) -> tuple[str, dict
 EXPORT_FORMATS = {"nanogpt": _export_nanogpt, "megatron": _export_megatron, "hf": _export_hf}
 
 
+def _claim_export_folder(mixture_dir, out_dir: Path) -> None:
+    """Take ``out_dir`` for an export (pipeline.io.owner): new, empty, or an earlier export's,
+    whose files are removed first; never a folder inside the run or mixture folder it reads.
+    Raises ValueError with one line."""
+    source = Path(mixture_dir).resolve() if is_local(mixture_dir) else None
+    if source is not None:
+        run = source.parent.parent  # <run_dir>/mix/<mixture>
+        inside = run if (run / "manifest.json").is_file() and source.parent.name == "mix" else source
+        out = Path(out_dir).resolve()
+        if out == inside or inside in out.parents:
+            raise ForeignFolderError(
+                f"{str(out)!r} is inside {str(inside)!r}, which the export reads; export to a folder outside it"
+            )
+    claim(out_dir, "export")
+    remove_written(out_dir)  # an earlier export here: its files go, whatever its format
+
+
 def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True, format: str = "nanogpt") -> dict:
     """Write a mixture folder (the mix stage's ``<run>/mix/<mixture>/``) for another trainer, in
     ``format`` (one of :data:`EXPORT_FORMATS`):
@@ -254,7 +272,7 @@ def export_mixture(mixture_dir: Path, out_dir: Path, verify: bool = True, format
     manifest = read_manifest(mixture_dir)
     if verify:
         verify_files(mixture_dir, manifest)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _claim_export_folder(mixture_dir, out_dir)
     files = {}
     for split in SPLITS:
         name, entry = EXPORT_FORMATS[format]([mixture_dir / e["file"] for e in manifest[split]], out_dir, split)

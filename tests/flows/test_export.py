@@ -280,3 +280,33 @@ def test_export_reads_no_file_outside_the_mixture_folder(mixture, tmp_path):
         "mixture folder; a manifest names files inside its folder, re-run the mix stage"
     ]
     assert not (out / "val.bin").exists()
+
+
+def test_curate_export_refuses_a_folder_of_other_files_and_one_inside_the_run(mixture, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "README.md").write_text("my notes")
+    (out / "train.bin").write_bytes(b"my tokens")
+    done = run_curate(["export", str(mixture), str(out)], REPO)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "holds files curate did not write (README.md, train.bin)" in done.stderr
+    assert (out / "README.md").read_text() == "my notes" and (out / "train.bin").read_bytes() == b"my tokens"
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "train.bin"]
+
+    before = {p: p.read_bytes() for p in mixture.rglob("*") if p.is_file()}
+    for inside in (mixture / "train", mixture / "exported"):
+        done = run_curate(["export", str(mixture), str(inside)], REPO)
+        assert done.returncode == 2
+        assert "which the export reads; export to a folder outside it" in done.stderr.strip().splitlines()[-1]
+    assert {p: p.read_bytes() for p in mixture.rglob("*") if p.is_file()} == before
+
+
+def test_curate_export_again_into_its_own_folder_replaces_its_files_only(mixture, tmp_path):
+    out = tmp_path / "out"
+    assert run_curate(["export", str(mixture), str(out)], REPO).returncode == 0
+    assert (out / "train.bin").exists()
+    done = run_curate(["export", str(mixture), str(out), "--format", "hf"], REPO)
+    assert done.returncode == 0, done.stderr
+    assert not (out / "train.bin").exists()  # the earlier export's files went
+    assert (out / "train.arrow").exists() and json.loads((out / "meta.json").read_text())["format"] == "hf"
