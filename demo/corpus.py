@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 
 from demo.heldout import (
     HELDOUT_CANARIES,
-    HELDOUT_DIR,
     HELDOUT_MANIFEST,
     HELDOUT_TASK,
     HELDOUT_TEXTS,
@@ -37,6 +36,7 @@ from demo.writers import (
     write_notes,
     write_web,
 )
+from pipeline.io.owner import claim, remove_written
 
 MAX_DOCS_PER_FILE = 10_000
 SOURCES = ("news", "dialogues", "web", "notes")
@@ -53,28 +53,25 @@ def _shards(docs: list[Doc], rng: np.random.Generator) -> list[list[Doc]]:
     return [shuffled[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-MANAGED_PATTERNS = (
-    "news/news-*.jsonl.gz",
-    "dialogues/dialogues-*.parquet",
-    "web/web-*.warc.gz",
-    "notes/**/*.txt",
-    "labels.parquet",
-    "heldout/*",
-)
+def _claim(out_dir: Path) -> None:
+    """Take ``out_dir`` for the corpus (pipeline.io.owner): a new or empty folder, or one this
+    project built a corpus in before (by its record, or the file list of its ``corpus.json``).
+    Raises ForeignFolderError with one line for a folder of other files."""
+    try:
+        earlier = orjson.loads((out_dir / "corpus.json").read_bytes())
+        adopt = [*earlier["files"], "corpus.json"] if "version" in earlier else []
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        adopt = []
+    claim(out_dir, "demo corpus", adopt=[rel for rel in adopt if isinstance(rel, str)])
 
 
 def _remove_stale(out_dir: Path, keep: Iterable[str]) -> None:
-    """Delete the corpus files of an earlier build (other size or seed) this one did not write."""
+    """Delete the corpus files of an earlier build (other size or seed) this one did not write,
+    and temporaries a killed build left of the files this one wrote: never another file."""
     keep = set(keep)
-    for pattern in MANAGED_PATTERNS + tuple(f"{s}/**/*.tmp" for s in (*SOURCES, HELDOUT_DIR)):
-        for path in sorted(out_dir.glob(pattern)):
-            if path.is_file() and path.relative_to(out_dir).as_posix() not in keep:
-                path.unlink()
-    notes = out_dir / "notes"
-    if notes.is_dir():
-        for folder in sorted((p for p in notes.rglob("*") if p.is_dir()), reverse=True):
-            if not any(folder.iterdir()):
-                folder.rmdir()
+    remove_written(out_dir, keep=keep)
+    for rel in keep:
+        (out_dir / f"{rel}.tmp").unlink(missing_ok=True)
 
 
 def _counts(docs: list[Doc]) -> dict:
@@ -162,8 +159,8 @@ def build_demo_corpus(
     cached = _cached_summary(out_dir, docs, seed, task_docs)
     if cached is not None:
         return cached
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "corpus.json").unlink(missing_ok=True)
+    _claim(out_dir)
+    (out_dir / "corpus.json").unlink(missing_ok=True)  # its own (the claim says so): written last, again
 
     streams = random_streams(seed)
     real = load_real_text()

@@ -32,6 +32,7 @@ from warcio.warcwriter import WARCWriter
 
 from demo.plan import Doc, Plan
 from demo.sites import SHARE_LINKS, Site, e, slug
+from pipeline.io.owner import note_written
 from pipeline.licence import licence_parts
 
 VERSION = 4
@@ -52,6 +53,7 @@ def atomic_write(path: Path, write: Callable[[io.BufferedWriter], None]) -> None
         with open(tmp, "wb") as stream:
             write(stream)
         os.replace(tmp, path)
+        note_written(path)  # into the corpus folder's record of its own files
     finally:
         tmp.unlink(missing_ok=True)
 

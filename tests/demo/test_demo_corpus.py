@@ -20,6 +20,8 @@ from demo.noise import perturb
 from demo.plan import KINDS, MALFORMED, zipf_copy_counts
 from experiment.downstream import demo_topic_task
 from pipeline.formats.task import load_task
+from pipeline.io.owner import RECORD, ForeignFolderError
+from tests.helpers import REPO, run_curate
 
 DOCS = 3_000
 SEED = 7
@@ -275,8 +277,52 @@ def test_cached_and_rebuilt(tmp_path):
     assert labels.stat().st_mtime_ns == stamp  # not rebuilt
     second = build_demo_corpus(tmp_path, docs=200, seed=1)
     on_disk = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
-    assert on_disk == set(second["files"]) | {"corpus.json"}  # nothing left from the first build
+    assert on_disk == set(second["files"]) | {"corpus.json", RECORD}  # nothing left from the first build
     assert second["written"] == 200
+
+
+def test_a_folder_of_other_files_is_refused_and_left_as_it_was(tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "diary.txt").write_text("d")
+    (tmp_path / "labels.parquet").write_bytes(b"mine")
+    with pytest.raises(
+        ForeignFolderError, match=r"holds files curate did not write \(labels.parquet, notes/diary.txt\)"
+    ):
+        build_demo_corpus(tmp_path, docs=200, seed=1)
+    done = run_curate(["demo-corpus", str(tmp_path), "--docs", "100"], REPO)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "give a new or empty folder" in done.stderr
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()) == [
+        "labels.parquet",
+        "notes/diary.txt",
+    ]
+    assert (tmp_path / "notes" / "diary.txt").read_text() == "d"
+
+
+def test_a_rebuild_deletes_only_the_files_of_the_earlier_build(tmp_path):
+    build_demo_corpus(tmp_path, docs=300, seed=1)
+    mine = [
+        tmp_path / "notes" / "diary.txt",
+        tmp_path / "heldout" / "mine.parquet",
+        tmp_path / "news" / "news-09999.jsonl.gz",
+    ]
+    for path in mine:  # put in the corpus folder after it was built, named as the build names its files
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"a person's file")
+    second = build_demo_corpus(tmp_path, docs=200, seed=1)
+    assert all(path.read_bytes() == b"a person's file" for path in mine)
+    on_disk = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert on_disk == set(second["files"]) | {"corpus.json", RECORD} | {
+        p.relative_to(tmp_path).as_posix() for p in mine
+    }
+
+
+def test_a_corpus_built_before_records_were_kept_is_rebuilt_by_its_file_list(tmp_path):
+    build_demo_corpus(tmp_path, docs=300, seed=1)
+    (tmp_path / RECORD).unlink()  # as an earlier version left it: corpus.json names its files
+    second = build_demo_corpus(tmp_path, docs=200, seed=1)
+    on_disk = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert on_disk == set(second["files"]) | {"corpus.json", RECORD}
 
 
 def test_zipf_copy_counts():
