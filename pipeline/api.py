@@ -36,6 +36,7 @@ from pipeline.dedup.clusters import dedup_step
 from pipeline.formats.configfile import ConfigError, validate_model
 from pipeline.formats.documents import LICENCE, QUARANTINE_SCHEMA, UNKNOWN
 from pipeline.formats.step import empty_removed
+from pipeline.io.owner import claim, note_written, remove_written
 from pipeline.stages.dedup import deduplicate_shards
 from pipeline.stages.registry import filter_settings_step, last_document_stage
 from pipeline.stages.run import RunFiles, UnknownRule
@@ -196,7 +197,8 @@ def dedup_documents(
     (``keep``: the first in frame order, the longest, or the highest ``quality_score``).
     ``settings`` is the run's ``[dedup]`` table as a dict (``threshold``, ``ngram``, ``keep``, ...), a
     RunConfig, or None for the defaults. The stage's files go to ``work_dir`` (a temporary folder
-    when None, removed after).
+    when None, removed after): a new or empty folder, or one an earlier call wrote; a folder of
+    other files raises ``ValueError`` (``pipeline.io.owner.ForeignFolderError``).
 
     Example::
 
@@ -214,11 +216,15 @@ def dedup_documents(
 
 def _dedup(docs: pl.DataFrame, added: list[str], settings: DedupConfig, work: Path) -> Outcome:
     params = settings.minhash_params()
-    work.mkdir(parents=True, exist_ok=True)
+    # A new or empty work_dir, or one an earlier call wrote (whose files go): never a folder of
+    # other files, such as a run's stage folder (pipeline.io.owner).
+    claim(work, "dedup_documents work_dir")
+    remove_written(work)
     shard = work / "documents.parquet"
     docs.select("id", "text", *([params.score_column] if params.score_column in docs.columns else [])).write_parquet(
         shard
     )
+    note_written(shard)
     clusters = deduplicate_shards([shard], work / "intermediate", params, settings.partitions, settings.keep)
     result = dedup_step(clusters, settings.threshold)(docs)
     removed = result.removed.join(clusters.select("id", "kept_id"), on="id", how="left", maintain_order="left")

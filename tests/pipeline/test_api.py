@@ -138,6 +138,27 @@ def test_dedup_documents_removes_exact_and_near_copies_naming_the_kept_one(tmp_p
     assert kept["id"].to_list() == ["b", "d"]  # "broad" is one letter longer than "wide"
 
 
+def test_dedup_documents_writes_only_into_a_work_dir_of_its_own(tmp_path):
+    docs = pl.DataFrame({"id": ["a", "b"], "text": [HARBOUR, HARBOUR]})
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "documents.parquet").write_bytes(b"a person's file")
+    with pytest.raises(
+        ValueError, match=r"holds files curate did not write \(documents.parquet\); give a new or empty"
+    ):
+        dedup_documents(docs, work_dir=work)
+    assert (work / "documents.parquet").read_bytes() == b"a person's file"
+    assert sorted(p.name for p in work.iterdir()) == ["documents.parquet"]
+
+    again = tmp_path / "again"  # a work_dir of an earlier call is used again
+    for _ in range(2):
+        kept, _ = dedup_documents(docs, work_dir=again)
+        assert kept["id"].to_list() == ["a"]
+    (again / "notes.txt").write_text("mine")
+    dedup_documents(docs, work_dir=again)
+    assert (again / "notes.txt").read_text() == "mine"
+
+
 def test_read_run_gives_counts_quarantine_and_curated_documents(tmp_path):
     records = [{"id": f"n{i}", "text": f"{HARBOUR} Number {i}."} for i in range(5)]
     write_jsonl(tmp_path / "books" / "a.jsonl", [*records, '{"broken'])
