@@ -265,14 +265,23 @@ def remove_own_outputs(run_dir, stage: str, record: dict, keep: Iterable[str] = 
     return gone
 
 
+def _made_record(run_dir, stage: str) -> dict:
+    manifest_path = RunLayout(run_dir).manifest
+    manifest = read_json(manifest_path) if manifest_path.exists() else {}
+    return manifest.get(MADE, {}).get(stage, {})
+
+
+def stage_own_files(run_dir, stage: str) -> set[str]:
+    """The files of the stage's folder it wrote (:func:`own_files`, by the manifest's record of
+    it), relative to the folder."""
+    return set(own_files(run_dir, stage, _made_record(run_dir, stage)))
+
+
 def remove_stage_outputs(run_dir, stage: str, under: str) -> list[str]:
     """Delete what the stage wrote in its subfolder ``under`` (its intermediate files of an earlier
     run, a mixture of other settings), by the manifest's record of the stage and its folder's; a
     file put there by someone else stays. Returns the files deleted."""
-    manifest_path = RunLayout(run_dir).manifest
-    manifest = read_json(manifest_path) if manifest_path.exists() else {}
-    record = manifest.get(MADE, {}).get(stage, {})
-    return remove_own_outputs(run_dir, stage, record, under=under)
+    return remove_own_outputs(run_dir, stage, _made_record(run_dir, stage), under=under)
 
 
 def record_stage(config: RunConfig, stage: str, counts: dict, inputs: list[dict] | None = None) -> dict:

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from pipeline.config import RunConfig
 from pipeline.formats.documents import LICENCE, REMOVED_SCHEMA, UNKNOWN, RunLayout, StageDir
 from pipeline.formats.ledger import Ledger, LedgerError
-from pipeline.formats.manifest import record_stage, remove_stage_outputs
+from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_own_files
 from pipeline.formats.step import Step, docs_table
 from pipeline.io.storage import as_path, parquet_file, read_table
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
@@ -168,8 +168,9 @@ _OUTPUT_SUFFIX = {
 
 def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
     """Delete outputs no part record lists (units of inputs that are gone); return them. Only
-    files of the kinds a stage writes there are candidates: a file a person put in a stage's
-    folder stays."""
+    files of the kinds a stage writes there that the stage recorded writing are candidates: a file
+    a person put in a stage's folder stays."""
+    own = stage_own_files(stage.root.parent, stage.root.name)
     listed = {stage.docs / s["file"] for p in parts for s in p["shards"]}
     listed |= {stage.quarantine / p["quarantine"] for p in parts if p.get("quarantine")}
     listed |= {stage.removed / p["removed"] for p in parts if p.get("removed")}
@@ -188,7 +189,11 @@ def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
         for kind, folder in folders.items()
         if folder.exists()
         for f in folder.iterdir()
-        if f.is_file() and f.name.endswith(_OUTPUT_SUFFIX[kind]) and not f.name.startswith(".") and f not in listed
+        if f.is_file()
+        and f.name.endswith(_OUTPUT_SUFFIX[kind])
+        and not f.name.startswith(".")
+        and f not in listed
+        and f.relative_to(stage.root).as_posix() in own
     ]
     for path in stale:
         path.unlink()

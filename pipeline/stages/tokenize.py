@@ -33,7 +33,7 @@ from pipeline.config import RunConfig
 from pipeline.formats.documents import LICENCE, RunLayout, licence_series
 from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.ledger import LedgerError, add_counts
-from pipeline.formats.manifest import record_stage
+from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_own_files
 from pipeline.formats.tokens import file_sha256, load_tokenizer, read_token_shard, tokenizer_file, tokenizer_sha256
 from pipeline.io.storage import parquet_file, parquet_files
 from pipeline.io.writer import read_json, remove_temporaries, write_json
@@ -147,8 +147,9 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
     if settings.tokenizer is not None:  # a tokenizer given by path: its bytes decide, not its name
         made_from["tokenizer_sha256"] = file_sha256(tokenizer_file(settings.tokenizer))
     if not reusable_work(stage, inputs, made_from):  # other curated documents: start over
-        for stale in [*shards.glob("*.arrow"), stage.root / "tokenizer.json"]:
-            stale.unlink(missing_ok=True)
+        remove_stage_outputs(config.run_dir, STAGE, under=shards.name)  # its own files only
+        if "tokenizer.json" in stage_own_files(config.run_dir, STAGE):
+            (stage.root / "tokenizer.json").unlink()
     handed_over = read_json(layout.stage(previous).stats)["docs_out"]
     if settings.tokenizer is not None:
         tokenizer = Path(settings.tokenizer)

@@ -264,6 +264,15 @@ def test_a_mix_rerun_keeps_a_copy_of_a_mixture_made_beside_it(tmp_path, corpus):
     assert (mix / name / "manifest.json").read_bytes() != (mix / f"{name}-backup" / "manifest.json").read_bytes()
 
 
+def test_a_file_named_like_a_stage_output_that_the_stage_did_not_write_stays(tmp_path, corpus):
+    off = {"enabled": False}
+    curate_in_process(config(tmp_path, corpus, tokenize=off))
+    mine = tmp_path / "run" / "lang" / "quarantine" / "mine.parquet"
+    mine.write_bytes(b"a person's file")
+    curate_in_process(config(tmp_path, corpus, tokenize=off))  # every stage kept: each checks its outputs
+    assert mine.read_bytes() == b"a person's file"
+
+
 def test_a_model_replaced_at_the_same_path_reruns_the_stage_that_loads_it(tmp_path, corpus):
     from pipeline.lang.model import lid_model_path
 
