@@ -52,8 +52,8 @@ def atomic_write(path: Path, write: Callable[[io.BufferedWriter], None]) -> None
     try:
         with open(tmp, "wb") as stream:
             write(stream)
+        note_written(path)  # into the corpus folder's record of its own files, before it appears
         os.replace(tmp, path)
-        note_written(path)  # into the corpus folder's record of its own files
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -221,10 +221,10 @@ def _dedup(docs: pl.DataFrame, added: list[str], settings: DedupConfig, work: Pa
     claim(work, "dedup_documents work_dir")
     remove_written(work)
     shard = work / "documents.parquet"
+    note_written(shard)
     docs.select("id", "text", *([params.score_column] if params.score_column in docs.columns else [])).write_parquet(
         shard
     )
-    note_written(shard)
     clusters = deduplicate_shards([shard], work / "intermediate", params, settings.partitions, settings.keep)
     result = dedup_step(clusters, settings.threshold)(docs)
     removed = result.removed.join(clusters.select("id", "kept_id"), on="id", how="left", maintain_order="left")

@@ -38,8 +38,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
+        # Recorded before it appears: a process killed between the two leaves no file unrecorded.
+        note_written(path)
         os.replace(tmp, path)
-        note_written(path)  # into the record of the folder that holds it, if one has
     except OSError as error:
         if error.filename is None:  # Arrow's write errors name no file: a full disk names this one
             error.filename = str(path)

@@ -263,6 +263,12 @@ def test_a_mix_rerun_keeps_a_copy_of_a_mixture_made_beside_it(tmp_path, corpus):
     assert (mix / "intermediate" / "my-notes.txt").read_text() == "a person's file"
     assert (mix / name / "manifest.json").read_bytes() != (mix / f"{name}-backup" / "manifest.json").read_bytes()
 
+    from pipeline.formats.mixture import export_mixture
+
+    with pytest.raises(ValueError, match=r"run'?, which the export reads; export to a folder outside it$"):
+        export_mixture(mix / name, tmp_path / "run" / "exported")  # an empty folder, but inside the run
+    assert not (tmp_path / "run" / "exported").exists()
+
 
 def test_a_file_named_like_a_stage_output_that_the_stage_did_not_write_stays(tmp_path, corpus):
     off = {"enabled": False}
