@@ -23,7 +23,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.io.storage import AnyPath, as_path
+from pipeline.io.owner import begin_record
+from pipeline.io.storage import AnyPath, as_path, is_local
 
 LICENCE = "licence"
 # The licence of a document whose input names none (never guessed).
@@ -154,6 +155,10 @@ class StageDir:
         return self.root / "stats.json"
 
     def make(self) -> StageDir:
+        """The stage's folders, made, with the record of the files it writes (pipeline.io.owner)
+        begun before it writes any."""
+        if is_local(self.root):
+            begin_record(self.root, f"the run's {self.root.name} stage")
         for folder in (self.docs, self.quarantine, self.removed, self.parts):
             folder.mkdir(parents=True, exist_ok=True)
         return self

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
-from pipeline.io.owner import RECORD, begin_record, end_record, has_record, remove_written, written_files
+from pipeline.io.owner import RECORD, end_record, has_record, remove_written, written_files
 from pipeline.io.storage import as_path, is_local
 from pipeline.io.writer import read_json, write_json
 
@@ -203,6 +203,9 @@ def new_manifest(config: RunConfig) -> dict:
 # held before this project wrote there) and, once it finished, ``files`` (every file it wrote).
 # A manifest without this key was made before reruns were recorded.
 MADE = "made"
+# A stage's record flag: its folder keeps a record of the files it writes (pipeline.io.owner), so
+# that, unfinished, its own files are those the record names (none without one), never the others.
+RECORDED = "recorded"
 
 
 def stage_files(run_dir, stage: str) -> list[str]:
@@ -218,21 +221,13 @@ def stage_files(run_dir, stage: str) -> list[str]:
     )
 
 
-def begin_stage_record(run_dir, stage: str) -> None:
-    """Begin the record of the files the stage writes in its folder (pipeline.io.owner), before it
-    writes any: a stage killed midway is then known by what it finished, not by what its folder
-    holds, which may be files put there after."""
-    if is_local(run_dir):
-        begin_record(RunLayout(run_dir).stage(stage).root, f"the run's {stage} stage")
-
-
 def own_files(run_dir, stage: str, record: dict) -> list[str]:
     """The files of the stage's folder that this project wrote there: those the finished stage
     recorded and those its folder's record names (a stage at work, or killed midway). A stage
     begun before such records were kept: every file there but those it found there first."""
     here = stage_files(run_dir, stage)
     root = RunLayout(run_dir).stage(stage).root
-    if "files" not in record and not has_record(root):
+    if "files" not in record and not record.get(RECORDED) and not has_record(root):
         return sorted(set(here) - set(record.get("foreign", [])))
     return sorted((set(record.get("files", [])) | written_files(root)) & set(here))
 
@@ -296,6 +291,5 @@ def record_stage(config: RunConfig, stage: str, counts: dict, inputs: list[dict]
     if record is not None:  # begun by open_run: the files it recorded, taken over from its folder's record
         record["files"] = own_files(config.run_dir, stage, record)
     write_json(manifest, layout.manifest)
-    if record is not None:
-        end_record(layout.stage(stage).root)
+    end_record(layout.stage(stage).root)
     return manifest

@@ -90,7 +90,8 @@ from pipeline.formats.mixture import (
 from pipeline.formats.names import check_group_names
 from pipeline.formats.step import removed_frame
 from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
-from pipeline.io.storage import as_path, parquet_file, parquet_files, read_parquet
+from pipeline.io.owner import begin_record
+from pipeline.io.storage import as_path, is_local, parquet_file, parquet_files, read_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
 from pipeline.mix.plan import (
     OTHER,
@@ -523,6 +524,8 @@ class _Pool:
 def _open_stage(layout: RunLayout) -> StageDir:
     """The stage's folders, made, without the temporary files of a run that was killed."""
     stage = layout.stage(STAGE)
+    if is_local(stage.root):  # before any file: what the stage writes is recorded (pipeline.io.owner)
+        begin_record(stage.root, f"the run's {STAGE} stage")
     for folder in (stage.root, stage.removed, stage.parts):
         folder.mkdir(parents=True, exist_ok=True)
     remove_temporaries(stage.root)

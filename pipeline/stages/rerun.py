@@ -21,7 +21,7 @@ from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import (
     MADE,
-    begin_stage_record,
+    RECORDED,
     check_run_dir,
     config_record,
     new_manifest,
@@ -31,6 +31,7 @@ from pipeline.formats.manifest import (
     stage_files,
     what_is_made,
 )
+from pipeline.io.storage import is_local
 from pipeline.io.writer import read_json, write_json
 from pipeline.stages.attributes import FOLDER as ATTRIBUTES
 from pipeline.stages.registry import REGISTRY, enabled_stages, file_contents, measured_with
@@ -283,8 +284,9 @@ def open_run(config: RunConfig) -> dict:
                     made[stage]["contents"] = plan.contents[stage]
                 if stage == MEASURING:
                     made[stage]["measures"] = plan.measures
-            # Before the stage writes: what it finishes is recorded, and only that is its own.
-            begin_stage_record(config.run_dir, stage)
+                # Its folder keeps a record of the files it writes (StageDir.make): only those are its own.
+                if is_local(config.run_dir):
+                    made[stage][RECORDED] = True
     manifest["config"] = config_record(config)
     manifest["versions"] = package_versions()
     write_json(manifest, layout.manifest)
