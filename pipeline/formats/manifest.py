@@ -204,7 +204,8 @@ def new_manifest(config: RunConfig) -> dict:
 # A manifest without this key was made before reruns were recorded.
 MADE = "made"
 # A stage's record flag: its folder keeps a record of the files it writes (pipeline.io.owner), so
-# that, unfinished, its own files are those the record names (none without one), never the others.
+# that, unfinished, its own files are those the record names (none without one), never the others;
+# on a remote file system, which keeps no records, those it did not find there first.
 RECORDED = "recorded"
 
 
@@ -227,7 +228,8 @@ def own_files(run_dir, stage: str, record: dict) -> list[str]:
     begun before such records were kept: every file there but those it found there first."""
     here = stage_files(run_dir, stage)
     root = RunLayout(run_dir).stage(stage).root
-    if "files" not in record and not record.get(RECORDED) and not has_record(root):
+    unrecorded = not is_local(root) or not (record.get(RECORDED) or has_record(root))  # no records on a remote one
+    if "files" not in record and unrecorded:
         return sorted(set(here) - set(record.get("foreign", [])))
     return sorted((set(record.get("files", [])) | written_files(root)) & set(here))
 

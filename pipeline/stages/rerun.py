@@ -31,7 +31,6 @@ from pipeline.formats.manifest import (
     stage_files,
     what_is_made,
 )
-from pipeline.io.storage import is_local
 from pipeline.io.writer import read_json, write_json
 from pipeline.stages.attributes import FOLDER as ATTRIBUTES
 from pipeline.stages.registry import REGISTRY, enabled_stages, file_contents, measured_with
@@ -285,8 +284,7 @@ def open_run(config: RunConfig) -> dict:
                 if stage == MEASURING:
                     made[stage]["measures"] = plan.measures
                 # Its folder keeps a record of the files it writes (StageDir.make): only those are its own.
-                if is_local(config.run_dir):
-                    made[stage][RECORDED] = True
+                made[stage][RECORDED] = True
     manifest["config"] = config_record(config)
     manifest["versions"] = package_versions()
     write_json(manifest, layout.manifest)
