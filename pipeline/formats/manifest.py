@@ -293,5 +293,6 @@ def record_stage(config: RunConfig, stage: str, counts: dict, inputs: list[dict]
     if record is not None:  # begun by open_run: the files it recorded, taken over from its folder's record
         record["files"] = own_files(config.run_dir, stage, record)
     write_json(manifest, layout.manifest)
-    end_record(layout.stage(stage).root)
+    if record is not None:  # else (a stage run on its own) the folder's record stays the only list
+        end_record(layout.stage(stage).root)
     return manifest

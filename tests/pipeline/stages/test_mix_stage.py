@@ -12,6 +12,7 @@ from rich.console import Console
 
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.mixture import read_manifest
+from pipeline.io.owner import RECORD
 from pipeline.stages.mix import run_mix
 from pipeline.stages.units import in_process
 from report.console import print_mixtures
@@ -53,7 +54,7 @@ def _digest(root) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != "inputs.json"
+        if p.is_file() and p.name not in ("inputs.json", RECORD)  # the record of what was written grows
     }
 
 

@@ -376,13 +376,15 @@ def test_a_re_decide_measures_again_from_stored_measurements_it_cannot_trust(
 
 def test_a_stale_measurements_checksum_goes_with_its_file_and_a_kept_ones_stays(tmp_path):
     from pipeline.formats.documents import StageDir
+    from pipeline.io.writer import write_text
     from pipeline.stages.shard import remove_unlisted
 
     stage = StageDir(tmp_path / "filter").make()
     folder = stage.root / "attributes"
     folder.mkdir()
-    for name in ("kept.parquet", "kept.parquet.sha256", "gone.parquet", "gone.parquet.sha256", "notes.txt"):
-        (folder / name).write_text(name)
+    for name in ("kept.parquet", "kept.parquet.sha256", "gone.parquet", "gone.parquet.sha256"):
+        write_text(name, folder / name)  # as the stage writes them: recorded
+    (folder / "notes.txt").write_text("a person's file")
     part = {"unit": "kept", "shards": [], "attributes": "kept.parquet"}
     removed = remove_unlisted(stage, [part])
     assert sorted(p.name for p in removed) == ["gone.parquet", "gone.parquet.sha256"]
