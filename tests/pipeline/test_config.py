@@ -258,14 +258,18 @@ def test_a_mixture_named_dot_or_dot_dot_stops_the_cli_before_anything_is_written
 
 
 def test_a_stage_removes_only_stale_files_of_its_own_kinds(tmp_path):
+    from pipeline.io.writer import write_bytes, write_text
+
     stage = StageDir(tmp_path / "filter").make()
-    (stage.docs / "gone-00000.parquet").write_bytes(b"a shard of a unit whose input is gone")
+    write_bytes(b"a shard of a unit whose input is gone", stage.docs / "gone-00000.parquet")  # as the stage writes
+    write_text("{}", stage.parts / "gone.json")
     (stage.docs / "README.md").write_text("a person's note")
     (stage.parts / "notes.txt").write_text("another")
-    (stage.parts / "gone.json").write_text("{}")
+    (stage.docs / "mine-00000.parquet").write_bytes(b"named as a shard, put there by a person")
     removed = remove_unlisted(stage, [])
     assert sorted(p.name for p in removed) == ["gone-00000.parquet", "gone.json"]
     assert (stage.docs / "README.md").exists() and (stage.parts / "notes.txt").exists()
+    assert (stage.docs / "mine-00000.parquet").exists()
 
 
 # Two runs on one run_dir: the second stops with one line.

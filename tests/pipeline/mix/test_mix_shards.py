@@ -19,6 +19,7 @@ from pipeline.formats.documents import RunLayout
 from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.mixture import read_manifest
 from pipeline.formats.tokens import read_token_shard
+from pipeline.io.owner import RECORD
 from pipeline.mix.plan import assign_groups, cap_epochs, group_sizes, sample_plan, split_validation, temperature_weights
 from pipeline.stages.mix import run_mix
 from tests.helpers import mix_config, tokenized_run, write_jsonl
@@ -64,7 +65,7 @@ def _outputs(root) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and "intermediate" not in p.parts and p.name != "inputs.json"
+        if p.is_file() and "intermediate" not in p.parts and p.name not in ("inputs.json", RECORD)
     }
 
 
