@@ -639,11 +639,13 @@ def curation_config(
     # split, so raw would lose its most duplicated clusters whole (measured on the demo: 5,277
     # documents, 14% of raw's tokens, and 99 of 100 copies of most canaries) -- a dedup of its own
     # that would hide what dedup does. The experiment's measure is the fixed held-out sets, kept out
-    # of every pool by ``exclude``; a variant's own validation loss is reported, never compared.
+    # of every pool by ``exclude``; a variant's own validation loss is reported, never compared, so
+    # its split keeps to the fraction (no per-group minimum taken out of a small group's training).
     config["mix"] = {
         "group_by": list(experiment.group_by),
         "validation_fraction": experiment.validation_fraction,
         "validation_max_docs": 500,
+        "validation_min_docs": 0,
         "decontaminate": False,
         "exclude": [str(p) for p in exclude],
         "mixtures": mixtures,
