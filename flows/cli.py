@@ -225,6 +225,24 @@ def _checked_output(name: str, value, folder: bool, local: str | None = None):
         _fail(f"{name}: {error}")
 
 
+def _claimed(name: str, folder, what: str):
+    """``folder`` taken for the command to write in (pipeline.io.owner.claim): new, empty, or one
+    an earlier run of it wrote; a folder of other files is one error line."""
+    from pipeline.io.owner import ForeignFolderError, claim
+
+    try:
+        return claim(folder, what)
+    except ForeignFolderError as error:
+        _fail(f"{name}: {error}")
+
+
+def _replaceable(name: str, path, force: bool) -> None:
+    """A file the command writes replaces one that is there only with --force: the command cannot
+    tell its own earlier output from a user's file of that name."""
+    if path is not None and path.exists() and not force:
+        _fail(f"{name}: {path} exists; pass --force to replace it, or name another file")
+
+
 RunnerOption = typer.Option(
     "local", "--runner", help="where tasks run: local (threads), processes, dask, or ray (pip install -e '.[ray]')"
 )
@@ -512,6 +530,7 @@ def train_quality(
         langs = langs if any(langs) else None
     else:
         _fail("train-quality: pass --demo-corpus DIR, or --run-dir with --positive and --negative sources")
+    _claimed("OUT", out, "quality classifier")
     summary = train_quality_classifier(positives, negatives, out, seed=seed, langs=langs)
     held = summary["held_out"]
     _say(
@@ -548,8 +567,7 @@ def calibrate(
     from pipeline.stages.calibrate import calibrate_run
     from pipeline.stages.run import NotARunError
 
-    if out is not None and out.exists() and not force:
-        _fail(f"--out: {out} exists; pass --force to replace it, or name another file")
+    _replaceable("--out", out, force)
     with _failing_on(ConfigError, NotARunError):
         settings = load_config(config) if config is not None else None
         found = calibrate_run(run_dir, reference or None, stage, english, min_docs, settings)
@@ -589,6 +607,7 @@ def train_tokenizer_command(
     sample_docs: int = typer.Option(50_000, min=1, help="documents sampled from the run"),
     stage: str | None = typer.Option(None, help="stage to sample [default: the run's last stage]"),
     seed: int = typer.Option(0, help="random seed of the sample"),
+    force: bool = typer.Option(False, help="replace OUT if it is a .json file that exists"),
 ) -> None:
     """Train a tokenizer on a seeded sample of a run's curated documents."""
     import polars as pl
@@ -597,7 +616,10 @@ def train_tokenizer_command(
     from pipeline.stages.registry import document_stages
     from pipeline.tokenizer import train_tokenizer
 
-    _checked_output("OUT", out, folder=out.suffix != ".json")
+    folder = out.suffix != ".json"
+    _checked_output("OUT", out, folder=folder)
+    if not folder:
+        _replaceable("OUT", out, force)
     if kind not in ("bpe", "wordpiece"):
         _fail(f"--kind: {kind!r} is not a tokenizer kind; use bpe or wordpiece")
     manifest = run_dir / "manifest.json"
@@ -610,9 +632,9 @@ def train_tokenizer_command(
         _fail(f"--stage: no documents in {run_dir / stage / 'docs'}; pick one of {', '.join(stages)}")
     docs = pl.scan_parquet(files).select("id", "text").collect()
     sample = docs.sample(n=min(sample_docs, docs.height), seed=seed).sort("id")
-    path = train_tokenizer(
-        sample["text"], out / "tokenizer.json" if out.suffix != ".json" else out, kind=kind, vocab_size=vocab_size
-    )
+    if folder:
+        _claimed("OUT", out, "tokenizer")
+    path = train_tokenizer(sample["text"], out / "tokenizer.json" if folder else out, kind=kind, vocab_size=vocab_size)
     _say(
         stdout,
         f"{kind} tokenizer, {vocab_size} tokens, trained on {sample.height} documents of stage {stage}: "
@@ -737,6 +759,7 @@ def evaluate(
         parser=_output("--json", folder=False),
         help="also write the results as JSON here (a local path or a URL)",
     ),
+    force: bool = typer.Option(False, help="replace --json if it exists"),
     device: str = typer.Option("cpu", help="cpu, cuda, mps"),
     batch: int = typer.Option(32, min=1, help="choices scored at a time"),
 ) -> None:
@@ -749,6 +772,7 @@ def evaluate(
     from trainer.checkpoints import CheckpointError
     from trainer.likelihood import ChoiceScoringError, evaluate_checkpoint
 
+    _replaceable("--json", json_out, force)  # before any scoring
     yamls = [path for path in tasks if path.suffix in (".yaml", ".yml")]
     items = [path for path in tasks if path not in yamls]
     results: dict = {}

@@ -1,0 +1,90 @@
+"""Outputs of train-quality, train-tokenizer, calibrate and eval: a folder is written only when it
+is new, empty or one the same command wrote before (pipeline.io.owner.claim); a named file that
+exists is replaced only with --force. A user's file is never overwritten."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A run with a lang and a filter stage of 80 English documents of two sources."""
+    root = tmp_path_factory.mktemp("owned") / "run"
+    news = [f"The minister said the budget would rise by {i} percent next year, after long talks." for i in range(40)]
+    spam = [f"cheap pills buy now best price {i} cheap pills click here free free free" for i in range(40)]
+    frame = pl.DataFrame(
+        {"id": [f"d{i:02d}" for i in range(80)], "text": news + spam, "source": ["news"] * 40 + ["web"] * 40}
+    ).with_columns(lang=pl.lit("en"))
+    for stage in ("lang", "filter"):
+        (root / stage / "docs").mkdir(parents=True)
+        frame.write_parquet(root / stage / "docs" / "a.parquet")
+    (root / "manifest.json").write_text(json.dumps({"stages": {"source": {}, "lang": {}, "filter": {}}}))
+    return root
+
+
+def curate(*args: str):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def refused(result, says: str) -> None:
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], result.output
+
+
+def train_quality(run, out):
+    return curate("train-quality", out, "--run-dir", run, "--positive", "news", "--negative", "web")
+
+
+def test_train_quality_refuses_a_folder_of_a_users_files_and_reruns_into_its_own(run, tmp_path):
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "quality.json").write_text("mine")
+    refused(train_quality(run, out), "holds files curate did not write (quality.json)")
+    assert (out / "quality.json").read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["quality.json"]
+
+    mine = tmp_path / "mine"
+    for _ in range(2):  # a rerun into the folder the first run wrote
+        result = train_quality(run, mine)
+        assert result.exit_code == 0, result.output
+    assert json.loads((mine / "quality.json").read_text())["counts"]["positives"] == 40
+
+
+def test_train_tokenizer_refuses_a_users_folder_or_file_and_reruns_into_its_own(run, tmp_path):
+    out = tmp_path / "tok"
+    out.mkdir()
+    (out / "tokenizer.json").write_text("mine")
+    refused(
+        curate("train-tokenizer", run, out, "--vocab-size", 300), "holds files curate did not write (tokenizer.json)"
+    )
+    assert (out / "tokenizer.json").read_text() == "mine"
+
+    mine = tmp_path / "mine"
+    for _ in range(2):
+        result = curate("train-tokenizer", run, mine, "--vocab-size", 300)
+        assert result.exit_code == 0, result.output
+
+    named = tmp_path / "named.json"
+    named.write_text("mine")
+    refused(curate("train-tokenizer", run, named, "--vocab-size", 300), "named.json exists; pass --force")
+    assert named.read_text() == "mine"
+    result = curate("train-tokenizer", run, named, "--vocab-size", 300, "--force")
+    assert result.exit_code == 0, result.output
+    assert json.loads(named.read_text())["model"]["type"] == "BPE"
+
+
+def test_eval_json_refuses_an_existing_file_before_scoring_unless_forced(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text("mine")
+    # Neither the checkpoint nor the items exist: --json is checked first.
+    refused(curate("eval", tmp_path / "no-train", "--tasks", tmp_path / "no.jsonl", "--json", results), "--force")
+    forced = curate("eval", tmp_path / "no-train", "--tasks", tmp_path / "no.jsonl", "--json", results, "--force")
+    assert forced.exit_code == 2 and "--json" not in forced.output, forced.output
+    assert results.read_text() == "mine"
