@@ -482,7 +482,9 @@ def _run_training_texts(
     """Positives and negatives from a run's documents by source (and the negatives' languages)."""
     import polars as pl
 
-    files = sorted((run_dir / stage / "docs").glob("*.parquet"))
+    from pipeline.io.storage import parquet_files
+
+    files = parquet_files(run_dir / stage / "docs")
     if not files:
         _fail(f"--run-dir: no documents in {run_dir / stage / 'docs'}; run `curate run` first or pick --stage")
     docs = pl.scan_parquet(files)
@@ -612,6 +614,7 @@ def train_tokenizer_command(
     """Train a tokenizer on a seeded sample of a run's curated documents."""
     import polars as pl
 
+    from pipeline.io.storage import parquet_files
     from pipeline.io.writer import read_json
     from pipeline.stages.registry import document_stages
     from pipeline.tokenizer import train_tokenizer
@@ -627,7 +630,7 @@ def train_tokenizer_command(
         _fail(f"run_dir: no manifest.json in {run_dir}; pass the run directory of `curate run`")
     stages = document_stages(read_json(manifest)["stages"])
     stage = stage or stages[-1]
-    files = sorted((run_dir / stage / "docs").glob("*.parquet"))
+    files = parquet_files(run_dir / stage / "docs")
     if not files:
         _fail(f"--stage: no documents in {run_dir / stage / 'docs'}; pick one of {', '.join(stages)}")
     docs = pl.scan_parquet(files).select("id", "text").collect()

@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from pipeline.dedup.normalize import combine_word_hashes, word_hashes
 from pipeline.formats.step import FilterOutput, Rule
-from pipeline.io.storage import as_path, is_path, read_parquet, read_table
+from pipeline.io.storage import as_path, is_path, parquet_files, read_parquet, read_table
 from pipeline.io.writer import write_parquet
 
 DEFAULT_MAX_DOCS = 10
@@ -103,7 +103,7 @@ def frequent_lines(partition_path: Path | Iterable[Path], max_docs: int = DEFAUL
     or a list of files) that appear in more than ``max_docs`` documents in all."""
     if is_path(partition_path):
         path = as_path(partition_path)
-        files = sorted(p for p in path.glob("*.parquet") if not p.name.startswith(".")) if path.is_dir() else [path]
+        files = parquet_files(path) if path.is_dir() else [path]
     else:
         files = [as_path(p) for p in partition_path]
     if not files:

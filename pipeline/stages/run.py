@@ -211,7 +211,7 @@ class RunFiles:
         stage, the rules by name)."""
         found = {}
         for stage in self.stages:
-            files = sorted((self.root / stage / "removed").glob("*.parquet"))
+            files = parquet_files(self.root / stage / "removed")
             if files:
                 rules = scan_parquet(files).select(pl.col("rule").unique()).collect()["rule"]
                 found.update(dict.fromkeys(sorted(rules.drop_nulls().to_list()), stage))

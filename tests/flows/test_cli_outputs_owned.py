@@ -88,3 +88,23 @@ def test_eval_json_refuses_an_existing_file_before_scoring_unless_forced(tmp_pat
     forced = curate("eval", tmp_path / "no-train", "--tasks", tmp_path / "no.jsonl", "--json", results, "--force")
     assert forced.exit_code == 2 and "--json" not in forced.output, forced.output
     assert results.read_text() == "mine"
+
+
+def test_stage_listings_read_only_parquet_files_not_a_folder_or_link_so_named(run, tmp_path):
+    from types import SimpleNamespace
+
+    from experiment.prepare import final_documents
+
+    copy = tmp_path / "run"
+    for stage in ("lang", "filter"):
+        (copy / stage / "docs").mkdir(parents=True)
+        (copy / stage / "docs" / "a.parquet").symlink_to(run / stage / "docs" / "a.parquet")
+        (copy / stage / "docs" / "notes.parquet").mkdir()  # a user's folder, with a backup in it
+        (copy / stage / "docs" / "notes.parquet" / "backup.parquet").symlink_to(run / stage / "docs" / "a.parquet")
+        (copy / stage / "docs" / "more.parquet").symlink_to(copy / stage / "docs" / "notes.parquet")
+    (copy / "manifest.json").write_text((run / "manifest.json").read_text())
+    result = curate("train-tokenizer", copy, tmp_path / "tok", "--vocab-size", 300)
+    assert result.exit_code == 0 and "trained on 80 documents" in result.output, result.output
+    result = train_quality(copy, tmp_path / "model")
+    assert result.exit_code == 0, result.output
+    assert final_documents(SimpleNamespace(run_dir=copy)).height == 80
