@@ -37,6 +37,7 @@ from pipeline.formats.configfile import ConfigError, validate_model
 from pipeline.formats.documents import LICENCE, QUARANTINE_SCHEMA, UNKNOWN
 from pipeline.formats.step import empty_removed
 from pipeline.io.owner import claim, note_written, remove_written
+from pipeline.io.storage import output_location
 from pipeline.stages.dedup import deduplicate_shards
 from pipeline.stages.registry import filter_settings_step, last_document_stage
 from pipeline.stages.run import RunFiles, UnknownRule
@@ -198,7 +199,8 @@ def dedup_documents(
     ``settings`` is the run's ``[dedup]`` table as a dict (``threshold``, ``ngram``, ``keep``, ...), a
     RunConfig, or None for the defaults. The stage's files go to ``work_dir`` (a temporary folder
     when None, removed after): a new or empty folder, or one an earlier call wrote; a folder of
-    other files raises ``ValueError`` (``pipeline.io.owner.ForeignFolderError``).
+    other files raises ``ValueError`` (``pipeline.io.owner.ForeignFolderError``), and so does a
+    URL (``pipeline.io.storage.LocationError``): the work files are kept on this machine.
 
     Example::
 
@@ -211,7 +213,9 @@ def dedup_documents(
     if work_dir is None:
         with tempfile.TemporaryDirectory(prefix="curate-dedup-") as folder:
             return _dedup(docs, added, settings, Path(folder))
-    return _dedup(docs, added, settings, Path(work_dir))
+    # Path(work_dir) would make memory://b/w the local folder memory:/b/w.
+    local = "dedup_documents keeps its work files on this machine; give a local folder, or none for a temporary one"
+    return _dedup(docs, added, settings, output_location(work_dir, folder=True, local=local))
 
 
 def _dedup(docs: pl.DataFrame, added: list[str], settings: DedupConfig, work: Path) -> Outcome:

@@ -159,6 +159,16 @@ def test_dedup_documents_writes_only_into_a_work_dir_of_its_own(tmp_path):
     assert (again / "notes.txt").read_text() == "mine"
 
 
+def test_dedup_documents_refuses_a_url_work_dir_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where memory://b/w taken for a local path would land
+    docs = pl.DataFrame({"id": ["a", "b"], "text": [HARBOUR, HARBOUR]})
+    with pytest.raises(ValueError, match=r"^memory://b/w is a URL; dedup_documents keeps its work files on this"):
+        dedup_documents(docs, work_dir="memory://b/w")
+    assert list(tmp_path.iterdir()) == []
+    kept, _ = dedup_documents(docs, work_dir=f"file://{tmp_path}/w")  # a file URL is this machine's folder
+    assert kept["id"].to_list() == ["a"] and (tmp_path / "w" / "documents.parquet").is_file()
+
+
 def test_read_run_gives_counts_quarantine_and_curated_documents(tmp_path):
     records = [{"id": f"n{i}", "text": f"{HARBOUR} Number {i}."} for i in range(5)]
     write_jsonl(tmp_path / "books" / "a.jsonl", [*records, '{"broken'])
