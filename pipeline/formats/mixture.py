@@ -32,7 +32,7 @@ from pipeline.formats.names import group_file_stem
 from pipeline.formats.nanogpt import write_meta_pkl
 from pipeline.formats.tokens import export_bin, file_sha256, load_tokenizer
 from pipeline.io.owner import ForeignFolderError, claim, remove_written
-from pipeline.io.storage import as_path, is_local, output_location
+from pipeline.io.storage import LocationError, as_path, is_file, is_local, output_location
 from pipeline.io.writer import atomic_path
 
 MIXTURE_FORMAT = "curate.mixture/1"
@@ -105,7 +105,11 @@ def read_manifest(folder: Path) -> dict:
     names inside the folder, and the tokenizer file present. A failure raises
     :class:`MixtureError` with one line."""
     path = folder / MANIFEST_FILE
-    if not path.is_file():
+    try:
+        found = is_file(path, str(folder))
+    except LocationError as error:
+        raise MixtureError(str(error)) from None
+    if not found:
         raise MixtureError(
             f"no {MANIFEST_FILE} in {folder}; point at a folder the mix stage wrote (<run_dir>/mix/<mixture>)"
         )

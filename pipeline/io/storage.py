@@ -186,6 +186,17 @@ def _check_writable(path: UPath, shown: str) -> None:
         raise LocationError(f"{shown}: the {path.protocol}:// file system is read-only; give {_WRITABLE}")
 
 
+def is_file(path: AnyPath, shown: str | None = None) -> bool:
+    """Whether ``path`` is a file; a :class:`LocationError` naming ``shown`` (default: the path)
+    when its file system cannot be opened at all: an archive that is not there or is no archive,
+    a bucket that refuses the request."""
+    try:
+        return path.is_file()
+    except Exception as error:  # whatever the file system's package raises, as one line
+        why = f"{type(error).__name__}: {error}".replace("\n", " ")
+        raise LocationError(f"{shown or path} cannot be opened ({why}); give a location that exists") from None
+
+
 def arrow_filesystem(path: str | os.PathLike | UPath) -> tuple[pafs.FileSystem, str]:
     """The pyarrow file system ``path`` is on and the path within it: pyarrow's local file system
     and the absolute path, or fsspec's file system wrapped for pyarrow and the path without its

@@ -19,7 +19,7 @@ from pipeline.config import RunConfig
 from pipeline.formats.configfile import ConfigError, validate_model
 from pipeline.formats.documents import REMOVED_SCHEMA, RunLayout
 from pipeline.formats.mixture import MANIFEST_FILE, PLAN_FILE
-from pipeline.io.storage import as_path, parquet_file, parquet_files, read_parquet, scan_parquet
+from pipeline.io.storage import LocationError, as_path, is_file, parquet_file, parquet_files, read_parquet, scan_parquet
 from pipeline.stages.registry import STAGES, document_stages
 
 # Every stage a run can have, in run order.
@@ -96,7 +96,11 @@ class RunFiles:
     def open(cls, run_dir: str | Path) -> RunFiles:
         root = as_path(run_dir)
         layout = RunLayout(root)
-        if not layout.manifest.is_file():
+        try:
+            found = is_file(layout.manifest, str(run_dir))
+        except LocationError as error:
+            raise NotARunError(str(error)) from None
+        if not found:
             raise NotARunError(f"{str(root)!r} holds no manifest.json; pass the run directory of `curate run`")
         return cls(root, _read_json(layout.manifest))
 

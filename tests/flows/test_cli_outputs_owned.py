@@ -108,3 +108,14 @@ def test_stage_listings_read_only_parquet_files_not_a_folder_or_link_so_named(ru
     result = train_quality(copy, tmp_path / "model")
     assert result.exit_code == 0, result.output
     assert final_documents(SimpleNamespace(run_dir=copy)).height == 80
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["report"], ["calibrate"], ["export", "{tmp}/out"]])
+@pytest.mark.parametrize("where", ["zip://a::memory://missing.zip", "zip://a::{tmp}/not-a.zip"])
+def test_a_location_that_cannot_be_opened_is_one_line(tmp_path, command, where):
+    (tmp_path / "not-a.zip").write_text("no archive")
+    where = where.format(tmp=tmp_path)
+    result = curate(command[0], where, *[arg.format(tmp=tmp_path) for arg in command[1:]])
+    shown = where.replace("memory://", "memory:///")  # as the file system names it
+    refused(result, f"{shown} cannot be opened (")
+    assert not (tmp_path / "out").exists()
