@@ -33,7 +33,7 @@ from pipeline.formats.documents import (
     blank_text,
 )
 from pipeline.formats.ledger import Ledger
-from pipeline.formats.manifest import record_stage
+from pipeline.formats.manifest import record_stage, stage_own_files
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
 from pipeline.io.records import (
@@ -260,9 +260,13 @@ def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: Stag
         if done["files"] == files and REPEATED_IDS not in done:
             return done
 
-    # Outputs of an earlier, different reading of this unit must not outlive it.
-    for stale in [*stage.docs.glob(f"{unit.name}-*.parquet"), *stage.quarantine.glob(f"{unit.name}.parquet")]:
-        stale.unlink()
+    # Outputs of an earlier, different reading of this unit must not outlive it: those the stage
+    # recorded writing, not a person's file whose name begins with the unit's.
+    stale = [*stage.docs.glob(f"{unit.name}-*.parquet"), *stage.quarantine.glob(f"{unit.name}.parquet")]
+    own = stage_own_files(stage.root.parent, stage.root.name) if stale else set()  # a listing: only when needed
+    for path in stale:
+        if path.relative_to(stage.root).as_posix() in own:
+            path.unlink()
     # The readers (pipeline.io, below the config) take this plain set of limits, which has defaults
     # for callers without a run config and a JSON-document limit that no config sets.
     limits = ReadLimits(batch_docs=config.batch_docs, max_doc_bytes=config.max_doc_bytes)
