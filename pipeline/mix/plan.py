@@ -43,6 +43,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.formats.hashing import _U64, seeded_id_hash
+from pipeline.formats.langcodes import language_of
 
 GROUP_SEPARATOR = "/"
 OTHER = "other"
@@ -126,7 +127,8 @@ def assign_groups(
     frame = pl.DataFrame({f"_{i}": part for i, part in enumerate(parts)})
     groups = frame.select(pl.concat_str(frame.columns, separator=GROUP_SEPARATOR).alias("group")).to_series()
     if merge:
-        groups = groups.replace(dict(merge))
+        named = named_groups(merge, groups.unique().to_list(), by, "merge")
+        groups = groups.replace({group: merge[key] for key, group in named.items()})
     if min_share > 0.0 and len(groups):
         if size_column is None:
             sizes = groups.value_counts(name="size")
@@ -138,6 +140,45 @@ def assign_groups(
         if small:
             groups = groups.replace({name: other for name in small})
     return groups.alias("group")
+
+
+def named_groups(keys: Iterable[str], groups: Iterable[str], by: Sequence[str], setting: str) -> dict[str, str]:
+    """The group each of ``keys`` (a config's ``merge`` or ``weights`` keys) names among ``groups``:
+    the group of that name, else the one whose parts a ``by`` of ``lang`` makes name the same
+    language (pipeline.formats.langcodes: ``eng`` and ``news/eng_Latn`` name the groups ``en`` and
+    ``news/en``) and whose other parts are the key's. A key that names no group is left out.
+    ValueError (naming ``setting``) for a key of several groups, and for two keys of one group."""
+    groups = list(groups)
+    found: dict[str, str] = {}
+    for key in keys:
+        if key in groups:
+            found[key] = key
+            continue
+        parts = key.split(GROUP_SEPARATOR)
+        matches = [group for group in groups if _same_group(parts, group.split(GROUP_SEPARATOR), by)]
+        if len(matches) > 1:
+            raise ValueError(
+                f"mix {setting}: {key!r} names the groups {matches} (one language in several spellings); "
+                "name one of them as it is written"
+            )
+        if matches:
+            found[key] = matches[0]
+    by_group: dict[str, str] = {}
+    for key, group in found.items():
+        if group in by_group:
+            raise ValueError(
+                f"mix {setting}: {by_group[group]!r} and {key!r} name one group ({group!r}); keep one of them"
+            )
+        by_group[group] = key
+    return found
+
+
+def _same_group(key: list[str], group: list[str], by: Sequence[str]) -> bool:
+    if len(key) != len(group) or len(group) != len(by):
+        return False
+    return all(
+        k == g or (column == "lang" and language_of(k) == language_of(g)) for k, g, column in zip(key, group, by)
+    )
 
 
 def small_groups(sizes: Mapping[str, int | float], min_share: float) -> list[str]:
@@ -216,7 +257,7 @@ def temperature_weights(sizes: Mapping[str, int | float], temperature: float) ->
 
 
 def explicit_weights(
-    weights: Mapping[str, float], groups: Iterable[str], default: float | None = None
+    weights: Mapping[str, float], groups: Iterable[str], default: float | None = None, by: Sequence[str] = ()
 ) -> dict[str, float]:
     """Weights given in the config, checked against the groups and normalized to sum to 1.
 
@@ -224,9 +265,12 @@ def explicit_weights(
     (``default=None`` makes a missing group an error). A weight of 0 leaves a group out of the
     mixture. A name in ``weights`` that is not a group, a negative or non-finite weight, or weights
     that are all 0 raise ValueError with the group's name and the fix. The result has the order of
-    ``groups``."""
+    ``groups``. With ``by`` (the columns that made the groups), a name whose language part is
+    another code of a group's language names that group (:func:`named_groups`)."""
     groups = list(groups)
     known = set(groups)
+    named = named_groups(weights, groups, by, "weights")
+    weights = {named.get(name, name): weight for name, weight in weights.items()}
     for name, weight in weights.items():
         if name not in known:
             raise ValueError(

@@ -92,7 +92,8 @@ def group_documents(scan: pl.DataFrame, by: Sequence[str], merge: Mapping[str, s
     try:
         return assign_groups(scan, by, merge)
     except ValueError as error:
-        raise ConfigError(f"mix.group_by: {error}") from None
+        said = str(error)  # named_groups names the setting (mix merge) itself
+        raise ConfigError(said if said.startswith("mix ") else f"mix.group_by: {said}") from None
 
 
 def group_tokens(frame: pl.DataFrame, group: str = "group") -> dict[str, int]:

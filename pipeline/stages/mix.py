@@ -305,10 +305,10 @@ def _pieces(rows: pl.DataFrame, token_paths: list[Path]) -> list[tuple[Path, np.
     ]
 
 
-def _weights(mixture: MixtureConfig, sizes: dict[str, int]) -> dict[str, float]:
+def _weights(mixture: MixtureConfig, sizes: dict[str, int], by: list[str]) -> dict[str, float]:
     try:
         if mixture.weights is not None:
-            return explicit_weights(mixture.weights, sizes, mixture.default_weight)
+            return explicit_weights(mixture.weights, sizes, mixture.default_weight, by)
         return temperature_weights(sizes, mixture.temperature or 1.0)
     except ValueError as error:
         raise ConfigError(f"mix.mixtures[{mixture.name}]: {error}") from None
@@ -472,12 +472,12 @@ def pool_licences(pool: dict) -> dict[str, dict[str, dict[str, int]]]:
     return {licence: dict(sorted(found[licence].items())) for licence in sorted(found)}
 
 
-def _plan_mixture(mixture: MixtureConfig, by_group: dict) -> tuple[EpochCaps | None, dict[str, int]]:
+def _plan_mixture(mixture: MixtureConfig, by_group: dict, by: list[str]) -> tuple[EpochCaps | None, dict[str, int]]:
     """A mixture's epoch caps over the training tokens per group (None when there are none)."""
     sizes = {g: sides["train"]["tokens"] for g, sides in sorted(by_group.items()) if "train" in sides}
     if not sum(sizes.values()):
         return None, sizes
-    weights = _weights(mixture, sizes)
+    weights = _weights(mixture, sizes, by)
     return cap_epochs(weights, sizes, mixture.budget_tokens or sum(sizes.values()), mixture.max_epochs), sizes
 
 
@@ -1091,7 +1091,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     histogram = sum_histograms([side["histogram"] for side in sides])
     _write_removed(sides, causes, settings.contamination_threshold, stage.removed)
 
-    planned = {m.name: _plan_mixture(m, counts["groups"]) for m in settings.mixtures}
+    planned = {m.name: _plan_mixture(m, counts["groups"], settings.group_by) for m in settings.mixtures}
     layers = _plan_layers(run_units, planned, histogram, pool, config.seed)
     for mixture in settings.mixtures:
         (stage.root / mixture.name).mkdir(parents=True, exist_ok=True)

@@ -125,6 +125,27 @@ def test_assign_groups_names_and_merges():
     assert by_tokens.to_list() == ["rest"] * 8 + ["sw", "rest"]
 
 
+def test_merge_and_weights_keys_name_a_language_group_by_any_code_of_it():
+    from pipeline.formats.configfile import ConfigError
+    from pipeline.mix.shards import group_documents
+
+    docs = pl.DataFrame({"id": ["1", "2", "3"], "source": ["news", "news", "web"], "lang": ["en", "de", "en"]})
+    # eng, eng_Latn and deu name the groups of en and de (the lang stage's codes): not ignored
+    merged = assign_groups(docs, ["source", "lang"], merge={"news/eng_Latn": "news/english", "web/eng": "x"})
+    assert merged.to_list() == ["news/english", "news/de", "x"]
+    assert assign_groups(docs, ["lang"], merge={"deu": "german"}).to_list() == ["en", "german", "en"]
+    assert explicit_weights({"eng": 3, "de_DE": 1}, ["en", "de"], by=["lang"]) == {"en": 0.75, "de": 0.25}
+    # a source is no language: a source named en is not the group of the key eng
+    with pytest.raises(ValueError, match=r"unknown group 'eng'; the groups are \['de', 'en'\]"):
+        explicit_weights({"eng": 1}, ["en", "de"], by=["source"])
+    with pytest.raises(ValueError, match=r"mix weights: 'en' and 'eng' name one group \('en'\); keep one"):
+        explicit_weights({"en": 1, "eng": 1}, ["en"], by=["lang"])
+    with pytest.raises(ValueError, match=r"'zh' names the groups \['zho_Hans', 'zho_Hant'\].*as it is written"):
+        explicit_weights({"zh": 1}, ["zho_Hans", "zho_Hant"], by=["lang"])
+    with pytest.raises(ConfigError, match=r"^mix merge: 'en' and 'eng' name one group \('en'\)"):
+        group_documents(docs, ["lang"], {"en": "a", "eng": "b"})
+
+
 def test_assign_groups_errors():
     docs = pl.DataFrame({"id": ["1", "2"], "source": ["a/b", "c"], "lang": ["en", "en"]})
     with pytest.raises(ValueError, match="contains '/'"):
