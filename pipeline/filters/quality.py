@@ -80,6 +80,7 @@ import polars as pl
 
 from pipeline.filters.params import Fraction, Share
 from pipeline.formats.step import FilterOutput, Rule
+from pipeline.io.owner import has_record, written_files
 from pipeline.io.quiet import quiet_stderr
 from pipeline.io.warc import read_warc
 from pipeline.io.writer import atomic_path, read_json, write_json
@@ -406,7 +407,8 @@ def _save_model(model, out_dir: Path, quantize: bool) -> str:
     with atomic_path(out_dir / model_name) as tmp_model:
         model.save_model(str(tmp_model))
     stale = out_dir / (MODEL_BIN if quantize else MODEL_FTZ)
-    stale.unlink(missing_ok=True)
+    if not has_record(out_dir) or stale.name in written_files(out_dir):  # in a claimed folder: ours only
+        stale.unlink(missing_ok=True)
     return model_name
 
 

@@ -55,6 +55,9 @@ def test_train_quality_refuses_a_folder_of_a_users_files_and_reruns_into_its_own
         result = train_quality(run, mine)
         assert result.exit_code == 0, result.output
     assert json.loads((mine / "quality.json").read_text())["counts"]["positives"] == 40
+    (mine / "quality.ftz").write_text("mine")  # the other model file's name, put there since
+    assert train_quality(run, mine).exit_code == 0
+    assert (mine / "quality.ftz").read_text() == "mine"
 
 
 def test_train_tokenizer_refuses_a_users_folder_or_file_and_reruns_into_its_own(run, tmp_path):
