@@ -49,7 +49,8 @@ italiano:it portuguese:pt portugues:pt dutch:nl nederlands:nl flemish:nl russian
 mandarin:zh japanese:ja korean:ko arabic:ar hindi:hi bengali:bn bangla:bn urdu:ur persian:fa farsi:fa
 turkish:tr polish:pl polski:pl ukrainian:uk czech:cs slovak:sk slovenian:sl slovene:sl croatian:hr
 serbian:sr bosnian:bs bulgarian:bg romanian:ro hungarian:hu magyar:hu greek:el swedish:sv svenska:sv
-norwegian:no danish:da dansk:da finnish:fi suomi:fi estonian:et latvian:lv lithuanian:lt icelandic:is
+norwegian:no norsk:no bokmal:no nynorsk:nn danish:da dansk:da finnish:fi suomi:fi estonian:et
+latvian:lv lithuanian:lt icelandic:is
 irish:ga welsh:cy scottish:gd gaelic:gd breton:br basque:eu catalan:ca galician:gl hebrew:he
 yiddish:yi thai:th lao:lo khmer:km burmese:my vietnamese:vi indonesian:id malay:ms tagalog:tl
 filipino:tl swahili:sw somali:so amharic:am tamil:ta telugu:te kannada:kn malayalam:ml marathi:mr
@@ -219,16 +220,23 @@ zu:zul""".split()
 )
 # Other three-letter codes of a two-letter language: ISO 639-2/B codes, and the individual
 # languages that language-ID models (GlotLID, OpenLID) label for a macrolanguage (Mandarin for
-# Chinese, Standard Arabic, Iranian Persian, ...). Cantonese (yue) and Wu (wuu) stay themselves.
+# Chinese, Standard Arabic, Iranian Persian, Norwegian Bokmal, ...). Cantonese (yue), Wu (wuu),
+# Norwegian Nynorsk (nno: lid.176's nn) and South Azerbaijani (azb) stay themselves; so do
+# lid.176's Wikipedia codes (als: Alemannic there, sh: Serbo-Croatian, bh: Bihari).
 THREE_LETTER_ALIASES: dict[str, str] = dict(
     pair.split(":")
     for pair in """
 alb:sq arm:hy baq:eu bur:my chi:zh cze:cs dut:nl fre:fr geo:ka ger:de gre:el ice:is mac:mk mao:mi
-may:ms per:fa rum:ro slo:sk tib:bo wel:cy cmn:zh arb:ar pes:fa prs:fa zsm:ms ekk:et lvs:lv swh:sw
-plt:mg uzn:uz azj:az khk:mn npi:ne ory:or pbt:ps gaz:om quy:qu ydd:yi kmr:ku ayr:ay gug:gn fil:tl
+may:ms per:fa rum:ro slo:sk tib:bo wel:cy cmn:zh arb:ar pes:fa prs:fa zsm:ms zlm:ms ekk:et lvs:lv
+swh:sw plt:mg uzn:uz azj:az khk:mn npi:ne ory:or pbt:ps gaz:om quy:qu ydd:yi kmr:ku ayr:ay gug:gn
+fil:tl nob:no kpv:kv
 """.split()
 )
-_TO_TWO_LETTERS = {three: two for two, three in ISO639_1_TO_3.items()} | THREE_LETTER_ALIASES
+# Two-letter codes of a language lid.176 names by another: Norwegian Bokmal (lid.176's "no" is
+# Norwegian Wikipedia, written in Bokmal), and the withdrawn ISO 639-1 codes of Hebrew, Indonesian,
+# Yiddish, Javanese and Moldavian.
+TWO_LETTER_ALIASES: dict[str, str] = {"nb": "no", "iw": "he", "in": "id", "ji": "yi", "jw": "jv", "mo": "ro"}
+_TO_TWO_LETTERS = {three: two for two, three in ISO639_1_TO_3.items()} | THREE_LETTER_ALIASES | TWO_LETTER_ALIASES
 _LANG_CODE = re.compile(r"^([A-Za-z]{2,3})(?:[-_]([A-Za-z0-9]+))*$")
 
 

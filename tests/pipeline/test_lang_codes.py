@@ -160,3 +160,66 @@ def test_the_experiments_high_resource_languages_are_codes_matched_by_language()
     metrics = language_metrics(documents, ["eng"])  # lid.176 labels English "en"
     assert metrics["lang_bpb/high-resource"] == pytest.approx(metrics["lang_bpb/en"])
     assert metrics["lang_bpb/low-resource"] == pytest.approx(metrics["lang_bpb/sw"])
+
+
+# Individual languages GlotLID and OpenLID label where lid.176 labels the macrolanguage (or another
+# code): each names lid.176's language.
+INDIVIDUAL_CODES = {
+    "nb": "no",
+    "nob": "no",
+    "nob_Latn": "no",
+    "nor": "no",
+    "nn": "nn",
+    "nno_Latn": "nn",
+    "arb_Arab": "ar",
+    "cmn_Hani": "zh",
+    "pes_Arab": "fa",
+    "prs_Arab": "fa",
+    "zsm_Latn": "ms",
+    "zlm_Latn": "ms",
+    "ekk_Latn": "et",
+    "lvs_Latn": "lv",
+    "swh_Latn": "sw",
+    "uzn_Latn": "uz",
+    "azj_Latn": "az",
+    "azb_Arab": "azb",
+    "khk_Cyrl": "mn",
+    "npi_Deva": "ne",
+    "ory_Orya": "or",
+    "pbt_Arab": "ps",
+    "quy_Latn": "qu",
+    "ydd_Hebr": "yi",
+    "kmr_Latn": "ku",
+    "ckb_Arab": "ckb",
+    "plt_Latn": "mg",
+    "gug_Latn": "gn",
+    "kpv_Cyrl": "kv",
+    "iw": "he",
+    "in": "id",
+    "ji": "yi",
+    "jw": "jv",
+    "mo": "ro",
+}
+
+
+@pytest.mark.parametrize("code, language", sorted(INDIVIDUAL_CODES.items()))
+def test_individual_languages_name_the_language_lid176_gives(code, language):
+    from pipeline.formats.langcodes import LID176_LABELS, check_model_codes, parse_lang
+
+    assert parse_lang(code)[0] == language
+    assert language in LID176_LABELS
+    check_model_codes([code], "lang.keep", LID176_LABELS, "lid.176.ftz")
+
+
+@pytest.mark.parametrize("label", ["als", "sh", "bh", "no", "nn", "azb", "arz", "pnb"])
+def test_lid176s_own_labels_stay_themselves(label):
+    # lid.176 labels by Wikipedia's codes: als is Alemannic there, not ISO's Tosk Albanian.
+    from pipeline.formats.langcodes import parse_lang
+
+    assert parse_lang(label)[0] == label
+
+
+def test_norwegian_bokmal_is_kept_as_lid176s_norwegian(tmp_path):
+    parse_config(config(tmp_path, lang={"keep": ["nb", "nn"]}, filter={"by_lang": {"nob": {}}}))
+    message = error_of(config(tmp_path, lang={"keep": ["nb", "no"]}))
+    assert message == "lang.keep: 'nb' and 'no' name one language (no); keep one of them"
