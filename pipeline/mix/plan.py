@@ -209,9 +209,9 @@ def _is_number(value) -> bool:
 
 
 def _check_tokens(tokens: pl.Series, where: str) -> None:
-    if tokens.null_count():
+    if missing := tokens.null_count():
         raise ValueError(
-            f"{where}: {tokens.null_count()} documents have no token count; "
+            f"{where}: {_counted(missing, 'document')} {'has' if missing == 1 else 'have'} no token count; "
             "count their tokens (or give every document tokens = 1 to count documents)"
         )
     if len(tokens) and tokens.min() < 0:
@@ -566,9 +566,12 @@ def validation_warning(groups: Mapping[str, Mapping[str, int]], min_docs: int) -
     documents = sum(g["validation_documents"] for g in groups.values())
     tokens = sum(g["validation_tokens"] for g in groups.values())
     if tokens < MIN_VALIDATION_TOKENS:
-        problems.append(f"{documents:,} documents and {tokens:,} tokens in all (under {MIN_VALIDATION_TOKENS:,})")
+        problems.append(
+            f"{_counted(documents, 'document')} and {_counted(tokens, 'token')} in all "
+            f"(under {MIN_VALIDATION_TOKENS:,})"
+        )
     ordered = sorted(groups.items())
-    none = [f"{name} ({g['documents']:,} documents)" for name, g in ordered if not g["validation_documents"]]
+    none = [f"{name} ({_counted(g['documents'], 'document')})" for name, g in ordered if not g["validation_documents"]]
     if none:
         problems.append(f"no held-out text in {', '.join(none)}")
     few = [
@@ -577,13 +580,18 @@ def validation_warning(groups: Mapping[str, Mapping[str, int]], min_docs: int) -
         if 0 < g["validation_documents"] < min_docs
     ]
     if few:
-        problems.append(f"under {min_docs} held-out documents in {', '.join(few)}")
+        problems.append(f"under {_counted(min_docs, 'held-out document')} in {', '.join(few)}")
     if not problems:
         return None
     return (
         f"the validation split is too small to measure: {'; '.join(problems)}; raise mix.validation_fraction "
         "or mix.validation_min_docs, or add documents"
     )
+
+
+def _counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless it is one: ``1 document``, ``1,495 tokens``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _check_split_settings(fraction: float, max_docs: int | None, min_docs: int) -> None:

@@ -540,6 +540,23 @@ def test_validation_warning_names_what_is_too_small():
     assert mix.validation_warning(groups, 10) is None
 
 
+def test_validation_warning_counts_one_in_the_singular():
+    groups = {"de": {"documents": 1, "validation_documents": 1, "validation_tokens": 1}}
+    assert mix.validation_warning(groups, 2) == (
+        "the validation split is too small to measure: 1 document and 1 token in all (under 10,000); "
+        "under 2 held-out documents in de (1 of 1); "
+        "raise mix.validation_fraction or mix.validation_min_docs, or add documents"
+    )
+    groups["en"] = {"documents": 1, "validation_documents": 0, "validation_tokens": 0}
+    assert "no held-out text in en (1 document);" in mix.validation_warning(groups, 1)
+    with pytest.raises(ValueError, match=r"^sample_plan: 1 document has no token count; "):
+        mix.sample_plan(
+            pl.DataFrame({"id": ["a"], "group": ["g"], "tokens": [None]}, schema_overrides={"tokens": pl.Int64}),
+            {"g": 1},
+            0,
+        )
+
+
 def test_split_validation_errors():
     docs = corpus({"en": 10})
     with pytest.raises(ValueError, match="fraction=1.5"):
