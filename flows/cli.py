@@ -289,11 +289,19 @@ def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> 
 
         with _stoppable(say_stopped), display:
             stats = _curate(config, runner or LOCAL, display, verbose and not quiet)
-    from report.console import print_funnel, print_language_warnings, print_licences, print_mixtures, print_sources
+    from report.console import (
+        print_funnel,
+        print_language_warnings,
+        print_licences,
+        print_mixtures,
+        print_sources,
+        print_stage_warnings,
+    )
     from report.inspect import licence_table
 
     print_funnel(stdout, stats)
     print_language_warnings(stdout, stats)
+    print_stage_warnings(stdout, stats)
     if "mix" in stats:
         print_mixtures(stdout, stats["mix"])
     print_licences(stdout, licence_table(stats))

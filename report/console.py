@@ -106,6 +106,16 @@ def print_language_warnings(out: Console, stats: dict[str, dict]) -> None:
         out.print(Text.assemble(("warning:", "yellow"), " ", shown(unfair.line())), highlight=False, soft_wrap=True)
 
 
+def print_stage_warnings(out: Console, stats: dict[str, dict]) -> None:
+    """The ``warnings`` of every stage's stats but the mix stage's (:func:`print_mixtures` prints
+    those), one ``warning:`` line each: stored measurements that were measured again."""
+    for stage, counts in stats.items():
+        if stage == "mix" or not isinstance(counts, dict):
+            continue
+        for line in counts.get("warnings", []):
+            out.print(Text.assemble(("warning:", "yellow"), " ", shown(line)), highlight=False, soft_wrap=True)
+
+
 def print_mixtures(out: Console, stats: dict) -> None:
     """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens;
     then the stage's warnings (a validation split too small to measure)."""

@@ -78,7 +78,8 @@ class UnitAttributes:
     its bytes are those its checksum (``<file>.sha256``, written with it) names, and it has every
     column in ``required`` (set by the stage's step: the columns its filters decide on); the
     stage's step then takes each batch's rows from it (:meth:`rows`) instead of measuring; a file
-    that fails a check is measured again, with a warning. :meth:`close` writes the unit's
+    that fails a check is measured again, with a warning (in the run log and in :attr:`warnings`,
+    which the unit's part record carries to the stage's stats). :meth:`close` writes the unit's
     measurements and their checksum unless every batch was read back."""
 
     def __init__(self, stage: StageDir, in_path: Path, settings: dict):
@@ -90,6 +91,7 @@ class UnitAttributes:
         self.stored: pl.DataFrame | None = None
         self._next = 0
         self._measured = False  # a batch of the unit was not in the stored file
+        self.warnings: list[str] = []
 
     def _measured_from(self) -> dict:
         # the input's contents, not its path: a run folder moved elsewhere keeps its measurements
@@ -99,6 +101,7 @@ class UnitAttributes:
     def open(self, files: list[dict]) -> None:
         """Start the unit whose input has these fingerprints (pipeline.stages.shard.fingerprint)."""
         self.files, self.stored, self._next, self._measured = files, None, 0, False
+        self.warnings = []
         if not self.path.exists():
             return
         try:
@@ -117,7 +120,10 @@ class UnitAttributes:
                 self.stored = stored
                 return
             why = f"lack {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''} (written by another version)"
-        _log.warning("filter: the stored measurements %s %s; measuring its documents again", self.path.name, why)
+        warning = f"filter: the stored measurements {self.path.name} {why}; measuring its documents again"
+        self.warnings.append(warning)
+        # the terminal gets it as a `warning:` line from the stage's stats, at the end of the run
+        _log.warning(warning, extra={"terminal": False})
 
     def _untrusted(self, data: bytes) -> str | None:
         """Why the stored file's bytes ``data`` are not the ones this stage wrote (None: they are)."""

@@ -145,6 +145,9 @@ def shard_unit(
         "counts": dict(sorted(counts.items())),
     }
     write_json(part, part_path)
+    if attributes is not None and attributes.warnings:
+        # this run's, not the record's: a unit skipped on a later run measured nothing again
+        return {**part, "warnings": attributes.warnings}
     return part
 
 
@@ -285,6 +288,7 @@ def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[
     counts: Counter = Counter()
     for part in parts:
         counts.update(part["counts"])
+    warnings = [line for part in parts for line in part.get("warnings", [])]
     stats = {
         **ledger.to_dict(),
         "units": len(parts),
@@ -296,4 +300,6 @@ def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[
     }
     write_json(stats, stage.stats)
     record_stage(config, stage_name, stats)
-    return stats
+    # What happened in this run (stored measurements measured again), printed by the CLI as
+    # `warning:` lines; not in stats.json, which stays that of a fresh run of the config.
+    return {**stats, "warnings": warnings} if warnings else stats

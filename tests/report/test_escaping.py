@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from report.console import print_experiment, print_mixtures, print_sources, say
+from report.console import print_experiment, print_mixtures, print_sources, print_stage_warnings, say
 from report.plots import column_chart, grouped_bars
 from tests.helpers import parse_html
 
@@ -80,3 +80,11 @@ def test_the_experiment_table_prints_its_metrics_and_a_variant_named_with_markup
     assert "held-out bpb" in printed and "junk" in printed and "probe acc @100" in printed
     assert "[full]" in printed and "3.500 ± 0.010" in printed
     assert "[contradicts the expectation] [full] is lower than raw." in printed
+
+
+def test_a_stages_warnings_are_warning_lines():
+    # the filter stage's stored measurements measured again; the mix stage's are print_mixtures'
+    out, buffer = _console()
+    line = "filter: the stored measurements a.parquet have no checksum; measuring its documents again"
+    print_stage_warnings(out, {"lang": {"docs_in": 1}, "filter": {"warnings": [line]}, "mix": {"warnings": ["x"]}})
+    assert buffer.getvalue().splitlines() == [f"warning: {line}"]

@@ -362,16 +362,21 @@ def test_a_re_decide_measures_again_from_stored_measurements_it_cannot_trust(
         stats = curate_in_process(config(tmp_path, corpus, **changed))
     assert f"the stored measurements {path.name} {said}" in caplog.text
     assert "measuring its documents again" in caplog.text
+    # in the run log only: the CLI prints the stage's warnings as `warning:` lines (report.console)
+    assert [r.terminal for r in caplog.records if "stored measurements" in r.getMessage()] == [False]
+    (warning,) = stats["filter"].pop("warnings")
+    assert warning.startswith(f"filter: the stored measurements {path.name} {said}")
     fresh = curate_in_process(config(tmp_path, corpus, run="fresh", **changed))
     assert stats == json.loads(json.dumps(fresh).replace("/fresh/", "/run/"))
     assert stage_outputs(tmp_path / "run") == stage_outputs(tmp_path / "fresh")
     # measured again and stored with its checksum: the next re-decide trusts it without a word
     caplog.clear()
     with caplog.at_level("WARNING"):
-        curate_in_process(
+        again = curate_in_process(
             config(tmp_path, corpus, **_no_tokens(filter={"params": {"c4_quality": {"min_sentences": 1}}}))
         )
     assert "stored measurements" not in caplog.text
+    assert "warnings" not in again["filter"]
 
 
 def test_a_stale_measurements_checksum_goes_with_its_file_and_a_kept_ones_stays(tmp_path):
