@@ -421,10 +421,44 @@ def _expanded_filter_paths(value):
     for name, params in value.items():
         known = name in FILTERS and isinstance(params, dict)
         if known and hasattr(FILTERS[name], "config_params"):
+            _check_entry_names(name, params)
             params = FILTERS[name].config_params(params)
         paths = filter_path_parameters(name) if known else set()
         expanded[name] = {key: expand_path(v) if key in paths else v for key, v in params.items()} if paths else params
     return expanded
+
+
+def _check_entry_names(name: str, params: dict) -> None:
+    """Check each parameter written as the name of one entry of a table parameter (gopher_repetition's
+    ``dup_5gram_char_frac``, size 5 of ``dup_ngram_char_frac``) by the entry's type, so that an error
+    names the key as written. Raises ValueError naming ``<filter>.<key>``."""
+    from pydantic import TypeAdapter
+
+    from pipeline.filters.registry import FILTERS
+
+    hints = _parameter_hints(name)
+    for key, value in params.items():
+        if key in hints:
+            continue
+        try:
+            ((table, entries),) = FILTERS[name].config_params({key: value}).items()
+        except ValueError:
+            continue
+        if table == key or table not in hints or not isinstance(entries, dict) or len(entries) != 1:
+            continue
+        ((size, _),) = entries.items()
+        size_type, entry = _table_types(hints[table])
+        try:
+            TypeAdapter(size_type).validate_python(size, strict=True)
+        except ValidationError as error:
+            problem = error.errors()[0]["msg"].removeprefix("Input ")
+            raise ValueError(
+                f"{name}.{key}: the size {problem}, got {size!r}; give a size within those bounds"
+            ) from None
+        try:
+            TypeAdapter(entry).validate_python(value, strict=True)
+        except ValidationError as error:
+            raise ValueError(_parameter_error(f"{name}.{key}", value, entry, error)) from None
 
 
 def _check_filters(filters: list[str], params: dict[str, dict], where: str) -> None:
@@ -441,6 +475,7 @@ def _check_filters(filters: list[str], params: dict[str, dict], where: str) -> N
     for name, values in params.items():
         allowed = filter_parameters(name)
         types, hints = _parameter_types(name), _parameter_hints(name)
+        defaults = getattr(FILTERS[name], "threshold_maps", {})  # a table parameter's default entries
         for key, value in values.items():
             if key not in allowed:
                 raise ValueError(
@@ -452,21 +487,22 @@ def _check_filters(filters: list[str], params: dict[str, dict], where: str) -> N
                     types[key].validate_python(value, strict=True)
                 except ValidationError as error:
                     at = f"{where}params.{name}.{key}"
-                    raise ValueError(_parameter_error(at, value, hints[key], error)) from None
+                    raise ValueError(_parameter_error(at, value, hints[key], error, defaults.get(key))) from None
 
 
-def _parameter_error(at: str, value, hint, error: ValidationError) -> str:
+def _parameter_error(at: str, value, hint, error: ValidationError, entries: dict | None = None) -> str:
     """One line for a parameter value its filter's type (``hint``) refuses: where (an entry of a
-    table parameter by its key), the problem, what was given and how to write it."""
+    table parameter by its key), the problem, what was given and how to write it (a table
+    parameter's example from its default ``entries``)."""
     first = error.errors()[0]
-    loc, got, form = first["loc"], value, _toml_form(hint)
+    loc, got, form = first["loc"], value, _toml_form(hint, entries)
     on_key = "[key]" in loc
     if isinstance(value, dict) and loc and loc[0] in value:  # an entry of a table parameter
         at, got = f"{at}.{loc[0]}", (loc[0] if on_key else value[loc[0]])
         form = _toml_form(_table_types(hint)[1])
     problem = first["msg"][0].lower() + first["msg"][1:]
     if on_key:
-        fix = f"key each entry as in {_toml_form(hint)}"
+        fix = f"key each entry as in {_toml_form(hint, entries)}"
     elif first["type"].startswith(("greater_than", "less_than")):
         fix = "give a threshold within those bounds"
     else:
@@ -482,9 +518,9 @@ def _table_types(hint) -> tuple:
     return typing.get_args(options[0])
 
 
-def _toml_form(hint) -> str:
+def _toml_form(hint, entries: dict | None = None) -> str:
     """How a value of a filter parameter's type is written in TOML, with an example (the forms
-    docs/config.md lists)."""
+    docs/config.md lists; a table of thresholds by size: two of its default ``entries``)."""
     import typing
     from collections.abc import Mapping, Sequence
 
@@ -506,7 +542,8 @@ def _toml_form(hint) -> str:
         if typing.get_origin(key_type) is typing.Annotated:
             key_type = typing.get_args(key_type)[0]
         if key_type is int:
-            return "a table of thresholds by n-gram size, 2 words or more ({ 5 = 0.15, 6 = 0.14 })"
+            example = ", ".join(f"{n} = {t}" for n, t in list((entries or {5: 0.15, 6: 0.14}).items())[:2])
+            return f"a table of thresholds by n-gram size, 2 words or more ({{ {example} }})"
         return 'a table of word lists by language ({ en = ["the", "and"] })'
     if origin in (Sequence, list, tuple):
         return 'a list of strings in quotes (["•", "-"])'

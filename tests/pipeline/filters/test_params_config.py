@@ -142,10 +142,25 @@ def test_a_languages_ngram_thresholds_go_over_the_stages_size_by_size(tmp_path):
             "filter.params.gopher_repetition.dup_ngram_char_frac.5: input should be a valid number, got '0.2'; "
             "write it as a number without quotes (0.15)",
         ),
-        (
+        (  # the key as written, not the table entry it sets
             'dup_5gram_char_frac = "0.2"',
-            "filter.params.gopher_repetition.dup_ngram_char_frac.5: input should be a valid number, got '0.2'; "
+            "filter.params.gopher_repetition.dup_5gram_char_frac: input should be a valid number, got '0.2'; "
             "write it as a number without quotes (0.15)",
+        ),
+        (
+            "dup_5gram_char_frac = 1.5",
+            "filter.params.gopher_repetition.dup_5gram_char_frac: input should be less than or equal to 1, "
+            "got 1.5; give a threshold within those bounds",
+        ),
+        (  # the example is of the parameter's own sizes (top: 2-4)
+            "top_ngram_char_frac = 0.2",
+            "filter.params.gopher_repetition.top_ngram_char_frac: input should be a valid dictionary, got 0.2; "
+            "write it as a table of thresholds by n-gram size, 2 words or more ({ 2 = 0.2, 3 = 0.18 })",
+        ),
+        (
+            "top_ngram_char_frac = { two = 0.2 }",
+            "top_ngram_char_frac.two: input should be a valid integer, got 'two'; key each entry as in a table "
+            "of thresholds by n-gram size, 2 words or more ({ 2 = 0.2, 3 = 0.18 })",
         ),
         (
             "dup_ngram_char_frac = { 5 = 1.5 }",
@@ -156,7 +171,11 @@ def test_a_languages_ngram_thresholds_go_over_the_stages_size_by_size(tmp_path):
             "dup_ngram_char_frac = { five = 0.2 }",
             "filter.params.gopher_repetition.dup_ngram_char_frac.five: input should be a valid integer, got 'five'",
         ),
-        ("dup_1gram_char_frac = 0.2", "dup_ngram_char_frac.1: input should be greater than or equal to 2, got 1"),
+        (
+            "dup_1gram_char_frac = 0.2",
+            "filter.params.gopher_repetition.dup_1gram_char_frac: the size should be greater than or equal to 2, "
+            "got 1; give a size within those bounds",
+        ),
         (
             "dup_5gram_char_frac = 0.2\ndup_ngram_char_frac = { 5 = 0.3 }",
             "filter.params.gopher_repetition.dup_5gram_char_frac: dup_ngram_char_frac also sets size 5; set it once",
