@@ -862,6 +862,7 @@ class RunConfig(_Strict):
                     f"{did_you_mean(unknown[0], names)}(sources: {', '.join(names)})"
                 )
         _check_file_names(self)
+        _check_weight_names(self)
         return self
 
 
@@ -881,6 +882,24 @@ def _check_file_names(config: RunConfig) -> None:
                 mixture_files(mixture.name, group),
                 f" with the group {shown(group)!r}",
             )
+
+
+def _check_weight_names(config: RunConfig) -> None:
+    """A mixture's weights name groups: where the groups are known before the documents are read
+    (``group_by = ["source"]``: the sources, as ``merge`` renames them), a name that is none of them
+    is refused now rather than after every stage before mix. A language's groups are checked by the
+    mix stage (pipeline.mix.plan.named_groups: ``eng`` names the group ``en``). ValueError, one line."""
+    if not (config.mix.enabled and config.tokenize.enabled) or config.mix.group_by != ["source"]:
+        return
+    groups = config.mix.mixture_groups([source.name for source in config.sources])
+    for index, mixture in enumerate(config.mix.mixtures):
+        unknown = next((name for name in mixture.weights or {} if name not in groups), None)
+        if unknown is None:
+            continue
+        renamed = f" (mix.merge renames it {config.mix.merge[unknown]!r})" if unknown in config.mix.merge else ""
+        near = did_you_mean(unknown, groups)
+        listed = f"{near}(the groups: {', '.join(groups)})" if near else f"the groups are {', '.join(groups)}"
+        raise ValueError(f"mix.mixtures[{index}].weights: unknown group {unknown!r}{renamed}; {listed}")
 
 
 def _is_input(path: Path) -> bool:

@@ -88,8 +88,9 @@ def small_input(tmp_path: Path, docs: int = 60, words: int = 120) -> Path:
 
 
 def unknown_mix_group(tmp_path):
-    config = run_config(tmp_path, small_input(tmp_path), '[[mix.mixtures]]\nname = "main"\nweights = {nosuch = 1.0}\n')
-    return ["run", str(config), "--quiet"], {}
+    # "other" is a group only where min_share makes one: known once the documents are counted
+    mix = '[mix]\nmin_share = 0.5\n[[mix.mixtures]]\nname = "main"\nweights = {other = 1.0}\n'
+    return ["run", str(run_config(tmp_path, small_input(tmp_path), mix)), "--quiet"], {}
 
 
 # A bug, planted: the dedup stage's entry point raises what no user can cause.
@@ -144,7 +145,7 @@ def checkpoint_disk_full(tmp_path):
 # (case, exit code, what the error line says (a regex), whether it names the run log)
 CASES = [
     pytest.param(
-        unknown_mix_group, 2, r"mix\.mixtures\[main\]: mix weights: unknown group 'nosuch'", True, id="mix-weights"
+        unknown_mix_group, 2, r"mix\.mixtures\[main\]: mix weights: unknown group 'other'", True, id="mix-weights"
     ),
     pytest.param(
         bug_in_a_stage,

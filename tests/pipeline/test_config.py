@@ -152,6 +152,46 @@ def test_config_errors_are_one_line_naming_key_problem_and_fix(tmp_path, text, m
     assert message in str(error.value)
 
 
+WEIGHTS = GOOD + GOOD.replace('run_dir = "RUN"\n', "").replace('"web"', '"warc"') + "[mix]\n"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            WEIGHTS + "[[mix.mixtures]]\nweights = { web = 1, wrac = 2 }\n",
+            "mix.mixtures[0].weights: unknown group 'wrac'; did you mean 'warc'? (the groups: web, warc)",
+        ),
+        (
+            WEIGHTS + 'merge = { web = "news" }\n[[mix.mixtures]]\nweights = { web = 1 }\n',
+            "mix.mixtures[0].weights: unknown group 'web' (mix.merge renames it 'news'); the groups are news, warc",
+        ),
+        (
+            WEIGHTS + '[[mix.mixtures]]\nname = "a"\n[[mix.mixtures]]\nname = "b"\nweights = { zzz = 1 }\n',
+            "mix.mixtures[1].weights: unknown group 'zzz'; the groups are web, warc",
+        ),
+    ],
+)
+def test_mix_weights_naming_no_source_group_stop_the_run_before_any_work(tmp_path, text, message):
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path, text))
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    "mix",
+    [
+        "[[mix.mixtures]]\nweights = { web = 1, warc = 0 }\n",
+        'merge = { web = "news" }\n[[mix.mixtures]]\nweights = { news = 1 }\n',
+        "min_share = 0.1\n[[mix.mixtures]]\nweights = { other = 1, warc = 1 }\n",
+        # a language's groups are known once the documents are read: the mix stage checks them
+        'group_by = ["source", "lang"]\n[[mix.mixtures]]\nweights = { "web/en" = 1, "web/xx" = 1 }\n',
+    ],
+)
+def test_mix_weights_that_may_name_a_group_are_taken(tmp_path, mix):
+    load_config(write(tmp_path, WEIGHTS + mix))
+
+
 def test_license_spelt_as_datatrove_hf_and_spdx_spell_it_is_the_licence_key(tmp_path):
     text = GOOD.replace('"jsonl"', '"jsonl"\nlicense_field = "meta.license"\nlicense = "MIT"')
     text += '[filter]\nlicenses = ["MIT"]\nexclude_licenses = ["GPL-*"]\n'
