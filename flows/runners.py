@@ -157,6 +157,9 @@ def running_on(runner: Runner) -> Iterator[Runner]:
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
+                    # The scheduler serves its HTTP routes even without a dashboard, on 8787 unless
+                    # told: a free port, so another cluster on 8787 brings no "Port in use" warning.
+                    scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                     silence_logs=logging.WARNING,
                 )
             cluster = stack.enter_context(cluster)

@@ -158,6 +158,22 @@ def test_a_worker_killed_mid_stage_is_replaced_and_its_unit_redone_to_the_same_o
     assert_same_files(local_dir, run_dir)
 
 
+def test_a_local_cluster_starts_without_a_word_while_another_holds_port_8787():
+    import socket
+    import warnings
+
+    held = socket.socket()
+    try:
+        held.bind(("127.0.0.1", 8787))  # else another cluster holds it already: the same case
+    except OSError:
+        pass
+    with held, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with running_on(Runner("dask", workers=1)) as ready:
+            assert ready.address.startswith("tcp://127.0.0.1:")
+    assert not [str(w.message) for w in caught if "already in use" in str(w.message)]
+
+
 def test_runner_choices_fail_early_in_one_line(monkeypatch):
     with pytest.raises(RunnerError, match="choose one of local, processes, dask, ray"):
         Runner("spark")
