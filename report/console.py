@@ -228,7 +228,8 @@ def print_inspection(out: Console, found: dict) -> None:
 def print_rule_removals(out: Console, found: dict) -> None:
     """The documents a rule removed (see report.inspect.rule_removals)."""
     found = printable_data(found)
-    say(out, f"{found['rule']} ({found['stage']} stage): {found['count']:,} documents removed")
+    count = found["count"]
+    say(out, f"{found['rule']} ({found['stage']} stage): {count:,} document{'' if count == 1 else 's'} removed")
     table = Table()
     for column in ("id", "source", "lang", "value", "threshold"):
         table.add_column(column, justify="right" if column in ("value", "threshold") else "left")

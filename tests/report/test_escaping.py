@@ -7,7 +7,14 @@ import io
 
 from rich.console import Console
 
-from report.console import print_experiment, print_mixtures, print_sources, print_stage_warnings, say
+from report.console import (
+    print_experiment,
+    print_mixtures,
+    print_rule_removals,
+    print_sources,
+    print_stage_warnings,
+    say,
+)
 from report.plots import column_chart, grouped_bars
 from tests.helpers import parse_html
 
@@ -88,3 +95,9 @@ def test_a_stages_warnings_are_warning_lines():
     line = "filter: the stored measurements a.parquet have no checksum; measuring its documents again"
     print_stage_warnings(out, {"lang": {"docs_in": 1}, "filter": {"warnings": [line]}, "mix": {"warnings": ["x"]}})
     assert buffer.getvalue().splitlines() == [f"warning: {line}"]
+
+
+def test_a_rule_that_removed_one_document_says_document():
+    out, buffer = _console()
+    print_rule_removals(out, {"rule": "c4_quality.min_sentences", "stage": "filter", "count": 1, "documents": []})
+    assert buffer.getvalue().splitlines()[0] == "c4_quality.min_sentences (filter stage): 1 document removed"
