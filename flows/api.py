@@ -87,11 +87,25 @@ def curate(config: RunConfig | str | Path | Mapping, runner: Runner | None = Non
     with _prepared(config, runner or LOCAL, quiet) as ready:
         from flows.curate import curate_flow
 
-        curate_flow(config, ready)
+        stats = curate_flow(config, ready)
     check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
     run = read_run(config.run_dir)
     warn_emptied(run.counts())  # a stage that kept no document: loud, not a silent success
+    _warn_stages(stats)
     return run
+
+
+class StageWarning(UserWarning):
+    """A warning a stage gave in its stats (``curate run`` prints it as a ``warning:`` line): stored
+    measurements measured again, a validation split too small to measure."""
+
+
+def _warn_stages(stats: Mapping[str, dict]) -> None:
+    import warnings
+
+    for counts in stats.values():
+        for line in counts.get("warnings", []):
+            warnings.warn(line, StageWarning, stacklevel=3)
 
 
 def _check_inputs_current(stage: str, config: RunConfig) -> None:
@@ -145,4 +159,5 @@ def run_stage(
     if stage == "source":
         check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
     warn_emptied({stage: stats})
+    _warn_stages({stage: stats})
     return stats

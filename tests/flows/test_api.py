@@ -85,6 +85,20 @@ def test_run_stage_runs_one_stage_on_the_one_before_it(tmp_path):
         run_stage("dedupe", config)
 
 
+def test_run_stage_warns_of_stored_measurements_it_measured_again(tmp_path):
+    write_books(tmp_path / "books")
+    config = load_config(_config(tmp_path, lang={"enabled": False}, lines={"enabled": False}))
+    run_stage("source", config)
+    run_stage("filter", config)
+    (checksum,) = (RunLayout(config.run_dir).stage("filter").root / "attributes").glob("*.sha256")
+    checksum.unlink()
+    changed = _config(tmp_path, lang={"enabled": False}, lines={"enabled": False})
+    changed["filter"] = {"params": {"gopher_quality": {"min_words": 40}}}
+    with pytest.warns(api.StageWarning, match=r"^filter: the stored measurements .* have no checksum; measuring"):
+        stats = run_stage("filter", changed)
+    assert len(stats["warnings"]) == 1
+
+
 def readme_python() -> str:
     """The README's Python example."""
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
