@@ -44,9 +44,9 @@ from pipeline.formats.choices import (
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.hashing import seeded_id_hash
+from pipeline.formats.manifest import stage_outputs
 from pipeline.formats.task import load_task
 from pipeline.formats.tokens import file_sha256, load_tokenizer
-from pipeline.io.storage import parquet_files
 from pipeline.io.writer import read_json, write_json, write_parquet
 from pipeline.stages.registry import last_document_stage
 from pipeline.tokenizer import train_tokenizer
@@ -256,7 +256,7 @@ def final_documents(run: RunConfig) -> pl.DataFrame:
     """The documents of a curation run's last document stage."""
     layout = RunLayout(run.run_dir)
     last = last_document_stage(read_json(layout.manifest)["stages"])
-    return pl.scan_parquet(parquet_files(layout.stage(last).docs)).collect()
+    return pl.scan_parquet(stage_outputs(run.run_dir, last)).collect()
 
 
 TOKENIZER_RECORD = "tokenizer.made_from.json"  # beside tokenizer.json: what it was trained on

@@ -490,9 +490,9 @@ def _run_training_texts(
     """Positives and negatives from a run's documents by source (and the negatives' languages)."""
     import polars as pl
 
-    from pipeline.io.storage import parquet_files
+    from pipeline.formats.manifest import stage_outputs
 
-    files = parquet_files(run_dir / stage / "docs")
+    files = stage_outputs(run_dir, stage)
     if not files:
         _fail(f"--run-dir: no documents in {run_dir / stage / 'docs'}; run `curate run` first or pick --stage")
     docs = pl.scan_parquet(files)
@@ -622,7 +622,7 @@ def train_tokenizer_command(
     """Train a tokenizer on a seeded sample of a run's curated documents."""
     import polars as pl
 
-    from pipeline.io.storage import parquet_files
+    from pipeline.formats.manifest import stage_outputs
     from pipeline.io.writer import read_json
     from pipeline.stages.registry import document_stages
     from pipeline.tokenizer import train_tokenizer
@@ -638,7 +638,7 @@ def train_tokenizer_command(
         _fail(f"run_dir: no manifest.json in {run_dir}; pass the run directory of `curate run`")
     stages = document_stages(read_json(manifest)["stages"])
     stage = stage or stages[-1]
-    files = parquet_files(run_dir / stage / "docs")
+    files = stage_outputs(run_dir, stage)
     if not files:
         _fail(f"--stage: no documents in {run_dir / stage / 'docs'}; pick one of {', '.join(stages)}")
     docs = pl.scan_parquet(files).select("id", "text").collect()

@@ -13,7 +13,7 @@ from flows.artifacts import publish_stage
 from flows.progress import complete_before, gather_parts
 from pipeline.config import RunConfig
 from pipeline.formats.documents import RunLayout, StageDir
-from pipeline.io.storage import parquet_files
+from pipeline.formats.manifest import stage_outputs
 from pipeline.io.writer import remove_temporaries
 from pipeline.stages.shard import finish_stage, stage_unit
 
@@ -32,10 +32,9 @@ def shard_task(stage_name: str, in_path: Path, stage: StageDir, config: RunConfi
 def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
     """Run ``stage_name`` over the document shards of ``previous``; return the stage's stats."""
     layout = RunLayout(config.run_dir)
-    before = layout.stage(previous)
     stage = layout.stage(stage_name).make()
     remove_temporaries(stage.root)
-    inputs = parquet_files(before.docs)
+    inputs = stage_outputs(config.run_dir, previous)  # what it wrote, never a file put beside them
 
     skipped = complete_before(stage.parts, [path.stem for path in inputs])
     futures = [shard_task.submit(stage_name, path, stage, config) for path in inputs]

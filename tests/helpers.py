@@ -272,6 +272,7 @@ def curate_in_process(config: RunConfig) -> dict[str, dict]:
     """Every enabled stage of ``config`` in order, by its library calls without Prefect (what
     flows.curate runs); each stage's stats by name."""
     from pipeline.formats.manifest import record_stage
+    from pipeline.formats.manifest import stage_outputs as recorded_outputs
     from pipeline.io.writer import write_json
     from pipeline.stages.dedup import run_dedup, run_lines
     from pipeline.stages.mix import run_mix
@@ -293,7 +294,7 @@ def curate_in_process(config: RunConfig) -> dict[str, dict]:
     for name in enabled_stages(config):
         if REGISTRY[name].kind == "shard":
             stage = layout.stage(name).make()
-            inputs = sorted(layout.stage(previous).docs.glob("*.parquet"))
+            inputs = recorded_outputs(config.run_dir, previous)  # as flows.stages reads them
             shard_parts = [stage_unit(name, path, stage, config) for path in inputs]
             stats[name] = finish_stage(name, previous, config, shard_parts)
         else:

@@ -209,24 +209,26 @@ MADE = "made"
 RECORDED = "recorded"
 
 
-def stage_files(run_dir, stage: str) -> list[str]:
-    """Every file under the stage's folder (its record of what it wrote aside), as sorted paths
-    relative to it."""
+def stage_files(run_dir, stage: str, under: str = "") -> list[str]:
+    """Every file under the stage's folder (with ``under``, under that subfolder of it; its record
+    of what it wrote aside), as sorted paths relative to the stage's folder."""
     root = RunLayout(run_dir).stage(stage).root
-    if not root.exists():
+    top = root / under if under else root
+    if not top.exists():
         return []
     return sorted(
         p.relative_to(root).as_posix()
-        for p in root.rglob("*")
+        for p in top.rglob("*")
         if p.is_file() and not p.is_symlink() and p.name != RECORD  # a link is never the stage's own
     )
 
 
-def own_files(run_dir, stage: str, record: dict) -> list[str]:
-    """The files of the stage's folder that this project wrote there: those the finished stage
-    recorded and those its folder's record names (a stage at work, or killed midway). A stage
-    begun before such records were kept: every file there but those it found there first."""
-    here = stage_files(run_dir, stage)
+def own_files(run_dir, stage: str, record: dict, under: str = "") -> list[str]:
+    """The files of the stage's folder (with ``under``, of that subfolder) that this project wrote
+    there: those the finished stage recorded and those its folder's record names (a stage at work,
+    or killed midway). A stage begun before such records were kept: every file there but those it
+    found there first."""
+    here = stage_files(run_dir, stage, under)
     root = RunLayout(run_dir).stage(stage).root
     unrecorded = not is_local(root) or not (record.get(RECORDED) or has_record(root))  # no records on a remote one
     if "files" not in record and unrecorded:
@@ -262,16 +264,46 @@ def remove_own_outputs(run_dir, stage: str, record: dict, keep: Iterable[str] = 
     return gone
 
 
-def _made_record(run_dir, stage: str) -> dict:
-    manifest_path = RunLayout(run_dir).manifest
-    manifest = read_json(manifest_path) if manifest_path.exists() else {}
-    return manifest.get(MADE, {}).get(stage, {})
+def _made_record(run_dir, stage: str, manifest: dict | None = None) -> dict:
+    if manifest is None:
+        manifest_path = RunLayout(run_dir).manifest
+        manifest = read_json(manifest_path) if manifest_path.exists() else {}
+    made = manifest.get(MADE) if isinstance(manifest, dict) else None
+    record = made.get(stage) if isinstance(made, dict) else None
+    return record if isinstance(record, dict) else {}
 
 
 def stage_own_files(run_dir, stage: str) -> set[str]:
     """The files of the stage's folder it wrote (:func:`own_files`, by the manifest's record of
     it), relative to the folder."""
     return set(own_files(run_dir, stage, _made_record(run_dir, stage)))
+
+
+# What a stage writes in each folder that a later stage or a view reads: Parquet shards of documents
+# (docs), of the documents it removed (removed), of records it could not read (quarantine, source),
+# of its measurements (attributes, filter), and one JSON record per finished unit (parts).
+OUTPUT_SUFFIX = {
+    "docs": ".parquet",
+    "removed": ".parquet",
+    "quarantine": ".parquet",
+    "attributes": ".parquet",
+    "parts": ".json",
+}
+
+
+def stage_outputs(run_dir, stage: str, kind: str = "docs", manifest: dict | None = None) -> list:
+    """The files of ``kind`` (a key of :data:`OUTPUT_SUFFIX`) the stage wrote, as sorted paths: by
+    the manifest's record of the files it wrote and its folder's (:func:`own_files`), so a file
+    someone else put in its folder is never read (it stays where it is). A run made before such
+    records were kept: every such file in the folder. ``manifest``: the run's, when read already."""
+    folder = RunLayout(run_dir).stage(stage).root / kind
+    own = own_files(run_dir, stage, _made_record(run_dir, stage, manifest), under=kind)
+    names = [rel[len(kind) + 1 :] for rel in own]
+    return [
+        folder / name
+        for name in names
+        if "/" not in name and name.endswith(OUTPUT_SUFFIX[kind]) and not name.startswith(".")
+    ]
 
 
 def remove_stage_outputs(run_dir, stage: str, under: str) -> list[str]:

@@ -109,6 +109,7 @@ from pipeline.dedup.routed import by_group, first_hop, group_folder, route_pairs
 from pipeline.dedup.runs import runs
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
+from pipeline.formats.manifest import stage_outputs
 from pipeline.io.storage import (
     as_path,
     parquet_bytes,
@@ -664,7 +665,7 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
     layout = RunLayout(config.run_dir)
     stage = layout.stage(STAGE).make()
     remove_temporaries(stage.root)
-    inputs = parquet_files(layout.stage(previous).docs)
+    inputs = stage_outputs(config.run_dir, previous)
     work = stage.root / "intermediate"
     clusters = stage.root / "clusters.parquet"
     made_from = {**settings.model_dump(mode="json"), "work_format": WORK_FORMAT}
@@ -721,7 +722,7 @@ def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process
     layout = RunLayout(config.run_dir)
     stage = layout.stage(LINES_STAGE).make()
     remove_temporaries(stage.root)
-    inputs = parquet_files(layout.stage(previous).docs)
+    inputs = stage_outputs(config.run_dir, previous)
     work = stage.root / "intermediate"
     frequent = work / "frequent.parquet"
     if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and frequent.exists()):

@@ -75,7 +75,7 @@ from pipeline.formats.documents import (
     licence_series,
 )
 from pipeline.formats.ledger import LedgerError, add_counts
-from pipeline.formats.manifest import record_stage, remove_stage_outputs
+from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_outputs
 from pipeline.formats.mixture import (
     COMMON_WINDOWS_FILE,
     MANIFEST_FILE,
@@ -91,7 +91,7 @@ from pipeline.formats.names import check_group_names
 from pipeline.formats.step import removed_frame
 from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
 from pipeline.io.owner import begin_record
-from pipeline.io.storage import as_path, is_local, parquet_file, parquet_files, read_parquet
+from pipeline.io.storage import as_path, is_local, parquet_file, read_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
 from pipeline.mix.plan import (
     OTHER,
@@ -535,7 +535,7 @@ def _open_stage(layout: RunLayout) -> StageDir:
 def _pool_files(layout: RunLayout, stage: StageDir, previous: str, partitions: int) -> _Pool:
     """The curated shards of stage ``previous``, their token shards and tokenizer (the tokenize
     stage's), and the per-shard files of this stage's units."""
-    inputs = parquet_files(layout.stage(previous).docs)
+    inputs = stage_outputs(layout.root, previous)
     tokenize_stats = read_json(layout.stage("tokenize").stats)
     work = stage.root / "intermediate"
     return _Pool(

@@ -33,9 +33,9 @@ from pipeline.config import RunConfig
 from pipeline.formats.documents import LICENCE, RunLayout, licence_series
 from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.ledger import LedgerError, add_counts
-from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_own_files
+from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_outputs, stage_own_files
 from pipeline.formats.tokens import file_sha256, load_tokenizer, read_token_shard, tokenizer_file, tokenizer_sha256
-from pipeline.io.storage import parquet_file, parquet_files
+from pipeline.io.storage import parquet_file
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.licence import licence_counts
 from pipeline.stages.shard import mark_work_done, reusable_work
@@ -140,7 +140,7 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
     layout = RunLayout(config.run_dir)
     stage = layout.stage(STAGE).make()
     remove_temporaries(stage.root)
-    inputs = parquet_files(layout.stage(previous).docs)
+    inputs = stage_outputs(config.run_dir, previous)
     shards = stage.root / "shards"
     settings = config.tokenize
     made_from = settings.model_dump(mode="json")
