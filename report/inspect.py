@@ -135,7 +135,7 @@ def _input_position(run: RunFiles, source: str, doc_id: str) -> dict:
 
 def _unit_files(run: RunFiles, shard: str | None) -> list[str]:
     """The input files of the source unit that wrote ``shard``."""
-    for path in sorted((run.root / "source" / "parts").glob("*.json")):
+    for path in run.outputs("source", "parts"):
         part = json.loads(path.read_text(encoding="utf-8"))
         if any(s.get("file") == shard for s in part.get("shards", [])):
             return [f.get("path") for f in part.get("files", [])]

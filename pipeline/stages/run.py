@@ -18,8 +18,9 @@ import polars as pl
 from pipeline.config import RunConfig
 from pipeline.formats.configfile import ConfigError, validate_model
 from pipeline.formats.documents import REMOVED_SCHEMA, RunLayout
+from pipeline.formats.manifest import MANIFEST_KEYS, stage_outputs, stage_own_files
 from pipeline.formats.mixture import MANIFEST_FILE, PLAN_FILE
-from pipeline.io.storage import LocationError, as_path, is_file, parquet_file, parquet_files, read_parquet, scan_parquet
+from pipeline.io.storage import LocationError, as_path, is_file, parquet_file, read_parquet, scan_parquet
 from pipeline.stages.registry import STAGES, document_stages
 
 # Every stage a run can have, in run order.
@@ -43,6 +44,19 @@ def _read_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def _manifest_shape(manifest) -> str | None:
+    """What makes ``manifest`` (read from JSON) not a run's record, or None when it is one: an
+    object whose ``stages`` is an object (and ``config``, which views do without, one too)."""
+    if not isinstance(manifest, dict):
+        return f"it holds a JSON {type(manifest).__name__}, not an object"
+    if "stages" not in manifest:
+        return "it lacks 'stages'"
+    wrong = [key for key in MANIFEST_KEYS if key in manifest and not isinstance(manifest[key], dict)]
+    if wrong:
+        return f"its {' and '.join(repr(k) for k in wrong)} is not an object"
+    return None
+
+
 class RunFileError(ValueError):
     """A file of the run cannot be read (truncated or damaged); the message names it and the fix."""
 
@@ -50,38 +64,69 @@ class RunFileError(ValueError):
 def damaged_file(run_dir: str | Path) -> RunFileError | None:
     """The first file of the run directory that cannot be read back, as an error naming it and
     the stage that wrote it (None when every one reads): ``manifest.json``, each stage's
-    ``stats.json`` and every Parquet file's footer. Called after a view fails, to say why."""
+    ``stats.json`` and the footer of every Parquet file the run recorded writing (a file put in
+    a stage's folder by someone else is no view's concern). Called after a view fails, to say why."""
     root = as_path(run_dir)
-    files = [(root / "manifest.json", None)]
+    manifest_path = root / "manifest.json"
+    try:
+        manifest = _read_json(manifest_path)
+        shape = _manifest_shape(manifest)
+        if shape is not None:
+            raise ValueError(shape)
+    except Exception as error:
+        return RunFileError(_damaged_line(root, manifest_path, None, error))
     for stage in ALL_STAGES:
         folder = root / stage
-        if folder.is_dir():
-            files.append((folder / "stats.json", stage))
-            files += [(path, stage) for path in sorted(folder.rglob("*.parquet")) if not path.name.startswith(".")]
-    for path, stage in files:
-        try:
-            if path.suffix == ".json":
-                if path.is_file():
-                    json.loads(path.read_text(encoding="utf-8"))
-            else:
-                parquet_file(path).metadata  # noqa: B018 (reading the footer is the check)
-        except Exception as error:
-            return RunFileError(_damaged_line(root, path, stage, error))
+        if not folder.is_dir():
+            continue
+        own = sorted(rel for rel in stage_own_files(root, stage) if rel.endswith(".parquet"))
+        for path in [folder / "stats.json", *(folder / rel for rel in own)]:
+            try:
+                if path.suffix == ".json":
+                    if path.is_file():
+                        json.loads(path.read_text(encoding="utf-8"))
+                else:
+                    parquet_file(path).metadata  # noqa: B018 (reading the footer is the check)
+            except Exception as error:
+                return RunFileError(_damaged_line(root, path, stage, error, _unit_record(root, stage, path)))
     return None
 
 
-def _damaged_line(root: Path, path: Path, stage: str | None, error: Exception) -> str:
+def _unit_record(root: Path, stage: str, path: Path) -> str | None:
+    """The part record (``<stage>/parts/<unit>.json``, relative to the run) of the unit that wrote
+    ``path``, when one names it: a unit whose record is gone is done again."""
+    for part_path in stage_outputs(root, stage, "parts"):
+        try:
+            part = _read_json(part_path)
+        except ValueError:
+            continue
+        folder = path.parent.name
+        named = {
+            "docs": [s.get("file") for s in part.get("shards", [])],
+            "removed": [part.get("removed")],
+            "quarantine": [part.get("quarantine")],
+            "attributes": [part.get("attributes")],
+        }.get(folder, [])
+        if path.name in named:
+            return f"{stage}/parts/{part_path.name}"
+    return None
+
+
+def _damaged_line(root: Path, path: Path, stage: str | None, error: Exception, unit: str | None = None) -> str:
     where = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
     why = str(error).splitlines()[0] if str(error) else type(error).__name__
+    # Never "delete the folder": a stage's folder may hold files the run did not write, which stay.
     if stage is None:
         fix = "the run's record is lost: run its config again into an empty run_dir"
     elif path.name == "stats.json":
         fix = f"run `curate run CONFIG` again: the {stage} stage writes it anew from its files"
-    else:
+    elif unit is not None:
         fix = (
-            f"rerun the {stage} stage: delete the {stage}/ folder and run `curate run CONFIG` again "
-            "(the stages before it are kept)"
+            f"delete it and {unit} (the record that its unit is done), then run `curate run CONFIG` "
+            f"again: the {stage} stage writes both anew"
         )
+    else:
+        fix = f"delete it (a file the run wrote) and run `curate run CONFIG` again: the {stage} stage writes it anew"
     return f"{str(root)!r}: {where} is damaged or truncated ({why}); {fix}"
 
 
@@ -91,6 +136,7 @@ class RunFiles:
 
     root: Path
     manifest: dict = field(default_factory=dict)
+    _outputs: dict = field(default_factory=dict, repr=False)  # (stage, kind) -> its files
 
     @classmethod
     def open(cls, run_dir: str | Path) -> RunFiles:
@@ -102,7 +148,23 @@ class RunFiles:
             raise NotARunError(str(error)) from None
         if not found:
             raise NotARunError(f"{str(root)!r} holds no manifest.json; pass the run directory of `curate run`")
-        return cls(root, _read_json(layout.manifest))
+        try:
+            manifest = _read_json(layout.manifest)
+        except ValueError as error:  # truncated or not JSON
+            raise RunFileError(_damaged_line(root, layout.manifest, None, error)) from None
+        shape = _manifest_shape(manifest)
+        if shape is not None:  # JSON, but not a run's record: no view of it would be true
+            raise RunFileError(_damaged_line(root, layout.manifest, None, ValueError(shape)))
+        return cls(root, manifest)
+
+    def outputs(self, stage: str, kind: str) -> list[Path]:
+        """The files of ``kind`` (docs, removed, quarantine, attributes, parts) the stage recorded
+        writing (pipeline.formats.manifest.stage_outputs): a file put in its folder by someone
+        else is never read."""
+        key = (stage, kind)
+        if key not in self._outputs:
+            self._outputs[key] = stage_outputs(self.root, stage, kind, manifest=self.manifest)
+        return self._outputs[key]
 
     # ---- what ran ---------------------------------------------------------------------------
 
@@ -170,7 +232,7 @@ class RunFiles:
     # ---- files ------------------------------------------------------------------------------
 
     def docs_files(self, stage: str) -> list[Path]:
-        return parquet_files(self.root / stage / "docs")
+        return self.outputs(stage, "docs")
 
     def doc_columns(self, stage: str) -> list[str]:
         files = self.docs_files(stage)
@@ -203,7 +265,7 @@ class RunFiles:
 
     def removed(self, stage: str) -> pl.DataFrame:
         """Every document the stage removed (REMOVED_SCHEMA), in file order."""
-        files = parquet_files(self.root / stage / "removed")
+        files = self.outputs(stage, "removed")
         frames = [read_parquet(f) for f in files]
         frames = [f for f in frames if f.height]
         if not frames:
@@ -215,7 +277,7 @@ class RunFiles:
         stage, the rules by name)."""
         found = {}
         for stage in self.stages:
-            files = parquet_files(self.root / stage / "removed")
+            files = self.outputs(stage, "removed")
             if files:
                 rules = scan_parquet(files).select(pl.col("rule").unique()).collect()["rule"]
                 found.update(dict.fromkeys(sorted(rules.drop_nulls().to_list()), stage))
@@ -230,7 +292,7 @@ class RunFiles:
         return self.removed(rules[rule]).filter(pl.col("rule") == rule)
 
     def quarantine(self) -> pl.DataFrame | None:
-        files = parquet_files(self.root / "source" / "quarantine")
+        files = self.outputs("source", "quarantine")
         frames = [read_parquet(f) for f in files]
         frames = [f for f in frames if f.height]
         return pl.concat(frames, how="vertical_relaxed") if frames else None

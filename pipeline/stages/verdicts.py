@@ -19,7 +19,7 @@ from pipeline.filters.engine import COLUMN, COUNT, MEASURE, TEXT, TEXT_CHANGED, 
 from pipeline.filters.registry import build_filters
 from pipeline.filters.text import lang_languages, parse_lang
 from pipeline.formats.step import Rule
-from pipeline.io.storage import parquet_files, scan_parquet
+from pipeline.io.storage import scan_parquet
 from pipeline.stages.attributes import FOLDER
 from pipeline.stages.run import RunFiles
 
@@ -80,7 +80,7 @@ def stored_measurements(run: RunFiles, ids: list[str]) -> pl.DataFrame | None:
     """The rows of ``ids`` in the run's ``filter/attributes/`` files (None when it has none); a
     file that cannot be read is left out (its documents are measured again)."""
     frames = []
-    for path in parquet_files(run.root / "filter" / FOLDER):
+    for path in run.outputs("filter", FOLDER):
         try:
             found = scan_parquet([path]).filter(pl.col("id").is_in(ids)).collect()
         except Exception:  # damaged: measured again
