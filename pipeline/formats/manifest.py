@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.io.owner import RECORD, end_record, has_record, remove_written, written_files
-from pipeline.io.storage import as_path, is_local
+from pipeline.io.storage import as_path, is_local, parquet_files
 from pipeline.io.writer import read_json, write_json
 
 if TYPE_CHECKING:  # the manifest records a config it is given; it never parses one
@@ -294,16 +294,18 @@ OUTPUT_SUFFIX = {
 def stage_outputs(run_dir, stage: str, kind: str = "docs", manifest: dict | None = None) -> list:
     """The files of ``kind`` (a key of :data:`OUTPUT_SUFFIX`) the stage wrote, as sorted paths: by
     the manifest's record of the files it wrote and its folder's (:func:`own_files`), so a file
-    someone else put in its folder is never read (it stays where it is). A run made before such
-    records were kept: every such file in the folder. ``manifest``: the run's, when read already."""
-    folder = RunLayout(run_dir).stage(stage).root / kind
-    own = own_files(run_dir, stage, _made_record(run_dir, stage, manifest), under=kind)
-    names = [rel[len(kind) + 1 :] for rel in own]
-    return [
-        folder / name
-        for name in names
-        if "/" not in name and name.endswith(OUTPUT_SUFFIX[kind]) and not name.startswith(".")
-    ]
+    someone else put in its folder is never read (it stays where it is). A stage of a run made
+    before such records were kept: the folder's listing, as :func:`pipeline.io.storage.parquet_files`
+    gives it. ``manifest``: the run's, when read already."""
+    record = _made_record(run_dir, stage, manifest)
+    root = RunLayout(run_dir).stage(stage).root
+    folder, suffix = root / kind, OUTPUT_SUFFIX[kind]
+    if "files" not in record and not record.get(RECORDED) and not has_record(root):
+        foreign = set(record.get("foreign", []))
+        listed = parquet_files(folder) if suffix == ".parquet" else sorted(folder.glob(f"*{suffix}"))
+        return [p for p in listed if f"{kind}/{p.name}" not in foreign and not p.name.startswith(".")]
+    names = [rel[len(kind) + 1 :] for rel in own_files(run_dir, stage, record, under=kind)]
+    return [folder / name for name in names if "/" not in name and name.endswith(suffix) and not name.startswith(".")]
 
 
 def remove_stage_outputs(run_dir, stage: str, under: str) -> list[str]:
