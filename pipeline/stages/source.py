@@ -33,7 +33,7 @@ from pipeline.formats.documents import (
     blank_text,
 )
 from pipeline.formats.ledger import Ledger
-from pipeline.formats.manifest import record_stage, stage_own_files
+from pipeline.formats.manifest import record_stage, stage_outputs, stage_own_files
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
 from pipeline.io.records import (
@@ -478,7 +478,7 @@ def quarantine_problem(stage: StageDir, config: RunConfig) -> str | None:
     else the run's), naming the share, the top reasons each with a file and line, and the setting;
     None when every source is within its limit. The stage's outputs are left as they are, so a run
     with the limit raised resumes from them."""
-    parts = [read_json(path) for path in sorted(stage.parts.glob("*.json"))]
+    parts = [read_json(path) for path in stage_outputs(stage.root.parent, STAGE, "parts")]  # a stray .json: not one
     ledgers = merge_groups(parts, "by_source", STAGE)
     for source in config.sources:
         limit = source.max_quarantine_fraction

@@ -14,8 +14,10 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from pipeline.api import read_run
+from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import stage_outputs
 from pipeline.stages.run import RunFileError, RunFiles, damaged_file
+from pipeline.stages.source import quarantine_problem
 from report.inspect import rule_removals
 from tests.helpers import curate_in_process, near_copies_corpus, source_config
 from tests.helpers import stage_outputs as output_bytes
@@ -52,7 +54,7 @@ def _mine(run: Path) -> dict[Path, bytes]:
         run / "filter" / "removed" / "user.parquet": b"u\n",
         run / "filter" / "attributes" / "user.parquet": b"u\n",
         run / "source" / "quarantine" / "user.parquet": b"u\n",
-        run / "source" / "parts" / "user.json": b"{}\n",
+        run / "source" / "parts" / "user.json": b"mine\n",
     }
 
 
@@ -69,6 +71,7 @@ def test_a_stage_reads_only_the_documents_the_stage_before_it_wrote(tmp_path):
     changed = {"threshold": 0.9}
     curate_in_process(config(tmp_path, "run", dedup=changed))  # dedup and lines rerun on filter's docs
     assert all(path.read_bytes() == data for path, data in mine.items())
+    assert quarantine_problem(RunLayout(run).stage("source"), config(tmp_path, "run")) is None
     for path in mine:
         path.unlink()
     curate_in_process(config(tmp_path, "fresh", dedup=changed))
