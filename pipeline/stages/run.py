@@ -157,6 +157,15 @@ class RunFiles:
             raise RunFileError(_damaged_line(root, layout.manifest, None, ValueError(shape)))
         return cls(root, manifest)
 
+    def _read(self, stage: str, path: Path) -> pl.DataFrame:
+        """One of the stage's Parquet files; RunFileError with one line naming it when it cannot
+        be read (the Python API's callers get no polars error)."""
+        try:
+            return read_parquet(path)
+        except Exception as error:
+            unit = _unit_record(self.root, stage, path)
+            raise RunFileError(_damaged_line(self.root, path, stage, error, unit)) from None
+
     def outputs(self, stage: str, kind: str) -> list[Path]:
         """The files of ``kind`` (docs, removed, quarantine, attributes, parts) the stage recorded
         writing (pipeline.formats.manifest.stage_outputs): a file put in its folder by someone
@@ -265,8 +274,7 @@ class RunFiles:
 
     def removed(self, stage: str) -> pl.DataFrame:
         """Every document the stage removed (REMOVED_SCHEMA), in file order."""
-        files = self.outputs(stage, "removed")
-        frames = [read_parquet(f) for f in files]
+        frames = [self._read(stage, f) for f in self.outputs(stage, "removed")]
         frames = [f for f in frames if f.height]
         if not frames:
             return pl.from_arrow(REMOVED_SCHEMA.empty_table())
@@ -279,7 +287,12 @@ class RunFiles:
         for stage in self.stages:
             files = self.outputs(stage, "removed")
             if files:
-                rules = scan_parquet(files).select(pl.col("rule").unique()).collect()["rule"]
+                try:
+                    rules = scan_parquet(files).select(pl.col("rule").unique()).collect()["rule"]
+                except Exception:  # the file that cannot be read, named
+                    for path in files:
+                        self._read(stage, path)
+                    raise
                 found.update(dict.fromkeys(sorted(rules.drop_nulls().to_list()), stage))
         return found
 
@@ -292,8 +305,7 @@ class RunFiles:
         return self.removed(rules[rule]).filter(pl.col("rule") == rule)
 
     def quarantine(self) -> pl.DataFrame | None:
-        files = self.outputs("source", "quarantine")
-        frames = [read_parquet(f) for f in files]
+        frames = [self._read("source", f) for f in self.outputs("source", "quarantine")]
         frames = [f for f in frames if f.height]
         return pl.concat(frames, how="vertical_relaxed") if frames else None
 

@@ -110,6 +110,8 @@ def test_a_damaged_file_of_the_run_is_never_advised_away_with_its_folder(finishe
     (run / "filter" / "notes.txt").write_text("a person's file")
     path = sorted((run / "filter" / "removed").glob("*.parquet"))[0]
     path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(RunFileError, match=rf"filter/removed/{path.name} is damaged or truncated"):
+        read_run(run).removed("filter")  # no raw polars error from the Python API
     result = CliRunner().invoke(
         app, ["inspect", str(run), "--rule", next(iter(RunFiles.open(finished).removed_rules()))]
     )
