@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from pipeline.config import DEFAULT_FILTERS, EXCLUDE_SUFFIXES, Weight, _existing_file, _Strict
 from pipeline.formats.choices import read_choice_items
-from pipeline.formats.configfile import ConfigError, ExpandedPath, Seed, read_toml, validate_model
+from pipeline.formats.configfile import ConfigError, ExpandedPath, OutputFolder, Seed, read_toml, validate_model
 from pipeline.formats.names import check_component
 from pipeline.formats.task import load_task
 
@@ -371,10 +371,10 @@ class TokenizerConfig(_Strict):
 class ExperimentConfig(_Strict):
     """An experiment (see :mod:`experiment`)."""
 
-    out_dir: ExpandedPath
+    out_dir: OutputFolder  # runs, mixtures and checkpoints: local folders (a URL is refused)
     demo: bool = False  # build the demo corpus and curate it with the demo's settings
     demo_docs: int = Field(default=20_000, ge=1000)
-    corpus_dir: ExpandedPath | None = None  # where the demo corpus is built (default: .cache/demo-corpus...)
+    corpus_dir: OutputFolder | None = None  # where the demo corpus is built (default: .cache/demo-corpus...)
     curation: ExpandedPath | None = None  # a curation config (sources, stage settings); its run_dir is not used
     seed: Seed = 0  # of the curation (splits, samples); training seeds are `seeds`
     seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)

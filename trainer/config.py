@@ -4,7 +4,7 @@ Every key has a default but ``mixture`` and ``out_dir``; a problem stops the run
 (``pipeline.config.ConfigError``) naming the key and the fix. Values are strict: ``lr = "3e-4"``
 or ``compile = 1`` is an error, not a guess, and so is a number that is not finite (``lr = inf``).
 Paths have ``~`` and environment variables (``$DATA``) expanded; relative ones are resolved from the
-current working directory. An example, the CPU demo::
+current working directory, ``file://localhost/x`` is the local ``/x``, and another URL is refused. An example, the CPU demo::
 
     mixture = "runs/demo/mix/main"
     out_dir = "runs/demo/train/main"
@@ -30,8 +30,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pipeline.formats.configfile import ConfigError, ExpandedPath, Seed, expand_path, read_toml, validate_model
-from pipeline.io.storage import is_local
+from pipeline.formats.configfile import ConfigError, ExpandedPath, Seed, local_path, read_toml, validate_model
 
 # The trainer memory-maps local mixture folders; said wherever a remote one is given.
 COPY_MIXTURE_HERE = (
@@ -41,15 +40,17 @@ COPY_MIXTURE_HERE = (
 )
 
 
-def _local_folder(value):
-    """A folder setting as a local absolute path; a URL (s3://...) is refused before pathlib would
-    mangle it into a local name (s3:/...)."""
+# Where the trainer writes: said when out_dir is a URL.
+WRITE_HERE = "the trainer writes its checkpoints to a local folder: give a local path, then copy out_dir to the URL"
+
+
+def _local_folder(value, why: str):
+    """A folder setting as a local absolute path (a ``file://`` URL read as the path it names); any
+    other URL (s3://...) is refused with ``why``, before pathlib would mangle it into a local
+    name (s3:/...)."""
     if not isinstance(value, (str, Path)):
         return value  # the type check says what is wrong
-    value = expand_path(value)
-    if isinstance(value, str) and not is_local(value):
-        raise ValueError(f"{value} is not a local folder; {COPY_MIXTURE_HERE}")
-    return Path(value).absolute()
+    return Path(local_path(why)(value)).absolute()
 
 
 # Keys that change what is logged or kept, never what is computed: a run may resume with other
@@ -153,10 +154,15 @@ class TrainConfig(_Strict):
     # task_gold_bpb/<task>, tasks_core and tasks_gold_bpb, the curves of what the model knows.
     eval_tasks: list[ExpandedPath] = Field(default_factory=list)
 
-    @field_validator("mixture", "out_dir", mode="before")
+    @field_validator("mixture", mode="before")
     @classmethod
-    def _absolute(cls, value) -> Path:
-        return _local_folder(value)
+    def _local_mixture(cls, value) -> Path:
+        return _local_folder(value, COPY_MIXTURE_HERE)
+
+    @field_validator("out_dir", mode="before")
+    @classmethod
+    def _local_out_dir(cls, value) -> Path:
+        return _local_folder(value, WRITE_HERE)
 
     @field_validator("eval_mixtures", mode="before")
     @classmethod
@@ -166,7 +172,7 @@ class TrainConfig(_Strict):
         for name in value:
             if not str(name).replace("_", "").replace("-", "").isalnum():
                 raise ValueError(f"eval set name {name!r}: use letters, digits, - and _")
-        return {name: _local_folder(path) for name, path in value.items()}
+        return {name: _local_folder(path, COPY_MIXTURE_HERE) for name, path in value.items()}
 
     @model_validator(mode="after")
     def _length_given(self):

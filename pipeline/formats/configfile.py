@@ -48,9 +48,33 @@ def expand_path(value):
     return Path(text) if isinstance(value, Path) else text
 
 
-# A local path setting of a config model: expanded (see expand_path), then a Path; a TOML string
-# is taken although the models are strict.
-ExpandedPath = Annotated[Path, BeforeValidator(expand_path), Field(strict=False)]
+# Why a path setting must be on this machine, in the refusal of a URL there.
+READS_HERE = "this setting names a file on this machine: copy it here first, then give its local path"
+WRITES_HERE = "this setting names a folder written on this machine: give a local path, then copy what is written there"
+
+
+def local_path(why: str):
+    """The before-validator of a path setting on this machine: :func:`expand_path`, then a file
+    URL (``file:///x``, ``file://localhost/x``) read as the local path it names and any other URL
+    refused with ``why`` (pipeline.io.storage.location), before pathlib would make a local name
+    of it (``memory://b/x`` as the folder ``memory:/b/x``)."""
+
+    def parse(value):
+        value = expand_path(value)
+        if isinstance(value, str) and _URL.match(value):
+            from pipeline.io.storage import location
+
+            return location(value, why)  # a LocationError is a ValueError: the key is named
+        return value
+
+    return parse
+
+
+# A local path setting of a config model: expanded (see expand_path), a file URL read, another
+# URL refused, then a Path; a TOML string is taken although the models are strict.
+ExpandedPath = Annotated[Path, BeforeValidator(local_path(READS_HERE)), Field(strict=False)]
+# The same, for a folder the command writes (the refusal of a URL says so).
+OutputFolder = Annotated[Path, BeforeValidator(local_path(WRITES_HERE)), Field(strict=False)]
 # A random seed: numpy, torch and random all take it.
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
 # A path or glob kept as a string (a source's paths), expanded alike.

@@ -112,6 +112,8 @@ def location(value, local: str | None = None) -> AnyPath:
     except LocationError:
         raise
     except ValueError:  # upath's "Unsupported filesystem"
+        if local is not None:
+            raise LocationError(f"{value} is a URL; {local}") from None
         raise LocationError(
             f"{value}: no file system is known for {str(value).split(':', 1)[0]}://; give a local path "
             "or the URL of a file system fsspec knows (s3://bucket/...)"

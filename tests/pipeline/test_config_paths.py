@@ -210,6 +210,47 @@ def test_the_trainer_and_experiment_configs_expand_their_paths(tmp_path, monkeyp
         )
 
 
+def test_the_trainer_and_experiment_configs_read_file_urls_and_refuse_other_urls(tmp_path, monkeypatch):
+    """``file://localhost/x`` used to become the local folder ./file:/localhost/x (trained into,
+    or looked in for the mixture), and an experiment's ``out_dir = "memory://b/exp"`` the folder
+    ./memory:/b/exp and an internal error; out_dir's refusal spoke of the mixture."""
+    from experiment.config import parse_experiment
+    from trainer.config import parse_train_config
+
+    monkeypatch.chdir(tmp_path)
+    train = parse_train_config(
+        {
+            "mixture": f"file://localhost{tmp_path}/mix/main",
+            "out_dir": f"file://{tmp_path}/out",
+            "eval_mixtures": {"ref": f"file://localhost{tmp_path}/ref"},
+            "eval_tasks": [f"file://localhost{tmp_path}/items.jsonl"],
+            "max_steps": 1,
+        }
+    )
+    assert (train.mixture, train.out_dir) == (tmp_path / "mix" / "main", tmp_path / "out")
+    assert (train.eval_mixtures["ref"], train.eval_tasks) == (tmp_path / "ref", [tmp_path / "items.jsonl"])
+    for key, value, says in (
+        ("out_dir", "memory://b/out", "the trainer writes its checkpoints to a local folder"),
+        ("mixture", "memory://b/mix", "the trainer memory-maps a local mixture folder"),
+        ("eval_tasks", ["memory://b/items.jsonl"], "names a file on this machine"),
+    ):
+        settings = {"mixture": "mix", "out_dir": "out", "max_steps": 1, key: value}
+        with pytest.raises(ConfigError) as error:
+            parse_train_config(settings)
+        line = str(error.value)
+        assert line.startswith(f"{key}") and "is a URL" in line and says in line and "\n" not in line, line
+        assert key == "mixture" or "mixture" not in line, line
+    demo = {"demo": True, "budget_tokens": 1000, "variants": [{"name": "raw"}]}
+    experiment = parse_experiment(
+        {**demo, "out_dir": f"file://localhost{tmp_path}/exp", "corpus_dir": f"file://{tmp_path}/corpus"}
+    )
+    assert (experiment.out_dir, experiment.corpus_dir) == (tmp_path / "exp", tmp_path / "corpus")
+    for key in ("out_dir", "corpus_dir", "quality_model"):
+        with pytest.raises(ConfigError, match=rf"^{key}: memory://b/x is a URL; this setting names a"):
+            parse_experiment({"out_dir": "exp", **demo, key: "memory://b/x"})
+    assert list(tmp_path.iterdir()) == []  # no ./memory: or ./file: folder
+
+
 def test_names_at_the_longest_the_config_takes_make_a_whole_run(user, prefect_server):
     """The config's limits hold for the file names the run really makes: a source name and a
     mixture name whose part records are exactly 255 bytes run through every stage."""

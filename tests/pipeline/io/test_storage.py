@@ -341,6 +341,6 @@ def test_the_trainer_refuses_a_remote_mixture_in_one_line(memory_root):
         with pytest.raises(ConfigError) as error:
             parse_train_config({"mixture": "runs/x/mix/main", "out_dir": "out", "max_steps": 1, **settings})
         message = str(error.value)
-        assert "\n" not in message and "is not a local folder" in message and "copy" in message
+        assert "\n" not in message and "is a URL; the trainer memory-maps a local mixture folder" in message
     with pytest.raises(ValueError, match="local folder"):
         export_mixture(mixture, f"{memory_root}/export")
