@@ -236,6 +236,14 @@ def _claimed(name: str, folder, what: str):
         _fail(f"{name}: {error}")
 
 
+def _outside_run(name: str, out, run_dir, what: str) -> None:
+    """A command that reads a run never writes into it: its stage folders, tokenizer and mixtures
+    are the run's own, checked against its manifest (both local paths)."""
+    run, target = Path(run_dir).resolve(), Path(out).resolve()
+    if target == run or run in target.parents:
+        _fail(f"{name}: {str(target)!r} is inside the run it reads ({str(run)!r}); write the {what} outside it")
+
+
 def _replaceable(name: str, path, force: bool) -> None:
     """A file the command writes replaces one that is there only with --force: the command cannot
     tell its own earlier output from a user's file of that name."""
@@ -536,6 +544,7 @@ def train_quality(
     if demo_corpus is not None:
         positives, negatives = demo_training_texts(demo_corpus, seed)
     elif run_dir is not None and positive and negative:
+        _outside_run("OUT", out, run_dir, "quality classifier")
         positives, negatives, langs = _run_training_texts(run_dir, stage, positive, negative, max_docs, seed)
         langs = langs if any(langs) else None
     else:
@@ -629,6 +638,7 @@ def train_tokenizer_command(
 
     folder = out.suffix != ".json"
     _checked_output("OUT", out, folder=folder)
+    _outside_run("OUT", out, run_dir, "tokenizer")
     if not folder:
         _replaceable("OUT", out, force)
     if kind not in ("bpe", "wordpiece"):

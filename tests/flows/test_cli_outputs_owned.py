@@ -5,6 +5,7 @@ exists is replaced only with --force. A user's file is never overwritten."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import polars as pl
 import pytest
@@ -81,6 +82,23 @@ def test_train_tokenizer_refuses_a_users_folder_or_file_and_reruns_into_its_own(
     result = curate("train-tokenizer", run, named, "--vocab-size", 300, "--force")
     assert result.exit_code == 0, result.output
     assert json.loads(named.read_text())["model"]["type"] == "BPE"
+
+
+def test_train_tokenizer_and_train_quality_never_write_into_the_run_they_read(run, tmp_path):
+    """`train-tokenizer RUN RUN/tokenize/tokenizer.json --force` replaced the run's own tokenizer
+    (its mixtures then refused to export or train), and a new folder inside a stage folder was
+    written into; train-quality likewise wrote into the run it read."""
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    (copy / "tokenize").mkdir()
+    (copy / "tokenize" / "tokenizer.json").write_text("the run's")
+    (tmp_path / "link").symlink_to(copy / "filter")
+    before = sorted((str(p), p.read_bytes() if p.is_file() else b"") for p in copy.rglob("*"))
+    for out in (copy / "tokenize" / "tokenizer.json", copy / "tokenize" / "new", copy, tmp_path / "link" / "tok"):
+        result = curate("train-tokenizer", copy, out, "--vocab-size", 300, "--force")
+        refused(result, f"is inside the run it reads ('{copy}'); write the tokenizer outside it")
+    refused(train_quality(copy, copy / "quality"), "is inside the run it reads")
+    assert sorted((str(p), p.read_bytes() if p.is_file() else b"") for p in copy.rglob("*")) == before
 
 
 def test_eval_json_refuses_an_existing_file_before_scoring_unless_forced(tmp_path):
