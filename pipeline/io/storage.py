@@ -196,7 +196,15 @@ def is_file(path: AnyPath, shown: str | None = None) -> bool:
         return path.is_file()
     except Exception as error:  # whatever the file system's package raises, as one line
         why = f"{type(error).__name__}: {error}".replace("\n", " ")
+        if "::" not in str(shown or path) and _is_archive(path):  # zip://x.zip: fsspec reads no archive
+            why += f"; an archive's URL names the archive after '::', as {path.protocol}://run::/data/runs.zip"
         raise LocationError(f"{shown or path} cannot be opened ({why}); give a location that exists") from None
+
+
+def _is_archive(path: AnyPath) -> bool:
+    from fsspec.archive import AbstractArchiveFileSystem
+
+    return isinstance(path, UPath) and issubclass(_filesystem_class(path, str(path)), AbstractArchiveFileSystem)
 
 
 def arrow_filesystem(path: str | os.PathLike | UPath) -> tuple[pafs.FileSystem, str]:

@@ -140,3 +140,9 @@ def test_a_location_that_cannot_be_opened_is_one_line(tmp_path, command, where):
     shown = where.replace("memory://", "memory:///")  # as the file system names it
     refused(result, f"{shown} cannot be opened (")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["report"]])
+def test_an_archive_url_without_its_archive_says_how_to_name_one(command):
+    """`curate inspect zip://x.zip` said only that the current folder is a directory."""
+    refused(curate(command[0], "zip://x.zip"), "an archive's URL names the archive after '::', as zip://run::")
