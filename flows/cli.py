@@ -544,8 +544,11 @@ def train_quality(
     if demo_corpus is not None:
         positives, negatives = demo_training_texts(demo_corpus, seed)
     elif run_dir is not None and positive and negative:
+        from pipeline.stages.run import RunFileError
+
         _outside_run("OUT", out, run_dir, "quality classifier")
-        positives, negatives, langs = _run_training_texts(run_dir, stage, positive, negative, max_docs, seed)
+        with _failing_on(RunFileError), _naming_damaged_files(run_dir):
+            positives, negatives, langs = _run_training_texts(run_dir, stage, positive, negative, max_docs, seed)
         langs = langs if any(langs) else None
     else:
         _fail("train-quality: pass --demo-corpus DIR, or --run-dir with --positive and --negative sources")
@@ -584,10 +587,10 @@ def calibrate(
     (or writes) [filter.by_lang.<code>.params.<filter>] tables to add to the config."""
     from pipeline.config import load_config
     from pipeline.stages.calibrate import calibrate_run
-    from pipeline.stages.run import NotARunError
+    from pipeline.stages.run import NotARunError, RunFileError
 
     _replaceable("--out", out, force)
-    with _failing_on(ConfigError, NotARunError):
+    with _failing_on(ConfigError, NotARunError, RunFileError), _naming_damaged_files(run_dir):
         settings = load_config(config) if config is not None else None
         found = calibrate_run(run_dir, reference or None, stage, english, min_docs, settings)
     calibration = found.calibration
@@ -634,6 +637,7 @@ def train_tokenizer_command(
     from pipeline.formats.manifest import stage_outputs
     from pipeline.io.writer import read_json
     from pipeline.stages.registry import document_stages
+    from pipeline.stages.run import RunFileError
     from pipeline.tokenizer import train_tokenizer
 
     folder = out.suffix != ".json"
@@ -646,12 +650,13 @@ def train_tokenizer_command(
     manifest = run_dir / "manifest.json"
     if not manifest.is_file():
         _fail(f"run_dir: no manifest.json in {run_dir}; pass the run directory of `curate run`")
-    stages = document_stages(read_json(manifest)["stages"])
-    stage = stage or stages[-1]
-    files = stage_outputs(run_dir, stage)
-    if not files:
-        _fail(f"--stage: no documents in {run_dir / stage / 'docs'}; pick one of {', '.join(stages)}")
-    docs = pl.scan_parquet(files).select("id", "text").collect()
+    with _failing_on(RunFileError), _naming_damaged_files(run_dir):  # a truncated manifest or shard
+        stages = document_stages(read_json(manifest)["stages"])
+        stage = stage or stages[-1]
+        files = stage_outputs(run_dir, stage)
+        if not files:
+            _fail(f"--stage: no documents in {run_dir / stage / 'docs'}; pick one of {', '.join(stages)}")
+        docs = pl.scan_parquet(files).select("id", "text").collect()
     sample = docs.sample(n=min(sample_docs, docs.height), seed=seed).sort("id")
     if folder:
         _claimed("OUT", out, "tokenizer")

@@ -146,3 +146,28 @@ def test_a_location_that_cannot_be_opened_is_one_line(tmp_path, command, where):
 def test_an_archive_url_without_its_archive_says_how_to_name_one(command):
     """`curate inspect zip://x.zip` said only that the current folder is a directory."""
     refused(curate(command[0], "zip://x.zip"), "an archive's URL names the archive after '::', as zip://run::")
+
+
+@pytest.mark.parametrize("damaged", ["lang/docs/a.parquet", "filter/docs/a.parquet", "manifest.json"])
+def test_calibrate_and_training_on_a_damaged_run_say_which_file_in_one_line(run, tmp_path, damaged):
+    """A truncated shard or manifest.json was a traceback (83 lines from calibrate, 55 from
+    train-tokenizer), where report and inspect give one line naming the file and the fix."""
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    path = copy / damaged
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    config = tmp_path / "run.toml"
+    config.write_text(f'run_dir = "{tmp_path / "other"}"\n[[sources]]\nname = "news"\npaths = ["{tmp_path}"]\n')
+    stage = damaged.split("/")[0] if "/" in damaged else "filter"  # the stage read (a manifest: every one)
+    commands = [
+        ["calibrate", copy, "--config", config, "--min-docs", 1, "--stage", stage],
+        ["train-tokenizer", copy, tmp_path / "tok", "--vocab-size", 300, "--stage", stage],
+    ]
+    if "/" in damaged:  # train-quality reads a stage's documents, not the manifest
+        commands.append(
+            ["train-quality", tmp_path / "model", "--run-dir", copy, "--stage", stage, "--positive", "news",
+             "--negative", "web"]
+        )  # fmt: skip
+    for args in commands:
+        refused(curate(*args), f"{damaged} is damaged or truncated (")
+    assert not (tmp_path / "tok").exists() and not (tmp_path / "model").exists()
