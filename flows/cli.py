@@ -709,6 +709,7 @@ def train(
     ),
     resume: bool = typer.Option(False, help="require a checkpoint in out_dir to continue from"),
     quiet: bool = QuietOption,
+    verbose: bool = VerboseOption,
 ) -> None:
     """Pretrain a GPT on a mixture (continues from out_dir's last checkpoint when there is one)."""
     from flows.runtime import configure_prefect
@@ -722,7 +723,7 @@ def train(
 
         preflight(parsed, resume)
     with _failing_on(where=parsed.out_dir):
-        configure_prefect(parsed.out_dir, quiet=quiet, command="train")
+        configure_prefect(parsed.out_dir, quiet=quiet, command="train", progress=not verbose)
     from flows.runtime import temporary_server
     from flows.train import train_flow
 
@@ -835,7 +836,18 @@ def _lm_eval_checked(yamls: list[Path]):
     return evaluate_yaml_tasks
 
 
-def _study(config: Path, command: str, quiet: bool):
+def study_stopped(out_dir: Path) -> str:
+    """The line of an experiment or sweep stopped by Ctrl-C: the pretraining runs finished in
+    ``out_dir`` (their summary.json written), and that the same command continues from there."""
+    finished = len(list((Path(out_dir) / "train").rglob("summary.json")))
+    runs = f"{finished} pretraining run{'' if finished == 1 else 's'} finished"
+    return (
+        f"interrupted: {runs}; what is finished in {out_dir} is kept (curation runs resume, pretraining "
+        "continues from its last checkpoint): run the same command again to continue"
+    )
+
+
+def _study(config: Path, command: str, quiet: bool, verbose: bool = False):
     """``curate experiment`` or ``curate sweep``: the config read and checked for the command (one
     line and exit 2 before Prefect starts), then its flow; returns the config and the results."""
     from experiment.config import load_experiment
@@ -846,7 +858,7 @@ def _study(config: Path, command: str, quiet: bool):
         parsed = load_experiment(config)
         parsed.require(command)
     with _failing_on(where=parsed.out_dir):
-        configure_prefect(parsed.out_dir, quiet=quiet, command=command)
+        configure_prefect(parsed.out_dir, quiet=quiet, command=command, progress=not verbose)
     from experiment.prepare import ContaminationError
     from flows.experiment import experiment_flow
     from flows.runners import shared_api
@@ -858,7 +870,7 @@ def _study(config: Path, command: str, quiet: bool):
     # With runs in processes of their own, the flow and every worker report to one Prefect API
     # (each worker would otherwise start a temporary server of its own).
     with (
-        _stoppable(lambda: _say(console, "interrupted")),
+        _stoppable(lambda: _say(console, study_stopped(parsed.out_dir))),
         _failing_on(
             ConfigError,
             LedgerError,
@@ -879,11 +891,12 @@ def experiment(
         ..., parser=_path("CONFIG", READS_LOCAL), help="TOML config of the experiment (see configs/experiment.toml)"
     ),
     quiet: bool = QuietOption,
+    verbose: bool = VerboseOption,
 ) -> None:
     """Curate variants of one raw pool, pretrain on each over several seeds, and compare them on
     held-out sets no curation chose and on transfer to a downstream task; writes results.json and a
     report."""
-    parsed, results = _study(config, "experiment", quiet)
+    parsed, results = _study(config, "experiment", quiet, verbose)
     from report.console import print_experiment, print_outputs
 
     print_experiment(stdout, results)
@@ -898,11 +911,12 @@ def sweep(
         help="TOML config with a [sweep] section (see configs/sweep-demo.toml)",
     ),
     quiet: bool = QuietOption,
+    verbose: bool = VerboseOption,
 ) -> None:
     """Fit scaling laws per variant: train every model size of [sweep] on every token budget, fit
     L(N, D) = E + A / N^alpha + B / D^beta, and compare the compute-optimal frontiers; writes
     results.json and a report."""
-    parsed, results = _study(config, "sweep", quiet)
+    parsed, results = _study(config, "sweep", quiet, verbose)
     from report.console import print_outputs, print_sweep
 
     print_sweep(stdout, results)

@@ -21,6 +21,10 @@ logging.raiseExceptions = False
 # Loggers whose errors the CLI reports itself, in one line: a task's or flow's failure, the
 # temporary server's (a full database, say); their records stay in the run log.
 REPORTED_BY_THE_CLI = ("prefect.flow_runs", "prefect.task_runs", "prefect.server", "uvicorn", "fastapi")
+# The ``extra`` of a record that is a command's own progress line (the trainer's steps): the one
+# kind of info line the terminal shows at level INFO, where Prefect's own (flow and task runs
+# begun and finished, "Stopping temporary server") are left to the run log and --verbose.
+PROGRESS = {"progress": True}
 
 
 class RunLogHandler(logging.FileHandler):
@@ -59,7 +63,8 @@ class RunLogHandler(logging.FileHandler):
 
 class TerminalHandler(PrefectConsoleHandler):
     """Prefect's console handler, less what the CLI reports itself: no traceback, no task, flow
-    or server error (a failure is one line from the CLI), and of other libraries only warnings."""
+    or server error (a failure is one line from the CLI), and of other libraries only warnings.
+    At level INFO, of the info lines only the command's progress (:data:`PROGRESS`)."""
 
     def filter(self, record: logging.LogRecord):
         if getattr(record, "terminal", True) is False:
@@ -67,6 +72,8 @@ class TerminalHandler(PrefectConsoleHandler):
         if record.levelno >= logging.ERROR and record.name.startswith(REPORTED_BY_THE_CLI):
             return False
         if record.levelno < logging.WARNING and not record.name.startswith("prefect"):
+            return False
+        if record.levelno < logging.WARNING and self.level >= logging.INFO and not getattr(record, "progress", False):
             return False
         return super().filter(record)
 

@@ -41,9 +41,13 @@ class ServerStartError(RuntimeError):
     """Prefect's temporary server stopped before it answered."""
 
 
-def configure_prefect(run_dir: Path | str, quiet: bool = False, command: str = "curate") -> Path:
+def configure_prefect(
+    run_dir: Path | str, quiet: bool = False, command: str = "curate", progress: bool = False
+) -> Path:
     """Set Prefect up for a run in ``run_dir`` (its database, its logging, no telemetry); return the
-    run log's path. ``quiet``: the terminal gets Prefect's warnings only, not its info lines."""
+    run log's path. ``quiet``: the terminal gets Prefect's warnings only, not its info lines;
+    ``progress``: the warnings and the command's own progress lines (flows.logs.PROGRESS), not
+    Prefect's info lines (flow and task runs, its server)."""
     if not os.environ.get("PREFECT_API_URL") and is_local(run_dir):
         home = Path(run_dir).resolve() / ".prefect"
         home.mkdir(parents=True, exist_ok=True)
@@ -56,8 +60,8 @@ def configure_prefect(run_dir: Path | str, quiet: bool = False, command: str = "
     path = logs / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     os.environ["PREFECT_LOGGING_SETTINGS_PATH"] = str(LOGGING_YML)
     os.environ[LOG_FILE_ENV] = str(path)
-    if quiet:
-        os.environ[TERMINAL_LEVEL_ENV] = "WARNING"
+    if quiet or progress:  # flows.logs.TerminalHandler: at INFO, only lines marked PROGRESS
+        os.environ[TERMINAL_LEVEL_ENV] = "WARNING" if quiet else "INFO"
     else:
         os.environ.pop(TERMINAL_LEVEL_ENV, None)
     return path

@@ -7,6 +7,7 @@ from __future__ import annotations
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from flows.logs import PROGRESS
 from trainer.config import TrainConfig
 
 
@@ -22,7 +23,7 @@ def trainer_log(progress: bool = True):
         if line.startswith(WARNING):
             logger.warning(line)
         elif progress:
-            logger.info(line)
+            logger.info(line, extra=PROGRESS)
 
     return log
 
