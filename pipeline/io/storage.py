@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -221,17 +220,6 @@ def put_bytes(data: bytes, path: UPath) -> None:
     """Store ``data`` as the remote file ``path`` in one put: the object appears whole or not at
     all (there is no rename on an object store to make it so)."""
     path.fs.pipe_file(path.path, data)
-
-
-def remove_tree(path: str | os.PathLike | UPath) -> None:
-    """Delete a folder and everything in it (nothing when it is not there)."""
-    path = as_path(path)
-    if not path.exists():
-        return
-    if is_local(path):
-        shutil.rmtree(path)
-    else:
-        path.fs.rm(path.path, recursive=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,7 +34,6 @@ from pipeline.io.storage import (
     parquet_file,
     read_parquet,
     read_table,
-    remove_tree,
     scan_parquet,
 )
 from pipeline.io.writer import (
@@ -319,10 +318,6 @@ def test_readers_give_the_same_data_local_and_remote(tmp_path, memory_root):
                 writer.write_table(table)
         with open_arrow_file(path) as source:
             assert ipc.open_file(source).read_all().equals(table)
-
-    remove_tree(f"{memory_root}/missing")  # nothing there: nothing to do
-    remove_tree(memory_root)
-    assert not as_path(memory_root).exists()
 
 
 # ---- the trainer -----------------------------------------------------------------------------
