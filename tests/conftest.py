@@ -37,6 +37,20 @@ def prefect_server():
         yield
 
 
+@pytest.fixture
+def memory_root():
+    """A fresh ``memory://<unique>`` folder, removed with everything in it after the test."""
+    import uuid
+
+    import fsspec
+
+    name = uuid.uuid4().hex
+    yield f"memory://{name}"
+    memory = fsspec.filesystem("memory")
+    if memory.exists(f"/{name}"):
+        memory.rm(f"/{name}", recursive=True)
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the tests that run flows under the Prefect server (``make test-fast`` leaves them out)."""
     for item in items:

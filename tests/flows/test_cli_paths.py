@@ -5,7 +5,6 @@ reverse), or is under a file, is one line before any work."""
 
 from __future__ import annotations
 
-import uuid
 from types import SimpleNamespace
 
 import fsspec
@@ -19,16 +18,6 @@ from tests.trainer_fixtures import shared_mixture
 @pytest.fixture(scope="module")
 def mixture(tmp_path_factory):
     return shared_mixture(tmp_path_factory)
-
-
-@pytest.fixture
-def memory_root():
-    """A fresh ``memory://<unique>`` folder, removed with everything in it after the test."""
-    name = uuid.uuid4().hex
-    yield f"memory://{name}"
-    memory = fsspec.filesystem("memory")
-    if memory.exists(f"/{name}"):
-        memory.rm(f"/{name}", recursive=True)
 
 
 @pytest.fixture

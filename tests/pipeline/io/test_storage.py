@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import uuid
 from pathlib import Path
 
-import fsspec
 import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -52,16 +50,6 @@ from report.inspect import inspect_document
 from tests.report.test_report import write_corpus
 from trainer.config import parse_train_config
 from trainer.data import MixtureError, open_mixture
-
-
-@pytest.fixture
-def memory_root():
-    """A fresh ``memory://<unique>`` folder, removed with everything in it after the test."""
-    name = uuid.uuid4().hex
-    yield f"memory://{name}"
-    memory = fsspec.filesystem("memory")
-    if memory.exists(f"/{name}"):
-        memory.rm(f"/{name}", recursive=True)
 
 
 def _config(root: Path, run_dir: str):
