@@ -273,10 +273,10 @@ def _made_record(run_dir, stage: str, manifest: dict | None = None) -> dict:
     return record if isinstance(record, dict) else {}
 
 
-def stage_own_files(run_dir, stage: str) -> set[str]:
+def stage_own_files(run_dir, stage: str, manifest: dict | None = None) -> set[str]:
     """The files of the stage's folder it wrote (:func:`own_files`, by the manifest's record of
-    it), relative to the folder."""
-    return set(own_files(run_dir, stage, _made_record(run_dir, stage)))
+    it), relative to the folder. ``manifest``: the run's, when read already."""
+    return set(own_files(run_dir, stage, _made_record(run_dir, stage, manifest)))
 
 
 # What a stage writes in each folder that a later stage or a view reads: Parquet shards of documents

@@ -79,7 +79,7 @@ def damaged_file(run_dir: str | Path) -> RunFileError | None:
         folder = root / stage
         if not folder.is_dir():
             continue
-        own = sorted(rel for rel in stage_own_files(root, stage) if rel.endswith(".parquet"))
+        own = sorted(rel for rel in stage_own_files(root, stage, manifest) if rel.endswith(".parquet"))
         for path in [folder / "stats.json", *(folder / rel for rel in own)]:
             try:
                 if path.suffix == ".json":
@@ -88,14 +88,16 @@ def damaged_file(run_dir: str | Path) -> RunFileError | None:
                 else:
                     parquet_file(path).metadata  # noqa: B018 (reading the footer is the check)
             except Exception as error:
-                return RunFileError(_damaged_line(root, path, stage, error, _unit_record(root, stage, path)))
+                parts = stage_outputs(root, stage, "parts", manifest=manifest)
+                return RunFileError(_damaged_line(root, path, stage, error, _unit_record(parts, stage, path)))
     return None
 
 
-def _unit_record(root: Path, stage: str, path: Path) -> str | None:
+def _unit_record(parts: list[Path], stage: str, path: Path) -> str | None:
     """The part record (``<stage>/parts/<unit>.json``, relative to the run) of the unit that wrote
-    ``path``, when one names it: a unit whose record is gone is done again."""
-    for part_path in stage_outputs(root, stage, "parts"):
+    ``path``, among the stage's recorded ``parts``, when one names it: a unit whose record is gone
+    is done again."""
+    for part_path in parts:
         try:
             part = _read_json(part_path)
         except ValueError:
@@ -163,7 +165,7 @@ class RunFiles:
         try:
             return read_parquet(path)
         except Exception as error:
-            unit = _unit_record(self.root, stage, path)
+            unit = _unit_record(self.outputs(stage, "parts"), stage, path)
             raise RunFileError(_damaged_line(self.root, path, stage, error, unit)) from None
 
     def outputs(self, stage: str, kind: str) -> list[Path]:
