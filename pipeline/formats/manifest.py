@@ -243,20 +243,17 @@ def remove_own_outputs(run_dir, stage: str, record: dict, keep: Iterable[str] = 
     root = RunLayout(run_dir).stage(stage).root
     prefix = f"{under}/" if under else ""
     own = [rel for rel in own_files(run_dir, stage, record) if rel.startswith(prefix)]
-    gone = remove_written(root, under=under, keep=keep, also=own) if is_local(root) else []
-    if not is_local(root):  # no records on a remote file system: the recorded files, one by one
-        gone = [rel for rel in own if rel not in set(keep)]
+    if is_local(root):
+        gone = remove_written(root, under=under, keep=keep, also=own)
+    else:  # no records on a remote file system: the recorded files, one by one
+        kept = set(keep)
+        gone = [rel for rel in own if rel not in kept]
         for rel in gone:
             (root / rel).unlink()
     if not under and root.exists() and not stage_files(run_dir, stage):
         end_record(root)
-        for folder in [
-            *sorted(
-                (p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()),
-                key=lambda f: len(f.parts),
-                reverse=True,
-            )
-        ]:
+        folders = (p for p in root.rglob("*") if p.is_dir() and not p.is_symlink())
+        for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
             if not any(folder.iterdir()):
                 folder.rmdir()
         if not any(root.iterdir()):
