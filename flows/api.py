@@ -116,8 +116,10 @@ def _check_inputs_current(stage: str, config: RunConfig) -> None:
     stale = redone_before(plan_run(config), stage)
     if not stale:
         return
+    from flows.display import listed
+
     names = [step.stage for step in stale]
-    named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    named = listed(names)
     first = next((step.stage for step in stale if step.action != "removed"), None)
     fix = f"run_stage({first!r}, config) first, or curate(config)" if first else "run curate(config)"
     raise ConfigError(

@@ -87,7 +87,8 @@ class RunDisplay:
             say(self.console, f"{self.label}: {self.completed} of {self.total} units{skipped} in {took:.1f} s")
 
 
-def _listed(names: list[str]) -> str:
+def listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
@@ -109,7 +110,7 @@ def interrupted_line(run_dir, stages: list[str], display: RunDisplay) -> str:
         if current in done and display.completed < display.total:
             done.remove(current)
     left = [stage for stage in stages if stage not in done]
-    parts = [f"{_listed(done)} {'is' if len(done) == 1 else 'are'} done" if done else "no stage is done"]
+    parts = [f"{listed(done)} {'is' if len(done) == 1 else 'are'} done" if done else "no stage is done"]
     label = display.label
     if display.doing is not None:
         parts.append(f"stopped while {display.doing}")
