@@ -154,7 +154,7 @@ def filter_verdicts(run: RunFiles, docs: pl.DataFrame, settings: FilterConfig | 
     rules: dict[str, Rule] = {}
     filter_of: dict[str, str] = {}
     errors: list[str] = []
-    for code in [None, *dict.fromkeys(k for k in keys.to_list() if k is not None)]:
+    for code in [None, *keys.drop_nulls().unique(maintain_order=True).to_list()]:
         mask = keys.is_null() if code is None else (keys == code).fill_null(False)
         rows = np.flatnonzero(mask.to_numpy())
         filters, failed = _built(settings, code)
