@@ -651,9 +651,10 @@ def train_tokenizer_command(
     if not manifest.is_file():
         _fail(f"run_dir: no manifest.json in {run_dir}; pass the run directory of `curate run`")
     with _failing_on(RunFileError), _naming_damaged_files(run_dir):  # a truncated manifest or shard
-        stages = document_stages(read_json(manifest)["stages"])
+        recorded = read_json(manifest)
+        stages = document_stages(recorded["stages"])
         stage = stage or stages[-1]
-        files = stage_outputs(run_dir, stage)
+        files = stage_outputs(run_dir, stage, manifest=recorded)
         if not files:
             _fail(f"--stage: no documents in {run_dir / stage / 'docs'}; pick one of {', '.join(stages)}")
         docs = pl.scan_parquet(files).select("id", "text").collect()
