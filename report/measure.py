@@ -9,9 +9,9 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.config import RunConfig
-from pipeline.filters.registry import FILTERS
 from pipeline.formats.step import Rule
 from pipeline.lang import RULE_LOW_SCORE, RULE_NOT_KEPT, lang_decisions
+from pipeline.stages.verdicts import built_filters
 
 
 def filter_rules(config: RunConfig) -> tuple[list[tuple[Rule, str]], list[str]]:
@@ -21,8 +21,7 @@ def filter_rules(config: RunConfig) -> tuple[list[tuple[Rule, str]], list[str]]:
     th: < 0)``; a language that does not run the rule's filter says ``off``. The second list
     names filters that could not be built."""
     settings = config.filter
-    groups = [(None, *_built(settings.filters, settings.params))]
-    groups += [(code, *_built(*settings.for_lang(code))) for code in settings.languages()]
+    groups = [(code, *built_filters(settings, code)) for code in [None, *settings.languages()]]
     errors = list(dict.fromkeys(e for _, _, failed in groups for e in failed))
     by_group = [(code, {r.name: r for f in filters for r in f.rules()}) for code, filters, _ in groups]
     every: dict[str, Rule] = {}
@@ -49,16 +48,6 @@ def filter_rules(config: RunConfig) -> tuple[list[tuple[Rule, str]], list[str]]:
 
 def _number(value: float) -> str:
     return f"{value:.3g}" if value % 1 else f"{int(value)}"
-
-
-def _built(names: list[str], params: dict) -> tuple[list, list[str]]:
-    built, errors = [], []
-    for name in names:
-        try:
-            built.append(FILTERS[name](**params.get(name, {})))
-        except Exception as error:  # whatever the reason, this filter cannot be measured here
-            errors.append(f"{name}: {error}")
-    return built, errors
 
 
 def lang_rules(config: RunConfig) -> list[tuple[str, str]]:

@@ -63,7 +63,7 @@ def describe_settings(settings: FilterConfig, code: str | None) -> str:
     return f"the built-in profile of {code!r} over the stage's settings"
 
 
-def _built(settings: FilterConfig, code: str | None) -> tuple[list, list[str]]:
+def built_filters(settings: FilterConfig, code: str | None) -> tuple[list, list[str]]:
     """The filters for ``code``'s documents; a filter that cannot be built (a quality model that
     is gone) is left out and named in the second list."""
     names, params = settings.for_lang(code) if code is not None else (settings.filters, settings.params)
@@ -157,7 +157,7 @@ def filter_verdicts(run: RunFiles, docs: pl.DataFrame, settings: FilterConfig | 
     for code in [None, *keys.drop_nulls().unique(maintain_order=True).to_list()]:
         mask = keys.is_null() if code is None else (keys == code).fill_null(False)
         rows = np.flatnonzero(mask.to_numpy())
-        filters, failed = _built(settings, code)
+        filters, failed = built_filters(settings, code)
         errors += [e for e in failed if e not in errors]
         for f in filters:
             for r in f.rules():
