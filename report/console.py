@@ -97,13 +97,18 @@ def print_funnel(out: Console, stats: dict[str, dict]) -> None:
     out.print(table)
 
 
+def print_warning(out: Console, line: str, style: str = "yellow") -> None:
+    """``line`` labelled ``warning:`` (in ``style``), as the CLI's warnings are."""
+    out.print(Text.assemble(("warning:", style), " ", shown(line)), highlight=False, soft_wrap=True)
+
+
 def print_language_warnings(out: Console, stats: dict[str, dict]) -> None:
     """One line per rule that removes far more of a language than of English
     (report.languages.unfair_rules), labelled ``warning:`` as the CLI's warnings are."""
     from report.languages import unfair_rules
 
     for unfair in unfair_rules(stats):
-        out.print(Text.assemble(("warning:", "yellow"), " ", shown(unfair.line())), highlight=False, soft_wrap=True)
+        print_warning(out, unfair.line())
 
 
 def print_stage_warnings(out: Console, stats: dict[str, dict]) -> None:
@@ -113,7 +118,7 @@ def print_stage_warnings(out: Console, stats: dict[str, dict]) -> None:
         if stage == "mix" or not isinstance(counts, dict):
             continue
         for line in counts.get("warnings", []):
-            out.print(Text.assemble(("warning:", "yellow"), " ", shown(line)), highlight=False, soft_wrap=True)
+            print_warning(out, line)
 
 
 def print_mixtures(out: Console, stats: dict) -> None:
@@ -143,7 +148,7 @@ def print_mixtures(out: Console, stats: dict) -> None:
         table.add_row(shown(name), "all", "", f"{mixture['tokens_taken']:,}", "", "", "", style="bold")
     out.print(table)
     for line in stats.get("warnings", []):
-        out.print(Text.assemble(("warning:", "yellow"), " ", shown(line)), highlight=False, soft_wrap=True)
+        print_warning(out, line)
 
 
 def print_sources(out: Console, stats: dict) -> None:

@@ -76,12 +76,10 @@ def emptied_stages(stats: Mapping[str, dict]) -> list[EmptiedStage]:
 
 def print_emptied(out, stats: Mapping[str, dict]) -> None:
     """One loud ``warning:`` line per stage that kept no document (on ``out``, a rich Console)."""
-    from rich.text import Text
-
-    from report.console import shown
+    from report.console import print_warning
 
     for stage in emptied_stages(stats):
-        out.print(Text.assemble(("warning:", "bold red"), " ", shown(stage.line())), highlight=False, soft_wrap=True)
+        print_warning(out, stage.line(), style="bold red")
 
 
 def warn_emptied(stats: Mapping[str, dict]) -> None:
