@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from pipeline.config import RunConfig
 from pipeline.formats.documents import LICENCE, REMOVED_SCHEMA, UNKNOWN, RunLayout, StageDir
 from pipeline.formats.ledger import Ledger, LedgerError
-from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_own_files
+from pipeline.formats.manifest import OUTPUT_SUFFIX, record_stage, remove_stage_outputs, stage_own_files
 from pipeline.formats.step import Step, docs_table
 from pipeline.io.storage import as_path, parquet_file, read_table
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
@@ -159,14 +159,9 @@ def stage_unit(stage_name: str, in_path: Path, stage: StageDir, config: RunConfi
     return shard_unit(stage_name, in_path, stage, step, config.batch_docs, attributes)
 
 
-# The files a stage writes in each of its folders; nothing else there is ever deleted.
-_OUTPUT_SUFFIX = {
-    "docs": ".parquet",
-    "quarantine": ".parquet",
-    "removed": ".parquet",
-    "parts": ".json",
-    ATTRIBUTES: (".parquet", CHECKSUM_SUFFIX),
-}
+# The files a stage writes in each of its folders (the measurements' checksums too); nothing
+# else there is ever deleted.
+_OUTPUT_SUFFIX = {**OUTPUT_SUFFIX, ATTRIBUTES: (OUTPUT_SUFFIX[ATTRIBUTES], CHECKSUM_SUFFIX)}
 
 
 def remove_unlisted(stage: StageDir, parts: list[dict]) -> list[Path]:
