@@ -298,7 +298,7 @@ class FilterConfig(_Strict):
         """The languages with filters or parameters of their own: the built-in profiles' (when on)
         not named by ``by_lang``, then ``by_lang``'s."""
         from pipeline.filters.profiles import LANGUAGE_PROFILES
-        from pipeline.filters.text import parse_lang
+        from pipeline.formats.langcodes import parse_lang
 
         own = {parse_lang(code)[0] for code in self.by_lang}
         built_in = [code for code in LANGUAGE_PROFILES if self.language_profiles and code not in own]
@@ -309,7 +309,7 @@ class FilterConfig(_Strict):
         :meth:`languages`): the stage's, under the built-in profile of the language, under its
         ``by_lang`` table, parameter by parameter."""
         from pipeline.filters.profiles import LANGUAGE_PROFILES
-        from pipeline.filters.text import parse_lang
+        from pipeline.formats.langcodes import parse_lang
 
         override = self.by_lang.get(code, LangFilterConfig())
         names = self.filters if override.filters is None else override.filters

@@ -42,11 +42,9 @@ from pipeline.filters.text import (
     SPACELESS_CHAR_PATTERN,
     flatten,
     is_spaceless,
-    lang_languages,
     line_count,
     nonempty_lines,
     normalize_line_breaks,
-    parse_lang,
     split_lines,
     split_newline,
     split_paragraphs,
@@ -54,6 +52,7 @@ from pipeline.filters.text import (
     word_count,
     words,
 )
+from pipeline.formats.langcodes import lang_languages, parse_lang
 from pipeline.formats.step import FilterOutput, Rule
 
 # Gopher appendix A.1.1: "at least two of the following English words: the, be, to, of, and,
@@ -238,7 +237,7 @@ class GopherQuality:
     * ``mean_word_length`` (characters per word) < 3 or > 10 (``min_mean_word_length``,
       ``max_mean_word_length``); not measured (null) for documents in a spaceless script, where
       every character is a word and the published range does not apply (the script comes from
-      the ``lang`` code, :func:`~pipeline.filters.text.parse_lang`: ``zh``, ``yue``, ``wuu``,
+      the ``lang`` code, :func:`~pipeline.formats.langcodes.parse_lang`: ``zh``, ``yue``, ``wuu``,
       ``cmn_Hani``, ``zho_Hans``, ``tha_Thai`` ...; from the characters when the code is missing
       or names no known script);
     * ``hash_to_word_ratio`` (count of ``#`` / words) or ``ellipsis_to_word_ratio`` (count of
@@ -252,7 +251,7 @@ class GopherQuality:
     * ``stop_word_count`` < 2 (``min_stop_words``): how many *different* words of the document's
       language list (:data:`GOPHER_STOP_WORDS`; the paper's eight English words) it contains,
       case-insensitively; null (rule off) when the language has no list or is unknown. Codes
-      are matched by language (:func:`~pipeline.filters.text.parse_lang`), so ``en``, ``eng``,
+      are matched by language (:func:`~pipeline.formats.langcodes.parse_lang`), so ``en``, ``eng``,
       ``en-GB`` and ``eng_Latn`` documents all get the English list.
 
     Lines are ``str.splitlines()`` lines, blank ones included (as datatrove counts them).

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline.filters.text import lang_languages, parse_lang
+from pipeline.formats.langcodes import lang_languages, parse_lang
 
 
 @dataclass(frozen=True)
 class Scope:
     """Documents of ``sources`` (None: every source), of ``langs`` (None: every language) and not
     of ``exclude_langs``, for the stage named ``stage``. A language is matched as
-    :func:`~pipeline.filters.text.parse_lang` reads it (``zh`` takes ``zho_Hans``); a document
+    :func:`~pipeline.formats.langcodes.parse_lang` reads it (``zh`` takes ``zho_Hans``); a document
     without a language is in scope unless ``langs`` is given."""
 
     stage: str

@@ -19,8 +19,8 @@ reading used everywhere in this package is:
 One regular expression (:data:`WORD_PATTERN`) implements both, so mixed text needs no language
 label. Whether a *document* is in a spaceless script (for rules such as mean word length, whose
 published thresholds assume space-delimited words) comes from the script of its ``lang`` code
-(:func:`parse_lang` reads ISO 639-1/639-3, BCP 47 and GlotLID/OpenLID ``xxx_Scrp`` codes; a
-language without a script subtag has its usual one, :data:`DEFAULT_SCRIPTS`; the unspaced
+(:func:`pipeline.formats.langcodes.parse_lang` reads ISO 639-1/639-3, BCP 47 and GlotLID/OpenLID
+``xxx_Scrp`` codes; a language without a script subtag has its usual one, its ``DEFAULT_SCRIPTS``; the unspaced
 scripts are :data:`SPACELESS_SCRIPT_CODES`), otherwise from its characters (:func:`is_spaceless`).
 
 **Lines.** :func:`split_lines` follows Python's ``str.splitlines``: ``\\n``, ``\\r\\n``, ``\\r``
@@ -42,7 +42,7 @@ import numpy as np
 import polars as pl
 
 # Language codes are read in one place (pipeline.formats.langcodes); these names stay importable here.
-from pipeline.formats.langcodes import DEFAULT_SCRIPTS, lang_languages, parse_lang  # noqa: F401
+from pipeline.formats.langcodes import parse_lang
 
 # ISO 15924 codes of scripts written without spaces between words: Han (and its simplified and
 # traditional variants), Japanese (and its kana), Thai, Lao, Khmer, Myanmar, Tibetan, and the

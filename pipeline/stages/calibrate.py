@@ -23,9 +23,8 @@ from pipeline.config import FilterConfig, LangFilterConfig, RunConfig
 from pipeline.filters.calibrate import Setting, calibrated, most_lenient, removed, threshold_settings
 from pipeline.filters.engine import measure
 from pipeline.filters.registry import build_filters
-from pipeline.filters.text import lang_languages, parse_lang
 from pipeline.formats.configfile import ConfigError, validate_model
-from pipeline.formats.langcodes import code_language
+from pipeline.formats.langcodes import code_language, lang_languages, parse_lang
 from pipeline.stages.run import RunFiles
 
 DEFAULT_MIN_DOCS = 50

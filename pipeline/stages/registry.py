@@ -25,8 +25,8 @@ from pipeline.filters.engine import (
 )
 from pipeline.filters.registry import build_filters
 from pipeline.filters.scope import Scope
-from pipeline.filters.text import lang_languages, parse_lang
 from pipeline.formats.documents import StageDir, licence_series
+from pipeline.formats.langcodes import lang_languages, parse_lang
 from pipeline.formats.manifest import config_record
 from pipeline.formats.step import Step, StepResult, removed_frame
 from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
@@ -117,7 +117,7 @@ class FilterChain:
     """The step applying ``filters`` to a batch (pipeline.filters.engine): measured, or, where the
     unit's stored measurements hold the batch (``attributes``, pipeline.stages.attributes), read
     back from them and decided again with the filters' thresholds. Documents of a language in
-    ``by_lang`` (a language as :func:`~pipeline.filters.text.parse_lang` reads it, by its filters)
+    ``by_lang`` (a language as :func:`~pipeline.formats.langcodes.parse_lang` reads it, by its filters)
     are measured and judged with that language's filters instead. The result carries the batch's
     measurements for the unit to store."""
 

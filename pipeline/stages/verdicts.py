@@ -17,7 +17,7 @@ import polars as pl
 from pipeline.config import FilterConfig
 from pipeline.filters.engine import COLUMN, COUNT, MEASURE, TEXT, TEXT_CHANGED, from_attributes, judge, measure
 from pipeline.filters.registry import build_filters
-from pipeline.filters.text import lang_languages, parse_lang
+from pipeline.formats.langcodes import lang_languages, parse_lang
 from pipeline.formats.step import Rule
 from pipeline.io.storage import scan_parquet
 from pipeline.stages.attributes import FOLDER
@@ -48,7 +48,7 @@ class Verdicts:
 
 def settings_key(settings: FilterConfig, lang: pl.Series) -> pl.Series:
     """Per document language, the code of :meth:`FilterConfig.languages` whose filters judge it
-    (null: the stage's), matched by :func:`~pipeline.filters.text.parse_lang`'s language as the
+    (null: the stage's), matched by :func:`~pipeline.formats.langcodes.parse_lang`'s language as the
     filter stage matches them."""
     own = {parse_lang(code)[0]: code for code in settings.languages()}
     return lang_languages(lang).replace_strict(own, default=None, return_dtype=pl.String)

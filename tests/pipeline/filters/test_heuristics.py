@@ -22,7 +22,8 @@ from pipeline.filters.heuristics import (
     GopherQuality,
     GopherRepetition,
 )
-from pipeline.filters.text import is_spaceless_code, parse_lang, split_lines, split_paragraphs, words
+from pipeline.filters.text import is_spaceless_code, split_lines, split_paragraphs, words
+from pipeline.formats.langcodes import parse_lang
 from pipeline.formats.step import FilterOutput
 
 
