@@ -4,7 +4,8 @@ Every key has a default but ``mixture`` and ``out_dir``; a problem stops the run
 (``pipeline.config.ConfigError``) naming the key and the fix. Values are strict: ``lr = "3e-4"``
 or ``compile = 1`` is an error, not a guess, and so is a number that is not finite (``lr = inf``).
 Paths have ``~`` and environment variables (``$DATA``) expanded; relative ones are resolved from the
-current working directory, ``file://localhost/x`` is the local ``/x``, and another URL is refused. An example, the CPU demo::
+current working directory, ``file://localhost/x`` is the local ``/x``, and another URL is refused.
+An example, the CPU demo::
 
     mixture = "runs/demo/mix/main"
     out_dir = "runs/demo/train/main"
