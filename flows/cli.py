@@ -246,8 +246,16 @@ def _outside_run(name: str, out, run_dir, what: str) -> None:
 
 def _replaceable(name: str, path, force: bool) -> None:
     """A file the command writes replaces one that is there only with --force: the command cannot
-    tell its own earlier output from a user's file of that name."""
-    if path is not None and path.exists() and not force:
+    tell its own earlier output from a user's file of that name. Never a file in a run directory
+    or a claimed output folder, whose files are that run's or command's (even with --force)."""
+    from pipeline.formats.manifest import curate_folder
+
+    if path is None:
+        return
+    owner = curate_folder(path)
+    if owner is not None:
+        _fail(f"{name}: {path} is inside {str(owner)!r}, a run or output folder curate writes; name a file outside it")
+    if path.exists() and not force:
         _fail(f"{name}: {path} exists; pass --force to replace it, or name another file")
 
 

@@ -288,6 +288,28 @@ OUTPUT_SUFFIX = {
 }
 
 
+def curate_folder(path) -> Path | None:
+    """The nearest folder above the local file ``path`` that this project writes: a run directory
+    (its ``manifest.json`` is a run's record) or a folder claimed for a command's outputs (it holds
+    a record, pipeline.io.owner). None when there is none, or for a URL. A command's output file
+    never goes there, even with --force: the file it would replace is the run's."""
+    path = as_path(path)
+    if not is_local(path):
+        return None
+    for folder in Path(os.path.abspath(path)).parents:
+        if has_record(folder) or _is_run_record(RunLayout(folder).manifest):
+            return folder
+    return None
+
+
+def _is_run_record(path: Path) -> bool:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError):
+        return False
+    return isinstance(found, dict) and isinstance(found.get("stages"), dict)
+
+
 def stage_outputs(run_dir, stage: str, kind: str = "docs", manifest: dict | None = None) -> list:
     """The files of ``kind`` (a key of :data:`OUTPUT_SUFFIX`) the stage wrote, as sorted paths: by
     the manifest's record of the files it wrote and its folder's (:func:`own_files`), so a file

@@ -171,3 +171,23 @@ def test_calibrate_and_training_on_a_damaged_run_say_which_file_in_one_line(run,
     for args in commands:
         refused(curate(*args), f"{damaged} is damaged or truncated (")
     assert not (tmp_path / "tok").exists() and not (tmp_path / "model").exists()
+
+
+def test_force_never_replaces_a_file_of_a_run_or_of_a_claimed_output_folder(run, tmp_path):
+    """`eval --json RUN/manifest.json --force` wiped the run's record, and `calibrate --out
+    RUN/filter/stats.json --force` its stats: --force replaces a user's file, never a run's."""
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    before = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+    for target in (copy / "manifest.json", copy / "filter" / "stats.json", copy / "new.json"):
+        refused(
+            curate("eval", tmp_path / "no-train", "--tasks", tmp_path / "no.jsonl", "--json", target, "--force"),
+            "a run or output folder curate writes",
+        )
+    assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
+    claimed = tmp_path / "tok"
+    assert curate("train-tokenizer", run, claimed, "--vocab-size", 300).exit_code == 0
+    refused(
+        curate("train-tokenizer", run, claimed / "tokenizer.json", "--vocab-size", 300, "--force"),
+        "a run or output folder curate writes",
+    )
