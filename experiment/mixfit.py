@@ -77,9 +77,7 @@ class Constraints:
         if not groups:
             raise ConfigError("no groups to mix: give at least one group with its training tokens")
         if budget <= 0 or max_epochs <= 0:
-            raise ConfigError(
-                f"budget {budget} and max_epochs {max_epochs} must both be positive; fix them"
-            )
+            raise ConfigError(f"budget {budget} and max_epochs {max_epochs} must both be positive; fix them")
         available = np.array([float(groups_tokens[g]) for g in groups])
         if (available < 0).any():
             bad = groups[int(np.argmin(available))]
@@ -201,25 +199,31 @@ def sample_mixtures(
     lo_c, hi_c = concentration
     if not 0 < lo_c <= hi_c:
         raise ValueError(f"concentration {concentration} must be 0 < low <= high")
-    count = len(constraints.groups)
-    prior = np.maximum(constraints.natural, PRIOR_FLOOR / count)
-    prior = project(prior / prior.sum(), constraints)
-    # A group whose bounds pin it to zero gets a tiny alpha: drawn ~0, never exactly rejected.
-    base = count * np.maximum(prior, 1e-12)
+    base = _alpha_base(constraints)
     log_lo, log_hi = np.log(lo_c), np.log(hi_c)
     lower, upper = constraints.min_share - TOLERANCE, constraints.upper + TOLERANCE
-    rows, rejected = np.empty((n, count)), 0
+    rows, rejected = np.empty((n, len(base))), 0
     for i, k in enumerate(range(start, start + n)):
         rng = np.random.default_rng([seed, k])
-        for tries in range(MAX_TRIES):
+        tries = 0
+        while True:
             w = _rounded(rng.dirichlet(np.exp(rng.uniform(log_lo, log_hi)) * base))
             if np.isfinite(w).all() and (w >= lower).all() and (w <= upper).all():
                 break
-        else:
-            raise ConfigError(_rejection_message(constraints, k, seed))
+            tries += 1
+            if tries >= MAX_TRIES:
+                raise ConfigError(_rejection_message(constraints, k, seed))
         rows[i] = w
         rejected += tries
     return Sampled(rows, rejected)
+
+
+def _alpha_base(constraints: Constraints) -> np.ndarray:
+    """G times the Dirichlet's prior: the natural shares floored at PRIOR_FLOOR / G and moved
+    into the bounds; a group the bounds pin to zero keeps a tiny alpha (drawn ~0, not rejected)."""
+    count = len(constraints.groups)
+    prior = np.maximum(constraints.natural, PRIOR_FLOOR / count)
+    return count * np.maximum(project(prior / prior.sum(), constraints), 1e-12)
 
 
 def _rounded(w: np.ndarray) -> np.ndarray:
@@ -234,9 +238,7 @@ def _rounded(w: np.ndarray) -> np.ndarray:
 def _rejection_message(constraints: Constraints, k: int, seed: int) -> str:
     """Which bound rejected draw k's tries, re-counted on a fresh sample of the same kind."""
     rng = np.random.default_rng([seed, k, 99])
-    count = len(constraints.groups)
-    prior = project(np.maximum(constraints.natural, PRIOR_FLOOR / count), constraints)
-    w = rng.dirichlet(count * np.maximum(prior, 1e-12), size=2000)
+    w = rng.dirichlet(_alpha_base(constraints), size=2000)
     below = (w < constraints.min_share - TOLERANCE).mean(axis=0)
     above = (w > constraints.upper + TOLERANCE).mean(axis=0)
     worst = int(np.argmax(np.maximum(below, above)))
@@ -260,9 +262,7 @@ def candidate_pool(
     """``n`` mixtures from :func:`sample_mixtures`'s distribution (same prior, scales, rounding
     and rejection), drawn in vectorized blocks from a stream the proxies never use: the many
     candidates the fit is optimized over, some 20x faster than one generator per draw."""
-    count = len(constraints.groups)
-    prior = np.maximum(constraints.natural, PRIOR_FLOOR / count)
-    base = count * np.maximum(project(prior / prior.sum(), constraints), 1e-12)
+    base = _alpha_base(constraints)
     rng = np.random.default_rng([seed, CANDIDATE_STREAM])
     lower, upper = constraints.min_share - TOLERANCE, constraints.upper + TOLERANCE
     kept: list[np.ndarray] = []
@@ -411,9 +411,7 @@ def _splits(n: int, seed: int, folds: int) -> list[np.ndarray]:
     return [np.sort(part) for part in np.array_split(order, min(folds, n))]
 
 
-def cross_validate(
-    family: str, weights: np.ndarray, target: np.ndarray, seed: int, folds: int = 5
-) -> dict:
+def cross_validate(family: str, weights: np.ndarray, target: np.ndarray, seed: int, folds: int = 5) -> dict:
     """How well ``family`` predicts proxies it was not fitted on: K-fold (seeded; leave-one-out
     under LOO_BELOW runs) out-of-fold predictions, their Spearman and Pearson correlation with the
     measured target (None where the predictions are constant) and mean absolute error."""
@@ -447,9 +445,7 @@ def choose_fit(weights: np.ndarray, target: np.ndarray, seed: int, folds: int = 
     return {"family": max(families, key=rank), "families": families}
 
 
-def predict_order(
-    family: str, weights: np.ndarray, target: np.ndarray, mixtures: np.ndarray, seed: int
-) -> np.ndarray:
+def predict_order(family: str, weights: np.ndarray, target: np.ndarray, mixtures: np.ndarray, seed: int) -> np.ndarray:
     """The prediction at ``mixtures`` of ``family`` fitted on all proxies: the proxies' view of
     mixtures trained again at a larger size (proxy validity compares its order with theirs)."""
     return fit_model(family, weights, target, seed).predict(np.asarray(mixtures, float))
