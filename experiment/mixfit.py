@@ -509,6 +509,13 @@ def _top_mean(pool: np.ndarray, predicted: np.ndarray, top_k: int) -> np.ndarray
     return pool[top].mean(axis=0)
 
 
+def _mixture(mean: np.ndarray, constraints: Constraints) -> np.ndarray:
+    """The proposal rounded like a sampled mixture (a stable cache key for the flow), unless
+    rounding pushes a share at its bound over it (then the mean as it is)."""
+    rounded = _rounded(mean)
+    return rounded if constraints.feasible(rounded)[0] else mean
+
+
 def propose(
     family: str,
     weights: np.ndarray,
@@ -534,7 +541,7 @@ def propose(
     if pool is None:
         pool = candidate_pool(constraints, candidates, seed)
     model = fit_model(family, w, y, seed)
-    best = _top_mean(pool, model.predict(pool), top_k)
+    best = _mixture(_top_mean(pool, model.predict(pool), top_k), constraints)
     predicted = float(model.predict(best)[0])
     sub = pool[:BOOTSTRAP_CANDIDATES]
     sub_k = max(1, round(top_k * len(sub) / len(pool)))
@@ -565,3 +572,12 @@ def _refit(family: str, fitted: Model, weights: np.ndarray, target: np.ndarray, 
     """A bootstrap refit: the law starts from the full fit (one local solve, not a multi-start)."""
     with threadpool_limits(limits=1, user_api="blas"):
         return FAMILIES[family](weights, target, seed, warm=fitted if family == "law" else None)
+
+
+def synthetic_proxies(
+    law: MixingLaw, constraints: Constraints, n: int, seed: int, noise: float = 0.003
+) -> tuple[np.ndarray, np.ndarray]:
+    """Proxy runs from a known law: ``n`` sampled mixtures (seed as the search's) and their
+    target with Gaussian noise of ``noise`` bits per byte (a proxy's seed-to-seed spread)."""
+    weights = sample_mixtures(constraints, n, seed).weights
+    return weights, law(weights) + np.random.default_rng([seed, n]).normal(0.0, noise, n)

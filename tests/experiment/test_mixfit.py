@@ -17,6 +17,7 @@ from experiment.mixfit import (
     propose,
     sample_mixtures,
     synthetic_law,
+    synthetic_proxies,
 )
 from pipeline.formats.configfile import ConfigError
 
@@ -78,11 +79,6 @@ def test_a_bound_that_rejects_nearly_every_draw_is_named():
         sample_mixtures(bounds, 1, seed=0)
 
 
-def _proxies(law, bounds, n, seed, noise=0.003):
-    w = sample_mixtures(bounds, n, seed).weights
-    return w, law(w) + np.random.default_rng([seed, 1]).normal(0.0, noise, n)
-
-
 def test_a_fit_on_a_known_law_proposes_near_its_optimum():
     bounds = Constraints.of(
         {f"g{i}": int(t) for i, t in enumerate([549_000, 715_000, 603_000, 545_000, 424_000])},
@@ -91,23 +87,23 @@ def test_a_fit_on_a_known_law_proposes_near_its_optimum():
         max_share=0.6,
     )
     law = synthetic_law(5, seed=0)
-    w, y = _proxies(law, bounds, 48, seed=0)
+    w, y = synthetic_proxies(law, bounds, 48, seed=0)
     chosen = choose_fit(w, y, seed=0)
-    assert chosen["family"] == "trees" and chosen["families"]["trees"]["spearman"] >= 0.85
+    assert chosen["family"] == "trees" and chosen["families"]["trees"]["spearman"] >= 0.8
     assert chosen["families"]["trees"]["folds"] == 5
     found = propose("trees", w, y, bounds, seed=0, candidates=20_000, resamples=40)
     best = np.array(list(found["weights"].values()))
     optimum = law.optimum(bounds)
     natural, at_best, at_optimum = law(bounds.natural)[0], law(best)[0], law(optimum)[0]
-    assert bounds.feasible(best).all()
+    assert bounds.feasible(best).all() and np.array_equal(best, np.round(best, 6))
     # Most of the gain the law allows over the natural shares, and near the optimum.
-    assert (natural - at_best) / (natural - at_optimum) > 0.7
-    assert np.abs(best - optimum).sum() < 0.45
+    assert (natural - at_best) / (natural - at_optimum) > 0.8
+    assert np.abs(best - optimum).sum() < 0.3
     # The bootstrap measures the runs' sampling spread, not the trees' pull towards the centre
     # of the candidates: it covers the optimum for most groups, and misses none by much.
     lo, hi = np.array(list(found["interval"].values())).T
-    assert ((optimum >= lo) & (optimum <= hi)).sum() >= 3
-    assert np.maximum(lo - optimum, optimum - hi).max() < 0.1
+    assert ((optimum >= lo) & (optimum <= hi)).sum() >= 4
+    assert np.maximum(lo - optimum, optimum - hi).max() < 0.06
     # Trees regress towards the mean at the minimum: the prediction there errs high, never low.
     assert at_best <= found["predicted_interval"][1]
 
@@ -116,7 +112,7 @@ def test_a_target_that_is_one_groups_loss_gets_more_of_that_group():
     bounds = _constraints()
     fr = bounds.groups.index("fr")
     law = synthetic_law(5, seed=4, target=np.eye(5)[fr])
-    w, y = _proxies(law, bounds, 32, seed=4)
+    w, y = synthetic_proxies(law, bounds, 32, seed=4)
     chosen = choose_fit(w, y, seed=4)
     assert chosen["families"][chosen["family"]]["spearman"] >= 0.9
     found = propose(chosen["family"], w, y, bounds, seed=4, candidates=20_000, resamples=40)
@@ -128,7 +124,7 @@ def test_a_target_that_is_one_groups_loss_gets_more_of_that_group():
 def test_the_law_recovers_its_own_form_and_small_searches_leave_one_out():
     bounds = _constraints()
     law = synthetic_law(5, seed=2, target=np.eye(5)[1])
-    w, y = _proxies(law, bounds, 24, seed=2, noise=0.0)
+    w, y = synthetic_proxies(law, bounds, 24, seed=2, noise=0.0)
     held = cross_validate("law", w, y, seed=2)
     assert held["spearman"] > 0.98 and held["mae"] < 0.01
     few = cross_validate("trees", w[:8], y[:8], seed=2)
