@@ -193,22 +193,25 @@ def sample_mixtures(
     moved into the bounds (:func:`project`); small scales put nearly all weight on one group.
     RegMix's reference code uses alpha = scale * prior (total concentration 0.1 to 5 whatever G);
     the factor G keeps the per-group concentration, and so the spread, the same for any number of
-    groups. Weights are rounded to PRECISION decimals, summing to 1. A try that breaks a bound
-    (after rounding) is rejected and drawn again from the same generator, never clipped; after
-    MAX_TRIES rejections for one draw a ConfigError names the bound that rejects them."""
+    groups. Min shares are a floor every mixture gets: the Dirichlet shares out the rest
+    (1 - their sum), so they never reject a draw (a group pinned at min = upper gets exactly its
+    share). Weights are rounded to PRECISION decimals, summing to 1. A try over an upper bound
+    (max share or epoch cap, after rounding) is rejected and drawn again from the same generator,
+    never clipped; after MAX_TRIES rejections for one draw a ConfigError names the bound."""
     lo_c, hi_c = concentration
     if not 0 < lo_c <= hi_c:
         raise ValueError(f"concentration {concentration} must be 0 < low <= high")
-    base = _alpha_base(constraints)
+    floor, rest, base = _shape(constraints)
     log_lo, log_hi = np.log(lo_c), np.log(hi_c)
-    lower, upper = constraints.min_share - TOLERANCE, constraints.upper + TOLERANCE
+    upper = constraints.upper + TOLERANCE
     rows, rejected = np.empty((n, len(base))), 0
     for i, k in enumerate(range(start, start + n)):
         rng = np.random.default_rng([seed, k])
         tries = 0
         while True:
-            w = _rounded(rng.dirichlet(np.exp(rng.uniform(log_lo, log_hi)) * base))
-            if np.isfinite(w).all() and (w >= lower).all() and (w <= upper).all():
+            share = rng.dirichlet(np.exp(rng.uniform(log_lo, log_hi)) * base)
+            w = _rounded(floor + rest * share)
+            if np.isfinite(w).all() and (w <= upper).all() and (w >= floor - TOLERANCE).all():
                 break
             tries += 1
             if tries >= MAX_TRIES:
@@ -218,12 +221,18 @@ def sample_mixtures(
     return Sampled(rows, rejected)
 
 
-def _alpha_base(constraints: Constraints) -> np.ndarray:
-    """G times the Dirichlet's prior: the natural shares floored at PRIOR_FLOOR / G and moved
-    into the bounds; a group the bounds pin to zero keeps a tiny alpha (drawn ~0, not rejected)."""
+def _shape(constraints: Constraints) -> tuple[np.ndarray, float, np.ndarray]:
+    """(min shares, the mass left above them, G times the Dirichlet's prior over that mass): the
+    natural shares floored at PRIOR_FLOOR / G and moved into the bounds, less the min shares. A
+    group with no room above its min keeps a tiny alpha: drawn ~0, rounded to exactly 0."""
     count = len(constraints.groups)
     prior = np.maximum(constraints.natural, PRIOR_FLOOR / count)
-    return count * np.maximum(project(prior / prior.sum(), constraints), 1e-12)
+    centre = project(prior / prior.sum(), constraints)
+    floor = constraints.min_share
+    rest = max(0.0, 1.0 - float(floor.sum()))
+    room = np.maximum(centre - floor, 0.0)
+    free = room / room.sum() if room.sum() > 0 else np.full(count, 1.0 / count)
+    return floor, rest, count * np.maximum(free, 1e-12)
 
 
 def _rounded(w: np.ndarray) -> np.ndarray:
@@ -236,20 +245,17 @@ def _rounded(w: np.ndarray) -> np.ndarray:
 
 
 def _rejection_message(constraints: Constraints, k: int, seed: int) -> str:
-    """Which bound rejected draw k's tries, re-counted on a fresh sample of the same kind."""
+    """Which upper bound rejected draw k's tries, re-counted on a fresh sample of the same kind."""
     rng = np.random.default_rng([seed, k, 99])
-    w = rng.dirichlet(_alpha_base(constraints), size=2000)
-    below = (w < constraints.min_share - TOLERANCE).mean(axis=0)
+    floor, rest, base = _shape(constraints)
+    w = floor + rest * rng.dirichlet(base, size=2000)
     above = (w > constraints.upper + TOLERANCE).mean(axis=0)
-    worst = int(np.argmax(np.maximum(below, above)))
-    g = constraints.groups[worst]
-    if below[worst] >= above[worst]:
-        bound = f"min_share {constraints.min_share[worst]:g}"
-    else:
-        bound = f"upper bound {constraints.upper[worst]:.6g} (max_share / epoch cap)"
+    worst = int(np.argmax(above))
     return (
-        f"draw {k}: {MAX_TRIES:,} tries all broke a bound; group {g!r}'s {bound} rejects "
-        f"{max(below[worst], above[worst]):.0%} of draws; loosen it"
+        f"draw {k}: {MAX_TRIES:,} tries all broke a bound; group {constraints.groups[worst]!r}'s "
+        f"upper bound {constraints.upper[worst]:.6g} (max_share or epoch cap) rejects "
+        f"{above[worst]:.0%} of draws; loosen the upper bounds (they sum to "
+        f"{constraints.upper.sum():.4g})"
     )
 
 
@@ -262,17 +268,18 @@ def candidate_pool(
     """``n`` mixtures from :func:`sample_mixtures`'s distribution (same prior, scales, rounding
     and rejection), drawn in vectorized blocks from a stream the proxies never use: the many
     candidates the fit is optimized over, some 20x faster than one generator per draw."""
-    base = _alpha_base(constraints)
+    floor, rest, base = _shape(constraints)
     rng = np.random.default_rng([seed, CANDIDATE_STREAM])
-    lower, upper = constraints.min_share - TOLERANCE, constraints.upper + TOLERANCE
+    upper = constraints.upper + TOLERANCE
     kept: list[np.ndarray] = []
     have, drawn = 0, 0
     while have < n:
         size = max(1024, 2 * (n - have))
         scale = np.exp(rng.uniform(np.log(concentration[0]), np.log(concentration[1]), size))
         gam = rng.standard_gamma(scale[:, None] * base)
-        w = _rounded_rows(gam / gam.sum(axis=1, keepdims=True))
-        ok = np.isfinite(w).all(axis=1) & (w >= lower).all(axis=1) & (w <= upper).all(axis=1)
+        w = _rounded_rows(floor + rest * gam / gam.sum(axis=1, keepdims=True))
+        ok = np.isfinite(w).all(axis=1) & (w <= upper).all(axis=1)
+        ok &= (w >= floor - TOLERANCE).all(axis=1)
         kept.append(w[ok])
         have, drawn = have + int(ok.sum()), drawn + size
         if drawn >= MAX_TRIES * 100 and have < n // 100 + 1:

@@ -73,10 +73,16 @@ def test_bounds_no_mixture_meets_are_refused_in_one_line(kw, names):
     assert "\n" not in message and all(n in message for n in names), message
 
 
-def test_a_bound_that_rejects_nearly_every_draw_is_named():
-    bounds = Constraints.of({g: 1000 for g in "abcde"}, 1000, 4, min_share=0.197)
-    with pytest.raises(ConfigError, match=r"10,000 tries .* min_share 0.197"):
-        sample_mixtures(bounds, 1, seed=0)
+def test_min_shares_are_a_floor_and_an_upper_bound_that_rejects_everything_is_named():
+    # 2 epochs of fr's 20k tokens are 20% of the budget, and fr must have 20%: pinned there.
+    pinned = _constraints(min_share={"fr": 0.2, "de": 0.1})
+    drawn = sample_mixtures(pinned, 50, seed=5)
+    assert (drawn.weights[:, 4] == 0.2).all() and drawn.weights[:, 3].min() >= 0.1
+    assert pinned.feasible(drawn.weights).all() and pinned.feasible(candidate_pool(pinned, 50, 5)).all()
+    # Upper bounds summing to 1.005 leave almost no mixture a Dirichlet draw can hit.
+    tight = Constraints.of({g: 1000 for g in "abcde"}, 1000, 4, max_share=0.201)
+    with pytest.raises(ConfigError, match=r"10,000 tries .* upper bound 0.201 .* sum to 1.005"):
+        sample_mixtures(tight, 1, seed=0)
 
 
 def test_a_fit_on_a_known_law_proposes_near_its_optimum():
