@@ -300,8 +300,10 @@ def _rounded_rows(w: np.ndarray) -> np.ndarray:
 # up to 1000 rounds with early stopping on held-out mixtures) fits 512 proxies. A search here has
 # 16 to 64, where LightGBM's defaults (min_child_samples=20, min_data_in_bin=3) allow no split at
 # all: leaves of 3 proxies, one proxy per bin, shallow trees, and a fixed number of rounds at a
-# higher rate instead of early stopping (there are too few proxies to hold some out). One thread
-# and deterministic=True make the fit repeat bit for bit.
+# higher rate instead of early stopping (there are too few proxies to hold some out). On synthetic
+# mixing laws (G = 5, N = 16/32/64, 6 seeds) 4 leaves of depth 2 at 100 x 0.1 matched or beat 8
+# leaves of depth 3 at 300 x 0.05 in CV Spearman (0.63/0.88/0.94 vs 0.62/0.88/0.93) and predict
+# 3x faster, which the bootstrap needs. One thread and deterministic=True repeat a fit bit for bit.
 TREE_PARAMS = {
     "objective": "regression",
     "n_estimators": 100,
@@ -405,6 +407,9 @@ def fit_model(family: str, weights: np.ndarray, target: np.ndarray, seed: int) -
     w, y = np.asarray(weights, float), np.asarray(target, float)
     if w.ndim != 2 or len(w) != len(y):
         raise ValueError(f"weights {w.shape} and target {y.shape} do not match: one row per run")
+    if not (np.isfinite(w).all() and np.isfinite(y).all()):
+        rows = np.flatnonzero(~(np.isfinite(w).all(axis=1) & np.isfinite(y)))
+        raise ValueError(f"proxy runs {rows.tolist()} have a missing or infinite value; drop them")
     with threadpool_limits(limits=1, user_api="blas"):
         return FAMILIES[family](w, y, seed)
 
