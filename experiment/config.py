@@ -363,6 +363,23 @@ class SweepConfig(_Strict):
         return self
 
 
+class PrimaryConfig(_Strict):
+    """The primary comparison, named before the run: ``variant`` against the baseline on each of
+    ``metrics`` (results.json keys, e.g. ``heldout_bpb``, ``tasks/gold_bpb``). These comparisons
+    are a family of their own, Holm-corrected among themselves only, and reported first; every
+    other comparison is secondary."""
+
+    variant: str
+    metrics: list[str] = Field(min_length=1)
+
+    @field_validator("metrics")
+    @classmethod
+    def _once_each(cls, value):
+        if len(set(value)) != len(value):
+            raise ValueError(f"name each measure once: {value}")
+        return value
+
+
 class TokenizerConfig(_Strict):
     vocab_size: int = Field(default=8192, ge=260)
     sample_docs: int = Field(default=20_000, ge=10)
@@ -392,6 +409,7 @@ class ExperimentConfig(_Strict):
     efficiency: EfficiencyConfig = Field(default_factory=EfficiencyConfig)
     languages: LanguagesConfig = Field(default_factory=LanguagesConfig)
     sweep: SweepConfig | None = None  # `curate sweep`: a scaling-law grid over model sizes and budgets
+    primary: PrimaryConfig | None = None  # the pre-registered comparison; None: every family alike
     quality_model: ExpandedPath | None = None  # fastText quality model; default with demo: trained on it
     variants: list[VariantConfig] = Field(min_length=1)
     baseline: str | None = None  # the variant others are compared with; default: the first
@@ -484,6 +502,8 @@ class ExperimentConfig(_Strict):
                 raise ValueError(f"efficiency: the run name {sorted(taken)[0]!r} is taken by a variant; rename it")
         if self.sweep is not None:
             self._check_sweep(names)
+        if self.primary is not None:
+            self._check_primary(names)
         block = (self.train.get("model") or {}).get("block_size", 256)  # the trainer's default
         cut = self.memorization.prefix_tokens + self.memorization.suffix_tokens
         if self.memorization.enabled and isinstance(block, int) and cut > block:
@@ -515,6 +535,58 @@ class ExperimentConfig(_Strict):
             except ValueError as error:
                 problem = error.errors()[0]["msg"] if hasattr(error, "errors") else str(error)
                 raise ValueError(f"sweep.models {model.name}: {problem}") from None
+
+    def _check_primary(self, names: list[str]) -> None:
+        variant = self.primary.variant
+        if variant not in names or variant == self.baseline_name:
+            raise ValueError(
+                f"primary.variant: {variant!r} "
+                + ("is the baseline" if variant == self.baseline_name else "is not a variant")
+                + f"; name the variant compared with the baseline {self.baseline_name} "
+                f"({', '.join(n for n in names if n != self.baseline_name)})"
+            )
+        known = self.primary_measures(variant)
+        keys = {key for pattern, values in known.items() for key in _expand(pattern, values)}
+        for metric in self.primary.metrics:
+            if metric not in keys:
+                shown, listed = [], []
+                for pattern, values in known.items():
+                    part = pattern.partition("<")[2].partition(">")[0]
+                    told = f"the same {part}s" if values in listed else ", ".join(values)
+                    shown.append(f"{pattern} ({told})" if values else pattern)
+                    listed.append(values)
+                raise ValueError(
+                    f"primary.metrics: {metric!r} is not a measure {variant} is compared with "
+                    f"{self.baseline_name} on; known: {'; '.join(shown)}"
+                )
+
+    def primary_measures(self, variant: str) -> dict[str, list[str]]:
+        """The measures a primary comparison may name, as ``{pattern: the values of its <part>}``:
+        what the experiment compares ``variant`` with the baseline on and the config alone
+        decides (per-group held-out keys and memorization depend on the data, so are not offered).
+        A built-in task named here that the data does not yield is reported as not measured."""
+        sets = [*(DEMO_SETS if self.demo else ()), *(s.name for s in self.eval_sets)]
+        known: dict[str, list[str]] = {"heldout_bpb": [], "heldout_bpb/<set>": sets}
+        if self.choice_tasks.enabled:
+            from experiment.task_results import AGGREGATES, COMPARED
+
+            tasks = []
+            if self.choice_tasks.builtin:  # experiment.tasks.built_tasks' names
+                clean = [s for s in DEMO_SETS if self.demo and s != "junk"]
+                clean += [s.name for s in self.eval_sets if s.clean]
+                tasks = [f"{kind}-{name}" for name in clean for kind in ("continuation", "cloze", "pairs")]
+                tasks += [f"topic-{k}shot" for k in self.choice_tasks.shots if self.demo or self.task.path is not None]
+            for entry in self.eval_tasks:
+                tasks += sorted(set(read_choice_items(Path(entry.path))["task"].to_list()))
+            known.update({name: [] for name in AGGREGATES})
+            known.update({f"task/<task>/{measure}": tasks for measure in COMPARED if tasks})
+        chosen = self.task.variants
+        if chosen is None or {variant, self.baseline_name} <= set(chosen):
+            finetuned = self.task.sizes if self.task.finetune.sizes is None else self.task.finetune.sizes
+            known["probe_accuracy@<size>"] = [str(n or "all") for n in self.task.sizes]
+            if finetuned:
+                known["finetune_accuracy@<size>"] = [str(n or "all") for n in finetuned]
+        return known
 
     def require(self, command: Literal["experiment", "sweep"]) -> None:
         """A :class:`ConfigError` when the config lacks what ``curate <command>`` needs: the
@@ -571,6 +643,12 @@ class ExperimentConfig(_Strict):
         for variant in self.all_variants() if variants is None else variants:
             runs.setdefault(variant.curation_key, []).append(variant)
         return runs
+
+
+def _expand(pattern: str, values: list[str]) -> list[str]:
+    """``pattern``'s keys: itself, or with its ``<part>`` replaced by each of ``values``."""
+    head, _, rest = pattern.partition("<")
+    return [pattern] if not rest else [f"{head}{value}{rest.partition('>')[2]}" for value in values]
 
 
 def load_experiment(path: Path) -> ExperimentConfig:
