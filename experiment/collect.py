@@ -14,14 +14,14 @@ import polars as pl
 from experiment.config import ExperimentConfig
 from experiment.heldout import EVAL_MIXTURE, canary_views, heldout_provenance, trained_on
 from experiment.prepare import Prepared
-from experiment.results import heldout_scores, summarize
+from experiment.results import heldout_scores, results_json, summarize
 from experiment.runs import train_folder
 from pipeline.config import RunConfig
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.mixture import MANIFEST_FILE, PLAN_FILE
 from pipeline.formats.tokens import file_sha256
-from pipeline.io.writer import read_json, write_json
+from pipeline.io.writer import read_json, write_text
 from pipeline.stages.registry import last_document_stage
 
 
@@ -194,4 +194,4 @@ def save_results(config: ExperimentConfig, results: dict, timing: dict, models: 
     timing["task_runs_s"] = sum(m.get("seconds", 0.0) for runs in tasks.values() for m in runs.values())
     timing["parallel_runs"] = config.parallel_runs
     results["timing"] = timing
-    write_json(results, config.out_dir / "results.json")
+    write_text(results_json(results), config.out_dir / "results.json")

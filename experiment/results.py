@@ -3,6 +3,7 @@ data-efficiency multiplier, the families of comparisons and results.json (:func:
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -14,10 +15,14 @@ from experiment.config import ExperimentConfig, budget_label
 from experiment.heldout import EVAL_MIXTURE
 from experiment.statistics import (
     ALPHA,
+    PRE_REGISTERED,
+    PRIMARY,
     bootstrap_ratio_difference,
     compare,
     fit_power_law,
     holm,
+    pre_register,
+    pre_registered,
     sentence,
     spread,
     tokens_to_reach,
@@ -326,7 +331,9 @@ def memorization_metrics(result: dict) -> dict[str, float]:
     return metrics
 
 
-# The questions an experiment asks, each a family that Holm's correction covers: the headline
+# The questions an experiment asks, each a family that Holm's correction covers: the primary
+# comparison when the config names one (``[primary]``: a variant against the baseline on the
+# measures named before the run; those tests leave the families below), the headline
 # (the clean sets' mean held-out loss of each variant against the baseline, the question the
 # experiment is built for), the held-out sets and groups one by one, each leave-one-out variant
 # against the pipeline it leaves a step out of (``ablation_of``), pretrained against random
@@ -334,6 +341,7 @@ def memorization_metrics(result: dict) -> dict[str, float]:
 # words, and fine-tuning against probing. Correcting the headline for the exploratory
 # per-set tests as well would leave three seeds (2 degrees of freedom) unable to answer it.
 FAMILIES = (
+    PRIMARY,
     "headline",
     "held-out sets",
     "leave-one-out",
@@ -724,8 +732,9 @@ def _comparisons(
     scores: dict,
     task_items: dict,
 ) -> list[dict]:
-    """Every comparison of the families, Holm-corrected within each family, with its conclusion
-    (:func:`_conclude`); adds the label-efficiency gains to ``metrics``."""
+    """Every comparison of the families, Holm-corrected within each family (the primary comparison
+    named in the config a family of its own), with its conclusion (:func:`_conclude`); adds the
+    label-efficiency gains to ``metrics``."""
     names = [v.name for v in config.variants]
     comparisons = _Comparisons(metrics)
     _held_out_comparisons(comparisons, config, heldout)
@@ -736,11 +745,40 @@ def _comparisons(
     _transfer_comparisons(comparisons, names, transfer_keys, config.baseline_name)
     _task_comparisons(comparisons, names, config.baseline_name)
     made = comparisons.made
+    if config.primary is not None:
+        pre_register(made, [(m, config.primary.variant, config.baseline_name) for m in config.primary.metrics])
     for family in dict.fromkeys(c["family"] for c in made):
         holm([c for c in made if c["family"] == family])
     for c in made:
         _conclude(c, metrics, scores, transfer, task_items)
     return made
+
+
+def _primary(config: ExperimentConfig, comparisons: list[dict]) -> dict | None:
+    """results.json's ``primary``: the comparison the config named before the run (variant, the
+    baseline it is compared with, the measures), each of its tests in short (Holm within the
+    family of these alone) and any measure the runs did not yield; None when none was named."""
+    if config.primary is None:
+        return None
+    found = pre_registered(comparisons)
+    return {
+        "variant": config.primary.variant,
+        "against": config.baseline_name,
+        "metrics": list(config.primary.metrics),
+        "named": PRE_REGISTERED,
+        "family": PRIMARY,
+        "comparisons": found,
+        "not_measured": [m for m in config.primary.metrics if m not in {c["metric"] for c in found}],
+    }
+
+
+def results_json(results: dict, first: tuple[str, ...] = (PRIMARY,)) -> str:
+    """results.json's text: the keys of ``first`` at the top, where a reader looks first, then the
+    rest; every nested table key-sorted, as pipeline.io.writer.write_json writes."""
+    top = {key: results[key] for key in first if key in results}
+    top.update({key: results[key] for key in sorted(results) if key not in top})
+    return json.dumps({k: json.loads(json.dumps(v, sort_keys=True)) for k, v in top.items()}, indent=2,
+                      ensure_ascii=False) + "\n"  # fmt: skip
 
 
 def summarize(
@@ -764,7 +802,8 @@ def summarize(
     contamination check's counts per variant (``contamination``), and what ``memorization`` (per
     variant and seed, a memorization task's result) measured on the ``canaries`` (what they are, how
     often each variant saw them), and what the multiple-choice ``tasks`` measured (per variant and
-    seed, experiment.runs.score_tasks' result; ``task_items`` its per-item scores)."""
+    seed, experiment.runs.score_tasks' result; ``task_items`` its per-item scores). ``primary``, first,
+    is the comparison the config named before the run (:func:`_primary`; None without one)."""
     high_resource = config.languages.high_resource
     per_run = _pretraining_metrics(summaries, eval_manifest["groups"])
     per_transfer = _per_seed(transfer, transfer_metrics)
@@ -779,6 +818,7 @@ def summarize(
         }
     )  # fmt: skip
     return {
+        "primary": _primary(config, comparisons),  # first: the question named before the run
         "format": "curate.experiment/1",
         "config": config.model_dump(mode="json"),
         "baseline": config.baseline_name,

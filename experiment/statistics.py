@@ -1,6 +1,7 @@
 """Statistics over seeds: the spread of a measure, two variants compared (Student's t paired by
 seed, Welch's t otherwise), the paired bootstrap over seeds and test items, Holm's correction over
-a family of comparisons, the sentence a comparison supports; and the power-law fit of loss against
+a family of comparisons (the primary family, named before the run, among them:
+:func:`pre_register`), the sentence a comparison supports; and the power-law fit of loss against
 tokens with the tokens it needs to reach a loss."""
 
 from __future__ import annotations
@@ -205,6 +206,41 @@ def holm(comparisons: list[dict], alpha: float = ALPHA) -> None:
         comparison["family_size"] = m
 
 
+PRIMARY = "primary"  # the family of the comparisons named in the config before the run
+PRE_REGISTERED = "in the config before the run"
+
+
+def pre_register(comparisons: list[dict], wanted: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """Move the comparisons named before the run, each ``(metric, a, b)`` (the first made of
+    each), into the family :data:`PRIMARY`, so that :func:`holm` corrects them among themselves
+    only; the family each was made in stays as ``family_otherwise``, and every comparison gets its
+    ``role``, primary or secondary (each test counted once: nothing is in two families). Returns
+    the ``wanted`` that no comparison matched (not measured). Call it before :func:`holm`."""
+    missing = []
+    for metric, a, b in wanted:
+        found = next(
+            (c for c in comparisons if (c["metric"], c["a"], c["b"]) == (metric, a, b) and c["family"] != PRIMARY),
+            None,
+        )
+        if found is None:
+            missing.append((metric, a, b))
+            continue
+        found["family_otherwise"], found["family"] = found["family"], PRIMARY
+    for c in comparisons:
+        c["role"] = "primary" if c["family"] == PRIMARY else "secondary"
+    return missing
+
+
+def pre_registered(comparisons: list[dict]) -> list[dict]:
+    """The primary family's comparisons in short, in the order made (after :func:`holm` and the
+    sentences): each one's index among ``comparisons``, sides, difference, 95% interval, p, Holm's
+    p within the family, verdict and sentence."""
+    keys = ("metric", "a", "b", "difference", "ci95", "p", "p_holm", "significant", "better", "family_size", "sentence")
+    return [
+        {"index": i, **{key: c.get(key) for key in keys}} for i, c in enumerate(comparisons) if c["family"] == PRIMARY
+    ]
+
+
 def _number(value: float, digits: int) -> str:
     return f"{value:.{digits}f}" if abs(value) >= 10**-digits else f"{value:.1e}"
 
@@ -235,10 +271,14 @@ def sentence(
         low, high = comparison["ci95"]
         interval = f"95% CI {_number(low, digits)} to {_number(high, digits)}; "
         test = f"t = {comparison['t']:.2f} at {comparison['df']:.3g} df, "
+    family = (
+        f"the {comparison['family_size']} primary comparisons named {PRE_REGISTERED}"
+        if comparison["family"] == PRIMARY
+        else f"the {comparison['family_size']} comparisons of its family, {comparison['family']}"
+    )
     head += (
         f" ({interval}{a['n']} and {b['n']} seeds, {pairing}, {test}" + f"{_p_text(comparison['p'])}, "
-        f"Holm-adjusted over the {comparison['family_size']} comparisons of its family, "
-        f"{comparison['family']}: {_p_text(comparison['p_holm'])})"
+        f"Holm-adjusted over {family}: {_p_text(comparison['p_holm'])})"
     )
     if not comparison["significant"]:
         return f"{head}: not significant, so these runs show no difference."

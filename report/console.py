@@ -448,13 +448,17 @@ def print_outputs(out: Console, out_dir: Path) -> None:
 
 def print_experiment(out: Console, results: dict) -> None:
     """The experiment's results.json in short: mean ± std over seeds of the headline metrics per
-    model, then the held-out comparisons and any that contradict the expectation."""
+    model, then the primary comparison named in the config (when one is), the other held-out
+    comparisons and any that contradict the expectation."""
     out.print(_experiment_table(results))
-    for comparison in results["comparisons"]:
-        if comparison["metric"] == "heldout_bpb" or comparison["contradicts_expectation"]:
+    comparisons = sorted(results["comparisons"], key=lambda c: c.get("role") != "primary")  # primary first
+    for comparison in comparisons:
+        primary = comparison.get("role") == "primary"
+        if primary or comparison["metric"] == "heldout_bpb" or comparison["contradicts_expectation"]:
             say(
                 out,
-                ("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
+                ("[primary] " if primary else "")
+                + ("[contradicts the expectation] " if comparison["contradicts_expectation"] else "")
                 + comparison["sentence"],
             )
 

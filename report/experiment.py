@@ -1,5 +1,6 @@
 """The experiment's report: one static HTML page (``<out_dir>/report/index.html``) built from
-``results.json`` alone: what each variant kept and trained on (tokens, bytes, epochs, kinds of
+``results.json`` alone: the primary comparison named in the config before the run, first (the rest
+is secondary), what each variant kept and trained on (tokens, bytes, epochs, kinds of
 document), the held-out sets and where they came from, the contamination check, held-out bits per
 byte with seed error bars (headline over the clean sets, each set and group, junk apart), training
 and held-out curves, memorization of planted canaries, transfer scores, and every comparison with the
@@ -146,7 +147,7 @@ def _transfer(results: dict, models: list[str]) -> str:
         + (
             "<h3>Gain in accuracy over random initialization, seed by seed</h3>"
             + _metric_table(results, gains, models[1:], 3, lambda m: m.replace("_gain@", " @ "))
-            + _comparisons(results, lambda c: c["family"] == "label efficiency")
+            + _comparisons(results, lambda c: _made_in(c) == "label efficiency")
             if gains
             else ""
         )
@@ -422,7 +423,7 @@ def _memorization(results: dict) -> str:
         "Means over the canaries of each row, ± the spread over seeds.</p>"
         + "".join(sections)
         + "<h3>Comparisons (Holm over the memorization family)</h3>"
-        + _comparisons(results, lambda c: c["family"] == "memorization")
+        + _comparisons(results, lambda c: _made_in(c) == "memorization")
         + "</section>"
     )
 
@@ -478,7 +479,7 @@ def _languages(results: dict) -> str:
         )
         + (
             "<h3>Comparisons (Holm over the languages family)</h3>"
-            + _comparisons(results, lambda c: c["family"] == "languages")
+            + _comparisons(results, lambda c: _made_in(c) == "languages")
             if family
             else ""
         )
@@ -637,9 +638,9 @@ def _tasks(results: dict) -> str:
         + _task_curves(results)
         + _signal_table(results, info)
         + "<h3>Comparisons: the aggregates (Holm over the task aggregates family)</h3>"
-        + _comparisons(results, lambda c: c["family"] == "task aggregates")
+        + _comparisons(results, lambda c: _made_in(c) == "task aggregates")
         + "<h3>Comparisons: each task (Holm over the tasks family)</h3>"
-        + _comparisons(results, lambda c: c["family"] == "tasks")
+        + _comparisons(results, lambda c: _made_in(c) == "tasks")
         + "</section>"
     )
 
@@ -747,6 +748,11 @@ def _metric_table(results: dict, metrics: list[str], models: list[str], digits: 
     return table(["model", *[label(m) for m in metrics]], rows, numeric=set(range(1, len(metrics) + 1)))
 
 
+def _made_in(comparison: dict) -> str:
+    """The family a comparison was made in: a primary one is also shown in its measure's section."""
+    return comparison.get("family_otherwise") or comparison["family"]
+
+
 def _comparisons(results: dict, select) -> str:
     rows = []
     for i, c in enumerate(results["comparisons"]):
@@ -760,6 +766,7 @@ def _comparisons(results: dict, select) -> str:
         else:
             verdict = "no difference shown"
         flag = ' <span class="warn">(contradicts the expectation)</span>' if c["contradicts_expectation"] else ""
+        flag += " <b>(primary: Holm over the primary family)</b>" if c.get("role") == "primary" else ""
         ci = c.get("ci95")
         boot = c.get("bootstrap")
         rows.append(
@@ -818,6 +825,7 @@ def render(results: dict) -> str:
         f"<title>experiment report</title><style>{CSS}</style></head><body>",
         *_page_header(results),
         "</header><main>",
+        *_primary_section(results),
         *_findings(results),
         "<section id=variants><h2>Variants</h2>",
         _curation_table(results),
@@ -881,7 +889,9 @@ def _page_header(results: dict) -> list[str]:
         "runs finished earlier are reused, not timed again. The runs themselves took "
         f"{fmt(timing.get('pretraining_runs_s', 0) / 60, 1)} min of pretraining and "
         f"{fmt(timing.get('transfer_runs_s', 0) / 60, 1)} min of transfer.</p>",
-        "<nav><a href='#findings'>findings</a><a href='#variants'>variants</a><a href='#sets'>held-out sets</a>"
+        "<nav>"
+        + ("<a href='#primary'>primary comparison</a>" if results.get("primary") else "")
+        + "<a href='#findings'>findings</a><a href='#variants'>variants</a><a href='#sets'>held-out sets</a>"
         "<a href='#heldout'>held-out loss</a>"
         "<a href='#curves'>curves</a>"
         + ("<a href='#efficiency'>data efficiency</a>" if results.get("data_efficiency") else "")
@@ -892,16 +902,43 @@ def _page_header(results: dict) -> list[str]:
     ]
 
 
+def _primary_section(results: dict) -> list[str]:
+    """The comparison the config named before the run, first on the page: what it is, its
+    sentences, its table and any measure the runs did not yield; nothing when none was named."""
+    primary = results.get("primary")
+    if not primary:
+        return []
+    measures = ", ".join(primary["metrics"])
+    sentences = "".join(f"<li>{esc(c['sentence'])}</li>" for c in primary["comparisons"])
+    missing = primary.get("not_measured") or []
+    return [
+        "<section id=primary><h2>Primary comparison (pre-registered)</h2><p class=note>Named "
+        f"{esc(primary['named'])}: <b>{esc(primary['variant'])}</b> against <b>{esc(primary['against'])}</b> on "
+        f"{esc(measures)}. Holm's correction covers these "
+        f'<span class="num" data-json="results.json#families.primary">{len(primary["comparisons"])}</span> '
+        "comparisons alone; every other comparison on this page is secondary, corrected within its own "
+        "family.</p>",
+        f"<ul>{sentences}</ul>",
+        _comparisons(results, lambda c: c["family"] == "primary"),
+        f"<p class=warn>Not measured by these runs: {esc(', '.join(missing))}.</p>" if missing else "",
+        "</section>",
+    ]
+
+
 def _findings(results: dict) -> list[str]:
     """The findings section: how comparisons are tested, the headline sentences and those against
-    the expectation."""
+    the expectation; secondary ones when the config named a primary comparison."""
     junk = _junk_metrics(results)
-    headline = [c for c in results["comparisons"] if c["metric"] in ("heldout_bpb", *junk)]
+    primary = bool(results.get("primary"))
+    headline = [
+        c for c in results["comparisons"] if c["metric"] in ("heldout_bpb", *junk) and c.get("role") != "primary"
+    ]
     contradicted = [c for c in results["comparisons"] if c["contradicts_expectation"]]
     findings = "".join(f"<li>{esc(c['sentence'])}</li>" for c in headline)
     flagged = "".join(f"<li>{esc(c['sentence'])}</li>" for c in contradicted) or "<li>none</li>"
     return [
-        "<section id=findings><h2>Findings</h2><p class=note>Runs of one seed share their initialization and batch "
+        f"<section id=findings><h2>{'Secondary findings' if primary else 'Findings'}</h2>"
+        "<p class=note>Runs of one seed share their initialization and batch "
         "order, so two variants are compared seed by seed: Student's t on the per-seed differences (n − 1 degrees "
         "of freedom), with a 95% confidence interval; a difference is significant when its p-value, Holm-adjusted "
         "over the comparisons of its family (one question: "
@@ -969,8 +1006,8 @@ def _all_comparisons(results: dict) -> list[str]:
                 ("transfer vs baseline", "Transfer: each variant against the baseline"),
                 ("transfer vs bag of words", "Transfer: each probe against the bag of words on the same labels"),
             )
-            if any(c.get("family") == family for c in results["comparisons"])
-            for part in (f"<h3>{heading}</h3>", _comparisons(results, lambda c, family=family: c["family"] == family))
+            if any(_made_in(c) == family for c in results["comparisons"])
+            for part in (f"<h3>{heading}</h3>", _comparisons(results, lambda c, family=family: _made_in(c) == family))
         ),
         "<h3>Fine-tuning against probing</h3>",
         _comparisons(results, lambda c: c["metric"].startswith("finetune_vs_probe")),
