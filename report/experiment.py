@@ -915,7 +915,7 @@ def _primary_section(results: dict) -> list[str]:
         "<section id=primary><h2>Primary comparison (pre-registered)</h2><p class=note>Named "
         f"{esc(primary['named'])}: <b>{esc(primary['variant'])}</b> against <b>{esc(primary['against'])}</b> on "
         f"{esc(measures)}. Holm's correction covers these "
-        f'<span class="num" data-json="results.json#families.primary">{len(primary["comparisons"])}</span> '
+        f'<span class="num" data-json="results.json#families.primary">{results["families"]["primary"]}</span> '
         "comparisons alone; every other comparison on this page is secondary, corrected within its own "
         "family.</p>",
         f"<ul>{sentences}</ul>",

@@ -103,7 +103,11 @@ class TinyExperiment:
 def tiny(tmp_path_factory, prefect_server) -> TinyExperiment:
     """The tiny experiment, run once for every test below that reads it (the last of them runs it
     a second time, side by side, in the same folder)."""
-    config = _config(tmp_path_factory.mktemp("tiny"), languages={"variants": ["full", "full-t2"]})
+    config = _config(
+        tmp_path_factory.mktemp("tiny"),
+        languages={"variants": ["full", "full-t2"]},
+        primary={"variant": "full", "metrics": ["heldout_bpb", "tasks/gold_bpb"]},
+    )
     results = experiment_flow(config)
     texts = pl.read_parquet(config.corpus_dir / "heldout" / "texts.parquet")
     return TinyExperiment(config, results, texts)
@@ -176,7 +180,9 @@ def test_every_comparison_is_tested_once_with_holm_within_its_family(tiny):
         c["family_size"] == results["families"][c["family"]] and c["p_holm"] >= c["p"] for c in tested
     )
     assert sum(results["families"].values()) == len(tested)
+    # full against raw is the primary comparison; full-t2 against raw stays in the headline family
     assert {c["family"] for c in results["comparisons"] if c["metric"] == "heldout_bpb"} == {
+        "primary",
         "headline",
         "leave-one-out",
     }
@@ -350,9 +356,22 @@ def test_the_report_shows_the_numbers_of_results_json(tiny):
     page = (tiny.out / "report" / "index.html").read_text()
     assert "Licences of the tokens trained on" in page and 'data-json="results.json#curation.raw.licences.' in page
     exact = [c for c in results["comparisons"] if c["test"] == "exact"]
-    assert page.count("(the same on every seed: exact test)") == len(exact)
+    shown_twice = [c for c in exact if c.get("role") == "primary"]  # in its section and the primary's
+    assert page.count("(the same on every seed: exact test)") == len(exact) + len(shown_twice)
     assert "Transfer: each variant against the baseline" in page
     assert "Transfer: each probe against the bag of words on the same labels" in page
+    # the pre-registered comparison: first in results.json and on the page, a family of its own
+    assert (tiny.out / "results.json").read_text().startswith('{\n  "primary": {\n    "against": "raw",')
+    primary = results["primary"]["comparisons"]
+    assert [(c["metric"], c["a"], c["b"]) for c in primary] == [
+        ("heldout_bpb", "full", "raw"),
+        ("tasks/gold_bpb", "full", "raw"),
+    ]
+    assert [results["comparisons"][c["index"]]["family"] for c in primary] == ["primary"] * 2
+    assert results["families"]["primary"] == 2 and all(c["family_size"] == 2 for c in primary)
+    assert page.index("<section id=primary><h2>Primary comparison (pre-registered)</h2>") < page.index(
+        "<section id=findings><h2>Secondary findings</h2>"
+    )
     shown = re.findall(r'data-json="results\.json#([^"]+)">([^<]*)<', page)
     assert len(shown) > 20
     for path, text in shown:
