@@ -380,6 +380,91 @@ class PrimaryConfig(_Strict):
         return value
 
 
+# A baseline of the mixture search: natural token shares (T = 1), temperature sampling at T
+# (``t3.33``: mT5's), or UniMax (every group the same share, capped at max_epochs).
+BASELINE_NAME = r"^(natural|unimax|t[0-9]+(\.[0-9]+)?)$"
+# The results metrics a search target may weigh (experiment.results, experiment.task_results).
+TARGET_PREFIXES = ("heldout_bpb", "lang_bpb/", "tasks/gold_bpb", "task/")
+
+
+class MixsearchTarget(_Strict):
+    """What the search minimizes: a weighted sum of results metrics, each lower-is-better bits
+    per byte: ``heldout_bpb`` (the mean over the clean held-out sets), ``heldout_bpb/<set>`` or
+    ``heldout_bpb/<set>/<group>``, ``lang_bpb/<code>`` (one language's held-out text, every
+    document scored whole; ``lang_bpb/low-resource`` their macro-average), ``tasks/gold_bpb`` or
+    ``task/<task>/gold_bpb`` (the likelihood tasks' gold answers)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    metrics: dict[str, Positive] = Field(min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_file_name(cls, value):
+        return _file_name(value, "the target name")
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, value):
+        for key in value:
+            known = key in ("heldout_bpb", "tasks/gold_bpb") or key.startswith(("heldout_bpb/", "lang_bpb/"))
+            if not known and not (key.startswith("task/") and key.endswith("/gold_bpb") and key.count("/") == 2):
+                raise ValueError(
+                    f"{key!r} is not a bits-per-byte measure the runs record; use heldout_bpb, "
+                    "heldout_bpb/<set>[/<group>], lang_bpb/<code>, tasks/gold_bpb or task/<task>/gold_bpb"
+                )
+        return value
+
+    def uses(self, prefix: str) -> bool:
+        return any(key.startswith(prefix) for key in self.metrics)
+
+
+class MixsearchConfig(_Strict):
+    """A mixture search (``curate mixsearch``, RegMix: Liu et al. 2025): ``proxies`` mixtures of
+    the pool variant's curated groups, drawn from a Dirichlet centred on the natural token shares
+    (its concentration scaled log-uniformly over ``concentration``) inside the constraints (each
+    group's ``min_share`` and ``max_share``, and ``max_epochs`` of its tokens), plus the
+    ``baselines``, each trained once as a small ``proxy`` model on ``proxy_tokens``; per target, a
+    regression from weights to the target (LightGBM trees and the mixing law of Ye et al. 2024,
+    the better by cross-validated Spearman) whose optimum is the proposal; then, with
+    ``validation``, the proposals and the baselines trained at the experiment's model size and
+    ``budget_tokens`` over ``seeds``, each proposal compared with ``primary`` on its target first
+    (Holm over the targets), with the other baselines after."""
+
+    pool: str | None = None  # the variant whose curation the mixtures re-sample (default: the first)
+    proxies: int = Field(default=48, ge=8)
+    concentration: list[Positive] = Field(default_factory=lambda: [0.1, 5.0], min_length=2, max_length=2)
+    proxy_tokens: int = Field(ge=1)
+    # [train] for the proxies, section by section (model shape, optim, batch, eval_interval)
+    proxy_train: dict = Field(default_factory=dict)
+    baselines: list[Annotated[str, Field(pattern=BASELINE_NAME)]] = Field(
+        default_factory=lambda: ["natural", "t3.33", "unimax"], min_length=1
+    )
+    primary: str = "natural"  # the baseline each proposal is compared with first
+    targets: list[MixsearchTarget] = Field(min_length=1)
+    max_epochs: float | None = Field(default=None, gt=0)  # default: the experiment's
+    min_share: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)  # by group
+    max_share: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
+    candidates: int = Field(default=100_000, ge=1000)  # mixtures the fitted model is asked about
+    top_k: int = Field(default=100, ge=1)  # the proposal is the mean of the best top_k candidates
+    resamples: int = Field(default=200, ge=20)  # bootstrap over proxy runs
+    validation: bool = True  # train the proposals and baselines at the experiment's size
+
+    @model_validator(mode="after")
+    def _coherent(self):
+        if self.concentration[0] > self.concentration[1]:
+            raise ValueError(f"concentration: {list(self.concentration)} is not a range low to high")
+        if len(set(self.baselines)) != len(self.baselines):
+            raise ValueError(f"baselines: each once: {self.baselines}")
+        if self.primary not in self.baselines:
+            raise ValueError(f"primary: {self.primary!r} is not a baseline ({', '.join(self.baselines)})")
+        names = [t.name for t in self.targets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"targets: names must be unique: {names}")
+        if self.top_k > self.candidates:
+            raise ValueError(f"top_k ({self.top_k}) exceeds candidates ({self.candidates})")
+        return self
+
+
 class TokenizerConfig(_Strict):
     vocab_size: int = Field(default=8192, ge=260)
     sample_docs: int = Field(default=20_000, ge=10)
@@ -398,6 +483,8 @@ class ExperimentConfig(_Strict):
     budget_tokens: int | None = Field(default=None, ge=1)  # training tokens of every variant
     max_epochs: float = Field(default=50.0, gt=0)  # repeats per group at most (small pools repeat)
     group_by: list[Literal["source", "lang"]] = Field(default_factory=lambda: ["source"], min_length=1)
+    group_merge: dict[str, str] = Field(default_factory=dict)  # mix.merge: group -> the group it joins
+    group_min_share: float = Field(default=0.0, ge=0.0, lt=1.0)  # mix.min_share: smaller groups mix as "other"
     validation_fraction: float = Field(default=0.02, ge=0.0, lt=1.0)  # each variant's own split
     eval_sets: list[EvalSetConfig] = Field(default_factory=list)  # the user's own held-out sets
     decontamination: DecontaminationConfig = Field(default_factory=DecontaminationConfig)
@@ -410,6 +497,7 @@ class ExperimentConfig(_Strict):
     languages: LanguagesConfig = Field(default_factory=LanguagesConfig)
     sweep: SweepConfig | None = None  # `curate sweep`: a scaling-law grid over model sizes and budgets
     primary: PrimaryConfig | None = None  # the pre-registered comparison; None: every family alike
+    mixsearch: MixsearchConfig | None = None  # `curate mixsearch`: which mixture of the groups to train on
     quality_model: ExpandedPath | None = None  # fastText quality model; default with demo: trained on it
     variants: list[VariantConfig] = Field(min_length=1)
     baseline: str | None = None  # the variant others are compared with; default: the first
@@ -463,7 +551,7 @@ class ExperimentConfig(_Strict):
             )
         if self.sweep is None and self.budget_tokens is None:
             raise ValueError("budget_tokens: required key is missing; give the training tokens of every variant")
-        if not self.demo and self.task.path is None and self.sweep is None:
+        if not self.demo and self.task.path is None and self.sweep is None and self.mixsearch is None:
             raise ValueError("task.path: name the downstream task's file (demo = true has a built-in one)")
         if not self.demo and any(v.quality for v in self.variants) and self.quality_model is None:
             raise ValueError(
@@ -504,6 +592,8 @@ class ExperimentConfig(_Strict):
             self._check_sweep(names)
         if self.primary is not None:
             self._check_primary(names)
+        if self.mixsearch is not None:
+            self._check_mixsearch(names)
         block = (self.train.get("model") or {}).get("block_size", 256)  # the trainer's default
         cut = self.memorization.prefix_tokens + self.memorization.suffix_tokens
         if self.memorization.enabled and isinstance(block, int) and cut > block:
@@ -517,8 +607,6 @@ class ExperimentConfig(_Strict):
         return self
 
     def _check_sweep(self, names: list[str]) -> None:
-        from trainer.config import ModelSection
-
         unknown = [name for name in self.sweep.variants or [] if name not in names]
         if unknown or (self.sweep.variants is not None and not self.sweep.variants):
             raise ValueError(
@@ -528,13 +616,8 @@ class ExperimentConfig(_Strict):
         taken = {v.name for v in self.sweep_variants()} & set(names)
         if taken:
             raise ValueError(f"sweep: the mixture name {sorted(taken)[0]!r} is taken by a variant; rename it")
-        shape = {k: v for k, v in (self.train.get("model") or {}).items()}
         for model in self.sweep.models:
-            try:
-                ModelSection(**{**shape, "n_layer": model.n_layer, "n_head": model.n_head, "n_embd": model.n_embd})
-            except ValueError as error:
-                problem = error.errors()[0]["msg"] if hasattr(error, "errors") else str(error)
-                raise ValueError(f"sweep.models {model.name}: {problem}") from None
+            _check_shape(self.train, model, f"sweep.models {model.name}")
 
     def _check_primary(self, names: list[str]) -> None:
         variant = self.primary.variant
@@ -588,10 +671,52 @@ class ExperimentConfig(_Strict):
                 known["finetune_accuracy@<size>"] = [str(n or "all") for n in finetuned]
         return known
 
-    def require(self, command: Literal["experiment", "sweep"]) -> None:
+    def _check_mixsearch(self, names: list[str]) -> None:
+        search = self.mixsearch
+        if search.pool is not None and search.pool not in names:
+            raise ValueError(f"mixsearch.pool: {search.pool!r} is not a variant ({', '.join(names)})")
+        from trainer.config import parse_train_config
+
+        taken = [key for key in ("mixture", "out_dir", "seed", "max_steps", "max_tokens") if key in search.proxy_train]
+        if taken:
+            raise ValueError(f"mixsearch.proxy_train.{taken[0]}: set by the search for every proxy; remove it")
+        try:  # a proxy's trainer config checked now, not when the first proxy starts
+            parse_train_config(self.proxy_train(mixture=".", out_dir=".", seed=0))
+        except ConfigError as error:
+            raise ValueError(f"mixsearch.proxy_train: {error}") from None
+        taken = sorted({*search.baselines, *(f"proposal-{t.name}" for t in search.targets)} & set(names))
+        if taken:
+            raise ValueError(f"mixsearch: the run name {taken[0]!r} is taken by a variant; rename it")
+        for target in search.targets:
+            if target.uses("lang_bpb/") and not self.languages.enabled:
+                raise ValueError(f"mixsearch.targets {target.name}: lang_bpb needs languages.enabled")
+            if (target.uses("task/") or target.uses("tasks/")) and not (
+                self.choice_tasks.enabled and self.choice_tasks.curve_items
+            ):
+                raise ValueError(
+                    f"mixsearch.targets {target.name}: the tasks' gold bits per byte need choice_tasks.enabled "
+                    "and choice_tasks.curve_items > 0 (the items every run scores)"
+                )
+
+    def proxy_train(self, **run) -> dict:
+        """The trainer config (a dict) of a mixture search's proxy run: ``[train]`` with
+        ``mixsearch.proxy_train`` over it section by section, trained on ``proxy_tokens``, with the
+        run's own keys (``mixture``, ``out_dir``, ``seed``, held-out sets)."""
+        merged = copy.deepcopy(self.train)
+        for key, value in self.mixsearch.proxy_train.items():
+            merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
+        return {**merged, "max_steps": None, "max_tokens": self.mixsearch.proxy_tokens, **run}
+
+    def require(self, command: Literal["experiment", "sweep", "mixsearch"]) -> None:
         """A :class:`ConfigError` when the config lacks what ``curate <command>`` needs: the
         experiment a budget and (off the demo) a task, which a sweep config may leave out; the
         sweep its ``[sweep]`` section."""
+        if command == "mixsearch" and self.mixsearch is None:
+            raise ConfigError(
+                "mixsearch: the config has no [mixsearch] section; add one (see configs/mixsearch-demo.toml)"
+            )
+        if command == "mixsearch" and self.mixsearch.validation and self.budget_tokens is None:
+            raise ConfigError("budget_tokens: required key is missing; the search validates its proposals on it")
         if command == "sweep" and self.sweep is None:
             raise ConfigError("sweep: the config has no [sweep] section; add one (see configs/sweep-demo.toml)")
         if command == "experiment" and self.budget_tokens is None:
@@ -649,6 +774,19 @@ def _expand(pattern: str, values: list[str]) -> list[str]:
     """``pattern``'s keys: itself, or with its ``<part>`` replaced by each of ``values``."""
     head, _, rest = pattern.partition("<")
     return [pattern] if not rest else [f"{head}{value}{rest.partition('>')[2]}" for value in values]
+
+
+def _check_shape(train: dict, model: SweepModel, where: str) -> None:
+    """A ValueError naming ``where`` when ``model``'s depth, width and heads do not make a model
+    with the rest of ``train.model``'s shape."""
+    from trainer.config import ModelSection
+
+    shape = {k: v for k, v in (train.get("model") or {}).items()}
+    try:
+        ModelSection(**{**shape, "n_layer": model.n_layer, "n_head": model.n_head, "n_embd": model.n_embd})
+    except ValueError as error:
+        problem = error.errors()[0]["msg"] if hasattr(error, "errors") else str(error)
+        raise ValueError(f"{where}: {problem}") from None
 
 
 def load_experiment(path: Path) -> ExperimentConfig:
@@ -721,6 +859,8 @@ def curation_config(
     # its split keeps to the fraction (no per-group minimum taken out of a small group's training).
     config["mix"] = {
         "group_by": list(experiment.group_by),
+        "merge": dict(experiment.group_merge),
+        "min_share": experiment.group_min_share,
         "validation_fraction": experiment.validation_fraction,
         "validation_max_docs": 500,
         "validation_min_docs": 0,

@@ -8,6 +8,7 @@ curate train CONFIG.toml    pretrain a GPT on a mixture (a Prefect flow run)
 curate generate OUT_DIR     continue a prompt with a trained model
 curate experiment CONFIG    curated vs raw: pretraining and transfer over seeds, with a report
 curate sweep CONFIG         scaling laws per variant: model sizes x token budgets, fits and frontier
+curate mixsearch CONFIG     which mixture to train on: proxy runs, a regression, its proposal validated
 """
 
 from __future__ import annotations
@@ -848,7 +849,7 @@ def _lm_eval_checked(yamls: list[Path]):
 def study_stopped(out_dir: Path) -> str:
     """The line of an experiment or sweep stopped by Ctrl-C: the pretraining runs finished in
     ``out_dir`` (their summary.json written), and that the same command continues from there."""
-    finished = len(list((Path(out_dir) / "train").rglob("summary.json")))
+    finished = sum(len(list((Path(out_dir) / folder).rglob("summary.json"))) for folder in ("train", "proxies"))
     runs = f"{finished} pretraining run{'' if finished == 1 else 's'} finished"
     return (
         f"interrupted: {runs}; what is finished in {out_dir} is kept (curation runs resume, pretraining "
@@ -870,6 +871,7 @@ def _study(config: Path, command: str, quiet: bool, verbose: bool = False):
         configure_prefect(parsed.out_dir, quiet=quiet, command=command, progress=not verbose)
     from experiment.prepare import ContaminationError
     from flows.experiment import experiment_flow
+    from flows.mixsearch import mixsearch_flow
     from flows.runners import shared_api
     from flows.runtime import temporary_server
     from flows.sweep import sweep_flow
@@ -891,7 +893,8 @@ def _study(config: Path, command: str, quiet: bool, verbose: bool = False):
         ),
         shared_api() if parsed.parallel_runs > 1 else temporary_server(),
     ):
-        return parsed, (experiment_flow if command == "experiment" else sweep_flow)(parsed)
+        flows = {"experiment": experiment_flow, "sweep": sweep_flow, "mixsearch": mixsearch_flow}
+        return parsed, flows[command](parsed)
 
 
 @app.command()
@@ -929,6 +932,27 @@ def sweep(
     from report.console import print_outputs, print_sweep
 
     print_sweep(stdout, results)
+    print_outputs(stdout, parsed.out_dir)
+
+
+@app.command()
+def mixsearch(
+    config: Path = typer.Argument(
+        ...,
+        parser=_path("CONFIG", READS_LOCAL),
+        help="TOML config with a [mixsearch] section (see configs/mixsearch-demo.toml)",
+    ),
+    quiet: bool = QuietOption,
+    verbose: bool = VerboseOption,
+) -> None:
+    """Which mixture to train on: train small proxy models on sampled mixtures of the pool's groups,
+    fit a regression from weights to each target, propose its optimum with intervals, and validate
+    the proposals against the baselines at the experiment's size over seeds; writes results.json
+    and a report."""
+    parsed, results = _study(config, "mixsearch", quiet, verbose)
+    from report.console import print_mixsearch, print_outputs
+
+    print_mixsearch(stdout, results)
     print_outputs(stdout, parsed.out_dir)
 
 

@@ -613,3 +613,34 @@ def print_lm_eval_results(results: dict, out) -> None:
             value_text = f"{value:.4f}" + (f" ± {stderr:.4f}" if isinstance(stderr, (int, float)) else "")
             table.add_row(shown(task), f"{metrics.get('sample_len', '')}", shown(name), value_text)
     out.print(table)
+
+
+def print_mixsearch(out: Console, results: dict) -> None:
+    """The search's results.json in short: per target, the chosen fit's cross-validated Spearman
+    and the proposed weights beside natural shares (with intervals), then the primary comparisons'
+    sentences."""
+    groups = results["groups"]
+    table = Table(
+        title=f"mixsearch: {len(results['proxies'])} proxy runs ({results['timing']['total_s'] / 60:.1f} min)"
+    )
+    table.add_column("group")
+    table.add_column("natural", justify="right")
+    for name in results["fits"]:
+        table.add_column(shown(f"proposal for {name}"), justify="right")
+    for group in groups:
+        cells = [f"{results['fits'][next(iter(results['fits']))]['natural'][group]:.3f}"]
+        for fit in results["fits"].values():
+            proposal = fit["proposal"]
+            cells.append(_with_interval(proposal["weights"][group], proposal["interval"][group]))
+        table.add_row(shown(group), *cells)
+    out.print(table)
+    for name, fit in results["fits"].items():
+        chosen = fit["fit"]["families"][fit["fit"]["family"]]
+        say(
+            out,
+            f"{name}: {fit['fit']['family']} fit, cross-validated Spearman {chosen['spearman']:.2f}, mean absolute "
+            f"error {chosen['mae']:.4f} over {fit['proxies']} proxy runs; predicted {fit['proposal']['predicted']:.4f}",
+        )
+    for comparison in (results.get("validation") or {}).get("comparisons", []):
+        if comparison["family"] == "primary":
+            say(out, comparison["sentence"])
