@@ -23,10 +23,10 @@ from functools import partial
 from pathlib import Path
 
 import polars as pl
-from experiment.mixfit import sample_mixtures
 from prefect import flow
 
 from experiment.config import ExperimentConfig, VariantConfig
+from experiment.mixfit import sample_mixtures
 from experiment.mixsearch import (
     Proxy,
     baseline_proxies,
@@ -85,20 +85,30 @@ def _train(config: ExperimentConfig, prepared: Prepared, configs: dict[tuple[str
     return measures
 
 
+def _prepare(config: ExperimentConfig, variants: list[VariantConfig], timing: dict) -> Prepared:
+    """flows.experiment.prepare, its times added to ``timing``'s (the search prepares three times:
+    each step's mixtures join the curation run's)."""
+    spent: dict[str, float] = {}
+    prepared = prepare(config, variants, spent)
+    for key, seconds in spent.items():
+        timing[key] = timing.get(key, 0.0) + seconds
+    return prepared
+
+
 def _proxies(config: ExperimentConfig, timing: dict) -> tuple[list[Proxy], object, Prepared]:
     """The baseline proxies' curation (it gives the pool's groups and tokens), the sampled mixtures
     inside the constraints, and every proxy's mixture made; returns the proxies, the constraints
     at the validation size and what was prepared."""
     search = config.mixsearch
     baselines = baseline_proxies(config)
-    prepared = prepare(config, [p.variant for p in baselines], timing)
+    prepared = _prepare(config, [p.variant for p in baselines], timing)
     run_dir = prepared.runs[baselines[0].name].run_dir
     tokens = pool_tokens(mixture_folder(run_dir, baselines[0].name))
     sampled = sample_mixtures(constraints(config, tokens, search.proxy_tokens), search.proxies, config.seed,
                               search.concentration)  # fmt: skip
     timing["sampling"] = {"drawn": search.proxies, "rejected": sampled.rejected}
     proxies = baselines + sampled_proxies(config, list(tokens), sampled.weights)
-    prepared = prepare(config, [p.variant for p in proxies], timing)
+    prepared = _prepare(config, [p.variant for p in proxies], timing)
     return proxies, constraints(config, tokens, config.budget_tokens or search.proxy_tokens), prepared
 
 
@@ -107,7 +117,7 @@ def _validate(config: ExperimentConfig, proxies: list[Proxy], fits: dict, timing
     variants: list[VariantConfig] = validation_variants(
         config, {name: fit["proposal"]["weights"] for name, fit in fits.items()}
     )
-    prepared = prepare(config, [p.variant for p in proxies] + variants, timing)
+    prepared = _prepare(config, [p.variant for p in proxies] + variants, timing)
     run_dir = prepared.runs[variants[0].name].run_dir
     configs = {
         (variant.name, seed): train_config(
