@@ -45,6 +45,7 @@ from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.manifest import stage_outputs
+from pipeline.formats.mixture import MANIFEST_FILE
 from pipeline.formats.task import load_task
 from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.writer import read_json, write_json, write_parquet
@@ -421,6 +422,23 @@ def junk_texts(texts: pl.DataFrame) -> pl.DataFrame:
     return texts.filter(~pl.col("clean")).select("id", "text", "set")
 
 
+CHECKED_FOLDER = "contamination"  # out_dir/contamination/<mixture>.json: each check and what it read
+
+
+def _check_mixture(
+    mixture: Path, protected: pl.DataFrame, junk: pl.DataFrame | None, tokenizer, settings: dict
+) -> dict:
+    """One mixture checked against the protected texts, and against the junk sets reported apart."""
+    found = check_contamination(mixture, protected, tokenizer, **settings)
+    if junk is not None and junk.height:
+        against_junk = check_contamination(mixture, junk, tokenizer, **settings)
+        found["junk"] = {
+            key: against_junk[key]
+            for key in ("texts", "contaminated_documents", "contaminated_windows", "common_windows")
+        }
+    return found
+
+
 def check_mixtures(
     config: ExperimentConfig,
     variants: list[VariantConfig],
@@ -432,21 +450,33 @@ def check_mixtures(
     """The contamination check on each of ``variants``' training mixture against the protected texts
     (and, reported apart, against the junk sets); ``contamination.json``; a
     :class:`ContaminationError` naming the variants when any training document shares a window
-    with a protected text."""
+    with a protected text. A mixture checked before against the same texts and settings, its
+    manifest unchanged, is read back from its record (:data:`CHECKED_FOLDER`), not checked again:
+    a study that adds mixtures to a curation run (a search's proxies) checks the new ones only."""
     tokenizer = load_tokenizer(tokenizer_path)
     settings = {
         "ngram": config.decontamination.window_tokens or 13,
         "common_window_docs": config.decontamination.common_window_docs,
     }
+    checked_against = {
+        "protected_sha256": _texts_sha256(protected),
+        "junk_sha256": _texts_sha256(junk) if junk is not None and junk.height else None,
+        "tokenizer_sha256": file_sha256(tokenizer_path) if Path(tokenizer_path).is_file() else None,
+        **settings,
+    }
     counts = {}
     for variant in variants:
         mixture = RunLayout(runs[variant.name].run_dir).root / "mix" / variant.name
-        counts[variant.name] = check_contamination(mixture, protected, tokenizer, **settings)
-        if junk is not None and junk.height:
-            found = check_contamination(mixture, junk, tokenizer, **settings)
-            counts[variant.name]["junk"] = {
-                key: found[key] for key in ("texts", "contaminated_documents", "contaminated_windows", "common_windows")
-            }
+        record_path = config.out_dir / CHECKED_FOLDER / f"{variant.name}.json"
+        manifest = mixture / MANIFEST_FILE
+        made_from = {**checked_against, "manifest_sha256": file_sha256(manifest) if manifest.is_file() else None}
+        record = read_json(record_path) if record_path.is_file() else {}
+        if made_from["manifest_sha256"] is not None and record.get("made_from") == made_from:
+            counts[variant.name] = record["counts"]
+            continue
+        counts[variant.name] = _check_mixture(mixture, protected, junk, tokenizer, settings)
+        if made_from["manifest_sha256"] is not None:
+            write_json({"made_from": made_from, "counts": counts[variant.name]}, record_path)
     write_json(counts, config.out_dir / "contamination.json")
     leaks = {name: contamination_total(check) for name, check in counts.items()}
     if any(leaks.values()):

@@ -839,3 +839,37 @@ def test_bootstrap_over_seeds_and_items():
         np.tile(right_a, (3, 1)).astype(float), np.tile(right_b, (3, 1)).astype(float), np.ones(300), np.zeros(300)
     )
     assert (result["ci95"][1] - result["ci95"][0]) / 2 == pytest.approx(0.080, rel=0.2)
+
+
+def test_a_mixture_checked_before_is_read_back_until_its_manifest_changes(tmp_path, monkeypatch):
+    """Each check is recorded with what it read: the same mixture against the same texts is not
+    checked again (a search adds dozens of mixtures to a run), a changed manifest is."""
+    config = _config(tmp_path)
+    config.out_dir.mkdir(parents=True)
+    runs = {}
+    for name in ("raw", "full"):
+        folder = tmp_path / name / "mix" / name
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(json.dumps({"mixture": name}))
+        runs[name] = type("Run", (), {"run_dir": tmp_path / name})()
+    checked = []
+
+    def check(mixture, texts, tokenizer, **settings):
+        checked.append(mixture.name)
+        return {"contaminated_documents": 0, "contaminated_windows": 0, "texts": len(texts)}
+
+    monkeypatch.setattr(prepare_module, "check_contamination", check)
+    monkeypatch.setattr(prepare_module, "load_tokenizer", lambda path: None)
+    protected = pl.DataFrame({"id": ["t"], "text": ["a text"]})
+
+    def run(texts=protected):
+        return prepare_module.check_mixtures(config, config.variants[:2], runs, texts, tmp_path / "tokenizer.json")
+
+    first = run()
+    assert checked == ["raw", "full"]
+    assert run() == first and checked == ["raw", "full"]  # read back
+    (tmp_path / "full" / "mix" / "full" / "manifest.json").write_text(json.dumps({"mixture": "other"}))
+    run()
+    assert checked == ["raw", "full", "full"]  # its mixture changed
+    run(pl.DataFrame({"id": ["t"], "text": ["another text"]}))
+    assert checked == ["raw", "full", "full", "raw", "full"]  # other protected texts
