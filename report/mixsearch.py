@@ -111,8 +111,10 @@ def _answer(results: dict) -> str:
                 else ""
             )
             items.append(
-                f"<li><b>{esc(target)}</b>: not validated. The proposal is the proxies' prediction alone "
-                f"({predicted}{measured}); validating it at the experiment's size over seeds is what would "
+                f"<li><b>{esc(target)}</b>: "
+                + ("no primary comparison recorded" if comparisons else "not validated")
+                + ". The proposal is the proxies' prediction alone "
+                + f"({predicted}{measured}); validating it at the experiment's size over seeds is what would "
                 "say whether it beats the baseline.</li>"
             )
             continue
@@ -189,8 +191,14 @@ def _weights(results: dict) -> str:
         "inside the constraints; its interval is the 2.5th to 97.5th percentile of the proposals refitted on "
         "bootstrap resamples of the proxy runs. The upper bound is the smaller of a group's max share and "
         f"what {_num('constraints.max_epochs', cap['max_epochs'], 1)} epochs of its tokens fill of a "
-        f'{_num("constraints.budget", cap["budget"])}-token budget. "As trained" is the share the validation '
-        "run's mixture took (an epoch cap can hold a group below its weight).</p>"
+        f"{_num('constraints.budget', cap['budget'])}-token budget."
+        + (
+            ' "As trained" is the share the validation run\'s mixture took (an epoch cap can hold a group below '
+            "its weight)."
+            if runs
+            else ""
+        )
+        + "</p>"
         + table(headers, rows, numeric=set(range(1, len(headers))))
         + _weights_chart(results, shares)
         + "</section>"
