@@ -23,6 +23,7 @@ from experiment.mixsearch import (
 )
 from experiment.statistics import spread
 from pipeline.formats.configfile import ConfigError
+from tests.helpers import resolve_json_path
 
 
 def _data(tmp_path: Path, **search) -> dict:
@@ -160,3 +161,68 @@ def test_each_proposal_is_compared_with_the_primary_baseline_first_holm_over_the
     assert all(c["family_size"] == (2 if c["family"] == PRIMARY else 4) for c in made)
     assert "Holm-adjusted over the 2 primary comparisons named in the config before the run" in made[3]["sentence"]
 
+
+@pytest.mark.usefixtures("prefect_server")
+def test_tiny_search_end_to_end(tmp_path):
+    from flows.mixsearch import mixsearch_flow
+
+    # A search stopped before its validation: the baselines and 8 sampled proxies.
+    data = _data(tmp_path, validation=False)
+    first = mixsearch_flow(parse_experiment(data))
+    out = Path(data["out_dir"])
+    assert first["kind"] == "mixsearch" and "validation" not in first
+    assert len(first["proxies"]) == 11 and [p["label"] for p in first["proxies"][:3]] == ["natural", "t3.33", "unimax"]
+    groups = first["groups"]
+    assert set(groups) == {"news", "dialogues", "web", "notes"}
+    for proxy in first["proxies"]:  # each trained on its own mixture, inside the simplex and the caps
+        assert sum(proxy["shares"].values()) == pytest.approx(1.0)
+        assert all(proxy["targets"][t] > 0 for t in ("heldout", "dialogues"))
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "proxies").rglob("summary.json")}
+    assert len(stamps) == 11
+
+    # The whole search with 10 draws: the 11 runs it has are read back, 2 new ones trained.
+    data = _data(tmp_path, proxies=10)
+    results = mixsearch_flow(parse_experiment(data))
+    after = {p: p.stat().st_mtime_ns for p in (out / "proxies").rglob("summary.json")}
+    assert len(after) == 13 and all(after[p] == stamp for p, stamp in stamps.items())
+    assert [p["name"] for p in results["proxies"][:11]] == [p["name"] for p in first["proxies"]]
+
+    # Each target's fit: both families cross-validated, the proposal inside the simplex with intervals.
+    for fit in results["fits"].values():
+        assert set(fit["fit"]["families"]) == {"trees", "law"} and fit["proxies"] == 13
+        proposal = fit["proposal"]
+        assert sum(proposal["weights"].values()) == pytest.approx(1.0, abs=1e-6)
+        for group in groups:
+            low, high = proposal["interval"][group]
+            assert low <= high and results["constraints"]["upper"][group] >= proposal["weights"][group] - 1e-9
+    # The one-group target moves weight to that group.
+    proposed = results["fits"]["dialogues"]["proposal"]["weights"]["dialogues"]
+    assert proposed > results["fits"]["dialogues"]["natural"]["dialogues"]
+
+    # The validation: the baselines and both proposals over both seeds, compared seed by seed.
+    validation = results["validation"]
+    assert set(validation["runs"]) == {"natural", "t3.33", "unimax", "proposal-heldout", "proposal-dialogues"}
+    assert all(run["targets"]["heldout"]["n"] == 2 for run in validation["runs"].values())
+    assert [c["family"] for c in validation["comparisons"]].count("primary") == 2
+    assert all(c["paired"] for c in validation["comparisons"])
+    assert set(validation["validity"]) == {"heldout", "dialogues"}
+    assert all(len(v["mixtures"]) == 5 for v in validation["validity"].values())
+    assert all(check["contaminated_documents"] == 0 for check in results["contamination"].values())
+
+    # The report shows results.json's numbers.
+    page = (out / "report" / "index.html").read_text()
+    shown = re.findall(r'data-json="results\.json#([^"]+)">([^<]*)<', page)
+    assert len(shown) > 50
+    for path, text in shown:
+        value = resolve_json_path(results, path)
+        if value is None:
+            assert text in ("–",), path
+        else:
+            digits = len(text.split(".")[1]) if "." in text else 0
+            assert abs(float(text.replace(",", "")) - value) <= 0.5 * 10**-digits + 1e-12, (path, text, value)
+
+    # Run again: nothing is trained again.
+    every = {p: p.stat().st_mtime_ns for p in out.rglob("summary.json")}
+    again = mixsearch_flow(parse_experiment(data))
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("summary.json")} == every
+    assert again["fits"] == results["fits"]
