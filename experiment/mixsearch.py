@@ -204,6 +204,13 @@ def needs_scores(config: ExperimentConfig) -> bool:
     return any(target.uses("lang_bpb/") for target in config.mixsearch.targets)
 
 
+def target_languages(config: ExperimentConfig) -> list[str] | None:
+    """The languages a proxy's held-out documents are scored in: those the targets name (a
+    proxy needs no other), or None (all) when a target weighs a macro-average over languages."""
+    codes = {key.split("/", 1)[1] for t in config.mixsearch.targets for key in t.metrics if key.startswith("lang_bpb/")}
+    return None if codes & {"low-resource", "high-resource"} else sorted(codes)
+
+
 def run_measures(
     summary: dict, eval_groups: dict[str, dict], scores: pl.DataFrame | None, high_resource: list[str]
 ) -> dict[str, float]:

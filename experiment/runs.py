@@ -221,10 +221,12 @@ def measure_memorization(
     return result
 
 
-def score_documents(checkpoint: Path, tokenizer_path: Path, texts_path: Path, out_path: Path) -> dict:
-    """Every held-out document scored whole by one pretrained model (trainer.scoring):
-    ``scores/<variant>/seed-<s>.parquet`` with ``id, set, lang, clean, bytes, tokens, nats``; returns
-    ``{"path", "documents", "seconds"}``."""
+def score_documents(
+    checkpoint: Path, tokenizer_path: Path, texts_path: Path, out_path: Path, languages: list[str] | None = None
+) -> dict:
+    """Every held-out document (of ``languages``, their ``lang`` codes; None: all) scored whole by
+    one pretrained model (trainer.scoring): ``scores/<variant>/seed-<s>.parquet`` with
+    ``id, set, lang, clean, bytes, tokens, nats``; returns ``{"path", "documents", "seconds"}``."""
     from pipeline.formats.tokens import special_ids
     from trainer.generate import load_model
     from trainer.scoring import document_losses
@@ -234,6 +236,8 @@ def score_documents(checkpoint: Path, tokenizer_path: Path, texts_path: Path, ou
     started = time.perf_counter()
     tokenizer = load_tokenizer(tokenizer_path)
     texts = pl.read_parquet(texts_path, columns=["id", "text", "set", "lang", "clean"])
+    if languages is not None:
+        texts = texts.filter(pl.col("lang").is_in(languages))
     ids = [e.ids for e in tokenizer.encode_batch(texts["text"].to_list(), add_special_tokens=False)]
     model, _, _ = load_model(checkpoint)
     nats, tokens = document_losses(model, ids, special_ids(tokenizer)["eod"])

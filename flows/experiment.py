@@ -122,10 +122,17 @@ def memorization_task(
 
 @task(name="experiment-scores", cache_policy=NO_CACHE, task_run_name="scores-{variant}-seed{seed}")
 def scores_task(
-    variant: str, seed: int, checkpoint: Path, tokenizer_path: Path, texts_path: Path, out_path: Path
+    variant: str,
+    seed: int,
+    checkpoint: Path,
+    tokenizer_path: Path,
+    texts_path: Path,
+    out_path: Path,
+    languages: list[str] | None = None,
 ) -> dict:
-    """Every held-out document scored whole by one pretrained model (experiment.runs.score_documents)."""
-    return score_documents(checkpoint, tokenizer_path, texts_path, out_path)
+    """Every held-out document (of ``languages``; None: all) scored whole by one pretrained model
+    (experiment.runs.score_documents)."""
+    return score_documents(checkpoint, tokenizer_path, texts_path, out_path, languages)
 
 
 @task(name="experiment-tasks", cache_policy=NO_CACHE, task_run_name="tasks-{variant}-seed{seed}")

@@ -44,6 +44,7 @@ from experiment.mixsearch import (
     save_search_results,
     search_results,
     search_target,
+    target_languages,
     validation_results,
     validation_variants,
 )
@@ -52,7 +53,9 @@ from experiment.runs import train_config, train_folder
 from flows.experiment import _run_models, prepare, scores_task
 
 
-def _scores_parameters(prepared: Prepared, folders: dict[tuple[str, int], Path], name: str, seed: int) -> dict:
+def _scores_parameters(
+    prepared: Prepared, folders: dict[tuple[str, int], Path], languages: list[str] | None, name: str, seed: int
+) -> dict:
     folder = folders[(name, seed)]
     return dict(
         variant=name,
@@ -60,19 +63,23 @@ def _scores_parameters(prepared: Prepared, folders: dict[tuple[str, int], Path],
         checkpoint=folder,
         tokenizer_path=prepared.tokenizer_path,
         texts_path=prepared.texts_path,
-        out_path=folder / "scores.parquet",
+        # named by what it holds, so that a target in another language scores the documents again
+        out_path=folder / ("scores.parquet" if languages is None else f"scores-{'+'.join(languages)}.parquet"),
+        languages=languages,
     )
 
 
-def _train(config: ExperimentConfig, prepared: Prepared, configs: dict[tuple[str, int], object]) -> dict:
-    """Every run of ``configs`` (by name and seed), with its held-out documents scored whole when a
-    target weighs a language; returns ``{name: {seed: measures}}``."""
+def _train(
+    config: ExperimentConfig, prepared: Prepared, configs: dict[tuple[str, int], object], languages=None
+) -> dict:
+    """Every run of ``configs`` (by name and seed), with its held-out documents (of ``languages``;
+    None: all) scored whole when a target weighs a language; returns ``{name: {seed: measures}}``."""
     pretraining = {key: dict(variant=key[0], seed=key[1], train_config=c) for key, c in configs.items()}
     folders = {key: c.out_dir for key, c in configs.items()}
     followups = {}
     if needs_scores(config):
         names = {name for name, _ in configs}
-        followups["scores"] = (scores_task, partial(_scores_parameters, prepared, folders), names)
+        followups["scores"] = (scores_task, partial(_scores_parameters, prepared, folders, languages), names)
     done = _run_models(config, pretraining, None, followups, transferred=set())
     measures: dict[str, dict[int, dict]] = {}
     for (name, seed), _ in configs.items():
@@ -150,7 +157,8 @@ def mixsearch_flow(config: ExperimentConfig) -> dict:
     configs = {
         (p.name, seed): proxy_train_config(config, p, run_dir, prepared.heldout, prepared.curve_tasks) for p in proxies
     }
-    measures = {name: seeds[seed] for name, seeds in _train(config, prepared, configs).items()}
+    trained = _train(config, prepared, configs, target_languages(config))  # a proxy scores what targets weigh
+    measures = {name: seeds[seed] for name, seeds in trained.items()}
     timing["proxies_s"] = time.perf_counter() - tick
     check_targets(config, measures)
 

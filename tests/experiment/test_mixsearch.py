@@ -17,6 +17,7 @@ from experiment.mixsearch import (
     SECONDARY,
     baseline_proxies,
     proxy_name,
+    target_languages,
     target_value,
     validation_comparisons,
     weighting,
@@ -132,6 +133,17 @@ def test_a_target_is_the_weighted_sum_of_its_measures(tmp_path):
     target = config.mixsearch.targets[0]
     assert target_value(target, {"heldout_bpb/news": 1.5, "heldout_bpb/web": 2.0}) == pytest.approx(5.0)
     assert target_value(target, {"heldout_bpb/news": 1.5}) is None
+
+
+def test_proxies_score_the_languages_their_targets_weigh(tmp_path):
+    targets = [
+        {"name": "uk", "metrics": {"lang_bpb/uk": 1.0}},
+        {"name": "mix", "metrics": {"lang_bpb/fa": 1.0, "heldout_bpb": 1.0}},
+    ]
+    assert target_languages(parse_experiment(_data(tmp_path, targets=targets))) == ["fa", "uk"]
+    assert target_languages(parse_experiment(_data(tmp_path))) == []  # no language target: no scoring
+    targets.append({"name": "low", "metrics": {"lang_bpb/low-resource": 1.0}})
+    assert target_languages(parse_experiment(_data(tmp_path, targets=targets))) is None  # every language
 
 
 def test_each_proposal_is_compared_with_the_primary_baseline_first_holm_over_the_targets(tmp_path):
