@@ -47,6 +47,7 @@ __all__ = [
     "dedup_documents",
     "filter_documents",
     "load_config",
+    "mixsearch",
     "read_run",
     "run_stage",
 ]
@@ -163,3 +164,28 @@ def run_stage(
     warn_emptied({stage: stats})
     _warn_stages({stage: stats})
     return stats
+
+
+def mixsearch(config, quiet: bool = True) -> dict:
+    """Search which mixture of the pool's groups to train on, as ``curate mixsearch`` does:
+    ``config`` an experiment config with a ``[mixsearch]`` section (an ExperimentConfig, a TOML
+    path or a dict). Returns results.json's content; a second call reads back every run it finds.
+
+    Example::
+
+        results = mixsearch("configs/mixsearch-demo.toml")
+        results["fits"]["heldout"]["proposal"]["weights"]  # {"news/en": ..., "dialogues/uk": ...}
+        [c["sentence"] for c in results["validation"]["comparisons"] if c["family"] == "primary"]
+    """
+    from experiment.config import ExperimentConfig, load_experiment, parse_experiment
+
+    if not isinstance(config, ExperimentConfig):
+        config = load_experiment(Path(config)) if isinstance(config, (str, Path)) else parse_experiment(dict(config))
+    config.require("mixsearch")
+    configure_prefect(config.out_dir, quiet=quiet, command="mixsearch")
+    from flows.mixsearch import mixsearch_flow
+    from flows.runners import shared_api
+
+    # With runs in processes of their own, the flow and every worker report to one Prefect API.
+    with shared_api() if config.parallel_runs > 1 else temporary_server():
+        return mixsearch_flow(config)
