@@ -242,15 +242,19 @@ def check_targets(config: ExperimentConfig, measures: dict[str, dict[str, float]
             )
 
 
-def validation_variants(config: ExperimentConfig, proposals: dict[str, dict[str, float]]) -> list[VariantConfig]:
-    """The runs at the experiment's size: each baseline, then each target's proposal."""
+def validation_variants(config: ExperimentConfig, proposals: dict[str, dict[str, float]]) -> dict[str, VariantConfig]:
+    """The runs at the experiment's size by label: each baseline (its run named after it), then
+    each target's proposal (``proposal-<target>``, its run ``proposal-<target>-<8 hex>``, the hash
+    of its weights: a search that proposes another mixture trains it again beside the first)."""
     budget = config.budget_tokens
-    return [mixture_variant(config, label, budget, **weighting(label)) for label in config.mixsearch.baselines] + [
-        mixture_variant(
-            config, PROPOSAL + target, budget, weights={g: round(w, WEIGHT_DIGITS) for g, w in weights.items()}
-        )
-        for target, weights in proposals.items()
-    ]
+    variants = {
+        label: mixture_variant(config, label, budget, **weighting(label)) for label in config.mixsearch.baselines
+    }
+    for target, proposed in proposals.items():
+        weights = {g: round(w, WEIGHT_DIGITS) for g, w in proposed.items()}
+        digest = hashlib.sha256(json.dumps(weights, sort_keys=True).encode()).hexdigest()[:8]
+        variants[PROPOSAL + target] = mixture_variant(config, f"{PROPOSAL}{target}-{digest}", budget, weights=weights)
+    return variants
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,14 +328,18 @@ def proxy_validity(
     }
 
 
-def validation_table(config: ExperimentConfig, runs: dict[str, dict[int, dict]], run_dir: Path) -> dict[str, dict]:
-    """Per validated mixture: the shares it trained on, the spread over seeds of every measure and
-    of every target (``runs[name][seed]``: the measures of one run)."""
+def validation_table(
+    config: ExperimentConfig, runs: dict[str, dict[int, dict]], names: dict[str, str], run_dir: Path
+) -> dict[str, dict]:
+    """Per validated mixture by label: its runs' name, the shares it trained on, the spread over
+    seeds of every measure and of every target (``runs[label][seed]``: the measures of one run,
+    ``names[label]``: the name of its runs and mixture)."""
     table = {}
-    for name, seeds in runs.items():
+    for label, seeds in runs.items():
         keys = set.intersection(*(set(m) for m in seeds.values()))
-        table[name] = {
-            "shares": mixture_shares(mixture_folder(run_dir, name)),
+        table[label] = {
+            "run": names[label],
+            "shares": mixture_shares(mixture_folder(run_dir, names[label])),
             "measures": {key: spread({str(s): m[key] for s, m in seeds.items()}) for key in sorted(keys)},
             "targets": {
                 t.name: spread({str(s): target_value(t, m) for s, m in seeds.items()}) for t in config.mixsearch.targets
@@ -401,11 +409,13 @@ def search_results(
     }
 
 
-def validation_results(config: ExperimentConfig, runs: dict, run_dir: Path, table: list[dict], fits: dict) -> dict:
+def validation_results(
+    config: ExperimentConfig, runs: dict, names: dict[str, str], run_dir: Path, table: list[dict], fits: dict
+) -> dict:
     """results.json's ``validation``: every validated mixture over seeds, the comparisons (primary
     first), each proposal's trade-off per set, group and language, and the proxies' validity."""
     groups = list(next(iter(fits.values()))["natural"])
-    validated = validation_table(config, runs, run_dir)
+    validated = validation_table(config, runs, names, run_dir)
     return {
         "runs": validated,
         "comparisons": validation_comparisons(config, validated),

@@ -119,13 +119,14 @@ def _proxies(config: ExperimentConfig, timing: dict) -> tuple[list[Proxy], objec
     return proxies, constraints(config, tokens, config.budget_tokens or search.proxy_tokens), prepared
 
 
-def _validate(config: ExperimentConfig, proxies: list[Proxy], fits: dict, timing: dict) -> tuple[dict, Prepared]:
-    """The proposals and the baselines at the experiment's size over ``seeds``."""
-    variants: list[VariantConfig] = validation_variants(
-        config, {name: fit["proposal"]["weights"] for name, fit in fits.items()}
-    )
-    prepared = _prepare(config, [p.variant for p in proxies] + variants, timing)
-    run_dir = prepared.runs[variants[0].name].run_dir
+def _validate(
+    config: ExperimentConfig, proxies: list[Proxy], fits: dict, timing: dict
+) -> tuple[dict, dict[str, str], Prepared]:
+    """The proposals and the baselines at the experiment's size over ``seeds``: each one's
+    measures per seed and the name of its runs, by label."""
+    variants = validation_variants(config, {name: fit["proposal"]["weights"] for name, fit in fits.items()})
+    prepared = _prepare(config, [p.variant for p in proxies] + list(variants.values()), timing)
+    run_dir = prepared.runs[proxies[0].name].run_dir
     configs = {
         (variant.name, seed): train_config(
             config,
@@ -136,10 +137,12 @@ def _validate(config: ExperimentConfig, proxies: list[Proxy], fits: dict, timing
             variant.budget_tokens,
             prepared.curve_tasks,
         )
-        for variant in variants
+        for variant in variants.values()
         for seed in config.seeds
     }
-    return _train(config, prepared, configs), prepared
+    trained = _train(config, prepared, configs)
+    names = {label: variant.name for label, variant in variants.items()}
+    return {label: trained[name] for label, name in names.items()}, names, prepared
 
 
 @flow(name="mixsearch", validate_parameters=False)
@@ -168,15 +171,21 @@ def mixsearch_flow(config: ExperimentConfig) -> dict:
     fits = {t.name: search_target(config, t, table, groups, bounds) for t in config.mixsearch.targets}
     timing["fits_s"] = time.perf_counter() - tick
     results = search_results(config, bounds, run_dir, table, fits, prepared.contamination, timing.pop("sampling"))
-    if config.mixsearch.validation:
+    if config.mixsearch.validation:  # the proposals on disk (and on the page) before the long part
+        _save(config, results, {**timing, "total_s": time.perf_counter() - started})
         tick = time.perf_counter()
-        runs, prepared = _validate(config, proxies, fits, timing)
-        results["validation"] = validation_results(config, runs, run_dir, table, fits)
+        runs, names, prepared = _validate(config, proxies, fits, timing)
+        results["validation"] = validation_results(config, runs, names, run_dir, table, fits)
         results["contamination"] = prepared.contamination
         timing["validation_s"] = time.perf_counter() - tick
     timing["total_s"] = time.perf_counter() - started
-    save_search_results(config, results, timing)
+    _save(config, results, timing)
+    return results
+
+
+def _save(config: ExperimentConfig, results: dict, timing: dict) -> None:
+    """results.json and the report."""
     from report.mixsearch import build_mixsearch_report
 
+    save_search_results(config, results, timing)
     build_mixsearch_report(config.out_dir)
-    return results

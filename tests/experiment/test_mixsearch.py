@@ -201,7 +201,7 @@ def test_tiny_search_end_to_end(tmp_path):
 
     # Each target's fit: both families cross-validated, the proposal inside the simplex with intervals.
     for fit in results["fits"].values():
-        assert set(fit["fit"]["families"]) == {"trees", "law"} and fit["proxies"] == 13
+        assert set(fit["fit"]["families"]) == {"trees", "law", "loglinear"} and fit["proxies"] == 13
         proposal = fit["proposal"]
         assert sum(proposal["weights"].values()) == pytest.approx(1.0, abs=1e-6)
         for group in groups:
