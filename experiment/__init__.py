@@ -27,6 +27,11 @@ Modules:
                 score_documents
     collect     what the runs left gathered into results.json: curation summaries, curves, the
                 canaries' header (experiment_results, save_results)
+    mixfit      the mixture search's mathematics: its constraints, the mixtures it draws, the
+                regression families (trees, the mixing law, log-linear), cross-validation and the
+                proposal with its bootstrap intervals
+    mixsearch   the mixture search's proxies (named by the hash of what they are made of), its
+                targets, the validation runs, their comparisons and results.json
 
 Variants. Each variant names the document stages it runs after ``source`` (any of lang, filter,
 dedup, lines; ``quality`` adds the fastText quality filter) and how its training mixture is
