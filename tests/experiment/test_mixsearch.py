@@ -105,6 +105,25 @@ def test_a_language_target_needs_the_languages_scored_and_the_search_needs_a_bud
         parse_experiment(data)
 
 
+def test_the_shipped_search_configs_are_valid_and_the_command_refuses_others():
+    from typer.testing import CliRunner
+
+    from experiment.config import load_experiment
+    from flows.cli import app
+    from trainer.config import parse_train_config
+
+    root = Path(__file__).resolve().parents[2] / "configs"
+    configs = sorted(root.glob("mixsearch*.toml"))
+    assert [p.name for p in configs] == ["mixsearch-demo.toml", "mixsearch-gpu.toml"]
+    for path in configs:
+        config = load_experiment(path)
+        config.require("mixsearch")
+        parse_train_config(config.proxy_train(mixture=".", out_dir="out", seed=0))
+        parse_train_config({**config.train, "mixture": ".", "out_dir": "out", "seed": 0, "max_tokens": 1000})
+    result = CliRunner().invoke(app, ["mixsearch", str(root / "experiment.toml"), "--quiet"])
+    assert result.exit_code == 2 and "has no [mixsearch] section" in result.output
+
+
 def test_proxy_names_hash_what_the_run_is_made_from(tmp_path):
     config = parse_experiment(_data(tmp_path))
     names = [p.name for p in baseline_proxies(config)]
