@@ -194,13 +194,30 @@ def test_each_proposal_is_compared_with_the_primary_baseline_first_holm_over_the
 
 
 @pytest.mark.usefixtures("prefect_server")
-def test_tiny_search_end_to_end(tmp_path):
+def test_tiny_search_end_to_end(tmp_path, monkeypatch):
+    import flows.experiment
     from flows.mixsearch import mixsearch_flow
 
-    # A search stopped before its validation: the baselines and 8 sampled proxies.
+    # A search killed as its sixth proxy run starts...
     data = _data(tmp_path, validation=False)
-    first = mixsearch_flow(parse_experiment(data))
     out = Path(data["out_dir"])
+    pretrain, started = flows.experiment.pretrain, []
+
+    def killed_after_five(training, log=None):
+        if len(started) == 5:
+            raise KeyboardInterrupt
+        started.append(training.out_dir)
+        return pretrain(training, log=log)
+
+    monkeypatch.setattr(flows.experiment, "pretrain", killed_after_five)
+    with pytest.raises(KeyboardInterrupt):
+        mixsearch_flow(parse_experiment(data))
+    monkeypatch.undo()
+    done = {p: p.stat().st_mtime_ns for p in (out / "proxies").rglob("summary.json")}
+    assert len(done) == 5 and not (out / "results.json").exists()
+    # ... resumes: the five are read back, the rest trained; the baselines and 8 sampled proxies.
+    first = mixsearch_flow(parse_experiment(data))
+    assert all(p.stat().st_mtime_ns == stamp for p, stamp in done.items())
     assert first["kind"] == "mixsearch" and "validation" not in first
     assert len(first["proxies"]) == 11 and [p["label"] for p in first["proxies"][:3]] == ["natural", "t3.33", "unimax"]
     groups = first["groups"]
