@@ -276,8 +276,9 @@ def _fits(results: dict) -> str:
                "predicted at the proposal [bootstrap 95%]"]  # fmt: skip
     return (
         "<section id=fit><h2>The fit: how well the proxies predict a mixture they were not fitted on</h2>"
-        "<p class=note>Two families per target: gradient-boosted trees on the weights (LightGBM, as RegMix) and "
-        "the data mixing law c + k exp(t · w) (Ye et al. 2024). Each is scored by k-fold cross-validation over "
+        "<p class=note>Three families per target: gradient-boosted trees on the weights (LightGBM, as RegMix), "
+        "the data mixing law c + k exp(t · w) (Ye et al. 2024) and a log-linear model a + Σ b log(w + 0.001) "
+        "(each group's share as a power law). Each is scored by k-fold cross-validation over "
         "the proxy runs: the Spearman and Pearson correlations and the mean absolute error (bits per byte) of "
         "its out-of-fold predictions against what the proxies measured. The family with the higher Spearman "
         "(then the lower error) is chosen and proposes the mixture.</p>"
@@ -365,10 +366,15 @@ def _comparison_rows(results: dict) -> list[list[str]]:
 def _validation(results: dict) -> str:
     validation = results.get("validation")
     if not validation:
+        why = (
+            "its validation runs have not finished: this page is written again when they have"
+            if _search(results).get("validation")
+            else "this search ran without validation (set <code>mixsearch.validation = true</code>)"
+        )
         return (
-            "<section id=validation><h2>Validation at the experiment's size</h2><p class=warn>This search ran "
-            "without validation: the proposals are the proxies' predictions, not yet trained at the experiment's "
-            "size over seeds (set <code>mixsearch.validation = true</code>).</p></section>"
+            "<section id=validation><h2>Validation at the experiment's size</h2><p class=warn>Not validated: "
+            f"{why}. The proposals are the proxies' predictions, not yet trained at the experiment's size over "
+            "seeds.</p></section>"
         )
     runs = validation["runs"]
     targets = list(results["fits"])
@@ -662,7 +668,7 @@ def _how(results: dict) -> str:
         f"{_num('config.mixsearch.concentration.1', concentration[1], 2)} (low values put nearly all weight on "
         "one group), plus the baselines; each trained once as a small model on "
         f"{_num('config.mixsearch.proxy_tokens', search.get('proxy_tokens'))} tokens. Fit: per target, "
-        "gradient-boosted trees and the mixing law, each cross-validated; the better one predicts "
+        "gradient-boosted trees, the mixing law and the log-linear model, each cross-validated; the best predicts "
         f"{_num(f'fits.{name}.proposal.candidates', first.get('candidates'))} candidate "
         "mixtures inside the constraints and the proposal is the mean of its best "
         f"{_num(f'fits.{name}.proposal.top_k', first.get('top_k'))}. Intervals: "
