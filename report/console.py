@@ -635,11 +635,15 @@ def print_mixsearch(out: Console, results: dict) -> None:
         table.add_row(shown(group), *cells)
     out.print(table)
     for name, fit in results["fits"].items():
-        chosen = fit["fit"]["families"][fit["fit"]["family"]]
+        scores = ", ".join(
+            f"{family}{' (chosen)' if family == fit['fit']['family'] else ''} "
+            f"{'–' if cv['spearman'] is None else format(cv['spearman'], '.2f')} / {cv['mae']:.4f}"
+            for family, cv in fit["fit"]["families"].items()
+        )
         say(
             out,
-            f"{name}: {fit['fit']['family']} fit, cross-validated Spearman {chosen['spearman']:.2f}, mean absolute "
-            f"error {chosen['mae']:.4f} over {fit['proxies']} proxy runs; predicted {fit['proposal']['predicted']:.4f}",
+            f"{name}: cross-validated Spearman / mean absolute error over {fit['proxies']} proxy runs: {scores}; "
+            f"predicted at the proposal {fit['proposal']['predicted']:.4f}",
         )
     for comparison in (results.get("validation") or {}).get("comparisons", []):
         if comparison["family"] == "primary":

@@ -237,7 +237,7 @@ def test_without_validation_the_page_shows_the_proxies_side(results, tmp_path):
 
     out = io.StringIO()
     print_mixsearch(Console(file=out, width=200, color_system=None), unvalidated)
-    assert "cross-validated Spearman 0.80" in out.getvalue()
+    assert "trees (chosen) 0.80 / 0.0123" in out.getvalue()
 
 
 def test_names_from_the_data_stay_text(page):
