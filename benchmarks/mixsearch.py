@@ -207,7 +207,8 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 
 def print_fits(table: dict[str, dict[int, dict]], fold_seeds: int) -> None:
-    families = ("chosen", "trees", "law", LINEAR)
+    first = next(iter(next(iter(table.values())).values()))
+    families = ("chosen", *(f for f in first["scores"] if f not in ("chosen", LINEAR)), LINEAR)
     print(f"\n{'':<26}" + "".join(f"{f:^21}" for f in families))
     print(f"{'target':<9}{'N':>4}{'runs':>5} {'chosen':<7}" + f"{'rho':>7}{'rho5':>7}{'MAE':>7}" * len(families))
     for target, by_n in table.items():
