@@ -2,7 +2,7 @@
 proxy runs it was not fitted on as the search grows (N = 16, 32, 64 sampled mixtures), against
 RegMix's linear-regression baseline.
 
-    python benchmarks/mixsearch.py                    # 64 proxies on the demo corpus (minutes)
+    python benchmarks/mixsearch.py                    # 64 proxies on the demo corpus (about 20 min, 2 cores)
     python benchmarks/mixsearch.py --results PATH     # the same analysis of a search's results.json
 
 Run: ``configs/mixsearch-demo.toml``'s search (the demo corpus, built once under ``.cache/`` and
