@@ -2,15 +2,16 @@
 proxy runs it was not fitted on as the search grows (N = 16, 32, 64 sampled mixtures), against
 RegMix's linear-regression baseline.
 
-    python benchmarks/mixsearch.py                    # 64 proxies on the demo corpus (about 20 min, 2 cores)
+    python benchmarks/mixsearch.py                    # 64 proxies of 50k tokens on the demo corpus
     python benchmarks/mixsearch.py --results PATH     # the same analysis of a search's results.json
 
 Run: ``configs/mixsearch-demo.toml``'s search (the demo corpus, built once under ``.cache/`` and
 not timed; its curation, groups, targets and proxy model) with ``proxies = 64``, ``proxy_tokens``
-= :data:`PROXY_TOKENS` and no validation, into a fresh folder under ``.cache/`` (removed after),
-under Prefect's temporary server as ``curate mixsearch`` runs it, ``parallel_runs`` as the config
-says (2: a process and a core per proxy). The search's own fits run too (their proposal is not
-used here; its bootstrap is cut to the config's minimum to save time).
+= :data:`PROXY_TOKENS`, each proxy evaluated on :data:`EVAL_TOKENS` per group, and no
+validation, into a fresh folder under ``.cache/`` (removed after), under Prefect's temporary
+server as ``curate mixsearch`` runs it, ``parallel_runs`` as the config says (2: a process and a
+core per proxy). The search's own fits run too (their proposal is not used here; its bootstrap is
+cut to the config's minimum to save time).
 
 Proxies per core-hour, counted three ways from the same runs (the baselines' 3 included):
 
@@ -62,7 +63,10 @@ from pipeline.formats.configfile import read_toml  # noqa: E402
 CONFIG = ROOT / "configs" / "mixsearch-demo.toml"
 PROXIES = 64
 SIZES = (16, 32, 64)
-PROXY_TOKENS = 150_000
+# A third of the demo search's proxy tokens and a quarter of its evaluation, so that 67 proxies
+# run in a few minutes on 2 cores (at the demo's 150k tokens the benchmark took 20.8 min).
+PROXY_TOKENS = 50_000
+EVAL_TOKENS = 4096
 FOLDS = 5
 FOLD_SEEDS = 5
 LINEAR = "linear"
@@ -80,6 +84,7 @@ def search_config(out_dir: Path, proxies: int, proxy_tokens: int, demo_docs: int
     data["mixsearch"].update(
         {"proxies": proxies, "proxy_tokens": proxy_tokens, "validation": False, "resamples": 20, "candidates": 10_000}
     )
+    data["mixsearch"].setdefault("proxy_train", {})["eval_tokens"] = EVAL_TOKENS
     return data
 
 

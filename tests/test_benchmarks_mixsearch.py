@@ -103,7 +103,10 @@ def test_the_table_and_the_headline_ratio(bench):
     fit = table["heldout"][16]
     assert fit["runs"] == 19
     scores = fit["scores"]
-    assert scores["chosen"] == {**scores[fit["family"]]}
+    # at the search's seed the chosen family's scores; over fold assignments it may be re-chosen
+    assert {k: scores["chosen"][k] for k in ("spearman", "mae")} == {
+        k: scores[fit["family"]][k] for k in ("spearman", "mae")
+    }
     assert scores["chosen"]["spearman"] == max(scores["trees"]["spearman"], scores["law"]["spearman"])
     made = bench.figures(table, {"proxies_per_core_hour": 500.0})
     assert made["headline"] == "heldout, N = 16" and made["proxies_per_core_hour"] == 500.0
