@@ -38,8 +38,8 @@ def _config(tmp_path: Path, **stages) -> dict:
 
 
 def test_the_flows_api_lists_the_library_api_and_its_own_entry_points():
-    assert set(api.__all__) == {*pipeline.api.__all__, "curate", "run_stage"}
-    for name in ("curate", "run_stage"):
+    assert set(api.__all__) == {*pipeline.api.__all__, "curate", "run_stage", "mixsearch"}
+    for name in ("curate", "run_stage", "mixsearch"):
         assert "Example::" in getattr(api, name).__doc__
 
 
