@@ -383,8 +383,6 @@ class PrimaryConfig(_Strict):
 # A baseline of the mixture search: natural token shares (T = 1), temperature sampling at T
 # (``t3.33``: mT5's), or UniMax (every group the same share, capped at max_epochs).
 BASELINE_NAME = r"^(natural|unimax|t[0-9]+(\.[0-9]+)?)$"
-# The results metrics a search target may weigh (experiment.results, experiment.task_results).
-TARGET_PREFIXES = ("heldout_bpb", "lang_bpb/", "tasks/gold_bpb", "task/")
 
 
 class MixsearchTarget(_Strict):
@@ -424,8 +422,8 @@ class MixsearchConfig(_Strict):
     (its concentration scaled log-uniformly over ``concentration``) inside the constraints (each
     group's ``min_share`` and ``max_share``, and ``max_epochs`` of its tokens), plus the
     ``baselines``, each trained once as a small ``proxy`` model on ``proxy_tokens``; per target, a
-    regression from weights to the target (LightGBM trees and the mixing law of Ye et al. 2024,
-    the better by cross-validated Spearman) whose optimum is the proposal; then, with
+    regression from weights to the target (LightGBM trees, the mixing law of Ye et al. 2024 or a
+    log-linear model, the best by cross-validated Spearman) whose optimum is the proposal; then, with
     ``validation``, the proposals and the baselines trained at the experiment's model size and
     ``budget_tokens`` over ``seeds``, each proposal compared with ``primary`` on its target first
     (Holm over the targets), with the other baselines after."""

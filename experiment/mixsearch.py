@@ -10,8 +10,9 @@ Steps (``flows.mixsearch`` runs them; every mixture is one of the pool variant's
                           ``proxies/<name>/``: the name is the hash of everything the run is made
                           from (:func:`proxy_name`), so a stopped search resumes and a larger
                           ``proxies`` reuses the runs it has
-    fits                  per target, trees and the mixing law, cross-validated; the better one's
-                          optimum inside the constraints is the proposal, with bootstrap intervals
+    fits                  per target, trees, the mixing law and a log-linear model, each
+                          cross-validated; the best one's optimum inside the constraints at the
+                          validation budget is the proposal, with bootstrap intervals
     validation            the proposals and the baselines at the experiment's ``[train]`` and
                           ``budget_tokens`` over ``seeds`` (``train/<name>/seed-<s>/``), compared
                           seed by seed; the proxies' predicted order against the measured one
@@ -278,7 +279,7 @@ def proxy_table(config: ExperimentConfig, proxies: list[Proxy], run_dir: Path, m
 def search_target(
     config: ExperimentConfig, target: MixsearchTarget, table: list[dict], groups: list[str], bounds
 ) -> dict:
-    """One target's fits (cross-validated, both families) and the proposal of the better one."""
+    """One target's fits (every family, cross-validated) and the proposal of the best one."""
     from experiment.mixfit import choose_fit, propose
 
     rows = [row for row in table if row["targets"][target.name] is not None]
