@@ -753,18 +753,21 @@ def _made_in(comparison: dict) -> str:
     return comparison.get("family_otherwise") or comparison["family"]
 
 
+def verdict(comparison: dict) -> str:
+    """A comparison's verdict in a table cell: no test, significant (better or worse), or none."""
+    if comparison["p"] is None:
+        return "no test (too few seeds)"
+    if comparison["significant"]:
+        return "significant: " + ("better" if comparison["better"] else "worse")
+    return "no difference shown"
+
+
 def _comparisons(results: dict, select) -> str:
     rows = []
     for i, c in enumerate(results["comparisons"]):
         if not select(c):
             continue
         ref = f"results.json#comparisons.{i}"
-        if c["p"] is None:
-            verdict = "no test (too few seeds)"
-        elif c["significant"]:
-            verdict = "significant: " + ("better" if c["better"] else "worse")
-        else:
-            verdict = "no difference shown"
         flag = ' <span class="warn">(contradicts the expectation)</span>' if c["contradicts_expectation"] else ""
         flag += " <b>(primary: Holm over the primary family)</b>" if c.get("role") == "primary" else ""
         ci = c.get("ci95")
@@ -791,7 +794,7 @@ def _comparisons(results: dict, select) -> str:
                 ),
                 _num(f"{ref}.p", c["p"], 4),
                 _num(f"{ref}.p_holm", c["p_holm"], 4),
-                esc(verdict) + flag,
+                esc(verdict(c)) + flag,
                 esc(c["sentence"]),
             ]
         )

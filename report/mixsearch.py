@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 
-from report.experiment import PALETTE, write_results_page
+from report.experiment import PALETTE, verdict, write_results_page
 from report.html import esc, fmt, table
 from report.plots import STYLE, _figure, chart_text, to_svg
 
@@ -340,12 +340,6 @@ def _comparison_rows(results: dict) -> list[list[str]]:
     for i in order:
         c = comparisons[i]
         ref = f"validation.comparisons.{i}"
-        if c["p"] is None:
-            verdict = "no test (too few seeds)"
-        elif c["significant"]:
-            verdict = "significant: " + ("better" if c["better"] else "worse")
-        else:
-            verdict = "no difference shown"
         rows.append(
             [
                 esc(c["target"]),
@@ -356,7 +350,7 @@ def _comparison_rows(results: dict) -> list[list[str]]:
                 _interval(f"{ref}.ci95", c.get("ci95")),
                 _num(f"{ref}.p", c["p"]),
                 _num(f"{ref}.p_holm", c["p_holm"]),
-                esc(verdict),
+                esc(verdict(c)),
                 esc(c["sentence"]),
             ]
         )
