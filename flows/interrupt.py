@@ -34,6 +34,12 @@ class Interrupted(BaseException):
         self.code = code
 
 
+def interrupted() -> bool:
+    """Whether the running block has had a Ctrl-C (an exception on the way out may be Prefect's
+    rendering of it, not a KeyboardInterrupt)."""
+    return _signals > 0
+
+
 def raise_if_interrupted() -> None:
     """Raise KeyboardInterrupt when the run had a Ctrl-C: an error raised after it is the
     interrupt's doing (a task runner shut down under a flow), not a failure to report."""

@@ -163,12 +163,38 @@ def running_on(runner: Runner) -> Iterator[Runner]:
                     silence_logs=logging.WARNING,
                 )
             cluster = stack.enter_context(cluster)
+            stack.enter_context(_workers_first_on_interrupt(cluster))
             runner = replace(runner, address=cluster.scheduler_address, workers=None)
         elif runner.kind == "dask":
             _check_scheduler(runner.address)
         elif runner.kind == "ray":
             stack.enter_context(_ray_connection(runner))
         yield runner
+
+
+@contextmanager
+def _workers_first_on_interrupt(cluster) -> Iterator[None]:
+    """On Ctrl-C, a LocalCluster's worker processes killed and its logging silenced before the
+    cluster closes: a worker that outlives its scheduler logs the failed heartbeat as an ERROR on
+    the terminal, where a stopped run prints one line (flows.interrupt)."""
+    try:
+        yield
+    except BaseException:
+        import psutil
+
+        from flows.interrupt import interrupted
+
+        if not interrupted():
+            raise
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)  # its scheduler and nannies, here
+        for nanny in list(getattr(cluster, "workers", {}).values()):
+            pid = getattr(getattr(nanny, "process", None), "pid", None)
+            try:
+                if pid:
+                    psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+        raise
 
 
 @contextmanager
