@@ -16,11 +16,11 @@ database under ``<run_dir>/.prefect`` (``flows.runtime``); Prefect is imported o
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from flows.runners import LOCAL, Runner, check_storage, running_on
-from flows.runtime import configure_prefect, temporary_server
+from flows.runtime import begin_server, configure_prefect, temporary_server
 from pipeline.api import (
     ConfigError,
     Outcome,
@@ -34,7 +34,8 @@ from pipeline.api import (
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import check_run_dir, run_lock
 from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
-from pipeline.stages.rerun import open_run, plan_run, redone_before
+from pipeline.stages.rerun import finished, open_run, plan_run, redone_before
+from pipeline.stages.run import RunFiles
 from pipeline.stages.source import check_quarantine, check_readers
 from report.emptied import warn_emptied
 
@@ -54,29 +55,53 @@ __all__ = [
 
 
 @contextmanager
-def _prepared(config: RunConfig, runner: Runner, quiet: bool) -> Iterator[Runner]:
+def _prepared(
+    config: RunConfig, runner: Runner, quiet: bool, progress: bool, whole_run: bool
+) -> Iterator[Runner | None]:
     """What a run needs before its first flow: the run directory checked, locked and its manifest
     made (a source whose reader does not fit its files, or a folder that is not a run, stops
     here, before Prefect starts; a changed config's stages to redo are cleared, see
-    pipeline.stages.rerun), Prefect configured, and ``runner`` ready."""
+    pipeline.stages.rerun), Prefect configured, and ``runner`` ready; None instead where
+    ``whole_run`` finds every stage done (nothing to run, so nothing of Prefect started).
+    ``progress``: the steps and their units on stderr, as ``curate run`` shows them."""
     check_readers(config.sources)
     check_storage(runner, config.run_dir)
     check_run_dir(config.run_dir)
     with run_lock(config.run_dir):
-        open_run(config)
-        configure_prefect(config.run_dir, quiet=quiet)
-        # The temporary server in a session of its own, stopped on leaving (flows.runtime), as
-        # `curate run` starts it: Ctrl-C in the caller's terminal does not kill it under the run.
-        with temporary_server(), running_on(runner) as ready:
+        if finished(config, open_run(config)) and whole_run:
+            yield None
+            return
+        from rich.console import Console
+
+        from flows.display import RunDisplay
+
+        err = Console(stderr=True)
+        with RunDisplay(err, live=err.is_terminal, quiet=not progress) as display, ExitStack() as run:
+            with display.step("importing Prefect"):
+                configure_prefect(config.run_dir, quiet=quiet, progress=progress)
+                begun = begin_server()  # it starts while Prefect is imported here
+                if begun is not None:
+                    run.callback(begun.stop)  # (a failure before the server is waited for)
+                from flows.progress import reporting
+            # The temporary server in a session of its own, stopped on leaving (flows.runtime), as
+            # `curate run` starts it: Ctrl-C in the caller's terminal does not kill it under the run.
+            with display.step("starting Prefect's temporary server"):
+                run.enter_context(temporary_server(begun))
+            ready = run.enter_context(running_on(runner))
+            run.enter_context(reporting(display))
             yield ready
 
 
-def curate(config: RunConfig | str | Path | Mapping, runner: Runner | None = None, quiet: bool = True) -> RunResults:
+def curate(
+    config: RunConfig | str | Path | Mapping, runner: Runner | None = None, quiet: bool = True, progress: bool = True
+) -> RunResults:
     """Run every stage of ``config`` (a RunConfig, a TOML path or a dict: :func:`load_config`), as
     ``curate run`` does, and return the run's results. A finished stage is not run again, so a
-    second call resumes. ``runner`` (``flows.runners.Runner``) says where tasks run: local threads
-    by default; ``quiet`` keeps Prefect's log to warnings. A source whose quarantined share passes
-    its ``max_quarantine_fraction`` raises QuarantineError after the source stage, which is kept.
+    second call resumes; a call that finds every stage done returns at once, starting nothing.
+    ``runner`` (``flows.runners.Runner``) says where tasks run: local threads by default;
+    ``quiet`` keeps Prefect's log to warnings; ``progress`` shows each step and its units on
+    stderr as ``curate run`` does. A source whose quarantined share passes its
+    ``max_quarantine_fraction`` raises QuarantineError after the source stage, which is kept.
 
     Example::
 
@@ -85,10 +110,13 @@ def curate(config: RunConfig | str | Path | Mapping, runner: Runner | None = Non
         run.counts()["dedup"]["removed"]  # {"dedup.exact_duplicate": ..., "dedup.near_duplicate": ...}
     """
     config = load_config(config)
-    with _prepared(config, runner or LOCAL, quiet) as ready:
-        from flows.curate import curate_flow
+    with _prepared(config, runner or LOCAL, quiet, progress, whole_run=True) as ready:
+        if ready is None:  # every stage done: its stats as written (a run's own warnings are its own)
+            stats = RunFiles.open(config.run_dir).stats
+        else:
+            from flows.curate import curate_flow
 
-        stats = curate_flow(config, ready)
+            stats = curate_flow(config, ready)
     check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
     run = read_run(config.run_dir)
     warn_emptied(run.counts())  # a stage that kept no document: loud, not a silent success
@@ -130,7 +158,11 @@ def _check_inputs_current(stage: str, config: RunConfig) -> None:
 
 
 def run_stage(
-    stage: str, config: RunConfig | str | Path | Mapping, runner: Runner | None = None, quiet: bool = True
+    stage: str,
+    config: RunConfig | str | Path | Mapping,
+    runner: Runner | None = None,
+    quiet: bool = True,
+    progress: bool = True,
 ) -> dict:
     """Run one stage of ``config`` on the documents of the stage before it (which must have run:
     ``source`` first) and return the stage's stats (as its ``stats.json``). Stages, in order:
@@ -155,7 +187,7 @@ def run_stage(
             f"run_stage({previous!r}, config) first, or curate(config)"
         )
     _check_inputs_current(stage, config)
-    with _prepared(config, runner or LOCAL, quiet) as ready:
+    with _prepared(config, runner or LOCAL, quiet, progress, whole_run=False) as ready:
         from flows.curate import stage_flow
 
         stats = stage_flow(stage, config, ready)

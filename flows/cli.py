@@ -28,7 +28,7 @@ from pipeline.config import RunConfig, load_config, parse_config
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.ledger import LedgerError
 from pipeline.formats.manifest import check_run_dir, run_lock
-from pipeline.stages.rerun import open_run
+from pipeline.stages.rerun import finished, open_run
 
 # Help text is printed as written: no rich markup, so `pip install -e '.[ray]'` and "[sweep]" keep
 # their brackets; on a wide terminal it uses up to 120 columns.
@@ -296,16 +296,23 @@ def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> 
             check_storage(runner or LOCAL, config.run_dir)
             check_run_dir(config.run_dir)
             held.enter_context(run_lock(config.run_dir))
-            open_run(config)
-        display = RunDisplay(console, live=console.is_terminal, quiet=quiet)
-        stages = ["source", *enabled_stages(config)]
+            done = finished(config, open_run(config))
+        if done:  # nothing to run: no Prefect, no flow run (docs/cli.md, "What a run costs")
+            from pipeline.stages.run import RunFiles
 
-        def say_stopped() -> None:
-            display.stop()
-            _say(console, interrupted_line(config.run_dir, stages, display))
+            if not quiet:
+                _say(console, "every stage is done with this config and these inputs: nothing to run")
+            stats = RunFiles.open(config.run_dir).stats
+        else:
+            display = RunDisplay(console, live=console.is_terminal, quiet=quiet)
+            stages = ["source", *enabled_stages(config)]
 
-        with _stoppable(say_stopped), display:
-            stats = _curate(config, runner or LOCAL, display, verbose and not quiet)
+            def say_stopped() -> None:
+                display.stop()
+                _say(console, interrupted_line(config.run_dir, stages, display))
+
+            with _stoppable(say_stopped), display:
+                stats = _curate(config, runner or LOCAL, display, verbose and not quiet)
     from report.console import (
         print_funnel,
         print_language_warnings,
@@ -324,7 +331,7 @@ def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> 
     print_licences(stdout, licence_table(stats))
     print_sources(stdout, stats["source"])
     _say(stdout, f"run directory: {_where(config.run_dir)}")
-    _build_report(config.run_dir, after_run=True)
+    _build_report(config.run_dir, after_run=True, unchanged=done)
     from report.emptied import print_emptied
 
     print_emptied(console, stats)  # last, where it is seen: a setting that left nothing to curate
@@ -348,26 +355,27 @@ def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
     PREFECT_API_URL is set), its progress on ``display`` (flows.display.RunDisplay); Prefect's
     info lines on the terminal only when ``verbose``."""
     from flows.runners import RunnerError, running_on
-    from flows.runtime import configure_prefect, temporary_server
-
-    # (a full disk while making .prefect or logs/ is one line, as everywhere in the run)
-    with _failing_on(where=config.run_dir), display.step("importing Prefect"):
-        configure_prefect(config.run_dir, quiet=not verbose)
-        from flows.curate import curate_flow
-        from flows.logs import printing_to
-        from flows.progress import reporting
-
+    from flows.runtime import begin_server, configure_prefect, temporary_server
     from pipeline.formats.documents import RunLayout
     from pipeline.stages.source import QuarantineError, check_quarantine
 
     stopping = (ConfigError, LedgerError, FileNotFoundError, RunnerError, QuarantineError)
-    failing = _failing_on(*stopping, where=config.run_dir)
-    with failing, ExitStack() as run:
+    with ExitStack() as run:
+        # (a full disk while making .prefect or logs/ is one line, as everywhere in the run)
+        with _failing_on(where=config.run_dir), display.step("importing Prefect"):
+            configure_prefect(config.run_dir, quiet=not verbose)
+            begun = begin_server()  # it starts while Prefect is imported here
+            if begun is not None:
+                run.callback(begun.stop)  # (a failure before the server is waited for)
+            from flows.curate import curate_flow
+            from flows.logs import printing_to
+            from flows.progress import reporting
+        run.enter_context(_failing_on(*stopping, where=config.run_dir))
         if display.live:
             run.enter_context(printing_to(console))
-        if not os.environ.get("PREFECT_API_URL"):
+        if begun is not None or not os.environ.get("PREFECT_API_URL"):
             with display.step("starting Prefect's temporary server"):
-                run.enter_context(temporary_server())
+                run.enter_context(temporary_server(begun))
         ready = run.enter_context(running_on(runner))
         run.enter_context(reporting(display))
         stats = curate_flow(config, ready)
@@ -375,12 +383,13 @@ def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
         return stats
 
 
-def _build_report(run_dir, after_run: bool = False):
-    """Write the run's HTML report and print where it is (after a run, a failure only warns)."""
-    from report.build import build_report
+def _build_report(run_dir, after_run: bool = False, unchanged: bool = False):
+    """Write the run's HTML report and print where it is (after a run, a failure only warns;
+    after a run that ran nothing, a page built since the run's last change stands)."""
+    from report.build import build_report, current_report
 
     try:
-        path = build_report(run_dir)
+        path = (unchanged and current_report(run_dir)) or build_report(run_dir)
     except Exception as error:
         if not after_run:
             raise

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import importlib
 import multiprocessing.context
 import multiprocessing.resource_tracker
 import os
@@ -125,23 +126,77 @@ def full_database() -> Path | None:
 
 _started_url: str | None = None  # the API of the temporary server this process started
 
+# Modules a curation run imports later anyway (the compiled dedup loops, the report and its charts),
+# imported while its temporary server starts: this process has nothing else to do then.
+WHILE_STARTING = ("pipeline.dedup.kernels", "report.build", "matplotlib.figure", "matplotlib.backends.backend_agg")
 
-@contextmanager
-def temporary_server() -> Iterator[None]:
-    """Prefect's temporary server for the block, when no Prefect API is set (PREFECT_API_URL, in the
-    environment or in Prefect's settings) and none runs in this process (see start_server); a server
-    this block did not start is not its to stop (a test harness's, a caller's)."""
-    from prefect.server.api.server import SubprocessASGIServer
+
+def _api_configured() -> bool:
+    """Whether a Prefect API is set for this process: PREFECT_API_URL in the environment, or (once
+    Prefect is imported) in its settings, or a server Prefect's own client started here."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    if "prefect.settings" not in sys.modules:
+        return False
     from prefect.settings import PREFECT_API_URL
 
-    if os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value() or SubprocessASGIServer().running:
+    if PREFECT_API_URL.value():
+        return True
+    server = sys.modules.get("prefect.server.api.server")
+    return server is not None and any(s.running for s in server.SubprocessASGIServer._instances.values())
+
+
+def begin_server() -> TemporaryServer | None:
+    """Start Prefect's temporary server without waiting for it, where this process will need one:
+    no API is set and no Prefect profile could set one (checked without importing Prefect). The
+    server then starts while the run imports Prefect and opens its first flow
+    (:func:`temporary_server` waits for it). None where that cannot be known yet."""
+    profiles = Path(os.environ.get("PREFECT_PROFILES_PATH") or prefect_home() / "profiles.toml").expanduser()
+    if _api_configured() or ("prefect.settings" not in sys.modules and profiles.exists()):
+        return None
+    return start_server(wait=False)
+
+
+@contextmanager
+def temporary_server(begun: TemporaryServer | None = None) -> Iterator[None]:
+    """Prefect's temporary server for the block (``begun`` by :func:`begin_server`, or started
+    here), when no Prefect API is set (PREFECT_API_URL, in the environment or in Prefect's
+    settings) and none runs in this process; its address in the environment (for worker
+    processes) and in Prefect's settings for the block. A server this block did not start is not
+    its to stop (a test harness's, a caller's). Flow runs send no heartbeats to it: they only
+    tell a server with automations that a run died, and each flow run's end waits up to a second
+    for its heartbeat thread."""
+    global _started_url
+    if begun is None and _api_configured():
         yield
         return
-    server = start_server()
-    try:
+    if begun is not None and _api_configured():
+        begun.stop()
         yield
+        return
+    server = begun or start_server(wait=False)
+    previous = os.environ.get("PREFECT_API_URL")
+    try:
+        if begun is not None:  # what the run imports later anyway, while this process would only wait
+            for name in WHILE_STARTING:
+                importlib.import_module(name)
+        server.wait()
+        from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
+
+        _started_url = os.environ["PREFECT_API_URL"] = server.api_url
+        # No UI URL: the temporary server serves no UI, so flow runs print no "View at" link to it.
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url, PREFECT_UI_URL: ""}):
+            with temporary_settings({"flows.heartbeat_frequency": None}):
+                try:
+                    yield
+                finally:
+                    send_logs()  # before the server stops
     finally:
-        send_logs()  # before the server stops
+        _started_url = None
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
         server.stop()
 
 
@@ -169,72 +224,165 @@ runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
 """
 
 
-def _server_process(server):
+class TemporaryServer:
+    """Prefect's temporary server: its process (in a session of its own, see
+    :func:`_server_process`) and its address; ``wait`` until it answers, ``stop`` it."""
+
+    def __init__(self, port: int, process, fresh: bool) -> None:
+        self.port, self.process, self.fresh = port, process, fresh
+        self.api_url = f"http://127.0.0.1:{port}/api"
+        self.ready = False
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Until the server answers (then, for a database it made, keep it as the template: see
+        :func:`_database_template`). Raises ServerStartError as soon as its process ends (where
+        Prefect would start it again and again until its timeout: minutes, on a full disk)."""
+        if self.ready:
+            return
+        import httpx
+
+        if timeout is None:
+            timeout = float(
+                os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", EPHEMERAL_STARTUP_TIMEOUT_S)
+            )
+        deadline = time.monotonic() + timeout
+        try:
+            with httpx.Client() as client:
+                while time.monotonic() < deadline:
+                    if self.process.poll() is not None:
+                        raise ServerStartError(f"Prefect's temporary server exited with code {self.process.returncode}")
+                    try:
+                        if client.get(f"{self.api_url}/health").status_code == 200:
+                            self.ready = True
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    time.sleep(0.05)
+            if not self.ready:
+                raise ServerStartError(f"Prefect's temporary server did not answer in {timeout:.0f} s")
+        except BaseException:  # a Ctrl-C while it starts, too: the server is in a session of its own
+            self.stop()
+            raise
+        if self.fresh:
+            _keep_template(prefect_home())
+
+    def stop(self) -> None:
+        process = self.process
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except Exception:
+                process.kill()
+                process.wait()
+        _processes.discard(process)
+
+
+def start_server(wait: bool = True) -> TemporaryServer:
+    """Start Prefect's temporary server, its log records in the run log, its database made from
+    the template where this home has none yet (:func:`_database_template`); return it (``wait``:
+    once it answers). Raises ServerStartError as soon as the server's process ends."""
+    import socket
+
+    with socket.socket() as probe:  # a free port, chosen by the system
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    fresh = not _from_template(prefect_home())
+    process = _server_process(port)
+    _processes.add(process)
+    server = TemporaryServer(port, process, fresh)
+    if wait:
+        server.wait()
+    return server
+
+
+def _database_template() -> Path:
+    """Where a migrated, empty database of this Prefect version is kept for new run directories:
+    migrating a new database takes the temporary server several seconds (docs/cli.md, "What a run
+    costs"); a copy takes milliseconds. Under the user's cache (XDG_CACHE_HOME)."""
+    from importlib.metadata import version
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
+    return cache / "curate" / f"prefect-{version('prefect')}"
+
+
+# The files a migrated database is: the database and Prefect's record that its block types are registered.
+_TEMPLATE_FILES = ("prefect.db", "memo_store.toml")
+
+
+def _from_template(home: Path) -> bool:
+    """Give ``home`` a copy of the template database where it has no database; return whether it
+    has one now (False: the server makes and migrates a new one)."""
+    import shutil
+
+    if (home / "prefect.db").exists():
+        return True
+    template = _database_template()
+    if not all((template / name).is_file() for name in _TEMPLATE_FILES):
+        return False
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        for name in _TEMPLATE_FILES:
+            shutil.copyfile(template / name, home / f".{name}.part")
+        for name in _TEMPLATE_FILES:
+            os.replace(home / f".{name}.part", home / name)
+    except OSError:
+        return False
+    return True
+
+
+def _keep_template(home: Path) -> None:
+    """Keep the database a server just made and migrated in ``home`` as the template (a consistent
+    copy by SQLite's backup, before any run is in it); nothing where it cannot be written."""
+    import shutil
+    import sqlite3
+
+    template = _database_template()
+    if all((template / name).is_file() for name in _TEMPLATE_FILES) or not (home / "memo_store.toml").is_file():
+        return
+    part = template.with_name(f".{template.name}.{os.getpid()}")
+    try:
+        part.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(home / "prefect.db") as source, sqlite3.connect(part / "prefect.db") as copy:
+            source.backup(copy)
+        copy.close()
+        shutil.copyfile(home / "memo_store.toml", part / "memo_store.toml")
+        os.replace(part, template)
+    except (OSError, sqlite3.Error):
+        shutil.rmtree(part, ignore_errors=True)
+
+
+def _server_process(port: int):
     """Prefect's temporary server process (``SubprocessASGIServer._run_uvicorn_command``'s command
     and environment), in a session of its own: a Ctrl-C at the terminal signals the terminal's
     foreground process group, and the server must outlive it until the run has stopped and sent
-    its last states and logs; the run stops it (:func:`temporary_server`, :func:`stop_server`).
-    A run killed outright (SIGKILL) stops nothing: the server ends itself (:data:`_WITH_PARENT`)."""
+    its last states and logs; the run stops it (:func:`temporary_server`). A run killed outright
+    (SIGKILL) stops nothing: the server ends itself (:data:`_WITH_PARENT`). Prefect is not
+    imported here (the server starts while the run imports it): the server reads the settings
+    from the environment, as this process would, and those set in this process where Prefect
+    is imported already."""
+    import importlib.util
     import subprocess
 
-    import prefect
-    from prefect.settings import get_current_settings
-
+    package = Path(importlib.util.find_spec("prefect").origin).parent
     command = [sys.executable, "-c", _WITH_PARENT, str(os.getpid())]
-    command += ["--app-dir", str(prefect.__module_path__.parent), "--factory"]
-    command += ["prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(server.port)]
+    command += ["--app-dir", str(package.parent), "--factory"]
+    command += ["prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port)]
     command += ["--log-level", "error", "--lifespan", "on"]
+    settings = {}
+    if "prefect.settings" in sys.modules:
+        from prefect.settings import get_current_settings
+
+        settings = get_current_settings().to_environment_variables(exclude_unset=True)
     env = {
         **os.environ,
         "PREFECT_UI_ENABLED": "0",
         "PREFECT__SERVER_EPHEMERAL": "1",
         "PREFECT__SERVER_FINAL": "1",
-        **get_current_settings().to_environment_variables(exclude_unset=True),
+        **settings,
     }
+    env.pop("PREFECT_API_URL", None)  # the server's own settings; the client's address is no concern of it
     return subprocess.Popen(command, env=env, start_new_session=True)
-
-
-def start_server():
-    """Start Prefect's temporary server, as Prefect's client would on its first call (and which it
-    then uses), its log records in the run log; return it (``server.api_url``, ``server.stop()``).
-    Raises ServerStartError as soon as the server's process ends, where Prefect would start it
-    again and again until its timeout (minutes, on a full disk)."""
-    from prefect.server.api.server import SubprocessASGIServer
-
-    global _started_url
-    server = SubprocessASGIServer()  # the one Prefect's client starts and uses, when no API is set
-    if server.running:
-        return server
-    server.port = server.port or server.find_available_port()
-    timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", EPHEMERAL_STARTUP_TIMEOUT_S))
-    server.server_process = process = _server_process(server)
-    server.running = True
-    _processes.add(process)
-    try:
-        _wait_for(server, process, timeout)
-    except BaseException:  # a Ctrl-C while it starts, too: the server is in a session of its own
-        server.stop()
-        raise
-    _started_url = server.api_url
-    return server
-
-
-def _wait_for(server, process, timeout: float) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    with httpx.Client() as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                server.running, server.server_process = False, None
-                raise ServerStartError(f"Prefect's temporary server exited with code {process.returncode}")
-            try:
-                if client.get(f"{server.api_url}/health").status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-    raise ServerStartError(f"Prefect's temporary server did not answer in {timeout:.0f} s")
 
 
 _processes: set = set()  # the temporary servers' processes this process started

@@ -25,7 +25,8 @@ import polars as pl
 
 from pipeline.dedup.clusters import RULE_EXACT, RULE_NEAR
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE
-from pipeline.formats.documents import MIX_CAUSES, MIX_NEAR_ID, MIX_RULE
+from pipeline.formats.documents import MIX_CAUSES, MIX_NEAR_ID, MIX_RULE, RunLayout
+from pipeline.io.storage import is_local
 from pipeline.io.writer import write_text
 from pipeline.licence import LicenceRule
 from pipeline.stages.card import write_cards
@@ -113,6 +114,18 @@ def build_report(run_dir: str | Path) -> Path:
     write_text(page, out)
     write_cards(run.root)
     return out
+
+
+def current_report(run_dir: str | Path) -> Path | None:
+    """The run's report page where it was built after the run last changed (newer than its
+    manifest and every stage's stats.json: a rerun that found every stage done), else None."""
+    root = Path(run_dir)
+    page = root / REPORT_DIR / "index.html"
+    if not is_local(run_dir) or not page.is_file():
+        return None
+    made = [Path(RunLayout(root).manifest), *root.glob("*/stats.json")]
+    built = page.stat().st_mtime_ns
+    return page if all(path.stat().st_mtime_ns <= built for path in made if path.is_file()) else None
 
 
 def render(run: RunFiles) -> str:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import io
 import re
-
-import matplotlib
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from pipeline.formats.escape import visible
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLORS = {
     "kept": "#3b6ea8",
@@ -31,6 +31,12 @@ STYLE = {
 }
 
 
+def _matplotlib():
+    import matplotlib  # on the first chart: a run that rebuilds no report never pays its import
+
+    return matplotlib
+
+
 def chart_text(text) -> str:
     """A label from the data (a group's or a language's name) as a chart shows it: control
     characters as escapes (``\\x1b``), each ``$`` escaped so that matplotlib draws it rather than
@@ -39,6 +45,9 @@ def chart_text(text) -> str:
 
 
 def _figure(width: float, height: float) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
@@ -48,7 +57,7 @@ def to_svg(fig: Figure, name: str, title: str) -> str:
     """The figure as an ``<svg>`` element (no XML prolog), its ids salted by ``name`` so several
     charts can share a page, with ``title`` for screen readers."""
     buffer = io.StringIO()
-    with matplotlib.rc_context({**STYLE, "svg.hashsalt": name}):
+    with _matplotlib().rc_context({**STYLE, "svg.hashsalt": name}):
         fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     svg = buffer.getvalue()
     svg = _namespaced(svg[svg.index("<svg") :], name)
@@ -80,7 +89,7 @@ def funnel_chart(
     stages: list[str], docs_out: list[int], lost: list[int], quarantined: list[int], text_bytes: list[int | None]
 ) -> str:
     """Documents through the stages (kept, removed, quarantined), and text megabytes kept."""
-    with matplotlib.rc_context(STYLE):
+    with _matplotlib().rc_context(STYLE):
         fig = _figure(9.0, 0.45 * len(stages) + 1.2)
         left, right = fig.subplots(1, 2, width_ratios=[3, 2])
         y = list(range(len(stages)))[::-1]
@@ -108,7 +117,7 @@ def grouped_bars(
     name: str, title: str, labels: list[str], series: dict[str, list[float]], xlabel: str, log: bool = False
 ) -> str:
     """Horizontal bars, one group per label and one bar per series."""
-    with matplotlib.rc_context(STYLE):
+    with _matplotlib().rc_context(STYLE):
         fig = _figure(7.5, 0.13 * max(len(labels), 1) * max(len(series), 1) + 1.0)
         axis = fig.subplots()
         height = 0.8 / max(len(series), 1)
@@ -133,7 +142,7 @@ def column_chart(
     name: str, title: str, labels: list[str], values: list[int], xlabel: str, ylabel: str, log: bool = False
 ) -> str:
     """Vertical bars (a histogram over named bins)."""
-    with matplotlib.rc_context(STYLE):
+    with _matplotlib().rc_context(STYLE):
         fig = _figure(7.5, 2.8)
         axis = fig.subplots()
         axis.bar(range(len(labels)), values, color=COLORS["bar"])

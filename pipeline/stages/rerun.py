@@ -34,6 +34,7 @@ from pipeline.formats.manifest import (
 from pipeline.io.writer import read_json, write_json
 from pipeline.stages.attributes import FOLDER as ATTRIBUTES
 from pipeline.stages.registry import REGISTRY, enabled_stages, file_contents, measured_with
+from pipeline.stages.source import inputs_as_read
 
 # Keys that say where the run is, not what it makes.
 _NOT_READ = ("run_dir",)
@@ -250,11 +251,21 @@ def _stored_measurements(run_dir, stage: str, record: dict) -> list[str]:
     return [f for f in own_files(run_dir, stage, record) if f.startswith(f"{ATTRIBUTES}/")]
 
 
+def finished(config: RunConfig, manifest: dict) -> bool:
+    """Whether a run of ``config`` would find every stage done, as opened (``manifest``: what
+    :func:`open_run` returned): each stage the config runs finished and kept, and the source
+    stage's input files what it read (pipeline.stages.source.inputs_as_read). Such a run has
+    nothing to do."""
+    stages = ("source", *enabled_stages(config))
+    return all(stage in manifest["stages"] for stage in stages) and inputs_as_read(config, manifest)
+
+
 def open_run(config: RunConfig) -> dict:
     """Create the run directory's manifest, or open an existing run with ``config``: the outputs of
     the stages :func:`plan_run` redoes or drops are removed (the files the manifest says they
     wrote, nothing else), and every stage that runs is recorded with its identity and the files
-    its folder holds before it writes there. Returns the manifest."""
+    its folder holds before it writes there (the manifest is written only where it changes).
+    Returns the manifest."""
     plan = plan_run(config)
     layout = RunLayout(config.run_dir)
     if plan.new:
@@ -262,6 +273,7 @@ def open_run(config: RunConfig) -> dict:
         manifest = new_manifest(config)
     else:
         manifest = read_json(layout.manifest)
+    before = None if plan.new else json.dumps(manifest, sort_keys=True)
     made = manifest.get(MADE)
     if made is not None:
         stored: dict[str, list[str]] = {}  # per stage that re-decides, the measurements it keeps
@@ -287,5 +299,6 @@ def open_run(config: RunConfig) -> dict:
                 made[stage][RECORDED] = True
     manifest["config"] = config_record(config)
     manifest["versions"] = package_versions()
-    write_json(manifest, layout.manifest)
+    if json.dumps(manifest, sort_keys=True) != before:  # a run opened again unchanged writes nothing
+        write_json(manifest, layout.manifest)
     return manifest

@@ -29,6 +29,7 @@ from pipeline.formats.documents import (
     LICENCE,
     QUARANTINE_SCHEMA,
     UNKNOWN,
+    RunLayout,
     StageDir,
     blank_text,
 )
@@ -462,6 +463,23 @@ def finish_source(config: RunConfig, stage: StageDir, parts: list[dict]) -> dict
     write_json(stats, stage.stats)
     record_stage(config, STAGE, stats, inputs=[f for part in parts for f in part["files"]])
     return stats
+
+
+def inputs_as_read(config: RunConfig, manifest: dict) -> bool:
+    """Whether the source stage would skip every unit of ``config`` (:func:`source_unit`'s check):
+    its sources hold the files the manifest's ``inputs`` record (path, size and sha256) and no unit
+    is to be read again for ids an earlier file took (REPEATED_IDS)."""
+    files = [
+        {**fingerprint(f), "path": printable_name(f)}
+        for source in config.sources
+        for unit in plan_units(source)
+        for f in unit.files
+    ]
+    key = lambda record: record["path"]  # noqa: E731
+    if sorted(files, key=key) != sorted(manifest.get("inputs", []), key=key):
+        return False
+    parts = RunLayout(config.run_dir).stage(STAGE).parts
+    return not any(REPEATED_IDS in read_json(path) for path in sorted(parts.glob("*.json")))
 
 
 class QuarantineError(ValueError):

@@ -206,16 +206,18 @@ def test_a_failure_in_a_flow_is_one_line_and_its_traceback_is_in_the_run_log(
 
 
 def test_a_good_run_prints_no_traceback_and_no_banner_quiet_or_not(tmp_path, prefect_server):
-    config = run_config(tmp_path, small_input(tmp_path))
+    source = small_input(tmp_path)
+    config = run_config(tmp_path, source)
     quiet = curate(["run", str(config), "--quiet"], tmp_path, env=shared_api_env())  # the session's server
     assert quiet.returncode == 0, quiet.stderr[-3000:]
     assert quiet.stderr == ""
-    plain = curate(["run", str(config)], tmp_path)
+    # Each rerun with a changed threshold: one that found every stage done would start nothing.
+    plain = curate(["run", str(run_config(tmp_path, source, "[dedup]\nthreshold = 0.85"))], tmp_path)
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert re.search(r"^starting Prefect's temporary server: \d+ s$", plain.stderr, re.M), plain.stderr
     assert re.search(r"^lang: 1 of 1 units, 1 skipped \(done before\) in [\d.]+ s$", plain.stderr, re.M)
     assert " | INFO " not in plain.stderr  # Prefect's info lines: with --verbose
-    loud = curate(["run", str(config), "--verbose"], tmp_path)
+    loud = curate(["run", str(run_config(tmp_path, source, "[dedup]\nthreshold = 0.9")), "--verbose"], tmp_path)
     assert loud.returncode == 0, loud.stderr[-3000:]
     assert "Finished in state Completed()" in loud.stderr  # Prefect's progress lines
     for noise in ("Traceback", "Starting temporary server", "prefect.io/docs", "View at", "error"):
