@@ -2,7 +2,9 @@
 
 Without ``PREFECT_API_URL`` a flow runs on Prefect's temporary local server, fully offline, with its
 database under ``<run_dir>/.prefect`` (under Prefect's own home, ``~/.prefect``, when the run
-directory is not local: the database is a local SQLite file). With ``PREFECT_API_URL`` set (e.g. to a running
+directory is not local: the database is a local SQLite file). The server starts before Prefect is
+imported (:func:`begin_server`), and a new database is a copy of a migrated template
+(:func:`_database_template`). With ``PREFECT_API_URL`` set (e.g. to a running
 ``prefect server start``), runs are reported there and show in its UI.
 
 Every record logged in a run, Prefect's tracebacks included, goes to the run log,
