@@ -68,7 +68,8 @@ def _prepared(
     check_storage(runner, config.run_dir)
     check_run_dir(config.run_dir)
     with run_lock(config.run_dir):
-        if finished(config, open_run(config)) and whole_run:
+        manifest = open_run(config)
+        if whole_run and finished(config, manifest):
             yield None
             return
         from rich.console import Console
