@@ -37,6 +37,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.filters.engine import batch_memo
+from pipeline.filters.kernels import first_in_docs, ngram_chars
 from pipeline.filters.params import Count, Fraction, Length, NgramFractions, Ratio
 from pipeline.filters.text import (
     SPACELESS_CHAR_PATTERN,
@@ -130,7 +131,7 @@ def _doc_keys(values: pl.Series, counts: np.ndarray) -> np.ndarray:
 def _first_in_doc(values: pl.Series, counts: np.ndarray, doc: np.ndarray) -> np.ndarray:
     """True where a string is the first of its equals within its document (``counts[d]``
     consecutive strings per document d; ``doc``: each string's document)."""
-    return _in_doc_chunks(_doc_keys(values, counts), doc, lambda s: s.is_first_distinct())
+    return first_in_docs(_doc_keys(values, counts), doc)
 
 
 def _per_doc(doc: np.ndarray, n_docs: int, weights: np.ndarray | None = None) -> np.ndarray:
@@ -657,104 +658,22 @@ def _scaled_languages(docs: pl.DataFrame, text: pl.Series) -> list[tuple[np.ndar
 def _ngram_fractions(w: _Words, top_ns: list[int], dup_ns: list[int]) -> dict[str, np.ndarray]:
     """``top_{n}gram_char_frac`` and ``dup_{n}gram_char_frac`` of every document.
 
-    N-grams are keyed by a rolling polynomial hash of 64-bit word hashes, salted per document.
+    N-grams are keyed by a rolling polynomial hash of 64-bit word hashes, salted per document,
+    and counted per document in one compiled pass (:func:`pipeline.filters.kernels.ngram_chars`).
     An n-gram can only repeat where its (n-1)-gram prefix repeats, so each larger n looks only at
     the positions whose shorter n-gram was duplicated: after the 2-grams the work shrinks fast.
     """
-    n_docs, total = w.n_docs, len(w.values)
+    word_hash = w.values.hash(seed=0).to_numpy() if len(w.values) else np.zeros(0, np.uint64)
+    salts = _mix64(np.arange(1, w.n_docs + 1, dtype=np.uint64))
+    top, dup = ngram_chars(word_hash, salts, w.offsets, w.cum, top_ns, dup_ns, _P)
     out: dict[str, np.ndarray] = {}
-    word_hash = w.values.hash(seed=0).to_numpy() if total else np.zeros(0, np.uint64)
-    end = np.repeat(w.offsets[1:], w.counts)  # one past the last word of each position's document
-    cum = w.cum
-    first_word = w.offsets[:-1]
-
-    def covered_chars(starts: np.ndarray, size: int) -> np.ndarray:
-        """Word characters per document inside the union of the n-grams at ``starts`` (sorted)."""
-        stop = starts + size
-        # An n-gram's words up to the next start (same document or not: n-grams never cross one).
-        stop[:-1] = np.minimum(stop[:-1], starts[1:])
-        return _per_doc(w.doc[starts], n_docs, (cum[stop] - cum[starts]).astype(np.float64))
-
-    # 2-grams: every pair of neighbouring words of one document (contiguous array operations)
-    key = word_hash ^ _doc_salts(w.counts)
-    same_doc = w.doc[1:] == w.doc[:-1]
-    pos = np.flatnonzero(same_doc)
-    key = (key[:-1] * _P + word_hash[1:])[same_doc]
-    doc_of = w.doc[:-1][same_doc]
-    for size in range(2, max([*top_ns, *dup_ns], default=0) + 1):
-        if size > 2:
-            fits = pos + (size - 1) < end[pos]
-            pos, key = pos[fits], key[fits]
-            key = key * _P + word_hash[pos + size - 1]
-            doc_of = w.doc[pos]
-        dup = _in_doc_chunks(key, doc_of, lambda s: s.is_duplicated())
-        pos_dup, key_dup = pos[dup], key[dup]
-        if size in top_ns:
-            has_ngram = w.counts >= size
-            top_start = _top_ngram_starts(pos_dup, key_dup, w.doc, n_docs)
-            chars = covered_chars(top_start, size)
-            has_dup = np.zeros(n_docs, dtype=bool)
-            has_dup[w.doc[top_start]] = True
-            single = has_ngram & ~has_dup  # every n-gram occurs once: the first one is the top
-            chars[single] = cum[first_word[single] + size] - cum[first_word[single]]
-            frac = _ratio(chars, w.chars)
-            frac[~has_ngram] = np.nan
-            out[f"top_{size}gram_char_frac"] = frac
-        if size in dup_ns:
-            out[f"dup_{size}gram_char_frac"] = _ratio(covered_chars(pos_dup, size), w.chars)
-        pos, key = pos_dup, key_dup
-    return {
-        **{f"top_{k}gram_char_frac": out[f"top_{k}gram_char_frac"] for k in top_ns},
-        **{f"dup_{k}gram_char_frac": out[f"dup_{k}gram_char_frac"] for k in dup_ns},
-    }
-
-
-_CHUNK = 32_768  # rows per hash table: small enough to stay in cache
-
-
-def _doc_chunks(doc_of: np.ndarray, chunk: int = _CHUNK) -> list[tuple[int, int]]:
-    """Row ranges of about ``chunk`` rows that never split a document (``doc_of`` sorted)."""
-    n = len(doc_of)
-    cuts = np.arange(chunk, n, chunk)
-    cuts = np.searchsorted(doc_of, doc_of[cuts], side="left")
-    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
-    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-
-
-def _in_doc_chunks(key: np.ndarray, doc_of: np.ndarray, op) -> np.ndarray:
-    """A boolean Series operation (``is_duplicated``, ``is_first_distinct``) on 64-bit keys,
-    run per range of whole documents: the keys are document-salted, so the answer is the same
-    as over all rows at once, and the small hash tables are several times faster."""
-    out = np.zeros(len(key), dtype=bool)
-    for a, b in _doc_chunks(doc_of):
-        out[a:b] = op(pl.Series(key[a:b], dtype=pl.UInt64)).to_numpy()
+    for i, size in enumerate(top_ns):
+        frac = _ratio(top[:, i].astype(np.float64), w.chars)
+        frac[top[:, i] < 0] = np.nan  # fewer words than the size: no n-gram
+        out[f"top_{size}gram_char_frac"] = frac
+    for i, size in enumerate(dup_ns):
+        out[f"dup_{size}gram_char_frac"] = _ratio(dup[:, i].astype(np.float64), w.chars)
     return out
-
-
-def _top_ngram_starts(pos: np.ndarray, key: np.ndarray, doc_of: np.ndarray, n_docs: int) -> np.ndarray:
-    """Start positions of every occurrence of each document's most frequent repeated n-gram.
-
-    ``pos``/``key``: the (ascending) start positions of repeated n-grams and their keys;
-    ``doc_of``: the document of every word position. Ties go to the n-gram that occurs first.
-    """
-    if len(pos) == 0:
-        return np.zeros(0, dtype=np.int64)
-    total = len(doc_of)
-    # a stable sort by key: equal n-grams side by side, each run in text order
-    ordered = pl.DataFrame({"key": pl.Series(key, dtype=pl.UInt64), "pos": pos})
-    ordered = ordered.sort("key", maintain_order=True)
-    keys = ordered.get_column("key").to_numpy()
-    run_start = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-    count = np.diff(np.append(run_start, len(keys)))
-    first = ordered.get_column("pos").to_numpy()[run_start]
-    score = count * (total + 1) + (total - first)  # most frequent, then earliest
-    best = np.full(n_docs, -1, dtype=np.int64)
-    np.maximum.at(best, doc_of[first], score)
-    has = best >= 0
-    top_key = np.zeros(n_docs, dtype=np.uint64)
-    top_key[has] = key[np.searchsorted(pos, total - best[has] % (total + 1))]
-    docs = doc_of[pos]
-    return pos[has[docs] & (key == top_key[docs])]
 
 
 # ---------------------------------------------------------------------------------------------
