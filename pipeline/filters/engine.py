@@ -37,23 +37,31 @@ def walk_filters(
     current = docs
     rewritten = False
     for doc_filter in filters:
-        if not rewritten:
-            output = doc_filter.apply(current)
-        elif not doc_filter.rules():  # nothing to measure (PII): rewrite the current text only
-            output = doc_filter.apply(current)
-        else:
-            output = doc_filter.apply(current.with_columns(original))
-            if output.text is not None:
-                rewrite = doc_filter.apply(current)
-                output = FilterOutput(
-                    measures=output.measures, text=rewrite.text, counts=rewrite.counts, columns=output.columns
-                )
-        if output.text is not None:
-            current = current.with_columns(output.text.alias("text"))
-            rewritten = True
-        if output.columns:
-            current = current.with_columns(values.alias(name) for name, values in output.columns.items())
+        output = _run_filter(doc_filter, current, original, rewritten)
+        current, rewritten = _after(current, output, rewritten)
         yield doc_filter, output, current
+
+
+def _run_filter(doc_filter: DocFilter, current: pl.DataFrame, original: pl.Series, rewritten: bool) -> FilterOutput:
+    """One filter of :func:`walk_filters`: its measures on the stage's text (``original``), its
+    rewrite of the ``current`` text (``rewritten``: some filter before it changed the text)."""
+    if not rewritten or not doc_filter.rules():  # the same text, or nothing to measure (PII)
+        return doc_filter.apply(current)
+    output = doc_filter.apply(current.with_columns(original))
+    if output.text is None:
+        return output
+    rewrite = doc_filter.apply(current)
+    return FilterOutput(measures=output.measures, text=rewrite.text, counts=rewrite.counts, columns=output.columns)
+
+
+def _after(current: pl.DataFrame, output: FilterOutput, rewritten: bool) -> tuple[pl.DataFrame, bool]:
+    """The documents after a filter's rewrite and added columns, and whether the text was rewritten."""
+    if output.text is not None:
+        current = current.with_columns(output.text.alias("text"))
+        rewritten = True
+    if output.columns:
+        current = current.with_columns(values.alias(name) for name, values in output.columns.items())
+    return current, rewritten
 
 
 def left_blank(docs: pl.DataFrame) -> pl.Series:
@@ -90,19 +98,34 @@ def batch_memo() -> dict | None:
 
 def measure(docs: pl.DataFrame, filters: list[DocFilter]) -> Measurement:
     """Every filter's measures, rewrites and counts over ``docs`` (:func:`walk_filters`)."""
+    return _memoized(_measure, docs, filters)[0]
+
+
+def _memoized(run, *args):
+    """``run(*args)`` with a fresh :func:`batch_memo` on this thread, emptied after."""
     outer, _BATCH_MEMO.values = _BATCH_MEMO.values, {}
     try:
-        return _measure(docs, filters)
+        return run(*args)
     finally:
         _BATCH_MEMO.values = outer
 
 
-def _measure(docs: pl.DataFrame, filters: list[DocFilter]) -> Measurement:
+def _measure(docs: pl.DataFrame, filters: list[DocFilter]) -> tuple[Measurement, list[FilterOutput]]:
+    """:func:`measure`, and each filter's own output."""
+    outputs = []
     after = docs
+    for _, output, current in walk_filters(docs, filters):
+        after = current
+        outputs.append(output)
+    return _collect(after, filters, outputs), outputs
+
+
+def _collect(after: pl.DataFrame, filters: list[DocFilter], outputs: list[FilterOutput]) -> Measurement:
+    """The measurement made of the filters' outputs: measures named ``<filter>.<measure>``,
+    counts of the same name summed."""
     values: dict[str, pl.Series] = {}
     counts: dict[str, pl.Series] = {}
-    for doc_filter, output, current in walk_filters(docs, filters):
-        after = current
+    for doc_filter, output in zip(filters, outputs):
         for column in output.measures.columns:
             name = f"{doc_filter.name}.{column}"
             values[name] = output.measures[column].cast(pl.Float64).alias(name)
@@ -156,13 +179,24 @@ def judge(docs: pl.DataFrame, measured: Measurement, filters: list[DocFilter]) -
     and one that the rewrites left blank (and no rule removed) is removed by
     :data:`EMPTY_AFTER_REWRITE`. Raises KeyError for a rule whose measure is not in ``measured``."""
     counts: Counter = Counter()
+    _tally_rewrites(docs, measured, counts)
+    return _judge_rules(measured.values, left_blank(measured.docs), filters, counts)
+
+
+def _tally_rewrites(docs: pl.DataFrame, measured: Measurement, counts: Counter) -> None:
+    """Add each rewrite count of ``measured`` to ``counts``, in all and per source."""
     for name, per_doc in measured.counts.items():
         by_source = pl.DataFrame({"source": docs["source"], "n": per_doc}).group_by("source").agg(pl.col("n").sum())
         counts[name] += int(per_doc.sum())
         counts.update({f"{name}|{src}": int(k) for src, k in by_source.iter_rows() if k})
-    rules = [(r, measured.values[f"{f.name}.{r.measure}"]) for f in filters for r in f.rules()]
-    rule, value, threshold = _first_fired(docs.height, rules, counts)
-    blank = left_blank(measured.docs) & rule.is_null()
+
+
+def _judge_rules(values: pl.DataFrame, blank: pl.Series, filters: list[DocFilter], counts: Counter) -> Verdict:
+    """:func:`judge`'s rules over the measures ``values``, ``blank`` where the rewrites left a
+    document blank; each rule that fires is added to ``counts``."""
+    rules = [(r, values[f"{f.name}.{r.measure}"]) for f in filters for r in f.rules()]
+    rule, value, threshold = _first_fired(len(blank), rules, counts)
+    blank = blank & rule.is_null()
     if blank.any():
         counts[f"fired|{EMPTY_AFTER_REWRITE}"] += int(blank.sum())
         rule = pl.select(pl.when(blank).then(pl.lit(EMPTY_AFTER_REWRITE)).otherwise(rule)).to_series()
@@ -221,8 +255,23 @@ def measure_groups(docs: pl.DataFrame, groups: list[tuple[np.ndarray, list[DocFi
     """:func:`measure` each group of rows (every row in one group) with its filters; one
     measurement of the whole batch in its order (a measure or column a group's filters do not
     make is null there; a count, 0). Every group given is measured, an empty one too (the caller
-    leaves out those it need not)."""
-    parts = [(rows, measure(docs[pl.Series(rows, dtype=pl.Int64)], filters)) for rows, filters in groups]
+    leaves out those it need not).
+
+    The first group's filters measure the whole batch once; a later group takes its rows of that
+    where its filters measure and rewrite as those do (:func:`measures_alike`: they differ in
+    thresholds only, as the built-in Korean profile does), and runs the others on its rows
+    (:func:`_measure_group`), where each group paid every filter's fixed cost (a language of one
+    document in a batch took as long as a few hundred documents)."""
+    if not groups:
+        return measure(docs, [])
+    first = groups[0][1]
+    full, outputs = _memoized(_measure, docs, first)
+    parts = []
+    for rows, filters in groups:
+        if filters is first:
+            parts.append((rows, select(full, rows)))
+        else:
+            parts.append((rows, _memoized(_measure_group, docs, rows, filters, first, outputs)))
     after = _in_order([_rows_of(m.docs, rows) for rows, m in parts])
     values = _in_order([_rows_of(m.values, rows) for rows, m in parts])
     counts: dict[str, pl.Series] = {}
@@ -233,21 +282,97 @@ def measure_groups(docs: pl.DataFrame, groups: list[tuple[np.ndarray, list[DocFi
     return Measurement(after, values, counts)
 
 
+def measures_alike(a: DocFilter, b: DocFilter) -> bool:
+    """Whether two filters measure, rewrite and add columns alike: the same class and name, and
+    the same parameters but for those that are only thresholds (``thresholds``; of a table of
+    thresholds by size, ``threshold_maps``, the sizes measured)."""
+    if type(a) is not type(b) or a.name != b.name:
+        return False
+    only_thresholds = set(getattr(a, "thresholds", ()))
+    maps = getattr(a, "threshold_maps", {})
+    mine, theirs = vars(a), vars(b)
+    if mine.keys() != theirs.keys():
+        return False
+    for key, value in mine.items():
+        if key in only_thresholds:
+            continue
+        other = theirs[key]
+        if key in maps:
+            if set(value) != set(other):
+                return False
+            continue
+        try:
+            if not bool(value == other):
+                return False
+        except (TypeError, ValueError):  # values without a plain equality (arrays, models)
+            if value is not other:
+                return False
+    return True
+
+
+def _taken(output: FilterOutput, take: pl.Series, rewrite: bool) -> FilterOutput:
+    """A filter's output at the rows ``take``: its measures, and with ``rewrite`` its rewrite,
+    counts and added columns."""
+    measures = output.measures[take] if output.measures.width else output.measures
+    if not rewrite:
+        return FilterOutput(measures=measures)
+    return FilterOutput(
+        measures=measures,
+        text=None if output.text is None else output.text.gather(take),
+        counts={name: series.gather(take) for name, series in output.counts.items()},
+        columns={name: series.gather(take) for name, series in output.columns.items()},
+    )
+
+
+def _measure_group(
+    docs: pl.DataFrame, rows: np.ndarray, filters: list[DocFilter], first: list[DocFilter], outputs: list[FilterOutput]
+) -> Measurement:
+    """:func:`measure` of the documents at ``rows`` with ``filters``, taking from ``outputs``
+    (``first``'s over the whole batch) what is the same: a filter that measures alike
+    (:func:`measures_alike`) reads the same stage text, so its measures are taken while no
+    filter before it added other columns, and its rewrite too while no filter before it rewrote
+    differently. The others run as :func:`walk_filters` runs them."""
+    take = pl.Series(rows, dtype=pl.Int64)
+    current = docs[take]
+    if [f.name for f in filters] != [f.name for f in first]:
+        return _measure(current, filters)[0]
+    original = current.get_column("text")
+    rewritten = text_differs = columns_differ = False
+    mine = []
+    for doc_filter, theirs, output in zip(filters, first, outputs):
+        alike = measures_alike(doc_filter, theirs)
+        if alike and not columns_differ and not text_differs:
+            own = _taken(output, take, rewrite=True)
+        elif alike and not columns_differ and output.text is None and not output.columns and doc_filter.rules():
+            # it measures the stage's text, and rewrites nothing where that text gives no rewrite
+            own = _taken(output, take, rewrite=False)
+        else:
+            own = _run_filter(doc_filter, current, original, rewritten)
+            text_differs |= own.text is not None or output.text is not None
+            columns_differ |= bool(own.columns or output.columns)
+        current, rewritten = _after(current, own, rewritten)
+        mine.append(own)
+    return _collect(current, filters, mine)
+
+
 def decide_groups(
     docs: pl.DataFrame, measured: Measurement, groups: list[tuple[np.ndarray, list[DocFilter]]], stage: str = STAGE
 ) -> StepResult:
-    """:func:`judge` each group of rows with its filters and keep or remove every document."""
+    """:func:`judge` each group of rows with its filters and keep or remove every document (the
+    rewrites tallied once for the batch, as the groups' tallies add up to it)."""
     rule, value, threshold = _unjudged(docs.height)
     counts: Counter = Counter()
+    _tally_rewrites(docs, measured, counts)
+    blank = left_blank(measured.docs)
     for rows, filters in groups:
         take = pl.Series(rows, dtype=pl.Int64)
-        verdict = judge(docs[take], select(measured, rows), filters)
+        values = measured.values[take] if measured.values.width else measured.values
+        verdict = _judge_rules(values, blank.gather(take), filters, counts)
         rule, value, threshold = (
             rule.scatter(rows, verdict.rule),
             value.scatter(rows, verdict.value),
             threshold.scatter(rows, verdict.threshold),
         )
-        counts.update(verdict.counts)
     return result_of(docs, measured, Verdict(rule, value, threshold, counts), stage)
 
 

@@ -4,15 +4,17 @@ language's filters and parameters, the others with the stage's, in one batch and
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import polars as pl
 import pytest
 
 from pipeline.config import parse_config
-from pipeline.filters.engine import apply_filters
+from pipeline.filters.engine import apply_filters, decide, decide_groups, measure, measure_groups
+from pipeline.filters.heuristics import GopherRepetition
 from pipeline.filters.registry import build_filters
 from pipeline.formats.configfile import ConfigError
-from pipeline.stages.registry import filter_settings_step
+from pipeline.stages.registry import FilterChain, filter_settings_step
 from pipeline.stages.rerun import plan_run
 from tests.helpers import curate_in_process, stage_outputs, write_jsonl
 
@@ -175,3 +177,142 @@ def test_the_built_in_profiles_keep_thai_and_armenian_prose_and_can_be_turned_of
     # A by_lang table of a language with a profile overrides it, parameter by parameter.
     names, params = settings({"th": {"params": {"c4_quality": {"min_sentences": 2}}}}).for_lang("th")
     assert params["c4_quality"] == {"min_sentences": 2, "filter_no_terminal_punct": False}
+
+
+# A varied batch: the languages with built-in profiles (th, lo, hy, ko), spaceless scripts whose
+# n-grams are scaled (zh, ja), English with PII, navigation and repetition, codes of other
+# forms, none, and an empty text; each text twice, once under its own code and once under
+# another's, so every group holds documents of every kind.
+PROSE = {
+    "en": "The river rose slowly through the night and reached the old stone bridge by morning.\n"
+    "Farmers moved their cattle to the higher fields before the water covered the lower roads.\n"
+    "By noon the school had opened its hall to the families whose houses stood near the bank.\n"
+    "Volunteers carried bread, blankets and dry clothes from the market square in small boats.\n"
+    "When the rain stopped on the third day, the town began to count what it had lost.",
+    "fr": "La rivière est montée lentement pendant la nuit et a atteint le vieux pont de pierre.\n"
+    "Les paysans ont conduit leurs vaches vers les champs plus hauts avant que l'eau arrive.\n"
+    "À midi, l'école a ouvert sa grande salle aux familles dont les maisons bordaient la rive.\n"
+    "Des bénévoles ont apporté du pain, des couvertures et des vêtements secs en barque.\n"
+    "Quand la pluie a cessé le troisième jour, la ville a commencé à compter ses pertes.",
+    "ko": "강물이 밤새 천천히 불어나서 아침에는 오래된 돌다리까지 차올랐습니다.\n"
+    "농부들은 물이 낮은 길을 덮기 전에 소들을 높은 들판으로 옮겼습니다.\n"
+    "정오가 되자 학교는 강가에 집이 있는 가족들에게 강당을 열어 주었습니다.\n"
+    "자원봉사자들은 작은 배에 빵과 담요와 마른 옷을 싣고 시장에서 왔습니다.\n"
+    "사흘째 되는 날 비가 그치자 마을 사람들은 잃어버린 것들을 세기 시작했습니다.\n"
+    "아이들은 젖은 책을 햇볕에 말리면서 다시 학교에 갈 날을 기다렸습니다.",
+    "zh": "河水在夜里慢慢上涨，到早上已经漫到了那座古老的石桥。\n"
+    "农民们在洪水淹没低处的道路之前，把牛赶到了更高的田地里。\n"
+    "中午的时候，学校向住在河边的家庭打开了礼堂的大门。\n"
+    "志愿者们用小船从集市运来了面包、毯子和干净的衣服。\n"
+    "第三天雨停了以后，镇上的人们开始清点自己失去的东西。",
+    "ja": "川の水は夜のあいだにゆっくりと増え、朝には古い石の橋まで届いた。\n"
+    "農家の人たちは、水が低い道を覆う前に牛を高い畑へ移した。\n"
+    "昼になると、学校は川の近くに住む家族のために講堂を開いた。\n"
+    "ボランティアは小さな舟でパンや毛布や乾いた服を市場から運んだ。\n"
+    "三日目に雨がやむと、町の人々は失ったものを数え始めた。",
+    "hy": "Գետը գիշերը դանդաղ բարձրացավ և առավոտյան հասավ հին քարե կամրջին:\n"
+    "Գյուղացիները կովերին տարան բարձր դաշտերը, մինչ ջուրը կծածկեր ճանապարհները:\n"
+    "Կեսօրին դպրոցը բացեց իր դահլիճը գետափին ապրող ընտանիքների համար:\n"
+    "Կամավորները նավակներով բերեցին հաց, ծածկոցներ և չոր հագուստ շուկայից:\n"
+    "Երրորդ օրը, երբ անձրևը դադարեց, քաղաքը սկսեց հաշվել իր կորուստները:\n"
+    "Երեխաները արևի տակ չորացնում էին իրենց թաց գրքերը և սպասում դպրոց վերադառնալու օրվան:",
+    "th": "แม่น้ำค่อยๆ สูงขึ้นตลอดทั้งคืนและไหลไปถึงสะพานหินเก่าในตอนเช้า\n"
+    "ชาวนาย้ายวัวของพวกเขาไปยังทุ่งที่สูงกว่าก่อนที่น้ำจะท่วมถนนเส้นล่าง\n"
+    "ตอนเที่ยงโรงเรียนเปิดห้องโถงให้ครอบครัวที่บ้านอยู่ใกล้ริมฝั่งแม่น้ำ\n"
+    "อาสาสมัครนำขนมปัง ผ้าห่ม และเสื้อผ้าแห้งมาจากตลาดด้วยเรือลำเล็ก\n"
+    "เมื่อฝนหยุดตกในวันที่สาม ผู้คนในเมืองก็เริ่มนับสิ่งที่พวกเขาสูญเสียไป",
+}
+PAGE = (
+    "Home | News | Sport | Contact\n"
+    + PROSE["en"]
+    + "\nWrite to jane.doe@example.com or call 555-123-4567 about the meeting of the garden club.\n"
+    + "Read more...\n"
+)
+TEXTS = [*PROSE.values(), PAGE, "\n".join([ENGLISH] * 3), "Too short.", ""]
+CODES = ["en", "th", "lo", "hy", "ko", "kor_Hang", "zh", "ja", "tha_Thai", None, "fr"]
+
+
+def varied_batch() -> pl.DataFrame:
+    own = [*PROSE, "en", "en", "en", "en"]  # each text under its own language's code ...
+    other = [CODES[(i + 3) % len(CODES)] for i in range(len(TEXTS))]  # ... and under another
+    return batch([pair for i, text in enumerate(TEXTS) for pair in ((text, own[i]), (text, other[i]))])
+
+
+FIVE = ["c4_quality", "gopher_quality", "gopher_repetition", "fineweb_quality", "pii"]
+
+
+@pytest.mark.parametrize(
+    "by_lang",
+    [
+        {},  # the built-in profiles alone
+        {"en": {"params": {"gopher_repetition": {"dup_line_frac": 0.5}}}},  # thresholds only
+        {"fr": {"params": {"c4_quality": {"min_words_per_line": 2}}}},  # a measuring parameter
+        {"zh": {"filters": ["gopher_quality", "pii"]}},  # other filters
+    ],
+)
+def test_each_language_gets_what_its_own_filters_make_of_it_alone(by_lang):
+    """The step measures the batch once and re-measures a language only where its filters differ:
+    every document's verdict, text, measures and counts are those of its group measured alone."""
+    filt = parse_config(
+        {
+            "run_dir": "runs/x",
+            "sources": [{"name": "web", "reader": "jsonl", "paths": ["README.md"]}],
+            "filter": {"filters": FIVE, "by_lang": by_lang},
+        }
+    ).filter
+    docs = varied_batch()
+    step = FilterChain(build_filters(filt.filters, filt.params), "filter", None, build_by_lang(filt))
+    groups = step.groups(docs)
+    assert len(groups) >= 4
+    measured = measure_groups(docs, groups)
+    result = decide_groups(docs, measured, groups)
+
+    kept, removed, counts, values = [], [], Counter(), []
+    for rows, filters in groups:
+        part = docs[pl.Series(rows, dtype=pl.Int64)]
+        alone = measure(part, filters)
+        decided = decide(part, alone, filters)
+        gone = part["id"].is_in(decided.removed["id"].implode())
+        kept.append(decided.kept.with_columns(row=pl.Series(rows).filter(~gone)))
+        removed.append(decided.removed.with_columns(row=pl.Series(rows).filter(gone)))
+        counts.update(decided.counts)
+        values.append(alone.values.with_columns(row=pl.Series(rows)))
+    in_order = lambda frames: pl.concat(frames, how="diagonal_relaxed").sort("row").drop("row")  # noqa: E731
+    assert result.kept.equals(in_order(kept).select(result.kept.columns))
+    assert result.removed.equals(in_order(removed))
+    assert +result.counts == +counts
+    assert measured.values.equals(in_order(values).select(measured.values.columns))
+    assert result.removed.height and result.kept.height
+
+
+def build_by_lang(filt) -> dict:
+    return {code: build_filters(*filt.for_lang(code)) for code in filt.languages()}
+
+
+def test_a_language_whose_rules_differ_in_thresholds_only_is_not_measured_again(monkeypatch):
+    """Korean's built-in profile changes a threshold (Gopher's mean word length) and nothing
+    else: its documents take their measures from the batch's one measurement."""
+    measured_rows = []
+    original = GopherRepetition.apply
+
+    def counting(self, docs):
+        measured_rows.append(docs.height)
+        return original(self, docs)
+
+    monkeypatch.setattr(GopherRepetition, "apply", counting)
+    docs = batch([(PROSE["ko"], "ko"), (PROSE["en"], "en"), (PROSE["ko"], "kor_Hang"), (PROSE["en"], None)])
+    filt = parse_config(
+        {
+            "run_dir": "runs/x",
+            "sources": [{"name": "web", "reader": "jsonl", "paths": ["README.md"]}],
+            "filter": {"filters": FIVE},
+        }
+    ).filter
+    result = filter_settings_step(filt)(docs)
+    assert measured_rows == [4]  # one measurement of the whole batch, no group measured apart
+    korean = apply_filters(docs[[0, 2]], build_filters(*filt.for_lang("ko")))
+    assert (
+        korean.removed.select("id", "rule", "value").rows()
+        == result.removed.filter(pl.col("id").is_in(["d0", "d2"])).select("id", "rule", "value").rows()
+    )
+    assert filt.for_lang("ko")[1] == {"gopher_quality": {"min_mean_word_length": 2}}
