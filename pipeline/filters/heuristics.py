@@ -49,9 +49,9 @@ from pipeline.filters.text import (
     split_lines,
     split_newline,
     split_paragraphs,
+    split_words,
     token_count,
     word_count,
-    words,
 )
 from pipeline.formats.langcodes import lang_languages, parse_lang
 from pipeline.formats.step import FilterOutput, Rule
@@ -178,15 +178,14 @@ class _Words:
     """The words of a batch, flattened: one row per word, documents in order."""
 
     def __init__(self, text: pl.Series):
-        self._fill(*flatten(_eval(text, words)))
+        self._fill(*split_words(text))
 
-    def _fill(self, values: pl.Series, counts: np.ndarray) -> None:
+    def _fill(self, values: pl.Series, counts: np.ndarray, lengths: np.ndarray) -> None:
         self.n_docs = len(counts)
-        self.values, self.counts = values, counts
+        self.values, self.counts, self.lengths = values, counts, lengths
         self.offsets = np.zeros(self.n_docs + 1, dtype=np.int64)
         np.cumsum(self.counts, out=self.offsets[1:])
         self.doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), self.counts)
-        self.lengths = self.values.str.len_chars().to_numpy()
         # cum[i]: characters of the words before word i, over the whole batch
         self.cum = np.zeros(len(self.lengths) + 1, dtype=np.int64)
         np.cumsum(self.lengths, out=self.cum[1:])
@@ -203,7 +202,7 @@ class _Words:
         np.cumsum(counts, out=starts[1:])
         index = np.arange(starts[-1], dtype=np.int64) + np.repeat(self.offsets[rows] - starts[:-1], counts)
         taken = _Words.__new__(_Words)
-        taken._fill(self.values.gather(index), counts.copy())
+        taken._fill(self.values.gather(index), counts.copy(), self.lengths[index])
         return taken
 
 

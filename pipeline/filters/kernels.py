@@ -222,3 +222,120 @@ def ngram_chars(
         np.asarray(dup_sizes, dtype=np.int64),
         np.uint64(multiplier),
     )
+
+
+# The classes of a code point that the word pattern (pipeline.filters.text.WORD_PATTERN) reads.
+SPACE, PUNCT_OR_SYMBOL, SPACELESS, MARK = 1, 2, 4, 8
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _decode(data, p):
+    """The code point of the UTF-8 sequence at ``p`` and its length in bytes (valid UTF-8)."""
+    b = np.int64(data[p])
+    if b < 0x80:
+        return b, 1
+    if b < 0xE0:
+        return ((b & 0x1F) << 6) | (np.int64(data[p + 1]) & 0x3F), 2
+    if b < 0xF0:
+        return ((b & 0x0F) << 12) | ((np.int64(data[p + 1]) & 0x3F) << 6) | (np.int64(data[p + 2]) & 0x3F), 3
+    return (
+        ((b & 0x07) << 18)
+        | ((np.int64(data[p + 1]) & 0x3F) << 12)
+        | ((np.int64(data[p + 2]) & 0x3F) << 6)
+        | (np.int64(data[p + 3]) & 0x3F)
+    ), 4
+
+
+@numba.njit(cache=True, nogil=True)
+def _astral_class(cp, astral, astral_classes):
+    """The class of a code point above 0xFFFF (a binary search of the ones found; rare, and
+    kept out of line: inlined, it made the whole scan several times slower)."""
+    lo, hi = 0, astral.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if astral[mid] < cp:
+            lo = mid + 1
+        else:
+            hi = mid
+    return astral_classes[lo]
+
+
+@numba.njit(cache=True, nogil=True)
+def _class_of(cp, bmp, astral, astral_classes):
+    if cp < 0x10000:
+        return bmp[cp]
+    return _astral_class(cp, astral, astral_classes)
+
+
+@numba.njit(cache=True, nogil=True)
+def _split_words(data, offsets, bmp, astral, astral_classes):
+    n_docs = offsets.shape[0] - 1
+    total = offsets[n_docs] - offsets[0]
+    out = np.empty(total, dtype=np.uint8)
+    bounds = np.empty(total + 1, dtype=np.int64)  # at most one word per byte
+    chars = np.empty(total, dtype=np.int64)
+    counts = np.zeros(n_docs, dtype=np.int64)
+    n_words = 0
+    written = 0
+    bounds[0] = 0
+    for d in range(n_docs):
+        p, end = offsets[d], offsets[d + 1]
+        while p < end:
+            cp, size = _decode(data, p)
+            cls = _class_of(cp, bmp, astral, astral_classes)
+            if cls & SPACELESS and not cls & MARK:  # one character and the marks after it
+                stop, length = p + size, 1
+                while stop < end:
+                    cp2, size2 = _decode(data, stop)
+                    if not _class_of(cp2, bmp, astral, astral_classes) & MARK:
+                        break
+                    stop += size2
+                    length += 1
+            elif not cls & (SPACE | PUNCT_OR_SYMBOL | SPACELESS):
+                # a run without space or spaceless character, up to its last character that is
+                # not punctuation or a symbol
+                q, run = p + size, 1
+                stop, length = q, 1
+                while q < end:
+                    cp2, size2 = _decode(data, q)
+                    cls2 = _class_of(cp2, bmp, astral, astral_classes)
+                    if cls2 & (SPACE | SPACELESS):
+                        break
+                    q += size2
+                    run += 1
+                    if not cls2 & PUNCT_OR_SYMBOL:
+                        stop, length = q, run
+            else:
+                p += size
+                continue
+            for b in range(p, stop):  # a loop: a slice assignment per word cost more than the scan
+                out[written] = data[b]
+                written += 1
+            chars[n_words] = length
+            n_words += 1
+            bounds[n_words] = written
+            counts[d] += 1
+            p = stop
+    return out[:written], bounds[: n_words + 1], chars[:n_words], counts
+
+
+def split_words(
+    data: np.ndarray, offsets: np.ndarray, bmp: np.ndarray, astral: np.ndarray, astral_classes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The words of UTF-8 texts (``data``, each text ``offsets[d]:offsets[d + 1]``) as
+    :data:`pipeline.filters.text.WORD_PATTERN` finds them, scanning as the regular expression
+    does: the words' bytes one after the other, their bounds in them, their characters, and the
+    words of each text. ``bmp``: the classes (:data:`SPACE` ...) of code points below 0x10000;
+    ``astral`` the others found in the texts (ascending) and ``astral_classes`` theirs."""
+    return _split_words(data, offsets, bmp, astral, astral_classes)
+
+
+@numba.njit(cache=True, nogil=True)
+def astral_code_points(data):
+    """The distinct code points above 0xFFFF in UTF-8 ``data`` (ascending)."""
+    found = []
+    for p in range(data.shape[0]):
+        if data[p] >= 0xF0:
+            cp, _ = _decode(data, p)
+            found.append(cp)
+    return np.unique(np.array(found, dtype=np.int64)) if found else np.zeros(0, dtype=np.int64)

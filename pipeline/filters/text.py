@@ -38,8 +38,13 @@ than a regex ``extract_all``, which allocates every match.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
+import pyarrow as pa
+
+from pipeline.filters import kernels
 
 # Language codes are read in one place (pipeline.formats.langcodes); these names stay importable here.
 from pipeline.formats.langcodes import parse_lang
@@ -109,6 +114,49 @@ _LINE_BREAKS = r"\r\n|[\r\x0B\x0C\x1C\x1D\x1E\x{85}\x{2028}\x{2029}]"
 def words(text: pl.Expr) -> pl.Expr:
     """The words of each document (list of strings), by the reading in the module docstring."""
     return text.str.extract_all(WORD_PATTERN)
+
+
+def split_words(text: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
+    """:func:`words` of every document, flattened: the words in order, each document's number of
+    words and each word's characters (int64). The same words, found by one compiled scan of the
+    UTF-8 text (:func:`pipeline.filters.kernels.split_words`) with the pattern's character
+    classes read from the regular expression engine itself (:func:`_classes`), where polars'
+    ``extract_all`` built each match (39 of the 47 ms a split took on 3,171 demo documents)."""
+    array = text.cast(pl.String).fill_null("").to_arrow()
+    array = (array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array).cast(pa.large_string())
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[array.offset : array.offset + len(array) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    data = data[: offsets[-1]] if len(offsets) else data[:0]
+    astral = kernels.astral_code_points(data[offsets[0] :]) if (data >= 0xF0).any() else np.zeros(0, np.int64)
+    out, bounds, chars, counts = kernels.split_words(
+        data, np.ascontiguousarray(offsets), _bmp_classes(), astral, _classes(astral.tolist())
+    )
+    words = pa.LargeStringArray.from_buffers(len(chars), pa.py_buffer(bounds), pa.py_buffer(out))
+    return pl.Series("x", words, dtype=pl.String), counts, chars
+
+
+def _classes(code_points: list[int]) -> np.ndarray:
+    """The classes (:data:`pipeline.filters.kernels.SPACE` ...) of code points, as the word
+    pattern's regular expressions read them (uint8)."""
+    chars = pl.Series([chr(c) for c in code_points], dtype=pl.String).to_frame("c")
+    c = pl.col("c")
+    classes = chars.select(
+        c.str.contains(r"^\s$").cast(pl.UInt8) * kernels.SPACE
+        + c.str.contains(r"^[\p{P}\p{S}]$").cast(pl.UInt8) * kernels.PUNCT_OR_SYMBOL
+        + c.str.contains(rf"^[{_SPACELESS_CLASS}]$").cast(pl.UInt8) * kernels.SPACELESS
+        + c.str.contains(r"^\p{M}$").cast(pl.UInt8) * kernels.MARK
+    )
+    return classes.to_series().to_numpy().astype(np.uint8)
+
+
+@functools.cache
+def _bmp_classes() -> np.ndarray:
+    """:func:`_classes` of every code point below 0x10000 (surrogates: none), made once."""
+    table = np.zeros(0x10000, dtype=np.uint8)
+    points = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    table[points] = _classes(points)
+    return table
 
 
 def word_count(text: pl.Expr) -> pl.Expr:

@@ -13,6 +13,8 @@ from collections import Counter
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.filters.heuristics import (
     C4_END_MARKS,
@@ -22,7 +24,7 @@ from pipeline.filters.heuristics import (
     GopherQuality,
     GopherRepetition,
 )
-from pipeline.filters.text import is_spaceless_code, split_lines, split_paragraphs, words
+from pipeline.filters.text import is_spaceless_code, split_lines, split_paragraphs, split_words, words
 from pipeline.formats.langcodes import parse_lang
 from pipeline.formats.step import FilterOutput
 
@@ -93,6 +95,25 @@ def test_words_strip_punctuation_and_split_spaceless_scripts():
         "ナ",
         "ー",
     ]
+
+
+# Characters of every class the word pattern reads: spaces (ASCII and not), punctuation and
+# symbols, letters of spaced and spaceless scripts, combining marks (of both), digits, emoji and
+# CJK characters above U+FFFF, Hangul.
+WORD_CHARS = (
+    " \t\n\u00a0\u3000.,!?'\"-#%…()「」$+€=abcZé\u0301日本語中文カタナーひらがなไทย\u0e31\u0e48ລາວ가나다123🙂𠀋𝐀"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=WORD_CHARS, max_size=40), min_size=1, max_size=8))
+def test_the_compiled_word_split_finds_what_the_word_pattern_finds(texts):
+    series = pl.Series(texts, dtype=pl.String)
+    values, counts, chars = split_words(series)
+    expected = series.to_frame("t").select(words(pl.col("t"))).to_series()
+    assert counts.tolist() == expected.list.len().to_list()
+    assert values.to_list() == [w for ws in expected.to_list() for w in ws]
+    assert chars.tolist() == [len(w) for ws in expected.to_list() for w in ws]
 
 
 def test_lines_and_paragraphs_follow_python():
