@@ -185,10 +185,17 @@ def judge(docs: pl.DataFrame, measured: Measurement, filters: list[DocFilter]) -
 
 def _tally_rewrites(docs: pl.DataFrame, measured: Measurement, counts: Counter) -> None:
     """Add each rewrite count of ``measured`` to ``counts``, in all and per source."""
-    for name, per_doc in measured.counts.items():
-        by_source = pl.DataFrame({"source": docs["source"], "n": per_doc}).group_by("source").agg(pl.col("n").sum())
-        counts[name] += int(per_doc.sum())
-        counts.update({f"{name}|{src}": int(k) for src, k in by_source.iter_rows() if k})
+    if not measured.counts:
+        return
+    names = list(measured.counts)
+    per_doc = pl.DataFrame(
+        [docs["source"].alias("source"), *(measured.counts[n].alias(f"c{i}") for i, n in enumerate(names))]
+    )
+    total = per_doc.drop("source").sum().row(0)
+    by_source = per_doc.group_by("source").agg(pl.all().sum())  # every count in one pass
+    for i, name in enumerate(names):
+        counts[name] += int(total[i])
+        counts.update({f"{name}|{src}": int(k) for src, k in zip(by_source["source"], by_source[f"c{i}"]) if k})
 
 
 def _judge_rules(values: pl.DataFrame, blank: pl.Series, filters: list[DocFilter], counts: Counter) -> Verdict:

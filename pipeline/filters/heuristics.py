@@ -180,9 +180,10 @@ class _Words:
     def __init__(self, text: pl.Series):
         self._fill(*split_words(text))
 
-    def _fill(self, values: pl.Series, counts: np.ndarray, lengths: np.ndarray) -> None:
+    def _fill(self, values: pl.Series, counts: np.ndarray, lengths: np.ndarray, letters: np.ndarray) -> None:
         self.n_docs = len(counts)
         self.values, self.counts, self.lengths = values, counts, lengths
+        self.letters = letters  # whether each word has a letter (Unicode L*)
         self.offsets = np.zeros(self.n_docs + 1, dtype=np.int64)
         np.cumsum(self.counts, out=self.offsets[1:])
         self.doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), self.counts)
@@ -190,7 +191,7 @@ class _Words:
         self.cum = np.zeros(len(self.lengths) + 1, dtype=np.int64)
         np.cumsum(self.lengths, out=self.cum[1:])
         self.chars = (self.cum[self.offsets[1:]] - self.cum[self.offsets[:-1]]).astype(np.float64)
-        for array in (self.counts, self.offsets, self.doc, self.lengths, self.cum, self.chars):
+        for array in (self.counts, self.offsets, self.doc, self.lengths, self.letters, self.cum, self.chars):
             array.flags.writeable = False  # shared by the filters that measure the same text
 
     def take(self, rows: np.ndarray) -> _Words:
@@ -202,7 +203,7 @@ class _Words:
         np.cumsum(counts, out=starts[1:])
         index = np.arange(starts[-1], dtype=np.int64) + np.repeat(self.offsets[rows] - starts[:-1], counts)
         taken = _Words.__new__(_Words)
-        taken._fill(self.values.gather(index), counts.copy(), self.lengths[index])
+        taken._fill(self.values.gather(index), counts.copy(), self.lengths[index], self.letters[index])
         return taken
 
 
@@ -370,8 +371,7 @@ class GopherQuality:
         mean_len = _ratio(w.chars, n_words)
         mean_len[spaceless] = np.nan
 
-        alpha = w.values.str.contains(r"\p{L}").to_numpy()
-        alpha_words = _per_doc(w.doc[alpha], n)
+        alpha_words = _per_doc(w.doc[w.letters], n)
 
         return FilterOutput(
             measures=_measures(

@@ -225,7 +225,7 @@ def ngram_chars(
 
 
 # The classes of a code point that the word pattern (pipeline.filters.text.WORD_PATTERN) reads.
-SPACE, PUNCT_OR_SYMBOL, SPACELESS, MARK = 1, 2, 4, 8
+SPACE, PUNCT_OR_SYMBOL, SPACELESS, MARK, LETTER = 1, 2, 4, 8, 16
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -274,6 +274,7 @@ def _split_words(data, offsets, bmp, astral, astral_classes):
     out = np.empty(total, dtype=np.uint8)
     bounds = np.empty(total + 1, dtype=np.int64)  # at most one word per byte
     chars = np.empty(total, dtype=np.int64)
+    letters = np.empty(total, dtype=np.bool_)
     counts = np.zeros(n_docs, dtype=np.int64)
     n_words = 0
     written = 0
@@ -283,12 +284,15 @@ def _split_words(data, offsets, bmp, astral, astral_classes):
         while p < end:
             cp, size = _decode(data, p)
             cls = _class_of(cp, bmp, astral, astral_classes)
+            letter = cls & LETTER != 0
             if cls & SPACELESS and not cls & MARK:  # one character and the marks after it
                 stop, length = p + size, 1
                 while stop < end:
                     cp2, size2 = _decode(data, stop)
-                    if not _class_of(cp2, bmp, astral, astral_classes) & MARK:
+                    cls2 = _class_of(cp2, bmp, astral, astral_classes)
+                    if not cls2 & MARK:
                         break
+                    letter |= cls2 & LETTER != 0
                     stop += size2
                     length += 1
             elif not cls & (SPACE | PUNCT_OR_SYMBOL | SPACELESS):
@@ -296,6 +300,7 @@ def _split_words(data, offsets, bmp, astral, astral_classes):
                 # not punctuation or a symbol
                 q, run = p + size, 1
                 stop, length = q, 1
+                letter_stop = q if letter else -1  # where the first letter ends
                 while q < end:
                     cp2, size2 = _decode(data, q)
                     cls2 = _class_of(cp2, bmp, astral, astral_classes)
@@ -303,8 +308,11 @@ def _split_words(data, offsets, bmp, astral, astral_classes):
                         break
                     q += size2
                     run += 1
+                    if letter_stop < 0 and cls2 & LETTER:
+                        letter_stop = q
                     if not cls2 & PUNCT_OR_SYMBOL:
                         stop, length = q, run
+                letter = 0 <= letter_stop <= stop
             else:
                 p += size
                 continue
@@ -312,21 +320,23 @@ def _split_words(data, offsets, bmp, astral, astral_classes):
                 out[written] = data[b]
                 written += 1
             chars[n_words] = length
+            letters[n_words] = letter
             n_words += 1
             bounds[n_words] = written
             counts[d] += 1
             p = stop
-    return out[:written], bounds[: n_words + 1], chars[:n_words], counts
+    return out[:written], bounds[: n_words + 1], chars[:n_words], letters[:n_words], counts
 
 
 def split_words(
     data: np.ndarray, offsets: np.ndarray, bmp: np.ndarray, astral: np.ndarray, astral_classes: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The words of UTF-8 texts (``data``, each text ``offsets[d]:offsets[d + 1]``) as
     :data:`pipeline.filters.text.WORD_PATTERN` finds them, scanning as the regular expression
-    does: the words' bytes one after the other, their bounds in them, their characters, and the
-    words of each text. ``bmp``: the classes (:data:`SPACE` ...) of code points below 0x10000;
-    ``astral`` the others found in the texts (ascending) and ``astral_classes`` theirs."""
+    does: the words' bytes one after the other, their bounds in them, their characters, whether
+    each has a letter (:data:`LETTER`), and the words of each text. ``bmp``: the classes
+    (:data:`SPACE` ...) of code points below 0x10000; ``astral`` the others found in the texts
+    (ascending) and ``astral_classes`` theirs."""
     return _split_words(data, offsets, bmp, astral, astral_classes)
 
 

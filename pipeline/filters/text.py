@@ -116,12 +116,13 @@ def words(text: pl.Expr) -> pl.Expr:
     return text.str.extract_all(WORD_PATTERN)
 
 
-def split_words(text: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
+def split_words(text: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`words` of every document, flattened: the words in order, each document's number of
-    words and each word's characters (int64). The same words, found by one compiled scan of the
-    UTF-8 text (:func:`pipeline.filters.kernels.split_words`) with the pattern's character
-    classes read from the regular expression engine itself (:func:`_classes`), where polars'
-    ``extract_all`` built each match (39 of the 47 ms a split took on 3,171 demo documents)."""
+    words, each word's characters (int64) and whether it has a letter (``\\p{L}``). The same
+    words, found by one compiled scan of the UTF-8 text (:func:`pipeline.filters.kernels.split_words`)
+    with the pattern's character classes read from the regular expression engine itself
+    (:func:`_classes`), where polars' ``extract_all`` built each match (39 of the 47 ms a split took
+    on 3,171 demo documents)."""
     array = text.cast(pl.String).fill_null("").to_arrow()
     array = (array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array).cast(pa.large_string())
     buffers = array.buffers()
@@ -129,11 +130,11 @@ def split_words(text: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
     data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
     data = data[: offsets[-1]] if len(offsets) else data[:0]
     astral = kernels.astral_code_points(data[offsets[0] :]) if (data >= 0xF0).any() else np.zeros(0, np.int64)
-    out, bounds, chars, counts = kernels.split_words(
+    out, bounds, chars, letters, counts = kernels.split_words(
         data, np.ascontiguousarray(offsets), _bmp_classes(), astral, _classes(astral.tolist())
     )
     words = pa.LargeStringArray.from_buffers(len(chars), pa.py_buffer(bounds), pa.py_buffer(out))
-    return pl.Series("x", words, dtype=pl.String), counts, chars
+    return pl.Series("x", words, dtype=pl.String), counts, chars, letters
 
 
 def _classes(code_points: list[int]) -> np.ndarray:
@@ -146,6 +147,7 @@ def _classes(code_points: list[int]) -> np.ndarray:
         + c.str.contains(r"^[\p{P}\p{S}]$").cast(pl.UInt8) * kernels.PUNCT_OR_SYMBOL
         + c.str.contains(rf"^[{_SPACELESS_CLASS}]$").cast(pl.UInt8) * kernels.SPACELESS
         + c.str.contains(r"^\p{M}$").cast(pl.UInt8) * kernels.MARK
+        + c.str.contains(r"^\p{L}$").cast(pl.UInt8) * kernels.LETTER
     )
     return classes.to_series().to_numpy().astype(np.uint8)
 

@@ -109,11 +109,12 @@ WORD_CHARS = (
 @given(st.lists(st.text(alphabet=WORD_CHARS, max_size=40), min_size=1, max_size=8))
 def test_the_compiled_word_split_finds_what_the_word_pattern_finds(texts):
     series = pl.Series(texts, dtype=pl.String)
-    values, counts, chars = split_words(series)
+    values, counts, chars, letters = split_words(series)
     expected = series.to_frame("t").select(words(pl.col("t"))).to_series()
     assert counts.tolist() == expected.list.len().to_list()
     assert values.to_list() == [w for ws in expected.to_list() for w in ws]
     assert chars.tolist() == [len(w) for ws in expected.to_list() for w in ws]
+    assert letters.tolist() == values.str.contains(r"\p{L}").to_list()
 
 
 def test_lines_and_paragraphs_follow_python():
