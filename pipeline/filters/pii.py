@@ -85,6 +85,7 @@ _MAYBE = {
     "ip_address": r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}|[23][0-9A-Fa-f]{3}:[0-9A-Fa-f]{0,4}:",
     "phone_number": r"\d{3,4}[ .-]\d{4}|\+\d[\d .()-]{6}|\d\d[ .-]\d\d[ .-]\d\d[ .-]\d\d|0\d{1,4}\)?[ -]\d{3}",
 }
+_ANY_MAYBE = "|".join(f"(?:{pattern})" for pattern in _MAYBE.values())
 
 
 def _is_public(address: str) -> bool:
@@ -165,20 +166,26 @@ class PIIScrubber:
         return []
 
     def apply(self, docs: pl.DataFrame) -> FilterOutput:
-        maybe = docs.select(
+        # One pass for every kind finds the few candidates (half the time of a pass per kind);
+        # which kinds each holds, and the scrubbing, then run on those documents only.
+        candidates = docs.select(pl.col("text").str.contains(_ANY_MAYBE).fill_null(False)).to_series()
+        rows = candidates.arg_true()
+        found_in = docs.filter(candidates).select(
             pl.col("text").str.contains(pattern).fill_null(False).alias(kind) for kind, pattern in _MAYBE.items()
         )
-        candidates = maybe.select(pl.any_horizontal(pl.all())).to_series()
-        texts = docs["text"].to_list()
+        texts = docs["text"].filter(candidates).to_list()
         counts = {kind: [0] * docs.height for kind in SCRUBBERS}
-        for i, row in zip(candidates.arg_true().to_list(), maybe.filter(candidates).iter_rows()):
-            texts[i], found = scrub(texts[i], [kind for kind, hit in zip(_MAYBE, row) if hit])
+        for j, (i, row) in enumerate(zip(rows.to_list(), found_in.iter_rows())):
+            texts[j], found = scrub(texts[j], [kind for kind, hit in zip(_MAYBE, row) if hit])
             for kind, n in found.items():
                 counts[kind][i] = n
+        scrubbed = docs["text"].cast(pl.Utf8).alias("text")
+        if len(rows):
+            scrubbed = scrubbed.scatter(rows, pl.Series(texts, dtype=pl.Utf8))
         per_kind = {f"pii.{kind}": pl.Series(values, dtype=pl.Int64) for kind, values in counts.items()}
         return FilterOutput(
             measures=pl.DataFrame(schema={}),
-            text=pl.Series("text", texts, dtype=pl.Utf8),
+            text=scrubbed,
             counts=per_kind,
             # Each document says how many placeholders it got.
             columns={"pii_replacements": pl.Series([sum(c) for c in zip(*counts.values())], dtype=pl.Int32)},
