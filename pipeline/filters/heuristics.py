@@ -37,7 +37,6 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.filters.engine import batch_memo
-from pipeline.filters.kernels import first_in_docs, ngram_chars
 from pipeline.filters.params import Count, Fraction, Length, NgramFractions, Ratio
 from pipeline.filters.text import (
     SPACELESS_CHAR_PATTERN,
@@ -131,6 +130,8 @@ def _doc_keys(values: pl.Series, counts: np.ndarray) -> np.ndarray:
 def _first_in_doc(values: pl.Series, counts: np.ndarray, doc: np.ndarray) -> np.ndarray:
     """True where a string is the first of its equals within its document (``counts[d]``
     consecutive strings per document d; ``doc``: each string's document)."""
+    from pipeline.filters.kernels import first_in_docs  # numba loads on first use (see _ngram_fractions)
+
     return first_in_docs(_doc_keys(values, counts), doc)
 
 
@@ -678,6 +679,10 @@ def _ngram_fractions(w: _Words, top_ns: list[int], dup_ns: list[int]) -> dict[st
     An n-gram can only repeat where its (n-1)-gram prefix repeats, so each larger n looks only at
     the positions whose shorter n-gram was duplicated: after the 2-grams the work shrinks fast.
     """
+    # Imported here: importing numba costs a process a few tenths of a second, which a command
+    # that only reads the config (and so imports the filters) should not pay.
+    from pipeline.filters.kernels import ngram_chars
+
     word_hash = w.values.hash(seed=0).to_numpy() if len(w.values) else np.zeros(0, np.uint64)
     salts = _mix64(np.arange(1, w.n_docs + 1, dtype=np.uint64))
     top, dup = ngram_chars(word_hash, salts, w.offsets, w.cum, top_ns, dup_ns, _P)

@@ -44,8 +44,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.filters import kernels
-
 # Language codes are read in one place (pipeline.formats.langcodes); these names stay importable here.
 from pipeline.formats.langcodes import parse_lang
 
@@ -123,6 +121,8 @@ def split_words(text: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray, np.
     with the pattern's character classes read from the regular expression engine itself
     (:func:`_classes`), where polars' ``extract_all`` built each match (39 of the 47 ms a split took
     on 3,171 demo documents)."""
+    from pipeline.filters import kernels  # numba loads on first use, not with the config's imports
+
     array = text.cast(pl.String).fill_null("").to_arrow()
     array = (array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array).cast(pa.large_string())
     buffers = array.buffers()
@@ -140,6 +140,8 @@ def split_words(text: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray, np.
 def _classes(code_points: list[int]) -> np.ndarray:
     """The classes (:data:`pipeline.filters.kernels.SPACE` ...) of code points, as the word
     pattern's regular expressions read them (uint8)."""
+    from pipeline.filters import kernels
+
     chars = pl.Series([chr(c) for c in code_points], dtype=pl.String).to_frame("c")
     c = pl.col("c")
     classes = chars.select(
