@@ -316,3 +316,45 @@ def test_a_language_whose_rules_differ_in_thresholds_only_is_not_measured_again(
         == result.removed.filter(pl.col("id").is_in(["d0", "d2"])).select("id", "rule", "value").rows()
     )
     assert filt.for_lang("ko")[1] == {"gopher_quality": {"min_mean_word_length": 2}}
+
+
+def test_the_varied_batch_is_judged_as_before_the_filters_were_compiled():
+    """The verdicts the default filters and profiles gave this batch before the word split,
+    n-grams and repeated lines ran compiled and before a batch was measured once for every
+    language (each rule and value, each kept text's length)."""
+    filt = parse_config(
+        {
+            "run_dir": "runs/x",
+            "sources": [{"name": "web", "reader": "jsonl", "paths": ["README.md"]}],
+            "filter": {"filters": FIVE},
+        }
+    ).filter
+    result = filter_settings_step(filt)(varied_batch())
+    removed = {i: (rule, round(value, 6)) for i, rule, value in result.removed.select("id", "rule", "value").rows()}
+    assert removed == {
+        "d6": ("fineweb_quality.short_line_ratio", 1.0),
+        "d7": ("fineweb_quality.short_line_ratio", 1.0),
+        "d11": ("gopher_repetition.top_3gram_char_frac", 0.203343),
+        "d13": ("c4_quality.min_sentences", 0.0),
+        "d16": ("gopher_repetition.dup_line_frac", 0.666667),
+        "d17": ("gopher_repetition.dup_line_frac", 0.666667),
+        "d18": ("c4_quality.min_sentences", 0.0),
+        "d19": ("gopher_quality.word_count_min", 2.0),
+        "d20": ("c4_quality.min_sentences", 0.0),
+        "d21": ("gopher_quality.word_count_min", 0.0),
+    }
+    kept = dict(zip(result.kept["id"], result.kept["text"].str.len_chars()))
+    assert kept == {
+        "d0": 435,
+        "d1": 435,
+        "d2": 431,
+        "d3": 431,
+        "d4": 243,
+        "d5": 243,
+        "d8": 151,
+        "d9": 151,
+        "d10": 428,
+        "d12": 332,
+        "d14": 511,
+        "d15": 511,
+    }
