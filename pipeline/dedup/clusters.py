@@ -58,6 +58,7 @@ from pipeline.dedup.lsh import (
     SHARD_KEY,
     read_params,
     row_of,
+    set_arrays,
     shard_of,
 )
 from pipeline.formats.step import Step, StepResult, removed_frame
@@ -183,18 +184,6 @@ def jaccard_of_pairs(
     return pair_jaccard(
         np.asarray(values), np.asarray(offsets), np.asarray(left), np.asarray(right), *(right_sets or ())
     )
-
-
-def set_arrays(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(values, offsets from 0) of a ``large_list`` column of shingle sets (``uint64``), the form
-    :func:`jaccard_of_pairs` takes."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks else pa.array([], pa.large_list(pa.uint64()))
-        if isinstance(column, pa.ChunkedArray):
-            column = column.chunk(0) if column.num_chunks else pa.array([], pa.large_list(pa.uint64()))
-    offsets = column.offsets.to_numpy().astype(np.int64)
-    values = column.values.to_numpy()
-    return values[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
 def _shingle_sets(lookup: ShingleLookup, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.dedup.clusters import jaccard_of_pairs
-from pipeline.dedup.lsh import EXACT_BAND, signature_batch
+from pipeline.dedup.lsh import EXACT_BAND, set_arrays, signature_batch
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.documents import string_array
 
@@ -54,10 +54,7 @@ class _Signed:
         if params.near:
             keys.append(np.asarray(columns["band_keys"], dtype=np.uint64))
             bands.extend(range(params.lsh[0]))
-            shingle_set = columns["shingle_set"]
-            self.offsets = shingle_set.offsets.to_numpy().astype(np.int64)
-            self.values = shingle_set.values.to_numpy()
-            self.offsets = self.offsets - self.offsets[0]
+            self.values, self.offsets = set_arrays(columns["shingle_set"])
         else:
             self.offsets = np.zeros(self.count + 1, np.int64)
             self.values = np.zeros(0, np.uint64)

@@ -39,20 +39,26 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs, set_arrays
-from pipeline.dedup.lsh import PAIRS_SCHEMA, shard_of
+from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs
+from pipeline.dedup.lsh import PAIRS_SCHEMA, SET_TYPE, SIGNATURE_COMPRESSION, set_arrays, shard_of
 from pipeline.dedup.runs import run_starts, runs
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table_counted
-from pipeline.io.writer import parquet_stream, write_parquet
+from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink, write_parquet
 
 FORWARD_SCHEMA = pa.schema(
     [
         pa.field("doc_a", pa.int64(), nullable=False),
-        pa.field("shingle_set", pa.large_list(pa.uint64()), nullable=False),
+        pa.field("shingle_set", SET_TYPE, nullable=False),
         pa.field("partners", pa.large_list(pa.int64()), nullable=False),
     ]
 )
+# The sets stored plain as in the signature files; doc_a alone gets a dictionary (hashes rarely repeat).
+FORWARD_WRITER = {
+    "compression": {name: SIGNATURE_COMPRESSION.get(name, PARQUET_COMPRESSION) for name in FORWARD_SCHEMA.names},
+    "use_dictionary": ["doc_a"],
+}
 # Sent sets per row group of a forwarded file: the second hop reads one row group at a time, so its
 # memory holds one (about 1.2 MB of sets in the million-document benchmark), not a sender's file
 # (up to 38 MB there, read whole before).
@@ -212,7 +218,7 @@ def first_hop(
             starts = run_starts(part_a)
             ends = np.append(starts[1:], len(part_b))
             path = group_folder(forward_dir, int(target[part[0]])) / f"from-{group:05d}.parquet"
-            with parquet_stream(path, FORWARD_SCHEMA, ["doc_a"]) as out:
+            with atomic_sink(path) as sink, pq.ParquetWriter(sink, FORWARD_SCHEMA, **FORWARD_WRITER) as out:
                 # FORWARD_ROWS sets at a time: a target may take most of the group's sets.
                 for lo in range(0, len(starts), FORWARD_ROWS):
                     first, last = starts[lo : lo + FORWARD_ROWS], ends[lo : lo + FORWARD_ROWS]
