@@ -481,6 +481,134 @@ def band_keys(signatures: np.ndarray, rows: int, seeds: np.ndarray) -> np.ndarra
     return out
 
 
+def _table_size(items: int) -> int:
+    """Slots of an open-addressing table for ``items`` entries: a power of two, at most three
+    quarters full."""
+    return 1 << max(4, int(max(items, 1) * 4 // 3).bit_length())
+
+
+@numba.njit(cache=True, nogil=True)
+def _group_buckets(band, key, doc, slots, row_bucket, first_row, count, smallest):
+    """Each row's bucket (its band and key), numbered in order of first appearance; per bucket its
+    first row, size and smallest document. Returns the number of buckets."""
+    mask = np.uint64(slots.shape[0] - 1)
+    buckets = 0
+    for i in range(key.shape[0]):
+        k, b = key[i], band[i]
+        slot = _fmix64(k ^ (np.uint64(b + 2) * _GOLDEN)) & mask
+        while True:
+            found = slots[slot]
+            if found < 0:
+                slots[slot] = buckets
+                first_row[buckets] = i
+                count[buckets] = 1
+                smallest[buckets] = doc[i]
+                row_bucket[i] = buckets
+                buckets += 1
+                break
+            r = first_row[found]
+            if key[r] == k and band[r] == b:
+                count[found] += 1
+                if doc[i] < smallest[found]:
+                    smallest[found] = doc[i]
+                row_bucket[i] = found
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return buckets
+
+
+@numba.njit(cache=True, nogil=True)
+def _bucket_pairs(band, doc, row_bucket, first_row, count, smallest, all_pairs, exact_band, a, b, exact):
+    """The raw pairs of the buckets (with repeats): a star on the smallest document for the exact
+    band's buckets and those over ``all_pairs`` documents, every pair for the others; the smaller
+    document first. Returns how many."""
+    n = 0
+    buckets = count.shape[0]
+    start = np.zeros(buckets + 1, np.int64)  # members of the all-pairs buckets, placed by bucket
+    for g in range(buckets):
+        small = count[g] >= 2 and count[g] <= all_pairs and band[first_row[g]] != exact_band
+        start[g + 1] = start[g] + (count[g] if small else 0)
+    members = np.empty(start[buckets], np.int64)
+    placed = start[:-1].copy()
+    for i in range(doc.shape[0]):
+        g = row_bucket[i]
+        c = count[g]
+        if c < 2:
+            continue
+        if band[i] == exact_band or c > all_pairs:
+            if doc[i] != smallest[g]:
+                a[n], b[n], exact[n] = smallest[g], doc[i], band[i] == exact_band
+                n += 1
+        else:
+            members[placed[g]] = doc[i]
+            placed[g] += 1
+    for g in range(buckets):
+        for x in range(start[g], start[g + 1]):
+            for y in range(x + 1, start[g + 1]):
+                u, v = members[x], members[y]
+                if u != v:
+                    a[n], b[n], exact[n] = min(u, v), max(u, v), False
+                    n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _distinct_pairs(a, b, exact, slots, keep):
+    """The first row of each distinct pair (in ``keep``), its ``exact`` the OR of its repeats';
+    returns how many."""
+    mask = np.uint64(slots.shape[0] - 1)
+    n = 0
+    for i in range(a.shape[0]):
+        slot = _fmix64(np.uint64(a[i]) * _GOLDEN ^ np.uint64(b[i])) & mask
+        while True:
+            found = slots[slot]
+            if found < 0:
+                slots[slot] = i
+                keep[n] = i
+                n += 1
+                break
+            if a[found] == a[i] and b[found] == b[i]:
+                exact[found] |= exact[i]
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return n
+
+
+def bucket_pairs(
+    band: np.ndarray, key: np.ndarray, doc: np.ndarray, all_pairs: int, exact_band: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(doc_a, doc_b, exact)``, one row per distinct pair of documents that share a bucket (rows
+    of one ``band`` and ``key``), ``doc_a < doc_b``, in no particular order: each member of the
+    ``exact_band``'s buckets and of buckets over ``all_pairs`` documents with the bucket's smallest
+    document, every pair of the other buckets; ``exact`` when any bucket of the pair is the exact
+    band's (pipeline.dedup.lsh.candidate_pairs). Rows may come in any order: the buckets are found
+    with a hash table, where sorting 4.4 million rows by band and key took most of the step."""
+    band = np.ascontiguousarray(band, np.int16)
+    key = np.ascontiguousarray(key, np.uint64)
+    doc = np.ascontiguousarray(doc, np.int64)
+    n = len(key)
+    if n >= 1 << 31:
+        raise ValueError(f"{n} band-key rows in one partition: more than 2^31; raise dedup.partitions")
+    row_bucket = np.empty(n, np.int32)
+    first_row, count, smallest = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64)
+    slots = np.full(_table_size(n), -1, np.int32)
+    buckets = _group_buckets(band, key, doc, slots, row_bucket, first_row, count, smallest)
+    del slots
+    first_row, count, smallest = first_row[:buckets], count[:buckets], smallest[:buckets]
+    shared = count >= 2
+    in_buckets = count[shared].astype(np.int64)
+    small = (in_buckets <= all_pairs) & (band[first_row[shared]] != exact_band)
+    most = int((in_buckets[~small] - 1).sum() + (in_buckets[small] * (in_buckets[small] - 1) // 2).sum())
+    a, b, exact = np.empty(most, np.int64), np.empty(most, np.int64), np.empty(most, np.bool_)
+    raw = _bucket_pairs(band, doc, row_bucket, first_row, count, smallest, all_pairs, exact_band, a, b, exact)
+    a, b, exact = a[:raw], b[:raw], exact[:raw]
+    keep = np.empty(raw, np.int64)
+    slots = np.full(_table_size(raw), -1, np.int64 if raw >= 1 << 31 else np.int32)
+    distinct = _distinct_pairs(a, b, exact, slots, keep)
+    keep = keep[:distinct]
+    return a[keep], b[keep], exact[keep]
+
+
 @numba.njit(cache=True, nogil=True)
 def _pair_jaccard(left_values, left_offsets, right_values, right_offsets, left, right, out):
     for i in range(left.shape[0]):

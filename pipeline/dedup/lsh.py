@@ -29,9 +29,9 @@ Parquet reading and writing included):
                  little-endian uint64 bytes (:func:`set_column`, :func:`set_arrays`)
     signature    fixed_size_list<uint32 | uint64>[num_perm], only with params.keep_signature
 
-Band-key partition file (``<out_dir>/part-<p:04d>/<signature file name>``), sorted by band, key,
-doc; a key lands in partition ``key % partitions``, so equal keys of all shards meet in one
-partition folder:
+Band-key partition file (``<out_dir>/part-<p:04d>/<signature file name>``), band by band, each
+band's documents in order, not sorted by key (:data:`BAND_KEYS_WRITER`); a key lands in partition
+``key % partitions``, so equal keys of all shards meet in one partition folder:
 
     band  int16   the LSH band, or EXACT_BAND (-1) for the exact hash
     key   uint64  the band's key (minhash.band_keys) or the exact hash
@@ -61,7 +61,7 @@ from pipeline.dedup.minhash import (
 )
 from pipeline.dedup.normalize import combine_word_hashes, words
 from pipeline.io.storage import as_path, is_path, parquet_file, parquet_files, read_table
-from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink, write_parquet
+from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink
 
 EXACT_BAND = -1
 ROW_GROUP_ROWS = 1024
@@ -81,6 +81,14 @@ BAND_KEYS_SCHEMA = pa.schema(
         pa.field("doc", pa.int64(), nullable=False),
     ]
 )
+
+# Band-key files: the keys (hashes, incompressible) stored plain; the band (runs) and the document
+# (increasing runs, band by band) delta-encoded or with a dictionary, and compressed.
+BAND_KEYS_WRITER = {
+    "compression": {"band": PARQUET_COMPRESSION, "key": "none", "doc": PARQUET_COMPRESSION},
+    "use_dictionary": ["band"],
+    "column_encoding": {"doc": "DELTA_BINARY_PACKED"},
+}
 
 PAIRS_SCHEMA = pa.schema(  # candidate pairs routed by group of shards (pipeline.dedup.routed)
     [
@@ -286,10 +294,9 @@ def read_params(signature_path: Path) -> dict:
 def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitions: int, name: str) -> list[Path]:
     """Write the band keys (and exact hashes) of the signature files as ``partitions`` files, one
     per partition folder: ``out_dir/part-<p:04d>/<name>``; a key goes to partition
-    ``key % partitions``. Each file's rows in turn, so with the files given in shard order a
-    bucket's documents stay in order, as :func:`candidate_pairs` reads them (one signature file
-    named as itself gives that shard's files). Documents without words are left out: they have
-    nothing to compare."""
+    ``key % partitions``. Each file's rows in turn, band by band in document order (none sorted by
+    key: :func:`candidate_pairs` finds the buckets, whatever the order of rows and files).
+    Documents without words are left out: they have nothing to compare."""
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
     out_dir = as_path(out_dir)
@@ -311,16 +318,21 @@ def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitio
             width = table.schema.field("band_keys").type.list_size
             flat = pc.list_flatten(table.column("band_keys")).to_numpy()
             matrix = flat.reshape(table.num_rows, width)[has_words]
-            bands.append(np.tile(np.arange(width, dtype=np.int16), len(docs)))
-            keys.append(matrix.reshape(-1))
-            members.append(np.repeat(docs, width))
+            bands.append(np.repeat(np.arange(width, dtype=np.int16), len(docs)))
+            keys.append(matrix.T.reshape(-1))  # band by band: each band's documents in order
+            members.append(np.tile(docs, width))
         band = np.concatenate(bands) if bands else np.zeros(0, np.int16)
         key = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
         doc = np.concatenate(members) if members else np.zeros(0, np.int64)
-        partition = (key % np.uint64(partitions)).astype(np.int64)
-        order = np.lexsort((doc, key, band, partition))
-        band, key, doc, partition = band[order], key[order], doc[order], partition[order]
-        bounds = np.searchsorted(partition, np.arange(partitions + 1))
+        if partitions == 1:
+            bounds = np.array([0, len(key)])
+        else:
+            # A stable sort on the partition (a 16-bit radix sort where it fits) keeps each band's
+            # documents in order within a partition.
+            partition = (key % np.uint64(partitions)).astype(np.int16 if partitions < (1 << 15) else np.int64)
+            order = np.argsort(partition, kind="stable")
+            band, key, doc, partition = band[order], key[order], doc[order], partition[order]
+            bounds = np.searchsorted(partition, np.arange(partitions + 1))
         for p in range(partitions):
             lo, hi = bounds[p], bounds[p + 1]
             part = pa.Table.from_arrays(
@@ -329,7 +341,9 @@ def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitio
             pieces[p].append(part)
     for p, parts in enumerate(pieces):
         target = out_dir / f"part-{p:04d}" / name
-        write_parquet(pa.concat_tables(parts) if parts else BAND_KEYS_SCHEMA.empty_table(), target)
+        table = pa.concat_tables(parts) if parts else BAND_KEYS_SCHEMA.empty_table()
+        with atomic_sink(target) as sink:
+            pq.write_table(table, sink, **BAND_KEYS_WRITER)
         written.append(target)
     return written
 
@@ -345,24 +359,10 @@ def _partition_files(partition_path: Path | Iterable[Path]) -> list[Path]:
     return [as_path(p) for p in partition_path]
 
 
-def _by_bucket(band: np.ndarray, key: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rows sorted by (band, key, doc). Each band-key file is sorted so, and the files of a
-    partition hold the shards' documents in order, so two stable sorts (by key, then by band) leave
-    each bucket's documents in order: about 4 times faster than sorting on the three columns; where
-    a bucket's documents are not (files given in another order), the three-column sort."""
-    order = np.argsort(key, kind="stable")
-    order = order[np.argsort(band[order], kind="stable")]
-    by_band, by_key, by_doc = band[order], key[order], doc[order]
-    same = (by_band[1:] == by_band[:-1]) & (by_key[1:] == by_key[:-1])
-    if np.all(by_doc[1:][same] > by_doc[:-1][same]):
-        return by_band, by_key, by_doc
-    order = np.lexsort((doc, key, band))
-    return band[order], key[order], doc[order]
-
-
 def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
     """Pairs of documents that share a band key in one partition (a folder of band-key files, one
-    file, or a list of files): ``doc_a < doc_b``, ``exact`` when they share the exact hash.
+    file, or a list of files, in any order): ``doc_a < doc_b``, ``exact`` when they share the
+    exact hash.
 
     A near-duplicate band's bucket of at most :data:`ALL_PAIRS_BUCKET` documents gives all its
     k (k - 1) / 2 pairs; a larger bucket (boilerplate pages, templates), and every bucket of the
@@ -377,35 +377,11 @@ def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
         np.concatenate([t.column(c).to_numpy() for t in tables]) if tables else np.zeros(0, dtype)
         for c, dtype in (("band", np.int16), ("key", np.uint64), ("doc", np.int64))
     )
-    band, key, doc = _by_bucket(band, key, doc)
-    n = len(doc)
-    # buckets: runs of one (band, key); each row's bucket, its size and the row of its first document
-    new = np.ones(n, dtype=bool)
-    new[1:] = (band[1:] != band[:-1]) | (key[1:] != key[:-1])
-    starts = np.flatnonzero(new)
-    bucket = np.cumsum(new) - 1
-    size = np.diff(np.append(starts, n))[bucket]
-    first = starts[bucket]
-    small = (band != EXACT_BAND) & (size <= ALL_PAIRS_BUCKET)
-    star = ~small & (doc != doc[first])
-    # every pair of a small bucket: each member with each member after it
-    members = np.flatnonzero(small)
-    later = (first[members] + size[members]) - members - 1
-    left = np.repeat(members, later)
-    right = left + np.arange(len(left)) - np.repeat(np.cumsum(later) - later, later) + 1
-    ordered = doc[left] < doc[right]
-    left, right = left[ordered], right[ordered]
-    doc_a = np.concatenate([doc[first[star]], doc[left]])
-    doc_b = np.concatenate([doc[star], doc[right]])
-    exact = np.concatenate([band[star] == EXACT_BAND, np.zeros(len(left), dtype=bool)])
-    # one row per pair, sorted; exact where any of its buckets is the exact hash's
+    from pipeline.dedup.kernels import bucket_pairs  # numba: imported by the processes that pair
+
+    doc_a, doc_b, exact = bucket_pairs(band, key, doc, ALL_PAIRS_BUCKET, EXACT_BAND)
     order = np.lexsort((doc_b, doc_a))
-    doc_a, doc_b, exact = doc_a[order], doc_b[order], exact[order]
-    new = np.ones(len(doc_a), dtype=bool)
-    new[1:] = (doc_a[1:] != doc_a[:-1]) | (doc_b[1:] != doc_b[:-1])
-    runs = np.flatnonzero(new)
-    exact = np.logical_or.reduceat(exact, runs) if len(runs) else exact
     return pl.DataFrame(
-        {"doc_a": doc_a[runs], "doc_b": doc_b[runs], "exact": exact},
+        {"doc_a": doc_a[order], "doc_b": doc_b[order], "exact": exact[order]},
         schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "exact": pl.Boolean},
     )
