@@ -54,11 +54,15 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.dedup.lsh import (
+    SET_TYPE,
     SHARD_BITS,
     SHARD_KEY,
     read_params,
+    read_sets,
     row_of,
     set_arrays,
+    set_column,
+    sets_path,
     shard_of,
 )
 from pipeline.formats.step import Step, StepResult, removed_frame
@@ -126,6 +130,24 @@ class ShingleLookup:
             rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
             self._files[shard] = (path, np.concatenate([[0], np.cumsum(rows, dtype=np.int64)]))
         self.columns = parquet_file(next(iter(self._files.values()))[0]).schema_arrow.names if self._files else []
+        # The shingle sets come from the sets files beside the signature files (pipeline.dedup.lsh)
+        self._set_offsets: dict[int, np.ndarray] = {}
+        if self.params and self.params.get("near") and "shingles" in self.columns:
+            self.columns = [*self.columns, "shingle_set"]
+
+    def _sets(self, shard: int, rows: np.ndarray) -> pa.LargeBinaryArray:
+        """The shingle sets of rows ``rows`` (sorted) of shard ``shard``, from its sets file: each
+        set's start in the file from the ``shingles`` column, read once per shard."""
+        path, _ = self._files[shard]
+        if shard not in self._set_offsets:
+            opened = parquet_file(path)
+            sizes = opened.read(columns=["shingles"]).column("shingles").to_numpy()
+            self.bytes_read += parquet_bytes(opened.metadata, ["shingles"])
+            self._set_offsets[shard] = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        offsets = self._set_offsets[shard]
+        values, set_offsets = read_sets(sets_path(path), offsets[rows], offsets[rows + 1])
+        self.bytes_read += values.nbytes
+        return set_column(values, set_offsets)
 
     def rows(self, docs: np.ndarray, columns: Sequence[str]) -> pa.Table:
         """The rows of ``docs`` (any order, repeats allowed) as a table sorted by ``doc``, one row
@@ -144,24 +166,31 @@ class ShingleLookup:
             rows = row_of(docs[shards == shard])
             if rows.max() >= group_starts[-1]:
                 raise KeyError(f"shard {int(shard)} has {group_starts[-1]} documents; row {int(rows.max())} asked")
-            groups = np.searchsorted(group_starts, rows, side="right") - 1
-            needed = np.unique(groups)
-            opened = parquet_file(path)
-            table = opened.read_row_groups(needed.tolist(), columns=columns)
-            self.bytes_read += parquet_bytes(opened.metadata, columns, needed.tolist())
-            read_sizes = group_starts[needed + 1] - group_starts[needed]
-            read_starts = np.concatenate([[0], np.cumsum(read_sizes)])[:-1]
-            positions = read_starts[np.searchsorted(needed, groups)] + rows - group_starts[groups]
-            pieces.append(table.take(pa.array(positions)))
-            del table  # the whole row groups read: handed back to the system before the next shard's
-            pa.default_memory_pool().release_unused()
+            stored = [c for c in columns if c != "shingle_set"]
+            if stored == ["doc"]:  # the document numbers are those asked
+                piece = pa.table({"doc": pa.array(docs[shards == shard], pa.int64())})
+            else:
+                groups = np.searchsorted(group_starts, rows, side="right") - 1
+                needed = np.unique(groups)
+                opened = parquet_file(path)
+                table = opened.read_row_groups(needed.tolist(), columns=stored)
+                self.bytes_read += parquet_bytes(opened.metadata, stored, needed.tolist())
+                read_sizes = group_starts[needed + 1] - group_starts[needed]
+                read_starts = np.concatenate([[0], np.cumsum(read_sizes)])[:-1]
+                positions = read_starts[np.searchsorted(needed, groups)] + rows - group_starts[groups]
+                piece = table.take(pa.array(positions))
+                del table  # the whole row groups read: handed back to the system before the next shard's
+                pa.default_memory_pool().release_unused()
+            if "shingle_set" in columns:
+                piece = piece.append_column(pa.field("shingle_set", SET_TYPE, nullable=False), self._sets(shard, rows))
+            pieces.append(piece.select(columns))
         if not pieces:
             schema = parquet_file(next(iter(self._files.values()))[0]).schema_arrow if self._files else None
-            return (
-                schema.empty_table().select(columns)
-                if schema is not None
-                else pa.table({"doc": pa.array([], pa.int64())})
-            )
+            if schema is None:
+                return pa.table({"doc": pa.array([], pa.int64())})
+            if "shingle_set" in columns:
+                schema = schema.append(pa.field("shingle_set", SET_TYPE, nullable=False))
+            return schema.empty_table().select(columns)
         return pa.concat_tables(pieces)
 
 

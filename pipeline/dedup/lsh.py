@@ -9,13 +9,11 @@ and memory is bounded by a shard or a partition, never the corpus::
            (a block of shards' band keys, one file per partition)
     candidate_pairs(bands/part-0003)      (reads every file of partition 3)
 
-Signature file (one per document shard, zstd Parquet but for the shingle sets, which are stored
-plain (:data:`SIGNATURE_COMPRESSION`), row groups of ``ROW_GROUP_ROWS`` rows,
-rows in the shard's order; key-value metadata ``dedup.params`` (JSON) and ``dedup.shard``; about
-3.3 KB per 2.2 KB news article (``benchmarks/dedup_stage.py``), nearly all of it the shingle set
-of 64-bit hashes (1.7 KB when it held the 32-bit ones, which verification must not trust, see
-``pipeline.dedup.clusters``); made at 12,000 to 15,000 such documents a second on one core,
-Parquet reading and writing included):
+Signature file (one per document shard, zstd Parquet, row groups of ``ROW_GROUP_ROWS`` rows,
+rows in the shard's order; key-value metadata ``dedup.params`` (JSON) and ``dedup.shard``; with
+its sets file about 3.3 KB per 2.2 KB news article (``benchmarks/dedup_stage.py``), nearly all
+of it the shingle set of 64-bit hashes (1.7 KB when it held the 32-bit ones, which verification
+must not trust, see ``pipeline.dedup.clusters``)):
 
     doc          int64    document number: shard << 32 | row in the shard (its global order)
     id           string   the document's id
@@ -25,9 +23,12 @@ Parquet reading and writing included):
     score        float64  the ``params.score_column`` value, only when one is named
     shingles     int32    distinct shingles                               } only when
     band_keys    fixed_size_list<uint64>[bands]                            } params.near
-    shingle_set  large_binary: the distinct shingle hashes, sorted, as     }
-                 little-endian uint64 bytes (:func:`set_column`, :func:`set_arrays`)
     signature    fixed_size_list<uint32 | uint64>[num_perm], only with params.keep_signature
+
+With params.near, the shingle sets in a file beside it (:data:`SETS_SUFFIX`, :func:`read_sets`):
+each document's distinct shingle hashes, sorted, little-endian uint64, in row order, stored plain
+(:data:`SIGNATURE_COMPRESSION`). In memory (:func:`signature_batch`) and between the routed hops
+a set is one ``large_binary`` value (:func:`set_column`, :func:`set_arrays`).
 
 Band-key partition file (``<out_dir>/part-<p:04d>/<signature file name>``), band by band, each
 band's documents in order, not sorted by key (:data:`BAND_KEYS_WRITER`); a key lands in partition
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +62,7 @@ from pipeline.dedup.minhash import (
     signature_hashes,
 )
 from pipeline.dedup.normalize import combine_word_hashes, words
-from pipeline.io.storage import as_path, is_path, parquet_file, parquet_files, read_table
+from pipeline.io.storage import as_path, is_local, is_path, parquet_file, parquet_files, read_table
 from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink
 
 EXACT_BAND = -1
@@ -104,8 +106,38 @@ PAIRS_SCHEMA = pa.schema(  # candidate pairs routed by group of shards (pipeline
 # against 0.0249 CPU s (list, zstd) and reading the sets 0.0032 against 0.0081.
 SET_TYPE = pa.large_binary()
 # zstd saved a fifth of the sets' bytes (sorted hashes share their top bits) at 2.5 times the
-# writing time; every other column is compressed.
+# writing time: the sets files and the sets the routed hops forward are stored plain.
 SIGNATURE_COMPRESSION = {"shingle_set": "none"}
+# Beside each signature file, its shingle sets: every document's sorted distinct uint64 hashes,
+# little-endian, one after the other in row order (set k starts at the sum of the ``shingles``
+# column before row k). A hop needs the sets of a quarter of a group's documents (verification) or
+# a fifteenth (similarity), spread over every row group: from a Parquet column it read them all.
+SETS_SUFFIX = ".sets"
+
+
+def sets_path(signature_path: Path) -> Path:
+    """The shingle sets file of a signature file."""
+    return as_path(signature_path).with_suffix(SETS_SUFFIX)
+
+
+def read_sets(path: Path, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, offsets)`` of the sets at hash positions ``[starts[i], stops[i])`` of a sets file
+    (:data:`SETS_SUFFIX`): only their bytes read where the file is local (memory-mapped, the pages
+    touched handed back on return), the whole file from a remote store."""
+    lengths = np.asarray(stops, np.int64) - np.asarray(starts, np.int64)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if not offsets[-1]:
+        return np.zeros(0, np.uint64), offsets
+    positions = np.repeat(np.asarray(starts, np.int64) - offsets[:-1], lengths) + np.arange(offsets[-1])
+    path = as_path(path)
+    if is_local(path):
+        mapped = np.memmap(path, dtype="<u8", mode="r")
+        values = np.asarray(mapped[positions], np.uint64)
+        del mapped
+    else:
+        values = np.frombuffer(path.read_bytes(), "<u8")[positions].astype(np.uint64)
+    return values, offsets
 
 
 def set_column(values: np.ndarray, offsets: np.ndarray) -> pa.LargeBinaryArray:
@@ -165,7 +197,6 @@ def signature_schema(params: MinHashParams) -> pa.Schema:
         fields += [
             pa.field("shingles", pa.int32(), nullable=False),
             pa.field("band_keys", pa.list_(pa.uint64(), bands), nullable=False),
-            pa.field("shingle_set", SET_TYPE, nullable=False),
         ]
         if params.keep_signature:
             value = pa.uint32() if params.scheme == "affine32" else pa.uint64()
@@ -248,11 +279,12 @@ def signatures_for_shard(docs_shard_path: Path, out_path: Path, params: MinHashP
     schema = schema.with_metadata(metadata)
     counts = {"docs": 0, "docs_without_words": 0, "shingles": 0}
     row = 0
-    with atomic_sink(out_path) as sink:
-        # The document numbers delta-encoded (consecutive integers). The shingle sets stay plain:
-        # 64-bit hashes of a set are far apart, so delta encoding made a shard's file 7% larger
-        # under zstd and 50% slower to write (a 25,000-document demo shard: 24.6 vs 22.9 MB).
-        # A column_encoding entry named "shingle_set" (before) did not reach that nested column.
+    with ExitStack() as files:
+        sink = files.enter_context(atomic_sink(out_path))  # entered first: renamed after the sets file
+        if params.near:
+            target = files.enter_context(atomic_sink(sets_path(out_path)))
+            sets = files.enter_context(open(target, "wb")) if isinstance(target, Path) else target
+        # The document numbers delta-encoded (consecutive integers).
         encoding = {"doc": "DELTA_BINARY_PACKED"}
         compression = {name: SIGNATURE_COMPRESSION.get(name, PARQUET_COMPRESSION) for name in schema.names}
         with pq.ParquetWriter(
@@ -272,7 +304,7 @@ def signatures_for_shard(docs_shard_path: Path, out_path: Path, params: MinHashP
                 if params.near:
                     arrays["shingles"] = pa.array(cols["shingles"], pa.int32())
                     arrays["band_keys"] = _fixed_list(cols["band_keys"], pa.uint64())
-                    arrays["shingle_set"] = cols["shingle_set"]
+                    sets.write(memoryview(set_arrays(cols["shingle_set"])[0]))
                     if params.keep_signature:
                         arrays["signature"] = _fixed_list(cols["signature"], schema.field("signature").type.value_type)
                     counts["shingles"] += int(cols["shingles"].sum())

@@ -605,16 +605,19 @@ def test_signature_file_layout_and_lookup(tmp_path):
         "score",
         "shingles",
         "band_keys",
-        "shingle_set",
         "signature",
     ]
     assert table.schema.field("band_keys").type == pa.list_(pa.uint64(), bands)
     assert table.column("doc").to_pylist()[:2] == [3 << 32, (3 << 32) + 1]
     assert table.column("id").to_pylist() == [d[0] for d in docs]
-    values, set_offsets = lsh_module.set_arrays(table.column("shingle_set"))
+    # the sets file beside it: each row's set in row order, as many hashes as its shingles
+    values = np.fromfile(lsh_module.sets_path(out), "<u8")
+    set_offsets = np.concatenate([[0], np.cumsum(table.column("shingles").to_numpy())])
+    assert set_offsets[-1] == len(values)
     sets = [values[set_offsets[d] : set_offsets[d + 1]].tolist() for d in range(table.num_rows)]
     assert all(s == sorted(set(s)) for s in sets) and sum(map(len, sets)) > 0
-    assert table.column("shingles").to_pylist() == [len(s) for s in sets]
+    in_memory = lsh_module.signature_batch(pa.array([d[1] for d in docs], pa.large_string()), params)
+    assert in_memory["shingle_set"].equals(lsh_module.set_column(values, set_offsets))
     texts = [d[1] for d in docs]
     assert table.column("exact_hash").to_numpy().tolist() == exact_hash(texts).tolist()
     signature = np.array(table.column("signature").to_pylist(), dtype=np.uint32)
@@ -623,6 +626,9 @@ def test_signature_file_layout_and_lookup(tmp_path):
     wanted = np.array([(3 << 32) + 7, (3 << 32) + 2, (3 << 32) + 7])
     rows_read = lookup.rows(wanted, ["id", "shingle_set"])
     assert rows_read.column("id").to_pylist() == [docs[2][0], docs[7][0]]
+    read_values, read_offsets = lsh_module.set_arrays(rows_read.column("shingle_set"))
+    assert [read_values[read_offsets[i] : read_offsets[i + 1]].tolist() for i in range(2)] == [sets[2], sets[7]]
+    assert lookup.rows(wanted, ["shingle_set"]).column("doc").to_pylist() == [(3 << 32) + 2, (3 << 32) + 7]
     with pytest.raises(ValueError, match="score_column"):
         signatures_for_shard(path, tmp_path / "x.parquet", MinHashParams(score_column="missing"), shard=0)
 
