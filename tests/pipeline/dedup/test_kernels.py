@@ -76,3 +76,70 @@ def test_band_keys_and_exact_hashes_equal_the_plain_reading_with_python_integers
         mine = hashes[offsets[d] : offsets[d + 1]].tolist()
         total = sum(h * multipliers[i] for i, h in enumerate(mine))
         assert int(combined[d]) == fmix(total + len(mine) * golden)
+
+
+def plain_bucket_pairs(band, key, doc, all_pairs: int, exact_band: int) -> dict[tuple[int, int], bool]:
+    """kernels.bucket_pairs read plainly: buckets by (band, key) in a dict, a star on the smallest
+    document for the exact band and large buckets, every pair of the others; exact ORed."""
+    buckets: dict[tuple[int, int], list[int]] = {}
+    for b, k, d in zip(band.tolist(), key.tolist(), doc.tolist()):
+        buckets.setdefault((b, k), []).append(d)
+    pairs: dict[tuple[int, int], bool] = {}
+    for (b, _), docs in buckets.items():
+        if b == exact_band or len(docs) > all_pairs:
+            found = [(min(docs), d) for d in docs if d != min(docs)]
+        else:
+            found = [(min(x, y), max(x, y)) for i, x in enumerate(docs) for y in docs[i + 1 :] if x != y]
+        for pair in found:
+            pairs[pair] = pairs.get(pair, False) or b == exact_band
+    return pairs
+
+
+# Run in a fresh interpreter: bucket_pairs on fixed rows, with whether its loops were compiled or
+# loaded from numba's cache on disk.
+CACHE_PROBE = """
+import json
+import numpy as np
+from pipeline.dedup import kernels
+rng = np.random.default_rng(5)
+band = rng.integers(-1, 4, 3000).astype(np.int16)
+key = rng.integers(0, 300, 3000).astype(np.uint64)
+doc = rng.permutation(10_000)[:3000].astype(np.int64)
+a, b, exact = kernels.bucket_pairs(band, key, doc, 8, -1)
+loops = [kernels._group_buckets, kernels._bucket_pairs, kernels._distinct_pairs]
+print(json.dumps({"pairs": sorted(zip(a.tolist(), b.tolist(), exact.tolist())),
+                  "hits": sum(sum(f.stats.cache_hits.values()) for f in loops),
+                  "misses": sum(sum(f.stats.cache_misses.values()) for f in loops)}))
+"""
+
+
+def test_a_fresh_process_loads_the_compiled_loops_from_the_cache_and_they_stay_right(tmp_path):
+    """The loops are cached on disk (cache=True; NUMBA_CACHE_DIR here, as for a read-only install):
+    the first process compiles and writes them, the next loads them without compiling, and both
+    give the pairs of the plain reading."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    root = Path(__file__).resolve().parents[3]
+    first, second = (
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", CACHE_PROBE], env=env, cwd=root, capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(2)
+    )
+    assert (first["misses"], first["hits"]) == (3, 0)  # compiled, and written to the cache
+    assert (second["misses"], second["hits"]) == (0, 3)  # loaded from it
+    assert any((tmp_path / "numba").rglob("*.nbc"))
+    rng = np.random.default_rng(5)
+    band = rng.integers(-1, 4, 3000).astype(np.int16)
+    key = rng.integers(0, 300, 3000).astype(np.uint64)
+    doc = rng.permutation(10_000)[:3000].astype(np.int64)
+    expected = sorted((a, b, exact) for (a, b), exact in plain_bucket_pairs(band, key, doc, 8, -1).items())
+    assert len(expected) > 100 and any(exact for *_, exact in expected)
+    assert [tuple(p) for p in first["pairs"]] == [tuple(p) for p in second["pairs"]] == expected
