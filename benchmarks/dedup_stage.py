@@ -52,10 +52,14 @@ included) over the timed part; docs/s per core is documents over CPU seconds.
   dedup.partitions (one per million band rows up to it), candidate pairs, exact-Jaccard
   verification, components, keep rule "first"): the clusters table. Then, timed apart, the
   stage's last step: :func:`pipeline.dedup.clusters.dedup_step` over each shard, the kept
-  documents and the removed rows written as Parquet. Best of :data:`OUR_REPEATS` runs. Then the
-  same in processes that first ran the stage, untimed, on :data:`WARM_UP_DOCS` documents
-  (``ours-warm``): what a document costs once numba's compiled loops are loaded, which a process
-  does once (``ours_warm_cpu_s``, ``warm_speed_ratio_vs_rensa``; the headline keeps the cold run).
+  documents and the removed rows written as the stage's unit writes them (Arrow, zstd). Cold: a
+  fresh process, so numba's import (about 0.35 CPU s) and the loading of its compiled loops from
+  its cache on disk are in it (the first run after a change to the loops compiles them; the best
+  of :data:`OUR_REPEATS` runs leaves that out). Warm (``ours-warm``): a process that first ran the
+  stage, untimed, on :data:`WARM_UP_DOCS` documents: what a document costs once a process has
+  loaded the loops, which it does once. Cold and warm runs alternate, :data:`OUR_REPEATS` each,
+  then :data:`OUR_REPEATS` more warm ones alternate with warm runs on the 200,000 documents of the
+  memory runs (below); the best of each, every run's figure in the JSON (``..._runs``).
 * datasketch: ``MinHash.bulk(shingles, num_perm=128, seed=1)`` over the same shingles (our
   words, five by five, joined by spaces, UTF-8; built before the clock starts), then
   ``MinHashLSH(threshold=0.8, num_perm=128)``: insert every document, query every document, and
@@ -76,12 +80,19 @@ included) over the timed part; docs/s per core is documents over CPU seconds.
   out). Each stage is a ``LocalPipelineExecutor`` with one worker: one task, except the buckets
   stage, which needs one task per bucket (14 tasks, run one after another in the same process).
   Its clusters are read back from the cluster ids its filter stage writes into each document's
-  metadata (-1: in no cluster).
+  metadata (-1: in no cluster). Its modules are imported before the clock starts. On the
+  21,510 documents it runs twice in one process, each into a fresh folder: cold (the first use of
+  spaCy's tokenizer and of its stages) and warm (the second run). On the 200,000 documents of
+  the memory runs, once, after an untimed run over their first :data:`WARM_UP_DOCS` documents,
+  as ours-warm.
 
-Headlines: ``speed_ratio_vs_datasketch`` and ``speed_ratio_vs_rensa`` (ours, the clusters table,
-against each one's signatures + LSH + components) and ``speed_ratio_vs_datatrove`` (ours, clusters table and the
-filtering step, against datatrove's four stages); ``clusters_speed_ratio_vs_datatrove`` compares
-the clusters only (ours against datatrove's first three stages).
+Headlines: ``warm_speed_ratio_vs_datatrove`` (both warm: ours, clusters table and filtering
+step, against datatrove's four stages, on the 21,510 documents) and
+``speed_ratio_200k_vs_datatrove_200k`` (the same, both warm, on the 200,000 documents);
+``speed_ratio_vs_datatrove`` is the cold one (fresh processes on both sides),
+``clusters_speed_ratio_vs_datatrove`` compares the clusters only (ours against datatrove's first
+three stages), ``speed_ratio_vs_datasketch`` and ``speed_ratio_vs_rensa`` ours cold (the clusters
+table) against each one's signatures + LSH + components; accuracy: ``ours_f1``.
 
 **Where the errors come from.** For each side: recall of the true pairs (similar at or above
 the threshold themselves, not only through their cluster) by similarity; the method's own
@@ -99,7 +110,8 @@ RSS of the subprocess (``VmHWM``), its RSS after imports, and each step's own pe
 started over, ``/proc/self/clear_refs``, as each step function is called). The larger corpora
 repeat the documents with every word of repeat r suffixed by a tag of its own (``"word" ->
 "wordzqb"``), so each repeat has the structure of duplicates of the first one and no similarity
-to the others.
+to the others (and longer words: a document costs more than one of the 21,510 on both sides).
+These runs are cold; the speed at 200,000 comes from the warm runs above.
 
 The last line printed is one JSON object; a readable table comes before it.
 
@@ -110,6 +122,7 @@ Usage::
     python benchmarks/dedup_stage.py ours WORK_DIR SHARD [SHARD ...]   # one timed run of ours
     python benchmarks/dedup_stage.py ours-steps WORK_DIR SHARD [...]   # the same, with step peaks
     python benchmarks/dedup_stage.py ours-warm WORK_DIR SHARD [...]    # the same, after a warm-up
+    python benchmarks/dedup_stage.py tiny                              # ours on 1,500 documents (the test)
     python benchmarks/dedup_stage.py datasketch OUT_DIR SHARD [SHARD ...]
 """
 
@@ -191,8 +204,9 @@ PEER_PACKAGES = [
 PEER_MODULES = ["datatrove.pipeline.dedup.minhash", "datatrove.pipeline.readers", "spacy", "regex", "pyarrow"]
 SIMILARITY_BINS = (0.0, 0.5, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
 
-# Run by datatrove's interpreter: argv = [documents folder, output folder, documents limit];
-# prints one JSON line with the CPU and wall seconds of each stage.
+# Run by datatrove's interpreter: argv = [documents folder, output folder, documents limit, mode
+# ("cold", "twice" or "warm-up", below), warm-up documents]; prints one JSON line with the CPU and
+# wall seconds of each stage, cold and warm where measured.
 PEER_SCRIPT = r"""
 import json, os, re, resource, sys, time
 from importlib.metadata import version
@@ -206,7 +220,7 @@ from datatrove.pipeline.writers import ParquetWriter
 from datatrove.utils.hashing import HashConfig
 from datatrove.utils.typeshelper import Languages
 
-docs, out, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+docs, out, limit, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 config = MinhashConfig(hash_config=HashConfig(precision=64, hash_fc="sha1"))  # FineWeb's
 
 
@@ -218,14 +232,16 @@ def writer(folder):
     return ParquetWriter(folder, compression="zstd", use_content_defined_chunking=False, write_page_index=False)
 
 
-stages = [
-    ("signatures", [reader(), MinhashDedupSignature(f"{out}/signatures", config=config,
-                                                    language=Languages.english)], 1),
-    ("buckets", [MinhashDedupBuckets(f"{out}/signatures", f"{out}/buckets", config=config)], config.num_buckets),
-    ("cluster", [MinhashDedupCluster(f"{out}/buckets", f"{out}/remove_ids", config=config, save_cluster_id=True)], 1),
-    ("filter", [reader(), MinhashDedupFilter(f"{out}/remove_ids", exclusion_writer=writer(f"{out}/removed"),
-                                             load_cluster_ids=True), writer(f"{out}/kept")], 1),
-]
+def stages():
+    return [
+        ("signatures", [reader(), MinhashDedupSignature(f"{out}/signatures", config=config,
+                                                        language=Languages.english)], 1),
+        ("buckets", [MinhashDedupBuckets(f"{out}/signatures", f"{out}/buckets", config=config)], config.num_buckets),
+        ("cluster", [MinhashDedupCluster(f"{out}/buckets", f"{out}/remove_ids", config=config,
+                                         save_cluster_id=True)], 1),
+        ("filter", [reader(), MinhashDedupFilter(f"{out}/remove_ids", exclusion_writer=writer(f"{out}/removed"),
+                                                 load_cluster_ids=True), writer(f"{out}/kept")], 1),
+    ]
 
 
 def cpu():
@@ -233,14 +249,25 @@ def cpu():
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-report = {"version": version("datatrove"), "cpu_s": {}, "wall_s": {}, "buckets": config.num_buckets,
-          "hashes_per_bucket": config.hashes_per_bucket, "n_grams": config.n_grams}
-for name, pipeline, tasks in stages:
-    executor = LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=1, logging_dir=f"{out}/logs/{name}",
-                                     skip_completed=False)
-    c, w = cpu(), time.perf_counter()
-    executor.run()
-    report["cpu_s"][name], report["wall_s"][name] = cpu() - c, time.perf_counter() - w
+report = {"version": version("datatrove"), "cpu_s": {}, "wall_s": {}, "warm_cpu_s": {}, "warm_wall_s": {},
+          "buckets": config.num_buckets, "hashes_per_bucket": config.hashes_per_bucket, "n_grams": config.n_grams}
+# "twice": two runs over all the documents, each into a fresh folder: the first pays the first use of
+# spaCy's tokenizer and datatrove's modules (cold), the second runs in a process that has done all
+# that (warm). "warm-up": an untimed run over the first WARM_UP documents, then the timed (warm) one.
+runs = {
+    "cold": [(out, "cpu_s", "wall_s", limit)],
+    "twice": [(out, "cpu_s", "wall_s", limit), (f"{out}-warm", "warm_cpu_s", "warm_wall_s", limit)],
+    "warm-up": [(f"{out}-warm-up", None, None, int(sys.argv[5])), (out, "warm_cpu_s", "warm_wall_s", limit)],
+}[mode]
+for folder, cpu_key, wall_key, limit in runs:
+    out = folder
+    for name, pipeline, tasks in stages():
+        executor = LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=1, logging_dir=f"{out}/logs/{name}",
+                                         skip_completed=False)
+        c, w = cpu(), time.perf_counter()
+        executor.run()
+        if cpu_key:
+            report[cpu_key][name], report[wall_key][name] = cpu() - c, time.perf_counter() - w
 report["peak_rss_mib"] = int(re.search(r"VmHWM:\s+(\d+) kB", open("/proc/self/status").read()).group(1)) / 1024
 print(json.dumps(report))
 """
@@ -635,6 +662,9 @@ def run_ours(work_dir: Path, shards: list[Path], steps: bool = False, warm: bool
     ``warm``, the process first runs the stage on a few documents (:func:`warm_up`), untimed."""
     from pipeline.dedup.clusters import dedup_step
     from pipeline.dedup.minhash import MinHashParams
+    from pipeline.formats.documents import REMOVED_SCHEMA
+    from pipeline.formats.step import docs_table
+    from pipeline.io.writer import write_parquet
     from pipeline.stages.dedup import find_duplicates
     from pipeline.stages.units import in_process
 
@@ -660,10 +690,9 @@ def run_ours(work_dir: Path, shards: list[Path], steps: bool = False, warm: bool
     for shard, path in enumerate(shards):
         step = dedup_step(clusters, params.threshold, shard=shard)
         result = step(pl.read_parquet(path))
-        (work_dir / "kept").mkdir(parents=True, exist_ok=True)
-        (work_dir / "removed").mkdir(parents=True, exist_ok=True)
-        result.kept.write_parquet(work_dir / "kept" / path.name, compression="zstd")
-        result.removed.write_parquet(work_dir / "removed" / path.name, compression="zstd")
+        # written as the stage's unit writes them (pipeline.stages.shard.shard_unit): Arrow, zstd
+        write_parquet(docs_table(result.kept), work_dir / "kept" / path.name)
+        write_parquet(result.removed.to_arrow().cast(REMOVED_SCHEMA), work_dir / "removed" / path.name)
         kept += result.kept.height
         removed += result.removed.height
     cpu_apply, wall_apply = cpu_seconds() - c, time.perf_counter() - w
@@ -747,18 +776,23 @@ def run_datasketch(out_dir: Path, shards: list[Path]) -> None:
     )
 
 
-def datatrove_side(shards: list[Path], out_dir: Path, limit: int | None) -> dict:
-    """datatrove's four stages over the shards' folder; returns its report, its clusters (a label
-    per document, read order) and its duplicate pairs."""
+def datatrove_run(shards: list[Path], out_dir: Path, limit: int | None, mode: str) -> dict:
+    """datatrove's four stages over the shards' folder in its own process (``mode``: "twice", a
+    cold and a warm run over the documents; "warm-up", a timed run after an untimed one over
+    :data:`WARM_UP_DOCS` documents); its report."""
     python = peer_python("datatrove-minhash", PEER_PACKAGES, PEER_MODULES)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    done = subprocess.run(
-        [python, "-c", PEER_SCRIPT, str(shards[0].parent), str(out_dir), str(limit or -1)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    report = last_json(done, "datatrove")
+    for folder in (out_dir, f"{out_dir}-warm", f"{out_dir}-warm-up"):
+        shutil.rmtree(folder, ignore_errors=True)
+    command = [python, "-c", PEER_SCRIPT, str(shards[0].parent), str(out_dir), str(limit or -1), mode]
+    done = subprocess.run([*command, str(WARM_UP_DOCS)], capture_output=True, text=True, cwd=ROOT)
+    return last_json(done, "datatrove")
+
+
+def datatrove_side(shards: list[Path], out_dir: Path, limit: int | None) -> dict:
+    """datatrove's four stages over the shards' folder, twice in one process (cold, then warm: the
+    second run's CPU seconds in ``warm_cpu_s``); returns its report, its clusters (a label per
+    document, read order, from the first run) and its duplicate pairs."""
+    report = datatrove_run(shards, out_dir, limit, "twice")
     kept = pq.read_table(sorted((out_dir / "kept").glob("*.parquet")), columns=["id", "metadata"])
     removed_files = sorted((out_dir / "removed").glob("*.parquet"))
     removed = pq.read_table(removed_files, columns=["id", "metadata"]) if removed_files else None
@@ -1108,25 +1142,23 @@ def peers_benchmark() -> None:
 
     # ours, best of OUR_REPEATS
     work = CACHE / "work"
-    ours_runs = []
+    # Cold (a fresh process: numba's import and the loading of its cached loops included) and warm
+    # (after the process ran the stage on a few documents, untimed: what a document costs once a
+    # process has loaded the compiled loops), alternating, OUR_REPEATS each; the best of each.
+    ours_runs, warm_runs = [], []
     for attempt in range(OUR_REPEATS):
         ours_runs.append(subprocess_side("ours", work / "ours", shards))
+        warm_runs.append(subprocess_side("ours-warm", work / "ours-warm", shards))
         print(
-            f"ours run {attempt + 1}: {ours_runs[-1]['cpu_s']:.2f} CPU s (+{ours_runs[-1]['apply_cpu_s']:.2f} "
-            f"filtering), peak RSS {ours_runs[-1]['peak_rss_mib']:.0f} MiB",
+            f"ours run {attempt + 1}: cold {ours_runs[-1]['cpu_s']:.2f} CPU s (+{ours_runs[-1]['apply_cpu_s']:.2f} "
+            f"filtering), peak RSS {ours_runs[-1]['peak_rss_mib']:.0f} MiB; warm {warm_runs[-1]['cpu_s']:.2f} "
+            f"(+{warm_runs[-1]['apply_cpu_s']:.2f}) after a warm-up of {WARM_UP_DOCS} documents "
+            f"({warm_runs[-1]['warm_up_cpu_s']:.2f} CPU s)",
             file=sys.stderr,
         )
     ours = min(ours_runs, key=lambda r: r["cpu_s"])
     ours["apply_cpu_s"] = min(r["apply_cpu_s"] for r in ours_runs)
-    # the same, after the process ran the stage on a few documents: what a document costs once a
-    # process has loaded the compiled loops (best of OUR_REPEATS)
-    warm_runs = [subprocess_side("ours-warm", work / "ours-warm", shards) for _ in range(OUR_REPEATS)]
-    ours_warm = min(warm_runs, key=lambda r: r["cpu_s"])
-    print(
-        f"ours after a warm-up of {WARM_UP_DOCS} documents ({ours_warm['warm_up_cpu_s']:.2f} CPU s): "
-        f"{ours_warm['cpu_s']:.2f} CPU s (+{ours_warm['apply_cpu_s']:.2f} filtering)",
-        file=sys.stderr,
-    )
+    ours_warm = min(warm_runs, key=lambda r: r["cpu_s"] + r["apply_cpu_s"])
     clusters = pl.read_parquet(work / "ours" / "stage" / "clusters.parquet")
     members = np.array([index[i] for i in clusters["id"].to_list()], np.int64)
     ours_labels = labels_from_members(n, members, clusters["cluster"].to_numpy())
@@ -1217,6 +1249,29 @@ def peers_benchmark() -> None:
             file=sys.stderr,
         )
 
+    # Speed at 200k, warm as above, clusters table and filtering step, alternating with the 21,510
+    # documents' warm run so that both meet the same load; best of OUR_REPEATS each.
+    largest = max(MEMORY_SIZES)
+    scaled = scaled_shards(shards, largest)
+    scaled_runs = []
+    for _ in range(OUR_REPEATS):
+        scaled_runs.append(subprocess_side("ours-warm", work / f"ours-warm-{largest}", scaled))
+        warm_runs.append(subprocess_side("ours-warm", work / "ours-warm", shards))
+        print(
+            f"ours at {largest}, warm: {scaled_runs[-1]['cpu_s']:.2f} CPU s (+{scaled_runs[-1]['apply_cpu_s']:.2f} "
+            f"filtering); at {n}: {warm_runs[-1]['cpu_s']:.2f} (+{warm_runs[-1]['apply_cpu_s']:.2f})",
+            file=sys.stderr,
+        )
+    shutil.rmtree(work / f"ours-warm-{largest}", ignore_errors=True)
+    scaled_best = min(scaled_runs, key=lambda r: r["cpu_s"] + r["apply_cpu_s"])
+    # datatrove on the same documents, after a warm-up of WARM_UP_DOCS documents as ours (once: it
+    # takes minutes)
+    print(f"datatrove at {largest} ...", file=sys.stderr)
+    trove_scaled = datatrove_run(scaled, work / f"datatrove-{largest}", None, "warm-up")
+    for folder in (work / f"datatrove-{largest}", work / f"datatrove-{largest}-warm-up"):
+        shutil.rmtree(folder, ignore_errors=True)
+    ours_warm = min(warm_runs, key=lambda r: r["cpu_s"] + r["apply_cpu_s"])
+
     # Report
     ours_rate = n / ours["cpu_s"]
     ours_full_rate = n / (ours["cpu_s"] + ours["apply_cpu_s"])
@@ -1224,6 +1279,13 @@ def peers_benchmark() -> None:
     rensa_rate = rensa["report"]["docs"] / rensa["report"]["cpu_s"]
     trove_rate = trove_docs / trove_cpu
     trove_clusters_rate = trove_docs / trove_cpu_clusters
+    trove_warm_cpu = sum(trove["report"]["warm_cpu_s"].values())
+    trove_warm_rate = trove_docs / trove_warm_cpu
+    ours_warm_full = ours_warm["cpu_s"] + ours_warm["apply_cpu_s"]
+    scaled_full = scaled_best["cpu_s"] + scaled_best["apply_cpu_s"]
+    scaled_rate = scaled_best["docs"] / scaled_full
+    trove_scaled_cpu = sum(trove_scaled["warm_cpu_s"].values())
+    trove_scaled_rate = scaled_best["docs"] / trove_scaled_cpu
     rows_out = [
         (
             "ours (clusters table)",
@@ -1251,6 +1313,24 @@ def peers_benchmark() -> None:
             n / ours_warm["cpu_s"],
             ours_warm["peak_rss_clusters_mib"],
             ours_scores,
+        ),
+        (
+            "ours + filtering, warm",
+            n,
+            ours_warm_full,
+            ours_warm["wall_s"] + ours_warm["apply_wall_s"],
+            n / ours_warm_full,
+            ours_warm["peak_rss_mib"],
+            ours_scores,
+        ),
+        (
+            f"ours + filtering, {largest // 1000}k warm",
+            scaled_best["docs"],
+            scaled_full,
+            scaled_best["wall_s"] + scaled_best["apply_wall_s"],
+            scaled_best["docs"] / scaled_full,
+            scaled_best["peak_rss_mib"],
+            None,
         ),
         (
             "datasketch bulk+LSH",
@@ -1288,6 +1368,24 @@ def peers_benchmark() -> None:
             trove["report"]["peak_rss_mib"],
             trove_scores,
         ),
+        (
+            "datatrove 1-4, warm",
+            trove_docs,
+            trove_warm_cpu,
+            sum(trove["report"]["warm_wall_s"].values()),
+            trove_warm_rate,
+            trove["report"]["peak_rss_mib"],
+            trove_scores,
+        ),
+        (
+            f"datatrove 1-4, {largest // 1000}k warm",
+            scaled_best["docs"],
+            trove_scaled_cpu,
+            sum(trove_scaled["warm_wall_s"].values()),
+            trove_scaled_rate,
+            trove_scaled["peak_rss_mib"],
+            None,
+        ),
     ]
     print()
     print(
@@ -1295,10 +1393,17 @@ def peers_benchmark() -> None:
         f"{'clusters':>8} {'removed':>8} {'precision':>9} {'recall':>7} {'F1':>7}"
     )
     for name, docs, cpu, wall, rate, peak, sc in rows_out:
-        print(
-            f"{name:24} {docs:7d} {cpu:8.2f} {wall:8.2f} {rate:12,.0f} {peak:9.0f} {sc['clusters']:8d} "
-            f"{sc['removed']:8d} {sc['precision']:9.4f} {sc['recall']:7.4f} {sc['f1']:7.4f}"
+        scored = (
+            f"{sc['clusters']:8d} {sc['removed']:8d} {sc['precision']:9.4f} {sc['recall']:7.4f} {sc['f1']:7.4f}"
+            if sc
+            else ""
         )
+        print(f"{name:24} {docs:7d} {cpu:8.2f} {wall:8.2f} {rate:12,.0f} {peak:9.0f} {scored}")
+    print(
+        f"both warm, ours + filtering against datatrove's four stages: {n / ours_warm_full / trove_warm_rate:.1f}x "
+        f"at {n} documents, {scaled_rate / trove_scaled_rate:.1f}x at {largest} ({scaled_rate / trove_warm_rate:.1f}x "
+        f"ours at {largest} against datatrove at {n}); both cold at {n}: {ours_full_rate / trove_rate:.1f}x"
+    )
     print(
         f"{'ground truth':24} {n:7d} {truth_cpu:8.2f} {'':8} {'':12} {'':9} {truth_scores['clusters']:8d} "
         f"{truth_scores['removed']:8d}   ({truth_scores['pairs_true']} pairs in true clusters, "
@@ -1412,6 +1517,22 @@ def peers_benchmark() -> None:
         "speed_ratio_vs_datasketch": ours_rate / sketch_rate,
         "speed_ratio_vs_rensa": ours_rate / rensa_rate,
         "speed_ratio_vs_datatrove": ours_full_rate / trove_rate,
+        "datatrove_warm_stage_cpu_s": trove["report"]["warm_cpu_s"],
+        "datatrove_warm_cpu_s": trove_warm_cpu,
+        "datatrove_warm_docs_per_s_per_core": trove_warm_rate,
+        "ours_warm_with_filter_cpu_s": ours_warm_full,
+        "ours_warm_with_filter_cpu_s_runs": [round(r["cpu_s"] + r["apply_cpu_s"], 3) for r in warm_runs],
+        "ours_cold_with_filter_cpu_s_runs": [round(r["cpu_s"] + r["apply_cpu_s"], 3) for r in ours_runs],
+        "warm_speed_ratio_vs_datatrove": n / ours_warm_full / trove_warm_rate,
+        f"ours_warm_with_filter_cpu_s_{largest // 1000}k": scaled_full,
+        f"ours_warm_with_filter_cpu_s_{largest // 1000}k_runs": [
+            round(r["cpu_s"] + r["apply_cpu_s"], 3) for r in scaled_runs
+        ],
+        f"ours_warm_with_filter_docs_per_s_per_core_{largest // 1000}k": scaled_rate,
+        f"datatrove_warm_stage_cpu_s_{largest // 1000}k": trove_scaled["warm_cpu_s"],
+        f"datatrove_warm_docs_per_s_per_core_{largest // 1000}k": trove_scaled_rate,
+        f"speed_ratio_{largest // 1000}k_vs_datatrove_{largest // 1000}k": scaled_rate / trove_scaled_rate,
+        f"speed_ratio_{largest // 1000}k_vs_datatrove_{n}": scaled_rate / trove_warm_rate,
         "clusters_speed_ratio_vs_datatrove": ours_rate / trove_clusters_rate,
         "ours_true_pairs_missed": missed_pairs["true_pairs_missed"],
         "ours_missed_pairs_sharing_a_band": missed_pairs["missed_sharing_a_band"],
