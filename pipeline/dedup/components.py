@@ -51,7 +51,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.dedup.runs import run_starts, runs
+from pipeline.dedup.runs import distinct_pairs_sorted, run_starts, runs
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table_counted
 from pipeline.io.writer import parquet_stream, write_parquet
 
@@ -77,10 +77,7 @@ def _no_records() -> Records:
 
 def _distinct(u: np.ndarray, v: np.ndarray) -> Records:
     """The distinct records, sorted by ``u, v``."""
-    order = np.lexsort((v, u))
-    u, v = u[order], v[order]
-    first = run_starts(u, v)
-    return u[first], v[first]
+    return distinct_pairs_sorted(u, v)
 
 
 def _runs(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -62,6 +62,7 @@ from pipeline.dedup.minhash import (
     signature_hashes,
 )
 from pipeline.dedup.normalize import combine_word_hashes, words
+from pipeline.dedup.runs import pair_order
 from pipeline.io.storage import as_path, is_local, is_path, parquet_file, parquet_files, read_table
 from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink
 
@@ -412,7 +413,7 @@ def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
     from pipeline.dedup.kernels import bucket_pairs  # numba: imported by the processes that pair
 
     doc_a, doc_b, exact = bucket_pairs(band, key, doc, ALL_PAIRS_BUCKET, EXACT_BAND)
-    order = np.lexsort((doc_b, doc_a))
+    order = pair_order(doc_a, doc_b)
     return pl.DataFrame(
         {"doc_a": doc_a[order], "doc_b": doc_b[order], "exact": exact[order]},
         schema={"doc_a": pl.Int64, "doc_b": pl.Int64, "exact": pl.Boolean},

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 
 from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs
 from pipeline.dedup.lsh import PAIRS_SCHEMA, SET_TYPE, SIGNATURE_COMPRESSION, set_arrays, shard_of
-from pipeline.dedup.runs import run_starts, runs
+from pipeline.dedup.runs import pair_order, run_starts, runs
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table_counted
 from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink, write_parquet
 
@@ -143,7 +143,7 @@ class _Measured:
         if threshold is not None:
             keep = exact | (jaccard >= threshold)
             a, b, jaccard, exact = a[keep], b[keep], jaccard[keep], exact[keep]
-        order = np.lexsort((b, a))
+        order = pair_order(a, b)
         columns = [a[order], b[order], jaccard[order], exact[order]]
         write_parquet(pa.Table.from_arrays([pa.array(c) for c in columns], schema=SIMILARITY_SCHEMA), out_path)
         return len(order)
@@ -156,7 +156,7 @@ def distinct_pairs(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     a = table.column("doc_a").to_numpy()
     b = table.column("doc_b").to_numpy()
     exact = table.column("exact").to_numpy(zero_copy_only=False)
-    order = np.lexsort((b, a))
+    order = pair_order(a, b)
     a, b, exact = a[order], b[order], exact[order]
     starts = run_starts(a, b)
     return a[starts], b[starts], (np.logical_or.reduceat(exact, starts) if len(starts) else exact)

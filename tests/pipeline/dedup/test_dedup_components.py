@@ -194,3 +194,25 @@ def test_runs_of_equal_keys_split_sorted_rows():
     assert run_starts(u).tolist() == [0, 3, 4] and run_starts(u, v).tolist() == [0, 2, 3, 4]
     assert list(runs(u)) == [(0, 3), (3, 4), (4, 6)]
     assert run_starts(u[:0]).tolist() == [] and list(runs(u[:0])) == []
+
+
+@pytest.mark.parametrize("shards, rows", [(8, 25_000), (1, 1), (70_000, 40_000), (1 << 30, 1 << 31)])
+def test_packed_pair_sorts_equal_lexsort(shards, rows):
+    """Pairs of document numbers sorted through one packed 64-bit key (where the batch's shards
+    and rows fit; the last two layouts do not, and fall back to lexsort) come out as lexsort
+    puts them, and their distinct pairs as lexsort's."""
+    from pipeline.dedup.runs import distinct_pairs_sorted, pair_order
+
+    rng = np.random.default_rng(shards)
+    n = 5_000
+    a = (rng.integers(0, shards, n) << 32) + rng.integers(0, rows, n)
+    b = (rng.integers(0, shards, n) << 32) + rng.integers(0, rows, n)
+    a[:2000], b[:2000] = a[2000:4000], b[2000:4000]  # repeated pairs
+    order = pair_order(a, b)
+    expected = np.lexsort((b, a))
+    assert np.array_equal(a[order], a[expected]) and np.array_equal(b[order], b[expected])
+    distinct = sorted(set(zip(a.tolist(), b.tolist())))
+    got_a, got_b = distinct_pairs_sorted(a, b)
+    assert got_a.dtype == np.int64 and list(zip(got_a.tolist(), got_b.tolist())) == distinct
+    empty = distinct_pairs_sorted(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert [len(x) for x in empty] == [0, 0] and len(pair_order(*empty)) == 0
