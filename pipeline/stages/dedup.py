@@ -651,10 +651,10 @@ def partitions_for(documents: int, params: MinHashParams, most: int) -> int:
 
 
 # The layout of dedup's intermediate/ (signature files with their 64-bit shingle sets, which the
-# verification compares, routed between groups of shards): work made under another layout (32-bit
-# sets, whose collisions joined unrelated short documents; files routed from shard to shard) is
-# redone, not reused.
-WORK_FORMAT = "dedup-work/3"
+# verification compares, in a sets file beside each; band keys unsorted; routed between groups of
+# shards): work made under another layout (32-bit sets, whose collisions joined unrelated short
+# documents; files routed from shard to shard; sets in a Parquet column) is redone, not reused.
+WORK_FORMAT = "dedup-work/4"
 
 
 def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
