@@ -486,6 +486,23 @@ def band_keys(signatures: np.ndarray, rows: int, seeds: np.ndarray) -> np.ndarra
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _gather_ranges(source, starts, offsets, out):
+    for i in range(starts.shape[0]):
+        lo, start = offsets[i], starts[i]
+        for j in range(offsets[i + 1] - lo):
+            out[lo + j] = source[start + j]
+
+
+def gather_ranges(source: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``source[starts[i] : starts[i] + offsets[i + 1] - offsets[i]]`` for each ``i``, one after
+    the other (uint64): the shingle sets a hop asks of a sets file (pipeline.dedup.lsh.read_sets),
+    copied from the mapped file range by range, with no index array of every value."""
+    out = np.empty(int(offsets[-1]), np.uint64)
+    _gather_ranges(source, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(offsets, np.int64), out)
+    return out
+
+
 def _table_size(items: int) -> int:
     """Slots of an open-addressing table for ``items`` entries: a power of two, at most three
     quarters full."""

@@ -130,14 +130,12 @@ def read_sets(path: Path, starts: np.ndarray, stops: np.ndarray) -> tuple[np.nda
     np.cumsum(lengths, out=offsets[1:])
     if not offsets[-1]:
         return np.zeros(0, np.uint64), offsets
-    positions = np.repeat(np.asarray(starts, np.int64) - offsets[:-1], lengths) + np.arange(offsets[-1])
+    from pipeline.dedup.kernels import gather_ranges  # numba: imported by the processes that measure
+
     path = as_path(path)
-    if is_local(path):
-        mapped = np.memmap(path, dtype="<u8", mode="r")
-        values = np.asarray(mapped[positions], np.uint64)
-        del mapped
-    else:
-        values = np.frombuffer(path.read_bytes(), "<u8")[positions].astype(np.uint64)
+    source = np.memmap(path, dtype="<u8", mode="r") if is_local(path) else np.frombuffer(path.read_bytes(), "<u8")
+    values = gather_ranges(source.view(np.ndarray), starts, offsets)
+    del source
     return values, offsets
 
 
