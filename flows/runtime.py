@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -128,9 +128,29 @@ def full_database() -> Path | None:
 
 _started_url: str | None = None  # the API of the temporary server this process started
 
-# Modules a curation run imports later anyway (the compiled dedup loops, the report and its charts),
-# imported while its temporary server starts: this process has nothing else to do then.
-WHILE_STARTING = ("pipeline.dedup.kernels", "report.build", "matplotlib.figure", "matplotlib.backends.backend_agg")
+# The report's modules (its charts' matplotlib), which `curate run` imports later anyway.
+REPORT_MODULES = ("report.build", "matplotlib.figure", "matplotlib.backends.backend_agg")
+_SAMPLE = "A short sentence of plain text, enough for every rule to measure it. " * 4
+
+
+def load_for(config, modules: tuple[str, ...] = ()) -> None:
+    """What a run of ``config`` loads on first use anyway, loaded now: ``modules`` imported, and the
+    filter and dedup stages' compiled loops (numba's cache read, or compiled on a new machine) by
+    running each stage the config turns on over two documents. Meant for while the temporary
+    server starts, when the run's process would only wait (:func:`temporary_server`)."""
+    for name in modules:
+        importlib.import_module(name)
+    import polars as pl
+
+    from pipeline.api import dedup_documents, filter_documents
+    from pipeline.stages.registry import enabled_stages
+
+    docs = pl.DataFrame({"id": ["a", "b"], "text": [_SAMPLE, _SAMPLE + "And one more."]})
+    stages = enabled_stages(config)
+    if "filter" in stages:
+        filter_documents(docs)
+    if "dedup" in stages or "mix" in stages:  # the mix stage's check of the validation split too
+        dedup_documents(docs)
 
 
 def _api_configured() -> bool:
@@ -160,12 +180,15 @@ def begin_server() -> TemporaryServer | None:
 
 
 @contextmanager
-def temporary_server(begun: TemporaryServer | None = None) -> Iterator[None]:
+def temporary_server(
+    begun: TemporaryServer | None = None, meanwhile: Callable[[], None] | None = None
+) -> Iterator[None]:
     """Prefect's temporary server for the block (``begun`` by :func:`begin_server`, or started
     here), when no Prefect API is set (PREFECT_API_URL, in the environment or in Prefect's
     settings) and none runs in this process; its address in the environment (for worker
     processes) and in Prefect's settings for the block. A server this block did not start is not
-    its to stop (a test harness's, a caller's). Flow runs send no heartbeats to it: they only
+    its to stop (a test harness's, a caller's). ``meanwhile`` runs while a ``begun`` server
+    starts (:func:`load_for`). Flow runs send no heartbeats to it: they only
     tell a server with automations that a run died, and each flow run's end waits up to a second
     for its heartbeat thread."""
     global _started_url
@@ -179,9 +202,8 @@ def temporary_server(begun: TemporaryServer | None = None) -> Iterator[None]:
     server = begun or start_server(wait=False)
     previous = os.environ.get("PREFECT_API_URL")
     try:
-        if begun is not None:  # what the run imports later anyway, while this process would only wait
-            for name in WHILE_STARTING:
-                importlib.import_module(name)
+        if begun is not None and meanwhile is not None:  # while this process would only wait
+            meanwhile()
         server.wait()
         from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
