@@ -277,8 +277,8 @@ WorkersOption = typer.Option(
 def _runner(kind: str, address: str | None, workers: int | None):
     from flows.runners import Runner, RunnerError
 
-    with _failing_on(RunnerError):
-        return Runner(kind, address, workers)
+    with _failing_on(RunnerError):  # the command guards its entry point: a pool may spawn (flows.runners)
+        return Runner(kind, address, workers, gil_on_processes=True)
 
 
 def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> dict:

@@ -49,8 +49,9 @@ def stage_flow(stage: str, config: RunConfig, runner: Runner = LOCAL) -> dict:
     """Run one stage of ``config`` (its flow, with its tasks on ``runner``) on the documents of the
     stage before it (:func:`pipeline.stages.registry.input_stage`); return the stage's stats."""
     chosen = source_flow if stage == "source" else FLOWS[stage]
-    if runner != LOCAL:  # each flow's own runner is LOCAL's (with_options costs a tenth of a second a flow)
-        chosen = chosen.with_options(task_runner=runner.task_runner())
+    task_runner = runner.stage_task_runner(stage, config)
+    if task_runner is not None:  # else each flow's own runner (with_options costs a tenth of a second a flow)
+        chosen = chosen.with_options(task_runner=task_runner)
     if stage == "source":
         return chosen(config)
     named = (stage,) if REGISTRY[stage].kind == "shard" else ()

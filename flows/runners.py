@@ -4,8 +4,9 @@ Every stage is a flow whose tasks are units of work (a shard, a partition), so a
 unchanged on any Prefect task runner; only the runner is chosen here:
 
     local       threads on this machine (the default: nothing to start; most heavy work is in
-                Arrow, polars and numpy, which release the GIL, though the source stage's
-                parsing does not, and runs faster on processes)
+                Arrow, polars and numpy, which release the GIL). A stage whose work holds the
+                GIL (:func:`holds_gil`: the source stage's HTML extraction) runs on a process
+                pool instead where ``gil_on_processes`` says so, as ``curate run`` does
     processes   a process pool on this machine
     dask        a Dask cluster: the one at ``address``, or a ``LocalCluster`` of ``workers``
                 single-threaded worker processes started for the run (prefect-dask)
@@ -24,6 +25,8 @@ point with ``if __name__ == "__main__":`` (the ``curate`` command does).
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import importlib.util
 import logging
 import os
@@ -52,6 +55,9 @@ class Runner:
     kind: str = "local"
     address: str | None = None
     workers: int | None = None
+    # local: run a stage that holds the GIL (holds_gil) on a process pool of ``workers``. Its
+    # processes are spawned, so the script that runs must guard its entry point (module docstring).
+    gil_on_processes: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in RUNNERS:
@@ -83,7 +89,8 @@ class Runner:
         if self.kind == "processes":
             from flows.runtime import process_pool_task_runner
 
-            return process_pool_task_runner(workers)
+            pool = _run_pool.get()  # the run's own (running_on), else one for this stage
+            return _shared_pool_runner()(pool) if pool is not None else process_pool_task_runner(workers)
         if self.kind == "ray":
             # running_on() connected this process to the cluster; the runner uses that connection.
             return _ray_task_runner()()
@@ -93,8 +100,76 @@ class Runner:
 
         return DaskTaskRunner(address=self.address)
 
+    def stage_task_runner(self, stage: str, config) -> object:
+        """The task runner for ``stage`` of ``config``: :meth:`task_runner`, or on local threads
+        with ``gil_on_processes`` a process pool for a stage that :func:`holds_gil` (where the
+        run directory is one other processes can see and a Prefect API is there to share); None
+        where it is each stage flow's own (local threads, one per core)."""
+        workers = self.workers or os.cpu_count() or 1
+        if (
+            self.kind == "local"
+            and self.gil_on_processes
+            and workers > 1
+            and not str(config.run_dir).startswith("memory://")
+            and holds_gil(stage, config)
+            and _api_url()
+        ):
+            from flows.runtime import ignore_interrupts
+
+            return _gil_pool_runner()(max_workers=min(workers, holds_gil(stage, config)), initializer=ignore_interrupts)
+        return None if self.kind == "local" and self.workers is None else self.task_runner()
+
 
 LOCAL = Runner()
+# The source stage's WARC pages are mostly resiliparse's HTML extraction, which holds the GIL: on
+# threads the stage had one core whatever the workers (3,000 demo pages took the same wall time on
+# one thread or two). A pool's processes each import the project first (about 4 CPU s here), so
+# the stage goes to processes only when at least this many units extract HTML.
+GIL_UNITS = 2
+GIL_READERS = ("warc",)
+
+
+def holds_gil(stage: str, config) -> int:
+    """The units of ``stage`` of ``config`` that hold the GIL for most of their time (the source
+    stage's WARC files, whose HTML is extracted), when there are :data:`GIL_UNITS` or more; else 0."""
+    if stage != "source":
+        return 0
+    from pipeline.stages.source import plan_units
+
+    units = sum(len(plan_units(source)) for source in config.sources if source.reader in GIL_READERS)
+    return units if units >= GIL_UNITS else 0
+
+
+def _api_url() -> str | None:
+    """The Prefect API this process reports to, for pool processes to report to as well: the
+    configured one or the temporary server started in this process (else None: each process
+    would start a server of its own)."""
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL
+
+    server = SubprocessASGIServer()
+    return os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value() or (server.running and server.api_url) or None
+
+
+@functools.cache
+def _gil_pool_runner() -> type:
+    """The process pool task runner of ``flows.runtime`` that, while entered, puts this process's
+    Prefect API in the environment its processes start with."""
+    from flows.runtime import process_pool_task_runner
+
+    class _Pool(type(process_pool_task_runner(1))):
+        def __enter__(self):
+            self._api_before = os.environ.get("PREFECT_API_URL")
+            os.environ["PREFECT_API_URL"] = _api_url()
+            return super().__enter__()
+
+        def __exit__(self, *exc):
+            try:
+                return super().__exit__(*exc)
+            finally:
+                _restore_env("PREFECT_API_URL", self._api_before)
+
+    return _Pool
 
 
 def _ray_task_runner():
@@ -165,11 +240,67 @@ def running_on(runner: Runner) -> Iterator[Runner]:
             cluster = stack.enter_context(cluster)
             stack.enter_context(_workers_first_on_interrupt(cluster))
             runner = replace(runner, address=cluster.scheduler_address, workers=None)
+        elif runner.kind == "processes":
+            stack.enter_context(_one_pool_for_the_run(runner.workers or os.cpu_count() or 1))
         elif runner.kind == "dask":
             _check_scheduler(runner.address)
         elif runner.kind == "ray":
             stack.enter_context(_ray_connection(runner))
         yield runner
+
+
+# The process pool of the run on ``--runner processes`` (set by running_on): every stage's tasks go
+# to its processes, which import the project once. A pool per stage cost each stage the start of
+# its processes (about 4 CPU s each here, fastText's model loaded again by lang): at 100,000 demo
+# documents the run took twice the CPU time of local threads.
+_run_pool: contextvars.ContextVar = contextvars.ContextVar("run_pool", default=None)
+
+
+@contextmanager
+def _one_pool_for_the_run(workers: int) -> Iterator[None]:
+    from flows.runtime import process_pool_task_runner
+
+    with process_pool_task_runner(workers) as pool:
+        token = _run_pool.set(pool)
+        try:
+            yield
+        finally:
+            _run_pool.reset(token)
+
+
+@functools.cache
+def _shared_pool_runner() -> type:
+    """A process pool task runner over the processes of another, entered one (the run's pool): a
+    stage's flow enters and leaves it without starting or stopping them."""
+    from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner
+
+    class _Shared(ProcessPoolTaskRunner):
+        def __init__(self, pool: ProcessPoolTaskRunner | None, max_workers: int | None = None):
+            super().__init__(max_workers=pool._max_workers if pool is not None else max_workers)
+            self._pool = pool
+
+        def duplicate(self):
+            return type(self)(self._pool, self._max_workers)
+
+        def __getstate__(self):  # pickled with a flow's context: the pool stays in this process
+            return {**self.__dict__, "_pool": None}
+
+        def __enter__(self):
+            from concurrent.futures import ThreadPoolExecutor
+
+            if self._pool is None:  # a copy in a task's process (its flow's context): as Prefect's
+                return super().__enter__()
+            TaskRunner.__enter__(self)
+            self._executor = self._pool._executor  # its processes forward their logs to the pool's queue
+            self._resolver_executor = ThreadPoolExecutor(max_workers=self._max_workers)
+            return self
+
+        def __exit__(self, *exc):
+            if self._pool is not None:
+                self._executor = None  # the pool's, stopped when the run ends
+            super().__exit__(*exc)
+
+    return _Shared
 
 
 @contextmanager

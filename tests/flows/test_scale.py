@@ -228,3 +228,45 @@ def test_curate_run_on_a_dask_local_cluster_from_the_command_line(tmp_path):
     stats = json.loads((tmp_path / "run" / "dedup" / "stats.json").read_text())
     assert stats["docs_in"] == 40 and stats["docs_out"] + sum(stats["removed"].values()) == 40
     assert f"run directory: {tmp_path / 'run'}" in result.output
+
+
+def test_local_threads_put_warc_extraction_on_a_process_pool_and_write_the_same_bytes(corpus, local_run, monkeypatch):
+    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+
+    from flows.curate import stage_flow
+
+    local_dir, _ = local_run
+    config = parse_config(demo_config(corpus, corpus.parent / "run-gil"))
+    threads, pooled = Runner("local", workers=2), Runner("local", workers=2, gil_on_processes=True)
+    assert isinstance(threads.stage_task_runner("source", config), ThreadPoolTaskRunner)
+    # The demo's 400 documents come in one WARC file: one unit is no reason to start a pool.
+    assert isinstance(pooled.stage_task_runner("source", config), ThreadPoolTaskRunner)
+    monkeypatch.setattr("flows.runners.GIL_UNITS", 1)
+    chosen = pooled.stage_task_runner("source", config)
+    assert isinstance(chosen, ProcessPoolTaskRunner) and chosen._max_workers == 1
+    for stage in ("lang", "filter", "dedup", "tokenize", "mix"):  # their work releases the GIL
+        assert isinstance(pooled.stage_task_runner(stage, config), ThreadPoolTaskRunner)
+    in_memory = parse_config(demo_config(corpus, "memory://runs/gil"))
+    assert isinstance(pooled.stage_task_runner("source", in_memory), ThreadPoolTaskRunner)
+
+    stats = stage_flow("source", config, pooled)
+    assert stats["docs_out"] > 0
+    assert_same_files(local_dir, config.run_dir, stages=("source",))
+
+
+def test_a_process_pool_run_keeps_its_processes_from_stage_to_stage():
+    from prefect import flow, task
+
+    @task
+    def where() -> int:
+        return os.getpid()
+
+    @flow
+    def stage() -> set[int]:
+        return {future.result() for future in [where.submit() for _ in range(4)]}
+
+    with running_on(Runner("processes", workers=1)) as ready:
+        first = stage.with_options(task_runner=ready.task_runner())()
+        second = stage.with_options(task_runner=ready.task_runner())()
+    # One process did every task of both stages: it started (and imported the project) once.
+    assert len(first) == 1 and first == second and os.getpid() not in first
