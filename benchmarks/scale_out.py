@@ -1,17 +1,22 @@
-"""The curation run at growing corpus sizes, on local threads and on a 2-worker Dask LocalCluster:
-what it costs per document as the corpus grows, and whether the two runners write the same bytes
-(the figures behind the README's "Running at scale").
+"""The curation run at growing corpus sizes, on a local process pool, a 2-worker Dask LocalCluster
+and (asked for) local threads: what it costs per document as the corpus grows, how far the
+1-billion-document plan from the whole flow is from the plan from the stages' own benchmarks, and
+whether the runners write the same bytes (the figures behind docs/scale.md).
 
     python benchmarks/scale_out.py                      # 100,000 documents (a few minutes)
-    python benchmarks/scale_out.py 100000 300000 1000000
+    python benchmarks/scale_out.py 100000 1000000
+    python benchmarks/scale_out.py 100000 --runners local,processes,dask
 
 Corpus: the demo corpus (``demo``) of each size, built once under ``.cache/`` (not timed).
 At each size the demo config (``configs/demo.toml``'s) runs twice, each in a fresh process and
 into a fresh run directory (after one untimed run at the smallest size, which fills numba's cache
 of compiled loops, as any first run after installing does):
 
-* local: Prefect's thread pool, :data:`WORKERS` threads (the default runner);
-* dask: a ``LocalCluster`` of :data:`WORKERS` single-threaded worker processes (``--runner dask``).
+* processes: a local process pool of :data:`WORKERS` processes (``--runner processes``);
+* dask: a ``LocalCluster`` of :data:`WORKERS` single-threaded worker processes (``--runner dask``);
+* local (with ``--runners``): :data:`WORKERS` threads (``--runner local``, the default runner).
+
+The first runner's outputs are compared with each other's.
 
 Per run: wall seconds (cluster start included) and seconds per 1,000 documents; per stage its
 wall seconds (from the stage's own flow run in the Prefect API), documents in, the bytes of its
@@ -30,6 +35,13 @@ Dask workers' peak RSS: 1.0 is flat memory per task) and ``task_growth_ratio_lar
 (each task function's growth, where it is 1 MiB or more at the smallest size); and
 ``plan_1b_core_hours``, the 1-billion-document plan from the largest size's stage rates, all in
 and marginal over the smallest size (:func:`billion_plan`; per stage in ``plan_1b``).
+
+Core time per stage is taken two ways: its wall seconds times :data:`WORKERS` (an upper bound:
+it counts idle cores and, on a shared machine, cores other programs took), and the CPU seconds
+of every process of the run while the stage ran (the flow process, its pool or Dask workers and
+Prefect's server: :func:`tree_cpu_s`). ``plan_vs_benchmarks`` sets each beside
+:data:`BENCHMARK_PLAN`, the plan from the stages' own benchmarks (docs/scale.md, "Sizing a
+1-billion-document run"), and ``plan_ratio_vs_benchmarks`` gives their ratios per runner.
 """
 
 from __future__ import annotations
@@ -55,6 +67,10 @@ WORK = ROOT / ".cache" / "bench-scale-out"
 # pages), by which a stage's rate on the demo's shorter texts is scaled.
 PLAN_DOCS_M = {"source": 1000, "lang": 1000, "filter": 900, "dedup": 666, "lines": 408, "tokenize": 408, "mix": 408}
 WEB_TEXT_BYTES = 4127
+# The plan from the stages' benchmark rates (docs/scale.md, "Sizing a 1-billion-document run"),
+# core-hours per stage: source is JSON lines 21 + WARC extraction 63; lang and filter are one line.
+BENCHMARK_PLAN = {"source": 84, "lang+filter": 173, "dedup": 35, "lines": 54, "tokenize": 153, "mix": 84}
+RUNNERS = ["processes", "dask"]
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
@@ -100,17 +116,20 @@ def text_bytes_per_doc(docs: Path) -> float:
 
 def billion_plan(run: dict, smaller: dict | None = None) -> dict[str, dict]:
     """Per stage of one run: its demo documents per core-second (the stage's wall seconds times the
-    run's workers as its core time, an upper bound) and the core-hours of the stage at 1B documents,
-    its documents scaled by :data:`WEB_TEXT_BYTES` over the mean text of the stage's input. Given
-    a ``smaller`` run of the same kind, also the marginal rate: the documents the larger run added
-    over the seconds they added, which leaves out what a run pays whatever its size (training the
-    tokenizer on its fixed sample, a round of tasks waiting for the one before)."""
+    run's workers as its core time, an upper bound; ``cpu_``: the CPU seconds of the run's
+    processes while the stage ran) and the core-hours of the stage at 1B documents, its documents
+    scaled by :data:`WEB_TEXT_BYTES` over the mean text of the stage's input. Given a ``smaller``
+    run of the same kind, also the marginal rate: the documents the larger run added over the
+    seconds they added, which leaves out what a run pays whatever its size (training the tokenizer
+    on its fixed sample, a round of tasks waiting for the one before)."""
     plan = {}
     for name, row in run["stages"].items():
         if name not in PLAN_DOCS_M or not row["docs_in"] or not row["seconds"] or not row.get("text_bytes_in"):
             continue
         scaled = PLAN_DOCS_M[name] * 1e6 * WEB_TEXT_BYTES / row["text_bytes_in"]
         rates = {"": row["docs_in"] / (WORKERS * row["seconds"])}
+        if row.get("cpu_s"):
+            rates["cpu_"] = row["docs_in"] / row["cpu_s"]
         before = (smaller or {}).get("stages", {}).get(name)
         if before and row["docs_in"] > before["docs_in"] and row["seconds"] > before["seconds"]:
             added = (row["docs_in"] - before["docs_in"]) / (WORKERS * (row["seconds"] - before["seconds"]))
@@ -122,25 +141,52 @@ def billion_plan(run: dict, smaller: dict | None = None) -> dict[str, dict]:
         }
     plan["all"] = {
         key: sum(stage[key] for stage in plan.values())
-        for key in ("core_hours", "marginal_core_hours")
+        for key in ("core_hours", "marginal_core_hours", "cpu_core_hours")
         if all(key in stage for stage in plan.values())
     }
     return plan
 
 
-def print_plan(plan: dict[str, dict]) -> None:
-    """The 1B plan of a size's two runs (:func:`billion_plan`) as a table: per runner the demo
-    documents per core-second and the core-hours at 1B, all in and marginal where measured."""
-    runs = [plan["local"], plan["dask"]]
+def against_benchmarks(plan: dict[str, dict]) -> dict[str, dict]:
+    """A run's 1B plan (:func:`billion_plan`) in the rows of :data:`BENCHMARK_PLAN` (lang and filter
+    as one), each row's core-hours from the wall time (``flow``) and from the CPU time
+    (``flow_cpu``) beside the benchmarks' (``benchmarks``), and in ``all`` their ratios."""
+    rows = {}
+    for row, bench in BENCHMARK_PLAN.items():
+        stages = [plan[name] for name in row.split("+") if name in plan]
+        rows[row] = {
+            "benchmarks": bench,
+            "flow": sum(stage["core_hours"] for stage in stages),
+            "flow_cpu": sum(stage.get("cpu_core_hours", 0) for stage in stages),
+        }
+    total = {key: sum(row[key] for row in rows.values()) for key in ("benchmarks", "flow", "flow_cpu")}
+    total["ratio"] = round(total["flow"] / total["benchmarks"], 2)
+    total["cpu_ratio"] = round(total["flow_cpu"] / total["benchmarks"], 2)
+    return {**rows, "all": total}
+
+
+def print_plan(plan: dict[str, dict], kinds: list[str]) -> None:
+    """The 1B plan of a size's runs (:func:`billion_plan`) as a table: per runner the demo documents
+    per core-second and the core-hours at 1B, all in and marginal where measured; then each
+    runner's plan beside the benchmarks' (:func:`against_benchmarks`)."""
+    runs = [plan[kind] for kind in kinds]
     keys = [key for key in ("", "marginal_") if all(f"{key}core_hours" in run["all"] for run in runs)]
-    print(f"at 1B documents of {WEB_TEXT_BYTES:,} bytes of text, local then dask: demo docs per core-s, core-hours"
-          + (" (all in, then marginal)" if len(keys) > 1 else ""))  # fmt: skip
+    print(f"at 1B documents of {WEB_TEXT_BYTES:,} bytes of text, {', '.join(kinds)}: demo docs per core-s, "
+          "core-hours" + (" (all in, then marginal)" if len(keys) > 1 else ""))  # fmt: skip
     for name in [name for name in runs[0] if name != "all"]:
         cells = [
             f"{run[name][f'{k}docs_per_core_s']:7,d} {run[name][f'{k}core_hours']:6,d}" for run in runs for k in keys
         ]
         print(f"  {name:10} " + "  ".join(cells))
     print(f"  {'all':10} " + "  ".join(f"{run['all'][f'{k}core_hours']:14,d}" for run in runs for k in keys))
+    print("the 1B plan in core-hours: the benchmarks' rates, then per runner the whole flow's from wall time x "
+          f"{WORKERS} and from CPU time")  # fmt: skip
+    beside = {kind: against_benchmarks(plan[kind]) for kind in kinds}
+    for row in [*BENCHMARK_PLAN, "all"]:
+        cells = "  ".join(f"{beside[kind][row]['flow']:6,d} {beside[kind][row]['flow_cpu']:6,d}" for kind in kinds)
+        print(f"  {row:12} {BENCHMARK_PLAN.get(row, sum(BENCHMARK_PLAN.values())):6,d}  {cells}")
+    ratios = [f"{kind} {beside[kind]['all']['ratio']} / {beside[kind]['all']['cpu_ratio']}" for kind in kinds]
+    print("  ratio to the benchmarks' plan, wall / CPU: " + ", ".join(ratios))
 
 
 def _resident_mib(field: str = "VmRSS") -> float:
@@ -212,6 +258,40 @@ def _task_peaks(dask_worker) -> dict:
     return {"peaks": plugin.peaks, "growth": plugin.growth, "highest": max(plugin.highest, _peak_rss_mib())}
 
 
+def tree_cpu_s() -> float:
+    """CPU seconds (user and system) of this process, its descendants alive now (a Dask cluster's
+    nannies and workers, a process pool, Prefect's server) and the children each has waited for
+    (a process pool's workers once the pool has closed)."""
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:  # ended since it was listed
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def timing_stages(cpu: dict[str, float]):
+    """Make ``flows.curate`` record in ``cpu`` the CPU seconds of the run's processes
+    (:func:`tree_cpu_s`) while each stage's flow runs."""
+    import flows.curate
+
+    stage_flow = flows.curate.stage_flow
+
+    def timed(stage, *args, **kwargs):
+        before = tree_cpu_s()
+        try:
+            return stage_flow(stage, *args, **kwargs)
+        finally:
+            cpu[stage] = round(tree_cpu_s() - before, 2)
+
+    flows.curate.stage_flow = timed
+
+
 def run_once(kind: str, docs: int) -> dict:
     """One curation run (in this process, which is fresh): its figures as a dict."""
     from flows.runtime import configure_prefect
@@ -232,9 +312,11 @@ def run_once(kind: str, docs: int) -> dict:
     workers_peak: list[float] = []
     task_peaks: dict[str, float] = {}
     task_growth: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    timing_stages(cpu)
     with shared_api():  # started before the run is timed
         start = time.perf_counter()
-        with running_on(Runner(kind, workers=WORKERS)) as ready:
+        with running_on(Runner(kind, workers=WORKERS, gil_on_processes=True)) as ready:  # as `curate run`
             ready_s = time.perf_counter() - start
             if kind == "dask":
                 from distributed import Client
@@ -262,6 +344,7 @@ def run_once(kind: str, docs: int) -> dict:
         row = {
             "docs_in": counts["docs_in"],
             "seconds": round(seconds[name], 2),
+            "cpu_s": cpu.get(name),
             "input_bytes": folder_bytes(run_dir / previous / "docs") if previous else None,
             "bytes_written": folder_bytes(folder),
             "intermediate_bytes": folder_bytes(folder / "intermediate"),
@@ -277,6 +360,7 @@ def run_once(kind: str, docs: int) -> dict:
         "kind": kind,
         "docs": docs,
         "wall_s": round(wall, 2),
+        "cpu_s": round(sum(cpu.values()), 2),
         "start_s": round(ready_s, 2),
         "s_per_1k_docs": round(1000 * wall / docs, 3),
         "flow_process_peak_rss_mib": round(_peak_rss_mib(), 1),
@@ -313,7 +397,7 @@ def in_fresh_process(kind: str, docs: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main(sizes: list[int]) -> None:
+def main(sizes: list[int], kinds: list[str]) -> None:
     from demo.corpus import build_demo_corpus
 
     WORK.mkdir(parents=True, exist_ok=True)
@@ -323,73 +407,110 @@ def main(sizes: list[int]) -> None:
     # Untimed: a first run compiles the MinHash and normalization loops into numba's cache beside
     # the code (a checkout's first run at 100k paid about 7 s of it in dedup and lines) and reads
     # the corpus into the page cache; the timed runs below find both warm.
-    in_fresh_process("local", min(sizes))
+    in_fresh_process(kinds[0], min(sizes))
     for docs in sizes:
-        local = in_fresh_process("local", docs)
-        dask = in_fresh_process("dask", docs)
-        files, differ = same_outputs(WORK / f"run-{docs}-local", WORK / f"run-{docs}-dask")
+        runs = {kind: in_fresh_process(kind, docs) for kind in kinds}
+        compared = {
+            kind: same_outputs(WORK / f"run-{docs}-{kinds[0]}", WORK / f"run-{docs}-{kind}") for kind in kinds[1:]
+        }
+        differ = sorted({name for _, names in compared.values() for name in names})
+        files = max((count for count, _ in compared.values()), default=0)
+        first, dask = runs[kinds[0]], runs.get("dask")
         results[docs] = {
             "input_bytes_per_doc": round(folder_bytes(corpus_dir(docs)) / docs, 1),
-            "local": local,
-            "dask": dask,
-            "wall_ratio_dask_vs_local": round(dask["wall_s"] / local["wall_s"], 3),
+            **runs,
+            **{
+                f"wall_ratio_{kind}_vs_{kinds[0]}": round(run["wall_s"] / first["wall_s"], 3)
+                for kind, run in runs.items()
+                if kind != kinds[0]
+            },
             "identical_files": files - len(differ),
             "differing_files": differ[:10],
             "plan_1b": {
-                kind: billion_plan(run, results[sizes[0]][kind] if results else None)
-                for kind, run in (("local", local), ("dask", dask))
+                kind: billion_plan(run, results[sizes[0]][kind] if results else None) for kind, run in runs.items()
             },
         }
+        results[docs]["plan_vs_benchmarks"] = {
+            kind: against_benchmarks(plan) for kind, plan in results[docs]["plan_1b"].items()
+        }
         print(f"\n{docs:,} demo documents, {WORKERS} workers each way")
-        print(f"{'stage':10} {'docs in':>9} {'local s':>8} {'dask s':>8} {'in B/doc':>9} {'out B/doc':>10}")
-        for name, row in local["stages"].items():
+        print(f"{'stage':10} {'docs in':>9} " + " ".join(f"{kind[:9] + ' s':>11} {'CPU s':>7}" for kind in kinds)
+              + f" {'in B/doc':>9} {'out B/doc':>10}")  # fmt: skip
+        for name, row in first["stages"].items():
             in_bytes = row["input_bytes"] / row["docs_in"] if row["input_bytes"] and row["docs_in"] else 0
-            print(
-                f"{name:10} {row['docs_in']:9d} {row['seconds']:8.1f} {dask['stages'][name]['seconds']:8.1f} "
-                f"{in_bytes:9.0f} {row['bytes_written'] / max(row['docs_in'], 1):10.0f}"
+            times = " ".join(
+                f"{run['stages'][name]['seconds']:11.1f} {run['stages'][name]['cpu_s'] or 0:7.1f}"
+                for run in runs.values()
             )
-        dedup = local["stages"].get("dedup", {})
+            out_bytes = row["bytes_written"] / max(row["docs_in"], 1)
+            print(f"{name:10} {row['docs_in']:9d} {times} {in_bytes:9.0f} {out_bytes:10.0f}")
+        dedup = first["stages"].get("dedup", {})
         if dedup:
             per_doc = {k: round(v / dedup["docs_in"], 1) for k, v in dedup["bytes_read_by_step"].items()}
             print(f"dedup bytes read per document in, by step: {per_doc} ({dedup['component_rounds']} rounds)")
-        print(
-            f"whole run: local {local['wall_s']} s ({local['s_per_1k_docs']} s per 1k docs, flow process peak "
-            f"{local['flow_process_peak_rss_mib']} MiB); dask {dask['wall_s']} s (workers' peaks "
-            f"{dask['worker_peak_rss_mib']} MiB, flow process {dask['flow_process_peak_rss_mib']} MiB); "
-            f"{files} files, {len(differ)} differ"
-        )
-        print_plan(results[docs]["plan_1b"])
-        top = list(dask["task_growth_mib"].items())[:8]
-        print("largest growth of a task over its worker's memory at its start, on Dask (MiB): "
-              + ", ".join(f"{name} {grown:.0f}" for name, grown in top))  # fmt: skip
+        whole = [
+            f"{kind} {run['wall_s']} s, {run['cpu_s']} CPU s ({run['s_per_1k_docs']} s per 1k docs, "
+            f"flow process peak {run['flow_process_peak_rss_mib']} MiB"
+            + (f", workers' peaks {run['worker_peak_rss_mib']} MiB" if run["worker_peak_rss_mib"] else "")
+            + ")"
+            for kind, run in runs.items()
+        ]
+        print("whole run: " + "; ".join(whole) + f"; {files} files, {len(differ)} differ")
+        print_plan(results[docs]["plan_1b"], kinds)
+        if dask:
+            top = list(dask["task_growth_mib"].items())[:8]
+            print("largest growth of a task over its worker's memory at its start, on Dask (MiB): "
+                  + ", ".join(f"{name} {grown:.0f}" for name, grown in top))  # fmt: skip
     smallest, largest = results[min(sizes)], results[max(sizes)]
     summary = {
         "sizes": sizes,
         "workers": WORKERS,
-        "wall_ratio_dask_vs_local": largest["wall_ratio_dask_vs_local"],
-        "time_per_doc_ratio_largest_vs_smallest": round(
-            largest["local"]["s_per_1k_docs"] / smallest["local"]["s_per_1k_docs"], 3
-        ),
-        "dask_time_per_doc_ratio_largest_vs_smallest": round(
-            largest["dask"]["s_per_1k_docs"] / smallest["dask"]["s_per_1k_docs"], 3
-        ),
-        "worker_peak_ratio_largest_vs_smallest": round(
+        "runners": kinds,
+        **{key: value for key, value in largest.items() if key.startswith("wall_ratio_")},
+        **{
+            f"{kind}_time_per_doc_ratio_largest_vs_smallest": round(
+                largest[kind]["s_per_1k_docs"] / smallest[kind]["s_per_1k_docs"], 3
+            )
+            for kind in kinds
+        },
+        "plan_1b_core_hours": {kind: largest["plan_1b"][kind]["all"] for kind in kinds},
+        "benchmark_plan_core_hours": sum(BENCHMARK_PLAN.values()),
+        "plan_ratio_vs_benchmarks": {kind: largest["plan_vs_benchmarks"][kind]["all"]["ratio"] for kind in kinds},
+        "plan_cpu_ratio_vs_benchmarks": {
+            kind: largest["plan_vs_benchmarks"][kind]["all"]["cpu_ratio"] for kind in kinds
+        },
+        "differing_files": sum(len(r["differing_files"]) for r in results.values()),
+    }
+    if "dask" in kinds:
+        summary["worker_peak_ratio_largest_vs_smallest"] = round(
             max(largest["dask"]["worker_peak_rss_mib"]) / max(smallest["dask"]["worker_peak_rss_mib"]), 3
-        ),
-        "task_growth_ratio_largest_vs_smallest": {
+        )
+        summary["task_growth_ratio_largest_vs_smallest"] = {
             name: round(grown / smallest["dask"]["task_growth_mib"][name], 3)
             for name, grown in largest["dask"]["task_growth_mib"].items()
             if smallest["dask"]["task_growth_mib"].get(name, 0) >= 1.0
-        },
-        "flow_peak_ratio_largest_vs_smallest": round(
-            largest["local"]["flow_process_peak_rss_mib"] / smallest["local"]["flow_process_peak_rss_mib"], 3
-        ),
-        "plan_1b_core_hours": {kind: largest["plan_1b"][kind]["all"] for kind in ("local", "dask")},
-        "differing_files": sum(len(r["differing_files"]) for r in results.values()),
-        "by_size": results,
+        }
+    summary["flow_peak_ratio_largest_vs_smallest"] = {
+        kind: round(largest[kind]["flow_process_peak_rss_mib"] / smallest[kind]["flow_process_peak_rss_mib"], 3)
+        for kind in kinds
     }
+    summary["by_size"] = results
     print(json.dumps(summary))
 
 
+def parse_args(argv: list[str]) -> tuple[list[int], list[str]]:
+    """Sizes (default :data:`SIZES`) and ``--runners a,b`` (default :data:`RUNNERS`)."""
+    kinds, sizes = list(RUNNERS), []
+    for arg in argv:
+        if arg.startswith("--runners="):
+            kinds = arg.split("=", 1)[1].split(",")
+        else:
+            sizes.append(int(arg))
+    unknown = [kind for kind in kinds if kind not in ("local", "processes", "dask")]
+    if unknown or not kinds:
+        sys.exit(f"--runners={','.join(kinds)}: choose from local, processes, dask")
+    return sizes or SIZES, kinds
+
+
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or SIZES)
+    main(*parse_args(sys.argv[1:]))
