@@ -1,6 +1,6 @@
 """The `tokenize` stage as a Prefect flow: :func:`pipeline.stages.tokenize.run_tokenize` with each
-of its units (the tokenizer sample's two passes and a token shard, per curated shard) run as a
-task."""
+of its units (the tokenizer sample's two passes, the tokenizer's training and a token shard, per
+curated shard) run as a task."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ _run_units = units_as_tasks(
     {
         units.sample_candidates: ("tokenize-sample-keys", "sample-keys-{in_path.stem}"),
         units.sample_texts: ("tokenize-sample-texts", "sample-texts-{in_path.stem}"),
+        units.train_tokenizer: ("tokenize-train", "train-tokenizer"),
         units.tokenize_shard: ("tokenize-shard", "tokenize-{in_path.stem}"),
     }
 )

@@ -157,7 +157,9 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
         tokenizer = stage.root / "tokenizer.json"
         if not tokenizer.exists():
             sample = draw_sample(inputs, settings.sample_docs, handed_over, config.seed, run_units)
-            train_tokenizer(sample["text"], tokenizer, kind=settings.kind, vocab_size=settings.vocab_size)
+            # A unit of its own: on a cluster it trains in a worker, and its time is a run's fixed
+            # cost (the same sample whatever the corpus), apart from the shards'.
+            run_units(None, train_tokenizer, [(sample["text"], tokenizer, settings.kind, settings.vocab_size)])
     # A shard with a part record is complete (the record is written after the shard).
     todo = [p for p in inputs if not (stage.parts / f"{p.stem}.json").exists()]
     in_blocks(
