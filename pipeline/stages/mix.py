@@ -353,8 +353,29 @@ _NO_GROUP = {
 }
 
 
+def _shard_jobs(shards: dict[str, dict[str, list[dict]]]) -> list[tuple[str, str, dict]]:
+    """``(group, file, shard)`` of each output shard of a mixture (``shards[split][group]``)."""
+    return [
+        (group, shard_file(split, group, number), shard)
+        for split in ("train", "validation")
+        for group in sorted(shards[split])
+        for number, shard in enumerate(shards[split][group])
+    ]
+
+
+def _shards_to_write(
+    name: str, jobs: list[tuple[str, str, dict]], parts: Path, token_paths: list[Path], folder: Path
+) -> list[tuple]:
+    """The :func:`write_shard` jobs of a mixture's shards without a part record yet."""
+    todo = []
+    for group, file, shard in jobs:
+        unit = _unit(name, file)
+        if not (parts / f"{unit}.json").exists():
+            todo.append((unit, shard["pieces"], token_paths, folder / file, group, parts / f"{unit}.json"))
+    return todo
+
+
 def _write_mixture(
-    run_units: RunUnits,
     mixture: MixtureConfig,
     report: dict,
     by_group: dict,
@@ -362,31 +383,20 @@ def _write_mixture(
     config: RunConfig,
     stage_root: Path,
     parts: Path,
-    token_paths: list[Path],
     tokenizer_path: Path,
     common: pl.DataFrame | None = None,
     licences: dict[str, dict] | None = None,
 ) -> dict:
-    """Write one mixture's shards (``shards[split][group]``: the output shards of
-    pipeline.mix.shards.cut_ranges, in order) and its manifest; return the manifest. ``report``:
+    """Write one mixture's manifest over its shards (``shards[split][group]``: the output shards
+    of pipeline.mix.shards.cut_ranges, in order, written by :func:`_write_mixtures`); return the
+    manifest. ``report``:
     the plan's figures (pipeline.mix.plan.report_from_counts); ``by_group``: the documents,
     tokens and bytes per group and side. ``common``: the windows the exclusion judged common
     text, written as ``common_windows.parquet`` for the contamination check
     (pipeline.decontaminate.check_contamination). ``licences``: per group, what
     :func:`mixture_licences` gives; the manifest keeps them per group and in total."""
     folder = stage_root / mixture.name
-    jobs = [
-        (group, shard_file(split, group, number), shard)
-        for split in ("train", "validation")
-        for group in sorted(shards[split])
-        for number, shard in enumerate(shards[split][group])
-    ]
-    todo = []
-    for group, file, shard in jobs:
-        unit = _unit(mixture.name, file)
-        if not (parts / f"{unit}.json").exists():
-            todo.append((unit, shard["pieces"], token_paths, folder / file, group, parts / f"{unit}.json"))
-    run_units(f"{STAGE} {mixture.name}", write_shard, todo)
+    jobs = _shard_jobs(shards)
     entries = {}
     for group, file, shard in jobs:
         entry = read_json(parts / f"{_unit(mixture.name, file)}.json")
@@ -959,20 +969,29 @@ def _write_mixtures(
     output: dict[str | None, dict[str, list[dict]]],
     common: pl.DataFrame | None,
 ) -> dict[str, dict]:
-    """Write each mixture's folder (:func:`_write_mixture`); return their manifests by name."""
+    """Write each mixture's folder (:func:`_write_mixture`); return their manifests by name. The
+    shards of every mixture are one step of units: each step waits for the one before, which on a
+    cluster costs a round of its tasks' fixed cost."""
+    shards = {m.name: {"train": output[m.name], "validation": output[None]} for m in config.mix.mixtures}
+    todo = [
+        job
+        for m in config.mix.mixtures
+        for job in _shards_to_write(
+            m.name, _shard_jobs(shards[m.name]), stage.parts, pool.token_paths, stage.root / m.name
+        )
+    ]
+    run_units(STAGE, write_shard, todo)
     manifests = {}
     for mixture in config.mix.mixtures:
         report = _mixture_report(mixture, planned[mixture.name], layers[mixture.name], counts["groups"])
         manifests[mixture.name] = _write_mixture(
-            run_units,
             mixture,
             report,
             counts["groups"],
-            {"train": output[mixture.name], "validation": output[None]},
+            shards[mixture.name],
             config,
             stage.root,
             stage.parts,
-            pool.token_paths,
             pool.tokenizer_path,
             common,
             licences=mixture_licences(taken.get(mixture.name, {}), counts["licences"]),
