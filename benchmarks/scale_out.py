@@ -97,6 +97,38 @@ def stage_seconds(flow_run_id) -> dict[str, float]:
     }
 
 
+# Task runs whose time a run pays whatever its size, by the stage they belong to: the tokenizer's
+# training on its sample (``tokenize.sample_docs`` documents at 1M as at 1B).
+FIXED_TASK_RUNS = {"train-tokenizer": "tokenize"}
+
+
+def fixed_seconds(flow_run_id) -> dict[str, float]:
+    """Wall seconds of the :data:`FIXED_TASK_RUNS` of the curate flow run, by stage."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterParentFlowRunId,
+        TaskRunFilter,
+        TaskRunFilterName,
+    )
+
+    with get_client(sync_client=True) as client:
+        stages = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id]))
+        )
+        found = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[stage.id for stage in stages])),
+            task_run_filter=TaskRunFilter(name=TaskRunFilterName(any_=list(FIXED_TASK_RUNS))),
+        )
+    fixed: dict[str, float] = {}
+    for run in found:
+        if run.start_time and run.end_time:
+            stage = FIXED_TASK_RUNS[run.name]
+            fixed[stage] = fixed.get(stage, 0.0) + (run.end_time - run.start_time).total_seconds()
+    return fixed
+
+
 def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
@@ -127,9 +159,10 @@ def billion_plan(run: dict, smaller: dict | None = None) -> dict[str, dict]:
         if name not in PLAN_DOCS_M or not row["docs_in"] or not row["seconds"] or not row.get("text_bytes_in"):
             continue
         scaled = PLAN_DOCS_M[name] * 1e6 * WEB_TEXT_BYTES / row["text_bytes_in"]
-        rates = {"": row["docs_in"] / (WORKERS * row["seconds"])}
+        fixed = row.get("fixed_s", 0.0)  # counted once below, not per document
+        rates = {"": row["docs_in"] / (WORKERS * (row["seconds"] - fixed))}
         if row.get("cpu_s"):
-            rates["cpu_"] = row["docs_in"] / row["cpu_s"]
+            rates["cpu_"] = row["docs_in"] / (row["cpu_s"] - fixed)  # the training takes about a core
         before = (smaller or {}).get("stages", {}).get(name)
         if before and row["docs_in"] > before["docs_in"] and row["seconds"] > before["seconds"]:
             added = (row["docs_in"] - before["docs_in"]) / (WORKERS * (row["seconds"] - before["seconds"]))
@@ -137,7 +170,10 @@ def billion_plan(run: dict, smaller: dict | None = None) -> dict[str, dict]:
         plan[name] = {
             figure: round(value)
             for prefix, rate in rates.items()
-            for figure, value in ((f"{prefix}docs_per_core_s", rate), (f"{prefix}core_hours", scaled / rate / 3600))
+            for figure, value in (
+                (f"{prefix}docs_per_core_s", rate),
+                (f"{prefix}core_hours", scaled / rate / 3600 + (WORKERS if prefix != "cpu_" else 1) * fixed / 3600),
+            )
         }
     plan["all"] = {
         key: sum(stage[key] for stage in plan.values())
@@ -258,26 +294,29 @@ def _task_peaks(dask_worker) -> dict:
     return {"peaks": plugin.peaks, "growth": plugin.growth, "highest": max(plugin.highest, _peak_rss_mib())}
 
 
-def tree_cpu_s() -> float:
+def tree_cpu_s() -> tuple[float, float]:
     """CPU seconds (user and system) of this process, its descendants alive now (a Dask cluster's
     nannies and workers, a process pool, Prefect's server) and the children each has waited for
-    (a process pool's workers once the pool has closed)."""
+    (a process pool's workers once the pool has closed); and of those, Prefect's server's."""
     import psutil
 
-    total = 0.0
+    total = server = 0.0
     me = psutil.Process()
     for process in [me, *me.children(recursive=True)]:
         try:
             times = process.cpu_times()
+            serving = "uvicorn" in " ".join(process.cmdline())
         except psutil.Error:  # ended since it was listed
             continue
-        total += times.user + times.system + times.children_user + times.children_system
-    return total
+        spent = times.user + times.system + times.children_user + times.children_system
+        total += spent
+        server += spent if serving else 0.0
+    return total, server
 
 
-def timing_stages(cpu: dict[str, float]):
+def timing_stages(cpu: dict[str, float], server: dict[str, float]):
     """Make ``flows.curate`` record in ``cpu`` the CPU seconds of the run's processes
-    (:func:`tree_cpu_s`) while each stage's flow runs."""
+    (:func:`tree_cpu_s`) while each stage's flow runs, and in ``server`` those of Prefect's server."""
     import flows.curate
 
     stage_flow = flows.curate.stage_flow
@@ -287,7 +326,8 @@ def timing_stages(cpu: dict[str, float]):
         try:
             return stage_flow(stage, *args, **kwargs)
         finally:
-            cpu[stage] = round(tree_cpu_s() - before, 2)
+            after = tree_cpu_s()
+            cpu[stage], server[stage] = round(after[0] - before[0], 2), round(after[1] - before[1], 2)
 
     flows.curate.stage_flow = timed
 
@@ -313,7 +353,8 @@ def run_once(kind: str, docs: int) -> dict:
     task_peaks: dict[str, float] = {}
     task_growth: dict[str, float] = {}
     cpu: dict[str, float] = {}
-    timing_stages(cpu)
+    server_cpu: dict[str, float] = {}
+    timing_stages(cpu, server_cpu)
     with shared_api():  # started before the run is timed
         start = time.perf_counter()
         with running_on(Runner(kind, workers=WORKERS, gil_on_processes=True)) as ready:  # as `curate run`
@@ -335,6 +376,7 @@ def run_once(kind: str, docs: int) -> dict:
                         task_growth[name] = round(max(task_growth.get(name, 0.0), grown), 1)
         wall = time.perf_counter() - start
         seconds = stage_seconds(state.state_details.flow_run_id)
+        fixed = fixed_seconds(state.state_details.flow_run_id)
     stats = state.result()
     stages, previous = {}, None
     for name, counts in stats.items():
@@ -345,6 +387,8 @@ def run_once(kind: str, docs: int) -> dict:
             "docs_in": counts["docs_in"],
             "seconds": round(seconds[name], 2),
             "cpu_s": cpu.get(name),
+            "server_cpu_s": server_cpu.get(name),
+            "fixed_s": round(fixed.get(name, 0.0), 2),
             "input_bytes": folder_bytes(run_dir / previous / "docs") if previous else None,
             "bytes_written": folder_bytes(folder),
             "intermediate_bytes": folder_bytes(folder / "intermediate"),
@@ -361,6 +405,7 @@ def run_once(kind: str, docs: int) -> dict:
         "docs": docs,
         "wall_s": round(wall, 2),
         "cpu_s": round(sum(cpu.values()), 2),
+        "server_cpu_s": round(sum(server_cpu.values()), 2),
         "start_s": round(ready_s, 2),
         "s_per_1k_docs": round(1000 * wall / docs, 3),
         "flow_process_peak_rss_mib": round(_peak_rss_mib(), 1),
@@ -449,7 +494,8 @@ def main(sizes: list[int], kinds: list[str]) -> None:
             per_doc = {k: round(v / dedup["docs_in"], 1) for k, v in dedup["bytes_read_by_step"].items()}
             print(f"dedup bytes read per document in, by step: {per_doc} ({dedup['component_rounds']} rounds)")
         whole = [
-            f"{kind} {run['wall_s']} s, {run['cpu_s']} CPU s ({run['s_per_1k_docs']} s per 1k docs, "
+            f"{kind} {run['wall_s']} s, {run['cpu_s']} CPU s ({run['server_cpu_s']} of them Prefect's server; "
+            f"{run['s_per_1k_docs']} s per 1k docs, "
             f"flow process peak {run['flow_process_peak_rss_mib']} MiB"
             + (f", workers' peaks {run['worker_peak_rss_mib']} MiB" if run["worker_peak_rss_mib"] else "")
             + ")"
