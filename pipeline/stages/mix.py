@@ -24,9 +24,11 @@ each part of the plan is computed in pieces and still equals the whole-pool plan
     bucket_documents  per block             the documents of those buckets (only when there are any)
     route_copies      per block             each mixture's repeats per document; every copy to write,
                                             routed by key range
-    concat_files      one per file          documents.parquet, each mixture's plan.parquet
+    concat_files      one per file          documents.parquet, each mixture's plan.parquet; in the
+                                            same step as:
     cut_ranges        per split and group   the writing order, range by range, cut into output shards
     write_shard       per output shard      gather the tokens: <mixture>/{train,validation}/*.arrow
+                                            (every mixture's in one step)
 
 Before the split, documents that are, near-duplicate or contain text of the configured ``exclude``
 files (a downstream task, an evaluation set shared by several runs) leave the pool, by three rules
@@ -125,7 +127,7 @@ from pipeline.mix.shards import (
 )
 from pipeline.stages.card import write_cards
 from pipeline.stages.shard import mark_work_done, reusable_work
-from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process
+from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process, run_block
 
 STAGE = "mix"
 _EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
@@ -894,24 +896,33 @@ def _check_taken(taken: dict, layers: dict[str, dict | None]) -> None:
                 )
 
 
-def _write_documents_and_plans(run_units: RunUnits, pool: _Pool, stage_root: Path, routes: _Routes) -> None:
-    """documents.parquet and each plan.parquet, one file each from the per-shard pieces."""
-    run_units(
-        None,
-        concat_files,
-        [("documents", pool.pools, _documents_schema(), stage_root / "documents.parquet")]
-        + [
-            (f"plan-{name}", routes.plan_paths[name], PLAN_SCHEMA, stage_root / name / PLAN_FILE)
-            for name in routes.plan_paths
-        ],
-    )
-
-
-def _cut_output_shards(
-    run_units: RunUnits, routes: _Routes, work: Path, shard_tokens: int
+def _write_documents_and_plans(
+    run_units: RunUnits, pool: _Pool, stage_root: Path, routes: _Routes, shard_tokens: int
 ) -> dict[str | None, dict[str, list[dict]]]:
+    """documents.parquet and each plan.parquet, one file each from the per-shard pieces, and beside
+    them (one step of units: each step waits for the one before, on a cluster a round of its tasks'
+    fixed cost) the output shards of each split and group (:func:`_cut_output_shards`)."""
+    concat = [("documents", pool.pools, _documents_schema(), stage_root / "documents.parquet")] + [
+        (f"plan-{name}", routes.plan_paths[name], PLAN_SCHEMA, stage_root / name / PLAN_FILE)
+        for name in routes.plan_paths
+    ]
+    orders, cuts = _cut_output_shards(routes, pool.work, shard_tokens)
+    done = run_units(
+        None,
+        run_block,
+        [(concat_files, [job], n) for n, job in enumerate(concat)]
+        + [(cut_ranges, [job], n) for n, job in enumerate(cuts)],
+    )
+    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in routes.routed} | {None: {}}
+    for (name, group, _, _), [shards] in zip(orders, done[len(concat) :]):
+        output[name][group] = shards
+    return output
+
+
+def _cut_output_shards(routes: _Routes, work: Path, shard_tokens: int) -> tuple[list[tuple], list[tuple]]:
     """The writing order and the output shards of each split and group: per mixture (None: the
-    validation side, shared by all) and group, its output shards in order."""
+    validation side, shared by all) and group, its copies and routed files, and its
+    :func:`cut_ranges` job."""
     ranges = routes.ranges
     orders = [
         (name, group, [(copy, count) for (g, copy), count in sorted(ranges[name].items()) if g == group], routed)
@@ -921,25 +932,18 @@ def _cut_output_shards(
         (None, group, [(0, routes.validation_ranges[(group, 0)])], routes.routed_held)
         for group in sorted(routes.held_by_group)
     ]
-    cuts = run_units(
-        None,
-        cut_ranges,
-        [
-            (
-                f"order-{name or 'validation'}-{group_file_stem(group)}",
-                group,
-                copies,
-                files,
-                (work / "ordered" / name if name else work / "ordered-validation") / group_file_stem(group),
-                shard_tokens,
-            )
-            for name, group, copies, files in orders
-        ],
-    )
-    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in routes.routed} | {None: {}}
-    for (name, group, _, _), shards in zip(orders, cuts):
-        output[name][group] = shards
-    return output
+    cuts = [
+        (
+            f"order-{name or 'validation'}-{group_file_stem(group)}",
+            group,
+            copies,
+            files,
+            (work / "ordered" / name if name else work / "ordered-validation") / group_file_stem(group),
+            shard_tokens,
+        )
+        for name, group, copies, files in orders
+    ]
+    return orders, cuts
 
 
 def _mixture_report(
@@ -1117,8 +1121,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     routes = _copy_routes(pool, layers, counts["groups"])
     taken = _route_copies(run_units, pool, layers, routes, config.seed)
     _check_taken(taken, layers)
-    _write_documents_and_plans(run_units, pool, stage.root, routes)
-    output = _cut_output_shards(run_units, routes, pool.work, settings.shard_tokens)
+    output = _write_documents_and_plans(run_units, pool, stage.root, routes, settings.shard_tokens)
     manifests = _write_mixtures(run_units, config, stage, pool, planned, layers, counts, taken, output, common)
     mark_work_done(stage, pool.inputs, made_from)
 

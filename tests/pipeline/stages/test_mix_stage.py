@@ -14,7 +14,7 @@ from pipeline.formats.documents import RunLayout
 from pipeline.formats.mixture import read_manifest
 from pipeline.io.owner import RECORD
 from pipeline.stages.mix import run_mix
-from pipeline.stages.units import in_process
+from pipeline.stages.units import in_process, run_block
 from report.console import print_mixtures
 from tests.helpers import mix_config, tokenized_run, write_jsonl
 
@@ -61,9 +61,13 @@ def _digest(root) -> dict[str, str]:
 def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_bytes(tmp_path):
     config, previous, total = _run(tmp_path)
     calls: Counter = Counter()
+    steps: list[set[str]] = []  # the unit functions of each step (each waits for the one before)
 
     def recording(label, fn, jobs):
-        calls[fn.__name__] += len(jobs)
+        inner = [(job[0], job[1]) for job in jobs] if fn is run_block else [(fn, [job]) for job in jobs]
+        for unit, block in inner:
+            calls[unit.__name__] += len(block)
+        steps.append({unit.__name__ for unit, _ in inner})
         return in_process(label, fn, jobs)
 
     stats = run_mix(previous, config, recording)
@@ -81,6 +85,8 @@ def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_
     per_block = ("scan_block", "split_candidates", "block_matches", "shard_sides", "route_copies")
     assert {k: calls[k] for k in per_block} == dict.fromkeys(per_block, -(-shards // 16))  # a unit per 16 shards
     assert (calls["concat_files"], calls["write_shard"]) == (3, written)
+    # the files of documents and plans beside the writing order; both mixtures' shards in one step
+    assert {"concat_files", "cut_ranges"} in steps and sum("write_shard" in step for step in steps) == 1
     for name, summary in stats["mixtures"].items():
         found = read_manifest(root / name)
         assert found["tokens_taken"] == summary["tokens_taken"] == sum(e["tokens"] for e in found["train"])
