@@ -239,9 +239,11 @@ def test_local_threads_put_warc_extraction_on_a_process_pool_and_write_the_same_
     config = parse_config(demo_config(corpus, corpus.parent / "run-gil"))
     threads, pooled = Runner("local", workers=2), Runner("local", workers=2, gil_on_processes=True)
     assert isinstance(threads.stage_task_runner("source", config), ThreadPoolTaskRunner)
-    # The demo's 400 documents come in one WARC file: one unit is no reason to start a pool.
+    # The demo's 400 documents come in one small WARC file: too little to pay for a pool's start.
     assert isinstance(pooled.stage_task_runner("source", config), ThreadPoolTaskRunner)
     monkeypatch.setattr("flows.runners.GIL_UNITS", 1)
+    assert isinstance(pooled.stage_task_runner("source", config), ThreadPoolTaskRunner)
+    monkeypatch.setattr("flows.runners.GIL_MIN_BYTES", 1)
     chosen = pooled.stage_task_runner("source", config)
     assert isinstance(chosen, ProcessPoolTaskRunner) and chosen._max_workers == 1
     for stage in ("lang", "filter", "dedup", "tokenize", "mix"):  # their work releases the GIL
