@@ -129,6 +129,32 @@ def fixed_seconds(flow_run_id) -> dict[str, float]:
     return fixed
 
 
+def training_cpu_s(config) -> float:
+    """CPU seconds of training the run's tokenizer on its sample, once more in this process after
+    the run (the flow trains it as one task, whose wall time on a shared machine is not its CPU
+    time); 0 where the config names a tokenizer."""
+    import tempfile
+
+    from pipeline.formats.documents import RunLayout
+    from pipeline.formats.manifest import stage_outputs
+    from pipeline.io.writer import read_json
+    from pipeline.stages.registry import input_stage
+    from pipeline.stages.tokenize import draw_sample
+    from pipeline.stages.units import in_process
+    from pipeline.tokenizer import train_tokenizer
+
+    settings = config.tokenize
+    if settings.tokenizer is not None:
+        return 0.0
+    previous = input_stage("tokenize", config)
+    total = read_json(RunLayout(config.run_dir).stage(previous).stats)["docs_out"]
+    sample = draw_sample(stage_outputs(config.run_dir, previous), settings.sample_docs, total, config.seed, in_process)
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.process_time()  # every thread of this process: the trainer's too
+        train_tokenizer(sample["text"], Path(folder) / "tokenizer.json", settings.kind, settings.vocab_size)
+        return time.process_time() - start
+
+
 def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
@@ -159,10 +185,10 @@ def billion_plan(run: dict, smaller: dict | None = None) -> dict[str, dict]:
         if name not in PLAN_DOCS_M or not row["docs_in"] or not row["seconds"] or not row.get("text_bytes_in"):
             continue
         scaled = PLAN_DOCS_M[name] * 1e6 * WEB_TEXT_BYTES / row["text_bytes_in"]
-        fixed = row.get("fixed_s", 0.0)  # counted once below, not per document
-        rates = {"": row["docs_in"] / (WORKERS * (row["seconds"] - fixed))}
+        fixed = {"": row.get("fixed_s", 0.0), "cpu_": row.get("fixed_cpu_s", 0.0)}  # counted once, below
+        rates = {"": row["docs_in"] / (WORKERS * (row["seconds"] - fixed[""]))}
         if row.get("cpu_s"):
-            rates["cpu_"] = row["docs_in"] / (row["cpu_s"] - fixed)  # the training takes about a core
+            rates["cpu_"] = row["docs_in"] / (row["cpu_s"] - fixed["cpu_"])
         before = (smaller or {}).get("stages", {}).get(name)
         if before and row["docs_in"] > before["docs_in"] and row["seconds"] > before["seconds"]:
             added = (row["docs_in"] - before["docs_in"]) / (WORKERS * (row["seconds"] - before["seconds"]))
@@ -172,7 +198,7 @@ def billion_plan(run: dict, smaller: dict | None = None) -> dict[str, dict]:
             for prefix, rate in rates.items()
             for figure, value in (
                 (f"{prefix}docs_per_core_s", rate),
-                (f"{prefix}core_hours", scaled / rate / 3600 + (WORKERS if prefix != "cpu_" else 1) * fixed / 3600),
+                (f"{prefix}core_hours", scaled / rate / 3600 + _fixed_core_s(prefix, fixed) / 3600),
             )
         }
     plan["all"] = {
@@ -181,6 +207,12 @@ def billion_plan(run: dict, smaller: dict | None = None) -> dict[str, dict]:
         if all(key in stage for stage in plan.values())
     }
     return plan
+
+
+def _fixed_core_s(prefix: str, fixed: dict[str, float]) -> float:
+    """The core-seconds of a stage's fixed task runs for the rate named by ``prefix``: their CPU
+    time for ``cpu_``, else their wall time times the workers (as the stage's own)."""
+    return fixed["cpu_"] if prefix == "cpu_" else WORKERS * fixed[""]
 
 
 def against_benchmarks(plan: dict[str, dict]) -> dict[str, dict]:
@@ -389,6 +421,7 @@ def run_once(kind: str, docs: int) -> dict:
             "cpu_s": cpu.get(name),
             "server_cpu_s": server_cpu.get(name),
             "fixed_s": round(fixed.get(name, 0.0), 2),
+            "fixed_cpu_s": round(training_cpu_s(config), 2) if name in fixed else 0.0,
             "input_bytes": folder_bytes(run_dir / previous / "docs") if previous else None,
             "bytes_written": folder_bytes(folder),
             "intermediate_bytes": folder_bytes(folder / "intermediate"),
