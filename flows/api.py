@@ -20,7 +20,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from flows.runners import LOCAL, Runner, check_storage, running_on
-from flows.runtime import begin_server, configure_prefect, load_for, temporary_server
+from flows.runtime import LOADING, begin_server, configure_prefect, load_for, temporary_server
 from pipeline.api import (
     ConfigError,
     Outcome,
@@ -86,7 +86,7 @@ def _prepared(
                 from flows.progress import reporting
             # The temporary server in a session of its own, stopped on leaving (flows.runtime), as
             # `curate run` starts it: Ctrl-C in the caller's terminal does not kill it under the run.
-            with display.step("starting Prefect's temporary server"):
+            with display.step(f"starting Prefect's temporary server{LOADING if begun is not None else ''}"):
                 run.enter_context(temporary_server(begun, lambda: load_for(config)))
             ready = run.enter_context(running_on(runner))
             run.enter_context(reporting(display))

@@ -355,7 +355,7 @@ def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
     PREFECT_API_URL is set), its progress on ``display`` (flows.display.RunDisplay); Prefect's
     info lines on the terminal only when ``verbose``."""
     from flows.runners import RunnerError, running_on
-    from flows.runtime import REPORT_MODULES, begin_server, configure_prefect, load_for, temporary_server
+    from flows.runtime import LOADING, REPORT_MODULES, begin_server, configure_prefect, load_for, temporary_server
     from pipeline.formats.documents import RunLayout
     from pipeline.stages.source import QuarantineError, check_quarantine
 
@@ -374,7 +374,7 @@ def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
         if display.live:
             run.enter_context(printing_to(console))
         if begun is not None or not os.environ.get("PREFECT_API_URL"):
-            with display.step("starting Prefect's temporary server"):
+            with display.step(f"starting Prefect's temporary server{LOADING if begun is not None else ''}"):
                 run.enter_context(temporary_server(begun, lambda: load_for(config, REPORT_MODULES)))
         ready = run.enter_context(running_on(runner))
         run.enter_context(reporting(display))

@@ -128,6 +128,8 @@ def full_database() -> Path | None:
 
 _started_url: str | None = None  # the API of the temporary server this process started
 
+# What the step of a run that waits for its temporary server adds while it runs load_for.
+LOADING = ", loading the compiled loops"
 # The report's modules (its charts' matplotlib), which `curate run` imports later anyway.
 REPORT_MODULES = ("report.build", "matplotlib.figure", "matplotlib.backends.backend_agg")
 _SAMPLE = "A short sentence of plain text, enough for every rule to measure it. " * 4

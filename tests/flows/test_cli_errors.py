@@ -214,7 +214,9 @@ def test_a_good_run_prints_no_traceback_and_no_banner_quiet_or_not(tmp_path, pre
     # Each rerun with a changed threshold: one that found every stage done would start nothing.
     plain = curate(["run", str(run_config(tmp_path, source, "[dedup]\nthreshold = 0.85"))], tmp_path)
     assert plain.returncode == 0, plain.stderr[-3000:]
-    assert re.search(r"^starting Prefect's temporary server: \d+ s$", plain.stderr, re.M), plain.stderr
+    assert re.search(r"^starting Prefect's temporary server, loading the compiled loops: \d+ s$", plain.stderr, re.M), (
+        plain.stderr
+    )
     assert re.search(r"^lang: 1 of 1 units, 1 skipped \(done before\) in [\d.]+ s$", plain.stderr, re.M)
     assert " | INFO " not in plain.stderr  # Prefect's info lines: with --verbose
     loud = curate(["run", str(run_config(tmp_path, source, "[dedup]\nthreshold = 0.9")), "--verbose"], tmp_path)
