@@ -35,6 +35,30 @@ def _slot(key, mask):
     return np.int64(x & np.uint64(mask))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mask_for(count):
+    """The mask of the smallest power-of-two table of at least twice ``count`` slots."""
+    size = 1
+    while size < 2 * count:
+        size *= 2
+    return size - 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _tally(key, table_key, table_count, table_stamp, stamp, mask):
+    """Count ``key`` in an open-addressing table whose live slots carry ``stamp`` (a slot of any
+    other stamp is free, so a new stamp empties the table at no cost); return its slot."""
+    h = _slot(key, mask)
+    while table_stamp[h] == stamp and table_key[h] != key:
+        h = (h + 1) & mask
+    if table_stamp[h] != stamp:
+        table_stamp[h] = stamp
+        table_key[h] = key
+        table_count[h] = 0
+    table_count[h] += 1
+    return h
+
+
 @numba.njit(cache=True, nogil=True)
 def _count_in_docs(key, doc_of, first):
     """Per key: how many keys of its document equal it; with ``first``, 1 where it is the first
@@ -50,9 +74,7 @@ def _count_in_docs(key, doc_of, first):
             j += 1
         longest = max(longest, j - i)
         i = j
-    size = 1
-    while size < 2 * longest:
-        size *= 2
+    size = _mask_for(longest) + 1
     table_key = np.empty(size, dtype=np.uint64)
     table_count = np.zeros(size, dtype=np.int32)
     table_run = np.full(size, -1, dtype=np.int64)  # the run (document) that filled a slot
@@ -62,19 +84,9 @@ def _count_in_docs(key, doc_of, first):
         j = i
         while j < n and doc_of[j] == doc_of[i]:
             j += 1
-        mask = 1
-        while mask < 2 * (j - i):
-            mask *= 2
-        mask -= 1
+        mask = _mask_for(j - i)
         for p in range(i, j):
-            h = _slot(key[p], mask)
-            while table_run[h] == i and table_key[h] != key[p]:
-                h = (h + 1) & mask
-            if table_run[h] != i:
-                table_run[h] = i
-                table_key[h] = key[p]
-                table_count[h] = 0
-            table_count[h] += 1
+            h = _tally(key[p], table_key, table_count, table_run, i, mask)
             slot[p] = h
             if first:
                 out[p] = 1 if table_count[h] == 1 else 0
@@ -119,9 +131,7 @@ def _ngram_chars(word_hash, salts, offsets, cum, top_sizes, dup_sizes, multiplie
     longest = 1
     for d in range(n_docs):
         longest = max(longest, offsets[d + 1] - offsets[d])
-    size_table = 1
-    while size_table < 2 * longest:
-        size_table *= 2
+    size_table = _mask_for(longest) + 1
     table_key = np.empty(size_table, dtype=np.uint64)
     table_count = np.zeros(size_table, dtype=np.int32)
     table_pass = np.full(size_table, -1, dtype=np.int64)
@@ -147,20 +157,9 @@ def _ngram_chars(word_hash, salts, offsets, cum, top_sizes, dup_sizes, multiplie
                         key[kept] = key[k] * multiplier + word_hash[pos[k] + size - 1]
                         kept += 1
                 m = kept
-            mask = 1
-            while mask < 2 * m:
-                mask *= 2
-            mask -= 1
+            mask = _mask_for(m)
             for k in range(m):
-                h = _slot(key[k], mask)
-                while table_pass[h] == passes and table_key[h] != key[k]:
-                    h = (h + 1) & mask
-                if table_pass[h] != passes:
-                    table_pass[h] = passes
-                    table_key[h] = key[k]
-                    table_count[h] = 0
-                table_count[h] += 1
-                slot[k] = h
+                slot[k] = _tally(key[k], table_key, table_count, table_pass, passes, mask)
             passes += 1
             for t in range(top_sizes.shape[0]):
                 if top_sizes[t] != size:
