@@ -211,12 +211,14 @@ def temporary_server(
 
         _started_url = os.environ["PREFECT_API_URL"] = server.api_url
         # No UI URL: the temporary server serves no UI, so flow runs print no "View at" link to it.
+        since = _utc_now()
         with temporary_settings(updates={PREFECT_API_URL: server.api_url, PREFECT_UI_URL: ""}):
             with temporary_settings({"flows.heartbeat_frequency": None}):
                 try:
                     yield
                 finally:
                     send_logs()  # before the server stops
+                settle(server.api_url, since)
     finally:
         _started_url = None
         if previous is None:
@@ -224,6 +226,40 @@ def temporary_server(
         else:
             os.environ["PREFECT_API_URL"] = previous
         server.stop()
+
+
+def _utc_now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat()
+
+
+# Task-run states the server has not recorded as final yet (a run's last events still on their way).
+_UNSETTLED = ["SCHEDULED", "PENDING", "RUNNING"]
+SETTLE_TIMEOUT_S = 5.0
+
+
+def settle(api_url: str, since: str, timeout: float = SETTLE_TIMEOUT_S) -> bool:
+    """After a run, until the server has recorded every task run made since ``since`` as
+    finished: the client's events sent, then the server polled. Stopped
+    sooner, the server's recorder is cancelled mid-write and the run's database keeps the last
+    task run as running. Return whether it settled within ``timeout``."""
+    import httpx
+    from prefect.events.worker import EventsWorker
+
+    EventsWorker.drain_all(timeout=timeout, at_exit=False)
+    query = {"task_runs": {"expected_start_time": {"after_": since}, "state": {"type": {"any_": _UNSETTLED}}}}
+    deadline = time.monotonic() + timeout
+    with httpx.Client(timeout=timeout) as client:
+        while True:
+            try:
+                if client.post(f"{api_url}/task_runs/count", json=query).json() == 0:
+                    return True
+            except (httpx.HTTPError, ValueError):
+                return False
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
 
 
 def send_logs() -> None:

@@ -1,6 +1,7 @@
 """What a run costs beyond its stages: a rerun that finds every stage done starts nothing (no
 Prefect, no flow run, no file written), and a new run directory's Prefect database is a copy of
-a migrated template rather than migrated again (docs/cli.md, "What a run costs")."""
+a migrated template rather than migrated again (docs/cli.md, "What a run costs"), and holds the
+whole run once the temporary server stops."""
 
 from __future__ import annotations
 
@@ -81,6 +82,11 @@ def flow_runs(database) -> int:
         return db.execute("select count(*) from flow_run").fetchone()[0]
 
 
+def task_run_states(database) -> dict[str, int]:
+    with sqlite3.connect(database) as db:
+        return dict(db.execute("select state_type, count(*) from task_run group by state_type").fetchall())
+
+
 def test_a_new_run_directory_takes_its_prefect_database_from_the_template(tmp_path):
     cache = tmp_path / "cache"
     env = {"XDG_CACHE_HOME": str(cache)}  # and no Prefect API: each run starts its temporary server
@@ -88,10 +94,15 @@ def test_a_new_run_directory_takes_its_prefect_database_from_the_template(tmp_pa
     for name in ("one", "two"):
         folder = tmp_path / name
         folder.mkdir()
-        config = write_run(folder, files=1, docs=40)
+        config = write_run(folder, files=4, docs=60)
         done = run_curate(["run", str(config), "--quiet"], folder, env=env)
         assert done.returncode == 0, done.stderr
         ran[name] = flow_runs(folder / "run" / ".prefect" / "prefect.db")
+        # The server stopped only once it had recorded the run's last task runs as finished.
+        states = task_run_states(folder / "run" / ".prefect" / "prefect.db")
+        assert list(states) == ["COMPLETED"] and states["COMPLETED"] >= 10, states
+        (log,) = (folder / "run" / "logs").glob("*.log")
+        assert "ERROR" not in log.read_text()
     templates = list((cache / "curate").glob("prefect-*"))
     assert [t.name for t in templates] == [f"prefect-{__import__('prefect').__version__}"]
     assert sorted(p.name for p in templates[0].iterdir()) == ["memo_store.toml", "prefect.db"]
