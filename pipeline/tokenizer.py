@@ -37,10 +37,9 @@ The writer holds two batches of texts and each document's id and length in memor
 shard's tokens: those are spooled to a raw temporary file and memory-mapped back when the record
 batch is written.
 
-Throughput (20,000 demo-corpus news documents, 40 MB, 9.8M tokens, 8,192-token BPE, two
-cores): writing the shard ran at 7.0 MB/s, bare ``encode_batch`` at 6.6 MB/s (ratio 1.05-1.07)
-and bare ``encode_batch_fast`` at 7.3 MB/s (ratio 0.93-0.97). Encoding dominates; turning ids
-into numpy costs about 5% of one core's encoding time and runs while the next batch encodes.
+Writing a shard runs at bare ``encode_batch``'s speed (``benchmarks/tokenize_throughput.py``,
+figures in ``benchmarks/README.md``): encoding dominates, and turning ids into numpy, about 5% of
+one core's encoding time, runs while the next batch encodes.
 """
 
 from __future__ import annotations

@@ -197,8 +197,8 @@ class _Words:
 
     def take(self, rows: np.ndarray) -> _Words:
         """The words of the documents at ``rows`` (ascending), as a split of their texts gives
-        them (the Gopher repetition filter's Chinese, Japanese and Thai documents: splitting
-        them again took 11 ms of its 40 on the benchmark's 3,171 documents)."""
+        them (the Gopher repetition filter's Chinese, Japanese and Thai documents, which a second
+        split would cost a quarter of that filter's time)."""
         counts = self.counts[rows]
         starts = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
@@ -915,8 +915,7 @@ def _abbreviation_ends(lines: pl.Series) -> pl.Series:
     """``count_matches(C4_ABBREVIATION_END_PATTERN)`` of each line (Int64), counted only on the lines
     with a letter before a full stop, which every match holds: the pattern's Unicode word boundary
     sends the regular expression engine to its slow path on non-ASCII text (a quarter of the lines
-    of the demo hold such a stop; counting on every line took 0.134 CPU s, half of C4's time, on
-    20,000 documents)."""
+    of the demo hold such a stop, and counting on every line is half of C4's time)."""
     out = np.zeros(len(lines), dtype=np.int64)
     rows = np.flatnonzero(lines.str.contains(r"\p{L}\.").fill_null(False).to_numpy())
     if len(rows):

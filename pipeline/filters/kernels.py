@@ -1,10 +1,8 @@
 """Compiled loops (numba) for the filters' per-document duplicate counts.
 
 * :func:`ngram_chars`: the Gopher repetition filter's n-gram measures, every size of a document
-  in one pass over its words with a hash table sized to it, where polars hashed every 32k-row
-  chunk of the batch's keys once per size and sorted the repeated ones to find each document's
-  most frequent n-gram (87 to 16 ms on 3,171 demo documents; the n-grams had been about a
-  quarter of the filter step's time, profiled).
+  in one pass over its words with a hash table sized to it, not a hash and sort of the whole
+  batch per size (the filter step's time, measured: ``docs/benchmarks.md``).
 * :func:`first_in_docs`: whether a line or paragraph is the first of its equals in its document.
 
 Keys are 64-bit hashes salted per document (:func:`pipeline.filters.heuristics._doc_keys`),

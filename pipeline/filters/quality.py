@@ -101,9 +101,8 @@ RULE_SCORE_MIN = "quality.score_min"
 RULE_TOP_FRACTION = "quality.top_fraction"
 
 # Supervised fastText settings: word bigrams; a small dimension and hash table, since two labels
-# need little capacity and fastText's default table (2M buckets x 100 floats, 800 MB) would dwarf
-# everything else. On the demo corpus dim 16 and 100,000 buckets (an 8.7 MB model) score as
-# dim 32 and 200,000 (30 MB). Callers override any of them.
+# need little capacity (on the demo, dim 16 and 100,000 buckets score as dim 32 and 200,000 at a
+# third of the model's size). Callers override any of them.
 DEFAULT_FASTTEXT_PARAMS = {
     "lr": 0.1,
     "dim": 16,

@@ -119,8 +119,8 @@ def split_words(text: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray, np.
     words, each word's characters (int64) and whether it has a letter (``\\p{L}``). The same
     words, found by one compiled scan of the UTF-8 text (:func:`pipeline.filters.kernels.split_words`)
     with the pattern's character classes read from the regular expression engine itself
-    (:func:`_classes`), where polars' ``extract_all`` built each match (39 of the 47 ms a split took
-    on 3,171 demo documents)."""
+    (:func:`_classes`), not by polars' ``extract_all``, which builds every match as a string (most
+    of a split's time on the demo)."""
     from pipeline.filters import kernels  # numba loads on first use, not with the config's imports
 
     array = text.cast(pl.String).fill_null("").to_arrow()

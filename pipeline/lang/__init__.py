@@ -17,7 +17,7 @@ What the model sees of a document:
   of all of it at the same bounded cost as a prefix, the same for every run.
 
   Measured by ``benchmarks/lid_accuracy.py``: agreement with lid.176 on the whole text (without
-  the header), spans against the first 1,000 characters that the stage read before, each
+  the header), spans against the first 1,000 characters, each
   document as it is and under an English header of 170 to 860 characters (navigation, cookie
   or licence banner):
 
@@ -29,13 +29,12 @@ What the model sees of a document:
   ============================================  =================  ==================
 
   Under the header the spans do as well as the whole text itself (91.49% on the pages, where
-  short pages are outvoted whatever is read; 99.96% on the package texts), where the prefix
-  called Spanish pages Spanish 66% of the time (now 85%, whole text 84%), French 68% (now 100%)
-  and Italian 51% (now 84%). On the pages as they are, the spans disagree with the whole text
-  on 7 of 670, 6 of them pages where lid.176 gives the whole text less than 0.5 (the prefix:
-  17). Throughput (documents per CPU second, one thread) is 0.87 to 1.02 times the prefix's
-  in five measurements (noisy on a shared machine; the text read is as long as before).
-  The longest paragraphs instead (97.16% on the pages) did worse than the prefix.
+  short pages are outvoted whatever is read; 99.96% on the package texts): Spanish pages are
+  Spanish 85% of the time against the prefix's 66% (whole text 84%), French 100% against 68%,
+  Italian 84% against 51%. On the pages as they are, the spans disagree with the whole text on 7
+  of 670, 6 of them pages where lid.176 gives the whole text less than 0.5 (the prefix: 17).
+  Throughput is 0.87 to 1.02 times the prefix's (the same length of text is read). The longest
+  paragraphs instead score 97.16% on the pages, below the prefix.
 * its text with newlines folded to spaces: fastText predicts one line at a time (the binding
   refuses a newline), and its other whitespace already separates words.
 
