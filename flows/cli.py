@@ -375,7 +375,7 @@ def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
             run.enter_context(printing_to(console))
         if begun is not None or not os.environ.get("PREFECT_API_URL"):
             with display.step(f"starting Prefect's temporary server{LOADING if begun is not None else ''}"):
-                run.enter_context(temporary_server(begun, lambda: load_for(config, REPORT_MODULES)))
+                run.enter_context(temporary_server(begun, lambda: load_for(config, REPORT_MODULES), stop_later=True))
         ready = run.enter_context(running_on(runner))
         run.enter_context(reporting(display))
         stats = curate_flow(config, ready)

@@ -183,16 +183,18 @@ def begin_server() -> TemporaryServer | None:
 
 @contextmanager
 def temporary_server(
-    begun: TemporaryServer | None = None, meanwhile: Callable[[], None] | None = None
+    begun: TemporaryServer | None = None, meanwhile: Callable[[], None] | None = None, stop_later: bool = False
 ) -> Iterator[None]:
     """Prefect's temporary server for the block (``begun`` by :func:`begin_server`, or started
     here), when no Prefect API is set (PREFECT_API_URL, in the environment or in Prefect's
     settings) and none runs in this process; its address in the environment (for worker
     processes) and in Prefect's settings for the block. A server this block did not start is not
     its to stop (a test harness's, a caller's). ``meanwhile`` runs while a ``begun`` server
-    starts (:func:`load_for`). Flow runs send no heartbeats to it: they only
-    tell a server with automations that a run died, and each flow run's end waits up to a second
-    for its heartbeat thread."""
+    starts (:func:`load_for`). After a block that ends normally, the server stops once it has
+    recorded the run (:func:`settle`); ``stop_later``: meanwhile the caller goes on (a thread
+    settles and stops it, and the interpreter waits for that thread before it exits). Flow runs
+    send no heartbeats to it: they only tell a server with automations that a run died, and each
+    flow run's end waits up to a second for its heartbeat thread."""
     global _started_url
     if begun is None and _api_configured():
         yield
@@ -218,7 +220,8 @@ def temporary_server(
                     yield
                 finally:
                     send_logs()  # before the server stops
-                settle(server.api_url, since)
+                send_events()
+        server.stop_when_settled(since, wait=not stop_later)
     finally:
         _started_url = None
         if previous is None:
@@ -239,15 +242,21 @@ _UNSETTLED = ["SCHEDULED", "PENDING", "RUNNING"]
 SETTLE_TIMEOUT_S = 5.0
 
 
-def settle(api_url: str, since: str, timeout: float = SETTLE_TIMEOUT_S) -> bool:
-    """After a run, until the server has recorded every task run made since ``since`` as
-    finished: the client's events sent, then the server polled. Stopped
-    sooner, the server's recorder is cancelled mid-write and the run's database keeps the last
-    task run as running. Return whether it settled within ``timeout``."""
-    import httpx
+def send_events(timeout: float = SETTLE_TIMEOUT_S) -> None:
+    """Send the run's events still queued for the API (task runs' states travel as events)."""
     from prefect.events.worker import EventsWorker
 
     EventsWorker.drain_all(timeout=timeout, at_exit=False)
+
+
+def settle(api_url: str, since: str, timeout: float = SETTLE_TIMEOUT_S) -> bool:
+    """After a run whose events are sent (:func:`send_events`), until the server has recorded
+    every task run made since ``since`` as finished (its recorder writes in batches, each second
+    at most: :data:`_SERVER_DEFAULTS`). Stopped sooner, the server's recorder is cancelled
+    mid-write and the run's database keeps task runs as running, or misses them. Return whether
+    it settled within ``timeout``."""
+    import httpx
+
     query = {"task_runs": {"expected_start_time": {"after_": since}, "state": {"type": {"any_": _UNSETTLED}}}}
     deadline = time.monotonic() + timeout
     with httpx.Client(timeout=timeout) as client:
@@ -294,6 +303,7 @@ class TemporaryServer:
         self.port, self.process, self.fresh = port, process, fresh
         self.api_url = f"http://127.0.0.1:{port}/api"
         self.ready = False
+        self.stopping = False
 
     def wait(self, timeout: float | None = None) -> None:
         """Until the server answers (then, for a database it made, keep it as the template: see
@@ -328,7 +338,27 @@ class TemporaryServer:
         if self.fresh:
             _keep_template(prefect_home())
 
+    def stop_when_settled(self, since: str, wait: bool = True) -> None:
+        """Stop once the server has recorded the run's task runs (:func:`settle`), in a thread of
+        its own; ``wait``: for that thread."""
+        self.stopping = True
+        stopping = threading.Thread(target=self._settle_and_stop, args=(since,), name="temporary-server-stop")
+        stopping.start()
+        if wait:
+            stopping.join()
+
+    def _settle_and_stop(self, since: str) -> None:
+        try:
+            settle(self.api_url, since)
+        finally:
+            self._stop()
+
     def stop(self) -> None:
+        """Stop the server now, unless :meth:`stop_when_settled` stops it."""
+        if not self.stopping:
+            self._stop()
+
+    def _stop(self) -> None:
         process = self.process
         if process.poll() is None:
             process.terminate()
@@ -414,6 +444,19 @@ def _keep_template(home: Path) -> None:
         shutil.rmtree(part, ignore_errors=True)
 
 
+# The temporary server's own defaults, each overridable from the environment. Its task-run recorder
+# writes events in batches (one transaction per event by default: half the server's CPU time
+# recording a run, docs/cli.md "What a run costs"), flushed each second; it has no automations to
+# trigger and no UI or other subscriber to stream events and logs to.
+_SERVER_DEFAULTS = {
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "200",
+    "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_FLUSH_INTERVAL": "1",
+    "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
+    "PREFECT_SERVER_EVENTS_STREAM_OUT_ENABLED": "false",
+    "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "false",
+}
+
+
 def _server_process(port: int):
     """Prefect's temporary server process (``SubprocessASGIServer._run_uvicorn_command``'s command
     and environment), in a session of its own: a Ctrl-C at the terminal signals the terminal's
@@ -437,6 +480,7 @@ def _server_process(port: int):
 
         settings = get_current_settings().to_environment_variables(exclude_unset=True)
     env = {
+        **_SERVER_DEFAULTS,
         **os.environ,
         "PREFECT_UI_ENABLED": "0",
         "PREFECT__SERVER_EPHEMERAL": "1",
