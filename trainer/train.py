@@ -7,7 +7,7 @@
 One optimizer step: ``grad_accum`` micro steps of ``micro_batch`` windows per process (gradients
 synchronized on the last only), clipping of the global gradient norm, AdamW at the step's learning
 rate (:func:`learning_rate`). Every ``eval_interval`` steps and at the end, each validation group
-is evaluated (:func:`evaluate`); every ``log_interval`` steps a row goes to ``metrics.csv`` and
+is evaluated (``trainer.evaluation``); every ``log_interval`` steps a row goes to ``metrics.csv`` and
 TensorBoard; every ``checkpoint_interval`` steps and at the end a checkpoint is written.
 
 Outputs in ``out_dir`` (rank 0 writes them)::
@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
 import random
 import shutil
 import sys
@@ -51,7 +50,6 @@ from pathlib import Path
 import polars as pl
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from tokenizers import Tokenizer
 from torch.nn.parallel import DistributedDataParallel
 
@@ -68,9 +66,11 @@ from trainer.checkpoints import (  # noqa: F401
 )
 from trainer.checkpoints import save_checkpoint as _save_checkpoint  # a module global: benchmarks time it
 from trainer.config import BOOKKEEPING_KEYS, OptimSection, TrainConfig, load_train_config
-from trainer.data import Mixture, MixtureError, TrainLoader, bits_per_byte, open_mixture, validation_batches
+from trainer.data import Mixture, MixtureError, TrainLoader, open_mixture
+from trainer.evaluation import evaluate, read_task_items, score_tasks
 from trainer.memory import check_memory
-from trainer.model import GPT, IGNORE_INDEX, GPTConfig
+from trainer.model import GPT, GPTConfig
+from trainer.processes import Processes, autocast, device_for, start_processes, uses_bf16
 
 # --------------------------------------------------------------------------------------------
 # Schedule
@@ -96,121 +96,6 @@ def learning_rate(step: int, total_steps: int, optim: OptimSection) -> float:
         return optim.lr
     progress = min(1.0, (step - decay_start + 1) / decay_steps)
     return optim.lr + progress * (optim.min_lr - optim.lr)
-
-
-# --------------------------------------------------------------------------------------------
-# Processes and devices
-
-
-@dataclass
-class Processes:
-    """Where this process stands among the data-parallel ones."""
-
-    rank: int = 0
-    local_rank: int = 0
-    world_size: int = 1
-
-    @property
-    def distributed(self) -> bool:
-        return self.world_size > 1
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def _device(config: TrainConfig, processes: Processes) -> torch.device:
-    cuda = torch.cuda.is_available()
-    if config.device == "cuda" and not cuda:
-        raise ConfigError("device: 'cuda' but torch sees no CUDA device; use device = 'auto' or 'cpu'")
-    if config.device == "cpu" or not cuda:
-        return torch.device("cpu")
-    return torch.device("cuda", processes.local_rank)
-
-
-def _start_processes(config: TrainConfig) -> tuple[Processes, torch.device]:
-    """Read torchrun's RANK / WORLD_SIZE / LOCAL_RANK and join the process group (gloo on the
-    CPU, nccl on CUDA); one plain process without them."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    processes = Processes(int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0")), world_size)
-    device = _device(config, processes)
-    if processes.distributed:
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return processes, device
-
-
-def _bf16(config: TrainConfig, device: torch.device) -> bool:
-    """bfloat16 autocast on CUDA for dtype 'auto' or 'bfloat16' (and on the CPU for 'bfloat16');
-    float32 otherwise. Weights and optimizer state stay float32."""
-    return config.dtype == "bfloat16" or (config.dtype == "auto" and device.type == "cuda")
-
-
-def _autocast(config: TrainConfig, device: torch.device):
-    """The autocast context of :func:`_bf16`."""
-    return torch.autocast(device.type, dtype=torch.bfloat16) if _bf16(config, device) else nullcontext()
-
-
-# --------------------------------------------------------------------------------------------
-# Evaluation
-
-
-@torch.no_grad()
-def evaluate(
-    model: torch.nn.Module,
-    mixture: Mixture,
-    config: TrainConfig,
-    device: torch.device,
-    processes: Processes = Processes(),
-) -> dict:
-    """Validation loss (mean nats per predicted token) and bits per byte of every validation group,
-    and their means over groups weighted by predicted tokens (``"loss"``, ``"bpb"``).
-
-    Returns ``{"loss", "bpb", "tokens", "groups": {group: {"loss", "bpb", "tokens"}}}``. Each
-    group's first ``eval_tokens`` predicted tokens are evaluated (``trainer.data.validation_batches``),
-    shared out over the processes and summed in float64.
-    """
-    was_training = model.training
-    model.eval()
-    groups = {}
-    for group in mixture.validation_groups:
-        sums = torch.zeros(2, dtype=torch.float64, device=device)  # nats, predicted tokens
-        for inputs, targets in validation_batches(
-            mixture,
-            group,
-            config.model.block_size,
-            config.eval_tokens,
-            config.batch.micro_batch,
-            config.model.objective,
-            config.seed,
-            processes.rank,
-            processes.world_size,
-        ):
-            inputs, targets = inputs.to(device), targets.to(device)
-            with _autocast(config, device):
-                logits, _ = model(inputs)
-            nats = F.cross_entropy(
-                logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX, reduction="sum"
-            )
-            sums += torch.stack([nats.double(), (targets != IGNORE_INDEX).sum().double()])
-        if processes.distributed:
-            dist.all_reduce(sums)
-        nats, tokens = sums.tolist()
-        loss = nats / tokens if tokens else float("nan")
-        groups[group] = {
-            "loss": loss,
-            "tokens": int(tokens),
-            "bpb": bits_per_byte(loss, mixture.validation_tokens[group], mixture.validation_bytes[group]),
-        }
-    model.train(was_training)
-    counted = {g: r for g, r in groups.items() if r["tokens"]}
-    total = sum(r["tokens"] for r in counted.values())
-    mean = {
-        key: sum(r[key] * r["tokens"] for r in counted.values()) / total if total else float("nan")
-        for key in ("loss", "bpb")
-    }
-    return {**mean, "tokens": total, "groups": groups}
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,7 +269,7 @@ def train(
     :func:`preflight` passed just before, so the shards' checksums are not computed again. A loss
     that is not finite stops the run at once with TrainingDiverged, saving nothing.
     """
-    processes, device = _start_processes(config)
+    processes, device = start_processes(config)
     # On the CPU, ask for deterministic kernels (a kernel without one warns) so that a resumed run
     # repeats the bits of one that never stopped. Filling every new tensor with NaN (the flag's
     # companion) guards only against reading memory no kernel wrote; it halved the speed of a
@@ -501,9 +386,9 @@ def _checked_inputs(
         processes.rank,
         processes.world_size,
     )
-    task_items = _task_items(config) if processes.main else None
+    task_items = read_task_items(config) if processes.main else None
     model_config = GPTConfig(vocab_size=mixture.vocab_size, **config.model.model_dump())
-    check_memory(model_config, config.batch.micro_batch, _bf16(config, device), device)
+    check_memory(model_config, config.batch.micro_batch, uses_bf16(config, device), device)
     checkpoint_path, checkpoint = load_latest_checkpoint(config.out_dir, say, mmap=mmap) or (None, None)
     if resume and checkpoint_path is None:
         raise ConfigError(
@@ -521,7 +406,7 @@ def preflight(config: TrainConfig, resume: bool = False) -> None:
     scheduler (``curate train`` does, before the Prefect flow starts), so that a missing shard or a
     model too big is one line within seconds. The checkpoint is memory-mapped, not loaded."""
     processes = Processes()
-    _checked_inputs(config, resume, None, processes, _device(config, processes), mmap=True)
+    _checked_inputs(config, resume, None, processes, device_for(config, processes), mmap=True)
 
 
 def _setup(
@@ -624,7 +509,7 @@ def _step(run: Run, lr: float) -> tuple[torch.Tensor, torch.Tensor | None]:
         inputs, targets = inputs.to(run.device, non_blocking=True), targets.to(run.device, non_blocking=True)
         syncing = not run.processes.distributed or micro == grad_accum - 1
         with nullcontext() if syncing else run.model.no_sync():
-            with _autocast(run.config, run.device):
+            with autocast(run.config, run.device):
                 _, loss = run.model(inputs, targets)
             (loss / grad_accum).backward()
         step_loss += loss.detach()
@@ -709,25 +594,10 @@ class LossWindow:
         return result
 
 
-def _task_items(config: TrainConfig) -> pl.DataFrame | None:
-    """The items of ``eval_tasks``, read and checked once (None without any)."""
-    if not config.eval_tasks:
-        return None
-    from trainer.likelihood import read_choice_files
-
-    return pl.concat([frame for _, frame in read_choice_files(config.eval_tasks)])
-
-
 def _task_row(run: Run) -> dict:
-    """The eval tasks scored by the model as it is now (trainer.likelihood), its training mode
-    kept: ``tasks_core``, ``tasks_gold_bpb`` and per task ``task_acc_norm/<task>``,
-    ``task_gold_bpb/<task>``."""
-    from trainer.likelihood import choice_loglikelihoods, choice_metrics
-
-    was_training = run.raw_model.training
-    scores = choice_loglikelihoods(run.raw_model, run.task_tokenizer, run.task_items)
-    found = choice_metrics(scores, run.task_items)
-    run.raw_model.train(was_training)
+    """The eval tasks scored by the model as it is now (``trainer.evaluation.score_tasks``):
+    ``tasks_core``, ``tasks_gold_bpb`` and per task ``task_acc_norm/<task>``, ``task_gold_bpb/<task>``."""
+    found = score_tasks(run.raw_model, run.task_tokenizer, run.task_items)
     row = {"tasks_core": found["aggregate"]["core"], "tasks_gold_bpb": found["aggregate"]["gold_bpb"]}
     for task, m in found["tasks"].items():
         row[f"task_acc_norm/{task}"], row[f"task_gold_bpb/{task}"] = m["acc_norm"], m["gold_bpb"]
