@@ -125,7 +125,7 @@ def curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None) 
 
 def training_curves(config: ExperimentConfig, summaries: dict, eval_manifest: dict) -> dict:
     """Per model and seed, every metrics.csv row as a :func:`curve_row`."""
-    from trainer.train import read_metrics
+    from trainer.metrics import read_metrics
 
     return {
         name: {

@@ -36,7 +36,6 @@ skipped, with a warning, for the newest older one that does (``trainer.checkpoin
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import random
 import shutil
@@ -56,6 +55,7 @@ from torch.nn.parallel import DistributedDataParallel
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.tokens import load_tokenizer
 from pipeline.io.writer import atomic_path, write_json
+from trainer import metrics as report
 from trainer.checkpoints import (  # noqa: F401
     CHECKPOINT_DIR,
     CHECKPOINT_FORMAT,
@@ -67,8 +67,10 @@ from trainer.checkpoints import (  # noqa: F401
 from trainer.checkpoints import save_checkpoint as _save_checkpoint  # a module global: benchmarks time it
 from trainer.config import BOOKKEEPING_KEYS, OptimSection, TrainConfig, load_train_config
 from trainer.data import Mixture, MixtureError, TrainLoader, open_mixture
+from trainer.divergence import diverged, not_finite, weights_finite
 from trainer.evaluation import evaluate, read_task_items, score_tasks
 from trainer.memory import check_memory
+from trainer.metrics import LossWindow, Metrics
 from trainer.model import GPT, GPTConfig
 from trainer.processes import Processes, autocast, device_for, start_processes, uses_bf16
 
@@ -150,106 +152,6 @@ def _check_same_run(saved: dict, config: TrainConfig, mixture: Mixture, path: Pa
             f"mixture: {path} was trained on another mixture (manifest sha256 "
             f"{saved['mixture_sha256'][:12]}, now {mixture.manifest_sha256[:12]}); use another out_dir"
         )
-
-
-# --------------------------------------------------------------------------------------------
-# Metrics
-
-
-class Metrics:
-    """``metrics.csv`` (one row per log or eval event, fixed columns, blank where not measured)
-    and TensorBoard scalars. On a resumed run, rows and events after the checkpoint's step (left by
-    the interrupted run) are dropped first."""
-
-    def __init__(
-        self,
-        out_dir: Path,
-        groups: list[str],
-        resumed_step: int | None,
-        extra_groups: dict[str, list[str]] | None = None,
-        tasks: list[str] | None = None,
-    ):
-        self.path = out_dir / "metrics.csv"
-        self.columns = [
-            "step",
-            "tokens_seen",
-            "epoch",
-            "lr",
-            "train_loss",
-            "val_loss",
-            "val_bpb",
-            *[f"val_loss/{g}" for g in groups],
-            *[f"val_bpb/{g}" for g in groups],
-        ]
-        for name, names in (extra_groups or {}).items():
-            self.columns += [
-                f"{name}_loss",
-                f"{name}_bpb",
-                *[f"{name}_loss/{g}" for g in names],
-                *[f"{name}_bpb/{g}" for g in names],
-            ]
-        if tasks:
-            self.columns += ["tasks_core", "tasks_gold_bpb"]
-            self.columns += [f"task_{m}/{t}" for t in tasks for m in ("acc_norm", "gold_bpb")]
-        self.columns.append("tokens_per_s")
-        kept: list[dict] = []
-        if resumed_step is not None and self.path.is_file():
-            with open(self.path, newline="") as handle:
-                kept = [row for row in csv.DictReader(handle) if int(row["step"]) <= resumed_step]
-        with atomic_path(self.path) as tmp:
-            with open(tmp, "w", newline="") as handle:
-                writer = csv.DictWriter(handle, self.columns, extrasaction="ignore")
-                writer.writeheader()
-                writer.writerows(kept)
-        from tensorboardX import SummaryWriter
-
-        tb_dir = out_dir / "tb"
-        if resumed_step is None and tb_dir.exists():
-            shutil.rmtree(tb_dir)  # events of an earlier run that left no checkpoint
-        purge = resumed_step + 1 if resumed_step is not None else None
-        self.tb = SummaryWriter(logdir=str(tb_dir), purge_step=purge)
-        self.handle = open(self.path, "a", newline="")
-        self.writer = csv.DictWriter(self.handle, self.columns)
-
-    def write(self, row: dict) -> None:
-        self.writer.writerow({key: ("" if row.get(key) is None else _text(row[key])) for key in self.columns})
-        self.handle.flush()
-        step = row["step"]
-        for key in self.columns[3:]:
-            if row.get(key) is not None:
-                tag = {
-                    "train_loss": "train/loss",
-                    "lr": "train/lr",
-                    "tokens_per_s": "train/tokens_per_s",
-                    "val_loss": "val/loss",
-                    "val_bpb": "val/bpb",
-                }.get(key, key)
-                self.tb.add_scalar(tag, row[key], step)
-
-    def close(self) -> None:
-        self.handle.close()
-        self.tb.close()
-
-
-def _text(value) -> str:
-    """Numbers as Python writes them (repr: a float reads back bit-equal)."""
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def read_metrics(out_dir: Path) -> list[dict]:
-    """``metrics.csv`` as rows of numbers (None where blank)."""
-    with open(Path(out_dir) / "metrics.csv", newline="") as handle:
-        return [
-            {
-                key: (None if value == "" else float(value) if key not in ("step", "tokens_seen") else int(value))
-                for key, value in row.items()
-            }
-            for row in csv.DictReader(handle)
-        ]
-
-
-# --------------------------------------------------------------------------------------------
-# Training
 
 
 def log_line(line: str) -> None:
@@ -461,10 +363,10 @@ def _setup(
             shutil.copyfile(mixture.tokenizer_path, tmp)
         metrics = Metrics(
             out_dir,
-            mixture.validation_groups,
-            progress.step if checkpoint_path else None,
-            {name: extra.validation_groups for name, extra in extra_sets.items()},
-            sorted(set(task_items["task"])) if task_items is not None else None,
+            groups=mixture.validation_groups,
+            resumed_step=progress.step if checkpoint_path else None,
+            extra_groups={name: extra.validation_groups for name, extra in extra_sets.items()},
+            tasks=sorted(set(task_items["task"])) if task_items is not None else None,
         )
     run = Run(
         config,
@@ -521,87 +423,13 @@ def _step(run: Run, lr: float) -> tuple[torch.Tensor, torch.Tensor | None]:
     return step_loss / grad_accum, norm
 
 
-class TrainingDiverged(ConfigError):
-    """The loss (or the gradients, or the weights) stopped being finite; the run stopped without
-    saving, and the message (one line) says at which step and what to change."""
-
-
-def _stop_if_diverged(run: Run, lr: float, loss: torch.Tensor, norm: torch.Tensor | None) -> None:
-    """Raise TrainingDiverged when this step's loss or gradient norm, on any process, is not
-    finite (the weights AdamW just updated with them are then garbage): before anything is logged
-    or saved, so the last checkpoint written stays the last good one."""
-    loss_ok = torch.isfinite(loss)
-    norm_ok = torch.isfinite(norm) if norm is not None else loss_ok
-    bad = (~(loss_ok & norm_ok)).float()
-    if run.processes.distributed:
-        dist.all_reduce(bad, op=dist.ReduceOp.MAX)
-    if not bad.item():
-        return
-    if not loss_ok.item():
-        _diverged(run, lr, f"the training loss is {loss.item()}")
-    if not norm_ok.item():
-        _diverged(run, lr, f"the gradient norm is {norm.item()}")
-    _diverged(run, lr, "the training loss of another process is not finite")
-
-
-def _weights_finite(run: Run) -> bool:
-    """Whether every weight is finite (checked before a checkpoint is written)."""
-    params = [p.detach() for p in run.raw_model.parameters()]
-    return bool(torch.stack([torch.isfinite(p).all() for p in params]).all())
-
-
-def _diverged(run: Run, lr: float, what: str) -> None:
-    """Stop the run: one line with the step, what is not finite, where the last good checkpoint
-    is, the likely causes and the fix."""
+def _stop(run: Run, lr: float, what: str) -> None:
+    """Stop the run, saving nothing: ``what`` is not finite (``trainer.divergence``)."""
     if run.metrics is not None:
         run.metrics.close()
-    optim = run.config.optim
-    kept = run.last_checkpoint
-    raise TrainingDiverged(
-        f"step {run.progress.step}: {what}, so training stopped and saved nothing "
-        f"({f'the checkpoint before, {kept}, is kept' if kept else 'no checkpoint was written'}); "
-        f"likely causes: a learning rate too high (lr {lr:.3g} at this step, optim.lr {optim.lr:g}), "
-        f"too short a warmup (optim.warmup_steps {optim.warmup_steps}), "
-        f"{'no gradient clipping (optim.grad_clip 0), ' if optim.grad_clip == 0 else ''}"
-        "or bad tokens in the mixture; lower optim.lr or raise optim.warmup_steps, and train again "
-        "in a new out_dir"
+    raise diverged(
+        step=run.progress.step, what=what, lr=lr, optim=run.config.optim, last_checkpoint=run.last_checkpoint
     )
-
-
-@dataclass
-class LossWindow:
-    """The training loss and throughput since the last logged row."""
-
-    loss_sum: torch.Tensor
-    steps: int = 0
-    tokens: int = 0
-    seconds: float = 0.0
-
-    def add(self, loss: torch.Tensor, tokens: int, seconds: float) -> None:
-        self.loss_sum += loss
-        self.steps += 1
-        self.tokens += tokens
-        self.seconds += seconds
-
-    def take(self, processes: Processes) -> tuple[float, float]:
-        """``(mean loss over the processes, tokens per second)``, and start a new window."""
-        if processes.distributed:
-            dist.all_reduce(self.loss_sum)
-            self.loss_sum /= processes.world_size
-        result = (self.loss_sum.item() / self.steps, self.tokens / self.seconds)
-        self.loss_sum.zero_()
-        self.steps, self.tokens, self.seconds = 0, 0, 0.0
-        return result
-
-
-def _task_row(run: Run) -> dict:
-    """The eval tasks scored by the model as it is now (``trainer.evaluation.score_tasks``):
-    ``tasks_core``, ``tasks_gold_bpb`` and per task ``task_acc_norm/<task>``, ``task_gold_bpb/<task>``."""
-    found = score_tasks(run.raw_model, run.task_tokenizer, run.task_items)
-    row = {"tasks_core": found["aggregate"]["core"], "tasks_gold_bpb": found["aggregate"]["gold_bpb"]}
-    for task, m in found["tasks"].items():
-        row[f"task_acc_norm/{task}"], row[f"task_gold_bpb/{task}"] = m["acc_norm"], m["gold_bpb"]
-    return row
 
 
 def _evaluate_all(run: Run) -> tuple[dict, dict[str, dict]]:
@@ -614,12 +442,11 @@ def _evaluate_all(run: Run) -> tuple[dict, dict[str, dict]]:
     return final, extra
 
 
-def _log_row(run: Run, window: LossWindow, lr: float, logging: bool, evaluating: bool) -> dict | None:
+def _log(run: Run, window: LossWindow, lr: float, logging: bool, evaluating: bool) -> tuple | None:
     """A metrics row at this step: the training loss since the last row (``logging``) and the
     evaluations (``evaluating``); returns the evaluations when it ran them."""
-    step = run.progress.step
+    step, say = run.progress.step, run.say
     row = {"step": step, "tokens_seen": run.progress.tokens_seen, "epoch": run.loader.epochs_done, "lr": lr}
-    say = run.say
     if logging:
         row["train_loss"], row["tokens_per_s"] = window.take(run.processes)
         say(
@@ -629,17 +456,12 @@ def _log_row(run: Run, window: LossWindow, lr: float, logging: bool, evaluating:
     evaluated = None
     if evaluating:
         final, extra = evaluated = _evaluate_all(run)
-        row["val_loss"], row["val_bpb"] = final["loss"], final["bpb"]
-        for group, result in final["groups"].items():
-            row[f"val_loss/{group}"], row[f"val_bpb/{group}"] = result["loss"], result["bpb"]
+        row.update(report.evaluation_fields(final, extra))
         say(f"step {step}: val loss {final['loss']:.4f}, {final['bpb']:.4f} bits per byte")
         for name, result in extra.items():
-            row[f"{name}_loss"], row[f"{name}_bpb"] = result["loss"], result["bpb"]
-            for group, values in result["groups"].items():
-                row[f"{name}_loss/{group}"], row[f"{name}_bpb/{group}"] = values["loss"], values["bpb"]
             say(f"step {step}: {name} loss {result['loss']:.4f}, {result['bpb']:.4f} bits per byte")
         if run.task_items is not None:
-            run.last_tasks = _task_row(run)
+            run.last_tasks = report.task_fields(score_tasks(run.raw_model, run.task_tokenizer, run.task_items))
             row.update(run.last_tasks)
             say(f"step {step}: tasks CORE {row['tasks_core']:.4f}, gold {row['tasks_gold_bpb']:.4f} bits per byte")
     if run.metrics is not None:
@@ -679,30 +501,33 @@ def _save(run: Run) -> None:
     run.say(f"step {progress.step}: saved {path.name}")
 
 
-def _summary(run: Run, final: dict, extra_final: dict[str, dict]) -> dict:
-    progress, raw_model = run.progress, run.raw_model
-    train_time = progress.train_time
-    return {
-        "config": run.config.to_dict(),
-        "model": asdict(run.model_config),
-        "parameters": raw_model.num_parameters(non_embedding=False),
-        "non_embedding_parameters": raw_model.num_parameters(non_embedding=True),
-        "flops_per_token": raw_model.flops_per_token(),
-        "steps": progress.step,
-        "tokens": progress.tokens_seen,
-        "epochs": run.loader.epochs_done,
-        "world_size": run.processes.world_size,
-        "device": run.device.type,
-        "final": final,
-        "final_eval": extra_final,
-        **({"final_tasks": run.last_tasks} if run.last_tasks is not None else {}),
-        "wall_time_s": progress.wall_before + time.perf_counter() - run.started,
-        "train_time_s": train_time,
-        "tokens_per_s": progress.tokens_seen / train_time if train_time else None,
-        # Achieved model FLOP/s; divided by the hardware's peak it is the MFU.
-        "model_flops_per_s": progress.tokens_seen * raw_model.flops_per_token() / train_time if train_time else None,
-        "mixture_manifest_sha256": run.mixture.manifest_sha256,
-    }
+def _finish(run: Run, final: dict, extra_final: dict[str, dict]) -> dict:
+    """The run's summary, written (with the metrics closed) by the main process."""
+    progress, config = run.progress, run.config
+    summary = report.summary(
+        config=config.to_dict(),
+        model_config=asdict(run.model_config),
+        model=run.raw_model,
+        steps=progress.step,
+        tokens=progress.tokens_seen,
+        epochs=run.loader.epochs_done,
+        world_size=run.processes.world_size,
+        device=run.device.type,
+        final=final,
+        final_eval=extra_final,
+        final_tasks=run.last_tasks,
+        wall_time_s=progress.wall_before + time.perf_counter() - run.started,
+        train_time_s=progress.train_time,
+        mixture_manifest_sha256=run.mixture.manifest_sha256,
+    )
+    if run.processes.main:
+        run.metrics.close()
+        write_json(summary, config.out_dir / "summary.json")
+        run.say(
+            f"done: {progress.step} steps, {progress.tokens_seen:,} tokens, val loss {final['loss']:.4f}, "
+            f"{final['bpb']:.4f} bits per byte; {config.out_dir / 'summary.json'}"
+        )
+    return summary
 
 
 def _train(
@@ -715,7 +540,7 @@ def _train(
 ) -> dict:
     run = _setup(config, resume, log or (lambda line: None), processes, device, verify_checksums=not verified)
     progress = run.progress
-    window = LossWindow(torch.zeros((), device=device))
+    window = LossWindow(loss_sum=torch.zeros((), device=device))
     evaluated = None
     run.model.train()
     while progress.step < run.total_steps:
@@ -723,7 +548,9 @@ def _train(
         lr = learning_rate(progress.step, run.total_steps, config.optim)
         loss, norm = _step(run, lr)
         progress.step += 1
-        _stop_if_diverged(run, lr, loss, norm)
+        what = not_finite(loss, norm, run.processes)
+        if what is not None:
+            _stop(run, lr, what)
         progress.tokens_seen += run.tokens_per_step
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # so that the step's time is its GPU time, not its launch time
@@ -735,25 +562,17 @@ def _train(
         logging = progress.step % config.log_interval == 0 or done
         evaluating = progress.step % config.eval_interval == 0 or done
         if logging or evaluating:
-            evaluated = _log_row(run, window, lr, logging, evaluating) or evaluated
+            evaluated = _log(run, window, lr, logging, evaluating) or evaluated
         if progress.step % config.checkpoint_interval == 0 or done:
-            if not _weights_finite(run):  # a non-finite update from a finite loss, unclipped
-                _diverged(run, lr, "a weight is not finite")
+            if not weights_finite(run.raw_model):  # a non-finite update from a finite loss, unclipped
+                _stop(run, lr, "a weight is not finite")
             _save(run)
     # Nothing left to train (a finished run, resumed): evaluate for the summary.
     final, extra_final = evaluated if evaluated is not None else _evaluate_all(run)
     if run.task_items is not None and run.last_tasks is None:
-        run.last_tasks = _task_row(run)
+        run.last_tasks = report.task_fields(score_tasks(run.raw_model, run.task_tokenizer, run.task_items))
 
-    summary = _summary(run, final, extra_final)
-    if processes.main:
-        run.metrics.close()
-        write_json(summary, config.out_dir / "summary.json")
-        run.say(
-            f"done: {progress.step} steps, {progress.tokens_seen:,} tokens, val loss {final['loss']:.4f}, "
-            f"{final['bpb']:.4f} bits per byte; {config.out_dir / 'summary.json'}"
-        )
-    return summary
+    return _finish(run, final, extra_final)
 
 
 def main(argv: list[str] | None = None) -> int:

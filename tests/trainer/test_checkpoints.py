@@ -13,10 +13,11 @@ import torch
 
 from pipeline.formats.configfile import ConfigError
 from tests.trainer_fixtures import toml_text, train_config_dict
-from trainer.checkpoints import save_checkpoint
+from trainer.checkpoints import load_checkpoint, save_checkpoint
 from trainer.config import parse_train_config
 from trainer.generate import load_model
-from trainer.train import load_checkpoint, main, read_metrics, train
+from trainer.metrics import read_metrics
+from trainer.train import main, train
 
 
 def config(mixture: Path, out_dir: Path, **overrides):

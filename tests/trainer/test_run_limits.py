@@ -17,9 +17,10 @@ from pipeline.formats.configfile import ConfigError
 from tests.trainer_fixtures import toml_text, train_config_dict
 from trainer.checkpoints import load_latest_checkpoint
 from trainer.config import parse_train_config
+from trainer.divergence import TrainingDiverged
 from trainer.memory import ModelTooLargeError, available_memory, check_memory, estimate_memory, size
 from trainer.model import GPTConfig
-from trainer.train import TrainingDiverged, preflight, train
+from trainer.train import preflight, train
 
 REPO = Path(__file__).resolve().parents[2]
 CPU = torch.device("cpu")

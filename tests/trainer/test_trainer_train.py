@@ -20,10 +20,13 @@ import torch.nn.functional as F
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.tokens import read_token_shard
 from tests.trainer_fixtures import toml_text, train_config_dict
+from trainer.checkpoints import load_checkpoint
 from trainer.config import TrainConfig, load_train_config, parse_train_config
 from trainer.data import open_mixture
+from trainer.evaluation import evaluate
 from trainer.generate import generate_text, load_model
-from trainer.train import evaluate, learning_rate, load_checkpoint, main, read_metrics, train
+from trainer.metrics import read_metrics
+from trainer.train import learning_rate, main, train
 
 REPO = Path(__file__).resolve().parents[2]
 
