@@ -91,7 +91,8 @@ def pretrain(training, log=None) -> dict:
     """Pretrain on ``training`` (a TrainConfig; trainer.train, given ``log``), or read back a
     finished run's summary (refused if it was trained with another config or on another mixture:
     the curation or the tokenizer changed since)."""
-    from trainer.train import check_same_config, train
+    from trainer.state import check_same_config
+    from trainer.train import train
 
     summary_path = training.out_dir / "summary.json"
     if summary_path.exists():

@@ -7,8 +7,10 @@
 One optimizer step: ``grad_accum`` micro steps of ``micro_batch`` windows per process (gradients
 synchronized on the last only), clipping of the global gradient norm, AdamW at the step's learning
 rate (:func:`learning_rate`). Every ``eval_interval`` steps and at the end, each validation group
-is evaluated (``trainer.evaluation``); every ``log_interval`` steps a row goes to ``metrics.csv`` and
-TensorBoard; every ``checkpoint_interval`` steps and at the end a checkpoint is written.
+is evaluated (``trainer.evaluation``); every ``log_interval`` steps a row goes to ``metrics.csv``
+and TensorBoard (``trainer.metrics``); every ``checkpoint_interval`` steps and at the end a
+checkpoint is written (``trainer.state`` says what it holds and how a run resumes exactly from
+it). A loss, gradient norm or weight that is not finite stops the run (``trainer.divergence``).
 
 Outputs in ``out_dir`` (rank 0 writes them)::
 
@@ -20,17 +22,8 @@ Outputs in ``out_dir`` (rank 0 writes them)::
     checkpoints/latest           the name of the newest checkpoint
     summary.json                 at the end: config, sizes, tokens, final losses, speed
 
-Exact resume. A checkpoint holds everything the rest of the run depends on: weights, AdamW's
-moments and step counts, the loader's ``(epoch, position)`` (the data order is a function of the
-seed, see ``trainer.data``), and every rank's RNG states (torch CPU and CUDA, for dropout; Python's
-``random``). No numpy generator keeps state between steps. On the CPU, with the same number of
-processes and threads, the resumed run's losses and weights are bit-equal to those of a run that
-never stopped; on CUDA, kernels that are not deterministic make them close instead. A run may
-also resume with another number of processes (the loader's position counts global windows; rank
-r takes the RNG states of rank r mod the saved count), then close rather than bit-equal. A
-checkpoint stores only tensors and plain containers, so it loads with
-``torch.load(..., weights_only=True)``. A checkpoint that fails its checksum or does not load is
-skipped, with a warning, for the newest older one that does (``trainer.checkpoints``).
+A checkpoint that fails its checksum or does not load is skipped, with a warning, for the newest
+older one that does (``trainer.checkpoints``).
 """
 
 from __future__ import annotations
@@ -56,16 +49,9 @@ from pipeline.formats.configfile import ConfigError
 from pipeline.formats.tokens import load_tokenizer
 from pipeline.io.writer import atomic_path, write_json
 from trainer import metrics as report
-from trainer.checkpoints import (  # noqa: F401
-    CHECKPOINT_DIR,
-    CHECKPOINT_FORMAT,
-    LATEST,
-    load_checkpoint,
-    load_latest_checkpoint,
-    remove_checkpoint_temporaries,
-)
+from trainer.checkpoints import CHECKPOINT_DIR, load_latest_checkpoint, remove_checkpoint_temporaries
 from trainer.checkpoints import save_checkpoint as _save_checkpoint  # a module global: benchmarks time it
-from trainer.config import BOOKKEEPING_KEYS, OptimSection, TrainConfig, load_train_config
+from trainer.config import OptimSection, TrainConfig, load_train_config
 from trainer.data import Mixture, MixtureError, TrainLoader, open_mixture
 from trainer.divergence import diverged, not_finite, weights_finite
 from trainer.evaluation import evaluate, read_task_items, score_tasks
@@ -73,9 +59,7 @@ from trainer.memory import check_memory
 from trainer.metrics import LossWindow, Metrics
 from trainer.model import GPT, GPTConfig
 from trainer.processes import Processes, autocast, device_for, start_processes, uses_bf16
-
-# --------------------------------------------------------------------------------------------
-# Schedule
+from trainer.state import Progress, check_same_run, checkpoint_state, every_rank_rng_states, restore
 
 
 def learning_rate(step: int, total_steps: int, optim: OptimSection) -> float:
@@ -100,60 +84,6 @@ def learning_rate(step: int, total_steps: int, optim: OptimSection) -> float:
     return optim.lr + progress * (optim.min_lr - optim.lr)
 
 
-# --------------------------------------------------------------------------------------------
-# Checkpoints
-
-
-def _rng_states(device: torch.device) -> dict:
-    return {
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-        "python": random.getstate(),
-    }
-
-
-def _set_rng_states(states: dict, device: torch.device) -> None:
-    torch.set_rng_state(states["torch"])
-    if device.type == "cuda" and states.get("cuda") is not None:
-        torch.cuda.set_rng_state(states["cuda"], device)
-    random.setstate(states["python"])
-
-
-def _flat(data: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def check_same_config(saved: dict, config: TrainConfig, path: Path) -> None:
-    """Refuse a run whose ``saved`` config (a checkpoint's or a summary's) differs from ``config``
-    in anything but bookkeeping keys and the folders."""
-    ignore = set(BOOKKEEPING_KEYS) | {"out_dir", "mixture"}
-    before, now = _flat(saved), _flat(config.to_dict())
-    for key in sorted(set(before) | set(now)):
-        if key.split(".")[0] not in ignore and before.get(key) != now.get(key):
-            raise ConfigError(
-                f"{key}: {path} was trained with {before.get(key)!r}, this config says "
-                f"{now.get(key)!r}; use another out_dir, or delete {path.parent} to start over"
-            )
-
-
-def _check_same_run(saved: dict, config: TrainConfig, mixture: Mixture, path: Path) -> None:
-    """Refuse to resume a checkpoint made by a different config or from a different mixture.
-    Bookkeeping keys may change; ``out_dir`` and ``mixture`` may move (the mixture is compared by
-    its manifest's sha256)."""
-    check_same_config(saved["config"], config, path)
-    if saved["mixture_sha256"] != mixture.manifest_sha256:
-        raise ConfigError(
-            f"mixture: {path} was trained on another mixture (manifest sha256 "
-            f"{saved['mixture_sha256'][:12]}, now {mixture.manifest_sha256[:12]}); use another out_dir"
-        )
-
-
 def log_line(line: str) -> None:
     """The default ``log``: print, flushed, so that progress shows in redirected output too."""
     print(line, flush=True)
@@ -169,7 +99,8 @@ def train(
     process calls this; only rank 0 writes files and logs. ``log`` gets one line per event
     (None: silent; a warning's line starts with ``trainer.checkpoints.WARNING``). ``verified``:
     :func:`preflight` passed just before, so the shards' checksums are not computed again. A loss
-    that is not finite stops the run at once with TrainingDiverged, saving nothing.
+    that is not finite stops the run at once with ``trainer.divergence.TrainingDiverged``, saving
+    nothing.
     """
     processes, device = start_processes(config)
     # On the CPU, ask for deterministic kernels (a kernel without one warns) so that a resumed run
@@ -185,7 +116,8 @@ def train(
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.utils.deterministic.fill_uninitialized_memory = False
     try:
-        result = _train(config, resume, log if processes.main else None, processes, device, verified)
+        say = log if processes.main and log is not None else lambda line: None
+        result = _train(_setup(config, resume, say, processes, device, verify_checksums=not verified))
         if processes.distributed:
             # Every rank reaches here before any tears the group down: a rank that leaves while
             # another's gloo work is still in flight aborts the other at exit.
@@ -199,18 +131,11 @@ def train(
             dist.destroy_process_group()
 
 
-@dataclass
-class Progress:
-    """The counters a checkpoint carries besides the weights: steps and tokens done, and the
-    seconds spent training and in all (earlier invocations included)."""
-
-    step: int = 0
-    tokens_seen: int = 0
-    train_time: float = 0.0
-    wall_before: float = 0.0
+# --------------------------------------------------------------------------------------------
+# Setup
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run:
     """Everything one training run holds while it runs (set up by :func:`_setup`)."""
 
@@ -218,7 +143,7 @@ class Run:
     processes: Processes
     device: torch.device
     say: Callable[[str], None]
-    started: float
+    started: float  # time.perf_counter() at the start of this invocation
     mixture: Mixture
     extra_sets: dict[str, Mixture]
     model_config: GPTConfig
@@ -228,14 +153,26 @@ class Run:
     optimizer: torch.optim.Optimizer
     loader: TrainLoader
     progress: Progress
-    resumed: bool
-    metrics: Metrics | None
+    metrics: Metrics | None  # the main process's
     total_steps: int
     tokens_per_step: int
     task_items: pl.DataFrame | None = None  # eval_tasks' items, scored at every evaluation (main process)
     task_tokenizer: Tokenizer | None = None  # the mixture's, which scores them
-    last_tasks: dict | None = None  # their scores at the latest evaluation (the summary's final_tasks)
+    last_tasks: dict | None = None  # their metrics row at the latest evaluation (the summary's final_tasks)
     last_checkpoint: Path | None = None  # the newest good one: resumed from or written
+
+
+@dataclass(kw_only=True)
+class Inputs:
+    """What a run starts from, every check a user can fail passed (:func:`_checked_inputs`)."""
+
+    mixture: Mixture
+    extra_sets: dict[str, Mixture]
+    loader: TrainLoader
+    model_config: GPTConfig
+    task_items: pl.DataFrame | None
+    checkpoint_path: Path | None
+    checkpoint: dict | None
 
 
 def _open_data(config: TrainConfig, verify_checksums: bool = True) -> tuple[Mixture, dict[str, Mixture]]:
@@ -249,19 +186,6 @@ def _open_data(config: TrainConfig, verify_checksums: bool = True) -> tuple[Mixt
                 f"the mixture; tokenize both with one tokenizer"
             )
     return mixture, extra_sets
-
-
-@dataclass
-class Inputs:
-    """What a run starts from, every check a user can fail passed (:func:`_checked_inputs`)."""
-
-    mixture: Mixture
-    extra_sets: dict[str, Mixture]
-    loader: TrainLoader
-    model_config: GPTConfig
-    task_items: pl.DataFrame | None
-    checkpoint_path: Path | None
-    checkpoint: dict | None
 
 
 def _checked_inputs(
@@ -281,12 +205,12 @@ def _checked_inputs(
     mixture, extra_sets = _open_data(config, verify_checksums)
     loader = TrainLoader(
         mixture,
-        config.model.block_size,
-        config.batch.micro_batch,
-        config.seed,
-        config.model.objective,
-        processes.rank,
-        processes.world_size,
+        block_size=config.model.block_size,
+        micro_batch=config.batch.micro_batch,
+        seed=config.seed,
+        objective=config.model.objective,
+        rank=processes.rank,
+        world_size=processes.world_size,
     )
     task_items = read_task_items(config) if processes.main else None
     model_config = GPTConfig(vocab_size=mixture.vocab_size, **config.model.model_dump())
@@ -298,8 +222,16 @@ def _checked_inputs(
             "run without --resume to start"
         )
     if checkpoint is not None:
-        _check_same_run(checkpoint, config, mixture, checkpoint_path)
-    return Inputs(mixture, extra_sets, loader, model_config, task_items, checkpoint_path, checkpoint)
+        check_same_run(checkpoint, config, mixture, checkpoint_path)
+    return Inputs(
+        mixture=mixture,
+        extra_sets=extra_sets,
+        loader=loader,
+        model_config=model_config,
+        task_items=task_items,
+        checkpoint_path=checkpoint_path,
+        checkpoint=checkpoint,
+    )
 
 
 def preflight(config: TrainConfig, resume: bool = False) -> None:
@@ -309,6 +241,20 @@ def preflight(config: TrainConfig, resume: bool = False) -> None:
     model too big is one line within seconds. The checkpoint is memory-mapped, not loaded."""
     processes = Processes()
     _checked_inputs(config, resume, None, processes, device_for(config, processes), mmap=True)
+
+
+def _open_metrics(config: TrainConfig, inputs: Inputs, resumed_step: int | None) -> Metrics:
+    """The main process's outputs opened: out_dir, the tokenizer's copy, metrics.csv and tb/."""
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(config.out_dir / "tokenizer.json") as tmp:
+        shutil.copyfile(inputs.mixture.tokenizer_path, tmp)
+    return Metrics(
+        config.out_dir,
+        groups=inputs.mixture.validation_groups,
+        resumed_step=resumed_step,
+        extra_groups={name: extra.validation_groups for name, extra in inputs.extra_sets.items()},
+        tasks=sorted(set(inputs.task_items["task"])) if inputs.task_items is not None else None,
+    )
 
 
 def _setup(
@@ -322,80 +268,104 @@ def _setup(
     """Data, model, optimizer and loader, resumed from the latest good checkpoint of ``out_dir``
     when there is one; rank 0's outputs opened."""
     started = time.perf_counter()
-    out_dir = config.out_dir
     if processes.main:
-        for stale in remove_checkpoint_temporaries(out_dir):
+        for stale in remove_checkpoint_temporaries(config.out_dir):
             say(f"removed {stale}, left by a checkpoint write that was killed")
     inputs = _checked_inputs(config, resume, say, processes, device, verify_checksums)
-    mixture, extra_sets, loader, model_config = inputs.mixture, inputs.extra_sets, inputs.loader, inputs.model_config
-    checkpoint_path, checkpoint, task_items = inputs.checkpoint_path, inputs.checkpoint, inputs.task_items
-    del inputs
 
     torch.manual_seed(config.seed)  # the same initial weights in every process
-    raw_model = GPT(model_config).to(device)
+    raw_model = GPT(inputs.model_config).to(device)
     optimizer = raw_model.configure_optimizer(
         config.optim.weight_decay, config.optim.lr, (config.optim.beta1, config.optim.beta2), device.type
     )
     torch.manual_seed(config.seed + processes.rank)  # dropout differs between processes
     random.seed(config.seed + processes.rank)
     progress = Progress()
-    if checkpoint is not None:
-        raw_model.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        loader.load_state_dict(checkpoint["loader"])
-        rng = checkpoint["rng"]
-        _set_rng_states(rng[processes.rank % len(rng)], device)
-        progress = Progress(
-            checkpoint["step"], checkpoint["tokens_seen"], checkpoint["train_time_s"], checkpoint["wall_time_s"]
+    if inputs.checkpoint is not None:
+        progress = restore(
+            inputs.checkpoint,
+            model=raw_model,
+            optimizer=optimizer,
+            loader=inputs.loader,
+            rank=processes.rank,
+            device=device,
         )
-        say(f"resuming from {checkpoint_path} (step {progress.step})")
-        del checkpoint
+        inputs.checkpoint = None  # the weights, loaded: freed
+        say(f"resuming from {inputs.checkpoint_path} (step {progress.step})")
 
     model = torch.compile(raw_model) if config.compile else raw_model
     eval_model = model
     if processes.distributed:
         model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-
-    metrics = None
-    if processes.main:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with atomic_path(out_dir / "tokenizer.json") as tmp:
-            shutil.copyfile(mixture.tokenizer_path, tmp)
-        metrics = Metrics(
-            out_dir,
-            groups=mixture.validation_groups,
-            resumed_step=progress.step if checkpoint_path else None,
-            extra_groups={name: extra.validation_groups for name, extra in extra_sets.items()},
-            tasks=sorted(set(task_items["task"])) if task_items is not None else None,
-        )
+    resumed_step = progress.step if inputs.checkpoint_path else None
     run = Run(
-        config,
-        processes,
-        device,
-        say,
-        started,
-        mixture,
-        extra_sets,
-        model_config,
-        raw_model,
-        model,
-        eval_model,
-        optimizer,
-        loader,
-        progress,
-        checkpoint_path is not None,
-        metrics,
-        config.total_steps(processes.world_size),
-        config.tokens_per_step(processes.world_size),
-        task_items,
-        load_tokenizer(mixture.tokenizer_path) if task_items is not None else None,
-        last_checkpoint=checkpoint_path,
+        config=config,
+        processes=processes,
+        device=device,
+        say=say,
+        started=started,
+        mixture=inputs.mixture,
+        extra_sets=inputs.extra_sets,
+        model_config=inputs.model_config,
+        raw_model=raw_model,
+        model=model,
+        eval_model=eval_model,
+        optimizer=optimizer,
+        loader=inputs.loader,
+        progress=progress,
+        metrics=_open_metrics(config, inputs, resumed_step) if processes.main else None,
+        total_steps=config.total_steps(processes.world_size),
+        tokens_per_step=config.tokens_per_step(processes.world_size),
+        task_items=inputs.task_items,
+        task_tokenizer=load_tokenizer(inputs.mixture.tokenizer_path) if inputs.task_items is not None else None,
+        last_checkpoint=inputs.checkpoint_path,
     )
     say(
         f"{raw_model.num_parameters():,} parameters, {run.total_steps} steps of {run.tokens_per_step:,} tokens, "
         f"{processes.world_size} process(es) on {device.type}"
     )
     return run
+
+
+# --------------------------------------------------------------------------------------------
+# The loop
+
+
+def _train(run: Run) -> dict:
+    """Train from ``run.progress`` to the last step; evaluate, log and checkpoint on the way."""
+    config, progress = run.config, run.progress
+    window = LossWindow(loss_sum=torch.zeros((), device=run.device))
+    evaluated = None
+    run.model.train()
+    while progress.step < run.total_steps:
+        tick = time.perf_counter()
+        lr = learning_rate(progress.step, run.total_steps, config.optim)
+        loss, norm = _step(run, lr)
+        progress.step += 1
+        what = not_finite(loss, norm, run.processes)
+        if what is not None:
+            _stop(run, lr, what)
+        progress.tokens_seen += run.tokens_per_step
+        if run.device.type == "cuda":
+            torch.cuda.synchronize(run.device)  # so that the step's time is its GPU time, not its launch time
+        elapsed = time.perf_counter() - tick
+        progress.train_time += elapsed
+        window.add(loss, run.tokens_per_step, elapsed)
+
+        done = progress.step == run.total_steps
+        logging = progress.step % config.log_interval == 0 or done
+        evaluating = progress.step % config.eval_interval == 0 or done
+        if logging or evaluating:
+            evaluated = _log(run, window, lr, logging, evaluating) or evaluated
+        if progress.step % config.checkpoint_interval == 0 or done:
+            if not weights_finite(run.raw_model):  # a non-finite update from a finite loss, unclipped
+                _stop(run, lr, "a weight is not finite")
+            _save(run)
+    # Nothing left to train (a finished run, resumed): evaluate for the summary.
+    final, extra_final = evaluated if evaluated is not None else _evaluate_all(run)
+    if run.task_items is not None and run.last_tasks is None:
+        run.last_tasks = report.task_fields(score_tasks(run.raw_model, run.task_tokenizer, run.task_items))
+    return _finish(run, final, extra_final)
 
 
 def _step(run: Run, lr: float) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -471,34 +441,23 @@ def _log(run: Run, window: LossWindow, lr: float, logging: bool, evaluating: boo
 
 def _save(run: Run) -> None:
     """A checkpoint of the run (every rank's RNG states gathered; rank 0 writes it)."""
-    rng = [_rng_states(run.device)]
-    if run.processes.distributed:
-        rng = [None] * run.processes.world_size
-        dist.all_gather_object(rng, _rng_states(run.device))
+    rng = every_rank_rng_states(run.device, run.processes)
     if not run.processes.main:
         return
-    progress = run.progress
-    path = _save_checkpoint(
-        run.config.out_dir,
-        {
-            "format": CHECKPOINT_FORMAT,
-            "step": progress.step,
-            "tokens_seen": progress.tokens_seen,
-            "train_time_s": progress.train_time,
-            "wall_time_s": progress.wall_before + time.perf_counter() - run.started,
-            "config": run.config.to_dict(),
-            "model_config": asdict(run.model_config),
-            "mixture_sha256": run.mixture.manifest_sha256,
-            "world_size": run.processes.world_size,
-            "model": run.raw_model.state_dict(),
-            "optimizer": run.optimizer.state_dict(),
-            "loader": run.loader.state_dict(),
-            "rng": rng,
-        },
-        run.config.keep_last,
+    state = checkpoint_state(
+        progress=run.progress,
+        wall_time_s=run.progress.wall_before + time.perf_counter() - run.started,
+        config=run.config,
+        model_config=run.model_config,
+        mixture=run.mixture,
+        world_size=run.processes.world_size,
+        model=run.raw_model,
+        optimizer=run.optimizer,
+        loader=run.loader,
+        rng=rng,
     )
-    run.last_checkpoint = path
-    run.say(f"step {progress.step}: saved {path.name}")
+    run.last_checkpoint = _save_checkpoint(run.config.out_dir, state, run.config.keep_last)
+    run.say(f"step {run.progress.step}: saved {run.last_checkpoint.name}")
 
 
 def _finish(run: Run, final: dict, extra_final: dict[str, dict]) -> dict:
@@ -528,51 +487,6 @@ def _finish(run: Run, final: dict, extra_final: dict[str, dict]) -> dict:
             f"{final['bpb']:.4f} bits per byte; {config.out_dir / 'summary.json'}"
         )
     return summary
-
-
-def _train(
-    config: TrainConfig,
-    resume: bool,
-    log: Callable[[str], None] | None,
-    processes: Processes,
-    device: torch.device,
-    verified: bool = False,
-) -> dict:
-    run = _setup(config, resume, log or (lambda line: None), processes, device, verify_checksums=not verified)
-    progress = run.progress
-    window = LossWindow(loss_sum=torch.zeros((), device=device))
-    evaluated = None
-    run.model.train()
-    while progress.step < run.total_steps:
-        tick = time.perf_counter()
-        lr = learning_rate(progress.step, run.total_steps, config.optim)
-        loss, norm = _step(run, lr)
-        progress.step += 1
-        what = not_finite(loss, norm, run.processes)
-        if what is not None:
-            _stop(run, lr, what)
-        progress.tokens_seen += run.tokens_per_step
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)  # so that the step's time is its GPU time, not its launch time
-        elapsed = time.perf_counter() - tick
-        progress.train_time += elapsed
-        window.add(loss, run.tokens_per_step, elapsed)
-
-        done = progress.step == run.total_steps
-        logging = progress.step % config.log_interval == 0 or done
-        evaluating = progress.step % config.eval_interval == 0 or done
-        if logging or evaluating:
-            evaluated = _log(run, window, lr, logging, evaluating) or evaluated
-        if progress.step % config.checkpoint_interval == 0 or done:
-            if not weights_finite(run.raw_model):  # a non-finite update from a finite loss, unclipped
-                _stop(run, lr, "a weight is not finite")
-            _save(run)
-    # Nothing left to train (a finished run, resumed): evaluate for the summary.
-    final, extra_final = evaluated if evaluated is not None else _evaluate_all(run)
-    if run.task_items is not None and run.last_tasks is None:
-        run.last_tasks = report.task_fields(score_tasks(run.raw_model, run.task_tokenizer, run.task_items))
-
-    return _finish(run, final, extra_final)
 
 
 def main(argv: list[str] | None = None) -> int:
