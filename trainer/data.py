@@ -67,7 +67,7 @@ class TokenStream:
         return out
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Mixture:
     """A checked mixture directory. ``train`` and ``validation[group]`` hold the shards' token arrays
     in manifest order; ``validation_tokens`` / ``validation_bytes`` are per-group sums of the

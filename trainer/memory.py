@@ -37,7 +37,7 @@ class ModelTooLargeError(ConfigError):
     """A model (or micro batch) that cannot fit in the memory there is; one line with the numbers."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemoryEstimate:
     parameters: int
     state_bytes: int  # weights, gradients, optimizer moments
@@ -54,7 +54,9 @@ def estimate_memory(model_config: GPTConfig, micro_batch: int, bf16: bool) -> Me
     tokens = micro_batch * model_config.block_size
     per_layer = ACTIVATION_BYTES_PER_TOKEN_LAYER_16BIT * model_config.n_embd * (1 if bf16 else 2)
     activations = tokens * (model_config.n_layer * per_layer + LOGIT_BYTES * model_config.vocab_size)
-    return MemoryEstimate(parameters, STATE_BYTES_PER_PARAMETER * parameters, activations)
+    return MemoryEstimate(
+        parameters=parameters, state_bytes=STATE_BYTES_PER_PARAMETER * parameters, activation_bytes=activations
+    )
 
 
 def available_memory(device: torch.device) -> tuple[int, str]:
