@@ -90,7 +90,7 @@ def log_line(line: str) -> None:
 
 
 def train(
-    config: TrainConfig, resume: bool = False, log: Callable[[str], None] | None = log_line, verified: bool = False
+    config: TrainConfig, *, resume: bool = False, log: Callable[[str], None] | None = log_line, verified: bool = False
 ) -> dict:
     """Train as ``config`` says; return the summary (also written to ``out_dir/summary.json``).
 
@@ -194,6 +194,7 @@ def _checked_inputs(
     say: Callable[[str], None] | None,
     processes: Processes,
     device: torch.device,
+    *,
     verify_checksums: bool = True,
     mmap: bool = False,
 ) -> Inputs:
@@ -263,6 +264,7 @@ def _setup(
     say: Callable[[str], None],
     processes: Processes,
     device: torch.device,
+    *,
     verify_checksums: bool = True,
 ) -> Run:
     """Data, model, optimizer and loader, resumed from the latest good checkpoint of ``out_dir``
@@ -271,7 +273,7 @@ def _setup(
     if processes.main:
         for stale in remove_checkpoint_temporaries(config.out_dir):
             say(f"removed {stale}, left by a checkpoint write that was killed")
-    inputs = _checked_inputs(config, resume, say, processes, device, verify_checksums)
+    inputs = _checked_inputs(config, resume, say, processes, device, verify_checksums=verify_checksums)
 
     torch.manual_seed(config.seed)  # the same initial weights in every process
     raw_model = GPT(inputs.model_config).to(device)
