@@ -51,6 +51,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.dedup.layout import ComponentsFolders, RoundFolder
 from pipeline.dedup.runs import distinct_pairs_sorted, run_starts, runs
 from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table_counted
 from pipeline.io.writer import parquet_stream, write_parquet
@@ -86,24 +87,16 @@ def _runs(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, np.diff(np.append(starts, len(u)))
 
 
-def round_dir(root: Path, step: str, round_: int) -> Path:
-    return as_path(root) / f"{step}-{round_:04d}"
-
-
-def unit_folder(root: Path, unit: int) -> Path:
-    return as_path(root) / f"unit-{unit:05d}"
-
-
 class Outbox:
     """The records one unit sends in one half-round, held until :meth:`send`, then written as one
-    file per unit they go to: ``folder/unit-<U>/from-<sender>.parquet``, where a record keyed by
+    file per unit they go to: ``to.file(U, sender)``, where a record keyed by
     ``u`` goes to bucket ``u % buckets``, owned by unit ``bucket % units``. Each :meth:`add` puts
     a row group per bucket (sorted by ``u, v``; the buckets listed in order in the file's
     metadata), so a half-round writes units x units files, not buckets x buckets; a unit holds
     what it sends in the half-round (about what it read: its buckets' records)."""
 
-    def __init__(self, folder: Path, sender: int, buckets: int, units: int):
-        self.folder, self.sender, self.buckets, self.units = folder, sender, buckets, units
+    def __init__(self, to: RoundFolder, sender: int, buckets: int, units: int):
+        self.to, self.sender, self.buckets, self.units = to, sender, buckets, units
         self._parts: dict[int, list[tuple[int, pa.Table]]] = {}
 
     def add(self, records: Records) -> None:
@@ -120,18 +113,18 @@ class Outbox:
     def send(self) -> None:
         for to_unit, parts in sorted(self._parts.items()):
             schema = EDGE_SCHEMA.with_metadata({BUCKETS_KEY: json.dumps([b for b, _ in parts])})
-            with parquet_stream(unit_folder(self.folder, to_unit) / f"from-{self.sender:05d}.parquet", schema) as out:
+            with parquet_stream(self.to.file(to_unit, self.sender), schema) as out:
                 for _, table in parts:
                     out.write_table(table, row_group_size=table.num_rows)
         self._parts.clear()
 
 
-def _route(records: Records, folder: Path, sender: int, buckets: int, units: int, outbox: Outbox | None) -> None:
+def _route(records: Records, to: RoundFolder, sender: int, buckets: int, units: int, outbox: Outbox | None) -> None:
     """``records`` into ``outbox``, or, without one, straight to their units' files as ``sender``."""
     if outbox is not None:
         outbox.add(records)
         return
-    alone = Outbox(folder, sender, buckets, units)
+    alone = Outbox(to, sender, buckets, units)
     alone.add(records)
     alone.send()
 
@@ -160,18 +153,18 @@ class Footers:
         return self._footers[str(path)]
 
 
-def _read(folder: Path, bucket: int, units: int, footers: Footers | None = None) -> tuple[Records, int]:
-    """The distinct records routed to ``bucket`` in ``folder`` (its row groups of each file sent to
+def _read(folder: RoundFolder, bucket: int, units: int, footers: Footers | None = None) -> tuple[Records, int]:
+    """The distinct records routed to ``bucket`` in the half-round ``folder`` (its row groups of each file sent to
     its unit), sorted by ``u, v``, and the bytes read. ``footers``: the unit's files and footers
     as read by its calls before (default: read here)."""
     footers = footers or Footers()
     tables, read = [], 0
-    for path in footers.files(unit_folder(folder, bucket % units)):
+    for path in footers.files(folder.unit(bucket % units)):
         metadata, owners = footers.of(path)
-        groups = [g for g, b in enumerate(owners) if b == bucket]
-        if groups:
-            tables.append(parquet_file(path, metadata).read_row_groups(groups).cast(EDGE_SCHEMA))
-            read += parquet_bytes(metadata, None, groups)
+        row_groups = [g for g, b in enumerate(owners) if b == bucket]
+        if row_groups:
+            tables.append(parquet_file(path, metadata).read_row_groups(row_groups).cast(EDGE_SCHEMA))
+            read += parquet_bytes(metadata, None, row_groups)
     if not tables:
         return _no_records(), read
     records = pa.concat_tables(tables)
@@ -201,7 +194,9 @@ def fingerprint(records: Records) -> tuple[int, int]:
     return len(u), int(hashes.sum(dtype=np.uint64)) if len(hashes) else 0
 
 
-def seed_edges(sender: int, edge_files: list[Path], root: Path, buckets: int = 1, units: int = 1) -> dict:
+def seed_edges(
+    sender: int, edge_files: list[Path], folders: ComponentsFolders, buckets: int = 1, units: int = 1
+) -> dict:
     """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round, into round 0's
     ``buckets`` buckets, as ``from-<sender>`` files."""
     found = [read_table_counted(f, ["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists()]
@@ -210,14 +205,14 @@ def seed_edges(sender: int, edge_files: list[Path], root: Path, buckets: int = 1
         edges = pa.concat_tables([table for table, _ in found])
         u, v = edges.column("doc_a").to_numpy().astype(np.int64), edges.column("doc_b").to_numpy().astype(np.int64)
     read = sum(size for _, size in found)
-    _route(_both_ways(u, v), round_dir(root, "large", 0), sender, buckets, units, None)
+    _route(_both_ways(u, v), folders.round("large", 0), sender, buckets, units, None)
     return {"unit": f"components-seed-{sender:05d}", "bytes_read": read}
 
 
 def large_star(
     round_: int,
     bucket: int,
-    root: Path,
+    folders: ComponentsFolders,
     buckets: int = 1,
     units: int = 1,
     outbox: Outbox | None = None,
@@ -226,19 +221,19 @@ def large_star(
     """Round ``round_``'s Large-Star for the documents of bucket ``bucket`` (module docstring); what
     it sends goes to ``outbox`` (default: written at once, sent from ``bucket``); ``footers``, the
     unit's (:class:`Footers`)."""
-    (u, v), read = _read(round_dir(root, "large", round_), bucket, units, footers)
+    (u, v), read = _read(folders.round("large", round_), bucket, units, footers)
     count, hashes = fingerprint((u, v))
     starts, lengths = _runs(u)
     smallest = np.repeat(np.minimum(v[starts], u[starts]), lengths)  # a key's first v is its least
     up = v > u
-    _route((v[up], smallest[up]), round_dir(root, "small", round_), bucket, buckets, units, outbox)  # keyed by v
+    _route((v[up], smallest[up]), folders.round("small", round_), bucket, buckets, units, outbox)  # keyed by v
     return {"unit": f"large-{round_:04d}-{bucket:05d}", "edges": count, "hash": hashes, "bytes_read": read}
 
 
 def small_star(
     round_: int,
     bucket: int,
-    root: Path,
+    folders: ComponentsFolders,
     buckets: int = 1,
     units: int = 1,
     outbox: Outbox | None = None,
@@ -247,19 +242,15 @@ def small_star(
     """Round ``round_``'s Small-Star for the documents of bucket ``bucket`` (module docstring); its
     records are keyed by their larger end. What it sends goes to ``outbox``, and ``footers`` are
     the unit's, as Large-Star's."""
-    (u, v), read = _read(round_dir(root, "small", round_), bucket, units, footers)
+    (u, v), read = _read(folders.round("small", round_), bucket, units, footers)
     starts, lengths = _runs(u)
     least = v[starts]  # v < u always: a key's first v is its smallest neighbour
     smallest = np.repeat(least, lengths)
     other = v != smallest
     # (v, m) for each neighbour but m, and (u, m) for each key u (m < u).
     out = np.concatenate([v[other], u[starts]]), np.concatenate([smallest[other], least])
-    _route(_both_ways(*out), round_dir(root, "large", round_ + 1), bucket, buckets, units, outbox)
+    _route(_both_ways(*out), folders.round("large", round_ + 1), bucket, buckets, units, outbox)
     return {"unit": f"small-{round_:04d}-{bucket:05d}", "bytes_read": read}
-
-
-def home_folder(homes: Path, home: int) -> Path:
-    return as_path(homes) / f"home-{home:05d}"
 
 
 def home_of(components: np.ndarray, homes: int) -> np.ndarray:
@@ -274,20 +265,19 @@ def home_of(components: np.ndarray, homes: int) -> np.ndarray:
 def component_labels(
     round_: int,
     bucket: int,
-    root: Path,
-    out_path: Path,
+    folders: ComponentsFolders,
     units: int = 1,
     held: list[Records] | None = None,
     footers: Footers | None = None,
 ) -> dict:
     """Each document of bucket ``bucket`` in an edge and its component, from round ``round_``'s
-    edges (stars around each component's smallest document), written to ``out_path``; with
+    edges (stars around each component's smallest document), written to ``folders.labels``; with
     ``held``, also kept there for the unit to send on with its other buckets' (``footers``: the
     unit's, :class:`Footers`)."""
-    (u, v), read = _read(round_dir(root, "large", round_), bucket, units, footers)
+    (u, v), read = _read(folders.round("large", round_), bucket, units, footers)
     starts, _ = _runs(u)
     labels = u[starts], np.minimum(v[starts], u[starts])  # doc, component (sorted by doc)
-    write_parquet(pa.Table.from_arrays([pa.array(x) for x in labels], schema=COMPONENTS_SCHEMA), out_path)
+    write_parquet(pa.Table.from_arrays([pa.array(x) for x in labels], schema=COMPONENTS_SCHEMA), folders.labels(bucket))
     if held is not None:
         held.append(labels)
     return {"unit": f"components-{bucket:05d}", "docs": len(starts), "bytes_read": read}

@@ -4,7 +4,7 @@ Each step is a plain function over one shard or one partition, so a flow runs on
 and memory is bounded by a shard or a partition, never the corpus::
 
     signatures_for_shard(docs/shard-00007.parquet, sig/shard-00007.parquet, params, shard=7)
-    partition_band_keys([sig/shard-00000.parquet, ...], bands/, 16, "block-00000.parquet")
+    partition_band_keys([sig/shard-00000.parquet, ...], [bands/part-0000/block-00000.parquet, ...])
         -> bands/part-0000/block-00000.parquet ... bands/part-0015/block-00000.parquet
            (a block of shards' band keys, one file per partition)
     candidate_pairs(bands/part-0003)      (reads every file of partition 3)
@@ -322,15 +322,15 @@ def read_params(signature_path: Path) -> dict:
     return json.loads(metadata[PARAMS_KEY])
 
 
-def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitions: int, name: str) -> list[Path]:
-    """Write the band keys (and exact hashes) of the signature files as ``partitions`` files, one
-    per partition folder: ``out_dir/part-<p:04d>/<name>``; a key goes to partition
-    ``key % partitions``. Each file's rows in turn, band by band in document order (none sorted by
+def partition_band_keys(signature_paths: Sequence[Path], targets: Sequence[Path]) -> list[Path]:
+    """Write the band keys (and exact hashes) of the signature files as one file per partition,
+    ``targets[p]`` (:meth:`pipeline.dedup.layout.DedupWork.band_files`); a key goes to partition
+    ``key % len(targets)``. Each file's rows in turn, band by band in document order (none sorted by
     key: :func:`candidate_pairs` finds the buckets, whatever the order of rows and files).
     Documents without words are left out: they have nothing to compare."""
+    partitions = len(targets)
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
-    out_dir = as_path(out_dir)
     written = []
     pieces: list[list[pa.Table]] = [[] for _ in range(partitions)]
     for path in map(as_path, signature_paths):
@@ -371,7 +371,7 @@ def partition_band_keys(signature_paths: Sequence[Path], out_dir: Path, partitio
             )
             pieces[p].append(part)
     for p, parts in enumerate(pieces):
-        target = out_dir / f"part-{p:04d}" / name
+        target = as_path(targets[p])
         table = pa.concat_tables(parts) if parts else BAND_KEYS_SCHEMA.empty_table()
         with atomic_sink(target) as sink:
             pq.write_table(table, sink, **BAND_KEYS_WRITER)

@@ -6,16 +6,18 @@ sized by documents; ``pipeline.stages.dedup.group_shards``); a group is the unit
 and files go from group to group, so a hop writes at most groups x groups files whatever the
 number of shards. Two hops::
 
-    route_pairs(pairs, pairs_dir, name, group_of)
-        pairs_dir/group-<G>/<name>.parquet: the pairs whose doc_a is in group G (PAIRS_SCHEMA)
-    first_hop(G, pairs_dir, signatures of G, forward_dir, out, threshold, group_of)
+    route_pairs(pairs, folders, name, group_of)
+        folders.pair_file(G, name): the pairs whose doc_a is in group G (PAIRS_SCHEMA)
+    first_hop(G, folders, signatures of G, threshold, group_of)
         reads group G's pairs and, once, the row groups of G's signature files that hold their
         doc_a; measures the pairs whose doc_b is in G too (exact pairs need no sets); sends each
         other doc_a's set, once per target group T, with its partners in T, to
-        forward_dir/group-<T>/from-<G>.parquet (FORWARD_SCHEMA)
-    second_hop(T, forward_dir, signatures of T, out, threshold)
+        folders.forward_file(T, G) (FORWARD_SCHEMA); writes folders.measured("first", G)
+    second_hop(T, folders, signatures of T, threshold)
         reads what was sent to group T and, once, the row groups of T's signature files that
-        hold the partners; measures the rest
+        hold the partners; measures the rest: folders.measured("second", T)
+
+``folders`` is the pass's :class:`pipeline.dedup.layout.PassFolders`, the owner of these paths.
 
 Each hop reads each signature file once at most, so a pass reads at most twice the signature
 files' shingle sets plus the pairs, whatever the number of pairs, partitions, shards or groups:
@@ -42,9 +44,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs
+from pipeline.dedup.layout import FIRST, SECOND, PassFolders
 from pipeline.dedup.lsh import PAIRS_SCHEMA, SET_TYPE, SIGNATURE_COMPRESSION, set_arrays, shard_of
 from pipeline.dedup.runs import pair_order, run_starts, runs
-from pipeline.io.storage import as_path, parquet_bytes, parquet_file, parquet_files, read_table_counted
+from pipeline.io.storage import parquet_bytes, parquet_file, parquet_files, read_table_counted
 from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink, write_parquet
 
 FORWARD_SCHEMA = pa.schema(
@@ -73,18 +76,14 @@ SIMILARITY_SCHEMA = pa.schema(
 )
 
 
-def group_folder(root: Path, group: int) -> Path:
-    return as_path(root) / f"group-{group:05d}"
-
-
 def groups_of(docs: np.ndarray, group_of: Sequence[int]) -> np.ndarray:
     """The group of each document number (``group_of[shard]``)."""
     return np.asarray(group_of, dtype=np.int64)[shard_of(docs)]
 
 
-def route_pairs(pairs: pl.DataFrame, pairs_dir: Path, name: str, group_of: Sequence[int]) -> int:
+def route_pairs(pairs: pl.DataFrame, folders: PassFolders, name: str, group_of: Sequence[int]) -> int:
     """Write ``pairs`` (``doc_a, doc_b, exact``) as one file per group of ``doc_a``:
-    ``pairs_dir/group-<G>/<name>.parquet``, sorted by ``doc_a, doc_b``; groups with no pair get
+    ``folders.pair_file(G, name)``, sorted by ``doc_a, doc_b``; groups with no pair get
     no file. Returns the number of files written."""
     if pairs.height == 0:
         return 0
@@ -93,7 +92,7 @@ def route_pairs(pairs: pl.DataFrame, pairs_dir: Path, name: str, group_of: Seque
     ).sort("doc_a", "doc_b")
     written = 0
     for group, part in by_group(table, "doc_a", group_of):
-        write_parquet(part.to_arrow().cast(PAIRS_SCHEMA), group_folder(pairs_dir, group) / f"{name}.parquet")
+        write_parquet(part.to_arrow().cast(PAIRS_SCHEMA), folders.pair_file(group, name))
         written += 1
     return written
 
@@ -175,20 +174,14 @@ def _group_sets(signature_paths: Sequence[Path], docs: np.ndarray) -> tuple[pa.T
 
 
 def first_hop(
-    group: int,
-    pairs_dir: Path,
-    signature_paths: Sequence[Path],
-    forward_dir: Path,
-    out_path: Path,
-    threshold: float | None,
-    group_of: Sequence[int],
+    group: int, folders: PassFolders, signature_paths: Sequence[Path], threshold: float | None, group_of: Sequence[int]
 ) -> dict:
     """Group ``group``'s first hop (module docstring): measure the pairs routed to it whose both
     documents it holds, and send the sets of the others on. Pairs found more than once (in
     several bands or partitions) count once; a pair found through the exact hash is exact, with
-    similarity 1.0. Returns counts: ``pairs`` (distinct), ``kept`` (written to ``out_path``:
+    similarity 1.0. Returns counts: ``pairs`` (distinct), ``kept`` (written to its measured file:
     reaching ``threshold``, or all), ``forwarded`` (pairs sent on), ``bytes_read``."""
-    routed, read = _read_all(parquet_files(group_folder(pairs_dir, group)), PAIRS_SCHEMA)
+    routed, read = _read_all(parquet_files(folders.pairs(group)), PAIRS_SCHEMA)
     a, b, exact = distinct_pairs(routed)
     del routed
     measured = _Measured()
@@ -217,7 +210,7 @@ def first_hop(
             part_a, part_b = a[part], b[part]
             starts = run_starts(part_a)
             ends = np.append(starts[1:], len(part_b))
-            path = group_folder(forward_dir, int(target[part[0]])) / f"from-{group:05d}.parquet"
+            path = folders.forward_file(int(target[part[0]]), group)
             with atomic_sink(path) as sink, pq.ParquetWriter(sink, FORWARD_SCHEMA, **FORWARD_WRITER) as out:
                 # FORWARD_ROWS sets at a time: a target may take most of the group's sets.
                 for lo in range(0, len(starts), FORWARD_ROWS):
@@ -231,17 +224,15 @@ def first_hop(
                     out.write_table(pa.table([pa.array(senders), sets, partners], schema=FORWARD_SCHEMA))
                     del sets
             pa.default_memory_pool().release_unused()  # the writer's buffers, before the next target's
-    kept = measured.write(threshold, out_path)
+    kept = measured.write(threshold, folders.measured(FIRST, group))
     return {"pairs": int(exact.size), "kept": kept, "forwarded": forwarded, "bytes_read": read}
 
 
-def second_hop(
-    group: int, forward_dir: Path, signature_paths: Sequence[Path], out_path: Path, threshold: float | None
-) -> dict:
+def second_hop(group: int, folders: PassFolders, signature_paths: Sequence[Path], threshold: float | None) -> dict:
     """Group ``group``'s second hop (module docstring): measure the pairs whose ``doc_b`` it holds
     against the sets the first hops sent it, one row group of a sending group's file at a time.
-    Returns counts: ``pairs``, ``kept`` (written to ``out_path``), ``bytes_read``."""
-    files = parquet_files(group_folder(forward_dir, group))
+    Returns counts: ``pairs``, ``kept`` (written to its measured file), ``bytes_read``."""
+    files = parquet_files(folders.forward(group))
     read = 0
     partners, footers = [], []
     for path in files:  # the partners first (a small column), to read this group's sets once
@@ -278,7 +269,7 @@ def second_hop(
                 pairs += len(a)
                 del sent, sent_values, sent_offsets
                 pa.default_memory_pool().release_unused()
-    kept = measured.write(threshold, out_path)
+    kept = measured.write(threshold, folders.measured(SECOND, group))
     return {"pairs": pairs, "kept": kept, "bytes_read": read}
 
 

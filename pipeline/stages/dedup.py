@@ -95,17 +95,16 @@ from pipeline.dedup.components import (
     Records,
     combined_fingerprint,
     component_labels,
-    home_folder,
     home_of,
     large_star,
-    round_dir,
     seed_edges,
     small_star,
 )  # the unit functions below run these shard by shard (or bucket by bucket), over groups
+from pipeline.dedup.layout import SIMILARITY, VERIFY, WORK_FORMAT, DedupWork, RoundFolder
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
 from pipeline.dedup.lsh import SHARD_BITS, candidate_pairs, partition_band_keys, shard_of, signatures_for_shard
 from pipeline.dedup.minhash import MinHashParams
-from pipeline.dedup.routed import by_group, first_hop, group_folder, route_pairs, second_hop
+from pipeline.dedup.routed import by_group, first_hop, route_pairs, second_hop
 from pipeline.dedup.runs import runs
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
@@ -128,8 +127,6 @@ STAGE = "dedup"
 LINES_STAGE = "lines"
 LARGEST_CLUSTERS = 10
 EXAMPLE_CHARS = 300
-# The two routed passes: verification of the candidate pairs, similarity with the kept document.
-VERIFY, SIMILARITY = "verify", "similarity"
 # Documents into the stage per group of consecutive shards (up to dedup.partitions groups), the
 # unit of the steps that route by document (the hops, the seed of the components, the members): a
 # hop holds the shingle sets of its group's documents that have pairs, and the sets sent to it from
@@ -152,13 +149,9 @@ DOCS_PER_UNIT = 50_000
 EDGES_PER_BUCKET = 50_000
 
 
-def signature_path(work: Path, shard: int) -> Path:
-    return as_path(work) / "signatures" / f"shard-{shard:05d}.parquet"
-
-
 def sign_shard(in_path: Path, shard: int, work: Path, params: MinHashParams) -> dict:
     """Shard ``shard``'s signature file."""
-    signatures = signature_path(work, shard)
+    signatures = DedupWork(work).signatures(shard)
     counts = signatures_for_shard(in_path, signatures, params, shard=shard)
     opened = parquet_file(in_path)
     text_columns = ["id", "text"] + ([params.score_column] if params.score_column else [])
@@ -174,12 +167,7 @@ def sign_block(jobs: list[tuple[Path, int]], first: int, work: Path, params: Min
     partitions files, not shards x partitions. It holds the block's band keys (22 rows of 18 bytes a
     document with the default bands)."""
     signed = [sign_shard(path, shard, work, params) for path, shard in jobs]
-    partition_band_keys(
-        _signatures(work, [shard for _, shard in jobs]),
-        as_path(work) / "bands",
-        partitions,
-        name=f"block-{first:05d}.parquet",
-    )
+    partition_band_keys(_signatures(work, [shard for _, shard in jobs]), DedupWork(work).band_files(first, partitions))
     return signed
 
 
@@ -191,17 +179,12 @@ def find_candidates(partition: int, work: Path, group_of: list[int]) -> dict:
     first document only) but the earlier one of a whole bucket's, so by the later document the
     pairs spread evenly over the shards, where by the earlier one they pile up where a corpus's
     first copies are (in the 100k-document demo run, one shard of 13 received 63% of the pairs)."""
-    files = parquet_files(as_path(work) / "bands" / f"part-{partition:04d}")
+    files = parquet_files(DedupWork(work).band_partition(partition))
     pairs = candidate_pairs(files)
     later_first = pairs.select(doc_a="doc_b", doc_b="doc_a", exact="exact")
-    route_pairs(later_first, as_path(work) / VERIFY / "pairs", f"part-{partition:04d}", group_of)
+    route_pairs(later_first, DedupWork(work).routed(VERIFY), f"part-{partition:04d}", group_of)
     read = sum(parquet_bytes(parquet_file(f).metadata) for f in files)
     return {"unit": f"candidates-{partition:04d}", "pairs": pairs.height, "bytes_read": read}
-
-
-def _hop_dirs(work: Path, step: str) -> tuple[Path, Path, Path]:
-    root = as_path(work) / step
-    return root / "pairs", root / "forward", root / "measured"
 
 
 def buckets_for(edges: int, shards: int) -> int:
@@ -253,82 +236,54 @@ def _summed(unit: str, counts: list[dict]) -> dict:
 
 
 def _signatures(work: Path, shards: Sequence[int]) -> list[Path]:
-    return [signature_path(work, s) for s in shards]
+    return [DedupWork(work).signatures(s) for s in shards]
 
 
 def measure_first(
     step: str, group: int, shards: list[int], work: Path, threshold: float | None, group_of: list[int]
 ) -> dict:
     """The first routed hop of ``step`` (verify or similarity) for group ``group`` (its ``shards``)."""
-    pairs, forward, measured = _hop_dirs(work, step)
-    found = first_hop(
-        group, pairs, _signatures(work, shards), forward, measured / f"first-{group:05d}.parquet", threshold, group_of
-    )
+    found = first_hop(group, DedupWork(work).routed(step), _signatures(work, shards), threshold, group_of)
     return {"unit": f"{step}-first-{group:04d}", **found}
 
 
 def measure_second(step: str, group: int, shards: list[int], work: Path, threshold: float | None) -> dict:
     """The second routed hop of ``step`` for group ``group`` (its ``shards``)."""
-    _, forward, measured = _hop_dirs(work, step)
-    found = second_hop(group, forward, _signatures(work, shards), measured / f"second-{group:05d}.parquet", threshold)
+    found = second_hop(group, DedupWork(work).routed(step), _signatures(work, shards), threshold)
     return {"unit": f"{step}-second-{group:04d}", **found}
-
-
-def _measured_files(work: Path, step: str, group: int) -> list[Path]:
-    measured = _hop_dirs(work, step)[2]
-    return [
-        p for p in (measured / f"first-{group:05d}.parquet", measured / f"second-{group:05d}.parquet") if p.exists()
-    ]
-
-
-def _components_root(work: Path) -> Path:
-    return as_path(work) / "components"
-
-
-def _labels_path(work: Path, bucket: int) -> Path:
-    return _components_root(work) / "labels" / f"bucket-{bucket:05d}.parquet"
 
 
 def seed_components(group: int, work: Path, buckets: int, units: int) -> dict:
     """The verified edges of group ``group`` into the first round of components, routed to
     ``buckets`` buckets of documents (dealt to ``units`` units)."""
-    found = seed_edges(group, _measured_files(work, VERIFY, group), _components_root(work), buckets, units)
+    layout = DedupWork(work)
+    found = seed_edges(group, layout.routed(VERIFY).measured_files(group), layout.components, buckets, units)
     return {**found, "unit": f"components-seed-{group:04d}"}
 
 
 def _stars(
-    star, name: str, to: Path, round_: int, part: int, buckets: list[int], work: Path, count: int, units: int
+    star, name: str, to: RoundFolder, round_: int, part: int, buckets: list[int], work: Path, count: int, units: int
 ) -> dict:
     """One unit of a half-round: ``star`` (Large-Star or Small-Star) for each bucket of
     ``buckets`` (of ``count``, dealt to ``units``), what they send written to ``to`` at the end,
     one file per unit it goes to."""
     outbox = Outbox(to, part, count, units)
     footers = Footers()  # the unit's files, listed and read once for all its buckets
-    done = [star(round_, b, _components_root(work), count, units, outbox, footers) for b in buckets]
+    done = [star(round_, b, DedupWork(work).components, count, units, outbox, footers) for b in buckets]
     outbox.send()
     return _summed(f"{name}-{round_:04d}-{part:04d}", done)
 
 
 def large_stars(round_: int, part: int, buckets: list[int], work: Path, count: int, units: int) -> dict:
     """Round ``round_``'s Large-Star for each bucket of ``buckets`` (:func:`_stars`)."""
-    to = round_dir(_components_root(work), "small", round_)
+    to = DedupWork(work).components.round("small", round_)
     return _stars(large_star, "large", to, round_, part, buckets, work, count, units)
 
 
 def small_stars(round_: int, part: int, buckets: list[int], work: Path, count: int, units: int) -> dict:
     """Round ``round_``'s Small-Star for each bucket of ``buckets`` (:func:`_stars`)."""
-    to = round_dir(_components_root(work), "large", round_ + 1)
+    to = DedupWork(work).components.round("large", round_ + 1)
     return _stars(small_star, "small", to, round_, part, buckets, work, count, units)
-
-
-def _home_folder(work: Path, home: int) -> Path:
-    """Where the members of the components of home ``home`` go (home_members sends them there)."""
-    return home_folder(_components_root(work) / "home", home)
-
-
-def _labelled_folder(work: Path, group: int) -> Path:
-    """Where the labels of group ``group``'s documents go (label_components sends them there)."""
-    return group_folder(_components_root(work) / "labelled", group)
 
 
 def label_components(round_: int, part: int, buckets: list[int], work: Path, group_of: list[int], units: int) -> dict:
@@ -336,16 +291,14 @@ def label_components(round_: int, part: int, buckets: list[int], work: Path, gro
     label is also sent to the group of its document (``group_of``: each shard's), which reads the
     columns the keep rule needs from its own signature files (:func:`home_members`): the unit's
     labels held to the end, then one file per group, components/labelled/group-<G>/from-<part>."""
-    root = _components_root(work)
+    folders = DedupWork(work).components
     held: list[Records] = []
     footers = Footers()
-    done = [component_labels(round_, b, root, _labels_path(work, b), units, held, footers) for b in buckets]
+    done = [component_labels(round_, b, folders, units, held, footers) for b in buckets]
     doc, component = (np.concatenate(x) for x in zip(*held)) if held else (np.zeros(0, np.int64),) * 2
     labels = pl.DataFrame({"doc": doc, "component": component}, schema={"doc": pl.Int64, "component": pl.Int64})
     for group, rows in by_group(labels.sort("doc"), "doc", group_of):
-        write_parquet(
-            rows.to_arrow().cast(COMPONENTS_SCHEMA), _labelled_folder(work, group) / f"from-{part:05d}.parquet"
-        )
+        write_parquet(rows.to_arrow().cast(COMPONENTS_SCHEMA), folders.labelled_file(group, part))
     return _summed(f"components-{part:04d}", done)
 
 
@@ -357,7 +310,8 @@ def home_members(group: int, shards: list[int], work: Path, homes: int, rule: Ke
     ``doc``. When each home read these columns from the signature files itself, a row group
     holding members of several homes was read once per home."""
     unit = f"members-{group:04d}"
-    labels, read = read_parquet_counted(parquet_files(_labelled_folder(work, group)))
+    folders = DedupWork(work).components
+    labels, read = read_parquet_counted(parquet_files(folders.labelled(group)))
     if labels is None:
         return {"unit": unit, "docs": 0, "bytes_read": 0}
     lookup = ShingleLookup(_signatures(work, shards))
@@ -366,9 +320,7 @@ def home_members(group: int, shards: list[int], work: Path, homes: int, rule: Ke
     order = np.argsort(home, kind="stable")  # each home's rows stay sorted by doc
     labelled, home = labelled[order], home[order]
     for lo, hi in runs(home):
-        write_parquet(
-            labelled.slice(lo, hi - lo).to_arrow(), _home_folder(work, int(home[lo])) / f"from-{group:05d}.parquet"
-        )
+        write_parquet(labelled.slice(lo, hi - lo).to_arrow(), folders.home_file(int(home[lo]), group))
     return {"unit": unit, "docs": labelled.height, "bytes_read": read + lookup.bytes_read}
 
 
@@ -398,10 +350,6 @@ def find_components(work: Path, group_of: list[int], run_units: RunUnits, bucket
     return {"rounds": round_ + 1, "docs": _total(labelled, "docs"), "bytes_read": read + _total(labelled, "bytes_read")}
 
 
-def _members_folder(work: Path, group: int) -> Path:
-    return group_folder(as_path(work) / "members", group)
-
-
 def cluster_edges(home: int, work: Path, rule: KeepRule, group_of: list[int]) -> dict:
     """The keep rule over the components of home ``home`` (its memory bounded by one home's
     components, those of about :data:`DOCS_PER_UNIT` edges; their members' columns sent by
@@ -409,14 +357,15 @@ def cluster_edges(home: int, work: Path, rule: KeepRule, group_of: list[int]) ->
     (members/group-<G>/from-<H>), and each member that is neither kept nor an exact copy is
     routed, with its kept document, to be measured."""
     unit = f"clusters-{home:04d}"
-    labelled, read = read_parquet_counted(parquet_files(_home_folder(work, home)))
+    layout = DedupWork(work)
+    labelled, read = read_parquet_counted(parquet_files(layout.components.home(home)))
     if labelled is None:
         return {"unit": unit, "docs": 0, "pairs": 0, "bytes_read": 0}
     members = members_of_labelled(labelled.sort("doc"), rule)
     for group, rows in by_group(members, "doc", group_of):
-        write_parquet(rows.to_arrow(), _members_folder(work, group) / f"from-{home:05d}.parquet")
+        write_parquet(rows.to_arrow(), layout.members_file(group, home))
     measure = similarity_pairs(members)
-    route_pairs(measure, as_path(work) / SIMILARITY / "pairs", f"members-{home:05d}", group_of)
+    route_pairs(measure, layout.routed(SIMILARITY), f"members-{home:05d}", group_of)
     return {"unit": unit, "docs": members.height, "pairs": measure.height, "bytes_read": read}
 
 
@@ -429,10 +378,11 @@ def _group_clusters(work: Path, group: int) -> tuple[pa.Table | None, int]:
     """Group ``group``'s rows of the clusters table (its members with their measured similarity to
     the kept document: measured where the member's group is, first-<G> and second-<G>), and the
     bytes read; None when no member of a cluster is in the group."""
-    files = parquet_files(_members_folder(work, group))
+    layout = DedupWork(work)
+    files = parquet_files(layout.members(group))
     if not files:
         return None, 0
-    measured, measured_read = read_parquet_counted(_measured_files(work, SIMILARITY, group))
+    measured, measured_read = read_parquet_counted(layout.routed(SIMILARITY).measured_files(group))
     measured = (
         measured.select("doc_a", "doc_b", "jaccard")
         if measured is not None
@@ -650,13 +600,6 @@ def partitions_for(documents: int, params: MinHashParams, most: int) -> int:
     return max(units_for(rows, BAND_ROWS_PER_UNIT, most), -(-rows // BAND_ROWS_PER_PARTITION))
 
 
-# The layout of dedup's intermediate/ (signature files with their 64-bit shingle sets, which the
-# verification compares, in a sets file beside each; band keys unsorted; routed between groups of
-# shards): work made under another layout (32-bit sets, whose collisions joined unrelated short
-# documents; files routed from shard to shard; sets in a Parquet column) is redone, not reused.
-WORK_FORMAT = "dedup-work/4"
-
-
 def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
     """Remove exact and near duplicates from the shards of ``previous``; write and return the
     stage's stats."""
@@ -670,7 +613,7 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
     clusters = stage.root / "clusters.parquet"
     made_from = {**settings.model_dump(mode="json"), "work_format": WORK_FORMAT}
     if reusable_work(stage, inputs, made_from) and clusters.exists():
-        finding = read_json(work / "finding.json")
+        finding = read_json(DedupWork(work).finding)
     else:
         documents = read_json(layout.stage(previous).stats)["docs_out"]
         partitions = partitions_for(documents, params, settings.partitions)
@@ -678,7 +621,7 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
             inputs, work, params, partitions, settings.keep, clusters, run_units, most_units=settings.partitions
         )
         finding["partitions"] = partitions
-        write_json(finding, work / "finding.json")
+        write_json(finding, DedupWork(work).finding)
         mark_work_done(stage, inputs, made_from)
     parts = in_blocks(
         run_units,

@@ -30,6 +30,7 @@ from pipeline.dedup.clusters import (
     jaccard_of_pairs,
     verify_pairs,
 )
+from pipeline.dedup.layout import DedupWork
 from pipeline.dedup.lines import (
     RepeatedLines,
     frequent_lines,
@@ -532,7 +533,7 @@ def test_verification_drops_lsh_false_positives(tmp_path):
     params = MinHashParams(num_perm=64, bands=64, rows=1, threshold=0.8)
     signatures = tmp_path / "sig" / "shard-00000.parquet"
     signatures_for_shard(path, signatures, params, shard=0)
-    partition_band_keys([signatures], tmp_path / "bands", 1, signatures.name)
+    partition_band_keys([signatures], [tmp_path / "bands" / "part-0000" / signatures.name])
     pairs = candidate_pairs(tmp_path / "bands" / "part-0000")
     assert (0, 1) in set(zip(pairs["doc_a"].to_list(), pairs["doc_b"].to_list()))
     lookup = ShingleLookup([signatures])
@@ -559,12 +560,13 @@ def test_a_block_of_shards_in_one_band_file_gives_the_same_candidates(tmp_path, 
     for s, (path, out) in enumerate(zip(paths, signatures)):
         signatures_for_shard(path, out, MinHashParams(), shard=s)
     for signature in signatures:
-        partition_band_keys([signature], tmp_path / "per-shard", 3, signature.name)
-    partition_band_keys(signatures[:2], tmp_path / "blocks", 3, "block-00000.parquet")
-    partition_band_keys(signatures[2:], tmp_path / "blocks", 3, "block-00002.parquet")
+        partition_band_keys([signature], [tmp_path / "per-shard" / f"part-{p:04d}" / signature.name for p in range(3)])
+    blocks = DedupWork(tmp_path / "blocks")
+    partition_band_keys(signatures[:2], blocks.band_files(0, 3))
+    partition_band_keys(signatures[2:], blocks.band_files(2, 3))
     for p in range(3):
         per_shard = candidate_pairs(tmp_path / "per-shard" / f"part-{p:04d}")
-        assert per_shard.height > 0 and candidate_pairs(tmp_path / "blocks" / f"part-{p:04d}").equals(per_shard)
+        assert per_shard.height > 0 and candidate_pairs(blocks.band_partition(p)).equals(per_shard)
     one = deduplicate_shards(paths, tmp_path / "one", MinHashParams(), partitions=3)
     monkeypatch.setattr(stage_module, "JOBS_PER_BLOCK", 2)
     three = deduplicate_shards(paths, tmp_path / "three", MinHashParams(), partitions=3)

@@ -18,6 +18,7 @@ import pipeline.dedup.routed as routed_module
 import pipeline.stages.dedup as stage_module
 from pipeline.dedup.clusters import ShingleLookup, cluster_table, verify_pairs
 from pipeline.dedup.components import BUCKETS_KEY
+from pipeline.dedup.layout import PassFolders
 from pipeline.dedup.lsh import PAIRS_SCHEMA, candidate_pairs, sets_path, shard_of
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import distinct_pairs, first_hop, route_pairs, second_hop
@@ -77,15 +78,15 @@ def test_routed_hops_measure_what_one_lookup_measures(tmp_path, monkeypatch, gro
     assert len(list((work / "verify" / "measured").glob("first-*.parquet"))) == max(group_of) + 1
 
     # Every pair's value, no threshold: the hops again, into a folder of their own.
-    route_pairs(pairs, tmp_path / "all" / "pairs", "all", group_of)
+    every = PassFolders(tmp_path / "all")
+    route_pairs(pairs, every, "all", group_of)
     for g in range(max(group_of) + 1):
         mine = [signatures(work, 4)[s] for s in range(4) if group_of[s] == g]
-        first_hop(g, tmp_path / "all" / "pairs", mine, tmp_path / "all" / "forward",
-                  tmp_path / "all" / "out" / f"first-{g}.parquet", None, group_of)  # fmt: skip
+        first_hop(g, every, mine, None, group_of)
     for g in range(max(group_of) + 1):
         mine = [signatures(work, 4)[s] for s in range(4) if group_of[s] == g]
-        second_hop(g, tmp_path / "all" / "forward", mine, tmp_path / "all" / "out" / f"second-{g}.parquet", None)
-    routed = measured(tmp_path / "all" / "out")
+        second_hop(g, every, mine, None)
+    routed = measured(tmp_path / "all" / "measured")
     sent = list((tmp_path / "all" / "forward").rglob("*.parquet"))
     assert (max((pq.ParquetFile(p).metadata.num_row_groups for p in sent), default=0) > 1) == (max(group_of) > 0)
     reference = verify_pairs(pairs, lookup, threshold=0.0).sort("doc_a", "doc_b")
