@@ -11,7 +11,7 @@ under ``.cache/bench-dedup/``. At these rates the Jaccard similarity of a copy w
 many more just below it: the pairs an LSH layout must catch, and those it makes candidates only
 to have verification drop them. Ground truth as below (every pair with exact Jaccard >= 0.8 on
 our shingles, clusters their connected components). Our whole clusters step
-(:func:`pipeline.stages.dedup.deduplicate_shards`, one thread) runs with three LSH layouts,
+(:func:`pipeline.dedup.engine.deduplicate_shards`, one thread) runs with three LSH layouts,
 in turn, :data:`LAYOUT_REPEATS` times each in the same run: ``old``, the former default
 :data:`OLD_LAYOUT` (14 bands x 9 rows, chosen by weighting false negatives 0.9 and false
 positives 0.1); ``low``, :func:`pipeline.dedup.minhash.recall_bands` for a candidate probability
@@ -47,7 +47,7 @@ cluster, true cluster) sizes, never from listing pairs.
 Arrow, BLAS pinned to one); what a side spends is its CPU time (user + system, children
 included) over the timed part; docs/s per core is documents over CPU seconds.
 
-* ours: :func:`pipeline.stages.dedup.deduplicate_shards` end to end (signature files from the
+* ours: :func:`pipeline.dedup.engine.deduplicate_shards` end to end (signature files from the
   document shards, band keys in the partitions the stage takes with :data:`PARTITIONS` as
   dedup.partitions (one per million band rows up to it), candidate pairs, exact-Jaccard
   verification, components, keep rule "first"): the clusters table. Then, timed apart, the
@@ -622,7 +622,7 @@ def peak_tracking_units(peaks: dict[str, float]):
         for args in jobs:
             reset_peak()
             results.append(fn(*args))
-            name = f"{fn.__name__}({args[0]})" if fn.__name__.startswith("measure_") else fn.__name__
+            name = f"{fn.__name__}({args[0].pass_name})" if fn.__name__.startswith("measure_") else fn.__name__
             peaks[name] = max(peaks.get(name, 0.0), rss_mib())
         return results
 
@@ -632,7 +632,7 @@ def peak_tracking_units(peaks: dict[str, float]):
 def stage_partitions(shards: list[Path], params) -> int:
     """The band-key partitions the stage takes for ``shards`` (``partitions_for`` over their
     documents, :data:`PARTITIONS` as dedup.partitions), as ``run_dedup`` does."""
-    from pipeline.stages.dedup import partitions_for
+    from pipeline.dedup.engine import partitions_for
 
     return partitions_for(sum(pq.ParquetFile(s).metadata.num_rows for s in shards), params, PARTITIONS)
 
@@ -641,7 +641,7 @@ def warm_up(work_dir: Path, shard: Path, params) -> float:
     """The stage run once over the first :data:`WARM_UP_DOCS` documents of ``shard`` (what a
     process pays once: numba's import and the loading of its compiled loops, first calls); its
     CPU seconds."""
-    from pipeline.stages.dedup import find_duplicates
+    from pipeline.dedup.engine import find_duplicates
     from pipeline.stages.units import in_process
 
     c = cpu_seconds()
@@ -661,11 +661,11 @@ def run_ours(work_dir: Path, shards: list[Path], steps: bool = False, warm: bool
     With ``steps``, the peak RSS of each step is recorded too (for the memory runs); with
     ``warm``, the process first runs the stage on a few documents (:func:`warm_up`), untimed."""
     from pipeline.dedup.clusters import dedup_step
+    from pipeline.dedup.engine import find_duplicates
     from pipeline.dedup.minhash import MinHashParams
     from pipeline.formats.documents import REMOVED_SCHEMA
     from pipeline.formats.step import docs_table
     from pipeline.io.writer import write_parquet
-    from pipeline.stages.dedup import find_duplicates
     from pipeline.stages.units import in_process
 
     params = MinHashParams(threshold=THRESHOLD, num_perm=NUM_PERM)
@@ -852,7 +852,7 @@ def subprocess_side(mode: str, out: Path, shards: list[Path]) -> dict:
 def verified_edges(work: Path) -> pl.DataFrame:
     """The pairs our verification found at or above the threshold (``doc_a``, ``doc_b``,
     ``jaccard``): the routed hops' measured files in the stage's work folder (the layout of
-    pipeline.stages.dedup)."""
+    pipeline.dedup.layout)."""
     files = sorted((work / "verify" / "measured").glob("*.parquet"))
     if not files:
         raise SystemExit(f"no verified edges under {work / 'verify' / 'measured'}")
@@ -925,7 +925,8 @@ def near_copy_shards() -> list[Path]:
 def run_layout(work_dir: Path, shards: list[Path], params) -> dict:
     """One timed run of our finding of duplicates (``find_duplicates``) in this process with
     ``params``: CPU and wall seconds, verification's share, candidate pairs and false positives."""
-    from pipeline.stages.dedup import VERIFY, find_duplicates
+    from pipeline.dedup.engine import find_duplicates
+    from pipeline.dedup.layout import VERIFY
 
     verify_cpu = 0.0
 
@@ -933,7 +934,7 @@ def run_layout(work_dir: Path, shards: list[Path], params) -> dict:
         nonlocal verify_cpu
         c = cpu_seconds()
         results = [fn(*args) for args in jobs]
-        if fn.__name__.startswith("measure_") and jobs and jobs[0][0] == VERIFY:
+        if fn.__name__.startswith("measure_") and jobs and jobs[0][0].pass_name == VERIFY:
             verify_cpu += cpu_seconds() - c
         return results
 

@@ -1,7 +1,7 @@
 """The `dedup` and `lines` stages as Prefect flows: :func:`pipeline.stages.dedup.run_dedup` and
 :func:`pipeline.stages.dedup.run_lines` with each of their units (per shard, per partition, or
-once) run as a task on the flow's task runner. The stages, their units and their files are
-described in ``pipeline.stages.dedup``."""
+once) run as a task on the flow's task runner. The units are described in ``pipeline.dedup.jobs``
+and ``pipeline.stages.dedup``."""
 
 from __future__ import annotations
 
@@ -13,25 +13,26 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.artifacts import publish_stage
 from flows.progress import units_as_tasks
 from pipeline.config import RunConfig
+from pipeline.dedup import jobs
 from pipeline.stages import dedup as units
 
 _run_units = units_as_tasks(
     {
-        units.sign_block: ("dedup-signatures", "signatures-block-{first}"),
-        units.find_candidates: ("dedup-candidates", "candidates-{partition}"),
-        units.measure_first: ("dedup-measure-first", "{step}-first-{group}"),
-        units.measure_second: ("dedup-measure-second", "{step}-second-{group}"),
-        units.seed_components: ("dedup-components-seed", "components-seed-{group}"),
-        units.large_stars: ("dedup-large-star", "large-star-{round_}-{part}"),
-        units.small_stars: ("dedup-small-star", "small-star-{round_}-{part}"),
-        units.label_components: ("dedup-components", "components-{part}"),
-        units.home_members: ("dedup-members", "members-{group}"),
-        units.cluster_edges: ("dedup-clusters", "clusters-{home}"),
-        units.assemble: ("dedup-assemble", "assemble"),
-        units.remove_duplicates: ("dedup-remove", "remove-{shard}"),
-        units.count_lines: ("lines-count", "count-{in_path.stem}"),
-        units.find_frequent: ("lines-frequent", "frequent-{partition}"),
-        units.cut_lines: ("lines-cut", "cut-{in_path.stem}"),
+        jobs.sign_block: ("dedup-signatures", "signatures-block-{job.first}"),
+        jobs.find_candidates: ("dedup-candidates", "candidates-{job.partition}"),
+        jobs.measure_first: ("dedup-measure-first", "{job.pass_name}-first-{job.group}"),
+        jobs.measure_second: ("dedup-measure-second", "{job.pass_name}-second-{job.group}"),
+        jobs.seed_components: ("dedup-components-seed", "components-seed-{job.group}"),
+        jobs.large_stars: ("dedup-large-star", "large-star-{job.round_}-{job.unit}"),
+        jobs.small_stars: ("dedup-small-star", "small-star-{job.round_}-{job.unit}"),
+        jobs.label_components: ("dedup-components", "components-{job.stars.unit}"),
+        jobs.home_members: ("dedup-members", "members-{job.group}"),
+        jobs.keep_in_home: ("dedup-clusters", "clusters-{job.home}"),
+        jobs.assemble: ("dedup-assemble", "assemble"),
+        units.remove_duplicates: ("dedup-remove", "remove-{job.shard}"),
+        units.count_lines: ("lines-count", "count-{job.in_path.stem}"),
+        units.find_frequent: ("lines-frequent", "frequent-{job.partition}"),
+        units.cut_lines: ("lines-cut", "cut-{job.in_path.stem}"),
     }
 )
 

@@ -33,12 +33,12 @@ import polars as pl
 from pipeline.config import DedupConfig, FilterConfig, RunConfig, parse_config
 from pipeline.config import load_config as _load_toml
 from pipeline.dedup.clusters import dedup_step
+from pipeline.dedup.engine import deduplicate_shards
 from pipeline.formats.configfile import ConfigError, validate_model
 from pipeline.formats.documents import LICENCE, QUARANTINE_SCHEMA, UNKNOWN
 from pipeline.formats.step import empty_removed
 from pipeline.io.owner import claim, note_written, remove_written
 from pipeline.io.storage import output_location
-from pipeline.stages.dedup import deduplicate_shards
 from pipeline.stages.registry import filter_settings_step, last_document_stage
 from pipeline.stages.run import RunFiles, UnknownRule
 from pipeline.stages.verdicts import document_texts, verdict_table

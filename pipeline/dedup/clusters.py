@@ -66,7 +66,7 @@ from pipeline.dedup.lsh import (
     shard_of,
 )
 from pipeline.formats.step import Step, StepResult, removed_frame
-from pipeline.io.storage import as_path, parquet_bytes, parquet_file
+from pipeline.io.storage import as_path, parquet_bytes, parquet_file, scan_parquet
 
 STAGE = "dedup"
 RULE_EXACT = "dedup.exact_duplicate"
@@ -97,6 +97,10 @@ CLUSTERS_SCHEMA = pa.schema(
         pa.field("exact", pa.bool_(), nullable=False),
     ]
 )
+
+# The clusters the stage's stats show, with this many characters of each example's text.
+LARGEST_CLUSTERS = 10
+EXAMPLE_CHARS = 300
 
 # Pairs verified per step: this bounds the rows read and the temporaries.
 PAIRS_PER_STEP = 50_000
@@ -507,3 +511,41 @@ def dedup_step(clusters: pl.DataFrame, threshold: float, shard: int | None = Non
         )
 
     return step
+
+
+def largest_clusters(clusters: pl.LazyFrame, inputs: list[Path], n: int = LARGEST_CLUSTERS) -> list[dict]:
+    """The ``n`` largest clusters: size, the kept document and one removed one, with their text
+    (read lazily: only the cluster column of the whole table, and the rows of the top clusters)."""
+    top = (
+        clusters.group_by("cluster")
+        .agg(pl.len().alias("size"))
+        .sort(["size", "cluster"], descending=[True, False])
+        .head(n)
+        .collect()
+    )
+    if top.height == 0:
+        return []
+    members = clusters.join(top.lazy(), on="cluster").sort("cluster", "doc").collect()
+    wanted = members.group_by("cluster", maintain_order=True).agg(
+        pl.col("kept_id").first(),
+        pl.col("id").filter(~pl.col("kept")).first().alias("removed_id"),
+        pl.col("jaccard").filter(~pl.col("kept")).min().alias("min_jaccard"),
+        pl.col("size").first(),
+    )
+    ids = set(wanted["kept_id"].to_list()) | set(wanted["removed_id"].drop_nulls().to_list())
+    texts = dict(scan_parquet(inputs).filter(pl.col("id").is_in(list(ids))).select("id", "text").collect().iter_rows())
+    return [
+        {
+            "cluster": row["cluster"],
+            "size": row["size"],
+            "kept_id": row["kept_id"],
+            "kept_text": texts.get(row["kept_id"], "")[:EXAMPLE_CHARS],
+            "removed_id": row["removed_id"],
+            "removed_text": texts.get(row["removed_id"], "")[:EXAMPLE_CHARS],
+            "min_jaccard": row["min_jaccard"],
+        }
+        for row in wanted.sort("size", "cluster", descending=[True, False]).iter_rows(named=True)
+    ]
+
+
+# Band-key rows a partition holds when the corpus is small enough to need fewer than

@@ -45,6 +45,7 @@ file's metadata (``BUCKETS_KEY``).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,25 @@ BUCKETS_KEY = b"components.buckets"
 # records (largest growth, one process, two runs each): seed 47-51 MiB against 12-13 now, labels
 # 45-52 against 28-37, Small-Star 9-11 against 1-2; the same files, byte for byte.
 Records = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class BucketCounts:
+    """What calls over buckets did, summed with ``+``: the edges Large-Star read and the sum of
+    their hashes (its fingerprint, :func:`fingerprint`), the documents labelled, the bytes read."""
+
+    edges: int = 0
+    hash: int = 0
+    docs: int = 0
+    bytes_read: int = 0
+
+    def __add__(self, other: BucketCounts) -> BucketCounts:
+        return BucketCounts(
+            self.edges + other.edges,
+            (self.hash + other.hash) & _MASK,
+            self.docs + other.docs,
+            self.bytes_read + other.bytes_read,
+        )
 
 
 def _no_records() -> Records:
@@ -196,7 +216,7 @@ def fingerprint(records: Records) -> tuple[int, int]:
 
 def seed_edges(
     sender: int, edge_files: list[Path], folders: ComponentsFolders, buckets: int = 1, units: int = 1
-) -> dict:
+) -> BucketCounts:
     """Route the edges of ``edge_files`` (``doc_a, doc_b``), both ways round, into round 0's
     ``buckets`` buckets, as ``from-<sender>`` files."""
     found = [read_table_counted(f, ["doc_a", "doc_b"]) for f in edge_files if as_path(f).exists()]
@@ -206,7 +226,7 @@ def seed_edges(
         u, v = edges.column("doc_a").to_numpy().astype(np.int64), edges.column("doc_b").to_numpy().astype(np.int64)
     read = sum(size for _, size in found)
     _route(_both_ways(u, v), folders.round("large", 0), sender, buckets, units, None)
-    return {"unit": f"components-seed-{sender:05d}", "bytes_read": read}
+    return BucketCounts(bytes_read=read)
 
 
 def large_star(
@@ -217,7 +237,7 @@ def large_star(
     units: int = 1,
     outbox: Outbox | None = None,
     footers: Footers | None = None,
-) -> dict:
+) -> BucketCounts:
     """Round ``round_``'s Large-Star for the documents of bucket ``bucket`` (module docstring); what
     it sends goes to ``outbox`` (default: written at once, sent from ``bucket``); ``footers``, the
     unit's (:class:`Footers`)."""
@@ -227,7 +247,7 @@ def large_star(
     smallest = np.repeat(np.minimum(v[starts], u[starts]), lengths)  # a key's first v is its least
     up = v > u
     _route((v[up], smallest[up]), folders.round("small", round_), bucket, buckets, units, outbox)  # keyed by v
-    return {"unit": f"large-{round_:04d}-{bucket:05d}", "edges": count, "hash": hashes, "bytes_read": read}
+    return BucketCounts(edges=count, hash=hashes, bytes_read=read)
 
 
 def small_star(
@@ -238,7 +258,7 @@ def small_star(
     units: int = 1,
     outbox: Outbox | None = None,
     footers: Footers | None = None,
-) -> dict:
+) -> BucketCounts:
     """Round ``round_``'s Small-Star for the documents of bucket ``bucket`` (module docstring); its
     records are keyed by their larger end. What it sends goes to ``outbox``, and ``footers`` are
     the unit's, as Large-Star's."""
@@ -250,7 +270,7 @@ def small_star(
     # (v, m) for each neighbour but m, and (u, m) for each key u (m < u).
     out = np.concatenate([v[other], u[starts]]), np.concatenate([smallest[other], least])
     _route(_both_ways(*out), folders.round("large", round_ + 1), bucket, buckets, units, outbox)
-    return {"unit": f"small-{round_:04d}-{bucket:05d}", "bytes_read": read}
+    return BucketCounts(bytes_read=read)
 
 
 def home_of(components: np.ndarray, homes: int) -> np.ndarray:
@@ -269,7 +289,7 @@ def component_labels(
     units: int = 1,
     held: list[Records] | None = None,
     footers: Footers | None = None,
-) -> dict:
+) -> BucketCounts:
     """Each document of bucket ``bucket`` in an edge and its component, from round ``round_``'s
     edges (stars around each component's smallest document), written to ``folders.labels``; with
     ``held``, also kept there for the unit to send on with its other buckets' (``footers``: the
@@ -280,8 +300,10 @@ def component_labels(
     write_parquet(pa.Table.from_arrays([pa.array(x) for x in labels], schema=COMPONENTS_SCHEMA), folders.labels(bucket))
     if held is not None:
         held.append(labels)
-    return {"unit": f"components-{bucket:05d}", "docs": len(starts), "bytes_read": read}
+    return BucketCounts(docs=len(starts), bytes_read=read)
 
 
-def combined_fingerprint(parts: list[dict]) -> tuple[int, int]:
-    return sum(p["edges"] for p in parts), sum(p["hash"] for p in parts) & _MASK
+def combined_fingerprint(parts: list[BucketCounts]) -> tuple[int, int]:
+    """A whole Large-Star half-round's fingerprint, from its units' (:func:`fingerprint`)."""
+    total = sum(parts, BucketCounts())
+    return total.edges, total.hash

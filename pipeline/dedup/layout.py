@@ -157,3 +157,32 @@ class DedupWork:
 
     def members_file(self, group: int, home: int) -> AnyPath:
         return _sent(self.members(group), home)
+
+
+@dataclass(frozen=True)
+class LinesWork:
+    """The lines stage's work folder: line counts per partition (a file per document shard,
+    ``pipeline.dedup.lines``), each partition's frequent lines, all of them, and the finding."""
+
+    root: AnyPath
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", as_path(self.root))
+
+    @property
+    def counts(self) -> AnyPath:
+        return self.root / "counts"
+
+    def counts_partition(self, partition: int) -> AnyPath:
+        return self.counts / f"part-{partition:04d}"
+
+    def frequent_partition(self, partition: int) -> AnyPath:
+        return self.root / "frequent" / f"part-{partition:04d}.parquet"
+
+    @property
+    def frequent(self) -> AnyPath:
+        return self.root / "frequent.parquet"
+
+    @property
+    def finding(self) -> AnyPath:
+        return self.root / "finding.json"

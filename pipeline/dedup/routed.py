@@ -2,7 +2,7 @@
 travel to the sets, never the sets of a whole corpus to the pairs.
 
 The shards are dealt into groups of consecutive shards (``group_of[shard]``, a run-wide map
-sized by documents; ``pipeline.stages.dedup.group_shards``); a group is the unit of each hop,
+sized by documents; ``pipeline.dedup.engine.group_shards``); a group is the unit of each hop,
 and files go from group to group, so a hop writes at most groups x groups files whatever the
 number of shards. Two hops::
 
@@ -35,6 +35,7 @@ chunks read, footers aside).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,17 @@ SIMILARITY_SCHEMA = pa.schema(
         pa.field("exact", pa.bool_(), nullable=False),
     ]
 )
+
+
+@dataclass(frozen=True)
+class HopCounts:
+    """What a hop measured: distinct ``pairs``, those ``kept`` (written: reaching the threshold,
+    or all), those ``forwarded`` to a second hop, and the bytes read."""
+
+    pairs: int = 0
+    kept: int = 0
+    forwarded: int = 0
+    bytes_read: int = 0
 
 
 def groups_of(docs: np.ndarray, group_of: Sequence[int]) -> np.ndarray:
@@ -175,12 +187,11 @@ def _group_sets(signature_paths: Sequence[Path], docs: np.ndarray) -> tuple[pa.T
 
 def first_hop(
     group: int, folders: PassFolders, signature_paths: Sequence[Path], threshold: float | None, group_of: Sequence[int]
-) -> dict:
+) -> HopCounts:
     """Group ``group``'s first hop (module docstring): measure the pairs routed to it whose both
     documents it holds, and send the sets of the others on. Pairs found more than once (in
     several bands or partitions) count once; a pair found through the exact hash is exact, with
-    similarity 1.0. Returns counts: ``pairs`` (distinct), ``kept`` (written to its measured file:
-    reaching ``threshold``, or all), ``forwarded`` (pairs sent on), ``bytes_read``."""
+    similarity 1.0. Returns its :class:`HopCounts`."""
     routed, read = _read_all(parquet_files(folders.pairs(group)), PAIRS_SCHEMA)
     a, b, exact = distinct_pairs(routed)
     del routed
@@ -225,13 +236,13 @@ def first_hop(
                     del sets
             pa.default_memory_pool().release_unused()  # the writer's buffers, before the next target's
     kept = measured.write(threshold, folders.measured(FIRST, group))
-    return {"pairs": int(exact.size), "kept": kept, "forwarded": forwarded, "bytes_read": read}
+    return HopCounts(int(exact.size), kept, forwarded, read)
 
 
-def second_hop(group: int, folders: PassFolders, signature_paths: Sequence[Path], threshold: float | None) -> dict:
+def second_hop(group: int, folders: PassFolders, signature_paths: Sequence[Path], threshold: float | None) -> HopCounts:
     """Group ``group``'s second hop (module docstring): measure the pairs whose ``doc_b`` it holds
     against the sets the first hops sent it, one row group of a sending group's file at a time.
-    Returns counts: ``pairs``, ``kept`` (written to its measured file), ``bytes_read``."""
+    Returns its :class:`HopCounts`."""
     files = parquet_files(folders.forward(group))
     read = 0
     partners, footers = [], []
@@ -270,7 +281,7 @@ def second_hop(group: int, folders: PassFolders, signature_paths: Sequence[Path]
                 del sent, sent_values, sent_offsets
                 pa.default_memory_pool().release_unused()
     kept = measured.write(threshold, folders.measured(SECOND, group))
-    return {"pairs": pairs, "kept": kept, "bytes_read": read}
+    return HopCounts(pairs, kept, 0, read)
 
 
 def _list_offsets(column: pa.ChunkedArray | pa.Array) -> np.ndarray:

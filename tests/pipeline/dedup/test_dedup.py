@@ -16,6 +16,8 @@ from datasketch import MinHash
 from datasketch.lsh import _optimal_param
 
 from pipeline.dedup import clusters as clusters_module
+from pipeline.dedup import engine
+from pipeline.dedup import jobs as jobs_module
 from pipeline.dedup import lsh as lsh_module
 from pipeline.dedup import minhash as minhash_module
 from pipeline.dedup import normalize as normalize_module
@@ -30,6 +32,7 @@ from pipeline.dedup.clusters import (
     jaccard_of_pairs,
     verify_pairs,
 )
+from pipeline.dedup.engine import deduplicate_shards
 from pipeline.dedup.layout import DedupWork
 from pipeline.dedup.lines import (
     RepeatedLines,
@@ -55,8 +58,6 @@ from pipeline.dedup.normalize import exact_hash, normalize_text, split_words, wo
 from pipeline.dedup.normalize import words as find_words
 from pipeline.filters.engine import apply_filters
 from pipeline.formats.documents import REMOVED_SCHEMA
-from pipeline.stages import dedup as stage_module
-from pipeline.stages.dedup import deduplicate_shards
 
 HAS_SCHEMES = "scheme" in inspect.signature(MinHash.__init__).parameters
 SCHEMES = ["affine32", "legacy"] if HAS_SCHEMES else ["legacy"]
@@ -568,7 +569,7 @@ def test_a_block_of_shards_in_one_band_file_gives_the_same_candidates(tmp_path, 
         per_shard = candidate_pairs(tmp_path / "per-shard" / f"part-{p:04d}")
         assert per_shard.height > 0 and candidate_pairs(blocks.band_partition(p)).equals(per_shard)
     one = deduplicate_shards(paths, tmp_path / "one", MinHashParams(), partitions=3)
-    monkeypatch.setattr(stage_module, "JOBS_PER_BLOCK", 2)
+    monkeypatch.setattr(engine, "SHARDS_PER_BLOCK", 2)
     three = deduplicate_shards(paths, tmp_path / "three", MinHashParams(), partitions=3)
     assert len(list((tmp_path / "three" / "bands" / "part-0000").glob("block-*.parquet"))) == 3
     assert one.equals(three) and one.height > 10
@@ -741,9 +742,9 @@ def test_the_keep_rule_per_home_shard_and_the_table_by_row_groups_give_the_one_p
     ]  # clusters spread over 5 shards, most of them homed in another shard than some members
     params = MinHashParams(score_column="score")
     work = tmp_path / "work"
-    monkeypatch.setattr(stage_module, "CLUSTER_ROWS_PER_GROUP", 7)  # several row groups, one cut mid-shard
-    monkeypatch.setattr(stage_module, "DOCS_PER_UNIT", 10)  # homes dealt to several keep-rule units
-    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", len(docs) // 3 + 1)  # 3 groups of shards
+    monkeypatch.setattr(jobs_module, "CLUSTER_ROWS_PER_ROW_GROUP", 7)  # several row groups, one cut mid-shard
+    monkeypatch.setattr(engine, "EDGES_PER_HOME", 10)  # homes dealt to several keep-rule units
+    monkeypatch.setattr(engine, "DOCS_PER_GROUP", len(docs) // 3 + 1)  # 3 groups of shards
     staged = deduplicate_shards(paths, work, params, partitions=3, rule=rule)
     homes = {p.parent.name for p in (work / "components" / "home").glob("home-*/*.parquet")}
     groups = {p.parent.name for p in (work / "members").glob("group-*/*.parquet")}

@@ -12,9 +12,10 @@ import polars as pl
 import pytest
 
 from pipeline.dedup.clusters import connected_components
+from pipeline.dedup.engine import deal_buckets, find_components, group_shards, groups_of_shards
+from pipeline.dedup.layout import DedupWork
 from pipeline.dedup.lsh import SHARD_BITS, shard_of
 from pipeline.io.writer import write_parquet
-from pipeline.stages.dedup import deal_buckets, find_components, group_shards, groups_of_shards
 from pipeline.stages.units import in_process
 
 
@@ -40,7 +41,7 @@ def components_in_rounds(
         mine = frame.filter(pl.Series(shard_of(frame["doc_a"].to_numpy()) == s))
         write_parquet(mine.to_arrow(), measured / f"first-{s:05d}.parquet")
     found = find_components(
-        tmp_path, list(range(shards)), in_process, buckets=buckets or shards, units=3
+        DedupWork(tmp_path), list(range(shards)), in_process, buckets=buckets or shards, units=3
     )  # 5 shards: 3 units
     labels = pl.concat([pl.read_parquet(p) for p in sorted((tmp_path / "components" / "labels").glob("*.parquet"))])
     return labels.sort("doc"), found["rounds"]
@@ -100,7 +101,7 @@ def test_a_long_chain_settles_in_few_rounds(tmp_path):
 
 
 def test_units_follow_the_work_up_to_the_partitions():
-    from pipeline.stages.dedup import units_for
+    from pipeline.dedup.engine import units_for
 
     assert units_for(0, 1000, 8) == 1 and units_for(1000, 1000, 8) == 1 and units_for(1001, 1000, 8) == 2
     assert units_for(10**9, 1000, 8) == 8

@@ -5,7 +5,9 @@ writes bounded by the square of the groups, not of the shards."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import pickle
 import random
 
 import numpy as np
@@ -14,15 +16,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import pipeline.dedup.engine as engine
 import pipeline.dedup.routed as routed_module
-import pipeline.stages.dedup as stage_module
 from pipeline.dedup.clusters import ShingleLookup, cluster_table, verify_pairs
 from pipeline.dedup.components import BUCKETS_KEY
+from pipeline.dedup.engine import deduplicate_shards, find_duplicates
 from pipeline.dedup.layout import PassFolders
 from pipeline.dedup.lsh import PAIRS_SCHEMA, candidate_pairs, sets_path, shard_of
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import distinct_pairs, first_hop, route_pairs, second_hop
-from pipeline.stages.dedup import deduplicate_shards, find_duplicates
 from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_text, write_shards
 
 LOOSE = MinHashParams(num_perm=64, bands=64, rows=1, threshold=0.8)  # many false positives
@@ -65,7 +67,7 @@ def test_routed_hops_measure_what_one_lookup_measures(tmp_path, monkeypatch, gro
     routed hops give every pair the value one lookup over every file gives, and keep the same
     edges, in groups of one shard, two or four; the second hop reading the sent sets a row group
     of 3 at a time."""
-    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", 240 // (max(group_of) + 1))  # 60 documents a shard
+    monkeypatch.setattr(engine, "DOCS_PER_GROUP", 240 // (max(group_of) + 1))  # 60 documents a shard
     monkeypatch.setattr(routed_module, "FORWARD_ROWS", 3)
     paths = write_shards(tmp_path / "docs", overlapping_corpus(3), shards=4)
     work = tmp_path / "work"
@@ -135,7 +137,7 @@ def test_a_set_is_sent_once_per_group_whatever_its_partners(tmp_path, monkeypatc
     article = random_text(rng, vocabulary, 300)
     copies = [(f"copy-{i}", edit_words(rng, article, 1)) for i in range(6)]
     other = ("other", random_text(rng, vocabulary, 300))
-    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", 4)  # 8 documents: two groups
+    monkeypatch.setattr(engine, "DOCS_PER_GROUP", 4)  # 8 documents: two groups
 
     paths = [write_shards(tmp_path / f"a{s}", copies[3 * s : 3 * s + 3], 1)[0] for s in range(2)]
     paths += write_shards(tmp_path / "b", [("article", article), other], 1)
@@ -147,7 +149,7 @@ def test_a_set_is_sent_once_per_group_whatever_its_partners(tmp_path, monkeypatc
     assert sent.num_rows == 1 and len(sent.column("partners")[0]) == 6
 
     others = [(f"other-{i}", random_text(rng, vocabulary, 300)) for i in range(5)]
-    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", 6)  # 12 documents: shard 0, then shards 1 and 2
+    monkeypatch.setattr(engine, "DOCS_PER_GROUP", 6)  # 12 documents: shard 0, then shards 1 and 2
     paths = write_shards(tmp_path / "c", [("article", article), *others], 1)
     paths += [write_shards(tmp_path / f"d{s}", copies[3 * s : 3 * s + 3], 1)[0] for s in range(2)]
     clusters = deduplicate_shards(paths, tmp_path / "work2", MinHashParams(), partitions=3)
@@ -167,7 +169,7 @@ def test_files_grow_with_the_square_of_the_groups_not_of_the_shards(tmp_path, mo
     paths = write_shards(tmp_path / "docs", docs, shards=12)
     tables, files = {}, {}
     for name, per_group in (("shards", 1), ("groups", len(docs) // 3 + 1)):
-        monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", per_group)
+        monkeypatch.setattr(engine, "DOCS_PER_GROUP", per_group)
         work = tmp_path / name
         find_duplicates(paths, work, LOOSE, 2, "first", work / "clusters.parquet", most_units=12)
         tables[name] = pl.read_parquet(work / "clusters.parquet")
@@ -246,8 +248,8 @@ def test_the_work_spreads_over_the_copies_shards_not_the_originals(tmp_path, mon
             copies[(i + c) % 4].append((f"{name}-copy{c}", edit_words(rng, text, 1)))
     paths = write_shards(tmp_path / "s0", articles, 1)
     paths += [write_shards(tmp_path / f"s{s + 1}", docs, 1)[0] for s, docs in enumerate(copies)]
-    monkeypatch.setattr(stage_module, "EDGES_PER_BUCKET", 10)  # a bucket per shard
-    monkeypatch.setattr(stage_module, "DOCS_PER_GROUP", 1)  # a group per shard (at most a group per partition)
+    monkeypatch.setattr(engine, "EDGES_PER_BUCKET", 10)  # a bucket per shard
+    monkeypatch.setattr(engine, "DOCS_PER_GROUP", 1)  # a group per shard (at most a group per partition)
     clusters = deduplicate_shards(paths, tmp_path / "work", MinHashParams(), partitions=5)
     assert clusters.filter(pl.col("kept"))["id"].sort().to_list() == sorted(name for name, _ in articles)
     work = tmp_path / "work"
@@ -262,3 +264,29 @@ def test_the_work_spreads_over_the_copies_shards_not_the_originals(tmp_path, mon
         for group, bucket in enumerate(json.loads(metadata.metadata[BUCKETS_KEY])):
             records[bucket] = records.get(bucket, 0) + metadata.row_group(group).num_rows
     assert len(records) == 5 and max(records.values()) < 0.3 * sum(records.values())
+
+
+def test_each_unit_takes_one_typed_job_that_pickles(tmp_path):
+    """A process or Dask runner pickles each unit's job and its result: every unit of the finding
+    takes one job, a frozen dataclass, and returns a dataclass (a list of them for a block), and
+    the finding run through pickles writes the clusters table the finding in this process writes."""
+    kinds: dict[str, int] = {}
+
+    def pickling(label, fn, jobs):
+        done = []
+        for args in jobs:
+            assert len(args) == 1 and dataclasses.is_dataclass(args[0]), fn.__name__
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                args[0].__setattr__(dataclasses.fields(args[0])[0].name, None)
+            result = pickle.loads(pickle.dumps(fn(pickle.loads(pickle.dumps(args[0])))))
+            assert all(dataclasses.is_dataclass(r) for r in (result if isinstance(result, list) else [result]))
+            kinds[fn.__name__] = kinds.get(fn.__name__, 0) + 1
+            done.append(result)
+        return done
+
+    paths = write_shards(tmp_path / "docs", overlapping_corpus(3), shards=3)
+    here = find_duplicates(paths, tmp_path / "here", LOOSE, 2, "first", tmp_path / "here.parquet")
+    sent = find_duplicates(paths, tmp_path / "sent", LOOSE, 2, "first", tmp_path / "sent.parquet", pickling)
+    assert sent == here and here["clusters"] > 10
+    assert (tmp_path / "sent.parquet").read_bytes() == (tmp_path / "here.parquet").read_bytes()
+    assert len(kinds) == 11 and kinds["assemble"] == 1 and kinds["find_candidates"] == 2

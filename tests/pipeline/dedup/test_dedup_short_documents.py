@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.dedup.contamination import ReferenceIndex
+from pipeline.dedup.engine import deduplicate_shards
 from pipeline.dedup.lsh import set_arrays, signature_batch
 from pipeline.dedup.minhash import MinHashParams, shingle_hashes
 from pipeline.dedup.normalize import normalize_text, split_words
-from pipeline.stages.dedup import deduplicate_shards
 from tests.pipeline.dedup.test_dedup import write_shards
 
 # Two unrelated texts of fewer than 5 words whose one shingle each has the same 32-bit hash.

@@ -1,4 +1,4 @@
-"""The dedup stage's band-key partitions follow the corpus (pipeline.stages.dedup.partitions_for):
+"""The dedup stage's band-key partitions follow the corpus (pipeline.dedup.engine.partitions_for):
 one per BAND_ROWS_PER_UNIT rows up to dedup.partitions, more when a partition would hold more than
 BAND_ROWS_PER_PARTITION rows; the stage's outputs are the same bytes either way, and the steps
 after the candidates still take up to dedup.partitions units when a small corpus has one
@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import random
 
+import pipeline.dedup.engine as engine
 import pipeline.stages.dedup as stage
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.documents import RunLayout
@@ -20,14 +21,15 @@ from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_
 def test_partitions_grow_past_the_configured_ones_only_for_a_large_corpus():
     near = MinHashParams()  # 21 bands: 22 rows per document with the exact hash
     bands = near.lsh[0]
-    assert stage.partitions_for(0, near, 8) == 1
-    assert stage.partitions_for(20_000, near, 8) == 1  # 440,000 rows: one unit's worth
-    assert stage.partitions_for(100_000, near, 8) == 3  # 2.2M rows
-    assert stage.partitions_for(100_000, near, 2) == 2  # dedup.partitions caps the units by work
-    assert stage.partitions_for(1_000_000, near, 8) == 8  # 22M rows: 22 units' worth, 4 partitions' at most
-    assert stage.partitions_for(666_000_000, near, 8) == -(-666_000_000 * (bands + 1) // stage.BAND_ROWS_PER_PARTITION)
-    assert stage.partitions_for(666_000_000, near, 8) > 2_000
-    assert stage.partitions_for(10**9, MinHashParams(near=False), 8) == 154  # the exact hash alone
+    assert engine.partitions_for(0, near, 8) == 1
+    assert engine.partitions_for(20_000, near, 8) == 1  # 440,000 rows: one unit's worth
+    assert engine.partitions_for(100_000, near, 8) == 3  # 2.2M rows
+    assert engine.partitions_for(100_000, near, 2) == 2  # dedup.partitions caps the units by work
+    assert engine.partitions_for(1_000_000, near, 8) == 8  # 22M rows: 22 units' worth, 4 partitions' at most
+    rows = 666_000_000 * (bands + 1)
+    assert engine.partitions_for(666_000_000, near, 8) == -(-rows // engine.BAND_ROWS_PER_PARTITION)
+    assert engine.partitions_for(666_000_000, near, 8) > 2_000
+    assert engine.partitions_for(10**9, MinHashParams(near=False), 8) == 154  # the exact hash alone
 
 
 def _deduplicated(tmp_path, name: str) -> dict[str, str]:
@@ -63,9 +65,9 @@ def _deduplicated(tmp_path, name: str) -> dict[str, str]:
 
 def test_more_partitions_for_a_larger_corpus_write_the_same_bytes(tmp_path, monkeypatch):
     default = _deduplicated(tmp_path, "default")  # 80 documents x 22 rows: one partition
-    monkeypatch.setattr(stage, "BAND_ROWS_PER_UNIT", 300)  # 6 units' worth, under dedup.partitions (8)
+    monkeypatch.setattr(engine, "BAND_ROWS_PER_UNIT", 300)  # 6 units' worth, under dedup.partitions (8)
     by_work = _deduplicated(tmp_path, "by-work")
-    monkeypatch.setattr(stage, "BAND_ROWS_PER_PARTITION", 100)  # 18 partitions, past dedup.partitions
+    monkeypatch.setattr(engine, "BAND_ROWS_PER_PARTITION", 100)  # 18 partitions, past dedup.partitions
     more = _deduplicated(tmp_path, "more")
     assert (default["partitions"], by_work["partitions"], more["partitions"]) == (1, 6, 18)
     assert more["files"] == by_work["files"] == default["files"] and len(default["files"]) >= 5
@@ -83,11 +85,11 @@ def test_one_partition_leaves_the_later_steps_their_units(tmp_path, monkeypatch)
             text = random_text(rng, vocabulary, 80)
             rows += [(f"s{s}-{i}", text), (f"s{s}-{i}-near", edit_words(rng, text, 1))]
         paths.append(write_docs(tmp_path / "docs" / f"d{s}.parquet", rows))
-    monkeypatch.setattr(stage, "DOCS_PER_UNIT", 5)  # 40 edges: 8 homes' worth
+    monkeypatch.setattr(engine, "EDGES_PER_HOME", 5)  # 40 edges: 8 homes' worth
     homes = {}
     for name, most in (("one", None), ("eight", 8)):
         work = tmp_path / name
-        stage.find_duplicates(paths, work, MinHashParams(), 1, "first", work / "clusters.parquet", most_units=most)
+        engine.find_duplicates(paths, work, MinHashParams(), 1, "first", work / "clusters.parquet", most_units=most)
         homes[name] = len(list((work / "components" / "home").glob("home-*")))
     assert homes == {"one": 1, "eight": 8}
 
@@ -105,9 +107,9 @@ def test_the_keep_rule_reads_the_signature_files_once_whatever_its_homes(tmp_pat
         paths.append(write_docs(tmp_path / "docs" / f"d{s}.parquet", rows))
     found, tables = {}, {}
     for name, per_home in (("one", 10**9), ("eight", 5)):
-        monkeypatch.setattr(stage, "DOCS_PER_UNIT", per_home)
+        monkeypatch.setattr(engine, "EDGES_PER_HOME", per_home)
         work = tmp_path / name
-        found[name] = stage.find_duplicates(
+        found[name] = engine.find_duplicates(
             paths, work, MinHashParams(), 1, "first", work / "clusters.parquet", most_units=8
         )
         homes = len(list((work / "components" / "home").glob("home-*")))
