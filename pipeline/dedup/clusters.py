@@ -1,15 +1,16 @@
-"""From candidate pairs to duplicate clusters: verification, connected components, the keep rule.
+"""The shingle sets' lookup, exact Jaccard, the keep rule and the clusters table: what the
+engine's units (``pipeline.dedup.jobs``) run over a group or a home at a time.
 
-    verify_pairs(candidate_pairs(partition), ShingleLookup(signature files), threshold)
-        -> edges: pairs whose exact Jaccard similarity of shingle sets reaches the threshold
-    connected_components(all edges)            -> doc -> component (its smallest document)
-    choose_kept(components + attributes, rule) -> one kept document per component
-    cluster_members(all edges, lookup, rule)   -> the two steps above, with the kept document
-    finish_clusters(members, similarities)     -> the clusters table, once each member's
-                                                  similarity with its kept document is measured
-    cluster_table(all edges, lookup, rule)     -> all of it in this process
-    dedup_step(clusters, threshold, shard)     -> a pipeline.stages.shard step that drops the duplicates
-                                                  of a shard and records each one's rule and value
+    ShingleLookup(signature files).rows(docs, columns) -> the rows of ``docs``, reading only
+                                                  the row groups (1,024 documents) that hold them
+    jaccard_of_pairs(sets, left, right)            -> exact Jaccard of each pair of sets
+    with_attributes(components, lookup, rule)      -> the columns the keep rule needs
+    members_of_labelled(labelled, rule)            -> each member, its cluster and kept document
+    finish_clusters(members, similarities)         -> the clusters table, once each member's
+                                                      similarity with its kept document is measured
+    dedup_step(clusters, threshold, shard)         -> a pipeline.stages.shard step that drops the
+                                                      duplicates of a shard with each one's rule
+    largest_clusters(clusters, inputs)             -> the stage's examples of its largest clusters
 
 Verification computes the Jaccard similarity of the two documents' shingle sets exactly (sorted
 distinct 64-bit shingle hashes kept in the signature files), not the MinHash estimate, so LSH false
@@ -18,14 +19,8 @@ shorter than a shingle (one shingle each) share a 32-bit hash about once in 100,
 documents, and their equal signatures and equal 32-bit sets made them near duplicates at
 Jaccard 1.0; with 64 bits two different shingles share a hash about once in 2^64 pairs, so a
 pair at 1.0 has the same shingles. Pairs found through the exact hash have similarity 1.0 by
-construction and are not looked up.
-
-:class:`ShingleLookup` reads only the Parquet row groups (1,024 documents) of the signature
-files that hold the documents asked for. :func:`verify_pairs` and :func:`cluster_table` verify and
-measure in this process through one lookup over every signature file, the reference for small
-inputs and tests; the dedup stage measures the same pairs routed to the shards that hold their
-sets (``pipeline.dedup.routed``), so that its reads grow with the corpus, and gets the same
-table.
+construction and are not looked up. ``pipeline.dedup.reference`` finds the same table in one
+process, in memory: the reference the tests hold the engine to.
 
 The clusters table has one row per document that belongs to a cluster of two or more documents
 (a document not in it is unique, and kept):
@@ -60,7 +55,6 @@ from pipeline.dedup.lsh import (
     read_params,
     read_sets,
     row_of,
-    set_arrays,
     set_column,
     sets_path,
     shard_of,
@@ -74,15 +68,6 @@ RULE_NEAR = "dedup.near_duplicate"
 
 KeepRule = Literal["first", "longest", "quality"]
 KEEP_RULES = ("first", "longest", "quality")
-
-EDGES_SCHEMA = pa.schema(
-    [
-        pa.field("doc_a", pa.int64(), nullable=False),
-        pa.field("doc_b", pa.int64(), nullable=False),
-        pa.field("jaccard", pa.float64(), nullable=False),
-        pa.field("exact", pa.bool_(), nullable=False),
-    ]
-)
 
 CLUSTERS_SCHEMA = pa.schema(
     [
@@ -101,9 +86,6 @@ CLUSTERS_SCHEMA = pa.schema(
 # The clusters the stage's stats show, with this many characters of each example's text.
 LARGEST_CLUSTERS = 10
 EXAMPLE_CHARS = 300
-
-# Pairs verified per step: this bounds the rows read and the temporaries.
-PAIRS_PER_STEP = 50_000
 
 
 class ShingleLookup:
@@ -166,22 +148,22 @@ class ShingleLookup:
         for shard in np.unique(shards):
             if int(shard) not in self._files:
                 raise KeyError(f"no signature file for shard {int(shard)}")
-            path, group_starts = self._files[int(shard)]
+            path, row_group_starts = self._files[int(shard)]
             rows = row_of(docs[shards == shard])
-            if rows.max() >= group_starts[-1]:
-                raise KeyError(f"shard {int(shard)} has {group_starts[-1]} documents; row {int(rows.max())} asked")
+            if rows.max() >= row_group_starts[-1]:
+                raise KeyError(f"shard {int(shard)} has {row_group_starts[-1]} documents; row {int(rows.max())} asked")
             stored = [c for c in columns if c != "shingle_set"]
             if stored == ["doc"]:  # the document numbers are those asked
                 piece = pa.table({"doc": pa.array(docs[shards == shard], pa.int64())})
             else:
-                groups = np.searchsorted(group_starts, rows, side="right") - 1
-                needed = np.unique(groups)
+                row_groups = np.searchsorted(row_group_starts, rows, side="right") - 1
+                needed = np.unique(row_groups)
                 opened = parquet_file(path)
                 table = opened.read_row_groups(needed.tolist(), columns=stored)
                 self.bytes_read += parquet_bytes(opened.metadata, stored, needed.tolist())
-                read_sizes = group_starts[needed + 1] - group_starts[needed]
+                read_sizes = row_group_starts[needed + 1] - row_group_starts[needed]
                 read_starts = np.concatenate([[0], np.cumsum(read_sizes)])[:-1]
-                positions = read_starts[np.searchsorted(needed, groups)] + rows - group_starts[groups]
+                positions = read_starts[np.searchsorted(needed, row_groups)] + rows - row_group_starts[row_groups]
                 piece = table.take(pa.array(positions))
                 del table  # the whole row groups read: handed back to the system before the next shard's
                 pa.default_memory_pool().release_unused()
@@ -208,112 +190,13 @@ def jaccard_of_pairs(
     """Exact Jaccard similarity of sets ``left[i]`` and ``right[i]`` (indices into ``offsets``;
     set ``k`` is ``values[offsets[k]:offsets[k + 1]]``, distinct and sorted, uint32 or uint64; with
     ``right_sets``, ``(values, offsets)`` of the right sets, so two arrays need not be joined):
-    one compiled merge of the two sets per pair (:func:`pipeline.dedup.kernels.pair_jaccard`),
-    where numpy tagged every value with its pair's number and binary-searched the left sets' values
-    in the right ones (8-9 times as long on 400,000 pairs of demo signature sets). Two empty sets
-    have similarity 0."""
+    one compiled merge of the two sets per pair (:func:`pipeline.dedup.kernels.pair_jaccard`).
+    Two empty sets have similarity 0."""
     from pipeline.dedup.kernels import pair_jaccard  # numba: imported by the processes that measure
 
     return pair_jaccard(
         np.asarray(values), np.asarray(offsets), np.asarray(left), np.asarray(right), *(right_sets or ())
     )
-
-
-def _shingle_sets(lookup: ShingleLookup, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sorted distinct docs, set values, set offsets) for ``docs``."""
-    table = lookup.rows(docs, ["shingle_set"])
-    values, offsets = set_arrays(table.column("shingle_set"))
-    return table.column("doc").to_numpy(), values, offsets
-
-
-def _empty_edges() -> pl.DataFrame:
-    return pl.from_arrow(EDGES_SCHEMA.empty_table())
-
-
-def verify_pairs(pairs: pl.DataFrame, lookup: ShingleLookup, threshold: float) -> pl.DataFrame:
-    """Edges ``doc_a, doc_b, jaccard, exact``: the candidate pairs whose exact Jaccard similarity
-    reaches ``threshold`` (pairs sharing the exact hash pass with 1.0). Repeated pairs (found in
-    several bands or partitions) are verified once."""
-    if pairs.height == 0:
-        return _empty_edges()
-    pairs = pairs.group_by(["doc_a", "doc_b"]).agg(pl.col("exact").any()).sort(["doc_a", "doc_b"])
-    exact = pairs.filter(pl.col("exact")).with_columns(jaccard=pl.lit(1.0))
-    near = pairs.filter(~pl.col("exact"))
-    verified = [exact.select("doc_a", "doc_b", "jaccard", "exact")]
-    if near.height:
-        if "shingle_set" not in lookup.columns:
-            raise ValueError("near-duplicate pairs need shingle sets: the signature files were made with near=False")
-        for start in range(0, near.height, PAIRS_PER_STEP):
-            step = near.slice(start, PAIRS_PER_STEP)
-            a = step["doc_a"].to_numpy()
-            b = step["doc_b"].to_numpy()
-            docs, values, offsets = _shingle_sets(lookup, np.concatenate([a, b]))
-            similarity = jaccard_of_pairs(values, offsets, np.searchsorted(docs, a), np.searchsorted(docs, b))
-            keep = similarity >= threshold
-            verified.append(
-                pl.DataFrame(
-                    {
-                        "doc_a": a[keep],
-                        "doc_b": b[keep],
-                        "jaccard": similarity[keep],
-                        "exact": np.zeros(int(keep.sum()), bool),
-                    }
-                )
-            )
-    edges = pl.concat(verified, how="vertical").sort(["doc_a", "doc_b"])
-    return edges.select(
-        pl.col("doc_a").cast(pl.Int64),
-        pl.col("doc_b").cast(pl.Int64),
-        pl.col("jaccard").cast(pl.Float64),
-        pl.col("exact").cast(pl.Boolean),
-    )
-
-
-def _components_union_find(a: np.ndarray, b: np.ndarray, nodes: int) -> np.ndarray:
-    """Minimum-label propagation with pointer jumping, vectorized (used without scipy)."""
-    label = np.arange(nodes, dtype=np.int64)
-    while True:
-        low = np.minimum(label[a], label[b])
-        before = label.copy()
-        np.minimum.at(label, a, low)
-        np.minimum.at(label, b, low)
-        while True:  # pointer jumping: follow labels to their root
-            jumped = label[label]
-            if np.array_equal(jumped, label):
-                break
-            label = jumped
-        if np.array_equal(label, before):
-            return label
-
-
-def connected_components(edges: pl.DataFrame, use_scipy: bool = True) -> pl.DataFrame:
-    """``doc, component`` for every document of an edge, the component named by its smallest
-    document number (so the numbering does not depend on the edges' order).
-    ``scipy.sparse.csgraph.connected_components`` when scipy is there, else a vectorized
-    minimum-label propagation."""
-    if edges.height == 0:
-        return pl.DataFrame(schema={"doc": pl.Int64, "component": pl.Int64})
-    a_docs = edges["doc_a"].to_numpy()
-    b_docs = edges["doc_b"].to_numpy()
-    docs, inverse = np.unique(np.concatenate([a_docs, b_docs]), return_inverse=True)
-    a, b = inverse[: len(a_docs)], inverse[len(a_docs) :]
-    labels = None
-    if use_scipy:
-        try:
-            from scipy.sparse import coo_matrix
-            from scipy.sparse.csgraph import connected_components as scipy_components
-        except ImportError:
-            scipy_components = None
-        if scipy_components is not None:
-            graph = coo_matrix((np.ones(len(a), np.int32), (a, b)), shape=(len(docs), len(docs))).tocsr()
-            _, labels = scipy_components(graph, directed=False)
-    if labels is None:
-        labels = _components_union_find(a, b, len(docs))
-    # docs are sorted, so a label's first occurrence is its smallest document.
-    _, first = np.unique(labels, return_index=True)
-    smallest = np.empty(labels.max() + 1, dtype=np.int64)
-    smallest[labels[first]] = docs[first]
-    return pl.DataFrame({"doc": docs, "component": smallest[labels]})
 
 
 def choose_kept(components: pl.DataFrame, rule: KeepRule = "first") -> pl.DataFrame:
@@ -355,13 +238,6 @@ MEMBERS_SCHEMA = {
 }
 
 
-def cluster_members(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "first") -> pl.DataFrame:
-    """The clusters table without its similarity column: every document of an edge with its
-    cluster, the cluster's kept document, and whether it is an exact copy of it (same
-    normalized text). Reads the attributes the keep rule needs from the signature files."""
-    return members_of_components(connected_components(edges), lookup, rule)
-
-
 def keep_rule_columns(rule: KeepRule, available: Sequence[str]) -> list[str]:
     """The columns of the signature files that the members of a cluster need under ``rule``
     (``available``: the files' columns)."""
@@ -378,17 +254,10 @@ def with_attributes(components: pl.DataFrame, lookup: ShingleLookup, rule: KeepR
     return components.join(attributes, on="doc", how="left")
 
 
-def members_of_components(components: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "first") -> pl.DataFrame:
-    """:func:`cluster_members` from ``doc, component`` (the component named by its smallest
-    document), however the components were found."""
-    if components.height == 0:
-        return pl.DataFrame(schema=MEMBERS_SCHEMA)
-    return members_of_labelled(with_attributes(components, lookup, rule), rule)
-
-
 def members_of_labelled(labelled: pl.DataFrame, rule: KeepRule = "first") -> pl.DataFrame:
-    """:func:`cluster_members` from ``doc, component`` and the columns the keep rule needs
-    (:func:`with_attributes`): every member of each component, sorted by ``doc``."""
+    """Every member of each component, sorted by ``doc``, with its cluster, the cluster's kept
+    document, and whether it is an exact copy of it (same normalized text), from ``doc,
+    component`` and the columns the keep rule needs (:func:`with_attributes`)."""
     if labelled.height == 0:
         return pl.DataFrame(schema=MEMBERS_SCHEMA)
     members = choose_kept(labelled, rule)
@@ -420,24 +289,8 @@ def similarity_pairs(members: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def measure_pairs(pairs: pl.DataFrame, lookup: ShingleLookup) -> pl.DataFrame:
-    """``doc_a, doc_b, jaccard``: the exact Jaccard similarity of every pair (in this process, in
-    steps of :data:`PAIRS_PER_STEP` pairs, each reading the row groups that hold its documents)."""
-    a_all, b_all = pairs["doc_a"].to_numpy(), pairs["doc_b"].to_numpy()
-    measured = np.empty(len(a_all), dtype=np.float64)
-    if len(a_all) and "shingle_set" not in lookup.columns:
-        raise ValueError("near-duplicate clusters need shingle sets: the signature files were made with near=False")
-    for start in range(0, len(a_all), PAIRS_PER_STEP):
-        a, b = a_all[start : start + PAIRS_PER_STEP], b_all[start : start + PAIRS_PER_STEP]
-        found, values, offsets = _shingle_sets(lookup, np.concatenate([a, b]))
-        measured[start : start + len(a)] = jaccard_of_pairs(
-            values, offsets, np.searchsorted(found, a), np.searchsorted(found, b)
-        )
-    return pl.DataFrame({"doc_a": a_all, "doc_b": b_all, "jaccard": measured})
-
-
 def finish_clusters(members: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFrame:
-    """The clusters table: ``members`` (:func:`cluster_members`) with ``jaccard``, the similarity
+    """The clusters table: ``members`` (:func:`members_of_labelled`) with ``jaccard``, the similarity
     with the kept document: 1.0 for the kept document and exact copies, else the value of the
     pair (kept document, member) in ``measured`` (``doc_a, doc_b, jaccard``)."""
     wanted = similarity_pairs(members)
@@ -461,15 +314,6 @@ def finish_clusters(members: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFra
         pl.col("jaccard").cast(pl.Float64),
         "exact",
     ).sort("doc")
-
-
-def cluster_table(edges: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule = "first") -> pl.DataFrame:
-    """The clusters table (columns in the module docstring) from all verified edges, in this
-    process: :func:`cluster_members`, the similarities measured by :func:`measure_pairs`, then
-    :func:`finish_clusters`. The dedup stage measures them routed between groups of shards instead
-    (``pipeline.dedup.routed``); the table is the same."""
-    members = cluster_members(edges, lookup, rule)
-    return finish_clusters(members, measure_pairs(similarity_pairs(members), lookup))
 
 
 def removals(clusters: pl.DataFrame, threshold: float, shard: int | None = None) -> pl.DataFrame:

@@ -1,34 +1,31 @@
 """Connected components of the verified edges without one unit that holds them all: the
 alternating Large-Star and Small-Star rounds of Kiveris et al. (2014, "Connected Components in
 MapReduce and Beyond"), one function call per bucket per half-round (the dedup stage groups the
-calls into units, pipeline.stages.dedup), the edges routed between half-rounds to the bucket of
+calls into units, ``pipeline.dedup.jobs``), the edges routed between half-rounds to the bucket of
 the document they are keyed by.
 
 A record keyed by document ``u`` goes to bucket ``u % buckets`` (the dedup stage sizes the
 buckets by the edges), not to the shard of ``u``: the rounds gather each component around its
-smallest document, and a corpus's first copies sit in a few shards, so by shard those few held
-most of the records (in the million-document demo run, the records keyed by one shard grew with
-the corpus's cluster sizes while the shards stayed the same size); the remainder of a document
+smallest document, and a corpus's first copies sit in a few shards, so by shard those few would
+hold most of the records; the remainder of a document
 number (``shard << 32 | row``) spreads them by row. The buckets are dealt to ``units`` units
 (bucket B to unit B % units, the dedup stage's units of a half-round), and records go from unit
 to unit (:class:`Outbox`): one file per sending unit and receiving unit, a row group per bucket
-and call (``unit-<U>`` below is the unit of bucket C, ``<S>`` the sending unit, or the bucket of
-a call made alone), so a half-round writes units x units files, not buckets x buckets.
+and call, so a half-round writes units x units files, not buckets x buckets. The files are where
+:class:`pipeline.dedup.layout.ComponentsFolders` puts them.
 
     seed_edges(G)       the verified edges of group G's files (a group of shards), both ways
-                        round, routed by key: large-0000/unit-<U>/from-<G>.parquet
+                        round, routed by key to round 0's Large-Star
     large_star(r, B)    per key u of bucket B, with m the smallest of u and its neighbours: an edge
-                        (v, m) for every neighbour v > u; routed by the larger end (v):
-                        small-<r>/unit-<U>/from-<S>.parquet
+                        (v, m) for every neighbour v > u; routed by the larger end (v) to round
+                        r's Small-Star
     small_star(r, B)    per key u of bucket B, with N its smaller neighbours and m the smallest of
                         N and u: an edge (v, m) for every v in N and u but m; routed both ways
-                        round: large-<r+1>/unit-<U>/from-<S>.parquet
+                        round to round r + 1's Large-Star
     component_labels(r, B)  once round r's edges are those of round r - 1: each document of
-                        bucket B and its component (its smallest document),
-                        labels/bucket-<B>.parquet; the dedup stage sends each label on to the
-                        group of its document (one file per sending unit and group), which
-                        sends it to its component's home (home_of), where the keep rule runs
-                        over the whole component
+                        bucket B and its component (its smallest document); the engine sends each
+                        label on to the group of its document, which sends it to its component's
+                        home (home_of), where the keep rule runs over the whole component
 
 Both steps keep each component connected and its smallest document in it; a round that changes
 nothing leaves every component a star around its smallest document, and the rounds reach it after
@@ -66,10 +63,8 @@ _MASK = (1 << 64) - 1
 # In a record file's metadata: the bucket of each of its row groups, in order.
 BUCKETS_KEY = b"components.buckets"
 
-# Records (u, v) as two int64 arrays; each step a sort and runs of equal keys in numpy. With polars'
-# group-by and joins (before), the million-document benchmark's steps grew more for the same
-# records (largest growth, one process, two runs each): seed 47-51 MiB against 12-13 now, labels
-# 45-52 against 28-37, Small-Star 9-11 against 1-2; the same files, byte for byte.
+# Records (u, v) as two int64 arrays; each step a sort and runs of equal keys in numpy, which holds
+# less than a group-by or a join of the same records (docs/scale.md measures the steps' memory).
 Records = tuple[np.ndarray, np.ndarray]
 
 
@@ -151,10 +146,8 @@ def _route(records: Records, to: RoundFolder, sender: int, buckets: int, units: 
 
 class Footers:
     """The record files a unit reads in a half-round and their footers, each listed and read once:
-    every call of the unit reads its bucket's row groups from the same files. Read again per
-    bucket, a footer cost 0.8 ms of a file of 400 row groups (the 2M run's rounds) against 0.04 ms
-    to open the file with its footer known; at a billion documents a unit's folder holds a file
-    per sending unit."""
+    every call of the unit reads its bucket's row groups from the same files, and a footer of
+    hundreds of row groups costs more to read than to reuse."""
 
     def __init__(self) -> None:
         self._files: dict[str, list[Path]] = {}
@@ -275,9 +268,8 @@ def small_star(
 
 def home_of(components: np.ndarray, homes: int) -> np.ndarray:
     """The home (``0..homes-1``) of each component, by a hash of its name: components spread
-    evenly over the homes. Homed at the shard of their smallest document instead, they piled up
-    where a corpus's first copies are (in the 100k-document demo run one shard of 13 was home to
-    69% of the clustered documents)."""
+    evenly over the homes (by the shard of their smallest document, they would pile up where a
+    corpus's first copies are)."""
     mixed = _mix(np.asarray(components, dtype=np.int64).view(np.uint64))
     return (mixed % np.uint64(homes)).astype(np.int64)
 

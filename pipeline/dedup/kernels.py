@@ -1,5 +1,5 @@
 """Compiled loops (numba) for the parts of MinHash that numpy can only do through large
-temporaries (the ones numpy did before): each function computes, bit for bit, what its caller's
+temporaries: each function computes, bit for bit, what its caller's
 docstring (:mod:`pipeline.dedup.normalize`, :mod:`pipeline.dedup.minhash`) defines, and the tests
 hold each to a plain reading of that definition (the minima to datasketch's too).
 
@@ -66,8 +66,7 @@ def _fmix32(h):
 @numba.njit(cache=True, nogil=True)
 def _affine32_minima(hashes, offsets, a, b, out):
     """Four shingles at a time: each permutation's multiplier, offset and running minimum are
-    loaded and stored once for the four (once per shingle, the loads and stores were as many as
-    the arithmetic: 1.4x slower)."""
+    loaded and stored once for the four, so the loads and stores are fewer than the arithmetic."""
     num_perm = a.shape[0]
     acc = np.empty(num_perm, dtype=np.uint32)
     for d in range(offsets.shape[0] - 1):

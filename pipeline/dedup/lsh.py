@@ -11,9 +11,8 @@ and memory is bounded by a shard or a partition, never the corpus::
 
 Signature file (one per document shard, zstd Parquet, row groups of ``ROW_GROUP_ROWS`` rows,
 rows in the shard's order; key-value metadata ``dedup.params`` (JSON) and ``dedup.shard``; with
-its sets file about 3.3 KB per 2.2 KB news article (``benchmarks/dedup_stage.py``), nearly all
-of it the shingle set of 64-bit hashes (1.7 KB when it held the 32-bit ones, which verification
-must not trust, see ``pipeline.dedup.clusters``)):
+its sets file, nearly all of it the shingle sets of 64-bit hashes, ``pipeline.dedup.clusters``
+says why 64 bits):
 
     doc          int64    document number: shard << 32 | row in the shard (its global order)
     id           string   the document's id
@@ -103,16 +102,14 @@ PAIRS_SCHEMA = pa.schema(  # candidate pairs routed by group of shards (pipeline
 
 
 # A shingle set is one binary value (its sorted uint64 hashes' bytes), not a list of uint64: Parquet
-# then writes no repetition level per hash. On a 5,378-document demo shard, writing took 0.0048
-# against 0.0249 CPU s (list, zstd) and reading the sets 0.0032 against 0.0081.
+# then writes no repetition level per hash, so writing and reading the sets is cheaper.
 SET_TYPE = pa.large_binary()
-# zstd saved a fifth of the sets' bytes (sorted hashes share their top bits) at 2.5 times the
-# writing time: the sets files and the sets the routed hops forward are stored plain.
+# zstd saves little on hashes and costs writing time: the sets are stored plain.
 SIGNATURE_COMPRESSION = {"shingle_set": "none"}
 # Beside each signature file, its shingle sets: every document's sorted distinct uint64 hashes,
 # little-endian, one after the other in row order (set k starts at the sum of the ``shingles``
-# column before row k). A hop needs the sets of a quarter of a group's documents (verification) or
-# a fifteenth (similarity), spread over every row group: from a Parquet column it read them all.
+# column before row k). A hop needs the sets of a fraction of a group's documents, spread over
+# every row group, and reads just those.
 SETS_SUFFIX = ".sets"
 
 

@@ -90,9 +90,8 @@ class MinHashParams:
     only verification time while a false negative is a missed duplicate. At threshold 0.8 and 128
     permutations that gives 21 bands of 6 rows (candidate probability 0.998 at 0.8) instead of the
     14 x 9 (0.867) that weighting false negatives 0.9 and false positives 0.1 gave, or datasketch's
-    9 x 13 (weights 0.5 and 0.5). On near copies of news articles (``benchmarks/dedup_stage.py``,
-    every pair of a small bucket verified, see ``lsh.candidate_pairs``) 0.99 (16 x 6) leaves 0.3%
-    of the true pairs unjoined (F1 0.9986) and 0.998 none (F1 1.000), at 1.2x the CPU time of 14 x 9.
+    9 x 13 (weights 0.5 and 0.5); ``benchmarks/dedup_stage.py`` measures the recall and time of
+    each layout on near copies of news articles (the figures in benchmarks/README.md).
     Set ``bands`` and ``rows`` together to choose the layout yourself (``recall`` is then unused).
     ``scheme`` datasketch's permutation scheme ("affine32", datasketch 2's default, or "legacy",
     datasketch 1's); ``shingle_hash`` "polynomial" (fast) or "sha1" (datasketch's default hash).
@@ -324,7 +323,7 @@ def minhash_signatures(
     Returns ``(documents, num_perm)``, uint32 for ``"affine32"``, uint64 for ``"legacy"``, equal
     to datasketch's ``hashvalues``. A document without shingles gets datasketch's empty value
     (all ``2**32 - 1``). affine32 runs compiled (:func:`pipeline.dedup.kernels.affine32_signatures`:
-    each document's minima in registers, about 6x numpy's blocks); legacy with numpy, in fixed
+    each document's minima in registers); legacy with numpy, in fixed
     steps of a few thousand shingles. Memory stays bounded for very long documents either way."""
     a, b = permutations(num_perm, seed, scheme)
     offsets = np.asarray(offsets, dtype=np.int64)

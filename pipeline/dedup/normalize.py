@@ -27,12 +27,11 @@ to the character alone. That is what they make of it inside any text as long as 
 the text is joined to its neighbour by NFKC or by the rule of step 3 (combining marks, Hangul jamo)
 or lowercased by its place (the capital sigma); a document holding one goes through Python's NFKC
 and lowercase and the polars rules as a whole text. A test runs every code point through both.
-On 25,000 demo documents (39% of them not ASCII, 8% of those prepared in Python) the compiled
-pass took 0.086-0.103 CPU s where Python's took 0.156-0.181. The words are the runs of word bytes
-(a 256-entry table marks them: not ASCII whitespace, control characters, punctuation or symbols),
-never across a document's end; :func:`words` hashes them as the pass makes each prepared byte
-(:func:`pipeline.dedup.kernels.prepared_word_hashes`), without writing the prepared text, which it
-makes only when asked for (:attr:`Words.data`).
+The compiled pass is the faster on the demo's documents (``benchmarks/dedup_signatures.py``).
+The words are the runs of word bytes (a 256-entry table marks them: not ASCII whitespace, control
+characters, punctuation or symbols), never across a document's end; :func:`words` hashes them as
+the pass makes each prepared byte (:func:`pipeline.dedup.kernels.prepared_word_hashes`), without
+writing the prepared text, which it makes only when asked for (:attr:`Words.data`).
 
 Word hashes (:func:`word_hashes`) are a polynomial hash of each word's bytes modulo 2^64, sum_j
 byte_j * M^j with a fixed odd M, plus the length, finished with the MurmurHash3 64-bit finalizer,
@@ -134,8 +133,7 @@ def split_non_ascii(texts: pl.Series) -> pl.Series:
     """Steps 2 and 3 for non-ASCII characters: a separator becomes two spaces, a character of an
     unspaced script (with its marks) gets a space on either side.
 
-    Two passes without capture groups, which the regex engine runs on its fast path (one pass with
-    a group for the unspaced characters took 1.7 times as long on the demo's non-ASCII documents).
+    Two passes without capture groups, which the regex engine runs on its fast path.
     The two patterns match no character in common and marks are neither, so the order of the
     passes does not matter."""
     return texts.str.replace_all(_NON_ASCII_SEPARATOR, "  ").str.replace_all(_UNSPACED_CHARACTER, " ${0} ")

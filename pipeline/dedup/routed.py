@@ -63,9 +63,8 @@ FORWARD_WRITER = {
     "compression": {name: SIGNATURE_COMPRESSION.get(name, PARQUET_COMPRESSION) for name in FORWARD_SCHEMA.names},
     "use_dictionary": ["doc_a"],
 }
-# Sent sets per row group of a forwarded file: the second hop reads one row group at a time, so its
-# memory holds one (about 1.2 MB of sets in the million-document benchmark), not a sender's file
-# (up to 38 MB there, read whole before).
+# Sent sets per row group of a forwarded file: the second hop reads one row group at a time, so it
+# holds one row group's sets, never a whole sender's file.
 FORWARD_ROWS = 1024
 SIMILARITY_SCHEMA = pa.schema(
     [
@@ -133,8 +132,8 @@ def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
 
 class _Measured:
     """Pairs measured by a hop, gathered as arrays (``doc_a, doc_b, jaccard, exact``), filtered,
-    sorted and written in numpy, as the hop's other steps (polars frames before: its group-by of
-    a million-document run's group, 388,536 routed rows, took 52 MiB)."""
+    sorted and written in numpy, as the hop's other steps (a polars group-by would hold several
+    times the pairs' bytes)."""
 
     def __init__(self) -> None:
         self.pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []

@@ -11,10 +11,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.dedup.clusters import connected_components
 from pipeline.dedup.engine import deal_buckets, find_components, group_shards, groups_of_shards
 from pipeline.dedup.layout import DedupWork
 from pipeline.dedup.lsh import SHARD_BITS, shard_of
+from pipeline.dedup.reference import connected_components
 from pipeline.io.writer import write_parquet
 from pipeline.stages.units import in_process
 

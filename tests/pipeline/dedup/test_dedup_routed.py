@@ -18,12 +18,13 @@ import pytest
 
 import pipeline.dedup.engine as engine
 import pipeline.dedup.routed as routed_module
-from pipeline.dedup.clusters import ShingleLookup, cluster_table, verify_pairs
+from pipeline.dedup.clusters import ShingleLookup
 from pipeline.dedup.components import BUCKETS_KEY
 from pipeline.dedup.engine import deduplicate_shards, find_duplicates
 from pipeline.dedup.layout import PassFolders
 from pipeline.dedup.lsh import PAIRS_SCHEMA, candidate_pairs, sets_path, shard_of
 from pipeline.dedup.minhash import MinHashParams
+from pipeline.dedup.reference import cluster_table, verify_pairs
 from pipeline.dedup.routed import distinct_pairs, first_hop, route_pairs, second_hop
 from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_text, write_shards
 
