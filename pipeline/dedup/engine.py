@@ -13,6 +13,7 @@ component rounds' buckets and units, and the homes, by verified edges (:func:`bu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -134,13 +135,22 @@ def shard_blocks(shards: int, per_block: int) -> list[range]:
     return [range(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
 
 
+@dataclass(frozen=True)
+class Components:
+    """What the component rounds did: the rounds run, the documents labelled, the bytes read."""
+
+    rounds: int
+    docs: int
+    bytes_read: int
+
+
 def find_components(
     work: DedupWork, group_of: Sequence[int], run_units: RunUnits = _here, buckets: int = 1, units: int = 1
-) -> dict:
+) -> Components:
     """Connected components of the verified edges, in rounds (``pipeline.dedup.components``):
     the seed per group (``group_of``: each shard's), the rounds over ``buckets`` buckets dealt to
     ``units`` units, until a round changes nothing, each label sent to the group of its document.
-    Returns the rounds run and the bytes read."""
+    """
     group_of = tuple(group_of)
     dealt = deal_buckets(buckets, units)
     units = len(dealt)
@@ -158,7 +168,7 @@ def find_components(
     else:
         raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
     labelled = sum(_each(run_units, None, label_components, [LabelJob(job, group_of) for job in jobs]), BucketCounts())
-    return {"rounds": round_ + 1, "docs": labelled.docs, "bytes_read": done.bytes_read + labelled.bytes_read}
+    return Components(round_ + 1, labelled.docs, done.bytes_read + labelled.bytes_read)
 
 
 def _read(results: Sequence) -> int:
@@ -223,12 +233,12 @@ def find_duplicates(
         "removed_exact": assembled.removed_exact,
         "removed_near": assembled.removed_near,
         "bands_rows": list(params.lsh) if params.near else None,
-        "component_rounds": components["rounds"],
+        "component_rounds": components.rounds,
         "bytes_read": {
             "signatures": _read(signed),
             "candidates": _read(candidates),
             "verify": _read(verified[0]) + _read(verified[1]),
-            "components": components["bytes_read"],
+            "components": components.bytes_read,
             "clusters": _read(homed) + _read(kept),
             "similarity": _read(similar[0]) + _read(similar[1]),
             "assemble": assembled.bytes_read,

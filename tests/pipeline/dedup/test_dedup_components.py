@@ -44,7 +44,7 @@ def components_in_rounds(
         DedupWork(tmp_path), list(range(shards)), in_process, buckets=buckets or shards, units=3
     )  # 5 shards: 3 units
     labels = pl.concat([pl.read_parquet(p) for p in sorted((tmp_path / "components" / "labels").glob("*.parquet"))])
-    return labels.sort("doc"), found["rounds"]
+    return labels.sort("doc"), found.rounds
 
 
 def reference(edges: list[tuple[int, int]]) -> pl.DataFrame:
