@@ -5,7 +5,7 @@ The filters (C4, Gopher quality and repetition, FineWeb) were written for Englis
 (Penedo et al. 2025) sets each filter's threshold per language so that it removes a comparable
 share of each language's good text; this benchmark measures how far the project's defaults are
 from that today. Everything goes through the filter stage's own step,
-``pipeline.stages.registry.filter_settings_step(parse_config({...}).filter)``, with the default
+``pipeline.stages.steps.filter_settings_step(parse_config({...}).filter)``, with the default
 filter settings (built-in language profiles included) and each document's ``lang`` set to its
 known language, as the ``lang`` stage gives it.
 
@@ -233,7 +233,7 @@ def good_documents(units: dict[str, dict[str, list[str]]]) -> pl.DataFrame:
 def noise_documents(folder: Path, docs: int) -> pl.DataFrame:
     """The demo corpus's noise documents as the source stage reads them, ``lang`` the label's
     where the generator knows it, else the ``lang`` stage's."""
-    from pipeline.stages.registry import lang_step
+    from pipeline.stages.steps import lang_step
 
     cache = folder / f"demo-{docs}-0"
     cache.mkdir(parents=True, exist_ok=True)
@@ -262,7 +262,7 @@ def settings_config():
 
 def filtered(docs: pl.DataFrame) -> pl.DataFrame:
     """``docs`` with ``rule``: the filter stage's rule that removed the document, null if kept."""
-    from pipeline.stages.registry import filter_settings_step
+    from pipeline.stages.steps import filter_settings_step
 
     result = filter_settings_step(settings_config().filter)(docs.select("id", "text", "source", "lang"))
     return docs.join(result.removed.select("id", "rule"), on="id", how="left", maintain_order="left")

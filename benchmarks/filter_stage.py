@@ -7,8 +7,8 @@ are read back. Corpus and documents are made once under ``.cache/bench-filter/``
 
 Three measurements:
 
-* **Throughput, one core.** Ours: :func:`pipeline.stages.registry.lang_step` then
-  :func:`pipeline.stages.registry.filter_step` (the default filters: c4_quality, gopher_quality,
+* **Throughput, one core.** Ours: :func:`pipeline.stages.steps.lang_step` then
+  :func:`pipeline.stages.steps.filter_step` (the default filters: c4_quality, gopher_quality,
   gopher_repetition, fineweb_quality, pii; every source in scope), batch by batch as a stage
   runs them, in a subprocess with ``POLARS_MAX_THREADS=1``. datatrove 0.10.1:
   ``C4QualityFilter``, ``GopherQualityFilter``, ``GopherRepetitionFilter`` and
@@ -193,7 +193,7 @@ def write_sample(docs: pl.DataFrame) -> pl.DataFrame:
 def stages(config):
     """A function running the lang and filter steps of ``config`` batch by batch over a frame of
     documents; it returns the ids kept."""
-    from pipeline.stages.registry import filter_step, lang_step
+    from pipeline.stages.steps import filter_step, lang_step
 
     lang, filt = lang_step(config), filter_step(config)
 

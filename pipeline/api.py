@@ -39,8 +39,9 @@ from pipeline.formats.documents import LICENCE, QUARANTINE_SCHEMA, UNKNOWN
 from pipeline.formats.step import empty_removed
 from pipeline.io.owner import claim, note_written, remove_written
 from pipeline.io.storage import output_location
-from pipeline.stages.registry import filter_settings_step, last_document_stage
+from pipeline.stages.registry import last_document_stage
 from pipeline.stages.run import RunFiles, UnknownRule
+from pipeline.stages.steps import filter_settings_step
 from pipeline.stages.verdicts import document_texts, verdict_table
 
 __all__ = [

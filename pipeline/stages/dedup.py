@@ -33,8 +33,8 @@ from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.formats.manifest import stage_outputs
 from pipeline.io.storage import read_parquet, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
-from pipeline.stages.registry import scoped_filters
 from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
+from pipeline.stages.steps import scoped_filters
 from pipeline.stages.units import RunUnits, in_blocks, in_process
 
 STAGE = "dedup"

@@ -26,7 +26,7 @@ from pipeline.io.storage import as_path, parquet_file, read_table
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
 from pipeline.stages.attributes import CHECKSUM_SUFFIX, UnitAttributes
 from pipeline.stages.attributes import FOLDER as ATTRIBUTES
-from pipeline.stages.registry import build_step, unit_attributes
+from pipeline.stages.steps import build_step, unit_attributes
 
 
 def fingerprint(path: str | Path) -> dict:

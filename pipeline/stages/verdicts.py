@@ -1,6 +1,6 @@
 """The filter stage's verdicts on documents of a finished run, as the run decided them: each
 document judged with the filters and thresholds of its language (``[filter.by_lang]`` and the
-built-in profiles, as :class:`pipeline.stages.registry.FilterChain` groups them) on the
+built-in profiles, as :class:`pipeline.stages.steps.FilterChain` groups them) on the
 measurements the run stored (``filter/attributes/``, pipeline.stages.attributes), and measured
 again only where none are stored, with the same per-language filters. The views (the report,
 ``curate inspect``, the Python API) read verdicts from here, so none of them can disagree with

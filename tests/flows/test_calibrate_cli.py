@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from pipeline.stages.calibrate import calibrate, checked
-from pipeline.stages.registry import filter_settings_step
 from pipeline.stages.run import RunFiles
+from pipeline.stages.steps import filter_settings_step
 
 
 def fired(settings, docs: pl.DataFrame) -> dict[str, int]:

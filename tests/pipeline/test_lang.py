@@ -28,8 +28,8 @@ from pipeline.lang import (
 )
 from pipeline.lang import model as models
 from pipeline.lang.model import LID_MODEL_SHA256, fetch_lid_model, lid_model_path
-from pipeline.stages import registry as steps
-from pipeline.stages.registry import lang_step
+from pipeline.stages import steps
+from pipeline.stages.steps import lang_step
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -94,7 +94,7 @@ def test_pii_counts_go_to_stats_in_total_and_per_source():
 
 
 def test_filters_apply_only_to_the_configured_sources(tmp_path):
-    from pipeline.stages.registry import filter_step
+    from pipeline.stages.steps import filter_step
     from tests.helpers import source_config, write_jsonl
 
     path = write_jsonl(tmp_path / "in.jsonl", [{"text": "x"}])

@@ -10,7 +10,7 @@ import pytest
 from pipeline.config import FilterConfig
 from pipeline.formats.configfile import ConfigError
 from pipeline.stages.calibrate import calibrate, checked, fragment
-from pipeline.stages.registry import filter_settings_step
+from pipeline.stages.steps import filter_settings_step
 
 VOCABULARY = ["river", "stone", "garden", "window", "letter", "morning", "bridge", "market", "winter", "candle"]
 

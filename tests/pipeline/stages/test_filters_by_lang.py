@@ -14,8 +14,8 @@ from pipeline.filters.engine import apply_filters, decide, decide_groups, measur
 from pipeline.filters.heuristics import GopherRepetition
 from pipeline.filters.registry import build_filters
 from pipeline.formats.configfile import ConfigError
-from pipeline.stages.registry import FilterChain, filter_settings_step
 from pipeline.stages.rerun import plan_run
+from pipeline.stages.steps import FilterChain, filter_settings_step
 from tests.helpers import curate_in_process, stage_outputs, write_jsonl
 
 THAI = "วันนี้อากาศดีมาก เราไปเดินเล่นที่สวนสาธารณะ มีคนมากมายวิ่งออกกำลังกายอยู่ที่นั่น"  # no sentence mark

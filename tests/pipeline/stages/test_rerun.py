@@ -110,7 +110,7 @@ def test_a_changed_threshold_decides_again_from_the_stored_measurements_to_the_b
     def measured(*args, **kwargs):
         raise AssertionError("the filters measured again")
 
-    monkeypatch.setattr("pipeline.stages.registry.measure", measured)
+    monkeypatch.setattr("pipeline.stages.steps.measure", measured)
     stats = curate_in_process(changed)
     monkeypatch.undo()
 
