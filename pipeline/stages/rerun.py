@@ -33,7 +33,8 @@ from pipeline.formats.manifest import (
 )
 from pipeline.io.writer import read_json, write_json
 from pipeline.stages.attributes import FOLDER as ATTRIBUTES
-from pipeline.stages.registry import REGISTRY, enabled_stages, file_contents, measured_with
+from pipeline.stages.digests import file_contents, measured_with
+from pipeline.stages.registry import REGISTRY, enabled_stages
 from pipeline.stages.source import inputs_as_read
 
 # Keys that say where the run is, not what it makes.
@@ -55,7 +56,7 @@ def _digest(made_of: dict) -> str:
 
 def stage_contents(config: RunConfig) -> dict[str, dict[str, list[str]]]:
     """Each stage that runs with ``config``, by the contents of the files it loads
-    (pipeline.stages.registry.file_contents)."""
+    (pipeline.stages.digests.file_contents)."""
     return {stage: file_contents(stage, config) for stage in ("source", *enabled_stages(config))}
 
 

@@ -29,7 +29,7 @@ from pipeline.lang import LanguageIdentifier, identify_languages, lang_decisions
 from pipeline.lang.model import lid_model_path
 from pipeline.licence import LicenceRule
 from pipeline.stages.attributes import UnitAttributes
-from pipeline.stages.registry import measured_with
+from pipeline.stages.digests import measured_with
 
 
 @lru_cache(maxsize=4)

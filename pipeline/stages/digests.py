@@ -1,0 +1,66 @@
+"""The files a stage loads whose contents its outputs depend on, and their sha256: part of each
+stage's identity (pipeline.stages.rerun), so that a model or tokenizer replaced at the same path
+redoes the stages that loaded it."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pipeline.config import RunConfig, filter_path_parameters
+from pipeline.formats.manifest import config_record
+from pipeline.lang.model import lid_model_path
+from pipeline.stages.attributes import measuring_settings
+
+
+def named_files(stage: str, config: RunConfig) -> dict[str, list[Path]]:
+    """The files a stage loads whose contents its outputs depend on, by the config key that names
+    them: the language-ID model (``lang.model``, or the default one it finds), each filter's
+    path parameters (the quality model; a folder stands for the files in it), the tokenizer
+    (``tokenize.tokenizer``) and the exclusion lists (``mix.exclude``). A missing file is left out
+    (the run stops on it before any work, pipeline.config.check_files)."""
+    named: dict[str, list[Path]] = {}
+    if stage == "lang":
+        try:
+            named["lang.model"] = [lid_model_path(config.lang.model)]
+        except FileNotFoundError:
+            named["lang.model"] = []
+    elif stage == "filter":
+        for name in config.filter.filters:
+            for key in sorted(filter_path_parameters(name)):
+                value = config.filter.params.get(name, {}).get(key)
+                if value is not None:
+                    path = Path(value)
+                    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+                    named[f"filter.params.{name}.{key}"] = [p for p in files if p.is_file()]
+    elif stage == "tokenize" and config.tokenize.tokenizer is not None:
+        named["tokenize.tokenizer"] = [Path(config.tokenize.tokenizer)]
+    elif stage == "mix" and config.mix.exclude:
+        named["mix.exclude"] = [Path(p) for p in config.mix.exclude if Path(p).is_file()]
+    return named
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256, for this process
+
+
+def _content_digest(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        with path.open("rb") as handle:
+            _DIGESTS[key] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return _DIGESTS[key]
+
+
+def file_contents(stage: str, config: RunConfig) -> dict[str, list[str]]:
+    """The sha256 of each of :func:`named_files`, by key (in the stage's identity, so that a model
+    or tokenizer replaced at the same path redoes the stages that loaded it)."""
+    return {key: [_content_digest(p) for p in paths] for key, paths in named_files(stage, config).items()}
+
+
+def measured_with(config: RunConfig, contents: dict[str, list[str]] | None = None) -> dict:
+    """What the filter stage's measurements depend on (pipeline.stages.attributes.measuring_settings)
+    with the contents of the files its filters load (``contents``: :func:`file_contents`, when
+    known already)."""
+    contents = file_contents("filter", config) if contents is None else contents
+    return {**measuring_settings(config_record(config)), "contents": contents}
