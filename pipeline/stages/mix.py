@@ -56,7 +56,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from pipeline.config import RESERVED_MIXTURE_NAMES, MixConfig, MixtureConfig, RunConfig
 from pipeline.decontaminate import WindowIndex, window_containment
@@ -64,17 +63,14 @@ from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, rea
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import (
-    LICENCE,
     MIX_CONTAMINATED,
     MIX_EXCLUDED,
     MIX_EXCLUDED_ID,
     MIX_EXCLUDED_WINDOW,
-    MIX_NEAR_ID,
     MIX_RULE,
     REMOVED_SCHEMA,
     RunLayout,
     StageDir,
-    licence_series,
 )
 from pipeline.formats.ledger import LedgerError, add_counts
 from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_outputs
@@ -89,23 +85,21 @@ from pipeline.formats.mixture import (
     shard_file,
     tokenizer_entry,
 )
-from pipeline.formats.names import check_group_names
 from pipeline.formats.step import removed_frame
 from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
 from pipeline.io.owner import begin_record
-from pipeline.io.storage import as_path, is_local, parquet_file, read_parquet
+from pipeline.io.storage import as_path, is_local, read_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
 from pipeline.mix.plan import (
-    OTHER,
     EpochCaps,
     cap_epochs,
     explicit_weights,
     report_from_counts,
-    small_groups,
     split_validation,
     temperature_weights,
     validation_warning,
 )
+from pipeline.mix.scan import documents_schema, renamed_groups, scan_block
 from pipeline.mix.shards import (
     PLAN_SCHEMA,
     SPLITS,
@@ -114,8 +108,6 @@ from pipeline.mix.shards import (
     concat_files,
     crossing_buckets,
     cut_ranges,
-    group_documents,
-    group_tokens,
     partial_layers,
     piece_rows,
     range_count,
@@ -135,65 +127,6 @@ _EMPTY_WINDOWS = pl.DataFrame(schema={"id": pl.String, "window": pl.Int64})
 # Why a document left the pool: the rule, the text that put it there, and the rule's measure
 # (Jaccard; shared windows; null for an id).
 CAUSES_SCHEMA = {"id": pl.String, "reference_id": pl.String, "value": pl.Float64, "rule": pl.String}
-SCAN_SCHEMA = {
-    "id": pl.String,
-    "source": pl.String,
-    "lang": pl.String,
-    LICENCE: pl.String,
-    "tokens": pl.Int64,
-    "bytes": pl.Int64,
-    "shard": pl.Int32,
-    "row": pl.Int64,
-}
-
-
-def scan_shard(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
-    """One row per document of a curated shard: id, source, lang, licence, tokens (its token count,
-    end token included), bytes (UTF-8 bytes of its text), shard (``number``) and row."""
-    columns = [c for c in ("id", "source", "lang", LICENCE, "text") if c in _columns(docs_path)]
-    docs = read_parquet(docs_path, columns=columns)
-    _, offsets = read_token_shard(token_path)
-    if docs.height != offsets.height or not docs["id"].equals(offsets["doc_id"], check_names=False):
-        raise LedgerError(
-            f"stage {STAGE}: {token_path.name} does not hold the documents of {docs_path} "
-            "in order; run the tokenize stage again"
-        )
-    lang = docs["lang"] if "lang" in docs.columns else pl.Series([None] * docs.height, dtype=pl.String)
-    return pl.DataFrame(
-        {
-            "id": docs["id"],
-            "source": docs["source"],
-            "lang": lang,
-            LICENCE: licence_series(docs),
-            "tokens": offsets["doc_tokens"],
-            "bytes": docs["text"].str.len_bytes(),
-            "shard": [number] * docs.height,
-            "row": np.arange(docs.height),
-        },
-        schema=SCAN_SCHEMA,
-    )
-
-
-def scan_block(
-    unit: str, jobs: list[tuple[int, Path, Path, Path]], by: list[str], merge: dict | None, listed: pl.Series
-) -> dict:
-    """Scan a block of shards (``(number, docs, token shard, scan file)`` each): write each shard's
-    scan rows with the group ``group_by`` and ``merge`` give them; return the block's documents,
-    tokens per group and the ids among them that an ``exclude`` file lists."""
-    found = {"documents": 0, "groups": {}, "listed": []}
-    for number, docs_path, token_path, out in jobs:
-        scan = scan_shard(number, docs_path, token_path)
-        scan = scan.with_columns(group_documents(scan, by, merge))
-        write_parquet(scan.to_arrow(), out)
-        found["documents"] += scan.height
-        add_counts(found["groups"], group_tokens(scan))
-        found["listed"].append(scan["id"].filter(scan["id"].is_in(listed.implode())))
-    found["listed"] = pl.concat([pl.Series("id", [], dtype=pl.String), *found["listed"]])
-    return found
-
-
-def _columns(path: Path) -> list[str]:
-    return parquet_file(path).schema_arrow.names
 
 
 def block_matches(unit: str, docs_paths: list[Path], index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
@@ -319,15 +252,6 @@ def _weights(mixture: MixtureConfig, sizes: dict[str, int], by: list[str]) -> di
 def _unit(mixture: str, file: str) -> str:
     """The part-record name of a mixture's output file: ``main.train.news-0000``."""
     return f"{mixture}.{file.replace('/', '.').removesuffix('.arrow')}"
-
-
-def _check_group_files(groups: list[str]) -> None:
-    """The groups found (their languages are known only now) make distinct file names that fit
-    the file system: the config checked those it could name."""
-    try:
-        check_group_names(groups)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
 
 
 def _empty_report(mixture: MixtureConfig) -> dict:
@@ -510,12 +434,6 @@ def _unit_count(shards: int, partitions: int) -> int:
     return min(partitions, -(-shards // JOBS_PER_BLOCK))
 
 
-def _documents_schema() -> pa.Schema:
-    """The columns of ``documents.parquet`` (for a pool with no shard)."""
-    fields = {**SCAN_SCHEMA, "group": pl.String, "split": pl.String, MIX_RULE: pl.String, MIX_NEAR_ID: pl.String}
-    return pl.DataFrame(schema={k: v for k, v in fields.items() if k not in ("shard", "row")}).to_arrow().schema
-
-
 @dataclass(frozen=True)
 class _Pool:
     """The stage's input shards and the files its units write per shard: ``inputs`` (the curated
@@ -614,17 +532,6 @@ def _documents_handed_over(layout: RunLayout, previous: str, scanned: list[dict]
             f"stage {STAGE}: found {found_docs} tokenized documents, but stage {previous} handed over {handed_over}"
         )
     return handed_over
-
-
-def _renamed_groups(scanned: list[dict], min_share: float) -> dict[str, str]:
-    """The groups under ``min_share`` of the pool's tokens, renamed OTHER; no two groups left may
-    share a file name."""
-    totals: dict = {}
-    for found in scanned:
-        add_counts(totals, found["groups"])
-    renamed = {name: OTHER for name in small_groups(totals, min_share)}
-    _check_group_files(sorted({renamed.get(group, group) for group in totals}))
-    return renamed
 
 
 def _contamination_params(config: RunConfig) -> MinHashParams:
@@ -902,7 +809,7 @@ def _write_documents_and_plans(
     """documents.parquet and each plan.parquet, one file each from the per-shard pieces, and beside
     them (one step of units: each step waits for the one before, on a cluster a round of its tasks'
     fixed cost) the output shards of each split and group (:func:`_cut_output_shards`)."""
-    concat = [("documents", pool.pools, _documents_schema(), stage_root / "documents.parquet")] + [
+    concat = [("documents", pool.pools, documents_schema(), stage_root / "documents.parquet")] + [
         (f"plan-{name}", routes.plan_paths[name], PLAN_SCHEMA, stage_root / name / PLAN_FILE)
         for name in routes.plan_paths
     ]
@@ -1102,7 +1009,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
 
     scanned, listed = _scan_pool(run_units, pool, settings)
     handed_over = _documents_handed_over(layout, previous, scanned)
-    renamed = _renamed_groups(scanned, settings.min_share)
+    renamed = renamed_groups(scanned, settings.min_share)
     params = _contamination_params(config)
     excluded, exclusion, common = _exclude_references(run_units, config, pool, scanned, listed, params)
     candidates, validation_ids = _validation_split(run_units, config, pool, renamed, excluded)
