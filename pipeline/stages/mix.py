@@ -64,11 +64,6 @@ from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import (
     MIX_CONTAMINATED,
-    MIX_EXCLUDED,
-    MIX_EXCLUDED_ID,
-    MIX_EXCLUDED_WINDOW,
-    MIX_RULE,
-    REMOVED_SCHEMA,
     RunLayout,
     StageDir,
 )
@@ -85,11 +80,23 @@ from pipeline.formats.mixture import (
     shard_file,
     tokenizer_entry,
 )
-from pipeline.formats.step import removed_frame
-from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer, read_token_shard
+from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer
 from pipeline.io.owner import begin_record
-from pipeline.io.storage import as_path, is_local, read_parquet
+from pipeline.io.storage import as_path, is_local
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
+from pipeline.mix.contamination import (
+    MATCHES_SCHEMA,
+    WINDOWS_SCHEMA,
+    Exclusion,
+    best_match,
+    block_matches,
+    block_windows,
+    causes_under,
+    excluded_by_reference,
+    excluded_by_window,
+    nothing_excluded,
+    removed_tables,
+)
 from pipeline.mix.plan import (
     EpochCaps,
     cap_epochs,
@@ -122,100 +129,6 @@ from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process, run_block
 
 STAGE = "mix"
-_EMPTY_MATCHES = pl.DataFrame(schema={"id": pl.String, "reference_id": pl.String, "jaccard": pl.Float64})
-_EMPTY_WINDOWS = pl.DataFrame(schema={"id": pl.String, "window": pl.Int64})
-# Why a document left the pool: the rule, the text that put it there, and the rule's measure
-# (Jaccard; shared windows; null for an id).
-CAUSES_SCHEMA = {"id": pl.String, "reference_id": pl.String, "value": pl.Float64, "rule": pl.String}
-
-
-def block_matches(unit: str, docs_paths: list[Path], index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
-    """The documents of a block of shards (but those in ``skip``) that near-duplicate a text of
-    ``index``."""
-    found = [_EMPTY_MATCHES]
-    for path in docs_paths:
-        docs = read_parquet(path, columns=["id", "text"]).filter(~pl.col("id").is_in(skip.implode()))
-        found.append(index.matches(docs["id"], docs["text"]))
-    return pl.concat(found)
-
-
-def _matches(
-    run_units: RunUnits, what: str, inputs: list[Path], units: list[range], index: ReferenceIndex, skip: pl.Series
-) -> pl.DataFrame:
-    jobs = [(f"{what}-{u:04d}", [inputs[s] for s in block], index, skip) for u, block in enumerate(units)]
-    return pl.concat([_EMPTY_MATCHES, *run_units(None, block_matches, jobs)])
-
-
-def block_windows(unit: str, token_paths: list[Path], index: WindowIndex) -> pl.DataFrame:
-    """``id, window``: every window of a block of token shards' documents that is in ``index``."""
-    found = [_EMPTY_WINDOWS]
-    for path in token_paths:
-        tokens, offsets = read_token_shard(path)
-        ends = offsets["doc_tokens"].to_numpy().astype(np.int64) - 1
-        hits = index.hits(tokens, offsets["doc_start"].to_numpy(), ends)
-        found.append(pl.DataFrame({"id": offsets["doc_id"].gather(hits["doc"].to_numpy()), "window": hits["window"]}))
-    return pl.concat(found)
-
-
-def _causes(frame: pl.DataFrame, rule: str, value: str | None) -> pl.DataFrame:
-    return frame.select(
-        pl.col("id"),
-        pl.col("reference_id"),
-        (pl.col(value) if value else pl.lit(None)).cast(pl.Float64).alias("value"),
-        pl.lit(rule, pl.String).alias("rule"),
-    )
-
-
-def _exclusions(
-    run_units: RunUnits,
-    config: RunConfig,
-    listed: pl.Series,
-    inputs: list[Path],
-    token_paths: list[Path],
-    units: list[range],
-    tokenizer_path: Path,
-    params: MinHashParams,
-) -> tuple[pl.DataFrame, dict, pl.DataFrame | None]:
-    """The pool documents that leave before the split (CAUSES_SCHEMA), by id (``listed``: the pool's
-    ids that an exclude file lists, found by the scan), by near-duplicate, then by shared window;
-    what the rules found, for the stats; and the windows judged common (``hash, documents``; None
-    without the window rule), recorded in every mixture folder."""
-    settings = config.mix
-    reference = read_reference_texts(settings.exclude)
-    by_id = pl.DataFrame({"id": listed}).with_columns(reference_id=pl.col("id"))
-    causes = [_causes(by_id, MIX_EXCLUDED_ID, None)]
-    index = ReferenceIndex(reference["id"], reference["text"], params)
-    near = _best_match(_matches(run_units, "exclude", inputs, units, index, by_id["id"]))
-    causes.append(_causes(near, MIX_EXCLUDED, "jaccard"))
-    summary = {"texts": reference.height, "by_id": by_id.height, "near_duplicate": near.height}
-    if settings.exclude_ngram:
-        windows = WindowIndex.from_texts(
-            reference["id"], reference["text"], load_tokenizer(tokenizer_path), settings.exclude_ngram
-        )
-        jobs = [(f"windows-{u:04d}", [token_paths[s] for s in block], windows) for u, block in enumerate(units)]
-        hits = pl.concat([_EMPTY_WINDOWS, *run_units(None, block_windows, jobs)])
-        found, counts, common = window_containment(hits, windows, settings.common_window_docs)
-        taken = pl.concat([by_id["id"], near["id"]])
-        contained = found.filter((pl.col("windows") > 0) & ~pl.col("id").is_in(taken.implode()))
-        causes.append(_causes(contained, MIX_EXCLUDED_WINDOW, "windows"))
-        summary.update(
-            {
-                **windows.summary(),
-                "common_window_docs": settings.common_window_docs,
-                **counts,
-                "window": contained.height,
-            }
-        )
-    else:
-        common = None
-    return pl.concat(causes), summary, common
-
-
-def _best_match(matches: pl.DataFrame) -> pl.DataFrame:
-    """One row per document: its most similar reference text (ties: the smallest reference id)."""
-    return matches.sort(["id", "jaccard", "reference_id"], descending=[False, True, False]).unique(
-        "id", keep="first", maintain_order=True
-    )
 
 
 def write_shard(
@@ -549,24 +462,35 @@ def _contamination_params(config: RunConfig) -> MinHashParams:
     )
 
 
+def _matches(run_units: RunUnits, what: str, pool: _Pool, index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
+    """Every match of the pool's documents (but those in ``skip``) with a text of ``index``."""
+    jobs = [(f"{what}-{u:04d}", [pool.inputs[s] for s in block], index, skip) for u, block in enumerate(pool.units)]
+    return pl.concat([pl.DataFrame(schema=MATCHES_SCHEMA), *run_units(None, block_matches, jobs)])
+
+
 def _exclude_references(
-    run_units: RunUnits,
-    config: RunConfig,
-    pool: _Pool,
-    scanned: list[dict],
-    listed: pl.Series,
-    params: MinHashParams,
-) -> tuple[pl.DataFrame, dict, pl.DataFrame | None]:
-    """Documents near a reference text (a downstream task, a shared evaluation set) leave the pool
-    before anything else, so that neither side of the split holds them: see :func:`_exclusions`
-    (nothing leaves without ``mix.exclude``)."""
-    excluded, exclusion, common = pl.DataFrame(schema=CAUSES_SCHEMA), {}, None
-    if config.mix.exclude:
-        listed_found = pl.concat([found["listed"] for found in scanned]) if scanned else listed.clear()
-        excluded, exclusion, common = _exclusions(
-            run_units, config, listed_found, pool.inputs, pool.token_paths, pool.units, pool.tokenizer_path, params
-        )
-    return excluded, exclusion, common
+    run_units: RunUnits, config: RunConfig, pool: _Pool, scanned: list[dict], listed: pl.Series, params: MinHashParams
+) -> Exclusion:
+    """Documents of a reference text (a downstream task, a shared evaluation set) leave the pool
+    before anything else, so that neither side of the split holds them: by id (``listed``: the
+    ids the exclude files list, which the scan found in the pool), by near-duplicate, then by
+    shared window (pipeline.mix.contamination). Nothing leaves without ``mix.exclude``."""
+    settings = config.mix
+    if not settings.exclude:
+        return nothing_excluded()
+    listed = pl.concat([found["listed"] for found in scanned]) if scanned else listed.clear()
+    reference = read_reference_texts(settings.exclude)
+    index = ReferenceIndex(reference["id"], reference["text"], params)
+    near = best_match(_matches(run_units, "exclude", pool, index, listed))
+    found = excluded_by_reference(listed, near, reference.height)
+    if not settings.exclude_ngram:
+        return found
+    tokenizer = load_tokenizer(pool.tokenizer_path)
+    windows = WindowIndex.from_texts(reference["id"], reference["text"], tokenizer, settings.exclude_ngram)
+    jobs = [(f"windows-{u:04d}", [pool.token_paths[s] for s in block], windows) for u, block in enumerate(pool.units)]
+    hits = pl.concat([pl.DataFrame(schema=WINDOWS_SCHEMA), *run_units(None, block_windows, jobs)])
+    containment = window_containment(hits, windows, settings.common_window_docs)
+    return excluded_by_window(found, containment, windows.summary(), settings.common_window_docs)
 
 
 def _validation_split(
@@ -619,7 +543,7 @@ def _validation_near_duplicates(
     """The documents that near-duplicate a validation document (its best match each), which leave
     the training side; none without ``mix.decontaminate`` or a validation document."""
     if not (settings.decontaminate and len(validation_ids)):
-        return _EMPTY_MATCHES
+        return pl.DataFrame(schema=MATCHES_SCHEMA)
     holding = candidates.filter(pl.col("id").is_in(validation_ids.implode()))["shard"].unique().sort().to_list()
     jobs = [
         (f"texts-{u:04d}", [pool.inputs[holding[i]] for i in block], validation_ids)
@@ -628,7 +552,7 @@ def _validation_near_duplicates(
     held_docs = pl.concat(run_units(None, block_texts, jobs))
     index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
     skip = pl.concat([validation_ids, excluded["id"]])
-    return _best_match(_matches(run_units, "contaminated", pool.inputs, pool.units, index, skip))
+    return best_match(_matches(run_units, "contaminated", pool, index, skip))
 
 
 def _shard_sides(
@@ -671,21 +595,8 @@ def _write_removed(sides: list[dict], causes: pl.DataFrame, contamination_thresh
     """``removed/{excluded,contaminated}.parquet`` (REMOVED_SCHEMA): each removed document with its
     rule, the rule's measure and its threshold."""
     removed_rows = [side["removed"] for side in sides if side["removed"] is not None]
-    thresholds = {
-        MIX_EXCLUDED_ID: None,
-        MIX_EXCLUDED: contamination_threshold,
-        MIX_EXCLUDED_WINDOW: 1.0,
-        MIX_CONTAMINATED: contamination_threshold,
-    }
-    for side in ("excluded", "contaminated"):
-        dropped = (
-            pl.concat(removed_rows).filter(pl.col("split") == side)
-            if removed_rows
-            else pl.DataFrame(schema={"id": pl.String, "source": pl.String, "lang": pl.String, MIX_RULE: pl.String})
-        ).join(causes.select("id", "value"), on="id", how="left")
-        threshold = dropped[MIX_RULE].replace_strict(thresholds, return_dtype=pl.Float64)
-        removed = removed_frame(dropped, STAGE, dropped[MIX_RULE], dropped["value"], threshold)
-        write_parquet(removed.to_arrow().cast(REMOVED_SCHEMA), removed_dir / f"{side}.parquet")
+    for side, table in removed_tables(removed_rows, causes, STAGE, contamination_threshold).items():
+        write_parquet(table, removed_dir / f"{side}.parquet")
 
 
 def _crossing_bucket_documents(
@@ -1011,10 +922,11 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     handed_over = _documents_handed_over(layout, previous, scanned)
     renamed = renamed_groups(scanned, settings.min_share)
     params = _contamination_params(config)
-    excluded, exclusion, common = _exclude_references(run_units, config, pool, scanned, listed, params)
+    exclusion = _exclude_references(run_units, config, pool, scanned, listed, params)
+    excluded = exclusion.causes
     candidates, validation_ids = _validation_split(run_units, config, pool, renamed, excluded)
     contaminated = _validation_near_duplicates(run_units, settings, pool, candidates, validation_ids, excluded, params)
-    causes = pl.concat([excluded, _causes(contaminated, MIX_CONTAMINATED, "jaccard")])
+    causes = pl.concat([excluded, causes_under(contaminated, MIX_CONTAMINATED, "jaccard")])
 
     sides = _shard_sides(run_units, pool, renamed, causes, validation_ids, config.seed)
     counts = _side_counts(sides)
@@ -1029,11 +941,13 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     taken = _route_copies(run_units, pool, layers, routes, config.seed)
     _check_taken(taken, layers)
     output = _write_documents_and_plans(run_units, pool, stage.root, routes, settings.shard_tokens)
-    manifests = _write_mixtures(run_units, config, stage, pool, planned, layers, counts, taken, output, common)
+    manifests = _write_mixtures(
+        run_units, config, stage, pool, planned, layers, counts, taken, output, exclusion.common
+    )
     mark_work_done(stage, pool.inputs, made_from)
 
     removed_counts = _removed_counts(counts, handed_over)
-    stats = _stage_stats(handed_over, counts, removed_counts, exclusion, manifests, stage.root, settings)
+    stats = _stage_stats(handed_over, counts, removed_counts, exclusion.summary, manifests, stage.root, settings)
     write_json(stats, stage.stats)
     write_cards(config.run_dir)  # each mixture's README.md, from the files written above
     record_stage(config, STAGE, stats)  # last: it records every file the stage wrote
