@@ -102,9 +102,7 @@ from pipeline.mix.plan import (
     cap_epochs,
     explicit_weights,
     report_from_counts,
-    split_validation,
     temperature_weights,
-    validation_warning,
 )
 from pipeline.mix.scan import documents_schema, renamed_groups, scan_block
 from pipeline.mix.shards import (
@@ -124,6 +122,7 @@ from pipeline.mix.shards import (
     split_candidates,
     sum_histograms,
 )
+from pipeline.mix.split import holding_shards, split_blocks, split_warning
 from pipeline.stages.card import write_cards
 from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process, run_block
@@ -518,17 +517,7 @@ def _validation_split(
             for u, block in enumerate(pool.units)
         ],
     )
-    candidates = pl.concat(
-        [
-            pl.DataFrame(schema={"id": pl.String, "group": pl.String, "shard": pl.Int32}),
-            *(block["candidates"] for block in found),
-        ]
-    )
-    sizes: dict[str, int] = {}
-    for block in found:
-        add_counts(sizes, block["documents"])
-    _, validation_ids = split_validation(candidates, fraction, cap, config.seed, min_docs=least, sizes=sizes)
-    return candidates, validation_ids
+    return split_blocks(found, fraction, cap, config.seed, least)
 
 
 def _validation_near_duplicates(
@@ -544,7 +533,7 @@ def _validation_near_duplicates(
     the training side; none without ``mix.decontaminate`` or a validation document."""
     if not (settings.decontaminate and len(validation_ids)):
         return pl.DataFrame(schema=MATCHES_SCHEMA)
-    holding = candidates.filter(pl.col("id").is_in(validation_ids.implode()))["shard"].unique().sort().to_list()
+    holding = holding_shards(candidates, validation_ids)
     jobs = [
         (f"texts-{u:04d}", [pool.inputs[holding[i]] for i in block], validation_ids)
         for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), settings.partitions)))
@@ -887,23 +876,11 @@ def _stage_stats(
 
 
 # The sides of the documents the validation split chose from (the excluded ones left before it).
-_SPLIT_FROM = ("train", "validation", "contaminated")
-
-
 def _split_warnings(groups: dict, settings: MixConfig) -> list[str]:
-    """The warning of a validation split too small to measure (pipeline.mix.plan.validation_warning);
-    none where the config holds nothing out (a fraction or cap of 0)."""
-    if settings.validation_fraction == 0 or settings.validation_max_docs == 0:
-        return []
-    figures = {}
-    for name, sides in groups.items():
-        held = sides.get("validation", {})
-        figures[name] = {
-            "documents": sum(sides.get(side, {}).get("documents", 0) for side in _SPLIT_FROM),
-            "validation_documents": held.get("documents", 0),
-            "validation_tokens": held.get("tokens", 0),
-        }
-    found = validation_warning(figures, settings.validation_min_docs) if figures else None
+    """The warning of a validation split too small to measure (pipeline.mix.split.split_warning)."""
+    found = split_warning(
+        groups, settings.validation_fraction, settings.validation_max_docs, settings.validation_min_docs
+    )
     return [f"{STAGE}: {found}"] if found else []
 
 
