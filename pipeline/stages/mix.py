@@ -97,6 +97,7 @@ from pipeline.mix.contamination import (
     nothing_excluded,
     removed_tables,
 )
+from pipeline.mix.licences import licences_in_all, mixture_licences, pool_licences
 from pipeline.mix.plan import (
     EpochCaps,
     cap_epochs,
@@ -232,7 +233,7 @@ def _write_mixture(
     tokens and bytes per group and side. ``common``: the windows the exclusion judged common
     text, written as ``common_windows.parquet`` for the contamination check
     (pipeline.decontaminate.check_contamination). ``licences``: per group, what
-    :func:`mixture_licences` gives; the manifest keeps them per group and in total."""
+    :func:`pipeline.mix.licences.mixture_licences` gives; the manifest keeps them per group and in total."""
     folder = stage_root / mixture.name
     jobs = _shard_jobs(shards)
     entries = {}
@@ -258,9 +259,6 @@ def _write_mixture(
             "contaminated_documents": int(by_group.get(name, {}).get("contaminated", {}).get("documents", 0)),
             "licences": (licences or {}).get(name, {}),
         }
-    licences_in_all: dict = {}
-    for figures in groups.values():
-        add_counts(licences_in_all, figures["licences"])
     found = manifest(
         mixture.name,
         config.seed,
@@ -274,7 +272,7 @@ def _write_mixture(
             else {"temperature": mixture.temperature or 1.0}
         ),
         **{key: value for key, value in report.items() if key != "groups"},
-        licences=dict(sorted(licences_in_all.items())),
+        licences=licences_in_all({name: figures["licences"] for name, figures in groups.items()}),
     )
     if common is not None:
         write_parquet(common.to_arrow(), folder / COMMON_WINDOWS_FILE)
@@ -286,38 +284,6 @@ def _write_mixture(
         }
     write_json(found, folder / MANIFEST_FILE)
     return found
-
-
-def mixture_licences(taken: dict, pool: dict) -> dict[str, dict[str, dict[str, int]]]:
-    """Per group and licence, what a mixture takes (``documents_taken``, ``tokens_taken``: tokens
-    of every copy) and holds out (``validation_documents``, ``validation_tokens``). ``taken``: the
-    mixture's figures per group from pipeline.mix.shards.route_copies; ``pool``: the documents
-    and tokens per group, side and licence from pipeline.mix.shards.shard_sides."""
-    found: dict = {}
-    for group, figures in taken.items():
-        for licence, used in figures.get("licences", {}).items():
-            if used["documents"]:
-                mine = found.setdefault(group, {}).setdefault(licence, dict(_NO_LICENCE))
-                mine.update(documents_taken=int(used["documents"]), tokens_taken=int(used["tokens"]))
-    for group, sides in pool.items():
-        for licence, held in sides.get("validation", {}).items():
-            mine = found.setdefault(group, {}).setdefault(licence, dict(_NO_LICENCE))
-            mine.update(validation_documents=int(held["documents"]), validation_tokens=int(held["tokens"]))
-    return {group: dict(sorted(by.items())) for group, by in sorted(found.items())}
-
-
-_NO_LICENCE = {"documents_taken": 0, "tokens_taken": 0, "validation_documents": 0, "validation_tokens": 0}
-
-
-def pool_licences(pool: dict) -> dict[str, dict[str, dict[str, int]]]:
-    """Documents and tokens per licence and side (train, validation, contaminated, excluded) of the
-    stage's pool, summed over groups."""
-    found: dict = {}
-    for sides in pool.values():
-        for side, by in sides.items():
-            for licence, figures in by.items():
-                add_counts(found.setdefault(licence, {}), {side: figures})
-    return {licence: dict(sorted(found[licence].items())) for licence in sorted(found)}
 
 
 def _plan_mixture(mixture: MixtureConfig, by_group: dict, by: list[str]) -> tuple[EpochCaps | None, dict[str, int]]:
