@@ -13,6 +13,7 @@ from flows.artifacts import publish_stage
 from flows.progress import units_as_tasks
 from pipeline.config import RunConfig
 from pipeline.mix.contamination import block_matches, block_windows
+from pipeline.mix.routing import write_shard
 from pipeline.mix.scan import scan_block
 from pipeline.mix.shards import (
     block_texts,
@@ -23,7 +24,7 @@ from pipeline.mix.shards import (
     shard_sides,
     split_candidates,
 )
-from pipeline.stages.mix import STAGE, run_mix, write_shard
+from pipeline.stages.mix import STAGE, run_mix
 
 _run_units = units_as_tasks(
     {

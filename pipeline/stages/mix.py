@@ -54,7 +54,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from pipeline.config import RESERVED_MIXTURE_NAMES, MixConfig, MixtureConfig, RunConfig
@@ -77,10 +76,9 @@ from pipeline.formats.mixture import (
     group_file_stem,
     manifest,
     shard_entry,
-    shard_file,
     tokenizer_entry,
 )
-from pipeline.formats.tokens import file_sha256, gather_token_shard, load_tokenizer
+from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.owner import begin_record
 from pipeline.io.storage import as_path, is_local
 from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
@@ -99,11 +97,22 @@ from pipeline.mix.contamination import (
 )
 from pipeline.mix.licences import licences_in_all, mixture_licences, pool_licences
 from pipeline.mix.plan import (
-    EpochCaps,
     cap_epochs,
     explicit_weights,
     report_from_counts,
     temperature_weights,
+)
+from pipeline.mix.routing import (
+    BUCKET_DOCUMENTS_SCHEMA,
+    KeyRanges,
+    Planned,
+    check_taken,
+    crossing_requests,
+    key_ranges,
+    mixture_layers,
+    shard_jobs,
+    write_shard,
+    writing_orders,
 )
 from pipeline.mix.scan import documents_schema, renamed_groups, scan_block
 from pipeline.mix.shards import (
@@ -112,11 +121,7 @@ from pipeline.mix.shards import (
     block_texts,
     bucket_documents,
     concat_files,
-    crossing_buckets,
     cut_ranges,
-    partial_layers,
-    piece_rows,
-    range_count,
     route_copies,
     shard_file_name,
     shard_sides,
@@ -129,28 +134,6 @@ from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process, run_block
 
 STAGE = "mix"
-
-
-def write_shard(
-    unit: str, pieces: list[tuple[str, int, int]], token_paths: list[Path], out_path: Path, group: str, record: Path
-) -> dict:
-    """Gather one output shard from its ordered pieces (pipeline.mix.shards.cut_ranges), then write
-    its part record ``record`` (a shard with a record is complete, so a run killed midway redoes
-    only the shards without one); return the record."""
-    entry = {"unit": unit, **gather_token_shard(_pieces(piece_rows(pieces), token_paths), out_path, group)}
-    write_json(entry, record)
-    return entry
-
-
-def _pieces(rows: pl.DataFrame, token_paths: list[Path]) -> list[tuple[Path, np.ndarray]]:
-    """Runs of rows from one source shard, in order: ``(token shard path, row numbers)``."""
-    shard = rows["shard"].to_numpy()
-    row = rows["row"].to_numpy()
-    breaks = np.flatnonzero(np.diff(shard)) + 1
-    return [
-        (token_paths[int(shard[lo])], row[lo:hi])
-        for lo, hi in zip([0, *breaks.tolist()], [*breaks.tolist(), len(shard)])
-    ]
 
 
 def _weights(mixture: MixtureConfig, sizes: dict[str, int], by: list[str]) -> dict[str, float]:
@@ -192,16 +175,6 @@ _NO_GROUP = {
 }
 
 
-def _shard_jobs(shards: dict[str, dict[str, list[dict]]]) -> list[tuple[str, str, dict]]:
-    """``(group, file, shard)`` of each output shard of a mixture (``shards[split][group]``)."""
-    return [
-        (group, shard_file(split, group, number), shard)
-        for split in ("train", "validation")
-        for group in sorted(shards[split])
-        for number, shard in enumerate(shards[split][group])
-    ]
-
-
 def _shards_to_write(
     name: str, jobs: list[tuple[str, str, dict]], parts: Path, token_paths: list[Path], folder: Path
 ) -> list[tuple]:
@@ -235,7 +208,7 @@ def _write_mixture(
     (pipeline.decontaminate.check_contamination). ``licences``: per group, what
     :func:`pipeline.mix.licences.mixture_licences` gives; the manifest keeps them per group and in total."""
     folder = stage_root / mixture.name
-    jobs = _shard_jobs(shards)
+    jobs = shard_jobs(shards)
     entries = {}
     for group, file, shard in jobs:
         entry = read_json(parts / f"{_unit(mixture.name, file)}.json")
@@ -286,24 +259,13 @@ def _write_mixture(
     return found
 
 
-def _plan_mixture(mixture: MixtureConfig, by_group: dict, by: list[str]) -> tuple[EpochCaps | None, dict[str, int]]:
+def _plan_mixture(mixture: MixtureConfig, by_group: dict, by: list[str]) -> Planned:
     """A mixture's epoch caps over the training tokens per group (None when there are none)."""
     sizes = {g: sides["train"]["tokens"] for g, sides in sorted(by_group.items()) if "train" in sides}
     if not sum(sizes.values()):
         return None, sizes
     weights = _weights(mixture, sizes, by)
     return cap_epochs(weights, sizes, mixture.budget_tokens or sum(sizes.values()), mixture.max_epochs), sizes
-
-
-def _layers(layers: dict[str, dict]) -> dict[tuple[str, int], int]:
-    """Key ranges per (group, copy) of a mixture's training copies."""
-    ranges = {}
-    for group, layer in layers.items():
-        for copy in range(layer["full"]):
-            ranges[(group, copy)] = range_count(layer["group_documents"])
-        if layer["bucket"] is not None:
-            ranges[(group, layer["full"])] = range_count(layer["partial_documents"])
-    return ranges
 
 
 def _unit_count(shards: int, partitions: int) -> int:
@@ -554,79 +516,40 @@ def _write_removed(sides: list[dict], causes: pl.DataFrame, contamination_thresh
         write_parquet(table, removed_dir / f"{side}.parquet")
 
 
-def _crossing_bucket_documents(
-    run_units: RunUnits, planned: dict[str, tuple[EpochCaps | None, dict[str, int]]], histogram, pool: _Pool
-) -> pl.DataFrame:
-    """The documents (``id, group, tokens, bucket``) of the sampling buckets where a group's
-    remainder runs out, in any mixture."""
-    wanted = set()
-    for caps, sizes in planned.values():
-        if caps is not None:
-            rests = {g: caps.tokens_taken[g] % sizes[g] for g in sizes}
-            wanted |= {(g, bucket) for g, (bucket, _) in crossing_buckets(histogram, rests).items()}
-    fetched = pl.DataFrame(schema={"id": pl.String, "group": pl.String, "tokens": pl.Int64, "bucket": pl.Int64})
-    if wanted:
-        ask = pl.DataFrame(sorted(wanted), schema={"group": pl.String, "bucket": pl.Int64}, orient="row")
-        fetched = pl.concat(
-            [
-                fetched,
-                *run_units(
-                    None,
-                    bucket_documents,
-                    [(f"bucket-{u:04d}", [pool.pools[s] for s in block], ask) for u, block in enumerate(pool.units)],
-                ),
-            ]
-        )
-    return fetched
-
-
 def _plan_layers(
-    run_units: RunUnits,
-    planned: dict[str, tuple[EpochCaps | None, dict[str, int]]],
-    histogram,
-    pool: _Pool,
-    seed: int,
+    run_units: RunUnits, planned: dict[str, Planned], histogram: pl.DataFrame, pool: _Pool, seed: int
 ) -> dict[str, dict | None]:
     """Each mixture's plan from its epoch caps: the one sampling bucket per group where the running
-    total passes the group's remainder, resolved document by document (None: nothing to take)."""
-    fetched = _crossing_bucket_documents(run_units, planned, histogram, pool)
-    layers: dict[str, dict | None] = {}
-    for name, (caps, sizes) in planned.items():
-        if caps is None:
-            layers[name] = None
-            continue
-        layers[name] = partial_layers(caps.tokens_taken, sizes, histogram, fetched, seed)
-    return layers
+    total passes the group's remainder, its documents fetched from the pool and resolved one by
+    one (pipeline.mix.routing.mixture_layers; None: nothing to take)."""
+    ask = crossing_requests(planned, histogram)
+    fetched = pl.DataFrame(schema=BUCKET_DOCUMENTS_SCHEMA)
+    if ask.height:
+        jobs = [(f"bucket-{u:04d}", [pool.pools[s] for s in block], ask) for u, block in enumerate(pool.units)]
+        fetched = pl.concat([fetched, *run_units(None, bucket_documents, jobs)])
+    return mixture_layers(planned, histogram, fetched, seed)
 
 
 @dataclass(frozen=True)
 class _Routes:
-    """Where the copies go: ``plan_paths`` (each mixture's plan, per shard), ``ranges`` (key ranges
-    per (group, copy) of each mixture's training copies), ``held_by_group`` and
-    ``validation_ranges`` (the validation side's documents and key ranges per group), ``routed``
-    and ``routed_held`` (the copies each unit routes, per mixture and for validation)."""
+    """Where the copies go: ``ranges`` (pipeline.mix.routing.KeyRanges), ``plan_paths`` (each
+    mixture's plan, per shard), ``routed`` and ``routed_held`` (the copies each unit routes, per
+    mixture and for validation)."""
 
+    ranges: KeyRanges
     plan_paths: dict[str, list[Path]]
-    held_by_group: dict[str, int]
-    validation_ranges: dict[tuple[str, int], int]
-    ranges: dict[str, dict[tuple[str, int], int]]
     routed: dict[str, list[Path]]
     routed_held: list[Path]
 
 
 def _copy_routes(pool: _Pool, layers: dict[str, dict | None], groups: dict) -> _Routes:
     """The key ranges and the per-shard and per-unit files of every mixture's copies."""
-    work, units = pool.work, pool.units
-    held_by_group = {g: sides_["validation"]["documents"] for g, sides_ in groups.items() if "validation" in sides_}
+    work, shards, units = pool.work, range(len(pool.inputs)), range(len(pool.units))
     return _Routes(
-        plan_paths={
-            name: [work / "plan" / name / shard_file_name(s) for s in range(len(pool.inputs))] for name in layers
-        },
-        held_by_group=held_by_group,
-        validation_ranges={(g, 0): range_count(n) for g, n in held_by_group.items()},
-        ranges={name: _layers(layer) if layer else {} for name, layer in layers.items()},
-        routed={name: [work / "copies" / name / f"unit-{u:04d}.parquet" for u in range(len(units))] for name in layers},
-        routed_held=[work / "copies-validation" / f"unit-{u:04d}.parquet" for u in range(len(units))],
+        ranges=key_ranges(layers, groups),
+        plan_paths={name: [work / "plan" / name / shard_file_name(s) for s in shards] for name in layers},
+        routed={name: [work / "copies" / name / f"unit-{u:04d}.parquet" for u in units] for name in layers},
+        routed_held=[work / "copies-validation" / f"unit-{u:04d}.parquet" for u in units],
     )
 
 
@@ -641,12 +564,12 @@ def _route_copies(run_units: RunUnits, pool: _Pool, layers: dict[str, dict | Non
                 f"route-{u:04d}",
                 [pool.pools[s] for s in block],
                 layers,
-                routes.ranges,
+                routes.ranges.train,
                 seed,
                 {name: [paths[s] for s in block] for name, paths in routes.plan_paths.items()},
                 {name: paths[u] for name, paths in routes.routed.items()},
                 routes.routed_held[u],
-                routes.validation_ranges,
+                routes.ranges.validation,
             )
             for u, block in enumerate(pool.units)
         ],
@@ -655,18 +578,6 @@ def _route_copies(run_units: RunUnits, pool: _Pool, layers: dict[str, dict | Non
     for found in taken_by:
         add_counts(taken, found)
     return taken
-
-
-def _check_taken(taken: dict, layers: dict[str, dict | None]) -> None:
-    """The copies routed, checked against each mixture's plan, group by group."""
-    for name, layer in layers.items():
-        for group, figures in (layer or {}).items():
-            counted = taken.get(name, {}).get(group, {"tokens": 0, "documents": 0})
-            if (counted["tokens"], counted["documents"]) != (figures["tokens"], figures["documents"]):
-                raise LedgerError(
-                    f"stage {STAGE}: mixture {name}, group {group}: the plan takes {figures['tokens']} tokens of "
-                    f"{figures['documents']} documents, the shards {counted['tokens']} of {counted['documents']}"
-                )
 
 
 def _write_documents_and_plans(
@@ -687,41 +598,30 @@ def _write_documents_and_plans(
         + [(cut_ranges, [job], n) for n, job in enumerate(cuts)],
     )
     output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in routes.routed} | {None: {}}
-    for (name, group, _, _), [shards] in zip(orders, done[len(concat) :]):
+    for (name, group, _), [shards] in zip(orders, done[len(concat) :]):
         output[name][group] = shards
     return output
 
 
 def _cut_output_shards(routes: _Routes, work: Path, shard_tokens: int) -> tuple[list[tuple], list[tuple]]:
-    """The writing order and the output shards of each split and group: per mixture (None: the
-    validation side, shared by all) and group, its copies and routed files, and its
-    :func:`cut_ranges` job."""
-    ranges = routes.ranges
-    orders = [
-        (name, group, [(copy, count) for (g, copy), count in sorted(ranges[name].items()) if g == group], routed)
-        for name, routed in routes.routed.items()
-        for group in sorted({g for g, _ in ranges[name]})
-    ] + [
-        (None, group, [(0, routes.validation_ranges[(group, 0)])], routes.routed_held)
-        for group in sorted(routes.held_by_group)
-    ]
+    """The writing order of each split and group (pipeline.mix.routing.writing_orders) and its
+    :func:`cut_ranges` job over the routed files."""
+    orders = writing_orders(routes.ranges)
     cuts = [
         (
             f"order-{name or 'validation'}-{group_file_stem(group)}",
             group,
             copies,
-            files,
+            routes.routed[name] if name else routes.routed_held,
             (work / "ordered" / name if name else work / "ordered-validation") / group_file_stem(group),
             shard_tokens,
         )
-        for name, group, copies, files in orders
+        for name, group, copies in orders
     ]
     return orders, cuts
 
 
-def _mixture_report(
-    mixture: MixtureConfig, planned: tuple[EpochCaps | None, dict[str, int]], figures: dict | None, groups: dict
-) -> dict:
+def _mixture_report(mixture: MixtureConfig, planned: Planned, figures: dict | None, groups: dict) -> dict:
     """A mixture's figures (pipeline.mix.plan.report_from_counts), or those of an empty one."""
     caps, sizes = planned
     if caps is None:
@@ -739,7 +639,7 @@ def _write_mixtures(
     config: RunConfig,
     stage: StageDir,
     pool: _Pool,
-    planned: dict[str, tuple[EpochCaps | None, dict[str, int]]],
+    planned: dict[str, Planned],
     layers: dict[str, dict | None],
     counts: dict,
     taken: dict,
@@ -754,7 +654,7 @@ def _write_mixtures(
         job
         for m in config.mix.mixtures
         for job in _shards_to_write(
-            m.name, _shard_jobs(shards[m.name]), stage.parts, pool.token_paths, stage.root / m.name
+            m.name, shard_jobs(shards[m.name]), stage.parts, pool.token_paths, stage.root / m.name
         )
     ]
     run_units(STAGE, write_shard, todo)
@@ -882,7 +782,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
         (stage.root / mixture.name).mkdir(parents=True, exist_ok=True)
     routes = _copy_routes(pool, layers, counts["groups"])
     taken = _route_copies(run_units, pool, layers, routes, config.seed)
-    _check_taken(taken, layers)
+    check_taken(taken, layers)
     output = _write_documents_and_plans(run_units, pool, stage.root, routes, settings.shard_tokens)
     manifests = _write_mixtures(
         run_units, config, stage, pool, planned, layers, counts, taken, output, exclusion.common
