@@ -95,11 +95,11 @@ from pipeline.mix.contamination import (
     nothing_excluded,
     removed_tables,
 )
+from pipeline.mix.figures import mixture_groups, mixture_report, removed_by_rule, side_counts
 from pipeline.mix.licences import licences_in_all, mixture_licences, pool_licences
 from pipeline.mix.plan import (
     cap_epochs,
     explicit_weights,
-    report_from_counts,
     temperature_weights,
 )
 from pipeline.mix.routing import (
@@ -117,7 +117,6 @@ from pipeline.mix.routing import (
 from pipeline.mix.scan import documents_schema, renamed_groups, scan_block
 from pipeline.mix.shards import (
     PLAN_SCHEMA,
-    SPLITS,
     block_texts,
     bucket_documents,
     concat_files,
@@ -150,31 +149,6 @@ def _unit(mixture: str, file: str) -> str:
     return f"{mixture}.{file.replace('/', '.').removesuffix('.arrow')}"
 
 
-def _empty_report(mixture: MixtureConfig) -> dict:
-    """The report of a mixture that nothing reached (an empty pool, or all of it held out)."""
-    return {
-        "budget_tokens": mixture.budget_tokens or 0,
-        "max_epochs": mixture.max_epochs,
-        "tokens_allocated": 0,
-        "tokens_taken": 0,
-        "shortfall_tokens": mixture.budget_tokens or 0,
-        "groups": {},
-    }
-
-
-_NO_GROUP = {
-    "documents_available": 0,
-    "tokens_available": 0,
-    "tokens_allocated": 0,
-    "tokens_taken": 0,
-    "documents_taken": 0,
-    "epochs": 0.0,
-    "effective_weight": 0.0,
-    "target_weight": 0.0,
-    "capped": False,
-}
-
-
 def _shards_to_write(
     name: str, jobs: list[tuple[str, str, dict]], parts: Path, token_paths: list[Path], folder: Path
 ) -> list[tuple]:
@@ -187,58 +161,50 @@ def _shards_to_write(
     return todo
 
 
+def _shard_entries(name: str, shards: dict[str, dict[str, list[dict]]], parts: Path) -> dict[str, list[dict]]:
+    """Each split's entries of a mixture's manifest (``shards[split][group]``: the output shards of
+    pipeline.mix.shards.cut_ranges, in order), from the shards' part records, checked against the
+    plan."""
+    entries: dict[str, list[dict]] = {"train": [], "validation": []}
+    for group, file, shard in shard_jobs(shards):
+        entry = read_json(parts / f"{_unit(name, file)}.json")
+        if entry["documents"] != shard["documents"] or entry["tokens"] != shard["tokens"]:
+            raise LedgerError(
+                f"stage {STAGE}: {name}/{file} holds {entry['documents']} documents and "
+                f"{entry['tokens']} tokens; the plan has {shard['documents']} and {shard['tokens']}"
+            )
+        split = "train" if file.startswith("train/") else "validation"
+        entries[split].append(
+            shard_entry(file, group, entry["documents"], entry["tokens"], shard["bytes"], entry["sha256"])
+        )
+    return entries
+
+
 def _write_mixture(
     mixture: MixtureConfig,
     report: dict,
-    by_group: dict,
-    shards: dict[str, dict[str, list[dict]]],
+    groups: dict[str, dict],
+    entries: dict[str, list[dict]],
     config: RunConfig,
-    stage_root: Path,
-    parts: Path,
+    folder: Path,
     tokenizer_path: Path,
-    common: pl.DataFrame | None = None,
-    licences: dict[str, dict] | None = None,
+    common: pl.DataFrame | None,
 ) -> dict:
-    """Write one mixture's manifest over its shards (``shards[split][group]``: the output shards
-    of pipeline.mix.shards.cut_ranges, in order, written by :func:`_write_mixtures`); return the
-    manifest. ``report``:
-    the plan's figures (pipeline.mix.plan.report_from_counts); ``by_group``: the documents,
-    tokens and bytes per group and side. ``common``: the windows the exclusion judged common
+    """Write one mixture's tokenizer and manifest in ``folder`` over its shards (``entries``:
+    :func:`_shard_entries`); return the manifest. ``report``: the plan's figures
+    (pipeline.mix.figures.mixture_report); ``groups``: its figures per group
+    (pipeline.mix.figures.mixture_groups). ``common``: the windows the exclusion judged common
     text, written as ``common_windows.parquet`` for the contamination check
-    (pipeline.decontaminate.check_contamination). ``licences``: per group, what
-    :func:`pipeline.mix.licences.mixture_licences` gives; the manifest keeps them per group and in total."""
-    folder = stage_root / mixture.name
-    jobs = shard_jobs(shards)
-    entries = {}
-    for group, file, shard in jobs:
-        entry = read_json(parts / f"{_unit(mixture.name, file)}.json")
-        if entry["documents"] != shard["documents"] or entry["tokens"] != shard["tokens"]:
-            raise LedgerError(
-                f"stage {STAGE}: {mixture.name}/{file} holds {entry['documents']} documents and "
-                f"{entry['tokens']} tokens; the plan has {shard['documents']} and {shard['tokens']}"
-            )
-        entries[file] = shard_entry(file, group, entry["documents"], entry["tokens"], shard["bytes"], entry["sha256"])
-
+    (pipeline.decontaminate.check_contamination)."""
     tokenizer = load_tokenizer(tokenizer_path)
     write_bytes(as_path(tokenizer_path).read_bytes(), folder / TOKENIZER_FILE)
-    groups = {}
-    for name in sorted(set(report["groups"]) | {g for g, sides in by_group.items() if "validation" in sides}):
-        held = by_group.get(name, {}).get("validation", {})
-        groups[name] = {
-            **report["groups"].get(name, _NO_GROUP),
-            "validation_documents": int(held.get("documents", 0)),
-            "validation_tokens": int(held.get("tokens", 0)),
-            "validation_bytes": int(held.get("bytes", 0)),
-            "contaminated_documents": int(by_group.get(name, {}).get("contaminated", {}).get("documents", 0)),
-            "licences": (licences or {}).get(name, {}),
-        }
     found = manifest(
         mixture.name,
         config.seed,
         tokenizer_entry(tokenizer, folder / TOKENIZER_FILE),
         groups,
-        [entries[file] for _, file, _ in jobs if file.startswith("train/")],
-        [entries[file] for _, file, _ in jobs if file.startswith("validation/")],
+        entries["train"],
+        entries["validation"],
         weighting=(
             {"weights": mixture.weights, "default_weight": mixture.default_weight}
             if mixture.weights is not None
@@ -499,15 +465,6 @@ def _shard_sides(
     )
 
 
-def _side_counts(sides: list[dict]) -> dict:
-    """The documents per side and per rule, the figures per group and licence, and the tokens in,
-    summed over the blocks."""
-    counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "licences": {}, "tokens_in": 0}
-    for side in sides:
-        add_counts(counts, {k: side[k] for k in ("splits", "rules", "groups", "licences", "tokens_in")})
-    return counts
-
-
 def _write_removed(sides: list[dict], causes: pl.DataFrame, contamination_threshold: float, removed_dir: Path) -> None:
     """``removed/{excluded,contaminated}.parquet`` (REMOVED_SCHEMA): each removed document with its
     rule, the rule's measure and its threshold."""
@@ -621,19 +578,6 @@ def _cut_output_shards(routes: _Routes, work: Path, shard_tokens: int) -> tuple[
     return orders, cuts
 
 
-def _mixture_report(mixture: MixtureConfig, planned: Planned, figures: dict | None, groups: dict) -> dict:
-    """A mixture's figures (pipeline.mix.plan.report_from_counts), or those of an empty one."""
-    caps, sizes = planned
-    if caps is None:
-        return _empty_report(mixture)
-    return report_from_counts(
-        {g: groups[g]["train"]["documents"] for g in sizes},
-        caps,
-        {g: figures[g]["tokens"] for g in sizes},
-        {g: figures[g]["documents"] for g in sizes},
-    )
-
-
 def _write_mixtures(
     run_units: RunUnits,
     config: RunConfig,
@@ -646,7 +590,7 @@ def _write_mixtures(
     output: dict[str | None, dict[str, list[dict]]],
     common: pl.DataFrame | None,
 ) -> dict[str, dict]:
-    """Write each mixture's folder (:func:`_write_mixture`); return their manifests by name. The
+    """Write each mixture's shards and folder (:func:`_write_mixture`); return their manifests by name. The
     shards of every mixture are one step of units: each step waits for the one before, which on a
     cluster costs a round of its tasks' fixed cost."""
     shards = {m.name: {"train": output[m.name], "validation": output[None]} for m in config.mix.mixtures}
@@ -660,35 +604,16 @@ def _write_mixtures(
     run_units(STAGE, write_shard, todo)
     manifests = {}
     for mixture in config.mix.mixtures:
-        report = _mixture_report(mixture, planned[mixture.name], layers[mixture.name], counts["groups"])
-        manifests[mixture.name] = _write_mixture(
-            mixture,
-            report,
-            counts["groups"],
-            shards[mixture.name],
-            config,
-            stage.root,
-            stage.parts,
-            pool.tokenizer_path,
-            common,
-            licences=mixture_licences(taken.get(mixture.name, {}), counts["licences"]),
+        name = mixture.name
+        report = mixture_report(
+            planned[name], layers[name], counts["groups"], mixture.budget_tokens, mixture.max_epochs
+        )
+        groups = mixture_groups(report, counts["groups"], mixture_licences(taken.get(name, {}), counts["licences"]))
+        entries = _shard_entries(name, shards[name], stage.parts)
+        manifests[name] = _write_mixture(
+            mixture, report, groups, entries, config, stage.root / name, pool.tokenizer_path, common
         )
     return manifests
-
-
-def _removed_counts(counts: dict, handed_over: int) -> dict[str, int]:
-    """The documents removed per rule, checked: every document handed over has a side, and every
-    removed one a rule."""
-    by_side = counts["splits"]
-    if sum(by_side.values()) != handed_over:
-        raise LedgerError(f"stage {STAGE}: {by_side} documents by side != {handed_over} handed over")
-    removed_counts = dict(sorted(counts["rules"].items()))
-    if sum(removed_counts.values()) != by_side["contaminated"] + by_side["excluded"]:
-        raise LedgerError(
-            f"stage {STAGE}: {removed_counts} documents by rule != "
-            f"{by_side['contaminated'] + by_side['excluded']} removed"
-        )
-    return removed_counts
 
 
 def _mixture_stats(folder: Path, found: dict) -> dict:
@@ -772,7 +697,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     causes = pl.concat([excluded, causes_under(contaminated, MIX_CONTAMINATED, "jaccard")])
 
     sides = _shard_sides(run_units, pool, renamed, causes, validation_ids, config.seed)
-    counts = _side_counts(sides)
+    counts = side_counts(sides)
     histogram = sum_histograms([side["histogram"] for side in sides])
     _write_removed(sides, causes, settings.contamination_threshold, stage.removed)
 
@@ -789,7 +714,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     )
     mark_work_done(stage, pool.inputs, made_from)
 
-    removed_counts = _removed_counts(counts, handed_over)
+    removed_counts = removed_by_rule(counts, handed_over)
     stats = _stage_stats(handed_over, counts, removed_counts, exclusion.summary, manifests, stage.root, settings)
     write_json(stats, stage.stats)
     write_cards(config.run_dir)  # each mixture's README.md, from the files written above
