@@ -69,19 +69,13 @@ from pipeline.formats.documents import (
 from pipeline.formats.ledger import LedgerError, add_counts
 from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_outputs
 from pipeline.formats.mixture import (
-    COMMON_WINDOWS_FILE,
-    MANIFEST_FILE,
     PLAN_FILE,
-    TOKENIZER_FILE,
     group_file_stem,
-    manifest,
-    shard_entry,
-    tokenizer_entry,
 )
 from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.owner import begin_record
 from pipeline.io.storage import as_path, is_local
-from pipeline.io.writer import read_json, remove_temporaries, write_bytes, write_json, write_parquet
+from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
 from pipeline.mix.contamination import (
     MATCHES_SCHEMA,
     WINDOWS_SCHEMA,
@@ -96,7 +90,8 @@ from pipeline.mix.contamination import (
     removed_tables,
 )
 from pipeline.mix.figures import mixture_groups, mixture_report, removed_by_rule, side_counts
-from pipeline.mix.licences import licences_in_all, mixture_licences, pool_licences
+from pipeline.mix.folder import shard_entries, write_mixture_folder
+from pipeline.mix.licences import mixture_licences, pool_licences
 from pipeline.mix.plan import (
     cap_epochs,
     explicit_weights,
@@ -161,68 +156,37 @@ def _shards_to_write(
     return todo
 
 
-def _shard_entries(name: str, shards: dict[str, dict[str, list[dict]]], parts: Path) -> dict[str, list[dict]]:
-    """Each split's entries of a mixture's manifest (``shards[split][group]``: the output shards of
-    pipeline.mix.shards.cut_ranges, in order), from the shards' part records, checked against the
-    plan."""
-    entries: dict[str, list[dict]] = {"train": [], "validation": []}
-    for group, file, shard in shard_jobs(shards):
-        entry = read_json(parts / f"{_unit(name, file)}.json")
-        if entry["documents"] != shard["documents"] or entry["tokens"] != shard["tokens"]:
-            raise LedgerError(
-                f"stage {STAGE}: {name}/{file} holds {entry['documents']} documents and "
-                f"{entry['tokens']} tokens; the plan has {shard['documents']} and {shard['tokens']}"
-            )
-        split = "train" if file.startswith("train/") else "validation"
-        entries[split].append(
-            shard_entry(file, group, entry["documents"], entry["tokens"], shard["bytes"], entry["sha256"])
-        )
-    return entries
-
-
 def _write_mixture(
     mixture: MixtureConfig,
     report: dict,
-    groups: dict[str, dict],
-    entries: dict[str, list[dict]],
+    groups: dict,
+    shards: dict,
     config: RunConfig,
-    folder: Path,
-    tokenizer_path: Path,
+    stage: StageDir,
+    pool: _Pool,
     common: pl.DataFrame | None,
 ) -> dict:
-    """Write one mixture's tokenizer and manifest in ``folder`` over its shards (``entries``:
-    :func:`_shard_entries`); return the manifest. ``report``: the plan's figures
-    (pipeline.mix.figures.mixture_report); ``groups``: its figures per group
-    (pipeline.mix.figures.mixture_groups). ``common``: the windows the exclusion judged common
-    text, written as ``common_windows.parquet`` for the contamination check
-    (pipeline.decontaminate.check_contamination)."""
-    tokenizer = load_tokenizer(tokenizer_path)
-    write_bytes(as_path(tokenizer_path).read_bytes(), folder / TOKENIZER_FILE)
-    found = manifest(
+    """Write one mixture's folder over its shards (``shards[split][group]``: the output shards of
+    pipeline.mix.shards.cut_ranges, in order, each with its part record); return its manifest."""
+    jobs = shard_jobs(shards)
+    records = {file: read_json(stage.parts / f"{_unit(mixture.name, file)}.json") for _, file, _ in jobs}
+    settings = config.mix
+    return write_mixture_folder(
+        stage.root / mixture.name,
         mixture.name,
-        config.seed,
-        tokenizer_entry(tokenizer, folder / TOKENIZER_FILE),
-        groups,
-        entries["train"],
-        entries["validation"],
+        seed=config.seed,
+        tokenizer_path=pool.tokenizer_path,
+        groups=groups,
+        entries=shard_entries(mixture.name, jobs, records),
+        report=report,
         weighting=(
             {"weights": mixture.weights, "default_weight": mixture.default_weight}
             if mixture.weights is not None
             else {"temperature": mixture.temperature or 1.0}
         ),
-        **{key: value for key, value in report.items() if key != "groups"},
-        licences=licences_in_all({name: figures["licences"] for name, figures in groups.items()}),
+        common=common,
+        decontamination={"ngram": settings.exclude_ngram, "common_window_docs": settings.common_window_docs},
     )
-    if common is not None:
-        write_parquet(common.to_arrow(), folder / COMMON_WINDOWS_FILE)
-        found["decontamination"] = {
-            "ngram": config.mix.exclude_ngram,
-            "common_window_docs": config.mix.common_window_docs,
-            "common_windows": common.height,
-            "common_windows_file": COMMON_WINDOWS_FILE,
-        }
-    write_json(found, folder / MANIFEST_FILE)
-    return found
 
 
 def _plan_mixture(mixture: MixtureConfig, by_group: dict, by: list[str]) -> Planned:
@@ -590,9 +554,9 @@ def _write_mixtures(
     output: dict[str | None, dict[str, list[dict]]],
     common: pl.DataFrame | None,
 ) -> dict[str, dict]:
-    """Write each mixture's shards and folder (:func:`_write_mixture`); return their manifests by name. The
-    shards of every mixture are one step of units: each step waits for the one before, which on a
-    cluster costs a round of its tasks' fixed cost."""
+    """Write each mixture's shards and folder (:func:`_write_mixture`); return their manifests by
+    name. The shards of every mixture are one step of units: each step waits for the one before,
+    which on a cluster costs a round of its tasks' fixed cost."""
     shards = {m.name: {"train": output[m.name], "validation": output[None]} for m in config.mix.mixtures}
     todo = [
         job
@@ -609,10 +573,7 @@ def _write_mixtures(
             planned[name], layers[name], counts["groups"], mixture.budget_tokens, mixture.max_epochs
         )
         groups = mixture_groups(report, counts["groups"], mixture_licences(taken.get(name, {}), counts["licences"]))
-        entries = _shard_entries(name, shards[name], stage.parts)
-        manifests[name] = _write_mixture(
-            mixture, report, groups, entries, config, stage.root / name, pool.tokenizer_path, common
-        )
+        manifests[name] = _write_mixture(mixture, report, groups, shards[name], config, stage, pool, common)
     return manifests
 
 
