@@ -1,56 +1,43 @@
 """The `mix` stage: the curated pool's documents in groups, a held-out validation split per group
 kept clean of near-duplicates, and each configured mixture of the training side as token shards.
 
-Nothing is encoded again: the tokenize stage wrote every curated document's tokens, so the token
-counts per document are exact, and a mixture's shards are gathered from those shards (a copy per
-repeat of an upsampled document). No table of every document is built in one process: the units
-below work through blocks of shards (one per 16 shards, at most ``mix.partitions``) and write
-per-shard files under
-``mix/intermediate/``; the caller keeps only figures per group (pipeline.mix.shards explains how
-each part of the plan is computed in pieces and still equals the whole-pool plan). In order::
+Nothing is encoded again: the tokenize stage wrote every curated document's tokens, so a mixture's
+shards are gathered from those shards (a copy per repeat of an upsampled document). No table of
+every document is built in one process: the units work through blocks of shards (one per 16
+shards, at most ``mix.partitions``) and write per-shard files under ``mix/intermediate/``; this
+module keeps only figures per group, and wires the algorithms of :mod:`pipeline.mix` in order::
 
-    scan_block        per block of shards   ids, source, lang, licence, tokens, bytes, group of each document
-    block_matches     per block             documents near-duplicating an excluded text
-    block_windows     per block             documents sharing a 13-token window with an excluded text
-    split_candidates  per block             held-out candidates per group (the fraction's, capped,
-                                            and the minimum's) and the groups' sizes; the caller
-                                            splits their union (pipeline.mix.plan.split_validation)
-    block_texts       per block             the validation documents' texts
-    block_matches     per block             training documents near-duplicating a validation one
-    shard_sides       per block             each document's group and side; counts per group; a
-                                            histogram of the sampling keys of the training side
-    (plan)            in the caller         per mixture: weights, epoch caps, and per group the one
-                                            sampling bucket where its remainder runs out
-    bucket_documents  per block             the documents of those buckets (only when there are any)
-    route_copies      per block             each mixture's repeats per document; every copy to write,
-                                            routed by key range
-    concat_files      one per file          documents.parquet, each mixture's plan.parquet; in the
-                                            same step as:
-    cut_ranges        per split and group   the writing order, range by range, cut into output shards
-    write_shard       per output shard      gather the tokens: <mixture>/{train,validation}/*.arrow
-                                            (every mixture's in one step)
-
-Before the split, documents that are, near-duplicate or contain text of the configured ``exclude``
-files (a downstream task, an evaluation set shared by several runs) leave the pool, by three rules
-in this order: the same id as a row of a file with an ``id`` column (``reference_id``); MinHash and
-exact Jaccard at ``contamination_threshold`` (``reference_near_duplicate``); a shared window of
-``exclude_ngram`` tokens that is not common text, or half of one text's windows (``reference_window``;
-see :mod:`pipeline.decontaminate`). A document leaves by the first rule that takes it. The windows
-judged common go into every mixture folder, so that the check of the mixture
-(:func:`pipeline.decontaminate.check_contamination`) judges as the exclusion did.
+    scan.scan_block                 per block   each document's ids, licence, tokens, group
+    contamination.block_matches     per block   documents near-duplicating an excluded text
+    contamination.block_windows     per block   documents sharing a token window with one
+    shards.split_candidates         per block   held-out candidates per group; split.split_blocks
+                                                splits their union
+    shards.block_texts              per block   the validation documents' texts
+    contamination.block_matches     per block   training documents near-duplicating a validation one
+    shards.shard_sides              per block   each document's group and side; counts per group; a
+                                                histogram of the training side's sampling keys
+    (plan)                          here        per mixture: weights, epoch caps
+    shards.bucket_documents         per block   the documents of the buckets where a group's
+                                                remainder runs out (routing.crossing_requests)
+    shards.route_copies             per block   each mixture's repeats per document; every copy,
+                                                routed by key range (routing.key_ranges)
+    shards.concat_files             per file    documents.parquet, each plan.parquet; in the same
+    shards.cut_ranges               per group   step, the writing order cut into output shards
+    routing.write_shard             per shard   <mixture>/{train,validation}/*.arrow (every
+                                                mixture's in one step)
 
 Outputs in ``<run>/mix/``: ``documents.parquet`` (every document's group and side: train,
-validation, contaminated or excluded, the rule and the validation or reference text that put it there),
-``removed/{contaminated,excluded}.parquet`` (REMOVED_SCHEMA), and per mixture a
+validation, contaminated or excluded, the rule and the validation or reference text that put it
+there), ``removed/{contaminated,excluded}.parquet`` (REMOVED_SCHEMA), and per mixture a
 self-contained folder ``<mixture>/`` (pipeline.formats.mixture) with ``manifest.json``,
 ``tokenizer.json``, ``plan.parquet`` (repeats per training document), the shards and, written
-last, the dataset card ``README.md`` (pipeline.stages.card). The
-per-shard files of the units are in ``intermediate/`` (scan, pool, plan, copies, ordered ranges),
-made again by every run.
+last, the dataset card ``README.md`` (pipeline.stages.card). The units' per-shard files in
+``intermediate/`` (scan, pool, plan, copies, ordered ranges) are made again by every run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,141 +48,25 @@ from pipeline.decontaminate import WindowIndex, window_containment
 from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, read_reference_texts
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.configfile import ConfigError
-from pipeline.formats.documents import (
-    MIX_CONTAMINATED,
-    RunLayout,
-    StageDir,
-)
+from pipeline.formats.documents import MIX_CONTAMINATED, RunLayout, StageDir
 from pipeline.formats.ledger import LedgerError, add_counts
 from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_outputs
-from pipeline.formats.mixture import (
-    PLAN_FILE,
-    group_file_stem,
-)
+from pipeline.formats.mixture import PLAN_FILE, group_file_stem
 from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.owner import begin_record
 from pipeline.io.storage import as_path, is_local
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
-from pipeline.mix.contamination import (
-    MATCHES_SCHEMA,
-    WINDOWS_SCHEMA,
-    Exclusion,
-    best_match,
-    block_matches,
-    block_windows,
-    causes_under,
-    excluded_by_reference,
-    excluded_by_window,
-    nothing_excluded,
-    removed_tables,
-)
-from pipeline.mix.figures import mixture_groups, mixture_report, removed_by_rule, side_counts
+from pipeline.mix import contamination, figures, routing, shards, split
 from pipeline.mix.folder import shard_entries, write_mixture_folder
 from pipeline.mix.licences import mixture_licences, pool_licences
-from pipeline.mix.plan import (
-    cap_epochs,
-    explicit_weights,
-    temperature_weights,
-)
-from pipeline.mix.routing import (
-    BUCKET_DOCUMENTS_SCHEMA,
-    KeyRanges,
-    Planned,
-    check_taken,
-    crossing_requests,
-    key_ranges,
-    mixture_layers,
-    shard_jobs,
-    write_shard,
-    writing_orders,
-)
+from pipeline.mix.plan import cap_epochs, explicit_weights, temperature_weights
+from pipeline.mix.routing import KeyRanges, Planned
 from pipeline.mix.scan import documents_schema, renamed_groups, scan_block
-from pipeline.mix.shards import (
-    PLAN_SCHEMA,
-    block_texts,
-    bucket_documents,
-    concat_files,
-    cut_ranges,
-    route_copies,
-    shard_file_name,
-    shard_sides,
-    split_candidates,
-    sum_histograms,
-)
-from pipeline.mix.split import holding_shards, split_blocks, split_warning
 from pipeline.stages.card import write_cards
 from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process, run_block
 
 STAGE = "mix"
-
-
-def _weights(mixture: MixtureConfig, sizes: dict[str, int], by: list[str]) -> dict[str, float]:
-    try:
-        if mixture.weights is not None:
-            return explicit_weights(mixture.weights, sizes, mixture.default_weight, by)
-        return temperature_weights(sizes, mixture.temperature or 1.0)
-    except ValueError as error:
-        raise ConfigError(f"mix.mixtures[{mixture.name}]: {error}") from None
-
-
-def _unit(mixture: str, file: str) -> str:
-    """The part-record name of a mixture's output file: ``main.train.news-0000``."""
-    return f"{mixture}.{file.replace('/', '.').removesuffix('.arrow')}"
-
-
-def _shards_to_write(
-    name: str, jobs: list[tuple[str, str, dict]], parts: Path, token_paths: list[Path], folder: Path
-) -> list[tuple]:
-    """The :func:`write_shard` jobs of a mixture's shards without a part record yet."""
-    todo = []
-    for group, file, shard in jobs:
-        unit = _unit(name, file)
-        if not (parts / f"{unit}.json").exists():
-            todo.append((unit, shard["pieces"], token_paths, folder / file, group, parts / f"{unit}.json"))
-    return todo
-
-
-def _write_mixture(
-    mixture: MixtureConfig,
-    report: dict,
-    groups: dict,
-    shards: dict,
-    config: RunConfig,
-    stage: StageDir,
-    pool: _Pool,
-    common: pl.DataFrame | None,
-) -> dict:
-    """Write one mixture's folder over its shards (``shards[split][group]``: the output shards of
-    pipeline.mix.shards.cut_ranges, in order, each with its part record); return its manifest."""
-    jobs = shard_jobs(shards)
-    records = {file: read_json(stage.parts / f"{_unit(mixture.name, file)}.json") for _, file, _ in jobs}
-    settings = config.mix
-    return write_mixture_folder(
-        stage.root / mixture.name,
-        mixture.name,
-        seed=config.seed,
-        tokenizer_path=pool.tokenizer_path,
-        groups=groups,
-        entries=shard_entries(mixture.name, jobs, records),
-        report=report,
-        weighting=(
-            {"weights": mixture.weights, "default_weight": mixture.default_weight}
-            if mixture.weights is not None
-            else {"temperature": mixture.temperature or 1.0}
-        ),
-        common=common,
-        decontamination={"ngram": settings.exclude_ngram, "common_window_docs": settings.common_window_docs},
-    )
-
-
-def _plan_mixture(mixture: MixtureConfig, by_group: dict, by: list[str]) -> Planned:
-    """A mixture's epoch caps over the training tokens per group (None when there are none)."""
-    sizes = {g: sides["train"]["tokens"] for g, sides in sorted(by_group.items()) if "train" in sides}
-    if not sum(sizes.values()):
-        return None, sizes
-    weights = _weights(mixture, sizes, by)
-    return cap_epochs(weights, sizes, mixture.budget_tokens or sum(sizes.values()), mixture.max_epochs), sizes
 
 
 def _unit_count(shards: int, partitions: int) -> int:
@@ -219,6 +90,11 @@ class _Pool:
     scans: list[Path]
     pools: list[Path]
     units: list[range]
+
+    def each_block(self, run_units: RunUnits, unit: Callable, what: str, job: Callable[[int, range], tuple]) -> list:
+        """``unit`` once per block of shards, named ``<what>-0000`` on; ``job(u, block)`` gives
+        its arguments after the name."""
+        return run_units(None, unit, [(f"{what}-{u:04d}", *job(u, block)) for u, block in enumerate(self.units)])
 
 
 def _open_stage(layout: RunLayout) -> StageDir:
@@ -244,8 +120,8 @@ def _pool_files(layout: RunLayout, stage: StageDir, previous: str, partitions: i
         tokenizer_path=as_path(tokenize_stats["tokenizer"]["path"]),
         tokenizer_sha256=tokenize_stats["tokenizer"]["sha256"],
         work=work,
-        scans=[work / "scan" / shard_file_name(s) for s in range(len(inputs))],
-        pools=[work / "pool" / shard_file_name(s) for s in range(len(inputs))],
+        scans=[work / "scan" / shards.shard_file_name(s) for s in range(len(inputs))],
+        pools=[work / "pool" / shards.shard_file_name(s) for s in range(len(inputs))],
         units=blocks(len(inputs), _unit_count(len(inputs), partitions)),
     )
 
@@ -276,19 +152,9 @@ def _scan_pool(run_units: RunUnits, pool: _Pool, settings: MixConfig) -> tuple[l
     """Scan: each shard's documents, token counts and groups, in a file of its own. Return what
     each block found and the ids that the exclude files list."""
     listed = read_reference_ids(settings.exclude) if settings.exclude else pl.Series("id", [], dtype=pl.String)
-    scanned = run_units(
-        None,
-        scan_block,
-        [
-            (
-                f"scan-{u:04d}",
-                [(s, pool.inputs[s], pool.token_paths[s], pool.scans[s]) for s in block],
-                settings.group_by,
-                settings.merge,
-                listed,
-            )
-            for u, block in enumerate(pool.units)
-        ],
+    files = [(s, pool.inputs[s], pool.token_paths[s], pool.scans[s]) for s in range(len(pool.inputs))]
+    scanned = pool.each_block(
+        run_units, scan_block, "scan", lambda u, b: ([files[s] for s in b], settings.group_by, settings.merge, listed)
     )
     return scanned, listed
 
@@ -319,63 +185,58 @@ def _contamination_params(config: RunConfig) -> MinHashParams:
     )
 
 
-def _matches(run_units: RunUnits, what: str, pool: _Pool, index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
-    """Every match of the pool's documents (but those in ``skip``) with a text of ``index``."""
-    jobs = [(f"{what}-{u:04d}", [pool.inputs[s] for s in block], index, skip) for u, block in enumerate(pool.units)]
-    return pl.concat([pl.DataFrame(schema=MATCHES_SCHEMA), *run_units(None, block_matches, jobs)])
+def _best_matches(run_units: RunUnits, what: str, pool: _Pool, index: ReferenceIndex, skip: pl.Series) -> pl.DataFrame:
+    """The pool's documents (but those in ``skip``) near-duplicating a text of ``index``, with their
+    best match each."""
+    found = pool.each_block(
+        run_units, contamination.block_matches, what, lambda u, b: ([pool.inputs[s] for s in b], index, skip)
+    )
+    return contamination.best_match(pl.concat([pl.DataFrame(schema=contamination.MATCHES_SCHEMA), *found]))
 
 
 def _exclude_references(
     run_units: RunUnits, config: RunConfig, pool: _Pool, scanned: list[dict], listed: pl.Series, params: MinHashParams
-) -> Exclusion:
+) -> contamination.Exclusion:
     """Documents of a reference text (a downstream task, a shared evaluation set) leave the pool
-    before anything else, so that neither side of the split holds them: by id (``listed``: the
-    ids the exclude files list, which the scan found in the pool), by near-duplicate, then by
-    shared window (pipeline.mix.contamination). Nothing leaves without ``mix.exclude``."""
+    before anything else, so that neither side of the split holds them: by id (the ids the
+    exclude files list that the scan found), near-duplicate, then shared window
+    (pipeline.mix.contamination). The windows judged common go into every mixture folder, so that
+    the mixture's check (pipeline.decontaminate.check_contamination) judges as the exclusion did."""
     settings = config.mix
     if not settings.exclude:
-        return nothing_excluded()
+        return contamination.nothing_excluded()
     listed = pl.concat([found["listed"] for found in scanned]) if scanned else listed.clear()
     reference = read_reference_texts(settings.exclude)
     index = ReferenceIndex(reference["id"], reference["text"], params)
-    near = best_match(_matches(run_units, "exclude", pool, index, listed))
-    found = excluded_by_reference(listed, near, reference.height)
+    found = contamination.excluded_by_reference(
+        listed, _best_matches(run_units, "exclude", pool, index, listed), reference.height
+    )
     if not settings.exclude_ngram:
         return found
     tokenizer = load_tokenizer(pool.tokenizer_path)
     windows = WindowIndex.from_texts(reference["id"], reference["text"], tokenizer, settings.exclude_ngram)
-    jobs = [(f"windows-{u:04d}", [pool.token_paths[s] for s in block], windows) for u, block in enumerate(pool.units)]
-    hits = pl.concat([pl.DataFrame(schema=WINDOWS_SCHEMA), *run_units(None, block_windows, jobs)])
+    hits = pool.each_block(
+        run_units, contamination.block_windows, "windows", lambda u, b: ([pool.token_paths[s] for s in b], windows)
+    )
+    hits = pl.concat([pl.DataFrame(schema=contamination.WINDOWS_SCHEMA), *hits])
     containment = window_containment(hits, windows, settings.common_window_docs)
-    return excluded_by_window(found, containment, windows.summary(), settings.common_window_docs)
+    return contamination.excluded_by_window(found, containment, windows.summary(), settings.common_window_docs)
 
 
 def _validation_split(
     run_units: RunUnits, config: RunConfig, pool: _Pool, renamed: dict[str, str], excluded: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.Series]:
-    """The validation split: each block's candidates, split again over their union with the
-    groups' sizes (the cap and minimum per group of the whole pool). Return the candidates
-    (``id, group, shard``) and the ids held out."""
-    settings = config.mix
+    """The validation split (pipeline.mix.split.split_blocks over each block's candidates). Return
+    the candidates (``id, group, shard``) and the ids held out."""
+    settings, seed = config.mix, config.seed
     fraction, cap, least = settings.validation_fraction, settings.validation_max_docs, settings.validation_min_docs
-    found = run_units(
-        None,
-        split_candidates,
-        [
-            (
-                f"split-{u:04d}",
-                [pool.scans[s] for s in block],
-                renamed,
-                excluded["id"],
-                fraction,
-                cap,
-                config.seed,
-                least,
-            )
-            for u, block in enumerate(pool.units)
-        ],
+    found = pool.each_block(
+        run_units,
+        shards.split_candidates,
+        "split",
+        lambda u, b: ([pool.scans[s] for s in b], renamed, excluded["id"], fraction, cap, seed, least),
     )
-    return split_blocks(found, fraction, cap, config.seed, least)
+    return split.split_blocks(found, fraction, cap, seed, least)
 
 
 def _validation_near_duplicates(
@@ -390,16 +251,15 @@ def _validation_near_duplicates(
     """The documents that near-duplicate a validation document (its best match each), which leave
     the training side; none without ``mix.decontaminate`` or a validation document."""
     if not (settings.decontaminate and len(validation_ids)):
-        return pl.DataFrame(schema=MATCHES_SCHEMA)
-    holding = holding_shards(candidates, validation_ids)
+        return pl.DataFrame(schema=contamination.MATCHES_SCHEMA)
+    holding = split.holding_shards(candidates, validation_ids)
     jobs = [
         (f"texts-{u:04d}", [pool.inputs[holding[i]] for i in block], validation_ids)
         for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), settings.partitions)))
     ]
-    held_docs = pl.concat(run_units(None, block_texts, jobs))
+    held_docs = pl.concat(run_units(None, shards.block_texts, jobs))
     index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
-    skip = pl.concat([validation_ids, excluded["id"]])
-    return best_match(_matches(run_units, "contaminated", pool, index, skip))
+    return _best_matches(run_units, "contaminated", pool, index, pl.concat([validation_ids, excluded["id"]]))
 
 
 def _shard_sides(
@@ -411,21 +271,11 @@ def _shard_sides(
     seed: int,
 ) -> list[dict]:
     """Each document's group and side, per shard (see pipeline.mix.shards.shard_sides)."""
-    return run_units(
-        None,
-        shard_sides,
-        [
-            (
-                f"sides-{u:04d}",
-                [pool.scans[s] for s in block],
-                [pool.pools[s] for s in block],
-                renamed,
-                causes,
-                validation_ids,
-                seed,
-            )
-            for u, block in enumerate(pool.units)
-        ],
+    return pool.each_block(
+        run_units,
+        shards.shard_sides,
+        "sides",
+        lambda u, b: ([pool.scans[s] for s in b], [pool.pools[s] for s in b], renamed, causes, validation_ids, seed),
     )
 
 
@@ -433,22 +283,38 @@ def _write_removed(sides: list[dict], causes: pl.DataFrame, contamination_thresh
     """``removed/{excluded,contaminated}.parquet`` (REMOVED_SCHEMA): each removed document with its
     rule, the rule's measure and its threshold."""
     removed_rows = [side["removed"] for side in sides if side["removed"] is not None]
-    for side, table in removed_tables(removed_rows, causes, STAGE, contamination_threshold).items():
+    for side, table in contamination.removed_tables(removed_rows, causes, STAGE, contamination_threshold).items():
         write_parquet(table, removed_dir / f"{side}.parquet")
+
+
+def _plan_mixture(mixture: MixtureConfig, by_group: dict, by: list[str]) -> Planned:
+    """A mixture's epoch caps over the training tokens per group (None when there are none)."""
+    sizes = {g: sides["train"]["tokens"] for g, sides in sorted(by_group.items()) if "train" in sides}
+    if not sum(sizes.values()):
+        return None, sizes
+    try:
+        if mixture.weights is not None:
+            weights = explicit_weights(mixture.weights, sizes, mixture.default_weight, by)
+        else:
+            weights = temperature_weights(sizes, mixture.temperature or 1.0)
+    except ValueError as error:
+        raise ConfigError(f"mix.mixtures[{mixture.name}]: {error}") from None
+    return cap_epochs(weights, sizes, mixture.budget_tokens or sum(sizes.values()), mixture.max_epochs), sizes
 
 
 def _plan_layers(
     run_units: RunUnits, planned: dict[str, Planned], histogram: pl.DataFrame, pool: _Pool, seed: int
 ) -> dict[str, dict | None]:
-    """Each mixture's plan from its epoch caps: the one sampling bucket per group where the running
-    total passes the group's remainder, its documents fetched from the pool and resolved one by
-    one (pipeline.mix.routing.mixture_layers; None: nothing to take)."""
-    ask = crossing_requests(planned, histogram)
-    fetched = pl.DataFrame(schema=BUCKET_DOCUMENTS_SCHEMA)
+    """Each mixture's layers per group (pipeline.mix.routing.mixture_layers), with the documents of
+    the sampling buckets where a group's remainder runs out fetched from the pool."""
+    ask = routing.crossing_requests(planned, histogram)
+    fetched = pl.DataFrame(schema=routing.BUCKET_DOCUMENTS_SCHEMA)
     if ask.height:
-        jobs = [(f"bucket-{u:04d}", [pool.pools[s] for s in block], ask) for u, block in enumerate(pool.units)]
-        fetched = pl.concat([fetched, *run_units(None, bucket_documents, jobs)])
-    return mixture_layers(planned, histogram, fetched, seed)
+        found = pool.each_block(
+            run_units, shards.bucket_documents, "bucket", lambda u, b: ([pool.pools[s] for s in b], ask)
+        )
+        fetched = pl.concat([fetched, *found])
+    return routing.mixture_layers(planned, histogram, fetched, seed)
 
 
 @dataclass(frozen=True)
@@ -463,42 +329,39 @@ class _Routes:
     routed_held: list[Path]
 
 
-def _copy_routes(pool: _Pool, layers: dict[str, dict | None], groups: dict) -> _Routes:
-    """The key ranges and the per-shard and per-unit files of every mixture's copies."""
-    work, shards, units = pool.work, range(len(pool.inputs)), range(len(pool.units))
-    return _Routes(
-        ranges=key_ranges(layers, groups),
-        plan_paths={name: [work / "plan" / name / shard_file_name(s) for s in shards] for name in layers},
+def _route_copies(
+    run_units: RunUnits, pool: _Pool, layers: dict[str, dict | None], groups: dict, seed: int
+) -> tuple[_Routes, dict]:
+    """Route every copy to write by key range, and write each mixture's plan per shard; return the
+    routes and what each mixture takes, per group (and licence)."""
+    work, units = pool.work, range(len(pool.units))
+    routes = _Routes(
+        ranges=routing.key_ranges(layers, groups),
+        plan_paths={
+            n: [work / "plan" / n / shards.shard_file_name(s) for s in range(len(pool.inputs))] for n in layers
+        },
         routed={name: [work / "copies" / name / f"unit-{u:04d}.parquet" for u in units] for name in layers},
         routed_held=[work / "copies-validation" / f"unit-{u:04d}.parquet" for u in units],
     )
-
-
-def _route_copies(run_units: RunUnits, pool: _Pool, layers: dict[str, dict | None], routes: _Routes, seed: int) -> dict:
-    """Route every copy to write by key range, and write each mixture's plan per shard; return what
-    each mixture takes, per group (and licence)."""
-    taken_by = run_units(
-        None,
-        route_copies,
-        [
-            (
-                f"route-{u:04d}",
-                [pool.pools[s] for s in block],
-                layers,
-                routes.ranges.train,
-                seed,
-                {name: [paths[s] for s in block] for name, paths in routes.plan_paths.items()},
-                {name: paths[u] for name, paths in routes.routed.items()},
-                routes.routed_held[u],
-                routes.ranges.validation,
-            )
-            for u, block in enumerate(pool.units)
-        ],
+    taken_by = pool.each_block(
+        run_units,
+        shards.route_copies,
+        "route",
+        lambda u, b: (
+            [pool.pools[s] for s in b],
+            layers,
+            routes.ranges.train,
+            seed,
+            {name: [paths[s] for s in b] for name, paths in routes.plan_paths.items()},
+            {name: paths[u] for name, paths in routes.routed.items()},
+            routes.routed_held[u],
+            routes.ranges.validation,
+        ),
     )
     taken = {}
     for found in taken_by:
         add_counts(taken, found)
-    return taken
+    return routes, taken
 
 
 def _write_documents_and_plans(
@@ -506,44 +369,88 @@ def _write_documents_and_plans(
 ) -> dict[str | None, dict[str, list[dict]]]:
     """documents.parquet and each plan.parquet, one file each from the per-shard pieces, and beside
     them (one step of units: each step waits for the one before, on a cluster a round of its tasks'
-    fixed cost) the output shards of each split and group (:func:`_cut_output_shards`)."""
+    fixed cost) the writing order of each split and group (pipeline.mix.routing.writing_orders) cut
+    into output shards. Return the output shards per mixture (None: validation) and group."""
     concat = [("documents", pool.pools, documents_schema(), stage_root / "documents.parquet")] + [
-        (f"plan-{name}", routes.plan_paths[name], PLAN_SCHEMA, stage_root / name / PLAN_FILE)
+        (f"plan-{name}", routes.plan_paths[name], shards.PLAN_SCHEMA, stage_root / name / PLAN_FILE)
         for name in routes.plan_paths
     ]
-    orders, cuts = _cut_output_shards(routes, pool.work, shard_tokens)
-    done = run_units(
-        None,
-        run_block,
-        [(concat_files, [job], n) for n, job in enumerate(concat)]
-        + [(cut_ranges, [job], n) for n, job in enumerate(cuts)],
-    )
-    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in routes.routed} | {None: {}}
-    for (name, group, _), [shards] in zip(orders, done[len(concat) :]):
-        output[name][group] = shards
-    return output
-
-
-def _cut_output_shards(routes: _Routes, work: Path, shard_tokens: int) -> tuple[list[tuple], list[tuple]]:
-    """The writing order of each split and group (pipeline.mix.routing.writing_orders) and its
-    :func:`cut_ranges` job over the routed files."""
-    orders = writing_orders(routes.ranges)
+    orders = routing.writing_orders(routes.ranges)
     cuts = [
         (
             f"order-{name or 'validation'}-{group_file_stem(group)}",
             group,
             copies,
             routes.routed[name] if name else routes.routed_held,
-            (work / "ordered" / name if name else work / "ordered-validation") / group_file_stem(group),
+            (pool.work / "ordered" / name if name else pool.work / "ordered-validation") / group_file_stem(group),
             shard_tokens,
         )
         for name, group, copies in orders
     ]
-    return orders, cuts
+    done = run_units(
+        None,
+        run_block,
+        [(shards.concat_files, [job], n) for n, job in enumerate(concat)]
+        + [(shards.cut_ranges, [job], n) for n, job in enumerate(cuts)],
+    )
+    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in routes.routed} | {None: {}}
+    for (name, group, _), [cut] in zip(orders, done[len(concat) :]):
+        output[name][group] = cut
+    return output
+
+
+def _unit(mixture: str, file: str) -> str:
+    """The part-record name of a mixture's output file: ``main.train.news-0000``."""
+    return f"{mixture}.{file.replace('/', '.').removesuffix('.arrow')}"
+
+
+def _write_shards(run_units: RunUnits, config: RunConfig, stage: StageDir, pool: _Pool, output: dict) -> None:
+    """Write the shards of every mixture that have no part record yet, as one step of units (each
+    step waits for the one before, on a cluster a round of its tasks' fixed cost)."""
+    todo = []
+    for m in config.mix.mixtures:
+        for group, file, shard in routing.shard_jobs({"train": output[m.name], "validation": output[None]}):
+            unit, folder = _unit(m.name, file), stage.root / m.name
+            if not (stage.parts / f"{unit}.json").exists():
+                todo.append(
+                    (unit, shard["pieces"], pool.token_paths, folder / file, group, stage.parts / f"{unit}.json")
+                )
+    run_units(STAGE, routing.write_shard, todo)
+
+
+def _write_mixture(
+    mixture: MixtureConfig,
+    report: dict,
+    groups: dict,
+    config: RunConfig,
+    stage: StageDir,
+    pool: _Pool,
+    output: dict,
+    common: pl.DataFrame | None,
+) -> dict:
+    """Write one mixture's folder over its shards, each with its part record; return its manifest.
+    ``report`` and ``groups``: its figures (pipeline.mix.figures)."""
+    jobs = routing.shard_jobs({"train": output[mixture.name], "validation": output[None]})
+    records = {file: read_json(stage.parts / f"{_unit(mixture.name, file)}.json") for _, file, _ in jobs}
+    weighting = {"temperature": mixture.temperature or 1.0}
+    if mixture.weights is not None:
+        weighting = {"weights": mixture.weights, "default_weight": mixture.default_weight}
+    settings = config.mix
+    return write_mixture_folder(
+        stage.root / mixture.name,
+        mixture.name,
+        seed=config.seed,
+        tokenizer_path=pool.tokenizer_path,
+        groups=groups,
+        entries=shard_entries(mixture.name, jobs, records),
+        report=report,
+        weighting=weighting,
+        common=common,
+        decontamination={"ngram": settings.exclude_ngram, "common_window_docs": settings.common_window_docs},
+    )
 
 
 def _write_mixtures(
-    run_units: RunUnits,
     config: RunConfig,
     stage: StageDir,
     pool: _Pool,
@@ -551,29 +458,20 @@ def _write_mixtures(
     layers: dict[str, dict | None],
     counts: dict,
     taken: dict,
-    output: dict[str | None, dict[str, list[dict]]],
+    output: dict,
     common: pl.DataFrame | None,
 ) -> dict[str, dict]:
-    """Write each mixture's shards and folder (:func:`_write_mixture`); return their manifests by
-    name. The shards of every mixture are one step of units: each step waits for the one before,
-    which on a cluster costs a round of its tasks' fixed cost."""
-    shards = {m.name: {"train": output[m.name], "validation": output[None]} for m in config.mix.mixtures}
-    todo = [
-        job
-        for m in config.mix.mixtures
-        for job in _shards_to_write(
-            m.name, shard_jobs(shards[m.name]), stage.parts, pool.token_paths, stage.root / m.name
-        )
-    ]
-    run_units(STAGE, write_shard, todo)
+    """Each mixture's figures (pipeline.mix.figures, pipeline.mix.licences) and folder; return
+    their manifests by name."""
     manifests = {}
     for mixture in config.mix.mixtures:
         name = mixture.name
-        report = mixture_report(
+        report = figures.mixture_report(
             planned[name], layers[name], counts["groups"], mixture.budget_tokens, mixture.max_epochs
         )
-        groups = mixture_groups(report, counts["groups"], mixture_licences(taken.get(name, {}), counts["licences"]))
-        manifests[name] = _write_mixture(mixture, report, groups, shards[name], config, stage, pool, common)
+        licences = mixture_licences(taken.get(name, {}), counts["licences"])
+        groups = figures.mixture_groups(report, counts["groups"], licences)
+        manifests[name] = _write_mixture(mixture, report, groups, config, stage, pool, output, common)
     return manifests
 
 
@@ -627,10 +525,9 @@ def _stage_stats(
     }
 
 
-# The sides of the documents the validation split chose from (the excluded ones left before it).
 def _split_warnings(groups: dict, settings: MixConfig) -> list[str]:
     """The warning of a validation split too small to measure (pipeline.mix.split.split_warning)."""
-    found = split_warning(
+    found = split.split_warning(
         groups, settings.validation_fraction, settings.validation_max_docs, settings.validation_min_docs
     )
     return [f"{STAGE}: {found}"] if found else []
@@ -655,27 +552,25 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     excluded = exclusion.causes
     candidates, validation_ids = _validation_split(run_units, config, pool, renamed, excluded)
     contaminated = _validation_near_duplicates(run_units, settings, pool, candidates, validation_ids, excluded, params)
-    causes = pl.concat([excluded, causes_under(contaminated, MIX_CONTAMINATED, "jaccard")])
+    causes = pl.concat([excluded, contamination.causes_under(contaminated, MIX_CONTAMINATED, "jaccard")])
 
     sides = _shard_sides(run_units, pool, renamed, causes, validation_ids, config.seed)
-    counts = side_counts(sides)
-    histogram = sum_histograms([side["histogram"] for side in sides])
+    counts = figures.side_counts(sides)
+    histogram = shards.sum_histograms([side["histogram"] for side in sides])
     _write_removed(sides, causes, settings.contamination_threshold, stage.removed)
 
     planned = {m.name: _plan_mixture(m, counts["groups"], settings.group_by) for m in settings.mixtures}
     layers = _plan_layers(run_units, planned, histogram, pool, config.seed)
     for mixture in settings.mixtures:
         (stage.root / mixture.name).mkdir(parents=True, exist_ok=True)
-    routes = _copy_routes(pool, layers, counts["groups"])
-    taken = _route_copies(run_units, pool, layers, routes, config.seed)
-    check_taken(taken, layers)
+    routes, taken = _route_copies(run_units, pool, layers, counts["groups"], config.seed)
+    routing.check_taken(taken, layers)
     output = _write_documents_and_plans(run_units, pool, stage.root, routes, settings.shard_tokens)
-    manifests = _write_mixtures(
-        run_units, config, stage, pool, planned, layers, counts, taken, output, exclusion.common
-    )
+    _write_shards(run_units, config, stage, pool, output)
+    manifests = _write_mixtures(config, stage, pool, planned, layers, counts, taken, output, exclusion.common)
     mark_work_done(stage, pool.inputs, made_from)
 
-    removed_counts = removed_by_rule(counts, handed_over)
+    removed_counts = figures.removed_by_rule(counts, handed_over)
     stats = _stage_stats(handed_over, counts, removed_counts, exclusion.summary, manifests, stage.root, settings)
     write_json(stats, stage.stats)
     write_cards(config.run_dir)  # each mixture's README.md, from the files written above
