@@ -16,4 +16,5 @@ Modules:
     figures        counts per side and rule, each mixture's report and figures per group
     licences       what each mixture takes and holds out per licence
     folder         a mixture folder's manifest, tokenizer and common windows
+    work           the names of the units' files in the stage's work folder
 """

@@ -62,6 +62,7 @@ from pipeline.mix.licences import mixture_licences, pool_licences
 from pipeline.mix.plan import cap_epochs, explicit_weights, temperature_weights
 from pipeline.mix.routing import KeyRanges, Planned
 from pipeline.mix.scan import documents_schema, renamed_groups, scan_block
+from pipeline.mix.work import WorkFiles
 from pipeline.stages.card import write_cards
 from pipeline.stages.shard import mark_work_done, reusable_work
 from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process, run_block
@@ -77,16 +78,16 @@ def _unit_count(shards: int, partitions: int) -> int:
 
 @dataclass(frozen=True)
 class _Pool:
-    """The stage's input shards and the files its units write per shard: ``inputs`` (the curated
-    documents), ``token_paths`` (their token shards), the tokenize stage's tokenizer, ``scans``
-    and ``pools`` (per-shard files under ``work``), ``units`` (the blocks of shards each step's
-    units work through)."""
+    """The stage's input shards and the files its units write: ``inputs`` (the curated documents),
+    ``token_paths`` (their token shards), the tokenize stage's tokenizer, ``work`` (the files of
+    the units, pipeline.mix.work), ``scans`` and ``pools`` (its per-shard files the steps read),
+    ``units`` (the blocks of shards each step's units work through)."""
 
     inputs: list[Path]
     token_paths: list[Path]
     tokenizer_path: Path
     tokenizer_sha256: str
-    work: Path
+    work: WorkFiles
     scans: list[Path]
     pools: list[Path]
     units: list[range]
@@ -113,16 +114,17 @@ def _pool_files(layout: RunLayout, stage: StageDir, previous: str, partitions: i
     stage's), and the per-shard files of this stage's units."""
     inputs = stage_outputs(layout.root, previous)
     tokenize_stats = read_json(layout.stage("tokenize").stats)
-    work = stage.root / "intermediate"
+    units = blocks(len(inputs), _unit_count(len(inputs), partitions))
+    work = WorkFiles(stage.root / "intermediate", len(inputs), len(units))
     return _Pool(
         inputs=inputs,
         token_paths=[layout.stage("tokenize").root / "shards" / f"{p.stem}.arrow" for p in inputs],
         tokenizer_path=as_path(tokenize_stats["tokenizer"]["path"]),
         tokenizer_sha256=tokenize_stats["tokenizer"]["sha256"],
         work=work,
-        scans=[work / "scan" / shards.shard_file_name(s) for s in range(len(inputs))],
-        pools=[work / "pool" / shards.shard_file_name(s) for s in range(len(inputs))],
-        units=blocks(len(inputs), _unit_count(len(inputs), partitions)),
+        scans=work.scans(),
+        pools=work.pools(),
+        units=units,
     )
 
 
@@ -317,32 +319,14 @@ def _plan_layers(
     return routing.mixture_layers(planned, histogram, fetched, seed)
 
 
-@dataclass(frozen=True)
-class _Routes:
-    """Where the copies go: ``ranges`` (pipeline.mix.routing.KeyRanges), ``plan_paths`` (each
-    mixture's plan, per shard), ``routed`` and ``routed_held`` (the copies each unit routes, per
-    mixture and for validation)."""
-
-    ranges: KeyRanges
-    plan_paths: dict[str, list[Path]]
-    routed: dict[str, list[Path]]
-    routed_held: list[Path]
-
-
 def _route_copies(
     run_units: RunUnits, pool: _Pool, layers: dict[str, dict | None], groups: dict, seed: int
-) -> tuple[_Routes, dict]:
-    """Route every copy to write by key range, and write each mixture's plan per shard; return the
-    routes and what each mixture takes, per group (and licence)."""
-    work, units = pool.work, range(len(pool.units))
-    routes = _Routes(
-        ranges=routing.key_ranges(layers, groups),
-        plan_paths={
-            n: [work / "plan" / n / shards.shard_file_name(s) for s in range(len(pool.inputs))] for n in layers
-        },
-        routed={name: [work / "copies" / name / f"unit-{u:04d}.parquet" for u in units] for name in layers},
-        routed_held=[work / "copies-validation" / f"unit-{u:04d}.parquet" for u in units],
-    )
+) -> tuple[KeyRanges, dict]:
+    """Route every copy to write by key range (pipeline.mix.routing.key_ranges), and write each
+    mixture's plan per shard; return the key ranges and what each mixture takes, per group (and
+    licence)."""
+    ranges, work = routing.key_ranges(layers, groups), pool.work
+    plans, copies, held = {n: work.plans(n) for n in layers}, {n: work.copies(n) for n in layers}, work.copies(None)
     taken_by = pool.each_block(
         run_units,
         shards.route_copies,
@@ -350,39 +334,39 @@ def _route_copies(
         lambda u, b: (
             [pool.pools[s] for s in b],
             layers,
-            routes.ranges.train,
+            ranges.train,
             seed,
-            {name: [paths[s] for s in b] for name, paths in routes.plan_paths.items()},
-            {name: paths[u] for name, paths in routes.routed.items()},
-            routes.routed_held[u],
-            routes.ranges.validation,
+            {name: [paths[s] for s in b] for name, paths in plans.items()},
+            {name: paths[u] for name, paths in copies.items()},
+            held[u],
+            ranges.validation,
         ),
     )
     taken = {}
     for found in taken_by:
         add_counts(taken, found)
-    return routes, taken
+    return ranges, taken
 
 
 def _write_documents_and_plans(
-    run_units: RunUnits, pool: _Pool, stage_root: Path, routes: _Routes, shard_tokens: int
+    run_units: RunUnits, pool: _Pool, stage_root: Path, ranges: KeyRanges, shard_tokens: int
 ) -> dict[str | None, dict[str, list[dict]]]:
     """documents.parquet and each plan.parquet, one file each from the per-shard pieces, and beside
     them (one step of units: each step waits for the one before, on a cluster a round of its tasks'
     fixed cost) the writing order of each split and group (pipeline.mix.routing.writing_orders) cut
     into output shards. Return the output shards per mixture (None: validation) and group."""
     concat = [("documents", pool.pools, documents_schema(), stage_root / "documents.parquet")] + [
-        (f"plan-{name}", routes.plan_paths[name], shards.PLAN_SCHEMA, stage_root / name / PLAN_FILE)
-        for name in routes.plan_paths
+        (f"plan-{name}", pool.work.plans(name), shards.PLAN_SCHEMA, stage_root / name / PLAN_FILE)
+        for name in ranges.train
     ]
-    orders = routing.writing_orders(routes.ranges)
+    orders = routing.writing_orders(ranges)
     cuts = [
         (
             f"order-{name or 'validation'}-{group_file_stem(group)}",
             group,
             copies,
-            routes.routed[name] if name else routes.routed_held,
-            (pool.work / "ordered" / name if name else pool.work / "ordered-validation") / group_file_stem(group),
+            pool.work.copies(name),
+            pool.work.ordered(name, group),
             shard_tokens,
         )
         for name, group, copies in orders
@@ -393,7 +377,7 @@ def _write_documents_and_plans(
         [(shards.concat_files, [job], n) for n, job in enumerate(concat)]
         + [(shards.cut_ranges, [job], n) for n, job in enumerate(cuts)],
     )
-    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in routes.routed} | {None: {}}
+    output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in ranges.train} | {None: {}}
     for (name, group, _), [cut] in zip(orders, done[len(concat) :]):
         output[name][group] = cut
     return output
@@ -418,38 +402,6 @@ def _write_shards(run_units: RunUnits, config: RunConfig, stage: StageDir, pool:
     run_units(STAGE, routing.write_shard, todo)
 
 
-def _write_mixture(
-    mixture: MixtureConfig,
-    report: dict,
-    groups: dict,
-    config: RunConfig,
-    stage: StageDir,
-    pool: _Pool,
-    output: dict,
-    common: pl.DataFrame | None,
-) -> dict:
-    """Write one mixture's folder over its shards, each with its part record; return its manifest.
-    ``report`` and ``groups``: its figures (pipeline.mix.figures)."""
-    jobs = routing.shard_jobs({"train": output[mixture.name], "validation": output[None]})
-    records = {file: read_json(stage.parts / f"{_unit(mixture.name, file)}.json") for _, file, _ in jobs}
-    weighting = {"temperature": mixture.temperature or 1.0}
-    if mixture.weights is not None:
-        weighting = {"weights": mixture.weights, "default_weight": mixture.default_weight}
-    settings = config.mix
-    return write_mixture_folder(
-        stage.root / mixture.name,
-        mixture.name,
-        seed=config.seed,
-        tokenizer_path=pool.tokenizer_path,
-        groups=groups,
-        entries=shard_entries(mixture.name, jobs, records),
-        report=report,
-        weighting=weighting,
-        common=common,
-        decontamination={"ngram": settings.exclude_ngram, "common_window_docs": settings.common_window_docs},
-    )
-
-
 def _write_mixtures(
     config: RunConfig,
     stage: StageDir,
@@ -461,17 +413,32 @@ def _write_mixtures(
     output: dict,
     common: pl.DataFrame | None,
 ) -> dict[str, dict]:
-    """Each mixture's figures (pipeline.mix.figures, pipeline.mix.licences) and folder; return
-    their manifests by name."""
-    manifests = {}
-    for mixture in config.mix.mixtures:
+    """Each mixture's folder over its shards (each with its part record), with its figures
+    (pipeline.mix.figures, pipeline.mix.licences); return their manifests by name."""
+    settings, manifests = config.mix, {}
+    for mixture in settings.mixtures:
         name = mixture.name
         report = figures.mixture_report(
             planned[name], layers[name], counts["groups"], mixture.budget_tokens, mixture.max_epochs
         )
         licences = mixture_licences(taken.get(name, {}), counts["licences"])
-        groups = figures.mixture_groups(report, counts["groups"], licences)
-        manifests[name] = _write_mixture(mixture, report, groups, config, stage, pool, output, common)
+        jobs = routing.shard_jobs({"train": output[name], "validation": output[None]})
+        records = {file: read_json(stage.parts / f"{_unit(name, file)}.json") for _, file, _ in jobs}
+        weighting = {"temperature": mixture.temperature or 1.0}
+        if mixture.weights is not None:
+            weighting = {"weights": mixture.weights, "default_weight": mixture.default_weight}
+        manifests[name] = write_mixture_folder(
+            stage.root / name,
+            name,
+            seed=config.seed,
+            tokenizer_path=pool.tokenizer_path,
+            groups=figures.mixture_groups(report, counts["groups"], licences),
+            entries=shard_entries(name, jobs, records),
+            report=report,
+            weighting=weighting,
+            common=common,
+            decontamination={"ngram": settings.exclude_ngram, "common_window_docs": settings.common_window_docs},
+        )
     return manifests
 
 
@@ -542,7 +509,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     pool = _pool_files(layout, stage, previous, settings.partitions)
     made_from = _work_made_from(config, pool.tokenizer_sha256)
     _remove_stale_mixtures(stage, pool.inputs, made_from)
-    remove_stage_outputs(config.run_dir, STAGE, under=pool.work.name)  # its own files of an earlier run
+    remove_stage_outputs(config.run_dir, STAGE, under=pool.work.root.name)  # its own files of an earlier run
 
     scanned, listed = _scan_pool(run_units, pool, settings)
     handed_over = _documents_handed_over(layout, previous, scanned)
@@ -563,9 +530,9 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     layers = _plan_layers(run_units, planned, histogram, pool, config.seed)
     for mixture in settings.mixtures:
         (stage.root / mixture.name).mkdir(parents=True, exist_ok=True)
-    routes, taken = _route_copies(run_units, pool, layers, counts["groups"], config.seed)
+    ranges, taken = _route_copies(run_units, pool, layers, counts["groups"], config.seed)
     routing.check_taken(taken, layers)
-    output = _write_documents_and_plans(run_units, pool, stage.root, routes, settings.shard_tokens)
+    output = _write_documents_and_plans(run_units, pool, stage.root, ranges, settings.shard_tokens)
     _write_shards(run_units, config, stage, pool, output)
     manifests = _write_mixtures(config, stage, pool, planned, layers, counts, taken, output, exclusion.common)
     mark_work_done(stage, pool.inputs, made_from)
