@@ -45,7 +45,7 @@ class NearDuplicateIndex(Protocol):
     def matches(self, ids: pl.Series, texts: pl.Series) -> pl.DataFrame: ...
 
 
-class WindowIndex(Protocol):
+class WindowLookup(Protocol):
     """An index of token windows (pipeline.decontaminate.WindowIndex)."""
 
     def hits(self, tokens: np.ndarray, starts, lengths) -> pl.DataFrame: ...
@@ -61,7 +61,7 @@ def block_matches(unit: str, docs_paths: list[Path], index: NearDuplicateIndex, 
     return pl.concat(found)
 
 
-def block_windows(unit: str, token_paths: list[Path], index: WindowIndex) -> pl.DataFrame:
+def block_windows(unit: str, token_paths: list[Path], index: WindowLookup) -> pl.DataFrame:
     """``id, window``: every window of a block of token shards' documents that is in ``index``."""
     found = [pl.DataFrame(schema=WINDOWS_SCHEMA)]
     for path in token_paths:
