@@ -25,6 +25,7 @@ class Ledger:
     docs_out: int = 0
     removed: Counter = field(default_factory=Counter)
     quarantined: Counter = field(default_factory=Counter)
+    files: int | None = None  # the input files a source read (the source stage's ledger per source)
 
     @property
     def accounted(self) -> int:
@@ -47,12 +48,14 @@ class Ledger:
         return self
 
     def to_dict(self) -> dict:
+        files = {} if self.files is None else {"files": self.files}
         return {
             "stage": self.stage,
             "docs_in": self.docs_in,
             "docs_out": self.docs_out,
             "removed": dict(sorted(self.removed.items())),
             "quarantined": dict(sorted(self.quarantined.items())),
+            **files,
         }
 
     @classmethod
@@ -63,6 +66,7 @@ class Ledger:
             data["docs_out"],
             Counter(data.get("removed", {})),
             Counter(data.get("quarantined", {})),
+            data.get("files"),
         )
 
 
