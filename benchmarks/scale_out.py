@@ -137,7 +137,7 @@ def training_cpu_s(config) -> float:
 
     from pipeline.formats.documents import RunLayout
     from pipeline.formats.manifest import stage_outputs
-    from pipeline.io.writer import read_json
+    from pipeline.formats.stats import docs_handed_over
     from pipeline.stages.registry import input_stage
     from pipeline.stages.tokenize import draw_sample
     from pipeline.stages.units import in_process
@@ -147,7 +147,7 @@ def training_cpu_s(config) -> float:
     if settings.tokenizer is not None:
         return 0.0
     previous = input_stage("tokenize", config)
-    total = read_json(RunLayout(config.run_dir).stage(previous).stats)["docs_out"]
+    total = docs_handed_over(RunLayout(config.run_dir).stage(previous).stats)
     sample = draw_sample(stage_outputs(config.run_dir, previous), settings.sample_docs, total, config.seed, in_process)
     with tempfile.TemporaryDirectory() as folder:
         start = time.process_time()  # every thread of this process: the trainer's too
@@ -373,6 +373,7 @@ def run_once(kind: str, docs: int) -> dict:
     from flows.curate import curate_flow
     from flows.runners import Runner, running_on, shared_api
     from pipeline.config import parse_config
+    from pipeline.formats.stats import StageStats
 
     # Dask's worker processes import this project and this module from here, as this process does.
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -416,7 +417,7 @@ def run_once(kind: str, docs: int) -> dict:
         # source's own documents stand for its input: its input is raw files, HTML among them
         text_from = run_dir / (previous or name) / "docs"
         row = {
-            "docs_in": counts["docs_in"],
+            "docs_in": StageStats.from_dict(counts).docs_in,
             "seconds": round(seconds[name], 2),
             "cpu_s": cpu.get(name),
             "server_cpu_s": server_cpu.get(name),

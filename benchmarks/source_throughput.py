@@ -193,6 +193,7 @@ def run_ours(corpus: Path, out: Path) -> None:
     """One timed run of our source stage (no Prefect); print its timing as one JSON line."""
     from pipeline.config import parse_config
     from pipeline.formats.documents import RunLayout
+    from pipeline.formats.ledger import Ledger
     from pipeline.stages.source import plan_units, source_unit
 
     config = parse_config(
@@ -213,13 +214,16 @@ def run_ours(corpus: Path, out: Path) -> None:
     stage = RunLayout(config.run_dir).stage("source").make()
     parts = [source_unit(unit, source, config, stage) for source in config.sources for unit in plan_units(source)]
     seconds = time.perf_counter() - start
+    ledger = Ledger("source")
+    for part in parts:
+        ledger.merge(Ledger.from_dict(part["ledger"]))
     print(
         json.dumps(
             {
                 "seconds": seconds,
                 "peak_rss_mib": peak_rss_mib(),
-                "docs_out": sum(p["ledger"]["docs_out"] for p in parts),
-                "quarantined": sum(sum(p["ledger"]["quarantined"].values()) for p in parts),
+                "docs_out": ledger.docs_out,
+                "quarantined": sum(ledger.quarantined.values()),
             }
         )
     )

@@ -20,6 +20,7 @@ from pipeline.config import RunConfig
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.mixture import MANIFEST_FILE, PLAN_FILE
+from pipeline.formats.stats import recorded_stats
 from pipeline.formats.tokens import file_sha256
 from pipeline.io.writer import read_json, write_text
 from pipeline.stages.registry import last_document_stage
@@ -95,13 +96,13 @@ def curation_summary(run: RunConfig, variant: str, labels: pl.DataFrame | None) 
     manifest = read_json(layout.root / "mix" / variant / MANIFEST_FILE)
     pool = pl.read_parquet(layout.root / "mix" / "documents.parquet")
     plan = pl.read_parquet(layout.root / "mix" / variant / PLAN_FILE)
-    stages = read_json(layout.manifest)["stages"]
+    stages = recorded_stats(read_json(layout.manifest))
     return {
         "run_dir": str(run.run_dir),
-        "funnel": {name: {"docs_in": s["docs_in"], "docs_out": s["docs_out"]} for name, s in stages.items()},
-        "documents_in": stages["source"]["docs_out"],
-        "documents_curated": stages[last_document_stage(stages)]["docs_out"],
-        "documents_mixed": stages["mix"]["train_documents"],
+        "funnel": {name: s.funnel() for name, s in stages.items()},
+        "documents_in": stages["source"].docs_out,
+        "documents_curated": stages[last_document_stage(stages)].docs_out,
+        "documents_mixed": stages["mix"].train_documents,
         "mixture": str(layout.root / "mix" / variant),
         "tokenizer_sha256": manifest["tokenizer"]["sha256"],
         "trained_on": trained_on(pool, plan, labels),

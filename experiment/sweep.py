@@ -32,6 +32,7 @@ from pipeline.config import RunConfig
 from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.mixture import MANIFEST_FILE
+from pipeline.formats.stats import recorded_stats
 from pipeline.io.writer import read_json, write_json
 
 COUNTS = ("non_embedding", "total")  # how N is counted: without the token embedding (Kaplan), with it
@@ -316,7 +317,7 @@ def sweep_curation(config: ExperimentConfig, runs: dict[str, RunConfig]) -> dict
     for name in config.sweep_names():
         mixtures = {budget: f"{name}-{budget_label(budget)}" for budget in config.sweep.tokens}
         layout = RunLayout(runs[mixtures[config.sweep.tokens[0]]].run_dir)
-        stages = read_json(layout.manifest)["stages"]
+        stages = recorded_stats(read_json(layout.manifest))
         budgets = {}
         for budget, mixture in mixtures.items():
             manifest = read_json(layout.root / "mix" / mixture / MANIFEST_FILE)
@@ -328,7 +329,7 @@ def sweep_curation(config: ExperimentConfig, runs: dict[str, RunConfig]) -> dict
             }
         info[name] = {
             "run_dir": str(layout.root),
-            "funnel": {stage: {"docs_in": s["docs_in"], "docs_out": s["docs_out"]} for stage, s in stages.items()},
+            "funnel": {stage: s.funnel() for stage, s in stages.items()},
             "budgets": budgets,
         }
     return info

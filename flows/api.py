@@ -33,6 +33,7 @@ from pipeline.api import (
 )
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import check_run_dir, run_lock
+from pipeline.formats.stats import StageStats
 from pipeline.stages.registry import REGISTRY, enabled_stages, input_stage
 from pipeline.stages.rerun import finished, open_run, plan_run, redone_before
 from pipeline.stages.run import RunFiles
@@ -117,10 +118,10 @@ def curate(
         else:
             from flows.curate import curate_flow
 
-            stats = curate_flow(config, ready)
+            stats = {stage: StageStats.from_dict(found) for stage, found in curate_flow(config, ready).items()}
     check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
     run = read_run(config.run_dir)
-    warn_emptied(run.counts())  # a stage that kept no document: loud, not a silent success
+    warn_emptied(run.files.stats)  # a stage that kept no document: loud, not a silent success
     _warn_stages(stats)
     return run
 
@@ -130,11 +131,11 @@ class StageWarning(UserWarning):
     measurements measured again, a validation split too small to measure."""
 
 
-def _warn_stages(stats: Mapping[str, dict]) -> None:
+def _warn_stages(stats: Mapping[str, StageStats]) -> None:
     import warnings
 
     for counts in stats.values():
-        for line in counts.get("warnings", []):
+        for line in counts.warnings or []:
             warnings.warn(line, StageWarning, stacklevel=3)
 
 
@@ -194,8 +195,9 @@ def run_stage(
         stats = stage_flow(stage, config, ready)
     if stage == "source":
         check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
-    warn_emptied({stage: stats})
-    _warn_stages({stage: stats})
+    typed = {stage: StageStats.from_dict(stats)}
+    warn_emptied(typed)
+    _warn_stages(typed)
     return stats
 
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -29,6 +30,9 @@ from pipeline.formats.configfile import ConfigError
 from pipeline.formats.ledger import LedgerError
 from pipeline.formats.manifest import check_run_dir, run_lock
 from pipeline.stages.rerun import finished, open_run
+
+if TYPE_CHECKING:
+    from pipeline.formats.stats import StageStats
 
 # Help text is printed as written: no rich markup, so `pip install -e '.[ray]'` and "[sweep]" keep
 # their brackets; on a wide terminal it uses up to 120 columns.
@@ -281,7 +285,7 @@ def _runner(kind: str, address: str | None, workers: int | None):
         return Runner(kind, address, workers, gil_on_processes=True)
 
 
-def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> dict:
+def _run(config: RunConfig, quiet: bool, runner=None, verbose: bool = False) -> dict[str, StageStats]:
     from flows.display import RunDisplay, interrupted_line
     from flows.runners import LOCAL, RunnerError, check_storage
     from pipeline.stages.registry import enabled_stages
@@ -350,13 +354,14 @@ def _stoppable(say_stopped) -> Iterator[None]:
         raise typer.Exit(stopped.code) from None
 
 
-def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
+def _curate(config: RunConfig, runner, display, verbose: bool) -> dict[str, StageStats]:
     """The curation flow of ``config`` on ``runner`` (on Prefect's temporary server when no
     PREFECT_API_URL is set), its progress on ``display`` (flows.display.RunDisplay); Prefect's
     info lines on the terminal only when ``verbose``."""
     from flows.runners import RunnerError, running_on
     from flows.runtime import LOADING, REPORT_MODULES, begin_server, configure_prefect, load_for, temporary_server
     from pipeline.formats.documents import RunLayout
+    from pipeline.formats.stats import StageStats
     from pipeline.stages.source import QuarantineError, check_quarantine
 
     stopping = (ConfigError, LedgerError, FileNotFoundError, RunnerError, QuarantineError)
@@ -380,7 +385,7 @@ def _curate(config: RunConfig, runner, display, verbose: bool) -> dict:
         run.enter_context(reporting(display))
         stats = curate_flow(config, ready)
         check_quarantine(RunLayout(config.run_dir).stage("source"), config)  # a source past its limit
-        return stats
+        return {stage: StageStats.from_dict(found) for stage, found in stats.items()}
 
 
 def _build_report(run_dir, after_run: bool = False, unchanged: bool = False):

@@ -35,6 +35,4 @@ def source_flow(config: RunConfig) -> dict:
     skipped = complete_before(stage.parts, [unit.name for unit, _ in work])
     futures = [source_unit_task.submit(unit, source, config, stage) for unit, source in work]
     parts = gather_parts(STAGE, futures, skipped)
-    stats = finish_source(config, stage, parts)
-    publish_stage(STAGE, stats)
-    return stats
+    return publish_stage(STAGE, finish_source(config, stage, parts))

@@ -276,8 +276,7 @@ class RunResults:
 
             {stage: c["docs_out"] for stage, c in read_run("runs/demo").counts().items()}
         """
-        keys = ("docs_in", "docs_out", "removed", "quarantined")
-        return {stage: {key: stats[key] for key in keys if key in stats} for stage, stats in self.files.stats.items()}
+        return {stage: stats.ledger_counts() for stage, stats in self.files.stats.items()}
 
     def removed(self, stage: str | None = None, rule: str | None = None) -> pl.DataFrame:
         """The documents ``stage`` removed (every stage's, in run order, when None), or those

@@ -26,6 +26,8 @@ import polars as pl
 from pipeline.dedup.clusters import RULE_EXACT, RULE_NEAR
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE
 from pipeline.formats.documents import MIX_CAUSES, MIX_NEAR_ID, MIX_RULE, RunLayout
+from pipeline.formats.ledger import Ledger
+from pipeline.formats.stats import StageStats
 from pipeline.io.storage import is_local
 from pipeline.io.writer import write_text
 from pipeline.licence import LicenceRule
@@ -148,13 +150,13 @@ def render(run: RunFiles) -> str:
     body = "".join(f'<section id="{key}"><h2>{esc(title)}</h2>{content}</section>' for key, title, content in sections)
     name = run.root.resolve().name
     stages = ", ".join(run.stages) or "none"
-    source = run.stats.get("source", {})
+    source = run.stats.get("source")
     last = run.last_document_stage
     summary = ""
     if source:
         summary = (
-            f"<p>{num(source.get('docs_in'), 'source.docs_in')} records read, "
-            f"{num(run.stats[last].get('docs_out'), f'{last}.docs_out')} curated documents "
+            f"<p>{num(source.docs_in, 'source.docs_in')} records read, "
+            f"{num(run.stats[last].docs_out, f'{last}.docs_out')} curated documents "
             f"(after stage {esc(last)}); seed {esc(run.seed)}.</p>"
         )
     unfair = unfair_rules(run.stats)
@@ -180,6 +182,11 @@ def _total(counts: dict | None) -> int:
     return int(sum((counts or {}).values()))
 
 
+def _ledger(ledgers: dict[str, Ledger], name: str) -> Ledger:
+    """The ledger of ``name`` (a language, a licence), all zeros where the stage counted none."""
+    return ledgers.get(name) or Ledger(name)
+
+
 def _mix_kept(run: RunFiles) -> tuple[int | None, int | None]:
     """Text bytes and tokens of the documents the mix stage passed on (train and validation)."""
     documents = run.mix_documents()
@@ -199,7 +206,7 @@ def _funnel(run: RunFiles) -> str:
         if stage in ("tokenize", "mix"):
             bytes_out = bytes_of.get(run.previous(stage) or "")
             if stage == "tokenize":
-                tokens_html = num(stats.get("tokens"), "tokenize.tokens")
+                tokens_html = num(stats.tokens, "tokenize.tokens")
             else:
                 mix_bytes, mix_tokens = _mix_kept(run)
                 bytes_out = mix_bytes if mix_bytes is not None else bytes_out
@@ -207,24 +214,22 @@ def _funnel(run: RunFiles) -> str:
         else:
             bytes_out = run.text_bytes(stage)
         bytes_of[stage] = bytes_out
-        reasons = Counter({**stats.get("removed", {}), **stats.get("quarantined", {})})
+        reasons = Counter({**stats.removed, **stats.quarantined})
         top = ", ".join(f"{esc(r)} {fmt(n)}" for r, n in reasons.most_common(3)) or "–"
         rows.append(
             [
                 f"<b>{esc(stage)}</b>",
-                num(stats.get("docs_in"), f"{stage}.docs_in"),
-                num(stats.get("docs_out"), f"{stage}.docs_out"),
-                num(_total(stats.get("removed")), f"{stage}.removed"),
-                num(_total(stats.get("quarantined")), f"{stage}.quarantined"),
-                share(stats.get("docs_out", 0), stats.get("docs_in", 0)),
+                num(stats.docs_in, f"{stage}.docs_in"),
+                num(stats.docs_out, f"{stage}.docs_out"),
+                num(_total(stats.removed), f"{stage}.removed"),
+                num(_total(stats.quarantined), f"{stage}.quarantined"),
+                share(stats.docs_out, stats.docs_in),
                 num(bytes_out),
                 tokens_html,
                 top,
             ]
         )
-        chart_rows.append(
-            (stage, stats.get("docs_out", 0), _total(stats.get("removed")), _total(stats.get("quarantined")), bytes_out)
-        )
+        chart_rows.append((stage, stats.docs_out, _total(stats.removed), _total(stats.quarantined), bytes_out))
     inputs = run.manifest.get("inputs", [])
     input_bytes = sum(int(f.get("bytes") or 0) for f in inputs)
     note = (
@@ -257,13 +262,13 @@ def _funnel(run: RunFiles) -> str:
 def _rule_table(run: RunFiles, stage: str, rules: list[tuple[str, str]]) -> str:
     """One row per rule: documents it removed (first rule), share, documents it would remove."""
     stats = run.stats[stage]
-    removed = stats.get("removed", {})
-    counts = stats.get("counts", {})
+    removed = stats.removed
+    counts = stats.counts or {}
     names = [name for name, _ in rules]
     names += [r for r in removed if r not in names]
     names += [key.split("|", 1)[1] for key in counts if key.startswith("fired|") and key.split("|", 1)[1] not in names]
     described = dict(rules)
-    docs_in = stats.get("docs_in", 0)
+    docs_in = stats.docs_in
     total_removed = _total(removed)
     rows = []
     for name in names:
@@ -297,16 +302,16 @@ def _anchor(stage: str, rule: str) -> str:
 def _per_source(run: RunFiles, stage: str) -> str:
     stats = run.stats[stage]
     rows = []
-    for source, counts in stats.get("sources", {}).items():
+    for source, counts in (stats.sources or {}).items():
         base = f"{stage}.sources.{source}"
-        reasons = ", ".join(f"{esc(r)} {fmt(n)}" for r, n in Counter(counts.get("removed", {})).most_common(3))
+        reasons = ", ".join(f"{esc(r)} {fmt(n)}" for r, n in counts.removed.most_common(3))
         rows.append(
             [
                 esc(source),
-                num(counts.get("docs_in"), f"{base}.docs_in"),
-                num(counts.get("docs_out"), f"{base}.docs_out"),
-                num(_total(counts.get("removed")), f"{base}.removed"),
-                share(_total(counts.get("removed")), counts.get("docs_in", 0)),
+                num(counts.docs_in, f"{base}.docs_in"),
+                num(counts.docs_out, f"{base}.docs_out"),
+                num(_total(counts.removed), f"{base}.removed"),
+                share(_total(counts.removed), counts.docs_in),
                 reasons or "–",
             ]
         )
@@ -404,9 +409,9 @@ def _stage_head(run: RunFiles, stage: str) -> str:
     stats = run.stats[stage]
     previous = run.previous(stage)
     return (
-        f"<p>{num(stats.get('docs_in'), f'{stage}.docs_in')} documents in (from {esc(previous or '–')}), "
-        f"{num(stats.get('docs_out'), f'{stage}.docs_out')} out, "
-        f"{num(_total(stats.get('removed')), f'{stage}.removed')} removed. "
+        f"<p>{num(stats.docs_in, f'{stage}.docs_in')} documents in (from {esc(previous or '–')}), "
+        f"{num(stats.docs_out, f'{stage}.docs_out')} out, "
+        f"{num(_total(stats.removed), f'{stage}.removed')} removed. "
         'A removed document counts under the first rule that fired; "would fire" counts every document a '
         "rule would have removed on its own.</p>"
     )
@@ -455,7 +460,7 @@ def _lang_stage(run: RunFiles) -> str:
     config = run.config
     rules = lang_rules(config) if config is not None else []
     out = [_stage_head(run, "lang"), _rule_table(run, "lang", rules), _per_source(run, "lang")]
-    counts = run.stats["lang"].get("removed", {})
+    counts = run.stats["lang"].removed
     removed_html = _removed_by_rule(run, "lang")
 
     near_html = {}
@@ -494,7 +499,7 @@ def _lang_stage(run: RunFiles) -> str:
 def _filter_stage(run: RunFiles) -> str:
     config = run.config
     stats = run.stats["filter"]
-    counts = stats.get("removed", {})
+    counts = stats.removed
     described, errors = filter_rules(config) if config is not None else ([], [])
     rules = [(r.name, text) for r, text in described]
     rules.append((EMPTY_AFTER_REWRITE, "text blank after line removals"))
@@ -525,7 +530,7 @@ def _filter_stage(run: RunFiles) -> str:
             f"{esc(scope.describe('all sources'))}.</p>"
         )
     out += [_rule_table(run, "filter", rules), _per_source(run, "filter")]
-    pii = {k: v for k, v in stats.get("counts", {}).items() if k.startswith("pii.") and "|" not in k}
+    pii = {k: v for k, v in (stats.counts or {}).items() if k.startswith("pii.") and "|" not in k}
     if pii:
         out.append(
             "<p>PII replaced by placeholders: "
@@ -625,7 +630,7 @@ def _size_bins(sizes: list[int]) -> tuple[list[str], list[int]]:
 
 def _dedup_stage(run: RunFiles) -> str:
     stats = run.stats["dedup"]
-    finding = stats.get("dedup", {})
+    finding = stats.dedup or {}
     config = run.config
     out = [_stage_head(run, "dedup")]
     cards = [
@@ -700,7 +705,7 @@ def _dedup_stage(run: RunFiles) -> str:
         if clusters is not None:
             kept_of = clusters.filter(pl.col("id").is_in(picked["id"].implode())).select("id", "kept_id")
             partner = {i: ("kept", k) for i, k in kept_of.iter_rows()}
-        counts = stats.get("removed", {})
+        counts = stats.removed
         removed_html = {
             r: _removed_examples(run, "dedup", picked, r, texts, partner) for r in picked["rule"].unique().to_list()
         }
@@ -708,8 +713,8 @@ def _dedup_stage(run: RunFiles) -> str:
     return "".join(out)
 
 
-def _largest_clusters(run: RunFiles, stats: dict, clusters: pl.DataFrame, previous: str | None) -> str:
-    listed = stats.get("largest_clusters")
+def _largest_clusters(run: RunFiles, stats: StageStats, clusters: pl.DataFrame, previous: str | None) -> str:
+    listed = stats.largest_clusters
     if listed:
         top = [(i, c["cluster"], c["size"], c["kept_id"]) for i, c in enumerate(listed[:LARGEST_CLUSTERS])]
     else:
@@ -753,10 +758,10 @@ def _largest_clusters(run: RunFiles, stats: dict, clusters: pl.DataFrame, previo
 
 def _lines_stage(run: RunFiles) -> str:
     stats = run.stats["lines"]
-    counts = stats.get("counts", {})
+    counts = stats.counts or {}
     out = [_stage_head(run, "lines")]
     cards = [("lines cut", "repeated_lines.lines_removed"), ("characters cut", "repeated_lines.chars_removed")]
-    found = stats.get("lines", {})
+    found = stats.lines or {}
     items = [
         f'<div class="card">{num(counts[key], f"lines.counts.{key}")}<span class="label">{esc(label)}</span></div>'
         for label, key in cards
@@ -823,8 +828,8 @@ def _lines_stage(run: RunFiles) -> str:
         out.append(
             _rule_blocks(
                 "lines",
-                list(stats.get("removed", {})),
-                stats.get("removed", {}),
+                list(stats.removed),
+                stats.removed,
                 {r: _removed_examples(run, "lines", picked, r, texts) for r in picked["rule"].unique().to_list()},
                 {},
             )
@@ -838,16 +843,16 @@ def _lines_stage(run: RunFiles) -> str:
 def _languages(run: RunFiles) -> str:
     if "lang" not in run.stats:
         return '<p class="note">The lang stage did not run: documents have no language.</p>'
-    before = run.stats["lang"].get("languages", {})
+    before = run.stats["lang"].languages or {}
     last = run.last_document_stage
-    after = run.stats[last].get("languages", {}) if last else {}
-    langs = sorted(set(before) | set(after), key=lambda code: (-before.get(code, {}).get("docs_in", 0), code))
-    total_before = sum(v.get("docs_in", 0) for v in before.values())
-    total_after = sum(v.get("docs_out", 0) for v in after.values())
+    after = (run.stats[last].languages if last else None) or {}
+    langs = sorted(set(before) | set(after), key=lambda code: (-_ledger(before, code).docs_in, code))
+    total_before = sum(v.docs_in for v in before.values())
+    total_after = sum(v.docs_out for v in after.values())
     rows = []
     for code in langs:
-        b = before.get(code, {}).get("docs_in", 0)
-        a = after.get(code, {}).get("docs_out", 0)
+        b = _ledger(before, code).docs_in
+        a = _ledger(after, code).docs_out
         rows.append(
             [
                 esc(code),
@@ -862,10 +867,10 @@ def _languages(run: RunFiles) -> str:
     rest = langs[TOP_LANGUAGES:]
     labels = shown + (["other"] if rest else [])
     series = {
-        "entering lang": [before.get(c, {}).get("docs_in", 0) for c in shown]
-        + ([sum(before.get(c, {}).get("docs_in", 0) for c in rest)] if rest else []),
-        f"curated (after {last})": [after.get(c, {}).get("docs_out", 0) for c in shown]
-        + ([sum(after.get(c, {}).get("docs_out", 0) for c in rest)] if rest else []),
+        "entering lang": [_ledger(before, c).docs_in for c in shown]
+        + ([sum(_ledger(before, c).docs_in for c in rest)] if rest else []),
+        f"curated (after {last})": [_ledger(after, c).docs_out for c in shown]
+        + ([sum(_ledger(after, c).docs_out for c in rest)] if rest else []),
     }
     chart = plots.grouped_bars("languages", "documents per language", labels, series, "documents") if labels else ""
     return (
@@ -890,7 +895,7 @@ def _fairness(run: RunFiles) -> str:
         f"its stage while it removes under {float(ENGLISH_SHARE):.0%} of English's ({ENGLISH}); a language with fewer "
         f"than {MIN_DOCUMENTS} documents into the stage is too few to judge, English too."
     )
-    if ENGLISH not in {code for stage in language_stages(run.stats) for code in run.stats[stage]["languages"]}:
+    if ENGLISH not in {code for stage in language_stages(run.stats) for code in run.stats[stage].languages}:
         how += " This run has no English documents, so no rule was checked."
     lines = "".join(f'<p class="warn">warning: {esc(u.line())}</p>' for u in found)
     return lines + f'<p class="note">{esc(how)}</p>'
@@ -908,10 +913,10 @@ def _language_funnel(run: RunFiles) -> str:
     numeric = set(range(1, len(stages) + 3))
 
     def row(code: str) -> list[str]:
-        ledgers = {stage: run.stats[stage]["languages"].get(code) for stage in stages}
-        docs_in = (ledgers[first] or {}).get("docs_in", 0)
+        ledgers = {stage: run.stats[stage].languages.get(code) for stage in stages}
+        docs_in = ledgers[first].docs_in if ledgers[first] else 0
         outs = [
-            num(ledger["docs_out"], f"{stage}.languages.{code}.docs_out") if ledger else num(0)
+            num(ledger.docs_out, f"{stage}.languages.{code}.docs_out") if ledger else num(0)
             for stage, ledger in ledgers.items()
         ]
         removed = [
@@ -920,13 +925,13 @@ def _language_funnel(run: RunFiles) -> str:
                 f"{num(n, f'{stage}.languages.{code}.removed.{rule}')}"
             )
             for stage, ledger in ledgers.items()
-            for rule, n in sorted((ledger or {}).get("removed", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+            for rule, n in sorted((ledger.removed if ledger else {}).items(), key=lambda kv: (-kv[1], kv[0]))
         ]
         return [
             esc(code),
             num(docs_in, f"{first}.languages.{code}.docs_in") if ledgers[first] else num(0),
             *outs,
-            share((ledgers[last] or {}).get("docs_out", 0), docs_in),
+            share(ledgers[last].docs_out if ledgers[last] else 0, docs_in),
             "<br>".join(removed) or "–",
         ]
 
@@ -934,8 +939,8 @@ def _language_funnel(run: RunFiles) -> str:
     shown = table(headers, [row(code) for code in codes[:TOP_LANGUAGES]], numeric=numeric)
     rest = codes[TOP_LANGUAGES:]
     if rest:
-        into = sum(run.stats[first]["languages"].get(code, {}).get("docs_in", 0) for code in rest)
-        out = sum(run.stats[last]["languages"].get(code, {}).get("docs_out", 0) for code in rest)
+        into = sum(_ledger(run.stats[first].languages, code).docs_in for code in rest)
+        out = sum(_ledger(run.stats[last].languages, code).docs_out for code in rest)
         shown += (
             f"<details><summary>the other {len(rest):,} languages ({fmt(into)} documents into {esc(first)}, "
             f"{fmt(out)} out of {esc(last)})</summary>"
@@ -957,12 +962,12 @@ def _language_funnel(run: RunFiles) -> str:
 
 
 def _licences(run: RunFiles) -> str:
-    if not run.stats.get("source", {}).get("licences"):
+    if "source" not in run.stats or not run.stats["source"].licences:
         return '<p class="note">The source stage recorded no licences (a run made before licences were kept).</p>'
     found = licence_table(run.stats)
     last = found["stage"]
-    tokens = run.stats.get("tokenize", {}).get("licences")
-    mixtures = run.stats.get("mix", {}).get("mixtures", {})
+    tokens = run.stats["tokenize"].licences if "tokenize" in run.stats else None
+    mixtures = (run.stats["mix"].mixtures if "mix" in run.stats else None) or {}
     rows = {name: _licence_row(run, last, name, row) for name, row in found["licences"].items()}
     headers = ["licence", "documents read", "removed by licence rules", f"curated ({last})", "kept"]
     headers += ["curated tokens"] if tokens else []
@@ -990,8 +995,9 @@ def _licences(run: RunFiles) -> str:
 
 def _licence_row(run: RunFiles, last: str, name: str, row: dict) -> list[str]:
     """A licence's cells, each number naming the stats it comes from."""
-    tokens = run.stats.get("tokenize", {}).get("licences")
-    removed = run.stats.get("filter", {}).get("licences", {}).get(name, {}).get("removed", {})
+    tokens = run.stats["tokenize"].licences if "tokenize" in run.stats else None
+    by_licence = (run.stats["filter"].licences if "filter" in run.stats else None) or {}
+    removed = by_licence[name].removed if name in by_licence else {}
     by_rule = [
         num(n, f"filter.licences.{name}.removed.{rule}") for rule, n in removed.items() if rule.startswith("licence.")
     ]
@@ -999,9 +1005,7 @@ def _licence_row(run: RunFiles, last: str, name: str, row: dict) -> list[str]:
         f'<span class="id">{esc(name)}</span>',
         num(row["read"], f"source.licences.{name}.docs_out"),
         " + ".join(by_rule) or num(0),
-        num(row["curated"], f"{last}.licences.{name}.docs_out")
-        if name in run.stats[last].get("licences", {})
-        else num(0),
+        num(row["curated"], f"{last}.licences.{name}.docs_out") if name in (run.stats[last].licences or {}) else num(0),
         share(row["curated"], row["read"]),
     ]
     if tokens:
@@ -1043,8 +1047,8 @@ def _mixtures(run: RunFiles) -> str:
         out.append('<p class="note">The mix stage did not run.</p>')
         return "".join(out)
     out.append(_mix_cards(mix))
-    out.extend(f'<p class="warn">warning: {esc(line)}</p>' for line in mix.get("warnings", []))
-    for name, summary in mix.get("mixtures", {}).items():
+    out.extend(f'<p class="warn">warning: {esc(line)}</p>' for line in mix.warnings or [])
+    for name, summary in (mix.mixtures or {}).items():
         manifest = {}
         path = run.root / "mix" / name / "manifest.json"
         if path.is_file():
@@ -1053,36 +1057,36 @@ def _mixtures(run: RunFiles) -> str:
         out.append(_mixture_groups(name, summary, manifest))
     weights = _effective_weights(mix)
     if weights:
-        out.append(_weights_plot(weights, list(mix.get("mixtures", {}))))
+        out.append(_weights_plot(weights, list(mix.mixtures or {})))
     removed = run.removed("mix")
     if removed.height:
         out.append(_mix_removed(run, mix, removed))
     return "".join(out)
 
 
-def _tokenize_line(tok: dict) -> str:
+def _tokenize_line(tok: StageStats) -> str:
     """The tokenize stage's tokens, documents and tokenizer."""
-    info = tok.get("tokenizer", {})
+    info = tok.tokenizer or {}
     return (
-        f"<p>Tokenize: {num(tok.get('tokens'), 'tokenize.tokens')} tokens in "
-        f"{num(tok.get('docs_out'), 'tokenize.docs_out')} documents, vocabulary "
+        f"<p>Tokenize: {num(tok.tokens, 'tokenize.tokens')} tokens in "
+        f"{num(tok.docs_out, 'tokenize.docs_out')} documents, vocabulary "
         f"{num(info.get('vocab_size'), 'tokenize.tokenizer.vocab_size')} "
         f"(tokenizer sha256 <code>{esc(str(info.get('sha256', ''))[:16])}…</code>).</p>"
     )
 
 
-def _mix_cards(mix: dict) -> str:
+def _mix_cards(mix: StageStats) -> str:
     """The mix stage's training and validation documents, what it dropped and the pool's tokens."""
-    contaminated = _total(mix.get("removed"))
+    contaminated = _total(mix.removed)
     return (
         '<div class="cards">'
-        f'<div class="card">{num(mix.get("train_documents"), "mix.train_documents")}'
+        f'<div class="card">{num(mix.train_documents, "mix.train_documents")}'
         '<span class="label">training documents</span></div>'
-        f'<div class="card">{num(mix.get("validation_documents"), "mix.validation_documents")}'
+        f'<div class="card">{num(mix.validation_documents, "mix.validation_documents")}'
         '<span class="label">validation documents</span></div>'
         f'<div class="card">{num(contaminated, "mix.removed")}'
         '<span class="label">dropped: near-duplicates of validation</span></div>'
-        f'<div class="card">{num(mix.get("tokens_in"), "mix.tokens_in")}'
+        f'<div class="card">{num(mix.tokens_in, "mix.tokens_in")}'
         '<span class="label">tokens in the pool</span></div></div>'
     )
 
@@ -1153,10 +1157,10 @@ def _mixture_groups(name: str, summary: dict, manifest: dict) -> str:
     return table(MIXTURE_COLUMNS, rows, numeric=set(range(1, 12)))
 
 
-def _effective_weights(mix: dict) -> dict[str, dict[str, float]]:
+def _effective_weights(mix: StageStats) -> dict[str, dict[str, float]]:
     """``{group: {mixture: effective weight}}`` over the mix stage's mixtures."""
     weights: dict[str, dict[str, float]] = {}
-    for name, summary in mix.get("mixtures", {}).items():
+    for name, summary in (mix.mixtures or {}).items():
         for group, row in summary.get("groups", {}).items():
             weights.setdefault(group, {})[name] = row.get("effective_weight", 0.0)
     return weights
@@ -1174,7 +1178,7 @@ def _weights_plot(weights: dict[str, dict[str, float]], names: list[str]) -> str
     )
 
 
-def _mix_removed(run: RunFiles, mix: dict, removed: pl.DataFrame) -> str:
+def _mix_removed(run: RunFiles, mix: StageStats, removed: pl.DataFrame) -> str:
     """The mix stage's dropped documents per rule, with seeded examples and what caused each."""
     documents = run.mix_documents()
     picked = _sample(removed, EXAMPLES, run.seed)
@@ -1183,7 +1187,7 @@ def _mix_removed(run: RunFiles, mix: dict, removed: pl.DataFrame) -> str:
     if documents is not None and MIX_NEAR_ID in documents.columns:
         near = documents.filter(pl.col("id").is_in(picked["id"].implode())).select("id", MIX_RULE, MIX_NEAR_ID)
         partner = {i: (MIX_CAUSES.get(rule, rule), other) for i, rule, other in near.iter_rows() if other}
-    counts = mix.get("removed", {})
+    counts = mix.removed
     return _rule_blocks(
         "mix",
         list(counts),
@@ -1200,19 +1204,19 @@ def _quarantine(run: RunFiles) -> str:
     source = run.stats.get("source")
     if not source:
         return '<p class="note">The source stage has no stats.json.</p>'
-    reasons = source.get("quarantined", {})
+    reasons = source.quarantined
     total = _total(reasons)
     out = [
         f"<p>{num(total, 'source.quarantined')} records could not be read "
-        f"({share(total, source.get('docs_in', 0), 2)} of {num(source.get('docs_in'), 'source.docs_in')}).</p>"
+        f"({share(total, source.docs_in, 2)} of {num(source.docs_in, 'source.docs_in')}).</p>"
     ]
-    by_source = source.get("sources", {})
+    by_source = source.sources or {}
     rows = []
     for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
         where = ", ".join(
-            f"{esc(s)} {num(c['quarantined'][reason], f'source.sources.{s}.quarantined.{reason}')}"
+            f"{esc(s)} {num(c.quarantined[reason], f'source.sources.{s}.quarantined.{reason}')}"
             for s, c in by_source.items()
-            if reason in c.get("quarantined", {})
+            if reason in c.quarantined
         )
         rows.append([esc(reason), num(n, f"source.quarantined.{reason}"), share(n, total), where])
     out.append(table(["reason", "records", "share", "per source"], rows, numeric={1, 2}))

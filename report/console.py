@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.formats.escape import CONTROL, visible
+from pipeline.formats.stats import StageStats
 
 
 def printable(text: str) -> str:
@@ -78,21 +79,21 @@ def print_run_plan(out: Console, config, new_run: bool = False) -> None:
         say(out, line)
 
 
-def print_funnel(out: Console, stats: dict[str, dict]) -> None:
+def print_funnel(out: Console, stats: dict[str, StageStats]) -> None:
     """Documents in and out of each stage of a run, with the top reasons for what left."""
     table = Table(title="documents through the stages")
     for column in ("stage", "in", "out", "removed", "quarantined", "top reasons"):
         table.add_column(column, justify="left" if column in ("stage", "top reasons") else "right")
     for stage, counts in stats.items():
-        reasons = sorted({**counts["removed"], **counts["quarantined"]}.items(), key=lambda kv: -kv[1])
+        reasons = sorted({**counts.removed, **counts.quarantined}.items(), key=lambda kv: -kv[1])
         table.add_row(
             shown(stage),
-            str(counts["docs_in"]),
-            str(counts["docs_out"]),
-            str(sum(counts["removed"].values())),
-            str(sum(counts["quarantined"].values())),
+            str(counts.docs_in),
+            str(counts.docs_out),
+            str(sum(counts.removed.values())),
+            str(sum(counts.quarantined.values())),
             shown(", ".join(f"{r} {n}" for r, n in reasons[:3]) or "-"),
-            style="bold red" if counts["docs_in"] and not counts["docs_out"] else None,  # kept nothing
+            style="bold red" if counts.docs_in and not counts.docs_out else None,  # kept nothing
         )
     out.print(table)
 
@@ -102,7 +103,7 @@ def print_warning(out: Console, line: str, style: str = "yellow") -> None:
     out.print(Text.assemble(("warning:", style), " ", shown(line)), highlight=False, soft_wrap=True)
 
 
-def print_language_warnings(out: Console, stats: dict[str, dict]) -> None:
+def print_language_warnings(out: Console, stats: dict[str, StageStats]) -> None:
     """One line per rule that removes far more of a language than of English
     (report.languages.unfair_rules), labelled ``warning:`` as the CLI's warnings are."""
     from report.languages import unfair_rules
@@ -111,22 +112,22 @@ def print_language_warnings(out: Console, stats: dict[str, dict]) -> None:
         print_warning(out, unfair.line())
 
 
-def print_stage_warnings(out: Console, stats: dict[str, dict]) -> None:
+def print_stage_warnings(out: Console, stats: dict[str, StageStats]) -> None:
     """The ``warnings`` of every stage's stats but the mix stage's (:func:`print_mixtures` prints
     those), one ``warning:`` line each: stored measurements that were measured again."""
     for stage, counts in stats.items():
-        if stage == "mix" or not isinstance(counts, dict):
+        if stage == "mix":
             continue
-        for line in counts.get("warnings", []):
+        for line in counts.warnings or []:
             print_warning(out, line)
 
 
-def print_mixtures(out: Console, stats: dict) -> None:
+def print_mixtures(out: Console, stats: StageStats) -> None:
     """Per mixture and group: tokens available and taken, epochs, effective weight, held-out tokens;
     then the stage's warnings (a validation split too small to measure)."""
-    removed = stats["removed"]
+    removed = stats.removed
     table = Table(
-        title=f"mixtures ({stats['train_documents']} training and {stats['validation_documents']} "
+        title=f"mixtures ({stats.train_documents} training and {stats.validation_documents} "
         f"validation documents; dropped: {removed.get('validation_near_duplicate', 0)} "
         f"near-duplicates of validation; for excluded texts {removed.get('reference_id', 0)} "
         f"by id, {removed.get('reference_near_duplicate', 0)} near-duplicates, "
@@ -134,7 +135,7 @@ def print_mixtures(out: Console, stats: dict) -> None:
     )
     for column in ("mixture", "group", "tokens available", "tokens taken", "epochs", "weight", "validation tokens"):
         table.add_column(column, justify="left" if column in ("mixture", "group") else "right")
-    for name, mixture in stats["mixtures"].items():
+    for name, mixture in (stats.mixtures or {}).items():
         for group, row in mixture["groups"].items():
             table.add_row(
                 shown(name),
@@ -147,31 +148,31 @@ def print_mixtures(out: Console, stats: dict) -> None:
             )
         table.add_row(shown(name), "all", "", f"{mixture['tokens_taken']:,}", "", "", "", style="bold")
     out.print(table)
-    for line in stats.get("warnings", []):
+    for line in stats.warnings or []:
         print_warning(out, line)
 
 
-def print_sources(out: Console, stats: dict) -> None:
+def print_sources(out: Console, stats: StageStats) -> None:
     """The source stage's documents per source: files, in, out and quarantined by reason."""
     table = Table(title="source stage: documents per source")
     for column in ("source", "files", "in", "out", "quarantined", "quarantined by reason"):
         table.add_column(column, justify="left" if column in ("source", "quarantined by reason") else "right")
-    for name, counts in stats["sources"].items():
-        reasons = ", ".join(f"{reason} {n}" for reason, n in counts["quarantined"].items())
+    for name, counts in (stats.sources or {}).items():
+        reasons = ", ".join(f"{reason} {n}" for reason, n in counts.quarantined.items())
         table.add_row(
             shown(name),
-            str(counts["files"]),
-            str(counts["docs_in"]),
-            str(counts["docs_out"]),
-            str(sum(counts["quarantined"].values())),
+            str(counts.files),
+            str(counts.docs_in),
+            str(counts.docs_out),
+            str(sum(counts.quarantined.values())),
             shown(reasons or "-"),
         )
     table.add_row(
         "all",
         "",
-        str(stats["docs_in"]),
-        str(stats["docs_out"]),
-        str(sum(stats["quarantined"].values())),
+        str(stats.docs_in),
+        str(stats.docs_out),
+        str(sum(stats.quarantined.values())),
         "",
         style="bold",
     )

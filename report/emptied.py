@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pipeline.formats.stats import StageStats
 from pipeline.lang import RULE_LOW_SCORE, RULE_NOT_KEPT
 from pipeline.licence import LicenceRule
 
@@ -61,20 +62,16 @@ class EmptiedStage:
         return f"the {self.stage} stage kept none of {entered} that entered it: {rules}{fix}"
 
 
-def emptied_stages(stats: Mapping[str, dict]) -> list[EmptiedStage]:
+def emptied_stages(stats: Mapping[str, StageStats]) -> list[EmptiedStage]:
     """The stages, in run order, that took documents and kept none."""
-    found = []
-    for stage, counts in stats.items():
-        docs_in, docs_out = counts.get("docs_in"), counts.get("docs_out")
-        if not isinstance(docs_in, int) or not docs_in or docs_out != 0:
-            continue
-        found.append(
-            EmptiedStage(stage, docs_in, _most_first(counts.get("removed")), _most_first(counts.get("quarantined")))
-        )
-    return found
+    return [
+        EmptiedStage(stage, counts.docs_in, _most_first(counts.removed), _most_first(counts.quarantined))
+        for stage, counts in stats.items()
+        if counts.docs_in and counts.docs_out == 0
+    ]
 
 
-def print_emptied(out, stats: Mapping[str, dict]) -> None:
+def print_emptied(out, stats: Mapping[str, StageStats]) -> None:
     """One loud ``warning:`` line per stage that kept no document (on ``out``, a rich Console)."""
     from report.console import print_warning
 
@@ -82,7 +79,7 @@ def print_emptied(out, stats: Mapping[str, dict]) -> None:
         print_warning(out, stage.line(), style="bold red")
 
 
-def warn_emptied(stats: Mapping[str, dict]) -> None:
+def warn_emptied(stats: Mapping[str, StageStats]) -> None:
     """An :class:`EmptiedStageWarning` per stage that kept no document (the Python API's run)."""
     import warnings
 

@@ -46,6 +46,8 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.formats.documents import LICENCE, MIX_NEAR_ID, MIX_RULE, UNKNOWN, mix_cause
+from pipeline.formats.ledger import Ledger
+from pipeline.formats.stats import StageStats
 from pipeline.io.storage import scan_parquet
 from pipeline.stages.registry import last_document_stage
 from pipeline.stages.run import RunFiles
@@ -348,29 +350,33 @@ def run_licences(run_dir: str | Path) -> dict:
     return licence_table(RunFiles.open(run_dir).stats)
 
 
-def licence_table(stats: Mapping[str, dict]) -> dict:
+def licence_table(stats: Mapping[str, StageStats]) -> dict:
     """Per licence, from a run's stats by stage: documents read (``read``), removed by the filter
     stage's licence rules (``removed_by_rule``), curated (``curated``, the last document stage's
     output), curated tokens (``tokens``, when the tokenize stage ran) and each mixture's training
     tokens (``mixtures``); licences by documents read, most first. Keys: ``stage`` (the last
     document stage) and ``licences``."""
     last = last_document_stage(stats)
-    source = stats.get("source", {}).get("licences", {})
-    after = stats.get(last, {}).get("licences", {})
-    rules = stats.get("filter", {}).get("licences", {})
-    tokens = stats.get("tokenize", {}).get("licences")
-    mixtures = stats.get("mix", {}).get("mixtures", {})
+    source, after, rules = (_licences(stats, stage) for stage in ("source", last, "filter"))
+    tokens = stats["tokenize"].licences if "tokenize" in stats else None
+    mixtures = (stats["mix"].mixtures if "mix" in stats else None) or {}
+    read = {name: ledger.docs_out for name, ledger in source.items()}
     found = {}
-    for name in sorted(set(source) | set(after), key=lambda n: (-source.get(n, {}).get("docs_out", 0), n)):
-        removed = rules.get(name, {}).get("removed", {})
+    for name in sorted(set(source) | set(after), key=lambda n: (-read.get(n, 0), n)):
+        removed = rules[name].removed if name in rules else {}
         found[name] = {
-            "read": source.get(name, {}).get("docs_out", 0),
+            "read": read.get(name, 0),
             "removed_by_rule": sum(n for rule, n in removed.items() if rule.startswith("licence.")),
-            "curated": after.get(name, {}).get("docs_out", 0),
+            "curated": after[name].docs_out if name in after else 0,
             "tokens": tokens.get(name, {}).get("tokens", 0) if tokens is not None else None,
             "mixtures": {m: summary.get("licences", {}).get(name, 0) for m, summary in mixtures.items()},
         }
     return {"stage": last, "licences": found}
+
+
+def _licences(stats: Mapping[str, StageStats], stage: str) -> dict[str, Ledger]:
+    """The ledger per licence of ``stage`` (none where it did not run or counted none)."""
+    return (stats[stage].licences if stage in stats else None) or {}
 
 
 def top_licences(licences: Mapping[str, dict], top: int | None = TOP_LICENCES) -> tuple[dict[str, dict], dict | None]:

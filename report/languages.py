@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from pipeline.dedup.clusters import RULE_EXACT
+from pipeline.formats.ledger import Ledger
+from pipeline.formats.stats import StageStats
 from pipeline.lang import RULE_NOT_KEPT
 from pipeline.licence import LicenceRule
 
@@ -68,41 +70,41 @@ class UnfairRule:
         )
 
 
-def language_stages(stats: Mapping[str, dict]) -> list[str]:
+def language_stages(stats: Mapping[str, StageStats]) -> list[str]:
     """The stages, in run order, whose stats count documents per language."""
-    return [stage for stage, counts in stats.items() if counts.get("languages")]
+    return [stage for stage, counts in stats.items() if counts.languages]
 
 
-def languages_by_documents(stats: Mapping[str, dict]) -> list[str]:
+def languages_by_documents(stats: Mapping[str, StageStats]) -> list[str]:
     """Every language code of the run, most documents into the first stage that counts them first
     (then by code)."""
     stages = language_stages(stats)
     if not stages:
         return []
-    first = stats[stages[0]]["languages"]
-    codes = {code for stage in stages for code in stats[stage]["languages"]}
-    return sorted(codes, key=lambda code: (-first.get(code, {}).get("docs_in", 0), code))
+    first = stats[stages[0]].languages
+    codes = {code for stage in stages for code in stats[stage].languages}
+    return sorted(codes, key=lambda code: (-(first[code].docs_in if code in first else 0), code))
 
 
-def unfair_rules(stats: Mapping[str, dict]) -> list[UnfairRule]:
+def unfair_rules(stats: Mapping[str, StageStats]) -> list[UnfairRule]:
     """The (rule, language) pairs of the run's ``stats`` (stage name -> its stats.json) that a rule
     removes far more of than of English (module docstring), in stage order, the largest share first."""
     found = []
     for stage in language_stages(stats):
         if stage not in JUDGED_STAGES:
             continue
-        languages = stats[stage]["languages"]
-        english = languages.get(ENGLISH, {})
-        english_in = english.get("docs_in", 0)
+        languages = stats[stage].languages
+        english = languages.get(ENGLISH, Ledger(stage))
+        english_in = english.docs_in
         if english_in < MIN_DOCUMENTS:
             continue
         flagged = []
         for lang, ledger in languages.items():
-            docs_in = ledger.get("docs_in", 0)
+            docs_in = ledger.docs_in
             if lang == ENGLISH or docs_in < MIN_DOCUMENTS:
                 continue
-            for rule, removed in ledger.get("removed", {}).items():
-                english_removed = english.get("removed", {}).get(rule, 0)
+            for rule, removed in ledger.removed.items():
+                english_removed = english.removed.get(rule, 0)
                 if (
                     rule not in CHOSEN | FLAGS
                     and removed > UNFAIR_SHARE * docs_in

@@ -17,6 +17,7 @@ import numpy as np
 
 from experiment.scaling import PARAMETERS, ScalingFit
 from experiment.sweep import residuals, rms
+from pipeline.formats.stats import DOCS_IN, DOCS_OUT
 from report.experiment import PALETTE, write_results_page
 from report.html import esc, fmt, table
 from report.plots import STYLE, _figure, to_svg
@@ -339,8 +340,8 @@ def _curation_table(results: dict) -> str:
         rows.append(
             [
                 esc(variant),
-                _num(f"{ref}.funnel.{next(iter(funnel))}.docs_in", first["docs_in"], 0),
-                _num(f"{ref}.funnel.{list(funnel)[-1]}.docs_out", last["docs_out"], 0),
+                _num(f"{ref}.funnel.{next(iter(funnel))}.{DOCS_IN}", first[DOCS_IN], 0),
+                _num(f"{ref}.funnel.{list(funnel)[-1]}.{DOCS_OUT}", last[DOCS_OUT], 0),
                 _num(f"{ref}.budgets.{any_budget}.tokens_available", pool, 0),
                 budgets,
             ]

@@ -21,6 +21,7 @@ from warcio.warcwriter import WARCWriter
 
 from pipeline.config import RunConfig, parse_config
 from pipeline.formats.documents import RunLayout
+from pipeline.formats.stats import StageStats
 from pipeline.stages.source import plan_units, source_unit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,7 +146,7 @@ def run_units(config: RunConfig) -> list[dict]:
     return [source_unit(unit, source, config, stage) for source in config.sources for unit in plan_units(source)]
 
 
-def source_run(config: RunConfig) -> dict:
+def source_run(config: RunConfig) -> StageStats:
     """The source stage as a run makes it (its units, stats.json and the manifest), without
     Prefect; return its stats."""
     from pipeline.stages.rerun import open_run
@@ -296,9 +297,10 @@ def curate_in_process(config: RunConfig) -> dict[str, dict]:
             stage = layout.stage(name).make()
             inputs = recorded_outputs(config.run_dir, previous)  # as flows.stages reads them
             shard_parts = [stage_unit(name, path, stage, config) for path in inputs]
-            stats[name] = finish_stage(name, previous, config, shard_parts)
+            stats[name] = finish_stage(name, previous, config, shard_parts).to_dict()
         else:
-            stats[name] = whole[name](previous, config)
+            found = whole[name](previous, config)
+            stats[name] = found.to_dict() if isinstance(found, StageStats) else found
         if REGISTRY[name].documents:
             previous = name
     return stats

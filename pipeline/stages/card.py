@@ -20,6 +20,7 @@ import yaml
 
 from pipeline.formats.documents import UNKNOWN
 from pipeline.formats.escape import cell, code, code_block, inline
+from pipeline.formats.ledger import Ledger
 from pipeline.formats.mixture import CARD_FILE
 from pipeline.io.writer import write_text
 from pipeline.licence import licence_parts
@@ -74,11 +75,11 @@ def hub_licences(licences) -> tuple[list[str], list[str]]:
     return sorted(hub) or [UNKNOWN], sorted(other)
 
 
-def card_languages(languages: dict) -> tuple[list[str], list[str]]:
+def card_languages(languages: dict[str, Ledger]) -> tuple[list[str], list[str]]:
     """The language codes of the curated documents (a stage's ``languages`` ledgers) with at least
     :data:`MIN_LANGUAGE_SHARE` of them, for the header, and the others (a few documents each:
     mostly language ID's mistakes on short or mixed text), for the body."""
-    counts = {code: v.get("docs_out", 0) for code, v in languages.items() if code != "und" and v.get("docs_out")}
+    counts = {code: v.docs_out for code, v in languages.items() if code != "und" and v.docs_out}
     total = sum(counts.values())
     listed = sorted(code for code, n in counts.items() if n >= MIN_LANGUAGE_SHARE * total)
     return listed, sorted(set(counts) - set(listed))
@@ -121,11 +122,11 @@ def _share(part: int, whole: int) -> str:
 def render_card(run: RunFiles, name: str) -> str:
     """The dataset card of mixture ``name`` of ``run``, as Markdown with a YAML header."""
     mixture = run.mixture_manifest(name)
-    manifest, stats = run.manifest, run.stats
+    manifest = run.manifest
     licences = mixture.get("licences", {})
     hub, other = hub_licences(licences)
     train_docs = sum(g.get("documents_taken", 0) for g in mixture["groups"].values())
-    languages, _ = card_languages(stats.get(run.last_document_stage or "", {}).get("languages", {}))
+    languages, _ = card_languages(_curated_languages(run))
     header = {
         "license": hub[0] if len(hub) == 1 else hub,
         **({"license_name": ", ".join(other)} if other else {}),
@@ -169,10 +170,16 @@ def _summary(run: RunFiles, name: str, mixture: dict) -> str:
     )
 
 
+def _curated_languages(run: RunFiles) -> dict[str, Ledger]:
+    """The language ledgers of the run's last document stage (none where it counted none)."""
+    last = run.stats.get(run.last_document_stage or "")
+    return (last.languages if last else None) or {}
+
+
 def _languages_line(run: RunFiles) -> str:
     if "lang" not in run.stats:
         return ""
-    listed, others = card_languages(run.stats.get(run.last_document_stage or "", {}).get("languages", {}))
+    listed, others = card_languages(_curated_languages(run))
     line = f"\nLanguages of the curated documents (lang stage), each at least {MIN_LANGUAGE_SHARE:.1%} of them: "
     line += inline(", ".join(listed)) or "none"
     if others:
@@ -221,19 +228,20 @@ def _licences(mixture: dict) -> str:
 
 
 def _sources(run: RunFiles) -> str:
-    source_stats = run.stats.get("source", {})
+    source_stats = run.stats.get("source")
+    read_by_source = (source_stats.sources if source_stats else None) or {}
     rows = []
     for src in _config(run).get("sources", []):
-        counts = source_stats.get("sources", {}).get(src.get("name"), {})
+        counts = read_by_source.get(src.get("name"))
         licence, field = src.get("licence", UNKNOWN), src.get("licence_field")
         declared = f"field {code(field)}, else {code(licence)}" if field else code(licence)
         rows.append(
             [
                 inline(src.get("name")),
                 inline(src.get("reader")),
-                _n(counts.get("files")),
-                _n(counts.get("docs_in")),
-                _n(counts.get("docs_out")),
+                _n(counts.files if counts else None),
+                _n(counts.docs_in if counts else None),
+                _n(counts.docs_out if counts else None),
                 declared,
             ]
         )
@@ -245,8 +253,8 @@ def _sources(run: RunFiles) -> str:
         if len(inputs) > LISTED_INPUTS
         else ""
     )
-    read = source_stats.get("licences", {})
-    by_licence = [[code(k), _n(v.get("docs_out"))] for k, v in read.items()]
+    read = (source_stats.licences if source_stats else None) or {}
+    by_licence = [[code(k), _n(v.docs_out)] for k, v in read.items()]
     return (
         "## Sources\n\n"
         + _table(["source", "reader", "files", "records", "documents read", "licence"], rows)
@@ -265,16 +273,16 @@ def _steps(run: RunFiles) -> str:
         "`<stage>/removed/*.parquet` name every removed document and its rule).\n"
     ]
     for stage, stats in run.stats.items():
-        removed = sorted(stats.get("removed", {}).items(), key=lambda item: (-item[1], item[0]))
-        quarantined = sum(stats.get("quarantined", {}).values())
+        removed = sorted(stats.removed.items(), key=lambda item: (-item[1], item[0]))
+        quarantined = sum(stats.quarantined.values())
         line = (
-            f"\n### {inline(stage)}\n\n{_n(stats.get('docs_in'))} documents in, {_n(stats.get('docs_out'))} out, "
+            f"\n### {inline(stage)}\n\n{_n(stats.docs_in)} documents in, {_n(stats.docs_out)} out, "
             f"{_n(sum(n for _, n in removed))} removed"
             + (f", {_n(quarantined)} quarantined (unreadable records)" if quarantined else "")
             + ".\n"
         )
         if removed:
-            rows = [[code(rule), _n(n), _share(n, stats.get("docs_in", 0))] for rule, n in removed[:TOP_RULES]]
+            rows = [[code(rule), _n(n), _share(n, stats.docs_in)] for rule, n in removed[:TOP_RULES]]
             line += "\n" + _table(["rule", "documents", "share of the stage's input"], rows)
             if len(removed) > TOP_RULES:
                 line += f"\nand {len(removed) - TOP_RULES} more rules (the stage's `stats.json`).\n"
@@ -340,7 +348,7 @@ def _tokenizer(run: RunFiles, mixture: dict) -> str:
 
 
 def _held_out(run: RunFiles, mixture: dict) -> str:
-    mix = run.stats.get("mix", {})
+    mix = run.stats.get("mix")
     settings = _config(run).get("mix")
     held_docs = sum(g.get("validation_documents", 0) for g in mixture["groups"].values())
     held_tokens = sum(g.get("validation_tokens", 0) for g in mixture["groups"].values())
@@ -354,14 +362,14 @@ def _held_out(run: RunFiles, mixture: dict) -> str:
             f" Fraction {settings.get('validation_fraction')} per group, at most "
             f"{_n(settings.get('validation_max_docs'))} documents per group."
         )
-    removed = mix.get("removed", {})
+    removed = mix.removed if mix else {}
     if settings is not None and settings.get("decontaminate"):
         lines.append(
             f" Training documents that near-duplicate a validation document (MinHash, Jaccard at least "
             f"{settings.get('contamination_threshold')}) were dropped: "
             f"{_n(removed.get('validation_near_duplicate', 0))}."
         )
-    exclusion = mix.get("exclusion") or {}
+    exclusion = (mix.exclusion if mix else None) or {}
     if exclusion:
         lines.append(
             f" Before the split, documents holding text of {_n(exclusion.get('texts'))} excluded reference texts "

@@ -20,6 +20,7 @@ from pipeline.formats.configfile import ConfigError, validate_model
 from pipeline.formats.documents import REMOVED_SCHEMA, RunLayout
 from pipeline.formats.manifest import MANIFEST_KEYS, stage_outputs, stage_own_files
 from pipeline.formats.mixture import MANIFEST_FILE, PLAN_FILE
+from pipeline.formats.stats import StageStats
 from pipeline.io.storage import LocationError, as_path, is_file, parquet_file, read_parquet, scan_parquet
 from pipeline.stages.registry import STAGES, document_stages
 
@@ -84,7 +85,7 @@ def damaged_file(run_dir: str | Path) -> RunFileError | None:
             try:
                 if path.suffix == ".json":
                     if path.is_file():
-                        json.loads(path.read_text(encoding="utf-8"))
+                        StageStats.read(path)
                 else:
                     parquet_file(path).metadata  # noqa: B018 (reading the footer is the check)
             except Exception as error:
@@ -180,14 +181,14 @@ class RunFiles:
     # ---- what ran ---------------------------------------------------------------------------
 
     @cached_property
-    def stats(self) -> dict[str, dict]:
+    def stats(self) -> dict[str, StageStats]:
         """Each finished stage's stats.json, in run order."""
         found = {}
         for stage in ALL_STAGES:
             path = self.root / stage / "stats.json"
             if path.is_file():
                 try:
-                    found[stage] = _read_json(path)
+                    found[stage] = StageStats.read(path)
                 except ValueError as error:  # truncated or not JSON: one line naming it and the fix
                     raise RunFileError(_damaged_line(self.root, path, stage, error)) from None
         return found
@@ -320,7 +321,8 @@ class RunFiles:
         return read_parquet(path) if path.is_file() else None
 
     def mixture_names(self) -> list[str]:
-        names = list(self.stats.get("mix", {}).get("mixtures", {}))
+        mix = self.stats.get("mix")
+        names = list(mix.mixtures or {}) if mix else []
         return [n for n in names if (self.root / "mix" / n / MANIFEST_FILE).is_file()]
 
     def mixture_manifest(self, name: str) -> dict:

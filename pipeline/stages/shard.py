@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -21,6 +22,7 @@ from pipeline.config import RunConfig
 from pipeline.formats.documents import LICENCE, REMOVED_SCHEMA, UNKNOWN, RunLayout, StageDir
 from pipeline.formats.ledger import Ledger, LedgerError
 from pipeline.formats.manifest import OUTPUT_SUFFIX, record_stage, remove_stage_outputs, stage_own_files
+from pipeline.formats.stats import StageStats, docs_handed_over
 from pipeline.formats.step import Step, docs_table
 from pipeline.io.storage import as_path, parquet_file, read_table
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
@@ -216,7 +218,7 @@ def check_stage_outputs(stage_name: str, stage: StageDir, parts: list[dict]) -> 
             _rows([stage.removed / p["removed"] for p in parts if p.get("removed")]),
             sum(total.removed.values()),
         ),
-        "quarantined": (
+        "quarantined records": (
             _rows([stage.quarantine / p["quarantine"] for p in parts if p.get("quarantine")]),
             sum(total.quarantined.values()),
         ),
@@ -238,13 +240,13 @@ def check_stage_outputs(stage_name: str, stage: StageDir, parts: list[dict]) -> 
     return total
 
 
-def merge_groups(parts: list[dict], key: str, stage_name: str) -> dict[str, dict]:
+def merge_groups(parts: list[dict], key: str, stage_name: str) -> dict[str, Ledger]:
     """Sum the units' per-source, per-language or per-licence ledgers."""
     merged: dict[str, Ledger] = defaultdict(lambda: Ledger(stage_name))
     for part in parts:
         for name, counts in part.get(key, {}).items():
             merged[name].merge(Ledger.from_dict(counts))
-    return {name: ledger.to_dict() for name, ledger in sorted(merged.items())}
+    return dict(sorted(merged.items()))
 
 
 def _made_from(inputs: list[Path], settings: dict) -> dict:
@@ -268,14 +270,14 @@ def mark_work_done(stage: StageDir, inputs: list[Path], settings: dict) -> None:
     write_json(_made_from(inputs, settings), stage.root / "intermediate" / "inputs.json")
 
 
-def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[dict], **extra) -> dict:
+def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[dict], **extra) -> StageStats:
     """Prune stale outputs, check the stage's ledger against its files and against what the stage
     before handed over, and write its stats (plus ``extra``) to stats.json and the manifest."""
     layout = RunLayout(config.run_dir)
     stage = layout.stage(stage_name)
     remove_unlisted(stage, parts)
     ledger = check_stage_outputs(stage_name, stage, parts)
-    handed_over = read_json(layout.stage(previous).stats)["docs_out"]
+    handed_over = docs_handed_over(layout.stage(previous).stats)
     if ledger.docs_in != handed_over:
         raise LedgerError(
             f"stage {stage_name}: {ledger.docs_in} documents in, but stage {previous} handed over {handed_over}"
@@ -284,17 +286,17 @@ def finish_stage(stage_name: str, previous: str, config: RunConfig, parts: list[
     for part in parts:
         counts.update(part["counts"])
     warnings = [line for part in parts for line in part.get("warnings", [])]
-    stats = {
-        **ledger.to_dict(),
-        "units": len(parts),
-        "sources": merge_groups(parts, "by_source", stage_name),
-        "languages": merge_groups(parts, "by_lang", stage_name),
-        "licences": merge_groups(parts, "by_licence", stage_name),
-        "counts": dict(sorted(counts.items())),
+    stats = StageStats.from_ledger(
+        ledger,
+        units=len(parts),
+        sources=merge_groups(parts, "by_source", stage_name),
+        languages=merge_groups(parts, "by_lang", stage_name),
+        licences=merge_groups(parts, "by_licence", stage_name),
+        counts=dict(sorted(counts.items())),
         **extra,
-    }
-    write_json(stats, stage.stats)
-    record_stage(config, stage_name, stats)
+    )
+    stats.write(stage.stats)
+    record_stage(config, stage_name, stats.to_dict())
     # What happened in this run (stored measurements measured again), printed by the CLI as
     # `warning:` lines; not in stats.json, which stays that of a fresh run of the config.
-    return {**stats, "warnings": warnings} if warnings else stats
+    return replace(stats, warnings=warnings) if warnings else stats

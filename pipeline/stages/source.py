@@ -12,7 +12,7 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,7 @@ from pipeline.formats.documents import (
 )
 from pipeline.formats.ledger import Ledger
 from pipeline.formats.manifest import record_stage, stage_outputs, stage_own_files
+from pipeline.formats.stats import StageStats
 from pipeline.io.jsonl import read_jsonl
 from pipeline.io.parquet import read_parquet
 from pipeline.io.records import (
@@ -441,27 +442,29 @@ def _drop_from_unit(stage: StageDir, part: dict, kept_in: dict[str, str], by_uni
     return part
 
 
-def per_source_counts(parts: list[dict]) -> dict[str, dict]:
+def per_source_counts(parts: list[dict]) -> dict[str, Ledger]:
     """Each source's ledger, and how many input files it read."""
     files = Counter(part["source"] for part in parts for _ in part["files"])
-    return {name: {**counts, "files": files[name]} for name, counts in merge_groups(parts, "by_source", STAGE).items()}
+    return {
+        name: replace(ledger, files=files[name]) for name, ledger in merge_groups(parts, "by_source", STAGE).items()
+    }
 
 
-def finish_source(config: RunConfig, stage: StageDir, parts: list[dict]) -> dict:
+def finish_source(config: RunConfig, stage: StageDir, parts: list[dict]) -> StageStats:
     """The source stage after its units (:func:`source_unit`, one per :func:`plan_units` unit):
     repeated ids dropped, the ledger checked against the files, ``stats.json`` (with the counts
     per source and per licence) written and recorded in the manifest; return the stats."""
     parts = drop_repeated_ids(stage, parts, config.sources)
     remove_unlisted(stage, parts)
     ledger = check_stage_outputs(STAGE, stage, parts)
-    stats = {
-        **ledger.to_dict(),
-        "units": len(parts),
-        "sources": per_source_counts(parts),
-        "licences": merge_groups(parts, "by_licence", STAGE),
-    }
-    write_json(stats, stage.stats)
-    record_stage(config, STAGE, stats, inputs=[f for part in parts for f in part["files"]])
+    stats = StageStats.from_ledger(
+        ledger,
+        units=len(parts),
+        sources=per_source_counts(parts),
+        licences=merge_groups(parts, "by_licence", STAGE),
+    )
+    stats.write(stage.stats)
+    record_stage(config, STAGE, stats.to_dict(), inputs=[f for part in parts for f in part["files"]])
     return stats
 
 
@@ -502,15 +505,15 @@ def quarantine_problem(stage: StageDir, config: RunConfig) -> str | None:
         limit = source.max_quarantine_fraction
         limit = config.max_quarantine_fraction if limit is None else limit
         ledger = ledgers.get(source.name)
-        quarantined = sum(ledger["quarantined"].values()) if ledger else 0
-        if not quarantined or quarantined / ledger["docs_in"] <= limit:
+        quarantined = sum(ledger.quarantined.values()) if ledger else 0
+        if not quarantined or quarantined / ledger.docs_in <= limit:
             continue
-        reasons = Counter(ledger["quarantined"]).most_common(NAMED_REASONS)
+        reasons = ledger.quarantined.most_common(NAMED_REASONS)
         where = _first_records(stage, [p for p in parts if p["source"] == source.name], [r for r, _ in reasons])
         named = ", ".join(f"{reason} {n:,} (e.g. {where.get(reason, '?')})" for reason, n in reasons)
         return (
-            f"source {source.name!r}: {quarantined:,} of its {ledger['docs_in']:,} records were quarantined "
-            f"({quarantined / ledger['docs_in']:.1%}), more than max_quarantine_fraction = {limit}; "
+            f"source {source.name!r}: {quarantined:,} of its {ledger.docs_in:,} records were quarantined "
+            f"({quarantined / ledger.docs_in:.1%}), more than max_quarantine_fraction = {limit}; "
             f"reasons: {named}; fix the inputs (or the source's reader), or raise max_quarantine_fraction in "
             "its [[sources]] table (1.0 turns the check off) and run again: the source stage is kept"
         )

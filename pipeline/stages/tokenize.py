@@ -34,6 +34,7 @@ from pipeline.formats.documents import LICENCE, RunLayout, licence_series
 from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.ledger import LedgerError, add_counts
 from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_outputs, stage_own_files
+from pipeline.formats.stats import StageStats, docs_handed_over
 from pipeline.formats.tokens import file_sha256, load_tokenizer, read_token_shard, tokenizer_file, tokenizer_sha256
 from pipeline.io.storage import parquet_file
 from pipeline.io.writer import read_json, remove_temporaries, write_json
@@ -134,7 +135,7 @@ def shard_licences(docs_path: Path, token_path: Path) -> dict[str, dict[str, int
     return licence_counts(licence_series(docs), offsets["doc_tokens"])
 
 
-def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> StageStats:
     """Tokenize the documents of ``previous``; write and return the stage's stats (with the
     shards' manifest)."""
     layout = RunLayout(config.run_dir)
@@ -150,7 +151,7 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
         remove_stage_outputs(config.run_dir, STAGE, under=shards.name)  # its own files only
         if "tokenizer.json" in stage_own_files(config.run_dir, STAGE):
             (stage.root / "tokenizer.json").unlink()
-    handed_over = read_json(layout.stage(previous).stats)["docs_out"]
+    handed_over = docs_handed_over(layout.stage(previous).stats)
     if settings.tokenizer is not None:
         tokenizer = Path(settings.tokenizer)
     else:
@@ -182,21 +183,19 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
     for entry in entries:
         add_counts(licences, entry["licences"])
     tok = load_tokenizer(tokenizer)
-    stats = {
-        "stage": STAGE,
-        "docs_in": handed_over,
-        "docs_out": documents,
-        "removed": {},
-        "quarantined": {},
-        "tokens": sum(e["tokens"] for e in entries),
-        "licences": dict(sorted(licences.items())),
-        "shards": entries,
-        "tokenizer": {
+    stats = StageStats(
+        STAGE,
+        docs_in=handed_over,
+        docs_out=documents,
+        tokens=sum(e["tokens"] for e in entries),
+        licences=dict(sorted(licences.items())),
+        shards=entries,
+        tokenizer={
             "path": str(tokenizer),
             "sha256": tokenizer_sha256(tok),
             "vocab_size": tok.get_vocab_size(with_added_tokens=True),
         },
-    }
-    write_json(stats, stage.stats)
-    record_stage(config, STAGE, stats)
+    )
+    stats.write(stage.stats)
+    record_stage(config, STAGE, stats.to_dict())
     return stats

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.formats.stats import StageStats
 from report.emptied import EmptiedStageWarning, emptied_stages, warn_emptied
 from tests.helpers import REPO, run_curate, shared_api_env, write_jsonl
 
@@ -13,15 +14,15 @@ ENGLISH = "The river runs past the old stone bridge, and the market opens early 
 
 def test_a_stage_that_kept_nothing_is_named_with_its_rules_and_settings():
     stats = {
-        "source": {"docs_in": 670, "docs_out": 670, "removed": {}, "quarantined": {}},
-        "lang": {"docs_in": 670, "docs_out": 0, "removed": {"lang.not_kept": 670}, "quarantined": {}},
-        "filter": {"docs_in": 0, "docs_out": 0, "removed": {}, "quarantined": {}},  # nothing came in
+        "source": StageStats("source", 670, 670),
+        "lang": StageStats("lang", 670, 0, {"lang.not_kept": 670}),
+        "filter": StageStats("filter", 0, 0),  # nothing came in
     }
     assert [stage.line() for stage in emptied_stages(stats)] == [
         "the lang stage kept none of the 670 documents that entered it: lang.not_kept removed 670 of 670; "
         "check lang.keep in the config"
     ]
-    stats = {"filter": {"docs_in": 9, "docs_out": 0, "removed": {"licence.not_kept": 2, "c4_quality.min_sentences": 7}}}
+    stats = {"filter": StageStats("filter", 9, 0, {"licence.not_kept": 2, "c4_quality.min_sentences": 7})}
     (stage,) = emptied_stages(stats)
     assert stage.line().endswith(
         "c4_quality.min_sentences removed 7 of 9, licence.not_kept removed 2 of 9; "

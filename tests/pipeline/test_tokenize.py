@@ -470,4 +470,4 @@ def test_a_tokenizer_replaced_at_its_given_path_tokenizes_the_stage_again(tmp_pa
     tokenized_run(config)
     given.write_bytes(wordpiece[0].read_bytes())
     stats = run_tokenize("source", config)
-    assert {entry["tokenizer_sha256"] for entry in stats["shards"]} == {tokenizer_sha256(wordpiece[1])}
+    assert {entry["tokenizer_sha256"] for entry in stats.shards} == {tokenizer_sha256(wordpiece[1])}

@@ -4,9 +4,12 @@ text, never read as rich markup, emoji codes, ANSI escapes or mathtext."""
 from __future__ import annotations
 
 import io
+from collections import Counter
 
 from rich.console import Console
 
+from pipeline.formats.ledger import Ledger
+from pipeline.formats.stats import StageStats
 from report.console import (
     print_experiment,
     print_mixtures,
@@ -34,11 +37,11 @@ def _group(tokens: int) -> dict:
 
 def test_tables_show_names_as_they_are():
     out, buffer = _console()
-    stats = {"train_documents": 1, "validation_documents": 0, "removed": {},
-             "mixtures": {"main": {"groups": {GROUP: _group(5)}, "tokens_taken": 5}}}  # fmt: skip
+    stats = StageStats("mix", train_documents=1, validation_documents=0,
+                       mixtures={"main": {"groups": {GROUP: _group(5)}, "tokens_taken": 5}})  # fmt: skip
     print_mixtures(out, stats)
-    counts = {"files": 1, "docs_in": 1, "docs_out": 1, "quarantined": {"bad [json]\x1b[0m": 0}}
-    print_sources(out, {"sources": {"s[x]": counts}, "docs_in": 1, "docs_out": 1, "quarantined": {}})
+    counts = Ledger("source", 1, 1, quarantined=Counter({"bad [json]\x1b[0m": 0}), files=1)
+    print_sources(out, StageStats("source", 1, 1, sources={"s[x]": counts}))
     printed = buffer.getvalue()
     assert SHOWN in printed and "s[x]" in printed and "bad [json]\\x1b[0m 0" in printed
     assert "\x1b" not in printed and "⚠" not in printed
@@ -93,7 +96,8 @@ def test_a_stages_warnings_are_warning_lines():
     # the filter stage's stored measurements measured again; the mix stage's are print_mixtures'
     out, buffer = _console()
     line = "filter: the stored measurements a.parquet have no checksum; measuring its documents again"
-    print_stage_warnings(out, {"lang": {"docs_in": 1}, "filter": {"warnings": [line]}, "mix": {"warnings": ["x"]}})
+    stats = {"lang": StageStats("lang", 1), "filter": StageStats("filter", warnings=[line])}
+    print_stage_warnings(out, {**stats, "mix": StageStats("mix", warnings=["x"])})
     assert buffer.getvalue().splitlines() == [f"warning: {line}"]
 
 

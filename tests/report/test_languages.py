@@ -9,6 +9,7 @@ import json
 
 from rich.console import Console
 
+from pipeline.formats.stats import StageStats
 from pipeline.lang import RULE_NOT_KEPT
 from pipeline.licence import LicenceRule
 from pipeline.stages.run import RunFiles
@@ -41,12 +42,16 @@ def _stage(stage: str, languages: dict[str, tuple[int, dict[str, int]]]) -> dict
 
 
 def _flagged(languages: dict[str, tuple[int, dict[str, int]]]) -> list[tuple[str, str]]:
-    return [(u.rule, u.lang) for u in unfair_rules({"filter": _stage("filter", languages)})]
+    return [(u.rule, u.lang) for u in unfair_rules(_typed({"filter": _stage("filter", languages)}))]
+
+
+def _typed(stats: dict[str, dict]) -> dict[str, StageStats]:
+    return {stage: StageStats.from_dict(counts) for stage, counts in stats.items()}
 
 
 def test_the_warning_names_the_rule_the_language_and_both_shares():
     stats = {"filter": _stage("filter", {"en": (30, {RULE: 1}), "zh": (9, {RULE: 9})})}
-    (found,) = unfair_rules(stats)
+    (found,) = unfair_rules(_typed(stats))
     assert (found.stage, found.rule, found.lang, found.removed, found.docs_in) == ("filter", RULE, "zh", 9, 9)
     assert found.line() == (
         "c4_quality.min_sentences removes 100% of zh (9 of 9 documents) but 3% of en; "
@@ -71,7 +76,7 @@ def test_under_a_fifth_of_english_is_flagged_exactly_a_fifth_is_not():
 def test_no_english_no_warning():
     assert _flagged({"fr": (50, {RULE: 50}), "de": (50, {})}) == []
     assert _flagged({"eng_Latn": (50, {}), "fr": (50, {RULE: 50})}) == []  # only lid.176's "en" is English
-    assert unfair_rules({}) == [] and unfair_rules({"source": {"docs_in": 3}}) == []
+    assert unfair_rules({}) == [] and unfair_rules(_typed({"source": {"stage": "source", "docs_in": 3}})) == []
 
 
 def test_fewer_than_five_documents_are_too_few_to_judge():
@@ -87,7 +92,7 @@ def test_rules_that_remove_by_choice_are_not_flagged():
         "filter": _stage("filter", {"en": (10, {}), "fr": (10, {LicenceRule.DROPPED: 6})}),
         "dedup": _stage("dedup", {"en": (10, {}), "fr": (10, {"dedup.exact_duplicate": 6})}),
     }
-    assert unfair_rules(stats) == []
+    assert unfair_rules(_typed(stats)) == []
 
 
 def test_content_flags_and_the_stages_that_do_not_judge_text_are_not_flagged():
@@ -96,7 +101,7 @@ def test_content_flags_and_the_stages_that_do_not_judge_text_are_not_flagged():
         "filter": _stage("filter", {"en": (10, {}), "la": (10, {"c4_quality.lorem_ipsum": 10})}),
         "dedup": _stage("dedup", {"en": (10, {}), "fr": (10, {"dedup.near_duplicate": 6})}),
     }
-    assert unfair_rules(stats) == []
+    assert unfair_rules(_typed(stats)) == []
 
 
 def test_each_stage_is_judged_on_what_entered_it():
@@ -108,11 +113,12 @@ def test_each_stage_is_judged_on_what_entered_it():
         "dedup": _stage("dedup", {"en": (31, {}), "zh": (0, {})}),
     }
     found = [
-        (u.stage, u.rule, u.lang, u.removed, u.docs_in, u.english_removed, u.english_in) for u in unfair_rules(stats)
+        (u.stage, u.rule, u.lang, u.removed, u.docs_in, u.english_removed, u.english_in)
+        for u in unfair_rules(_typed(stats))
     ]
     # lang.low_score is not judged: the lang stage's score judges the identification, not the text
     assert found == [("filter", RULE, "zh", 6, 9, 7, 38)]
-    assert languages_by_documents(stats) == ["en", "zh"]
+    assert languages_by_documents(_typed(stats)) == ["en", "zh"]
 
 
 def test_the_console_prints_one_line_per_warning_with_names_escaped():
@@ -120,7 +126,7 @@ def test_the_console_prints_one_line_per_warning_with_names_escaped():
     buffer = io.StringIO()
     out = Console(file=buffer, width=300, force_terminal=True, color_system=None)
     stats = {"filter": _stage("filter", {"en": (30, {RULE: 1}), "zh": (9, {RULE: 9}), hostile: (5, {RULE: 5})})}
-    print_language_warnings(out, stats)
+    print_language_warnings(out, _typed(stats))
     lines = buffer.getvalue().splitlines()
     assert lines == [
         "warning: c4_quality.min_sentences removes 100% of z\\x1b[31m[bold]h\\n (5 of 5 documents) but 3% of en; "

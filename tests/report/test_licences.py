@@ -37,7 +37,7 @@ def many_licences(tmp_path_factory) -> tuple[dict, str]:
         lang=off, filter=off, dedup=off, lines=off, tokenize=off,
     )  # fmt: skip
     stats = source_run(config)
-    assert len(stats["licences"]) == LICENCES and stats["docs_out"] == len(names)
+    assert len(stats.licences) == LICENCES and stats.docs_out == len(names)
     return {"source": stats}, str(config.run_dir)
 
 
@@ -49,7 +49,7 @@ def test_the_top_licences_and_one_row_summing_the_others(many_licences):
     assert list(top)[:2] == ["MIT", "CC-BY-4.0"] and len(top) == TOP_LICENCES
     # The odd-numbered LicenseRefs hold two documents: the eight that follow come first.
     assert list(top)[2:] == [f"LicenseRef-site-{i:03d}" for i in (1, 3, 5, 7, 9, 11, 13, 15)]
-    read = stats["source"]["docs_out"] - sum(row["read"] for row in top.values())
+    read = stats["source"].docs_out - sum(row["read"] for row in top.values())
     assert other == {
         "licences": 110,
         "read": read,

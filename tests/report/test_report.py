@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.artifacts import artifact_key, publish_stage
+from flows.artifacts import artifact_key, publish_stage, stage_markdown, stage_rule_rows
 from flows.cli import app
 from flows.curate import curate_flow
+from pipeline.formats.stats import StageStats
 from report.build import build_report
 from report.html import esc, word_diff
 from tests.helpers import source_config, write_jsonl
@@ -418,10 +419,25 @@ def test_publishing_artifacts_never_fails_a_run(monkeypatch, caplog):
         raise RuntimeError("no API")
 
     monkeypatch.setattr("flows.artifacts.create_markdown_artifact", broken)
-    stats = {"docs_in": 3, "docs_out": 2, "removed": {"a.b": 1}, "quarantined": {}}
+    stats = StageStats("filter", 3, 2, {"a.b": 1})
     with caplog.at_level("WARNING"):
-        assert publish_stage("filter", stats) is stats
+        assert publish_stage("filter", stats) == stats.to_dict()
     assert "could not publish" in caplog.text and "no API" in caplog.text
+
+
+def test_a_stages_artifacts_count_its_rules_and_figures():
+    stats = StageStats("filter", 10, 6, {"a.b": 3, "c.d": 1}, counts={"fired|a.b": 5, "fired|e.f": 2})
+    markdown = stage_markdown("filter", stats)
+    assert "| 10 | 6 | 4 | 0 |" in markdown and "| `a.b` | 3 | 30.00% |" in markdown
+    assert [list(row.values()) for row in stage_rule_rows(stats)] == [
+        ["a.b", 3, 5, 0, "30.00%"],
+        ["c.d", 1, 1, 0, "10.00%"],
+        ["e.f", 0, 2, 0, "0.00%"],
+    ]
+    lines = StageStats("lines", 6, 6, lines={"frequent_lines": 2}, counts={"repeated_lines.lines_removed": 7})
+    assert stage_markdown("lines", lines).endswith("- 7 repeated lines cut\n")
+    mix = StageStats("mix", 6, 5, train_documents=4, validation_documents=1, mixtures={"m": {"tokens_taken": 90}})
+    assert "- 4 training and 1 validation documents\n- mixture `m`: 90 tokens taken\n" in stage_markdown("mix", mix)
 
 
 def test_word_diff_marks_changed_words_and_escapes_them():

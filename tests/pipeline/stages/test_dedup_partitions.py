@@ -54,13 +54,13 @@ def _deduplicated(tmp_path, name: str) -> dict[str, str]:
     )
     write_json({"stages": {}}, layout.manifest)
     stats = stage.run_dedup("source", config)
-    assert stats["docs_in"] == len(rows) and stats["dedup"]["clusters"] == 20
+    assert stats.docs_in == len(rows) and stats.dedup["clusters"] == 20
     root = layout.stage("dedup").root
     files = {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted([root / "clusters.parquet", *(root / "docs").glob("*.parquet"), *(root / "removed").glob("*")])
     }
-    return {"partitions": stats["dedup"]["partitions"], "files": files}
+    return {"partitions": stats.dedup["partitions"], "files": files}
 
 
 def test_more_partitions_for_a_larger_corpus_write_the_same_bytes(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.mixture import read_manifest
+from pipeline.formats.stats import StageStats
 from pipeline.io.owner import RECORD
 from pipeline.stages.mix import run_mix
 from pipeline.stages.units import in_process, run_block
@@ -141,7 +142,7 @@ def test_a_small_group_holds_out_its_minimum_and_a_thin_split_warns(tmp_path):
         "mix.validation_min_docs, or add documents"
     ]
     out = Console(record=True, width=300)
-    print_mixtures(out, stats)
+    print_mixtures(out, StageStats.from_dict(stats))
     assert f"warning: {stats['warnings'][0]}" in out.export_text()
     # A split the config turns off (fraction 0) holds out nothing and warns of nothing.
     mix = config.mix.model_copy(update={"validation_fraction": 0.0})
