@@ -299,8 +299,7 @@ def curate_in_process(config: RunConfig) -> dict[str, dict]:
             shard_parts = [stage_unit(name, path, stage, config) for path in inputs]
             stats[name] = finish_stage(name, previous, config, shard_parts).to_dict()
         else:
-            found = whole[name](previous, config)
-            stats[name] = found.to_dict() if isinstance(found, StageStats) else found
+            stats[name] = whole[name](previous, config).to_dict()
         if REGISTRY[name].documents:
             previous = name
     return stats

@@ -31,6 +31,7 @@ from pipeline.dedup.lsh import SHARD_BITS
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.formats.manifest import stage_outputs
+from pipeline.formats.stats import StageStats, docs_handed_over
 from pipeline.io.storage import read_parquet, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
 from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
@@ -76,7 +77,7 @@ def _finding(previous: str, config: RunConfig, stage: StageDir, inputs: list, ru
     if reusable_work(stage, inputs, made_from) and clusters.exists():
         return read_json(work.finding)
     params = settings.minhash_params()
-    documents = read_json(RunLayout(config.run_dir).stage(previous).stats)["docs_out"]
+    documents = docs_handed_over(RunLayout(config.run_dir).stage(previous).stats)
     partitions = partitions_for(documents, params, settings.partitions)
     finding = find_duplicates(
         inputs, work.root, params, partitions, settings.keep, clusters, run_units, most_units=settings.partitions
@@ -87,7 +88,7 @@ def _finding(previous: str, config: RunConfig, stage: StageDir, inputs: list, ru
     return finding
 
 
-def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> StageStats:
     """Remove exact and near duplicates from the shards of ``previous``; write and return the
     stage's stats."""
     stage = RunLayout(config.run_dir).stage(STAGE).make()
@@ -165,7 +166,7 @@ def _find_frequent_lines(work: LinesWork, inputs: list, settings, run_units: Run
     write_json({"frequent_lines": sum(found)}, work.finding)
 
 
-def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> StageStats:
     """Cut lines found in more than ``lines.max_docs`` documents from the shards of ``previous``
     (only from the sources in scope); write and return the stage's stats."""
     settings = config.lines

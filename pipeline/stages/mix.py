@@ -52,10 +52,11 @@ from pipeline.formats.documents import MIX_CONTAMINATED, RunLayout, StageDir
 from pipeline.formats.ledger import LedgerError, add_counts
 from pipeline.formats.manifest import record_stage, remove_stage_outputs, stage_outputs
 from pipeline.formats.mixture import PLAN_FILE, group_file_stem
+from pipeline.formats.stats import StageStats, docs_handed_over
 from pipeline.formats.tokens import file_sha256, load_tokenizer
 from pipeline.io.owner import begin_record
 from pipeline.io.storage import as_path, is_local
-from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
+from pipeline.io.writer import read_json, remove_temporaries, write_parquet
 from pipeline.mix import contamination, figures, routing, shards, split
 from pipeline.mix.folder import shard_entries, write_mixture_folder
 from pipeline.mix.licences import mixture_licences, pool_licences
@@ -113,14 +114,14 @@ def _pool_files(layout: RunLayout, stage: StageDir, previous: str, partitions: i
     """The curated shards of stage ``previous``, their token shards and tokenizer (the tokenize
     stage's), and the per-shard files of this stage's units."""
     inputs = stage_outputs(layout.root, previous)
-    tokenize_stats = read_json(layout.stage("tokenize").stats)
+    tokenizer = StageStats.read(layout.stage("tokenize").stats).tokenizer
     units = blocks(len(inputs), _unit_count(len(inputs), partitions))
     work = WorkFiles(stage.root / "intermediate", len(inputs), len(units))
     return _Pool(
         inputs=inputs,
         token_paths=[layout.stage("tokenize").root / "shards" / f"{p.stem}.arrow" for p in inputs],
-        tokenizer_path=as_path(tokenize_stats["tokenizer"]["path"]),
-        tokenizer_sha256=tokenize_stats["tokenizer"]["sha256"],
+        tokenizer_path=as_path(tokenizer["path"]),
+        tokenizer_sha256=tokenizer["sha256"],
         work=work,
         scans=work.scans(),
         pools=work.pools(),
@@ -163,7 +164,7 @@ def _scan_pool(run_units: RunUnits, pool: _Pool, settings: MixConfig) -> tuple[l
 
 def _documents_handed_over(layout: RunLayout, previous: str, scanned: list[dict]) -> int:
     """The documents stage ``previous`` handed over, checked against those the scan found."""
-    handed_over = read_json(layout.stage(previous).stats)["docs_out"]
+    handed_over = docs_handed_over(layout.stage(previous).stats)
     found_docs = sum(found["documents"] for found in scanned)
     if found_docs != handed_over:
         raise LedgerError(
@@ -469,27 +470,26 @@ def _stage_stats(
     manifests: dict[str, dict],
     stage_root: Path,
     settings: MixConfig,
-) -> dict:
+) -> StageStats:
     """The stage's stats: its ledger, the exclusion's findings, the pool's groups and licences,
     each mixture's figures, and ``warnings``: lines for the user (a validation split too small to
     measure, :func:`_split_warnings`)."""
     by_side = counts["splits"]
     train, held = by_side["train"], by_side["validation"]
-    return {
-        "stage": STAGE,
-        "docs_in": handed_over,
-        "docs_out": train + held,
-        "removed": removed_counts,
-        "quarantined": {},
-        "train_documents": train,
-        "validation_documents": held,
-        "exclusion": exclusion,
-        "tokens_in": counts["tokens_in"],
-        "groups": sorted(counts["groups"]),
-        "licences": pool_licences(counts["licences"]),
-        "mixtures": {name: _mixture_stats(stage_root / name, m) for name, m in manifests.items()},
-        "warnings": _split_warnings(counts["groups"], settings),
-    }
+    return StageStats(
+        STAGE,
+        docs_in=handed_over,
+        docs_out=train + held,
+        removed=removed_counts,
+        train_documents=train,
+        validation_documents=held,
+        exclusion=exclusion,
+        tokens_in=counts["tokens_in"],
+        groups=sorted(counts["groups"]),
+        licences=pool_licences(counts["licences"]),
+        mixtures={name: _mixture_stats(stage_root / name, m) for name, m in manifests.items()},
+        warnings=_split_warnings(counts["groups"], settings),
+    )
 
 
 def _split_warnings(groups: dict, settings: MixConfig) -> list[str]:
@@ -500,7 +500,7 @@ def _split_warnings(groups: dict, settings: MixConfig) -> list[str]:
     return [f"{STAGE}: {found}"] if found else []
 
 
-def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> dict:
+def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> StageStats:
     """Split, decontaminate and mix the documents of stage ``previous`` (tokenized by the tokenize
     stage) into ``<run>/mix``; write and return the stage's stats."""
     settings = config.mix
@@ -539,7 +539,7 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
 
     removed_counts = figures.removed_by_rule(counts, handed_over)
     stats = _stage_stats(handed_over, counts, removed_counts, exclusion.summary, manifests, stage.root, settings)
-    write_json(stats, stage.stats)
+    stats.write(stage.stats)
     write_cards(config.run_dir)  # each mixture's README.md, from the files written above
-    record_stage(config, STAGE, stats)  # last: it records every file the stage wrote
+    record_stage(config, STAGE, stats.to_dict())  # last: it records every file the stage wrote
     return stats

@@ -273,7 +273,7 @@ def test_excluded_texts_and_their_near_copies_leave_the_pool(tmp_path):
 
     # The flow is wiring: the library call, its units run in this process, writes the same files.
     root.rename(tmp_path / "run" / "mix-flow")
-    assert run_mix(last_document_stage(enabled_stages(config)), config) == stats
+    assert run_mix(last_document_stage(enabled_stages(config)), config).to_dict() == stats
     assert _files(root) == _files(tmp_path / "run" / "mix-flow")
 
 

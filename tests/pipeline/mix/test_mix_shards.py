@@ -111,7 +111,7 @@ def test_the_plan_shard_by_shard_is_the_plan_over_the_whole_pool(tmp_path, monke
     root = RunLayout(config.run_dir).stage("mix").root
     documents = pl.read_parquet(root / "documents.parquet")
     scan = pl.read_parquet(sorted((root / "intermediate" / "scan").glob("*.parquet")))
-    assert scan.height == stats["docs_in"] > 100 and scan["shard"].n_unique() > 15
+    assert scan.height == stats.docs_in > 100 and scan["shard"].n_unique() > 15
     assert documents["id"].equals(scan["id"])  # every document, in shard order
 
     # Groups: the min_share merge over the whole pool's tokens.

@@ -12,7 +12,6 @@ from rich.console import Console
 
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.mixture import read_manifest
-from pipeline.formats.stats import StageStats
 from pipeline.io.owner import RECORD
 from pipeline.stages.mix import run_mix
 from pipeline.stages.units import in_process, run_block
@@ -74,12 +73,12 @@ def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_
     stats = run_mix(previous, config, recording)
     root = RunLayout(config.run_dir).stage("mix").root
     documents = pl.read_parquet(root / "documents.parquet")
-    assert stats["docs_in"] == total == documents.height
-    assert stats["train_documents"] + stats["validation_documents"] + sum(stats["removed"].values()) == total
-    assert stats["removed"].get("validation_near_duplicate", 0) == (documents["split"] == "contaminated").sum()
+    assert stats.docs_in == total == documents.height
+    assert stats.train_documents + stats.validation_documents + sum(stats.removed.values()) == total
+    assert stats.removed.get("validation_near_duplicate", 0) == (documents["split"] == "contaminated").sum()
     shards = len(list(RunLayout(config.run_dir).stage("source").docs.glob("*.parquet")))
     written = sum(
-        len(read_manifest(root / m)["train"]) + len(read_manifest(root / m)["validation"]) for m in stats["mixtures"]
+        len(read_manifest(root / m)["train"]) + len(read_manifest(root / m)["validation"]) for m in stats.mixtures
     )
     # a scan, split, near-duplicate search, sides and routing unit per block of shards, one file of
     # documents and one plan per mixture, one write per output shard
@@ -88,12 +87,12 @@ def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_
     assert (calls["concat_files"], calls["write_shard"]) == (3, written)
     # the files of documents and plans beside the writing order; both mixtures' shards in one step
     assert {"concat_files", "cut_ranges"} in steps and sum("write_shard" in step for step in steps) == 1
-    for name, summary in stats["mixtures"].items():
+    for name, summary in stats.mixtures.items():
         found = read_manifest(root / name)
         assert found["tokens_taken"] == summary["tokens_taken"] == sum(e["tokens"] for e in found["train"])
-        assert sum(e["documents"] for e in found["validation"]) == stats["validation_documents"]
+        assert sum(e["documents"] for e in found["validation"]) == stats.validation_documents
     # the budget, each group within half of one document (sample_plan takes whole documents)
-    assert stats["mixtures"]["flat"]["tokens_taken"] <= 6_000 + documents["tokens"].max()
+    assert stats.mixtures["flat"]["tokens_taken"] <= 6_000 + documents["tokens"].max()
     before = _digest(root)
 
     # Killed midway through writing: one shard's file and record gone, the other mixture's manifest
@@ -116,12 +115,12 @@ def test_a_pool_held_out_whole_gives_empty_mixtures_that_say_so(tmp_path):
     stats = run_mix(previous, config.model_copy(update={"mix": mix}))
     root = RunLayout(config.run_dir).stage("mix").root
     documents = pl.read_parquet(root / "documents.parquet")
-    assert documents.height == total and stats["train_documents"] == 0
-    assert stats["validation_documents"] + sum(stats["removed"].values()) == total
+    assert documents.height == total and stats.train_documents == 0
+    assert stats.validation_documents + sum(stats.removed.values()) == total
     for name in ("natural", "flat"):
         found = read_manifest(root / name)
         assert found["train"] == [] and found["tokens_taken"] == 0
-        assert sum(e["documents"] for e in found["validation"]) == stats["validation_documents"]
+        assert sum(e["documents"] for e in found["validation"]) == stats.validation_documents
         assert pl.read_parquet(root / name / "plan.parquet").height == 0
 
 
@@ -135,16 +134,16 @@ def test_a_small_group_holds_out_its_minimum_and_a_thin_split_warns(tmp_path):
     documents = pl.read_parquet(RunLayout(config.run_dir).stage("mix").root / "documents.parquet")
     held = dict(documents.filter(pl.col("split") == "validation").group_by("group").len().iter_rows())
     assert held == {"chat": 7, "news": 10}
-    tokens = sum(g["validation_tokens"] for g in stats["mixtures"]["natural"]["groups"].values())
-    assert stats["warnings"] == [
+    tokens = sum(g["validation_tokens"] for g in stats.mixtures["natural"]["groups"].values())
+    assert stats.warnings == [
         f"mix: the validation split is too small to measure: 17 documents and {tokens:,} tokens in all "
         "(under 10,000); under 10 held-out documents in chat (7 of 30); raise mix.validation_fraction or "
         "mix.validation_min_docs, or add documents"
     ]
     out = Console(record=True, width=300)
-    print_mixtures(out, StageStats.from_dict(stats))
-    assert f"warning: {stats['warnings'][0]}" in out.export_text()
+    print_mixtures(out, stats)
+    assert f"warning: {stats.warnings[0]}" in out.export_text()
     # A split the config turns off (fraction 0) holds out nothing and warns of nothing.
     mix = config.mix.model_copy(update={"validation_fraction": 0.0})
     stats = run_mix(previous, config.model_copy(update={"mix": mix}))
-    assert stats["validation_documents"] == 0 and stats["warnings"] == []
+    assert stats.validation_documents == 0 and stats.warnings == []
