@@ -95,11 +95,10 @@ def stage_rule_rows(stats: StageStats) -> list[dict]:
     return [dict(zip(RULE_COLUMNS, row)) for row in rows]
 
 
-def publish_stage(stage: str, stats: StageStats | dict) -> dict:
+def publish_stage(stage: str, stats: StageStats) -> dict:
     """Create the stage's markdown and table artifacts on the current flow run; return ``stats``
     as its ``stats.json`` holds them (so a flow can ``return publish_stage(name, stats)``).
     Failures are logged, never raised."""
-    stats = stats if isinstance(stats, StageStats) else StageStats.from_dict(stats)
     try:
         create_markdown_artifact(
             markdown=stage_markdown(stage, stats),

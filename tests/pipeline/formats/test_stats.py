@@ -1,15 +1,80 @@
 """A stage's stats.json has one reader and writer (pipeline.formats.stats): a file read and written
-again is the same bytes."""
+again is the same bytes, and no other module of the product spells a stats key as a string."""
 
 from __future__ import annotations
 
+import ast
 import json
+from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
 from pipeline.formats.ledger import Ledger
 from pipeline.formats.stats import StageStats, docs_handed_over, recorded_stats
 from pipeline.io.writer import write_json
+
+ROOT = Path(__file__).resolve().parents[3]
+PACKAGES = ("flows", "report", "experiment", "demo", "trainer", "pipeline")
+OWNERS = {"pipeline/formats/stats.py", "pipeline/formats/ledger.py"}
+# Fields whose names are everyday words of other records too (a stage's name, a part record's
+# key, a mixture manifest's figure): the scan would flag what is not a stats key.
+SHARED_WORDS = {
+    "stage", "removed", "counts", "sources", "languages", "licences", "dedup", "lines", "tokens",
+    "tokenizer", "shards", "groups", "mixtures", "warnings", "extra",
+    "tokens_in",  # the mix stage's block counts
+    "validation_documents",  # a mixture manifest's groups
+    "largest_clusters",  # the demo corpus's summary
+    "quarantined",  # a document's status in inspect, and its colour in the charts
+}  # fmt: skip
+LOOKUPS = {"get", "pop", "setdefault"}
+
+
+def stats_keys() -> set[str]:
+    return {f.name for f in fields(StageStats)} - SHARED_WORDS
+
+
+def keys_spelled(tree: ast.AST, keys: set[str]) -> list[tuple[int, str]]:
+    """Where a string in ``keys`` is used as a key: ``x["k"]``, ``{"k": ...}``, ``x.get("k")``
+    (``pop``, ``setdefault``) or ``"k" in x``."""
+    found = []
+    for node in ast.walk(tree):
+        spelled = []
+        if isinstance(node, ast.Subscript):
+            spelled = [node.slice]
+        elif isinstance(node, ast.Dict):
+            spelled = [key for key in node.keys if key is not None]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LOOKUPS:
+            spelled = node.args[:1]
+        elif isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+            spelled = [node.left]
+        found += [(n.lineno, n.value) for n in spelled if isinstance(n, ast.Constant) and n.value in keys]
+    return found
+
+
+def spelled_outside_owner(root: Path) -> list[str]:
+    keys = stats_keys()
+    out = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            where = path.relative_to(root).as_posix()
+            if where in OWNERS:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            out += [f"{where}:{line} {key!r}" for line, key in keys_spelled(tree, keys)]
+    return out
+
+
+def test_no_stats_key_is_spelled_outside_its_owner():
+    assert {"docs_in", "docs_out", "units", "train_documents", "exclusion"} <= stats_keys()
+    found = spelled_outside_owner(ROOT)
+    assert not found, "stats keys spelled outside pipeline/formats/stats.py (use StageStats):\n" + "\n".join(found)
+
+
+def test_the_scan_finds_a_key_in_each_way_it_can_be_spelled():
+    code = 'a["docs_out"]; {"docs_in": 1}; b.get("train_documents", 0); "units" in c; d.pop("exclusion"); f("docs_out")'
+    found = sorted(key for _, key in keys_spelled(ast.parse(code), stats_keys()))
+    assert found == ["docs_in", "docs_out", "exclusion", "train_documents", "units"]  # a call's argument is no key
 
 
 def ledger(stage: str, docs_in: int, docs_out: int, removed: dict, **more) -> dict:
