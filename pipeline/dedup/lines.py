@@ -45,6 +45,8 @@ from pipeline.io.storage import as_path, is_path, parquet_files, read_parquet, r
 from pipeline.io.writer import write_parquet
 
 DEFAULT_MAX_DOCS = 10
+# Documents whose line counts one partition gathers (docs/scale.md, "Partitions and memory per task").
+DOCS_PER_PARTITION = 100_000
 
 LINE_COUNTS_SCHEMA = pa.schema(
     [
@@ -77,6 +79,12 @@ def line_counts(texts: pl.Series) -> pl.DataFrame:
     hashes, has_words = line_hashes(lines["line"])
     pairs = pl.DataFrame({"doc": lines["doc"].to_numpy()[has_words], "line_hash": hashes[has_words]})
     return pairs.unique().group_by("line_hash").agg(docs=pl.len().cast(pl.Int64)).sort("line_hash")
+
+
+def line_partitions_for(documents: int, most: int) -> int:
+    """Line-count partitions for ``documents``: one per :data:`DOCS_PER_PARTITION`, at least 1
+    and at most ``most`` (lines.partitions). The frequent lines do not depend on it."""
+    return max(1, min(most, -(-documents // DOCS_PER_PARTITION)))
 
 
 def line_counts_for_shard(docs_shard_path: Path, out_dir: Path, partitions: int) -> list[Path]:

@@ -26,7 +26,7 @@ from pipeline.config import RunConfig
 from pipeline.dedup.clusters import dedup_step, largest_clusters
 from pipeline.dedup.engine import find_duplicates, partitions_for
 from pipeline.dedup.layout import WORK_FORMAT, DedupWork, LinesWork
-from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard
+from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard, line_partitions_for
 from pipeline.dedup.lsh import SHARD_BITS
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
@@ -155,15 +155,16 @@ def cut_lines(job: CutJob) -> dict:
     return shard_unit(LINES_STAGE, job.in_path, job.stage, step, job.batch_docs)
 
 
-def _find_frequent_lines(work: LinesWork, inputs: list, settings, run_units: RunUnits) -> None:
-    """Count the lines of every shard (of every source: lines are counted over all documents),
-    then write the frequent ones and the finding."""
-    in_blocks(run_units, "lines count", count_lines, [(CountJob(path, work, settings.partitions),) for path in inputs])
-    jobs = [(FrequentJob(work, p, settings.max_docs),) for p in range(settings.partitions)]
+def _find_frequent_lines(work: LinesWork, inputs: list, documents: int, settings, run_units: RunUnits) -> None:
+    """Count the lines of every shard (of every source: lines are counted over all documents) in
+    partitions sized by ``documents``, then write the frequent ones and the finding."""
+    partitions = line_partitions_for(documents, settings.partitions)
+    in_blocks(run_units, "lines count", count_lines, [(CountJob(path, work, partitions),) for path in inputs])
+    jobs = [(FrequentJob(work, p, settings.max_docs),) for p in range(partitions)]
     found = run_units("lines frequent", find_frequent, jobs)
-    tables = [read_parquet(work.frequent_partition(p)) for p in range(settings.partitions)]
+    tables = [read_parquet(work.frequent_partition(p)) for p in range(partitions)]
     write_parquet(pl.concat(tables).sort("line_hash").to_arrow(), work.frequent)
-    write_json({"frequent_lines": sum(found)}, work.finding)
+    write_json({"frequent_lines": sum(found), "partitions": partitions}, work.finding)
 
 
 def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> StageStats:
@@ -175,7 +176,8 @@ def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process
     inputs = stage_outputs(config.run_dir, previous)
     work = LinesWork(_work_folder(stage))
     if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and work.frequent.exists()):
-        _find_frequent_lines(work, inputs, settings, run_units)
+        documents = docs_handed_over(RunLayout(config.run_dir).stage(previous).stats)
+        _find_frequent_lines(work, inputs, documents, settings, run_units)
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))
     jobs = [(CutJob(path, stage, work.frequent, settings.scope(), config.batch_docs),) for path in inputs]
     parts = in_blocks(run_units, LINES_STAGE, cut_lines, jobs)

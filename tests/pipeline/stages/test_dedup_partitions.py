@@ -10,6 +10,7 @@ import hashlib
 import random
 
 import pipeline.dedup.engine as engine
+import pipeline.dedup.lines as lines
 import pipeline.stages.dedup as stage
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.documents import RunLayout
@@ -137,3 +138,49 @@ def test_work_of_another_layout_is_redone_not_reused(tmp_path):
     assert finding.stat().st_mtime_ns != before and again == first
     before = finding.stat().st_mtime_ns
     assert _deduplicated(tmp_path, "run") == first and finding.stat().st_mtime_ns == before
+
+
+def test_line_partitions_follow_the_documents():
+    assert lines.line_partitions_for(0, 8) == 1
+    assert lines.line_partitions_for(lines.DOCS_PER_PARTITION, 8) == 1
+    assert lines.line_partitions_for(lines.DOCS_PER_PARTITION + 1, 8) == 2
+    assert lines.line_partitions_for(10**9, 8) == 8  # lines.partitions caps them
+    assert lines.line_partitions_for(10**9, 64) == 64
+
+
+def _lines_cut(tmp_path, name: str) -> dict:
+    rng = random.Random(5)
+    vocabulary = make_vocabulary(rng)
+    boilerplate = [random_text(rng, vocabulary, 8) for _ in range(3)]
+    rows = [
+        {"id": f"d{i}", "text": "\n".join([random_text(rng, vocabulary, 30), *boilerplate[: 1 + i % 3]])}
+        for i in range(60)
+    ]
+    write_jsonl(tmp_path / "corpus" / "a.jsonl", rows)
+    config = source_config(
+        tmp_path / name,
+        [{"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "corpus")], "id_field": "id"}],
+        shard_docs=20,
+    )
+    layout = RunLayout(config.run_dir)
+    parts = run_units(config)
+    write_json(
+        {"stage": "source", "docs_out": sum(p["ledger"]["docs_out"] for p in parts)}, layout.stage("source").stats
+    )
+    write_json({"stages": {}}, layout.manifest)
+    found = stage.run_lines("source", config).lines
+    root = layout.stage("lines").root
+    files = {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted([*(root / "docs").glob("*.parquet"), *root.glob("intermediate/frequent.parquet")])
+    }
+    return {"found": found, "files": files}
+
+
+def test_more_line_partitions_write_the_same_bytes(tmp_path, monkeypatch):
+    one = _lines_cut(tmp_path, "one")  # 60 documents: one partition
+    monkeypatch.setattr(lines, "DOCS_PER_PARTITION", 20)
+    three = _lines_cut(tmp_path, "three")
+    assert one["found"] == {"frequent_lines": 3, "partitions": 1}
+    assert three["found"] == {"frequent_lines": 3, "partitions": 3}
+    assert one["files"] == three["files"] and len(one["files"]) == 4
