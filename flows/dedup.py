@@ -29,6 +29,7 @@ _run_units = units_as_tasks(
         jobs.home_members: ("dedup-members", "members-{job.group}"),
         jobs.keep_in_home: ("dedup-clusters", "clusters-{job.home}"),
         jobs.assemble: ("dedup-assemble", "assemble"),
+        units.find_in_one_unit: ("dedup-find", "find-duplicates"),
         units.remove_duplicates: ("dedup-remove", "remove-{job.shard}"),
         units.count_lines: ("lines-count", "count-{job.in_path.stem}"),
         units.find_frequent: ("lines-frequent", "frequent-{job.partition}"),

@@ -87,6 +87,13 @@ def units_for(items: int, per_unit: int, most: int) -> int:
     return max(1, min(most, -(-items // per_unit)))
 
 
+def fits_one_unit(documents: int, partitions: int, shards: int) -> bool:
+    """Whether every step of :func:`find_duplicates` over ``documents`` in ``shards`` shards and
+    ``partitions`` partitions would run as one unit (one block of shards, one partition, one group
+    of shards): then the steps may as well run as one unit, sparing each its fixed cost."""
+    return partitions == 1 and documents <= DOCS_PER_GROUP and shards <= SHARDS_PER_BLOCK
+
+
 def partitions_for(documents: int, params: MinHashParams, most: int) -> int:
     """Band-key partitions for ``documents``: one per :data:`BAND_ROWS_PER_UNIT` rows (a row per
     band and one for the exact hash per document), at least 1 and at most ``most``

@@ -23,11 +23,12 @@ import numpy as np
 import polars as pl
 
 from pipeline.config import RunConfig
-from pipeline.dedup.clusters import dedup_step, largest_clusters
-from pipeline.dedup.engine import find_duplicates, partitions_for
+from pipeline.dedup.clusters import KeepRule, dedup_step, largest_clusters
+from pipeline.dedup.engine import find_duplicates, fits_one_unit, partitions_for
 from pipeline.dedup.layout import WORK_FORMAT, DedupWork, LinesWork
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard, line_partitions_for
 from pipeline.dedup.lsh import SHARD_BITS
+from pipeline.dedup.minhash import MinHashParams
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import RunLayout, StageDir
 from pipeline.formats.manifest import stage_outputs
@@ -67,6 +68,24 @@ def remove_duplicates(job: RemoveJob) -> dict:
     return shard_unit(STAGE, job.in_path, job.stage, dedup_step(mine, job.threshold, shard=job.shard), job.batch_docs)
 
 
+@dataclass(frozen=True, kw_only=True)
+class FindJob:
+    inputs: tuple[Path, ...]
+    work: Path
+    params: MinHashParams
+    partitions: int
+    keep: KeepRule
+    clusters: Path
+    most_units: int
+
+
+def find_in_one_unit(job: FindJob) -> dict:
+    """Every step of the finding in this unit (a corpus whose steps would each be one unit)."""
+    return find_duplicates(
+        job.inputs, job.work, job.params, job.partitions, job.keep, job.clusters, most_units=job.most_units
+    )
+
+
 def _finding(previous: str, config: RunConfig, stage: StageDir, inputs: list, run_units: RunUnits) -> dict:
     """The clusters table at ``<stage>/clusters.parquet`` and the finding's counts: reused when
     the work folder was made from the same inputs and settings, else found again."""
@@ -79,9 +98,21 @@ def _finding(previous: str, config: RunConfig, stage: StageDir, inputs: list, ru
     params = settings.minhash_params()
     documents = docs_handed_over(RunLayout(config.run_dir).stage(previous).stats)
     partitions = partitions_for(documents, params, settings.partitions)
-    finding = find_duplicates(
-        inputs, work.root, params, partitions, settings.keep, clusters, run_units, most_units=settings.partitions
-    )
+    if fits_one_unit(documents, partitions, len(inputs)):
+        job = FindJob(
+            inputs=tuple(inputs),
+            work=work.root,
+            params=params,
+            partitions=partitions,
+            keep=settings.keep,
+            clusters=clusters,
+            most_units=settings.partitions,
+        )
+        (finding,) = run_units("dedup find", find_in_one_unit, [(job,)])
+    else:
+        finding = find_duplicates(
+            inputs, work.root, params, partitions, settings.keep, clusters, run_units, most_units=settings.partitions
+        )
     finding["partitions"] = partitions
     write_json(finding, work.finding)
     mark_work_done(stage, inputs, made_from)

@@ -109,9 +109,8 @@ def test_lines_found_in_many_documents_are_cut_from_the_sources_in_scope(tmp_pat
         tokenize={"enabled": False},
     )
     stats = curate_flow(config)["lines"]
-    assert stats["lines"] == {
-        "frequent_lines": 2
-    }  # the footer (normalized: case and punctuation fold) and the greeting
+    # the footer (normalized: case and punctuation fold) and the greeting; one partition's documents
+    assert stats["lines"] == {"frequent_lines": 2, "partitions": 1}
     assert stats["removed"] == {"filter.empty_after_rewrite": 1}
     assert stats["counts"]["repeated_lines.lines_removed"] == 7  # 5 footers, both lines of only-footer
     docs = pl.read_parquet(RunLayout(config.run_dir).stage("lines").docs / "*.parquet")

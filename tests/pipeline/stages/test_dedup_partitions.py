@@ -15,6 +15,7 @@ import pipeline.stages.dedup as stage
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.documents import RunLayout
 from pipeline.io.writer import read_json, write_json
+from pipeline.stages.units import in_process
 from tests.helpers import run_units, source_config, write_jsonl
 from tests.pipeline.dedup.test_dedup import edit_words, make_vocabulary, random_text, write_docs
 
@@ -33,7 +34,7 @@ def test_partitions_grow_past_the_configured_ones_only_for_a_large_corpus():
     assert engine.partitions_for(10**9, MinHashParams(near=False), 8) == 154  # the exact hash alone
 
 
-def _deduplicated(tmp_path, name: str) -> dict[str, str]:
+def _deduplicated(tmp_path, name: str) -> dict:
     rng = random.Random(7)
     vocabulary = make_vocabulary(rng)
     rows = []
@@ -54,14 +55,20 @@ def _deduplicated(tmp_path, name: str) -> dict[str, str]:
         {"stage": "source", "docs_out": sum(p["ledger"]["docs_out"] for p in parts)}, layout.stage("source").stats
     )
     write_json({"stages": {}}, layout.manifest)
-    stats = stage.run_dedup("source", config)
+    steps = []
+
+    def recorded(label, fn, jobs):
+        steps.append(label)
+        return in_process(label, fn, jobs)
+
+    stats = stage.run_dedup("source", config, recorded)
     assert stats.docs_in == len(rows) and stats.dedup["clusters"] == 20
     root = layout.stage("dedup").root
     files = {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted([root / "clusters.parquet", *(root / "docs").glob("*.parquet"), *(root / "removed").glob("*")])
     }
-    return {"partitions": stats.dedup["partitions"], "files": files}
+    return {"partitions": stats.dedup["partitions"], "files": files, "steps": steps}
 
 
 def test_more_partitions_for_a_larger_corpus_write_the_same_bytes(tmp_path, monkeypatch):
@@ -72,6 +79,8 @@ def test_more_partitions_for_a_larger_corpus_write_the_same_bytes(tmp_path, monk
     more = _deduplicated(tmp_path, "more")
     assert (default["partitions"], by_work["partitions"], more["partitions"]) == (1, 6, 18)
     assert more["files"] == by_work["files"] == default["files"] and len(default["files"]) >= 5
+    # One partition, one group, one block of shards: every step of the finding in one unit.
+    assert default["steps"][0] == "dedup find" and "dedup signatures" in by_work["steps"]
 
 
 def test_one_partition_leaves_the_later_steps_their_units(tmp_path, monkeypatch):
@@ -137,7 +146,9 @@ def test_work_of_another_layout_is_redone_not_reused(tmp_path):
     again = _deduplicated(tmp_path, "run")
     assert finding.stat().st_mtime_ns != before and again == first
     before = finding.stat().st_mtime_ns
-    assert _deduplicated(tmp_path, "run") == first and finding.stat().st_mtime_ns == before
+    reused = _deduplicated(tmp_path, "run")
+    assert reused["files"] == first["files"] and reused["steps"] == ["dedup"]  # no step of the finding ran
+    assert finding.stat().st_mtime_ns == before
 
 
 def test_line_partitions_follow_the_documents():
