@@ -132,15 +132,19 @@ _started_url: str | None = None  # the API of the temporary server this process 
 LOADING = ", loading the compiled loops"
 # The report's modules (its charts' matplotlib), which `curate run` imports later anyway.
 REPORT_MODULES = ("report.build", "matplotlib.figure", "matplotlib.backends.backend_agg")
+# What Prefect imports on a run's first flow run (its parameters' encoder, the flow graph's),
+# about 0.7 s of which is FastAPI's.
+FLOW_MODULES = ("fastapi.encoders", "prefect.utilities.visualization", "anyio._backends._asyncio")
 _SAMPLE = "A short sentence of plain text, enough for every rule to measure it. " * 4
 
 
 def load_for(config, modules: tuple[str, ...] = ()) -> None:
-    """What a run of ``config`` loads on first use anyway, loaded now: ``modules`` imported, and the
+    """What a run of ``config`` loads on first use anyway, loaded now: Prefect's modules for a
+    flow run and ``modules`` imported, and the
     filter and dedup stages' compiled loops (numba's cache read, or compiled on a new machine) by
     running each stage the config turns on over two documents. Meant for while the temporary
     server starts, when the run's process would only wait (:func:`temporary_server`)."""
-    for name in modules:
+    for name in (*FLOW_MODULES, *modules):
         importlib.import_module(name)
     import polars as pl
 
