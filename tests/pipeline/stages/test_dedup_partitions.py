@@ -34,15 +34,8 @@ def test_partitions_grow_past_the_configured_ones_only_for_a_large_corpus():
     assert engine.partitions_for(10**9, MinHashParams(near=False), 8) == 154  # the exact hash alone
 
 
-def _deduplicated(tmp_path, name: str) -> dict:
-    rng = random.Random(7)
-    vocabulary = make_vocabulary(rng)
-    rows = []
-    for i in range(60):
-        text = random_text(rng, vocabulary, 120)
-        rows.append({"id": f"d{i}", "text": text})
-        if i % 3 == 0:
-            rows.append({"id": f"d{i}-near", "text": edit_words(rng, text, 2)})
+def _sourced(tmp_path, name: str, rows: list[dict]):
+    """A run of ``rows`` in shards of 20 documents, its source stage done: its config and layout."""
     write_jsonl(tmp_path / "corpus" / "a.jsonl", rows)
     config = source_config(
         tmp_path / name,
@@ -55,6 +48,23 @@ def _deduplicated(tmp_path, name: str) -> dict:
         {"stage": "source", "docs_out": sum(p["ledger"]["docs_out"] for p in parts)}, layout.stage("source").stats
     )
     write_json({"stages": {}}, layout.manifest)
+    return config, layout
+
+
+def _digests(root, paths) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(paths)}
+
+
+def _deduplicated(tmp_path, name: str) -> dict:
+    rng = random.Random(7)
+    vocabulary = make_vocabulary(rng)
+    rows = []
+    for i in range(60):
+        text = random_text(rng, vocabulary, 120)
+        rows.append({"id": f"d{i}", "text": text})
+        if i % 3 == 0:
+            rows.append({"id": f"d{i}-near", "text": edit_words(rng, text, 2)})
+    config, layout = _sourced(tmp_path, name, rows)
     steps = []
 
     def recorded(label, fn, jobs):
@@ -64,10 +74,9 @@ def _deduplicated(tmp_path, name: str) -> dict:
     stats = stage.run_dedup("source", config, recorded)
     assert stats.docs_in == len(rows) and stats.dedup["clusters"] == 20
     root = layout.stage("dedup").root
-    files = {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted([root / "clusters.parquet", *(root / "docs").glob("*.parquet"), *(root / "removed").glob("*")])
-    }
+    files = _digests(
+        root, [root / "clusters.parquet", *(root / "docs").glob("*.parquet"), *(root / "removed").glob("*")]
+    )
     return {"partitions": stats.dedup["partitions"], "files": files, "steps": steps}
 
 
@@ -167,24 +176,10 @@ def _lines_cut(tmp_path, name: str) -> dict:
         {"id": f"d{i}", "text": "\n".join([random_text(rng, vocabulary, 30), *boilerplate[: 1 + i % 3]])}
         for i in range(60)
     ]
-    write_jsonl(tmp_path / "corpus" / "a.jsonl", rows)
-    config = source_config(
-        tmp_path / name,
-        [{"name": "web", "reader": "jsonl", "paths": [str(tmp_path / "corpus")], "id_field": "id"}],
-        shard_docs=20,
-    )
-    layout = RunLayout(config.run_dir)
-    parts = run_units(config)
-    write_json(
-        {"stage": "source", "docs_out": sum(p["ledger"]["docs_out"] for p in parts)}, layout.stage("source").stats
-    )
-    write_json({"stages": {}}, layout.manifest)
+    config, layout = _sourced(tmp_path, name, rows)
     found = stage.run_lines("source", config).lines
     root = layout.stage("lines").root
-    files = {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted([*(root / "docs").glob("*.parquet"), *root.glob("intermediate/frequent.parquet")])
-    }
+    files = _digests(root, [*(root / "docs").glob("*.parquet"), *root.glob("intermediate/frequent.parquet")])
     return {"found": found, "files": files}
 
 
