@@ -132,8 +132,8 @@ _started_url: str | None = None  # the API of the temporary server this process 
 LOADING = ", loading the compiled loops"
 # The report's modules (its charts' matplotlib), which `curate run` imports later anyway.
 REPORT_MODULES = ("report.build", "matplotlib.figure", "matplotlib.backends.backend_agg")
-# What Prefect imports on a run's first flow run (its parameters' encoder, the flow graph's),
-# about 0.7 s of which is FastAPI's.
+# What Prefect imports on a run's first flow run: its parameters' encoder (FastAPI's, the most of
+# it) and the flow graph's (docs/cli.md, "What a run costs").
 FLOW_MODULES = ("fastapi.encoders", "prefect.utilities.visualization", "anyio._backends._asyncio")
 _SAMPLE = "A short sentence of plain text, enough for every rule to measure it. " * 4
 
@@ -448,9 +448,9 @@ def _keep_template(home: Path) -> None:
         shutil.rmtree(part, ignore_errors=True)
 
 
-# The temporary server's own defaults, each overridable from the environment. Its task-run recorder
-# writes events in batches (one transaction per event by default: half the server's CPU time
-# recording a run, docs/cli.md "What a run costs"), flushed each second; it has no automations to
+# The temporary server's own defaults, each overridable from the environment: its task-run
+# recorder writes events in batches flushed each second, not one transaction per event (most of
+# the server's time recording a run: docs/cli.md, "What a run costs"); it has no automations to
 # trigger and no UI or other subscriber to stream events and logs to.
 _SERVER_DEFAULTS = {
     "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "200",
