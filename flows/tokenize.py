@@ -16,10 +16,10 @@ from pipeline.stages import tokenize as units
 
 _run_units = units_as_tasks(
     {
-        units.sample_candidates: ("tokenize-sample-keys", "sample-keys-{in_path.stem}"),
-        units.sample_texts: ("tokenize-sample-texts", "sample-texts-{in_path.stem}"),
-        units.train_tokenizer: ("tokenize-train", "train-tokenizer"),
-        units.tokenize_shard: ("tokenize-shard", "tokenize-{in_path.stem}"),
+        units.sample_candidates: ("tokenize-sample-keys", "sample-keys-{job.in_path.stem}"),
+        units.sample_texts: ("tokenize-sample-texts", "sample-texts-{job.in_path.stem}"),
+        units.train_on_sample: ("tokenize-train", "train-tokenizer"),
+        units.tokenize_shard: ("tokenize-shard", "tokenize-{job.in_path.stem}"),
     }
 )
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -56,17 +57,36 @@ def _keys(path: Path, seed: int) -> pl.DataFrame:
     return pl.DataFrame({"id": ids, "key": seeded_id_hash(ids, seed, _SALT)})
 
 
-def sample_candidates(in_path: Path, seed: int, bound: int) -> pl.DataFrame:
+@dataclass(frozen=True)
+class KeysJob:
+    """Shard ``in_path``'s sample keys (seeded by ``seed``) under ``bound``."""
+
+    in_path: Path
+    seed: int
+    bound: int
+
+
+def sample_candidates(job: KeysJob) -> pl.DataFrame:
     """``id, key`` of the shard's documents whose key is under ``bound`` (all of them at 2^64)."""
-    keys = _keys(in_path, seed)
-    return keys if bound >= _TOP else keys.filter(pl.col("key") < pl.lit(bound, dtype=pl.UInt64))
+    keys = _keys(job.in_path, job.seed)
+    return keys if job.bound >= _TOP else keys.filter(pl.col("key") < pl.lit(job.bound, dtype=pl.UInt64))
 
 
-def sample_texts(in_path: Path, seed: int, last: tuple[int, str]) -> pl.DataFrame:
+@dataclass(frozen=True)
+class TextsJob:
+    """Shard ``in_path``'s share of the sample: its documents up to ``last``, the sample's last
+    ``(key, id)``."""
+
+    in_path: Path
+    seed: int
+    last: tuple[int, str]
+
+
+def sample_texts(job: TextsJob) -> pl.DataFrame:
     """``id, text`` of the shard's documents at or before ``last`` (a key and an id) in the order
     of (key, id): the shard's share of the sample."""
-    key, last_id = last
-    keys = _keys(in_path, seed)
+    in_path, (key, last_id) = job.in_path, job.last
+    keys = _keys(in_path, job.seed)
     at = pl.lit(key, dtype=pl.UInt64)
     chosen = keys.filter((pl.col("key") < at) | ((pl.col("key") == at) & (pl.col("id") <= last_id)))
     if chosen.height == 0:
@@ -88,7 +108,7 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
     bound = sample_bound(sample_docs, total)
 
     def candidates(under: int) -> pl.DataFrame:
-        found = in_blocks(run_units, None, sample_candidates, [(p, seed, under) for p in inputs])
+        found = in_blocks(run_units, None, sample_candidates, [(KeysJob(p, seed, under),) for p in inputs])
         return pl.concat([pl.DataFrame(schema=_NO_KEYS), *found])
 
     found = candidates(bound)
@@ -98,7 +118,7 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
         return pl.DataFrame(schema=_NO_TEXTS)
     chosen = found.sort("key", "id").head(sample_docs)
     last = (int(chosen["key"][-1]), chosen["id"][-1])
-    sample = pl.concat(in_blocks(run_units, None, sample_texts, [(p, seed, last) for p in inputs]))
+    sample = pl.concat(in_blocks(run_units, None, sample_texts, [(TextsJob(p, seed, last),) for p in inputs]))
     if sample.height != chosen.height:
         raise LedgerError(f"tokenizer sample: {chosen.height} documents chosen, {sample.height} read")
     return sample.sort("id")
@@ -116,14 +136,41 @@ def _encoding_of(tokenizer_json: str) -> ShardEncoding:
     return shard_encoding(Tokenizer.from_str(tokenizer_json))
 
 
-def tokenize_shard(in_path: Path, tokenizer_path: Path, out_dir: Path, batch_docs: int, record: Path) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class TrainJob:
+    """A tokenizer of ``kind`` and ``vocab_size`` trained on ``texts``, saved at ``out``."""
+
+    texts: pl.Series
+    out: Path
+    kind: str
+    vocab_size: int
+
+
+def train_on_sample(job: TrainJob) -> Path:
+    """The tokenizer trained on the sample (:func:`pipeline.tokenizer.train_tokenizer`): its path."""
+    return train_tokenizer(job.texts, job.out, kind=job.kind, vocab_size=job.vocab_size)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenizeJob:
+    """Curated shard ``in_path`` encoded by the tokenizer at ``tokenizer`` (a file, or a folder
+    holding one) into ``out_dir``, ``batch_docs`` documents at a time; its part record at ``record``."""
+
+    in_path: Path
+    tokenizer: Path
+    out_dir: Path
+    batch_docs: int
+    record: Path
+
+
+def tokenize_shard(job: TokenizeJob) -> dict:
     """One curated shard as a token shard; its part record (with documents and tokens per
     licence) is written after the shard."""
-    out = out_dir / f"{in_path.stem}.arrow"
-    batches = parquet_file(in_path).iter_batches(batch_size=batch_docs, columns=["id", "text"])
-    entry = write_token_shard(batches, _shard_encoding(tokenizer_path), out, group=in_path.stem)
+    in_path, out = job.in_path, job.out_dir / f"{job.in_path.stem}.arrow"
+    batches = parquet_file(in_path).iter_batches(batch_size=job.batch_docs, columns=["id", "text"])
+    entry = write_token_shard(batches, _shard_encoding(job.tokenizer), out, group=in_path.stem)
     entry = {"unit": in_path.stem, **entry, "file": out.name, "licences": shard_licences(in_path, out)}
-    write_json(entry, record)
+    write_json(entry, job.record)
     return entry
 
 
@@ -160,15 +207,21 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
             sample = draw_sample(inputs, settings.sample_docs, handed_over, config.seed, run_units)
             # A unit of its own: on a cluster it trains in a worker, and its time is a run's fixed
             # cost (the same sample whatever the corpus), apart from the shards'.
-            run_units(None, train_tokenizer, [(sample["text"], tokenizer, settings.kind, settings.vocab_size)])
+            job = TrainJob(texts=sample["text"], out=tokenizer, kind=settings.kind, vocab_size=settings.vocab_size)
+            run_units(None, train_on_sample, [(job,)])
     # A shard with a part record is complete (the record is written after the shard).
     todo = [p for p in inputs if not (stage.parts / f"{p.stem}.json").exists()]
-    in_blocks(
-        run_units,
-        STAGE,
-        tokenize_shard,
-        [(p, tokenizer, shards, config.batch_docs, stage.parts / f"{p.stem}.json") for p in todo],
-    )
+    jobs = [
+        TokenizeJob(
+            in_path=p,
+            tokenizer=tokenizer,
+            out_dir=shards,
+            batch_docs=config.batch_docs,
+            record=stage.parts / f"{p.stem}.json",
+        )
+        for p in todo
+    ]
+    in_blocks(run_units, STAGE, tokenize_shard, [(job,) for job in jobs])
     mark_work_done(stage, inputs, made_from)
     entries = [read_json(stage.parts / f"{p.stem}.json") for p in inputs]
     for path, entry in zip(inputs, entries):  # a part written before licences were counted

@@ -420,7 +420,10 @@ def test_the_tokenizer_sample_is_the_smallest_keys_whatever_the_shards(tmp_path,
         assert sample["text"].to_list() == [f"text of {i}" for i in expected]
     # Units return a bounded share: about 300 + 10 sqrt(300) + 100 keys of 5,000, not every id.
     found = pl.concat(
-        [stage.sample_candidates(p, 3, stage.sample_bound(300, len(ids))) for p in _shards(tmp_path / "b", ids, 4)]
+        [
+            stage.sample_candidates(stage.KeysJob(p, 3, stage.sample_bound(300, len(ids))))
+            for p in _shards(tmp_path / "b", ids, 4)
+        ]
     )
     assert 300 <= found.height < 700
     # A bound that lets too few through: the draw falls back to every key, and finds the same.
@@ -435,7 +438,7 @@ def test_a_stage_shard_is_encoded_by_the_tokenizer_file_as_it_is_now(tmp_path, b
     """The tokenize stage makes a tokenizer's encoder once per process and file content: a shard
     written with it is the shard written from the tokenizer itself, and a tokenizer file replaced
     at the same path (a rerun that trains another) encodes the next shard, not the one made before."""
-    from pipeline.stages.tokenize import tokenize_shard
+    from pipeline.stages.tokenize import TokenizeJob, tokenize_shard
 
     docs = tmp_path / "web-00000.parquet"
     texts = corpus(90, seed=6)
@@ -445,7 +448,9 @@ def test_a_stage_shard_is_encoded_by_the_tokenizer_file_as_it_is_now(tmp_path, b
     for (source, tok), given in ((bpe, path), (wordpiece, path), (bpe, path.parent)):  # the file, or its folder
         path.write_bytes(source.read_bytes())
         out = tmp_path / f"out-{tok.get_vocab_size()}"
-        entry = tokenize_shard(docs, given, out, 32, out / "record.json")
+        entry = tokenize_shard(
+            TokenizeJob(in_path=docs, tokenizer=given, out_dir=out, batch_docs=32, record=out / "record.json")
+        )
         direct = write_token_shard(
             list(zip([f"d{i}" for i in range(len(texts))], texts)), tok, tmp_path / "d.arrow", docs.stem
         )
