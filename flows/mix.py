@@ -28,17 +28,17 @@ from pipeline.stages.mix import STAGE, run_mix
 
 _run_units = units_as_tasks(
     {
-        scan_block: ("mix-scan", "{unit}"),
-        block_matches: ("mix-matches", "{unit}"),
-        block_windows: ("mix-windows", "{unit}"),
-        split_candidates: ("mix-split", "{unit}"),
-        block_texts: ("mix-texts", "{unit}"),
-        shard_sides: ("mix-sides", "{unit}"),
-        bucket_documents: ("mix-bucket", "{unit}"),
-        route_copies: ("mix-route", "{unit}"),
-        concat_files: ("mix-concat", "{unit}"),
-        cut_ranges: ("mix-order", "{unit}"),
-        write_shard: ("mix-write", "write-{unit}"),
+        scan_block: ("mix-scan", "{job.unit}"),
+        block_matches: ("mix-matches", "{job.unit}"),
+        block_windows: ("mix-windows", "{job.unit}"),
+        split_candidates: ("mix-split", "{job.unit}"),
+        block_texts: ("mix-texts", "{job.unit}"),
+        shard_sides: ("mix-sides", "{job.unit}"),
+        bucket_documents: ("mix-bucket", "{job.unit}"),
+        route_copies: ("mix-route", "{job.unit}"),
+        concat_files: ("mix-concat", "{job.unit}"),
+        cut_ranges: ("mix-order", "{job.unit}"),
+        write_shard: ("mix-write", "write-{job.unit}"),
     }
 )
 

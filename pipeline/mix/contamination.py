@@ -51,23 +51,43 @@ class WindowLookup(Protocol):
     def hits(self, tokens: np.ndarray, starts, lengths) -> pl.DataFrame: ...
 
 
-def block_matches(unit: str, docs_paths: list[Path], index: NearDuplicateIndex, skip: pl.Series) -> pl.DataFrame:
-    """The documents of a block of shards (but those in ``skip``) that near-duplicate a text of
-    ``index`` (MATCHES_SCHEMA: every match)."""
+@dataclass(frozen=True, kw_only=True)
+class MatchJob:
+    """Unit ``unit``: the documents of a block of shards (``docs_paths``, but those in ``skip``)
+    near-duplicating a text of ``index``."""
+
+    unit: str
+    docs_paths: list[Path]
+    index: NearDuplicateIndex
+    skip: pl.Series
+
+
+def block_matches(job: MatchJob) -> pl.DataFrame:
+    """The documents of the job's block that near-duplicate a text of its index (MATCHES_SCHEMA:
+    every match)."""
     found = [pl.DataFrame(schema=MATCHES_SCHEMA)]
-    for path in docs_paths:
-        docs = read_parquet(path, columns=["id", "text"]).filter(~pl.col("id").is_in(skip.implode()))
-        found.append(index.matches(docs["id"], docs["text"]))
+    for path in job.docs_paths:
+        docs = read_parquet(path, columns=["id", "text"]).filter(~pl.col("id").is_in(job.skip.implode()))
+        found.append(job.index.matches(docs["id"], docs["text"]))
     return pl.concat(found)
 
 
-def block_windows(unit: str, token_paths: list[Path], index: WindowLookup) -> pl.DataFrame:
-    """``id, window``: every window of a block of token shards' documents that is in ``index``."""
+@dataclass(frozen=True)
+class WindowsJob:
+    """Unit ``unit``: the windows of a block of token shards (``token_paths``) in ``index``."""
+
+    unit: str
+    token_paths: list[Path]
+    index: WindowLookup
+
+
+def block_windows(job: WindowsJob) -> pl.DataFrame:
+    """``id, window``: every window of the block's documents that is in the job's index."""
     found = [pl.DataFrame(schema=WINDOWS_SCHEMA)]
-    for path in token_paths:
+    for path in job.token_paths:
         tokens, offsets = read_token_shard(path)
         ends = offsets["doc_tokens"].to_numpy().astype(np.int64) - 1
-        hits = index.hits(tokens, offsets["doc_start"].to_numpy(), ends)
+        hits = job.index.hits(tokens, offsets["doc_start"].to_numpy(), ends)
         found.append(pl.DataFrame({"id": offsets["doc_id"].gather(hits["doc"].to_numpy()), "window": hits["window"]}))
     return pl.concat(found)
 

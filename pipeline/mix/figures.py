@@ -27,7 +27,8 @@ _NO_GROUP = {
 
 def side_counts(sides: Sequence[Mapping]) -> dict:
     """The documents per side and per rule, the figures per group and licence, and the tokens in,
-    summed over the blocks (``sides``: what pipeline.mix.shards.shard_sides returned for each)."""
+    summed over the blocks (``sides``: the counts pipeline.mix.shards.shard_sides returned for
+    each, ``Sides.counts``)."""
     counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "licences": {}, "tokens_in": 0}
     for side in sides:
         add_counts(counts, {k: side[k] for k in ("splits", "rules", "groups", "licences", "tokens_in")})

@@ -116,14 +116,26 @@ def shard_jobs(shards: Mapping[str, Mapping[str, Sequence[dict]]]) -> list[tuple
     ]
 
 
-def write_shard(
-    unit: str, pieces: list[tuple[str, int, int]], token_paths: list[Path], out_path: Path, group: str, record: Path
-) -> dict:
-    """Gather one output shard from its ordered pieces (pipeline.mix.shards.cut_ranges), then write
-    its part record ``record`` (a shard with a record is complete, so a run killed midway redoes
-    only the shards without one); return the record."""
-    entry = {"unit": unit, **gather_token_shard(_pieces(piece_rows(pieces), token_paths), out_path, group)}
-    write_json(entry, record)
+@dataclass(frozen=True, kw_only=True)
+class WriteJob:
+    """Output shard ``out_path`` of ``group`` (part record ``record``, named ``unit``), gathered
+    from its ordered ``pieces`` (pipeline.mix.shards.cut_ranges) of the pool's ``token_paths``."""
+
+    unit: str
+    pieces: list[tuple[str, int, int]]
+    token_paths: list[Path]
+    out_path: Path
+    group: str
+    record: Path
+
+
+def write_shard(job: WriteJob) -> dict:
+    """Gather one output shard from its ordered pieces, then write its part record (a shard with a
+    record is complete, so a run killed midway redoes only the shards without one); return the
+    record."""
+    rows = piece_rows(job.pieces)
+    entry = {"unit": job.unit, **gather_token_shard(_pieces(rows, job.token_paths), job.out_path, job.group)}
+    write_json(entry, job.record)
     return entry
 
 

@@ -4,7 +4,8 @@ where its tokens are), its group, and the groups under ``min_share`` of the pool
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -60,35 +61,64 @@ def scan_shard(number: int, docs_path: Path, token_path: Path) -> pl.DataFrame:
     )
 
 
-def scan_block(
-    unit: str, jobs: list[tuple[int, Path, Path, Path]], by: list[str], merge: dict | None, listed: pl.Series
-) -> dict:
-    """Scan a block of shards (``(number, docs, token shard, scan file)`` each): write each shard's
-    scan rows with the group ``group_by`` and ``merge`` give them; return the block's documents,
-    tokens per group and the ids among them that an ``exclude`` file lists."""
-    found = {"documents": 0, "groups": {}, "listed": []}
-    for number, docs_path, token_path, out in jobs:
-        scan = scan_shard(number, docs_path, token_path)
-        scan = scan.with_columns(group_documents(scan, by, merge))
-        write_parquet(scan.to_arrow(), out)
-        found["documents"] += scan.height
-        add_counts(found["groups"], group_tokens(scan))
-        found["listed"].append(scan["id"].filter(scan["id"].is_in(listed.implode())))
-    found["listed"] = pl.concat([pl.Series("id", [], dtype=pl.String), *found["listed"]])
-    return found
+@dataclass(frozen=True, kw_only=True)
+class ShardToScan:
+    """Curated shard ``number``: its documents ``docs``, its token shard ``tokens``, and the scan
+    file ``out`` to write."""
+
+    number: int
+    docs: Path
+    tokens: Path
+    out: Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScanJob:
+    """Unit ``unit``: a block of ``shards`` to scan, grouped by ``by`` and ``merge``; ``listed``:
+    the ids the exclude files list."""
+
+    unit: str
+    shards: list[ShardToScan]
+    by: list[str]
+    merge: dict | None
+    listed: pl.Series
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """What a block's scan found: its documents, tokens per group and the ids among them that an
+    ``exclude`` file lists."""
+
+    documents: int
+    groups: dict[str, int]
+    listed: pl.Series
+
+
+def scan_block(job: ScanJob) -> Scanned:
+    """Scan a block of shards: write each shard's scan rows with the group ``group_by`` and
+    ``merge`` give them."""
+    documents, groups, listed = 0, {}, [pl.Series("id", [], dtype=pl.String)]
+    for shard in job.shards:
+        scan = scan_shard(shard.number, shard.docs, shard.tokens)
+        scan = scan.with_columns(group_documents(scan, job.by, job.merge))
+        write_parquet(scan.to_arrow(), shard.out)
+        documents += scan.height
+        add_counts(groups, group_tokens(scan))
+        listed.append(scan["id"].filter(scan["id"].is_in(job.listed.implode())))
+    return Scanned(documents, groups, pl.concat(listed))
 
 
 def _columns(path: Path) -> list[str]:
     return parquet_file(path).schema_arrow.names
 
 
-def renamed_groups(scanned: list[Mapping], min_share: float) -> dict[str, str]:
+def renamed_groups(scanned: Sequence[Scanned], min_share: float) -> dict[str, str]:
     """The groups under ``min_share`` of the pool's tokens (summed over the blocks' scans), renamed
     OTHER; no two groups left may share a file name (ConfigError: the groups found, whose
     languages are known only now, make distinct file names that fit the file system)."""
     totals: dict = {}
     for found in scanned:
-        add_counts(totals, found["groups"])
+        add_counts(totals, found.groups)
     renamed = {name: OTHER for name in small_groups(totals, min_share)}
     try:
         check_group_names(sorted({renamed.get(group, group) for group in totals}))

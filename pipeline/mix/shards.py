@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -105,40 +106,64 @@ def group_tokens(frame: pl.DataFrame, group: str = "group") -> dict[str, int]:
 # The validation split
 
 
-def split_candidates(
-    unit: str,
-    scans: list[Path],
-    renamed: Mapping[str, str],
-    excluded: pl.Series,
-    fraction: float,
-    max_docs: int | None,
-    seed: int,
-    min_docs: int = 0,
-) -> dict:
-    """``{"candidates", "documents"}``: ``id, group, shard`` of the documents of a block of shards
-    that can be in the validation set (per group, those the fraction holds out up to the cap and
-    the ``min_docs`` of smallest hash, over the block so far; the caller splits their union the
-    same way, knowing the groups' sizes), and the documents per group that the split chooses from
-    (the excluded ones apart)."""
+@dataclass(frozen=True, kw_only=True)
+class SplitJob:
+    """Unit ``unit``: the validation candidates of a block of shards (their ``scans``, groups
+    ``renamed``, the ``excluded`` ids apart) under the split's settings."""
+
+    unit: str
+    scans: list[Path]
+    renamed: Mapping[str, str]
+    excluded: pl.Series
+    fraction: float
+    max_docs: int | None
+    seed: int
+    min_docs: int = 0
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """A block's validation candidates (``id, group, shard``) and its documents per group that the
+    split chooses from."""
+
+    candidates: pl.DataFrame
+    documents: dict[str, int]
+
+
+def split_candidates(job: SplitJob) -> Candidates:
+    """``id, group, shard`` of the documents of a block of shards that can be in the validation set
+    (per group, those the fraction holds out up to the cap and the ``min_docs`` of smallest hash,
+    over the block so far; the caller splits their union the same way, knowing the groups' sizes),
+    and the documents per group that the split chooses from (the excluded ones apart)."""
     found = pl.DataFrame(schema={"id": pl.String, "group": pl.String, "shard": pl.Int32})
     documents: dict[str, int] = {}
-    for path in scans:
-        scan = read_parquet(path, columns=["id", "group", "shard"]).with_columns(pl.col("group").replace(renamed))
-        scan = scan.filter(~pl.col("id").is_in(excluded.implode()))
+    for path in job.scans:
+        scan = read_parquet(path, columns=["id", "group", "shard"]).with_columns(pl.col("group").replace(job.renamed))
+        scan = scan.filter(~pl.col("id").is_in(job.excluded.implode()))
         for group, count in scan.group_by("group").len().iter_rows():
             documents[group] = documents.get(group, 0) + count
         scan = pl.concat([found, scan])
         # sizes={}: a block does not know its groups' sizes in the pool, so it keeps every minimum
-        _, held = split_validation(scan, fraction, max_docs, seed, min_docs=min_docs, sizes={})
+        _, held = split_validation(scan, job.fraction, job.max_docs, job.seed, min_docs=job.min_docs, sizes={})
         found = scan.filter(pl.col("id").is_in(held.implode()))
-    return {"candidates": found, "documents": documents}
+    return Candidates(found, documents)
 
 
-def block_texts(unit: str, docs_paths: list[Path], ids: pl.Series) -> pl.DataFrame:
-    """``id, text`` of the documents of a block of curated shards whose id is in ``ids``."""
+@dataclass(frozen=True)
+class TextsJob:
+    """Unit ``unit``: the texts of the documents of a block of curated shards (``docs_paths``)
+    whose id is in ``ids``."""
+
+    unit: str
+    docs_paths: list[Path]
+    ids: pl.Series
+
+
+def block_texts(job: TextsJob) -> pl.DataFrame:
+    """``id, text`` of the job's documents."""
     found = [pl.DataFrame(schema={"id": pl.String, "text": pl.String})]
-    for path in docs_paths:
-        found.append(read_parquet(path, columns=["id", "text"]).filter(pl.col("id").is_in(ids.implode())))
+    for path in job.docs_paths:
+        found.append(read_parquet(path, columns=["id", "text"]).filter(pl.col("id").is_in(job.ids.implode())))
     return pl.concat(found)
 
 
@@ -150,28 +175,46 @@ def _bucket(keys: np.ndarray) -> np.ndarray:
     return (keys >> np.uint64(64 - BUCKET_BITS)).astype(np.int64)
 
 
-def shard_sides(
-    unit: str,
-    scans: list[Path],
-    pools: list[Path],
-    renamed: Mapping[str, str],
-    causes: pl.DataFrame,
-    validation: pl.Series,
-    seed: int,
-) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class SidesJob:
+    """Unit ``unit``: the sides of the documents of a block of shards (their ``scans``, and the
+    ``pools`` files to write), by their groups ``renamed``, the ``causes`` that took documents out
+    and the ``validation`` ids; sampling keys seeded by ``seed``."""
+
+    unit: str
+    scans: list[Path]
+    pools: list[Path]
+    renamed: Mapping[str, str]
+    causes: pl.DataFrame
+    validation: pl.Series
+    seed: int
+
+
+@dataclass(frozen=True)
+class Sides:
+    """A block's ``counts`` (documents per side and rule, figures per group and licence, tokens in:
+    pipeline.mix.figures.side_counts sums them), its training documents' sampling keys by group
+    (HISTOGRAM_SCHEMA) and its ``removed`` documents (None: a block of no shard)."""
+
+    counts: dict
+    histogram: pl.DataFrame
+    removed: pl.DataFrame | None
+
+
+def shard_sides(job: SidesJob) -> Sides:
     """Each document's final group and side (train, validation, contaminated, excluded), the rule
     and the text that took it out, written per shard (the rows of ``documents.parquet``, with the
     shard, row and sampling key); return the block's counts, its removed documents and the
     histogram of its training documents' sampling keys by group."""
     counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "licences": {}, "tokens_in": 0}
     removed, histogram = [], pl.DataFrame(schema=HISTOGRAM_SCHEMA)
-    for scan_path, pool_path in zip(scans, pools):
-        docs = read_parquet(scan_path).with_columns(pl.col("group").replace(renamed))
-        cause = causes.filter(pl.col("id").is_in(docs["id"].implode()))
+    for scan_path, pool_path in zip(job.scans, job.pools):
+        docs = read_parquet(scan_path).with_columns(pl.col("group").replace(job.renamed))
+        cause = job.causes.filter(pl.col("id").is_in(docs["id"].implode()))
         docs = docs.with_columns(
             split=pl.when(pl.col("id").is_in(cause.filter(pl.col("rule") != MIX_CONTAMINATED)["id"].implode()))
             .then(pl.lit("excluded"))
-            .when(pl.col("id").is_in(validation.implode()))
+            .when(pl.col("id").is_in(job.validation.implode()))
             .then(pl.lit("validation"))
             .when(pl.col("id").is_in(cause["id"].implode()))
             .then(pl.lit("contaminated"))
@@ -182,7 +225,7 @@ def shard_sides(
             how="left",
             maintain_order="left",
         )
-        keys = seeded_id_hash(docs["id"], seed, SALT_SAMPLE)
+        keys = seeded_id_hash(docs["id"], job.seed, SALT_SAMPLE)
         docs = docs.with_columns(sample_key=pl.Series(keys, dtype=pl.UInt64))
         write_parquet(docs.to_arrow(), pool_path)
         counts["tokens_in"] += int(docs["tokens"].sum())
@@ -204,9 +247,7 @@ def shard_sides(
             "group", "tokens", bucket=pl.Series(_bucket(train["sample_key"].to_numpy()), dtype=pl.Int64)
         ).with_columns(documents=pl.lit(1, pl.Int64))
         histogram = sum_histograms([histogram, found])
-    counts["histogram"] = histogram
-    counts["removed"] = pl.concat(removed) if removed else None
-    return counts
+    return Sides(counts, histogram, pl.concat(removed) if removed else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,15 +288,26 @@ def crossing_buckets(histogram: pl.DataFrame, rests: Mapping[str, int]) -> dict[
     return found
 
 
-def bucket_documents(unit: str, pools: list[Path], wanted: pl.DataFrame) -> pl.DataFrame:
-    """``id, group, tokens, bucket``: the training documents of a block of shards whose (group,
-    sampling-key bucket) is in ``wanted``."""
+@dataclass(frozen=True)
+class BucketJob:
+    """Unit ``unit``: the training documents of a block of shards (their ``pools`` files) in the
+    ``wanted`` (group, sampling-key bucket) pairs."""
+
+    unit: str
+    pools: list[Path]
+    wanted: pl.DataFrame
+
+
+def bucket_documents(job: BucketJob) -> pl.DataFrame:
+    """``id, group, tokens, bucket``: the job's documents."""
     found = []
-    for path in pools:
+    for path in job.pools:
         docs = read_parquet(path, columns=["id", "group", "tokens", "split", "sample_key"])
         docs = docs.filter(pl.col("split") == "train")
         docs = docs.with_columns(bucket=pl.Series(_bucket(docs["sample_key"].to_numpy()), dtype=pl.Int64))
-        found.append(docs.join(wanted, on=["group", "bucket"], how="semi").select("id", "group", "tokens", "bucket"))
+        found.append(
+            docs.join(job.wanted, on=["group", "bucket"], how="semi").select("id", "group", "tokens", "bucket")
+        )
     schema = {"id": pl.String, "group": pl.String, "tokens": pl.Int64, "bucket": pl.Int64}
     return pl.concat([pl.DataFrame(schema=schema), *found])
 
@@ -360,35 +412,46 @@ def copies_of(docs: pl.DataFrame, seed: int, ranges: Mapping[tuple[str, int], in
     return pl.concat(copies).select(list(COPY_SCHEMA)).sort(["group", "copy", "range", "key", "id"])
 
 
-def route_copies(
-    unit: str,
-    pools: list[Path],
-    plans: Mapping[str, Mapping[str, dict] | None],
-    ranges: Mapping[str, Mapping[tuple[str, int], int]],
-    seed: int,
-    plan_paths: Mapping[str, list[Path]],
-    copy_paths: Mapping[str, Path],
-    validation_path: Path,
-    validation_ranges: Mapping[tuple[str, int], int],
-) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class RouteJob:
+    """Unit ``unit``: the copies of a block of shards (their ``pools`` files) under each mixture's
+    ``plans`` (its layers per group), routed into the mixture's key ``ranges`` (orders seeded by
+    ``seed``); each mixture's plan rows per shard go to ``plan_paths[mixture]``, its copies to
+    ``copy_paths[mixture]``, and the validation side's to ``validation_path`` (its ranges
+    ``validation_ranges``)."""
+
+    unit: str
+    pools: list[Path]
+    plans: Mapping[str, Mapping[str, dict] | None]
+    ranges: Mapping[str, Mapping[tuple[str, int], int]]
+    seed: int
+    plan_paths: Mapping[str, list[Path]]
+    copy_paths: Mapping[str, Path]
+    validation_path: Path
+    validation_ranges: Mapping[tuple[str, int], int]
+
+
+def route_copies(job: RouteJob) -> dict:
     """For a block of shards: each mixture's plan rows (``id, group, tokens, repeats`` of every
-    training document, per shard: ``plan_paths[mixture]``) and every copy to write, routed by key
-    range into one file per mixture (``copy_paths[mixture]``), and the validation documents into
-    ``validation_path`` (the same for every mixture). Returns tokens and documents taken per
-    mixture and group, and per licence within each group (``licences``)."""
+    training document, per shard) and every copy to write, routed by key range into one file per
+    mixture, and the validation documents into one file (the same for every mixture). Returns
+    tokens and documents taken per mixture and group, and per licence within each group
+    (``licences``)."""
     taken: dict = {}
     schema = pl.DataFrame(schema=COPY_SCHEMA).to_arrow().schema
     with ExitStack() as stack:
         # Each shard's copies, sorted, go on as row groups of their own: the unit holds one shard,
         # and a key range reads only the row groups whose statistics can hold it.
-        sinks = {name: stack.enter_context(parquet_stream(copy_paths[name], schema)) for name in plans}
-        held_sink = stack.enter_context(parquet_stream(validation_path, schema))
-        for number, path in enumerate(pools):
+        sinks = {name: stack.enter_context(parquet_stream(job.copy_paths[name], schema)) for name in job.plans}
+        held_sink = stack.enter_context(parquet_stream(job.validation_path, schema))
+        for number, path in enumerate(job.pools):
             docs = read_parquet(path)
             train = docs.filter(pl.col("split") == "train")
-            for name, layers in plans.items():
+            for name, layers in job.plans.items():
                 planned = train.with_columns(repeats_of(train, layers))
-                write_parquet(planned.select("id", "group", "tokens", "repeats").to_arrow(), plan_paths[name][number])
+                write_parquet(
+                    planned.select("id", "group", "tokens", "repeats").to_arrow(), job.plan_paths[name][number]
+                )
                 used = planned.group_by("group", LICENCE).agg(
                     tokens=(pl.col("tokens") * pl.col("repeats")).sum(), documents=(pl.col("repeats") > 0).sum()
                 )
@@ -396,11 +459,11 @@ def route_copies(
                     figures = {"tokens": tokens, "documents": documents}
                     add_counts(taken, {name: {group: {**figures, "licences": {licence: figures}}}})
                 chosen = planned.filter(pl.col("repeats") > 0)
-                _write_copies(sinks[name], copies_of(chosen, seed, ranges[name]))
+                _write_copies(sinks[name], copies_of(chosen, job.seed, job.ranges[name]))
             held = docs.filter(pl.col("split") == "validation").select(
                 "id", "group", "tokens", "bytes", "shard", "row", repeats=pl.lit(1, pl.Int64)
             )
-            _write_copies(held_sink, copies_of(held, seed, validation_ranges))
+            _write_copies(held_sink, copies_of(held, job.seed, job.validation_ranges))
     return taken
 
 
@@ -409,24 +472,31 @@ def _write_copies(sink: pq.ParquetWriter, copies: pl.DataFrame) -> None:
         sink.write_table(copies.to_arrow(), row_group_size=COPY_ROW_GROUP)
 
 
-def cut_ranges(
-    unit: str,
-    group: str,
-    layers: list[tuple[int, int]],
-    routed: list[Path],
-    ordered: Path,
-    limit: int,
-) -> list[dict]:
+@dataclass(frozen=True, kw_only=True)
+class CutJob:
+    """Unit ``unit``: group ``group``'s copies of one split, ``layers`` ``(copy, key ranges)`` in
+    order, from the ``routed`` files (:func:`route_copies`), ordered into the folder ``ordered``
+    and cut into output shards of at most ``limit`` tokens."""
+
+    unit: str
+    group: str
+    layers: list[tuple[int, int]]
+    routed: list[Path]
+    ordered: Path
+    limit: int
+
+
+def cut_ranges(job: CutJob) -> list[dict]:
     """One group's copies of one split in writing order (copy 0 of every document, then copy 1,
     ...; within a copy by order key, then id), cut into output shards of at most ``limit`` tokens
-    (a document is never cut; one longer than ``limit`` makes a shard of its own). ``layers``:
-    ``(copy, key ranges)`` in order; ``routed``: the files :func:`route_copies` wrote. Each range
-    is read, sorted and written to ``ordered`` (a folder) in turn; the shard still open at its end
+    (a document is never cut; one longer than ``limit`` makes a shard of its own). Each range is
+    read, sorted and written to the ``ordered`` folder in turn; the shard still open at its end
     goes on into the next. Returns each output shard: its pieces ``(ordered file, first row, end
     row)``, documents, tokens and bytes."""
+    group, routed, ordered, limit = job.group, job.routed, job.ordered, job.limit
     shards: list[dict] = []
     current: dict = {"pieces": [], "documents": 0, "tokens": 0, "bytes": 0}
-    for copy, count in layers:
+    for copy, count in job.layers:
         for where in range(count):
             rows = (
                 scan_parquet(routed)
@@ -469,10 +539,20 @@ def piece_rows(pieces: Sequence[tuple[str, int, int]]) -> pl.DataFrame:
     return pl.concat([read_parquet(path, columns=["shard", "row"]).slice(lo, hi - lo) for path, lo, hi in pieces])
 
 
-def concat_files(unit: str, pieces: list[Path], schema: pa.Schema, out: Path) -> int:
-    """The rows of ``pieces`` in order (the columns of ``schema``) as one Parquet file, written a
-    row group at a time, so that it is the file one table of those rows would give; returns the
-    rows written."""
+@dataclass(frozen=True, kw_only=True)
+class ConcatJob:
+    """Unit ``unit``: the rows of ``pieces`` in order (the columns of ``schema``) into ``out``."""
+
+    unit: str
+    pieces: list[Path]
+    schema: pa.Schema
+    out: Path
+
+
+def concat_files(job: ConcatJob) -> int:
+    """The job's rows as one Parquet file, written a row group at a time, so that it is the file
+    one table of those rows would give; returns the rows written."""
+    pieces, schema, out = job.pieces, job.schema, job.out
     columns = schema.names
     buffer: list[pa.Table] = []
     buffered = written = 0

@@ -11,6 +11,7 @@ import polars as pl
 
 from pipeline.formats.ledger import add_counts
 from pipeline.mix.plan import split_validation, validation_warning
+from pipeline.mix.shards import Candidates
 
 CANDIDATES_SCHEMA = {"id": pl.String, "group": pl.String, "shard": pl.Int32}
 # The sides of the documents the validation split chose from (the excluded ones left before it).
@@ -18,15 +19,15 @@ _SPLIT_FROM = ("train", "validation", "contaminated")
 
 
 def split_blocks(
-    found: Sequence[Mapping], fraction: float, max_docs: int | None, seed: int, min_docs: int
+    found: Sequence[Candidates], fraction: float, max_docs: int | None, seed: int, min_docs: int
 ) -> tuple[pl.DataFrame, pl.Series]:
     """The split of the blocks' candidates (``found``: what pipeline.mix.shards.split_candidates
     returned for each block, with the same settings). Return the candidates (``id, group,
     shard``) and the ids held out."""
-    candidates = pl.concat([pl.DataFrame(schema=CANDIDATES_SCHEMA), *(block["candidates"] for block in found)])
+    candidates = pl.concat([pl.DataFrame(schema=CANDIDATES_SCHEMA), *(block.candidates for block in found)])
     sizes: dict[str, int] = {}
     for block in found:
-        add_counts(sizes, block["documents"])
+        add_counts(sizes, block.documents)
     _, validation_ids = split_validation(candidates, fraction, max_docs, seed, min_docs=min_docs, sizes=sizes)
     return candidates, validation_ids
 

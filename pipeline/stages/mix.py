@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -62,7 +63,7 @@ from pipeline.mix.folder import shard_entries, write_mixture_folder
 from pipeline.mix.licences import mixture_licences, pool_licences
 from pipeline.mix.plan import cap_epochs, explicit_weights, temperature_weights
 from pipeline.mix.routing import KeyRanges, Planned
-from pipeline.mix.scan import documents_schema, renamed_groups, scan_block
+from pipeline.mix.scan import ScanJob, Scanned, ShardToScan, documents_schema, renamed_groups, scan_block
 from pipeline.mix.work import WorkFiles
 from pipeline.stages.card import write_cards
 from pipeline.stages.shard import mark_work_done, reusable_work
@@ -93,10 +94,10 @@ class _Pool:
     pools: list[Path]
     units: list[range]
 
-    def each_block(self, run_units: RunUnits, unit: Callable, what: str, job: Callable[[int, range], tuple]) -> list:
-        """``unit`` once per block of shards, named ``<what>-0000`` on; ``job(u, block)`` gives
-        its arguments after the name."""
-        return run_units(None, unit, [(f"{what}-{u:04d}", *job(u, block)) for u, block in enumerate(self.units)])
+    def each_block(self, run_units: RunUnits, unit: Callable, what: str, job: Callable[[str, int, range], Any]) -> list:
+        """``unit`` once per block of shards: ``job(name, u, block)`` is block ``u``'s job, its
+        unit named ``<what>-0000`` on."""
+        return run_units(None, unit, [(job(f"{what}-{u:04d}", u, block),) for u, block in enumerate(self.units)])
 
 
 def _open_stage(layout: RunLayout) -> StageDir:
@@ -151,21 +152,29 @@ def _remove_stale_mixtures(stage: StageDir, inputs: list[Path], made_from: dict)
                 remove_stage_outputs(stage.root.parent, STAGE, under=child.name)
 
 
-def _scan_pool(run_units: RunUnits, pool: _Pool, settings: MixConfig) -> tuple[list[dict], pl.Series]:
+def _scan_pool(run_units: RunUnits, pool: _Pool, settings: MixConfig) -> tuple[list[Scanned], pl.Series]:
     """Scan: each shard's documents, token counts and groups, in a file of its own. Return what
     each block found and the ids that the exclude files list."""
     listed = read_reference_ids(settings.exclude) if settings.exclude else pl.Series("id", [], dtype=pl.String)
-    files = [(s, pool.inputs[s], pool.token_paths[s], pool.scans[s]) for s in range(len(pool.inputs))]
+    files = [
+        ShardToScan(number=s, docs=pool.inputs[s], tokens=pool.token_paths[s], out=pool.scans[s])
+        for s in range(len(pool.inputs))
+    ]
     scanned = pool.each_block(
-        run_units, scan_block, "scan", lambda u, b: ([files[s] for s in b], settings.group_by, settings.merge, listed)
+        run_units,
+        scan_block,
+        "scan",
+        lambda name, u, b: ScanJob(
+            unit=name, shards=[files[s] for s in b], by=settings.group_by, merge=settings.merge, listed=listed
+        ),
     )
     return scanned, listed
 
 
-def _documents_handed_over(layout: RunLayout, previous: str, scanned: list[dict]) -> int:
+def _documents_handed_over(layout: RunLayout, previous: str, scanned: list[Scanned]) -> int:
     """The documents stage ``previous`` handed over, checked against those the scan found."""
     handed_over = docs_handed_over(layout.stage(previous).stats)
-    found_docs = sum(found["documents"] for found in scanned)
+    found_docs = sum(found.documents for found in scanned)
     if found_docs != handed_over:
         raise LedgerError(
             f"stage {STAGE}: found {found_docs} tokenized documents, but stage {previous} handed over {handed_over}"
@@ -192,13 +201,23 @@ def _best_matches(run_units: RunUnits, what: str, pool: _Pool, index: ReferenceI
     """The pool's documents (but those in ``skip``) near-duplicating a text of ``index``, with their
     best match each."""
     found = pool.each_block(
-        run_units, contamination.block_matches, what, lambda u, b: ([pool.inputs[s] for s in b], index, skip)
+        run_units,
+        contamination.block_matches,
+        what,
+        lambda name, u, b: contamination.MatchJob(
+            unit=name, docs_paths=[pool.inputs[s] for s in b], index=index, skip=skip
+        ),
     )
     return contamination.best_match(pl.concat([pl.DataFrame(schema=contamination.MATCHES_SCHEMA), *found]))
 
 
 def _exclude_references(
-    run_units: RunUnits, config: RunConfig, pool: _Pool, scanned: list[dict], listed: pl.Series, params: MinHashParams
+    run_units: RunUnits,
+    config: RunConfig,
+    pool: _Pool,
+    scanned: list[Scanned],
+    listed: pl.Series,
+    params: MinHashParams,
 ) -> contamination.Exclusion:
     """Documents of a reference text (a downstream task, a shared evaluation set) leave the pool
     before anything else, so that neither side of the split holds them: by id (the ids the
@@ -208,7 +227,7 @@ def _exclude_references(
     settings = config.mix
     if not settings.exclude:
         return contamination.nothing_excluded()
-    listed = pl.concat([found["listed"] for found in scanned]) if scanned else listed.clear()
+    listed = pl.concat([found.listed for found in scanned]) if scanned else listed.clear()
     reference = read_reference_texts(settings.exclude)
     index = ReferenceIndex(reference["id"], reference["text"], params)
     found = contamination.excluded_by_reference(
@@ -219,7 +238,10 @@ def _exclude_references(
     tokenizer = load_tokenizer(pool.tokenizer_path)
     windows = WindowIndex.from_texts(reference["id"], reference["text"], tokenizer, settings.exclude_ngram)
     hits = pool.each_block(
-        run_units, contamination.block_windows, "windows", lambda u, b: ([pool.token_paths[s] for s in b], windows)
+        run_units,
+        contamination.block_windows,
+        "windows",
+        lambda name, u, b: contamination.WindowsJob(name, [pool.token_paths[s] for s in b], windows),
     )
     hits = pl.concat([pl.DataFrame(schema=contamination.WINDOWS_SCHEMA), *hits])
     containment = window_containment(hits, windows, settings.common_window_docs)
@@ -237,7 +259,16 @@ def _validation_split(
         run_units,
         shards.split_candidates,
         "split",
-        lambda u, b: ([pool.scans[s] for s in b], renamed, excluded["id"], fraction, cap, seed, least),
+        lambda name, u, b: shards.SplitJob(
+            unit=name,
+            scans=[pool.scans[s] for s in b],
+            renamed=renamed,
+            excluded=excluded["id"],
+            fraction=fraction,
+            max_docs=cap,
+            seed=seed,
+            min_docs=least,
+        ),
     )
     return split.split_blocks(found, fraction, cap, seed, least)
 
@@ -257,7 +288,7 @@ def _validation_near_duplicates(
         return pl.DataFrame(schema=contamination.MATCHES_SCHEMA)
     holding = split.holding_shards(candidates, validation_ids)
     jobs = [
-        (f"texts-{u:04d}", [pool.inputs[holding[i]] for i in block], validation_ids)
+        (shards.TextsJob(f"texts-{u:04d}", [pool.inputs[holding[i]] for i in block], validation_ids),)
         for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), settings.partitions)))
     ]
     held_docs = pl.concat(run_units(None, shards.block_texts, jobs))
@@ -272,20 +303,30 @@ def _shard_sides(
     causes: pl.DataFrame,
     validation_ids: pl.Series,
     seed: int,
-) -> list[dict]:
+) -> list[shards.Sides]:
     """Each document's group and side, per shard (see pipeline.mix.shards.shard_sides)."""
     return pool.each_block(
         run_units,
         shards.shard_sides,
         "sides",
-        lambda u, b: ([pool.scans[s] for s in b], [pool.pools[s] for s in b], renamed, causes, validation_ids, seed),
+        lambda name, u, b: shards.SidesJob(
+            unit=name,
+            scans=[pool.scans[s] for s in b],
+            pools=[pool.pools[s] for s in b],
+            renamed=renamed,
+            causes=causes,
+            validation=validation_ids,
+            seed=seed,
+        ),
     )
 
 
-def _write_removed(sides: list[dict], causes: pl.DataFrame, contamination_threshold: float, removed_dir: Path) -> None:
+def _write_removed(
+    sides: list[shards.Sides], causes: pl.DataFrame, contamination_threshold: float, removed_dir: Path
+) -> None:
     """``removed/{excluded,contaminated}.parquet`` (REMOVED_SCHEMA): each removed document with its
     rule, the rule's measure and its threshold."""
-    removed_rows = [side["removed"] for side in sides if side["removed"] is not None]
+    removed_rows = [side.removed for side in sides if side.removed is not None]
     for side, table in contamination.removed_tables(removed_rows, causes, STAGE, contamination_threshold).items():
         write_parquet(table, removed_dir / f"{side}.parquet")
 
@@ -314,7 +355,10 @@ def _plan_layers(
     fetched = pl.DataFrame(schema=routing.BUCKET_DOCUMENTS_SCHEMA)
     if ask.height:
         found = pool.each_block(
-            run_units, shards.bucket_documents, "bucket", lambda u, b: ([pool.pools[s] for s in b], ask)
+            run_units,
+            shards.bucket_documents,
+            "bucket",
+            lambda name, u, b: shards.BucketJob(name, [pool.pools[s] for s in b], ask),
         )
         fetched = pl.concat([fetched, *found])
     return routing.mixture_layers(planned, histogram, fetched, seed)
@@ -332,15 +376,16 @@ def _route_copies(
         run_units,
         shards.route_copies,
         "route",
-        lambda u, b: (
-            [pool.pools[s] for s in b],
-            layers,
-            ranges.train,
-            seed,
-            {name: [paths[s] for s in b] for name, paths in plans.items()},
-            {name: paths[u] for name, paths in copies.items()},
-            held[u],
-            ranges.validation,
+        lambda unit, u, b: shards.RouteJob(
+            unit=unit,
+            pools=[pool.pools[s] for s in b],
+            plans=layers,
+            ranges=ranges.train,
+            seed=seed,
+            plan_paths={name: [paths[s] for s in b] for name, paths in plans.items()},
+            copy_paths={name: paths[u] for name, paths in copies.items()},
+            validation_path=held[u],
+            validation_ranges=ranges.validation,
         ),
     )
     taken = {}
@@ -356,27 +401,36 @@ def _write_documents_and_plans(
     them (one step of units: each step waits for the one before, on a cluster a round of its tasks'
     fixed cost) the writing order of each split and group (pipeline.mix.routing.writing_orders) cut
     into output shards. Return the output shards per mixture (None: validation) and group."""
-    concat = [("documents", pool.pools, documents_schema(), stage_root / "documents.parquet")] + [
-        (f"plan-{name}", pool.work.plans(name), shards.PLAN_SCHEMA, stage_root / name / PLAN_FILE)
+    concat = [
+        shards.ConcatJob(
+            unit="documents", pieces=pool.pools, schema=documents_schema(), out=stage_root / "documents.parquet"
+        )
+    ] + [
+        shards.ConcatJob(
+            unit=f"plan-{name}",
+            pieces=pool.work.plans(name),
+            schema=shards.PLAN_SCHEMA,
+            out=stage_root / name / PLAN_FILE,
+        )
         for name in ranges.train
     ]
     orders = routing.writing_orders(ranges)
     cuts = [
-        (
-            f"order-{name or 'validation'}-{group_file_stem(group)}",
-            group,
-            copies,
-            pool.work.copies(name),
-            pool.work.ordered(name, group),
-            shard_tokens,
+        shards.CutJob(
+            unit=f"order-{name or 'validation'}-{group_file_stem(group)}",
+            group=group,
+            layers=copies,
+            routed=pool.work.copies(name),
+            ordered=pool.work.ordered(name, group),
+            limit=shard_tokens,
         )
         for name, group, copies in orders
     ]
     done = run_units(
         None,
         run_block,
-        [(shards.concat_files, [job], n) for n, job in enumerate(concat)]
-        + [(shards.cut_ranges, [job], n) for n, job in enumerate(cuts)],
+        [(shards.concat_files, [(job,)], n) for n, job in enumerate(concat)]
+        + [(shards.cut_ranges, [(job,)], n) for n, job in enumerate(cuts)],
     )
     output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in ranges.train} | {None: {}}
     for (name, group, _), [cut] in zip(orders, done[len(concat) :]):
@@ -397,9 +451,15 @@ def _write_shards(run_units: RunUnits, config: RunConfig, stage: StageDir, pool:
         for group, file, shard in routing.shard_jobs({"train": output[m.name], "validation": output[None]}):
             unit, folder = _unit(m.name, file), stage.root / m.name
             if not (stage.parts / f"{unit}.json").exists():
-                todo.append(
-                    (unit, shard["pieces"], pool.token_paths, folder / file, group, stage.parts / f"{unit}.json")
+                job = routing.WriteJob(
+                    unit=unit,
+                    pieces=shard["pieces"],
+                    token_paths=pool.token_paths,
+                    out_path=folder / file,
+                    group=group,
+                    record=stage.parts / f"{unit}.json",
                 )
+                todo.append((job,))
     run_units(STAGE, routing.write_shard, todo)
 
 
@@ -522,8 +582,8 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     causes = pl.concat([excluded, contamination.causes_under(contaminated, MIX_CONTAMINATED, "jaccard")])
 
     sides = _shard_sides(run_units, pool, renamed, causes, validation_ids, config.seed)
-    counts = figures.side_counts(sides)
-    histogram = shards.sum_histograms([side["histogram"] for side in sides])
+    counts = figures.side_counts([side.counts for side in sides])
+    histogram = shards.sum_histograms([side.histogram for side in sides])
     _write_removed(sides, causes, settings.contamination_threshold, stage.removed)
 
     planned = {m.name: _plan_mixture(m, counts["groups"], settings.group_by) for m in settings.mixtures}

@@ -26,7 +26,7 @@ from pipeline.mix.plan import (
     split_validation,
     temperature_weights,
 )
-from pipeline.mix.shards import split_candidates
+from pipeline.mix.shards import SplitJob, split_candidates
 
 M64 = (1 << 64) - 1
 
@@ -507,13 +507,24 @@ def test_the_split_of_block_candidates_is_the_split_of_the_whole_pool(tmp_path, 
         part.select("id", "group", "shard").write_parquet(scans[-1])
     excluded = pl.Series("id", ["mid-000003", "big-000007"])
     found = [
-        split_candidates(f"split-{b}", scans[b * 5 : b * 5 + 5], {}, excluded, fraction, max_docs, 9, min_docs)
+        split_candidates(
+            SplitJob(
+                unit=f"split-{b}",
+                scans=scans[b * 5 : b * 5 + 5],
+                renamed={},
+                excluded=excluded,
+                fraction=fraction,
+                max_docs=max_docs,
+                seed=9,
+                min_docs=min_docs,
+            )
+        )
         for b in range(3)
     ]
-    candidates = pl.concat([block["candidates"] for block in found])
+    candidates = pl.concat([block.candidates for block in found])
     sizes: dict[str, int] = {}
     for block in found:
-        for group, count in block["documents"].items():
+        for group, count in block.documents.items():
             sizes[group] = sizes.get(group, 0) + count
     pool = docs.filter(~pl.col("id").is_in(excluded.implode()))
     assert sizes == dict(pool.group_by("group").len().iter_rows())
