@@ -24,7 +24,7 @@ module keeps only figures per group, and wires the algorithms of :mod:`pipeline.
     shards.concat_files             per file    documents.parquet, each plan.parquet; in the same
     shards.cut_ranges               per group   step, the writing order cut into output shards
     routing.write_shard             per shard   <mixture>/{train,validation}/*.arrow (every
-                                                mixture's in one step)
+                                                mixture's in one step, 16 shards per unit)
 
 Outputs in ``<run>/mix/``: ``documents.parquet`` (every document's group and side: train,
 validation, contaminated or excluded, the rule and the validation or reference text that put it
@@ -67,7 +67,7 @@ from pipeline.mix.scan import ScanJob, Scanned, ShardToScan, documents_schema, r
 from pipeline.mix.work import WorkFiles
 from pipeline.stages.card import write_cards
 from pipeline.stages.shard import mark_work_done, reusable_work
-from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_process, run_block
+from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_blocks, in_process, run_block
 
 STAGE = "mix"
 
@@ -445,7 +445,8 @@ def _unit(mixture: str, file: str) -> str:
 
 def _write_shards(run_units: RunUnits, config: RunConfig, stage: StageDir, pool: _Pool, output: dict) -> None:
     """Write the shards of every mixture that have no part record yet, as one step of units (each
-    step waits for the one before, on a cluster a round of its tasks' fixed cost)."""
+    step waits for the one before, on a cluster a round of its tasks' fixed cost), in blocks of
+    up to 16 shards (a shard's write is short: a task of its own would cost more than its work)."""
     todo = []
     for m in config.mix.mixtures:
         for group, file, shard in routing.shard_jobs({"train": output[m.name], "validation": output[None]}):
@@ -460,7 +461,7 @@ def _write_shards(run_units: RunUnits, config: RunConfig, stage: StageDir, pool:
                     record=stage.parts / f"{unit}.json",
                 )
                 todo.append((job,))
-    run_units(STAGE, routing.write_shard, todo)
+    in_blocks(run_units, STAGE, routing.write_shard, todo)
 
 
 def _write_mixtures(

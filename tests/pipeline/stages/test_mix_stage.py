@@ -60,13 +60,15 @@ def _digest(root) -> dict[str, str]:
 
 def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_bytes(tmp_path):
     config, previous, total = _run(tmp_path)
-    calls: Counter = Counter()
+    calls: Counter = Counter()  # jobs run, by unit function
+    tasks: Counter = Counter()  # units handed to the runner (a task each in a flow), by unit function
     steps: list[set[str]] = []  # the unit functions of each step (each waits for the one before)
 
     def recording(label, fn, jobs):
         inner = [(job[0], job[1]) for job in jobs] if fn is run_block else [(fn, [job]) for job in jobs]
         for unit, block in inner:
             calls[unit.__name__] += len(block)
+            tasks[unit.__name__] += 1
         steps.append({unit.__name__ for unit, _ in inner})
         return in_process(label, fn, jobs)
 
@@ -85,6 +87,7 @@ def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_
     per_block = ("scan_block", "split_candidates", "block_matches", "shard_sides", "route_copies")
     assert {k: calls[k] for k in per_block} == dict.fromkeys(per_block, -(-shards // 16))  # a unit per 16 shards
     assert (calls["concat_files"], calls["write_shard"]) == (3, written)
+    assert written > 1 and tasks["write_shard"] == -(-written // 16)  # the writes handed over 16 at a time
     # the files of documents and plans beside the writing order; both mixtures' shards in one step
     assert {"concat_files", "cut_ranges"} in steps and sum("write_shard" in step for step in steps) == 1
     for name, summary in stats.mixtures.items():
