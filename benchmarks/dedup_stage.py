@@ -619,10 +619,10 @@ def peak_tracking_units(peaks: dict[str, float]):
 
     def run_units(label, fn, jobs):
         results = []
-        for args in jobs:
+        for job in jobs:
             reset_peak()
-            results.append(fn(*args))
-            name = f"{fn.__name__}({args[0].pass_name})" if fn.__name__.startswith("measure_") else fn.__name__
+            results.append(fn(job))
+            name = f"{fn.__name__}({job.pass_name})" if fn.__name__.startswith("measure_") else fn.__name__
             peaks[name] = max(peaks.get(name, 0.0), rss_mib())
         return results
 
@@ -933,8 +933,8 @@ def run_layout(work_dir: Path, shards: list[Path], params) -> dict:
     def timed_units(label, fn, jobs):
         nonlocal verify_cpu
         c = cpu_seconds()
-        results = [fn(*args) for args in jobs]
-        if fn.__name__.startswith("measure_") and jobs and jobs[0][0].pass_name == VERIFY:
+        results = [fn(job) for job in jobs]
+        if fn.__name__.startswith("measure_") and jobs and jobs[0].pass_name == VERIFY:
             verify_cpu += cpu_seconds() - c
         return results
 

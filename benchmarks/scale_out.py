@@ -316,7 +316,7 @@ def _task_name(worker, key, name: str) -> str:
     if name != "run_block":
         return name
     try:
-        return f"run_block:{worker.state.tasks[key].run_spec.kwargs['parameters']['fn'].__name__}"
+        return f"run_block:{worker.state.tasks[key].run_spec.kwargs['parameters']['block'].fn.__name__}"
     except (AttributeError, KeyError, TypeError):
         return name
 

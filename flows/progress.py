@@ -78,13 +78,13 @@ def gather_in_order(label: str | None, futures: list[PrefectFuture], skipped: in
 def units_as_tasks(tasks: dict[Callable[..., Any], tuple[str, str]]) -> RunUnits:
     """A ``pipeline.stages.units.RunUnits`` that submits each unit as a Prefect task on the
     running flow's task runner, with progress under the label it is given. ``tasks`` names each
-    unit function's task and its task runs (a format of the function's parameters)."""
-    tasks = {run_block: ("block", "{fn.__name__}-block-{first}"), **tasks}  # pipeline.stages.units.in_blocks
+    unit function's task and its task runs (a format of its one parameter, ``job``)."""
+    tasks = {run_block: ("block", "{block.name}"), **tasks}  # pipeline.stages.units.in_blocks
     made = {
         fn: task(fn, name=name, cache_policy=NO_CACHE, task_run_name=run_name) for fn, (name, run_name) in tasks.items()
     }
 
-    def run_units(label: str | None, fn: Callable[..., Any], jobs: Sequence[tuple]) -> list:
-        return gather_in_order(label, [made[fn].submit(*args) for args in jobs])
+    def run_units(label: str | None, fn: Callable[[Any], Any], jobs: Sequence) -> list:
+        return gather_in_order(label, [made[fn].submit(job) for job in jobs])
 
     return run_units

@@ -48,9 +48,9 @@ from pipeline.dedup.layout import SIMILARITY, VERIFY, DedupWork
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.io.storage import as_path, read_parquet
 
-# ``run_units(label, fn, jobs)``: ``fn(*args)`` for each ``args`` of ``jobs``, results in order
+# ``run_units(label, fn, jobs)``: ``fn(job)`` for each of ``jobs``, results in order
 # (pipeline.stages.units.RunUnits; label None: no progress shown).
-RunUnits = Callable[[str | None, Callable[..., Any], Sequence[tuple]], list]
+RunUnits = Callable[[str | None, Callable[[Any], Any], Sequence], list]
 
 # Documents per group of consecutive shards, the unit of the steps that route by document: each
 # such step writes a file per pair of groups, so fewer, larger groups mean fewer files.
@@ -71,13 +71,8 @@ BAND_ROWS_PER_PARTITION = 6_500_000
 SHARDS_PER_BLOCK = 16
 
 
-def _here(label: str | None, fn: Callable[..., Any], jobs: Sequence[tuple]) -> list:
-    return [fn(*args) for args in jobs]
-
-
-def _each(run_units: RunUnits, label: str | None, fn: Callable[..., Any], jobs: Sequence) -> list:
-    """``run_units`` over typed jobs: each unit is ``fn(job)``."""
-    return run_units(label, fn, [(job,) for job in jobs])
+def _here(label: str | None, fn: Callable[[Any], Any], jobs: Sequence) -> list:
+    return [fn(job) for job in jobs]
 
 
 def units_for(items: int, per_unit: int, most: int) -> int:
@@ -162,19 +157,19 @@ def find_components(
     dealt = deal_buckets(buckets, units)
     units = len(dealt)
     seeds = [SeedJob(work, g, buckets, units) for g in range(max(group_of, default=0) + 1)]
-    done = sum(_each(run_units, None, seed_components, seeds), BucketCounts())
+    done = sum(run_units(None, seed_components, seeds), BucketCounts())
     previous = None
     for round_ in range(MAX_ROUNDS):
         jobs = [StarJob(work, round_, u, tuple(owned), buckets, units) for u, owned in enumerate(dealt)]
-        stars = _each(run_units, None, large_stars, jobs)
+        stars = run_units(None, large_stars, jobs)
         done = sum(stars, done)
         if combined_fingerprint(stars) == previous:
             break
         previous = combined_fingerprint(stars)
-        done = sum(_each(run_units, None, small_stars, jobs), done)
+        done = sum(run_units(None, small_stars, jobs), done)
     else:
         raise RuntimeError(f"connected components did not settle in {MAX_ROUNDS} rounds")
-    labelled = sum(_each(run_units, None, label_components, [LabelJob(job, group_of) for job in jobs]), BucketCounts())
+    labelled = sum(run_units(None, label_components, [LabelJob(job, group_of) for job in jobs]), BucketCounts())
     return Components(round_ + 1, labelled.docs, done.bytes_read + labelled.bytes_read)
 
 
@@ -204,16 +199,16 @@ def find_duplicates(
     work = DedupWork(work)
     spans = shard_blocks(len(inputs), SHARDS_PER_BLOCK)
     blocks = [SignJob(work, params, partitions, span.start, tuple(inputs[s] for s in span)) for span in spans]
-    signed = [one for block in _each(run_units, "dedup signatures", sign_block, blocks) for one in block]
+    signed = [one for block in run_units("dedup signatures", sign_block, blocks) for one in block]
     docs = [one.docs for one in signed]
     group_of = tuple(group_shards(docs, units_for(sum(docs), DOCS_PER_GROUP, most)))
     groups = [(g, tuple(shards)) for g, shards in enumerate(groups_of_shards(group_of))]
     partition_jobs = [CandidatesJob(work, p, group_of) for p in range(partitions)]
-    candidates = _each(run_units, "dedup candidates", find_candidates, partition_jobs)
+    candidates = run_units("dedup candidates", find_candidates, partition_jobs)
 
     def hops(name: str, label: str | None, threshold: float | None) -> tuple[list, list]:
         jobs = [HopJob(work, name, g, shards, threshold, group_of) for g, shards in groups]
-        return _each(run_units, label, measure_first, jobs), _each(run_units, None, measure_second, jobs)
+        return run_units(label, measure_first, jobs), run_units(None, measure_second, jobs)
 
     verified = hops(VERIFY, "dedup verify", params.threshold)
     edges = sum(hop.kept for hop in verified[0] + verified[1])
@@ -222,10 +217,10 @@ def find_duplicates(
     homes = units_for(edges, EDGES_PER_HOME, most)
     rounds = units_for(edges, EDGES_PER_ROUND_UNIT, most)
     components = find_components(work, group_of, run_units, buckets_for(edges, len(inputs)), rounds)
-    homed = _each(run_units, None, home_members, [MembersJob(work, g, shards, homes, rule) for g, shards in groups])
-    kept = _each(run_units, None, keep_in_home, [KeepJob(work, home, rule, group_of) for home in range(homes)])
+    homed = run_units(None, home_members, [MembersJob(work, g, shards, homes, rule) for g, shards in groups])
+    kept = run_units(None, keep_in_home, [KeepJob(work, home, rule, group_of) for home in range(homes)])
     similar = hops(SIMILARITY, None, None)
-    (assembled,) = _each(run_units, None, assemble, [AssembleJob(work, out_path, len(groups))])
+    (assembled,) = run_units(None, assemble, [AssembleJob(work, out_path, len(groups))])
     pairs = sum(hop.pairs for hop in verified[0])
     return {
         "docs": sum(docs),

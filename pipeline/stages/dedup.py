@@ -108,7 +108,7 @@ def _finding(previous: str, config: RunConfig, stage: StageDir, inputs: list, ru
             clusters=clusters,
             most_units=settings.partitions,
         )
-        (finding,) = run_units("dedup find", find_in_one_unit, [(job,)])
+        (finding,) = run_units("dedup find", find_in_one_unit, [job])
     else:
         finding = find_duplicates(
             inputs, work.root, params, partitions, settings.keep, clusters, run_units, most_units=settings.partitions
@@ -128,7 +128,7 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
     finding = _finding(previous, config, stage, inputs, run_units)
     clusters = stage.root / "clusters.parquet"
     jobs = [
-        (RemoveJob(path, shard, stage, clusters, config.dedup.threshold, config.batch_docs),)
+        RemoveJob(path, shard, stage, clusters, config.dedup.threshold, config.batch_docs)
         for shard, path in enumerate(inputs)
     ]
     parts = in_blocks(run_units, STAGE, remove_duplicates, jobs)
@@ -190,8 +190,8 @@ def _find_frequent_lines(work: LinesWork, inputs: list, documents: int, settings
     """Count the lines of every shard (of every source: lines are counted over all documents) in
     partitions sized by ``documents``, then write the frequent ones and the finding."""
     partitions = line_partitions_for(documents, settings.partitions)
-    in_blocks(run_units, "lines count", count_lines, [(CountJob(path, work, partitions),) for path in inputs])
-    jobs = [(FrequentJob(work, p, settings.max_docs),) for p in range(partitions)]
+    in_blocks(run_units, "lines count", count_lines, [CountJob(path, work, partitions) for path in inputs])
+    jobs = [FrequentJob(work, p, settings.max_docs) for p in range(partitions)]
     found = run_units("lines frequent", find_frequent, jobs)
     tables = [read_parquet(work.frequent_partition(p)) for p in range(partitions)]
     write_parquet(pl.concat(tables).sort("line_hash").to_arrow(), work.frequent)
@@ -210,7 +210,7 @@ def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process
         documents = docs_handed_over(RunLayout(config.run_dir).stage(previous).stats)
         _find_frequent_lines(work, inputs, documents, settings, run_units)
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))
-    jobs = [(CutJob(path, stage, work.frequent, settings.scope(), config.batch_docs),) for path in inputs]
+    jobs = [CutJob(path, stage, work.frequent, settings.scope(), config.batch_docs) for path in inputs]
     parts = in_blocks(run_units, LINES_STAGE, cut_lines, jobs)
     return finish_stage(
         LINES_STAGE,

@@ -67,7 +67,7 @@ from pipeline.mix.scan import ScanJob, Scanned, ShardToScan, documents_schema, r
 from pipeline.mix.work import WorkFiles
 from pipeline.stages.card import write_cards
 from pipeline.stages.shard import mark_work_done, reusable_work
-from pipeline.stages.units import JOBS_PER_BLOCK, RunUnits, blocks, in_blocks, in_process, run_block
+from pipeline.stages.units import JOBS_PER_BLOCK, Block, RunUnits, blocks, in_blocks, in_process, run_block
 
 STAGE = "mix"
 
@@ -97,7 +97,7 @@ class _Pool:
     def each_block(self, run_units: RunUnits, unit: Callable, what: str, job: Callable[[str, int, range], Any]) -> list:
         """``unit`` once per block of shards: ``job(name, u, block)`` is block ``u``'s job, its
         unit named ``<what>-0000`` on."""
-        return run_units(None, unit, [(job(f"{what}-{u:04d}", u, block),) for u, block in enumerate(self.units)])
+        return run_units(None, unit, [job(f"{what}-{u:04d}", u, block) for u, block in enumerate(self.units)])
 
 
 def _open_stage(layout: RunLayout) -> StageDir:
@@ -288,7 +288,7 @@ def _validation_near_duplicates(
         return pl.DataFrame(schema=contamination.MATCHES_SCHEMA)
     holding = split.holding_shards(candidates, validation_ids)
     jobs = [
-        (shards.TextsJob(f"texts-{u:04d}", [pool.inputs[holding[i]] for i in block], validation_ids),)
+        shards.TextsJob(f"texts-{u:04d}", [pool.inputs[holding[i]] for i in block], validation_ids)
         for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), settings.partitions)))
     ]
     held_docs = pl.concat(run_units(None, shards.block_texts, jobs))
@@ -429,8 +429,8 @@ def _write_documents_and_plans(
     done = run_units(
         None,
         run_block,
-        [(shards.concat_files, [(job,)], n) for n, job in enumerate(concat)]
-        + [(shards.cut_ranges, [(job,)], n) for n, job in enumerate(cuts)],
+        [Block(shards.concat_files, [job], n) for n, job in enumerate(concat)]
+        + [Block(shards.cut_ranges, [job], n) for n, job in enumerate(cuts)],
     )
     output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in ranges.train} | {None: {}}
     for (name, group, _), [cut] in zip(orders, done[len(concat) :]):
@@ -460,7 +460,7 @@ def _write_shards(run_units: RunUnits, config: RunConfig, stage: StageDir, pool:
                     group=group,
                     record=stage.parts / f"{unit}.json",
                 )
-                todo.append((job,))
+                todo.append(job)
     in_blocks(run_units, STAGE, routing.write_shard, todo)
 
 

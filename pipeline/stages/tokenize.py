@@ -108,7 +108,7 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
     bound = sample_bound(sample_docs, total)
 
     def candidates(under: int) -> pl.DataFrame:
-        found = in_blocks(run_units, None, sample_candidates, [(KeysJob(p, seed, under),) for p in inputs])
+        found = in_blocks(run_units, None, sample_candidates, [KeysJob(p, seed, under) for p in inputs])
         return pl.concat([pl.DataFrame(schema=_NO_KEYS), *found])
 
     found = candidates(bound)
@@ -118,7 +118,7 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
         return pl.DataFrame(schema=_NO_TEXTS)
     chosen = found.sort("key", "id").head(sample_docs)
     last = (int(chosen["key"][-1]), chosen["id"][-1])
-    sample = pl.concat(in_blocks(run_units, None, sample_texts, [(TextsJob(p, seed, last),) for p in inputs]))
+    sample = pl.concat(in_blocks(run_units, None, sample_texts, [TextsJob(p, seed, last) for p in inputs]))
     if sample.height != chosen.height:
         raise LedgerError(f"tokenizer sample: {chosen.height} documents chosen, {sample.height} read")
     return sample.sort("id")
@@ -208,7 +208,7 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
             # A unit of its own: on a cluster it trains in a worker, and its time is a run's fixed
             # cost (the same sample whatever the corpus), apart from the shards'.
             job = TrainJob(texts=sample["text"], out=tokenizer, kind=settings.kind, vocab_size=settings.vocab_size)
-            run_units(None, train_on_sample, [(job,)])
+            run_units(None, train_on_sample, [job])
     # A shard with a part record is complete (the record is written after the shard).
     todo = [p for p in inputs if not (stage.parts / f"{p.stem}.json").exists()]
     jobs = [
@@ -221,7 +221,7 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
         )
         for p in todo
     ]
-    in_blocks(run_units, STAGE, tokenize_shard, [(job,) for job in jobs])
+    in_blocks(run_units, STAGE, tokenize_shard, jobs)
     mark_work_done(stage, inputs, made_from)
     entries = [read_json(stage.parts / f"{p.stem}.json") for p in inputs]
     for path, entry in zip(inputs, entries):  # a part written before licences were counted

@@ -1,10 +1,12 @@
 """How a stage hands its units of work to whoever runs them.
 
 A stage in the library (``pipeline.stages.mix.run_mix``, ``pipeline.stages.dedup.run_dedup``) calls
-``run_units(label, fn, jobs)`` for each list of units it can run side by side. :func:`in_process`
-runs them one after the other here; the Prefect flows (``flows``) submit each as a task on the
-flow's task runner. Either way the stage runs the same code and writes the same files, so it is
-tested without Prefect and run with it.
+``run_units(label, fn, jobs)`` for each list of units it can run side by side: each unit is
+``fn(job)``, its one argument a typed job (a frozen dataclass defined beside ``fn``, which pickles
+for the process and Dask runners). :func:`in_process` runs them one after the other here; the
+Prefect flows (``flows``) submit each as a task on the flow's task runner, named from the job's
+fields. Either way the stage runs the same code and writes the same files, so it is tested without
+Prefect and run with it.
 
 A step whose units are short (a few tenths of a second per shard) hands them over in blocks
 (:func:`in_blocks`): each block is one unit that runs its jobs one after another, so a cluster's
@@ -14,19 +16,20 @@ fixed cost per task is paid once per block while memory stays that of one job.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
 class RunUnits(Protocol):
-    """Runs ``fn(*args)`` for every ``args`` of ``jobs`` and returns the results in the jobs'
-    order; ``label`` names the units for a progress display (None: show none)."""
+    """Runs ``fn(job)`` for every job of ``jobs`` and returns the results in the jobs' order;
+    ``label`` names the units for a progress display (None: show none)."""
 
-    def __call__(self, label: str | None, fn: Callable[..., Any], jobs: Sequence[tuple]) -> list: ...
+    def __call__(self, label: str | None, fn: Callable[[Any], Any], jobs: Sequence) -> list: ...
 
 
-def in_process(label: str | None, fn: Callable[..., Any], jobs: Sequence[tuple]) -> list:
+def in_process(label: str | None, fn: Callable[[Any], Any], jobs: Sequence) -> list:
     """:class:`RunUnits` one after the other in this process."""
-    return [fn(*args) for args in jobs]
+    return [fn(job) for job in jobs]
 
 
 # Jobs per block of a step of short units. On a 2-worker Dask LocalCluster each task costs about
@@ -44,20 +47,34 @@ def blocks(items: int, units: int) -> list[range]:
     return [range(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
 
 
-def run_block(fn: Callable[..., Any], jobs: Sequence[tuple], first: int) -> list:
-    """One block of :func:`in_blocks`: ``fn(*args)`` for each of ``jobs`` (job ``first`` on), in order."""
-    return [fn(*args) for args in jobs]
+@dataclass(frozen=True)
+class Block:
+    """Jobs ``first``, ``first + 1``, ... of a step (``jobs``), each run by ``fn``."""
+
+    fn: Callable[[Any], Any]
+    jobs: list
+    first: int
+
+    @property
+    def name(self) -> str:
+        """The block's task-run name: ``tokenize_shard-block-16``."""
+        return f"{self.fn.__name__}-block-{self.first}"
+
+
+def run_block(block: Block) -> list:
+    """One block of :func:`in_blocks`: ``fn(job)`` for each of its jobs, in order."""
+    return [block.fn(job) for job in block.jobs]
 
 
 def in_blocks(
     run_units: RunUnits,
     label: str | None,
-    fn: Callable[..., Any],
-    jobs: Sequence[tuple],
+    fn: Callable[[Any], Any],
+    jobs: Sequence,
     per_block: int = JOBS_PER_BLOCK,
 ) -> list:
     """``run_units(label, fn, jobs)`` for a step of short units: the jobs in consecutive blocks of
     at most ``per_block``, each block one unit (:func:`run_block`). Results in the jobs' order."""
     spans = blocks(len(jobs), -(-len(jobs) // per_block))
-    done = run_units(label, run_block, [(fn, [jobs[i] for i in span], span.start) for span in spans])
+    done = run_units(label, run_block, [Block(fn, [jobs[i] for i in span], span.start) for span in spans])
     return [result for block in done for result in block]

@@ -65,7 +65,7 @@ def test_run_mix_in_process_accounts_for_every_document_and_resumes_to_the_same_
     steps: list[set[str]] = []  # the unit functions of each step (each waits for the one before)
 
     def recording(label, fn, jobs):
-        inner = [(job[0], job[1]) for job in jobs] if fn is run_block else [(fn, [job]) for job in jobs]
+        inner = [(block.fn, block.jobs) for block in jobs] if fn is run_block else [(fn, [job]) for job in jobs]
         for unit, block in inner:
             calls[unit.__name__] += len(block)
             tasks[unit.__name__] += 1

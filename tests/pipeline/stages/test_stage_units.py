@@ -14,7 +14,7 @@ def test_in_blocks_keeps_the_order_and_hands_over_one_unit_per_block():
         assert label == "squares"
         return in_process(label, fn, jobs)
 
-    jobs = [(n,) for n in range(35)]
+    jobs = list(range(35))
     assert in_blocks(recording, "squares", lambda n: n * n, jobs, per_block=16) == [n * n for n in range(35)]
     assert handed == [3]  # 35 jobs: three blocks of 11, 12 and 12
     handed.clear()
