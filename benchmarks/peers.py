@@ -51,7 +51,7 @@ def demo_documents(corpus_dir: Path, run_dir: Path, docs: int, seed: int, docs_p
     from demo.corpus import build_demo_corpus
     from pipeline.config import parse_config
     from pipeline.formats.documents import RunLayout
-    from pipeline.stages.source import plan_units, source_unit
+    from pipeline.stages.source import source_jobs, source_unit
 
     if not docs_path.exists():
         print(
@@ -62,9 +62,8 @@ def demo_documents(corpus_dir: Path, run_dir: Path, docs: int, seed: int, docs_p
         build_demo_corpus(corpus_dir, docs=docs, seed=seed)
         config = parse_config(demo_config(corpus_dir, run_dir, seed=seed))
         stage = RunLayout(config.run_dir).stage("source").make()
-        for source in config.sources:
-            for unit in plan_units(source):
-                source_unit(unit, source, config, stage)
+        for job in source_jobs(config, stage):
+            source_unit(job)
         frame = pl.read_parquet(str(stage.docs / "*.parquet"))
         tmp = docs_path.with_suffix(".tmp")
         frame.write_parquet(tmp, compression="zstd")

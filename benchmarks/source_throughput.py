@@ -194,7 +194,7 @@ def run_ours(corpus: Path, out: Path) -> None:
     from pipeline.config import parse_config
     from pipeline.formats.documents import RunLayout
     from pipeline.formats.ledger import Ledger
-    from pipeline.stages.source import plan_units, source_unit
+    from pipeline.stages.source import source_jobs, source_unit
 
     config = parse_config(
         {
@@ -212,7 +212,7 @@ def run_ours(corpus: Path, out: Path) -> None:
     )
     start = time.perf_counter()
     stage = RunLayout(config.run_dir).stage("source").make()
-    parts = [source_unit(unit, source, config, stage) for source in config.sources for unit in plan_units(source)]
+    parts = [source_unit(job) for job in source_jobs(config, stage)]
     seconds = time.perf_counter() - start
     ledger = Ledger("source")
     for part in parts:

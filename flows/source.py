@@ -10,16 +10,16 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import publish_stage
 from flows.progress import complete_before, gather_parts
-from pipeline.config import RunConfig, SourceConfig
-from pipeline.formats.documents import RunLayout, StageDir
+from pipeline.config import RunConfig
+from pipeline.formats.documents import RunLayout
 from pipeline.io.writer import remove_temporaries
 from pipeline.stages.rerun import open_run
-from pipeline.stages.source import STAGE, Unit, finish_source, plan_units, source_unit
+from pipeline.stages.source import STAGE, SourceJob, finish_source, source_jobs, source_unit
 
 
-@task(name="source-unit", cache_policy=NO_CACHE, task_run_name="source-{unit.name}")
-def source_unit_task(unit: Unit, source: SourceConfig, config: RunConfig, stage: StageDir) -> dict:
-    return source_unit(unit, source, config, stage)
+@task(name="source-unit", cache_policy=NO_CACHE, task_run_name="source-{job.unit.name}")
+def source_unit_task(job: SourceJob) -> dict:
+    return source_unit(job)
 
 
 # One unit per core at a time: each holds up to a shard of documents in memory.
@@ -30,9 +30,9 @@ def source_flow(config: RunConfig) -> dict:
     layout = RunLayout(config.run_dir)
     stage = layout.stage(STAGE).make()
     remove_temporaries(stage.root)
-    work = [(unit, source) for source in config.sources for unit in plan_units(source)]
+    jobs = source_jobs(config, stage)
 
-    skipped = complete_before(stage.parts, [unit.name for unit, _ in work])
-    futures = [source_unit_task.submit(unit, source, config, stage) for unit, source in work]
+    skipped = complete_before(stage.parts, [job.unit.name for job in jobs])
+    futures = [source_unit_task.submit(job) for job in jobs]
     parts = gather_parts(STAGE, futures, skipped)
     return publish_stage(STAGE, finish_source(config, stage, parts))

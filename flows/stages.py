@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
@@ -12,15 +11,15 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.artifacts import publish_stage
 from flows.progress import complete_before, gather_parts
 from pipeline.config import RunConfig
-from pipeline.formats.documents import RunLayout, StageDir
+from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import stage_outputs
 from pipeline.io.writer import remove_temporaries
-from pipeline.stages.shard import finish_stage, stage_unit
+from pipeline.stages.shard import ShardJob, finish_stage, stage_unit
 
 
-@task(name="shard-unit", cache_policy=NO_CACHE, task_run_name="{stage_name}-{in_path.stem}")
-def shard_task(stage_name: str, in_path: Path, stage: StageDir, config: RunConfig) -> dict:
-    return stage_unit(stage_name, in_path, stage, config)
+@task(name="shard-unit", cache_policy=NO_CACHE, task_run_name="{job.stage_name}-{job.in_path.stem}")
+def shard_task(job: ShardJob) -> dict:
+    return stage_unit(job)
 
 
 @flow(
@@ -37,7 +36,9 @@ def shard_stage_flow(stage_name: str, previous: str, config: RunConfig) -> dict:
     inputs = stage_outputs(config.run_dir, previous)  # what it wrote, never a file put beside them
 
     skipped = complete_before(stage.parts, [path.stem for path in inputs])
-    futures = [shard_task.submit(stage_name, path, stage, config) for path in inputs]
+    futures = [
+        shard_task.submit(ShardJob(stage_name=stage_name, in_path=path, stage=stage, config=config)) for path in inputs
+    ]
     parts = gather_parts(stage_name, futures, skipped)
 
     return publish_stage(stage_name, finish_stage(stage_name, previous, config, parts))

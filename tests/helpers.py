@@ -22,7 +22,7 @@ from warcio.warcwriter import WARCWriter
 from pipeline.config import RunConfig, parse_config
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.stats import StageStats
-from pipeline.stages.source import plan_units, source_unit
+from pipeline.stages.source import source_jobs, source_unit
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -143,7 +143,7 @@ def mix_config(tmp_path: Path, sources: list[dict], mix: dict, vocab_size: int =
 def run_units(config: RunConfig) -> list[dict]:
     """Run the source stage's units in order without Prefect; return their part records."""
     stage = RunLayout(config.run_dir).stage("source").make()
-    return [source_unit(unit, source, config, stage) for source in config.sources for unit in plan_units(source)]
+    return [source_unit(job) for job in source_jobs(config, stage)]
 
 
 def source_run(config: RunConfig) -> StageStats:
@@ -279,7 +279,7 @@ def curate_in_process(config: RunConfig) -> dict[str, dict]:
     from pipeline.stages.mix import run_mix
     from pipeline.stages.registry import REGISTRY, enabled_stages
     from pipeline.stages.rerun import open_run
-    from pipeline.stages.shard import check_stage_outputs, finish_stage, stage_unit
+    from pipeline.stages.shard import ShardJob, check_stage_outputs, finish_stage, stage_unit
     from pipeline.stages.source import drop_repeated_ids
     from pipeline.stages.tokenize import run_tokenize
 
@@ -296,7 +296,9 @@ def curate_in_process(config: RunConfig) -> dict[str, dict]:
         if REGISTRY[name].kind == "shard":
             stage = layout.stage(name).make()
             inputs = recorded_outputs(config.run_dir, previous)  # as flows.stages reads them
-            shard_parts = [stage_unit(name, path, stage, config) for path in inputs]
+            shard_parts = [
+                stage_unit(ShardJob(stage_name=name, in_path=path, stage=stage, config=config)) for path in inputs
+            ]
             stats[name] = finish_stage(name, previous, config, shard_parts).to_dict()
         else:
             stats[name] = whole[name](previous, config).to_dict()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 from contextlib import ExitStack
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -153,12 +153,24 @@ def shard_unit(
     return part
 
 
-def stage_unit(stage_name: str, in_path: Path, stage: StageDir, config: RunConfig) -> dict:
-    """One unit of the shard stage ``stage_name`` (lang, filter) of a run of ``config``: its step
-    built from the config, with the unit's stored measurements (:func:`shard_unit`)."""
-    attributes = unit_attributes(stage_name, stage, in_path, config)
-    step = build_step(stage_name, config, attributes)
-    return shard_unit(stage_name, in_path, stage, step, config.batch_docs, attributes)
+@dataclass(frozen=True, kw_only=True)
+class ShardJob:
+    """Shard ``in_path`` through the shard stage ``stage_name`` (lang, filter) of a run of
+    ``config``, written into ``stage``."""
+
+    stage_name: str
+    in_path: Path
+    stage: StageDir
+    config: RunConfig
+
+
+def stage_unit(job: ShardJob) -> dict:
+    """One unit of a shard stage: its step built from the config, with the unit's stored
+    measurements (:func:`shard_unit`)."""
+    name, in_path, stage, config = job.stage_name, job.in_path, job.stage, job.config
+    attributes = unit_attributes(name, stage, in_path, config)
+    step = build_step(name, config, attributes)
+    return shard_unit(name, in_path, stage, step, config.batch_docs, attributes)
 
 
 # The files a stage writes in each of its folders (the measurements' checksums too); nothing

@@ -251,8 +251,28 @@ def _document_ids(batch: pa.RecordBatch, source: str, file_col: pa.Array) -> pa.
     return pc.binary_join_element_wise(f"{source}/", pc.coalesce(own, derived), "")
 
 
-def source_unit(unit: Unit, source: SourceConfig, config: RunConfig, stage: StageDir) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class SourceJob:
+    """Unit ``unit`` of source ``source`` in a run of ``config``, read into ``stage``."""
+
+    unit: Unit
+    source: SourceConfig
+    config: RunConfig
+    stage: StageDir
+
+
+def source_jobs(config: RunConfig, stage: StageDir) -> list[SourceJob]:
+    """The source stage's jobs: every unit of every source (:func:`plan_units`), in order."""
+    return [
+        SourceJob(unit=unit, source=source, config=config, stage=stage)
+        for source in config.sources
+        for unit in plan_units(source)
+    ]
+
+
+def source_unit(job: SourceJob) -> dict:
     """Run one unit of the source stage; return its part record (also written to ``parts/``)."""
+    unit, source, config, stage = job.unit, job.source, job.config, job.stage
     part_path = stage.parts / f"{unit.name}.json"
     files = [{**fingerprint(f), "path": printable_name(f)} for f in unit.files]
     if part_path.exists():

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.formats.documents import DOC_SCHEMA, RunLayout
 from pipeline.stages.registry import REGISTRY
-from pipeline.stages.shard import stage_unit
+from pipeline.stages.shard import ShardJob, stage_unit
 from tests.helpers import curate_in_process, source_config, write_jsonl
 
 SHORT = "The cat sat on the mat. It was happy there."  # too short for C4's and Gopher's rules
@@ -62,6 +62,6 @@ def test_a_shard_stage_unit_on_a_shard_of_zero_rows_writes_a_shard_of_zero_rows(
     shard = tmp_path / "source-00000-0000.parquet"
     pq.write_table(DOC_SCHEMA.empty_table(), shard)
     stage = RunLayout(config.run_dir).stage(stage_name).make()
-    part = stage_unit(stage_name, shard, stage, config)
+    part = stage_unit(ShardJob(stage_name=stage_name, in_path=shard, stage=stage, config=config))
     assert part["ledger"]["docs_in"] == 0 and part["ledger"]["docs_out"] == 0 and part["removed"] is None
     assert pq.read_metadata(stage.docs / shard.name).num_rows == 0
