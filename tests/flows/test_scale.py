@@ -148,7 +148,7 @@ def test_a_worker_killed_mid_stage_is_replaced_and_its_unit_redone_to_the_same_o
     log = corpus.parent / "killed.log"
     with running_on(Runner("dask", workers=2)) as ready:
         with Client(ready.address, set_as_default=False) as client:
-            client.register_plugin(KillOnce("measure_first", str(log)), name="kill-once")
+            client.register_plugin(KillOnce("find_in_one_unit", str(log)), name="kill-once")
             curate_flow(parse_config(demo_config(corpus, run_dir)), ready)
 
     starts = [line.split() for line in log.read_text().splitlines()]
