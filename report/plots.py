@@ -248,9 +248,6 @@ def _grouped_bars_figure(
     labels = [chart_text(label) for label in labels]
     fig = _fixed_figure(7.5, 0.13 * max(len(labels), 1) * max(len(series), 1) + 1.0)
     left, bottom, top = _margins(_widest(labels, _font("ytick.labelsize")))
-    if log:  # symlog's tick labels are mathtext powers, taller than a line of text
-        size = _font("xtick.labelsize")
-        bottom += _text_size("$\\mathdefault{10^{1}}$", size)[1] - _text_size("lp", size)[1]
     [axis] = _place(fig, left, bottom, top)
     height = 0.8 / max(len(series), 1)
     palette = [COLORS["before"], COLORS["after"], COLORS["removed"]]
@@ -262,6 +259,7 @@ def _grouped_bars_figure(
     axis.set_xlabel(xlabel)
     if log:
         axis.set_xscale("symlog")
+        axis.xaxis.set_major_formatter(_powers_formatter())
     axis.set_title(title, **TITLE)
     if len(series) > 1:
         axis.legend(loc="lower right", frameon=False, fontsize=8)
@@ -305,11 +303,11 @@ def _column_figure(title: str, labels: list[str], values: list[int], xlabel: str
     return fig
 
 
-SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+SUPERSCRIPT = str.maketrans("0123456789\u2212", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 
 def _powers_formatter():
-    """matplotlib's log-axis formatter with its labels written in text (``10²``, ``2×10⁰``) rather
+    """matplotlib's (sym)log-axis formatter with its labels written in text (``10²``, ``2×10⁰``) rather
     than mathtext: the same labels, without the mathtext parser, which costs about 0.1 s to build
     in each process that draws its first log axis and more per label."""
     from matplotlib.ticker import LogFormatterSciNotation
@@ -326,6 +324,6 @@ def _plain_powers(label: str) -> str:
     match = re.fullmatch(r"\$\\mathdefault\{(.*)\}\$", label)
     if not match:
         return label
-    text = match.group(1).replace("\\times", "×")
-    text = re.sub(r"\^\{(-?\d+)\}", lambda power: power.group(1).translate(SUPERSCRIPT), text)
+    text = match.group(1).replace("\\times", "×").replace("-", "\u2212")  # mathtext draws a minus sign
+    text = re.sub(r"\^\{(\u2212?\d+)\}", lambda power: power.group(1).translate(SUPERSCRIPT), text)
     return label if re.search(r"[\\{}^$]", text) else text

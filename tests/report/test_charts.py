@@ -88,3 +88,10 @@ def test_a_log_axis_writes_its_powers_as_text(values, labels):
     drawn = [text for text in parse_html(svg).text if text.strip()]
     assert drawn[drawn.index("documents") + 1 : drawn.index("clusters")] == labels
     assert "mathdefault" not in svg
+
+
+def test_a_symlog_axis_writes_its_powers_and_signs_as_text():
+    svg = plots.grouped_bars("g", "change", ["a", "b"], {"n": [-30, 2_000]}, "documents", log=True)
+    drawn = [text for text in parse_html(svg).text if text.strip()]
+    assert drawn[drawn.index("−10¹") : drawn.index("documents")] == ["−10¹", "−10⁰", "0", "10⁰", "10¹", "10²", "10³"]
+    assert "mathdefault" not in svg
