@@ -275,11 +275,11 @@ def test_each_unit_takes_one_typed_job_that_pickles(tmp_path):
 
     def pickling(label, fn, jobs):
         done = []
-        for args in jobs:
-            assert len(args) == 1 and dataclasses.is_dataclass(args[0]), fn.__name__
+        for job in jobs:
+            assert dataclasses.is_dataclass(job), fn.__name__
             with pytest.raises(dataclasses.FrozenInstanceError):
-                args[0].__setattr__(dataclasses.fields(args[0])[0].name, None)
-            result = pickle.loads(pickle.dumps(fn(pickle.loads(pickle.dumps(args[0])))))
+                job.__setattr__(dataclasses.fields(job)[0].name, None)
+            result = pickle.loads(pickle.dumps(fn(pickle.loads(pickle.dumps(job)))))
             assert all(dataclasses.is_dataclass(r) for r in (result if isinstance(result, list) else [result]))
             kinds[fn.__name__] = kinds.get(fn.__name__, 0) + 1
             done.append(result)
