@@ -38,7 +38,7 @@ from pipeline.formats.configfile import ConfigError, validate_model
 from pipeline.formats.documents import LICENCE, QUARANTINE_SCHEMA, UNKNOWN
 from pipeline.formats.step import empty_removed
 from pipeline.io.owner import claim, note_written, remove_written
-from pipeline.io.storage import output_location
+from pipeline.io.storage import empty_table, output_location
 from pipeline.stages.registry import last_document_stage
 from pipeline.stages.run import RunFiles, UnknownRule
 from pipeline.stages.steps import filter_settings_step
@@ -344,7 +344,7 @@ class RunResults:
             read_run("runs/demo").quarantined().select("file", "line", "reason")
         """
         found = self.files.quarantine()
-        return found if found is not None else pl.from_arrow(QUARANTINE_SCHEMA.empty_table())
+        return found if found is not None else pl.from_arrow(empty_table(QUARANTINE_SCHEMA))
 
     def curated(self, columns: list[str] | None = None) -> pl.DataFrame:
         """The curated documents (the output of :attr:`curated_stage`) as a polars frame: ``id``,

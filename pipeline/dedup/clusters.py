@@ -60,7 +60,7 @@ from pipeline.dedup.lsh import (
     shard_of,
 )
 from pipeline.formats.step import Step, StepResult, removed_frame
-from pipeline.io.storage import as_path, parquet_bytes, parquet_file, scan_parquet
+from pipeline.io.storage import as_path, empty_table, parquet_bytes, parquet_file, scan_parquet
 
 STAGE = "dedup"
 RULE_EXACT = "dedup.exact_duplicate"
@@ -176,7 +176,7 @@ class ShingleLookup:
                 return pa.table({"doc": pa.array([], pa.int64())})
             if "shingle_set" in columns:
                 schema = schema.append(pa.field("shingle_set", SET_TYPE, nullable=False))
-            return schema.empty_table().select(columns)
+            return empty_table(schema).select(columns)
         return pa.concat_tables(pieces)
 
 

@@ -52,7 +52,7 @@ from pipeline.dedup.lsh import candidate_pairs, partition_band_keys, shard_of, s
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.dedup.routed import HopCounts, by_group, first_hop, route_pairs, second_hop
 from pipeline.dedup.runs import runs
-from pipeline.io.storage import parquet_bytes, parquet_file, parquet_files, read_parquet_counted
+from pipeline.io.storage import empty_table, parquet_bytes, parquet_file, parquet_files, read_parquet_counted
 from pipeline.io.writer import parquet_stream, write_parquet
 
 # Rows of the clusters table per Parquet row group: what assembling holds beside one group's rows.
@@ -355,7 +355,7 @@ def assemble(job: AssembleJob) -> Assembled:
             pending.extend(_by_shard(table))
             if sum(t.num_rows for t in pending) >= CLUSTER_ROWS_PER_ROW_GROUP:
                 pending = _write_full_row_groups(out, pending)
-        rest = pa.concat_tables(pending) if pending else CLUSTERS_SCHEMA.empty_table()
+        rest = pa.concat_tables(pending) if pending else empty_table(CLUSTERS_SCHEMA)
         if rest.num_rows or not counts.docs_in_clusters:
             out.write_table(rest, row_group_size=CLUSTER_ROWS_PER_ROW_GROUP)
     return counts

@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from pipeline.dedup.normalize import combine_word_hashes, word_hashes
 from pipeline.formats.step import FilterOutput, Rule
-from pipeline.io.storage import as_path, is_path, parquet_files, read_parquet, read_table
+from pipeline.io.storage import as_path, empty_table, is_path, parquet_files, read_parquet, read_table
 from pipeline.io.writer import write_parquet
 
 DEFAULT_MAX_DOCS = 10
@@ -115,7 +115,7 @@ def frequent_lines(partition_path: Path | Iterable[Path], max_docs: int = DEFAUL
     else:
         files = [as_path(p) for p in partition_path]
     if not files:
-        return pl.from_arrow(LINE_COUNTS_SCHEMA.empty_table())
+        return pl.from_arrow(empty_table(LINE_COUNTS_SCHEMA))
     counts = pl.concat([read_parquet(f) for f in files], how="vertical")
     return counts.group_by("line_hash").agg(pl.col("docs").sum()).filter(pl.col("docs") > max_docs).sort("line_hash")
 

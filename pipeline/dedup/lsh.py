@@ -62,7 +62,7 @@ from pipeline.dedup.minhash import (
 )
 from pipeline.dedup.normalize import combine_word_hashes, words
 from pipeline.dedup.runs import pair_order
-from pipeline.io.storage import as_path, is_local, is_path, parquet_file, parquet_files, read_table
+from pipeline.io.storage import as_path, empty_table, is_local, is_path, parquet_file, parquet_files, read_table
 from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink
 
 EXACT_BAND = -1
@@ -369,7 +369,7 @@ def partition_band_keys(signature_paths: Sequence[Path], targets: Sequence[Path]
             pieces[p].append(part)
     for p, parts in enumerate(pieces):
         target = as_path(targets[p])
-        table = pa.concat_tables(parts) if parts else BAND_KEYS_SCHEMA.empty_table()
+        table = pa.concat_tables(parts) if parts else empty_table(BAND_KEYS_SCHEMA)
         with atomic_sink(target) as sink:
             pq.write_table(table, sink, **BAND_KEYS_WRITER)
         written.append(target)

@@ -28,6 +28,7 @@ from pipeline.dedup.clusters import (
     with_attributes,
 )
 from pipeline.dedup.lsh import set_arrays
+from pipeline.io.storage import empty_table
 
 EDGES_SCHEMA = pa.schema(
     [
@@ -50,7 +51,7 @@ def _shingle_sets(lookup: ShingleLookup, docs: np.ndarray) -> tuple[np.ndarray, 
 
 
 def _empty_edges() -> pl.DataFrame:
-    return pl.from_arrow(EDGES_SCHEMA.empty_table())
+    return pl.from_arrow(empty_table(EDGES_SCHEMA))
 
 
 def verify_pairs(pairs: pl.DataFrame, lookup: ShingleLookup, threshold: float) -> pl.DataFrame:

@@ -48,7 +48,7 @@ from pipeline.dedup.clusters import ShingleLookup, jaccard_of_pairs
 from pipeline.dedup.layout import FIRST, SECOND, PassFolders
 from pipeline.dedup.lsh import PAIRS_SCHEMA, SET_TYPE, SIGNATURE_COMPRESSION, set_arrays, shard_of
 from pipeline.dedup.runs import pair_order, run_starts, runs
-from pipeline.io.storage import parquet_bytes, parquet_file, parquet_files, read_table_counted
+from pipeline.io.storage import empty_table, parquet_bytes, parquet_file, parquet_files, read_table_counted
 from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink, write_parquet
 
 FORWARD_SCHEMA = pa.schema(
@@ -127,7 +127,7 @@ def _read_all(paths: list[Path], schema: pa.Schema) -> tuple[pa.Table, int]:
         table, size = read_table_counted(path)
         tables.append(table.cast(schema))
         read += size
-    return (pa.concat_tables(tables) if tables else schema.empty_table()), read
+    return (pa.concat_tables(tables) if tables else empty_table(schema)), read
 
 
 class _Measured:

@@ -24,6 +24,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.formats.documents import DOC_SCHEMA, LANG_FIELDS, LICENCE, REMOVED_SCHEMA, licence_series
+from pipeline.io.storage import empty_table
 
 Op = Literal["<", "<=", ">", ">="]
 
@@ -138,4 +139,4 @@ def removed_frame(docs: pl.DataFrame, stage: str, rule: pl.Series | str, value, 
 
 
 def empty_removed() -> pl.DataFrame:
-    return pl.from_arrow(REMOVED_SCHEMA.empty_table())
+    return pl.from_arrow(empty_table(REMOVED_SCHEMA))

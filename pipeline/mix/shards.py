@@ -43,7 +43,7 @@ from pipeline.formats.configfile import ConfigError
 from pipeline.formats.documents import LICENCE, MIX_CONTAMINATED, MIX_NEAR_ID, MIX_RULE
 from pipeline.formats.hashing import seeded_id_hash
 from pipeline.formats.ledger import add_counts
-from pipeline.io.storage import parquet_file, read_parquet, read_table, scan_parquet
+from pipeline.io.storage import empty_table, parquet_file, read_parquet, read_table, scan_parquet
 from pipeline.io.writer import parquet_stream, write_parquet
 from pipeline.mix.plan import SALT_SAMPLE, assign_groups, sample_plan, split_validation
 
@@ -566,7 +566,7 @@ def concat_files(job: ConcatJob) -> int:
                 buffer, buffered = [whole.slice(ROW_GROUP_ROWS)], buffered - ROW_GROUP_ROWS
                 written += ROW_GROUP_ROWS
         if buffered or not written:
-            sink.write_table(pa.concat_tables(buffer).combine_chunks() if buffer else schema.empty_table())
+            sink.write_table(pa.concat_tables(buffer).combine_chunks() if buffer else empty_table(schema))
             written += buffered
     return written
 

@@ -21,7 +21,7 @@ from pipeline.formats.documents import REMOVED_SCHEMA, RunLayout
 from pipeline.formats.manifest import MANIFEST_KEYS, stage_outputs, stage_own_files
 from pipeline.formats.mixture import MANIFEST_FILE, PLAN_FILE
 from pipeline.formats.stats import StageStats
-from pipeline.io.storage import LocationError, as_path, is_file, parquet_file, read_parquet, scan_parquet
+from pipeline.io.storage import LocationError, as_path, empty_table, is_file, parquet_file, read_parquet, scan_parquet
 from pipeline.stages.registry import STAGES, document_stages
 
 # Every stage a run can have, in run order.
@@ -280,7 +280,7 @@ class RunFiles:
         frames = [self._read(stage, f) for f in self.outputs(stage, "removed")]
         frames = [f for f in frames if f.height]
         if not frames:
-            return pl.from_arrow(REMOVED_SCHEMA.empty_table())
+            return pl.from_arrow(empty_table(REMOVED_SCHEMA))
         return pl.concat(frames, how="vertical_relaxed")
 
     def removed_rules(self) -> dict[str, str]:

@@ -24,7 +24,7 @@ from pipeline.formats.ledger import Ledger, LedgerError
 from pipeline.formats.manifest import OUTPUT_SUFFIX, record_stage, remove_stage_outputs, stage_own_files
 from pipeline.formats.stats import StageStats, docs_handed_over
 from pipeline.formats.step import Step, docs_table
-from pipeline.io.storage import as_path, parquet_file, read_table
+from pipeline.io.storage import as_path, empty_table, parquet_file, read_table
 from pipeline.io.writer import parquet_stream, read_json, write_json, write_parquet
 from pipeline.stages.attributes import CHECKSUM_SUFFIX, UnitAttributes
 from pipeline.stages.attributes import FOLDER as ATTRIBUTES
@@ -120,7 +120,7 @@ def shard_unit(
                 writer = stack.enter_context(parquet_stream(stage.docs / name, table.schema))
             writer.write_table(table)
         if writer is None:  # an empty input shard still gives an (empty) output shard
-            empty = step(pl.from_arrow(parquet.schema_arrow.empty_table()))
+            empty = step(pl.from_arrow(empty_table(parquet.schema_arrow)))
             write_parquet(docs_table(empty.kept), stage.docs / name)
             if empty.attributes is not None:
                 measured.append(empty.attributes)
