@@ -195,8 +195,8 @@ def temporary_server(
     processes) and in Prefect's settings for the block. A server this block did not start is not
     its to stop (a test harness's, a caller's). ``meanwhile`` runs while a ``begun`` server
     starts (:func:`load_for`). After a block that ends normally, the server stops once it has
-    recorded the run (:func:`settle`); ``stop_later``: meanwhile the caller goes on (a thread
-    settles and stops it, and the interpreter waits for that thread before it exits). Flow runs
+    recorded the run (:func:`settle`); ``stop_later``: it stops itself once this process has
+    ended, and the caller goes on meanwhile (:meth:`TemporaryServer.release`). Flow runs
     send no heartbeats to it: they only tell a server with automations that a run died, and each
     flow run's end waits up to a second for its heartbeat thread."""
     global _started_url
@@ -225,7 +225,10 @@ def temporary_server(
                 finally:
                     send_logs()  # before the server stops
                 send_events()
-        server.stop_when_settled(since, wait=not stop_later)
+        if stop_later:
+            server.release(since)
+        else:
+            server.stop_when_settled(since)
     finally:
         _started_url = None
         if previous is None:
@@ -285,13 +288,37 @@ def send_logs() -> None:
 # The temporary server's program: ``python -m uvicorn ARGS`` with a thread that ends the server
 # once the process that started it (argv[1]) is gone, even killed outright, with nothing unwound.
 # A watch of the parent's pid, not Linux's PR_SET_PDEATHSIG: that fires when the starting
-# *thread* ends, and works on Linux only.
+# *thread* ends, and works on Linux only. A run that ended normally first writes ``settle SINCE``
+# on the server's stdin (:meth:`TemporaryServer.release`): the server then stops itself once its
+# API (argv[2]) counts no unfinished task run made since SINCE (:func:`settle`, here with the
+# standard library), SETTLE_S at most, as the run would have waited for it.
 _WITH_PARENT = """\
-import os, runpy, sys, threading, time
-parent = int(sys.argv.pop(1))
+import json, os, runpy, signal, sys, threading, time, urllib.request
+parent, api = int(sys.argv.pop(1)), sys.argv.pop(1)
+asked = []
+def listen():
+    for line in sys.stdin:
+        asked.append(line.split(maxsplit=1)[1].strip())
+def settled(since):
+    query = {"task_runs": {"expected_start_time": {"after_": since}, "state": {"type": {"any_": UNSETTLED}}}}
+    headers = {"Content-Type": "application/json"}
+    request = urllib.request.Request(api + "/task_runs/count", json.dumps(query).encode(), headers)
+    with urllib.request.urlopen(request, timeout=SETTLE_S) as answer:
+        return json.load(answer) == 0
 def watch():
+    listening = threading.Thread(target=listen, daemon=True)
+    listening.start()
     while os.getppid() == parent:
-        time.sleep(0.2)
+        time.sleep(0.05 if asked else 0.2)
+    listening.join(0.5)
+    deadline = time.monotonic() + SETTLE_S
+    try:
+        while asked and time.monotonic() < deadline and not settled(asked[-1]):
+            time.sleep(0.05)
+    except Exception:
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)  # a graceful stop, as the run's own would be
+    time.sleep(SETTLE_S)
     os._exit(0)
 threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 sys.argv[0] = "uvicorn"
@@ -307,7 +334,7 @@ class TemporaryServer:
         self.port, self.process, self.fresh = port, process, fresh
         self.api_url = f"http://127.0.0.1:{port}/api"
         self.ready = False
-        self.stopping = False
+        self.released = False
 
     def wait(self, timeout: float | None = None) -> None:
         """Until the server answers (then, for a database it made, keep it as the template: see
@@ -342,27 +369,30 @@ class TemporaryServer:
         if self.fresh:
             _keep_template(prefect_home())
 
-    def stop_when_settled(self, since: str, wait: bool = True) -> None:
-        """Stop once the server has recorded the run's task runs (:func:`settle`), in a thread of
-        its own; ``wait``: for that thread."""
-        self.stopping = True
-        stopping = threading.Thread(target=self._settle_and_stop, args=(since,), name="temporary-server-stop")
-        stopping.start()
-        if wait:
-            stopping.join()
-
-    def _settle_and_stop(self, since: str) -> None:
+    def stop_when_settled(self, since: str) -> None:
+        """Stop once the server has recorded the run's task runs made since ``since`` (:func:`settle`)."""
         try:
             settle(self.api_url, since)
         finally:
-            self._stop()
+            self.stop()
+
+    def release(self, since: str) -> None:
+        """Leave the server to stop itself once it has recorded the run's task runs made since
+        ``since``, when this process has ended (:data:`_WITH_PARENT`): the run goes on and exits
+        meanwhile."""
+        try:
+            self.process.stdin.write(f"settle {since}\n".encode())
+            self.process.stdin.close()
+        except OSError:  # it ended already
+            self.stop()
+            return
+        self.released = True
+        _processes.discard(self.process)  # not for kill_servers at this process's exit
 
     def stop(self) -> None:
-        """Stop the server now, unless :meth:`stop_when_settled` stops it."""
-        if not self.stopping:
-            self._stop()
-
-    def _stop(self) -> None:
+        """Stop the server now (unless :meth:`release` left it to stop itself)."""
+        if self.released:
+            return
         process = self.process
         if process.poll() is None:
             process.terminate()
@@ -474,7 +504,8 @@ def _server_process(port: int):
     import subprocess
 
     package = Path(importlib.util.find_spec("prefect").origin).parent
-    command = [sys.executable, "-c", _WITH_PARENT, str(os.getpid())]
+    program = _WITH_PARENT.replace("UNSETTLED", repr(_UNSETTLED)).replace("SETTLE_S", repr(SETTLE_TIMEOUT_S))
+    command = [sys.executable, "-c", program, str(os.getpid()), f"http://127.0.0.1:{port}/api"]
     command += ["--app-dir", str(package.parent), "--factory"]
     command += ["prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port)]
     command += ["--log-level", "error", "--lifespan", "on"]
@@ -492,7 +523,16 @@ def _server_process(port: int):
         **settings,
     }
     env.pop("PREFECT_API_URL", None)  # the server's own settings; the client's address is no concern of it
-    return subprocess.Popen(command, env=env, start_new_session=True)
+    # Not the run's stdout and stderr: a server that outlives the run by its last second
+    # (TemporaryServer.release) would hold a pipe the run's output goes to open. What the
+    # server writes before its logging is set up goes to the run log.
+    log = os.environ.get(LOG_FILE_ENV)
+    if log:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") if log else open(os.devnull, "wb") as stderr:
+        return subprocess.Popen(
+            command, env=env, start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr
+        )
 
 
 _processes: set = set()  # the temporary servers' processes this process started

@@ -9,11 +9,12 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
 from pipeline.formats.manifest import LOCK_NAME
-from tests.flows.test_interrupt import write_run
+from tests.flows.test_interrupt import servers_of, write_run
 from tests.helpers import curate_environment, run_curate, shared_api_env
 
 pytestmark = pytest.mark.flow
@@ -97,8 +98,12 @@ def test_a_new_run_directory_takes_its_prefect_database_from_the_template(tmp_pa
         config = write_run(folder, files=4, docs=60)
         done = run_curate(["run", str(config), "--quiet"], folder, env=env)
         assert done.returncode == 0, done.stderr
+        # The server outlives the run until it has recorded the run's last task runs as finished.
+        deadline = time.monotonic() + 15
+        while servers_of(folder / "run") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert servers_of(folder / "run") == []
         ran[name] = flow_runs(folder / "run" / ".prefect" / "prefect.db")
-        # The server stopped only once it had recorded the run's last task runs as finished.
         states = task_run_states(folder / "run" / ".prefect" / "prefect.db")
         assert list(states) == ["COMPLETED"] and states["COMPLETED"] >= 10, states
         (log,) = (folder / "run" / "logs").glob("*.log")
