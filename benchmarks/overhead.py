@@ -141,8 +141,13 @@ def timed(command: list[str], code: Path, env: dict | None = None) -> float:
     return seconds
 
 
+# The `curate` program as its console script runs it (flows.cli.main; the app alone in a checkout
+# that has no main).
+PROGRAM = "import flows.cli as cli; getattr(cli, 'main', None) and cli.main() or cli.app(prog_name='curate')"
+
+
 def curate(*args: str) -> list[str]:
-    return [sys.executable, "-P", "-c", "from flows.cli import app; app(prog_name='curate')", *args]
+    return [sys.executable, "-P", "-c", PROGRAM, *args]
 
 
 def prefect_server() -> tuple[subprocess.Popen, str]:

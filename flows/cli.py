@@ -13,9 +13,11 @@ curate mixsearch CONFIG     which mixture to train on: proxy runs, a regression,
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -47,6 +49,24 @@ console = Console(stderr=True)
 # Results go to stdout; piped or in CI they are not squeezed into 80 columns.
 stdout = Console() if sys.stdout.isatty() else Console(width=120)
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars and only warnings from Prefect (for CI).")
+_done = {"ended": False}  # a command that finished with every file closed and its output printed
+
+
+def main() -> None:
+    """The ``curate`` program: the app, and after a ``curate run`` or ``curate demo`` that
+    finished, the end of the process without the interpreter's teardown of every module it
+    loaded (docs/cli.md, "What a run costs"). The exit handlers run first (the run log's among
+    them); a thread still working is waited for as at any exit."""
+    try:
+        app(prog_name="curate")
+    except SystemExit as done:
+        working = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+        if _done["ended"] and done.code in (None, 0) and not working:
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+        raise
 
 
 VERSIONED = ("curate", "torch", "prefect", "polars", "pyarrow")
@@ -513,6 +533,7 @@ def run(
         print_run_plan(stdout, parsed, new_run=plan)
     if not plan:
         _run(parsed, quiet, chosen, verbose)
+    _done["ended"] = True
 
 
 def _run_training_texts(
@@ -1020,3 +1041,4 @@ def demo(
     with _failing_on(ForeignFolderError):
         build_demo_corpus(corpus_dir, docs=docs, seed=seed)
     _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen, verbose)
+    _done["ended"] = True

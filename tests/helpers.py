@@ -336,7 +336,7 @@ def curate_environment(env: dict | None = None) -> dict[str, str]:
 
 def curate_command(args: list[str], prelude: str = "") -> list[str]:
     """The command line of ``curate ARGS`` (after the Python of ``prelude``, in the same process)."""
-    return [sys.executable, "-c", prelude + "from flows.cli import app; app(prog_name='curate')", *args]
+    return [sys.executable, "-c", prelude + "from flows.cli import main; main()", *args]
 
 
 def run_curate(
