@@ -195,8 +195,8 @@ def temporary_server(
     processes) and in Prefect's settings for the block. A server this block did not start is not
     its to stop (a test harness's, a caller's). ``meanwhile`` runs while a ``begun`` server
     starts (:func:`load_for`). After a block that ends normally, the server stops once it has
-    recorded the run (:func:`settle`); ``stop_later``: it stops itself once this process has
-    ended, and the caller goes on meanwhile (:meth:`TemporaryServer.release`). Flow runs
+    recorded the run (:meth:`TemporaryServer.stop_when_settled`); ``stop_later``: the caller goes
+    on meanwhile. Flow runs
     send no heartbeats to it: they only tell a server with automations that a run died, and each
     flow run's end waits up to a second for its heartbeat thread."""
     global _started_url
@@ -225,10 +225,7 @@ def temporary_server(
                 finally:
                     send_logs()  # before the server stops
                 send_events()
-        if stop_later:
-            server.release(since)
-        else:
-            server.stop_when_settled(since)
+        server.stop_when_settled(since, wait=not stop_later)
     finally:
         _started_url = None
         if previous is None:
@@ -244,7 +241,7 @@ def _utc_now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-# Task-run states the server has not recorded as final yet (a run's last events still on their way).
+# Task-run states the server has not recorded as final yet (a run's last events on their way).
 _UNSETTLED = ["SCHEDULED", "PENDING", "RUNNING"]
 SETTLE_TIMEOUT_S = 5.0
 
@@ -254,28 +251,6 @@ def send_events(timeout: float = SETTLE_TIMEOUT_S) -> None:
     from prefect.events.worker import EventsWorker
 
     EventsWorker.drain_all(timeout=timeout, at_exit=False)
-
-
-def settle(api_url: str, since: str, timeout: float = SETTLE_TIMEOUT_S) -> bool:
-    """After a run whose events are sent (:func:`send_events`), until the server has recorded
-    every task run made since ``since`` as finished (its recorder writes in batches, each second
-    at most: :data:`_SERVER_DEFAULTS`). Stopped sooner, the server's recorder is cancelled
-    mid-write and the run's database keeps task runs as running, or misses them. Return whether
-    it settled within ``timeout``."""
-    import httpx
-
-    query = {"task_runs": {"expected_start_time": {"after_": since}, "state": {"type": {"any_": _UNSETTLED}}}}
-    deadline = time.monotonic() + timeout
-    with httpx.Client(timeout=timeout) as client:
-        while True:
-            try:
-                if client.post(f"{api_url}/task_runs/count", json=query).json() == 0:
-                    return True
-            except (httpx.HTTPError, ValueError):
-                return False
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
 
 
 def send_logs() -> None:
@@ -288,10 +263,11 @@ def send_logs() -> None:
 # The temporary server's program: ``python -m uvicorn ARGS`` with a thread that ends the server
 # once the process that started it (argv[1]) is gone, even killed outright, with nothing unwound.
 # A watch of the parent's pid, not Linux's PR_SET_PDEATHSIG: that fires when the starting
-# *thread* ends, and works on Linux only. A run that ended normally first writes ``settle SINCE``
-# on the server's stdin (:meth:`TemporaryServer.release`): the server then stops itself once its
-# API (argv[2]) counts no unfinished task run made since SINCE (:func:`settle`, here with the
-# standard library), SETTLE_S at most, as the run would have waited for it.
+# *thread* ends, and works on Linux only. A run that ended normally writes ``settle SINCE`` on the
+# server's stdin (TemporaryServer.stop_when_settled): the server then stops itself once its API
+# (argv[2]) counts no unfinished task run made since SINCE, SETTLE_S at most. Stopped sooner, its
+# recorder (writing in batches, each second at most: _SERVER_DEFAULTS) would be cancelled
+# mid-write, and the run's database would keep task runs as running, or miss them.
 _WITH_PARENT = """\
 import json, os, runpy, signal, sys, threading, time, urllib.request
 parent, api = int(sys.argv.pop(1)), sys.argv.pop(1)
@@ -308,9 +284,9 @@ def settled(since):
 def watch():
     listening = threading.Thread(target=listen, daemon=True)
     listening.start()
-    while os.getppid() == parent:
-        time.sleep(0.05 if asked else 0.2)
-    listening.join(0.5)
+    while os.getppid() == parent and not asked:
+        time.sleep(0.05)
+    listening.join(0 if asked else 0.5)
     deadline = time.monotonic() + SETTLE_S
     try:
         while asked and time.monotonic() < deadline and not settled(asked[-1]):
@@ -369,28 +345,28 @@ class TemporaryServer:
         if self.fresh:
             _keep_template(prefect_home())
 
-    def stop_when_settled(self, since: str) -> None:
-        """Stop once the server has recorded the run's task runs made since ``since`` (:func:`settle`)."""
-        try:
-            settle(self.api_url, since)
-        finally:
-            self.stop()
-
-    def release(self, since: str) -> None:
-        """Leave the server to stop itself once it has recorded the run's task runs made since
-        ``since``, when this process has ended (:data:`_WITH_PARENT`): the run goes on and exits
-        meanwhile."""
+    def stop_when_settled(self, since: str, wait: bool = True) -> None:
+        """Have the server stop itself once it has recorded the run's task runs made since
+        ``since`` (:data:`_WITH_PARENT`); ``wait``: for that, else the caller goes on and may exit
+        meanwhile (the server is then not this process's to kill at its exit)."""
         try:
             self.process.stdin.write(f"settle {since}\n".encode())
             self.process.stdin.close()
         except OSError:  # it ended already
             self.stop()
             return
+        if wait:
+            try:
+                self.process.wait(timeout=2 * SETTLE_TIMEOUT_S)
+            except Exception:
+                self.stop()
+            _processes.discard(self.process)
+            return
         self.released = True
-        _processes.discard(self.process)  # not for kill_servers at this process's exit
+        _processes.discard(self.process)
 
     def stop(self) -> None:
-        """Stop the server now (unless :meth:`release` left it to stop itself)."""
+        """Stop the server now (unless :meth:`stop_when_settled` left it to stop itself)."""
         if self.released:
             return
         process = self.process
@@ -524,7 +500,7 @@ def _server_process(port: int):
     }
     env.pop("PREFECT_API_URL", None)  # the server's own settings; the client's address is no concern of it
     # Not the run's stdout and stderr: a server that outlives the run by its last second
-    # (TemporaryServer.release) would hold a pipe the run's output goes to open. What the
+    # (TemporaryServer.stop_when_settled) would hold a pipe the run's output goes to open. What the
     # server writes before its logging is set up goes to the run log.
     log = os.environ.get(LOG_FILE_ENV)
     if log:
