@@ -31,11 +31,23 @@ def tables(stdout: str) -> list[str]:
     return lines[next(i for i, line in enumerate(lines) if "documents through the stages" in line) :]
 
 
+# Python run before `curate`: an exit handler and an object whose teardown each leave a file.
+_MARKERS = """import atexit
+class Marker:
+    def __del__(self, open=open):
+        open("{0}/torn-down", "w").close()
+marker = Marker()
+atexit.register(lambda: open("{0}/handlers-ran", "w").close())
+"""
+
+
 def test_a_rerun_that_finds_every_stage_done_starts_nothing(tmp_path, prefect_server):
     config = write_run(tmp_path, files=2, docs=60)
     run_dir = tmp_path / "run"
-    first = run_curate(["run", str(config)], tmp_path, env=shared_api_env())
+    first = run_curate(["run", str(config)], tmp_path, env=shared_api_env(), prelude=_MARKERS.format(tmp_path))
     assert first.returncode == 0, first.stderr
+    # A finished run ends after its exit handlers, without the interpreter's teardown of its objects.
+    assert (tmp_path / "handlers-ran").exists() and not (tmp_path / "torn-down").exists()
     before = files_of(run_dir)
 
     # No Prefect API here: a rerun that started Prefect would start its temporary server, and
