@@ -16,7 +16,7 @@ import pyarrow as pa
 from demo.plan import Doc, Materials, Plan, plan_noise
 from demo.real_text import UNSPACED_LANGS, RealDoc, RealText
 from demo.writers import PageRenderer
-from pipeline.io.warc import html_to_text
+from pipeline.io.html import html_to_text
 
 # Held-out sets: real documents (and generated junk) that no pool file holds, nor any copy of
 # them. Only real documents sharing no span of ISOLATION_WORDS words (ISOLATION_CHARS characters
@@ -146,7 +146,7 @@ def heldout_table(reserved: Reserved, plan: Plan, rng: np.random.Generator) -> t
     def add(set_name: str, doc: Doc, clean: bool) -> None:
         nonlocal dropped
         if doc.source == "web":
-            text = html_to_text(renderer.render(doc), "utf-8", main_content=True)
+            text = html_to_text(renderer.render(doc), "utf-8")
         else:
             text = doc.text
         text = _as_read(text)

@@ -17,7 +17,7 @@ import functools
 import glob
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -41,6 +41,9 @@ from pipeline.formats.names import (
     shown,
     source_files,
 )
+
+if TYPE_CHECKING:
+    from pipeline.io.html import HtmlOptions
 
 READERS = ("jsonl", "parquet", "warc", "wet", "text")
 
@@ -102,8 +105,15 @@ class SourceConfig(_Strict):
     url_field: str | None = None
     # Fields to keep in `meta`; None keeps every field that is not text, id or url.
     meta_fields: list[str] | None = None
-    # WARC only: keep the main content of HTML pages (drop navigation and boilerplate).
+    # WARC only: the HTML extractor's settings (pipeline.io.html.HtmlOptions; docs/readers.md):
+    # the main content of a page only (navigation and boilerplate dropped), and what else to keep.
     html_main_content: bool = True
+    html_alt_texts: bool = False
+    html_links: bool = False
+    html_form_fields: bool = False
+    html_noscript: bool = False
+    html_comments: bool = False
+    html_skip: list[str] = Field(default_factory=list, description="CSS selectors of elements to leave out")
     # The licence of every document (an SPDX identifier or expression, "LicenseRef-...", or
     # "unknown"), and/or a field of the record (dotted) naming each document's own; a document whose
     # field is empty gets `licence`. WARC: "licence_links" (a record's rel="license" links, HTTP
@@ -124,6 +134,45 @@ class SourceConfig(_Strict):
         from pipeline.licence import declared
 
         return declared(value)
+
+    @field_validator("html_skip")
+    @classmethod
+    def _selectors(cls, value):
+        from pipeline.io.html import check_selector
+
+        for selector in value:
+            problem = check_selector(selector)
+            if problem:
+                raise ValueError(f"html_skip: {selector!r} is no CSS selector the extractor reads ({problem})")
+        return value
+
+    @model_validator(mode="after")
+    def _html_for_warc(self):
+        # A config read back from a manifest sets every key: only a value other than the default counts.
+        settings = sorted(
+            name
+            for name, field in type(self).model_fields.items()
+            if name.startswith("html_") and getattr(self, name) != field.get_default(call_default_factory=True)
+        )
+        if settings and self.reader != "warc":
+            raise ValueError(
+                f"{', '.join(settings)}: only a WARC source extracts HTML; this source's reader is {self.reader!r}"
+            )
+        return self
+
+    def html_options(self) -> HtmlOptions:
+        """The extractor's settings for the WARC reader."""
+        from pipeline.io.html import HtmlOptions  # resiliparse: only where a WARC source is read
+
+        return HtmlOptions(
+            main_content=self.html_main_content,
+            alt_texts=self.html_alt_texts,
+            links=self.html_links,
+            form_fields=self.html_form_fields,
+            noscript=self.html_noscript,
+            comments=self.html_comments,
+            skip=tuple(self.html_skip),
+        )
 
     @model_validator(mode="after")
     def _licence_field_is_read(self):

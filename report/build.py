@@ -35,6 +35,7 @@ from pipeline.stages.card import write_cards
 from pipeline.stages.run import RunFiles
 from pipeline.stages.verdicts import STORED, filter_verdicts
 from report import plots
+from report.extraction import extraction_section, has_extraction
 from report.html import esc, fmt, num, share, snippet, table, word_diff
 from report.inspect import licence_table, top_licences
 from report.languages import (
@@ -133,6 +134,8 @@ def current_report(run_dir: str | Path) -> Path | None:
 def render(run: RunFiles) -> str:
     """The report page of ``run`` as a string."""
     sections = [("funnel", "Funnel", _funnel(run))]
+    if has_extraction(run):
+        sections.append(("extraction", "HTML extraction", extraction_section(run)))
     if "lang" in run.stats:
         sections.append(("lang", "Language ID", _lang_stage(run)))
     if "filter" in run.stats:

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.formats.escape import CONTROL, visible
+from pipeline.formats.extraction import Extraction
 from pipeline.formats.stats import StageStats
 
 
@@ -177,6 +178,14 @@ def print_sources(out: Console, stats: StageStats) -> None:
         style="bold",
     )
     out.print(table)
+    for name, data in (stats.extraction or {}).items():
+        found = Extraction.from_dict(data)
+        say(
+            out,
+            f"{name}: {found.pages:,} HTML pages gave {found.text_chars:,} characters of text, "
+            f"{100 * found.kept_share:.1f}% of their {found.html_bytes:,} bytes; {found.bands[0]:,} gave none "
+            "(the report's HTML extraction section names the pages that kept least)",
+        )
 
 
 def print_licences(out: Console, found: dict, every: bool = False) -> None:

@@ -1,5 +1,5 @@
 """WARC and WET reader (FastWARC, with warcio where a file or a record needs it), with HTML turned
-into text by resiliparse.
+into text by resiliparse (:mod:`pipeline.io.html`).
 
 Documents are the records that carry content: ``response`` and ``resource`` records (HTML is
 extracted to plain text, ``text/plain`` is taken as it is) and WET ``conversion`` records.
@@ -9,8 +9,9 @@ wget's log). A response whose payload is neither HTML nor text (an image, a PDF)
 ``unsupported_content_type``, so that every content record is accounted for.
 
 A record's id is its ``WARC-Record-ID``, its url the ``WARC-Target-URI``; ``meta`` keeps the WARC
-date, the HTTP status and the content type, and a record's licence links where it has any, as
-``licence_links``: the targets of the HTTP ``Link`` headers with ``rel="license"``, then the
+date, the HTTP status and the content type, an HTML page's size in bytes (``html_bytes``, which
+the source stage tallies against the text extracted from it), and a record's licence links where
+it has any, as ``licence_links``: the targets of the HTTP ``Link`` headers with ``rel="license"``, then the
 ``href`` of every element of an HTML page with ``rel="license"``. A source reads them as each page's
 licence with ``licence_field = "licence_links"`` (pipeline.licence); any other ``licence_field``
 of a WARC source names a WARC or HTTP header, which ``meta`` then keeps.
@@ -27,7 +28,6 @@ cut) is read by warcio, as it always was, from that record on.
 
 from __future__ import annotations
 
-import codecs
 import functools
 import io
 import logging
@@ -44,12 +44,10 @@ import orjson
 import pyarrow as pa
 from fastwarc.warc import ArchiveIterator as FastIterator
 from fastwarc.warc import WarcRecordType
-from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.encoding import bytes_to_str, detect_encoding
-from resiliparse.parse.html import HTMLTree
 from warcio import archiveiterator, bufferedreaders
 from warcio.archiveiterator import ArchiveIterator
 
+from pipeline.io.html import HtmlOptions, read_html
 from pipeline.io.quiet import captured_writes, route_stderr
 from pipeline.io.records import RawBatchBuilder, ReadLimits, sample_of
 
@@ -67,62 +65,11 @@ _NOT_FOLLOWED = re.compile(
 
 # The meta key where the WARC reader puts a page's rel="license" links.
 LICENCE_LINKS = "licence_links"
+# The meta key of an HTML page's size in bytes, beside the length of the text extracted from it.
+HTML_BYTES = "html_bytes"
 
 CONTENT_RECORDS = {"response", "resource", "conversion"}
 HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml", "text/xml")
-
-
-def html_to_text(html: bytes, charset: str | None, main_content: bool = True) -> str:
-    """Plain text of an HTML page: decoded by its declared charset (or a detected one), main
-    content only unless ``main_content`` is false, block structure kept as line breaks."""
-    return read_html(html, charset, main_content)[0]
-
-
-def read_html(html: bytes, charset: str | None, main_content: bool = True) -> tuple[str, list[str]]:
-    """The plain text of an HTML page (:func:`html_to_text`) and its licence links: the ``href`` of
-    every element whose ``rel`` includes ``license``, in page order, each once. A declared charset
-    that names no encoding Python knows (``utf8mb4``, a cut header) is passed over, as a browser
-    passes it over: the encoding is detected, as for a page that declares none.
-
-    The parsed tree and its nodes are resiliparse objects that may only be freed on the thread that
-    made them, and they never leave this one frame: a sampling profiler (a Dask worker's, every
-    10 ms) holds the frames of the thread it samples, and a frame it holds past its return would
-    keep them until the profiler lets go, on the profiler's thread ("HTMLTreePy is unsendable, but
-    is being dropped on another thread"). So they are dropped here before the frame ends."""
-    known = charset is not None and _is_codec(charset)
-    tree = HTMLTree.parse(bytes_to_str(html, charset if known else detect_encoding(html)))
-    element = None
-    try:
-        links = []
-        if tree.document is not None:
-            for element in tree.document.query_selector_all("[rel~=license]"):
-                href = (element.getattr("href") or "").strip()
-                if href and href not in links:
-                    links.append(href)
-        return extract_plain_text(tree, main_content=main_content, **_TEXT_OPTIONS), links
-    finally:
-        del tree, element
-
-
-# How a page's text is extracted: its block structure as line breaks, list items as bullets.
-_TEXT_OPTIONS = {
-    "preserve_formatting": True,
-    "list_bullets": True,
-    "alt_texts": False,
-    "links": False,
-    "form_fields": False,
-    "noscript": False,
-    "comments": False,
-}
-
-
-@functools.lru_cache(maxsize=256)
-def _is_codec(name: str) -> bool:
-    try:
-        codecs.lookup(name)
-    except LookupError:
-        return False
-    return True
 
 
 @dataclass
@@ -186,7 +133,7 @@ class _Read:
 def read_warc(
     path: Path,
     *,
-    html_main_content: bool = True,
+    html: HtmlOptions = HtmlOptions(),
     limits: ReadLimits = ReadLimits(),
     header_fields: tuple[str, ...] = (),
 ) -> Iterator[pa.RecordBatch]:
@@ -202,7 +149,7 @@ def read_warc(
     out = RawBatchBuilder(limits.batch_docs)
 
     def read(view: _View) -> tuple:
-        return _read_record(view, html_main_content, limits.max_doc_bytes, header_fields)
+        return _read_record(view, html, limits.max_doc_bytes, header_fields)
 
     resume = yield from _read_fast(path, out, read, header_fields)
     if resume is not None:
@@ -592,7 +539,7 @@ def _licence_header_links(http_pairs: Sequence[tuple[str, str]]) -> list[str]:
     return found
 
 
-def _read_record(view: _View, main_content: bool, max_bytes: int, header_fields: tuple[str, ...] = ()) -> tuple:
+def _read_record(view: _View, html: HtmlOptions, max_bytes: int, header_fields: tuple[str, ...] = ()) -> tuple:
     """``("doc", text, id, url, meta)`` or ``("bad", reason, detail, raw bytes)`` for a content record."""
     record_id = (view.warc("WARC-Record-ID") or "").strip("<>") or None
     url = view.warc("WARC-Target-URI")
@@ -611,6 +558,7 @@ def _read_record(view: _View, main_content: bool, max_bytes: int, header_fields:
         if value is not None:
             meta[name] = value
     links = _licence_header_links(view.http_pairs)
+    html_bytes = None
     payload = view.payload().read(max_bytes + 1)
     if len(payload) > max_bytes:
         return "bad", "too_large", f"payload of more than {max_bytes} bytes", payload
@@ -623,12 +571,15 @@ def _read_record(view: _View, main_content: bool, max_bytes: int, header_fields:
             return "bad", "unknown_charset", str(error), payload
     elif media.startswith(HTML_TYPES) or (not media and payload.lstrip()[:1] == b"<"):
         try:
-            text, in_page = read_html(payload, charset, main_content)
+            text, in_page = read_html(payload, charset, html)
         except Exception as error:  # a page the parser or extractor fails on is one bad record
             return "bad", "unreadable_record", f"HTML: {type(error).__name__}: {error}", payload
         links += [link for link in in_page if link not in links]
+        html_bytes = len(payload)
     else:
         return "bad", "unsupported_content_type", f"payload is {media or 'of unknown type'}", payload
     if links:
         meta[LICENCE_LINKS] = links
+    if html_bytes is not None:
+        meta[HTML_BYTES] = html_bytes
     return "doc", text, record_id, url, orjson.dumps(meta).decode()

@@ -33,6 +33,7 @@ from pipeline.formats.documents import (
     StageDir,
     blank_text,
 )
+from pipeline.formats.extraction import Extraction, merged
 from pipeline.formats.ledger import Ledger
 from pipeline.formats.manifest import record_stage, stage_outputs, stage_own_files
 from pipeline.formats.stats import StageStats
@@ -50,7 +51,7 @@ from pipeline.io.records import (
 from pipeline.io.sniff import reader_mismatch, sniff
 from pipeline.io.storage import read_table
 from pipeline.io.text import read_text_files
-from pipeline.io.warc import read_warc
+from pipeline.io.warc import HTML_BYTES, read_warc
 from pipeline.io.writer import ShardWriter, read_json, write_json, write_parquet
 from pipeline.licence import licence_column
 from pipeline.stages.shard import check_stage_outputs, fingerprint, merge_groups, remove_unlisted
@@ -58,6 +59,8 @@ from pipeline.stages.shard import check_stage_outputs, fingerprint, merge_groups
 STAGE = "source"
 # Part-record key: documents a unit lost to ids an earlier input file holds (drop_repeated_ids).
 REPEATED_IDS = "repeated_ids_dropped"
+# Part-record and stats key: each WARC source's HTML extraction (pipeline.formats.extraction).
+EXTRACTION = "extraction"
 # Folders of small text files are read this many files to a unit.
 TEXT_FILES_PER_UNIT = 2000
 # Files of a source whose heads are read to check that its reader fits them (check_readers): every
@@ -141,9 +144,7 @@ def read_unit(unit: Unit, source: SourceConfig, limits: ReadLimits) -> Iterator[
         elif source.reader == "parquet":
             batches = read_parquet(path, **fields)
         else:  # warc, wet
-            batches = read_warc(
-                path, html_main_content=source.html_main_content, limits=limits, header_fields=source.header_fields()
-            )
+            batches = read_warc(path, html=source.html_options(), limits=limits, header_fields=source.header_fields())
         for batch in batches:
             yield rel, batch
 
@@ -297,8 +298,11 @@ def source_unit(job: SourceJob) -> dict:
     quarantined: list[pa.Table] = []
     seen_ids: set[str] = set()
     by_licence: Counter = Counter()
+    extraction = Extraction() if source.reader == "warc" else None
     for rel, batch in read_unit(unit, source, limits):
         ledger.docs_in += batch.num_rows
+        if extraction is not None:
+            extraction.add_batch(batch, rel, HTML_BYTES)
         docs, bad = split_batch(
             batch, unit.source, rel, unit.base, config.max_doc_bytes, seen_ids, source.licence_field, source.licence
         )
@@ -329,6 +333,8 @@ def source_unit(job: SourceJob) -> dict:
         "by_source": {unit.source: ledger.to_dict()},
         "by_licence": licence_ledgers(by_licence, ledger),
     }
+    if extraction is not None and extraction.pages:
+        part[EXTRACTION] = {unit.source: extraction.to_dict()}
     write_json(part, part_path)
     return part
 
@@ -482,6 +488,7 @@ def finish_source(config: RunConfig, stage: StageDir, parts: list[dict]) -> Stag
         units=len(parts),
         sources=per_source_counts(parts),
         licences=merge_groups(parts, "by_licence", STAGE),
+        extraction={name: found.to_dict() for name, found in merged(parts, EXTRACTION).items()} or None,
     )
     stats.write(stage.stats)
     record_stage(config, STAGE, stats.to_dict(), inputs=[f for part in parts for f in part["files"]])

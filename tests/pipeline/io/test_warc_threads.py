@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from pipeline.io import warc
+from pipeline.io import html, warc
 from tests.helpers import html_page, write_warc
 
 
@@ -24,7 +24,7 @@ def test_pages_are_freed_on_the_reading_thread_while_a_profiler_holds_its_frames
     page = html_page("Licensed", ["Some words of a page.", '<a rel="license" href="/by/4.0/">CC BY</a>'])
     path = write_warc(tmp_path / "a.warc.gz", [(f"https://example.org/{i}", "text/html", page) for i in range(3)])
     held: list = []
-    decode = warc.bytes_to_str
+    decode = html.bytes_to_str
 
     def sampled(*args):  # as the profiler samples: another thread takes this thread's running frames
         reader = threading.get_ident()
@@ -34,9 +34,9 @@ def test_pages_are_freed_on_the_reading_thread_while_a_profiler_holds_its_frames
     def failing(*args, **kwargs):
         raise ValueError("no text")
 
-    monkeypatch.setattr(warc, "bytes_to_str", sampled)
+    monkeypatch.setattr(html, "bytes_to_str", sampled)
     if not extract:
-        monkeypatch.setattr(warc, "extract_plain_text", failing)
+        monkeypatch.setattr(html, "extract_plain_text", failing)
     unraisable: list[str] = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(f"{u.exc_type.__name__}: {u.exc_value}"))
 
