@@ -44,6 +44,7 @@ from pipeline.formats.names import (
 
 if TYPE_CHECKING:
     from pipeline.io.html import HtmlOptions
+    from pipeline.io.repair import RepairOptions
 
 READERS = ("jsonl", "parquet", "warc", "wet", "text")
 
@@ -94,6 +95,26 @@ class _Strict(BaseModel):
         return british_keys(data, cls.model_fields)
 
 
+class UnicodeRepairConfig(_Strict):
+    """ftfy's fixes for a source's text (pipeline.io.repair.RepairOptions; docs/readers.md,
+    Unicode repair): what is broken repaired, the ways of writing text kept as they are."""
+
+    unescape_html: bool | Literal["auto"] = "auto"
+    remove_terminal_escapes: bool = True
+    fix_encoding: bool = True
+    restore_byte_a0: bool = True
+    replace_lossy_sequences: bool = True
+    decode_inconsistent_utf8: bool = True
+    fix_c1_controls: bool = True
+    fix_latin_ligatures: bool = False
+    fix_character_width: bool = False
+    uncurl_quotes: bool = False
+    fix_line_breaks: bool = False
+    fix_surrogates: bool = True
+    remove_control_chars: bool = True
+    normalization: Literal["NFC", "NFD", "NFKC", "NFKD"] | None = None
+
+
 class SourceConfig(_Strict):
     """One input source: which reader, which files, and where its fields are."""
 
@@ -120,6 +141,9 @@ class SourceConfig(_Strict):
     # Link headers and HTML), or the name of a WARC or HTTP header.
     licence: str = "unknown"
     licence_field: str | None = Field(default=None, pattern=r"^[^'\[\]\\]+$")
+    # Repair the text's Unicode with ftfy before any stage measures it: true for the default fixes,
+    # or a table of them (UnicodeRepairConfig).
+    unicode_repair: bool | UnicodeRepairConfig = False
     # This source's own limit on its share of quarantined records (None: the run's).
     max_quarantine_fraction: float | None = Field(default=None, ge=0.0, le=1.0)
 
@@ -159,6 +183,16 @@ class SourceConfig(_Strict):
                 f"{', '.join(settings)}: only a WARC source extracts HTML; this source's reader is {self.reader!r}"
             )
         return self
+
+    def repair_options(self) -> RepairOptions | None:
+        """The Unicode repair of this source's text, or None where it has none."""
+        from pipeline.io.repair import RepairOptions
+
+        if self.unicode_repair is False:
+            return None
+        if self.unicode_repair is True:
+            return RepairOptions()
+        return RepairOptions(**self.unicode_repair.model_dump())
 
     def html_options(self) -> HtmlOptions:
         """The extractor's settings for the WARC reader."""

@@ -135,7 +135,7 @@ def render(run: RunFiles) -> str:
     """The report page of ``run`` as a string."""
     sections = [("funnel", "Funnel", _funnel(run))]
     if has_extraction(run):
-        sections.append(("extraction", "HTML extraction", extraction_section(run)))
+        sections.append(("extraction", "Extraction and repair", extraction_section(run)))
     if "lang" in run.stats:
         sections.append(("lang", "Language ID", _lang_stage(run)))
     if "filter" in run.stats:

@@ -178,13 +178,15 @@ def print_sources(out: Console, stats: StageStats) -> None:
         style="bold",
     )
     out.print(table)
+    for name, changed in (stats.repaired or {}).items():
+        say(out, f"{name}: Unicode repair changed {changed:,} records")
     for name, data in (stats.extraction or {}).items():
         found = Extraction.from_dict(data)
         say(
             out,
             f"{name}: {found.pages:,} HTML pages gave {found.text_chars:,} characters of text, "
             f"{100 * found.kept_share:.1f}% of their {found.html_bytes:,} bytes; {found.bands[0]:,} gave none "
-            "(the report's HTML extraction section names the pages that kept least)",
+            "(the report names the pages that kept least)",
         )
 
 

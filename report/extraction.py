@@ -1,5 +1,6 @@
-"""The report's HTML extraction section: what the extractor kept of each WARC source's pages, as
-the source stage recorded it (``source/stats.json``, ``extraction``)."""
+"""The report's section on what the source stage did to the text: what the extractor kept of each
+WARC source's pages and how many documents Unicode repair changed, as the stage recorded them
+(``source/stats.json``, ``extraction`` and ``repaired``)."""
 
 from __future__ import annotations
 
@@ -21,24 +22,49 @@ _SETTINGS = (
 
 def has_extraction(run: RunFiles) -> bool:
     source = run.stats.get("source")
-    return bool(source and source.extraction)
+    return bool(source and (source.extraction or source.repaired))
 
 
 def extraction_section(run: RunFiles) -> str:
-    """Per WARC source: its pages' bytes against their text, the pages per band of kept share, and
-    the pages that kept the least."""
-    found = run.stats["source"].extraction or {}
+    """Per source that repairs its text, the documents it changed; per WARC source: its pages'
+    bytes against their text, the pages per band of kept share, and the pages that kept the least."""
+    stats = run.stats["source"]
+    out = [_repaired(stats)] if stats.repaired else []
+    if stats.extraction:
+        out += _extraction(run, stats.extraction)
+    return "".join(out)
+
+
+def _repaired(stats) -> str:
+    rows = [
+        [
+            esc(name),
+            num(changed, f"source.repaired.{name}"),
+            num(stats.sources[name].docs_in, f"source.sources.{name}.docs_in")
+            if name in (stats.sources or {})
+            else "–",
+        ]
+        for name, changed in stats.repaired.items()
+    ]
+    return (
+        "<h3>Unicode repair</h3><p>Records whose text ftfy changed (mojibake, HTML entities, control "
+        "characters; <code>unicode_repair</code>), before any check or stage measured it.</p>"
+        + table(["source", "changed", "records read"], rows, numeric={1, 2})
+    )
+
+
+def _extraction(run: RunFiles, found: dict) -> list[str]:
     configs = {source.name: source for source in run.config.sources} if run.config else {}
     out = [
-        "<p>A page's kept share is the characters of text the extractor took from it over the bytes "
-        "of its HTML; markup, scripts and styles are most of a page's bytes, so an article kept whole "
-        "keeps a few per cent. A page that kept far less than its neighbours is one whose text the "
-        "main-content heuristics may have dropped: open it and compare with "
+        "<h3>HTML extraction</h3><p>A page's kept share is the characters of text the extractor took "
+        "from it over the bytes of its HTML; markup, scripts and styles are most of a page's bytes, "
+        "so an article kept whole keeps a few per cent. A page that kept far less than its neighbours "
+        "is one whose text the main-content heuristics may have dropped: open it and compare with "
         "<code>html_main_content = false</code>.</p>"
     ]
     for name, data in found.items():
         out.append(_source(name, Extraction.from_dict(data), configs.get(name)))
-    return "".join(out)
+    return out
 
 
 def _source(name: str, found: Extraction, config) -> str:
@@ -49,7 +75,7 @@ def _source(name: str, found: Extraction, config) -> str:
         skipped = f"; elements skipped: {esc(', '.join(config.html_skip))}" if config.html_skip else ""
         settings = f" Extractor settings: {esc(', '.join(on) or 'whole page, nothing else')}{skipped}."
     head = (
-        f"<h3>{esc(name)}</h3><p>{num(found.pages, f'{base}.pages')} HTML pages, "
+        f"<h4>{esc(name)}</h4><p>{num(found.pages, f'{base}.pages')} HTML pages, "
         f"{num(found.html_bytes, f'{base}.html_bytes')} bytes of HTML, "
         f"{num(found.text_chars, f'{base}.text_chars')} characters of text "
         f"({share(found.text_chars, found.html_bytes)} kept); "

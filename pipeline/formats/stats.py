@@ -9,7 +9,8 @@ a field left ``None`` is not written, so each stage's file holds only what that 
   :mod:`pipeline.formats.ledger`);
 - the document stages: ``units``, ``counts`` (extra tallies, e.g. ``fired|<rule>``), and a ledger
   per ``sources``, ``languages`` and ``licences``;
-- source: ``extraction``, each WARC source's HTML pages against the text taken from them;
+- source: ``extraction``, each WARC source's HTML pages against the text taken from them, and
+  ``repaired``, the documents of each source with ``unicode_repair`` that it changed;
 - dedup: ``dedup`` (the engine's figures) and ``largest_clusters``; lines: ``lines``;
 - tokenize: ``tokens``, ``tokenizer``, ``shards`` and ``licences`` as documents and tokens;
 - mix: ``tokens_in``, ``train_documents``, ``validation_documents``, ``exclusion``, ``groups``,
@@ -46,8 +47,10 @@ class StageStats:
     counts: dict[str, int] | None = None
     sources: dict[str, Ledger] | None = None
     languages: dict[str, Ledger] | None = None
-    # source: each WARC source's HTML extraction (pipeline.formats.extraction.Extraction).
+    # source: each WARC source's HTML extraction (pipeline.formats.extraction.Extraction), and
+    # the documents of each source that Unicode repair changed.
     extraction: dict[str, dict] | None = None
+    repaired: dict[str, int] | None = None
     # A ledger per licence in the document stages; documents and tokens (per split in mix) after.
     licences: dict[str, Any] | None = None
     # dedup

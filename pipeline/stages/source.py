@@ -48,6 +48,7 @@ from pipeline.io.records import (
     printable_name,
     shown_path,
 )
+from pipeline.io.repair import RepairOptions, repair_texts
 from pipeline.io.sniff import reader_mismatch, sniff
 from pipeline.io.storage import read_table
 from pipeline.io.text import read_text_files
@@ -61,6 +62,8 @@ STAGE = "source"
 REPEATED_IDS = "repeated_ids_dropped"
 # Part-record and stats key: each WARC source's HTML extraction (pipeline.formats.extraction).
 EXTRACTION = "extraction"
+# Part-record and stats key: the documents of each source that Unicode repair changed.
+REPAIRED = "repaired"
 # Folders of small text files are read this many files to a unit.
 TEXT_FILES_PER_UNIT = 2000
 # Files of a source whose heads are read to check that its reader fits them (check_readers): every
@@ -299,10 +302,14 @@ def source_unit(job: SourceJob) -> dict:
     seen_ids: set[str] = set()
     by_licence: Counter = Counter()
     extraction = Extraction() if source.reader == "warc" else None
+    repair, repaired = source.repair_options(), 0
     for rel, batch in read_unit(unit, source, limits):
         ledger.docs_in += batch.num_rows
         if extraction is not None:
             extraction.add_batch(batch, rel, HTML_BYTES)
+        if repair is not None:
+            batch, changed = _repaired(batch, repair)
+            repaired += changed
         docs, bad = split_batch(
             batch, unit.source, rel, unit.base, config.max_doc_bytes, seen_ids, source.licence_field, source.licence
         )
@@ -335,8 +342,26 @@ def source_unit(job: SourceJob) -> dict:
     }
     if extraction is not None and extraction.pages:
         part[EXTRACTION] = {unit.source: extraction.to_dict()}
+    if repair is not None:
+        part[REPAIRED] = {unit.source: repaired}
     write_json(part, part_path)
     return part
+
+
+def _repaired(batch: pa.RecordBatch, repair: RepairOptions) -> tuple[pa.RecordBatch, int]:
+    """The raw batch with its text repaired (before any check reads it), and how many texts changed."""
+    at = batch.schema.get_field_index("text")
+    texts, changed = repair_texts(batch.column(at), repair)
+    return batch.set_column(at, batch.schema.field(at), texts), changed
+
+
+def _repaired_per_source(parts: list[dict]) -> dict[str, int] | None:
+    """Each repairing source's changed documents over its units; None where no source repairs."""
+    total: dict[str, int] = {}
+    for part in parts:
+        for source, changed in part.get(REPAIRED, {}).items():
+            total[source] = total.get(source, 0) + changed
+    return total or None
 
 
 def licence_ledgers(docs_out: Counter, ledger: Ledger) -> dict[str, dict]:
@@ -489,6 +514,7 @@ def finish_source(config: RunConfig, stage: StageDir, parts: list[dict]) -> Stag
         sources=per_source_counts(parts),
         licences=merge_groups(parts, "by_licence", STAGE),
         extraction={name: found.to_dict() for name, found in merged(parts, EXTRACTION).items()} or None,
+        repaired=_repaired_per_source(parts),
     )
     stats.write(stage.stats)
     record_stage(config, STAGE, stats.to_dict(), inputs=[f for part in parts for f in part["files"]])

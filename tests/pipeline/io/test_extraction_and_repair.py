@@ -1,11 +1,12 @@
 """The extractor's settings reach the WARC reader, each HTML page's bytes are recorded beside its
 text, and the source stage tallies what extraction kept per source (``stats.json``,
-``extraction``)."""
+``extraction``); a source's Unicode repair (``repaired``)."""
 
 from __future__ import annotations
 
 import json
 
+import polars as pl
 import pyarrow as pa
 import pytest
 from pydantic import ValidationError
@@ -14,6 +15,7 @@ from pipeline.config import SourceConfig
 from pipeline.formats.extraction import LEAST_PAGES, SHARE_LABELS, Extraction, band, merged
 from pipeline.io.html import HtmlOptions
 from pipeline.io.records import RAW_SCHEMA
+from pipeline.io.repair import RepairOptions, repair_texts
 from pipeline.io.warc import read_warc
 from tests.helpers import source_config, source_run, write_jsonl, write_warc
 
@@ -132,3 +134,44 @@ def test_the_source_stage_records_each_warc_source_s_extraction(tmp_path, crawl)
     assert cc.pages == 1 and cc.html_bytes == len(PAGE)
     assert [(p["file"], p["url"]) for p in cc.least] == [("crawl.warc.gz", "https://mills.example/old")]
     assert 150 < cc.text_chars < 300 and cc.least[0]["offset"] > 0
+
+
+# ---- Unicode repair ------------------------------------------------------------------------------
+
+BROKEN = [
+    "It\u00e2\u20ac\u2122s the river\u00e2\u20ac\u201dand the mill",  # mojibake of ’ and —
+    "Fish &amp; chips",  # an entity left in text
+    "\ufeffA byte-order mark and a bell\x07",  # control characters
+    "Curly \u201cquotes\u201d and the ligature \ufb01ne stay",  # ways of writing, not damage
+    None,
+]
+
+
+def test_repair_fixes_damage_and_keeps_ways_of_writing():
+    texts, changed = repair_texts(pa.array(BROKEN, pa.string()), RepairOptions())
+    assert texts.to_pylist() == [
+        "It\u2019s the river\u2014and the mill",
+        "Fish & chips",
+        "A byte-order mark and a bell",
+        BROKEN[3],
+        None,
+    ]
+    assert changed == 3
+    uncurled, _ = repair_texts(pa.array(BROKEN[3:4]), RepairOptions(uncurl_quotes=True, fix_latin_ligatures=True))
+    assert uncurled.to_pylist() == ['Curly "quotes" and the ligature fine stay']
+
+
+def test_a_source_repairs_its_text_before_the_checks_and_counts_the_changes(tmp_path):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in [*BROKEN[:4], "\ufeff"]])
+    sources = [{"name": "j", "reader": "jsonl", "paths": [str(tmp_path / "in")]}]
+    stats = source_run(source_config(tmp_path / "fixed", [{**sources[0], "unicode_repair": {"uncurl_quotes": True}}]))
+    assert stats.repaired == {"j": 5}
+    assert stats.quarantined == {"empty_text": 1}  # a text of nothing but a byte-order mark
+    texts = docs_text(tmp_path / "fixed")
+    assert "It's the river\u2014and the mill" in texts and 'Curly "quotes" and the ligature \ufb01ne stay' in texts
+    plain = source_run(source_config(tmp_path / "plain", sources))
+    assert plain.repaired is None and "Fish &amp; chips" in docs_text(tmp_path / "plain")
+
+
+def docs_text(run_dir) -> list[str]:
+    return pl.read_parquet(run_dir / "run" / "source" / "docs" / "*.parquet")["text"].to_list()
