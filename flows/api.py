@@ -30,6 +30,7 @@ from pipeline.api import (
     filter_documents,
     load_config,
     read_run,
+    repair_documents,
 )
 from pipeline.formats.documents import RunLayout
 from pipeline.formats.manifest import check_run_dir, run_lock
@@ -51,6 +52,7 @@ __all__ = [
     "load_config",
     "mixsearch",
     "read_run",
+    "repair_documents",
     "run_stage",
 ]
 

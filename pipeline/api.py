@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import polars as pl
 
-from pipeline.config import DedupConfig, FilterConfig, RunConfig, parse_config
+from pipeline.config import DedupConfig, FilterConfig, RunConfig, UnicodeRepairConfig, parse_config
 from pipeline.config import load_config as _load_toml
 from pipeline.dedup.clusters import dedup_step
 from pipeline.dedup.engine import deduplicate_shards
@@ -38,6 +38,7 @@ from pipeline.formats.configfile import ConfigError, validate_model
 from pipeline.formats.documents import LICENCE, QUARANTINE_SCHEMA, UNKNOWN
 from pipeline.formats.step import empty_removed
 from pipeline.io.owner import claim, note_written, remove_written
+from pipeline.io.repair import RepairOptions, repair_texts
 from pipeline.io.storage import empty_table, output_location
 from pipeline.stages.registry import last_document_stage
 from pipeline.stages.run import RunFiles, UnknownRule
@@ -53,6 +54,7 @@ __all__ = [
     "filter_documents",
     "load_config",
     "read_run",
+    "repair_documents",
 ]
 
 # The source name of documents given without a ``source`` column.
@@ -165,6 +167,23 @@ def _as_documents(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
         pl.col("id").cast(pl.String), pl.col("text").cast(pl.String), *(pl.lit(v).alias(k) for k, v in added.items())
     )
     return docs, list(added)
+
+
+def repair_documents(docs: pl.DataFrame, settings: UnicodeRepairConfig | Mapping | None = None) -> pl.DataFrame:
+    """``docs`` with its ``text`` repaired as a source with ``unicode_repair`` repairs it (ftfy;
+    ``settings``: its fixes as the source's ``unicode_repair`` table names them, or the defaults),
+    and a boolean column ``repaired``: whether a document's text changed.
+
+    Example::
+
+        repair_documents(docs, {"uncurl_quotes": True}).filter(pl.col("repaired"))
+    """
+    if not isinstance(docs, pl.DataFrame) or "text" not in docs.columns or docs.schema["text"] != pl.String:
+        raise ValueError("give the documents as a polars DataFrame with a string column text")
+    options = _settings(settings, UnicodeRepairConfig, "unicode_repair")
+    texts, _ = repair_texts(docs["text"].to_arrow(), RepairOptions(**options.model_dump()))
+    repaired = pl.Series("text", texts, dtype=pl.String)
+    return docs.with_columns(repaired, repaired.ne_missing(docs["text"]).alias("repaired"))
 
 
 def filter_documents(docs: pl.DataFrame, settings: RunConfig | FilterConfig | Mapping | None = None) -> Outcome:

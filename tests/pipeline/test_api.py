@@ -28,9 +28,10 @@ LIBRARY = (
 def test_every_public_name_is_listed_and_documented_with_an_example():
     assert sorted(api.__all__) == sorted(
         ["ConfigError", "Outcome", "RunConfig", "RunResults", "dedup_documents", "filter_documents", "load_config",
-         "read_run"]
+         "read_run", "repair_documents"]
     )  # fmt: skip
-    for name in ["dedup_documents", "filter_documents", "load_config", "read_run", "Outcome", "RunResults"]:
+    for name in ["dedup_documents", "filter_documents", "load_config", "read_run", "repair_documents", "Outcome",
+                 "RunResults"]:  # fmt: skip
         assert "Example::" in getattr(api, name).__doc__, name
 
 

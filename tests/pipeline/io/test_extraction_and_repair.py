@@ -11,7 +11,9 @@ import pyarrow as pa
 import pytest
 from pydantic import ValidationError
 
+from pipeline.api import repair_documents
 from pipeline.config import SourceConfig
+from pipeline.formats.configfile import ConfigError
 from pipeline.formats.extraction import LEAST_PAGES, SHARE_LABELS, Extraction, band, merged
 from pipeline.io.html import HtmlOptions
 from pipeline.io.records import RAW_SCHEMA
@@ -175,3 +177,13 @@ def test_a_source_repairs_its_text_before_the_checks_and_counts_the_changes(tmp_
 
 def docs_text(run_dir) -> list[str]:
     return pl.read_parquet(run_dir / "run" / "source" / "docs" / "*.parquet")["text"].to_list()
+
+
+def test_repair_documents_repairs_a_frame_as_a_source_would():
+    docs = pl.DataFrame({"id": ["a", "b", "c"], "text": BROKEN[:3]})
+    repaired = repair_documents(docs, {"remove_control_chars": False})
+    assert repaired["repaired"].to_list() == [True, True, True]
+    assert repaired["text"].to_list()[:2] == ["It\u2019s the river\u2014and the mill", "Fish & chips"]
+    assert repaired["text"][2].endswith("bell\x07")  # control characters kept, as asked
+    with pytest.raises(ConfigError, match="unicode_repair.uncurl: unknown key; did you mean 'uncurl_quotes'"):
+        repair_documents(docs, {"uncurl": True})
