@@ -687,6 +687,8 @@ class DedupConfig(_Strict):
     # Which document of a cluster stays: the first (input order), the longest, or the one with the
     # highest quality_score (needs the "quality" filter on every source).
     keep: Literal["first", "longest", "quality"] = "first"
+    # Documents with the same normalized URL are duplicates too (pipeline.dedup.urls has the rules).
+    url: bool = False
 
     def minhash_params(self):
         from pipeline.dedup.minhash import MinHashParams
@@ -706,12 +708,15 @@ class DedupConfig(_Strict):
             exact=self.exact,
             near=self.near,
             score_column="quality_score" if self.keep == "quality" else None,
+            url=self.url,
         )
 
     @model_validator(mode="after")
     def _something_to_do(self):
         if self.enabled and not (self.exact or self.near):
             raise ValueError("dedup needs exact or near turned on (or enabled = false)")
+        if self.enabled and self.url and not self.near:
+            raise ValueError("dedup url needs near = true (a URL copy's similarity is measured on the shingle sets)")
         if (self.bands is None) != (self.rows is None):
             raise ValueError(
                 "set bands and rows together, or neither to derive them from threshold, num_perm and recall"

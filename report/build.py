@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.dedup.clusters import RULE_EXACT, RULE_NEAR
+from pipeline.dedup.clusters import RULE_EXACT, RULE_NEAR, RULE_URL
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE
 from pipeline.formats.documents import MIX_CAUSES, MIX_NEAR_ID, MIX_RULE, RunLayout
 from pipeline.formats.ledger import Ledger
@@ -641,6 +641,7 @@ def _dedup_stage(run: RunFiles) -> str:
         ("clusters", "clusters"),
         ("exact duplicates removed", "removed_exact"),
         ("near duplicates removed", "removed_near"),
+        ("URL duplicates removed", "removed_url"),
         ("candidate pairs (LSH)", "candidate_pairs"),
         ("false positives dropped", "false_positives"),
         ("verified pairs", "edges"),
@@ -660,7 +661,9 @@ def _dedup_stage(run: RunFiles) -> str:
         out.append(
             f'<p class="note">Exact: {fmt(settings.exact)}; near: {fmt(settings.near)} (Jaccard of '
             f"{settings.ngram}-word shingle sets &ge; {settings.threshold}, {settings.num_perm} permutations"
-            f"{f', {bands[0]} bands x {bands[1]} rows' if bands else ''}); kept: the {esc(settings.keep)} "
+            f"{f', {bands[0]} bands x {bands[1]} rows' if bands else ''})"
+            f"{'; URL: documents with the same normalized URL' if settings.url else ''}"
+            f"; kept: the {esc(settings.keep)} "
             "document of each cluster. Clusters are connected components, so a member can be less similar "
             "to the kept document than the threshold.</p>"
         )
@@ -671,6 +674,7 @@ def _dedup_stage(run: RunFiles) -> str:
             [
                 (RULE_EXACT, "same normalized text as the kept document"),
                 (RULE_NEAR, "near-duplicate of the kept document"),
+                *([(RULE_URL, "same normalized URL as the kept document")] if config and config.dedup.url else []),
             ],
         )
     )

@@ -395,14 +395,15 @@ def _print_dedup(out: Console, dedup: dict) -> None:
         "the kept document"
         if dedup["kept"]
         else (
-            f"{'an exact' if dedup['exact'] else 'a near'} duplicate of {dedup['kept_id']} "
-            f"(Jaccard {_value(dedup['jaccard'], 3)})"
+            f"{'an exact' if dedup['exact'] else 'a URL' if dedup.get('url') else 'a near'} duplicate of "
+            f"{dedup['kept_id']} (Jaccard {_value(dedup['jaccard'], 3)})"
         )
     )
+    url_copies = f", {dedup['removed_url']} URL" if dedup.get("removed_url") else ""
     say(
         out,
         f"dedup: cluster {dedup['cluster']} of {dedup['cluster_size']} documents "
-        f"({dedup['removed_exact']} exact and {dedup['removed_near']} near copies removed); "
+        f"({dedup['removed_exact']} exact{url_copies} and {dedup['removed_near']} near copies removed); "
         f"this is {role}",
     )
 

@@ -488,6 +488,9 @@ def _dedup(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None
         return out
     row = hit.row(0, named=True)
     members = clusters.filter(pl.col("cluster") == row["cluster"])
+    # A clusters table from before URL dedup has no url column: none is a URL copy there.
+    url = members["url"] if "url" in members.columns else pl.Series([False] * members.height)
+    removed, exact = ~members["kept"], members["exact"]
     out.update(
         in_cluster=True,
         cluster=_plain(row["cluster"]),
@@ -496,8 +499,10 @@ def _dedup(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None
         kept_id=row["kept_id"],
         jaccard=_plain(row["jaccard"]),
         exact=bool(row["exact"]),
-        removed_exact=int((~members["kept"] & members["exact"]).sum()),
-        removed_near=int((~members["kept"] & ~members["exact"]).sum()),
+        url=bool(row.get("url", False)),
+        removed_exact=int((removed & exact).sum()),
+        removed_url=int((removed & ~exact & url).sum()),
+        removed_near=int((removed & ~exact & ~url).sum()),
     )
     return out
 

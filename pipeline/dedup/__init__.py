@@ -31,6 +31,7 @@ A Parquet row group is always a "row group". The paths of the work folder are
 Modules, in the order the data goes through them:
 
     normalize   the normalized text that duplicates are judged on; word hashes; exact_hash
+    urls        the normalized URL and its hash (URL dedup: one more key beside the band keys)
     minhash     shingles, minhash_signatures (datasketch-equal), recall_bands, band_keys
     lsh         signatures_for_shard, partition_band_keys, candidate_pairs
     routed      the two hops of a pass: route_pairs, first_hop, second_hop

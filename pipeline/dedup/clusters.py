@@ -35,6 +35,11 @@ The clusters table has one row per document that belongs to a cluster of two or 
                      so a member linked to the kept document through another member may be less
                      similar to it than the threshold: the value says how similar it really is.
     exact            same normalized text as the kept document
+    url              same normalized URL as the kept document (``pipeline.dedup.urls``; only
+                     with URL dedup, else false)
+
+A removed document's rule (:func:`removals`) is its own relation to the kept document: exact when
+its text is the same, else url when its URL is, else near.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ from pipeline.io.storage import as_path, empty_table, parquet_bytes, parquet_fil
 STAGE = "dedup"
 RULE_EXACT = "dedup.exact_duplicate"
 RULE_NEAR = "dedup.near_duplicate"
+RULE_URL = "dedup.url"
 
 KeepRule = Literal["first", "longest", "quality"]
 KEEP_RULES = ("first", "longest", "quality")
@@ -80,6 +86,7 @@ CLUSTERS_SCHEMA = pa.schema(
         pa.field("kept_doc", pa.int64(), nullable=False),
         pa.field("jaccard", pa.float64(), nullable=False),
         pa.field("exact", pa.bool_(), nullable=False),
+        pa.field("url", pa.bool_(), nullable=False),
     ]
 )
 
@@ -235,15 +242,20 @@ MEMBERS_SCHEMA = {
     "kept_id": pl.String,
     "kept_doc": pl.Int64,
     "exact": pl.Boolean,
+    "url": pl.Boolean,
 }
 
 
 def keep_rule_columns(rule: KeepRule, available: Sequence[str]) -> list[str]:
     """The columns of the signature files that the members of a cluster need under ``rule``
-    (``available``: the files' columns)."""
+    (``available``: the files' columns), and the URL hash where the files have one (URL dedup)."""
     if rule == "quality" and "score" not in available:
         raise ValueError("keep rule 'quality' needs a score: set the dedup score_column to a column of the documents")
-    return ["id", "chars", "exact_hash"] + (["score"] if rule == "quality" else [])
+    return (
+        ["id", "chars", "exact_hash"]
+        + (["score"] if rule == "quality" else [])
+        + (["url_hash"] if "url_hash" in available else [])
+    )
 
 
 def with_attributes(components: pl.DataFrame, lookup: ShingleLookup, rule: KeepRule) -> pl.DataFrame:
@@ -256,16 +268,22 @@ def with_attributes(components: pl.DataFrame, lookup: ShingleLookup, rule: KeepR
 
 def members_of_labelled(labelled: pl.DataFrame, rule: KeepRule = "first") -> pl.DataFrame:
     """Every member of each component, sorted by ``doc``, with its cluster, the cluster's kept
-    document, and whether it is an exact copy of it (same normalized text), from ``doc,
-    component`` and the columns the keep rule needs (:func:`with_attributes`)."""
+    document, and whether it is an exact copy of it (same normalized text) or has its normalized
+    URL, from ``doc, component`` and the columns the keep rule needs (:func:`with_attributes`)."""
     if labelled.height == 0:
         return pl.DataFrame(schema=MEMBERS_SCHEMA)
+    if "url_hash" not in labelled.columns:
+        labelled = labelled.with_columns(url_hash=pl.lit(None, pl.UInt64))
     members = choose_kept(labelled, rule)
     kept = members.filter(pl.col("kept")).select(
-        pl.col("doc").alias("kept_doc"), pl.col("id").alias("kept_id"), pl.col("exact_hash").alias("kept_hash")
+        pl.col("doc").alias("kept_doc"),
+        pl.col("id").alias("kept_id"),
+        pl.col("exact_hash").alias("kept_hash"),
+        pl.col("url_hash").alias("kept_url_hash"),
     )
     members = members.join(kept, on="kept_doc", how="left").with_columns(
         exact=pl.col("exact_hash") == pl.col("kept_hash"),
+        url=(pl.col("url_hash") == pl.col("kept_url_hash")).fill_null(False),
         cluster_size=pl.len().over("component"),
     )
     return members.select(
@@ -277,6 +295,7 @@ def members_of_labelled(labelled: pl.DataFrame, rule: KeepRule = "first") -> pl.
         pl.col("kept_id").cast(pl.String),
         pl.col("kept_doc").cast(pl.Int64),
         "exact",
+        "url",
     ).sort("doc")
 
 
@@ -313,22 +332,32 @@ def finish_clusters(members: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFra
         "kept_doc",
         pl.col("jaccard").cast(pl.Float64),
         "exact",
+        "url",
     ).sort("doc")
 
 
 def removals(clusters: pl.DataFrame, threshold: float, shard: int | None = None) -> pl.DataFrame:
     """``id, rule, value, threshold`` of every document dedup removes (of shard ``shard`` only,
     when given): rule ``dedup.exact_duplicate`` (same normalized text as the kept document,
-    threshold 1.0) or ``dedup.near_duplicate`` (threshold: the Jaccard threshold); value: the
-    Jaccard similarity with the kept document."""
+    threshold 1.0), else ``dedup.url`` (same normalized URL, no threshold), else
+    ``dedup.near_duplicate`` (threshold: the Jaccard threshold); value: the Jaccard similarity
+    with the kept document."""
     removed = clusters.filter(~pl.col("kept"))
     if shard is not None:
         removed = removed.filter(pl.col("doc") // (1 << SHARD_BITS) == shard)
     return removed.select(
         pl.col("id").cast(pl.String),
-        rule=pl.when(pl.col("exact")).then(pl.lit(RULE_EXACT)).otherwise(pl.lit(RULE_NEAR)),
+        rule=pl.when(pl.col("exact"))
+        .then(pl.lit(RULE_EXACT))
+        .when(pl.col("url"))
+        .then(pl.lit(RULE_URL))
+        .otherwise(pl.lit(RULE_NEAR)),
         value=pl.col("jaccard").cast(pl.Float64),
-        threshold=pl.when(pl.col("exact")).then(pl.lit(1.0)).otherwise(pl.lit(float(threshold))),
+        threshold=pl.when(pl.col("exact"))
+        .then(pl.lit(1.0))
+        .when(pl.col("url"))
+        .then(pl.lit(None, pl.Float64))
+        .otherwise(pl.lit(float(threshold))),
     )
 
 

@@ -91,10 +91,10 @@ def fits_one_unit(documents: int, partitions: int, shards: int) -> bool:
 
 def partitions_for(documents: int, params: MinHashParams, most: int) -> int:
     """Band-key partitions for ``documents``: one per :data:`BAND_ROWS_PER_UNIT` rows (a row per
-    band and one for the exact hash per document), at least 1 and at most ``most``
+    band, one for the exact hash and one for the URL hash per document), at least 1 and at most ``most``
     (dedup.partitions); more than ``most`` when a partition would hold more than
     :data:`BAND_ROWS_PER_PARTITION` rows. The clusters do not depend on the partitions."""
-    rows = documents * ((params.lsh[0] if params.near else 0) + 1)
+    rows = documents * ((params.lsh[0] if params.near else 0) + 1 + params.url)
     return max(units_for(rows, BAND_ROWS_PER_UNIT, most), -(-rows // BAND_ROWS_PER_PARTITION))
 
 
@@ -234,6 +234,7 @@ def find_duplicates(
         "removed": assembled.removed,
         "removed_exact": assembled.removed_exact,
         "removed_near": assembled.removed_near,
+        **({"removed_url": assembled.removed_url} if params.url else {}),
         "bands_rows": list(params.lsh) if params.near else None,
         "component_rounds": components.rounds,
         "bytes_read": {

@@ -305,6 +305,7 @@ class Assembled:
     removed: int = 0
     removed_exact: int = 0
     removed_near: int = 0
+    removed_url: int = 0
     bytes_read: int = 0
 
     def __add__(self, other: Assembled) -> Assembled:
@@ -331,12 +332,14 @@ def _group_clusters(work: DedupWork, group: int) -> tuple[pa.Table | None, int]:
 def _counts(table: pa.Table) -> Assembled:
     kept = table.column("kept").to_numpy(zero_copy_only=False)
     exact = table.column("exact").to_numpy(zero_copy_only=False)
+    url = table.column("url").to_numpy(zero_copy_only=False)
     return Assembled(
         clusters=int(kept.sum()),  # one kept document per cluster
         docs_in_clusters=table.num_rows,
         removed=int((~kept).sum()),
         removed_exact=int((~kept & exact).sum()),
-        removed_near=int((~kept & ~exact).sum()),
+        removed_near=int((~kept & ~exact & ~url).sum()),
+        removed_url=int((~kept & ~exact & url).sum()),
     )
 
 

@@ -541,13 +541,13 @@ def _group_buckets(band, key, doc, slots, row_bucket, first_row, count, smallest
 @numba.njit(cache=True, nogil=True)
 def _bucket_pairs(band, doc, row_bucket, first_row, count, smallest, all_pairs, exact_band, a, b, exact):
     """The raw pairs of the buckets (with repeats): a star on the smallest document for the exact
-    band's buckets and those over ``all_pairs`` documents, every pair for the others; the smaller
+    band's buckets (and the URL band's) and those over ``all_pairs`` documents, every pair for the others; the smaller
     document first. Returns how many."""
     n = 0
     buckets = count.shape[0]
     start = np.zeros(buckets + 1, np.int64)  # members of the all-pairs buckets, placed by bucket
     for g in range(buckets):
-        small = count[g] >= 2 and count[g] <= all_pairs and band[first_row[g]] != exact_band
+        small = count[g] >= 2 and count[g] <= all_pairs and band[first_row[g]] > exact_band
         start[g + 1] = start[g] + (count[g] if small else 0)
     members = np.empty(start[buckets], np.int64)
     placed = start[:-1].copy()
@@ -556,9 +556,9 @@ def _bucket_pairs(band, doc, row_bucket, first_row, count, smallest, all_pairs, 
         c = count[g]
         if c < 2:
             continue
-        if band[i] == exact_band or c > all_pairs:
+        if band[i] <= exact_band or c > all_pairs:
             if doc[i] != smallest[g]:
-                a[n], b[n], exact[n] = smallest[g], doc[i], band[i] == exact_band
+                a[n], b[n], exact[n] = smallest[g], doc[i], band[i] <= exact_band
                 n += 1
         else:
             members[placed[g]] = doc[i]
@@ -600,10 +600,11 @@ def bucket_pairs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(doc_a, doc_b, exact)``, one row per distinct pair of documents that share a bucket (rows
     of one ``band`` and ``key``), ``doc_a < doc_b``, in no particular order: each member of the
-    ``exact_band``'s buckets and of buckets over ``all_pairs`` documents with the bucket's smallest
-    document, every pair of the other buckets; ``exact`` when any bucket of the pair is the exact
-    band's (pipeline.dedup.lsh.candidate_pairs). Rows may come in any order: the buckets are found
-    with a hash table, where sorting 4.4 million rows by band and key took most of the step."""
+    ``exact_band``'s buckets (and those of the bands below it: the URL's) and of buckets over
+    ``all_pairs`` documents with the bucket's smallest document, every pair of the other buckets;
+    ``exact`` when any bucket of the pair is such a band's (pipeline.dedup.lsh.candidate_pairs).
+    Rows may come in any order: the buckets are found with a hash table, where sorting 4.4 million
+    rows by band and key took most of the step."""
     band = np.ascontiguousarray(band, np.int16)
     key = np.ascontiguousarray(key, np.uint64)
     doc = np.ascontiguousarray(doc, np.int64)
@@ -618,7 +619,7 @@ def bucket_pairs(
     first_row, count, smallest = first_row[:buckets], count[:buckets], smallest[:buckets]
     shared = count >= 2
     in_buckets = count[shared].astype(np.int64)
-    small = (in_buckets <= all_pairs) & (band[first_row[shared]] != exact_band)
+    small = (in_buckets <= all_pairs) & (band[first_row[shared]] > exact_band)
     most = int((in_buckets[~small] - 1).sum() + (in_buckets[small] * (in_buckets[small] - 1) // 2).sum())
     a, b, exact = np.empty(most, np.int64), np.empty(most, np.int64), np.empty(most, np.bool_)
     raw = _bucket_pairs(band, doc, row_bucket, first_row, count, smallest, all_pairs, exact_band, a, b, exact)

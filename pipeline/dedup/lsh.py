@@ -20,6 +20,8 @@ says why 64 bits):
     words        int32    words of the normalized text (0: nothing to compare, never a duplicate)
     chars        int64    characters of the original text (the "longest" keep rule)
     score        float64  the ``params.score_column`` value, only when one is named
+    url_hash     uint64   the hash of the normalized URL (pipeline.dedup.urls), null without
+                          one; only with params.url
     shingles     int32    distinct shingles                               } only when
     band_keys    fixed_size_list<uint64>[bands]                            } params.near
     signature    fixed_size_list<uint32 | uint64>[num_perm], only with params.keep_signature
@@ -33,7 +35,7 @@ Band-key partition file (``<out_dir>/part-<p:04d>/<signature file name>``), band
 band's documents in order, not sorted by key (:data:`BAND_KEYS_WRITER`); a key lands in partition
 ``key % partitions``, so equal keys of all shards meet in one partition folder:
 
-    band  int16   the LSH band, or EXACT_BAND (-1) for the exact hash
+    band  int16   the LSH band, EXACT_BAND (-1) for the exact hash, URL_BAND (-2) for the URL's
     key   uint64  the band's key (minhash.band_keys) or the exact hash
     doc   int64
 """
@@ -62,10 +64,14 @@ from pipeline.dedup.minhash import (
 )
 from pipeline.dedup.normalize import combine_word_hashes, words
 from pipeline.dedup.runs import pair_order
+from pipeline.dedup.urls import url_hashes
 from pipeline.io.storage import as_path, empty_table, is_local, is_path, parquet_file, parquet_files, read_table
 from pipeline.io.writer import PARQUET_COMPRESSION, atomic_sink
 
 EXACT_BAND = -1
+# The URL hash's band (params.url). Buckets of the bands at or below EXACT_BAND are duplicates as
+# they are (same text, same URL): their pairs are stars on the smallest document, never measured.
+URL_BAND = -2
 ROW_GROUP_ROWS = 1024
 # Documents per batch: small enough that a batch's temporaries (tens of MB at 2 KB per document)
 # stay warm in memory from one batch to the next; larger batches were slower, not faster.
@@ -188,6 +194,8 @@ def signature_schema(params: MinHashParams) -> pa.Schema:
     ]
     if params.score_column:
         fields.append(pa.field("score", pa.float64(), nullable=True))
+    if params.url:
+        fields.append(pa.field("url_hash", pa.uint64(), nullable=True))
     if params.near:
         bands, _ = params.lsh
         fields += [
@@ -267,6 +275,10 @@ def signatures_for_shard(docs_shard_path: Path, out_path: Path, params: MinHashP
                 f"(dedup score_column); add it upstream or unset score_column"
             )
         columns.append(params.score_column)
+    if params.url:
+        if "url" not in parquet.schema_arrow.names:
+            raise ValueError(f"{docs_shard_path}: no column url for URL dedup; unset dedup url")
+        columns.append("url")
     missing = [c for c in ("id", "text") if c not in parquet.schema_arrow.names]
     if missing:
         raise ValueError(f"{docs_shard_path}: missing column(s) {', '.join(missing)}; dedup reads id and text")
@@ -297,6 +309,8 @@ def signatures_for_shard(docs_shard_path: Path, out_path: Path, params: MinHashP
                 }
                 if params.score_column:
                     arrays["score"] = batch.column(params.score_column).cast(pa.float64())
+                if params.url:
+                    arrays["url_hash"] = url_hashes(batch.column("url"))
                 if params.near:
                     arrays["shingles"] = pa.array(cols["shingles"], pa.int32())
                     arrays["band_keys"] = _fixed_list(cols["band_keys"], pa.uint64())
@@ -323,8 +337,9 @@ def partition_band_keys(signature_paths: Sequence[Path], targets: Sequence[Path]
     """Write the band keys (and exact hashes) of the signature files as one file per partition,
     ``targets[p]`` (:meth:`pipeline.dedup.layout.DedupWork.band_files`); a key goes to partition
     ``key % len(targets)``. Each file's rows in turn, band by band in document order (none sorted by
-    key: :func:`candidate_pairs` finds the buckets, whatever the order of rows and files).
-    Documents without words are left out: they have nothing to compare."""
+    key: :func:`candidate_pairs` finds the buckets, whatever the order of rows and files), the
+    URL hashes (:data:`URL_BAND`) of the documents with a URL last. Documents without words are
+    left out: they have nothing to compare."""
     partitions = len(targets)
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
@@ -333,7 +348,7 @@ def partition_band_keys(signature_paths: Sequence[Path], targets: Sequence[Path]
     for path in map(as_path, signature_paths):
         params = read_params(path)
         names = parquet_file(path).schema_arrow.names
-        read = ["doc", "exact_hash", "words"] + (["band_keys"] if "band_keys" in names else [])
+        read = ["doc", "exact_hash", "words"] + [c for c in ("band_keys", "url_hash") if c in names]
         table = read_table(path, columns=read)
         has_words = table.column("words").to_numpy() > 0
         docs = table.column("doc").to_numpy()[has_words]
@@ -349,6 +364,12 @@ def partition_band_keys(signature_paths: Sequence[Path], targets: Sequence[Path]
             bands.append(np.repeat(np.arange(width, dtype=np.int16), len(docs)))
             keys.append(matrix.T.reshape(-1))  # band by band: each band's documents in order
             members.append(np.tile(docs, width))
+        if "url_hash" in names and params.get("url", False):
+            urls = table.column("url_hash").combine_chunks().filter(pa.array(has_words))
+            present = urls.is_valid().to_numpy(zero_copy_only=False)
+            bands.append(np.full(int(present.sum()), URL_BAND, np.int16))
+            keys.append(urls.drop_null().to_numpy())
+            members.append(docs[present])
         band = np.concatenate(bands) if bands else np.zeros(0, np.int16)
         key = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
         doc = np.concatenate(members) if members else np.zeros(0, np.int64)
@@ -390,7 +411,7 @@ def _partition_files(partition_path: Path | Iterable[Path]) -> list[Path]:
 def candidate_pairs(partition_path: Path | Iterable[Path]) -> pl.DataFrame:
     """Pairs of documents that share a band key in one partition (a folder of band-key files, one
     file, or a list of files, in any order): ``doc_a < doc_b``, ``exact`` when they share the
-    exact hash.
+    exact hash or the URL hash (a pair that is a duplicate as it is, never measured).
 
     A near-duplicate band's bucket of at most :data:`ALL_PAIRS_BUCKET` documents gives all its
     k (k - 1) / 2 pairs; a larger bucket (boilerplate pages, templates), and every bucket of the

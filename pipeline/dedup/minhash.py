@@ -99,7 +99,9 @@ class MinHashParams:
     ``near`` computes MinHash at all (off: exact dedup only).
     ``keep_signature`` writes the signatures into the signature files too. ``score_column`` names
     a numeric column of the documents to copy into the signature files, for the ``"quality"``
-    keep rule.
+    keep rule. ``url`` adds the hash of each document's normalized URL (``pipeline.dedup.urls``)
+    as one more key: documents with the same normalized URL are duplicates too (needs ``near``, whose
+    shingle sets measure a URL copy's similarity with the kept document).
     """
 
     ngram: int = 5
@@ -115,6 +117,7 @@ class MinHashParams:
     near: bool = True
     keep_signature: bool = False
     score_column: str | None = None
+    url: bool = False
 
     def __post_init__(self):
         if self.ngram < 1:
@@ -144,6 +147,8 @@ class MinHashParams:
             recall_bands(self.threshold, self.num_perm, self.recall)  # an unreachable recall stops here
         if not (self.exact or self.near):
             raise ValueError("dedup needs exact or near (or both) turned on")
+        if self.url and not self.near:
+            raise ValueError("dedup url needs near: a URL copy's similarity is measured on the shingle sets")
 
     @property
     def lsh(self) -> tuple[int, int]:
@@ -162,6 +167,8 @@ class MinHashParams:
     def to_dict(self) -> dict:
         values = asdict(self)
         values["bands"], values["rows"] = self.lsh if self.near else (None, None)
+        if not self.url:  # files made without URL keys read as before the setting
+            del values["url"]
         return values
 
 
