@@ -810,6 +810,45 @@ class MixtureConfig(_Strict):
         return self
 
 
+class RehydrateConfig(_Strict):
+    """FineWeb-2's re-hydration: each kept document of the training side counts as ``copies`` of
+    itself, by the size of the duplicate cluster it stood for (dedup/clusters.parquet; a document
+    in no cluster stood for 1). ``bins``: copies from each cluster size up (FineWeb-2's
+    ``{1 = 1, 2 = 2, 3 = 3, 5 = 5, 100 = 8, 1000 = 1}``); omitted, copies = the cluster's size.
+    ``max_copies`` caps either."""
+
+    bins: dict[int, int] | None = None
+    max_copies: int = Field(default=8, ge=1)
+
+    @field_validator("bins", mode="before")
+    @classmethod
+    def _sizes_as_numbers(cls, value):
+        # A TOML table's keys are strings: "100" is the cluster size 100.
+        if not isinstance(value, dict):
+            return value
+        sizes = {}
+        for key, copies in value.items():
+            if isinstance(key, str) and not key.strip().isdigit():
+                raise ValueError(f"bin {key!r}: a bin is named by a cluster size, a whole number (100 = 8)")
+            sizes[int(key)] = copies
+        return sizes
+
+    @field_validator("bins")
+    @classmethod
+    def _bins(cls, value):
+        if value is None:
+            return value
+        if not value:
+            raise ValueError("give at least one bin (cluster size = copies), or omit bins for copies = cluster size")
+        small = [size for size in value if size < 1]
+        if small:
+            raise ValueError(f"a bin's cluster size is at least 1, got {small[0]}")
+        few = [size for size, copies in value.items() if copies < 1]
+        if few:
+            raise ValueError(f"bin {few[0]}: copies must be at least 1 (got {value[few[0]]})")
+        return dict(sorted(value.items()))
+
+
 class MixConfig(_Strict):
     """The `mix` stage: groups, a held-out validation split, and mixtures of the training side
     written as token shards (gathered from the tokenize stage's shards, not encoded again)."""
@@ -835,6 +874,8 @@ class MixConfig(_Strict):
     common_window_docs: int = Field(default=10, ge=1)
     partitions: int = Field(default=8, ge=1)  # most units per step across shards (one per 16 shards)
     shard_tokens: int = Field(default=1 << 26, ge=1)  # tokens per output shard, at most (a document is never cut)
+    # Repeat each kept training document by the size of its duplicate cluster (FineWeb-2's re-hydration).
+    rehydrate: RehydrateConfig | None = None
     mixtures: list[MixtureConfig] = Field(default_factory=lambda: [MixtureConfig()], min_length=1)
 
     @field_validator("exclude")
@@ -940,6 +981,8 @@ class RunConfig(_Strict):
                 )
             # No [mix] section and no tokens: the run ends with the curated documents
             # (pipeline.stages.registry.enabled_stages leaves mix out).
+        if self.mix.enabled and self.mix.rehydrate is not None and not self.dedup.enabled:
+            raise ValueError("mix.rehydrate repeats documents by their dedup clusters: enable dedup, or drop rehydrate")
         if self.mix.enabled and "lang" in self.mix.group_by and not self.lang.enabled:
             raise ValueError('mix.group_by has "lang" but the lang stage is off; enable lang or group by source')
         for section in ("filter", "lines"):

@@ -1054,6 +1054,7 @@ def _mixtures(run: RunFiles) -> str:
         out.append('<p class="note">The mix stage did not run.</p>')
         return "".join(out)
     out.append(_mix_cards(mix))
+    out.append(_rehydration_line(mix))
     out.extend(f'<p class="warn">warning: {esc(line)}</p>' for line in mix.warnings or [])
     for name, summary in (mix.mixtures or {}).items():
         manifest = {}
@@ -1095,6 +1096,24 @@ def _mix_cards(mix: StageStats) -> str:
         '<span class="label">dropped: near-duplicates of validation</span></div>'
         f'<div class="card">{num(mix.tokens_in, "mix.tokens_in")}'
         '<span class="label">tokens in the pool</span></div></div>'
+    )
+
+
+def _rehydration_line(mix: StageStats) -> str:
+    """Re-hydration's copies (mix.rehydrate): the training documents by copies, and the pool's
+    tokens before and after; nothing when it is off."""
+    found = mix.extra.get("rehydration")
+    if not found:
+        return ""
+    by_copies = ", ".join(
+        f"{num(n, f'mix.rehydration.documents_by_copies.{copies}')} x {esc(copies)}"
+        for copies, n in found["documents_by_copies"].items()
+    )
+    return (
+        '<p class="note">Re-hydration: each training document repeated by the size of the duplicate '
+        f"cluster it stood for, at most {fmt(found['max_copies'])} copies. Documents by copies: {by_copies}; "
+        f"{num(found['tokens'], 'mix.rehydration.tokens')} tokens count as "
+        f"{num(found['rehydrated_tokens'], 'mix.rehydration.rehydrated_tokens')} in the mixtures' plans.</p>"
     )
 
 

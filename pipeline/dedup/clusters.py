@@ -336,6 +336,22 @@ def finish_clusters(members: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFra
     ).sort("doc")
 
 
+def kept_cluster_sizes(clusters_path: Path, ids: pl.Series) -> pl.Series:
+    """The size of the duplicate cluster each of ``ids`` stood for: its ``cluster_size`` where it
+    is a cluster's kept document, 1 where it is in no cluster (read: the kept rows of the table
+    whose id is among ``ids``)."""
+    wanted = ids.cast(pl.String).rename("id")
+    sizes = (
+        scan_parquet([clusters_path])
+        .filter(pl.col("kept"))
+        .select("id", "cluster_size")
+        .join(wanted.to_frame().lazy(), on="id", how="semi")
+        .collect()
+    )
+    joined = wanted.to_frame().join(sizes, on="id", how="left", maintain_order="left")
+    return joined["cluster_size"].fill_null(1).cast(pl.Int64).rename("cluster_size")
+
+
 def removals(clusters: pl.DataFrame, threshold: float, shard: int | None = None) -> pl.DataFrame:
     """``id, rule, value, threshold`` of every document dedup removes (of shard ``shard`` only,
     when given): rule ``dedup.exact_duplicate`` (same normalized text as the kept document,

@@ -31,7 +31,10 @@ def side_counts(sides: Sequence[Mapping]) -> dict:
     each, ``Sides.counts``)."""
     counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "licences": {}, "tokens_in": 0}
     for side in sides:
-        add_counts(counts, {k: side[k] for k in ("splits", "rules", "groups", "licences", "tokens_in")})
+        add_counts(
+            counts,
+            {k: side[k] for k in ("splits", "rules", "groups", "licences", "tokens_in", "rehydration") if k in side},
+        )
     return counts
 
 

@@ -37,21 +37,35 @@ def crossing_requests(planned: Mapping[str, Planned], histogram: pl.DataFrame) -
 
 
 def mixture_layers(
-    planned: Mapping[str, Planned], histogram: pl.DataFrame, fetched: pl.DataFrame, seed: int
+    planned: Mapping[str, Planned],
+    histogram: pl.DataFrame,
+    fetched: pl.DataFrame,
+    seed: int,
+    copies: Mapping[str, int] | None = None,
 ) -> dict[str, dict | None]:
     """Each mixture's layers per group (pipeline.mix.shards.partial_layers) from its epoch caps and
     the documents of the crossing buckets (``fetched``: BUCKET_DOCUMENTS_SCHEMA); None for a
-    mixture with nothing to take."""
+    mixture with nothing to take. ``copies``: the most copies of a training document per group
+    under re-hydration (pipeline.mix.rehydrate), kept in each layer as ``copies``."""
     layers: dict[str, dict | None] = {}
     for name, (caps, sizes) in planned.items():
         layers[name] = None if caps is None else partial_layers(caps.tokens_taken, sizes, histogram, fetched, seed)
+        for group, layer in (layers[name] or {}).items() if copies else ():
+            layer["copies"] = copies.get(group, 1)
     return layers
 
 
 def layer_ranges(layers: Mapping[str, dict]) -> dict[tuple[str, int], int]:
-    """Key ranges per (group, copy) of a mixture's training copies."""
+    """Key ranges per (group, copy) of a mixture's training copies. Under re-hydration a document
+    of ``c`` copies in ``k`` layers has copies 0 to ``k * c - 1``: each group has ranges for as
+    many as its most copies allow, each sized by the group's documents (those it holds at most)."""
     ranges = {}
     for group, layer in layers.items():
+        most = layer.get("copies", 1)
+        if most > 1:
+            layers_taken = layer["full"] + (layer["bucket"] is not None)
+            ranges.update({(group, copy): range_count(layer["group_documents"]) for copy in range(layers_taken * most)})
+            continue
         for copy in range(layer["full"]):
             ranges[(group, copy)] = range_count(layer["group_documents"])
         if layer["bucket"] is not None:

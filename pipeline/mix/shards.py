@@ -29,7 +29,7 @@ stage's tests compare the two).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +46,7 @@ from pipeline.formats.ledger import add_counts
 from pipeline.io.storage import empty_table, parquet_file, read_parquet, read_table, scan_parquet
 from pipeline.io.writer import parquet_stream, write_parquet
 from pipeline.mix.plan import SALT_SAMPLE, assign_groups, sample_plan, split_validation
+from pipeline.mix.rehydrate import copies_by_cluster_size
 
 # Salt of the order in which a group's documents are written (copy k of an upsampled document
 # uses salt + k, so the copies of one document land far apart).
@@ -179,7 +180,9 @@ def _bucket(keys: np.ndarray) -> np.ndarray:
 class SidesJob:
     """Unit ``unit``: the sides of the documents of a block of shards (their ``scans``, and the
     ``pools`` files to write), by their groups ``renamed``, the ``causes`` that took documents out
-    and the ``validation`` ids; sampling keys seeded by ``seed``."""
+    and the ``validation`` ids; sampling keys seeded by ``seed``. With ``rehydrate`` (bins, max
+    copies; pipeline.mix.rehydrate), each document's copies by the size of its duplicate cluster,
+    which ``cluster_sizes`` gives for a column of ids."""
 
     unit: str
     scans: list[Path]
@@ -188,6 +191,8 @@ class SidesJob:
     causes: pl.DataFrame
     validation: pl.Series
     seed: int
+    rehydrate: tuple[Mapping[int, int] | None, int] | None = None
+    cluster_sizes: Callable[[pl.Series], pl.Series] | None = None
 
 
 @dataclass(frozen=True)
@@ -201,13 +206,46 @@ class Sides:
     removed: pl.DataFrame | None
 
 
+def _block_copies(job: SidesJob) -> pl.DataFrame | None:
+    """``id, copies`` of the block's documents under re-hydration (None without): the clusters
+    table is read once for the block."""
+    if job.rehydrate is None:
+        return None
+    ids = pl.concat([pl.Series("id", [], dtype=pl.String), *(read_parquet(p, columns=["id"])["id"] for p in job.scans)])
+    bins, most = job.rehydrate
+    copies = copies_by_cluster_size(job.cluster_sizes(ids).to_numpy(), bins, most)
+    return pl.DataFrame({"id": ids, "copies": copies}, schema={"id": pl.String, "copies": pl.Int64})
+
+
+def _copies(docs: pl.DataFrame, block: pl.DataFrame | None) -> pl.Series:
+    """Each document's copies in the re-hydrated pool (1 without re-hydration)."""
+    if block is None:
+        return pl.Series("copies", np.ones(docs.height, dtype=np.int64))
+    return docs.select("id").join(block, on="id", how="left", maintain_order="left")["copies"].fill_null(1)
+
+
+def _count_rehydration(counts: dict, docs: pl.DataFrame) -> None:
+    """The training documents by copies (``rehydration``), and each group's re-hydrated tokens."""
+    train = docs.filter(pl.col("split") == "train")
+    by_copies = train.group_by("copies").agg(documents=pl.len(), tokens=pl.col("tokens").sum())
+    for copies, documents, tokens in by_copies.iter_rows():
+        add_counts(counts, {"rehydration": {str(copies): {"documents": documents, "tokens": tokens}}})
+    per_group = train.group_by("group", "copies").agg(
+        documents=pl.len(), tokens=(pl.col("tokens") * pl.col("copies")).sum()
+    )
+    for group, copies, documents, tokens in per_group.iter_rows():
+        figures = {"rehydrated_tokens": tokens, "by_copies": {str(copies): documents}}
+        add_counts(counts["groups"], {group: {"train": figures}})
+
+
 def shard_sides(job: SidesJob) -> Sides:
     """Each document's final group and side (train, validation, contaminated, excluded), the rule
     and the text that took it out, written per shard (the rows of ``documents.parquet``, with the
-    shard, row and sampling key); return the block's counts, its removed documents and the
-    histogram of its training documents' sampling keys by group."""
+    shard, row, sampling key and copies); return the block's counts, its removed documents and the
+    histogram of its training documents' sampling keys by group (tokens times copies)."""
     counts: dict = {"splits": dict.fromkeys(SPLITS, 0), "rules": {}, "groups": {}, "licences": {}, "tokens_in": 0}
     removed, histogram = [], pl.DataFrame(schema=HISTOGRAM_SCHEMA)
+    block = _block_copies(job)
     for scan_path, pool_path in zip(job.scans, job.pools):
         docs = read_parquet(scan_path).with_columns(pl.col("group").replace(job.renamed))
         cause = job.causes.filter(pl.col("id").is_in(docs["id"].implode()))
@@ -226,7 +264,7 @@ def shard_sides(job: SidesJob) -> Sides:
             maintain_order="left",
         )
         keys = seeded_id_hash(docs["id"], job.seed, SALT_SAMPLE)
-        docs = docs.with_columns(sample_key=pl.Series(keys, dtype=pl.UInt64))
+        docs = docs.with_columns(sample_key=pl.Series(keys, dtype=pl.UInt64), copies=_copies(docs, block))
         write_parquet(docs.to_arrow(), pool_path)
         counts["tokens_in"] += int(docs["tokens"].sum())
         add_counts(counts["splits"], dict(docs.group_by("split").len().iter_rows()))
@@ -241,10 +279,14 @@ def shard_sides(job: SidesJob) -> Sides:
         per_licence = docs.group_by("group", "split", LICENCE).agg(documents=pl.len(), tokens=pl.col("tokens").sum())
         for group, split, licence, documents, tokens in per_licence.iter_rows():
             add_counts(counts["licences"], {group: {split: {licence: {"documents": documents, "tokens": tokens}}}})
+        if block is not None:
+            _count_rehydration(counts, docs)
         removed.append(docs.filter(pl.col("split").is_in(["excluded", "contaminated"])))
         train = docs.filter(pl.col("split") == "train")
         found = train.select(
-            "group", "tokens", bucket=pl.Series(_bucket(train["sample_key"].to_numpy()), dtype=pl.Int64)
+            "group",
+            tokens=pl.col("tokens") * pl.col("copies"),
+            bucket=pl.Series(_bucket(train["sample_key"].to_numpy()), dtype=pl.Int64),
         ).with_columns(documents=pl.lit(1, pl.Int64))
         histogram = sum_histograms([histogram, found])
     return Sides(counts, histogram, pl.concat(removed) if removed else None)
@@ -299,11 +341,12 @@ class BucketJob:
 
 
 def bucket_documents(job: BucketJob) -> pl.DataFrame:
-    """``id, group, tokens, bucket``: the job's documents."""
+    """``id, group, tokens, bucket``: the job's documents (tokens times copies, as the plan counts
+    them)."""
     found = []
     for path in job.pools:
-        docs = read_parquet(path, columns=["id", "group", "tokens", "split", "sample_key"])
-        docs = docs.filter(pl.col("split") == "train")
+        docs = read_parquet(path, columns=["id", "group", "tokens", "split", "sample_key", "copies"])
+        docs = docs.filter(pl.col("split") == "train").with_columns(pl.col("tokens") * pl.col("copies"))
         docs = docs.with_columns(bucket=pl.Series(_bucket(docs["sample_key"].to_numpy()), dtype=pl.Int64))
         found.append(
             docs.join(job.wanted, on=["group", "bucket"], how="semi").select("id", "group", "tokens", "bucket")
@@ -347,8 +390,9 @@ def partial_layers(
 
 
 def repeats_of(docs: pl.DataFrame, layers: Mapping[str, dict] | None) -> pl.Series:
-    """Repeats of each training document of ``docs`` (columns group, sample_key, id) under
-    :func:`partial_layers`' plan (all 0 without one)."""
+    """Repeats of each training document of ``docs`` (columns group, sample_key, id, and copies
+    under re-hydration) under :func:`partial_layers`' plan (all 0 without one): the layers it is
+    in times its copies."""
     if not layers:
         return pl.Series("repeats", np.zeros(docs.height, dtype=np.int64))
     bucket = _bucket(docs["sample_key"].to_numpy())
@@ -365,6 +409,8 @@ def repeats_of(docs: pl.DataFrame, layers: Mapping[str, dict] | None) -> pl.Seri
                 (bucket == layer["bucket"]) & ids.is_in(pl.Series(layer["ids"], dtype=pl.String).implode()).to_numpy()
             )
         repeats[mine] = layer["full"] + extra[mine]
+    if "copies" in docs.columns:
+        repeats *= docs["copies"].to_numpy()
     return pl.Series("repeats", repeats)
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ import polars as pl
 
 from pipeline.config import RESERVED_MIXTURE_NAMES, MixConfig, MixtureConfig, RunConfig
 from pipeline.decontaminate import WindowIndex, window_containment
+from pipeline.dedup.clusters import kept_cluster_sizes
 from pipeline.dedup.contamination import ReferenceIndex, read_reference_ids, read_reference_texts
 from pipeline.dedup.minhash import MinHashParams
 from pipeline.formats.configfile import ConfigError
@@ -296,6 +298,18 @@ def _validation_near_duplicates(
     return _best_matches(run_units, "contaminated", pool, index, pl.concat([validation_ids, excluded["id"]]))
 
 
+def _rehydration(config: RunConfig) -> dict:
+    """The SidesJob settings of re-hydration (pipeline.mix.rehydrate): the bins and cap, and the
+    sizes of the duplicate clusters from the dedup stage's clusters table; none when it is off."""
+    settings = config.mix.rehydrate
+    if settings is None:
+        return {}
+    clusters = RunLayout(config.run_dir).stage("dedup").root / "clusters.parquet"
+    if not clusters.exists():
+        raise ConfigError(f"mix.rehydrate needs the dedup stage's clusters table, and {clusters} is missing; run dedup")
+    return {"rehydrate": (settings.bins, settings.max_copies), "cluster_sizes": partial(kept_cluster_sizes, clusters)}
+
+
 def _shard_sides(
     run_units: RunUnits,
     pool: _Pool,
@@ -303,6 +317,7 @@ def _shard_sides(
     causes: pl.DataFrame,
     validation_ids: pl.Series,
     seed: int,
+    rehydration: dict,
 ) -> list[shards.Sides]:
     """Each document's group and side, per shard (see pipeline.mix.shards.shard_sides)."""
     return pool.each_block(
@@ -317,6 +332,7 @@ def _shard_sides(
             causes=causes,
             validation=validation_ids,
             seed=seed,
+            **rehydration,
         ),
     )
 
@@ -332,8 +348,13 @@ def _write_removed(
 
 
 def _plan_mixture(mixture: MixtureConfig, by_group: dict, by: list[str]) -> Planned:
-    """A mixture's epoch caps over the training tokens per group (None when there are none)."""
-    sizes = {g: sides["train"]["tokens"] for g, sides in sorted(by_group.items()) if "train" in sides}
+    """A mixture's epoch caps over the training tokens per group (None when there are none), the
+    re-hydrated tokens under re-hydration."""
+    sizes = {
+        g: sides["train"].get("rehydrated_tokens", sides["train"]["tokens"])
+        for g, sides in sorted(by_group.items())
+        if "train" in sides
+    }
     if not sum(sizes.values()):
         return None, sizes
     try:
@@ -347,10 +368,11 @@ def _plan_mixture(mixture: MixtureConfig, by_group: dict, by: list[str]) -> Plan
 
 
 def _plan_layers(
-    run_units: RunUnits, planned: dict[str, Planned], histogram: pl.DataFrame, pool: _Pool, seed: int
+    run_units: RunUnits, planned: dict[str, Planned], histogram: pl.DataFrame, pool: _Pool, seed: int, groups: dict
 ) -> dict[str, dict | None]:
     """Each mixture's layers per group (pipeline.mix.routing.mixture_layers), with the documents of
-    the sampling buckets where a group's remainder runs out fetched from the pool."""
+    the sampling buckets where a group's remainder runs out fetched from the pool, and each group's
+    most copies of a document under re-hydration."""
     ask = routing.crossing_requests(planned, histogram)
     fetched = pl.DataFrame(schema=routing.BUCKET_DOCUMENTS_SCHEMA)
     if ask.height:
@@ -361,7 +383,12 @@ def _plan_layers(
             lambda name, u, b: shards.BucketJob(name, [pool.pools[s] for s in b], ask),
         )
         fetched = pl.concat([fetched, *found])
-    return routing.mixture_layers(planned, histogram, fetched, seed)
+    copies = {
+        g: max(map(int, sides["train"]["by_copies"]))
+        for g, sides in groups.items()
+        if "by_copies" in sides.get("train", {})
+    }
+    return routing.mixture_layers(planned, histogram, fetched, seed, copies)
 
 
 def _route_copies(
@@ -550,7 +577,21 @@ def _stage_stats(
         licences=pool_licences(counts["licences"]),
         mixtures={name: _mixture_stats(stage_root / name, m) for name, m in manifests.items()},
         warnings=_split_warnings(counts["groups"], settings),
+        extra={"rehydration": _rehydration_stats(counts, settings)} if settings.rehydrate else {},
     )
+
+
+def _rehydration_stats(counts: dict, settings: MixConfig) -> dict:
+    """What re-hydration did: the training documents and their tokens by copies, the tokens of the
+    re-hydrated pool, and the settings."""
+    by_copies = dict(sorted(counts.get("rehydration", {}).items(), key=lambda item: int(item[0])))
+    return {
+        "bins": {str(size): copies for size, copies in (settings.rehydrate.bins or {}).items()} or None,
+        "max_copies": settings.rehydrate.max_copies,
+        "documents_by_copies": {copies: found["documents"] for copies, found in by_copies.items()},
+        "tokens": sum(found["tokens"] for found in by_copies.values()),
+        "rehydrated_tokens": sum(int(copies) * found["tokens"] for copies, found in by_copies.items()),
+    }
 
 
 def _split_warnings(groups: dict, settings: MixConfig) -> list[str]:
@@ -582,13 +623,13 @@ def run_mix(previous: str, config: RunConfig, run_units: RunUnits = in_process) 
     contaminated = _validation_near_duplicates(run_units, settings, pool, candidates, validation_ids, excluded, params)
     causes = pl.concat([excluded, contamination.causes_under(contaminated, MIX_CONTAMINATED, "jaccard")])
 
-    sides = _shard_sides(run_units, pool, renamed, causes, validation_ids, config.seed)
+    sides = _shard_sides(run_units, pool, renamed, causes, validation_ids, config.seed, _rehydration(config))
     counts = figures.side_counts([side.counts for side in sides])
     histogram = shards.sum_histograms([side.histogram for side in sides])
     _write_removed(sides, causes, settings.contamination_threshold, stage.removed)
 
     planned = {m.name: _plan_mixture(m, counts["groups"], settings.group_by) for m in settings.mixtures}
-    layers = _plan_layers(run_units, planned, histogram, pool, config.seed)
+    layers = _plan_layers(run_units, planned, histogram, pool, config.seed, counts["groups"])
     for mixture in settings.mixtures:
         (stage.root / mixture.name).mkdir(parents=True, exist_ok=True)
     ranges, taken = _route_copies(run_units, pool, layers, counts["groups"], config.seed)
