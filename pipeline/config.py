@@ -507,8 +507,13 @@ def _expanded_filter_paths(value):
             _check_entry_names(name, params)
             params = FILTERS[name].config_params(params)
         paths = filter_path_parameters(name) if known else set()
-        expanded[name] = {key: expand_path(v) if key in paths else v for key, v in params.items()} if paths else params
+        expanded[name] = {key: _expanded(v) if key in paths else v for key, v in params.items()} if paths else params
     return expanded
+
+
+def _expanded(value):
+    """A path parameter's value with ``~`` and variables expanded; a table of paths, each path."""
+    return {key: expand_path(path) for key, path in value.items()} if isinstance(value, dict) else expand_path(value)
 
 
 def _check_entry_names(name: str, params: dict) -> None:
@@ -610,6 +615,8 @@ def _toml_form(hint, entries: dict | None = None) -> str:
     options = [a for a in typing.get_args(hint) if a is not type(None)] if _is_union(hint) else [hint]
     if Path in options:
         return 'a path in quotes ("~/models/quality")'
+    if _path_table(hint):
+        return 'a table of paths by language ({ en = "~/models/en.bin" })'
     base = options[0]
     if typing.get_origin(base) is typing.Annotated:
         base = typing.get_args(base)[0]
@@ -662,10 +669,22 @@ def _parameter_types(name: str) -> dict:
 
 
 def filter_path_parameters(name: str) -> set[str]:
-    """The parameters of a filter that take a path (``str | Path``)."""
+    """The parameters of a filter that take a path (``str | Path``) or a table of paths by
+    language (``Mapping[str, str | Path]``: a model per language)."""
     import typing
 
-    return {key for key, hint in _parameter_hints(name).items() if Path in typing.get_args(hint)}
+    return {key for key, hint in _parameter_hints(name).items() if Path in typing.get_args(hint) or _path_table(hint)}
+
+
+def _path_table(hint) -> bool:
+    """Whether a parameter's type is a table of paths (``Mapping[str, str | Path] | None``)."""
+    import typing
+    from collections.abc import Mapping
+
+    options = typing.get_args(hint) if _is_union(hint) else (hint,)
+    return any(
+        typing.get_origin(o) in (Mapping, dict) and Path in typing.get_args(typing.get_args(o)[1]) for o in options
+    )
 
 
 class DedupConfig(_Strict):

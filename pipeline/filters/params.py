@@ -6,6 +6,7 @@ before any work."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated
 
 from annotated_types import Ge, Interval
@@ -25,3 +26,5 @@ NgramSize = Annotated[int, Ge(2)]
 # A threshold per n-gram size (Gopher's repetition rules): ``{5: 0.15}`` sets the 5-gram rule's;
 # the sizes it does not name keep their defaults, and None turns a size's rule off.
 NgramFractions = Mapping[NgramSize, Fraction | None]
+# Model files by language code (``{ en = "en.bin", fr = "fr.bin" }``): a language without one passes.
+LangPaths = Mapping[str, str | Path]

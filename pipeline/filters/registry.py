@@ -4,15 +4,37 @@ from __future__ import annotations
 
 import inspect
 
+from pipeline.filters.classifier import FastTextClassifier, is_named_classifier, named_classifier
 from pipeline.filters.heuristics import HEURISTIC_FILTERS
 from pipeline.filters.pii import PIIScrubber
 from pipeline.filters.quality import QualityFilter
 
-FILTERS: dict[str, type] = {
-    **HEURISTIC_FILTERS,
-    "pii": PIIScrubber,
-    "quality": QualityFilter,  # needs params.quality.model: a model made by `curate train-quality`
-}
+
+class _Filters(dict):
+    """The filters by name, and the classifiers named ``classifier_<name>``: each the external
+    classifier under a name of its own, so that several run in one stage."""
+
+    def __missing__(self, name: str) -> type:
+        if is_named_classifier(name):
+            return named_classifier(name)
+        raise KeyError(name)
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or (isinstance(name, str) and is_named_classifier(name))
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+FILTERS: dict[str, type] = _Filters(
+    {
+        **HEURISTIC_FILTERS,
+        "pii": PIIScrubber,
+        "quality": QualityFilter,  # needs params.quality.model: a model made by `curate train-quality`
+        # an external fastText model by its path (params.classifier.model), DCLM's or any other
+        "classifier": FastTextClassifier,
+    }
+)
 
 
 def filter_parameters(name: str) -> list[str]:

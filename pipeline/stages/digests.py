@@ -29,15 +29,22 @@ def named_files(stage: str, config: RunConfig) -> dict[str, list[Path]]:
         for name in config.filter.filters:
             for key in sorted(filter_path_parameters(name)):
                 value = config.filter.params.get(name, {}).get(key)
-                if value is not None:
-                    path = Path(value)
-                    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
-                    named[f"filter.params.{name}.{key}"] = [p for p in files if p.is_file()]
+                if isinstance(value, dict):  # a model per language
+                    for code, each in sorted(value.items()):
+                        named[f"filter.params.{name}.{key}.{code}"] = _files(Path(each))
+                elif value is not None:
+                    named[f"filter.params.{name}.{key}"] = _files(Path(value))
     elif stage == "tokenize" and config.tokenize.tokenizer is not None:
         named["tokenize.tokenizer"] = [Path(config.tokenize.tokenizer)]
     elif stage == "mix" and config.mix.exclude:
         named["mix.exclude"] = [Path(p) for p in config.mix.exclude if Path(p).is_file()]
     return named
+
+
+def _files(path: Path) -> list[Path]:
+    """The files a path parameter names: the file, or the files in the folder."""
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    return [p for p in files if p.is_file()]
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256, for this process

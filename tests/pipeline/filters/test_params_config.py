@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import _parameter_hints, load_config
-from pipeline.filters import quality
+from pipeline.filters import classifier, quality
 from pipeline.filters.heuristics import DUP_NGRAM_CHAR_FRAC, TOP_NGRAM_CHAR_FRAC, GopherRepetition
 from pipeline.filters.registry import FILTERS, build_filters, filter_parameters
 from pipeline.formats.configfile import ConfigError
@@ -47,10 +47,12 @@ def _kind(hint) -> str:
         base = typing.get_args(base)[0]
     origin = typing.get_origin(base) or base
     if origin in (Mapping, dict):
+        if Path in typing.get_args(typing.get_args(base)[1]):
+            return "paths by language"
         return "table by size" if typing.get_args(base)[0] is not str else "table by language"
     if origin is Sequence:
         return "list"
-    return {bool: "boolean", int: "count", float: "number"}[origin]
+    return {bool: "boolean", int: "count", float: "number", str: "string"}[origin]
 
 
 # Each form: the TOML line docs/config.md shows for it (KEY the parameter) and what the filter holds.
@@ -61,7 +63,9 @@ FORMS = {
     "list": ('KEY = ["§", "¶"]', lambda held: list(held) == ["§", "¶"]),
     "table by size": ("KEY = { 7 = 0.37 }", lambda held: held[7] == 0.37 and len(held) > 1),
     "table by language": ('KEY = { de = ["der", "die"] }', lambda held: list(held["de"]) == ["der", "die"]),
+    "string": ('KEY = "hq"', lambda held: held == "hq"),
     "path": ('KEY = "MODEL"', lambda held: Path(held).name == "model.bin"),
+    "paths by language": ('KEY = { de = "MODEL" }', lambda held: Path(held["de"]).name == "model.bin"),
 }
 
 PARAMETERS = [(name, key) for name in FILTERS for key in filter_parameters(name)]
@@ -79,19 +83,24 @@ def test_every_filter_parameter_is_set_from_toml_as_the_docs_show_and_reaches_th
     quantiles = {"levels": [0, 1], "global": [0, 1], "by_lang": {}}
     (tmp_path / "quality.json").write_text(json.dumps({"quantiles": quantiles}))
     monkeypatch.setattr(quality, "load_quality_model", lambda path: None)
+    monkeypatch.setattr(classifier, "model_labels", lambda path: ("__label__hq",))
+    monkeypatch.setattr(classifier, "_cached_cuts", lambda *args: {None: 0.5})
     table = [f'[filter]\nfilters = ["{name}"]', f"[filter.params.{name}]"]
-    if name == "quality" and key != "model":
+    if name in ("quality", "classifier") and key not in ("model", "models"):
         table.append(f'model = "{model}"')
+    if name == "classifier" and key == "top_fraction":
+        table.append(f'pool = "{model}"')
     table.append(line.replace("KEY", key).replace("NOT", str(not default).lower()).replace("MODEL", str(model)))
     config = _config(tmp_path, "\n".join(table) + "\n")
     (built,) = build_filters(config.filter.filters, config.filter.params)
-    held = getattr(built, "model_path" if key == "model" else key)
+    held = getattr(built, "model_path" if (name, key) == ("quality", "model") else key)
     assert held == (not default) if holds is None else holds(held), (key, held)
 
 
 def test_the_config_reference_shows_each_form_of_a_parameter():
     examples = ["min_words = 50", "filter_javascript = false", 'bullets = ["•", "-"]', 'model = "']
     examples += ["dup_ngram_char_frac = { 5 = 0.15", "dup_5gram_char_frac = 0.15", 'stop_words = { en = ["']
+    examples += ['models = { en = "']
     for example in examples:
         assert example in DOCS, example
 

@@ -8,16 +8,17 @@ import io
 import pytest
 from rich.console import Console
 
-from pipeline.filters import quality
+from pipeline.filters import classifier, quality
 from pipeline.filters.heuristics import C4Quality
 from pipeline.filters.registry import FILTERS
 from report.console import _rules_table
 
 
 def _rules(name: str, monkeypatch, tmp_path) -> list:
-    if name != "quality":
+    if name not in ("quality", "classifier"):
         return FILTERS[name]().rules()
     monkeypatch.setattr(quality, "load_quality_model", lambda path: None)
+    monkeypatch.setattr(classifier, "model_labels", lambda path: ("__label__hq",))
     (tmp_path / "model.bin").write_bytes(b"model")
     return FILTERS[name](model=tmp_path / "model.bin").rules()
 
