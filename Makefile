@@ -60,11 +60,18 @@ $(LMEVAL_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[lm-eval]'
 	touch $(LMEVAL_STAMP)
 
+# KenLM, the optional extra the perplexity filter scores with; it builds from source, so it is not
+# a core dependency, and its tests compare it with hand-computed perplexities, so `make test` installs it.
+KENLM_STAMP := $(VENV)/.installed-kenlm
+$(KENLM_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[kenlm]'
+	touch $(KENLM_STAMP)
+
 # The tests run in one worker process per core, at most 4 (pytest-xdist), each test file in one
 # worker, so a file's module fixtures (a tiny experiment, a demo run) are built once.
 PYTEST_WORKERS := -n auto --maxprocesses 4 --dist loadfile
 
-test: setup browser $(DOCS_STAMP) $(LMEVAL_STAMP)
+test: setup browser $(DOCS_STAMP) $(LMEVAL_STAMP) $(KENLM_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(VENV)/site-check
 	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
 

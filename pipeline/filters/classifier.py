@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.filters import quality
-from pipeline.filters.langmodels import model_table, rows_by_model
+from pipeline.filters.langmodels import model_table, read_pool, rows_by_model
 from pipeline.filters.params import Count, Fraction, LangPaths, Share
 from pipeline.formats.langcodes import lang_languages
 from pipeline.formats.step import FilterOutput, Rule
@@ -133,18 +133,6 @@ def label_probability(model, prepared: pl.Series, label: str) -> np.ndarray:
 def _stamp(path: Path) -> tuple[str, int, int]:
     stat = path.stat()
     return str(path.resolve()), stat.st_mtime_ns, stat.st_size
-
-
-def _read_pool(path: Path, what: str) -> pl.DataFrame:
-    """The pool's ``text`` and ``lang`` (null when it has none) from a Parquet or JSON-lines file."""
-    try:
-        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_ndjson(path, infer_schema_length=None)
-    except Exception as error:
-        raise ValueError(f"{what}.pool: {path} is not a Parquet or JSON-lines file of documents ({error})") from None
-    if "text" not in frame.columns or not frame.height:
-        raise ValueError(f"{what}.pool: {path} has no documents with a text column; give a sample of the stage's input")
-    lang = pl.col("lang").cast(pl.String) if "lang" in frame.columns else pl.lit(None, dtype=pl.String)
-    return frame.select(pl.col("text").cast(pl.String), lang.alias("lang"))
 
 
 class FastTextClassifier:
@@ -244,7 +232,7 @@ def _cached_cuts(doc_filter: FastTextClassifier, stamps: tuple, pool: tuple, top
     key = (stamps, pool, top_fraction, tuple(sorted(map(str, doc_filter.labels.items()))))
     key += (doc_filter.prefix_chars, doc_filter.lowercase)
     if key not in _CUTS:
-        frame = _read_pool(doc_filter.pool, doc_filter.name)
+        frame = read_pool(doc_filter.pool, doc_filter.name)
         scores = doc_filter.scores(frame.with_columns(pl.col("text").fill_null("")))
         scored = scores.is_not_null()
         if not scored.any():

@@ -50,3 +50,16 @@ def rows_by_model(docs: pl.DataFrame, table: Mapping[str | None, Path]) -> Itera
         rows = np.flatnonzero((~languages.is_in(own).fill_null(False)).to_numpy())
         if len(rows):
             yield table[None], rows
+
+
+def read_pool(path: Path, what: str) -> pl.DataFrame:
+    """A sample of documents whose scores give a filter's cuts: ``text`` and ``lang`` (null when
+    the file has none) from a Parquet or JSON-lines file; ValueError naming ``what`` otherwise."""
+    try:
+        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_ndjson(path, infer_schema_length=None)
+    except Exception as error:
+        raise ValueError(f"{what}.pool: {path} is not a Parquet or JSON-lines file of documents ({error})") from None
+    if "text" not in frame.columns or not frame.height:
+        raise ValueError(f"{what}.pool: {path} has no documents with a text column; give a sample of the stage's input")
+    lang = pl.col("lang").cast(pl.String) if "lang" in frame.columns else pl.lit(None, dtype=pl.String)
+    return frame.select(pl.col("text").cast(pl.String).fill_null(""), lang.alias("lang"))

@@ -6,6 +6,7 @@ import inspect
 
 from pipeline.filters.classifier import FastTextClassifier, is_named_classifier, named_classifier
 from pipeline.filters.heuristics import HEURISTIC_FILTERS
+from pipeline.filters.perplexity import KenLMPerplexity
 from pipeline.filters.pii import PIIScrubber
 from pipeline.filters.quality import QualityFilter
 
@@ -33,6 +34,8 @@ FILTERS: dict[str, type] = _Filters(
         "quality": QualityFilter,  # needs params.quality.model: a model made by `curate train-quality`
         # an external fastText model by its path (params.classifier.model), DCLM's or any other
         "classifier": FastTextClassifier,
+        # CCNet's perplexity under the user's KenLM models, per language (needs curate[kenlm])
+        "perplexity": KenLMPerplexity,
     }
 )
 

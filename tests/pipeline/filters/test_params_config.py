@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import _parameter_hints, load_config
-from pipeline.filters import classifier, quality
+from pipeline.filters import classifier, perplexity, quality
 from pipeline.filters.heuristics import DUP_NGRAM_CHAR_FRAC, TOP_NGRAM_CHAR_FRAC, GopherRepetition
 from pipeline.filters.registry import FILTERS, build_filters, filter_parameters
 from pipeline.formats.configfile import ConfigError
@@ -46,9 +46,14 @@ def _kind(hint) -> str:
     if typing.get_origin(base) is typing.Annotated:
         base = typing.get_args(base)[0]
     origin = typing.get_origin(base) or base
+    if origin is typing.Literal:
+        return "choice"
     if origin in (Mapping, dict):
         if Path in typing.get_args(typing.get_args(base)[1]):
             return "paths by language"
+        entry = typing.get_args(base)[1]
+        if typing.get_origin(entry) is Sequence and typing.get_args(entry)[0] is not str:
+            return "numbers by language"
         return "table by size" if typing.get_args(base)[0] is not str else "table by language"
     if origin is Sequence:
         return "list"
@@ -66,6 +71,8 @@ FORMS = {
     "string": ('KEY = "hq"', lambda held: held == "hq"),
     "path": ('KEY = "MODEL"', lambda held: Path(held).name == "model.bin"),
     "paths by language": ('KEY = { de = "MODEL" }', lambda held: Path(held["de"]).name == "model.bin"),
+    "numbers by language": ("KEY = { de = [3.0, 7.0] }", lambda held: held["de"] == (3.0, 7.0)),
+    "choice": ('KEY = "middle"', lambda held: held == "middle"),
 }
 
 PARAMETERS = [(name, key) for name in FILTERS for key in filter_parameters(name)]
@@ -85,11 +92,20 @@ def test_every_filter_parameter_is_set_from_toml_as_the_docs_show_and_reaches_th
     monkeypatch.setattr(quality, "load_quality_model", lambda path: None)
     monkeypatch.setattr(classifier, "model_labels", lambda path: ("__label__hq",))
     monkeypatch.setattr(classifier, "_cached_cuts", lambda *args: {None: 0.5})
+    monkeypatch.setattr(perplexity, "check_kenlm_file", lambda path, what: None)
+    monkeypatch.setattr(perplexity, "_kenlm", lambda: None)
+    monkeypatch.setattr(perplexity.KenLMPerplexity, "_pool_cutoffs", lambda self: {"en": (1.0, 2.0)})
     table = [f'[filter]\nfilters = ["{name}"]', f"[filter.params.{name}]"]
     if name in ("quality", "classifier") and key not in ("model", "models"):
         table.append(f'model = "{model}"')
     if name == "classifier" and key == "top_fraction":
         table.append(f'pool = "{model}"')
+    if name == "perplexity" and key not in ("model", "models"):
+        table.append(f'model = "{model}"')
+    if name == "perplexity" and key == "max_bucket":
+        table.append("cutoffs = { en = [1.0, 2.0] }")
+    if name == "perplexity" and key == "tail_percentile":  # above the head's
+        table.append("head_percentile = 0.1")
     table.append(line.replace("KEY", key).replace("NOT", str(not default).lower()).replace("MODEL", str(model)))
     config = _config(tmp_path, "\n".join(table) + "\n")
     (built,) = build_filters(config.filter.filters, config.filter.params)

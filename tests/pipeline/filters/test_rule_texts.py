@@ -8,13 +8,20 @@ import io
 import pytest
 from rich.console import Console
 
-from pipeline.filters import classifier, quality
+from pipeline.filters import classifier, perplexity, quality
 from pipeline.filters.heuristics import C4Quality
 from pipeline.filters.registry import FILTERS
 from report.console import _rules_table
 
 
 def _rules(name: str, monkeypatch, tmp_path) -> list:
+    if name == "perplexity":
+        monkeypatch.setattr(perplexity, "check_kenlm_file", lambda path, what: None)
+        (tmp_path / "en.arpa").write_bytes(b"model")
+        cutoffs = {"en": [1.0, 2.0]}
+        return FILTERS[name](
+            models={"en": tmp_path / "en.arpa"}, max_perplexity=500, cutoffs=cutoffs, max_bucket="middle"
+        ).rules()
     if name not in ("quality", "classifier"):
         return FILTERS[name]().rules()
     monkeypatch.setattr(quality, "load_quality_model", lambda path: None)
