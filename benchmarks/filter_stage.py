@@ -69,6 +69,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import polars as pl
+from model_rules import print_costs
 from peers import demo_documents, peer_python, rounded
 
 DOCS = 100_000
@@ -445,6 +446,10 @@ def main() -> None:
         f"{ours['sample']['seconds']:.2f} s (polars threads: {ours['polars_threads']})",
         file=sys.stderr,
     )
+    # the model-based rules (off by default), each on: their cost per document (benchmarks/model_rules.py)
+    model_rules = subprocess_json(
+        "model rules", [sys.executable, str(Path(__file__).with_name("model_rules.py")), str(SAMPLE_PATH)], env=env
+    )
     python = peer_python("datatrove-filters", PEER_PACKAGES, PEER_MODULES)
     peer = subprocess_json("datatrove", [python, "-c", PEER_SCRIPT, str(SAMPLE_JSONL), str(PEER_VERDICTS)])
     print(f"datatrove: sample in {peer['seconds']:.1f} s", file=sys.stderr)
@@ -498,9 +503,11 @@ def main() -> None:
         results |= {f"{name}_precision": s["precision"], f"{name}_recall": s["recall"], f"{name}_f1": s["f1"]}
     results["removed_share_by_kind"] = {name: s["by_kind"] for name, s in acc.items()}
     results["sample_kinds"] = dict(sorted(Counter(sample["kind"].to_list()).items()))
+    results["model_rules"] = model_rules
     results["benchmark_seconds"] = time.perf_counter() - started
 
     print_tables(results, agree, acc)
+    print_costs(model_rules)
     print(json.dumps(rounded(results)))
 
 
