@@ -1170,14 +1170,17 @@ def check_files(config: RunConfig) -> None:
     if config.filter.enabled:
         from pipeline.filters.registry import build_filters
 
-        for name in config.filter.filters:
-            try:
-                build_filters([name], config.filter.params)
-            except Exception as error:  # a missing or unreadable model, a threshold out of range
-                raise ConfigError(
-                    f"filter.params.{name}: the {name} filter cannot be built ({_first_line(error)}); "
-                    f"fix [filter.params.{name}]"
-                ) from None
+        groups = [("", config.filter.filters, config.filter.params)]
+        groups += [(f"by_lang.{code}.", *config.filter.for_lang(code)) for code in config.filter.by_lang]
+        for where, names, params in groups:  # a language's own model too
+            for name in names:
+                try:
+                    build_filters([name], params)
+                except Exception as error:  # a missing or unreadable model, a threshold out of range
+                    raise ConfigError(
+                        f"filter.{where}params.{name}: the {name} filter cannot be built ({_first_line(error)}); "
+                        f"fix [filter.{where}params.{name}]"
+                    ) from None
     if config.tokenize.enabled and config.tokenize.tokenizer is not None:
         from tokenizers import Tokenizer
 

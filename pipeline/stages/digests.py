@@ -26,19 +26,31 @@ def named_files(stage: str, config: RunConfig) -> dict[str, list[Path]]:
         except FileNotFoundError:
             named["lang.model"] = []
     elif stage == "filter":
-        for name in config.filter.filters:
-            for key in sorted(filter_path_parameters(name)):
-                value = config.filter.params.get(name, {}).get(key)
-                if isinstance(value, dict):  # a model per language
-                    for code, each in sorted(value.items()):
-                        named[f"filter.params.{name}.{key}.{code}"] = _files(Path(each))
-                elif value is not None:
-                    named[f"filter.params.{name}.{key}"] = _files(Path(value))
+        stage_paths = _path_values(config.filter.filters, config.filter.params)
+        named |= {f"filter.params.{key}": _files(path) for key, path in stage_paths.items()}
+        for code in config.filter.languages():  # a language's own model, where it has one
+            for key, path in _path_values(*config.filter.for_lang(code)).items():
+                if stage_paths.get(key) != path:
+                    named[f"filter.by_lang.{code}.params.{key}"] = _files(path)
     elif stage == "tokenize" and config.tokenize.tokenizer is not None:
         named["tokenize.tokenizer"] = [Path(config.tokenize.tokenizer)]
     elif stage == "mix" and config.mix.exclude:
         named["mix.exclude"] = [Path(p) for p in config.mix.exclude if Path(p).is_file()]
     return named
+
+
+def _path_values(filters: list[str], params: dict[str, dict]) -> dict[str, Path]:
+    """Each path the filters' parameters give, by ``<filter>.<key>`` (``<filter>.<key>.<code>``
+    for a table of models by language)."""
+    paths = {}
+    for name in filters:
+        for key in sorted(filter_path_parameters(name)):
+            value = params.get(name, {}).get(key)
+            if isinstance(value, dict):
+                paths |= {f"{name}.{key}.{code}": Path(each) for code, each in sorted(value.items())}
+            elif value is not None:
+                paths[f"{name}.{key}"] = Path(value)
+    return paths
 
 
 def _files(path: Path) -> list[Path]:

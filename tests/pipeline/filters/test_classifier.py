@@ -150,8 +150,8 @@ def test_top_fraction_cuts_at_the_pools_quantile_per_language(model, tmp_path):
     assert first["threshold"] == 0.0
 
 
-def _run_config(tmp_path: Path, corpus: Path, run: str = "run", **params) -> object:
-    settings = {"filters": ["classifier"], "params": {"classifier": params}}
+def _run_config(tmp_path: Path, corpus: Path, run: str = "run", by_lang: dict | None = None, **params) -> object:
+    settings = {"filters": ["classifier"], "params": {"classifier": params}, "by_lang": by_lang or {}}
     off = {"enabled": False}
     return source_config(
         tmp_path,
@@ -182,6 +182,24 @@ def test_a_bad_model_path_or_label_is_one_line_before_any_work(model, tmp_path):
         _run_config(tmp_path, corpus, model=str(tmp_path / "text.bin"))
     with pytest.raises(ConfigError, match="top_fraction needs pool"):
         _run_config(tmp_path, corpus, model=str(model), top_fraction=0.5)
+    german = {"de": {"params": {"classifier": {"model": str(tmp_path / "de.bin")}}}}  # a language's own
+    with pytest.raises(ConfigError, match=r"^filter\.by_lang\.de\.params\.classifier: .*de\.bin is not a file"):
+        _run_config(tmp_path, corpus, by_lang=german, model=str(model))
+
+
+def test_a_languages_own_model_replaced_at_the_same_path_reruns_the_stage(model, tmp_path):
+    corpus = write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": t} for t in GOOD + SPAM])
+    german = tmp_path / "models" / "de.bin"
+    german.parent.mkdir()
+    german.write_bytes(model.read_bytes())
+    by_lang = {"de": {"params": {"classifier": {"model": str(german)}}}}
+    curate_in_process(_run_config(tmp_path, corpus, by_lang=by_lang, model=str(model)))
+    again = _run_config(tmp_path, corpus, by_lang=by_lang, model=str(model))
+    assert {p.action for p in plan_run(again).stages} == {"kept"}
+    german.write_bytes(train_dclm_like(tmp_path / "other", SPAM, GOOD).read_bytes())
+    assert [str(p) for p in plan_run(again).stages][1] == (
+        "filter: reruns (the contents of filter.by_lang.de.params.classifier.model changed)"
+    )
 
 
 def test_a_changed_threshold_decides_again_from_the_stored_scores_without_the_model(model, tmp_path, monkeypatch):
