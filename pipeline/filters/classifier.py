@@ -9,7 +9,9 @@ text, newlines (and carriage returns) folded to spaces (a fastText input is one 
 ``lowercase`` for a model trained on lower-cased text). A text left blank scores 0.0.
 
 The score is the model's probability of ``label`` (all labels predicted, so a model of more
-than two labels works too). It is stored with the stage's other measures
+than two labels works too), or with ``score = "expected"`` the expected value of labels that are
+numbers (``__label__0`` ... ``__label__5``: a FineWeb-Edu-style educational score,
+sum of P(label) times the label's number). It is stored with the stage's other measures
 (``measure:<filter>.score`` in ``filter/attributes/``), so a changed ``threshold`` decides again
 from the stored scores without loading the model. Two ways to remove documents:
 
@@ -47,13 +49,14 @@ from __future__ import annotations
 import struct
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import polars as pl
 
 from pipeline.filters import quality
 from pipeline.filters.langmodels import model_table, read_pool, rows_by_model
-from pipeline.filters.params import Count, Fraction, LangPaths, Share
+from pipeline.filters.params import Count, LangPaths, Ratio, Share
 from pipeline.formats.langcodes import lang_languages
 from pipeline.formats.step import FilterOutput, Rule
 
@@ -114,19 +117,44 @@ def resolve_label(path: Path, label: str, what: str) -> str:
     )
 
 
-def label_probability(model, prepared: pl.Series, label: str) -> np.ndarray:
-    """The model's probability of ``label`` for each prepared text (float64 in [0, 1]); 0.0 for a
-    blank one. One ``predict`` call for the batch (fastText loops in C++); every label is
-    predicted, so the label's probability is found whatever its rank."""
+def label_weights(path: Path, label: str, score: str, what: str) -> dict[str, float]:
+    """What each label of the model at ``path`` adds to the score, times its probability: 1 for
+    ``label`` (``score = "probability"``), or the number each label names (``"expected"``:
+    ``__label__3`` is 3, as FineWeb-Edu's educational scores of 0 to 5 are)."""
+    if score == "probability":
+        return {resolve_label(path, label, what): 1.0}
+    labels, values = model_labels(path), {}
+    for name in labels:
+        try:
+            values[name] = float(name.removeprefix(LABEL_PREFIX))
+        except ValueError:
+            raise ValueError(
+                f'{what}: score = "expected" needs labels that are numbers (__label__0 ... __label__5); the model '
+                f"{path} has {name!r}: score its probability with label = {name!r} instead"
+            ) from None
+    if not values:
+        raise ValueError(f"{what}: the model {path} has no labels: give a supervised fastText model")
+    return values
+
+
+def label_scores(model, prepared: pl.Series, weights: dict[str, float]) -> np.ndarray:
+    """The sum over the model's labels of each label's probability times its weight, for each
+    prepared text (the probability of one label, or the expected value of numbered labels); 0.0
+    for a blank one. One ``predict`` call for the batch (fastText loops in C++); every label is
+    predicted, so each label's probability is found whatever its rank."""
     scores = np.zeros(len(prepared), dtype=np.float64)
     has_text = (prepared.str.strip_chars().str.len_bytes() > 0).to_numpy()
     if not has_text.any():
         return scores
     labels, probs = model.predict(prepared.filter(pl.Series(has_text)).to_list(), k=-1)
+    get = weights.get
     found = np.fromiter(
-        (p[ls.index(label)] if label in ls else 0.0 for ls, p in zip(labels, probs)), dtype=np.float64, count=len(probs)
+        (sum(p * get(label, 0.0) for label, p in zip(ls, ps)) for ls, ps in zip(labels, probs)),
+        dtype=np.float64,
+        count=len(probs),
     )
-    scores[has_text] = np.clip(found, 0.0, 1.0)
+    # fastText adds 1e-5 to each probability: keep the score within what its weights allow
+    scores[has_text] = np.clip(found, min(0.0, *weights.values()), max(weights.values()))
     return scores
 
 
@@ -139,7 +167,8 @@ class FastTextClassifier:
     """Scores documents with a fastText model given by its path; removes the low scorers (see the
     module docstring). ``model``: one model file for every document; ``models``: a model per
     language code; ``label``: the label whose probability is the score (``__label__hq``, or
-    ``hq``); ``threshold`` removes documents scoring below it (None: measure only);
+    ``hq``); ``score``: that label's probability, or the expected value of numbered labels;
+    ``threshold`` removes documents scoring below it (None: measure only);
     ``top_fraction`` keeps that share of each language by the cuts ``pool`` gives;
     ``prefix_chars`` cuts each text to its first characters (None: whole texts, as DCLM);
     ``lowercase`` for a model trained on lower-cased text."""
@@ -152,16 +181,19 @@ class FastTextClassifier:
         model: str | Path | None = None,
         models: LangPaths | None = None,
         label: str = DEFAULT_LABEL,
-        threshold: Fraction | None = 0.5,
+        score: Literal["probability", "expected"] = "probability",
+        threshold: Ratio | None = 0.5,
         top_fraction: Share | None = None,
         pool: str | Path | None = None,
         prefix_chars: Count | None = None,
         lowercase: bool = False,
     ):
         self.table = model_table(model, models, self.name)
-        self.labels = {language: resolve_label(path, label, self.name) for language, path in self.table.items()}
+        self.labels = {language: label_weights(path, label, score, self.name) for language, path in self.table.items()}
+        if score == "probability" and threshold is not None and threshold > 1:
+            raise ValueError(f"{self.name}.threshold: a probability is at most 1, got {threshold}")
         self.model, self.models = model, dict(models or {})
-        self.label, self.threshold, self.top_fraction = label, threshold, top_fraction
+        self.label, self.score, self.threshold, self.top_fraction = label, score, threshold, top_fraction
         self.prefix_chars, self.lowercase = prefix_chars, lowercase
         self.pool = None if pool is None else Path(pool)
         self.cuts: dict[str | None, float] = {}
@@ -179,8 +211,9 @@ class FastTextClassifier:
             return [Rule(f"{self.name}.top_fraction", measure="margin", op="<", threshold=0.0, counts=margin)]
         if self.threshold is None:
             return []
-        score = f"the classifier's probability of {self.label}{self._covered()}"
-        return [Rule(f"{self.name}.score_min", measure="score", op="<", threshold=self.threshold, counts=score)]
+        what = f"probability of {self.label}" if self.score == "probability" else "expected label (labels as numbers)"
+        counts = f"the classifier's {what}{self._covered()}"
+        return [Rule(f"{self.name}.score_min", measure="score", op="<", threshold=self.threshold, counts=counts)]
 
     def _covered(self) -> str:
         """Which languages are scored, when not every one is."""
@@ -196,7 +229,7 @@ class FastTextClassifier:
             take = pl.Series(rows, dtype=pl.Int64)
             prepared = quality.prepare_texts(docs["text"].gather(take), self._prefix(), self.lowercase)
             language = next(lang for lang, p in self.table.items() if p == path)
-            scores[rows] = label_probability(quality.load_quality_model(path), prepared, self.labels[language])
+            scores[rows] = label_scores(quality.load_quality_model(path), prepared, self.labels[language])
             scored[rows] = True
         return pl.Series("score", scores, dtype=pl.Float64).scatter(np.flatnonzero(~scored), None)
 

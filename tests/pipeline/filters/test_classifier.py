@@ -102,6 +102,35 @@ def test_one_model_per_language_scores_its_language_and_a_language_without_one_p
     assert both[3] == pytest.approx(probability(model, SPAM[1]), abs=1e-6)
 
 
+EDUCATIONAL = [
+    "Photosynthesis converts light energy into chemical energy stored in glucose molecules.",
+    "The derivative of a function measures how its output changes as its input changes.",
+]
+
+
+def test_expected_score_weighs_numbered_labels_as_fineweb_edu_scores(tmp_path):
+    classes = {"__label__0": SPAM, "__label__1": GOOD, "__label__2": EDUCATIONAL}
+    x = [texts[i % len(texts)] for texts in classes.values() for i in range(40)]
+    y = [label for label in classes for _ in range(40)]
+    params = {"lr": 0.5, "dim": 8, "epoch": 25, "minCount": 1, "wordNgrams": 1, "bucket": 0, "loss": "softmax"}
+    fitted, _ = quality._fit(x, y, tmp_path, {**params, "thread": 1, "seed": 0}, False)
+    fitted.save_model(str(tmp_path / "edu.bin"))
+    docs = pl.DataFrame({"id": ["spam", "good", "edu"], "text": [SPAM[2], GOOD[2], EDUCATIONAL[0]]})
+    built = FastTextClassifier(model=tmp_path / "edu.bin", score="expected", threshold=1.5)
+    scores = built.apply(docs).measures["score"].to_list()
+    for text, score in zip(docs["text"], scores):
+        labels, probs = fitted.predict(text, k=-1)
+        assert score == pytest.approx(sum(p * int(label[-1]) for label, p in zip(labels, probs)), abs=1e-6)
+    assert scores[0] < 0.5 and scores[2] > 1.5
+    params = {"model": str(tmp_path / "edu.bin"), "score": "expected", "threshold": 1.5}
+    kept, removed = filter_documents(docs, {"filters": ["classifier"], "params": {"classifier": params}})
+    assert kept["id"].to_list() == ["edu"] and set(removed["rule"]) == {"classifier.score_min"}
+    with pytest.raises(ValueError, match="labels that are numbers .* has '__label__(hq|cc)'"):
+        FastTextClassifier(model=train_dclm_like(tmp_path, GOOD, SPAM), score="expected")
+    with pytest.raises(ValueError, match="a probability is at most 1, got 1.5"):
+        FastTextClassifier(model=tmp_path / "dclm.bin", threshold=1.5)
+
+
 def test_several_classifiers_run_in_one_stage_under_their_own_names(model):
     params = {
         "classifier_dclm": {"model": str(model), "threshold": 0.5},
@@ -225,7 +254,7 @@ def test_a_changed_threshold_decides_again_from_the_stored_scores_without_the_mo
         raise AssertionError("the classifier's model was loaded again")
 
     monkeypatch.setattr(quality, "load_quality_model", loaded)
-    monkeypatch.setattr(classifier, "label_probability", loaded)
+    monkeypatch.setattr(classifier, "label_scores", loaded)
     stats = curate_in_process(changed)
     monkeypatch.undo()
     fresh = curate_in_process(_run_config(tmp_path, corpus, "fresh", model=str(copy), threshold=0.99999))

@@ -72,7 +72,7 @@ FORMS = {
     "path": ('KEY = "MODEL"', lambda held: Path(held).name == "model.bin"),
     "paths by language": ('KEY = { de = "MODEL" }', lambda held: Path(held["de"]).name == "model.bin"),
     "numbers by language": ("KEY = { de = [3.0, 7.0] }", lambda held: held["de"] == (3.0, 7.0)),
-    "choice": ('KEY = "middle"', lambda held: held == "middle"),
+    "choice": ('KEY = "CHOICE"', None),  # the last of the choices
 }
 
 PARAMETERS = [(name, key) for name in FILTERS for key in filter_parameters(name)]
@@ -84,13 +84,19 @@ def test_every_filter_parameter_is_set_from_toml_as_the_docs_show_and_reaches_th
 ):
     kind = _kind(_parameter_hints(name)[key])
     line, holds = FORMS[kind]
+    if kind == "choice":
+        hint = _parameter_hints(name)[key]
+        options = [hint] if typing.get_origin(hint) is typing.Literal else typing.get_args(hint)
+        (choices,) = [typing.get_args(a) for a in options if a is not type(None)]
+        line, holds = line.replace("CHOICE", choices[-1]), lambda held: held == choices[-1]
     default = inspect.signature(FILTERS[name]).parameters[key].default
     model = tmp_path / "model.bin"
     model.write_bytes(b"model")
     quantiles = {"levels": [0, 1], "global": [0, 1], "by_lang": {}}
     (tmp_path / "quality.json").write_text(json.dumps({"quantiles": quantiles}))
     monkeypatch.setattr(quality, "load_quality_model", lambda path: None)
-    monkeypatch.setattr(classifier, "model_labels", lambda path: ("__label__hq",))
+    numbered = (name, key) == ("classifier", "score")  # score = "expected" weighs numbered labels
+    monkeypatch.setattr(classifier, "model_labels", lambda path: ("__label__1",) if numbered else ("__label__hq",))
     monkeypatch.setattr(classifier, "_cached_cuts", lambda *args: {None: 0.5})
     monkeypatch.setattr(perplexity, "check_kenlm_file", lambda path, what: None)
     monkeypatch.setattr(perplexity, "_kenlm", lambda: None)
