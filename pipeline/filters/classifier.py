@@ -85,16 +85,18 @@ def _labels(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
             raise ValueError(f"{path} is not a fastText model file (it does not start as one)")
         _read_exact(handle, _ARGS_BYTES, Path(path))
         entries, _nwords, _nlabels, _tokens, _pruned = struct.unpack("<iiiqq", _read_exact(handle, 28, Path(path)))
-        labels, buffer = [], b""
+        labels, buffer, at = [], b"", 0
         for _ in range(entries):
-            while (end := buffer.find(b"\0")) < 0 or len(buffer) < end + 10:
+            # each entry read at an offset into the buffer: a vocabulary of millions of words is
+            # read in one pass, the buffer cut down only when it is refilled
+            while (end := buffer.find(b"\0", at)) < 0 or len(buffer) < end + 10:
                 chunk = handle.read(1 << 20)
                 if not chunk:
                     raise ValueError(f"{path} ends inside its dictionary: not a whole fastText model file")
-                buffer += chunk
+                buffer, at = buffer[at:] + chunk, 0
             if buffer[end + 9] == 1:
-                labels.append(buffer[:end].decode("utf-8", "replace"))
-            buffer = buffer[end + 10 :]
+                labels.append(buffer[at:end].decode("utf-8", "replace"))
+            at = end + 10
     return tuple(labels)
 
 
