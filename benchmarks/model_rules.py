@@ -26,6 +26,7 @@ Usage::
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import sys
@@ -115,12 +116,14 @@ def rule_costs(sample: pl.DataFrame) -> dict:
     defaults = build_filters(DEFAULT_FILTERS, {})
     with tempfile.TemporaryDirectory(prefix="bench-model-rules-") as folder:
         classifier = FastTextClassifier(model=train_classifier(texts, Path(folder)), threshold=0.5)
-        perplexity = KenLMPerplexity(model=count_arpa(texts, Path(folder) / "lm.arpa"), max_perplexity=1000.0)
         costs = {
             "default_filters_us_per_doc": per_document(lambda d: measure(d, defaults), docs),
             "classifier_us_per_doc": per_document(classifier.apply, docs),
-            "perplexity_us_per_doc": per_document(perplexity.apply, docs),
+            "perplexity_us_per_doc": None,  # without the kenlm extra: not measured
         }
+        if importlib.util.find_spec("kenlm") is not None:
+            perplexity = KenLMPerplexity(model=count_arpa(texts, Path(folder) / "lm.arpa"), max_perplexity=1000.0)
+            costs["perplexity_us_per_doc"] = per_document(perplexity.apply, docs)
     costs["docs"] = docs.height
     costs["mean_chars"] = float(docs["text"].str.len_chars().mean())
     costs["polars_threads"] = pl.thread_pool_size()
@@ -133,7 +136,10 @@ def print_costs(costs: dict) -> None:
     print(f"  default filters (measures)        {base:10.1f} us/doc")
     for name, what in (("classifier", "fastText, DCLM's labels"), ("perplexity", "KenLM bigram, CCNet's")):
         cost = costs[f"{name}_us_per_doc"]
-        print(f"  + {name:11} ({what:22}) {cost:8.1f} us/doc  (+{cost / base:.0%} of the defaults)")
+        if cost is None:
+            print(f"  + {name:11} not measured: pip install 'curate[kenlm]'")
+            continue
+        print(f"  + {name:11} {'(' + what + ')':25} {cost:8.1f} us/doc  (+{cost / base:.0%} of the defaults)")
 
 
 if __name__ == "__main__":
