@@ -45,6 +45,12 @@ datatrove is not a dependency of this project: it runs in its own virtualenv, ma
 under ``.cache/bench-peers/datatrove-filters/`` (``PEER_PYTHON`` points at another interpreter
 that has datatrove 0.10, spaCy, regex and orjson).
 
+**The rules off by default** (:func:`optional_rules`: the word list and the URL lists, each with
+lists made from the sample under ``.cache/bench-filter/``) are timed in the same subprocess, each alone on the
+sample after the lang step: the filter step with ``filters = [rule]`` against ``filters = []``,
+best of :data:`SAMPLE_REPEATS`, is the cost per document that turning the rule on adds
+(``rule_cost_us_per_doc``); the headline is the stage with every one of them off.
+
 The last line printed is one JSON object with the figures; a readable table comes before it.
 
 Usage::
@@ -53,6 +59,7 @@ Usage::
     python benchmarks/filter_stage.py ours DOCS SAMPLE KEPT  # the timed run of our side only
                                                             # (Parquet files: documents, sample,
                                                             # ids kept, written)
+    python benchmarks/filter_stage.py rules                 # the rules off by default, alone
 """
 
 from __future__ import annotations
@@ -212,6 +219,91 @@ def timed(run, docs: pl.DataFrame) -> tuple[dict, pl.Series]:
     return {"seconds": wall, "cpu_seconds": cpu, "docs": docs.height, "kept": len(kept)}, kept
 
 
+# A word list of C4's size (LDNOOBW's English list: 403 entries): words of the sample, from this
+# rank by frequency, so that they are real words some documents hold.
+WORD_LIST_ENTRIES = 400
+WORD_LIST_FROM_RANK = 2000
+# URL lists: made-up domains (UT1's adult list holds about 4.6 million; the lookup costs the same
+# per document whatever the size) and the hosts of a few of the sample's URLs, so that some match.
+URL_LIST_DOMAINS = 1_000_000
+URL_LIST_URLS = 100_000
+URL_LIST_SAMPLE_HOSTS = 5
+URL_SUBSTRINGS = ["porn", "casino", "xxx"]
+
+
+def _made_up_names(n: int, seed: int) -> list[str]:
+    letters = np.random.default_rng(seed).integers(0, 26, size=(n, 10), dtype=np.uint8) + ord("a")
+    return [row.tobytes().decode() for row in letters]
+
+
+def url_lists(sample: pl.DataFrame, folder: Path) -> dict:
+    """``url_blocklist``'s settings over UT1-style lists written under ``folder`` (made once)."""
+    category = folder / "bench"
+    if not (category / "urls").exists():
+        category.mkdir(parents=True, exist_ok=True)
+        hosts = sample["url"].drop_nulls().str.extract(r"//([^/:]+)", 1).drop_nulls().unique().sort()
+        domains = [f"{name}.com" for name in _made_up_names(URL_LIST_DOMAINS, SEED)]
+        domains += hosts.head(URL_LIST_SAMPLE_HOSTS).to_list()
+        (category / "domains").write_text("\n".join(domains) + "\n", encoding="utf-8")
+        urls = [f"{name}.org/page" for name in _made_up_names(URL_LIST_URLS, SEED + 1)]
+        (category / "urls").write_text("\n".join(urls) + "\n", encoding="utf-8")
+    return {"domains": [str(folder)], "urls": [str(folder)], "substrings": URL_SUBSTRINGS}
+
+
+def optional_rules(sample: pl.DataFrame) -> dict[str, dict]:
+    """The ``[filter]`` settings that turn on each rule off by default, with the lists it reads
+    (made from ``sample`` under :data:`CACHE`)."""
+    words = (
+        sample["text"].str.to_lowercase().str.extract_all(r"[a-z]{4,}").explode().drop_nulls().value_counts(sort=True)
+    )
+    entries = words["text"].slice(WORD_LIST_FROM_RANK, WORD_LIST_ENTRIES).to_list()
+    lists = CACHE / "lists"
+    lists.mkdir(parents=True, exist_ok=True)
+    (lists / "en.txt").write_text("\n".join(entries) + "\n", encoding="utf-8")
+    return {
+        "c4_badwords": {"filters": ["c4_badwords"], "params": {"c4_badwords": {"lists": str(lists)}}},
+        "url_blocklist": {"filters": ["url_blocklist"], "params": {"url_blocklist": url_lists(sample, CACHE / "ut1")}},
+    }
+
+
+def rule_costs(sample: pl.DataFrame, config) -> dict[str, dict]:
+    """Per rule of :func:`optional_rules`: microseconds a document it adds to the filter step
+    (alone against no filter, on the sample after the lang step; best of :data:`SAMPLE_REPEATS`)
+    and the documents it removes."""
+    from pipeline.config import FilterConfig
+    from pipeline.stages.steps import filter_settings_step, lang_step
+
+    lang = lang_step(config)
+    batches = [lang(batch).kept for batch in sample.iter_slices(config.batch_docs)]
+    docs = sum(b.height for b in batches)
+
+    def best(settings: dict) -> tuple[float, int]:
+        step = filter_settings_step(FilterConfig(**settings))
+        step(batches[0].head(64))  # warm up: compiled expressions, lists read
+        times, removed = [], 0
+        for _ in range(SAMPLE_REPEATS):
+            started = time.process_time()
+            removed = sum(step(batch).removed.height for batch in batches)
+            times.append(time.process_time() - started)
+        return min(times), removed
+
+    base, _ = best({"filters": []})
+    costs = {}
+    for name, settings in optional_rules(sample).items():
+        seconds, removed = best(settings)
+        costs[name] = {"us_per_doc": (seconds - base) / docs * 1e6, "removed": removed, "docs": docs}
+    return costs
+
+
+def print_rule_costs(costs: dict[str, dict]) -> None:
+    print("\nRules off by default, each on alone (one core; the headline has them off)")
+    for name, cost in costs.items():
+        print(
+            f"  {name:18} +{cost['us_per_doc']:7.1f} us a document  "
+            f"({cost['removed']:,} of {cost['docs']:,} sample documents removed)"
+        )
+
+
 def run_ours(docs_path: Path, sample_path: Path, kept_path: Path) -> None:
     """The timed runs of our side (all documents once, the sample best of
     :data:`SAMPLE_REPEATS`); writes the ids kept of all documents, prints one JSON line."""
@@ -222,7 +314,8 @@ def run_ours(docs_path: Path, sample_path: Path, kept_path: Path) -> None:
     full, kept = timed(run, docs)
     best = min((timed(run, sample)[0] for _ in range(SAMPLE_REPEATS)), key=lambda r: r["seconds"])
     kept.to_frame("id").write_parquet(kept_path)
-    print(json.dumps({"all": full, "sample": best, "polars_threads": pl.thread_pool_size()}))
+    costs = rule_costs(sample, run_config())
+    print(json.dumps({"all": full, "sample": best, "polars_threads": pl.thread_pool_size(), "rule_costs": costs}))
 
 
 def subprocess_json(side: str, command: list[str], env: dict | None = None) -> dict:
@@ -430,6 +523,11 @@ def main() -> None:
     if sys.argv[1:2] == ["ours"]:
         run_ours(*map(Path, sys.argv[2:5]))
         return
+    if sys.argv[1:2] == ["rules"]:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        sample = pl.read_parquet(SAMPLE_PATH) if SAMPLE_PATH.exists() else write_sample(corpus_docs()).drop("kind")
+        print_rule_costs(rule_costs(sample, run_config()))
+        return
     started = time.perf_counter()
     CACHE.mkdir(parents=True, exist_ok=True)
     docs = corpus_docs()
@@ -504,9 +602,11 @@ def main() -> None:
     results["removed_share_by_kind"] = {name: s["by_kind"] for name, s in acc.items()}
     results["sample_kinds"] = dict(sorted(Counter(sample["kind"].to_list()).items()))
     results["model_rules"] = model_rules
+    results["rule_cost_us_per_doc"] = {name: cost["us_per_doc"] for name, cost in ours["rule_costs"].items()}
     results["benchmark_seconds"] = time.perf_counter() - started
 
     print_tables(results, agree, acc)
+    print_rule_costs(ours["rule_costs"])
     print_costs(model_rules)
     print(json.dumps(rounded(results)))
 

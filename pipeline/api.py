@@ -42,7 +42,7 @@ from pipeline.io.repair import RepairOptions, repair_texts
 from pipeline.io.storage import empty_table, output_location
 from pipeline.stages.registry import last_document_stage
 from pipeline.stages.run import RunFiles, UnknownRule
-from pipeline.stages.steps import filter_settings_step
+from pipeline.stages.steps import KeptMeasurements, filter_settings_step, records_notes, with_matches
 from pipeline.stages.verdicts import document_texts, verdict_table
 
 __all__ = [
@@ -191,7 +191,9 @@ def filter_documents(docs: pl.DataFrame, settings: RunConfig | FilterConfig | Ma
     ``licence`` and ``lang`` are read when present): the licence rules, then each filter in order,
     exactly as ``curate run`` applies them to a shard. ``settings`` is the run's ``[filter]``
     table as a dict (``filters``, ``params``, ``sources``, ``licences``, ``exclude_licences``), a
-    RunConfig, or None for the defaults (C4, Gopher quality and repetition, FineWeb, PII).
+    RunConfig, or None for the defaults (C4, Gopher quality and repetition, FineWeb, PII). With
+    the word or URL lists (``c4_badwords``, ``url_blocklist``), ``removed`` has a ``match``
+    column: the list entry each document matched.
 
     Example::
 
@@ -203,8 +205,10 @@ def filter_documents(docs: pl.DataFrame, settings: RunConfig | FilterConfig | Ma
     docs, added = _as_documents(docs)
     if not settings.enabled:
         return Outcome(docs.drop(added), empty_removed())
-    result = filter_settings_step(settings)(docs)
-    return Outcome(result.kept.drop(added), result.removed)
+    noted = records_notes(settings)
+    result = filter_settings_step(settings, KeptMeasurements() if noted else None)(docs)
+    removed = with_matches(result.removed, result.attributes) if noted else result.removed
+    return Outcome(result.kept.drop(added), removed)
 
 
 def dedup_documents(

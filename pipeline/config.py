@@ -512,8 +512,11 @@ def _expanded_filter_paths(value):
 
 
 def _expanded(value):
-    """A path parameter's value with ``~`` and variables expanded; a table of paths, each path."""
-    return {key: expand_path(path) for key, path in value.items()} if isinstance(value, dict) else expand_path(value)
+    """A path parameter expanded: a path, or each path of a table (word lists by language) or a
+    list of them (URL lists)."""
+    if isinstance(value, dict):
+        return {key: expand_path(v) for key, v in value.items()}
+    return [expand_path(v) for v in value] if isinstance(value, list) else expand_path(value)
 
 
 def _check_entry_names(name: str, params: dict) -> None:
@@ -613,6 +616,10 @@ def _toml_form(hint, entries: dict | None = None) -> str:
     from collections.abc import Mapping, Sequence
 
     options = [a for a in typing.get_args(hint) if a is not type(None)] if _is_union(hint) else [hint]
+    if Path in options and any(typing.get_origin(o) is Mapping for o in options):
+        return 'a path in quotes ("~/lists") or a table of paths by language ({ en = "~/lists/en.txt" })'
+    if Path in options and any(typing.get_origin(o) is Sequence for o in options):
+        return 'a path in quotes ("~/blacklists") or a list of them (["~/blacklists/adult", "~/hosts.txt"])'
     if Path in options:
         return 'a path in quotes ("~/models/quality")'
     if _path_table(hint):

@@ -33,7 +33,7 @@ from pipeline.io.writer import write_text
 from pipeline.licence import LicenceRule
 from pipeline.stages.card import write_cards
 from pipeline.stages.run import RunFiles
-from pipeline.stages.verdicts import STORED, filter_verdicts
+from pipeline.stages.verdicts import STORED, filter_verdicts, removal_notes
 from report import plots
 from report.extraction import extraction_section, has_extraction
 from report.html import esc, fmt, num, share, snippet, table, word_diff
@@ -449,7 +449,9 @@ def _removed_by_rule(run: RunFiles, stage: str) -> dict[str, str]:
     """Per rule, the HTML of a seeded sample of the documents ``stage`` removed by it."""
     picked = _sample_each(run.removed(stage), "rule", EXAMPLES, run.seed)
     texts = run.texts(run.previous(stage), picked["id"].to_list())
-    return {r: _removed_examples(run, stage, picked, r, texts) for r in picked["rule"].unique().to_list()}
+    # the list entry each one matched, for the rules of the word and URL lists
+    notes = {i: ("matched", note) for i, note in removal_notes(run, picked).items()} if stage == "filter" else {}
+    return {r: _removed_examples(run, stage, picked, r, texts, notes) for r in picked["rule"].unique().to_list()}
 
 
 def _no_config_note(run: RunFiles) -> str:

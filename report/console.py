@@ -248,7 +248,8 @@ def print_rule_removals(out: Console, found: dict) -> None:
     count = found["count"]
     say(out, f"{found['rule']} ({found['stage']} stage): {count:,} document{'' if count == 1 else 's'} removed")
     table = Table()
-    for column in ("id", "source", "lang", "value", "threshold"):
+    matched = any("match" in row for row in found["documents"])  # the list entry (word and URL lists)
+    for column in ("id", "source", "lang", "value", "threshold", *(["matched"] if matched else [])):
         table.add_column(column, justify="right" if column in ("value", "threshold") else "left")
     for row in found["documents"]:
         table.add_row(
@@ -257,6 +258,7 @@ def print_rule_removals(out: Console, found: dict) -> None:
             shown(row["lang"] or ""),
             _value(row["value"]),
             _value(row["threshold"]),
+            *([shown(row.get("match") or "")] if matched else []),
         )
     out.print(table)
     if len(found["documents"]) < found["count"]:
@@ -348,6 +350,8 @@ def _print_filter(out: Console, flt: dict) -> None:
         say(out, f"filter: {error}")
     if flt.get("first_rule") and not any(r["rule"] == flt["first_rule"] for r in flt.get("rules", [])):
         say(out, f"filter: removed as {flt['first_rule']}")
+    if flt.get("match"):
+        say(out, f"filter: {flt['first_rule']} matched {flt['match']!r}")
     if flt.get("text_changed"):
         say(
             out,

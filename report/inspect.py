@@ -15,7 +15,8 @@ and where it ended (``curate inspect RUN DOC_ID`` prints it).
   ``[filter.by_lang]`` table or a built-in profile) on the text as it entered the filter stage
   (value, operator, threshold, whether it fires), read from the run's stored measurements
   (``measured``: ``stored``, or ``measured again`` where the run stored none), the rule that
-  removes it, and what the filters changed;
+  removes it (with ``match``: the list entry that rule's filter found, for the word and URL
+  lists; ``notes``: every filter's), and what the filters changed;
 * ``dedup``: its cluster (size, the kept document, Jaccard with it, exact) or None;
 * ``lines``: the lines the repeated-line cut took from it;
 * ``tokens``; ``mix``: group, side (train, validation, excluded, contaminated), for a document
@@ -51,7 +52,7 @@ from pipeline.formats.stats import StageStats
 from pipeline.io.storage import scan_parquet
 from pipeline.stages.registry import last_document_stage
 from pipeline.stages.run import RunFiles
-from pipeline.stages.verdicts import describe_settings, filter_verdicts
+from pipeline.stages.verdicts import describe_settings, filter_verdicts, removal_notes
 from pipeline.stages.verdicts import document_texts as verdicts_texts
 from report.measure import measure_lang
 
@@ -277,7 +278,9 @@ def _follow_stages(run: RunFiles, doc_id: str, row: dict, shard: str, result: di
                 "value": removed["value"],
                 "threshold": removed["threshold"],
             }
-            entry.update(status="removed", detail=_removal_line(removed))
+            if stage == "filter" and (result["filter"] or {}).get("match"):  # the list entry it matched
+                result["removed_by"]["match"] = result["filter"]["match"]
+            entry.update(status="removed", detail=_removal_line(result["removed_by"]))
         elif kept_row is not None:
             entry.update(status="kept", detail=f"{kept_shard}, row {kept_index}")
             last_row, last_stage, last_shard = kept_row, stage, kept_shard
@@ -322,7 +325,8 @@ def _add_mix(run: RunFiles, doc_id: str, result: dict) -> None:
 def rule_removals(run_dir: str | Path, rule: str, limit: int | None = RULE_ROWS) -> dict:
     """The documents ``rule`` removed in the run (``curate inspect RUN --rule RULE``): ``rule``,
     ``stage``, ``count`` and ``documents`` (the first ``limit`` in file order, all when None:
-    ``id``, ``source``, ``lang``, ``value``, ``threshold``). Raises
+    ``id``, ``source``, ``lang``, ``value``, ``threshold``, and ``match`` where the rule's filter
+    noted the list entry the document matched). Raises
     :class:`pipeline.stages.run.UnknownRule` naming the rules the run has."""
     run = RunFiles.open(run_dir)
     removed = run.removed_by(rule)
@@ -331,6 +335,10 @@ def rule_removals(run_dir: str | Path, rule: str, limit: int | None = RULE_ROWS)
         {key: _plain(row[key]) for key in ("id", "source", "lang", "value", "threshold")}
         for row in shown.iter_rows(named=True)
     ]
+    matched = removal_notes(run, shown) if removed["stage"][0] == "filter" else {}
+    for document in documents:  # the list entry each one matched (word and URL lists)
+        if document["id"] in matched:
+            document["match"] = matched[document["id"]]
     return {"rule": rule, "stage": removed["stage"][0], "count": removed.height, "documents": documents}
 
 
@@ -402,6 +410,8 @@ def _removal_line(removed: dict) -> str:
     if removed.get("value") is not None:
         line += f" (value {removed['value']:.4g}"
         line += f", threshold {removed['threshold']:.4g})" if removed.get("threshold") is not None else ")"
+    if removed.get("match"):
+        line += f"; matched {removed['match']!r}"
     return line
 
 
@@ -462,6 +472,9 @@ def _filter(run: RunFiles, entered: dict, kept: dict | None, removed: dict | Non
             }
         )
     out["first_rule"] = verdicts.rule[0]
+    out["notes"] = {n: verdicts.notes[n][0] for n in verdicts.notes.columns if verdicts.notes[n][0] is not None}
+    owner = (out["first_rule"] or "").split(".", 1)[0]
+    out["match"] = "; ".join(v for n, v in out["notes"].items() if n.split(".", 1)[0] == owner) or None
     recorded = removed["rule"] if removed is not None else None
     if out["first_rule"] != recorded:
         out["errors"].append(

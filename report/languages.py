@@ -8,7 +8,8 @@ that language's documents while it removes under :data:`ENGLISH_SHARE` of Englis
 against the documents of the language that entered the stage. A language (English too) with fewer
 than :data:`MIN_DOCUMENTS` documents into the stage is not judged, and without English nothing is.
 Only the rules of the stages that judge text (:data:`JUDGED_STAGES`) are judged, and of those
-neither the rules that remove by the user's choice (the licence rules) nor those that flag content
+neither the rules that remove by the user's choice (the licence rules, the word and URL lists, whose
+entries the user chose per language) nor those that flag content
 (:data:`FLAGS`).
 """
 
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from pipeline.dedup.clusters import RULE_EXACT
+from pipeline.filters.urls import RULE_DOMAIN, RULE_SUBSTRING, RULE_URL
+from pipeline.filters.wordlists import RULE_LISTED_WORD
 from pipeline.formats.ledger import Ledger
 from pipeline.formats.stats import StageStats
 from pipeline.lang import RULE_NOT_KEPT
@@ -30,6 +33,7 @@ ENGLISH_SHARE = Fraction(1, 5)  # ...while removing under this share of English'
 MIN_DOCUMENTS = 5  # fewer documents of a language into a stage: too few to judge
 ENGLISH = "en"  # the language compared with, as lid.176 names it
 CHOSEN = frozenset({RULE_NOT_KEPT, LicenceRule.DROPPED, LicenceRule.NOT_KEPT, RULE_EXACT})
+CHOSEN |= {RULE_LISTED_WORD, RULE_DOMAIN, RULE_URL, RULE_SUBSTRING}  # the user's lists
 # The stages whose rules judge the quality of text, which may suit one language and not another;
 # the lang stage's score judges the identification itself (gibberish gets a low score in whatever
 # language lid.176 guesses), and dedup counts copies.

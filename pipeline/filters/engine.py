@@ -51,7 +51,9 @@ def _run_filter(doc_filter: DocFilter, current: pl.DataFrame, original: pl.Serie
     if output.text is None:
         return output
     rewrite = doc_filter.apply(current)
-    return FilterOutput(measures=output.measures, text=rewrite.text, counts=rewrite.counts, columns=output.columns)
+    return FilterOutput(
+        measures=output.measures, text=rewrite.text, counts=rewrite.counts, columns=output.columns, notes=output.notes
+    )
 
 
 def _after(current: pl.DataFrame, output: FilterOutput, rewritten: bool) -> tuple[pl.DataFrame, bool]:
@@ -80,6 +82,7 @@ class Measurement:
     docs: pl.DataFrame
     values: pl.DataFrame
     counts: dict[str, pl.Series] = field(default_factory=dict)
+    notes: pl.DataFrame = field(default_factory=pl.DataFrame)  # ``<filter>.<note>``, String (FilterOutput.notes)
 
 
 class _BatchMemo(threading.local):
@@ -125,13 +128,16 @@ def _collect(after: pl.DataFrame, filters: list[DocFilter], outputs: list[Filter
     counts of the same name summed."""
     values: dict[str, pl.Series] = {}
     counts: dict[str, pl.Series] = {}
+    notes: dict[str, pl.Series] = {}
     for doc_filter, output in zip(filters, outputs):
         for column in output.measures.columns:
             name = f"{doc_filter.name}.{column}"
             values[name] = output.measures[column].cast(pl.Float64).alias(name)
         for name, per_doc in output.counts.items():
             counts[name] = per_doc.alias(name) if name not in counts else counts[name] + per_doc
-    return Measurement(after, pl.DataFrame(list(values.values())), counts)
+        for note, per_doc in output.notes.items():
+            notes[f"{doc_filter.name}.{note}"] = per_doc.cast(pl.String).alias(f"{doc_filter.name}.{note}")
+    return Measurement(after, pl.DataFrame(list(values.values())), counts, pl.DataFrame(list(notes.values())))
 
 
 def _unjudged(n: int) -> tuple[pl.Series, pl.Series, pl.Series]:
@@ -255,6 +261,7 @@ def select(measured: Measurement, rows: np.ndarray) -> Measurement:
         measured.docs[take],
         measured.values[take] if measured.values.width else measured.values,
         {name: series.gather(take) for name, series in measured.counts.items()},
+        measured.notes[take] if measured.notes.width else measured.notes,
     )
 
 
@@ -281,12 +288,13 @@ def measure_groups(docs: pl.DataFrame, groups: list[tuple[np.ndarray, list[DocFi
             parts.append((rows, _memoized(_measure_group, docs, rows, filters, first, outputs)))
     after = _in_order([_rows_of(m.docs, rows) for rows, m in parts])
     values = _in_order([_rows_of(m.values, rows) for rows, m in parts])
+    notes = _in_order([_rows_of(m.notes, rows) for rows, m in parts])
     counts: dict[str, pl.Series] = {}
     for rows, m in parts:
         for name, series in m.counts.items():
             total = counts.get(name, pl.Series(name, np.zeros(docs.height, dtype=np.int64)))
             counts[name] = total.scatter(rows, series.cast(total.dtype))
-    return Measurement(after, values, counts)
+    return Measurement(after, values, counts, notes)
 
 
 def measures_alike(a: DocFilter, b: DocFilter) -> bool:
@@ -321,13 +329,15 @@ def _taken(output: FilterOutput, take: pl.Series, rewrite: bool) -> FilterOutput
     """A filter's output at the rows ``take``: its measures, and with ``rewrite`` its rewrite,
     counts and added columns."""
     measures = output.measures[take] if output.measures.width else output.measures
+    notes = {name: series.gather(take) for name, series in output.notes.items()}
     if not rewrite:
-        return FilterOutput(measures=measures)
+        return FilterOutput(measures=measures, notes=notes)
     return FilterOutput(
         measures=measures,
         text=None if output.text is None else output.text.gather(take),
         counts={name: series.gather(take) for name, series in output.counts.items()},
         columns={name: series.gather(take) for name, series in output.columns.items()},
+        notes=notes,
     )
 
 
@@ -393,6 +403,7 @@ def apply_filters(docs: pl.DataFrame, filters: list[DocFilter], stage: str = STA
 MEASURE = "measure:"  # measure:<filter>.<measure>, Float64
 COUNT = "count:"  # count:<name>, a rewrite's count per document
 COLUMN = "column:"  # column:<name>, a column the filters added to (or changed in) the documents
+NOTE = "note:"  # note:<filter>.<note>, String: why a rule fired, where a number cannot say (a list entry)
 TEXT = "text"  # the rewritten text, null where unchanged ...
 TEXT_CHANGED = "text_changed"  # ... as this says
 
@@ -414,6 +425,7 @@ def to_attributes(docs: pl.DataFrame, measured: Measurement) -> pl.DataFrame:
             docs["id"],
             *(measured.values[c].alias(MEASURE + c) for c in measured.values.columns),
             *(series.alias(COUNT + name) for name, series in measured.counts.items()),
+            *(measured.notes[c].alias(NOTE + c) for c in measured.notes.columns),
             changed,
             pl.select(pl.when(changed).then(after["text"])).to_series().alias(TEXT).cast(pl.String),
             *added,
@@ -440,4 +452,5 @@ def from_attributes(docs: pl.DataFrame, attributes: pl.DataFrame) -> Measurement
         if column.startswith(COUNT):
             name = column.removeprefix(COUNT)
             counts[name] = attributes[column].alias(name)
-    return Measurement(after, pl.DataFrame(values), counts)
+    notes = [attributes[c].alias(c.removeprefix(NOTE)) for c in attributes.columns if c.startswith(NOTE)]
+    return Measurement(after, pl.DataFrame(values), counts, pl.DataFrame(notes))

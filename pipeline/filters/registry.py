@@ -9,6 +9,8 @@ from pipeline.filters.heuristics import HEURISTIC_FILTERS
 from pipeline.filters.perplexity import KenLMPerplexity
 from pipeline.filters.pii import PIIScrubber
 from pipeline.filters.quality import QualityFilter
+from pipeline.filters.urls import URLBlocklist
+from pipeline.filters.wordlists import C4BadWords
 
 
 class _Filters(dict):
@@ -36,6 +38,8 @@ FILTERS: dict[str, type] = _Filters(
         "classifier": FastTextClassifier,
         # CCNet's perplexity under the user's KenLM models, per language (needs curate[kenlm])
         "perplexity": KenLMPerplexity,
+        "c4_badwords": C4BadWords,  # needs params.c4_badwords.lists: the user's word lists
+        "url_blocklist": URLBlocklist,  # needs domains, urls or substrings: the user's URL lists
     }
 )
 
@@ -43,6 +47,12 @@ FILTERS: dict[str, type] = _Filters(
 def filter_parameters(name: str) -> list[str]:
     """The threshold and option names a filter's constructor takes."""
     return [p for p in inspect.signature(FILTERS[name]).parameters if p != "name"]
+
+
+def filter_notes(name: str) -> tuple[str, ...]:
+    """The notes a filter records beside its measures (``FilterOutput.notes``: the list entry a
+    document matched), as its class names them in ``notes``; none for most filters."""
+    return tuple(getattr(FILTERS.get(name), "notes", ()))
 
 
 def build_filters(names: list[str], params: dict[str, dict]) -> list:

@@ -78,6 +78,10 @@ class FilterOutput:
     # Per-document values to keep as columns of the output documents (e.g. quality_score, which
     # dedup's keep rule "quality" reads).
     columns: dict[str, pl.Series] = field(default_factory=dict)
+    # Per-document strings that say why a rule fired where a number cannot (the list entry a
+    # document matched): stored with the measures, shown by the report and inspect, never
+    # added to the documents. Null where there is nothing to say.
+    notes: dict[str, pl.Series] = field(default_factory=dict)
 
 
 class DocFilter(Protocol):

@@ -39,23 +39,28 @@ def named_files(stage: str, config: RunConfig) -> dict[str, list[Path]]:
     return named
 
 
-def _path_values(filters: list[str], params: dict[str, dict]) -> dict[str, Path]:
-    """Each path the filters' parameters give, by ``<filter>.<key>`` (``<filter>.<key>.<code>``
-    for a table of models by language)."""
+def _path_values(filters: list[str], params: dict[str, dict]) -> dict[str, list[Path]]:
+    """The paths each of the filters' path parameters gives, by ``<filter>.<key>``
+    (``<filter>.<key>.<code>`` for a table of paths by language)."""
     paths = {}
     for name in filters:
         for key in sorted(filter_path_parameters(name)):
             value = params.get(name, {}).get(key)
             if isinstance(value, dict):
-                paths |= {f"{name}.{key}.{code}": Path(each) for code, each in sorted(value.items())}
+                paths |= {f"{name}.{key}.{code}": [Path(each)] for code, each in sorted(value.items())}
+            elif isinstance(value, list):
+                paths[f"{name}.{key}"] = [Path(each) for each in value]
             elif value is not None:
-                paths[f"{name}.{key}"] = Path(value)
+                paths[f"{name}.{key}"] = [Path(value)]
     return paths
 
 
-def _files(path: Path) -> list[Path]:
-    """The files a path parameter names: the file, or the files in the folder."""
-    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+def _files(paths: list[Path]) -> list[Path]:
+    """The files path parameters name: each file, or the files of each folder and its subfolders
+    (UT1's URL lists are a folder per category)."""
+    files = []
+    for path in paths:
+        files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     return [p for p in files if p.is_file()]
 
 

@@ -11,6 +11,7 @@ import polars as pl
 
 from pipeline.config import FilterConfig, RunConfig
 from pipeline.filters.engine import (
+    NOTE,
     apply_filters,
     attribute_columns,
     decide,
@@ -20,7 +21,7 @@ from pipeline.filters.engine import (
     measure_groups,
     to_attributes,
 )
-from pipeline.filters.registry import build_filters
+from pipeline.filters.registry import build_filters, filter_notes
 from pipeline.filters.scope import Scope
 from pipeline.formats.documents import StageDir, licence_series
 from pipeline.formats.langcodes import lang_languages, parse_lang
@@ -157,6 +158,39 @@ def filter_settings_step(settings: FilterConfig, attributes: UnitAttributes | No
     step = scoped(chain, settings.scope())
     rule = settings.licence_rule()
     return step if rule is None else licence_step(rule, step, "filter")
+
+
+class KeptMeasurements:
+    """A :class:`FilterChain`'s ``attributes`` that reads nothing back and keeps each batch's
+    measurements on the result (``StepResult.attributes``), for a caller outside a run that
+    wants the filters' notes (:func:`with_matches`)."""
+
+    required: set[str] = set()
+
+    def rows(self, docs: pl.DataFrame) -> None:
+        return None
+
+
+def records_notes(settings: FilterConfig) -> bool:
+    """Whether a filter of the stage or of a language records notes (the word and URL lists)."""
+    names = [*settings.filters, *(n for code in settings.languages() for n in settings.for_lang(code)[0])]
+    return any(filter_notes(name) for name in names)
+
+
+def with_matches(removed: pl.DataFrame, measured: pl.DataFrame | None) -> pl.DataFrame:
+    """``removed`` with a ``match`` column: the note of the filter whose rule removed each
+    document (the list entry it matched), from its measurements ``measured`` (to_attributes'
+    frame); null where that filter noted nothing."""
+    notes = [c for c in (measured.columns if measured is not None else []) if c.startswith(NOTE)]
+    match = pl.Series("match", [None] * removed.height, dtype=pl.String)
+    if not notes or not removed.height:
+        return removed.with_columns(match)
+    found = removed.select("id").join(measured.select("id", *notes), on="id", how="left", maintain_order="left")
+    owner = removed["rule"].str.split(".").list.first()
+    for column in notes:
+        mine = (owner == column.removeprefix(NOTE).split(".", 1)[0]) & match.is_null()
+        match = pl.select(pl.when(mine).then(found[column]).otherwise(match)).to_series().alias("match")
+    return removed.with_columns(match)
 
 
 def unit_attributes(stage_name: str, stage: StageDir, in_path: Path, config: RunConfig) -> UnitAttributes | None:

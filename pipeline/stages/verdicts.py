@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 
 from pipeline.config import FilterConfig
-from pipeline.filters.engine import COLUMN, COUNT, MEASURE, TEXT, TEXT_CHANGED, from_attributes, judge, measure
-from pipeline.filters.registry import build_filters
+from pipeline.filters.engine import COLUMN, COUNT, MEASURE, NOTE, TEXT, TEXT_CHANGED, from_attributes, judge, measure
+from pipeline.filters.registry import FILTERS, build_filters, filter_notes
 from pipeline.formats.langcodes import lang_languages, parse_lang
 from pipeline.formats.step import Rule
 from pipeline.io.storage import scan_parquet
@@ -44,6 +44,8 @@ class Verdicts:
     settings: pl.Series  # the by_lang code (or built-in profile) whose settings judged it; null: the stage's
     found: pl.Series  # STORED or MEASURED
     errors: list[str] = field(default_factory=list)  # filters that could not be built
+    # The filters' notes (``<filter>.<note>``: the list entry a document matched), String, null: none.
+    notes: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def settings_key(settings: FilterConfig, lang: pl.Series) -> pl.Series:
@@ -100,7 +102,7 @@ def _measurement(docs: pl.DataFrame, stored: pl.DataFrame | None, filters: list)
     if stored is not None and all(c in stored.columns for c in _needed(filters)):
         rows = docs.select("id").join(stored, on="id", how="left", maintain_order="left")
         if TEXT_CHANGED in rows.columns and rows[TEXT_CHANGED].null_count() == 0:  # every document stored
-            kept = [c for c in rows.columns if c == "id" or c.startswith((MEASURE, COLUMN, COUNT, TEXT))]
+            kept = [c for c in rows.columns if c == "id" or c.startswith((MEASURE, COLUMN, COUNT, NOTE, TEXT))]
             return from_attributes(docs, rows.select(kept)), STORED
     return measure(docs, filters), MEASURED
 
@@ -132,6 +134,8 @@ def _judged_group(group: pl.DataFrame, stored, filters: list, rows: np.ndarray, 
         ("found", pl.Series([how] * group.height), pl.String),
     ):
         out.put(name, rows, series, dtype)
+    for name in measured.notes.columns:
+        out.put(f"note|{name}", rows, measured.notes[name], pl.String)
     for f in filters:
         for r in f.rules():
             values = measured.values[f"{f.name}.{r.measure}"].cast(pl.Float64)
@@ -182,7 +186,33 @@ def filter_verdicts(run: RunFiles, docs: pl.DataFrame, settings: FilterConfig | 
         settings=keys.alias("settings"),
         found=out.get("found", pl.String),
         errors=errors,
+        notes=pl.DataFrame([s.alias(k.removeprefix("note|")) for k, s in out.series.items() if k.startswith("note|")]),
     )
+
+
+def removal_notes(run: RunFiles, removed: pl.DataFrame) -> dict[str, str]:
+    """What the filters noted on the documents of the filter stage's ``removed`` rows (``id``,
+    ``rule``) whose rule's filter records notes (:func:`pipeline.filters.registry.filter_notes`:
+    the list entry a document matched), by id, as the run stored them (measured again where it
+    stored none); documents with nothing noted are left out."""
+    config, previous = run.config, run.previous("filter")
+    noted = [name for name in FILTERS if filter_notes(name)]
+    if config is None or previous is None or not removed.height:
+        return {}
+    rows = removed.filter(pl.col("rule").str.split(".").list.first().is_in(noted))
+    if not rows.height:
+        return {}
+    docs = run.docs_by_id(previous, rows["id"].to_list())
+    verdicts = filter_verdicts(run, docs, config.filter)
+    rule_of = dict(zip(rows["id"].to_list(), rows["rule"].to_list()))
+    found = {}
+    for i, doc_id in enumerate(docs["id"].to_list()):
+        owner = rule_of[doc_id].split(".", 1)[0]
+        names = [f"{owner}.{note}" for note in filter_notes(owner)]
+        said = [verdicts.notes[n][i] for n in names if n in verdicts.notes.columns and verdicts.notes[n][i] is not None]
+        if said:
+            found[doc_id] = "; ".join(said)
+    return found
 
 
 def document_texts(run: RunFiles, doc_id: str) -> list[dict] | None:

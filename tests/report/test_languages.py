@@ -93,6 +93,10 @@ def test_rules_that_remove_by_choice_are_not_flagged():
         "dedup": _stage("dedup", {"en": (10, {}), "fr": (10, {"dedup.exact_duplicate": 6})}),
     }
     assert unfair_rules(_typed(stats)) == []
+    # the word and URL lists: entries the user chose, per language for the words
+    lists = {"c4_badwords.listed_word": 6, "url_blocklist.domain": 0}
+    stats = {"filter": _stage("filter", {"en": (10, {}), "fr": (10, lists), "de": (10, {"url_blocklist.url": 6})})}
+    assert unfair_rules(_typed(stats)) == []
 
 
 def test_content_flags_and_the_stages_that_do_not_judge_text_are_not_flagged():

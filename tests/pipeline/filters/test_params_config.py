@@ -41,7 +41,7 @@ def _kind(hint) -> str:
     union = typing.get_origin(hint) in (typing.Union, types.UnionType)
     options = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
     if Path in options:
-        return "path"
+        return "paths by language" if any(typing.get_origin(o) is Mapping for o in options) else "path"
     base = options[0]
     if typing.get_origin(base) is typing.Annotated:
         base = typing.get_args(base)[0]
@@ -73,6 +73,7 @@ FORMS = {
     "paths by language": ('KEY = { de = "MODEL" }', lambda held: Path(held["de"]).name == "model.bin"),
     "numbers by language": ("KEY = { de = [3.0, 7.0] }", lambda held: held["de"] == (3.0, 7.0)),
     "choice": ('KEY = "CHOICE"', None),  # the last of the choices
+    "language code": ('KEY = "de"', lambda held: held == "de"),
 }
 
 PARAMETERS = [(name, key) for name in FILTERS for key in filter_parameters(name)]
@@ -83,6 +84,8 @@ def test_every_filter_parameter_is_set_from_toml_as_the_docs_show_and_reaches_th
     tmp_path, monkeypatch, name, key
 ):
     kind = _kind(_parameter_hints(name)[key])
+    if kind == "string" and key.endswith("lang"):  # a string that names a language
+        kind = "language code"
     line, holds = FORMS[kind]
     if kind == "choice":
         hint = _parameter_hints(name)[key]
@@ -112,6 +115,8 @@ def test_every_filter_parameter_is_set_from_toml_as_the_docs_show_and_reaches_th
         table.append("cutoffs = { en = [1.0, 2.0] }")
     if name == "perplexity" and key == "tail_percentile":  # above the head's
         table.append("head_percentile = 0.1")
+    if name == "c4_badwords" and key != "lists":
+        table.append(f'lists = {{ en = "{model}" }}')
     table.append(line.replace("KEY", key).replace("NOT", str(not default).lower()).replace("MODEL", str(model)))
     config = _config(tmp_path, "\n".join(table) + "\n")
     (built,) = build_filters(config.filter.filters, config.filter.params)
@@ -123,6 +128,7 @@ def test_the_config_reference_shows_each_form_of_a_parameter():
     examples = ["min_words = 50", "filter_javascript = false", 'bullets = ["•", "-"]', 'model = "']
     examples += ["dup_ngram_char_frac = { 5 = 0.15", "dup_5gram_char_frac = 0.15", 'stop_words = { en = ["']
     examples += ['models = { en = "']
+    examples += ['lists = { en = "', 'default_lang = "en"']
     for example in examples:
         assert example in DOCS, example
 

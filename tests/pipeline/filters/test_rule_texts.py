@@ -15,6 +15,13 @@ from report.console import _rules_table
 
 
 def _rules(name: str, monkeypatch, tmp_path) -> list:
+    if name == "c4_badwords":
+        (tmp_path / "en.txt").write_text("word\n")
+        return FILTERS[name](lists={"en": tmp_path / "en.txt"}).rules()
+    if name == "url_blocklist":
+        (tmp_path / "domains").write_text("example.com\n")
+        (tmp_path / "urls").write_text("example.com/a\n")
+        return FILTERS[name](domains=tmp_path / "domains", urls=tmp_path / "urls", substrings=["x"]).rules()
     if name == "perplexity":
         monkeypatch.setattr(perplexity, "check_kenlm_file", lambda path, what: None)
         (tmp_path / "en.arpa").write_bytes(b"model")
