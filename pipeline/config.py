@@ -715,6 +715,21 @@ class DedupConfig(_Strict):
     keep: Literal["first", "longest", "quality"] = "first"
     # Documents with the same normalized URL are duplicates too (pipeline.dedup.urls has the rules).
     url: bool = False
+    # A dedup index (`curate index add`): its documents count as kept, and a duplicate of one is
+    # removed (dedup.in_index). A local folder or an fsspec URL.
+    index: Path | str | None = None
+
+    @field_validator("index", mode="before")
+    @classmethod
+    def _index(cls, value):
+        from pipeline.io.storage import is_local, location
+
+        if value is None:
+            return None
+        if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+            raise ValueError("give the folder of a dedup index (`curate index add`), or leave index out")
+        path = location(expand_path(value))
+        return path if is_local(path) else str(value)
 
     def minhash_params(self):
         from pipeline.dedup.minhash import MinHashParams
@@ -1202,6 +1217,20 @@ def check_files(config: RunConfig) -> None:
     if config.mix.enabled and config.tokenize.enabled:
         for path in config.mix.exclude:
             _check_texts_file(Path(path))
+    if config.dedup.enabled and config.dedup.index is not None:
+        _check_dedup_index(config.dedup)
+
+
+def _check_dedup_index(settings: DedupConfig) -> None:
+    """The index exists and was made with the run's MinHash settings."""
+    from pipeline.dedup.index import DedupIndex, DedupIndexError, check_settings, index_settings
+
+    try:
+        check_settings(
+            DedupIndex(settings.index).opened(), index_settings(settings.minhash_params().to_dict()), "this run"
+        )
+    except DedupIndexError as error:
+        raise ConfigError(f"dedup.index: {error}") from None
 
 
 def _check_texts_file(path: Path) -> None:

@@ -381,7 +381,12 @@ def dedup_step(clusters: pl.DataFrame, threshold: float, shard: int | None = Non
     """The step that applies the clusters to batches of documents (see ``pipeline.stages.shard``): it
     removes every document that is in a cluster and not kept, matched by id, with its rule,
     Jaccard similarity and threshold; pass ``shard`` to hold only that shard's removals."""
-    removal = removals(clusters, threshold, shard)
+    return removal_step(removals(clusters, threshold, shard))
+
+
+def removal_step(removal: pl.DataFrame) -> Step:
+    """The step that removes the documents of ``removal`` (``id, rule, value, threshold``, as
+    :func:`removals` gives), matched by id, and counts each rule that fired."""
 
     def step(docs: pl.DataFrame) -> StepResult:
         found = docs.select(pl.col("id").cast(pl.String)).join(removal, on="id", how="left", maintain_order="left")

@@ -14,6 +14,9 @@ layout's one owner, as :class:`pipeline.formats.documents.RunLayout` is the run'
     components/labelled/group-<G>/from-<U>.parquet   the labels sent to a group
     components/home/home-<H>/from-<G>.parquet the members with the keep rule's columns, per home
     members/group-<G>/from-<H>.parquet        the members of group G, with their kept document
+    index/pairs/group-<G>/part-<P>.parquet    with a dedup index: candidate pairs (a document of
+                                              group G, an indexed one) from partition P
+    index/measured/first-<G>.parquet          group G's documents matched in the index
 
 Work made under another layout is redone, not reused: :data:`WORK_FORMAT` names this one and is
 part of what the stage records it made the folder from.
@@ -146,6 +149,10 @@ class DedupWork:
     def routed(self, name: str) -> PassFolders:
         """The folders of pass ``name`` (:data:`VERIFY` or :data:`SIMILARITY`)."""
         return PassFolders(self.root / name)
+
+    def against_index(self) -> PassFolders:
+        """The pass against a dedup index (``pipeline.dedup.indexed``): pairs and matches by group."""
+        return PassFolders(self.root / "index")
 
     @property
     def components(self) -> ComponentsFolders:

@@ -22,9 +22,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipeline.config import RunConfig
-from pipeline.dedup.clusters import KeepRule, dedup_step, largest_clusters
+from pipeline.config import ConfigError, RunConfig
+from pipeline.dedup.clusters import KeepRule, largest_clusters, removal_step, removals
 from pipeline.dedup.engine import find_duplicates, fits_one_unit, partitions_for
+from pipeline.dedup.index import DedupIndex, DedupIndexError, IndexView, check_settings, index_settings
+from pipeline.dedup.indexed import in_index_removals, match_index
 from pipeline.dedup.layout import WORK_FORMAT, DedupWork, LinesWork
 from pipeline.dedup.lines import RepeatedLines, frequent_lines, line_counts_for_shard, line_partitions_for
 from pipeline.dedup.lsh import SHARD_BITS
@@ -58,14 +60,21 @@ class RemoveJob:
     clusters: Path
     threshold: float
     batch_docs: int
+    matches: Path | None = None  # the index matches table, with a dedup index
 
 
 def remove_duplicates(job: RemoveJob) -> dict:
-    """The shard's documents less its duplicates (its rows of the clusters table only:
-    ``doc = shard << SHARD_BITS | row``), and its removed records: the stage's part record."""
+    """The shard's documents less its duplicates (its rows of the clusters table, and of the index
+    matches table with an index, only: ``doc = shard << SHARD_BITS | row``), and its removed
+    records: the stage's part record. A document matched in the index is removed as that."""
     lo, hi = job.shard << SHARD_BITS, ((job.shard + 1) << SHARD_BITS) - 1
     mine = scan_parquet([job.clusters]).filter(pl.col("doc").is_between(lo, hi)).collect()
-    return shard_unit(STAGE, job.in_path, job.stage, dedup_step(mine, job.threshold, shard=job.shard), job.batch_docs)
+    removal = removals(mine, job.threshold, shard=job.shard)
+    if job.matches is not None:
+        matched = scan_parquet([job.matches]).filter(pl.col("doc").is_between(lo, hi)).collect()
+        indexed = in_index_removals(matched, job.threshold)
+        removal = pl.concat([indexed, removal.join(indexed.select("id"), on="id", how="anti")])
+    return shard_unit(STAGE, job.in_path, job.stage, removal_step(removal), job.batch_docs)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,9 +101,14 @@ def _finding(previous: str, config: RunConfig, stage: StageDir, inputs: list, ru
     settings = config.dedup
     work = DedupWork(_work_folder(stage))
     clusters = stage.root / "clusters.parquet"
+    view = _index_view(settings)
     made_from = {**settings.model_dump(mode="json"), "work_format": WORK_FORMAT}
-    if reusable_work(stage, inputs, made_from) and clusters.exists():
+    if view is not None:  # a run added to the index since makes the finding again
+        made_from["index_runs"] = list(view.runs)
+    matches = _matches_path(stage)
+    if reusable_work(stage, inputs, made_from) and clusters.exists() and (view is None or matches.exists()):
         return read_json(work.finding)
+    matches.unlink(missing_ok=True)
     params = settings.minhash_params()
     documents = docs_handed_over(RunLayout(config.run_dir).stage(previous).stats)
     partitions = partitions_for(documents, params, settings.partitions)
@@ -114,9 +128,38 @@ def _finding(previous: str, config: RunConfig, stage: StageDir, inputs: list, ru
             inputs, work.root, params, partitions, settings.keep, clusters, run_units, most_units=settings.partitions
         )
     finding["partitions"] = partitions
+    if view is not None:
+        finding["index"] = match_index(
+            work.root,
+            view,
+            len(inputs),
+            partitions,
+            settings.threshold,
+            clusters,
+            matches,
+            run_units,
+            settings.partitions,
+        )
     write_json(finding, work.finding)
     mark_work_done(stage, inputs, made_from)
     return finding
+
+
+def _matches_path(stage: StageDir) -> Path:
+    return stage.root / "index_matches.parquet"
+
+
+def _index_view(settings) -> IndexView | None:
+    """What the run reads of its dedup index (None without one), its settings checked."""
+    if settings.index is None:
+        return None
+    index = DedupIndex(settings.index)
+    try:
+        manifest = index.opened()
+        check_settings(manifest, index_settings(settings.minhash_params().to_dict()), "this run")
+    except DedupIndexError as error:
+        raise ConfigError(f"dedup.index: {error}") from None
+    return IndexView.of(index, manifest)
 
 
 def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process) -> StageStats:
@@ -127,8 +170,9 @@ def run_dedup(previous: str, config: RunConfig, run_units: RunUnits = in_process
     inputs = stage_outputs(config.run_dir, previous)
     finding = _finding(previous, config, stage, inputs, run_units)
     clusters = stage.root / "clusters.parquet"
+    matches = _matches_path(stage) if config.dedup.index is not None else None
     jobs = [
-        RemoveJob(path, shard, stage, clusters, config.dedup.threshold, config.batch_docs)
+        RemoveJob(path, shard, stage, clusters, config.dedup.threshold, config.batch_docs, matches)
         for shard, path in enumerate(inputs)
     ]
     parts = in_blocks(run_units, STAGE, remove_duplicates, jobs)

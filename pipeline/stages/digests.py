@@ -8,7 +8,9 @@ import hashlib
 from pathlib import Path
 
 from pipeline.config import RunConfig, filter_path_parameters
+from pipeline.dedup.index import DedupIndex
 from pipeline.formats.manifest import config_record
+from pipeline.io.storage import is_local
 from pipeline.lang.model import lid_model_path
 from pipeline.stages.attributes import measuring_settings
 
@@ -17,7 +19,8 @@ def named_files(stage: str, config: RunConfig) -> dict[str, list[Path]]:
     """The files a stage loads whose contents its outputs depend on, by the config key that names
     them: the language-ID model (``lang.model``, or the default one it finds), each filter's
     path parameters (the quality model; a folder stands for the files in it), the tokenizer
-    (``tokenize.tokenizer``) and the exclusion lists (``mix.exclude``). A missing file is left out
+    (``tokenize.tokenizer``), the dedup index's manifest (``dedup.index``, local) and the exclusion
+    lists (``mix.exclude``). A missing file is left out
     (the run stops on it before any work, pipeline.config.check_files)."""
     named: dict[str, list[Path]] = {}
     if stage == "lang":
@@ -34,6 +37,10 @@ def named_files(stage: str, config: RunConfig) -> dict[str, list[Path]]:
                     named[f"filter.by_lang.{code}.params.{key}"] = _files(path)
     elif stage == "tokenize" and config.tokenize.tokenizer is not None:
         named["tokenize.tokenizer"] = [Path(config.tokenize.tokenizer)]
+    elif stage == "dedup" and config.dedup.index is not None and is_local(config.dedup.index):
+        # The index's manifest names the runs it holds: a run added to it redoes the stage.
+        manifest = DedupIndex(config.dedup.index).manifest_path
+        named["dedup.index"] = [manifest] if manifest.is_file() else []
     elif stage == "mix" and config.mix.exclude:
         named["mix.exclude"] = [Path(p) for p in config.mix.exclude if Path(p).is_file()]
     return named
