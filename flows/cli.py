@@ -1042,3 +1042,54 @@ def demo(
         build_demo_corpus(corpus_dir, docs=docs, seed=seed)
     _run(parse_config(demo_config(corpus_dir, run_dir, seed)), quiet, chosen, verbose)
     _done["ended"] = True
+
+
+index_app = typer.Typer(
+    help="A dedup index that outlives a run: a run with [dedup] index removes duplicates of its documents.",
+    no_args_is_help=True,
+)
+app.add_typer(index_app, name="index")
+
+
+@index_app.command("add")
+def index_add(
+    index: Path = typer.Argument(..., parser=_path("INDEX"), help="the index folder (made if new), or its URL"),
+    run_dir: Path = typer.Argument(..., parser=_path("RUN_DIR"), help="a finished run directory, or its URL"),
+    partitions: int | None = typer.Option(
+        None, "--partitions", min=1, help="band-key partitions of a new index (default: the run's dedup.partitions)"
+    ),
+) -> None:
+    """Add a finished run's curated documents to a dedup index: what its dedup stage stored of
+    them (exact hashes, band keys, shingle sets). Adding the same run again changes nothing."""
+    from pipeline.dedup.index import DedupIndexError
+    from pipeline.stages.index import add_to_index
+    from pipeline.stages.run import NotARunError, RunFileError
+
+    with _failing_on(DedupIndexError, NotARunError, RunFileError):
+        record = add_to_index(index, run_dir, partitions)
+    if record["added"]:
+        _say(console, f"added run {record['name']} to {index}: {record['docs']:,} documents")
+    else:
+        _say(console, f"{index} holds run {record['name']} already ({record['docs']:,} documents): nothing changed")
+
+
+@index_app.command("show")
+def index_show(
+    index: Path = typer.Argument(..., parser=_path("INDEX"), help="an index folder, or its URL"),
+    as_json: bool = typer.Option(False, "--json", help="print what the index holds as JSON"),
+) -> None:
+    """Say what a dedup index holds: its documents, runs, partitions and MinHash settings."""
+    from pipeline.dedup.index import DedupIndexError
+    from pipeline.stages.index import index_summary
+    from report.console import printable_json
+
+    with _failing_on(DedupIndexError):
+        found = index_summary(index)
+    if as_json:
+        typer.echo(printable_json(found))
+        return
+    settings = ", ".join(f"{k} {v}" for k, v in found["settings"].items())
+    _say(stdout, f"{index}: {found['docs']:,} documents of {len(found['runs'])} runs, {found['partitions']} partitions")
+    _say(stdout, f"settings: {settings}")
+    for run in found["runs"]:
+        _say(stdout, f"  {run['name']}: {run['docs']:,} documents ({run['source']}, key {run['key']})")

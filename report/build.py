@@ -24,6 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.dedup.clusters import RULE_EXACT, RULE_NEAR, RULE_URL
+from pipeline.dedup.indexed import RULE_IN_INDEX
 from pipeline.filters.engine import EMPTY_AFTER_REWRITE
 from pipeline.formats.documents import MIX_CAUSES, MIX_NEAR_ID, MIX_RULE, RunLayout
 from pipeline.formats.ledger import Ledger
@@ -657,6 +658,14 @@ def _dedup_stage(run: RunFiles) -> str:
         )
         + "</div>"
     )
+    if finding.get("index"):
+        index = finding["index"]
+        out.append(
+            f'<p class="note">Against the dedup index {esc(index["path"])} ({fmt(index["indexed_docs"])} '
+            f"documents of {fmt(index['runs'])} runs): {num(index['removed'], 'dedup.dedup.index.removed')} "
+            f"documents removed as in the index, {fmt(index['through_clusters'])} of them the kept document "
+            "of a cluster that met it.</p>"
+        )
     if config is not None:
         settings = config.dedup
         bands = finding.get("bands_rows")
@@ -677,6 +686,7 @@ def _dedup_stage(run: RunFiles) -> str:
                 (RULE_EXACT, "same normalized text as the kept document"),
                 (RULE_NEAR, "near-duplicate of the kept document"),
                 *([(RULE_URL, "same normalized URL as the kept document")] if config and config.dedup.url else []),
+                (RULE_IN_INDEX, "duplicate of a document of the dedup index"),
             ],
         )
     )

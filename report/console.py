@@ -391,7 +391,20 @@ def _rules_table(flt: dict) -> Table:
     return rules
 
 
+def _print_in_index(out: Console, found: dict) -> None:
+    via = f", through {found['via_id']} of its cluster" if found.get("via_id") else ""
+    say(
+        out,
+        f"dedup: removed as in the index: {'an exact' if found['exact'] else 'a near'} duplicate of "
+        f"{found['matched_id']} of run {found['matched_run']} (Jaccard {_value(found['jaccard'], 3)}{via})",
+    )
+
+
 def _print_dedup(out: Console, dedup: dict) -> None:
+    if dedup.get("in_index"):
+        _print_in_index(out, dedup["in_index"])
+        if not dedup.get("in_cluster"):
+            return
     if not dedup.get("in_cluster"):
         say(out, "dedup: unique (in no duplicate cluster)")
         return

@@ -491,9 +491,23 @@ def _filter(run: RunFiles, entered: dict, kept: dict | None, removed: dict | Non
     return out
 
 
+def _in_index(run: RunFiles, doc_id: str) -> dict | None:
+    """The indexed document this one duplicates, when dedup removed it as in its index."""
+    matches = run.index_matches()
+    hit = matches.filter(pl.col("id") == doc_id) if matches is not None else None
+    if hit is None or not hit.height:
+        return None
+    row = hit.row(0, named=True)
+    keys = ("matched_id", "matched_run", "jaccard", "exact", "via_id")
+    return {key: _plain(row[key]) for key in keys}
+
+
 def _dedup(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None) -> dict:
     clusters = run.clusters()
     out: dict = {"in_cluster": False}
+    in_index = _in_index(run, entered["id"])
+    if in_index is not None:
+        out["in_index"] = in_index
     if clusters is None:
         return out
     hit = clusters.filter(pl.col("id") == entered["id"])

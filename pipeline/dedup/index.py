@@ -242,6 +242,18 @@ def _remove_folder(folder: AnyPath) -> None:
         folder.fs.rm(folder.path, recursive=True)
 
 
+def _check_new_folder(index: DedupIndex) -> None:
+    """A new index goes into a new or empty folder (or one an add began): never among others' files."""
+    if index.root.exists() and not index.root.is_dir():
+        raise DedupIndexError(f"{index.root} is a file; give a folder for the dedup index")
+    found = sorted(p.name for p in index.root.iterdir()) if index.root.exists() else []
+    foreign = [name for name in found if name not in ("docs", "bands", "pending")]
+    if foreign:
+        raise DedupIndexError(
+            f"{index.root} holds {foreign[0]} and no index.json; give a new or empty folder for the dedup index"
+        )
+
+
 def add_run(
     index: DedupIndex,
     run: dict,
@@ -259,7 +271,10 @@ def add_run(
     settings = index_settings(read_params(shards[0].signatures))
     if partitions is None and index.pending(run["key"]).exists():
         partitions = read_json(index.pending(run["key"])).get("partitions")
-    manifest = index.manifest() or new_manifest(settings, partitions or default_partitions)
+    manifest = index.manifest()
+    if manifest is None:
+        _check_new_folder(index)
+        manifest = new_manifest(settings, partitions or default_partitions)
     check_settings(manifest, settings, f"run {run['name']}")
     held = next((r for r in manifest["runs"] if r["key"] == run["key"]), None)
     if held is not None:

@@ -316,6 +316,11 @@ class RunFiles:
         path = self.root / "dedup" / "clusters.parquet"
         return read_parquet(path) if path.is_file() else None
 
+    def index_matches(self) -> pl.DataFrame | None:
+        """The documents dedup removed as in its dedup index (pipeline.dedup.indexed)."""
+        path = self.root / "dedup" / "index_matches.parquet"
+        return read_parquet(path) if path.is_file() else None
+
     def mix_documents(self) -> pl.DataFrame | None:
         path = self.root / "mix" / "documents.parquet"
         return read_parquet(path) if path.is_file() else None
