@@ -45,7 +45,7 @@ from pipeline.dedup.jobs import Counted
 from pipeline.dedup.layout import FIRST, DedupWork
 from pipeline.dedup.lsh import ALL_PAIRS_BUCKET, EXACT_BAND, set_arrays, shard_of
 from pipeline.dedup.routed import route_pairs
-from pipeline.io.storage import parquet_file, parquet_files, read_parquet_counted, scan_parquet
+from pipeline.io.storage import parquet_file, parquet_files, read_parquet_counted, read_table_counted, scan_parquet
 from pipeline.io.writer import write_parquet
 
 RULE_IN_INDEX = f"{STAGE}.in_index"
@@ -73,7 +73,6 @@ _MATCHES = pl.DataFrame(
         )
     )
 )
-_BANDS = {"band": pl.Int16, "key": pl.UInt64, "doc": pl.Int64}
 
 
 @dataclass(frozen=True)
@@ -88,12 +87,61 @@ class IndexCandidatesJob:
     group_of: tuple[int, ...]
 
 
-def _band_rows(files: Sequence, modulus: int, unit: int) -> tuple[pl.DataFrame, int]:
-    """The band-key rows of ``files`` whose key is ``unit`` modulo ``modulus``, and the bytes read."""
-    frame, read = read_parquet_counted(list(files), ["band", "key", "doc"])
-    if frame is None:
-        return pl.DataFrame(schema=_BANDS), 0
-    return frame.filter(pl.col("key") % modulus == unit), read
+def _band_rows(files: Sequence, modulus: int, unit: int) -> tuple[tuple[np.ndarray, ...], int]:
+    """``(band, key, doc)`` of the band-key rows of ``files`` whose key is ``unit`` modulo
+    ``modulus``, and the bytes read."""
+    tables, read = [], 0
+    for path in files:
+        table, size = read_table_counted(path, ["band", "key", "doc"])
+        tables.append(table)
+        read += size
+    band, key, doc = (
+        np.concatenate([t.column(c).to_numpy() for t in tables]) if tables else np.zeros(0, dtype)
+        for c, dtype in (("band", np.int16), ("key", np.uint64), ("doc", np.int64))
+    )
+    mine = key % np.uint64(modulus) == np.uint64(unit)
+    return (band[mine], key[mine], doc[mine]), read
+
+
+def _band_key(band: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """One 64-bit key per (band, key): the key plus the band times an odd constant (wrapping). Two
+    rows of one band share it exactly when they share the key; rows of two bands that share it by
+    chance (about 2^-64 a pair) are only a candidate that verification drops, never exact."""
+    with np.errstate(over="ignore"):
+        return key + band.astype(np.int64).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+
+
+def band_pairs(run: tuple[np.ndarray, ...], index: tuple[np.ndarray, ...]) -> pl.DataFrame:
+    """``doc, indexed, exact``: each distinct pair of a run row and an index row of equal band and
+    key (the index's first :data:`INDEX_BUCKET` documents of a key), ``exact`` when both rows are
+    the exact hash's. One sort of each side's keys and a search of the run's in the index's."""
+    keys = _band_key(index[0], index[1])
+    # Stable: the rows of one band come in document order (pipeline.dedup.lsh.partition_band_keys,
+    # the files in block order), so each key's rows stay smallest document first.
+    order = np.argsort(keys, kind="stable")
+    keys, indexed, exact_index = keys[order], index[2][order], index[0][order] == EXACT_BAND
+    first = np.ones(len(keys), bool)  # a key's row past its first INDEX_BUCKET equals the one that far back
+    first[INDEX_BUCKET:] = keys[INDEX_BUCKET:] != keys[:-INDEX_BUCKET]
+    keys, indexed, exact_index = keys[first], indexed[first], exact_index[first]
+    wanted = _band_key(run[0], run[1])
+    order = np.argsort(wanted)  # sorted needles: the search walks the index's keys in order
+    wanted, docs, exact_run = wanted[order], run[2][order], run[0][order] == EXACT_BAND
+    lo = np.searchsorted(keys, wanted, "left")
+    hit = keys[np.minimum(lo, len(keys) - 1)] == wanted if len(keys) else np.zeros(len(wanted), bool)
+    wanted, docs, exact_run, lo = wanted[hit], docs[hit], exact_run[hit], lo[hit]
+    counts = np.searchsorted(keys, wanted, "right") - lo
+    total = int(counts.sum())
+    # Each run row's matches: positions lo .. lo + count - 1 of the sorted index rows.
+    positions = np.repeat(lo, counts) + np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    pairs = pl.DataFrame(
+        {
+            "doc": np.repeat(docs, counts),
+            "indexed": indexed[positions],
+            "exact": np.repeat(exact_run, counts) & exact_index[positions],
+        },
+        schema={"doc": pl.Int64, "indexed": pl.Int64, "exact": pl.Boolean},
+    )
+    return pairs.group_by("doc", "indexed").agg(pl.col("exact").any())
 
 
 def find_index_candidates(job: IndexCandidatesJob) -> Counted:
@@ -107,12 +155,7 @@ def find_index_candidates(job: IndexCandidatesJob) -> Counted:
     run_files = [f for p in run_parts for f in parquet_files(job.work.band_partition(p))]
     run, run_read = _band_rows(run_files, modulus, job.unit)
     index, index_read = _band_rows([f for q in index_parts for f in job.view.band_files[q]], modulus, job.unit)
-    index = index.sort("band", "key", "doc").filter(pl.int_range(pl.len()).over("band", "key") < INDEX_BUCKET)
-    pairs = (
-        run.join(index.rename({"doc": "indexed"}), on=["band", "key"])
-        .group_by("doc", "indexed")
-        .agg(exact=(pl.col("band") == EXACT_BAND).any())
-    )
+    pairs = band_pairs(run, index)
     route_pairs(
         pairs.select(doc_a="doc", doc_b="indexed", exact="exact"),
         job.work.against_index(),
