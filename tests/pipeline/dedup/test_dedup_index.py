@@ -206,3 +206,13 @@ def test_an_index_of_other_settings_is_refused(crawls, tmp_path):
     _run(tmp_path, "other", {"b.jsonl": crawls["b"][:20]}, num_perm=64)
     with pytest.raises(DedupIndexError, match="num_perm 128 in the index, 64 in run other"):
         add_to_index(crawls["index"], tmp_path / "other")
+
+
+def test_an_index_on_an_fsspec_file_system_gives_the_same_matches(crawls, tmp_path):
+    remote = "memory://dedup-index-test/index"
+    assert add_to_index(remote, crawls["tmp"] / "crawl-a", partitions=4)["docs"] == A_DOCS
+    _run(tmp_path, "crawl-b", {"b.jsonl": crawls["b"]}, index=remote)
+    here = pl.read_parquet(tmp_path / "crawl-b" / "dedup" / "index_matches.parquet")
+    local = pl.read_parquet(crawls["tmp"] / "crawl-b" / "dedup" / "index_matches.parquet")
+    assert here.height == EXACT + NEAR + 2 * CHAINS
+    assert here.equals(local)
