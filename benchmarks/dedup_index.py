@@ -30,7 +30,7 @@ holds what A kept); and, against the truth, the documents of B removed as in the
 is every B document whose exact Jaccard (5-word shingles, as the stage's) with an A document it
 kept reaches 0.8, from one sparse product (``benchmarks/dedup_stage.py``'s ``ground_truth``).
 Bytes each step read come from the findings. Sizes: ``python benchmarks/dedup_index.py A B``
-(``1000000 1000000``: a million documents each).
+(``1000000 1000000``: a million documents each); ``--repeats=N`` (default :data:`REPEATS`).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _vocabulary(rng: np.random.Generator) -> np.ndarray:
 def _texts(rng: np.random.Generator, words: np.ndarray, count: int) -> list[np.ndarray]:
     """``count`` documents as arrays of word numbers (Zipf, exponent 1.1, within the vocabulary)."""
     lengths = rng.integers(150, 400, count)
-    flat = (rng.zipf(1.1, int(lengths.sum())) - 1) % len(words)
+    flat = ((rng.zipf(1.1, int(lengths.sum())) - 1) % len(words)).astype(np.int32)
     return np.split(flat, np.cumsum(lengths)[:-1])
 
 
@@ -198,10 +198,11 @@ def main(argv: list[str]) -> None:
     docs = (sizes + [DOCS_A, DOCS_B][len(sizes) :])[:2]
     options = dict(x[2:].split("=", 1) for x in argv if x.startswith("--") and "=" in x)
     kind, workers = options.get("runner", "local"), int(options.get("workers", 2))
+    repeats = int(options.get("repeats", REPEATS))
     params = MinHashParams(threshold=THRESHOLD)
     work = Path(tempfile.mkdtemp(prefix="bench-dedup-index-"))
     try:
-        run_benchmark(work, docs[0], docs[1], params, kind, workers)
+        run_benchmark(work, docs[0], docs[1], params, kind, workers, repeats)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -224,7 +225,9 @@ def make_index(work: Path, a_shards: list[Path], params: MinHashParams, run_unit
     return a_dedup_s, index_add_s, removed
 
 
-def run_benchmark(work: Path, docs_a: int, docs_b: int, params: MinHashParams, kind: str, workers: int) -> None:
+def run_benchmark(
+    work: Path, docs_a: int, docs_b: int, params: MinHashParams, kind: str, workers: int, repeats: int
+) -> None:
     started = time.perf_counter()
     a_texts, b_texts = crawls(docs_a, docs_b)
     a_shards, b_shards = write_shards(a_texts, "a", work / "a"), write_shards(b_texts, "b", work / "b")
@@ -236,7 +239,7 @@ def run_benchmark(work: Path, docs_a: int, docs_b: int, params: MinHashParams, k
         view = IndexView.of(index, index.opened())
         sides = {"indexed": [], "together": []}
         results = {}
-        for repeat in range(REPEATS):
+        for repeat in range(repeats):
             for side in sides:
                 folder = work / f"{side}-{repeat}"
                 if side == "indexed":
