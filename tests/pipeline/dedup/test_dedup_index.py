@@ -216,3 +216,17 @@ def test_an_index_on_an_fsspec_file_system_gives_the_same_matches(crawls, tmp_pa
     local = pl.read_parquet(crawls["tmp"] / "crawl-b" / "dedup" / "index_matches.parquet")
     assert here.height == EXACT + NEAR + 2 * CHAINS
     assert here.equals(local)
+
+
+def test_a_run_added_to_the_index_redoes_the_dedup_stage(crawls, tmp_path):
+    from pipeline.stages.rerun import plan_run
+
+    index = tmp_path / "index"
+    add_to_index(index, crawls["tmp"] / "crawl-a")
+    config, stats = _run(tmp_path, "crawl-b", {"b.jsonl": crawls["b"][:40]}, index=str(index))
+    assert stats["dedup"]["dedup"]["index"]["runs"] == 1
+    assert {p.stage: p.action for p in plan_run(config).stages}["dedup"] == "kept"
+    _run(tmp_path, "crawl-c", {"c.jsonl": [{"id": "c1", "text": crawls["b"][0]["text"]}]})
+    add_to_index(index, tmp_path / "crawl-c")
+    plan = {p.stage: p for p in plan_run(config).stages}["dedup"]
+    assert plan.action == "reruns" and "dedup.index" in plan.why
