@@ -230,3 +230,24 @@ def test_a_run_added_to_the_index_redoes_the_dedup_stage(crawls, tmp_path):
     add_to_index(index, tmp_path / "crawl-c")
     plan = {p.stage: p for p in plan_run(config).stages}["dedup"]
     assert plan.action == "reruns" and "dedup.index" in plan.why
+
+
+@pytest.mark.parametrize("partitions", [3, 8])
+def test_the_matches_do_not_depend_on_the_partitions_of_either_side(crawls, tmp_path, partitions):
+    """Run partitions 3 against the index's 4 (units: the run's, each reading the index's
+    partitions that meet it, here all four filtered) and 8 (each reads one)."""
+    from pipeline.dedup.engine import find_duplicates
+    from pipeline.dedup.index import IndexView
+    from pipeline.dedup.indexed import match_index
+    from pipeline.dedup.minhash import MinHashParams
+    from pipeline.formats.manifest import stage_outputs
+
+    index = DedupIndex(crawls["index"])
+    view = IndexView.of(index, index.opened())
+    inputs = stage_outputs(crawls["tmp"] / "crawl-b", "source")
+    clusters = tmp_path / "clusters.parquet"
+    find_duplicates(inputs, tmp_path / "work", MinHashParams(threshold=THRESHOLD), partitions, "first", clusters)
+    found = match_index(tmp_path / "work", view, len(inputs), partitions, THRESHOLD, clusters, tmp_path / "m.parquet")
+    assert found["partitions"] == 4 and found["removed"] == EXACT + NEAR + 2 * CHAINS
+    local = pl.read_parquet(crawls["tmp"] / "crawl-b" / "dedup" / "index_matches.parquet")
+    assert pl.read_parquet(tmp_path / "m.parquet").equals(local)
