@@ -1089,7 +1089,8 @@ def index_show(
         typer.echo(printable_json(found))
         return
     settings = ", ".join(f"{k} {v}" for k, v in found["settings"].items())
-    _say(stdout, f"{index}: {found['docs']:,} documents of {len(found['runs'])} runs, {found['partitions']} partitions")
+    runs = f"{len(found['runs'])} run{'s' if len(found['runs']) != 1 else ''}"
+    _say(stdout, f"{index}: {found['docs']:,} documents of {runs}, {found['partitions']} band-key partitions")
     _say(stdout, f"settings: {settings}")
     for run in found["runs"]:
         _say(stdout, f"  {run['name']}: {run['docs']:,} documents ({run['source']}, key {run['key']})")

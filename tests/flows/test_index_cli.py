@@ -31,7 +31,7 @@ def test_index_add_show_and_inspect(runs):
     assert found["docs"] == 60 and [r["name"] for r in found["runs"]] == ["crawl-a"]
     assert found["settings"]["ngram"] == 5 and found["partitions"] == 8
     text = run_curate(["index", "show", "idx"], cwd=tmp)
-    assert text.stdout.splitlines()[0] == "idx: 60 documents of 1 runs, 8 partitions"
+    assert text.stdout.splitlines()[0] == "idx: 60 documents of 1 run, 8 band-key partitions"
 
     a_ids = {d["id"] for d in runs["a"]}
     copy = next(doc for doc, source in runs["copied"].items() if source in a_ids and doc.startswith("b"))
