@@ -251,3 +251,12 @@ def test_the_matches_do_not_depend_on_the_partitions_of_either_side(crawls, tmp_
     assert found["partitions"] == 4 and found["removed"] == EXACT + NEAR + 2 * CHAINS
     local = pl.read_parquet(crawls["tmp"] / "crawl-b" / "dedup" / "index_matches.parquet")
     assert pl.read_parquet(tmp_path / "m.parquet").equals(local)
+
+
+def test_an_index_of_exact_hashes_only_removes_the_exact_copies(crawls, tmp_path):
+    _run(tmp_path, "crawl-a", {"a.jsonl": crawls["a"]}, near=False)
+    add_to_index(tmp_path / "index", tmp_path / "crawl-a")
+    assert index_summary(tmp_path / "index")["settings"]["near"] is False
+    _run(tmp_path, "crawl-b", {"b.jsonl": crawls["b"]}, near=False, index=str(tmp_path / "index"))
+    matches = pl.read_parquet(tmp_path / "crawl-b" / "dedup" / "index_matches.parquet")
+    assert matches.height == EXACT and matches["exact"].all() and (matches["jaccard"] == 1.0).all()
