@@ -634,6 +634,16 @@ def _size_bins(sizes: list[int]) -> tuple[list[str], list[int]]:
     return labels, counts
 
 
+def _index_note(index: dict) -> str:
+    """What the run's dedup removed as in its dedup index (pipeline.dedup.indexed)."""
+    return (
+        f'<p class="note">Against the dedup index {esc(index["path"])} ({fmt(index["indexed_docs"])} '
+        f"documents of {fmt(index['runs'])} runs): {num(index['removed'], 'dedup.dedup.index.removed')} "
+        f"documents removed as in the index, {fmt(index['through_clusters'])} of them the kept document "
+        "of a cluster that met it.</p>"
+    )
+
+
 def _dedup_stage(run: RunFiles) -> str:
     stats = run.stats["dedup"]
     finding = stats.dedup or {}
@@ -659,13 +669,7 @@ def _dedup_stage(run: RunFiles) -> str:
         + "</div>"
     )
     if finding.get("index"):
-        index = finding["index"]
-        out.append(
-            f'<p class="note">Against the dedup index {esc(index["path"])} ({fmt(index["indexed_docs"])} '
-            f"documents of {fmt(index['runs'])} runs): {num(index['removed'], 'dedup.dedup.index.removed')} "
-            f"documents removed as in the index, {fmt(index['through_clusters'])} of them the kept document "
-            "of a cluster that met it.</p>"
-        )
+        out.append(_index_note(finding["index"]))
     if config is not None:
         settings = config.dedup
         bands = finding.get("bands_rows")
@@ -686,7 +690,7 @@ def _dedup_stage(run: RunFiles) -> str:
                 (RULE_EXACT, "same normalized text as the kept document"),
                 (RULE_NEAR, "near-duplicate of the kept document"),
                 *([(RULE_URL, "same normalized URL as the kept document")] if config and config.dedup.url else []),
-                (RULE_IN_INDEX, "duplicate of a document of the dedup index"),
+                *([(RULE_IN_INDEX, "duplicate of a document of the dedup index")] if finding.get("index") else []),
             ],
         )
     )
