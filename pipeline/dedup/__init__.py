@@ -43,6 +43,8 @@ Modules, in the order the data goes through them:
                 deduplicate_shards, the same in this process
     reference   the same clusters table in one process, in memory: what the tests hold the
                 engine to
+    index       the dedup index that outlives a run: its folder, manifest, and adding a run
+    indexed     a run's finding against an index: the documents it already holds, removed
     lines       repeated-line removal, staged the same way
     kernels, runs  compiled loops; runs of equal keys in sorted arrays
 """
