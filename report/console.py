@@ -391,11 +391,17 @@ def _rules_table(flt: dict) -> Table:
     return rules
 
 
+def _index_kind(found: dict) -> str:
+    if found["exact"]:
+        return "an exact"
+    return "a same-URL" if found.get("url") else "a near"
+
+
 def _print_in_index(out: Console, found: dict) -> None:
     via = f", through {found['via_id']} of its cluster" if found.get("via_id") else ""
     say(
         out,
-        f"dedup: removed as in the index: {'an exact' if found['exact'] else 'a near'} duplicate of "
+        f"dedup: removed as in the index: {_index_kind(found)} duplicate of "
         f"{found['matched_id']} of run {found['matched_run']} (Jaccard {_value(found['jaccard'], 3)}{via})",
     )
 

@@ -498,8 +498,8 @@ def _in_index(run: RunFiles, doc_id: str) -> dict | None:
     if hit is None or not hit.height:
         return None
     row = hit.row(0, named=True)
-    keys = ("matched_id", "matched_run", "jaccard", "exact", "via_id")
-    return {key: _plain(row[key]) for key in keys}
+    keys = ("matched_id", "matched_run", "jaccard", "exact", "url", "via_id")
+    return {key: _plain(row.get(key, False)) for key in keys}
 
 
 def _dedup(run: RunFiles, entered: dict, kept: dict | None, removed: dict | None) -> dict:

@@ -14,9 +14,9 @@ adding a run's documents.
     pending/<run key>.json                      the plan of an add not yet published
 
 The manifest holds the settings that decide signatures and band keys (:data:`SETTINGS_KEYS` and
-the normalization), the partitions, the key kinds (:data:`KEYS`), and each run: its key, name,
-source, first shard, shards, blocks and documents. A URL key joins as one more band
-(:data:`URL_BAND`) in the same band files, and ``"url"`` in ``keys``.
+the normalization), the partitions, the key kinds its band files hold (of :data:`KEYS`: a
+normalized URL's hash is one more band, ``pipeline.dedup.lsh.URL_BAND``, where the runs dedup
+by URL), and each run: its key, name, source, first shard, shards, blocks and documents.
 
 Adding writes every file of the run first (each one atomically), then the manifest, last and
 atomically: a reader sees a run only once the manifest names it, and reads only the files the
@@ -58,10 +58,10 @@ INDEX_FORMAT = "dedup-index/1"
 # The words and exact hash of pipeline.dedup.normalize: a change there makes other band keys.
 NORMALIZATION = "dedup.normalize/1"
 # What decides a document's band keys and shingle sets: an index is read only with these equal.
-SETTINGS_KEYS = ("ngram", "num_perm", "seed", "scheme", "shingle_hash", "bands", "rows", "exact", "near")
-# The kinds of key the band files hold. URL_BAND is kept for a normalized URL's hash.
-KEYS = ("exact", "near")
-URL_BAND = -2
+SETTINGS_KEYS = ("ngram", "num_perm", "seed", "scheme", "shingle_hash", "bands", "rows", "exact", "near", "url")
+# The kinds of key the band files can hold: the exact hash, the LSH bands, the normalized URL's
+# hash (pipeline.dedup.lsh.URL_BAND).
+KEYS = ("exact", "near", "url")
 # Shards per block of an add, as the stage's blocks: one band-key file per partition per block.
 SHARDS_PER_BLOCK = 16
 
@@ -73,7 +73,9 @@ class DedupIndexError(ValueError):
 def index_settings(params: dict) -> dict:
     """The settings of :data:`SETTINGS_KEYS` from a signature file's parameters
     (``MinHashParams.to_dict``), and the normalization."""
-    return {**{k: params.get(k) for k in SETTINGS_KEYS}, "normalization": NORMALIZATION}
+    settings = {k: params.get(k) for k in SETTINGS_KEYS}
+    settings["url"] = bool(params.get("url", False))  # MinHashParams.to_dict leaves a false url out
+    return {**settings, "normalization": NORMALIZATION}
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ def new_manifest(settings: dict, partitions: int) -> dict:
         "format": INDEX_FORMAT,
         "settings": settings,
         "partitions": partitions,
-        "keys": list(KEYS),
+        "keys": [k for k in KEYS if settings.get(k)],
         "runs": [],
         "docs": 0,
         "shards": 0,
@@ -318,6 +320,7 @@ class IndexView:
     run_of_shard: tuple[str, ...]
     runs: tuple[str, ...]
     docs: int
+    url: bool = False  # the band files hold URL keys, the signature files url_hash
 
     @classmethod
     def of(cls, index: DedupIndex, manifest: dict) -> IndexView:
@@ -337,6 +340,7 @@ class IndexView:
             tuple(n for _, n in shards),
             tuple(r["key"] for r in runs),
             manifest["docs"],
+            bool(manifest["settings"].get("url", False)),
         )
 
     def signatures_of(self, docs: np.ndarray) -> list[AnyPath]:

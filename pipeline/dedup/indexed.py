@@ -24,6 +24,8 @@ The index matches table (:data:`MATCHES_SCHEMA`, one row per document removed as
     matched_id        the indexed document it duplicates, ``matched_doc`` its number in the index,
     matched_run       and the run it came from
     jaccard, exact    exact Jaccard similarity of the two shingle sets; same normalized text
+    url               same normalized URL (an index and a run with URL dedup: a URL match is a
+                      match whatever its Jaccard, as within a run)
     via_id            null for a direct match; for a cluster's kept document, the member of its
                       cluster that matched the index
 """
@@ -62,6 +64,7 @@ MATCHES_SCHEMA = pa.schema(
         pa.field("matched_run", pa.string(), nullable=False),
         pa.field("jaccard", pa.float64(), nullable=False),
         pa.field("exact", pa.bool_(), nullable=False),
+        pa.field("url", pa.bool_(), nullable=False),
         pa.field("via_id", pa.string(), nullable=True),
     ]
 )
@@ -69,7 +72,7 @@ _MATCHES = pl.DataFrame(
     schema=dict(
         zip(
             MATCHES_SCHEMA.names,
-            [pl.String, pl.Int64, pl.String, pl.Int64, pl.String, pl.Float64, pl.Boolean, pl.String],
+            [pl.String, pl.Int64, pl.String, pl.Int64, pl.String, pl.Float64, pl.Boolean, pl.Boolean, pl.String],
         )
     )
 )
@@ -174,6 +177,18 @@ def _jaccard(run: ShingleLookup, index: ShingleLookup, docs: np.ndarray, indexed
     return jaccard_of_pairs(values, offsets, left_rows, right_rows, set_arrays(right.column("shingle_set")))
 
 
+def _same_url(run: ShingleLookup, index: ShingleLookup, docs: np.ndarray, indexed: np.ndarray) -> np.ndarray:
+    """Whether each pair (run document, indexed document) has one normalized URL (both hashes set
+    and equal; the signature files' ``url_hash``)."""
+
+    def hashes(lookup: ShingleLookup, wanted: np.ndarray) -> pl.Series:
+        table = lookup.rows(wanted, ["url_hash"])
+        at = np.searchsorted(table.column("doc").to_numpy(), wanted)
+        return pl.from_arrow(table.column("url_hash").take(pa.array(at)))
+
+    return (hashes(run, docs) == hashes(index, indexed)).fill_null(False).to_numpy()
+
+
 def _column(lookup: ShingleLookup, docs: np.ndarray, column: str) -> pl.Series:
     """``column`` of each of ``docs`` (in their order, repeats allowed)."""
     table = lookup.rows(docs, [column])
@@ -209,13 +224,15 @@ def match_in_index(job: IndexVerifyJob) -> Matched:
     pairs = pairs.group_by("doc_a", "doc_b").agg(pl.col("exact").any()).sort("doc_a", "doc_b")
     run = ShingleLookup([job.work.signatures(s) for s in job.shards])
     index = ShingleLookup(job.view.signatures_of(pairs["doc_b"].to_numpy()))
+    docs, indexed = pairs["doc_a"].to_numpy(), pairs["doc_b"].to_numpy()
     jaccard = np.ones(pairs.height)
     near = ~pairs["exact"].to_numpy()
     if near.any():
-        jaccard[near] = _jaccard(run, index, pairs["doc_a"].to_numpy()[near], pairs["doc_b"].to_numpy()[near])
+        jaccard[near] = _jaccard(run, index, docs[near], indexed[near])
+    url = _same_url(run, index, docs, indexed) if job.view.url else np.zeros(pairs.height, bool)
     best = (
-        pairs.with_columns(jaccard=pl.Series(jaccard))
-        .filter(pl.col("exact") | (pl.col("jaccard") >= job.threshold))
+        pairs.with_columns(jaccard=pl.Series(jaccard), url=pl.Series(url))
+        .filter(pl.col("exact") | pl.col("url") | (pl.col("jaccard") >= job.threshold))
         .sort(["doc_a", "exact", "jaccard", "doc_b"], descending=[False, True, True, False])
         .unique("doc_a", keep="first", maintain_order=True)
     )
@@ -229,6 +246,7 @@ def match_in_index(job: IndexVerifyJob) -> Matched:
             "matched_run": pl.Series(job.view.run_names(indexed), dtype=pl.String),
             "jaccard": best["jaccard"],
             "exact": best["exact"],
+            "url": best["url"],
             "via_id": pl.Series([None] * best.height, dtype=pl.String),
         }
     )
@@ -283,7 +301,9 @@ def finish_matches(job: IndexFinishJob) -> Finished:
         jaccard = np.ones(len(docs))
         if (~exact).any() and "shingle_set" in run.columns:
             jaccard[~exact] = _jaccard(run, index, docs[~exact], indexed[~exact])
-        through = through.with_columns(jaccard=pl.Series(jaccard), exact=pl.Series(exact)).select(_MATCHES.columns)
+        url = _same_url(run, index, docs, indexed) if job.view.url else np.zeros(len(docs), bool)
+        through = through.with_columns(jaccard=pl.Series(jaccard), exact=pl.Series(exact), url=pl.Series(url))
+        through = through.select(_MATCHES.columns)
         read += run.bytes_read + index.bytes_read
     else:
         through = _MATCHES
@@ -299,7 +319,11 @@ def in_index_removals(matches: pl.DataFrame, threshold: float) -> pl.DataFrame:
         pl.col("id").cast(pl.String),
         rule=pl.lit(RULE_IN_INDEX),
         value=pl.col("jaccard").cast(pl.Float64),
-        threshold=pl.when(pl.col("exact")).then(pl.lit(1.0)).otherwise(pl.lit(float(threshold))),
+        threshold=pl.when(pl.col("exact"))
+        .then(pl.lit(1.0))
+        .when(pl.col("url") & (pl.col("jaccard") < threshold))  # a URL match has no threshold
+        .then(pl.lit(None, pl.Float64))
+        .otherwise(pl.lit(float(threshold))),
     )
 
 

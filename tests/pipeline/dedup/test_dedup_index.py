@@ -7,6 +7,7 @@ over A and B together keeps."""
 from __future__ import annotations
 
 import filecmp
+import json
 import random
 import re
 
@@ -260,3 +261,52 @@ def test_an_index_of_exact_hashes_only_removes_the_exact_copies(crawls, tmp_path
     _run(tmp_path, "crawl-b", {"b.jsonl": crawls["b"]}, near=False, index=str(tmp_path / "index"))
     matches = pl.read_parquet(tmp_path / "crawl-b" / "dedup" / "index_matches.parquet")
     assert matches.height == EXACT and matches["exact"].all() and (matches["jaccard"] == 1.0).all()
+
+
+def test_url_dedup_reaches_the_index_and_an_index_without_urls_is_refused(tmp_path):
+    """With URL dedup on in both runs, a B document with the URL of a document A kept (whatever its
+    text) is removed as in the index, its match recorded as a URL one; an index of a run without URL
+    dedup refuses a run with it."""
+    rng = random.Random(5)
+    vocabulary = make_vocabulary(rng)
+    a = [
+        {"id": f"a{i}", "text": random_text(rng, vocabulary, 80), "url": f"https://site.example/{i}"} for i in range(20)
+    ]
+    b = [
+        {
+            "id": "b-same-url",
+            "text": random_text(rng, vocabulary, 80),
+            "url": "http://www.site.example/3/?utm_source=x",
+        },
+        {"id": "b-other-url", "text": random_text(rng, vocabulary, 80), "url": "https://site.example/99"},
+        {"id": "b-no-url", "text": random_text(rng, vocabulary, 80)},
+    ]
+
+    def run(name, rows, **dedup):
+        write_jsonl(tmp_path / f"{name}-in" / "in.jsonl", rows)
+        source = {"name": "web", "reader": "jsonl", "paths": [str(tmp_path / f"{name}-in")], "id_field": "id"}
+        config = parse_config(
+            {
+                "run_dir": str(tmp_path / name),
+                "sources": [{**source, "url_field": "url"}],
+                "lang": {"enabled": False},
+                "filter": {"enabled": False},
+                "tokenize": {"enabled": False},
+                "dedup": {"threshold": THRESHOLD, **dedup},
+            }
+        )
+        return curate_in_process(config)
+
+    run("a", a, url=True)
+    add_to_index(tmp_path / "index", tmp_path / "a")
+    assert json.loads((tmp_path / "index" / "index.json").read_text())["keys"] == ["exact", "near", "url"]
+    stats = run("b", b, url=True, index=str(tmp_path / "index"))
+    assert stats["dedup"]["removed"] == {RULE_IN_INDEX: 1}
+    matches = pl.read_parquet(tmp_path / "b" / "dedup" / "index_matches.parquet")
+    assert matches.select("id", "matched_id", "url", "exact").rows() == [("web/b-same-url", "web/a3", True, False)]
+    assert matches["jaccard"][0] < THRESHOLD  # matched by its URL alone
+
+    run("plain", a)
+    add_to_index(tmp_path / "plain-index", tmp_path / "plain")
+    with pytest.raises((ConfigError, DedupIndexError), match="url False in the index, True in"):
+        run("b2", b, url=True, index=str(tmp_path / "plain-index"))
