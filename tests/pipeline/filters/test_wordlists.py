@@ -178,7 +178,7 @@ def test_lists_in_a_table_expand_home_and_every_file_is_in_the_stage_identity(tm
     )
     assert config.filter.params["c4_badwords"]["lists"] == {"en": str(tmp_path / "en.txt")}
     assert named_files("filter", config) == {
-        "filter.params.c4_badwords.lists": [tmp_path / "en.txt"],
+        "filter.params.c4_badwords.lists.en": [tmp_path / "en.txt"],
         "filter.by_lang.de.params.c4_badwords.lists": [tmp_path / "lists" / "de.txt"],
     }
 
