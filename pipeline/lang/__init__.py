@@ -57,6 +57,7 @@ from pathlib import Path
 import fasttext
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline.formats.langcodes import UNDETERMINED, lang_languages
 from pipeline.formats.langcodes import language_of as _language
@@ -120,6 +121,7 @@ class LanguageIdentifier:
             raise ValueError(f"{path} is not a supervised fastText model (it has no labels)")
         self._codes = {label: normalize_label(label) for label in raw_labels}
         self.languages: tuple[str, ...] = tuple(self._codes.values())
+        self._compiled = _compiled_predictor(self._model, path)
 
     def prepare(self, texts: Sequence[str | None] | pl.Series) -> pl.Series:
         """The texts as the model sees them: the sample, newlines folded, nulls as ``""``."""
@@ -146,15 +148,12 @@ class LanguageIdentifier:
             return langs, scores
         if has_text.all():
             index = None
-            batch = prepared.to_list()
         else:
             index = np.flatnonzero(has_text.to_numpy())
-            batch = prepared.filter(has_text).to_list()
-        # One call for the whole batch: the list API loops in C++.
-        labels, probs = self._model.predict(batch, k=1)
-        codes = self._codes
-        top = [codes[label[0]] for label in labels]
-        top_scores = np.fromiter((p[0] for p in probs), dtype=np.float32, count=len(probs))
+        if self._compiled is not None:
+            top, top_scores = self._predict_compiled(prepared, index)
+        else:
+            top, top_scores = self._predict_fasttext(prepared if index is None else prepared.filter(has_text))
         np.clip(top_scores, 0.0, 1.0, out=top_scores)
         if index is None:
             return top, top_scores
@@ -162,6 +161,71 @@ class LanguageIdentifier:
             langs[i] = code
         scores[index] = top_scores
         return langs, scores
+
+    def _predict_fasttext(self, texts: pl.Series) -> tuple[list[str], np.ndarray]:
+        """fastText's top label and score of each prepared text. One call for the whole batch:
+        the list API loops in C++."""
+        labels, probs = self._model.predict(texts.to_list(), k=1)
+        codes = self._codes
+        top = [codes[label[0]] for label in labels]
+        return top, np.fromiter((p[0] for p in probs), dtype=np.float32, count=len(probs))
+
+    def _predict_compiled(self, texts: pl.Series, index: np.ndarray | None) -> tuple[list[str], np.ndarray]:
+        """:meth:`_predict_fasttext` of the texts at ``index`` (None: all), by
+        :mod:`pipeline.lang.kernels` (the same labels and scores)."""
+        data, offsets = utf8_buffers(texts)
+        rows = np.arange(len(texts), dtype=np.int64) if index is None else index.astype(np.int64)
+        labels, scores = self._compiled.predict(data, offsets, rows)
+        languages = self.languages
+        # fastText predicts nothing for a text with no input row (unreachable with lid.176, whose
+        # dictionary has the end-of-sentence token every text ends with)
+        return [languages[k] if k >= 0 else UNDETERMINED for k in labels.tolist()], scores
+
+
+def utf8_buffers(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of a string series (no nulls) and each text's offsets in them."""
+    array = texts.to_arrow()
+    array = (array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array).cast(pa.large_string())
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[array.offset : array.offset + len(array) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    return data, np.ascontiguousarray(offsets)
+
+
+# Texts the compiled prediction is checked on against fastText's when a model is loaded: scripts,
+# fastText's separators, a word that is the end-of-sentence token, a label-like word.
+_CHECK_TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Le renard brun saute par-dessus le chien paresseux, n'est-ce pas ?",
+    "Быстрая коричневая лиса прыгает через ленивую собаку.",
+    "敏捷的棕色狐狸跳过了懒狗。日本語のテキストも少し。",
+    "الثعلب البني السريع يقفز فوق الكلب الكسول",
+    "tab\tseparated\rwords\x0bwith\x0cevery\x00separator  and   spaces",
+    "words before </s> and after it",
+    "__label__en __label__xx mixed 123 ### !!! ... 🙂🙃 ok",
+    "x",
+]
+
+
+def _compiled_predictor(model, path: Path):
+    """:mod:`pipeline.lang.kernels`' predictor of the fastText ``model`` read from ``path``, or
+    None when that module cannot reproduce it (or, checked on a few texts, does not)."""
+    args = model.f.getArgs()
+    if not model.is_quantized() or args.qout or args.loss.name != "hs" or args.wordNgrams > 1 or args.maxn <= 0:
+        return None
+    from pipeline.lang import kernels  # numba loads with a model it serves, not with the config's imports
+
+    read = kernels.read_model(path)
+    if read is None or read.labels != list(model.get_labels()):
+        return None
+    predictor = kernels.Predictor(read)
+    texts = pl.Series(_CHECK_TEXTS)
+    data, offsets = utf8_buffers(texts)
+    labels, scores = predictor.predict(data, offsets, np.arange(len(texts), dtype=np.int64))
+    expected, probs = model.predict(_CHECK_TEXTS, k=1)
+    same = [read.labels[k] for k in labels.tolist()] == [e[0] for e in expected]
+    same = same and scores.tobytes() == np.array([p[0] for p in probs], dtype=np.float32).tobytes()
+    return predictor if same else None
 
 
 def identify_languages(docs: pl.DataFrame, identifier: LanguageIdentifier, text_column: str = "text") -> pl.DataFrame:
