@@ -45,15 +45,15 @@ def _mask_for(count):
 @numba.njit(cache=True, nogil=True, inline="always")
 def _tally(key, table_key, table_count, table_stamp, stamp, mask):
     """Count ``key`` in an open-addressing table whose live slots carry ``stamp`` (a slot of any
-    other stamp is free, so a new stamp empties the table at no cost); return its slot."""
+    other stamp is free, so a new stamp empties the table at no cost); return its slot. Whether
+    the key is new is not branched on: half the keys are, in no order a predictor can guess."""
     h = _slot(key, mask)
     while table_stamp[h] == stamp and table_key[h] != key:
         h = (h + 1) & mask
-    if table_stamp[h] != stamp:
-        table_stamp[h] = stamp
-        table_key[h] = key
-        table_count[h] = 0
-    table_count[h] += 1
+    live = np.int32(table_stamp[h] == stamp)
+    table_stamp[h] = stamp
+    table_key[h] = key
+    table_count[h] = table_count[h] * live + 1
     return h
 
 
@@ -165,11 +165,12 @@ def _ngram_chars(word_hash, salts, offsets, cum, top_sizes, dup_sizes, multiplie
                 if b - a < size:
                     top[d, t] = -1
                     continue
-                best = -1
+                best, most = -1, 1  # the first n-gram of the highest count, when above 1
                 for k in range(m):
                     c = table_count[slot[k]]
-                    if c >= 2 and (best < 0 or c > table_count[slot[best]]):
-                        best = k
+                    better = c > most
+                    best = k if better else best
+                    most = c if better else most
                 if best < 0:  # every n-gram occurs once: the first one is the top
                     top[d, t] = cum[a + size] - cum[a]
                 else:
@@ -180,11 +181,10 @@ def _ngram_chars(word_hash, salts, offsets, cum, top_sizes, dup_sizes, multiplie
                             count += 1
                     top[d, t] = _covered(starts, count, size, cum)
             count = 0
-            for k in range(m):
-                if table_count[slot[k]] >= 2:
-                    pos[count] = pos[k]
-                    key[count] = key[k]
-                    count += 1
+            for k in range(m):  # keep the repeated ones, without a branch
+                pos[count] = pos[k]
+                key[count] = key[k]
+                count += table_count[slot[k]] >= 2
             m = count
             for t in range(dup_sizes.shape[0]):
                 if dup_sizes[t] == size:
