@@ -468,7 +468,7 @@ def predict(data, offsets, index, vocab, output, left, right, dim, longest_word)
     labels = np.full(n, -1, dtype=np.int32)
     scores = np.zeros(n, dtype=np.float32)
     hidden = np.zeros(dim, dtype=np.float32)
-    scratch = np.empty(4 * vocab[7] * (longest_word + 2) + 1, dtype=np.int32)
+    scratch = np.empty(vocab[7] * (longest_word + 2) + 1, dtype=np.int32)  # maxn n-grams a position
     stack_node = np.empty(len(left) + 1, dtype=np.int32)
     stack_score = np.empty(len(left) + 1, dtype=np.float32)
     cache = (
@@ -486,23 +486,6 @@ def predict(data, offsets, index, vocab, output, left, right, dim, longest_word)
         labels[i] = best
         scores[i] = np.float32(math.exp(score))
     return labels, scores
-
-
-@numba.njit(cache=True, nogil=True)
-def longest_token(data, offsets, index):
-    """The most bytes of a whitespace-separated token among the texts ``index``."""
-    longest = 0
-    for i in range(len(index)):
-        doc = index[i]
-        run = 0
-        for p in range(offsets[doc], offsets[doc + 1]):
-            if _is_space(data[p]):
-                run = 0
-            else:
-                run += 1
-                if run > longest:
-                    longest = run
-    return longest
 
 
 def prune_index(pruned: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -550,6 +533,6 @@ class Predictor:
     def predict(self, data: np.ndarray, offsets: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per text ``index[i]`` of ``data`` at ``offsets``: the index of its top label in
         ``model.labels`` (-1 when fastText would predict nothing) and its probability."""
-        longest = longest_token(data, offsets, index)
+        longest = int(np.diff(offsets).max()) if len(offsets) > 1 else 0  # no token is longer than its text
         m = self.model
         return predict(data, offsets, index, self._vocab, m.output, m.left, m.right, m.centroids.size // KSUB, longest)
