@@ -31,10 +31,10 @@ FASTTEXT_MAGIC = 793712314
 KSUB = 256  # centroids per sub-quantizer (8-bit codes)
 LOSS_HS = 1
 MODEL_SUPERVISED = 3
-# The words out of the dictionary whose n-gram rows a batch keeps (a table of twice as many slots),
-# and the rows it keeps in all: 3 MiB.
+# The words whose input rows a batch keeps (a table of twice as many slots), and the rows it keeps
+# in all: 10 MiB (pages only where used).
 CACHE_SLOTS = 1 << 17
-CACHE_ROWS = 1 << 19
+CACHE_ROWS = 1 << 21
 
 
 class Model(NamedTuple):
@@ -333,20 +333,20 @@ def _add_row(hidden, vectors, row):
         hidden[n] += vectors[row, n]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _cache_slot(h, mask):
-    return np.int64((h ^ (h >> np.uint32(15))) & np.uint32(mask))
-
-
 @numba.njit(cache=True, nogil=True)
-def _cached(slots, tokens, data, start, end, h):
-    """The cache entry of the word ``data[start:end]`` (hash ``h``), -1 when it has none."""
+def _cached(slots, words, data, start, end, h):
+    """The cache entry of the word ``data[start:end]`` (hash ``h``), -1 when it has none. A slot
+    holds the word's hash (high 32 bits) and its entry, so a probe compares bytes only where
+    the hashes agree."""
     mask = len(slots) - 1
-    s = _cache_slot(h, mask)
+    s = np.int64((h ^ (h >> np.uint32(15))) & np.uint32(mask))
+    key = np.int64(h) << 32
     while slots[s] != -1:
-        e = slots[s]
-        if _equals(data, start, end - start, data[tokens[e, 0] : tokens[e, 1]]):
-            return e
+        slot = slots[s]
+        if slot & np.int64(-4294967296) == key:
+            e = slot & np.int64(0xFFFFFFFF)
+            if _equals(data, start, end - start, data[words[e, 0] : words[e, 1]]):
+                return e
         s = (s + 1) & mask
     return -1
 
@@ -354,30 +354,50 @@ def _cached(slots, tokens, data, start, end, h):
 @numba.njit(cache=True, nogil=True)
 def _remember(cache, data, start, end, h, rows, n):
     """Keep the input rows ``rows[:n]`` of the word ``data[start:end]`` in ``cache`` while it has
-    room (a batch's words past that are measured each time, as fastText does every word). The
-    rows are the same whichever way they are found, so the sums are too."""
-    slots, tokens, row_spans, cached, used = cache
+    room (a batch's words past that are looked up each time, as fastText does every word); the
+    entry, -1 when there was none. The rows are the same whichever way they are found, so the
+    sums are too."""
+    slots, words, cached, used = cache
     e = used[0]
-    if e >= len(tokens) or used[1] + n > len(cached):
-        return
+    if e >= len(words) or used[1] + n > len(cached):
+        return -1
     mask = len(slots) - 1
-    s = _cache_slot(h, mask)
+    s = np.int64((h ^ (h >> np.uint32(15))) & np.uint32(mask))
     while slots[s] != -1:
         s = (s + 1) & mask
-    slots[s] = e
-    tokens[e, 0], tokens[e, 1] = start, end
-    row_spans[e, 0], row_spans[e, 1] = used[1], used[1] + n
+    slots[s] = (np.int64(h) << 32) | e
+    words[e, 0], words[e, 1], words[e, 2], words[e, 3] = start, end, used[1], used[1] + n
     cached[used[1] : used[1] + n] = rows[:n]
     used[0] += 1
     used[1] += n
+    return e
+
+
+@numba.njit(cache=True, nogil=True)
+def _word_rows(data, start, end, h, vocab, out):
+    """The input rows of one word (``Dictionary::getLine``: a dictionary word's own and its
+    n-grams', a word out of it its n-grams', none for a label or ``</s>`` out of the
+    dictionary), written to ``out``; their count."""
+    words, offsets, types, table, row_offsets, rows, minn, maxn, bucket, pruned, nwords, vectors, eos = vocab
+    w = _find(data, start, end, h, words, offsets, table)
+    if w >= 0:
+        if types[w] != 0:
+            return 0
+        n = row_offsets[w + 1] - row_offsets[w]
+        out[:n] = rows[row_offsets[w] : row_offsets[w + 1]]
+        return n
+    if _starts_with(data, start, end - start, LABEL_BYTES) or _equals(data, start, end - start, EOS_BYTES):
+        return 0
+    return _subwords(data, start, end - start, minn, maxn, bucket, pruned, nwords, out, 0)
 
 
 @numba.njit(cache=True, nogil=True)
 def _hidden(data, start, end, vocab, hidden, scratch, cache):
     """``averageRowsToVector`` over the input rows of one line (``Dictionary::getLine``); the
-    number of rows. The rows of a word not in the dictionary are its n-grams', kept in ``cache``
-    for the next time it comes (:func:`_remember`)."""
-    words, offsets, types, table, row_offsets, rows, minn, maxn, bucket, pruned, nwords, vectors, eos = vocab
+    number of rows. Each word's rows are kept in ``cache`` for the next time it comes
+    (:func:`_remember`)."""
+    rows, types, row_offsets, vectors, eos = vocab[5], vocab[2], vocab[4], vocab[11], vocab[12]
+    slots, words, cached, used = cache
     hidden[:] = np.float32(0.0)
     count = 0
     pos = start
@@ -385,9 +405,8 @@ def _hidden(data, start, end, vocab, hidden, scratch, cache):
         while pos < end and _is_space(data[pos]):
             pos += 1
         if pos >= end:  # the binding's closing newline: the end-of-sentence token
-            w = eos
-            if w >= 0 and types[w] == 0:
-                for k in range(row_offsets[w], row_offsets[w + 1]):
+            if eos >= 0 and types[eos] == 0:
+                for k in range(row_offsets[eos], row_offsets[eos + 1]):
                     _add_row(hidden, vectors, rows[k])
                     count += 1
             break
@@ -395,28 +414,18 @@ def _hidden(data, start, end, vocab, hidden, scratch, cache):
         while pos < end and not _is_space(data[pos]):
             pos += 1
         h = _hash(data, token, pos)
-        w = _find(data, token, pos, h, words, offsets, table)
-        if w >= 0:
-            if types[w] == 0:
-                for k in range(row_offsets[w], row_offsets[w + 1]):
-                    _add_row(hidden, vectors, rows[k])
-                    count += 1
-        elif not _starts_with(data, token, pos - token, LABEL_BYTES) and not _equals(
-            data, token, pos - token, EOS_BYTES
-        ):
-            slots, tokens, row_spans, cached, used = cache
-            e = _cached(slots, tokens, data, token, pos, h)
-            if e >= 0:
-                for k in range(row_spans[e, 0], row_spans[e, 1]):
-                    _add_row(hidden, vectors, cached[k])
-                count += row_spans[e, 1] - row_spans[e, 0]
-            else:
-                n = _subwords(data, token, pos - token, minn, maxn, bucket, pruned, nwords, scratch, 0)
-                for k in range(n):
-                    _add_row(hidden, vectors, scratch[k])
-                count += n
-                _remember(cache, data, token, pos, h, scratch, n)
-        if _equals(data, token, pos - token, EOS_BYTES):
+        e = _cached(slots, words, data, token, pos, h)
+        if e >= 0:
+            for k in range(words[e, 2], words[e, 3]):
+                _add_row(hidden, vectors, cached[k])
+            count += words[e, 3] - words[e, 2]
+        else:
+            n = _word_rows(data, token, pos, h, vocab, scratch)
+            for k in range(n):
+                _add_row(hidden, vectors, scratch[k])
+            count += n
+            _remember(cache, data, token, pos, h, scratch, n)
+        if pos - token == len(EOS_BYTES) and _equals(data, token, pos - token, EOS_BYTES):
             break
     if count:
         scale = np.float32(1.0 / count)
@@ -472,11 +481,10 @@ def predict(data, offsets, index, vocab, output, left, right, dim, longest_word)
     stack_node = np.empty(len(left) + 1, dtype=np.int32)
     stack_score = np.empty(len(left) + 1, dtype=np.float32)
     cache = (
-        np.full(CACHE_SLOTS, -1, dtype=np.int32),
-        np.empty((CACHE_SLOTS // 2, 2), dtype=np.int64),
-        np.empty((CACHE_SLOTS // 2, 2), dtype=np.int64),
+        np.full(CACHE_SLOTS, -1, dtype=np.int64),  # hash << 32 | entry
+        np.empty((CACHE_SLOTS // 2, 4), dtype=np.int64),  # per entry: the word's bytes, its rows in cached
         np.empty(CACHE_ROWS, dtype=np.int32),
-        np.zeros(2, dtype=np.int64),
+        np.zeros(2, dtype=np.int64),  # entries, rows used
     )
     for i in range(n):
         doc = index[i]
