@@ -363,7 +363,9 @@ class GopherQuality:
             hashes=t.str.count_matches("#", literal=True),
             ellipses=t.str.count_matches(r"\.\.\.|…"),
             lines=line_count(lines),
-            bullet_lines=lines.str.count_matches(rf"(?m)^[^\S\n]*{bullets}"),
+            # (?m)^ as the text's start or a "\n": a literal the engine finds by memchr, twice as fast
+            bullet_lines=lines.str.count_matches(rf"\n[^\S\n]*{bullets}")
+            + lines.str.contains(rf"^[^\S\n]*{bullets}").cast(pl.UInt32),
             ellipsis_lines=lines.str.count_matches(r"(?m)(?:\.\.\.|…)[^\S\n]*$"),
         )
         langs = _langs(docs)
@@ -913,11 +915,13 @@ def _sentence_counts(lines: pl.Series) -> np.ndarray:
 
 def _abbreviation_ends(lines: pl.Series) -> pl.Series:
     """``count_matches(C4_ABBREVIATION_END_PATTERN)`` of each line (Int64), counted only on the lines
-    with a letter before a full stop, which every match holds: the pattern's Unicode word boundary
-    sends the regular expression engine to its slow path on non-ASCII text (a quarter of the lines
-    of the demo hold such a stop, and counting on every line is half of C4's time)."""
+    where a full stop follows a letter that begins a word (after the line's start or a non-word
+    character, as the pattern's word boundary requires), which every match holds: about one line
+    in a thousand of the demo. The pattern's Unicode word boundary sends the regular expression
+    engine to its slow path on non-ASCII text, and counting on every line was half of C4's time;
+    the test needs no word boundary."""
     out = np.zeros(len(lines), dtype=np.int64)
-    rows = np.flatnonzero(lines.str.contains(r"\p{L}\.").fill_null(False).to_numpy())
+    rows = np.flatnonzero(lines.str.contains(r"(?:^|\W)\p{L}\.").fill_null(False).to_numpy())
     if len(rows):
         found = lines.gather(rows).str.count_matches(C4_ABBREVIATION_END_PATTERN).fill_null(0)
         out[rows] = found.to_numpy()
