@@ -38,6 +38,11 @@ What the model sees of a document:
 * its text with newlines folded to spaces: fastText predicts one line at a time (the binding
   refuses a newline), and its other whitespace already separates words.
 
+A quantized model with a hierarchical softmax (``lid.176.ftz``) is predicted by
+:mod:`pipeline.lang.kernels`, a compiled copy of fastText's arithmetic that gives its labels and
+scores bit for bit, about 3.5 times as fast; it is checked against fastText on a few texts when the
+model loads, and fastText predicts where it differs or cannot read the model.
+
 A document that is empty or only whitespace gets :data:`UNDETERMINED` (``"und"``, the
 BCP 47 / ISO 639-2 code for an undetermined language) with score 0.0, instead of the guess
 fastText makes for an empty line (``en``, 0.12). Scores are the model's probability for its top

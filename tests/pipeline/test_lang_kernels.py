@@ -68,8 +68,15 @@ def lid176() -> LanguageIdentifier:
     return LanguageIdentifier(fetch_lid_model(ROOT / ".cache" / "models"))
 
 
-def test_lid176_is_predicted_as_fasttext_does(lid176):
-    texts = [*SENTENCES, *odd_texts(0, 400), "x", "</s> hidden after the end", "a" * 3000]
+@pytest.mark.parametrize("sample", [(1000, 4), (301, 3), (7, 7)])
+def test_lid176_is_predicted_as_fasttext_does(lid176, sample):
+    lid176 = copy.copy(lid176)
+    lid176.sample_chars, lid176.sample_spans = sample
+    texts = [*SENTENCES, *odd_texts(0, 400), "x", "</s> hidden after the end", "a" * 3000, None, ""]
+    # white space only (Unicode's, which the identifier calls undetermined), and what is not
+    texts += [" \t\n ", "\u00a0\u3000\u2028\u205f", "\u200b", "\u00a0x\u00a0", "\n".join(["word"] * 400)]
+    # long texts read as spans, one across a newline and multi-byte characters at the spans' edges
+    texts += ["é" * 997 + "\n" + "ж" * 1500, ("日本語 " * 300) + "end", " ".join(odd_texts(2, 30))]
     langs, scores = compiled_predictions(lid176, texts)
     expected_langs, expected_scores = fasttext_predictions(lid176, texts)
     assert langs == expected_langs
@@ -111,8 +118,8 @@ def test_a_check_that_differs_falls_back(lid176, monkeypatch):
     expected = compiled_predictions(lid176, SENTENCES)
     real = kernels.Predictor.predict
 
-    def off_by_one_ulp(self, data, offsets, index):
-        labels, scores = real(self, data, offsets, index)
+    def off_by_one_ulp(self, *args):
+        labels, scores = real(self, *args)
         return labels, np.nextafter(scores, np.float32(2))
 
     monkeypatch.setattr(kernels.Predictor, "predict", off_by_one_ulp)
