@@ -58,7 +58,7 @@ defaults stop at fastText's 5 epochs.
 
 Training (:func:`train_quality_classifier`) is deterministic: one thread and a fixed fastText
 seed, the split and the example order drawn from ``numpy.random.default_rng(seed)``, so the same
-inputs and seed give a byte-identical model file (see :func:`_zeroed_allocations` for what that
+inputs and seed give a byte-identical model file (see :func:`zeroed_allocations` for what that
 takes with this fastText build).
 """
 
@@ -223,7 +223,7 @@ def score_quantiles(scores: np.ndarray, langs: Sequence[str | None]) -> dict:
 
 
 @contextlib.contextmanager
-def _zeroed_allocations():
+def zeroed_allocations():
     """Make glibc's malloc hand out zero-filled memory while the block runs; yield whether it could.
 
     fastText fills its input matrix (words and n-gram buckets) with random values in ``thread``
@@ -391,11 +391,11 @@ def _fit(train_x: list[str], train_y: list[str], out_dir: Path, params: dict, qu
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".quality-train-") as tmp:
         train_file = Path(tmp) / "train.txt"
         _write_training_file(train_file, train_x, train_y)
-        with quiet_stderr(), _zeroed_allocations() as zeroed:
+        with quiet_stderr(), zeroed_allocations() as zeroed:
             model = fasttext.train_supervised(input=str(train_file), verbose=0, **params)
         _check_finite(model)
         if quantize:
-            with quiet_stderr(), _zeroed_allocations():
+            with quiet_stderr(), zeroed_allocations():
                 model.quantize(input=str(train_file), retrain=True, qnorm=True, cutoff=100_000, thread=1, verbose=0)
     return model, zeroed
 

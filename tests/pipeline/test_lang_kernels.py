@@ -10,6 +10,7 @@ import fasttext
 import numpy as np
 import pytest
 
+from pipeline.filters.quality import zeroed_allocations
 from pipeline.lang import LanguageIdentifier, kernels
 from pipeline.lang.model import fetch_lid_model
 
@@ -90,9 +91,10 @@ def test_other_quantized_models_are_predicted_as_fasttext_does(tmp_path, qnorm):
     labels = ["en", "de", "es", "ru", "zh"]
     rows = [f"__label__{label} {text}" for label, text in zip(labels, SENTENCES)] * 40
     train.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    model = fasttext.train_supervised(
-        str(train), dim=8, epoch=5, minn=1, maxn=3, loss="hs", thread=1, verbose=0, seed=0
-    )
+    with zeroed_allocations():  # this fastText build starts from unset memory otherwise
+        model = fasttext.train_supervised(
+            str(train), dim=8, epoch=5, minn=1, maxn=3, loss="hs", thread=1, verbose=0, seed=0
+        )
     model.quantize(qnorm=qnorm, cutoff=300, retrain=False, dsub=3)  # 8 = 3 + 3 + 2: a shorter last sub-vector
     path = tmp_path / "tiny.ftz"
     model.save_model(str(path))
@@ -104,7 +106,8 @@ def test_other_quantized_models_are_predicted_as_fasttext_does(tmp_path, qnorm):
 def test_models_it_cannot_reproduce_use_fasttext(tmp_path):
     train = tmp_path / "train.txt"
     train.write_text("".join(f"__label__{i} {text}\n" for i, text in enumerate(SENTENCES)) * 20, encoding="utf-8")
-    dense = fasttext.train_supervised(str(train), dim=8, epoch=5, minn=2, maxn=4, thread=1, verbose=0, seed=0)
+    with zeroed_allocations():  # this fastText build starts from unset memory otherwise
+        dense = fasttext.train_supervised(str(train), dim=8, epoch=5, minn=2, maxn=4, thread=1, verbose=0, seed=0)
     dense.save_model(str(tmp_path / "dense.bin"))
     assert kernels.read_model(tmp_path / "dense.bin") is None  # softmax loss, dense input
     identifier = LanguageIdentifier(tmp_path / "dense.bin")
