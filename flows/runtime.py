@@ -15,6 +15,7 @@ progress lines and warnings, and a failure is one line from the CLI that names t
 from __future__ import annotations
 
 import atexit
+import contextvars
 import functools
 import importlib
 import multiprocessing.context
@@ -589,7 +590,15 @@ def _blocked_spawn_runner() -> type:
 
     class _Runner(ProcessPoolTaskRunner):
         def __enter__(self):
-            super().__enter__()
+            # Prefect's thread that forwards the workers' events and logs starts without this
+            # context, where the run's API address is set (temporary_settings): in it, Prefect
+            # found no API and started a server of its own, which recorded every task run.
+            context, forward = contextvars.copy_context(), self._forward_subprocess_messages
+            self._forward_subprocess_messages = lambda: context.run(forward)
+            try:
+                super().__enter__()
+            finally:
+                del self._forward_subprocess_messages
             self._executor._mp_context = BlockedSpawnContext()
             return self
 

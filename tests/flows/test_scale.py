@@ -272,3 +272,22 @@ def test_a_process_pool_run_keeps_its_processes_from_stage_to_stage():
         second = stage.with_options(task_runner=ready.task_runner())()
     # One process did every task of both stages: it started (and imported the project) once.
     assert len(first) == 1 and first == second and os.getpid() not in first
+
+
+def test_a_process_pool_forwards_its_workers_events_to_the_run_s_api(monkeypatch):
+    """The pool's thread that forwards its workers' events and logs sees the API the run set in
+    Prefect's settings (a context variable): where it saw none, Prefect started a server of its
+    own in it and recorded every task run there."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.task_runners import ProcessPoolTaskRunner
+
+    from flows.runtime import process_pool_task_runner
+
+    seen = []
+    monkeypatch.setattr(
+        ProcessPoolTaskRunner, "_forward_subprocess_messages", lambda self: seen.append(PREFECT_API_URL.value())
+    )
+    url = "http://127.0.0.1:9/api"
+    with temporary_settings(updates={PREFECT_API_URL: url}), process_pool_task_runner(1) as runner:
+        runner._message_forwarding_thread.join(timeout=10)
+    assert seen == [url]
