@@ -39,7 +39,7 @@ from pipeline.io.storage import read_parquet, scan_parquet
 from pipeline.io.writer import read_json, remove_temporaries, write_json, write_parquet
 from pipeline.stages.shard import finish_stage, mark_work_done, reusable_work, shard_unit
 from pipeline.stages.steps import scoped_filters
-from pipeline.stages.units import RunUnits, in_blocks, in_process
+from pipeline.stages.units import RunUnits, in_blocks, in_process, jobs_per_block
 
 STAGE = "dedup"
 LINES_STAGE = "lines"
@@ -234,7 +234,8 @@ def _find_frequent_lines(work: LinesWork, inputs: list, documents: int, settings
     """Count the lines of every shard (of every source: lines are counted over all documents) in
     partitions sized by ``documents``, then write the frequent ones and the finding."""
     partitions = line_partitions_for(documents, settings.partitions)
-    in_blocks(run_units, "lines count", count_lines, [CountJob(path, work, partitions) for path in inputs])
+    jobs = [CountJob(path, work, partitions) for path in inputs]
+    in_blocks(run_units, "lines count", count_lines, jobs, jobs_per_block(documents, len(inputs)))
     jobs = [FrequentJob(work, p, settings.max_docs) for p in range(partitions)]
     found = run_units("lines frequent", find_frequent, jobs)
     tables = [read_parquet(work.frequent_partition(p)) for p in range(partitions)]
@@ -250,12 +251,12 @@ def run_lines(previous: str, config: RunConfig, run_units: RunUnits = in_process
     remove_temporaries(stage.root)
     inputs = stage_outputs(config.run_dir, previous)
     work = LinesWork(_work_folder(stage))
+    documents = docs_handed_over(RunLayout(config.run_dir).stage(previous).stats)
     if not (reusable_work(stage, inputs, settings.model_dump(mode="json")) and work.frequent.exists()):
-        documents = docs_handed_over(RunLayout(config.run_dir).stage(previous).stats)
         _find_frequent_lines(work, inputs, documents, settings, run_units)
         mark_work_done(stage, inputs, settings.model_dump(mode="json"))
     jobs = [CutJob(path, stage, work.frequent, settings.scope(), config.batch_docs) for path in inputs]
-    parts = in_blocks(run_units, LINES_STAGE, cut_lines, jobs)
+    parts = in_blocks(run_units, LINES_STAGE, cut_lines, jobs, jobs_per_block(documents, len(inputs)))
     return finish_stage(
         LINES_STAGE,
         previous,

@@ -37,6 +37,7 @@ last, the dataset card ``README.md`` (pipeline.stages.card). The units' per-shar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -69,15 +70,18 @@ from pipeline.mix.scan import ScanJob, Scanned, ShardToScan, documents_schema, r
 from pipeline.mix.work import WorkFiles
 from pipeline.stages.card import write_cards
 from pipeline.stages.shard import mark_work_done, reusable_work
-from pipeline.stages.units import JOBS_PER_BLOCK, Block, RunUnits, blocks, in_blocks, in_process, run_block
+from pipeline.stages.units import BLOCK_DOCS, JOBS_PER_BLOCK, Block, RunUnits, blocks, in_blocks, in_process, run_block
 
 STAGE = "mix"
 
 
-def _unit_count(shards: int, partitions: int) -> int:
-    """Units of a step across shards: one per JOBS_PER_BLOCK shards, at most ``mix.partitions``
-    (each step's units pay a cluster's fixed cost per task; a unit's memory is that of a shard)."""
-    return min(partitions, -(-shards // JOBS_PER_BLOCK))
+def _unit_count(shards: int, shard_docs: float, partitions: int) -> int:
+    """Units of a step across ``shards`` shards of ``shard_docs`` documents on average: one per
+    JOBS_PER_BLOCK shards, or per BLOCK_DOCS documents where that is more shards, at most
+    ``mix.partitions`` (each step's units pay a cluster's fixed cost per task, about 0.1 CPU s:
+    pipeline.stages.units; a unit's memory is that of a shard)."""
+    per_unit = max(JOBS_PER_BLOCK, math.ceil(BLOCK_DOCS / max(shard_docs, 1.0)))
+    return min(partitions, -(-shards // per_unit))
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ class _Pool:
     scans: list[Path]
     pools: list[Path]
     units: list[range]
+    shard_docs: float  # the documents of an input shard, on average
 
     def each_block(self, run_units: RunUnits, unit: Callable, what: str, job: Callable[[str, int, range], Any]) -> list:
         """``unit`` once per block of shards: ``job(name, u, block)`` is block ``u``'s job, its
@@ -118,7 +123,8 @@ def _pool_files(layout: RunLayout, stage: StageDir, previous: str, partitions: i
     stage's), and the per-shard files of this stage's units."""
     inputs = stage_outputs(layout.root, previous)
     tokenizer = StageStats.read(layout.stage("tokenize").stats).tokenizer
-    units = blocks(len(inputs), _unit_count(len(inputs), partitions))
+    shard_docs = docs_handed_over(layout.stage(previous).stats) / max(len(inputs), 1)
+    units = blocks(len(inputs), _unit_count(len(inputs), shard_docs, partitions))
     work = WorkFiles(stage.root / "intermediate", len(inputs), len(units))
     return _Pool(
         inputs=inputs,
@@ -129,6 +135,7 @@ def _pool_files(layout: RunLayout, stage: StageDir, previous: str, partitions: i
         scans=work.scans(),
         pools=work.pools(),
         units=units,
+        shard_docs=shard_docs,
     )
 
 
@@ -291,7 +298,7 @@ def _validation_near_duplicates(
     holding = split.holding_shards(candidates, validation_ids)
     jobs = [
         shards.TextsJob(f"texts-{u:04d}", [pool.inputs[holding[i]] for i in block], validation_ids)
-        for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), settings.partitions)))
+        for u, block in enumerate(blocks(len(holding), _unit_count(len(holding), pool.shard_docs, settings.partitions)))
     ]
     held_docs = pl.concat(run_units(None, shards.block_texts, jobs))
     index = ReferenceIndex(held_docs["id"], held_docs["text"], params)
@@ -453,14 +460,17 @@ def _write_documents_and_plans(
         )
         for name, group, copies in orders
     ]
+    # A file to concatenate is a task of its own (the documents' file grows with the pool); the
+    # cuts, a few hundredths of a second each, go in blocks.
+    cut_blocks = blocks(len(cuts), -(-len(cuts) // JOBS_PER_BLOCK))
     done = run_units(
         None,
         run_block,
         [Block(shards.concat_files, [job], n) for n, job in enumerate(concat)]
-        + [Block(shards.cut_ranges, [job], n) for n, job in enumerate(cuts)],
+        + [Block(shards.cut_ranges, [cuts[i] for i in span], span.start) for span in cut_blocks],
     )
     output: dict[str | None, dict[str, list[dict]]] = {name: {} for name in ranges.train} | {None: {}}
-    for (name, group, _), [cut] in zip(orders, done[len(concat) :]):
+    for (name, group, _), cut in zip(orders, [cut for block in done[len(concat) :] for cut in block]):
         output[name][group] = cut
     return output
 

@@ -1,6 +1,7 @@
 """The `tokenize` stage: a tokenizer (given, or trained on a sample of the curated documents), then
 each curated shard's documents written as a token shard (``pipeline.formats.tokens``), its part
-record after it, handed over in blocks of up to 16 shards (``pipeline.stages.units.in_blocks``):
+record after it, handed over in blocks of 16 shards or of as many as hold 50,000 documents
+(``pipeline.stages.units.jobs_per_block``):
 after dedup a shard holds few documents (about 680 in the million-document benchmark), and on a
 2-worker Dask cluster a task per shard cost more than its work (the stage took 26.3-35.7 s there
 at a million documents, 18.0-20.5 in blocks; the encoder uses every core of its process either way).
@@ -15,7 +16,7 @@ documents with the smallest keys (bottom-k sampling, a uniform sample of the ids
 unit returns only the keys under a bound that about ``sample_docs + 10 sqrt(sample_docs) + 100``
 documents of the whole stage fall under (the bound comes from the document count the stage before
 handed over), a second unit per shard returns the texts of the chosen ones (both short, so handed
-over in blocks of up to 16 shards: ``pipeline.stages.units.in_blocks``). No process holds a
+over in blocks the same way: ``pipeline.stages.units.in_blocks``). No process holds a
 row per curated document; the flow holds the sample. With ``sample_docs`` at least the number of
 documents, every document is in the sample.
 """
@@ -41,7 +42,7 @@ from pipeline.io.storage import parquet_file
 from pipeline.io.writer import read_json, remove_temporaries, write_json
 from pipeline.licence import licence_counts
 from pipeline.stages.shard import mark_work_done, reusable_work
-from pipeline.stages.units import RunUnits, in_blocks, in_process
+from pipeline.stages.units import RunUnits, in_blocks, in_process, jobs_per_block
 from pipeline.tokenizer import ShardEncoding, shard_encoding, train_tokenizer, write_token_shard
 
 STAGE = "tokenize"
@@ -106,9 +107,11 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
     """``id, text`` of the ``sample_docs`` documents of ``inputs`` with the smallest keys (module
     docstring), sorted by id."""
     bound = sample_bound(sample_docs, total)
+    per_block = jobs_per_block(total, len(inputs))
 
     def candidates(under: int) -> pl.DataFrame:
-        found = in_blocks(run_units, None, sample_candidates, [KeysJob(p, seed, under) for p in inputs])
+        jobs = [KeysJob(p, seed, under) for p in inputs]
+        found = in_blocks(run_units, None, sample_candidates, jobs, per_block)
         return pl.concat([pl.DataFrame(schema=_NO_KEYS), *found])
 
     found = candidates(bound)
@@ -118,7 +121,8 @@ def draw_sample(inputs: list[Path], sample_docs: int, total: int, seed: int, run
         return pl.DataFrame(schema=_NO_TEXTS)
     chosen = found.sort("key", "id").head(sample_docs)
     last = (int(chosen["key"][-1]), chosen["id"][-1])
-    sample = pl.concat(in_blocks(run_units, None, sample_texts, [TextsJob(p, seed, last) for p in inputs]))
+    jobs = [TextsJob(p, seed, last) for p in inputs]
+    sample = pl.concat(in_blocks(run_units, None, sample_texts, jobs, per_block))
     if sample.height != chosen.height:
         raise LedgerError(f"tokenizer sample: {chosen.height} documents chosen, {sample.height} read")
     return sample.sort("id")
@@ -221,7 +225,7 @@ def run_tokenize(previous: str, config: RunConfig, run_units: RunUnits = in_proc
         )
         for p in todo
     ]
-    in_blocks(run_units, STAGE, tokenize_shard, jobs)
+    in_blocks(run_units, STAGE, tokenize_shard, jobs, jobs_per_block(handed_over, len(inputs)))
     mark_work_done(stage, inputs, made_from)
     entries = [read_json(stage.parts / f"{p.stem}.json") for p in inputs]
     for path, entry in zip(inputs, entries):  # a part written before licences were counted

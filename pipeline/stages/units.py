@@ -37,6 +37,21 @@ def in_process(label: str | None, fn: Callable[[Any], Any], jobs: Sequence) -> l
 # back): a round of 110 shard units of a few hundredths of a second each took 15 to 20 s there
 # against 1 to 5 s on local threads (the million-document benchmark, benchmarks/scale_out.py).
 JOBS_PER_BLOCK = 16
+# Documents a block of short units carries at least. On a process pool or a Dask worker a task
+# costs 0.1 to 0.15 CPU s beyond its work whatever it does (Prefect rebuilds the run's settings
+# and context for each), and after dedup the demo's shards hold about 680 documents each at a
+# million: 16 of them were a few hundredths of a second of work per step in mix, and its tasks'
+# cost was most of the stage's CPU time (benchmarks/scale_out.py).
+BLOCK_DOCS = 50_000
+
+
+def jobs_per_block(docs: int, jobs: int) -> int:
+    """Jobs per block of a step of short units over ``jobs`` shards of ``docs`` documents in all:
+    :data:`JOBS_PER_BLOCK`, or as many shards as hold :data:`BLOCK_DOCS` documents where that is
+    more."""
+    if jobs < 1 or docs < 1:
+        return JOBS_PER_BLOCK
+    return max(JOBS_PER_BLOCK, -(-BLOCK_DOCS * jobs // docs))
 
 
 def blocks(items: int, units: int) -> list[range]:

@@ -107,6 +107,7 @@ def test_the_plan_shard_by_shard_is_the_plan_over_the_whole_pool(tmp_path, monke
     monkeypatch.setattr(shards, "BUCKET_BITS", 2)
     monkeypatch.setattr(shards, "RANGE_ROWS", 4)
     monkeypatch.setattr(stage, "JOBS_PER_BLOCK", 1)  # a unit per shard, up to mix.partitions
+    monkeypatch.setattr(stage, "BLOCK_DOCS", 0)
     stats = run_mix(previous, config.model_copy(update={"mix": config.mix.model_copy(update={"partitions": 3})}))
     root = RunLayout(config.run_dir).stage("mix").root
     documents = pl.read_parquet(root / "documents.parquet")
@@ -162,6 +163,7 @@ def test_the_mixtures_do_not_depend_on_units_buckets_or_ranges(
     monkeypatch.setattr(shards, "BUCKET_BITS", bucket_bits)
     monkeypatch.setattr(shards, "RANGE_ROWS", range_rows)
     monkeypatch.setattr(stage, "JOBS_PER_BLOCK", 1)
+    monkeypatch.setattr(stage, "BLOCK_DOCS", 0)
     changed = config.model_copy(update={"mix": config.mix.model_copy(update={"partitions": partitions})})
     assert run_mix(previous, changed) == stats
     assert _outputs(root) == before
