@@ -114,9 +114,9 @@ class Runner:
             and holds_gil(stage, config)
             and _api_url()
         ):
-            from flows.runtime import ignore_interrupts
+            from flows.runtime import start_worker
 
-            return _gil_pool_runner()(max_workers=min(workers, holds_gil(stage, config)), initializer=ignore_interrupts)
+            return _gil_pool_runner()(max_workers=min(workers, holds_gil(stage, config)), initializer=start_worker)
         return None if self.kind == "local" and self.workers is None else self.task_runner()
 
 

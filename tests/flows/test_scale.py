@@ -291,3 +291,27 @@ def test_a_process_pool_forwards_its_workers_events_to_the_run_s_api(monkeypatch
     with temporary_settings(updates={PREFECT_API_URL: url}), process_pool_task_runner(1) as runner:
         runner._message_forwarding_thread.join(timeout=10)
     assert seen == [url]
+
+
+def test_a_process_pool_worker_keeps_one_prefect_client_for_its_tasks():
+    """Prefect made a client for each task run in a worker, each loading the CA bundle: most of a
+    task's cost beyond its work. A worker of the run's pool keeps one for every task it runs."""
+    from prefect import flow, task
+
+    @task
+    def clients_seen() -> int:
+        import prefect.context
+        from prefect.client.orchestration import get_client
+
+        seen = prefect.context.__dict__.setdefault("_clients_seen_by_test", [])
+        client = get_client(sync_client=True)
+        if all(client is not other for other in seen):
+            seen.append(client)
+        return len(seen)
+
+    @flow
+    def stage() -> list[int]:
+        return [future.result() for future in [clients_seen.submit() for _ in range(3)]]
+
+    with running_on(Runner("processes", workers=1)) as ready:
+        assert stage.with_options(task_runner=ready.task_runner())() == [1, 1, 1]
