@@ -98,6 +98,9 @@ def sample_expr(
     return pl.when(length <= sample_chars).then(text).otherwise(spans)
 
 
+_UNSET = object()
+
+
 class LanguageIdentifier:
     """A fastText language-ID model, loaded once, predicting over batches of texts."""
 
@@ -126,7 +129,18 @@ class LanguageIdentifier:
             raise ValueError(f"{path} is not a supervised fastText model (it has no labels)")
         self._codes = {label: normalize_label(label) for label in raw_labels}
         self.languages: tuple[str, ...] = tuple(self._codes.values())
-        self._compiled = _compiled_predictor(self._model, path)
+        self._predictor = _UNSET  # made at the first prediction: a config check only loads the model
+
+    @property
+    def _compiled(self):
+        """The compiled predictor (None: fastText predicts), made and checked on first use."""
+        if self._predictor is _UNSET:
+            self._predictor = _compiled_predictor(self._model, self.model_path)
+        return self._predictor
+
+    @_compiled.setter
+    def _compiled(self, predictor) -> None:
+        self._predictor = predictor
 
     def prepare(self, texts: Sequence[str | None] | pl.Series) -> pl.Series:
         """The texts as the model sees them: the sample, newlines folded, nulls as ``""``."""
