@@ -9,9 +9,9 @@ each with its file, offset and url, so that a user can open them.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -52,8 +52,10 @@ class Extraction:
         self.pages += frame.height
         self.html_bytes += int(frame["html_bytes"].sum())
         self.text_chars += int(frame["text_chars"].sum())
-        for chars, size in zip(frame["text_chars"].to_list(), frame["html_bytes"].to_list(), strict=True):
-            self.bands[band(chars, size)] += 1
+        counts = np.bincount(
+            bands_of(frame["text_chars"].to_numpy(), frame["html_bytes"].to_numpy()), minlength=len(self.bands)
+        )
+        self.bands = [a + int(b) for a, b in zip(self.bands, counts, strict=True)]
         least = (
             frame.with_columns(share=pl.col("text_chars") / pl.max_horizontal(pl.col("html_bytes"), 1))
             .sort(["share", "html_bytes"], descending=[False, True])
@@ -82,11 +84,17 @@ class Extraction:
         return cls(**data)
 
 
+def bands_of(text_chars: np.ndarray, html_bytes: np.ndarray) -> np.ndarray:
+    """The band of :data:`SHARE_LABELS` of each page's kept share: "no text", else the band whose
+    lower edge (:data:`SHARE_EDGES`) is the largest at or below its share."""
+    text_chars = np.asarray(text_chars, np.int64)
+    shares = text_chars / np.maximum(np.asarray(html_bytes, np.int64), 1)
+    return np.where(text_chars == 0, 0, np.searchsorted(SHARE_EDGES, shares, side="right"))
+
+
 def band(text_chars: int, html_bytes: int) -> int:
-    """The band of :data:`SHARE_LABELS` of a page's kept share."""
-    if text_chars == 0:
-        return 0
-    return bisect.bisect_right(SHARE_EDGES, text_chars / max(html_bytes, 1))
+    """The band of one page (:func:`bands_of`)."""
+    return int(bands_of(np.array([text_chars]), np.array([html_bytes]))[0])
 
 
 def share_of(page: dict) -> float:
