@@ -180,22 +180,14 @@ def _jaccard(run: ShingleLookup, index: ShingleLookup, docs: np.ndarray, indexed
 def _same_url(run: ShingleLookup, index: ShingleLookup, docs: np.ndarray, indexed: np.ndarray) -> np.ndarray:
     """Whether each pair (run document, indexed document) has one normalized URL (both hashes set
     and equal; the signature files' ``url_hash``)."""
-
-    def hashes(lookup: ShingleLookup, wanted: np.ndarray) -> pl.Series:
-        table = lookup.rows(wanted, ["url_hash"])
-        at = np.searchsorted(table.column("doc").to_numpy(), wanted)
-        return pl.from_arrow(table.column("url_hash").take(pa.array(at)))
-
-    return (hashes(run, docs) == hashes(index, indexed)).fill_null(False).to_numpy()
+    return (_column(run, docs, "url_hash") == _column(index, indexed, "url_hash")).fill_null(False).to_numpy()
 
 
 def _column(lookup: ShingleLookup, docs: np.ndarray, column: str) -> pl.Series:
-    """``column`` of each of ``docs`` (in their order, repeats allowed)."""
+    """``column`` of each of ``docs`` (in their order, repeats allowed; nulls kept)."""
     table = lookup.rows(docs, [column])
-    return pl.Series(
-        column,
-        table.column(column).to_numpy(zero_copy_only=False)[np.searchsorted(table.column("doc").to_numpy(), docs)],
-    )
+    at = np.searchsorted(table.column("doc").to_numpy(), docs)
+    return pl.Series(column, table.column(column).take(pa.array(at)))
 
 
 @dataclass(frozen=True)
